@@ -1,0 +1,32 @@
+/*
+ * clock: injectable time, so that tests can run a simulated day in
+ * milliseconds. Production code reads time only through a wl_clock_t.
+ */
+#ifndef WL_CLOCK_H
+#define WL_CLOCK_H
+
+#include <stdint.h>
+
+typedef struct wl_clock wl_clock_t;
+struct wl_clock {
+    /* Nanoseconds on a monotonic scale. */
+    uint64_t (*now_ns)(wl_clock_t *c);
+    /* Sleep (or, for a simulated clock, advance) by ns nanoseconds. */
+    void (*sleep_ns)(wl_clock_t *c, uint64_t ns);
+};
+
+/* The real monotonic clock (CLOCK_MONOTONIC, nanosleep). Static storage. */
+wl_clock_t *clock_real(void);
+
+/* A simulated clock: now_ns returns *t, sleep_ns adds to it atomically. */
+typedef struct {
+    wl_clock_t base;
+    uint64_t t;
+} wl_sim_clock_t;
+
+void clock_sim_init(wl_sim_clock_t *c, uint64_t start_ns);
+void clock_sim_advance(wl_sim_clock_t *c, uint64_t ns);
+
+#define NS_PER_SEC 1000000000ull
+
+#endif

@@ -1,0 +1,41 @@
+#include "common/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+int log_level = LOG_LVL_INFO;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_write(int level, const char *fmt, ...)
+{
+    char line[1024];
+    struct timespec ts;
+    struct tm tm;
+    va_list ap;
+    int n;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 ts.tv_nsec / 1000000, level_names[level < 0 ? 0 : level > 3 ? 3 : level]);
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    /* One write per line so concurrent threads do not interleave. */
+    n = (int)strlen(line);
+    line[n++] = '\n';
+    fwrite(line, 1, (size_t)n, stderr);
+}
+
+int log_level_parse(const char *s)
+{
+    static const char *const all[] = {"debug", "info", "warn", "error", "off"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, all[i]) == 0)
+            return i;
+    return -1;
+}

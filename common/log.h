@@ -1,0 +1,29 @@
+/*
+ * log: leveled, one key=value line per event, to stderr.
+ *
+ * The level is tested before any formatting (the macros never evaluate their
+ * arguments when the level is off), as redis serverLog does.
+ */
+#ifndef WL_LOG_H
+#define WL_LOG_H
+
+enum { LOG_LVL_DEBUG = 0, LOG_LVL_INFO = 1, LOG_LVL_WARN = 2, LOG_LVL_ERROR = 3, LOG_LVL_OFF = 4 };
+
+extern int log_level;
+
+void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse "debug|info|warn|error|off"; returns -1 when unknown. */
+int log_level_parse(const char *s);
+
+#define log_at(lvl, ...)                                                                           \
+    do {                                                                                           \
+        if ((lvl) >= log_level)                                                                    \
+            log_write((lvl), __VA_ARGS__);                                                         \
+    } while (0)
+#define log_debug(...) log_at(LOG_LVL_DEBUG, __VA_ARGS__)
+#define log_info(...)  log_at(LOG_LVL_INFO, __VA_ARGS__)
+#define log_warn(...)  log_at(LOG_LVL_WARN, __VA_ARGS__)
+#define log_error(...) log_at(LOG_LVL_ERROR, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every build, test and bench dependency of warmlake from Debian
+# packages. Idempotent: packages already present are left alone, and apt is
+# only asked when something is missing (set WL_APT_FORCE=1 to always refresh).
+set -euo pipefail
+
+PKGS=(
+  # build
+  build-essential cmake pkg-config git
+  libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev
+  libxxhash-dev libexpat1-dev node-llhttp
+  # tests: unit, sanitizers, fuzzing, integration clients
+  libcmocka-dev clang libclang-rt-14-dev
+  python3 python3-pytest python3-boto3 s3cmd rclone
+  # bench ceilings
+  fio nginx wrk
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ] && [ "${WL_APT_FORCE:-0}" != 1 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]:-(refresh)}"
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${PKGS[@]}"

@@ -1,0 +1,634 @@
+/*
+ * ers: Reed-Solomon erasure coding over ISA-L (see ers.h for the layout).
+ *
+ * Design. The encoding matrix for (k, m) is ISA-L's Cauchy matrix, whose
+ * every k x k submatrix is invertible; its first k rows are the identity, so
+ * data blocks are stored as they are and a healthy read needs no math. The
+ * expanded GF tables (32*k*rows bytes) are built once per (k, m) and once per
+ * erasure pattern (which k shards survive, which shards are wanted) and kept
+ * in a process-wide table that only grows (at most TABLE_SLOTS patterns,
+ * each at most 32*16*4 = 2 KiB). Past that, a decoder computes tables into
+ * its own buffer instead of caching them.
+ */
+#include "erasure/ers.h"
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/mem.h"
+
+#include <isa-l/erasure_code.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- layout ---- */
+
+uint64_t ers_stripe_count(const ers_layout_t *l)
+{
+    uint64_t sdata = (uint64_t)l->k * l->block_size;
+    return sdata ? (l->size + sdata - 1) / sdata : 0;
+}
+
+/* Data bytes of stripe s (k*B except for the last stripe). */
+static uint64_t stripe_data_len(const ers_layout_t *l, uint64_t s)
+{
+    uint64_t sdata = (uint64_t)l->k * l->block_size;
+    uint64_t start = s * sdata;
+    if (start >= l->size)
+        return 0;
+    return l->size - start < sdata ? l->size - start : sdata;
+}
+
+uint32_t ers_block_len(const ers_layout_t *l, uint64_t stripe, unsigned shard)
+{
+    uint64_t r = stripe_data_len(l, stripe);
+    uint64_t b = l->block_size;
+    if (shard >= l->k) /* parity: as long as block 0 */
+        return (uint32_t)(r < b ? r : b);
+    if (r <= (uint64_t)shard * b)
+        return 0;
+    r -= (uint64_t)shard * b;
+    return (uint32_t)(r < b ? r : b);
+}
+
+uint64_t ers_shard_size(const ers_layout_t *l, unsigned shard)
+{
+    uint64_t n = ers_stripe_count(l);
+    if (n == 0)
+        return 0;
+    return ers_shard_offset(l, n - 1) + ers_block_len(l, n - 1, shard) + ERS_CRC_SIZE;
+}
+
+int ers_layout_check(const ers_layout_t *l)
+{
+    if (l->k < 1 || l->k > ERS_MAX_K || l->m > ERS_MAX_M || l->k + l->m > ERS_MAX_SHARDS)
+        return ERR_INVAL;
+    if (l->size == 0)
+        return l->block_size == 0 ? 0 : ERR_INVAL;
+    if (l->block_size == 0 || l->block_size > ERS_MAX_BLOCK || l->block_size % ERS_BLOCK_ALIGN)
+        return ERR_INVAL;
+    if (l->size > (1ull << 50)) /* 1 PiB: far beyond any S3 object */
+        return ERR_INVAL;
+    return 0;
+}
+
+#define LAYOUT_MAGIC   0x4c45574cu /* "WLEL" */
+#define LAYOUT_VERSION 1
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/*
+ * Encoded layout, little endian:
+ *   0  magic "WLEL"     4  version     5  k     6  m     7  reserved (0)
+ *   8  block_size (u32) 12 reserved (0)
+ *   16 size (u64)       24 reserved (0) 28 crc32c of bytes 0..27
+ */
+void ers_layout_encode(const ers_layout_t *l, uint8_t out[ERS_LAYOUT_SIZE])
+{
+    memset(out, 0, ERS_LAYOUT_SIZE);
+    put32(out, LAYOUT_MAGIC);
+    out[4] = LAYOUT_VERSION;
+    out[5] = l->k;
+    out[6] = l->m;
+    put32(out + 8, l->block_size);
+    put64(out + 16, l->size);
+    put32(out + 28, crc32c(0, out, 28));
+}
+
+int ers_layout_decode(const void *buf, size_t len, ers_layout_t *out)
+{
+    const uint8_t *p = buf;
+    if (len < ERS_LAYOUT_SIZE || get32(p) != LAYOUT_MAGIC || get32(p + 28) != crc32c(0, p, 28))
+        return ERR_CORRUPT;
+    if (p[4] != LAYOUT_VERSION)
+        return ERR_INVAL;
+    out->k = p[5];
+    out->m = p[6];
+    out->block_size = get32(p + 8);
+    out->size = get64(p + 16);
+    return ers_layout_check(out);
+}
+
+/* ---- GF tables ---- */
+
+typedef struct {
+    uint8_t k, m;
+    uint8_t *matrix; /* (k+m) x k encoding matrix */
+    uint8_t *tables; /* 32*k*m parity tables */
+} codec_t;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static codec_t *codecs[ERS_MAX_K + 1][ERS_MAX_M + 1];
+
+static const codec_t *codec_get(int k, int m)
+{
+    codec_t *c;
+
+    pthread_mutex_lock(&cache_lock);
+    c = codecs[k][m];
+    if (!c) {
+        c = xcalloc(1, sizeof(*c));
+        c->k = (uint8_t)k;
+        c->m = (uint8_t)m;
+        c->matrix = xmalloc((size_t)(k + m) * k);
+        c->tables = xmalloc((size_t)32 * k * (m ? m : 1));
+        gf_gen_cauchy1_matrix(c->matrix, k + m, k);
+        if (m)
+            ec_init_tables(k, m, c->matrix + (size_t)k * k, c->tables);
+        codecs[k][m] = c;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return c;
+}
+
+#define TABLE_SLOTS 4096
+
+typedef struct {
+    uint8_t used, k, m;
+    uint32_t surv, want;
+    uint8_t *tables;
+} pattern_t;
+
+static pattern_t patterns[TABLE_SLOTS];
+static unsigned pattern_count;
+
+/*
+ * Build decode tables that turn the k surviving shards `surv` (ascending)
+ * into the shards of `want` (ascending). Returns 0 or ERR_UNRECOVERABLE if
+ * the submatrix is singular (impossible for a Cauchy matrix; kept as a guard).
+ */
+static int build_tables(const codec_t *c, uint32_t surv, uint32_t want, uint8_t *tables)
+{
+    uint8_t b[ERS_MAX_K * ERS_MAX_K], inv[ERS_MAX_K * ERS_MAX_K];
+    uint8_t rows[ERS_MAX_SHARDS * ERS_MAX_K];
+    int k = c->k, r = 0, nw = 0;
+
+    for (int s = 0; s < k + c->m; s++)
+        if (surv & (1u << s))
+            memcpy(b + (size_t)k * r++, c->matrix + (size_t)k * s, (size_t)k);
+    if (gf_invert_matrix(b, inv, k) != 0)
+        return ERR_UNRECOVERABLE;
+    for (int w = 0; w < k + c->m; w++) {
+        if (!(want & (1u << w)))
+            continue;
+        uint8_t *row = rows + (size_t)k * nw++;
+        if (w < k) {
+            memcpy(row, inv + (size_t)k * w, (size_t)k);
+            continue;
+        }
+        /* Parity row: its encoding row times the inverse. */
+        for (int j = 0; j < k; j++) {
+            uint8_t acc = 0;
+            for (int i = 0; i < k; i++)
+                acc ^= gf_mul(c->matrix[(size_t)k * w + i], inv[(size_t)k * i + j]);
+            row[j] = acc;
+        }
+    }
+    ec_init_tables(k, nw, rows, tables);
+    return 0;
+}
+
+/* Tables for a pattern: cached, or built into `scratch` when the cache is full. */
+static const uint8_t *pattern_tables(const codec_t *c, uint32_t surv, uint32_t want,
+                                     uint8_t *scratch)
+{
+    uint32_t h = (surv * 2654435761u) ^ (want * 40503u) ^ ((uint32_t)c->k << 20) ^ c->m;
+    const uint8_t *found = NULL;
+
+    pthread_mutex_lock(&cache_lock);
+    for (unsigned i = 0; i < TABLE_SLOTS; i++) {
+        pattern_t *p = &patterns[(h + i) % TABLE_SLOTS];
+        if (!p->used) {
+            if (pattern_count >= TABLE_SLOTS * 3 / 4)
+                break;
+            uint8_t *t = xmalloc((size_t)32 * c->k * (size_t)__builtin_popcount(want));
+            if (build_tables(c, surv, want, t) != 0) {
+                free(t);
+                break;
+            }
+            *p = (pattern_t){1, c->k, c->m, surv, want, t};
+            pattern_count++;
+            found = t;
+            break;
+        }
+        if (p->k == c->k && p->m == c->m && p->surv == surv && p->want == want) {
+            found = p->tables;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (found)
+        return found;
+    return build_tables(c, surv, want, scratch) == 0 ? scratch : NULL;
+}
+
+/* ---- encoder ---- */
+
+struct ers_encoder {
+    const codec_t *codec;
+    int k, m;
+    uint32_t block; /* configured B */
+    uint8_t *buf;   /* k*B stripe being filled */
+    size_t fill;
+    uint8_t *parity[ERS_MAX_M];
+    uint64_t stripes; /* full stripes sunk so far */
+    ers_sink_fn sink;
+    void *arg;
+    int err; /* sticky: a failed sink ends the object */
+};
+
+ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
+                               int *err)
+{
+    ers_layout_t chk = {(uint8_t)k, (uint8_t)m, block_size, 1};
+    ers_encoder_t *e;
+
+    if (k < 1 || m < 0 || k > ERS_MAX_K || m > ERS_MAX_M || ers_layout_check(&chk) != 0) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    e = xcalloc(1, sizeof(*e));
+    e->codec = codec_get(k, m);
+    e->k = k;
+    e->m = m;
+    e->block = block_size;
+    e->buf = xaligned_alloc(64, (size_t)k * block_size);
+    for (int i = 0; i < m; i++)
+        e->parity[i] = xaligned_alloc(64, block_size);
+    ers_encoder_reset(e, sink, arg);
+    *err = 0;
+    return e;
+}
+
+void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg)
+{
+    e->fill = 0;
+    e->stripes = 0;
+    e->sink = sink;
+    e->arg = arg;
+    e->err = 0;
+}
+
+void ers_encoder_free(ers_encoder_t *e)
+{
+    if (!e)
+        return;
+    for (int i = 0; i < e->m; i++)
+        free(e->parity[i]);
+    free(e->buf);
+    free(e);
+}
+
+/*
+ * Encode one stripe whose data lies contiguously at `data` (dlen bytes, at
+ * most k*bs) with block size bs, and sink its k+m blocks. Bytes past dlen up
+ * to k*bs must be zero when dlen < k*bs (the caller guarantees it).
+ */
+static int encode_stripe(ers_encoder_t *e, const uint8_t *data, size_t dlen, uint32_t bs,
+                         uint64_t stripe)
+{
+    uint8_t *dp[ERS_MAX_K];
+    uint32_t plen = (uint32_t)(dlen < bs ? dlen : bs);
+    int rc;
+
+    for (int j = 0; j < e->k; j++)
+        dp[j] = (uint8_t *)data + (size_t)j * bs;
+    if (e->m)
+        ec_encode_data((int)plen, e->k, e->m, (unsigned char *)e->codec->tables, dp, e->parity);
+    for (int j = 0; j < e->k; j++) {
+        size_t start = (size_t)j * bs;
+        uint32_t len = dlen > start ? (uint32_t)(dlen - start < bs ? dlen - start : bs) : 0;
+        if ((rc = e->sink(e->arg, (unsigned)j, stripe, dp[j], len, crc32c(0, dp[j], len))))
+            return rc;
+    }
+    for (int i = 0; i < e->m; i++) {
+        rc = e->sink(e->arg, (unsigned)(e->k + i), stripe, e->parity[i], plen,
+                     crc32c(0, e->parity[i], plen));
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int ers_encoder_write(ers_encoder_t *e, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    size_t sdata = (size_t)e->k * e->block;
+
+    if (e->err)
+        return e->err;
+    while (len > 0) {
+        /* Whole stripes straight from the caller's buffer: no copy. */
+        if (e->fill == 0 && len >= sdata) {
+            if ((e->err = encode_stripe(e, p, sdata, e->block, e->stripes)))
+                return e->err;
+            e->stripes++;
+            p += sdata;
+            len -= sdata;
+            continue;
+        }
+        size_t n = sdata - e->fill < len ? sdata - e->fill : len;
+        memcpy(e->buf + e->fill, p, n);
+        e->fill += n;
+        p += n;
+        len -= n;
+        if (e->fill == sdata) {
+            if ((e->err = encode_stripe(e, e->buf, sdata, e->block, e->stripes)))
+                return e->err;
+            e->stripes++;
+            e->fill = 0;
+        }
+    }
+    return 0;
+}
+
+int ers_encoder_finish(ers_encoder_t *e, ers_layout_t *out)
+{
+    size_t sdata = (size_t)e->k * e->block;
+    uint32_t bs = e->block;
+
+    if (e->err)
+        return e->err;
+    out->k = (uint8_t)e->k;
+    out->m = (uint8_t)e->m;
+    out->size = e->stripes * sdata + e->fill;
+    if (e->stripes == 0) {
+        /* A small object: shrink the block so the object spreads over all k. */
+        size_t per = (e->fill + (size_t)e->k - 1) / (size_t)e->k;
+        bs = (uint32_t)align_up(per, ERS_BLOCK_ALIGN);
+    }
+    out->block_size = out->size ? bs : 0;
+    if (e->fill > 0) {
+        memset(e->buf + e->fill, 0, sdata - e->fill);
+        if ((e->err = encode_stripe(e, e->buf, e->fill, bs, e->stripes)))
+            return e->err;
+        e->stripes++;
+        e->fill = 0;
+    }
+    return 0;
+}
+
+/* ---- decoder ---- */
+
+struct ers_decoder {
+    ers_layout_t l;
+    const codec_t *codec;
+    uint8_t *blk[ERS_MAX_SHARDS]; /* per-shard scratch, B bytes each, lazily allocated */
+    uint32_t crc[ERS_MAX_SHARDS];
+    uint8_t *tables; /* fallback when the pattern cache is full */
+    uint32_t missing;
+    ers_stats_t stats;
+};
+
+ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
+{
+    ers_decoder_t *d;
+
+    if ((*err = ers_layout_check(l)) != 0)
+        return NULL;
+    d = xcalloc(1, sizeof(*d));
+    d->l = *l;
+    d->codec = codec_get(l->k, l->m);
+    d->tables = xmalloc((size_t)32 * ERS_MAX_K * ERS_MAX_SHARDS);
+    return d;
+}
+
+void ers_decoder_free(ers_decoder_t *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < ERS_MAX_SHARDS; i++)
+        free(d->blk[i]);
+    free(d->tables);
+    free(d);
+}
+
+uint32_t ers_decoder_missing(const ers_decoder_t *d)
+{
+    return d->missing;
+}
+
+const ers_stats_t *ers_decoder_stats(const ers_decoder_t *d)
+{
+    return &d->stats;
+}
+
+const uint8_t *ers_decoder_block(const ers_decoder_t *d, unsigned shard)
+{
+    return shard < ERS_MAX_SHARDS ? d->blk[shard] : NULL;
+}
+
+uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard)
+{
+    return shard < ERS_MAX_SHARDS ? d->crc[shard] : 0;
+}
+
+static uint8_t *scratch(ers_decoder_t *d, unsigned shard)
+{
+    if (!d->blk[shard])
+        d->blk[shard] = xaligned_alloc(64, d->l.block_size ? d->l.block_size : 64);
+    return d->blk[shard];
+}
+
+/* Fetch one block into buf and verify it. 0 when healthy. */
+static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard,
+                 uint64_t stripe, uint8_t *buf, uint32_t len)
+{
+    uint32_t stored = 0;
+    int rc = src(arg, shard, stripe, buf, len, &stored);
+
+    if (rc == 0 && crc32c(0, buf, len) != stored)
+        rc = ERR_CORRUPT;
+    if (rc == 0) {
+        d->stats.blocks_read++;
+        d->crc[shard] = stored;
+    } else {
+        d->stats.blocks_bad++;
+    }
+    return rc;
+}
+
+/*
+ * Make the blocks of `want` (a mask) of stripe `stripe` available in scratch
+ * given `ok` (mask of shards already verified and present in scratch, padded
+ * to plen), reading more shards as needed. On success the wanted blocks are
+ * in d->blk with their crcs.
+ */
+static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t tried,
+                       uint32_t want, ers_source_fn src, void *arg)
+{
+    const ers_layout_t *l = &d->l;
+    int k = l->k, n = l->k + l->m;
+    uint32_t plen = ers_block_len(l, stripe, (unsigned)k);
+    uint32_t surv = 0;
+    int have = 0;
+    uint8_t *in[ERS_MAX_K], *outp[ERS_MAX_SHARDS];
+    int nout = 0;
+
+    for (int s = 0; s < n && have < k; s++) {
+        if (ok & (1u << s)) {
+            surv |= 1u << s;
+            have++;
+            continue;
+        }
+        if (tried & (1u << s))
+            continue;
+        uint32_t len = ers_block_len(l, stripe, (unsigned)s);
+        uint8_t *b = scratch(d, (unsigned)s);
+        tried |= 1u << s;
+        if (len > 0 && fetch(d, src, arg, (unsigned)s, stripe, b, len) != 0)
+            continue;
+        if (len == 0)
+            d->crc[s] = crc32c(0, b, 0);
+        memset(b + len, 0, plen - len);
+        surv |= 1u << s;
+        have++;
+    }
+    if (have < k) {
+        d->missing = ((1u << n) - 1) & ~surv;
+        return ERR_UNRECOVERABLE;
+    }
+    want &= ~surv;
+    if (!want)
+        return 0;
+    const uint8_t *t = pattern_tables(d->codec, surv, want, d->tables);
+    if (!t)
+        return ERR_UNRECOVERABLE;
+    have = 0;
+    for (int s = 0; s < n; s++) {
+        if (surv & (1u << s))
+            in[have++] = d->blk[s];
+        if (want & (1u << s))
+            outp[nout++] = scratch(d, (unsigned)s);
+    }
+    if (plen > 0)
+        ec_encode_data((int)plen, k, nout, (unsigned char *)t, in, outp);
+    for (int s = 0; s < n; s++)
+        if (want & (1u << s)) {
+            uint32_t len = ers_block_len(l, stripe, (unsigned)s);
+            d->crc[s] = crc32c(0, d->blk[s], len);
+            d->stats.reconstructed++;
+        }
+    return 0;
+}
+
+int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
+                     ers_source_fn src, void *arg)
+{
+    const ers_layout_t *l = &d->l;
+    uint64_t B = l->block_size, sdata = (uint64_t)l->k * B;
+
+    if (off > l->size || len > l->size - off)
+        return ERR_RANGE;
+    d->missing = 0;
+    while (len > 0) {
+        uint64_t stripe = off / sdata;
+        uint64_t sstart = stripe * sdata;
+        uint64_t send = sstart + stripe_data_len(l, stripe);
+        uint64_t end = off + len < send ? off + len : send;
+        uint32_t need = 0, ok = 0, tried = 0;
+        uint32_t plen = ers_block_len(l, stripe, l->k);
+        int direct = 1;
+
+        /* Pass 1: the data blocks that cover [off, end), read where they land. */
+        for (unsigned j = (unsigned)((off - sstart) / B); j < l->k; j++) {
+            uint64_t bstart = sstart + j * B;
+            if (bstart >= end)
+                break;
+            uint32_t blen = ers_block_len(l, stripe, j);
+            int whole = bstart >= off && bstart + blen <= end;
+            uint8_t *dst = whole ? out + (bstart - off) : scratch(d, j);
+            need |= 1u << j;
+            tried |= 1u << j;
+            if (fetch(d, src, arg, j, stripe, dst, blen) != 0) {
+                direct = 0;
+                continue;
+            }
+            ok |= 1u << j;
+        }
+        if (!direct) {
+            /* Survivors read straight into `out` must be in scratch for decoding. */
+            for (unsigned j = 0; j < l->k; j++) {
+                uint64_t bstart = sstart + j * B;
+                uint32_t blen = ers_block_len(l, stripe, j);
+                if ((ok & (1u << j)) && bstart >= off && bstart + blen <= end) {
+                    memcpy(scratch(d, j), out + (bstart - off), blen);
+                    memset(d->blk[j] + blen, 0, plen - blen);
+                } else if (ok & (1u << j)) {
+                    memset(d->blk[j] + blen, 0, plen - blen);
+                }
+            }
+            int rc = reconstruct(d, stripe, ok, tried, need & ~ok, src, arg);
+            if (rc)
+                return rc;
+            ok = need;
+        }
+        /* Copy the parts that did not land in place. */
+        for (unsigned j = 0; j < l->k; j++) {
+            if (!(need & (1u << j)))
+                continue;
+            uint64_t bstart = sstart + j * B;
+            uint32_t blen = ers_block_len(l, stripe, j);
+            int whole = bstart >= off && bstart + blen <= end;
+            if (whole && direct)
+                continue;
+            uint64_t a = bstart > off ? bstart : off;
+            uint64_t b = bstart + blen < end ? bstart + blen : end;
+            if (b > a)
+                memcpy(out + (a - off), d->blk[j] + (a - bstart), b - a);
+        }
+        len -= end - off;
+        out += end - off;
+        off = end;
+    }
+    return 0;
+}
+
+int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void *arg,
+                      uint32_t *rebuilt)
+{
+    const ers_layout_t *l = &d->l;
+    int n = l->k + l->m;
+    uint32_t ok = 0, all = (1u << n) - 1;
+    uint32_t plen = ers_block_len(l, stripe, l->k);
+
+    *rebuilt = 0;
+    d->missing = 0;
+    if (stripe >= ers_stripe_count(l))
+        return ERR_RANGE;
+    for (int s = 0; s < n; s++) {
+        uint32_t len = ers_block_len(l, stripe, (unsigned)s);
+        uint8_t *b = scratch(d, (unsigned)s);
+        /* Empty blocks of a short stripe are still stored with a crc; check them too. */
+        if (fetch(d, src, arg, (unsigned)s, stripe, b, len) == 0) {
+            memset(b + len, 0, plen - len);
+            ok |= 1u << s;
+        }
+    }
+    if (ok == all)
+        return 0;
+    int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg);
+    if (rc) {
+        d->missing = all & ~ok;
+        return rc;
+    }
+    *rebuilt = all & ~ok;
+    return 0;
+}

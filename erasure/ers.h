@@ -1,0 +1,139 @@
+/*
+ * ers: Reed-Solomon k+m erasure coding over GF(2^8) with ISA-L, with a
+ * CRC-32C on every block so that bitrot is found and repaired on read.
+ *
+ * Layout. An object of `size` bytes is cut into stripes of k data blocks of
+ * `block_size` bytes each; every stripe gets m parity blocks. Block j of
+ * stripe s holds object bytes [s*k*B + j*B, +B). Only the last stripe may be
+ * short: its data blocks keep their real lengths (some may be empty) and its
+ * parity blocks are as long as its longest data block (block 0), so no object
+ * is padded to a full stripe. An object smaller than one full stripe gets a
+ * smaller block size, ceil(size/k) rounded up to 64, so a 10 KiB object costs
+ * (k+m)/k of 10 KiB, not k+m blocks.
+ *
+ * Shard streams. Shard i (0..k-1 data, k..k+m-1 parity) is the concatenation
+ * over stripes of [block bytes][crc32c, 4 bytes little endian]. Stripe s
+ * starts at offset s*(B+4) in every shard stream, so a ranged read finds its
+ * blocks without an index.
+ *
+ * Threads. Codecs and the table cache are shared and thread-safe; an encoder
+ * or decoder belongs to one thread at a time. Buffers are allocated once per
+ * encoder/decoder and reused: nothing is allocated per stripe.
+ */
+#ifndef WL_ERS_H
+#define WL_ERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ERS_MAX_K       16
+#define ERS_MAX_M       4
+#define ERS_MAX_SHARDS  20
+#define ERS_MAX_BLOCK   (64u << 20)
+#define ERS_CRC_SIZE    4
+#define ERS_BLOCK_ALIGN 64
+#define ERS_LAYOUT_SIZE 32 /* bytes of an encoded layout */
+
+typedef struct {
+    uint8_t k, m;
+    uint32_t block_size; /* B; 0 only for an empty object */
+    uint64_t size;       /* object bytes */
+} ers_layout_t;
+
+/* Stripes in the object (0 for an empty object). */
+uint64_t ers_stripe_count(const ers_layout_t *l);
+/* Bytes of shard `shard` in stripe `stripe` (data or parity), without crc. */
+uint32_t ers_block_len(const ers_layout_t *l, uint64_t stripe, unsigned shard);
+/* Offset of stripe `stripe`'s block in any shard stream. */
+static inline uint64_t ers_shard_offset(const ers_layout_t *l, uint64_t stripe)
+{
+    return stripe * ((uint64_t)l->block_size + ERS_CRC_SIZE);
+}
+/* Total bytes of one shard stream (blocks + crcs). */
+uint64_t ers_shard_size(const ers_layout_t *l, unsigned shard);
+
+/* Serialize a layout into exactly ERS_LAYOUT_SIZE bytes (versioned, with crc). */
+void ers_layout_encode(const ers_layout_t *l, uint8_t out[ERS_LAYOUT_SIZE]);
+/* Parse and validate; returns 0, ERR_INVAL (bad values) or ERR_CORRUPT (bad crc/magic). */
+int ers_layout_decode(const void *buf, size_t len, ers_layout_t *out)
+    __attribute__((warn_unused_result));
+/* Validate a layout's fields; 0 or ERR_INVAL. */
+int ers_layout_check(const ers_layout_t *l) __attribute__((warn_unused_result));
+
+/* ---- encoding ---- */
+
+/*
+ * The encoder hands every finished block to the sink: shard index, stripe
+ * index, bytes (valid only during the call) and their crc32c. A non-zero
+ * return aborts the encode and is returned by ers_encoder_write/finish.
+ */
+typedef int (*ers_sink_fn)(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
+                           uint32_t len, uint32_t crc);
+
+typedef struct ers_encoder ers_encoder_t;
+
+/*
+ * New encoder for k+m with maximum block size `block_size` (multiple of 64,
+ * <= ERS_MAX_BLOCK). Returns NULL with *err set on bad parameters.
+ * Memory: k*B stripe buffer + m*B parity, allocated here, reused for every stripe.
+ */
+ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
+                               int *err);
+/* Restart for a new object with the same k, m, B and sink. */
+void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg);
+/* Feed object bytes. Full stripes are encoded and sunk as they complete. */
+int ers_encoder_write(ers_encoder_t *e, const void *data, size_t len)
+    __attribute__((warn_unused_result));
+/* End of object: encode and sink the last (short) stripe; fill *out. */
+int ers_encoder_finish(ers_encoder_t *e, ers_layout_t *out) __attribute__((warn_unused_result));
+void ers_encoder_free(ers_encoder_t *e);
+
+/* ---- decoding ---- */
+
+/*
+ * The decoder asks the source for one block: read `len` bytes of shard
+ * `shard`, stripe `stripe` into buf and its stored crc into *crc. Return 0,
+ * or any ERR_* when the block cannot be had (missing drive, I/O error); the
+ * decoder then treats it as missing. A block whose crc does not match its
+ * bytes is treated as missing too, never returned.
+ */
+typedef int (*ers_source_fn)(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf,
+                             uint32_t len, uint32_t *crc);
+
+typedef struct ers_decoder ers_decoder_t;
+
+typedef struct {
+    uint64_t blocks_read;   /* source calls that returned data */
+    uint64_t blocks_bad;    /* missing, failed or checksum mismatch */
+    uint64_t reconstructed; /* blocks rebuilt by decoding */
+} ers_stats_t;
+
+ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err);
+void ers_decoder_free(ers_decoder_t *d);
+
+/*
+ * Read object bytes [off, off+len) into out, touching only the stripes and
+ * blocks that cover the range. Returns 0; ERR_RANGE when the range passes the
+ * end; ERR_UNRECOVERABLE when a stripe has fewer than k healthy blocks
+ * (ers_decoder_missing then names the shards that failed).
+ */
+int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
+                     ers_source_fn src, void *arg) __attribute__((warn_unused_result));
+
+/* Bitmask of shards that failed in the last failing stripe. */
+uint32_t ers_decoder_missing(const ers_decoder_t *d);
+const ers_stats_t *ers_decoder_stats(const ers_decoder_t *d);
+
+/*
+ * Verify and repair one stripe: read all k+m blocks, check every crc, rebuild
+ * the bad ones. On return *rebuilt is the mask of shards whose block was bad
+ * and is now in ers_decoder_block(d, shard) (length ers_block_len) with its
+ * crc from ers_decoder_block_crc; a healer rewrites exactly those.
+ * Returns 0 (also when nothing was bad) or ERR_UNRECOVERABLE.
+ */
+int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void *arg,
+                      uint32_t *rebuilt) __attribute__((warn_unused_result));
+const uint8_t *ers_decoder_block(const ers_decoder_t *d, unsigned shard);
+uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard);
+
+#endif

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine:
+#   1. install dependencies (deploy/install-deps.sh)
+#   2. Release build with -Werror, ctest (unit tests + fuzz corpus replay)
+#   3. ASan+UBSan build, ctest again
+#   4. libFuzzer build (clang), each fuzzer for a bounded number of runs
+#   5. pytest integration tests, when there are any
+# Ends with one summary line "tests: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+FUZZ_RUNS=${FUZZ_RUNS:-20000}
+
+passed=0
+failed=0
+failures=()
+step() { # step NAME CMD...: run a step, count it
+  local name=$1; shift
+  echo "=== $name"
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+
+deploy/install-deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+build() { # build DIR CMAKE_ARGS...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -DWERROR=ON "$@" >/dev/null && cmake --build "$dir" -j"$JOBS"
+}
+
+ctest_in() {
+  (cd "$1" && ctest --output-on-failure -j"$JOBS")
+}
+
+step "release build" build build -DCMAKE_BUILD_TYPE=Release
+step "release ctest" ctest_in build
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+step "sanitize build" build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANITIZE=ON
+step "sanitize ctest" ctest_in build-asan
+
+fuzz_all() {
+  local rc=0
+  for f in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    local name=${f##*/fuzz_}
+    local corpus="$ROOT/tests/fuzz/corpus/$name"
+    local work
+    work=$(mktemp -d)
+    echo "--- $name: $FUZZ_RUNS runs"
+    "$f" -runs="$FUZZ_RUNS" -max_len=65536 -rss_limit_mb=2048 "$work" "$corpus" \
+      >"$work.log" 2>&1 || { tail -40 "$work.log"; rc=1; }
+    rm -rf "$work" "$work.log"
+  done
+  return $rc
+}
+step "fuzz build" env CC=clang bash -c 'cmake -S . -B build-fuzz -DFUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-fuzz -j'"$JOBS"
+step "fuzz run" fuzz_all
+
+if compgen -G "tests/integration/test_*.py" >/dev/null; then
+  step "integration (pytest)" /usr/bin/python3 -m pytest -q tests/integration
+fi
+
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed steps: ${failures[*]}"
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

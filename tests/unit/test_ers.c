@@ -1,0 +1,285 @@
+/*
+ * Erasure layer tests: exhaustive loss patterns for small k+m, randomized
+ * large k+m, single-bit rot anywhere in a shard, m+1 losses, layouts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "erasure/ers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint8_t *stream[ERS_MAX_SHARDS];
+    size_t len[ERS_MAX_SHARDS], cap[ERS_MAX_SHARDS];
+    uint32_t lost; /* shards whose reads fail */
+    ers_layout_t l;
+} store_t;
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block, uint32_t len,
+                uint32_t crc)
+{
+    store_t *s = arg;
+    size_t need = s->len[shard] + len + 4;
+    (void)stripe;
+    if (need > s->cap[shard]) {
+        s->cap[shard] = need * 2;
+        s->stream[shard] = realloc(s->stream[shard], s->cap[shard]);
+    }
+    memcpy(s->stream[shard] + s->len[shard], block, len);
+    for (int i = 0; i < 4; i++)
+        s->stream[shard][s->len[shard] + len + i] = (uint8_t)(crc >> (8 * i));
+    s->len[shard] += len + 4;
+    return 0;
+}
+
+static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                  uint32_t *crc)
+{
+    store_t *s = arg;
+    uint64_t off = ers_shard_offset(&s->l, stripe);
+    if (s->lost & (1u << shard))
+        return ERR_NOT_FOUND;
+    if (off + len + 4 > s->len[shard])
+        return ERR_IO;
+    memcpy(buf, s->stream[shard] + off, len);
+    const uint8_t *c = s->stream[shard] + off + len;
+    *crc = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    return 0;
+}
+
+static void store_free(store_t *s)
+{
+    for (int i = 0; i < ERS_MAX_SHARDS; i++)
+        free(s->stream[i]);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Encode `data` in random-sized pieces into a fresh store. */
+static void encode(store_t *s, int k, int m, uint32_t B, const uint8_t *data, size_t size)
+{
+    int err;
+    memset(s, 0, sizeof(*s));
+    ers_encoder_t *e = ers_encoder_new(k, m, B, sink, s, &err);
+    assert_non_null(e);
+    size_t pos = 0;
+    while (pos < size) {
+        size_t n = 1 + rnd() % (3 * (size_t)B);
+        if (n > size - pos)
+            n = size - pos;
+        assert_int_equal(ers_encoder_write(e, data + pos, n), 0);
+        pos += n;
+    }
+    assert_int_equal(ers_encoder_finish(e, &s->l), 0);
+    ers_encoder_free(e);
+    assert_int_equal(s->l.size, size);
+    assert_int_equal(ers_layout_check(&s->l), 0);
+    for (int i = 0; i < k + m; i++)
+        assert_int_equal(s->len[i], ers_shard_size(&s->l, (unsigned)i));
+}
+
+static void fill_random(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)rnd();
+}
+
+static int read_all(store_t *s, uint8_t *out, uint64_t off, uint64_t len, uint32_t *missing)
+{
+    int err;
+    ers_decoder_t *d = ers_decoder_new(&s->l, &err);
+    assert_non_null(d);
+    int rc = ers_decoder_read(d, off, len, out, source, s);
+    if (missing)
+        *missing = ers_decoder_missing(d);
+    ers_decoder_free(d);
+    return rc;
+}
+
+static void test_exhaustive_small(void **state)
+{
+    const uint32_t B = 256;
+    (void)state;
+    rng_state = 0x1234567;
+    for (int k = 1; k <= 6; k++) {
+        for (int m = 0; m <= 3; m++) {
+            int n = k + m;
+            size_t sizes[] = {0, 1, B - 1, B, B + 1, (size_t)5 * k * B + 77};
+            for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+                size_t size = sizes[si];
+                uint8_t *data = malloc(size + 1), *out = malloc(size + 1);
+                store_t s;
+                fill_random(data, size);
+                encode(&s, k, m, B, data, size);
+                for (uint32_t lost = 0; lost < (1u << n); lost++) {
+                    int nl = __builtin_popcount(lost);
+                    if (nl > m + 1)
+                        continue;
+                    s.lost = lost;
+                    memset(out, 0xA5, size + 1);
+                    int rc = read_all(&s, out, 0, size, NULL);
+                    if (nl <= m) {
+                        assert_int_equal(rc, 0);
+                        assert_memory_equal(out, data, size);
+                        /* A ranged read inside the object. */
+                        if (size > 2) {
+                            uint64_t a = rnd() % size, b = a + rnd() % (size - a);
+                            assert_int_equal(read_all(&s, out, a, b - a, NULL), 0);
+                            assert_memory_equal(out, data + a, b - a);
+                        }
+                    } else if (size >= (size_t)k * B) {
+                        /* A full stripe has no empty blocks: m+1 losses are fatal. */
+                        uint32_t missing = 0;
+                        assert_int_equal(rc, ERR_UNRECOVERABLE);
+                        assert_int_equal(read_all(&s, out, 0, size, &missing), ERR_UNRECOVERABLE);
+                        assert_true((missing & lost) != 0);
+                    }
+                }
+                store_free(&s);
+                free(data);
+                free(out);
+            }
+        }
+    }
+}
+
+static void test_randomized_large(void **state)
+{
+    (void)state;
+    rng_state = 0xfeedbeefcafe;
+    for (int iter = 0; iter < 2000; iter++) {
+        int k = 1 + (int)(rnd() % 16), m = (int)(rnd() % 5);
+        if (k + m > ERS_MAX_SHARDS)
+            m = ERS_MAX_SHARDS - k;
+        uint32_t B = (uint32_t)(64 * (1 + rnd() % 32));
+        size_t size = rnd() % ((size_t)3 * k * B + 100);
+        uint8_t *data = malloc(size + 1), *out = malloc(size + 1);
+        store_t s;
+        fill_random(data, size);
+        encode(&s, k, m, B, data, size);
+        /* Random erasure pattern of up to m shards. */
+        int nl = m ? (int)(rnd() % (m + 1)) : 0;
+        while (__builtin_popcount(s.lost) < nl)
+            s.lost |= 1u << (rnd() % (k + m));
+        uint64_t a = size ? rnd() % size : 0, b = a + (size - a ? rnd() % (size - a + 1) : 0);
+        assert_int_equal(read_all(&s, out, a, b - a, NULL), 0);
+        assert_memory_equal(out, data + a, b - a);
+        store_free(&s);
+        free(data);
+        free(out);
+    }
+}
+
+/* Flip every single bit of every shard stream (blocks and crcs): each is caught and repaired. */
+static void test_bitrot_single_bit(void **state)
+{
+    const int k = 4, m = 2;
+    const uint32_t B = 128;
+    const size_t size = (size_t)2 * k * B - 50; /* one full stripe + a short one */
+    uint8_t data[2 * 4 * 128], out[2 * 4 * 128];
+    store_t s;
+    (void)state;
+    rng_state = 99;
+    fill_random(data, size);
+    encode(&s, k, m, B, data, size);
+    int err;
+    ers_decoder_t *d = ers_decoder_new(&s.l, &err);
+    for (int sh = 0; sh < k + m; sh++) {
+        for (size_t bit = 0; bit < s.len[sh] * 8; bit++) {
+            s.stream[sh][bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            memset(out, 0, sizeof(out));
+            assert_int_equal(ers_decoder_read(d, 0, size, out, source, &s), 0);
+            assert_memory_equal(out, data, size);
+            /* verify_stripe names exactly the damaged shard and rebuilds it. */
+            uint64_t stripe = (bit / 8) / (B + 4);
+            uint32_t rebuilt = 0;
+            assert_int_equal(ers_verify_stripe(d, stripe, source, &s, &rebuilt), 0);
+            assert_int_equal(rebuilt, 1u << sh);
+            uint32_t blen = ers_block_len(&s.l, stripe, (unsigned)sh);
+            uint64_t off = ers_shard_offset(&s.l, stripe);
+            s.stream[sh][bit / 8] ^= (uint8_t)(1u << (bit % 8)); /* heal */
+            assert_memory_equal(ers_decoder_block(d, (unsigned)sh), s.stream[sh] + off, blen);
+            assert_int_equal(ers_decoder_block_crc(d, (unsigned)sh),
+                             crc32c(0, s.stream[sh] + off, blen));
+        }
+    }
+    /* m+1 damaged blocks in the first stripe: unrecoverable, never wrong data. */
+    for (int sh = 0; sh <= m; sh++)
+        s.stream[sh][3] ^= 0x10;
+    uint32_t rebuilt;
+    assert_int_equal(ers_decoder_read(d, 0, size, out, source, &s), ERR_UNRECOVERABLE);
+    assert_int_equal(ers_decoder_missing(d) & 0x7, 0x7);
+    assert_int_equal(ers_verify_stripe(d, 0, source, &s, &rebuilt), ERR_UNRECOVERABLE);
+    /* The second stripe is untouched and still reads. */
+    assert_int_equal(ers_decoder_read(d, (size_t)k * B, size - (size_t)k * B, out, source, &s), 0);
+    assert_memory_equal(out, data + (size_t)k * B, size - (size_t)k * B);
+    ers_decoder_free(d);
+    store_free(&s);
+}
+
+static void test_layout_codec(void **state)
+{
+    ers_layout_t l = {8, 3, 1 << 20, 123456789}, r;
+    uint8_t buf[ERS_LAYOUT_SIZE];
+    (void)state;
+    ers_layout_encode(&l, buf);
+    assert_int_equal(ers_layout_decode(buf, sizeof(buf), &r), 0);
+    assert_int_equal(r.k, 8);
+    assert_int_equal(r.m, 3);
+    assert_int_equal(r.block_size, 1 << 20);
+    assert_int_equal(r.size, 123456789);
+    assert_int_equal(ers_layout_decode(buf, sizeof(buf) - 1, &r), ERR_CORRUPT);
+    buf[9] ^= 1;
+    assert_int_equal(ers_layout_decode(buf, sizeof(buf), &r), ERR_CORRUPT);
+    /* Bad values with a valid crc are refused too. */
+    l.k = 17;
+    ers_layout_encode(&l, buf);
+    assert_int_equal(ers_layout_decode(buf, sizeof(buf), &r), ERR_INVAL);
+    l.k = 4;
+    l.block_size = 100;
+    ers_layout_encode(&l, buf);
+    assert_int_equal(ers_layout_decode(buf, sizeof(buf), &r), ERR_INVAL);
+    /* Small objects get small blocks: 10 KiB over 4 data shards. */
+    store_t s;
+    static uint8_t data[10240];
+    encode(&s, 4, 2, 1 << 20, data, sizeof(data));
+    assert_int_equal(s.l.block_size, 2560);
+    assert_int_equal(ers_stripe_count(&s.l), 1);
+    assert_int_equal(s.len[0], 2560 + 4);
+    store_free(&s);
+    /* Out-of-range reads are refused. */
+    int err;
+    l.block_size = 4096;
+    ers_decoder_t *d = ers_decoder_new(&l, &err);
+    assert_non_null(d);
+    uint8_t o[4];
+    assert_int_equal(ers_decoder_read(d, l.size - 1, 2, o, source, &s), ERR_RANGE);
+    ers_decoder_free(d);
+    assert_null(ers_encoder_new(0, 2, 4096, sink, NULL, &err));
+    assert_int_equal(err, ERR_INVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layout_codec),
+        cmocka_unit_test(test_exhaustive_small),
+        cmocka_unit_test(test_randomized_large),
+        cmocka_unit_test(test_bitrot_single_bit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
