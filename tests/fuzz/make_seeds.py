@@ -19,6 +19,17 @@ def layout(k, m, block, size):
     return b + struct.pack("<I", crc32c(b))
 
 
+def record(typ, bucket, key, ver, seq, meta, payload):
+    """A segment record (storage/rec.h) with valid header and chunk crcs."""
+    chunks = [payload[i:i + 65536] for i in range(0, len(payload), 65536)]
+    hlen = 48 + len(bucket) + len(key) + len(ver) + len(meta) + 4 * len(chunks)
+    fixed = struct.pack("<IHBBIIQQHHHHI", 0x31524C57, 1, typ, 0, hlen, 0, seq, len(payload),
+                        len(bucket), len(key), len(ver), 0, len(meta))
+    body = bucket + key + ver + meta + b"".join(struct.pack("<I", crc32c(c)) for c in chunks)
+    crc = crc32c(fixed + b"\0\0\0\0" + body)
+    return fixed + struct.pack("<I", crc) + body + payload
+
+
 def write(name, i, data):
     d = os.path.join("tests/fuzz/corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -33,3 +44,8 @@ if __name__ == "__main__":
     for i, (k, m, b, s) in enumerate(cases):
         lay = layout(k, m, b if s else 0, s)
         write("ers_layout", i, lay + bytes(range(256)) * 4 + bytes([i * 3]))
+    recs = [record(1, b"bkt", b"key", b"", 1, b"meta", b"hello"),
+            record(2, b"b", b"", b"v1", 99, b"", b""),
+            record(1, b"bucket", b"a/b/c", b"", 7, b"", bytes(range(256)) * 300)]
+    for i, r in enumerate(recs):
+        write("rec", i, r)

@@ -1,0 +1,471 @@
+/*
+ * bench_storage: the drive engine's figures on this machine's disk. Prints
+ * ROW lines for bench/report.py; bench/storage.sh measures the fio ceilings
+ * in the same run and names them as the rows' ceilings.
+ *
+ *   bench_storage DIR [quick]
+ *
+ * Phases (each on a fresh drive under DIR, removed afterwards):
+ *   append     durable put throughput, 1 MiB / 64 KiB / 4 KiB records, 1 and
+ *              64 writer threads (group commit), fixed time and byte bounds
+ *   read       random 64 KiB range reads and 1 MiB record reads, 16 threads
+ *   wa         write amplification at steady state, 80% full, compaction on:
+ *              (a) warm lake: objects written and deleted in batches plus 10%
+ *              random single deletes; (b) uniform random deletes
+ *   index      index bytes per object (disk, memory) for N objects with
+ *              40-byte keys; recovery time after kill -9 with N records, and
+ *              a full index rebuild from the segments
+ */
+#include "common/err.h"
+#include "common/log.h"
+#include "storage/drive.h"
+
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KiB (1024ull)
+#define MiB (1024ull * 1024)
+#define GiB (1024ull * MiB)
+
+static const char *base;
+static int quick;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void row(const char *name, double v, const char *unit, const char *ceil)
+{
+    printf("ROW\t%s\t%.4f\t%s\t%s\n", name, v, unit, ceil);
+    fflush(stdout);
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static void rm_rf(const char *p)
+{
+    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char *subdir(const char *name)
+{
+    char *p = malloc(strlen(base) + strlen(name) + 2);
+    sprintf(p, "%s/%s", base, name);
+    rm_rf(p);
+    return p;
+}
+
+static drive_t *open_drive(const char *dir, uint64_t cap, uint64_t seg, int compaction)
+{
+    drive_cfg_t c = {0};
+    drive_t *d;
+    c.path = dir;
+    c.capacity = cap;
+    c.segment_size = seg;
+    c.compaction = compaction;
+    int rc = drive_open(&c, &d);
+    if (rc) {
+        fprintf(stderr, "bench_storage: open %s: %s\n", dir, err_str(rc));
+        exit(1);
+    }
+    return d;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* ---- append ---- */
+
+typedef struct {
+    drive_t *d;
+    int t;
+    size_t len;
+    double until;
+    uint64_t max_ops;
+    uint64_t ops;
+    uint8_t *buf;
+} app_t;
+
+static void *appender(void *arg)
+{
+    app_t *a = arg;
+    char key[64];
+    while (a->ops < a->max_ops && now() < a->until) {
+        snprintf(key, sizeof(key), "w%02d/%08llu", a->t, (unsigned long long)a->ops);
+        drive_id_t id = {"bench", key, "", 0};
+        int rc = drive_put(a->d, &id, a->buf, a->len, NULL, 0);
+        if (rc) {
+            fprintf(stderr, "append: %s\n", err_str(rc));
+            break;
+        }
+        a->ops++;
+    }
+    return NULL;
+}
+
+static void phase_append(void)
+{
+    size_t sizes[] = {1 * MiB, 64 * KiB, 4 * KiB};
+    const char *names[] = {"1MiB", "64KiB", "4KiB"};
+    int writers[] = {1, 64};
+    double secs = quick ? 1.0 : 3.0;
+    uint64_t max_bytes = quick ? 512 * MiB : 2 * GiB;
+
+    for (int si = 0; si < 3; si++) {
+        for (int wi = 0; wi < 2; wi++) {
+            char *dir = subdir("append");
+            drive_t *d = open_drive(dir, 8 * GiB, 64 * MiB, 0);
+            int n = writers[wi];
+            app_t *a = calloc((size_t)n, sizeof(*a));
+            pthread_t *th = calloc((size_t)n, sizeof(*th));
+            uint8_t *buf = malloc(sizes[si]);
+            for (size_t i = 0; i < sizes[si]; i++)
+                buf[i] = (uint8_t)(i * 131);
+            double t0 = now();
+            for (int t = 0; t < n; t++) {
+                a[t] = (app_t){d, t, sizes[si], t0 + secs, max_bytes / sizes[si] / (uint64_t)n,
+                               0, buf};
+                pthread_create(&th[t], NULL, appender, &a[t]);
+            }
+            uint64_t ops = 0;
+            for (int t = 0; t < n; t++) {
+                pthread_join(th[t], NULL);
+                ops += a[t].ops;
+            }
+            double el = now() - t0;
+            drive_stats_t st;
+            drive_stats(d, &st);
+            char name[64];
+            double mbs = (double)ops * (double)sizes[si] / el / 1e6;
+            if (sizes[si] >= 64 * KiB) {
+                snprintf(name, sizeof(name), "append_%s_w%d", names[si], n);
+                row(name, mbs, "MB/s", "fio_seq_write_1MiB");
+            } else {
+                snprintf(name, sizeof(name), "append_%s_w%d_ops", names[si], n);
+                row(name, (double)ops / el, "ops/s", "raw_4KiB_write_fdatasync_ops");
+                snprintf(name, sizeof(name), "append_%s_w%d", names[si], n);
+                row(name, mbs, "MB/s", "fio_seq_write_1MiB");
+            }
+            snprintf(name, sizeof(name), "append_%s_w%d_records_per_flush", names[si], n);
+            row(name, st.flushes ? (double)st.flush_records / (double)st.flushes : 0, "rec",
+                "-");
+            drive_close(d);
+            rm_rf(dir);
+            free(dir);
+            free(a);
+            free(th);
+            free(buf);
+        }
+    }
+}
+
+/* ---- read ---- */
+
+typedef struct {
+    drive_t *d;
+    int t, nobj;
+    size_t len;
+    double until;
+    uint64_t ops, bad;
+    uint8_t *buf;
+} rd_t;
+
+static void *reader(void *arg)
+{
+    rd_t *r = arg;
+    uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(r->t + 1);
+    char key[64];
+    while (now() < r->until) {
+        uint64_t x = rng_next(&s);
+        snprintf(key, sizeof(key), "r%06d", (int)(x % (uint64_t)r->nobj));
+        drive_id_t id = {"bench", key, "", 0};
+        uint64_t off = r->len < MiB ? ((x >> 20) % (MiB / r->len)) * r->len : 0;
+        if (drive_read(r->d, &id, off, r->buf, r->len) != 0)
+            r->bad++;
+        else
+            r->ops++;
+    }
+    return NULL;
+}
+
+static void phase_read(void)
+{
+    char *dir = subdir("read");
+    int nobj = quick ? 256 : 1024;
+    drive_t *d = open_drive(dir, 4 * GiB, 64 * MiB, 0);
+    uint8_t *buf = malloc(MiB);
+    char key[64];
+    for (size_t i = 0; i < MiB; i++)
+        buf[i] = (uint8_t)(i * 7);
+    for (int i = 0; i < nobj; i++) {
+        snprintf(key, sizeof(key), "r%06d", i);
+        drive_id_t id = {"bench", key, "", 0};
+        if (drive_put(d, &id, buf, MiB, NULL, 0) != 0)
+            exit(1);
+    }
+    size_t lens[] = {64 * KiB, MiB};
+    const char *rows[] = {"read_rand_64KiB_t16", "read_rand_1MiB_t16"};
+    const char *ceil[] = {"fio_randread_64KiB", "fio_seq_read_1MiB"};
+    for (int li = 0; li < 2; li++) {
+        enum { T = 16 };
+        rd_t r[T];
+        pthread_t th[T];
+        double t0 = now();
+        for (int t = 0; t < T; t++) {
+            r[t] = (rd_t){d, t, nobj, lens[li], t0 + (quick ? 1.0 : 3.0), 0, 0, malloc(MiB)};
+            pthread_create(&th[t], NULL, reader, &r[t]);
+        }
+        uint64_t ops = 0, bad = 0;
+        for (int t = 0; t < T; t++) {
+            pthread_join(th[t], NULL);
+            ops += r[t].ops;
+            bad += r[t].bad;
+            free(r[t].buf);
+        }
+        double el = now() - t0;
+        if (bad)
+            fprintf(stderr, "read: %llu failed reads\n", (unsigned long long)bad);
+        row(rows[li], (double)ops * (double)lens[li] / el / 1e6, "MB/s", ceil[li]);
+    }
+    drive_close(d);
+    rm_rf(dir);
+    free(dir);
+    free(buf);
+}
+
+/* ---- write amplification ---- */
+
+static int put_retry(drive_t *d, const char *key, const uint8_t *buf, size_t len, uint64_t *stalls)
+{
+    drive_id_t id = {"bench", key, "", 0};
+    for (int tries = 0; tries < 1000; tries++) {
+        int rc = drive_put(d, &id, buf, len, NULL, 0);
+        if (rc != ERR_NOSPC)
+            return rc;
+        /* Background compaction fell behind: help it, as a stalled writer would wait. */
+        (*stalls)++;
+        (void)drive_compact(d, 4, 0);
+    }
+    return ERR_NOSPC;
+}
+
+static void del(drive_t *d, uint64_t obj)
+{
+    char key[32];
+    snprintf(key, sizeof(key), "o%010llu", (unsigned long long)obj);
+    drive_id_t id = {"bench", key, "", 0};
+    uint64_t stalls = 0;
+    for (int tries = 0; tries < 100; tries++) {
+        int rc = drive_delete(d, &id);
+        if (rc != ERR_NOSPC)
+            return;
+        (void)drive_compact(d, 4, 0);
+        stalls++;
+    }
+}
+
+/* workload 0: warm lake (batches + 10% single deletes); 1: uniform random deletes */
+static void wa_run(int workload)
+{
+    char *dir = subdir("wa");
+    uint64_t cap = quick ? 1 * GiB : 2 * GiB, seg = 32 * MiB;
+    drive_t *d = open_drive(dir, cap, seg, 1);
+    const size_t len = 1 * MiB;
+    const int batch = 32;
+    uint64_t target = (uint64_t)((double)cap * 0.8) / (len + 4096);
+    uint64_t churn = (quick ? 2 : 3) * cap / len;
+    uint8_t *buf = malloc(len);
+    uint64_t *live = malloc(sizeof(uint64_t) * (target + batch * 2 + 16));
+    uint64_t nlive = 0, next = 0, s = 12345 + (uint64_t)workload, stalls = 0, first_live = 0;
+    char key[32];
+    drive_stats_t a, b;
+
+    memset(buf, 0x5a, len);
+    /* live[] is kept in write order for the warm lake; holes are UINT64_MAX. */
+    for (uint64_t i = 0; i < target + churn; i++) {
+        if (i == target)
+            drive_stats(d, &a); /* steady state starts at 80% fill */
+        snprintf(key, sizeof(key), "o%010llu", (unsigned long long)next);
+        if (put_retry(d, key, buf, len, &stalls) != 0) {
+            fprintf(stderr, "wa: put failed\n");
+            exit(1);
+        }
+        live[nlive++] = next++;
+        if (workload == 0) {
+            if (rng_next(&s) % 10 == 0 && nlive - first_live > 1) {
+                /* a random single delete among the live objects */
+                uint64_t j = first_live + rng_next(&s) % (nlive - first_live);
+                if (live[j] != UINT64_MAX) {
+                    del(d, live[j]);
+                    live[j] = UINT64_MAX;
+                }
+            }
+            uint64_t count = 0;
+            for (uint64_t j = first_live; j < nlive; j++)
+                count += live[j] != UINT64_MAX;
+            while (count > target) {
+                /* drop the oldest batch whole */
+                for (int k = 0; k < batch && first_live < nlive; k++, first_live++)
+                    if (live[first_live] != UINT64_MAX) {
+                        del(d, live[first_live]);
+                        live[first_live] = UINT64_MAX;
+                        count--;
+                    }
+            }
+            if (first_live > target) {
+                memmove(live, live + first_live, (nlive - first_live) * sizeof(*live));
+                nlive -= first_live;
+                first_live = 0;
+            }
+        } else {
+            while (nlive > target) {
+                uint64_t j = rng_next(&s) % nlive;
+                del(d, live[j]);
+                live[j] = live[--nlive];
+            }
+        }
+    }
+    drive_stats(d, &b);
+    double user = (double)(b.user_bytes - a.user_bytes);
+    double host = (double)(b.host_bytes - a.host_bytes);
+    const char *name = workload == 0 ? "wa_warm_lake_80pct" : "wa_uniform_random_80pct";
+    row(name, user > 0 ? host / user : 0, "x", "-");
+    char n2[64];
+    snprintf(n2, sizeof(n2), "%s_relocated_share", name);
+    row(n2, host > 0 ? (double)(b.relocated_bytes - a.relocated_bytes) / host : 0, "frac", "-");
+    snprintf(n2, sizeof(n2), "%s_writer_stalls", name);
+    row(n2, (double)stalls, "count", "-");
+    drive_close(d);
+    rm_rf(dir);
+    free(dir);
+    free(buf);
+    free(live);
+}
+
+/* ---- index size and recovery ---- */
+
+typedef struct {
+    drive_t *d;
+    int t, n;
+    uint64_t first;
+} ix_t;
+
+static void *ix_writer(void *arg)
+{
+    ix_t *x = arg;
+    uint8_t payload[128];
+    char key[48];
+    memset(payload, 0x33, sizeof(payload));
+    for (int i = 0; i < x->n; i++) {
+        /* 40-byte keys, like data-lake paths */
+        snprintf(key, sizeof(key), "dataset/part-%05d/obj-%015llu.bin", x->t,
+                 (unsigned long long)(x->first + (uint64_t)i));
+        drive_id_t id = {"bench", key, "", 0};
+        if (drive_put(x->d, &id, payload, sizeof(payload), "m", 1) != 0)
+            _exit(3);
+    }
+    return NULL;
+}
+
+static void phase_index(void)
+{
+    char *dir = subdir("index");
+    int n = quick ? 200000 : 1000000;
+    enum { T = 64 };
+    pid_t pid = fork();
+    if (pid == 0) {
+        drive_t *d = open_drive(dir, 8 * GiB, 64 * MiB, 0);
+        ix_t x[T];
+        pthread_t th[T];
+        double t0 = now();
+        for (int t = 0; t < T; t++) {
+            x[t] = (ix_t){d, t, n / T, (uint64_t)t * (uint64_t)(n / T)};
+            pthread_create(&th[t], NULL, ix_writer, &x[t]);
+        }
+        for (int t = 0; t < T; t++)
+            pthread_join(th[t], NULL);
+        double el = now() - t0;
+        printf("ROW\tindex_load_puts_t64\t%.1f\tops/s\t-\n", (double)n / el);
+        fflush(stdout);
+        raise(SIGKILL); /* kill -9 with everything acknowledged, memtable unflushed */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFSIGNALED(status)) {
+        fprintf(stderr, "index: loader failed\n");
+        exit(1);
+    }
+    drive_cfg_t c = {0};
+    c.path = dir;
+    drive_t *d;
+    double t0 = now();
+    if (drive_open(&c, &d) != 0)
+        exit(1);
+    row("recovery_after_kill9_s", now() - t0, "s", "-");
+    if (drive_index_flush(d) != 0)
+        exit(1);
+    drive_stats_t st;
+    drive_stats(d, &st);
+    row("index_disk_bytes_per_object", (double)st.index_disk_bytes / n, "B/obj", "-");
+    row("index_mem_bytes_per_object", (double)st.index_mem_bytes / n, "B/obj", "-");
+    drive_close(d);
+    t0 = now();
+    if (drive_rebuild_index(&c) != 0)
+        exit(1);
+    row("index_rebuild_from_segments_s", now() - t0, "s", "-");
+    rm_rf(dir);
+    free(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_storage DIR [quick] [phase...]\n");
+        return 2;
+    }
+    base = argv[1];
+    log_level = LOG_LVL_WARN;
+    int first = 2;
+    if (argc > 2 && strcmp(argv[2], "quick") == 0) {
+        quick = 1;
+        first = 3;
+    }
+    int all = argc <= first;
+    for (int i = first; i < argc || all; i++) {
+        const char *p = all ? NULL : argv[i];
+        if (all || strcmp(p, "append") == 0)
+            phase_append();
+        if (all || strcmp(p, "read") == 0)
+            phase_read();
+        if (all || strcmp(p, "wa") == 0) {
+            wa_run(0);
+            wa_run(1);
+        }
+        if (all || strcmp(p, "index") == 0)
+            phase_index();
+        if (all)
+            break;
+    }
+    return 0;
+}

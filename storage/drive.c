@@ -1,0 +1,872 @@
+/*
+ * drive.c: opening (replay and rebuild), reading, listing and stats.
+ *
+ * Index keys: "o" bucket 0x00 key 0x00 version 0x00 shard(be32), so a
+ * bucket's keys sort together in key order for listing. "s"+id(be32) holds a
+ * segment's accounting, "m" the drive's counters (drive_seg.c writes both).
+ *
+ * Open = load what the index knows, then scan every segment from the tail
+ * the index last recorded for it (from the start when it recorded nothing)
+ * and apply what is found: the highest sequence number wins, and a copy made
+ * by compaction (same sequence number) never displaces an entry whose
+ * segment still exists. With the index gone that is a full rebuild, by the
+ * same code. Every segment found open is sealed: appends always go to fresh
+ * segments after a restart, so a torn tail is never written over.
+ */
+#include "storage/drive_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- keys and entries ---- */
+
+size_t drive__key(uint8_t *buf, const rec_id_t *id)
+{
+    uint8_t *p = buf;
+    *p++ = 'o';
+    memcpy(p, id->bucket, id->bucket_len);
+    p += id->bucket_len;
+    *p++ = 0;
+    if (id->key_len)
+        memcpy(p, id->key, id->key_len);
+    p += id->key_len;
+    *p++ = 0;
+    if (id->version_len)
+        memcpy(p, id->version, id->version_len);
+    p += id->version_len;
+    *p++ = 0;
+    *p++ = (uint8_t)(id->shard >> 24);
+    *p++ = (uint8_t)(id->shard >> 16);
+    *p++ = (uint8_t)(id->shard >> 8);
+    *p++ = (uint8_t)id->shard;
+    return (size_t)(p - buf);
+}
+
+/* Inverse of drive__key; pointers into buf. 0 or ERR_CORRUPT. */
+static int key_decode(const char *buf, size_t len, rec_id_t *id)
+{
+    const char *p = buf + 1, *end = buf + len, *z;
+    if (len < 8 || buf[0] != 'o')
+        return ERR_CORRUPT;
+    id->bucket = p;
+    if (!(z = memchr(p, 0, (size_t)(end - p))))
+        return ERR_CORRUPT;
+    id->bucket_len = (uint16_t)(z - p);
+    p = z + 1;
+    id->key = p;
+    if (!(z = memchr(p, 0, (size_t)(end - p))))
+        return ERR_CORRUPT;
+    id->key_len = (uint16_t)(z - p);
+    p = z + 1;
+    id->version = p;
+    if (!(z = memchr(p, 0, (size_t)(end - p))) || end - z != 5)
+        return ERR_CORRUPT;
+    id->version_len = (uint16_t)(z - p);
+    const uint8_t *s = (const uint8_t *)z + 1;
+    id->shard = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
+    return 0;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+size_t drive__ent_encode(uint8_t *b, const ent_t *e)
+{
+    b[0] = e->type;
+    put32(b + 1, e->seg);
+    put64(b + 5, e->off);
+    put32(b + 13, e->rec_len);
+    put32(b + 17, e->hdr_len);
+    put64(b + 21, e->payload_len);
+    put64(b + 29, e->seq);
+    put32(b + 37, e->hdr_crc);
+    if (e->meta_len)
+        memcpy(b + ENT_FIXED, e->meta, e->meta_len);
+    return ENT_FIXED + e->meta_len;
+}
+
+int drive__ent_decode(const void *buf, size_t len, ent_t *e)
+{
+    const uint8_t *b = buf;
+    if (len < ENT_FIXED || (b[0] != REC_DATA && b[0] != REC_TOMBSTONE))
+        return ERR_CORRUPT;
+    e->type = b[0];
+    e->seg = get32(b + 1);
+    e->off = get64(b + 5);
+    e->rec_len = get32(b + 13);
+    e->hdr_len = get32(b + 17);
+    e->payload_len = get64(b + 21);
+    e->seq = get64(b + 29);
+    e->hdr_crc = get32(b + 37);
+    e->meta = b + ENT_FIXED;
+    e->meta_len = (uint32_t)(len - ENT_FIXED);
+    return 0;
+}
+
+int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf)
+{
+    uint8_t key[KEY_MAX];
+    size_t kl = drive__key(key, id), vl;
+    int rc = idx_get(d->idx, b, key, kl, valbuf, &vl);
+    if (rc)
+        return rc;
+    if ((rc = drive__ent_decode(*valbuf, vl, e)) != 0) {
+        free(*valbuf);
+        *valbuf = NULL;
+    }
+    return rc;
+}
+
+static int to_rec_id(const drive_id_t *in, rec_id_t *out)
+{
+    size_t b = in->bucket ? strlen(in->bucket) : 0, k = in->key ? strlen(in->key) : 0;
+    size_t v = in->version ? strlen(in->version) : 0;
+    if (b == 0 || b > REC_MAX_BUCKET || k > REC_MAX_KEY || v > REC_MAX_VERSION)
+        return ERR_INVAL;
+    *out = (rec_id_t){in->bucket, (uint16_t)b, in->key ? in->key : "", (uint16_t)k,
+                      in->version ? in->version : "", (uint16_t)v, in->shard};
+    return 0;
+}
+
+/* ---- open, replay ---- */
+
+typedef struct {
+    drive_t *d;
+    seg_t *seg;
+    idx_batch_t *b;
+    uint64_t applied, records;
+} replay_t;
+
+/* Apply one record found on disk (the replay rule in the file comment). */
+static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off)
+{
+    replay_t *r = arg;
+    drive_t *d = r->d;
+    ent_t old, e;
+    void *oldbuf = NULL;
+    uint8_t key[KEY_MAX], *val;
+    uint32_t rec_len = (uint32_t)(v->hdr_len + v->payload_len);
+    (void)raw;
+
+    r->records++;
+    if (v->seq >= d->next_seq)
+        d->next_seq = v->seq + 1;
+    /*
+     * A segment's sequence range covers every record in it, dead or alive:
+     * compaction drops a tombstone only when no segment could still hold an
+     * older record of the same identity.
+     */
+    if (v->seq < r->seg->min_seq)
+        r->seg->min_seq = v->seq;
+    if (v->seq > r->seg->max_seq)
+        r->seg->max_seq = v->seq;
+    if (drive__ent_get(d, r->b, &v->id, &old, &oldbuf) == 0) {
+        int keep = old.seq > v->seq ||
+                   (old.seq == v->seq && (old.seg == r->seg->id ? old.off == off
+                                                                : drive__seg_find(d, old.seg) != NULL));
+        if (keep) {
+            free(oldbuf);
+            return 0;
+        }
+        seg_t *os = drive__seg_find(d, old.seg);
+        if (os && !(os == r->seg && old.off == off))
+            os->live -= old.rec_len;
+    }
+    free(oldbuf);
+    e = (ent_t){v->type, r->seg->id, off, rec_len, v->hdr_len, v->payload_len, v->seq,
+                v->hdr_crc, v->meta, v->meta_len};
+    val = xmalloc(ENT_FIXED + v->meta_len);
+    idx_batch_put(r->b, key, drive__key(key, &v->id), val, drive__ent_encode(val, &e));
+    free(val);
+    r->seg->live += rec_len;
+    r->applied++;
+    /* Keep the batch bounded during a full rebuild. */
+    if (idx_batch_count(r->b) >= 4096) {
+        int rc = idx_write(d->idx, r->b, 0);
+        idx_batch_clear(r->b);
+        return rc;
+    }
+    return 0;
+}
+
+static int load_seg_meta(drive_t *d, seg_t *s)
+{
+    uint8_t k[5] = {'s', (uint8_t)(s->id >> 24), (uint8_t)(s->id >> 16), (uint8_t)(s->id >> 8),
+                    (uint8_t)s->id};
+    void *v = NULL;
+    size_t vl;
+    int rc = idx_get(d->idx, NULL, k, sizeof(k), &v, &vl);
+    if (rc)
+        return rc;
+    if (vl != 42) {
+        free(v);
+        return ERR_CORRUPT;
+    }
+    const uint8_t *b = v;
+    s->live = get64(b + 2);
+    s->tail = get64(b + 10);
+    s->min_seq = get64(b + 18);
+    s->max_seq = get64(b + 26);
+    s->sealed_ns = get64(b + 34);
+    free(v);
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int load_segments(drive_t *d)
+{
+    DIR *dir = opendir(d->seg_dir);
+    struct dirent *de;
+    uint32_t *ids = NULL, n = 0, cap = 0;
+    int rc = 0;
+    replay_t r = {d, NULL, idx_batch_new(), 0, 0};
+
+    if (!dir)
+        return err_from_errno(errno);
+    while ((de = readdir(dir))) {
+        unsigned id;
+        char tail[8];
+        if (sscanf(de->d_name, "%8x.se%1s", &id, tail) != 2 || strcmp(tail, "g") != 0)
+            continue;
+        if (n == cap)
+            ids = xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof(*ids));
+        ids[n++] = id;
+    }
+    closedir(dir);
+    if (n)
+        qsort(ids, n, sizeof(*ids), cmp_u32);
+
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        seg_t *s = NULL;
+        int lrc = drive__seg_load(d, ids[i], &s);
+        if (ids[i] >= d->next_seg_id)
+            d->next_seg_id = ids[i] + 1;
+        if (lrc == ERR_CORRUPT) {
+            /* Created but its superblock never became durable: it holds nothing. */
+            char *path = drive__seg_path(d, ids[i]);
+            log_warn("event=segment_discarded id=%u reason=no_superblock", ids[i]);
+            unlink(path);
+            free(path);
+            continue;
+        }
+        if (lrc) {
+            rc = lrc;
+            break;
+        }
+        if (load_seg_meta(d, s) != 0) {
+            s->tail = d->iu; /* unknown to the index: scan it all */
+            s->live = 0;
+        }
+        s->open = 0;
+        if (!s->sealed_ns)
+            s->sealed_ns = d->clock->now_ns(d->clock);
+        drive__seg_insert(d, s);
+    }
+    free(ids);
+    /* Replay after every segment is in the table, so the keep rule sees them all. */
+    for (uint32_t i = 0; i < d->nsegs && !rc; i++) {
+        seg_t *s = d->segs[i];
+        uint64_t before = r.applied;
+        r.seg = s;
+        rc = drive__scan(d, s, s->tail, replay_record, &r);
+        if (r.applied > before)
+            log_info("event=replayed seg=%u from=%llu records=%llu", s->id,
+                     (unsigned long long)s->tail, (unsigned long long)(r.applied - before));
+        s->tail = d->seg_size; /* sealed: nothing more is appended */
+        drive__seg_meta_put(d, r.b, s);
+    }
+    if (!rc) {
+        drive__meta_put(d, r.b);
+        rc = idx_write(d->idx, r.b, 1);
+    }
+    idx_batch_free(r.b);
+    return rc;
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return err_from_errno(errno);
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return err_from_errno(errno);
+    return 0;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+/*
+ * The drive's geometry lives in <path>/DRIVE (text, key=value) from its
+ * first open on, so tools and restarts need no configuration, and a config
+ * that disagrees with what is on disk is refused instead of misreading it.
+ */
+static int geometry(drive_t *d, const drive_cfg_t *cfg)
+{
+    char *path = join(d->path, "DRIVE");
+    FILE *f = fopen(path, "r");
+    unsigned long long iu = 0, seg = 0, cap = 0;
+    int rc = 0;
+
+    if (f) {
+        char line[128];
+        while (fgets(line, sizeof(line), f)) {
+            (void)(sscanf(line, "iu=%llu", &iu) || sscanf(line, "segment_size=%llu", &seg) ||
+                   sscanf(line, "capacity=%llu", &cap));
+        }
+        fclose(f);
+        if ((cfg->iu && cfg->iu != iu) ||
+            (cfg->segment_size && cfg->segment_size != seg) || !iu || !seg) {
+            log_error("event=geometry_mismatch path=%s on_disk_iu=%llu on_disk_segment_size=%llu",
+                      d->path, iu, seg);
+            rc = ERR_INVAL;
+        }
+        d->iu = (uint32_t)iu;
+        d->seg_size = seg;
+        if (!d->cfg.capacity)
+            d->cfg.capacity = cap;
+    } else {
+        d->iu = cfg->iu ? cfg->iu : drive_detect_iu(d->seg_dir);
+        d->seg_size = d->cfg.segment_size;
+    }
+    free(path);
+    return rc;
+}
+
+static int geometry_save(drive_t *d)
+{
+    char *path = join(d->path, "DRIVE"), *tmp = join(d->path, "DRIVE.tmp");
+    FILE *f;
+    int rc = 0;
+    struct stat st;
+
+    if (stat(path, &st) == 0)
+        goto out;
+    if (!(f = fopen(tmp, "w"))) {
+        rc = err_from_errno(errno);
+        goto out;
+    }
+    fprintf(f, "warmlake-drive 1\niu=%u\nsegment_size=%llu\ncapacity=%llu\n", d->iu,
+            (unsigned long long)d->seg_size, (unsigned long long)d->cfg.capacity);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = ERR_IO;
+    if (fclose(f) != 0)
+        rc = ERR_IO;
+    if (!rc && rename(tmp, path) != 0)
+        rc = err_from_errno(errno);
+out:
+    free(path);
+    free(tmp);
+    return rc;
+}
+
+static int load_meta(drive_t *d)
+{
+    void *v = NULL;
+    size_t vl;
+    int rc = idx_get(d->idx, NULL, "m", 1, &v, &vl);
+    if (rc == ERR_NOT_FOUND)
+        return 0;
+    if (rc)
+        return rc;
+    if (vl == 20) {
+        d->next_seq = get64(v);
+        d->next_seg_id = get32((uint8_t *)v + 8);
+        d->lifetime_host = get64((uint8_t *)v + 12);
+    }
+    free(v);
+    return 0;
+}
+
+static int open_index(drive_t *d)
+{
+    int rc = idx_open(d->idx_path, &d->idx);
+    if (rc == 0)
+        return 0;
+    /* Unreadable index: keep it aside for inspection and rebuild from the segments. */
+    char aside[4200];
+    snprintf(aside, sizeof(aside), "%s.corrupt-%ld", d->idx_path, (long)time(NULL));
+    log_error("event=index_unreadable path=%s moved_to=%s action=rebuild", d->idx_path, aside);
+    if (rename(d->idx_path, aside) != 0)
+        return ERR_IO;
+    return idx_open(d->idx_path, &d->idx);
+}
+
+int drive_open(const drive_cfg_t *cfg, drive_t **out)
+{
+    drive_t *d;
+    int rc;
+
+    if (!cfg->path)
+        return ERR_INVAL;
+    d = xcalloc(1, sizeof(*d));
+    d->cfg = *cfg;
+    d->path = xstrdup(cfg->path);
+    d->seg_dir = join(cfg->path, "segments");
+    d->idx_path = cfg->index_path ? xstrdup(cfg->index_path) : join(cfg->path, "index");
+    d->clock = cfg->clock ? cfg->clock : clock_real();
+    d->direct = !cfg->buffered;
+    if (!d->cfg.segment_size)
+        d->cfg.segment_size = 256u << 20;
+    if (!d->cfg.max_batch)
+        d->cfg.max_batch = 8u << 20;
+    if (!d->cfg.warranty_years)
+        d->cfg.warranty_years = 5;
+    if (!d->cfg.max_delay_ms)
+        d->cfg.max_delay_ms = 2000;
+    if (!d->cfg.gc_free_low)
+        d->cfg.gc_free_low = 0.15;
+    if (!d->cfg.gc_dead_high)
+        d->cfg.gc_dead_high = 0.75;
+    if (!d->cfg.gc_reserve)
+        d->cfg.gc_reserve = 0.25;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->q_lock, NULL);
+    pthread_cond_init(&d->q_cond, NULL);
+    pthread_mutex_init(&d->gc_lock, NULL);
+    pthread_mutex_init(&d->bg_lock, NULL);
+    pthread_cond_init(&d->bg_cond, NULL);
+    drive__writer_init(&d->uw, SEG_USER);
+    drive__writer_init(&d->gw, SEG_GC);
+
+    if ((rc = mkdir_p(d->seg_dir)) != 0)
+        goto fail;
+    if ((rc = geometry(d, cfg)) != 0)
+        goto fail;
+    if (d->iu < 4096 || d->iu > (1u << 20) || (d->iu & (d->iu - 1)) ||
+        d->seg_size % d->iu || d->seg_size < 4ull * d->iu) {
+        log_error("event=bad_geometry iu=%u segment_size=%llu", d->iu,
+                  (unsigned long long)d->seg_size);
+        rc = ERR_INVAL;
+        goto fail;
+    }
+    d->slots = (uint32_t)(d->cfg.capacity / d->seg_size);
+    if (d->slots < RESERVE_SLOTS + 2) {
+        log_error("event=capacity_too_small capacity=%llu segments=%u",
+                  (unsigned long long)d->cfg.capacity, d->slots);
+        rc = ERR_INVAL;
+        goto fail;
+    }
+    if ((rc = geometry_save(d)) != 0)
+        goto fail;
+    double rate = cfg->dwpd * (double)d->cfg.capacity / 86400.0;
+    double burst = cfg->burst_bytes ? (double)cfg->burst_bytes : rate * 3600.0;
+    budget_init(&d->budget, d->clock, rate, burst, d->cfg.max_delay_ms * 1000000ull);
+    d->next_seq = 1;
+    if ((rc = open_index(d)) != 0 || (rc = load_meta(d)) != 0 || (rc = load_segments(d)) != 0)
+        goto fail;
+    d->idx_written_seen = idx_bytes_written(d->idx);
+    d->open_ns = d->clock->now_ns(d->clock);
+    d->host_at_open = d->lifetime_host;
+    log_info("event=drive_open path=%s iu=%u segment_size=%llu segments=%u/%u direct=%d", d->path,
+             d->iu, (unsigned long long)d->seg_size, d->nsegs, d->slots, d->direct);
+    if (cfg->compaction && (rc = drive__bg_start(d)) != 0)
+        goto fail;
+    *out = d;
+    return 0;
+fail:
+    log_error("event=drive_open_failed path=%s err=%s", cfg->path, err_name(rc));
+    drive_close(d);
+    return rc;
+}
+
+void drive_close(drive_t *d)
+{
+    if (!d)
+        return;
+    drive__bg_stop(d);
+    pthread_mutex_lock(&d->gc_lock);
+    (void)drive__writer_flush(d, &d->gw);
+    pthread_mutex_unlock(&d->gc_lock);
+    if (d->idx) {
+        idx_batch_t *b = idx_batch_new();
+        pthread_mutex_lock(&d->lock);
+        for (uint32_t i = 0; i < d->nsegs; i++)
+            drive__seg_meta_put(d, b, d->segs[i]);
+        drive__meta_put(d, b);
+        pthread_mutex_unlock(&d->lock);
+        if (idx_write(d->idx, b, 1) != 0)
+            log_error("event=close_index_write_failed path=%s", d->path);
+        idx_batch_free(b);
+        idx_close(d->idx);
+    }
+    for (uint32_t i = 0; i < d->nsegs; i++) {
+        close(d->segs[i]->fd);
+        free(d->segs[i]);
+    }
+    free(d->segs);
+    drive__writer_free(&d->uw);
+    drive__writer_free(&d->gw);
+    budget_destroy(&d->budget);
+    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->q_lock);
+    pthread_cond_destroy(&d->q_cond);
+    pthread_mutex_destroy(&d->gc_lock);
+    pthread_mutex_destroy(&d->bg_lock);
+    pthread_cond_destroy(&d->bg_cond);
+    free(d->path);
+    free(d->seg_dir);
+    free(d->idx_path);
+    free(d);
+}
+
+int drive_rebuild_index(const drive_cfg_t *cfg)
+{
+    char *ip = cfg->index_path ? xstrdup(cfg->index_path) : join(cfg->path, "index");
+    char cmd[8300];
+    drive_cfg_t c = *cfg;
+    drive_t *d = NULL;
+    int rc;
+    struct stat st;
+
+    if (stat(ip, &st) == 0) {
+        snprintf(cmd, sizeof(cmd), "%s.old-%ld", ip, (long)time(NULL));
+        if (rename(ip, cmd) != 0) {
+            free(ip);
+            return ERR_IO;
+        }
+        log_info("event=index_moved_aside from=%s to=%s", ip, cmd);
+    }
+    free(ip);
+    c.compaction = 0;
+    if ((rc = drive_open(&c, &d)) != 0)
+        return rc;
+    drive_close(d);
+    return 0;
+}
+
+typedef struct {
+    drive_dump_fn fn;
+    void *arg;
+    uint32_t seg;
+} dump_t;
+
+static int dump_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off)
+{
+    dump_t *x = arg;
+    char b[REC_MAX_BUCKET + 1], k[REC_MAX_KEY + 1], ver[REC_MAX_VERSION + 1];
+    (void)raw;
+    memcpy(b, v->id.bucket, v->id.bucket_len);
+    b[v->id.bucket_len] = 0;
+    memcpy(k, v->id.key, v->id.key_len);
+    k[v->id.key_len] = 0;
+    memcpy(ver, v->id.version, v->id.version_len);
+    ver[v->id.version_len] = 0;
+    drive_id_t id = {b, k, ver, v->id.shard};
+    return x->fn(x->arg, x->seg, off, v->type, v->seq, &id, v->payload_len, v->meta, v->meta_len);
+}
+
+int drive_dump(drive_t *d, drive_dump_fn fn, void *arg)
+{
+    dump_t x = {fn, arg, 0};
+    int rc = 0;
+    pthread_mutex_lock(&d->gc_lock); /* segments do not go away meanwhile */
+    for (uint32_t i = 0; i < d->nsegs && !rc; i++) {
+        x.seg = d->segs[i]->id;
+        rc = drive__scan(d, d->segs[i], d->iu, dump_record, &x);
+    }
+    pthread_mutex_unlock(&d->gc_lock);
+    return rc;
+}
+
+/* ---- writes ---- */
+
+int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, const void *meta,
+              size_t meta_len)
+{
+    req_t r = {0};
+    int rc;
+    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0)
+        return rc;
+    if (meta_len > REC_MAX_META || len > REC_MAX_PAYLOAD ||
+        rec_header_len(&r.id, meta_len, len) + len > d->seg_size - d->iu)
+        return ERR_TOO_LARGE;
+    r.type = REC_DATA;
+    r.data = data;
+    r.len = len;
+    r.meta = meta;
+    r.meta_len = meta_len;
+    return drive__submit(d, &r);
+}
+
+int drive_delete(drive_t *d, const drive_id_t *id)
+{
+    req_t r = {0};
+    ent_t e;
+    void *vb = NULL;
+    int rc;
+    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0)
+        return rc;
+    rc = drive__ent_get(d, NULL, &r.id, &e, &vb);
+    free(vb);
+    if (rc)
+        return rc;
+    if (e.type == REC_TOMBSTONE)
+        return ERR_NOT_FOUND;
+    r.type = REC_TOMBSTONE;
+    return drive__submit(d, &r);
+}
+
+/* ---- reads ---- */
+
+int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap)
+{
+    rec_id_t rid;
+    ent_t e;
+    void *vb = NULL;
+    int rc;
+    if ((rc = to_rec_id(id, &rid)) != 0)
+        return rc;
+    if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0)
+        return rc;
+    if (e.type == REC_TOMBSTONE) {
+        free(vb);
+        return ERR_NOT_FOUND;
+    }
+    st->len = e.payload_len;
+    st->seq = e.seq;
+    st->crc = e.hdr_crc;
+    st->meta_len = e.meta_len;
+    if (meta && e.meta_len)
+        memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+    free(vb);
+    return 0;
+}
+
+/* Read and verify payload [off, off+len) of the record described by e. */
+static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, uint64_t off,
+                       uint8_t *out, size_t len)
+{
+    uint32_t c0 = (uint32_t)(off / REC_CHUNK), c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
+    uint64_t rec = e->off, pay = rec + e->hdr_len;
+    uint64_t pstart = pay + (uint64_t)c0 * REC_CHUNK;
+    uint64_t pend = pay + ((uint64_t)(c1 + 1) * REC_CHUNK < e->payload_len
+                               ? (uint64_t)(c1 + 1) * REC_CHUNK
+                               : e->payload_len);
+    uint8_t *hbuf = NULL, *pbuf = NULL, *h, *p;
+    rec_view_t v;
+    int rc;
+
+    /* One read when the header is near the chunks, else two. */
+    if (pstart - (rec + e->hdr_len) <= (256u << 10)) {
+        if ((rc = drive__pread_aligned(d, s->fd, rec, pend, &hbuf, &h)) != 0)
+            return rc;
+        p = h + (pstart - rec);
+    } else {
+        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0)
+            return rc;
+        if ((rc = drive__pread_aligned(d, s->fd, pstart, pend, &pbuf, &p)) != 0)
+            goto out;
+    }
+    /* The record must be the one the index names, intact. */
+    if (rec_parse_header(h, e->hdr_len, &v) != 0 || v.hdr_crc != e->hdr_crc || v.seq != e->seq ||
+        !rec_id_equal(&v.id, id) || rec_verify_chunks(&v, p, c0, c1) != 0) {
+        log_error("event=read_corrupt seg=%u off=%llu seq=%llu", s->id,
+                  (unsigned long long)e->off, (unsigned long long)e->seq);
+        rc = ERR_CORRUPT;
+        goto out;
+    }
+    memcpy(out, p + (off - (uint64_t)c0 * REC_CHUNK), len);
+out:
+    free(hbuf);
+    free(pbuf);
+    return rc;
+}
+
+int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    rec_id_t rid;
+    int rc;
+    if ((rc = to_rec_id(id, &rid)) != 0)
+        return rc;
+    /* Compaction may move the record between lookup and read: look again. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        ent_t e;
+        void *vb = NULL;
+        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0)
+            return rc;
+        if (e.type == REC_TOMBSTONE) {
+            free(vb);
+            return ERR_NOT_FOUND;
+        }
+        if (off > e.payload_len || len > e.payload_len - off) {
+            free(vb);
+            return ERR_RANGE;
+        }
+        if (len == 0) {
+            free(vb);
+            return 0;
+        }
+        seg_t *s = drive__seg_acquire(d, e.seg);
+        if (!s) {
+            free(vb);
+            continue;
+        }
+        rc = read_extent(d, s, &e, &rid, off, buf, len);
+        drive__seg_release(d, s);
+        free(vb);
+        return rc;
+    }
+    return ERR_IO;
+}
+
+int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
+               drive_list_fn fn, void *arg)
+{
+    size_t bl = strlen(bucket), pl = prefix ? strlen(prefix) : 0;
+    uint8_t start[KEY_MAX];
+    size_t sl;
+    int rc = 0;
+
+    if (bl == 0 || bl > REC_MAX_BUCKET || pl > REC_MAX_KEY)
+        return ERR_INVAL;
+    start[0] = 'o';
+    memcpy(start + 1, bucket, bl);
+    start[1 + bl] = 0;
+    sl = 2 + bl;
+    if (after && strlen(after) > 0 && (!prefix || strcmp(after, prefix) > 0)) {
+        size_t al = strlen(after);
+        if (al > REC_MAX_KEY)
+            return ERR_INVAL;
+        memcpy(start + sl, after, al);
+        sl += al;
+        start[sl++] = 1; /* past every version and shard of `after` itself */
+    } else if (pl) {
+        memcpy(start + sl, prefix, pl);
+        sl += pl;
+    }
+    idx_iter_t *it = idx_iter_new(d->idx, start, sl);
+    for (; idx_iter_valid(it); idx_iter_next(it)) {
+        size_t kl, vl;
+        const char *k = idx_iter_key(it, &kl), *v = idx_iter_value(it, &vl);
+        rec_id_t rid;
+        ent_t e;
+        if (key_decode(k, kl, &rid) != 0 || rid.bucket_len != bl ||
+            memcmp(rid.bucket, bucket, bl) != 0)
+            break;
+        if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0))
+            break;
+        if (drive__ent_decode(v, vl, &e) != 0 || e.type == REC_TOMBSTONE)
+            continue;
+        /* Copy strings out: the callback gets NUL-terminated names. */
+        char kbuf[REC_MAX_KEY + 1], vbuf[REC_MAX_VERSION + 1], bbuf[REC_MAX_BUCKET + 1];
+        memcpy(bbuf, rid.bucket, rid.bucket_len);
+        bbuf[rid.bucket_len] = 0;
+        memcpy(kbuf, rid.key, rid.key_len);
+        kbuf[rid.key_len] = 0;
+        memcpy(vbuf, rid.version, rid.version_len);
+        vbuf[rid.version_len] = 0;
+        drive_id_t id = {bbuf, kbuf, vbuf, rid.shard};
+        drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
+        if ((rc = fn(arg, &id, &st)) != 0)
+            break;
+    }
+    idx_iter_free(it);
+    return rc;
+}
+
+/* ---- stats ---- */
+
+void drive__charge_index(drive_t *d)
+{
+    uint64_t now = idx_bytes_written(d->idx), delta;
+    pthread_mutex_lock(&d->lock);
+    delta = now > d->idx_written_seen ? now - d->idx_written_seen : 0;
+    d->idx_written_seen = now;
+    d->index_bytes += delta;
+    d->host_bytes += delta;
+    d->lifetime_host += delta;
+    pthread_mutex_unlock(&d->lock);
+    if (delta)
+        budget_charge(&d->budget, delta);
+}
+
+void drive_stats(drive_t *d, drive_stats_t *st)
+{
+    drive__charge_index(d);
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&d->lock);
+    st->iu = d->iu;
+    st->capacity = d->cfg.capacity;
+    st->segment_size = d->seg_size;
+    st->segments = d->nsegs;
+    st->segments_free = d->slots > d->nsegs ? d->slots - d->nsegs : 0;
+    for (uint32_t i = 0; i < d->nsegs; i++) {
+        st->live_bytes += d->segs[i]->live;
+        st->segments_gc += d->segs[i]->kind == SEG_GC;
+    }
+    st->used_bytes = (uint64_t)d->nsegs * d->seg_size;
+    st->user_bytes = d->user_bytes;
+    st->host_bytes = d->host_bytes;
+    st->padding_bytes = d->padding_bytes;
+    st->relocated_bytes = d->relocated_bytes;
+    st->index_bytes = d->index_bytes;
+    st->flushes = d->flushes;
+    st->flush_records = d->flush_records;
+    st->flush_bytes = d->flush_bytes;
+    st->flush_max_records = d->flush_max_records;
+    st->compactions = d->compactions;
+    st->segments_released = d->segments_released;
+    st->tombstones_dropped = d->tombstones_dropped;
+    st->throttled = d->throttled;
+    st->lifetime_host_bytes = d->lifetime_host;
+    st->write_amp = d->user_bytes ? (double)d->host_bytes / (double)d->user_bytes : 0;
+    uint64_t now = d->clock->now_ns(d->clock);
+    double days = (double)(now - d->open_ns) / 1e9 / 86400.0;
+    double rated = d->cfg.dwpd * (double)d->cfg.capacity * 365.0 * d->cfg.warranty_years;
+    double rate = days > 0 ? (double)(d->lifetime_host - d->host_at_open) / days : 0;
+    double left = rated - (double)d->lifetime_host;
+    st->projected_years = rate > 0 ? (left > 0 ? left : 0) / rate / 365.0 : -1;
+    pthread_mutex_unlock(&d->lock);
+    st->budget_left = budget_tokens(&d->budget);
+    st->budget_rate = d->budget.rate;
+    st->index_disk_bytes = idx_disk_bytes(d->idx);
+    st->index_mem_bytes = idx_mem_bytes(d->idx);
+}
+
+int drive_index_flush(drive_t *d)
+{
+    return idx_flush(d->idx);
+}

@@ -1,0 +1,175 @@
+/*
+ * drive: the per-drive segment store.
+ *
+ * A drive is a directory holding append-only segment files of a fixed size
+ * (a multiple of the drive's indirection unit, IU) and a RocksDB index. The
+ * engine turns shard writes into large IU-aligned appends:
+ *
+ *   - every write the engine issues has offset and length that are
+ *     multiples of the IU, with O_DIRECT where the filesystem allows; a
+ *     partial IU at a commit is zero-padded and never written again;
+ *   - concurrent appends are group-committed: one write and one fdatasync
+ *     carry many records, and each append returns only once durable;
+ *   - the index is written after the data is durable; the segments are the
+ *     source of truth, so the index can be replayed or rebuilt from them;
+ *   - compaction relocates live records out of mostly-dead segments into GC
+ *     segments and releases whole segments;
+ *   - an endurance budget (DWPD) meters every byte written.
+ *
+ * Threads: a drive_t is shared by any number of threads; every call is
+ * thread-safe. drive_put/drive_delete block until durable (or failed).
+ * A background thread runs compaction unless cfg.compaction is 0.
+ */
+#ifndef WL_DRIVE_H
+#define WL_DRIVE_H
+
+#include "common/clock.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct drive drive_t;
+
+typedef struct {
+    const char *path;        /* drive directory (created if missing) */
+    const char *index_path;  /* RocksDB dir; NULL = <path>/index (set it to a faster device) */
+    uint64_t capacity;       /* bytes the drive may use; 0 = as recorded in <path>/DRIVE */
+    uint32_t iu;             /* 0 = detect from the device, else 4096 */
+    uint64_t segment_size;   /* 0 = 256 MiB; multiple of iu */
+    double dwpd;             /* rated (sequential) drive writes per day; 0 = no budget */
+    double warranty_years;   /* 0 = 5 */
+    uint64_t burst_bytes;    /* budget bucket; 0 = one hour of budget */
+    uint64_t max_delay_ms;   /* longest a throttled append waits; 0 = 2000 */
+    uint32_t max_batch;      /* bytes per group commit; 0 = 8 MiB */
+    int compaction;          /* 1 = background compaction thread */
+    double gc_free_low;      /* compact when free segments fall below this fraction (0 = 0.15) */
+    double gc_dead_high;     /* ... or a segment is this dead (0 = 0.75) */
+    double gc_reserve;       /* budget fraction kept for foreground (0 = 0.25) */
+    int buffered;            /* 1 = no O_DIRECT (testing on tmpfs) */
+    wl_clock_t *clock;       /* NULL = real time */
+} drive_cfg_t;
+
+/* Identity of a shard on the drive: NUL-terminated strings without NUL inside. */
+typedef struct {
+    const char *bucket;
+    const char *key;
+    const char *version; /* "" for the null version */
+    uint32_t shard;
+} drive_id_t;
+
+typedef struct {
+    uint64_t len;     /* payload bytes */
+    uint64_t seq;     /* sequence number of the record */
+    uint32_t crc;     /* crc32c of the record header (covers the payload's chunk crcs) */
+    uint32_t meta_len;
+} drive_stat_t;
+
+typedef struct {
+    uint32_t iu;
+    uint64_t capacity, segment_size;
+    uint32_t segments, segments_free, segments_gc;
+    uint64_t live_bytes;      /* bytes of live records (headers included) */
+    uint64_t used_bytes;      /* segments allocated x segment size */
+    uint64_t user_bytes;      /* payload bytes appended by callers */
+    uint64_t host_bytes;      /* every byte written: records, padding, relocation, index */
+    uint64_t padding_bytes;   /* zero fill to IU boundaries */
+    uint64_t relocated_bytes; /* records copied by compaction */
+    uint64_t index_bytes;     /* RocksDB's own writes (WAL, flush, compaction) */
+    uint64_t flushes, flush_records, flush_bytes, flush_max_records;
+    uint64_t compactions, segments_released, tombstones_dropped;
+    uint64_t throttled;       /* appends refused with ERR_THROTTLED */
+    double write_amp;         /* host_bytes / user_bytes */
+    double budget_left;       /* tokens in bytes (negative while in debt) */
+    double budget_rate;       /* bytes per second */
+    double projected_years;   /* rated life left at the current write rate */
+    uint64_t lifetime_host_bytes;
+    uint64_t index_disk_bytes; /* RocksDB SST files */
+    uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
+} drive_stats_t;
+
+/*
+ * Open (or create) a drive. Replays records written after the last indexed
+ * position; rebuilds the index from the segments if it is missing or
+ * unreadable. Returns 0, ERR_INVAL (bad config), ERR_IO.
+ */
+int drive_open(const drive_cfg_t *cfg, drive_t **out) __attribute__((warn_unused_result));
+/* Stop compaction, flush state, close. NULL is a no-op. */
+void drive_close(drive_t *d);
+
+/*
+ * Store a shard (replacing any previous one with the same identity). meta is
+ * an opaque blob kept with the index entry and in the record. Blocks until
+ * durable. Returns 0, ERR_INVAL, ERR_TOO_LARGE, ERR_NOSPC, ERR_THROTTLED
+ * (retry later), ERR_READONLY (an earlier write or flush failed), ERR_IO.
+ */
+int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, const void *meta,
+              size_t meta_len) __attribute__((warn_unused_result));
+
+/* Delete: writes a tombstone. ERR_NOT_FOUND when there is nothing to delete. */
+int drive_delete(drive_t *d, const drive_id_t *id) __attribute__((warn_unused_result));
+
+/*
+ * Metadata of a shard. If meta is non-NULL, up to meta_cap bytes of the blob
+ * are copied there (st->meta_len tells the full length). ERR_NOT_FOUND.
+ */
+int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap)
+    __attribute__((warn_unused_result));
+
+/*
+ * Read payload bytes [off, off+len) of a shard into buf, verifying the crc of
+ * every 64 KiB chunk touched. Returns 0, ERR_NOT_FOUND, ERR_RANGE, ERR_CORRUPT
+ * (never the bad bytes), ERR_IO.
+ */
+int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+    __attribute__((warn_unused_result));
+
+/*
+ * List shards of a bucket whose key starts with prefix, in key order,
+ * starting after `after` (NULL = from the start). The callback gets each
+ * identity and stat; returning non-zero stops the walk (and is returned).
+ */
+typedef int (*drive_list_fn)(void *arg, const drive_id_t *id, const drive_stat_t *st);
+int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
+               drive_list_fn fn, void *arg);
+
+/*
+ * Run compaction now: release empty segments and relocate at most
+ * `max_victims` segments (0 = until nothing qualifies). force=1 ignores the
+ * free-space trigger (still honours the budget). Returns segments released.
+ */
+int drive_compact(drive_t *d, int max_victims, int force);
+/* Pause or resume the background compaction thread. */
+void drive_compaction_pause(drive_t *d, int paused);
+
+void drive_stats(drive_t *d, drive_stats_t *st);
+
+/* Flush the index's memtables to disk (for tools and benchmarks that size it). */
+int drive_index_flush(drive_t *d) __attribute__((warn_unused_result));
+
+/*
+ * Walk every valid record on disk (not the index): segment id, offset, and
+ * the record's type (1 data, 2 tombstone), sequence number, identity, payload
+ * length and metadata. For inspection tools (wl-drive dump). Open drive only.
+ */
+typedef int (*drive_dump_fn)(void *arg, uint32_t seg, uint64_t off, int type, uint64_t seq,
+                             const drive_id_t *id, uint64_t len, const void *meta,
+                             size_t meta_len);
+int drive_dump(drive_t *d, drive_dump_fn fn, void *arg);
+
+/* Rebuild the index of a closed drive from its segments alone. */
+int drive_rebuild_index(const drive_cfg_t *cfg) __attribute__((warn_unused_result));
+
+/* Detect the IU of the device holding path (optimal_io_size, else physical block). */
+uint32_t drive_detect_iu(const char *path);
+
+/* ---- test hooks: every engine syscall on segment files goes through here ---- */
+typedef struct {
+    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+    ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    int (*fdatasync)(int fd);
+    int (*fallocate)(int fd, int mode, off_t off, off_t len);
+} drive_io_t;
+extern drive_io_t drive_io;
+
+#endif

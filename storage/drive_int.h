@@ -1,0 +1,187 @@
+/*
+ * drive_int.h: internals shared by the drive engine's files.
+ *
+ *   drive.c        open (replay, rebuild), close, read, stat, list, stats
+ *   drive_seg.c    segment files: create, superblock, refs, scan, the I/O table
+ *   drive_write.c  writers (pack, pad, write, flush, index), group commit
+ *   drive_gc.c     compaction and the background thread
+ *
+ * Locks, in the order they may be taken:
+ *   q_lock     the group-commit queue of user appends
+ *   gc_lock    one compaction at a time (owns the GC writer)
+ *   lock       segment table, accounting, every index read-modify-write
+ * The user writer belongs to whichever thread is the commit leader (only one
+ * at a time), the GC writer to the holder of gc_lock. No I/O is done under
+ * `lock` except RocksDB writes of a flush's index batch.
+ */
+#ifndef WL_DRIVE_INT_H
+#define WL_DRIVE_INT_H
+
+#include "storage/budget.h"
+#include "storage/drive.h"
+#include "storage/idx.h"
+#include "storage/rec.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define SEG_MAGIC     0x47534c57u /* "WLSG" */
+#define SEG_VERSION   1
+#define SEG_USER      1
+#define SEG_GC        2
+#define DIO_ALIGN     4096u /* O_DIRECT buffer/offset alignment for reads */
+#define KEY_MAX       (1 + REC_MAX_BUCKET + 1 + REC_MAX_KEY + 1 + REC_MAX_VERSION + 1 + 4)
+#define RESERVE_SLOTS 2 /* segments only compaction may take */
+
+/*
+ * Segment superblock, the first IU of every segment file (records start at
+ * offset iu), little endian:
+ *   0 magic "WLSG"  4 version (u16)  6 kind (u8)  7 reserved
+ *   8 segment id (u32)  12 iu (u32)  16 segment size (u64)  24 crc32c of 0..23
+ */
+#define SEG_SB_LEN 28
+
+typedef struct seg {
+    uint32_t id;
+    uint8_t kind;
+    uint8_t open;     /* a writer appends here */
+    uint8_t gc_skip;  /* compaction could not empty it (bad record): leave it */
+    int fd;
+    int refs;         /* the table's reference + readers in flight */
+    uint64_t live;    /* bytes of records the index points at */
+    uint64_t tail;    /* next write offset (IU-aligned) */
+    uint64_t min_seq; /* UINT64_MAX when empty */
+    uint64_t max_seq;
+    uint64_t sealed_ns;
+} seg_t;
+
+/* Index entry for one identity, value of key "o" bucket 0 key 0 version 0 shard. */
+typedef struct {
+    uint8_t type; /* REC_DATA or REC_TOMBSTONE */
+    uint32_t seg;
+    uint64_t off; /* record start in the segment */
+    uint32_t rec_len;
+    uint32_t hdr_len;
+    uint64_t payload_len;
+    uint64_t seq;
+    uint32_t hdr_crc;
+    const uint8_t *meta; /* points into the value buffer */
+    uint32_t meta_len;
+} ent_t;
+#define ENT_FIXED 41
+
+/* A caller's append waiting in the group-commit queue. */
+typedef struct req {
+    uint8_t type;
+    rec_id_t id;
+    const void *data;
+    size_t len;
+    const void *meta;
+    size_t meta_len;
+    int rc;
+    int done;
+    struct req *next;
+} req_t;
+
+/* One record packed into a writer's buffer, not yet durable. */
+typedef struct {
+    uint32_t buf_off, rec_len;
+    req_t *req;        /* user append; NULL for a relocation */
+    uint32_t from_seg; /* relocation: where the record came from */
+    uint64_t from_off;
+} pend_t;
+
+typedef struct {
+    uint8_t kind;
+    seg_t *seg;
+    uint8_t *buf;
+    size_t cap, fill;
+    pend_t *pend;
+    size_t npend, cap_pend;
+    idx_batch_t *batch;
+} writer_t;
+
+struct drive {
+    drive_cfg_t cfg;
+    char *path, *seg_dir, *idx_path;
+    uint32_t iu;
+    uint64_t seg_size;
+    uint32_t slots; /* capacity / segment size */
+    int direct;
+    wl_clock_t *clock;
+    idx_t *idx;
+    budget_t budget;
+
+    pthread_mutex_t lock;
+    seg_t **segs; /* sorted by id */
+    uint32_t nsegs, cap_segs, creating;
+    uint32_t next_seg_id;
+    uint64_t next_seq;
+    int failed; /* sticky: a write or flush failed, the drive is read-only */
+
+    pthread_mutex_t q_lock;
+    pthread_cond_t q_cond;
+    req_t *q_head, *q_tail;
+    int leader;
+    writer_t uw;
+
+    pthread_mutex_t gc_lock;
+    writer_t gw;
+
+    pthread_mutex_t bg_lock;
+    pthread_cond_t bg_cond;
+    pthread_t bg_thread;
+    int bg_running, bg_stop, bg_paused;
+
+    /* counters, under lock */
+    uint64_t user_bytes, host_bytes, padding_bytes, relocated_bytes, index_bytes;
+    uint64_t flushes, flush_records, flush_bytes, flush_max_records;
+    uint64_t compactions, segments_released, tombstones_dropped, throttled;
+    uint64_t lifetime_host; /* persisted across opens */
+    uint64_t idx_written_seen;
+    uint64_t open_ns, host_at_open;
+};
+
+/* drive_seg.c */
+/*
+ * New segment. Plain user writes may not take the last RESERVE_SLOTS;
+ * deletes (reserve=1) may take all but one, so a full drive can still be
+ * emptied; compaction may take any.
+ */
+int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out);
+int drive__seg_load(drive_t *d, uint32_t id, seg_t **out);
+seg_t *drive__seg_find(drive_t *d, uint32_t id); /* under lock */
+void drive__seg_insert(drive_t *d, seg_t *s);    /* under lock */
+void drive__seg_remove(drive_t *d, seg_t *s);    /* under lock */
+seg_t *drive__seg_acquire(drive_t *d, uint32_t id);
+void drive__seg_release(drive_t *d, seg_t *s);
+void drive__seg_seal(drive_t *d, seg_t *s); /* under lock */
+char *drive__seg_path(drive_t *d, uint32_t id);
+int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
+                         uint8_t **at);
+typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
+int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg);
+void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s); /* under lock */
+void drive__meta_put(drive_t *d, idx_batch_t *b);                      /* under lock */
+
+/* drive_write.c */
+void drive__writer_init(writer_t *w, uint8_t kind);
+void drive__writer_free(writer_t *w);
+/* Make room for rec_len bytes (flushing, sealing, opening a segment). */
+int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
+int drive__writer_flush(drive_t *d, writer_t *w);
+int drive__submit(drive_t *d, req_t *r);
+
+/* drive.c */
+size_t drive__key(uint8_t *buf, const rec_id_t *id);
+size_t drive__ent_encode(uint8_t *buf, const ent_t *e);
+int drive__ent_decode(const void *buf, size_t len, ent_t *e);
+int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf);
+void drive__charge_index(drive_t *d); /* RocksDB's own writes into budget and counters */
+
+/* drive_gc.c */
+int drive__bg_start(drive_t *d);
+void drive__bg_stop(drive_t *d);
+void drive__bg_kick(drive_t *d);
+
+#endif

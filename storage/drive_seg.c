@@ -1,0 +1,451 @@
+/*
+ * drive_seg.c: segment files.
+ *
+ * A segment is a file of exactly segment_size bytes, preallocated with
+ * fallocate so appends never change its size (fdatasync then has no size to
+ * journal) and a full filesystem is found when the segment is created, not
+ * in the middle of an append. Its first IU is a superblock naming it; records
+ * follow. Segment ids only grow, so a file name is never reused.
+ *
+ * Readers take a reference on a segment for the duration of one pread, so a
+ * segment released by compaction stays readable (its fd open, the file
+ * unlinked) until the last reader is done.
+ */
+#include "storage/drive_int.h"
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    return pwrite(fd, buf, n, off);
+}
+static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+    return pread(fd, buf, n, off);
+}
+static int sys_fdatasync(int fd)
+{
+    return fdatasync(fd);
+}
+static int sys_fallocate(int fd, int mode, off_t off, off_t len)
+{
+    return fallocate(fd, mode, off, len);
+}
+
+drive_io_t drive_io = {sys_pwrite, sys_pread, sys_fdatasync, sys_fallocate};
+
+char *drive__seg_path(drive_t *d, uint32_t id)
+{
+    size_t n = strlen(d->seg_dir) + 32;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%08x.seg", d->seg_dir, id);
+    return p;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void sb_encode(uint8_t *b, const drive_t *d, uint32_t id, uint8_t kind)
+{
+    memset(b, 0, SEG_SB_LEN);
+    put32(b, SEG_MAGIC);
+    b[4] = SEG_VERSION;
+    b[6] = kind;
+    put32(b + 8, id);
+    put32(b + 12, d->iu);
+    put32(b + 16, (uint32_t)d->seg_size);
+    put32(b + 20, (uint32_t)(d->seg_size >> 32));
+    put32(b + 24, crc32c(0, b, 24));
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    int rc = 0;
+    if (fd < 0)
+        return err_from_errno(errno);
+    if (fsync(fd) != 0)
+        rc = err_from_errno(errno);
+    close(fd);
+    return rc;
+}
+
+static int open_seg_fd(drive_t *d, const char *path, int flags)
+{
+    int fd = open(path, flags | O_CLOEXEC | (d->direct ? O_DIRECT : 0), 0644);
+    if (fd < 0 && d->direct && errno == EINVAL) {
+        /* The filesystem refuses O_DIRECT (tmpfs): buffered I/O + fdatasync. */
+        log_warn("event=no_direct_io path=%s", path);
+        d->direct = 0;
+        fd = open(path, flags | O_CLOEXEC, 0644);
+    }
+    return fd;
+}
+
+static seg_t *seg_new(uint32_t id, uint8_t kind, int fd)
+{
+    seg_t *s = xcalloc(1, sizeof(*s));
+    s->id = id;
+    s->kind = kind;
+    s->fd = fd;
+    s->refs = 1;
+    s->min_seq = UINT64_MAX;
+    return s;
+}
+
+int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
+{
+    uint32_t id;
+    uint32_t limit;
+    int fd = -1, rc = 0;
+    char *path = NULL;
+    uint8_t *sb = NULL;
+
+    pthread_mutex_lock(&d->lock);
+    /* Keep the last segments for compaction, or a full drive could never be cleaned. */
+    limit = kind == SEG_GC ? d->slots : reserve ? d->slots - 1 : d->slots - RESERVE_SLOTS;
+    if (d->nsegs + d->creating >= limit) {
+        pthread_mutex_unlock(&d->lock);
+        return ERR_NOSPC;
+    }
+    id = d->next_seg_id++;
+    d->creating++;
+    pthread_mutex_unlock(&d->lock);
+
+    path = drive__seg_path(d, id);
+    fd = open_seg_fd(d, path, O_RDWR | O_CREAT | O_EXCL);
+    if (fd < 0) {
+        rc = err_from_errno(errno);
+        goto fail;
+    }
+    if (drive_io.fallocate(fd, 0, 0, (off_t)d->seg_size) != 0) {
+        int e = errno;
+        if (e != EOPNOTSUPP || ftruncate(fd, (off_t)d->seg_size) != 0) {
+            rc = err_from_errno(e);
+            goto fail;
+        }
+    }
+    sb = xaligned_alloc(DIO_ALIGN, d->iu);
+    memset(sb, 0, d->iu);
+    sb_encode(sb, d, id, kind);
+    if (drive_io.pwrite(fd, sb, d->iu, 0) != (ssize_t)d->iu) {
+        rc = errno == ENOSPC ? ERR_NOSPC : ERR_IO;
+        goto fail;
+    }
+    if (drive_io.fdatasync(fd) != 0 || fsync_dir(d->seg_dir) != 0) {
+        rc = ERR_IO;
+        goto fail;
+    }
+    free(sb);
+    free(path);
+    seg_t *s = seg_new(id, kind, fd);
+    s->open = 1;
+    s->tail = d->iu;
+    pthread_mutex_lock(&d->lock);
+    d->creating--;
+    d->host_bytes += d->iu;
+    d->padding_bytes += d->iu - SEG_SB_LEN;
+    d->lifetime_host += d->iu;
+    drive__seg_insert(d, s);
+    pthread_mutex_unlock(&d->lock);
+    budget_charge(&d->budget, d->iu);
+    log_debug("event=segment_created id=%u kind=%u", id, kind);
+    *out = s;
+    return 0;
+fail:
+    log_error("event=segment_create_failed id=%u path=%s err=%s errno=%d", id, path,
+              err_name(rc), errno);
+    if (fd >= 0) {
+        close(fd);
+        unlink(path);
+    }
+    free(sb);
+    free(path);
+    pthread_mutex_lock(&d->lock);
+    d->creating--;
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
+{
+    char *path = drive__seg_path(d, id);
+    uint8_t *buf = NULL, *sb;
+    int rc = 0;
+    int fd = open_seg_fd(d, path, O_RDWR);
+
+    if (fd < 0) {
+        rc = err_from_errno(errno);
+        goto done;
+    }
+    rc = drive__pread_aligned(d, fd, 0, SEG_SB_LEN, &buf, &sb);
+    if (rc)
+        goto done;
+    if (get32(sb) != SEG_MAGIC || get32(sb + 24) != crc32c(0, sb, 24) || get32(sb + 8) != id) {
+        rc = ERR_CORRUPT;
+        goto done;
+    }
+    if (get32(sb + 12) != d->iu || get32(sb + 16) != (uint32_t)d->seg_size) {
+        log_error("event=segment_geometry_mismatch id=%u iu=%u seg_size=%u", id, get32(sb + 12),
+                  get32(sb + 16));
+        rc = ERR_INVAL;
+        goto done;
+    }
+    *out = seg_new(id, sb[6], fd);
+    (*out)->tail = d->iu;
+    fd = -1;
+done:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(path);
+    return rc;
+}
+
+seg_t *drive__seg_find(drive_t *d, uint32_t id)
+{
+    uint32_t lo = 0, hi = d->nsegs;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (d->segs[mid]->id == id)
+            return d->segs[mid];
+        if (d->segs[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+void drive__seg_insert(drive_t *d, seg_t *s)
+{
+    uint32_t i;
+    if (d->nsegs == d->cap_segs) {
+        d->cap_segs = d->cap_segs ? d->cap_segs * 2 : 64;
+        d->segs = xrealloc(d->segs, d->cap_segs * sizeof(*d->segs));
+    }
+    /* New segments have the largest id: this is an append except at load. */
+    for (i = d->nsegs; i > 0 && d->segs[i - 1]->id > s->id; i--)
+        d->segs[i] = d->segs[i - 1];
+    d->segs[i] = s;
+    d->nsegs++;
+}
+
+void drive__seg_remove(drive_t *d, seg_t *s)
+{
+    for (uint32_t i = 0; i < d->nsegs; i++) {
+        if (d->segs[i] == s) {
+            memmove(&d->segs[i], &d->segs[i + 1], (d->nsegs - i - 1) * sizeof(*d->segs));
+            d->nsegs--;
+            return;
+        }
+    }
+}
+
+seg_t *drive__seg_acquire(drive_t *d, uint32_t id)
+{
+    pthread_mutex_lock(&d->lock);
+    seg_t *s = drive__seg_find(d, id);
+    if (s)
+        s->refs++;
+    pthread_mutex_unlock(&d->lock);
+    return s;
+}
+
+void drive__seg_release(drive_t *d, seg_t *s)
+{
+    int last;
+    pthread_mutex_lock(&d->lock);
+    last = --s->refs == 0;
+    pthread_mutex_unlock(&d->lock);
+    if (last) {
+        close(s->fd);
+        free(s);
+    }
+}
+
+void drive__seg_seal(drive_t *d, seg_t *s)
+{
+    s->open = 0;
+    s->sealed_ns = d->clock->now_ns(d->clock);
+}
+
+int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
+                         uint8_t **at)
+{
+    uint64_t a = align_down(start, DIO_ALIGN), b = align_up(end, DIO_ALIGN);
+    uint8_t *p = xaligned_alloc(DIO_ALIGN, b - a);
+    uint64_t done = 0;
+
+    (void)d;
+    while (done < b - a) {
+        ssize_t n = drive_io.pread(fd, p + done, b - a - done, (off_t)(a + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            free(p);
+            return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
+        }
+        done += (uint64_t)n;
+    }
+    *buf = p;
+    *at = p + (start - a);
+    return 0;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)v);
+    put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Segment meta: key "s" + id (big endian), value kind, open, live, tail, min, max, sealed. */
+void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
+{
+    uint8_t k[5] = {'s', (uint8_t)(s->id >> 24), (uint8_t)(s->id >> 16), (uint8_t)(s->id >> 8),
+                    (uint8_t)s->id};
+    uint8_t v[42];
+    v[0] = s->kind;
+    v[1] = s->open;
+    put64(v + 2, s->live);
+    put64(v + 10, s->tail);
+    put64(v + 18, s->min_seq);
+    put64(v + 26, s->max_seq);
+    put64(v + 34, s->sealed_ns);
+    (void)d;
+    idx_batch_put(b, k, sizeof(k), v, sizeof(v));
+}
+
+/* Drive meta: key "m", value next_seq, next_seg_id, lifetime host bytes. */
+void drive__meta_put(drive_t *d, idx_batch_t *b)
+{
+    uint8_t v[20];
+    put64(v, d->next_seq);
+    put32(v + 8, d->next_seg_id);
+    put64(v + 12, d->lifetime_host);
+    idx_batch_put(b, "m", 1, v, sizeof(v));
+}
+
+/*
+ * Walk the records of a segment from offset `from` to its end. A position
+ * that does not hold a valid record (zeros past the last write, a torn
+ * write, bitrot) is skipped to the next IU boundary, where the next write
+ * began, so one bad record never hides the ones after it. Only records whose
+ * header and every payload chunk verify are passed to fn.
+ */
+int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
+{
+    size_t cap = 8u << 20;
+    uint8_t *buf = xaligned_alloc(DIO_ALIGN, cap);
+    uint64_t wstart = 0, wlen = 0; /* window [wstart, wstart+wlen) held in buf */
+    uint64_t pos = from < d->iu ? d->iu : from;
+    uint64_t end = d->seg_size;
+    int rc = 0;
+
+    while (pos + REC_FIXED <= end) {
+        rec_view_t v;
+        uint64_t need = REC_FIXED;
+        int prc;
+
+        for (;;) {
+            if (pos < wstart || pos + need > wstart + wlen) {
+                /* Refill the window at pos, large enough for `need`. */
+                if (need + DIO_ALIGN > cap) {
+                    free(buf);
+                    cap = align_up(need + DIO_ALIGN, 1u << 20);
+                    buf = xaligned_alloc(DIO_ALIGN, cap);
+                }
+                wstart = align_down(pos, DIO_ALIGN);
+                wlen = end - wstart < cap ? end - wstart : cap;
+                uint64_t got = 0;
+                while (got < wlen) {
+                    ssize_t n = drive_io.pread(s->fd, buf + got, wlen - got, (off_t)(wstart + got));
+                    if (n < 0 && errno == EINTR)
+                        continue;
+                    if (n <= 0) {
+                        rc = ERR_IO;
+                        goto out;
+                    }
+                    got += (uint64_t)n;
+                }
+            }
+            prc = rec_parse_header(buf + (pos - wstart), wstart + wlen - pos, &v);
+            if (prc == ERR_AGAIN && v.hdr_len > 0 && pos + v.hdr_len <= end &&
+                need < v.hdr_len) {
+                need = v.hdr_len;
+                continue;
+            }
+            if (prc == 0 && pos + v.hdr_len + v.payload_len <= end &&
+                need < v.hdr_len + v.payload_len && pos + v.hdr_len + v.payload_len >
+                                                        wstart + wlen) {
+                need = v.hdr_len + v.payload_len;
+                continue;
+            }
+            break;
+        }
+        if (prc != 0 || pos + v.hdr_len + v.payload_len > end) {
+            pos = align_up(pos + 1, d->iu);
+            continue;
+        }
+        const uint8_t *raw = buf + (pos - wstart);
+        if (v.n_chunks && rec_verify_chunks(&v, raw + v.hdr_len, 0, v.n_chunks - 1) != 0) {
+            log_warn("event=scan_bad_payload seg=%u off=%llu seq=%llu", s->id,
+                     (unsigned long long)pos, (unsigned long long)v.seq);
+            pos = align_up(pos + 1, d->iu);
+            continue;
+        }
+        if ((rc = fn(arg, &v, raw, pos)) != 0)
+            goto out;
+        pos += v.hdr_len + v.payload_len;
+    }
+out:
+    free(buf);
+    return rc;
+}
+
+uint32_t drive_detect_iu(const char *path)
+{
+    static const char *const names[] = {"optimal_io_size", "physical_block_size"};
+    struct stat st;
+    char p[256];
+
+    if (stat(path, &st) != 0)
+        return 4096;
+    for (int n = 0; n < 2; n++) {
+        /* A partition's queue/ lives in its parent device's directory. */
+        for (int up = 0; up < 2; up++) {
+            snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/%s", major(st.st_dev),
+                     minor(st.st_dev), up ? "../" : "", names[n]);
+            FILE *f = fopen(p, "r");
+            unsigned long v = 0;
+            if (!f)
+                continue;
+            if (fscanf(f, "%lu", &v) != 1)
+                v = 0;
+            fclose(f);
+            /* A power of two between 4 KiB and 1 MiB is an IU; 0 means "not reported". */
+            if (v >= 4096 && v <= (1u << 20) && (v & (v - 1)) == 0)
+                return (uint32_t)v;
+        }
+    }
+    return 4096;
+}

@@ -1,0 +1,340 @@
+/*
+ * drive_write.c: writers and group commit.
+ *
+ * A writer packs records back to back into an aligned buffer, pads the end
+ * to the IU with zeros, and issues ONE pwrite at the segment's IU-aligned
+ * tail and ONE fdatasync for the lot. Only then does it update the index
+ * (RocksDB, unsynced: the segments are the truth and a lost index write is
+ * replayed from them at open) and complete the callers. The padded tail of
+ * an IU is never written again: the next flush starts at the next boundary.
+ *
+ * Group commit: callers queue their request; the first to find no leader
+ * becomes it and commits everything queued (in batches of max_batch bytes)
+ * while the others sleep; each wakes when its own request is done.
+ */
+#include "storage/drive_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void drive__writer_init(writer_t *w, uint8_t kind)
+{
+    memset(w, 0, sizeof(*w));
+    w->kind = kind;
+    w->batch = idx_batch_new();
+}
+
+void drive__writer_free(writer_t *w)
+{
+    free(w->buf);
+    free(w->pend);
+    idx_batch_free(w->batch);
+    memset(w, 0, sizeof(*w));
+}
+
+static void writer_reserve(drive_t *d, writer_t *w, size_t more)
+{
+    size_t need = align_up(w->fill + more, d->iu);
+    if (need > w->cap) {
+        size_t cap = need > d->cfg.max_batch ? need : d->cfg.max_batch;
+        uint8_t *nb = xaligned_alloc(DIO_ALIGN, cap);
+        if (w->fill)
+            memcpy(nb, w->buf, w->fill);
+        free(w->buf);
+        w->buf = nb;
+        w->cap = cap;
+    }
+    if (w->npend == w->cap_pend) {
+        w->cap_pend = w->cap_pend ? w->cap_pend * 2 : 256;
+        w->pend = xrealloc(w->pend, w->cap_pend * sizeof(*w->pend));
+    }
+}
+
+int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
+{
+    int rc;
+
+    if (w->fill && w->fill + rec_len > d->cfg.max_batch && (rc = drive__writer_flush(d, w)))
+        return rc;
+    if (w->seg && w->seg->tail + align_up(w->fill + rec_len, d->iu) > d->seg_size) {
+        if (w->fill && (rc = drive__writer_flush(d, w)))
+            return rc;
+    }
+    if (w->seg && w->seg->tail + align_up(rec_len, d->iu) > d->seg_size) {
+        /*
+         * Segment meta is written in the same critical section that snapshots
+         * it, so a later write never carries an older snapshot of `live`.
+         */
+        idx_batch_t *b = idx_batch_new();
+        pthread_mutex_lock(&d->lock);
+        drive__seg_seal(d, w->seg);
+        drive__seg_meta_put(d, b, w->seg);
+        if (idx_write(d->idx, b, 0) != 0)
+            d->failed = ERR_READONLY;
+        pthread_mutex_unlock(&d->lock);
+        idx_batch_free(b);
+        w->seg = NULL;
+        drive__bg_kick(d);
+    }
+    if (!w->seg && (rc = drive__seg_create(d, w->kind, reserve, &w->seg)))
+        return rc;
+    writer_reserve(d, w, rec_len);
+    return 0;
+}
+
+static int write_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = drive_io.pwrite(fd, buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return err_from_errno(errno);
+        if (n == 0)
+            return ERR_IO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+/* Index updates of a user flush: each record replaces what its identity had. Under lock. */
+static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
+{
+    uint8_t key[KEY_MAX];
+    uint8_t *val = NULL;
+    size_t vcap = 0;
+
+    for (size_t i = 0; i < w->npend; i++) {
+        pend_t *p = &w->pend[i];
+        rec_view_t v;
+        ent_t old, e;
+        void *oldbuf = NULL;
+        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0)
+            abort(); /* we just encoded it */
+        if (drive__ent_get(d, w->batch, &v.id, &old, &oldbuf) == 0) {
+            seg_t *os = drive__seg_find(d, old.seg);
+            if (os) {
+                os->live -= old.rec_len;
+                if (os != seg)
+                    drive__seg_meta_put(d, w->batch, os);
+            }
+        }
+        free(oldbuf);
+        e = (ent_t){v.type, seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
+                    v.payload_len, v.seq, v.hdr_crc, v.meta, v.meta_len};
+        if (ENT_FIXED + e.meta_len > vcap) {
+            vcap = ENT_FIXED + e.meta_len;
+            val = xrealloc(val, vcap);
+        }
+        size_t kl = drive__key(key, &v.id);
+        size_t vl = drive__ent_encode(val, &e);
+        idx_batch_put(w->batch, key, kl, val, vl);
+        seg->live += p->rec_len;
+        if (v.seq < seg->min_seq)
+            seg->min_seq = v.seq;
+        if (v.seq > seg->max_seq)
+            seg->max_seq = v.seq;
+        d->user_bytes += v.payload_len;
+        log_debug("event=indexed key=%.*s seq=%llu seg=%u off=%llu", (int)v.id.key_len, v.id.key,
+                  (unsigned long long)v.seq, seg->id, (unsigned long long)(base + p->buf_off));
+    }
+    free(val);
+}
+
+/*
+ * Index updates of a GC flush: switch an entry to the copy only if it still
+ * points where the record was copied from, so a concurrent overwrite or
+ * delete wins and nothing dead comes back. Under lock.
+ */
+static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
+{
+    uint8_t key[KEY_MAX];
+    uint8_t *val = NULL;
+    size_t vcap = 0;
+
+    for (size_t i = 0; i < w->npend; i++) {
+        pend_t *p = &w->pend[i];
+        rec_view_t v;
+        ent_t cur;
+        void *curbuf = NULL;
+        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0)
+            abort();
+        if (drive__ent_get(d, w->batch, &v.id, &cur, &curbuf) == 0 && cur.seg == p->from_seg &&
+            cur.off == p->from_off) {
+            seg_t *from = drive__seg_find(d, p->from_seg);
+            if (from) {
+                from->live -= cur.rec_len;
+                drive__seg_meta_put(d, w->batch, from);
+            }
+            cur.seg = seg->id;
+            cur.off = base + p->buf_off;
+            if (ENT_FIXED + cur.meta_len > vcap) {
+                vcap = ENT_FIXED + cur.meta_len;
+                val = xrealloc(val, vcap);
+            }
+            size_t kl = drive__key(key, &v.id);
+            size_t vl = drive__ent_encode(val, &cur);
+            idx_batch_put(w->batch, key, kl, val, vl);
+            seg->live += p->rec_len;
+        }
+        /* Dead copies count too: they are on disk until this segment goes. */
+        if (v.seq < seg->min_seq)
+            seg->min_seq = v.seq;
+        if (v.seq > seg->max_seq)
+            seg->max_seq = v.seq;
+        free(curbuf);
+        d->relocated_bytes += p->rec_len;
+    }
+    free(val);
+}
+
+int drive__writer_flush(drive_t *d, writer_t *w)
+{
+    seg_t *seg = w->seg;
+    size_t wlen;
+    int rc = 0;
+
+    if (w->fill == 0)
+        return 0;
+    wlen = align_up(w->fill, d->iu);
+    memset(w->buf + w->fill, 0, wlen - w->fill);
+
+    pthread_mutex_lock(&d->lock);
+    rc = d->failed;
+    pthread_mutex_unlock(&d->lock);
+    /* Foreground appends wait for budget; compaction paid before it started. */
+    if (!rc && w->kind == SEG_USER) {
+        rc = budget_take(&d->budget, wlen);
+        if (rc == ERR_THROTTLED) {
+            pthread_mutex_lock(&d->lock);
+            d->throttled += w->npend;
+            pthread_mutex_unlock(&d->lock);
+        }
+    }
+    if (!rc && (rc = write_full(seg->fd, w->buf, wlen, seg->tail)) != 0) {
+        log_error("event=segment_write_failed seg=%u off=%llu len=%zu err=%s", seg->id,
+                  (unsigned long long)seg->tail, wlen, err_name(rc));
+        /* The region may be half written: never append to this segment again. */
+        pthread_mutex_lock(&d->lock);
+        drive__seg_seal(d, seg);
+        if (rc != ERR_NOSPC)
+            d->failed = ERR_READONLY;
+        pthread_mutex_unlock(&d->lock);
+        w->seg = NULL;
+    }
+    if (!rc && drive_io.fdatasync(seg->fd) != 0) {
+        /* Never retried: after a failed flush the page state is unknown (fsyncgate). */
+        log_error("event=segment_flush_failed seg=%u errno=%d; drive is now read-only", seg->id,
+                  errno);
+        pthread_mutex_lock(&d->lock);
+        drive__seg_seal(d, seg);
+        d->failed = ERR_READONLY;
+        pthread_mutex_unlock(&d->lock);
+        w->seg = NULL;
+        rc = ERR_IO;
+    }
+    if (!rc) {
+        pthread_mutex_lock(&d->lock);
+        if (w->kind == SEG_USER)
+            apply_user(d, w, seg, seg->tail);
+        else
+            apply_gc(d, w, seg, seg->tail);
+        seg->tail += wlen;
+        d->host_bytes += wlen;
+        d->lifetime_host += wlen;
+        d->padding_bytes += wlen - w->fill;
+        d->flushes++;
+        d->flush_records += w->npend;
+        d->flush_bytes += wlen;
+        if (w->npend > d->flush_max_records)
+            d->flush_max_records = w->npend;
+        drive__seg_meta_put(d, w->batch, seg);
+        drive__meta_put(d, w->batch);
+        rc = idx_write(d->idx, w->batch, 0);
+        if (rc) {
+            /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
+            d->failed = ERR_READONLY;
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    idx_batch_clear(w->batch);
+    for (size_t i = 0; i < w->npend; i++)
+        if (w->pend[i].req)
+            w->pend[i].req->rc = rc;
+    w->fill = 0;
+    w->npend = 0;
+    return rc;
+}
+
+/* Commit a list of user requests (the leader, without q_lock). */
+static void commit_user(drive_t *d, req_t *list)
+{
+    writer_t *w = &d->uw;
+    for (req_t *r = list; r; r = r->next) {
+        size_t hlen = rec_header_len(&r->id, r->meta_len, r->len);
+        int rc = drive__writer_room(d, w, hlen + r->len, r->type == REC_TOMBSTONE);
+        if (rc) {
+            r->rc = rc;
+            continue;
+        }
+        /* Sequence numbers are handed out by the leader alone, in write order. */
+        uint64_t seq = __atomic_fetch_add(&d->next_seq, 1, __ATOMIC_RELAXED);
+        uint8_t *p = w->buf + w->fill;
+        rec_encode_header(p, r->type, &r->id, seq, r->meta, r->meta_len, r->data, r->len);
+        if (r->len)
+            memcpy(p + hlen, r->data, r->len);
+        w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0};
+        w->fill += hlen + r->len;
+    }
+    (void)drive__writer_flush(d, w); /* sets each pending request's rc */
+}
+
+int drive__submit(drive_t *d, req_t *r)
+{
+    r->rc = 0;
+    r->done = 0;
+    r->next = NULL;
+    pthread_mutex_lock(&d->q_lock);
+    if (d->q_tail)
+        d->q_tail->next = r;
+    else
+        d->q_head = r;
+    d->q_tail = r;
+    while (!r->done) {
+        if (d->leader) {
+            pthread_cond_wait(&d->q_cond, &d->q_lock);
+            continue;
+        }
+        d->leader = 1;
+        while (d->q_head) {
+            /* Take up to max_batch bytes of requests (at least one). */
+            req_t *head = d->q_head, *last = head;
+            size_t bytes = last->len;
+            while (last->next && bytes + last->next->len <= d->cfg.max_batch) {
+                last = last->next;
+                bytes += last->len;
+            }
+            d->q_head = last->next;
+            if (!d->q_head)
+                d->q_tail = NULL;
+            last->next = NULL;
+            pthread_mutex_unlock(&d->q_lock);
+            commit_user(d, head);
+            pthread_mutex_lock(&d->q_lock);
+            for (req_t *x = head, *nx; x; x = nx) {
+                nx = x->next;
+                x->done = 1;
+            }
+            pthread_cond_broadcast(&d->q_cond);
+        }
+        d->leader = 0;
+    }
+    pthread_mutex_unlock(&d->q_lock);
+    return r->rc;
+}

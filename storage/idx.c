@@ -1,0 +1,247 @@
+#include "storage/idx.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <rocksdb/c.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct idx {
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_readoptions_t *ro;
+    rocksdb_writeoptions_t *wo, *wo_sync;
+    rocksdb_cache_t *cache;
+    rocksdb_block_based_table_options_t *bbto;
+    rocksdb_filterpolicy_t *bloom; /* owned by bbto once set */
+    char *path;
+};
+
+/* A batch with an index of its own, so reads can see its uncommitted writes. */
+struct idx_batch {
+    rocksdb_writebatch_wi_t *wb;
+};
+
+struct idx_iter {
+    rocksdb_iterator_t *it;
+};
+
+/* One place turns a RocksDB error string into a code and a log line. */
+static int rerr(const char *op, char *err)
+{
+    if (!err)
+        return 0;
+    log_error("event=rocksdb_error op=%s err=\"%s\"", op, err);
+    rocksdb_free(err);
+    return ERR_IO;
+}
+
+int idx_open(const char *path, idx_t **out)
+{
+    idx_t *x = xcalloc(1, sizeof(*x));
+    char *err = NULL;
+
+    x->path = xstrdup(path);
+    x->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(x->opts, 1);
+    /* Few, large flushes and universal compaction keep RocksDB's own writes low. */
+    rocksdb_options_set_write_buffer_size(x->opts, 64u << 20);
+    rocksdb_options_set_max_write_buffer_number(x->opts, 3);
+    rocksdb_options_set_compaction_style(x->opts, rocksdb_universal_compaction);
+    rocksdb_options_set_compression(x->opts, rocksdb_lz4_compression);
+    rocksdb_options_set_max_open_files(x->opts, 256);
+    rocksdb_options_set_max_background_jobs(x->opts, 2);
+    rocksdb_options_enable_statistics(x->opts);
+    rocksdb_options_set_info_log_level(x->opts, 3 /* error */);
+    rocksdb_options_set_keep_log_file_num(x->opts, 2);
+    x->cache = rocksdb_cache_create_lru(32u << 20);
+    x->bbto = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(x->bbto, x->cache);
+    x->bloom = rocksdb_filterpolicy_create_bloom(10);
+    rocksdb_block_based_options_set_filter_policy(x->bbto, x->bloom);
+    rocksdb_options_set_block_based_table_factory(x->opts, x->bbto);
+    x->ro = rocksdb_readoptions_create();
+    x->wo = rocksdb_writeoptions_create();
+    x->wo_sync = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(x->wo_sync, 1);
+
+    x->db = rocksdb_open(x->opts, path, &err);
+    if (err) {
+        int rc = rerr("open", err);
+        x->db = NULL;
+        idx_close(x);
+        return rc;
+    }
+    *out = x;
+    return 0;
+}
+
+void idx_close(idx_t *x)
+{
+    if (!x)
+        return;
+    if (x->db)
+        rocksdb_close(x->db);
+    rocksdb_readoptions_destroy(x->ro);
+    rocksdb_writeoptions_destroy(x->wo);
+    rocksdb_writeoptions_destroy(x->wo_sync);
+    rocksdb_options_destroy(x->opts);
+    rocksdb_block_based_options_destroy(x->bbto); /* also frees the filter policy */
+    rocksdb_cache_destroy(x->cache);
+    free(x->path);
+    free(x);
+}
+
+int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, size_t *vlen)
+{
+    char *err = NULL;
+    char *v = b ? rocksdb_writebatch_wi_get_from_batch_and_db(b->wb, x->db, x->ro, key, klen, vlen,
+                                                              &err)
+              : rocksdb_get(x->db, x->ro, key, klen, vlen, &err);
+    if (err)
+        return rerr("get", err);
+    if (!v)
+        return ERR_NOT_FOUND;
+    /* Hand out a plain malloc'd buffer so callers need not know RocksDB. */
+    *val = xmalloc(*vlen);
+    memcpy(*val, v, *vlen);
+    rocksdb_free(v);
+    return 0;
+}
+
+idx_batch_t *idx_batch_new(void)
+{
+    idx_batch_t *b = xmalloc(sizeof(*b));
+    b->wb = rocksdb_writebatch_wi_create(0, 1);
+    return b;
+}
+
+void idx_batch_put(idx_batch_t *b, const void *k, size_t kl, const void *v, size_t vl)
+{
+    rocksdb_writebatch_wi_put(b->wb, k, kl, v, vl);
+}
+
+void idx_batch_delete(idx_batch_t *b, const void *k, size_t kl)
+{
+    rocksdb_writebatch_wi_delete(b->wb, k, kl);
+}
+
+void idx_batch_clear(idx_batch_t *b)
+{
+    rocksdb_writebatch_wi_clear(b->wb);
+}
+
+int idx_batch_count(idx_batch_t *b)
+{
+    return rocksdb_writebatch_wi_count(b->wb);
+}
+
+void idx_batch_free(idx_batch_t *b)
+{
+    if (!b)
+        return;
+    rocksdb_writebatch_wi_destroy(b->wb);
+    free(b);
+}
+
+int idx_write(idx_t *x, idx_batch_t *b, int sync)
+{
+    char *err = NULL;
+    rocksdb_write_writebatch_wi(x->db, sync ? x->wo_sync : x->wo, b->wb, &err);
+    return rerr("write", err);
+}
+
+idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len)
+{
+    idx_iter_t *it = xmalloc(sizeof(*it));
+    it->it = rocksdb_create_iterator(x->db, x->ro);
+    rocksdb_iter_seek(it->it, start, len);
+    return it;
+}
+
+int idx_iter_valid(idx_iter_t *it)
+{
+    return rocksdb_iter_valid(it->it);
+}
+
+void idx_iter_next(idx_iter_t *it)
+{
+    rocksdb_iter_next(it->it);
+}
+
+const char *idx_iter_key(idx_iter_t *it, size_t *len)
+{
+    return rocksdb_iter_key(it->it, len);
+}
+
+const char *idx_iter_value(idx_iter_t *it, size_t *len)
+{
+    return rocksdb_iter_value(it->it, len);
+}
+
+void idx_iter_free(idx_iter_t *it)
+{
+    if (!it)
+        return;
+    rocksdb_iter_destroy(it->it);
+    free(it);
+}
+
+/* Sum "<name> COUNT : N" from RocksDB's statistics text. */
+static uint64_t ticker(const char *stats, const char *name)
+{
+    const char *p = stats;
+    size_t n = strlen(name);
+    while ((p = strstr(p, name)) != NULL) {
+        if ((p == stats || p[-1] == '\n') && p[n] == ' ') {
+            const char *c = strstr(p, "COUNT : ");
+            if (c)
+                return strtoull(c + 8, NULL, 10);
+        }
+        p += n;
+    }
+    return 0;
+}
+
+uint64_t idx_bytes_written(idx_t *x)
+{
+    char *s = rocksdb_options_statistics_get_string(x->opts);
+    uint64_t total = 0;
+    if (!s)
+        return 0;
+    total = ticker(s, "rocksdb.wal.bytes") + ticker(s, "rocksdb.flush.write.bytes") +
+            ticker(s, "rocksdb.compact.write.bytes");
+    rocksdb_free(s);
+    return total;
+}
+
+static uint64_t prop(idx_t *x, const char *name)
+{
+    uint64_t v = 0;
+    if (rocksdb_property_int(x->db, name, &v) != 0)
+        return 0;
+    return v;
+}
+
+uint64_t idx_disk_bytes(idx_t *x)
+{
+    return prop(x, "rocksdb.total-sst-files-size");
+}
+
+uint64_t idx_mem_bytes(idx_t *x)
+{
+    return prop(x, "rocksdb.cur-size-all-mem-tables") +
+           prop(x, "rocksdb.estimate-table-readers-mem") + rocksdb_cache_get_usage(x->cache);
+}
+
+int idx_flush(idx_t *x)
+{
+    char *err = NULL;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    rocksdb_flush(x->db, fo, &err);
+    rocksdb_flushoptions_destroy(fo);
+    return rerr("flush", err);
+}

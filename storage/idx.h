@@ -1,0 +1,57 @@
+/*
+ * idx: the drive's RocksDB index (C API), behind a small interface.
+ *
+ * Tuned for low write amplification on flash: a large memtable, universal
+ * compaction, LZ4 blocks with a bloom filter. RocksDB's errptr strings are
+ * turned into ERR_IO plus one log line here and freed. Thread-safe as
+ * RocksDB is; batches and iterators belong to one thread.
+ */
+#ifndef WL_IDX_H
+#define WL_IDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct idx idx_t;
+typedef struct idx_batch idx_batch_t;
+typedef struct idx_iter idx_iter_t;
+
+/* Open or create the index at path. ERR_IO (logged) when RocksDB refuses it. */
+int idx_open(const char *path, idx_t **out) __attribute__((warn_unused_result));
+void idx_close(idx_t *x);
+
+/*
+ * Point lookup, through batch b's uncommitted writes when b is non-NULL.
+ * On 0, *val is a malloc'd copy (free with free()) of *vlen bytes.
+ * ERR_NOT_FOUND or ERR_IO otherwise.
+ */
+int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, size_t *vlen)
+    __attribute__((warn_unused_result));
+
+idx_batch_t *idx_batch_new(void);
+void idx_batch_put(idx_batch_t *b, const void *k, size_t kl, const void *v, size_t vl);
+void idx_batch_delete(idx_batch_t *b, const void *k, size_t kl);
+void idx_batch_clear(idx_batch_t *b);
+int idx_batch_count(idx_batch_t *b);
+void idx_batch_free(idx_batch_t *b);
+
+/* Apply a batch atomically; sync=1 makes it durable before returning. */
+int idx_write(idx_t *x, idx_batch_t *b, int sync) __attribute__((warn_unused_result));
+
+/* Iterate keys >= start, in order. */
+idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len);
+int idx_iter_valid(idx_iter_t *it);
+void idx_iter_next(idx_iter_t *it);
+const char *idx_iter_key(idx_iter_t *it, size_t *len);
+const char *idx_iter_value(idx_iter_t *it, size_t *len);
+void idx_iter_free(idx_iter_t *it);
+
+/* Bytes RocksDB wrote so far in this process: WAL + flush + compaction. */
+uint64_t idx_bytes_written(idx_t *x);
+/* SST + WAL bytes on disk, and memory held (memtables + table readers + cache). */
+uint64_t idx_disk_bytes(idx_t *x);
+uint64_t idx_mem_bytes(idx_t *x);
+/* Flush memtables to SST files (waits). */
+int idx_flush(idx_t *x) __attribute__((warn_unused_result));
+
+#endif
