@@ -50,8 +50,7 @@ static int sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *b, ui
                 uint32_t crc)
 {
     store_t *s = arg;
-    if (s->discard)
-        return 0;
+    if (s->discard) return 0;
     memcpy(s->stream[shard] + s->len[shard], b, len);
     memcpy(s->stream[shard] + s->len[shard] + len, &crc, 4);
     s->len[shard] += len + 4;
@@ -62,8 +61,7 @@ static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint
                   uint32_t *crc)
 {
     store_t *s = arg;
-    if (s->lost & (1u << shard))
-        return ERR_NOT_FOUND;
+    if (s->lost & (1u << shard)) return ERR_NOT_FOUND;
     const uint8_t *p = s->stream[shard] + ers_shard_offset(&s->l, stripe);
     memcpy(buf, p, len);
     memcpy(crc, p + len, 4);
@@ -73,14 +71,14 @@ static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint
 /* Repeat fn until at least min_s seconds passed; returns bytes/s. */
 #define MEASURE(bytes_per_iter, min_s, body)                                                       \
     ({                                                                                             \
-        body; /* warm-up: page faults and caches stay out of the figure */                       \
+        body; /* warm-up: page faults and caches stay out of the figure */                         \
         double t0_ = now(), t_;                                                                    \
         long it_ = 0;                                                                              \
         do {                                                                                       \
             body;                                                                                  \
             it_++;                                                                                 \
         } while ((t_ = now() - t0_) < (min_s));                                                    \
-        (double)(bytes_per_iter) * it_ / t_;                                                       \
+        (double)(bytes_per_iter)*it_ / t_;                                                         \
     })
 
 int main(int argc, char **argv)
@@ -145,8 +143,7 @@ int main(int argc, char **argv)
         ers_encoder_t *e = ers_encoder_new(k, m, B, sink, &s, &err);
         double enc = MEASURE(size, min_s, {
             ers_encoder_reset(e, sink, &s);
-            if (ers_encoder_write(e, obj, size) || ers_encoder_finish(e, &s.l))
-                abort();
+            if (ers_encoder_write(e, obj, size) || ers_encoder_finish(e, &s.l)) abort();
         });
         snprintf(name, sizeof(name), "ec%d+%d_encode", k, m);
         row(name, enc / MB, "MB/s", ceil);
@@ -156,17 +153,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < k + m; i++)
             s.stream[i] = xmalloc((size_t)stripes * (B + 4));
         ers_encoder_reset(e, sink, &s);
-        if (ers_encoder_write(e, obj, size) || ers_encoder_finish(e, &s.l))
-            abort();
+        if (ers_encoder_write(e, obj, size) || ers_encoder_finish(e, &s.l)) abort();
         ers_encoder_free(e);
 
         ers_decoder_t *d = ers_decoder_new(&s.l, &err);
         double dec = MEASURE(size, min_s, {
-            if (ers_decoder_read(d, 0, size, out, source, &s))
-                abort();
+            if (ers_decoder_read(d, 0, size, out, source, &s)) abort();
         });
-        if (memcmp(out, obj, size) != 0)
-            abort();
+        if (memcmp(out, obj, size) != 0) abort();
         snprintf(name, sizeof(name), "ec%d+%d_decode_healthy", k, m);
         row(name, dec / MB, "MB/s", "memcpy_plus_crc32c");
 
@@ -204,11 +198,9 @@ int main(int argc, char **argv)
             s.lost = (1u << lost) - 1;
             memset(out, 0, size);
             double dd = MEASURE(size, min_s, {
-                if (ers_decoder_read(d, 0, size, out, source, &s))
-                    abort();
+                if (ers_decoder_read(d, 0, size, out, source, &s)) abort();
             });
-            if (memcmp(out, obj, size) != 0)
-                abort();
+            if (memcmp(out, obj, size) != 0) abort();
             s.lost = 0;
             snprintf(name, sizeof(name), "ec%d+%d_decode_lost%d", k, m, lost);
             row(name, dd / MB, "MB/s", ceil);

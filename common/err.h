@@ -17,7 +17,7 @@
     X(NOT_FOUND, -4, "not found")                                                                  \
     X(CORRUPT, -5, "checksum mismatch: data is corrupt")                                           \
     X(NOSPC, -6, "no space left on drive")                                                         \
-    X(THROTTLED, -7, "write throttled by endurance budget; retry later")                          \
+    X(THROTTLED, -7, "write throttled by endurance budget; retry later")                           \
     X(READONLY, -8, "drive is read-only after a failed write")                                     \
     X(EXISTS, -9, "already exists")                                                                \
     X(UNRECOVERABLE, -10, "more shards lost than parity can rebuild")                              \

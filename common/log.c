@@ -21,7 +21,10 @@ void log_write(int level, const char *fmt, ...)
     gmtime_r(&ts.tv_sec, &tm);
     n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 ts.tv_nsec / 1000000, level_names[level < 0 ? 0 : level > 3 ? 3 : level]);
+                 ts.tv_nsec / 1000000,
+                 level_names[level < 0   ? 0
+                             : level > 3 ? 3
+                                         : level]);
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     va_end(ap);
@@ -35,7 +38,6 @@ int log_level_parse(const char *s)
 {
     static const char *const all[] = {"debug", "info", "warn", "error", "off"};
     for (int i = 0; i < 5; i++)
-        if (strcmp(s, all[i]) == 0)
-            return i;
+        if (strcmp(s, all[i]) == 0) return i;
     return -1;
 }

@@ -18,8 +18,7 @@ int log_level_parse(const char *s);
 
 #define log_at(lvl, ...)                                                                           \
     do {                                                                                           \
-        if ((lvl) >= log_level)                                                                    \
-            log_write((lvl), __VA_ARGS__);                                                         \
+        if ((lvl) >= log_level) log_write((lvl), __VA_ARGS__);                                     \
     } while (0)
 #define log_debug(...) log_at(LOG_LVL_DEBUG, __VA_ARGS__)
 #define log_info(...)  log_at(LOG_LVL_INFO, __VA_ARGS__)

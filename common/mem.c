@@ -13,24 +13,21 @@ static void oom(size_t n)
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    if (!p)
-        oom(n);
+    if (!p) oom(n);
     return p;
 }
 
 void *xcalloc(size_t n, size_t sz)
 {
     void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p)
-        oom(n * sz);
+    if (!p) oom(n * sz);
     return p;
 }
 
 void *xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
-    if (!p)
-        oom(n);
+    if (!p) oom(n);
     return p;
 }
 
@@ -43,7 +40,6 @@ char *xstrdup(const char *s)
 void *xaligned_alloc(size_t align, size_t n)
 {
     void *p = NULL;
-    if (posix_memalign(&p, align, align_up(n ? n : 1, align)) != 0)
-        oom(n);
+    if (posix_memalign(&p, align, align_up(n ? n : 1, align)) != 0) oom(n);
     return p;
 }

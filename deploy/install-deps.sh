@@ -10,7 +10,7 @@ PKGS=(
   libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev
   libxxhash-dev libexpat1-dev node-llhttp
   # tests: unit, sanitizers, fuzzing, integration clients
-  libcmocka-dev clang libclang-rt-14-dev
+  libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-boto3 s3cmd rclone
   # bench ceilings
   fio nginx wrk

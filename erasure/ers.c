@@ -34,8 +34,7 @@ static uint64_t stripe_data_len(const ers_layout_t *l, uint64_t s)
 {
     uint64_t sdata = (uint64_t)l->k * l->block_size;
     uint64_t start = s * sdata;
-    if (start >= l->size)
-        return 0;
+    if (start >= l->size) return 0;
     return l->size - start < sdata ? l->size - start : sdata;
 }
 
@@ -45,8 +44,7 @@ uint32_t ers_block_len(const ers_layout_t *l, uint64_t stripe, unsigned shard)
     uint64_t b = l->block_size;
     if (shard >= l->k) /* parity: as long as block 0 */
         return (uint32_t)(r < b ? r : b);
-    if (r <= (uint64_t)shard * b)
-        return 0;
+    if (r <= (uint64_t)shard * b) return 0;
     r -= (uint64_t)shard * b;
     return (uint32_t)(r < b ? r : b);
 }
@@ -54,8 +52,7 @@ uint32_t ers_block_len(const ers_layout_t *l, uint64_t stripe, unsigned shard)
 uint64_t ers_shard_size(const ers_layout_t *l, unsigned shard)
 {
     uint64_t n = ers_stripe_count(l);
-    if (n == 0)
-        return 0;
+    if (n == 0) return 0;
     return ers_shard_offset(l, n - 1) + ers_block_len(l, n - 1, shard) + ERS_CRC_SIZE;
 }
 
@@ -63,8 +60,7 @@ int ers_layout_check(const ers_layout_t *l)
 {
     if (l->k < 1 || l->k > ERS_MAX_K || l->m > ERS_MAX_M || l->k + l->m > ERS_MAX_SHARDS)
         return ERR_INVAL;
-    if (l->size == 0)
-        return l->block_size == 0 ? 0 : ERR_INVAL;
+    if (l->size == 0) return l->block_size == 0 ? 0 : ERR_INVAL;
     if (l->block_size == 0 || l->block_size > ERS_MAX_BLOCK || l->block_size % ERS_BLOCK_ALIGN)
         return ERR_INVAL;
     if (l->size > (1ull << 50)) /* 1 PiB: far beyond any S3 object */
@@ -117,8 +113,7 @@ int ers_layout_decode(const void *buf, size_t len, ers_layout_t *out)
     const uint8_t *p = buf;
     if (len < ERS_LAYOUT_SIZE || get32(p) != LAYOUT_MAGIC || get32(p + 28) != crc32c(0, p, 28))
         return ERR_CORRUPT;
-    if (p[4] != LAYOUT_VERSION)
-        return ERR_INVAL;
+    if (p[4] != LAYOUT_VERSION) return ERR_INVAL;
     out->k = p[5];
     out->m = p[6];
     out->block_size = get32(p + 8);
@@ -150,8 +145,7 @@ static const codec_t *codec_get(int k, int m)
         c->matrix = xmalloc((size_t)(k + m) * k);
         c->tables = xmalloc((size_t)32 * k * (m ? m : 1));
         gf_gen_cauchy1_matrix(c->matrix, k + m, k);
-        if (m)
-            ec_init_tables(k, m, c->matrix + (size_t)k * k, c->tables);
+        if (m) ec_init_tables(k, m, c->matrix + (size_t)k * k, c->tables);
         codecs[k][m] = c;
     }
     pthread_mutex_unlock(&cache_lock);
@@ -181,13 +175,10 @@ static int build_tables(const codec_t *c, uint32_t surv, uint32_t want, uint8_t 
     int k = c->k, r = 0, nw = 0;
 
     for (int s = 0; s < k + c->m; s++)
-        if (surv & (1u << s))
-            memcpy(b + (size_t)k * r++, c->matrix + (size_t)k * s, (size_t)k);
-    if (gf_invert_matrix(b, inv, k) != 0)
-        return ERR_UNRECOVERABLE;
+        if (surv & (1u << s)) memcpy(b + (size_t)k * r++, c->matrix + (size_t)k * s, (size_t)k);
+    if (gf_invert_matrix(b, inv, k) != 0) return ERR_UNRECOVERABLE;
     for (int w = 0; w < k + c->m; w++) {
-        if (!(want & (1u << w)))
-            continue;
+        if (!(want & (1u << w))) continue;
         uint8_t *row = rows + (size_t)k * nw++;
         if (w < k) {
             memcpy(row, inv + (size_t)k * w, (size_t)k);
@@ -216,8 +207,7 @@ static const uint8_t *pattern_tables(const codec_t *c, uint32_t surv, uint32_t w
     for (unsigned i = 0; i < TABLE_SLOTS; i++) {
         pattern_t *p = &patterns[(h + i) % TABLE_SLOTS];
         if (!p->used) {
-            if (pattern_count >= TABLE_SLOTS * 3 / 4)
-                break;
+            if (pattern_count >= TABLE_SLOTS * 3 / 4) break;
             uint8_t *t = xmalloc((size_t)32 * c->k * (size_t)__builtin_popcount(want));
             if (build_tables(c, surv, want, t) != 0) {
                 free(t);
@@ -234,8 +224,7 @@ static const uint8_t *pattern_tables(const codec_t *c, uint32_t surv, uint32_t w
         }
     }
     pthread_mutex_unlock(&cache_lock);
-    if (found)
-        return found;
+    if (found) return found;
     return build_tables(c, surv, want, scratch) == 0 ? scratch : NULL;
 }
 
@@ -288,8 +277,7 @@ void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg)
 
 void ers_encoder_free(ers_encoder_t *e)
 {
-    if (!e)
-        return;
+    if (!e) return;
     for (int i = 0; i < e->m; i++)
         free(e->parity[i]);
     free(e->buf);
@@ -321,8 +309,7 @@ static int encode_stripe(ers_encoder_t *e, const uint8_t *data, size_t dlen, uin
     for (int i = 0; i < e->m; i++) {
         rc = e->sink(e->arg, (unsigned)(e->k + i), stripe, e->parity[i], plen,
                      crc32c(0, e->parity[i], plen));
-        if (rc)
-            return rc;
+        if (rc) return rc;
     }
     return 0;
 }
@@ -332,13 +319,11 @@ int ers_encoder_write(ers_encoder_t *e, const void *data, size_t len)
     const uint8_t *p = data;
     size_t sdata = (size_t)e->k * e->block;
 
-    if (e->err)
-        return e->err;
+    if (e->err) return e->err;
     while (len > 0) {
         /* Whole stripes straight from the caller's buffer: no copy. */
         if (e->fill == 0 && len >= sdata) {
-            if ((e->err = encode_stripe(e, p, sdata, e->block, e->stripes)))
-                return e->err;
+            if ((e->err = encode_stripe(e, p, sdata, e->block, e->stripes))) return e->err;
             e->stripes++;
             p += sdata;
             len -= sdata;
@@ -350,8 +335,7 @@ int ers_encoder_write(ers_encoder_t *e, const void *data, size_t len)
         p += n;
         len -= n;
         if (e->fill == sdata) {
-            if ((e->err = encode_stripe(e, e->buf, sdata, e->block, e->stripes)))
-                return e->err;
+            if ((e->err = encode_stripe(e, e->buf, sdata, e->block, e->stripes))) return e->err;
             e->stripes++;
             e->fill = 0;
         }
@@ -364,8 +348,7 @@ int ers_encoder_finish(ers_encoder_t *e, ers_layout_t *out)
     size_t sdata = (size_t)e->k * e->block;
     uint32_t bs = e->block;
 
-    if (e->err)
-        return e->err;
+    if (e->err) return e->err;
     out->k = (uint8_t)e->k;
     out->m = (uint8_t)e->m;
     out->size = e->stripes * sdata + e->fill;
@@ -377,8 +360,7 @@ int ers_encoder_finish(ers_encoder_t *e, ers_layout_t *out)
     out->block_size = out->size ? bs : 0;
     if (e->fill > 0) {
         memset(e->buf + e->fill, 0, sdata - e->fill);
-        if ((e->err = encode_stripe(e, e->buf, e->fill, bs, e->stripes)))
-            return e->err;
+        if ((e->err = encode_stripe(e, e->buf, e->fill, bs, e->stripes))) return e->err;
         e->stripes++;
         e->fill = 0;
     }
@@ -401,8 +383,7 @@ ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
 {
     ers_decoder_t *d;
 
-    if ((*err = ers_layout_check(l)) != 0)
-        return NULL;
+    if ((*err = ers_layout_check(l)) != 0) return NULL;
     d = xcalloc(1, sizeof(*d));
     d->l = *l;
     d->codec = codec_get(l->k, l->m);
@@ -412,8 +393,7 @@ ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
 
 void ers_decoder_free(ers_decoder_t *d)
 {
-    if (!d)
-        return;
+    if (!d) return;
     for (int i = 0; i < ERS_MAX_SHARDS; i++)
         free(d->blk[i]);
     free(d->tables);
@@ -442,20 +422,18 @@ uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard)
 
 static uint8_t *scratch(ers_decoder_t *d, unsigned shard)
 {
-    if (!d->blk[shard])
-        d->blk[shard] = xaligned_alloc(64, d->l.block_size ? d->l.block_size : 64);
+    if (!d->blk[shard]) d->blk[shard] = xaligned_alloc(64, d->l.block_size ? d->l.block_size : 64);
     return d->blk[shard];
 }
 
 /* Fetch one block into buf and verify it. 0 when healthy. */
-static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard,
-                 uint64_t stripe, uint8_t *buf, uint32_t len)
+static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard, uint64_t stripe,
+                 uint8_t *buf, uint32_t len)
 {
     uint32_t stored = 0;
     int rc = src(arg, shard, stripe, buf, len, &stored);
 
-    if (rc == 0 && crc32c(0, buf, len) != stored)
-        rc = ERR_CORRUPT;
+    if (rc == 0 && crc32c(0, buf, len) != stored) rc = ERR_CORRUPT;
     if (rc == 0) {
         d->stats.blocks_read++;
         d->crc[shard] = stored;
@@ -488,15 +466,12 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
             have++;
             continue;
         }
-        if (tried & (1u << s))
-            continue;
+        if (tried & (1u << s)) continue;
         uint32_t len = ers_block_len(l, stripe, (unsigned)s);
         uint8_t *b = scratch(d, (unsigned)s);
         tried |= 1u << s;
-        if (len > 0 && fetch(d, src, arg, (unsigned)s, stripe, b, len) != 0)
-            continue;
-        if (len == 0)
-            d->crc[s] = crc32c(0, b, 0);
+        if (len > 0 && fetch(d, src, arg, (unsigned)s, stripe, b, len) != 0) continue;
+        if (len == 0) d->crc[s] = crc32c(0, b, 0);
         memset(b + len, 0, plen - len);
         surv |= 1u << s;
         have++;
@@ -506,20 +481,15 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
         return ERR_UNRECOVERABLE;
     }
     want &= ~surv;
-    if (!want)
-        return 0;
+    if (!want) return 0;
     const uint8_t *t = pattern_tables(d->codec, surv, want, d->tables);
-    if (!t)
-        return ERR_UNRECOVERABLE;
+    if (!t) return ERR_UNRECOVERABLE;
     have = 0;
     for (int s = 0; s < n; s++) {
-        if (surv & (1u << s))
-            in[have++] = d->blk[s];
-        if (want & (1u << s))
-            outp[nout++] = scratch(d, (unsigned)s);
+        if (surv & (1u << s)) in[have++] = d->blk[s];
+        if (want & (1u << s)) outp[nout++] = scratch(d, (unsigned)s);
     }
-    if (plen > 0)
-        ec_encode_data((int)plen, k, nout, (unsigned char *)t, in, outp);
+    if (plen > 0) ec_encode_data((int)plen, k, nout, (unsigned char *)t, in, outp);
     for (int s = 0; s < n; s++)
         if (want & (1u << s)) {
             uint32_t len = ers_block_len(l, stripe, (unsigned)s);
@@ -529,14 +499,13 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
     return 0;
 }
 
-int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
-                     ers_source_fn src, void *arg)
+int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out, ers_source_fn src,
+                     void *arg)
 {
     const ers_layout_t *l = &d->l;
     uint64_t B = l->block_size, sdata = (uint64_t)l->k * B;
 
-    if (off > l->size || len > l->size - off)
-        return ERR_RANGE;
+    if (off > l->size || len > l->size - off) return ERR_RANGE;
     d->missing = 0;
     while (len > 0) {
         uint64_t stripe = off / sdata;
@@ -550,8 +519,7 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
         /* Pass 1: the data blocks that cover [off, end), read where they land. */
         for (unsigned j = (unsigned)((off - sstart) / B); j < l->k; j++) {
             uint64_t bstart = sstart + j * B;
-            if (bstart >= end)
-                break;
+            if (bstart >= end) break;
             uint32_t blen = ers_block_len(l, stripe, j);
             int whole = bstart >= off && bstart + blen <= end;
             uint8_t *dst = whole ? out + (bstart - off) : scratch(d, j);
@@ -576,23 +544,19 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
                 }
             }
             int rc = reconstruct(d, stripe, ok, tried, need & ~ok, src, arg);
-            if (rc)
-                return rc;
+            if (rc) return rc;
             ok = need;
         }
         /* Copy the parts that did not land in place. */
         for (unsigned j = 0; j < l->k; j++) {
-            if (!(need & (1u << j)))
-                continue;
+            if (!(need & (1u << j))) continue;
             uint64_t bstart = sstart + j * B;
             uint32_t blen = ers_block_len(l, stripe, j);
             int whole = bstart >= off && bstart + blen <= end;
-            if (whole && direct)
-                continue;
+            if (whole && direct) continue;
             uint64_t a = bstart > off ? bstart : off;
             uint64_t b = bstart + blen < end ? bstart + blen : end;
-            if (b > a)
-                memcpy(out + (a - off), d->blk[j] + (a - bstart), b - a);
+            if (b > a) memcpy(out + (a - off), d->blk[j] + (a - bstart), b - a);
         }
         len -= end - off;
         out += end - off;
@@ -611,8 +575,7 @@ int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void
 
     *rebuilt = 0;
     d->missing = 0;
-    if (stripe >= ers_stripe_count(l))
-        return ERR_RANGE;
+    if (stripe >= ers_stripe_count(l)) return ERR_RANGE;
     for (int s = 0; s < n; s++) {
         uint32_t len = ers_block_len(l, stripe, (unsigned)s);
         uint8_t *b = scratch(d, (unsigned)s);
@@ -622,8 +585,7 @@ int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void
             ok |= 1u << s;
         }
     }
-    if (ok == all)
-        return 0;
+    if (ok == all) return 0;
     int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg);
     if (rc) {
         d->missing = all & ~ok;

@@ -26,13 +26,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ERS_MAX_K       16
-#define ERS_MAX_M       4
-#define ERS_MAX_SHARDS  20
-#define ERS_MAX_BLOCK   (64u << 20)
-#define ERS_CRC_SIZE    4
-#define ERS_BLOCK_ALIGN 64
-#define ERS_LAYOUT_SIZE 32 /* bytes of an encoded layout */
+#define ERS_MAX_K         16
+#define ERS_MAX_M         4
+#define ERS_MAX_SHARDS    20
+#define ERS_MAX_BLOCK     (64u << 20)
+#define ERS_DEFAULT_BLOCK (1u << 20) /* block size for objects of at least k MiB */
+#define ERS_CRC_SIZE      4
+#define ERS_BLOCK_ALIGN   64
+#define ERS_LAYOUT_SIZE   32 /* bytes of an encoded layout */
 
 typedef struct {
     uint8_t k, m;
@@ -97,8 +98,8 @@ void ers_encoder_free(ers_encoder_t *e);
  * decoder then treats it as missing. A block whose crc does not match its
  * bytes is treated as missing too, never returned.
  */
-typedef int (*ers_source_fn)(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf,
-                             uint32_t len, uint32_t *crc);
+typedef int (*ers_source_fn)(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                             uint32_t *crc);
 
 typedef struct ers_decoder ers_decoder_t;
 
@@ -117,8 +118,8 @@ void ers_decoder_free(ers_decoder_t *d);
  * end; ERR_UNRECOVERABLE when a stripe has fewer than k healthy blocks
  * (ers_decoder_missing then names the shards that failed).
  */
-int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
-                     ers_source_fn src, void *arg) __attribute__((warn_unused_result));
+int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out, ers_source_fn src,
+                     void *arg) __attribute__((warn_unused_result));
 
 /* Bitmask of shards that failed in the last failing stripe. */
 uint32_t ers_decoder_missing(const ers_decoder_t *d);

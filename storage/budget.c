@@ -26,16 +26,14 @@ static void refill(budget_t *b)
     uint64_t now = b->clock->now_ns(b->clock);
     if (now > b->last_ns) {
         b->tokens += (double)(now - b->last_ns) * 1e-9 * b->rate;
-        if (b->tokens > b->burst)
-            b->tokens = b->burst;
+        if (b->tokens > b->burst) b->tokens = b->burst;
         b->last_ns = now;
     }
 }
 
 int budget_take(budget_t *b, uint64_t bytes)
 {
-    if (b->rate <= 0)
-        return 0;
+    if (b->rate <= 0) return 0;
     pthread_mutex_lock(&b->lock);
     refill(b);
     double deficit = (double)bytes - b->tokens;
@@ -64,8 +62,7 @@ int budget_take(budget_t *b, uint64_t bytes)
 int budget_try_take(budget_t *b, uint64_t bytes, double reserve_frac)
 {
     int rc = 0;
-    if (b->rate <= 0)
-        return 0;
+    if (b->rate <= 0) return 0;
     pthread_mutex_lock(&b->lock);
     refill(b);
     if (b->tokens - (double)bytes >= reserve_frac * b->burst)
@@ -78,8 +75,7 @@ int budget_try_take(budget_t *b, uint64_t bytes, double reserve_frac)
 
 void budget_charge(budget_t *b, uint64_t bytes)
 {
-    if (b->rate <= 0)
-        return;
+    if (b->rate <= 0) return;
     pthread_mutex_lock(&b->lock);
     refill(b);
     b->tokens -= (double)bytes;

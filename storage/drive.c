@@ -36,12 +36,10 @@ size_t drive__key(uint8_t *buf, const rec_id_t *id)
     memcpy(p, id->bucket, id->bucket_len);
     p += id->bucket_len;
     *p++ = 0;
-    if (id->key_len)
-        memcpy(p, id->key, id->key_len);
+    if (id->key_len) memcpy(p, id->key, id->key_len);
     p += id->key_len;
     *p++ = 0;
-    if (id->version_len)
-        memcpy(p, id->version, id->version_len);
+    if (id->version_len) memcpy(p, id->version, id->version_len);
     p += id->version_len;
     *p++ = 0;
     *p++ = (uint8_t)(id->shard >> 24);
@@ -55,21 +53,17 @@ size_t drive__key(uint8_t *buf, const rec_id_t *id)
 static int key_decode(const char *buf, size_t len, rec_id_t *id)
 {
     const char *p = buf + 1, *end = buf + len, *z;
-    if (len < 8 || buf[0] != 'o')
-        return ERR_CORRUPT;
+    if (len < 8 || buf[0] != 'o') return ERR_CORRUPT;
     id->bucket = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p))))
-        return ERR_CORRUPT;
+    if (!(z = memchr(p, 0, (size_t)(end - p)))) return ERR_CORRUPT;
     id->bucket_len = (uint16_t)(z - p);
     p = z + 1;
     id->key = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p))))
-        return ERR_CORRUPT;
+    if (!(z = memchr(p, 0, (size_t)(end - p)))) return ERR_CORRUPT;
     id->key_len = (uint16_t)(z - p);
     p = z + 1;
     id->version = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p))) || end - z != 5)
-        return ERR_CORRUPT;
+    if (!(z = memchr(p, 0, (size_t)(end - p))) || end - z != 5) return ERR_CORRUPT;
     id->version_len = (uint16_t)(z - p);
     const uint8_t *s = (const uint8_t *)z + 1;
     id->shard = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
@@ -105,16 +99,14 @@ size_t drive__ent_encode(uint8_t *b, const ent_t *e)
     put64(b + 21, e->payload_len);
     put64(b + 29, e->seq);
     put32(b + 37, e->hdr_crc);
-    if (e->meta_len)
-        memcpy(b + ENT_FIXED, e->meta, e->meta_len);
+    if (e->meta_len) memcpy(b + ENT_FIXED, e->meta, e->meta_len);
     return ENT_FIXED + e->meta_len;
 }
 
 int drive__ent_decode(const void *buf, size_t len, ent_t *e)
 {
     const uint8_t *b = buf;
-    if (len < ENT_FIXED || (b[0] != REC_DATA && b[0] != REC_TOMBSTONE))
-        return ERR_CORRUPT;
+    if (len < ENT_FIXED || (b[0] != REC_DATA && b[0] != REC_TOMBSTONE)) return ERR_CORRUPT;
     e->type = b[0];
     e->seg = get32(b + 1);
     e->off = get64(b + 5);
@@ -133,8 +125,7 @@ int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, voi
     uint8_t key[KEY_MAX];
     size_t kl = drive__key(key, id), vl;
     int rc = idx_get(d->idx, b, key, kl, valbuf, &vl);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     if ((rc = drive__ent_decode(*valbuf, vl, e)) != 0) {
         free(*valbuf);
         *valbuf = NULL;
@@ -146,10 +137,14 @@ static int to_rec_id(const drive_id_t *in, rec_id_t *out)
 {
     size_t b = in->bucket ? strlen(in->bucket) : 0, k = in->key ? strlen(in->key) : 0;
     size_t v = in->version ? strlen(in->version) : 0;
-    if (b == 0 || b > REC_MAX_BUCKET || k > REC_MAX_KEY || v > REC_MAX_VERSION)
-        return ERR_INVAL;
-    *out = (rec_id_t){in->bucket, (uint16_t)b, in->key ? in->key : "", (uint16_t)k,
-                      in->version ? in->version : "", (uint16_t)v, in->shard};
+    if (b == 0 || b > REC_MAX_BUCKET || k > REC_MAX_KEY || v > REC_MAX_VERSION) return ERR_INVAL;
+    *out = (rec_id_t){in->bucket,
+                      (uint16_t)b,
+                      in->key ? in->key : "",
+                      (uint16_t)k,
+                      in->version ? in->version : "",
+                      (uint16_t)v,
+                      in->shard};
     return 0;
 }
 
@@ -174,32 +169,28 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     (void)raw;
 
     r->records++;
-    if (v->seq >= d->next_seq)
-        d->next_seq = v->seq + 1;
+    if (v->seq >= d->next_seq) d->next_seq = v->seq + 1;
     /*
      * A segment's sequence range covers every record in it, dead or alive:
      * compaction drops a tombstone only when no segment could still hold an
      * older record of the same identity.
      */
-    if (v->seq < r->seg->min_seq)
-        r->seg->min_seq = v->seq;
-    if (v->seq > r->seg->max_seq)
-        r->seg->max_seq = v->seq;
+    if (v->seq < r->seg->min_seq) r->seg->min_seq = v->seq;
+    if (v->seq > r->seg->max_seq) r->seg->max_seq = v->seq;
     if (drive__ent_get(d, r->b, &v->id, &old, &oldbuf) == 0) {
         int keep = old.seq > v->seq ||
-                   (old.seq == v->seq && (old.seg == r->seg->id ? old.off == off
-                                                                : drive__seg_find(d, old.seg) != NULL));
+                   (old.seq == v->seq &&
+                    (old.seg == r->seg->id ? old.off == off : drive__seg_find(d, old.seg) != NULL));
         if (keep) {
             free(oldbuf);
             return 0;
         }
         seg_t *os = drive__seg_find(d, old.seg);
-        if (os && !(os == r->seg && old.off == off))
-            os->live -= old.rec_len;
+        if (os && !(os == r->seg && old.off == off)) os->live -= old.rec_len;
     }
     free(oldbuf);
-    e = (ent_t){v->type, r->seg->id, off, rec_len, v->hdr_len, v->payload_len, v->seq,
-                v->hdr_crc, v->meta, v->meta_len};
+    e = (ent_t){v->type,        r->seg->id, off,        rec_len, v->hdr_len,
+                v->payload_len, v->seq,     v->hdr_crc, v->meta, v->meta_len};
     val = xmalloc(ENT_FIXED + v->meta_len);
     idx_batch_put(r->b, key, drive__key(key, &v->id), val, drive__ent_encode(val, &e));
     free(val);
@@ -221,8 +212,7 @@ static int load_seg_meta(drive_t *d, seg_t *s)
     void *v = NULL;
     size_t vl;
     int rc = idx_get(d->idx, NULL, k, sizeof(k), &v, &vl);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     if (vl != 42) {
         free(v);
         return ERR_CORRUPT;
@@ -251,26 +241,21 @@ static int load_segments(drive_t *d)
     int rc = 0;
     replay_t r = {d, NULL, idx_batch_new(), 0, 0};
 
-    if (!dir)
-        return err_from_errno(errno);
+    if (!dir) return err_from_errno(errno);
     while ((de = readdir(dir))) {
         unsigned id;
         char tail[8];
-        if (sscanf(de->d_name, "%8x.se%1s", &id, tail) != 2 || strcmp(tail, "g") != 0)
-            continue;
-        if (n == cap)
-            ids = xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof(*ids));
+        if (sscanf(de->d_name, "%8x.se%1s", &id, tail) != 2 || strcmp(tail, "g") != 0) continue;
+        if (n == cap) ids = xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof(*ids));
         ids[n++] = id;
     }
     closedir(dir);
-    if (n)
-        qsort(ids, n, sizeof(*ids), cmp_u32);
+    if (n) qsort(ids, n, sizeof(*ids), cmp_u32);
 
     for (uint32_t i = 0; i < n && !rc; i++) {
         seg_t *s = NULL;
         int lrc = drive__seg_load(d, ids[i], &s);
-        if (ids[i] >= d->next_seg_id)
-            d->next_seg_id = ids[i] + 1;
+        if (ids[i] >= d->next_seg_id) d->next_seg_id = ids[i] + 1;
         if (lrc == ERR_CORRUPT) {
             /* Created but its superblock never became durable: it holds nothing. */
             char *path = drive__seg_path(d, ids[i]);
@@ -288,8 +273,7 @@ static int load_segments(drive_t *d)
             s->live = 0;
         }
         s->open = 0;
-        if (!s->sealed_ns)
-            s->sealed_ns = d->clock->now_ns(d->clock);
+        if (!s->sealed_ns) s->sealed_ns = d->clock->now_ns(d->clock);
         drive__seg_insert(d, s);
     }
     free(ids);
@@ -318,15 +302,12 @@ static int mkdir_p(const char *path)
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s", path);
     for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
+        if (*p != '/') continue;
         *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return err_from_errno(errno);
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return err_from_errno(errno);
         *p = '/';
     }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return err_from_errno(errno);
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return err_from_errno(errno);
     return 0;
 }
 
@@ -357,16 +338,15 @@ static int geometry(drive_t *d, const drive_cfg_t *cfg)
                    sscanf(line, "capacity=%llu", &cap));
         }
         fclose(f);
-        if ((cfg->iu && cfg->iu != iu) ||
-            (cfg->segment_size && cfg->segment_size != seg) || !iu || !seg) {
+        if ((cfg->iu && cfg->iu != iu) || (cfg->segment_size && cfg->segment_size != seg) || !iu ||
+            !seg) {
             log_error("event=geometry_mismatch path=%s on_disk_iu=%llu on_disk_segment_size=%llu",
                       d->path, iu, seg);
             rc = ERR_INVAL;
         }
         d->iu = (uint32_t)iu;
         d->seg_size = seg;
-        if (!d->cfg.capacity)
-            d->cfg.capacity = cap;
+        if (!d->cfg.capacity) d->cfg.capacity = cap;
     } else {
         d->iu = cfg->iu ? cfg->iu : drive_detect_iu(d->seg_dir);
         d->seg_size = d->cfg.segment_size;
@@ -382,20 +362,16 @@ static int geometry_save(drive_t *d)
     int rc = 0;
     struct stat st;
 
-    if (stat(path, &st) == 0)
-        goto out;
+    if (stat(path, &st) == 0) goto out;
     if (!(f = fopen(tmp, "w"))) {
         rc = err_from_errno(errno);
         goto out;
     }
     fprintf(f, "warmlake-drive 1\niu=%u\nsegment_size=%llu\ncapacity=%llu\n", d->iu,
             (unsigned long long)d->seg_size, (unsigned long long)d->cfg.capacity);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        rc = ERR_IO;
-    if (fclose(f) != 0)
-        rc = ERR_IO;
-    if (!rc && rename(tmp, path) != 0)
-        rc = err_from_errno(errno);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) rc = ERR_IO;
+    if (fclose(f) != 0) rc = ERR_IO;
+    if (!rc && rename(tmp, path) != 0) rc = err_from_errno(errno);
 out:
     free(path);
     free(tmp);
@@ -407,10 +383,8 @@ static int load_meta(drive_t *d)
     void *v = NULL;
     size_t vl;
     int rc = idx_get(d->idx, NULL, "m", 1, &v, &vl);
-    if (rc == ERR_NOT_FOUND)
-        return 0;
-    if (rc)
-        return rc;
+    if (rc == ERR_NOT_FOUND) return 0;
+    if (rc) return rc;
     if (vl == 20) {
         d->next_seq = get64(v);
         d->next_seg_id = get32((uint8_t *)v + 8);
@@ -423,14 +397,12 @@ static int load_meta(drive_t *d)
 static int open_index(drive_t *d)
 {
     int rc = idx_open(d->idx_path, &d->idx);
-    if (rc == 0)
-        return 0;
+    if (rc == 0) return 0;
     /* Unreadable index: keep it aside for inspection and rebuild from the segments. */
     char aside[4200];
     snprintf(aside, sizeof(aside), "%s.corrupt-%ld", d->idx_path, (long)time(NULL));
     log_error("event=index_unreadable path=%s moved_to=%s action=rebuild", d->idx_path, aside);
-    if (rename(d->idx_path, aside) != 0)
-        return ERR_IO;
+    if (rename(d->idx_path, aside) != 0) return ERR_IO;
     return idx_open(d->idx_path, &d->idx);
 }
 
@@ -439,8 +411,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     drive_t *d;
     int rc;
 
-    if (!cfg->path)
-        return ERR_INVAL;
+    if (!cfg->path) return ERR_INVAL;
     d = xcalloc(1, sizeof(*d));
     d->cfg = *cfg;
     d->path = xstrdup(cfg->path);
@@ -448,20 +419,14 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->idx_path = cfg->index_path ? xstrdup(cfg->index_path) : join(cfg->path, "index");
     d->clock = cfg->clock ? cfg->clock : clock_real();
     d->direct = !cfg->buffered;
-    if (!d->cfg.segment_size)
-        d->cfg.segment_size = 256u << 20;
-    if (!d->cfg.max_batch)
-        d->cfg.max_batch = 8u << 20;
-    if (!d->cfg.warranty_years)
-        d->cfg.warranty_years = 5;
-    if (!d->cfg.max_delay_ms)
-        d->cfg.max_delay_ms = 2000;
-    if (!d->cfg.gc_free_low)
-        d->cfg.gc_free_low = 0.15;
-    if (!d->cfg.gc_dead_high)
-        d->cfg.gc_dead_high = 0.75;
-    if (!d->cfg.gc_reserve)
-        d->cfg.gc_reserve = 0.25;
+    if (!d->cfg.segment_size) d->cfg.segment_size = 256u << 20;
+    if (!d->cfg.max_batch) d->cfg.max_batch = 32u << 20;
+    if (!d->cfg.warranty_years) d->cfg.warranty_years = 5;
+    if (!d->cfg.max_delay_ms) d->cfg.max_delay_ms = 2000;
+    if (!d->cfg.gc_free_low) d->cfg.gc_free_low = 0.10;
+    if (!d->cfg.gc_max_live) d->cfg.gc_max_live = 0.85;
+    if (!d->cfg.gc_dead_high) d->cfg.gc_dead_high = 0.75;
+    if (!d->cfg.gc_reserve) d->cfg.gc_reserve = 0.25;
     pthread_mutex_init(&d->lock, NULL);
     pthread_mutex_init(&d->q_lock, NULL);
     pthread_cond_init(&d->q_cond, NULL);
@@ -471,12 +436,10 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     drive__writer_init(&d->uw, SEG_USER);
     drive__writer_init(&d->gw, SEG_GC);
 
-    if ((rc = mkdir_p(d->seg_dir)) != 0)
-        goto fail;
-    if ((rc = geometry(d, cfg)) != 0)
-        goto fail;
-    if (d->iu < 4096 || d->iu > (1u << 20) || (d->iu & (d->iu - 1)) ||
-        d->seg_size % d->iu || d->seg_size < 4ull * d->iu) {
+    if ((rc = mkdir_p(d->seg_dir)) != 0) goto fail;
+    if ((rc = geometry(d, cfg)) != 0) goto fail;
+    if (d->iu < 4096 || d->iu > (1u << 20) || (d->iu & (d->iu - 1)) || d->seg_size % d->iu ||
+        d->seg_size < 4ull * d->iu) {
         log_error("event=bad_geometry iu=%u segment_size=%llu", d->iu,
                   (unsigned long long)d->seg_size);
         rc = ERR_INVAL;
@@ -489,9 +452,10 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
         rc = ERR_INVAL;
         goto fail;
     }
-    if ((rc = geometry_save(d)) != 0)
-        goto fail;
-    double rate = cfg->dwpd * (double)d->cfg.capacity / 86400.0;
+    if ((rc = geometry_save(d)) != 0) goto fail;
+    /* The engine writes only large sequential appends: the sequential rating applies. */
+    d->cfg.dwpd = cfg->dwpd > 0 ? cfg->dwpd : cfg->dwpd_random;
+    double rate = d->cfg.dwpd * (double)d->cfg.capacity / 86400.0;
     double burst = cfg->burst_bytes ? (double)cfg->burst_bytes : rate * 3600.0;
     budget_init(&d->budget, d->clock, rate, burst, d->cfg.max_delay_ms * 1000000ull);
     d->next_seq = 1;
@@ -502,8 +466,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->host_at_open = d->lifetime_host;
     log_info("event=drive_open path=%s iu=%u segment_size=%llu segments=%u/%u direct=%d", d->path,
              d->iu, (unsigned long long)d->seg_size, d->nsegs, d->slots, d->direct);
-    if (cfg->compaction && (rc = drive__bg_start(d)) != 0)
-        goto fail;
+    if (cfg->compaction && (rc = drive__bg_start(d)) != 0) goto fail;
     *out = d;
     return 0;
 fail:
@@ -514,8 +477,7 @@ fail:
 
 void drive_close(drive_t *d)
 {
-    if (!d)
-        return;
+    if (!d) return;
     drive__bg_stop(d);
     pthread_mutex_lock(&d->gc_lock);
     (void)drive__writer_flush(d, &d->gw);
@@ -571,8 +533,7 @@ int drive_rebuild_index(const drive_cfg_t *cfg)
     }
     free(ip);
     c.compaction = 0;
-    if ((rc = drive_open(&c, &d)) != 0)
-        return rc;
+    if ((rc = drive_open(&c, &d)) != 0) return rc;
     drive_close(d);
     return 0;
 }
@@ -618,8 +579,7 @@ int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, co
 {
     req_t r = {0};
     int rc;
-    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0)
-        return rc;
+    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0) return rc;
     if (meta_len > REC_MAX_META || len > REC_MAX_PAYLOAD ||
         rec_header_len(&r.id, meta_len, len) + len > d->seg_size - d->iu)
         return ERR_TOO_LARGE;
@@ -637,14 +597,11 @@ int drive_delete(drive_t *d, const drive_id_t *id)
     ent_t e;
     void *vb = NULL;
     int rc;
-    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0)
-        return rc;
+    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0) return rc;
     rc = drive__ent_get(d, NULL, &r.id, &e, &vb);
     free(vb);
-    if (rc)
-        return rc;
-    if (e.type == REC_TOMBSTONE)
-        return ERR_NOT_FOUND;
+    if (rc) return rc;
+    if (e.type == REC_TOMBSTONE) return ERR_NOT_FOUND;
     r.type = REC_TOMBSTONE;
     return drive__submit(d, &r);
 }
@@ -657,10 +614,8 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
     ent_t e;
     void *vb = NULL;
     int rc;
-    if ((rc = to_rec_id(id, &rid)) != 0)
-        return rc;
-    if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0)
-        return rc;
+    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
+    if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
     if (e.type == REC_TOMBSTONE) {
         free(vb);
         return ERR_NOT_FOUND;
@@ -669,8 +624,7 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
     st->seq = e.seq;
     st->crc = e.hdr_crc;
     st->meta_len = e.meta_len;
-    if (meta && e.meta_len)
-        memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+    if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
     free(vb);
     return 0;
 }
@@ -682,29 +636,26 @@ static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id,
     uint32_t c0 = (uint32_t)(off / REC_CHUNK), c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
     uint64_t rec = e->off, pay = rec + e->hdr_len;
     uint64_t pstart = pay + (uint64_t)c0 * REC_CHUNK;
-    uint64_t pend = pay + ((uint64_t)(c1 + 1) * REC_CHUNK < e->payload_len
-                               ? (uint64_t)(c1 + 1) * REC_CHUNK
-                               : e->payload_len);
+    uint64_t pend =
+        pay + ((uint64_t)(c1 + 1) * REC_CHUNK < e->payload_len ? (uint64_t)(c1 + 1) * REC_CHUNK
+                                                               : e->payload_len);
     uint8_t *hbuf = NULL, *pbuf = NULL, *h, *p;
     rec_view_t v;
     int rc;
 
     /* One read when the header is near the chunks, else two. */
-    if (pstart - (rec + e->hdr_len) <= (256u << 10)) {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, pend, &hbuf, &h)) != 0)
-            return rc;
+    if (pstart - (rec + e->hdr_len) <= (16u << 10)) {
+        if ((rc = drive__pread_aligned(d, s->fd, rec, pend, &hbuf, &h)) != 0) return rc;
         p = h + (pstart - rec);
     } else {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0)
-            return rc;
-        if ((rc = drive__pread_aligned(d, s->fd, pstart, pend, &pbuf, &p)) != 0)
-            goto out;
+        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0) return rc;
+        if ((rc = drive__pread_aligned(d, s->fd, pstart, pend, &pbuf, &p)) != 0) goto out;
     }
     /* The record must be the one the index names, intact. */
     if (rec_parse_header(h, e->hdr_len, &v) != 0 || v.hdr_crc != e->hdr_crc || v.seq != e->seq ||
         !rec_id_equal(&v.id, id) || rec_verify_chunks(&v, p, c0, c1) != 0) {
-        log_error("event=read_corrupt seg=%u off=%llu seq=%llu", s->id,
-                  (unsigned long long)e->off, (unsigned long long)e->seq);
+        log_error("event=read_corrupt seg=%u off=%llu seq=%llu", s->id, (unsigned long long)e->off,
+                  (unsigned long long)e->seq);
         rc = ERR_CORRUPT;
         goto out;
     }
@@ -719,14 +670,12 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
 {
     rec_id_t rid;
     int rc;
-    if ((rc = to_rec_id(id, &rid)) != 0)
-        return rc;
+    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
     /* Compaction may move the record between lookup and read: look again. */
     for (int attempt = 0; attempt < 8; attempt++) {
         ent_t e;
         void *vb = NULL;
-        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0)
-            return rc;
+        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
         if (e.type == REC_TOMBSTONE) {
             free(vb);
             return ERR_NOT_FOUND;
@@ -760,16 +709,14 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
     size_t sl;
     int rc = 0;
 
-    if (bl == 0 || bl > REC_MAX_BUCKET || pl > REC_MAX_KEY)
-        return ERR_INVAL;
+    if (bl == 0 || bl > REC_MAX_BUCKET || pl > REC_MAX_KEY) return ERR_INVAL;
     start[0] = 'o';
     memcpy(start + 1, bucket, bl);
     start[1 + bl] = 0;
     sl = 2 + bl;
     if (after && strlen(after) > 0 && (!prefix || strcmp(after, prefix) > 0)) {
         size_t al = strlen(after);
-        if (al > REC_MAX_KEY)
-            return ERR_INVAL;
+        if (al > REC_MAX_KEY) return ERR_INVAL;
         memcpy(start + sl, after, al);
         sl += al;
         start[sl++] = 1; /* past every version and shard of `after` itself */
@@ -786,10 +733,8 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
         if (key_decode(k, kl, &rid) != 0 || rid.bucket_len != bl ||
             memcmp(rid.bucket, bucket, bl) != 0)
             break;
-        if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0))
-            break;
-        if (drive__ent_decode(v, vl, &e) != 0 || e.type == REC_TOMBSTONE)
-            continue;
+        if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0)) break;
+        if (drive__ent_decode(v, vl, &e) != 0 || e.type == REC_TOMBSTONE) continue;
         /* Copy strings out: the callback gets NUL-terminated names. */
         char kbuf[REC_MAX_KEY + 1], vbuf[REC_MAX_VERSION + 1], bbuf[REC_MAX_BUCKET + 1];
         memcpy(bbuf, rid.bucket, rid.bucket_len);
@@ -800,8 +745,7 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
         vbuf[rid.version_len] = 0;
         drive_id_t id = {bbuf, kbuf, vbuf, rid.shard};
         drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
-        if ((rc = fn(arg, &id, &st)) != 0)
-            break;
+        if ((rc = fn(arg, &id, &st)) != 0) break;
     }
     idx_iter_free(it);
     return rc;
@@ -819,8 +763,7 @@ void drive__charge_index(drive_t *d)
     d->host_bytes += delta;
     d->lifetime_host += delta;
     pthread_mutex_unlock(&d->lock);
-    if (delta)
-        budget_charge(&d->budget, delta);
+    if (delta) budget_charge(&d->budget, delta);
 }
 
 void drive_stats(drive_t *d, drive_stats_t *st)

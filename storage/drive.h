@@ -32,22 +32,27 @@
 typedef struct drive drive_t;
 
 typedef struct {
-    const char *path;        /* drive directory (created if missing) */
-    const char *index_path;  /* RocksDB dir; NULL = <path>/index (set it to a faster device) */
-    uint64_t capacity;       /* bytes the drive may use; 0 = as recorded in <path>/DRIVE */
-    uint32_t iu;             /* 0 = detect from the device, else 4096 */
-    uint64_t segment_size;   /* 0 = 256 MiB; multiple of iu */
-    double dwpd;             /* rated (sequential) drive writes per day; 0 = no budget */
-    double warranty_years;   /* 0 = 5 */
-    uint64_t burst_bytes;    /* budget bucket; 0 = one hour of budget */
-    uint64_t max_delay_ms;   /* longest a throttled append waits; 0 = 2000 */
-    uint32_t max_batch;      /* bytes per group commit; 0 = 8 MiB */
-    int compaction;          /* 1 = background compaction thread */
-    double gc_free_low;      /* compact when free segments fall below this fraction (0 = 0.15) */
-    double gc_dead_high;     /* ... or a segment is this dead (0 = 0.75) */
-    double gc_reserve;       /* budget fraction kept for foreground (0 = 0.25) */
-    int buffered;            /* 1 = no O_DIRECT (testing on tmpfs) */
-    wl_clock_t *clock;       /* NULL = real time */
+    const char *path;       /* drive directory (created if missing) */
+    const char *index_path; /* RocksDB dir; NULL = <path>/index (set it to a faster device) */
+    uint64_t capacity;      /* bytes the drive may use; 0 = as recorded in <path>/DRIVE */
+    uint32_t iu;            /* 0 = detect from the device, else 4096 */
+    uint64_t segment_size;  /* 0 = 256 MiB; multiple of iu */
+    double dwpd;            /* rated DWPD for sequential writes (e.g. 1.83 for a P5430) */
+    double dwpd_random;     /* rated DWPD for random 4 KiB writes (e.g. 0.58); used only when
+                               dwpd is 0, since the engine only writes large sequential
+                               appends; both 0 = no budget */
+    double warranty_years;  /* 0 = 5 */
+    uint64_t burst_bytes;   /* budget bucket; 0 = one hour of budget */
+    uint64_t max_delay_ms;  /* longest a throttled append waits; 0 = 2000 */
+    uint32_t max_batch;     /* bytes per group commit; 0 = 32 MiB */
+    int compaction;         /* 1 = background compaction thread */
+    double gc_free_low;     /* compact when free segments fall below this fraction (0 = 0.10) */
+    double gc_dead_high;    /* ... or a segment is this dead (0 = 0.75) */
+    double gc_max_live;     /* never relocate a segment more live than this unless space is
+                               critical (0 = 0.85) */
+    double gc_reserve;      /* budget fraction kept for foreground (0 = 0.25) */
+    int buffered;           /* 1 = no O_DIRECT (testing on tmpfs) */
+    wl_clock_t *clock;      /* NULL = real time */
 } drive_cfg_t;
 
 /* Identity of a shard on the drive: NUL-terminated strings without NUL inside. */
@@ -59,9 +64,9 @@ typedef struct {
 } drive_id_t;
 
 typedef struct {
-    uint64_t len;     /* payload bytes */
-    uint64_t seq;     /* sequence number of the record */
-    uint32_t crc;     /* crc32c of the record header (covers the payload's chunk crcs) */
+    uint64_t len; /* payload bytes */
+    uint64_t seq; /* sequence number of the record */
+    uint32_t crc; /* crc32c of the record header (covers the payload's chunk crcs) */
     uint32_t meta_len;
 } drive_stat_t;
 
@@ -78,11 +83,11 @@ typedef struct {
     uint64_t index_bytes;     /* RocksDB's own writes (WAL, flush, compaction) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t compactions, segments_released, tombstones_dropped;
-    uint64_t throttled;       /* appends refused with ERR_THROTTLED */
-    double write_amp;         /* host_bytes / user_bytes */
-    double budget_left;       /* tokens in bytes (negative while in debt) */
-    double budget_rate;       /* bytes per second */
-    double projected_years;   /* rated life left at the current write rate */
+    uint64_t throttled;     /* appends refused with ERR_THROTTLED */
+    double write_amp;       /* host_bytes / user_bytes */
+    double budget_left;     /* tokens in bytes (negative while in debt) */
+    double budget_rate;     /* bytes per second */
+    double projected_years; /* rated life left at the current write rate */
     uint64_t lifetime_host_bytes;
     uint64_t index_disk_bytes; /* RocksDB SST files */
     uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
@@ -153,8 +158,7 @@ int drive_index_flush(drive_t *d) __attribute__((warn_unused_result));
  * length and metadata. For inspection tools (wl-drive dump). Open drive only.
  */
 typedef int (*drive_dump_fn)(void *arg, uint32_t seg, uint64_t off, int type, uint64_t seq,
-                             const drive_id_t *id, uint64_t len, const void *meta,
-                             size_t meta_len);
+                             const drive_id_t *id, uint64_t len, const void *meta, size_t meta_len);
 int drive_dump(drive_t *d, drive_dump_fn fn, void *arg);
 
 /* Rebuild the index of a closed drive from its segments alone. */

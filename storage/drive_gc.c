@@ -49,8 +49,7 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
     uint32_t rec_len = (uint32_t)(v->hdr_len + v->payload_len);
     int rc;
 
-    if (drive__ent_get(d, NULL, &v->id, &cur, &vb) != 0)
-        return 0; /* no entry: dead */
+    if (drive__ent_get(d, NULL, &v->id, &cur, &vb) != 0) return 0; /* no entry: dead */
     free(vb);
     if (cur.seg != g->victim->id || cur.off != off)
         return 0; /* overwritten, deleted or already moved */
@@ -81,11 +80,9 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
         free(again);
         return rc;
     }
-    if ((rc = drive__writer_room(d, &d->gw, rec_len, 1)) != 0)
-        return rc;
+    if ((rc = drive__writer_room(d, &d->gw, rec_len, 1)) != 0) return rc;
     memcpy(d->gw.buf + d->gw.fill, raw, rec_len);
-    d->gw.pend[d->gw.npend++] =
-        (pend_t){(uint32_t)d->gw.fill, rec_len, NULL, g->victim->id, off};
+    d->gw.pend[d->gw.npend++] = (pend_t){(uint32_t)d->gw.fill, rec_len, NULL, g->victim->id, off};
     d->gw.fill += rec_len;
     g->copied += rec_len;
     return 0;
@@ -120,8 +117,7 @@ static int release(drive_t *d, seg_t *s)
     d->segments_released++;
     pthread_mutex_unlock(&d->lock);
     path = drive__seg_path(d, s->id);
-    if (unlink(path) != 0)
-        log_error("event=segment_unlink_failed path=%s errno=%d", path, errno);
+    if (unlink(path) != 0) log_error("event=segment_unlink_failed path=%s errno=%d", path, errno);
     free(path);
     log_debug("event=segment_released id=%u", s->id);
     drive__seg_release(d, s); /* the table's reference; readers may still hold theirs */
@@ -135,14 +131,20 @@ static seg_t *pick(drive_t *d, int force, uint32_t below_id, int *empty)
     seg_t *best = NULL;
     double best_score = -1;
     uint32_t free_slots = d->slots - d->nsegs;
-    int low_space = free_slots < (uint32_t)(d->cfg.gc_free_low * d->slots + 0.5) ||
-                    free_slots <= RESERVE_SLOTS;
+    int critical = free_slots <= RESERVE_SLOTS + 1;
+    int low_space = critical || free_slots < (uint32_t)(d->cfg.gc_free_low * d->slots + 0.5);
+    /*
+     * Relocating a mostly-live segment buys little space for many written
+     * bytes; below critical space such segments are left for their data to
+     * die (in a warm lake whole batches are deleted together, and a segment
+     * often empties by itself if given time).
+     */
+    double max_live = critical || force ? 0.98 : d->cfg.gc_max_live;
 
     *empty = 0;
     for (uint32_t i = 0; i < d->nsegs; i++) {
         seg_t *s = d->segs[i];
-        if (s->open || s->gc_skip || s->id >= below_id)
-            continue;
+        if (s->open || s->gc_skip || s->id >= below_id) continue;
         if (s->live == 0) {
             *empty = 1;
             return s;
@@ -151,7 +153,7 @@ static seg_t *pick(drive_t *d, int force, uint32_t below_id, int *empty)
         double age = (double)(now - s->sealed_ns) / 1e9 + 1.0;
         double score = (1 - u) * age / (1 + u);
         int wanted = force || low_space || (1 - u) >= d->cfg.gc_dead_high;
-        if (wanted && u < 0.98 && score > best_score) {
+        if (wanted && u < max_live && score > best_score) {
             best = s;
             best_score = score;
         }
@@ -190,16 +192,14 @@ static int compact_one(drive_t *d, int force, uint32_t below_id)
             return ERR_THROTTLED;
         }
         rc = drive__scan(d, g.victim, d->iu, gc_record, &g);
-        if (!rc)
-            rc = drive__writer_flush(d, &d->gw);
+        if (!rc) rc = drive__writer_flush(d, &d->gw);
         if (rc) {
             drive__seg_release(d, g.victim);
             log_error("event=compaction_failed seg=%u err=%s", g.victim->id, err_name(rc));
             return rc;
         }
         /* Padding and rounding beyond the estimate are paid after the fact. */
-        if (g.copied > cost)
-            budget_charge(&d->budget, g.copied - cost);
+        if (g.copied > cost) budget_charge(&d->budget, g.copied - cost);
     }
     rc = release(d, g.victim);
     if (rc == ERR_EXISTS) {
@@ -229,8 +229,7 @@ int drive_compact(drive_t *d, int max_victims, int force)
     pthread_mutex_unlock(&d->lock);
     for (int i = 0; max_victims == 0 || i < max_victims; i++) {
         int rc = compact_one(d, force, below_id);
-        if (rc <= 0)
-            break;
+        if (rc <= 0) break;
         released += rc;
     }
     pthread_mutex_unlock(&d->gc_lock);
@@ -261,10 +260,8 @@ static void *bg_main(void *arg)
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
         pthread_cond_timedwait(&d->bg_cond, &d->bg_lock, &ts);
-        if (d->bg_stop)
-            break;
-        if (d->bg_paused)
-            continue;
+        if (d->bg_stop) break;
+        if (d->bg_paused) continue;
         pthread_mutex_unlock(&d->bg_lock);
         drive__charge_index(d);
         (void)drive_compact(d, 4, 0); /* a few at a time, then look at stop/pause again */
@@ -276,16 +273,14 @@ static void *bg_main(void *arg)
 
 int drive__bg_start(drive_t *d)
 {
-    if (pthread_create(&d->bg_thread, NULL, bg_main, d) != 0)
-        return ERR_NOMEM;
+    if (pthread_create(&d->bg_thread, NULL, bg_main, d) != 0) return ERR_NOMEM;
     d->bg_running = 1;
     return 0;
 }
 
 void drive__bg_stop(drive_t *d)
 {
-    if (!d->bg_running)
-        return;
+    if (!d->bg_running) return;
     pthread_mutex_lock(&d->bg_lock);
     d->bg_stop = 1;
     pthread_cond_broadcast(&d->bg_cond);

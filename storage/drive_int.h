@@ -44,8 +44,8 @@
 typedef struct seg {
     uint32_t id;
     uint8_t kind;
-    uint8_t open;     /* a writer appends here */
-    uint8_t gc_skip;  /* compaction could not empty it (bad record): leave it */
+    uint8_t open;    /* a writer appends here */
+    uint8_t gc_skip; /* compaction could not empty it (bad record): leave it */
     int fd;
     int refs;         /* the table's reference + readers in flight */
     uint64_t live;    /* bytes of records the index points at */
@@ -162,7 +162,7 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
 int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg);
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s); /* under lock */
-void drive__meta_put(drive_t *d, idx_batch_t *b);                      /* under lock */
+void drive__meta_put(drive_t *d, idx_batch_t *b);                     /* under lock */
 
 /* drive_write.c */
 void drive__writer_init(writer_t *w, uint8_t kind);

@@ -81,10 +81,8 @@ static int fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     int rc = 0;
-    if (fd < 0)
-        return err_from_errno(errno);
-    if (fsync(fd) != 0)
-        rc = err_from_errno(errno);
+    if (fd < 0) return err_from_errno(errno);
+    if (fsync(fd) != 0) rc = err_from_errno(errno);
     close(fd);
     return rc;
 }
@@ -172,8 +170,8 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     *out = s;
     return 0;
 fail:
-    log_error("event=segment_create_failed id=%u path=%s err=%s errno=%d", id, path,
-              err_name(rc), errno);
+    log_error("event=segment_create_failed id=%u path=%s err=%s errno=%d", id, path, err_name(rc),
+              errno);
     if (fd >= 0) {
         close(fd);
         unlink(path);
@@ -198,8 +196,7 @@ int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
         goto done;
     }
     rc = drive__pread_aligned(d, fd, 0, SEG_SB_LEN, &buf, &sb);
-    if (rc)
-        goto done;
+    if (rc) goto done;
     if (get32(sb) != SEG_MAGIC || get32(sb + 24) != crc32c(0, sb, 24) || get32(sb + 8) != id) {
         rc = ERR_CORRUPT;
         goto done;
@@ -214,8 +211,7 @@ int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
     (*out)->tail = d->iu;
     fd = -1;
 done:
-    if (fd >= 0)
-        close(fd);
+    if (fd >= 0) close(fd);
     free(buf);
     free(path);
     return rc;
@@ -226,8 +222,7 @@ seg_t *drive__seg_find(drive_t *d, uint32_t id)
     uint32_t lo = 0, hi = d->nsegs;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
-        if (d->segs[mid]->id == id)
-            return d->segs[mid];
+        if (d->segs[mid]->id == id) return d->segs[mid];
         if (d->segs[mid]->id < id)
             lo = mid + 1;
         else
@@ -265,8 +260,7 @@ seg_t *drive__seg_acquire(drive_t *d, uint32_t id)
 {
     pthread_mutex_lock(&d->lock);
     seg_t *s = drive__seg_find(d, id);
-    if (s)
-        s->refs++;
+    if (s) s->refs++;
     pthread_mutex_unlock(&d->lock);
     return s;
 }
@@ -299,8 +293,7 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
     (void)d;
     while (done < b - a) {
         ssize_t n = drive_io.pread(fd, p + done, b - a - done, (off_t)(a + done));
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             free(p);
             return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
@@ -379,8 +372,7 @@ int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
                 uint64_t got = 0;
                 while (got < wlen) {
                     ssize_t n = drive_io.pread(s->fd, buf + got, wlen - got, (off_t)(wstart + got));
-                    if (n < 0 && errno == EINTR)
-                        continue;
+                    if (n < 0 && errno == EINTR) continue;
                     if (n <= 0) {
                         rc = ERR_IO;
                         goto out;
@@ -389,14 +381,13 @@ int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
                 }
             }
             prc = rec_parse_header(buf + (pos - wstart), wstart + wlen - pos, &v);
-            if (prc == ERR_AGAIN && v.hdr_len > 0 && pos + v.hdr_len <= end &&
-                need < v.hdr_len) {
+            if (prc == ERR_AGAIN && v.hdr_len > 0 && pos + v.hdr_len <= end && need < v.hdr_len) {
                 need = v.hdr_len;
                 continue;
             }
             if (prc == 0 && pos + v.hdr_len + v.payload_len <= end &&
-                need < v.hdr_len + v.payload_len && pos + v.hdr_len + v.payload_len >
-                                                        wstart + wlen) {
+                need < v.hdr_len + v.payload_len &&
+                pos + v.hdr_len + v.payload_len > wstart + wlen) {
                 need = v.hdr_len + v.payload_len;
                 continue;
             }
@@ -413,8 +404,7 @@ int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
             pos = align_up(pos + 1, d->iu);
             continue;
         }
-        if ((rc = fn(arg, &v, raw, pos)) != 0)
-            goto out;
+        if ((rc = fn(arg, &v, raw, pos)) != 0) goto out;
         pos += v.hdr_len + v.payload_len;
     }
 out:
@@ -428,8 +418,7 @@ uint32_t drive_detect_iu(const char *path)
     struct stat st;
     char p[256];
 
-    if (stat(path, &st) != 0)
-        return 4096;
+    if (stat(path, &st) != 0) return 4096;
     for (int n = 0; n < 2; n++) {
         /* A partition's queue/ lives in its parent device's directory. */
         for (int up = 0; up < 2; up++) {
@@ -437,14 +426,11 @@ uint32_t drive_detect_iu(const char *path)
                      minor(st.st_dev), up ? "../" : "", names[n]);
             FILE *f = fopen(p, "r");
             unsigned long v = 0;
-            if (!f)
-                continue;
-            if (fscanf(f, "%lu", &v) != 1)
-                v = 0;
+            if (!f) continue;
+            if (fscanf(f, "%lu", &v) != 1) v = 0;
             fclose(f);
             /* A power of two between 4 KiB and 1 MiB is an IU; 0 means "not reported". */
-            if (v >= 4096 && v <= (1u << 20) && (v & (v - 1)) == 0)
-                return (uint32_t)v;
+            if (v >= 4096 && v <= (1u << 20) && (v & (v - 1)) == 0) return (uint32_t)v;
         }
     }
     return 4096;

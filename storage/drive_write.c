@@ -43,8 +43,7 @@ static void writer_reserve(drive_t *d, writer_t *w, size_t more)
     if (need > w->cap) {
         size_t cap = need > d->cfg.max_batch ? need : d->cfg.max_batch;
         uint8_t *nb = xaligned_alloc(DIO_ALIGN, cap);
-        if (w->fill)
-            memcpy(nb, w->buf, w->fill);
+        if (w->fill) memcpy(nb, w->buf, w->fill);
         free(w->buf);
         w->buf = nb;
         w->cap = cap;
@@ -62,8 +61,7 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
     if (w->fill && w->fill + rec_len > d->cfg.max_batch && (rc = drive__writer_flush(d, w)))
         return rc;
     if (w->seg && w->seg->tail + align_up(w->fill + rec_len, d->iu) > d->seg_size) {
-        if (w->fill && (rc = drive__writer_flush(d, w)))
-            return rc;
+        if (w->fill && (rc = drive__writer_flush(d, w))) return rc;
     }
     if (w->seg && w->seg->tail + align_up(rec_len, d->iu) > d->seg_size) {
         /*
@@ -74,15 +72,13 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, w->seg);
         drive__seg_meta_put(d, b, w->seg);
-        if (idx_write(d->idx, b, 0) != 0)
-            d->failed = ERR_READONLY;
+        if (idx_write(d->idx, b, 0) != 0) d->failed = ERR_READONLY;
         pthread_mutex_unlock(&d->lock);
         idx_batch_free(b);
         w->seg = NULL;
         drive__bg_kick(d);
     }
-    if (!w->seg && (rc = drive__seg_create(d, w->kind, reserve, &w->seg)))
-        return rc;
+    if (!w->seg && (rc = drive__seg_create(d, w->kind, reserve, &w->seg))) return rc;
     writer_reserve(d, w, rec_len);
     return 0;
 }
@@ -92,12 +88,9 @@ static int write_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
     size_t done = 0;
     while (done < len) {
         ssize_t n = drive_io.pwrite(fd, buf + done, len - done, (off_t)(off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return err_from_errno(errno);
-        if (n == 0)
-            return ERR_IO;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return err_from_errno(errno);
+        if (n == 0) return ERR_IO;
         done += (size_t)n;
     }
     return 0;
@@ -121,13 +114,12 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             seg_t *os = drive__seg_find(d, old.seg);
             if (os) {
                 os->live -= old.rec_len;
-                if (os != seg)
-                    drive__seg_meta_put(d, w->batch, os);
+                if (os != seg) drive__seg_meta_put(d, w->batch, os);
             }
         }
         free(oldbuf);
-        e = (ent_t){v.type, seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
-                    v.payload_len, v.seq, v.hdr_crc, v.meta, v.meta_len};
+        e = (ent_t){v.type,        seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
+                    v.payload_len, v.seq,   v.hdr_crc,         v.meta,     v.meta_len};
         if (ENT_FIXED + e.meta_len > vcap) {
             vcap = ENT_FIXED + e.meta_len;
             val = xrealloc(val, vcap);
@@ -136,10 +128,8 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
         size_t vl = drive__ent_encode(val, &e);
         idx_batch_put(w->batch, key, kl, val, vl);
         seg->live += p->rec_len;
-        if (v.seq < seg->min_seq)
-            seg->min_seq = v.seq;
-        if (v.seq > seg->max_seq)
-            seg->max_seq = v.seq;
+        if (v.seq < seg->min_seq) seg->min_seq = v.seq;
+        if (v.seq > seg->max_seq) seg->max_seq = v.seq;
         d->user_bytes += v.payload_len;
         log_debug("event=indexed key=%.*s seq=%llu seg=%u off=%llu", (int)v.id.key_len, v.id.key,
                   (unsigned long long)v.seq, seg->id, (unsigned long long)(base + p->buf_off));
@@ -163,8 +153,7 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
         rec_view_t v;
         ent_t cur;
         void *curbuf = NULL;
-        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0)
-            abort();
+        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0) abort();
         if (drive__ent_get(d, w->batch, &v.id, &cur, &curbuf) == 0 && cur.seg == p->from_seg &&
             cur.off == p->from_off) {
             seg_t *from = drive__seg_find(d, p->from_seg);
@@ -184,10 +173,8 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             seg->live += p->rec_len;
         }
         /* Dead copies count too: they are on disk until this segment goes. */
-        if (v.seq < seg->min_seq)
-            seg->min_seq = v.seq;
-        if (v.seq > seg->max_seq)
-            seg->max_seq = v.seq;
+        if (v.seq < seg->min_seq) seg->min_seq = v.seq;
+        if (v.seq > seg->max_seq) seg->max_seq = v.seq;
         free(curbuf);
         d->relocated_bytes += p->rec_len;
     }
@@ -200,8 +187,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
     size_t wlen;
     int rc = 0;
 
-    if (w->fill == 0)
-        return 0;
+    if (w->fill == 0) return 0;
     wlen = align_up(w->fill, d->iu);
     memset(w->buf + w->fill, 0, wlen - w->fill);
 
@@ -223,8 +209,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         /* The region may be half written: never append to this segment again. */
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, seg);
-        if (rc != ERR_NOSPC)
-            d->failed = ERR_READONLY;
+        if (rc != ERR_NOSPC) d->failed = ERR_READONLY;
         pthread_mutex_unlock(&d->lock);
         w->seg = NULL;
     }
@@ -252,8 +237,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         d->flushes++;
         d->flush_records += w->npend;
         d->flush_bytes += wlen;
-        if (w->npend > d->flush_max_records)
-            d->flush_max_records = w->npend;
+        if (w->npend > d->flush_max_records) d->flush_max_records = w->npend;
         drive__seg_meta_put(d, w->batch, seg);
         drive__meta_put(d, w->batch);
         rc = idx_write(d->idx, w->batch, 0);
@@ -265,8 +249,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
     }
     idx_batch_clear(w->batch);
     for (size_t i = 0; i < w->npend; i++)
-        if (w->pend[i].req)
-            w->pend[i].req->rc = rc;
+        if (w->pend[i].req) w->pend[i].req->rc = rc;
     w->fill = 0;
     w->npend = 0;
     return rc;
@@ -287,8 +270,7 @@ static void commit_user(drive_t *d, req_t *list)
         uint64_t seq = __atomic_fetch_add(&d->next_seq, 1, __ATOMIC_RELAXED);
         uint8_t *p = w->buf + w->fill;
         rec_encode_header(p, r->type, &r->id, seq, r->meta, r->meta_len, r->data, r->len);
-        if (r->len)
-            memcpy(p + hlen, r->data, r->len);
+        if (r->len) memcpy(p + hlen, r->data, r->len);
         w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0};
         w->fill += hlen + r->len;
     }
@@ -321,8 +303,7 @@ int drive__submit(drive_t *d, req_t *r)
                 bytes += last->len;
             }
             d->q_head = last->next;
-            if (!d->q_head)
-                d->q_tail = NULL;
+            if (!d->q_head) d->q_tail = NULL;
             last->next = NULL;
             pthread_mutex_unlock(&d->q_lock);
             commit_user(d, head);

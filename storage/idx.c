@@ -31,8 +31,7 @@ struct idx_iter {
 /* One place turns a RocksDB error string into a code and a log line. */
 static int rerr(const char *op, char *err)
 {
-    if (!err)
-        return 0;
+    if (!err) return 0;
     log_error("event=rocksdb_error op=%s err=\"%s\"", op, err);
     rocksdb_free(err);
     return ERR_IO;
@@ -80,10 +79,8 @@ int idx_open(const char *path, idx_t **out)
 
 void idx_close(idx_t *x)
 {
-    if (!x)
-        return;
-    if (x->db)
-        rocksdb_close(x->db);
+    if (!x) return;
+    if (x->db) rocksdb_close(x->db);
     rocksdb_readoptions_destroy(x->ro);
     rocksdb_writeoptions_destroy(x->wo);
     rocksdb_writeoptions_destroy(x->wo_sync);
@@ -97,13 +94,11 @@ void idx_close(idx_t *x)
 int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, size_t *vlen)
 {
     char *err = NULL;
-    char *v = b ? rocksdb_writebatch_wi_get_from_batch_and_db(b->wb, x->db, x->ro, key, klen, vlen,
-                                                              &err)
-              : rocksdb_get(x->db, x->ro, key, klen, vlen, &err);
-    if (err)
-        return rerr("get", err);
-    if (!v)
-        return ERR_NOT_FOUND;
+    char *v =
+        b ? rocksdb_writebatch_wi_get_from_batch_and_db(b->wb, x->db, x->ro, key, klen, vlen, &err)
+          : rocksdb_get(x->db, x->ro, key, klen, vlen, &err);
+    if (err) return rerr("get", err);
+    if (!v) return ERR_NOT_FOUND;
     /* Hand out a plain malloc'd buffer so callers need not know RocksDB. */
     *val = xmalloc(*vlen);
     memcpy(*val, v, *vlen);
@@ -140,8 +135,7 @@ int idx_batch_count(idx_batch_t *b)
 
 void idx_batch_free(idx_batch_t *b)
 {
-    if (!b)
-        return;
+    if (!b) return;
     rocksdb_writebatch_wi_destroy(b->wb);
     free(b);
 }
@@ -183,8 +177,7 @@ const char *idx_iter_value(idx_iter_t *it, size_t *len)
 
 void idx_iter_free(idx_iter_t *it)
 {
-    if (!it)
-        return;
+    if (!it) return;
     rocksdb_iter_destroy(it->it);
     free(it);
 }
@@ -197,8 +190,7 @@ static uint64_t ticker(const char *stats, const char *name)
     while ((p = strstr(p, name)) != NULL) {
         if ((p == stats || p[-1] == '\n') && p[n] == ' ') {
             const char *c = strstr(p, "COUNT : ");
-            if (c)
-                return strtoull(c + 8, NULL, 10);
+            if (c) return strtoull(c + 8, NULL, 10);
         }
         p += n;
     }
@@ -209,8 +201,7 @@ uint64_t idx_bytes_written(idx_t *x)
 {
     char *s = rocksdb_options_statistics_get_string(x->opts);
     uint64_t total = 0;
-    if (!s)
-        return 0;
+    if (!s) return 0;
     total = ticker(s, "rocksdb.wal.bytes") + ticker(s, "rocksdb.flush.write.bytes") +
             ticker(s, "rocksdb.compact.write.bytes");
     rocksdb_free(s);
@@ -220,8 +211,7 @@ uint64_t idx_bytes_written(idx_t *x)
 static uint64_t prop(idx_t *x, const char *name)
 {
     uint64_t v = 0;
-    if (rocksdb_property_int(x->db, name, &v) != 0)
-        return 0;
+    if (rocksdb_property_int(x->db, name, &v) != 0) return 0;
     return v;
 }
 

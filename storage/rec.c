@@ -78,14 +78,11 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
     put32(buf + 40, (uint32_t)meta_len);
     memcpy(p, id->bucket, id->bucket_len);
     p += id->bucket_len;
-    if (id->key_len)
-        memcpy(p, id->key, id->key_len);
+    if (id->key_len) memcpy(p, id->key, id->key_len);
     p += id->key_len;
-    if (id->version_len)
-        memcpy(p, id->version, id->version_len);
+    if (id->version_len) memcpy(p, id->version, id->version_len);
     p += id->version_len;
-    if (meta_len)
-        memcpy(p, meta, meta_len);
+    if (meta_len) memcpy(p, meta, meta_len);
     p += meta_len;
     for (uint64_t off = 0; off < payload_len; off += REC_CHUNK) {
         uint64_t n = payload_len - off < REC_CHUNK ? payload_len - off : REC_CHUNK;
@@ -102,8 +99,7 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
     uint32_t stored, crc;
 
     v->hdr_len = 0;
-    if (avail < REC_FIXED)
-        return ERR_AGAIN;
+    if (avail < REC_FIXED) return ERR_AGAIN;
     if (get32(b) != REC_MAGIC || get16(b + 4) != REC_VERSION || b[7] != 0 ||
         (b[6] != REC_DATA && b[6] != REC_TOMBSTONE))
         return ERR_CORRUPT;
@@ -123,20 +119,17 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
         (v->type == REC_TOMBSTONE && v->payload_len != 0))
         goto corrupt;
     v->n_chunks = chunks_of(v->payload_len);
-    if ((uint64_t)v->hdr_len !=
-        (uint64_t)REC_FIXED + v->id.bucket_len + v->id.key_len + v->id.version_len +
-            v->meta_len + 4ull * v->n_chunks)
+    if ((uint64_t)v->hdr_len != (uint64_t)REC_FIXED + v->id.bucket_len + v->id.key_len +
+                                    v->id.version_len + v->meta_len + 4ull * v->n_chunks)
         goto corrupt;
-    if (avail < v->hdr_len)
-        return ERR_AGAIN;
+    if (avail < v->hdr_len) return ERR_AGAIN;
     /* crc with the crc field taken as zero. */
     static const uint8_t zero4[4];
     crc = crc32c(0, b, 44);
     crc = crc32c(crc, zero4, 4);
     crc = crc32c(crc, b + REC_FIXED, v->hdr_len - REC_FIXED);
     stored = v->hdr_crc;
-    if (crc != stored)
-        goto corrupt;
+    if (crc != stored) goto corrupt;
     v->id.bucket = (const char *)b + REC_FIXED;
     v->id.key = v->id.bucket + v->id.bucket_len;
     v->id.version = v->id.key + v->id.key_len;

@@ -29,8 +29,7 @@ static void print_stats(drive_t *d)
     printf("iu                 %u\n", s.iu);
     printf("capacity           %llu\n", (unsigned long long)s.capacity);
     printf("segment_size       %llu\n", (unsigned long long)s.segment_size);
-    printf("segments           %u (free %u, gc %u)\n", s.segments, s.segments_free,
-           s.segments_gc);
+    printf("segments           %u (free %u, gc %u)\n", s.segments, s.segments_free, s.segments_gc);
     printf("live_bytes         %llu\n", (unsigned long long)s.live_bytes);
     printf("used_bytes         %llu\n", (unsigned long long)s.used_bytes);
     printf("lifetime_host      %llu\n", (unsigned long long)s.lifetime_host_bytes);
@@ -49,9 +48,9 @@ static int dump_one(void *arg, uint32_t seg, uint64_t off, int type, uint64_t se
     (void)arg;
     printf("seg=%u off=%llu type=%s seq=%llu bucket=%s key=%s version=%s shard=%u len=%llu "
            "meta=%.*s\n",
-           seg, (unsigned long long)off, type == 1 ? "data" : "tombstone",
-           (unsigned long long)seq, id->bucket, id->key, id->version, id->shard,
-           (unsigned long long)len, (int)(meta_len > 64 ? 64 : meta_len), (const char *)meta);
+           seg, (unsigned long long)off, type == 1 ? "data" : "tombstone", (unsigned long long)seq,
+           id->bucket, id->key, id->version, id->shard, (unsigned long long)len,
+           (int)(meta_len > 64 ? 64 : meta_len), (const char *)meta);
     return 0;
 }
 
@@ -72,8 +71,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "wl-drive: rebuild failed: %s\n", err_str(rc));
             return 1;
         }
-        if ((rc = drive_open(&cfg, &d)) != 0)
-            return 1;
+        if ((rc = drive_open(&cfg, &d)) != 0) return 1;
         print_stats(d);
         drive_close(d);
         return 0;
@@ -92,8 +90,7 @@ int main(int argc, char **argv)
         drive_close(d);
         return rc ? 1 : 0;
     }
-    if (strcmp(argv[1], "compact") == 0)
-        printf("released %d segments\n", drive_compact(d, 0, 1));
+    if (strcmp(argv[1], "compact") == 0) printf("released %d segments\n", drive_compact(d, 0, 1));
     print_stats(d);
     drive_close(d);
     return 0;

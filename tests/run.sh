@@ -32,6 +32,10 @@ ctest_in() {
   (cd "$1" && ctest --output-on-failure -j"$JOBS")
 }
 
+format_check() {
+  git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+}
+step "clang-format" format_check
 step "release build" build build -DCMAKE_BUILD_TYPE=Release
 step "release ctest" ctest_in build
 

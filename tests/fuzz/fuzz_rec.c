@@ -27,8 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sink ^= (uint32_t)rec_verify_chunks(&v, buf + v.hdr_len, 0, v.n_chunks - 1);
         (void)sink;
         rec_id_t copy = v.id;
-        if (!rec_id_equal(&copy, &v.id))
-            abort();
+        if (!rec_id_equal(&copy, &v.id)) abort();
     } else if (rc != ERR_AGAIN && rc != ERR_CORRUPT) {
         abort();
     }

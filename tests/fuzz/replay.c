@@ -21,8 +21,7 @@ static int run_file(const char *path)
     uint8_t *buf = NULL;
     size_t len = 0, cap = 0, n;
     do {
-        if (len + 65536 > cap)
-            buf = realloc(buf, cap = (len + 65536) * 2);
+        if (len + 65536 > cap) buf = realloc(buf, cap = (len + 65536) * 2);
         n = fread(buf + len, 1, cap - len, f);
         len += n;
     } while (n > 0);
@@ -43,23 +42,19 @@ int main(int argc, char **argv)
         }
         if (!S_ISDIR(st.st_mode)) {
             files++;
-            if (run_file(argv[i]))
-                return 1;
+            if (run_file(argv[i])) return 1;
             continue;
         }
         DIR *d = opendir(argv[i]);
         struct dirent *e;
         char path[4096];
         while (d && (e = readdir(d))) {
-            if (e->d_name[0] == '.')
-                continue;
+            if (e->d_name[0] == '.') continue;
             snprintf(path, sizeof(path), "%s/%s", argv[i], e->d_name);
             files++;
-            if (run_file(path))
-                return 1;
+            if (run_file(path)) return 1;
         }
-        if (d)
-            closedir(d);
+        if (d) closedir(d);
     }
     printf("replayed %d inputs\n", files);
     return 0;

@@ -69,8 +69,7 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 {
     uint64_t s = mix(seed + 1);
     for (size_t i = 0; i < n; i++) {
-        if (i % 8 == 0)
-            s = mix(s + i);
+        if (i % 8 == 0) s = mix(s + i);
         p[i] = (uint8_t)(s >> (8 * (i % 8)));
     }
 }
@@ -103,15 +102,12 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
     drive_id_t id = {"bkt", key, "", 0};
     drive_stat_t st;
     int rc = drive_stat(d, &id, &st, NULL, 0);
-    if (rc)
-        return rc;
-    if (st.len != len)
-        return -100;
+    if (rc) return rc;
+    if (st.len != len) return -100;
     uint8_t *got = malloc(len + 1), *want = malloc(len + 1);
     fill(want, len, seed);
     rc = drive_read(d, &id, 0, got, len);
-    if (rc == 0 && memcmp(got, want, len) != 0)
-        rc = -100;
+    if (rc == 0 && memcmp(got, want, len) != 0) rc = -100;
     free(got);
     free(want);
     return rc;
@@ -231,8 +227,7 @@ static void alignment_run(uint32_t iu)
             int rc = drive_delete(d, &id);
             assert_true(rc == 0 || rc == ERR_NOT_FOUND);
         }
-        if (i % 40 == 39)
-            (void)drive_compact(d, 0, 1);
+        if (i % 40 == 39) (void)drive_compact(d, 0, 1);
     }
     (void)drive_compact(d, 0, 1);
     drive_close(d);
@@ -322,8 +317,7 @@ static void *crash_writer(void *arg)
         int n = del ? snprintf(line, sizeof(line), "I D %s\n", key)
                     : snprintf(line, sizeof(line), "I P %s %llu %zu\n", key,
                                (unsigned long long)seed, len);
-        if (write(a->fd, line, (size_t)n) != n)
-            _exit(3);
+        if (write(a->fd, line, (size_t)n) != n) _exit(3);
         int rc;
         if (del) {
             drive_id_t id = {"bkt", key, "", 0};
@@ -332,8 +326,7 @@ static void *crash_writer(void *arg)
             rc = put_seeded(a->d, key, seed, len);
         }
         n = snprintf(line, sizeof(line), "A %s %d\n", key, rc);
-        if (write(a->fd, line, (size_t)n) != n)
-            _exit(3);
+        if (write(a->fd, line, (size_t)n) != n) _exit(3);
     }
     return NULL;
 }
@@ -352,15 +345,13 @@ typedef struct {
 static int key_index(const char *key)
 {
     int t, k;
-    if (sscanf(key, "t%d/k%d", &t, &k) != 2)
-        return -1;
+    if (sscanf(key, "t%d/k%d", &t, &k) != 2) return -1;
     return t * CRASH_KEYS + k;
 }
 
 static int matches(drive_t *d, const char *key, const kstate_t *s)
 {
-    if (s->kind == 'P')
-        return check_seeded(d, key, s->seed, s->len) == 0;
+    if (s->kind == 'P') return check_seeded(d, key, s->seed, s->len) == 0;
     drive_id_t id = {"bkt", key, "", 0};
     uint8_t b;
     return drive_read(d, &id, 0, &b, 0) == ERR_NOT_FOUND;
@@ -418,12 +409,12 @@ static void crash_rounds(int rounds, int delete_index)
             drive_cfg_t cc = c;
             cc.compaction = 1;
             drive_t *d;
-            if (drive_open(&cc, &d) != 0)
-                _exit(2);
+            if (drive_open(&cc, &d) != 0) _exit(2);
             pthread_t th[CRASH_THREADS];
             crash_arg_t args[CRASH_THREADS];
             for (int t = 0; t < CRASH_THREADS; t++) {
-                args[t] = (crash_arg_t){d, p[1], t, (uint64_t)round * 1000003u + (uint64_t)delete_index};
+                args[t] =
+                    (crash_arg_t){d, p[1], t, (uint64_t)round * 1000003u + (uint64_t)delete_index};
                 pthread_create(&th[t], NULL, crash_writer, &args[t]);
             }
             for (;;)
@@ -452,8 +443,7 @@ static void crash_rounds(int rounds, int delete_index)
                     fail_msg("child write failed: %s rc=%d (%s)", key, rc, err_name(rc));
                 tr[ki].acked = tr[ki].pending;
                 tr[ki].has_pending = 0;
-                if (++acks == kill_after)
-                    kill(pid, SIGKILL);
+                if (++acks == kill_after) kill(pid, SIGKILL);
             }
         }
         fclose(f);
@@ -469,8 +459,7 @@ static void crash_rounds(int rounds, int delete_index)
         }
         drive_t *d;
         assert_int_equal(drive_open(&c, &d), 0);
-        if (getenv("WL_KEEP_ON_FAIL"))
-            printf("round %d dir %s\n", round, dir);
+        if (getenv("WL_KEEP_ON_FAIL")) printf("round %d dir %s\n", round, dir);
         verify_tracks(d, tr);
         /* Compaction after recovery must not lose or resurrect anything either. */
         (void)drive_compact(d, 0, 1);
@@ -708,8 +697,7 @@ static void test_full_drive(void **state)
     for (;;) {
         snprintf(key, sizeof(key), "f%d", n);
         rc = put_seeded(d, key, (uint64_t)n, 100 * KiB);
-        if (rc)
-            break;
+        if (rc) break;
         n++;
     }
     assert_int_equal(rc, ERR_NOSPC);
@@ -811,8 +799,7 @@ static void *gc_writer(void *arg)
     char key[32];
     for (int i = 0; i < 100; i++) {
         snprintf(key, sizeof(key), "g%d/%d", a->t, i);
-        if (put_seeded(a->d, key, (uint64_t)(a->t * 1000 + i), 4096) != 0)
-            a->errors++;
+        if (put_seeded(a->d, key, (uint64_t)(a->t * 1000 + i), 4096) != 0) a->errors++;
     }
     return NULL;
 }
@@ -855,6 +842,33 @@ static void test_group_commit(void **state)
     free(dir);
 }
 
+/* P5430-like ratings: the sequential figure governs, the random one is the fallback. */
+static void test_budget_rating(void **state)
+{
+    (void)state;
+    char *dir = tmpdir();
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 64 * MiB);
+    drive_t *d;
+    drive_stats_t st;
+    c.dwpd = 1.83;
+    c.dwpd_random = 0.58;
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_stats(d, &st);
+    assert_true(st.budget_rate > 1.83 * 64 * MiB / 86400.0 * 0.999 &&
+                st.budget_rate < 1.83 * 64 * MiB / 86400.0 * 1.001);
+    /* Default burst: one hour of budget, full at open. */
+    assert_true(st.budget_left > st.budget_rate * 3600 * 0.99);
+    drive_close(d);
+    c.dwpd = 0;
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_stats(d, &st);
+    assert_true(st.budget_rate > 0.58 * 64 * MiB / 86400.0 * 0.999 &&
+                st.budget_rate < 0.58 * 64 * MiB / 86400.0 * 1.001);
+    drive_close(d);
+    rm_rf(dir);
+    free(dir);
+}
+
 static void test_detect_iu(void **state)
 {
     (void)state;
@@ -866,10 +880,10 @@ int main(void)
 {
     log_level = getenv("WL_LOG_LEVEL") ? log_level_parse(getenv("WL_LOG_LEVEL")) : LOG_LVL_ERROR;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (getenv("WL_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
+    if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detect_iu),
+        cmocka_unit_test(test_budget_rating),
         cmocka_unit_test(test_basic),
         cmocka_unit_test(test_corruption_detected),
         cmocka_unit_test(test_alignment),

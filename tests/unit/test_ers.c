@@ -52,10 +52,8 @@ static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint
 {
     store_t *s = arg;
     uint64_t off = ers_shard_offset(&s->l, stripe);
-    if (s->lost & (1u << shard))
-        return ERR_NOT_FOUND;
-    if (off + len + 4 > s->len[shard])
-        return ERR_IO;
+    if (s->lost & (1u << shard)) return ERR_NOT_FOUND;
+    if (off + len + 4 > s->len[shard]) return ERR_IO;
     memcpy(buf, s->stream[shard] + off, len);
     const uint8_t *c = s->stream[shard] + off + len;
     *crc = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
@@ -79,8 +77,7 @@ static void encode(store_t *s, int k, int m, uint32_t B, const uint8_t *data, si
     size_t pos = 0;
     while (pos < size) {
         size_t n = 1 + rnd() % (3 * (size_t)B);
-        if (n > size - pos)
-            n = size - pos;
+        if (n > size - pos) n = size - pos;
         assert_int_equal(ers_encoder_write(e, data + pos, n), 0);
         pos += n;
     }
@@ -104,8 +101,7 @@ static int read_all(store_t *s, uint8_t *out, uint64_t off, uint64_t len, uint32
     ers_decoder_t *d = ers_decoder_new(&s->l, &err);
     assert_non_null(d);
     int rc = ers_decoder_read(d, off, len, out, source, s);
-    if (missing)
-        *missing = ers_decoder_missing(d);
+    if (missing) *missing = ers_decoder_missing(d);
     ers_decoder_free(d);
     return rc;
 }
@@ -127,8 +123,7 @@ static void test_exhaustive_small(void **state)
                 encode(&s, k, m, B, data, size);
                 for (uint32_t lost = 0; lost < (1u << n); lost++) {
                     int nl = __builtin_popcount(lost);
-                    if (nl > m + 1)
-                        continue;
+                    if (nl > m + 1) continue;
                     s.lost = lost;
                     memset(out, 0xA5, size + 1);
                     int rc = read_all(&s, out, 0, size, NULL);
@@ -161,10 +156,9 @@ static void test_randomized_large(void **state)
 {
     (void)state;
     rng_state = 0xfeedbeefcafe;
-    for (int iter = 0; iter < 2000; iter++) {
+    for (int iter = 0; iter < 3000; iter++) {
         int k = 1 + (int)(rnd() % 16), m = (int)(rnd() % 5);
-        if (k + m > ERS_MAX_SHARDS)
-            m = ERS_MAX_SHARDS - k;
+        if (k + m > ERS_MAX_SHARDS) m = ERS_MAX_SHARDS - k;
         uint32_t B = (uint32_t)(64 * (1 + rnd() % 32));
         size_t size = rnd() % ((size_t)3 * k * B + 100);
         uint8_t *data = malloc(size + 1), *out = malloc(size + 1);

@@ -12,8 +12,8 @@
 
 static rec_id_t mkid(const char *b, const char *k, const char *v, uint32_t shard)
 {
-    return (rec_id_t){b, (uint16_t)strlen(b), k, (uint16_t)strlen(k), v, (uint16_t)strlen(v),
-                      shard};
+    return (rec_id_t){b, (uint16_t)strlen(b), k,    (uint16_t)strlen(k),
+                      v, (uint16_t)strlen(v), shard};
 }
 
 static void test_round_trip(void **state)
@@ -39,8 +39,7 @@ static void test_round_trip(void **state)
         assert_int_equal(v.meta_len, 5);
         assert_memory_equal(v.meta, "meta!", 5);
         assert_true(rec_id_equal(&v.id, &id));
-        if (n)
-            assert_int_equal(rec_verify_chunks(&v, buf + hl, 0, v.n_chunks - 1), 0);
+        if (n) assert_int_equal(rec_verify_chunks(&v, buf + hl, 0, v.n_chunks - 1), 0);
         /* Short buffers ask for more. */
         assert_int_equal(rec_parse_header(buf, 10, &v), ERR_AGAIN);
         assert_int_equal(rec_parse_header(buf, hl - 1, &v), ERR_AGAIN);
