@@ -24,7 +24,8 @@
     X(TOO_LARGE, -11, "too large")                                                                 \
     X(AGAIN, -12, "incomplete input; more data needed")                                            \
     X(CLOSED, -13, "closed")                                                                       \
-    X(RANGE, -14, "range not satisfiable")
+    X(RANGE, -14, "range not satisfiable")                                                         \
+    X(DENIED, -15, "access denied: bad signature or credentials")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

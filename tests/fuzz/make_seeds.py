@@ -49,3 +49,15 @@ if __name__ == "__main__":
             record(1, b"bucket", b"a/b/c", b"", 7, b"", bytes(range(256)) * 300)]
     for i, r in enumerate(recs):
         write("rec", i, r)
+    authz = (b"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
+             b"aws4_request, SignedHeaders=host;range;x-amz-date, Signature="
+             b"f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
+    query = (b"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20130524%2Fus-east-1%2F"
+             b"s3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&"
+             b"X-Amz-SignedHeaders=host&X-Amz-Signature=" + b"a" * 64)
+    hdrs = b"Host:examplebucket.s3.amazonaws.com\nRange: bytes=0-9\nx-amz-date:20130524T000000Z"
+    write("sigv4", 0, authz + b"\0\0/test.txt\0" + hdrs)
+    write("sigv4", 1, b"\0" + query + b"\0/a%20b/c$d\0" + hdrs)
+    write("chunked", 0, b"\x02\x07" + b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n")
+    write("chunked", 1, b"\x00\x03" + b"3\r\nabc\r\n0\r\n\r\n")
+    write("chunked", 2, b"\x01\xff" + b"3;chunk-signature=" + b"0" * 64 + b"\r\nabc\r\n")
