@@ -43,7 +43,8 @@ int budget_take(budget_t *b, uint64_t bytes)
         return 0;
     }
     uint64_t wait = (uint64_t)(deficit / b->rate * 1e9) + 1;
-    if (wait > b->max_delay_ns || (double)bytes > b->burst) {
+    /* A write larger than the bucket is fine: it waits for its deficit like any other. */
+    if (wait > b->max_delay_ns) {
         b->throttled++;
         pthread_mutex_unlock(&b->lock);
         return ERR_THROTTLED;

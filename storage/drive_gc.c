@@ -119,6 +119,13 @@ static int release(drive_t *d, seg_t *s)
     path = drive__seg_path(d, s->id);
     if (unlink(path) != 0) log_error("event=segment_unlink_failed path=%s errno=%d", path, errno);
     free(path);
+    /*
+     * Make the unlink durable before any tombstone that relied on this
+     * segment's records being gone can be dropped: a segment that came back
+     * after a power cut could otherwise resurrect deleted objects.
+     */
+    if (drive__fsync_dir(d->seg_dir) != 0)
+        log_error("event=segment_dir_fsync_failed dir=%s", d->seg_dir);
     log_debug("event=segment_released id=%u", s->id);
     drive__seg_release(d, s); /* the table's reference; readers may still hold theirs */
     return 0;

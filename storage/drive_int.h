@@ -157,6 +157,7 @@ seg_t *drive__seg_acquire(drive_t *d, uint32_t id);
 void drive__seg_release(drive_t *d, seg_t *s);
 void drive__seg_seal(drive_t *d, seg_t *s); /* under lock */
 char *drive__seg_path(drive_t *d, uint32_t id);
+int drive__fsync_dir(const char *dir);
 int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
                          uint8_t **at);
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);

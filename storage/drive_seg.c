@@ -77,7 +77,7 @@ static void sb_encode(uint8_t *b, const drive_t *d, uint32_t id, uint8_t kind)
     put32(b + 24, crc32c(0, b, 24));
 }
 
-static int fsync_dir(const char *dir)
+int drive__fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     int rc = 0;
@@ -149,7 +149,7 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
         rc = errno == ENOSPC ? ERR_NOSPC : ERR_IO;
         goto fail;
     }
-    if (drive_io.fdatasync(fd) != 0 || fsync_dir(d->seg_dir) != 0) {
+    if (drive_io.fdatasync(fd) != 0 || drive__fsync_dir(d->seg_dir) != 0) {
         rc = ERR_IO;
         goto fail;
     }
