@@ -58,6 +58,13 @@ if __name__ == "__main__":
     hdrs = b"Host:examplebucket.s3.amazonaws.com\nRange: bytes=0-9\nx-amz-date:20130524T000000Z"
     write("sigv4", 0, authz + b"\0\0/test.txt\0" + hdrs)
     write("sigv4", 1, b"\0" + query + b"\0/a%20b/c$d\0" + hdrs)
+    tlv = lambda t, v: struct.pack("<BH", t, len(v)) + v
+    head = (b"\x01" + tlv(5, struct.pack("<Q", 1234)) + tlv(2, b"00ff00ff")
+            + tlv(1, layout(4, 2, 64, 100)) + tlv(3, b"d41d8cd98f00b204e9800998ecf8427e")
+            + tlv(4, b"text/plain") + tlv(6, b"color\0blue\0") + tlv(255, b""))
+    write("objmeta", 0, head)
+    write("objmeta", 1, b"\x01" + tlv(5, struct.pack("<Q", 9)) + tlv(2, b"ab") + tlv(7, b"")
+          + tlv(255, b""))
     write("chunked", 0, b"\x02\x07" + b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n")
     write("chunked", 1, b"\x00\x03" + b"3\r\nabc\r\n0\r\n\r\n")
     write("chunked", 2, b"\x01\xff" + b"3;chunk-signature=" + b"0" * 64 + b"\r\nabc\r\n")

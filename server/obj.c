@@ -1,0 +1,475 @@
+#include "server/obj.h"
+
+#include "common/crc.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "storage/rec.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define BLK_SUFFIX "\x01"
+#define SHARD_BITS 5
+#define HEAD_MAX   8192 /* a head's metadata: 2 KiB of user metadata and small fields */
+
+struct obj_set {
+    shard_store_t st[OBJ_MAX_SHARDS];
+    int k, m, n;
+    uint32_t block;
+};
+
+obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err)
+{
+    ers_layout_t chk = {(uint8_t)k, (uint8_t)m, block, 1};
+    if (k < 1 || m < 0 || ers_layout_check(&chk) != 0) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    obj_set_t *s = xcalloc(1, sizeof(*s));
+    s->k = k;
+    s->m = m;
+    s->n = k + m;
+    s->block = block;
+    memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
+    *err = 0;
+    return s;
+}
+
+void obj_set_free(obj_set_t *s)
+{
+    free(s);
+}
+
+/* ---- head metadata: u8 version, then (u8 tag, u16 len, bytes)* ---- */
+
+enum { T_LAYOUT = 1, T_UPLOAD, T_ETAG, T_CTYPE, T_MTIME, T_UMETA, T_DELETED, T_END = 255 };
+
+static size_t put_tlv(uint8_t *b, size_t pos, size_t cap, uint8_t tag, const void *v, size_t n)
+{
+    if (pos == SIZE_MAX || n > 65535 || pos + 3 + n > cap) return SIZE_MAX;
+    b[pos] = tag;
+    b[pos + 1] = (uint8_t)n;
+    b[pos + 2] = (uint8_t)(n >> 8);
+    if (n) memcpy(b + pos + 3, v, n);
+    return pos + 3 + n;
+}
+
+size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
+{
+    uint8_t lay[ERS_LAYOUT_SIZE], mt[8];
+    size_t pos = 1;
+    if (cap < 1) return 0;
+    b[0] = 1;
+    for (int i = 0; i < 8; i++)
+        mt[i] = (uint8_t)(in->mtime_ns >> (8 * i));
+    pos = put_tlv(b, pos, cap, T_MTIME, mt, 8);
+    pos = put_tlv(b, pos, cap, T_UPLOAD, in->upload_id, strlen(in->upload_id));
+    if (in->deleted) {
+        pos = put_tlv(b, pos, cap, T_DELETED, NULL, 0);
+    } else {
+        ers_layout_encode(&in->layout, lay);
+        pos = put_tlv(b, pos, cap, T_LAYOUT, lay, sizeof(lay));
+        pos = put_tlv(b, pos, cap, T_ETAG, in->etag, strlen(in->etag));
+        pos = put_tlv(b, pos, cap, T_CTYPE, in->content_type, strlen(in->content_type));
+        pos = put_tlv(b, pos, cap, T_UMETA, in->umeta, in->umeta_len);
+    }
+    /* An explicit end: a blob cut short at a field boundary is not mistaken for whole. */
+    pos = put_tlv(b, pos, cap, T_END, NULL, 0);
+    return pos == SIZE_MAX ? 0 : pos;
+}
+
+static int get_str(char *dst, size_t cap, const uint8_t *v, size_t n)
+{
+    if (n >= cap || memchr(v, 0, n)) return ERR_CORRUPT;
+    memcpy(dst, v, n);
+    dst[n] = 0;
+    return 0;
+}
+
+int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
+{
+    size_t pos = 1;
+    int seen = 0;
+    memset(o, 0, sizeof(*o));
+    if (len < 1 || b[0] != 1) return ERR_CORRUPT;
+    while (pos < len) {
+        if (len - pos < 3) return ERR_CORRUPT;
+        uint8_t tag = b[pos];
+        size_t n = (size_t)b[pos + 1] | (size_t)b[pos + 2] << 8;
+        const uint8_t *v = b + pos + 3;
+        if (n > len - pos - 3) return ERR_CORRUPT;
+        switch (tag) {
+        case T_LAYOUT:
+            if (ers_layout_decode(v, n, &o->layout) != 0) return ERR_CORRUPT;
+            o->size = o->layout.size;
+            seen |= 1;
+            break;
+        case T_UPLOAD:
+            if (get_str(o->upload_id, sizeof(o->upload_id), v, n)) return ERR_CORRUPT;
+            seen |= 2;
+            break;
+        case T_ETAG:
+            if (get_str(o->etag, sizeof(o->etag), v, n)) return ERR_CORRUPT;
+            break;
+        case T_CTYPE:
+            if (get_str(o->content_type, sizeof(o->content_type), v, n)) return ERR_CORRUPT;
+            break;
+        case T_MTIME:
+            if (n != 8) return ERR_CORRUPT;
+            for (int i = 0; i < 8; i++)
+                o->mtime_ns |= (uint64_t)v[i] << (8 * i);
+            seen |= 4;
+            break;
+        case T_UMETA:
+            if (n > sizeof(o->umeta) || (n && v[n - 1] != 0)) return ERR_CORRUPT;
+            memcpy(o->umeta, v, n);
+            o->umeta_len = n;
+            break;
+        case T_DELETED:
+            o->deleted = 1;
+            seen |= 1;
+            break;
+        case T_END:
+            return seen == 7 && pos + 3 == len ? 0 : ERR_CORRUPT;
+        default:
+            break; /* newer fields are skipped, not refused */
+        }
+        pos += 3 + n;
+    }
+    return ERR_CORRUPT; /* no end marker */
+}
+
+/* ---- heads ---- */
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The newest head over all stores; counts how many stores hold it. */
+static int newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
+{
+    uint8_t meta[HEAD_MAX];
+    int found = 0, rc = ERR_NOT_FOUND;
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        obj_info_t o;
+        int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
+        if (src != 0 || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &o))
+            continue;
+        if (!found || o.mtime_ns > best->mtime_ns ||
+            (o.mtime_ns == best->mtime_ns && strcmp(o.upload_id, best->upload_id) > 0))
+            *best = o;
+        found++;
+        rc = 0;
+    }
+    return rc;
+}
+
+int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+{
+    int rc = newest_head(s, bucket, key, info);
+    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
+    return rc;
+}
+
+/* out: REC_MAX_BUCKET + 2 bytes; bucket: at most REC_MAX_BUCKET - 1 bytes (checked by callers). */
+static void blk_bucket(char *out, const char *bucket)
+{
+    size_t n = strnlen(bucket, REC_MAX_BUCKET - 1);
+    memcpy(out, bucket, n);
+    memcpy(out + n, BLK_SUFFIX, 2);
+}
+
+/* Delete the blocks of one version (best effort: leftovers are only space). */
+static void drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                        uint64_t stripes, uint32_t dead)
+{
+    char bb[REC_MAX_BUCKET + 2];
+    blk_bucket(bb, bucket);
+    for (uint64_t st = 0; st < stripes; st++)
+        for (int i = 0; i < s->n; i++) {
+            if (dead & (1u << i)) continue;
+            drive_id_t id = {bb, key, upload, (uint32_t)(st << SHARD_BITS) | (uint32_t)i};
+            (void)s->st[i].ops->del(s->st[i].ctx, &id);
+        }
+}
+
+/* ---- writer ---- */
+
+struct obj_writer {
+    obj_set_t *s;
+    char bucket[REC_MAX_BUCKET + 2], bbucket[REC_MAX_BUCKET + 2];
+    char *key;
+    char upload[33];
+    ers_encoder_t *enc;
+    EVP_MD_CTX *md5;
+    uint8_t *blk;  /* block + crc, the record payload */
+    uint32_t dead; /* stores that failed a write: skipped from then on */
+    int err;
+    uint64_t stripes;
+};
+
+static int new_upload_id(char out[33])
+{
+    uint8_t r[16];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return ERR_IO;
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    return 0;
+}
+
+static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
+                      uint32_t len, uint32_t crc)
+{
+    obj_writer_t *w = arg;
+    obj_set_t *s = w->s;
+    if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
+    if (w->dead & (1u << shard)) return 0;
+    memcpy(w->blk, block, len);
+    for (int i = 0; i < 4; i++)
+        w->blk[len + (unsigned)i] = (uint8_t)(crc >> (8 * i));
+    drive_id_t id = {w->bbucket, w->key, w->upload, (uint32_t)(stripe << SHARD_BITS) | shard};
+    int rc = s->st[shard].ops->put(s->st[shard].ctx, &id, w->blk, len + 4, NULL, 0);
+    if (rc) {
+        /* Up to m stores may fail; the object is still whole on the rest. */
+        log_warn("event=shard_write_failed shard=%u key=%s err=%s", shard, w->key, err_name(rc));
+        w->dead |= 1u << shard;
+        if (__builtin_popcount(w->dead) > s->m) return ERR_UNRECOVERABLE;
+    }
+    return 0;
+}
+
+obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err)
+{
+    if (!bucket[0] || strlen(bucket) > REC_MAX_BUCKET - 1 || strlen(key) > REC_MAX_KEY) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    obj_writer_t *w = xcalloc(1, sizeof(*w));
+    w->s = s;
+    snprintf(w->bucket, sizeof(w->bucket), "%s", bucket);
+    blk_bucket(w->bbucket, bucket);
+    w->key = xstrdup(key);
+    if ((*err = new_upload_id(w->upload)) != 0) goto fail;
+    w->enc = ers_encoder_new(s->k, s->m, s->block, block_sink, w, err);
+    if (!w->enc) goto fail;
+    w->blk = xmalloc((size_t)s->block + 4);
+    w->md5 = EVP_MD_CTX_new();
+    if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
+        *err = ERR_NOMEM;
+        goto fail;
+    }
+    return w;
+fail:
+    obj_put_abort(w);
+    return NULL;
+}
+
+int obj_put_write(obj_writer_t *w, const void *data, size_t len)
+{
+    if (w->err) return w->err;
+    EVP_DigestUpdate(w->md5, data, len);
+    return w->err = ers_encoder_write(w->enc, data, len);
+}
+
+static void writer_free(obj_writer_t *w)
+{
+    ers_encoder_free(w->enc);
+    EVP_MD_CTX_free(w->md5);
+    free(w->blk);
+    free(w->key);
+    free(w);
+}
+
+void obj_put_abort(obj_writer_t *w)
+{
+    if (!w) return;
+    /* The encoder may have stored the first block of the next stripe too. */
+    drop_blocks(w->s, w->bucket, w->key, w->upload, w->stripes + 1, w->dead);
+    writer_free(w);
+}
+
+int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta, size_t umeta_len,
+                   obj_info_t *out)
+{
+    obj_set_t *s = w->s;
+    obj_info_t info, old;
+    uint8_t meta[HEAD_MAX], digest[EVP_MAX_MD_SIZE];
+    unsigned int dl = 0;
+    int rc = w->err, heads = 0, first_err = 0;
+
+    memset(&info, 0, sizeof(info));
+    if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
+    if (!rc && umeta_len > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
+    if (rc) {
+        obj_put_abort(w);
+        return rc;
+    }
+    EVP_DigestFinal_ex(w->md5, digest, &dl);
+    for (unsigned i = 0; i < dl; i++)
+        snprintf(info.etag + 2 * i, 3, "%02x", digest[i]);
+    info.size = info.layout.size;
+    info.mtime_ns = wall_ns();
+    memcpy(info.upload_id, w->upload, sizeof(info.upload_id));
+    snprintf(info.content_type, sizeof(info.content_type), "%s",
+             content_type ? content_type : "binary/octet-stream");
+    if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
+    info.umeta_len = umeta_len;
+    size_t ml = obj_meta_encode(&info, meta, sizeof(meta));
+    int had_old = newest_head(s, w->bucket, w->key, &old) == 0 && !old.deleted;
+
+    /* The commit point: heads on every store that took the blocks. */
+    for (int i = 0; i < s->n; i++) {
+        if (w->dead & (1u << i)) continue;
+        drive_id_t id = {w->bucket, w->key, "", (uint32_t)i};
+        int hrc = s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml);
+        if (hrc == 0)
+            heads++;
+        else if (!first_err)
+            first_err = hrc;
+    }
+    if (heads < s->k) {
+        /* Not enough heads to be found reliably: undo, the PUT failed. */
+        log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
+        obj_put_abort(w);
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    if (had_old && strcmp(old.upload_id, info.upload_id) != 0)
+        drop_blocks(s, w->bucket, w->key, old.upload_id, ers_stripe_count(&old.layout), 0);
+    if (out) *out = info;
+    writer_free(w);
+    return 0;
+}
+
+/* ---- reader ---- */
+
+struct obj_reader {
+    obj_set_t *s;
+    char bbucket[REC_MAX_BUCKET + 2];
+    char *key;
+    obj_info_t info;
+    ers_decoder_t *dec;
+    uint8_t *blk;
+};
+
+static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                        uint32_t *crc)
+{
+    obj_reader_t *r = arg;
+    obj_set_t *s = r->s;
+    drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
+                     (uint32_t)(stripe << SHARD_BITS) | shard};
+    int rc = s->st[shard].ops->read(s->st[shard].ctx, &id, 0, r->blk, (size_t)len + 4);
+    if (rc) return rc;
+    memcpy(buf, r->blk, len);
+    *crc = (uint32_t)r->blk[len] | (uint32_t)r->blk[len + 1] << 8 |
+           (uint32_t)r->blk[len + 2] << 16 | (uint32_t)r->blk[len + 3] << 24;
+    return 0;
+}
+
+obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                       int *err)
+{
+    obj_reader_t *r = xcalloc(1, sizeof(*r));
+    r->s = s;
+    if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
+        free(r);
+        return NULL;
+    }
+    if (r->info.layout.k != s->k || r->info.layout.m != s->m) {
+        *err = ERR_CORRUPT;
+        free(r);
+        return NULL;
+    }
+    blk_bucket(r->bbucket, bucket);
+    r->key = xstrdup(key);
+    r->dec = ers_decoder_new(&r->info.layout, err);
+    if (!r->dec) {
+        obj_close(r);
+        return NULL;
+    }
+    r->blk = xmalloc((size_t)r->info.layout.block_size + 4);
+    if (info) *info = r->info;
+    return r;
+}
+
+int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
+{
+    return ers_decoder_read(r->dec, off, len, buf, block_source, r);
+}
+
+uint32_t obj_read_missing(const obj_reader_t *r)
+{
+    return ers_decoder_missing(r->dec);
+}
+
+void obj_close(obj_reader_t *r)
+{
+    if (!r) return;
+    ers_decoder_free(r->dec);
+    free(r->blk);
+    free(r->key);
+    free(r);
+}
+
+int obj_delete(obj_set_t *s, const char *bucket, const char *key)
+{
+    obj_info_t old, marker;
+    uint8_t meta[256];
+    int rc = obj_stat(s, bucket, key, &old), written = 0;
+    if (rc) return rc;
+    memset(&marker, 0, sizeof(marker));
+    marker.deleted = 1;
+    marker.mtime_ns = wall_ns();
+    if (marker.mtime_ns <= old.mtime_ns) marker.mtime_ns = old.mtime_ns + 1;
+    if ((rc = new_upload_id(marker.upload_id)) != 0) return rc;
+    size_t ml = obj_meta_encode(&marker, meta, sizeof(meta));
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        if (s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml) == 0) written++;
+    }
+    if (written < s->k) return ERR_UNRECOVERABLE;
+    drop_blocks(s, bucket, key, old.upload_id, ers_stripe_count(&old.layout), 0);
+    return 0;
+}
+
+typedef struct {
+    obj_set_t *s;
+    const char *bucket;
+    obj_list_fn fn;
+    void *arg;
+    uint32_t shard; /* the store being listed holds heads with this shard index */
+} list_t;
+
+static int list_head(void *arg, const drive_id_t *id, const drive_stat_t *st)
+{
+    list_t *l = arg;
+    obj_info_t info;
+    (void)st;
+    /* Each store holds one head per key; the listed store's own stands for all. */
+    if (id->version[0] || id->shard != l->shard) return 0;
+    if (obj_stat(l->s, l->bucket, id->key, &info) != 0) return 0; /* deleted */
+    return l->fn(l->arg, id->key, &info);
+}
+
+int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+             obj_list_fn fn, void *arg)
+{
+    list_t l = {s, bucket, fn, arg, 0};
+    /* The first store that answers lists; heads are on every store. */
+    for (int i = 0; i < s->n; i++) {
+        l.shard = (uint32_t)i;
+        int rc = s->st[i].ops->list(s->st[i].ctx, bucket, prefix, after, list_head, &l);
+        if (rc != ERR_IO) return rc;
+    }
+    return ERR_IO;
+}

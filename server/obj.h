@@ -1,0 +1,97 @@
+/*
+ * obj: objects on one erasure set (k+m shard stores), the layer under the
+ * S3 gateway.
+ *
+ * Layout on each store of the set:
+ *   - blocks: for every stripe s and shard i, the block bytes followed by
+ *     their crc32c (one ers shard-stream piece) as a record with identity
+ *     {bucket "\x01", key, upload id, (s << 5) | i}. The "\x01" suffix keeps
+ *     blocks out of listings (S3 bucket names cannot contain it).
+ *   - the head: {bucket, key, "", i}, no payload, the object's metadata in
+ *     the record's blob (layout, upload id, size, ETag, content type, user
+ *     metadata, mtime). Every shard carries it, so any k stores answer.
+ *
+ * A PUT streams through the erasure encoder; each block is stored as it is
+ * produced (memory per upload: the encoder's (k+m) x B plus one block), and
+ * the heads are written last: writing them is the commit point, so a reader
+ * never sees a partial object. A new PUT of the same key writes under a new
+ * upload id, so readers of the old version are not mixed with the new one;
+ * the old blocks are deleted after the commit. A delete writes a delete
+ * marker head, so a store that missed the delete cannot bring the object
+ * back: the newest head (by mtime) wins.
+ *
+ * Threads: an obj_set_t is shared; writers and readers belong to one thread
+ * at a time. Every call blocks on drive I/O: call from worker threads.
+ */
+#ifndef WL_OBJ_H
+#define WL_OBJ_H
+
+#include "erasure/ers.h"
+#include "server/shard.h"
+
+#define OBJ_MAX_SHARDS ERS_MAX_SHARDS
+
+typedef struct obj_set obj_set_t;
+
+typedef struct {
+    uint64_t size;
+    uint64_t mtime_ns; /* wall clock, nanoseconds since the epoch */
+    char etag[80];     /* hex MD5 of the content (quotes not included) */
+    char content_type[256];
+    char upload_id[33];
+    ers_layout_t layout;
+    char umeta[2048]; /* user metadata: "name\0value\0" pairs */
+    size_t umeta_len;
+    int deleted; /* a delete marker */
+} obj_info_t;
+
+/* stores: n = k+m shard stores (copied). block: the erasure block size. */
+obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err);
+void obj_set_free(obj_set_t *s);
+
+typedef struct obj_writer obj_writer_t;
+
+obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err);
+int obj_put_write(obj_writer_t *w, const void *data, size_t len)
+    __attribute__((warn_unused_result));
+/*
+ * Commit: finish the last stripe, write the heads, delete the version it
+ * replaces. content_type and umeta (pairs as in obj_info_t) may be NULL.
+ * Frees w whatever the outcome. 0, ERR_UNRECOVERABLE (more than m stores
+ * failed), or the first store error when fewer than k heads could be written.
+ */
+int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta, size_t umeta_len,
+                   obj_info_t *out) __attribute__((warn_unused_result));
+/* Give up: delete the blocks written so far and free w. */
+void obj_put_abort(obj_writer_t *w);
+
+/* Newest head of an object. ERR_NOT_FOUND when absent or deleted. */
+int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+    __attribute__((warn_unused_result));
+
+typedef struct obj_reader obj_reader_t;
+
+obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                       int *err);
+/* Read [off, off+len): healthy blocks straight, up to m lost ones rebuilt. */
+int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
+    __attribute__((warn_unused_result));
+/* Shards that failed in the last failing read (bitmask). */
+uint32_t obj_read_missing(const obj_reader_t *r);
+void obj_close(obj_reader_t *r);
+
+/* Write delete markers and drop the blocks. ERR_NOT_FOUND when absent. */
+int obj_delete(obj_set_t *s, const char *bucket, const char *key)
+    __attribute__((warn_unused_result));
+
+/* Objects of a bucket in key order (delete markers skipped). fn non-zero stops. */
+typedef int (*obj_list_fn)(void *arg, const char *key, const obj_info_t *info);
+int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+             obj_list_fn fn, void *arg);
+
+/* Encode/decode the head metadata blob (exposed for the fuzzer). */
+size_t obj_meta_encode(const obj_info_t *info, uint8_t *buf, size_t cap);
+int obj_meta_decode(const uint8_t *buf, size_t len, obj_info_t *info)
+    __attribute__((warn_unused_result));
+
+#endif

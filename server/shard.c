@@ -1,0 +1,35 @@
+#include "server/shard.h"
+
+static int l_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                 size_t meta_len)
+{
+    return drive_put(ctx, id, data, len, meta, meta_len);
+}
+
+static int l_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    return drive_read(ctx, id, off, buf, len);
+}
+
+static int l_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
+{
+    return drive_stat(ctx, id, st, meta, cap);
+}
+
+static int l_del(void *ctx, const drive_id_t *id)
+{
+    return drive_delete(ctx, id);
+}
+
+static int l_list(void *ctx, const char *bucket, const char *prefix, const char *after,
+                  drive_list_fn fn, void *arg)
+{
+    return drive_list(ctx, bucket, prefix, after, fn, arg);
+}
+
+static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list};
+
+shard_store_t shard_store_local(drive_t *d)
+{
+    return (shard_store_t){&local_ops, d};
+}

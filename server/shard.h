@@ -1,0 +1,29 @@
+/*
+ * shard: the shard-store interface, the only way the gateway reaches a
+ * drive. A local drive and (later) a drive on another node behind proto/
+ * implement the same calls, so nothing above changes when a drive moves.
+ */
+#ifndef WL_SHARD_H
+#define WL_SHARD_H
+
+#include "storage/drive.h"
+
+typedef struct {
+    int (*put)(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+               size_t meta_len);
+    int (*read)(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len);
+    int (*stat)(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap);
+    int (*del)(void *ctx, const drive_id_t *id);
+    int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
+                drive_list_fn fn, void *arg);
+} shard_ops_t;
+
+typedef struct {
+    const shard_ops_t *ops;
+    void *ctx;
+} shard_store_t;
+
+/* A store backed by a local drive (borrowed; the caller closes it). */
+shard_store_t shard_store_local(drive_t *d);
+
+#endif

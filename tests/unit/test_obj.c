@@ -1,0 +1,365 @@
+/*
+ * The object layer over six real drives (4+2): round trips verified by
+ * content, overwrites, degraded reads with up to m failing or corrupting
+ * stores, m+1 failures refused, writes with failing stores, delete markers
+ * that win over a store that missed the delete, listings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "server/obj.h"
+
+#define _XOPEN_SOURCE_EXTRA
+#include <ftw.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 6
+#define K 4
+#define M 2
+#define B (64u * 1024)
+
+/* A shard store in front of a real drive that can fail or rot on demand. */
+typedef struct {
+    drive_t *d;
+    int fail_read, fail_write, corrupt_read;
+} faulty_t;
+
+static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                 size_t ml)
+{
+    faulty_t *f = ctx;
+    return f->fail_write ? ERR_IO : drive_put(f->d, id, data, len, meta, ml);
+}
+static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    faulty_t *f = ctx;
+    if (f->fail_read) return ERR_IO;
+    int rc = drive_read(f->d, id, off, buf, len);
+    if (rc == 0 && f->corrupt_read && len > 0)
+        ((uint8_t *)buf)[len / 2] ^= 0x01; /* bitrot below the drive's own checks */
+    return rc;
+}
+static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
+{
+    faulty_t *f = ctx;
+    return f->fail_read ? ERR_IO : drive_stat(f->d, id, st, meta, cap);
+}
+static int f_del(void *ctx, const drive_id_t *id)
+{
+    faulty_t *f = ctx;
+    return f->fail_write ? ERR_IO : drive_delete(f->d, id);
+}
+static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
+                  void *arg)
+{
+    faulty_t *f = ctx;
+    return f->fail_read ? ERR_IO : drive_list(f->d, b, p, a, fn, arg);
+}
+static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list};
+
+typedef struct {
+    char *dir;
+    faulty_t f[N];
+    obj_set_t *set;
+} env_t;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    env_t *e = calloc(1, sizeof(*e));
+    e->dir = strdup("/tmp/wl-obj-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    shard_store_t st[N];
+    for (int i = 0; i < N; i++) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/d%d", e->dir, i);
+        drive_cfg_t c = {0};
+        c.path = p;
+        c.iu = 4096;
+        c.segment_size = 8u << 20;
+        c.capacity = 256u << 20;
+        assert_int_equal(drive_open(&c, &e->f[i].d), 0);
+        st[i] = (shard_store_t){&faulty_ops, &e->f[i]};
+    }
+    int err;
+    e->set = obj_set_new(st, K, M, B, &err);
+    assert_non_null(e->set);
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    env_t *e = *state;
+    obj_set_free(e->set);
+    for (int i = 0; i < N; i++)
+        drive_close(e->f[i].d);
+    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(e->dir);
+    free(e);
+    return 0;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
+static void put(env_t *e, const char *key, const uint8_t *data, size_t n, obj_info_t *info)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    /* Uneven pieces, as a socket delivers them. */
+    for (size_t pos = 0; pos < n;) {
+        size_t step = 1 + (pos * 7919) % 100000;
+        if (step > n - pos) step = n - pos;
+        assert_int_equal(obj_put_write(w, data + pos, step), 0);
+        pos += step;
+    }
+    assert_int_equal(obj_put_commit(w, "application/x-test", "color\0blue\0", 11, info), 0);
+}
+
+static void expect(env_t *e, const char *key, const uint8_t *data, size_t n)
+{
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open(e->set, "bkt", key, &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, n);
+    uint8_t *got = malloc(n + 1);
+    assert_int_equal(obj_read(r, 0, got, n), 0);
+    assert_memory_equal(got, data, n);
+    if (n > 10) {
+        uint64_t a = n / 3, len = n / 2;
+        memset(got, 0, n);
+        assert_int_equal(obj_read(r, a, got, len), 0);
+        assert_memory_equal(got, data + a, len);
+    }
+    obj_close(r);
+    free(got);
+}
+
+static void md5hex(const uint8_t *p, size_t n, char out[33])
+{
+    uint8_t d[16];
+    unsigned int dl;
+    EVP_Digest(p, n, d, &dl, EVP_md5(), NULL);
+    for (int i = 0; i < 16; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void test_round_trip(void **state)
+{
+    env_t *e = *state;
+    size_t sizes[] = {0, 1, 4095, K * B, K * B + 1, 5u * 1024 * 1024 + 7};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        uint8_t *data = malloc(n + 1);
+        char key[32], md5[33];
+        obj_info_t info;
+        fill(data, n, (uint32_t)i);
+        snprintf(key, sizeof(key), "obj/%zu", i);
+        put(e, key, data, n, &info);
+        md5hex(data, n, md5);
+        assert_string_equal(info.etag, md5);
+        expect(e, key, data, n);
+        obj_info_t st;
+        assert_int_equal(obj_stat(e->set, "bkt", key, &st), 0);
+        assert_string_equal(st.etag, md5);
+        assert_string_equal(st.content_type, "application/x-test");
+        assert_int_equal(st.umeta_len, 11);
+        assert_memory_equal(st.umeta, "color\0blue\0", 11);
+        free(data);
+    }
+}
+
+static int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st)
+{
+    (void)id;
+    (void)st;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_overwrite_drops_old_blocks(void **state)
+{
+    env_t *e = *state;
+    size_t n = 3u * K * B + 100;
+    uint8_t *a = malloc(n), *b = malloc(n);
+    fill(a, n, 11);
+    fill(b, n, 12);
+    put(e, "ow", a, n, NULL);
+    put(e, "ow", b, n, NULL);
+    expect(e, "ow", b, n);
+    /* Only the new version's blocks remain: 4 stripes on drive 0. */
+    int blocks = 0;
+    assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "ow", NULL, count_cb, &blocks), 0);
+    assert_int_equal(blocks, 4);
+    free(a);
+    free(b);
+}
+
+static void test_degraded_reads(void **state)
+{
+    env_t *e = *state;
+    size_t n = 2u * 1024 * 1024 + 333;
+    uint8_t *data = malloc(n);
+    fill(data, n, 21);
+    put(e, "deg", data, n, NULL);
+    /* Every pattern of up to m failing stores, some failing, some rotting. */
+    for (uint32_t mask = 0; mask < (1u << N); mask++) {
+        int nb = __builtin_popcount(mask);
+        if (nb > M) continue;
+        int j = 0;
+        for (int i = 0; i < N; i++) {
+            e->f[i].fail_read = (mask >> i & 1) && (j % 2 == 0);
+            e->f[i].corrupt_read = (mask >> i & 1) && (j++ % 2 == 1);
+        }
+        expect(e, "deg", data, n);
+    }
+    /* m+1 failing stores: a clear error naming them, never wrong bytes. */
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_read = e->f[i].corrupt_read = 0;
+    e->f[0].fail_read = e->f[1].corrupt_read = e->f[2].fail_read = 1;
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open(e->set, "bkt", "deg", &info, &err);
+    assert_non_null(r);
+    uint8_t *got = malloc(n);
+    assert_int_equal(obj_read(r, 0, got, n), ERR_UNRECOVERABLE);
+    assert_int_equal(obj_read_missing(r) & 0x7, 0x7);
+    obj_close(r);
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_read = e->f[i].corrupt_read = 0;
+    free(got);
+    free(data);
+}
+
+static void test_writes_with_failing_stores(void **state)
+{
+    env_t *e = *state;
+    size_t n = 1u * 1024 * 1024 + 5;
+    uint8_t *a = malloc(n), *b = malloc(n);
+    fill(a, n, 31);
+    fill(b, n, 32);
+    /* m stores down: the PUT succeeds and reads back. */
+    e->f[1].fail_write = e->f[4].fail_write = 1;
+    put(e, "fw", a, n, NULL);
+    e->f[1].fail_write = e->f[4].fail_write = 0;
+    expect(e, "fw", a, n);
+    /* m+1 stores down: the PUT fails and the previous version stays whole. */
+    e->f[0].fail_write = e->f[2].fail_write = e->f[3].fail_write = 1;
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", "fw", &err);
+    int rc = obj_put_write(w, b, n);
+    if (rc == 0)
+        rc = obj_put_commit(w, NULL, NULL, 0, NULL);
+    else
+        obj_put_abort(w);
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_write = 0;
+    expect(e, "fw", a, n);
+    free(a);
+    free(b);
+}
+
+static int list_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    char *out = arg;
+    (void)info;
+    strcat(out, key);
+    strcat(out, ",");
+    return 0;
+}
+
+static void test_delete_and_list(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[100];
+    fill(data, sizeof(data), 41);
+    const char *keys[] = {"l/c", "l/a", "l/b", "m/x"};
+    for (int i = 0; i < 4; i++)
+        put(e, keys[i], data, sizeof(data), NULL);
+    char out[256] = "";
+    assert_int_equal(obj_list(e->set, "bkt", "l/", NULL, list_cb, out), 0);
+    assert_string_equal(out, "l/a,l/b,l/c,");
+    /* One store misses the delete: the marker on the others still wins. */
+    e->f[0].fail_write = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "l/b"), 0);
+    e->f[0].fail_write = 0;
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->set, "bkt", "l/b", &info), ERR_NOT_FOUND);
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "l/", NULL, list_cb, out), 0);
+    assert_string_equal(out, "l/a,l/c,");
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "l/", "l/a", list_cb, out), 0);
+    assert_string_equal(out, "l/c,");
+    assert_int_equal(obj_delete(e->set, "bkt", "l/b"), ERR_NOT_FOUND);
+    /* An aborted upload leaves nothing visible. */
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", "aborted", &err);
+    assert_int_equal(obj_put_write(w, data, sizeof(data)), 0);
+    obj_put_abort(w);
+    assert_int_equal(obj_stat(e->set, "bkt", "aborted", &info), ERR_NOT_FOUND);
+}
+
+static void test_meta_codec(void **state)
+{
+    (void)state;
+    obj_info_t a = {0}, b;
+    uint8_t buf[8192];
+    a.size = 5;
+    a.mtime_ns = 123456789;
+    a.layout = (ers_layout_t){4, 2, 64, 5};
+    strcpy(a.etag, "abc");
+    strcpy(a.content_type, "text/plain");
+    strcpy(a.upload_id, "00ff");
+    memcpy(a.umeta, "k\0v\0", 4);
+    a.umeta_len = 4;
+    size_t n = obj_meta_encode(&a, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_int_equal(obj_meta_decode(buf, n, &b), 0);
+    assert_int_equal(b.size, 5);
+    assert_int_equal(b.mtime_ns, 123456789);
+    assert_string_equal(b.etag, "abc");
+    assert_string_equal(b.content_type, "text/plain");
+    for (size_t cut = 0; cut < n; cut++)
+        assert_int_equal(obj_meta_decode(buf, cut, &b), ERR_CORRUPT);
+}
+
+int main(void)
+{
+    log_level = LOG_LVL_ERROR;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_meta_codec),
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
