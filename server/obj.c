@@ -216,6 +216,7 @@ struct obj_writer {
     uint32_t dead; /* stores that failed a write: skipped from then on */
     int err;
     uint64_t stripes;
+    char etag[33]; /* set once the MD5 is final; no writes after that */
 };
 
 static int new_upload_id(char out[33])
@@ -277,8 +278,21 @@ fail:
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
 {
     if (w->err) return w->err;
+    if (w->etag[0]) return ERR_CLOSED;
     EVP_DigestUpdate(w->md5, data, len);
     return w->err = ers_encoder_write(w->enc, data, len);
+}
+
+const char *obj_put_etag(obj_writer_t *w)
+{
+    if (!w->etag[0]) {
+        uint8_t digest[EVP_MAX_MD_SIZE];
+        unsigned int dl = 0;
+        EVP_DigestFinal_ex(w->md5, digest, &dl);
+        for (unsigned i = 0; i < dl && i < 16; i++)
+            snprintf(w->etag + 2 * i, 3, "%02x", digest[i]);
+    }
+    return w->etag;
 }
 
 static void writer_free(obj_writer_t *w)
@@ -303,8 +317,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
 {
     obj_set_t *s = w->s;
     obj_info_t info, old;
-    uint8_t meta[HEAD_MAX], digest[EVP_MAX_MD_SIZE];
-    unsigned int dl = 0;
+    uint8_t meta[HEAD_MAX];
     int rc = w->err, heads = 0, first_err = 0;
 
     memset(&info, 0, sizeof(info));
@@ -314,9 +327,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         obj_put_abort(w);
         return rc;
     }
-    EVP_DigestFinal_ex(w->md5, digest, &dl);
-    for (unsigned i = 0; i < dl; i++)
-        snprintf(info.etag + 2 * i, 3, "%02x", digest[i]);
+    snprintf(info.etag, sizeof(info.etag), "%s", obj_put_etag(w));
     info.size = info.layout.size;
     info.mtime_ns = wall_ns();
     memcpy(info.upload_id, w->upload, sizeof(info.upload_id));

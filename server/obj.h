@@ -62,6 +62,8 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
  */
 int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta, size_t umeta_len,
                    obj_info_t *out) __attribute__((warn_unused_result));
+/* Hex MD5 of everything written so far; ends the writes (for Content-MD5 checks). */
+const char *obj_put_etag(obj_writer_t *w);
 /* Give up: delete the blocks written so far and free w. */
 void obj_put_abort(obj_writer_t *w);
 

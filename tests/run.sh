@@ -63,7 +63,9 @@ step "fuzz build" env CC=clang bash -c 'cmake -S . -B build-fuzz -DFUZZ=ON -DBUI
 step "fuzz run" fuzz_all
 
 if compgen -G "tests/integration/test_*.py" >/dev/null; then
-  step "integration (pytest)" /usr/bin/python3 -m pytest -q tests/integration
+  step "integration (pytest)" env WL_BUILD="$ROOT/build" /usr/bin/python3 -m pytest -q tests/integration
+  step "integration under ASan+UBSan (pytest)" \
+    env WL_BUILD="$ROOT/build-asan" /usr/bin/python3 -m pytest -q tests/integration
 fi
 
 echo

@@ -18,6 +18,11 @@
 #include <string.h>
 #include <strings.h>
 
+#define HTTP_LINES 256
+
+static char *lines[HTTP_LINES];
+static int nlines;
+
 static char *line(void)
 {
     char buf[16384];
@@ -26,7 +31,8 @@ static char *line(void)
         exit(2);
     }
     buf[strcspn(buf, "\r\n")] = 0;
-    return strdup(buf);
+    if (nlines == HTTP_LINES) exit(2);
+    return lines[nlines++] = strdup(buf);
 }
 
 static int sink(void *arg, const uint8_t *p, size_t n)
@@ -35,8 +41,16 @@ static int sink(void *arg, const uint8_t *p, size_t n)
     return 0;
 }
 
+static void release(void)
+{
+    for (int i = 0; i < nlines; i++)
+        free(lines[i]);
+}
+
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    atexit(release);
     char *secret = line(), *method = line(), *path = line(), *query = line(), *payload = line();
     int n = atoi(line());
     sigv4_header_t *h = calloc((size_t)n + 1, sizeof(*h));
@@ -114,5 +128,6 @@ int main(int argc, char **argv)
     }
     s3_chunked_free(c);
     EVP_MD_CTX_free(md);
+    free(h);
     return 0;
 }

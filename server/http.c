@@ -1,0 +1,859 @@
+#include "server/http.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <llhttp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <uv.h>
+
+#define READ_BUF  65536
+#define LOW_WATER (HTTP_HIGH_WATER / 4)
+
+typedef struct out_chunk {
+    struct out_chunk *next;
+    size_t len;
+    uv_write_t wr;
+    struct http_req *req;
+    char data[];
+} out_chunk_t;
+
+typedef struct conn conn_t;
+
+struct http_req {
+    conn_t *c;
+    http_server_t *s;
+    struct http_req_info info;
+    http_header_t headers[HTTP_MAX_HEADERS];
+    char *hcopy;
+    pthread_cond_t cv;
+    /* Shared with the loop, under s->mu. */
+    uint8_t *in;
+    size_t in_off, in_len, in_cap;
+    int body_complete, body_error, client_gone;
+    int expect_continue, want_continue;
+    out_chunk_t *out_head, *out_tail; /* queued, not yet handed to uv_write */
+    size_t out_pending;               /* queued + in flight */
+    int nwrites;                      /* uv_writes not yet called back */
+    int handler_done, responded, chunked, keep_alive, close_after;
+    int in_events;
+    struct http_req *ev_next, *job_next;
+};
+
+struct conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    http_server_t *s;
+    llhttp_t parser;
+    char *hbuf; /* URL and header names/values, NUL-separated */
+    size_t hlen, hcap;
+    size_t url_off, name_off[HTTP_MAX_HEADERS], value_off[HTTP_MAX_HEADERS];
+    int nheaders, last_was_value, too_many;
+    struct http_req *req; /* being received or handled */
+    char *pend;           /* bytes read but not parsed (parser paused) */
+    size_t pend_off, pend_len;
+    int reading, closing, refs, paused, continue_sent;
+    uint64_t last_activity, msg_begin;
+    char peer[64];
+    struct conn *next, *prev;
+};
+
+struct http_server {
+    http_cfg_t cfg;
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t async;
+    pthread_t *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t job_cv;
+    struct http_req *jobs_head, *jobs_tail, *events;
+    int stopping, stop_requested, nconns, port, workers_exit;
+    conn_t *conns;
+};
+
+static llhttp_settings_t settings;
+
+static uint64_t now_ms(http_server_t *s)
+{
+    return uv_now(&s->loop);
+}
+
+/* ---- worker side ---- */
+
+/* Under s->mu: make the loop look at this request. */
+static void post(http_req_t *r)
+{
+    if (!r->in_events) {
+        r->in_events = 1;
+        r->ev_next = r->s->events;
+        r->s->events = r;
+    }
+    uv_async_send(&r->s->async);
+}
+
+long http_body_read(http_req_t *r, void *buf, size_t cap)
+{
+    http_server_t *s = r->s;
+    long n;
+    pthread_mutex_lock(&s->mu);
+    if (r->expect_continue && !r->want_continue) {
+        r->want_continue = 1;
+        post(r);
+    }
+    while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
+        pthread_cond_wait(&r->cv, &s->mu);
+    if (r->in_off < r->in_len) {
+        n = (long)(r->in_len - r->in_off < cap ? r->in_len - r->in_off : cap);
+        memcpy(buf, r->in + r->in_off, (size_t)n);
+        r->in_off += (size_t)n;
+        if (r->in_off == r->in_len) r->in_off = r->in_len = 0;
+        if (r->in_len - r->in_off < LOW_WATER) post(r); /* the loop may resume reading */
+    } else if (r->body_error) {
+        n = ERR_INVAL;
+    } else if (r->client_gone) {
+        n = ERR_CLOSED;
+    } else {
+        n = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static int queue_out(http_req_t *r, const void *data, size_t len)
+{
+    http_server_t *s = r->s;
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
+        pthread_cond_wait(&r->cv, &s->mu);
+    if (r->client_gone) {
+        rc = ERR_CLOSED;
+    } else if (len) {
+        out_chunk_t *o = xmalloc(sizeof(*o) + len);
+        o->next = NULL;
+        o->len = len;
+        o->req = r;
+        memcpy(o->data, data, len);
+        if (r->out_tail)
+            r->out_tail->next = o;
+        else
+            r->out_head = o;
+        r->out_tail = o;
+        r->out_pending += len;
+        post(r);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Payload Too Large";
+    case 416:
+        return "Range Not Satisfiable";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Status";
+    }
+}
+
+int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
+{
+    char head[8192], date[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    pthread_mutex_lock(&r->s->mu);
+    r->responded = 1;
+    r->chunked = content_length < 0;
+    /* A body we did not read to the end cannot be skipped safely: close after. */
+    if (!r->body_complete) r->close_after = 1;
+    int keep = r->keep_alive && !r->close_after && !r->s->stopping;
+    pthread_mutex_unlock(&r->s->mu);
+    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s",
+                     status, reason(status), date, headers ? headers : "");
+    if (n < 0 || (size_t)n >= sizeof(head) - 128) return ERR_TOO_LARGE;
+    if (content_length >= 0)
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %lld\r\n",
+                      (long long)content_length);
+    else
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
+    n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: %s\r\n\r\n",
+                  keep ? "keep-alive" : "close");
+    if (!keep) {
+        pthread_mutex_lock(&r->s->mu);
+        r->close_after = 1;
+        pthread_mutex_unlock(&r->s->mu);
+    }
+    return queue_out(r, head, (size_t)n);
+}
+
+int http_write(http_req_t *r, const void *data, size_t len)
+{
+    if (!r->chunked || len == 0) return len ? queue_out(r, data, len) : 0;
+    char hdr[32];
+    int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+    int rc = queue_out(r, hdr, (size_t)n);
+    if (!rc) rc = queue_out(r, data, len);
+    if (!rc) rc = queue_out(r, "\r\n", 2);
+    return rc;
+}
+
+int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
+{
+    int rc = http_respond(r, status, headers, (int64_t)len);
+    if (!rc && len) rc = queue_out(r, body, len);
+    return rc;
+}
+
+void http_abort(http_req_t *r)
+{
+    pthread_mutex_lock(&r->s->mu);
+    r->close_after = 1;
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+int http_responded(const http_req_t *r)
+{
+    return r->responded;
+}
+
+static void *worker_main(void *arg)
+{
+    http_server_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->jobs_head && !s->workers_exit)
+            pthread_cond_wait(&s->job_cv, &s->mu);
+        if (!s->jobs_head) break;
+        http_req_t *r = s->jobs_head;
+        s->jobs_head = r->job_next;
+        if (!s->jobs_head) s->jobs_tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+        s->cfg.handler(s->cfg.arg, r, &r->info);
+        if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
+        if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
+        pthread_mutex_lock(&s->mu);
+        r->handler_done = 1;
+        post(r);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ---- loop side ---- */
+
+static void conn_close(conn_t *c);
+
+static void conn_unref(conn_t *c)
+{
+    if (--c->refs > 0) return;
+    http_server_t *s = c->s;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    s->nconns--;
+    free(c->hbuf);
+    free(c->pend);
+    free(c);
+    if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
+        uv_close((uv_handle_t *)&s->async, NULL);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    conn_unref(h->data);
+}
+
+static void req_free(http_req_t *r)
+{
+    pthread_cond_destroy(&r->cv);
+    free(r->in);
+    free(r->hcopy);
+    free(r);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    out_chunk_t *o = w->data;
+    http_req_t *r = o->req;
+    pthread_mutex_lock(&r->s->mu);
+    r->out_pending -= o->len;
+    r->nwrites--;
+    if (status < 0) r->client_gone = 1;
+    pthread_cond_broadcast(&r->cv);
+    post(r); /* completion may now be possible */
+    pthread_mutex_unlock(&r->s->mu);
+    free(o);
+}
+
+static void parse_more(conn_t *c);
+
+static void start_reading(conn_t *c);
+
+/* The request is answered: next one, or close. */
+static void req_finish(conn_t *c, http_req_t *r)
+{
+    int close_after = r->close_after || r->client_gone || c->s->stopping;
+    c->req = NULL;
+    req_free(r);
+    conn_unref(c);
+    if (c->closing) return;
+    if (close_after) {
+        conn_close(c);
+        return;
+    }
+    llhttp_resume(&c->parser);
+    c->paused = 0;
+    c->last_activity = now_ms(c->s);
+    parse_more(c);
+}
+
+static void handle_events(uv_async_t *a)
+{
+    http_server_t *s = a->data;
+    pthread_mutex_lock(&s->mu);
+    http_req_t *list = s->events;
+    s->events = NULL;
+    for (http_req_t *r = list; r; r = r->ev_next)
+        r->in_events = 0;
+    pthread_mutex_unlock(&s->mu);
+
+    for (http_req_t *r = list, *next; r; r = next) {
+        next = r->ev_next;
+        conn_t *c = r->c;
+        out_chunk_t *chunks;
+        pthread_mutex_lock(&s->mu);
+        chunks = r->out_head;
+        r->out_head = r->out_tail = NULL;
+        int want_continue = r->want_continue, room = r->in_len - r->in_off < LOW_WATER;
+        int done =
+            r->handler_done && !r->out_head && r->out_pending == 0 && !chunks && r->nwrites == 0;
+        int gone = r->client_gone;
+        pthread_mutex_unlock(&s->mu);
+
+        if (!c->closing && want_continue && !c->continue_sent && !r->body_complete) {
+            static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+            out_chunk_t *o = xmalloc(sizeof(*o));
+            uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
+            o->len = 0;
+            o->req = r;
+            o->wr.data = o;
+            c->continue_sent = 1;
+            pthread_mutex_lock(&s->mu);
+            r->nwrites++;
+            pthread_mutex_unlock(&s->mu);
+            if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
+                pthread_mutex_lock(&s->mu);
+                r->nwrites--;
+                pthread_mutex_unlock(&s->mu);
+                free(o);
+            }
+        }
+        for (out_chunk_t *o = chunks, *on; o; o = on) {
+            on = o->next;
+            if (c->closing || gone) {
+                pthread_mutex_lock(&s->mu);
+                r->out_pending -= o->len;
+                pthread_cond_broadcast(&r->cv);
+                pthread_mutex_unlock(&s->mu);
+                free(o);
+                continue;
+            }
+            uv_buf_t b = uv_buf_init(o->data, (unsigned)o->len);
+            o->wr.data = o;
+            pthread_mutex_lock(&s->mu);
+            r->nwrites++;
+            pthread_mutex_unlock(&s->mu);
+            if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
+                pthread_mutex_lock(&s->mu);
+                r->nwrites--;
+                r->out_pending -= o->len;
+                r->client_gone = 1;
+                pthread_cond_broadcast(&r->cv);
+                pthread_mutex_unlock(&s->mu);
+                free(o);
+            }
+        }
+        if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
+        if (done) req_finish(c, r);
+    }
+    if (s->stop_requested && !s->stopping) {
+        s->stopping = 1;
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        for (conn_t *c = s->conns; c; c = c->next)
+            if (!c->req && !c->closing) conn_close(c);
+    }
+    if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
+        uv_close((uv_handle_t *)&s->async, NULL);
+}
+
+/* ---- parsing ---- */
+
+static int hb_add(conn_t *c, const char *at, size_t len)
+{
+    if (c->hlen + len + 1 > c->s->cfg.max_header) return -1;
+    if (c->hlen + len + 1 > c->hcap) {
+        c->hcap = (c->hlen + len + 1) * 2;
+        if (c->hcap > c->s->cfg.max_header + 1) c->hcap = c->s->cfg.max_header + 1;
+        c->hbuf = xrealloc(c->hbuf, c->hcap);
+    }
+    memcpy(c->hbuf + c->hlen, at, len);
+    c->hlen += len;
+    c->hbuf[c->hlen] = 0;
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    conn_t *c = p->data;
+    c->hlen = 0;
+    c->nheaders = 0;
+    c->last_was_value = 0;
+    c->too_many = 0;
+    c->url_off = 0;
+    c->continue_sent = 0;
+    c->msg_begin = now_ms(c->s);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    return hb_add(p->data, at, len) ? HPE_USER : 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    return hb_add(p->data, "", 1) ? HPE_USER : 0; /* NUL after the URL */
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    conn_t *c = p->data;
+    if (c->last_was_value || c->nheaders == 0) {
+        if (c->nheaders == HTTP_MAX_HEADERS) {
+            c->too_many = 1;
+            return HPE_USER;
+        }
+        c->name_off[c->nheaders] = c->hlen;
+        c->value_off[c->nheaders] = 0;
+        c->nheaders++;
+        c->last_was_value = 0;
+    }
+    return hb_add(c, at, len) ? HPE_USER : 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    conn_t *c = p->data;
+    if (hb_add(c, "", 1)) return HPE_USER;
+    c->value_off[c->nheaders - 1] = c->hlen;
+    c->last_was_value = 1;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    return hb_add(p->data, at, len) ? HPE_USER : 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    return hb_add(p->data, "", 1) ? HPE_USER : 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    conn_t *c = p->data;
+    http_server_t *s = c->s;
+    http_req_t *r = xcalloc(1, sizeof(*r));
+    r->c = c;
+    r->s = s;
+    pthread_cond_init(&r->cv, NULL);
+    r->hcopy = xmalloc(c->hlen + 1);
+    memcpy(r->hcopy, c->hbuf, c->hlen + 1);
+    r->info.method = llhttp_method_name((llhttp_method_t)p->method);
+    r->info.target = r->hcopy + c->url_off;
+    r->info.peer = c->peer;
+    r->info.content_length = -1;
+    for (int i = 0; i < c->nheaders; i++) {
+        r->headers[i].name = r->hcopy + c->name_off[i];
+        r->headers[i].value = c->value_off[i] ? r->hcopy + c->value_off[i] : "";
+        if (strcasecmp(r->headers[i].name, "content-length") == 0)
+            r->info.content_length = strtoll(r->headers[i].value, NULL, 10);
+        if (strcasecmp(r->headers[i].name, "expect") == 0 &&
+            strcasecmp(r->headers[i].value, "100-continue") == 0)
+            r->expect_continue = 1;
+    }
+    r->info.headers = r->headers;
+    r->info.nheaders = c->nheaders;
+    r->keep_alive = llhttp_should_keep_alive(p);
+    c->req = r;
+    c->refs++;
+    pthread_mutex_lock(&s->mu);
+    if (s->jobs_tail)
+        s->jobs_tail->job_next = r;
+    else
+        s->jobs_head = r;
+    s->jobs_tail = r;
+    pthread_cond_signal(&s->job_cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    conn_t *c = p->data;
+    http_req_t *r = c->req;
+    pthread_mutex_lock(&c->s->mu);
+    if (r->in_len + len > r->in_cap) {
+        /* Compact first; grow only past what is already consumed. */
+        if (r->in_off) {
+            memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
+            r->in_len -= r->in_off;
+            r->in_off = 0;
+        }
+        if (r->in_len + len > r->in_cap) {
+            r->in_cap = r->in_len + len + READ_BUF;
+            r->in = xrealloc(r->in, r->in_cap);
+        }
+    }
+    memcpy(r->in + r->in_len, at, len);
+    r->in_len += len;
+    int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&c->s->mu);
+    if (full && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = 0;
+    }
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    conn_t *c = p->data;
+    http_req_t *r = c->req;
+    pthread_mutex_lock(&c->s->mu);
+    r->body_complete = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&c->s->mu);
+    /* One request at a time per connection: wait for its response. */
+    c->paused = 1;
+    return HPE_PAUSED;
+}
+
+static void respond_raw_and_close(conn_t *c, const char *resp)
+{
+    static uv_write_t dummy;
+    uv_buf_t b = uv_buf_init((char *)resp, (unsigned)strlen(resp));
+    (void)dummy;
+    uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    conn_close(c);
+}
+
+/* Feed the pending bytes to the parser until it pauses or runs dry. */
+static void parse_more(conn_t *c)
+{
+    while (!c->closing && !c->paused && c->pend_len > c->pend_off) {
+        const char *start = c->pend + c->pend_off;
+        size_t len = c->pend_len - c->pend_off;
+        llhttp_errno_t e = llhttp_execute(&c->parser, start, len);
+        if (e == HPE_OK) {
+            c->pend_off = c->pend_len;
+        } else if (e == HPE_PAUSED) {
+            const char *pos = llhttp_get_error_pos(&c->parser);
+            c->pend_off += (size_t)(pos - start);
+            c->paused = 1;
+        } else {
+            http_req_t *r = c->req;
+            if (r) {
+                /* A request is being handled: its body is malformed. */
+                pthread_mutex_lock(&c->s->mu);
+                r->body_error = 1;
+                r->close_after = 1;
+                pthread_cond_broadcast(&r->cv);
+                pthread_mutex_unlock(&c->s->mu);
+                c->pend_off = c->pend_len;
+                c->paused = 1;
+                return;
+            }
+            log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
+                     llhttp_get_error_reason(&c->parser));
+            respond_raw_and_close(
+                c, c->too_many || c->hlen + 1 >= c->s->cfg.max_header
+                       ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
+                         "0\r\nConnection: close\r\n\r\n"
+                       : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
+                         "close\r\n\r\n");
+            return;
+        }
+    }
+    if (c->pend_off >= c->pend_len) c->pend_off = c->pend_len = 0;
+    /* Read more unless paused with a request in hand or its buffer is full. */
+    if (!c->closing && !c->paused && !c->reading) start_reading(c);
+    if (c->paused && c->reading && (!c->req || c->req->body_complete)) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = 0;
+    }
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    conn_t *c = h->data;
+    (void)hint;
+    /* Append to the pending buffer so a paused parse resumes where it stopped. */
+    if (c->pend_off && c->pend_off == c->pend_len) c->pend_off = c->pend_len = 0;
+    if (!c->pend) c->pend = xmalloc(READ_BUF * 2);
+    if (c->pend_off && READ_BUF * 2 - c->pend_len < READ_BUF) {
+        memmove(c->pend, c->pend + c->pend_off, c->pend_len - c->pend_off);
+        c->pend_len -= c->pend_off;
+        c->pend_off = 0;
+    }
+    size_t room = READ_BUF * 2 - c->pend_len;
+    *buf = uv_buf_init(c->pend + c->pend_len, (unsigned)room);
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    conn_t *c = st->data;
+    (void)buf;
+    if (n < 0) {
+        conn_close(c);
+        return;
+    }
+    c->last_activity = now_ms(c->s);
+    c->pend_len += (size_t)n;
+    if (c->pend_len == READ_BUF * 2 && c->paused) {
+        /* Buffer full while waiting for a response: stop reading. */
+        uv_read_stop(st);
+        c->reading = 0;
+    }
+    parse_more(c);
+}
+
+static void start_reading(conn_t *c)
+{
+    if (c->reading || c->closing) return;
+    if (c->pend && c->pend_len - c->pend_off >= READ_BUF) return; /* plenty unparsed already */
+    if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = 1;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    conn_t *c = t->data;
+    uint64_t now = now_ms(c->s);
+    if (c->closing || c->req) return;
+    int receiving = c->hlen > 0 || c->pend_len > c->pend_off;
+    if ((receiving && now - c->msg_begin > c->s->cfg.header_ms) ||
+        (!receiving && now - c->last_activity > c->s->cfg.idle_ms))
+        conn_close(c);
+}
+
+static void conn_close(conn_t *c)
+{
+    if (c->closing) return;
+    c->closing = 1;
+    if (c->req) {
+        pthread_mutex_lock(&c->s->mu);
+        c->req->client_gone = 1;
+        pthread_cond_broadcast(&c->req->cv);
+        pthread_mutex_unlock(&c->s->mu);
+    }
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, on_closed);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_connection(uv_stream_t *l, int status)
+{
+    http_server_t *s = l->data;
+    if (status < 0) return;
+    conn_t *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->refs = 2; /* tcp + timer handles */
+    uv_tcp_init(&s->loop, &c->tcp);
+    uv_timer_init(&s->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 || s->stopping) {
+        conn_close(c);
+        return;
+    }
+    if (s->nconns > s->cfg.max_conns) {
+        respond_raw_and_close(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: "
+                                 "0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n");
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        char ip[48] = "?";
+        int port = 0;
+        if (ss.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    llhttp_init(&c->parser, HTTP_REQUEST, &settings);
+    c->parser.data = c;
+    c->last_activity = c->msg_begin = now_ms(s);
+    uv_timer_start(&c->timer, on_timer, 1000, 1000);
+    start_reading(c);
+}
+
+int http_server_new(const http_cfg_t *cfg, http_server_t **out)
+{
+    http_server_t *s = xcalloc(1, sizeof(*s));
+    char host[128];
+    int port, rc;
+    struct sockaddr_storage addr;
+
+    llhttp_settings_init(&settings);
+    settings.on_message_begin = on_message_begin;
+    settings.on_url = on_url;
+    settings.on_url_complete = on_url_complete;
+    settings.on_header_field = on_header_field;
+    settings.on_header_field_complete = on_header_field_complete;
+    settings.on_header_value = on_header_value;
+    settings.on_header_value_complete = on_header_value_complete;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+
+    s->cfg = *cfg;
+    if (!s->cfg.workers) s->cfg.workers = 32;
+    if (!s->cfg.max_conns) s->cfg.max_conns = 1024;
+    if (!s->cfg.max_header) s->cfg.max_header = 16384;
+    if (!s->cfg.idle_ms) s->cfg.idle_ms = 60000;
+    if (!s->cfg.header_ms) s->cfg.header_ms = 30000;
+    /* "host:port", "[v6]:port" */
+    const char *colon = strrchr(cfg->listen, ':');
+    if (!colon || (size_t)(colon - cfg->listen) >= sizeof(host)) {
+        free(s);
+        return ERR_INVAL;
+    }
+    const char *h = cfg->listen;
+    size_t hl = (size_t)(colon - h);
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    memcpy(host, h, hl);
+    host[hl] = 0;
+    port = atoi(colon + 1);
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
+        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
+        free(s);
+        return ERR_INVAL;
+    }
+    uv_loop_init(&s->loop);
+    uv_tcp_init(&s->loop, &s->listener);
+    s->listener.data = s;
+    if ((rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0)) != 0 ||
+        (rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection)) != 0) {
+        log_error("event=listen_failed addr=%s err=\"%s\"", cfg->listen, uv_strerror(rc));
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&s->loop);
+        free(s);
+        return ERR_IO;
+    }
+    int alen = sizeof(addr);
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&addr, &alen);
+    s->port = ntohs(addr.ss_family == AF_INET ? ((struct sockaddr_in *)&addr)->sin_port
+                                              : ((struct sockaddr_in6 *)&addr)->sin6_port);
+    uv_async_init(&s->loop, &s->async, handle_events);
+    s->async.data = s;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->job_cv, NULL);
+    s->workers = xcalloc((size_t)s->cfg.workers, sizeof(pthread_t));
+    for (int i = 0; i < s->cfg.workers; i++)
+        pthread_create(&s->workers[i], NULL, worker_main, s);
+    *out = s;
+    return 0;
+}
+
+int http_server_port(const http_server_t *s)
+{
+    return s->port;
+}
+
+int http_server_run(http_server_t *s)
+{
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    return 0;
+}
+
+void http_server_stop(http_server_t *s)
+{
+    /* Only an atomic store and uv_async_send: safe from a signal handler. */
+    __atomic_store_n(&s->stop_requested, 1, __ATOMIC_SEQ_CST);
+    uv_async_send(&s->async);
+}
+
+void http_server_free(http_server_t *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->workers_exit = 1;
+    pthread_cond_broadcast(&s->job_cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->cfg.workers; i++)
+        pthread_join(s->workers[i], NULL);
+    free(s->workers);
+    uv_loop_close(&s->loop);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->job_cv);
+    free(s);
+}

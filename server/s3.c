@@ -1,0 +1,977 @@
+#include "server/s3.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "s3/chunked.h"
+#include "s3/sigv4.h"
+
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define IO_CHUNK (1u << 20)
+#define BUCKETS                                                                                    \
+    "\x02"                                                                                         \
+    "buckets" /* internal: one object per bucket */
+#define MAX_KEY_LEN 1024
+
+typedef struct {
+    const s3_cfg_t *cfg;
+    http_req_t *r;
+    const struct http_req_info *info;
+    char id[33];
+    char bucket[64];
+    char *key; /* decoded; "" for bucket-level requests */
+    char *query;
+    sigv4_auth_t auth;
+    uint8_t key_bytes[32];
+    const char *payload; /* x-amz-content-sha256 */
+    /* body */
+    s3_chunked_t *chunked;
+    uint8_t *raw;
+    size_t raw_len, raw_off;
+    int raw_eof;
+    EVP_MD_CTX *sha;
+} ctx_t;
+
+static void list_objects(ctx_t *x);
+
+/* ---- helpers ---- */
+
+static const char *hdr(const struct http_req_info *in, const char *name)
+{
+    for (int i = 0; i < in->nheaders; i++)
+        if (strcasecmp(in->headers[i].name, name) == 0) return in->headers[i].value;
+    return NULL;
+}
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+static void bprintf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bprintf(buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (b->p && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->p = xrealloc(b->p, b->cap);
+    }
+}
+
+static void bxml(buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            bprintf(b, "&amp;");
+            break;
+        case '<':
+            bprintf(b, "&lt;");
+            break;
+        case '>':
+            bprintf(b, "&gt;");
+            break;
+        case '"':
+            bprintf(b, "&quot;");
+            break;
+        case '\'':
+            bprintf(b, "&apos;");
+            break;
+        default:
+            bprintf(b, "%c", *s);
+        }
+    }
+}
+
+static void burl(buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~' || c == '/')
+            bprintf(b, "%c", c);
+        else
+            bprintf(b, "%%%02X", c);
+    }
+}
+
+static int hexv(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Percent-decode n bytes (plus_space for queries). NULL on a bad escape or NUL. */
+static char *pdecode(const char *s, size_t n, int plus_space)
+{
+    char *out = xmalloc(n + 1), *o = out;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            int h, l;
+            if (i + 2 >= n || (h = hexv(s[i + 1])) < 0 || (l = hexv(s[i + 2])) < 0) {
+                free(out);
+                return NULL;
+            }
+            c = h << 4 | l;
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        }
+        if (c == 0) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)c;
+    }
+    *o = 0;
+    return out;
+}
+
+/* Decoded value of query parameter name (malloc'd), or NULL; *present tells presence. */
+static char *qparam(const char *q, const char *name, int *present)
+{
+    size_t nl = strlen(name);
+    *present = 0;
+    for (const char *p = q; p && *p;) {
+        const char *e = strchr(p, '&');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= nl && memcmp(p, name, nl) == 0 && (len == nl || p[nl] == '=')) {
+            *present = 1;
+            return len == nl ? xstrdup("") : pdecode(p + nl + 1, len - nl - 1, 1);
+        }
+        p = e ? e + 1 : NULL;
+    }
+    return NULL;
+}
+
+static void iso8601(uint64_t ns, char out[32])
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    char s[24];
+    gmtime_r(&t, &tm);
+    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%.19s.%03uZ", s, (unsigned)(ns / 1000000ull % 1000));
+}
+
+static void http_date(uint64_t ns, char out[40])
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* ---- responses ---- */
+
+static void respond_xml(ctx_t *x, int status, buf_t *body)
+{
+    char h[256];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n", x->id);
+    (void)http_respond_full(x->r, status, h, body->p, body->len);
+    free(body->p);
+}
+
+static void s3_error(ctx_t *x, int status, const char *code, const char *msg)
+{
+    buf_t b = {0};
+    char h[256];
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>",
+            code);
+    bxml(&b, msg);
+    bprintf(&b, "</Message><Resource>");
+    bxml(&b, x->info->target);
+    bprintf(&b, "</Resource><RequestId>%s</RequestId></Error>", x->id);
+    if (strcmp(x->info->method, "HEAD") == 0) {
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)http_respond(x->r, status, h, 0);
+        free(b.p);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n%s", x->id,
+             status == 503 ? "Retry-After: 1\r\n" : "");
+    (void)http_respond_full(x->r, status, h, b.p, b.len);
+    free(b.p);
+}
+
+/* Map an engine error to the S3 answer. */
+static void s3_engine_error(ctx_t *x, int rc)
+{
+    switch (rc) {
+    case ERR_NOT_FOUND:
+        s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
+        break;
+    case ERR_THROTTLED:
+        s3_error(x, 503, "SlowDown", "Please reduce your request rate.");
+        break;
+    case ERR_NOSPC:
+        s3_error(x, 507, "InsufficientStorage", "Not enough storage space to store the object.");
+        break;
+    case ERR_UNRECOVERABLE:
+        s3_error(x, 503, "ServiceUnavailable", "Too many drives are unavailable.");
+        break;
+    case ERR_TOO_LARGE:
+        s3_error(x, 400, "EntityTooLarge", "Too large.");
+        break;
+    case ERR_INVAL:
+        s3_error(x, 400, "InvalidArgument", "Invalid argument.");
+        break;
+    default:
+        s3_error(x, 500, "InternalError", "We encountered an internal error.");
+    }
+}
+
+/* ---- authentication ---- */
+
+static const char *secret_of(ctx_t *x, const char *ak)
+{
+    for (int i = 0; i < x->cfg->nusers; i++)
+        if (strcmp(x->cfg->users[i].access_key, ak) == 0) return x->cfg->users[i].secret;
+    return NULL;
+}
+
+static time_t parse_amz_date(const char *s)
+{
+    struct tm tm = {0};
+    if (!s || strlen(s) != 16 || !strptime(s, "%Y%m%dT%H%M%SZ", &tm)) return (time_t)-1;
+    return timegm(&tm);
+}
+
+/* 0 when authenticated; otherwise the error response has been sent. */
+static int authenticate(ctx_t *x)
+{
+    const struct http_req_info *in = x->info;
+    const char *authz = hdr(in, "authorization");
+    const char *target = in->target, *q = strchr(target, '?');
+    size_t plen = q ? (size_t)(q - target) : strlen(target);
+    int rc;
+
+    if (authz)
+        rc = sigv4_parse_header(authz, strlen(authz), &x->auth);
+    else
+        rc = sigv4_parse_query(q ? q + 1 : "", q ? strlen(q + 1) : 0, &x->auth);
+    if (rc == ERR_NOT_FOUND) {
+        s3_error(x, 403, "AccessDenied", "Anonymous access is not allowed.");
+        return -1;
+    }
+    if (rc) {
+        s3_error(x, 400, "AuthorizationHeaderMalformed", "The authorization is malformed.");
+        return -1;
+    }
+    const char *secret = secret_of(x, x->auth.access_key);
+    if (!secret) {
+        s3_error(x, 403, "InvalidAccessKeyId",
+                 "The AWS Access Key Id you provided does not exist in our records.");
+        return -1;
+    }
+    if (!x->auth.presigned) {
+        const char *d = hdr(in, "x-amz-date");
+        if (!d || strlen(d) != 16) {
+            s3_error(x, 403, "AccessDenied", "x-amz-date is required.");
+            return -1;
+        }
+        strcpy(x->auth.amz_date, d);
+    }
+    time_t t = parse_amz_date(x->auth.amz_date), now = time(NULL);
+    if (t == (time_t)-1) {
+        s3_error(x, 403, "AccessDenied", "Bad date.");
+        return -1;
+    }
+    if (x->auth.presigned) {
+        if (now > t + x->auth.expires) {
+            s3_error(x, 403, "AccessDenied", "Request has expired");
+            return -1;
+        }
+        if (t > now + x->cfg->max_skew_s) {
+            s3_error(x, 403, "AccessDenied", "Request is not valid yet");
+            return -1;
+        }
+    } else if (t > now + x->cfg->max_skew_s || t < now - x->cfg->max_skew_s) {
+        s3_error(x, 403, "RequestTimeTooSkewed",
+                 "The difference between the request time and the current time is too large.");
+        return -1;
+    }
+    x->payload = x->auth.presigned ? SIGV4_UNSIGNED : hdr(in, "x-amz-content-sha256");
+    if (!x->payload) {
+        s3_error(x, 400, "InvalidRequest", "Missing required header x-amz-content-sha256.");
+        return -1;
+    }
+    sigv4_header_t h[HTTP_MAX_HEADERS];
+    for (int i = 0; i < in->nheaders; i++)
+        h[i] = (sigv4_header_t){in->headers[i].name, strlen(in->headers[i].name),
+                                in->headers[i].value, strlen(in->headers[i].value)};
+    sigv4_request_t req = {
+        in->method,           target,    plen, q ? q + 1 : NULL, q ? strlen(q + 1) : 0, h,
+        (size_t)in->nheaders, x->payload};
+    if (sigv4_verify(&req, &x->auth, secret, x->key_bytes) != 0) {
+        s3_error(x, 403, "SignatureDoesNotMatch",
+                 "The request signature we calculated does not match the signature you "
+                 "provided.");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- request bodies: plain, signed-hash, or aws-chunked ---- */
+
+static int body_begin(ctx_t *x)
+{
+    const char *p = x->payload;
+    if (strncmp(p, "STREAMING-", 10) == 0) {
+        int signed_chunks = strstr(p, "HMAC") != NULL;
+        int trailer = strstr(p, "TRAILER") != NULL;
+        char scope[160];
+        sigv4_scope(&x->auth, scope, sizeof(scope));
+        x->chunked = s3_chunked_new(signed_chunks, trailer, x->key_bytes, x->auth.amz_date, scope,
+                                    x->auth.signature);
+        x->raw = xmalloc(IO_CHUNK);
+    } else if (strcmp(p, SIGV4_UNSIGNED) != 0) {
+        if (strlen(p) != 64) return ERR_INVAL;
+        x->sha = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(x->sha, EVP_sha256(), NULL);
+    }
+    return 0;
+}
+
+typedef struct {
+    uint8_t *out;
+    size_t cap, len;
+    uint8_t *spill; /* decoded bytes that did not fit */
+    size_t spill_len;
+} dec_t;
+
+static int dec_sink(void *arg, const uint8_t *p, size_t n)
+{
+    dec_t *d = arg;
+    size_t take = n < d->cap - d->len ? n : d->cap - d->len;
+    memcpy(d->out + d->len, p, take);
+    d->len += take;
+    if (take < n) {
+        d->spill = xrealloc(d->spill, d->spill_len + n - take);
+        memcpy(d->spill + d->spill_len, p + take, n - take);
+        d->spill_len += n - take;
+    }
+    return 0;
+}
+
+/* Decoded body bytes: > 0, 0 at the end, < 0 an error code. */
+static long body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
+{
+    if (!x->chunked) {
+        long n = http_body_read(x->r, buf, cap);
+        if (n > 0 && x->sha) EVP_DigestUpdate(x->sha, buf, (size_t)n);
+        return n;
+    }
+    /* Leftover decoded bytes first. */
+    if (st->spill_len) {
+        size_t n = st->spill_len < cap ? st->spill_len : cap;
+        memcpy(buf, st->spill, n);
+        memmove(st->spill, st->spill + n, st->spill_len - n);
+        st->spill_len -= n;
+        return (long)n;
+    }
+    for (;;) {
+        if (x->raw_off == x->raw_len) {
+            if (x->raw_eof) return ERR_INVAL; /* body ended before the last chunk */
+            long n = http_body_read(x->r, x->raw, IO_CHUNK);
+            if (n < 0) return n;
+            if (n == 0) x->raw_eof = 1;
+            x->raw_off = 0;
+            x->raw_len = (size_t)n;
+            if (n == 0) return ERR_INVAL;
+        }
+        st->out = buf;
+        st->cap = cap;
+        st->len = 0;
+        size_t used = 0;
+        int rc = s3_chunked_feed(x->chunked, x->raw + x->raw_off, x->raw_len - x->raw_off, &used,
+                                 dec_sink, st);
+        x->raw_off += used;
+        if (rc < 0) return rc;
+        if (st->len) return (long)st->len;
+        if (rc == 1) return 0;
+    }
+}
+
+/* After the body: the signed payload hash must match. */
+static int body_end(ctx_t *x)
+{
+    if (x->sha) {
+        uint8_t h[32];
+        char hex[65];
+        EVP_DigestFinal_ex(x->sha, h, NULL);
+        sigv4_hex(h, 32, hex);
+        if (strcmp(hex, x->payload) != 0) return ERR_DENIED;
+    }
+    return 0;
+}
+
+/* ---- buckets ---- */
+
+int s3_bucket_name_ok(const char *n)
+{
+    size_t l = strlen(n);
+    if (l < 3 || l > 63) return 0;
+    for (size_t i = 0; i < l; i++) {
+        char c = n[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return 0;
+    }
+    if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')) || n[l - 1] == '-' ||
+        n[l - 1] == '.' || strstr(n, ".."))
+        return 0;
+    return 1;
+}
+
+static int bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
+{
+    obj_info_t tmp;
+    return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
+}
+
+static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    buf_t *b = arg;
+    char t[32];
+    iso8601(info->mtime_ns, t);
+    bprintf(b, "<Bucket><Name>");
+    bxml(b, key);
+    bprintf(b, "</Name><CreationDate>%s</CreationDate></Bucket>", t);
+    return 0;
+}
+
+static void list_buckets(ctx_t *x)
+{
+    buf_t b = {0};
+    bprintf(&b,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListAllMyBucketsResult "
+            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
+            "<DisplayName>%s</DisplayName></Owner><Buckets>",
+            x->auth.access_key, x->auth.access_key);
+    (void)obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &b);
+    bprintf(&b, "</Buckets></ListAllMyBucketsResult>");
+    respond_xml(x, 200, &b);
+}
+
+static int any_object(void *arg, const char *key, const obj_info_t *info)
+{
+    (void)key;
+    (void)info;
+    *(int *)arg = 1;
+    return 1;
+}
+
+static void bucket_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    char h[256];
+    int present;
+    if (strcmp(m, "PUT") == 0) {
+        if (!s3_bucket_name_ok(x->bucket)) {
+            s3_error(x, 400, "InvalidBucketName", "The specified bucket is not valid.");
+            return;
+        }
+        if (bucket_exists(x, x->bucket, NULL)) {
+            s3_error(x, 409, "BucketAlreadyOwnedByYou",
+                     "Your previous request to create the named bucket succeeded.");
+            return;
+        }
+        int err;
+        obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
+        if (!w || (err = obj_put_commit(w, NULL, NULL, 0, NULL)) != 0) {
+            s3_engine_error(x, err);
+            return;
+        }
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+        (void)http_respond_full(x->r, 200, h, NULL, 0);
+        return;
+    }
+    if (!bucket_exists(x, x->bucket, NULL)) {
+        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    if (strcmp(m, "HEAD") == 0) {
+        (void)http_respond(x->r, 200, h, 0);
+    } else if (strcmp(m, "DELETE") == 0) {
+        int found = 0;
+        (void)obj_list(x->cfg->set, x->bucket, NULL, NULL, any_object, &found);
+        if (found) {
+            s3_error(x, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+            return;
+        }
+        int rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
+        if (rc)
+            s3_engine_error(x, rc);
+        else
+            (void)http_respond(x->r, 204, h, 0);
+    } else if (strcmp(m, "GET") == 0) {
+        char *v = qparam(x->query, "location", &present);
+        free(v);
+        if (present) {
+            buf_t b = {0};
+            bprintf(&b,
+                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint "
+                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">%s</LocationConstraint>",
+                    strcmp(x->cfg->region, "us-east-1") == 0 ? "" : x->cfg->region);
+            respond_xml(x, 200, &b);
+            return;
+        }
+        list_objects(x);
+    } else {
+        s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
+    }
+}
+
+/* ---- listing ---- */
+
+typedef struct {
+    ctx_t *x;
+    buf_t *b;
+    const char *prefix, *delim;
+    int max, count, truncated, url;
+    char *last;        /* last key or prefix emitted: the continuation point */
+    char *last_prefix; /* last CommonPrefix, to fold its keys */
+    buf_t prefixes;
+} lst_t;
+
+static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    lst_t *l = arg;
+    size_t pl = strlen(l->prefix);
+    if (l->delim && *l->delim) {
+        const char *d = strstr(key + pl, l->delim);
+        if (d) {
+            size_t cl = (size_t)(d - key) + strlen(l->delim);
+            if (l->last_prefix && strlen(l->last_prefix) == cl &&
+                memcmp(l->last_prefix, key, cl) == 0)
+                return 0; /* folded into the common prefix already emitted */
+            if (l->count == l->max) {
+                l->truncated = 1;
+                return 1;
+            }
+            free(l->last_prefix);
+            l->last_prefix = xmalloc(cl + 1);
+            memcpy(l->last_prefix, key, cl);
+            l->last_prefix[cl] = 0;
+            bprintf(&l->prefixes, "<CommonPrefixes><Prefix>");
+            if (l->url)
+                burl(&l->prefixes, l->last_prefix);
+            else
+                bxml(&l->prefixes, l->last_prefix);
+            bprintf(&l->prefixes, "</Prefix></CommonPrefixes>");
+            l->count++;
+            free(l->last);
+            /* Continue after every key under this prefix. */
+            l->last = xmalloc(cl + 2);
+            memcpy(l->last, l->last_prefix, cl);
+            l->last[cl] = (char)0xff;
+            l->last[cl + 1] = 0;
+            return 0;
+        }
+    }
+    if (l->count == l->max) {
+        l->truncated = 1;
+        return 1;
+    }
+    char t[32];
+    iso8601(info->mtime_ns, t);
+    bprintf(l->b, "<Contents><Key>");
+    if (l->url)
+        burl(l->b, key);
+    else
+        bxml(l->b, key);
+    bprintf(l->b,
+            "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>"
+            "<StorageClass>STANDARD</StorageClass></Contents>",
+            t, info->etag, (unsigned long long)info->size);
+    l->count++;
+    free(l->last);
+    l->last = xstrdup(key);
+    return 0;
+}
+
+static void list_objects(ctx_t *x)
+{
+    int p1, p2, p3, p4, p5, p6, p7, p8;
+    char *v2 = qparam(x->query, "list-type", &p1);
+    char *prefix = qparam(x->query, "prefix", &p2);
+    char *delim = qparam(x->query, "delimiter", &p3);
+    char *maxk = qparam(x->query, "max-keys", &p4);
+    char *token = qparam(x->query, "continuation-token", &p5);
+    char *start = qparam(x->query, "start-after", &p6);
+    char *marker = qparam(x->query, "marker", &p7);
+    char *enc = qparam(x->query, "encoding-type", &p8);
+    int is_v2 = v2 && strcmp(v2, "2") == 0;
+    buf_t b = {0};
+    lst_t l = {x,    &b, prefix ? prefix : "", delim, 1000, 0, 0, enc && !strcmp(enc, "url"), NULL,
+               NULL, {0}};
+    if (maxk) {
+        char *e;
+        long mk = strtol(maxk, &e, 10);
+        if (*e || mk < 0) {
+            s3_error(x, 400, "InvalidArgument", "max-keys must be a non-negative integer.");
+            goto out;
+        }
+        l.max = mk > 1000 ? 1000 : (int)mk;
+    }
+    /* The continuation token is the last key returned, hex-free and opaque to clients. */
+    const char *after = is_v2 ? (token ? token : start) : marker;
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Name><Prefix>");
+    bxml(&b, l.prefix);
+    bprintf(&b, "</Prefix>");
+    if (l.max > 0) (void)obj_list(x->cfg->set, x->bucket, l.prefix, after, list_obj_cb, &l);
+    bprintf(&b, "<MaxKeys>%d</MaxKeys>", l.max);
+    if (delim) {
+        bprintf(&b, "<Delimiter>");
+        bxml(&b, delim);
+        bprintf(&b, "</Delimiter>");
+    }
+    if (l.url) bprintf(&b, "<EncodingType>url</EncodingType>");
+    bprintf(&b, "<IsTruncated>%s</IsTruncated>", l.truncated ? "true" : "false");
+    if (is_v2) {
+        bprintf(&b, "<KeyCount>%d</KeyCount>", l.count);
+        if (token) {
+            bprintf(&b, "<ContinuationToken>");
+            bxml(&b, token);
+            bprintf(&b, "</ContinuationToken>");
+        }
+        if (start) {
+            bprintf(&b, "<StartAfter>");
+            bxml(&b, start);
+            bprintf(&b, "</StartAfter>");
+        }
+        if (l.truncated && l.last) {
+            bprintf(&b, "<NextContinuationToken>");
+            bxml(&b, l.last);
+            bprintf(&b, "</NextContinuationToken>");
+        }
+    } else {
+        bprintf(&b, "<Marker>");
+        bxml(&b, marker ? marker : "");
+        bprintf(&b, "</Marker>");
+        if (l.truncated && l.last && delim) {
+            bprintf(&b, "<NextMarker>");
+            bxml(&b, l.last);
+            bprintf(&b, "</NextMarker>");
+        }
+    }
+    if (l.prefixes.len) bprintf(&b, "%.*s", (int)l.prefixes.len, l.prefixes.p);
+    bprintf(&b, "</ListBucketResult>");
+    respond_xml(x, 200, &b);
+    b.p = NULL;
+out:
+    free(b.p);
+    free(l.prefixes.p);
+    free(l.last);
+    free(l.last_prefix);
+    free(v2);
+    free(prefix);
+    free(delim);
+    free(maxk);
+    free(token);
+    free(start);
+    free(marker);
+    free(enc);
+}
+
+/* ---- objects ---- */
+
+static void put_object(ctx_t *x)
+{
+    int err;
+    const char *ctype = hdr(x->info, "content-type");
+    const char *cmd5 = hdr(x->info, "content-md5");
+    buf_t um = {0};
+    for (int i = 0; i < x->info->nheaders; i++) {
+        const char *n = x->info->headers[i].name;
+        if (strncasecmp(n, "x-amz-meta-", 11) == 0) {
+            for (const char *c = n + 11; *c; c++)
+                bprintf(&um, "%c", (*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+            bprintf(&um, "%c%s%c", 0, x->info->headers[i].value, 0);
+        }
+    }
+    if (um.len > sizeof(((obj_info_t *)0)->umeta)) {
+        free(um.p);
+        s3_error(x, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum size.");
+        return;
+    }
+    if (body_begin(x) != 0) {
+        free(um.p);
+        s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
+        return;
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
+    if (!w) {
+        free(um.p);
+        s3_engine_error(x, err);
+        return;
+    }
+    uint8_t *buf = xmalloc(IO_CHUNK);
+    dec_t st = {0};
+    long n;
+    int64_t total = 0;
+    while ((n = body_read(x, buf, IO_CHUNK, &st)) > 0) {
+        total += n;
+        if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
+    }
+    free(buf);
+    free(st.spill);
+    if (n < 0 || err || body_end(x) != 0 ||
+        (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
+        obj_put_abort(w);
+        free(um.p);
+        if (n == ERR_DENIED)
+            s3_error(x, 403, "SignatureDoesNotMatch", "A chunk signature does not match.");
+        else if (n < 0)
+            s3_error(x, 400, "IncompleteBody", "The request body is incomplete or malformed.");
+        else if (err)
+            s3_engine_error(x, err);
+        else
+            s3_error(x, 400, "XAmzContentSHA256Mismatch",
+                     "The provided 'x-amz-content-sha256' header does not match what was "
+                     "computed.");
+        return;
+    }
+    obj_info_t info;
+    /* Content-MD5 (base64) must match before anything becomes visible. */
+    if (cmd5) {
+        uint8_t md[64];
+        char hex[33] = "";
+        size_t cl = strlen(cmd5);
+        int ml = cl < 64 ? EVP_DecodeBlock(md, (const unsigned char *)cmd5, (int)cl) : -1;
+        if (ml >= 16)
+            for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        if (ml < 16 || strcmp(hex, obj_put_etag(w)) != 0) {
+            obj_put_abort(w);
+            free(um.p);
+            s3_error(x, 400, "BadDigest",
+                     "The Content-MD5 you specified did not match what we received.");
+            return;
+        }
+    }
+    err = obj_put_commit(w, ctype, um.p, um.len, &info);
+    free(um.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    char h[256];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info.etag);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
+static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    unsigned long long a, b;
+    char *e;
+    if (!v || strncmp(v, "bytes=", 6) != 0 || strchr(v, ',')) return 0;
+    v += 6;
+    if (*v == '-') {
+        a = strtoull(v + 1, &e, 10);
+        if (*e || e == v + 1) return 0;
+        if (a == 0) return -1;
+        *len = a > size ? size : a;
+        *off = size - *len;
+        return size ? 1 : -1;
+    }
+    a = strtoull(v, &e, 10);
+    if (*e != '-' || e == v) return 0;
+    const char *bs = e + 1;
+    if (*bs == 0) {
+        b = size ? size - 1 : 0;
+    } else {
+        b = strtoull(bs, &e, 10);
+        if (*e) return 0;
+        if (b >= size) b = size ? size - 1 : 0;
+    }
+    if (a >= size || b < a) return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+static void get_object(ctx_t *x, int head)
+{
+    obj_info_t info;
+    int err;
+    obj_reader_t *rd = obj_open(x->cfg->set, x->bucket, x->key, &info, &err);
+    if (!rd) {
+        if (err == ERR_NOT_FOUND && !bucket_exists(x, x->bucket, NULL))
+            s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    char lm[40], h[4096];
+    http_date(info.mtime_ns, lm);
+    const char *inm = hdr(x->info, "if-none-match"), *im = hdr(x->info, "if-match");
+    char quoted[96];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", info.etag);
+    if (im && strcmp(im, quoted) != 0 && strcmp(im, "*") != 0) {
+        obj_close(rd);
+        s3_error(x, 412, "PreconditionFailed", "At least one of the preconditions failed.");
+        return;
+    }
+    int n = snprintf(h, sizeof(h),
+                     "x-amz-request-id: %s\r\nETag: \"%s\"\r\nLast-Modified: %s\r\n"
+                     "Content-Type: %s\r\nAccept-Ranges: bytes\r\n",
+                     x->id, info.etag, lm, info.content_type);
+    for (size_t p = 0; p < info.umeta_len;) {
+        const char *name = info.umeta + p, *val = name + strlen(name) + 1;
+        n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
+        p = (size_t)(val - info.umeta) + strlen(val) + 1;
+    }
+    if (inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) {
+        obj_close(rd);
+        (void)http_respond(x->r, 304, h, 0);
+        return;
+    }
+    uint64_t off = 0, len = info.size;
+    int status = 200;
+    int rr = parse_range(hdr(x->info, "range"), info.size, &off, &len);
+    if (rr < 0) {
+        obj_close(rd);
+        s3_error(x, 416, "InvalidRange", "The requested range is not satisfiable.");
+        return;
+    }
+    if (rr > 0) {
+        status = 206;
+        snprintf(h + n, sizeof(h) - (size_t)n, "Content-Range: bytes %llu-%llu/%llu\r\n",
+                 (unsigned long long)off, (unsigned long long)(off + len - 1),
+                 (unsigned long long)info.size);
+    }
+    uint8_t *buf = xmalloc(IO_CHUNK);
+    size_t step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+    /* Read the first piece before the status line: a lost object gets a real error. */
+    if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
+        log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
+                  (unsigned long long)off, err_name(err), obj_read_missing(rd));
+        free(buf);
+        obj_close(rd);
+        s3_engine_error(x, err);
+        return;
+    }
+    if (http_respond(x->r, status, h, (int64_t)len) != 0 || head) {
+        free(buf);
+        obj_close(rd);
+        return;
+    }
+    while (len > 0) {
+        step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+        if (http_write(x->r, buf, step) != 0) break;
+        off += step;
+        len -= step;
+        if (!len) break;
+        step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+        if ((err = obj_read(rd, off, buf, step)) != 0) {
+            /* The status line is out: all we can do is cut the connection short. */
+            log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
+                      (unsigned long long)off, err_name(err), obj_read_missing(rd));
+            http_abort(x->r);
+            break;
+        }
+    }
+    free(buf);
+    obj_close(rd);
+}
+
+static void object_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    if (strlen(x->key) > MAX_KEY_LEN) {
+        s3_error(x, 400, "KeyTooLongError", "Your key is too long.");
+        return;
+    }
+    if (!bucket_exists(x, x->bucket, NULL)) {
+        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        return;
+    }
+    if (strcmp(m, "PUT") == 0) {
+        put_object(x);
+    } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+        get_object(x, m[0] == 'H');
+    } else if (strcmp(m, "DELETE") == 0) {
+        int rc = obj_delete(x->cfg->set, x->bucket, x->key);
+        char h[128];
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        if (rc && rc != ERR_NOT_FOUND)
+            s3_engine_error(x, rc);
+        else
+            (void)http_respond(x->r, 204, h, 0);
+    } else {
+        s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
+    }
+}
+
+void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
+{
+    static uint64_t counter;
+    ctx_t x = {0};
+    x.cfg = arg;
+    x.r = r;
+    x.info = info;
+    snprintf(x.id, sizeof(x.id), "%016llX",
+             (unsigned long long)(__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^
+                                  ((uint64_t)time(NULL) << 24)));
+    const char *t = info->target;
+    const char *q = strchr(t, '?');
+    x.query = q ? xstrdup(q + 1) : xstrdup("");
+    if (t[0] != '/') {
+        s3_error(&x, 400, "InvalidRequest", "Bad request target.");
+        goto out;
+    }
+    if (authenticate(&x) != 0) goto out;
+    /* Path-style: /bucket[/key] */
+    const char *p = t + 1, *pe = q ? q : t + strlen(t);
+    const char *slash = memchr(p, '/', (size_t)(pe - p));
+    size_t bl = slash ? (size_t)(slash - p) : (size_t)(pe - p);
+    char *b = pdecode(p, bl, 0);
+    x.key = slash ? pdecode(slash + 1, (size_t)(pe - slash - 1), 0) : xstrdup("");
+    if (!b || !x.key || strlen(b) >= sizeof(x.bucket)) {
+        free(b);
+        s3_error(&x, 400, "InvalidURI", "Couldn't parse the specified URI.");
+        goto out;
+    }
+    strcpy(x.bucket, b);
+    free(b);
+    log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
+              x.bucket, x.key, info->peer);
+    if (!x.bucket[0]) {
+        if (strcmp(info->method, "GET") == 0)
+            list_buckets(&x);
+        else
+            s3_error(&x, 405, "MethodNotAllowed", "The specified method is not allowed.");
+    } else if (!x.key[0]) {
+        bucket_op(&x);
+    } else {
+        object_op(&x);
+    }
+out:
+    s3_chunked_free(x.chunked);
+    EVP_MD_CTX_free(x.sha);
+    free(x.raw);
+    free(x.key);
+    free(x.query);
+}

@@ -1,0 +1,34 @@
+/*
+ * s3: the S3 API on top of the object layer; the http handler of warmlaked.
+ *
+ * Every request is authenticated (SigV4 header or presigned query; no
+ * anonymous access yet), routed path-style (/bucket/key), and answered
+ * with S3's XML and error codes and an x-amz-request-id. Bodies stream:
+ * PutObject reads the socket in 1 MiB pieces straight into the erasure
+ * encoder, GetObject writes 1 MiB pieces as the decoder produces them.
+ */
+#ifndef WL_S3_H
+#define WL_S3_H
+
+#include "server/http.h"
+#include "server/obj.h"
+
+typedef struct {
+    const char *access_key, *secret;
+} s3_user_t;
+
+typedef struct {
+    obj_set_t *set;
+    const s3_user_t *users;
+    int nusers;
+    const char *region; /* default "us-east-1" */
+    long max_skew_s;    /* default 900 */
+} s3_cfg_t;
+
+/* The http handler; arg is a const s3_cfg_t *. */
+void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info);
+
+/* Bucket name rules of S3 (3-63 chars, lower case, digits, '.', '-', ...). */
+int s3_bucket_name_ok(const char *name);
+
+#endif
