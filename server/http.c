@@ -59,7 +59,7 @@ struct conn {
     char *pend;           /* bytes read but not parsed (parser paused) */
     size_t pend_off, pend_len;
     int reading, closing, refs, paused, continue_sent;
-    uint64_t last_activity, msg_begin;
+    uint64_t last_activity, msg_begin, last_done;
     char peer[64];
     struct conn *next, *prev;
 };
@@ -206,6 +206,15 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     r->chunked = content_length < 0;
+    /*
+     * A client that sent "Expect: 100-continue" with an empty body still
+     * waits for the interim response (botocore reads the next response on a
+     * reused connection wrongly otherwise): send it before the final one.
+     */
+    if (r->expect_continue && r->body_complete && !r->want_continue) {
+        r->want_continue = 1;
+        post(r);
+    }
     /* A body we did not read to the end cannot be skipped safely: close after. */
     if (!r->body_complete) r->close_after = 1;
     int keep = r->keep_alive && !r->close_after && !r->s->stopping;
@@ -271,6 +280,8 @@ static void *worker_main(void *arg)
         if (!s->jobs_head) s->jobs_tail = NULL;
         pthread_mutex_unlock(&s->mu);
         s->cfg.handler(s->cfg.arg, r, &r->info);
+        log_debug("event=handled method=%s target=%.80s peer=%s", r->info.method, r->info.target,
+                  r->info.peer);
         if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
         if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
         pthread_mutex_lock(&s->mu);
@@ -336,8 +347,21 @@ static void start_reading(conn_t *c);
 /* The request is answered: next one, or close. */
 static void req_finish(conn_t *c, http_req_t *r)
 {
+    /* The worker may have posted it again meanwhile: it must not be seen after the free. */
+    pthread_mutex_lock(&c->s->mu);
+    if (r->in_events) {
+        http_req_t **pp = &c->s->events;
+        while (*pp && *pp != r)
+            pp = &(*pp)->ev_next;
+        if (*pp) *pp = r->ev_next;
+        r->in_events = 0;
+    }
+    pthread_mutex_unlock(&c->s->mu);
+    log_debug("event=finished method=%s target=%.80s peer=%s close=%d", r->info.method,
+              r->info.target, r->info.peer, r->close_after || r->client_gone);
     int close_after = r->close_after || r->client_gone || c->s->stopping;
     c->req = NULL;
+    c->last_done = now_ms(c->s);
     req_free(r);
     conn_unref(c);
     if (c->closing) return;
@@ -354,15 +378,24 @@ static void req_finish(conn_t *c, http_req_t *r)
 static void handle_events(uv_async_t *a)
 {
     http_server_t *s = a->data;
+    /*
+     * Take the pending requests out as an array: once in_events is cleared a
+     * worker may post a request again, which rewrites its ev_next link.
+     */
+    size_t n = 0, cap = 16;
+    http_req_t **list = xmalloc(cap * sizeof(*list));
     pthread_mutex_lock(&s->mu);
-    http_req_t *list = s->events;
+    for (http_req_t *r = s->events; r; r = r->ev_next) {
+        if (n == cap) list = xrealloc(list, (cap *= 2) * sizeof(*list));
+        list[n++] = r;
+    }
+    for (size_t i = 0; i < n; i++)
+        list[i]->in_events = 0;
     s->events = NULL;
-    for (http_req_t *r = list; r; r = r->ev_next)
-        r->in_events = 0;
     pthread_mutex_unlock(&s->mu);
 
-    for (http_req_t *r = list, *next; r; r = next) {
-        next = r->ev_next;
+    for (size_t i = 0; i < n; i++) {
+        http_req_t *r = list[i];
         conn_t *c = r->c;
         out_chunk_t *chunks;
         pthread_mutex_lock(&s->mu);
@@ -374,7 +407,7 @@ static void handle_events(uv_async_t *a)
         int gone = r->client_gone;
         pthread_mutex_unlock(&s->mu);
 
-        if (!c->closing && want_continue && !c->continue_sent && !r->body_complete) {
+        if (!c->closing && want_continue && !c->continue_sent) {
             static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
             out_chunk_t *o = xmalloc(sizeof(*o));
             uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
@@ -420,6 +453,7 @@ static void handle_events(uv_async_t *a)
         if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
         if (done) req_finish(c, r);
     }
+    free(list);
     if (s->stop_requested && !s->stopping) {
         s->stopping = 1;
         uv_close((uv_handle_t *)&s->listener, NULL);
@@ -686,7 +720,8 @@ static void on_timer(uv_timer_t *t)
     conn_t *c = t->data;
     uint64_t now = now_ms(c->s);
     if (c->closing || c->req) return;
-    int receiving = c->hlen > 0 || c->pend_len > c->pend_off;
+    int receiving = c->pend_len > c->pend_off || llhttp_get_errno(&c->parser) != HPE_OK ||
+                    c->msg_begin > c->last_done;
     if ((receiving && now - c->msg_begin > c->s->cfg.header_ms) ||
         (!receiving && now - c->last_activity > c->s->cfg.idle_ms))
         conn_close(c);

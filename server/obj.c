@@ -47,7 +47,27 @@ void obj_set_free(obj_set_t *s)
 
 /* ---- head metadata: u8 version, then (u8 tag, u16 len, bytes)* ---- */
 
-enum { T_LAYOUT = 1, T_UPLOAD, T_ETAG, T_CTYPE, T_MTIME, T_UMETA, T_DELETED, T_END = 255 };
+enum {
+    T_LAYOUT = 1,
+    T_UPLOAD,
+    T_ETAG,
+    T_CTYPE,
+    T_MTIME,
+    T_UMETA,
+    T_DELETED,
+    T_MULTIPART, /* u64 size, u32 parts: the object is the parts of upload T_UPLOAD */
+    T_END = 255
+};
+
+#define MPU_UPLOADS                                                                                \
+    "\x03"                                                                                         \
+    "mpu" /* one object per upload: body "bucket\nkey" */
+#define MPU_PARTS                                                                                  \
+    "\x03"                                                                                         \
+    "mpp" /* one object per part: "<upload>/<part, 5 digits>" */
+#define MPU_MANIFEST                                                                               \
+    "\x03"                                                                                         \
+    "mpm" /* per completed upload: "part size etag" lines */
 
 static size_t put_tlv(uint8_t *b, size_t pos, size_t cap, uint8_t tag, const void *v, size_t n)
 {
@@ -72,8 +92,17 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
     if (in->deleted) {
         pos = put_tlv(b, pos, cap, T_DELETED, NULL, 0);
     } else {
-        ers_layout_encode(&in->layout, lay);
-        pos = put_tlv(b, pos, cap, T_LAYOUT, lay, sizeof(lay));
+        if (in->multipart) {
+            uint8_t mp[12];
+            for (int i = 0; i < 8; i++)
+                mp[i] = (uint8_t)(in->size >> (8 * i));
+            for (int i = 0; i < 4; i++)
+                mp[8 + i] = (uint8_t)((uint32_t)in->nparts >> (8 * i));
+            pos = put_tlv(b, pos, cap, T_MULTIPART, mp, sizeof(mp));
+        } else {
+            ers_layout_encode(&in->layout, lay);
+            pos = put_tlv(b, pos, cap, T_LAYOUT, lay, sizeof(lay));
+        }
         pos = put_tlv(b, pos, cap, T_ETAG, in->etag, strlen(in->etag));
         pos = put_tlv(b, pos, cap, T_CTYPE, in->content_type, strlen(in->content_type));
         pos = put_tlv(b, pos, cap, T_UMETA, in->umeta, in->umeta_len);
@@ -132,6 +161,16 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
             break;
         case T_DELETED:
             o->deleted = 1;
+            seen |= 1;
+            break;
+        case T_MULTIPART:
+            if (n != 12) return ERR_CORRUPT;
+            o->multipart = 1;
+            for (int i = 0; i < 8; i++)
+                o->size |= (uint64_t)v[i] << (8 * i);
+            for (int i = 0; i < 4; i++)
+                o->nparts |= (int)((uint32_t)v[8 + i] << (8 * i));
+            if (o->nparts < 1 || o->nparts > 10000) return ERR_CORRUPT;
             seen |= 1;
             break;
         case T_END:
@@ -201,6 +240,65 @@ static void drop_blocks(obj_set_t *s, const char *bucket, const char *key, const
             drive_id_t id = {bb, key, upload, (uint32_t)(st << SHARD_BITS) | (uint32_t)i};
             (void)s->st[i].ops->del(s->st[i].ctx, &id);
         }
+}
+
+/*
+ * Write a head on every store not in `dead`. Returns the number written;
+ * *first_err gets the first failure.
+ */
+static int write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+                       uint32_t dead, int *first_err)
+{
+    uint8_t meta[HEAD_MAX];
+    size_t ml = obj_meta_encode(info, meta, sizeof(meta));
+    int heads = 0;
+    *first_err = ml ? 0 : ERR_TOO_LARGE;
+    for (int i = 0; i < s->n && ml; i++) {
+        if (dead & (1u << i)) continue;
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        int hrc = s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml);
+        if (hrc == 0)
+            heads++;
+        else if (!*first_err)
+            *first_err = hrc;
+    }
+    return heads;
+}
+
+static int read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                         uint64_t **sizes);
+
+/* Delete an internal object; a failure only leaves space behind, so it is logged. */
+static void drop_object(obj_set_t *s, const char *bucket, const char *key)
+{
+    int rc = obj_delete(s, bucket, key);
+    if (rc && rc != ERR_NOT_FOUND) log_warn("event=drop_failed key=%s err=%s", key, err_name(rc));
+}
+
+static void part_key(char *out, size_t cap, const char *upload, int part)
+{
+    snprintf(out, cap, "%s/%05d", upload, part);
+}
+
+/* Free the storage of a replaced or deleted version (best effort). */
+static void drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old)
+{
+    if (!old->multipart) {
+        drop_blocks(s, bucket, key, old->upload_id, ers_stripe_count(&old->layout), 0);
+        return;
+    }
+    int *parts = NULL;
+    uint64_t *sizes = NULL;
+    if (read_manifest(s, old->upload_id, old->nparts, &parts, &sizes) == 0) {
+        for (int i = 0; i < old->nparts; i++) {
+            char pk[64];
+            part_key(pk, sizeof(pk), old->upload_id, parts[i]);
+            drop_object(s, MPU_PARTS, pk);
+        }
+    }
+    drop_object(s, MPU_MANIFEST, old->upload_id);
+    free(parts);
+    free(sizes);
 }
 
 /* ---- writer ---- */
@@ -317,8 +415,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
 {
     obj_set_t *s = w->s;
     obj_info_t info, old;
-    uint8_t meta[HEAD_MAX];
-    int rc = w->err, heads = 0, first_err = 0;
+    int rc = w->err, first_err = 0;
 
     memset(&info, 0, sizeof(info));
     if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
@@ -335,19 +432,10 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
              content_type ? content_type : "binary/octet-stream");
     if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
     info.umeta_len = umeta_len;
-    size_t ml = obj_meta_encode(&info, meta, sizeof(meta));
     int had_old = newest_head(s, w->bucket, w->key, &old) == 0 && !old.deleted;
 
     /* The commit point: heads on every store that took the blocks. */
-    for (int i = 0; i < s->n; i++) {
-        if (w->dead & (1u << i)) continue;
-        drive_id_t id = {w->bucket, w->key, "", (uint32_t)i};
-        int hrc = s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml);
-        if (hrc == 0)
-            heads++;
-        else if (!first_err)
-            first_err = hrc;
-    }
+    int heads = write_heads(s, w->bucket, w->key, &info, w->dead, &first_err);
     if (heads < s->k) {
         /* Not enough heads to be found reliably: undo, the PUT failed. */
         log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
@@ -355,7 +443,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
     if (had_old && strcmp(old.upload_id, info.upload_id) != 0)
-        drop_blocks(s, w->bucket, w->key, old.upload_id, ers_stripe_count(&old.layout), 0);
+        drop_version(s, w->bucket, w->key, &old);
     if (out) *out = info;
     writer_free(w);
     return 0;
@@ -370,6 +458,12 @@ struct obj_reader {
     obj_info_t info;
     ers_decoder_t *dec;
     uint8_t *blk;
+    /* multipart: parts in order, their sizes, and the part being read */
+    int *parts;
+    uint64_t *sizes;
+    struct obj_reader *cur;
+    int cur_idx;
+    uint32_t missing;
 };
 
 static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
@@ -387,6 +481,44 @@ static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf
     return 0;
 }
 
+/* The manifest of a completed upload: "part size etag" lines, in order. */
+static int read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                         uint64_t **sizes)
+{
+    obj_info_t mi;
+    int err;
+    obj_reader_t *m = obj_open(s, MPU_MANIFEST, upload, &mi, &err);
+    if (!m) return err;
+    char *text = xmalloc(mi.size + 1);
+    err = obj_read(m, 0, text, mi.size);
+    obj_close(m);
+    text[mi.size] = 0;
+    *part_no = xcalloc((size_t)nparts, sizeof(int));
+    *sizes = xcalloc((size_t)nparts, sizeof(uint64_t));
+    char *p = text;
+    for (int i = 0; !err && i < nparts; i++) {
+        unsigned long long sz;
+        int pn, used;
+        if (sscanf(p, "%d %llu %*s%n", &pn, &sz, &used) != 2) {
+            err = ERR_CORRUPT;
+            break;
+        }
+        (*part_no)[i] = pn;
+        (*sizes)[i] = sz;
+        p += used;
+        while (*p == '\n')
+            p++;
+    }
+    free(text);
+    if (err) {
+        free(*part_no);
+        free(*sizes);
+        *part_no = NULL;
+        *sizes = NULL;
+    }
+    return err;
+}
+
 obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
                        int *err)
 {
@@ -396,37 +528,83 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
         free(r);
         return NULL;
     }
-    if (r->info.layout.k != s->k || r->info.layout.m != s->m) {
-        *err = ERR_CORRUPT;
-        free(r);
-        return NULL;
-    }
     blk_bucket(r->bbucket, bucket);
     r->key = xstrdup(key);
-    r->dec = ers_decoder_new(&r->info.layout, err);
-    if (!r->dec) {
-        obj_close(r);
-        return NULL;
+    r->cur_idx = -1;
+    if (r->info.multipart) {
+        if ((*err = read_manifest(s, r->info.upload_id, r->info.nparts, &r->parts, &r->sizes)) !=
+            0) {
+            obj_close(r);
+            return NULL;
+        }
+    } else {
+        if (r->info.layout.k != s->k || r->info.layout.m != s->m) {
+            *err = ERR_CORRUPT;
+            obj_close(r);
+            return NULL;
+        }
+        r->dec = ers_decoder_new(&r->info.layout, err);
+        if (!r->dec) {
+            obj_close(r);
+            return NULL;
+        }
+        r->blk = xmalloc((size_t)r->info.layout.block_size + 4);
     }
-    r->blk = xmalloc((size_t)r->info.layout.block_size + 4);
     if (info) *info = r->info;
     return r;
 }
 
 int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 {
-    return ers_decoder_read(r->dec, off, len, buf, block_source, r);
+    if (!r->info.multipart) {
+        int rc = ers_decoder_read(r->dec, off, len, buf, block_source, r);
+        r->missing = rc ? ers_decoder_missing(r->dec) : 0;
+        return rc;
+    }
+    if (off > r->info.size || len > r->info.size - off) return ERR_RANGE;
+    uint8_t *out = buf;
+    uint64_t base = 0;
+    for (int i = 0; i < r->info.nparts && len > 0; i++) {
+        uint64_t psz = r->sizes[i];
+        if (off >= base + psz) {
+            base += psz;
+            continue;
+        }
+        if (r->cur_idx != i) {
+            char pk[64];
+            int err;
+            obj_close(r->cur);
+            part_key(pk, sizeof(pk), r->info.upload_id, r->parts[i]);
+            r->cur = obj_open(r->s, MPU_PARTS, pk, NULL, &err);
+            r->cur_idx = r->cur ? i : -1;
+            if (!r->cur) return err == ERR_NOT_FOUND ? ERR_CORRUPT : err;
+        }
+        uint64_t in = off - base, n = psz - in < len ? psz - in : len;
+        int rc = obj_read(r->cur, in, out, (size_t)n);
+        if (rc) {
+            r->missing = r->cur->missing;
+            return rc;
+        }
+        out += n;
+        off += n;
+        len -= (size_t)n;
+        base += psz;
+    }
+    return 0;
 }
 
 uint32_t obj_read_missing(const obj_reader_t *r)
 {
-    return ers_decoder_missing(r->dec);
+    return r->missing;
 }
 
 void obj_close(obj_reader_t *r)
 {
     if (!r) return;
+    obj_close(r->cur);
     ers_decoder_free(r->dec);
+    free(r->parts);
+    free(r->sizes);
     free(r->blk);
     free(r->key);
     free(r);
@@ -449,7 +627,7 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
         if (s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml) == 0) written++;
     }
     if (written < s->k) return ERR_UNRECOVERABLE;
-    drop_blocks(s, bucket, key, old.upload_id, ers_stripe_count(&old.layout), 0);
+    drop_version(s, bucket, key, &old);
     return 0;
 }
 
@@ -483,4 +661,219 @@ int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *a
         if (rc != ERR_IO) return rc;
     }
     return ERR_IO;
+}
+
+/* ---- multipart uploads ---- */
+
+/* Put a small internal object whole. */
+static int put_small(obj_set_t *s, const char *bucket, const char *key, const void *body,
+                     size_t len, const char *ctype, const char *umeta, size_t umeta_len)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(s, bucket, key, &err);
+    if (!w) return err;
+    if ((err = obj_put_write(w, body, len)) != 0) {
+        obj_put_abort(w);
+        return err;
+    }
+    return obj_put_commit(w, ctype, umeta, umeta_len, NULL);
+}
+
+/* The upload record must exist and be for bucket/key. */
+static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                     obj_info_t *rec)
+{
+    int err;
+    if (strlen(upload) != 32) return ERR_NOT_FOUND;
+    obj_reader_t *r = obj_open(s, MPU_UPLOADS, upload, rec, &err);
+    if (!r) return err;
+    size_t want = strlen(bucket) + 1 + strlen(key);
+    char *body = xmalloc(rec->size + 1);
+    err = rec->size == want ? obj_read(r, 0, body, rec->size) : ERR_NOT_FOUND;
+    obj_close(r);
+    body[rec->size] = 0;
+    if (!err && (strncmp(body, bucket, strlen(bucket)) != 0 || body[strlen(bucket)] != '\n' ||
+                 strcmp(body + strlen(bucket) + 1, key) != 0))
+        err = ERR_NOT_FOUND;
+    free(body);
+    return err;
+}
+
+int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char *content_type,
+                   const char *umeta, size_t umeta_len, char upload_id[33])
+{
+    int rc = new_upload_id(upload_id);
+    if (rc) return rc;
+    size_t bl = strlen(bucket), kl = strlen(key);
+    char *body = xmalloc(bl + kl + 2);
+    memcpy(body, bucket, bl);
+    body[bl] = '\n';
+    memcpy(body + bl + 1, key, kl + 1);
+    rc = put_small(s, MPU_UPLOADS, upload_id, body, bl + 1 + kl, content_type, umeta, umeta_len);
+    free(body);
+    return rc;
+}
+
+obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *key,
+                                 const char *upload_id, int part, int *err)
+{
+    obj_info_t rec;
+    char pk[64];
+    if (part < 1 || part > 10000) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    if ((*err = mpu_check(s, bucket, key, upload_id, &rec)) != 0) return NULL;
+    part_key(pk, sizeof(pk), upload_id, part);
+    return obj_put_begin(s, MPU_PARTS, pk, err);
+}
+
+static int hexbyte(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 2; i++) {
+        char c = p[i];
+        v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 0);
+    }
+    return v;
+}
+
+typedef struct {
+    obj_set_t *s;
+    const obj_mpu_part_t *parts;
+    int n;
+} unused_t;
+
+static int drop_unused_part(void *arg, const char *key, const obj_info_t *info)
+{
+    unused_t *u = arg;
+    const char *slash = strrchr(key, '/');
+    int p = slash ? atoi(slash + 1) : 0, lo = 0, hi = u->n;
+    (void)info;
+    while (lo < hi) { /* parts are ascending */
+        int mid = (lo + hi) / 2;
+        if (u->parts[mid].part == p) return 0;
+        if (u->parts[mid].part < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    drop_object(u->s, MPU_PARTS, key);
+    return 0;
+}
+
+int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                     const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
+                     int *why)
+{
+    obj_info_t rec, info, old;
+    int rc, first_err = 0;
+    *why = OBJ_MPU_OK;
+    if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
+        *why = OBJ_MPU_NO_UPLOAD;
+        return rc;
+    }
+    if (n < 1 || n > 10000) {
+        *why = OBJ_MPU_BAD_PART;
+        return ERR_INVAL;
+    }
+    size_t cap = (size_t)n * 64 + 16, len = 0;
+    char *manifest = xmalloc(cap);
+    uint8_t md5s[16];
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    uint64_t total = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        obj_info_t pi;
+        char pk[64], want[80];
+        if (i > 0 && parts[i].part <= parts[i - 1].part) {
+            *why = OBJ_MPU_BAD_ORDER;
+            rc = ERR_INVAL;
+            break;
+        }
+        part_key(pk, sizeof(pk), upload_id, parts[i].part);
+        /* The client's ETag may carry quotes. */
+        const char *e = parts[i].etag;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+            e++;
+            el -= 2;
+        }
+        snprintf(want, sizeof(want), "%.*s", (int)el, e);
+        if (obj_stat(s, MPU_PARTS, pk, &pi) != 0 || strcmp(pi.etag, want) != 0 ||
+            strlen(pi.etag) != 32) {
+            *why = OBJ_MPU_BAD_PART;
+            rc = ERR_INVAL;
+            break;
+        }
+        if (i < n - 1 && pi.size < min_part) {
+            *why = OBJ_MPU_TOO_SMALL;
+            rc = ERR_INVAL;
+            break;
+        }
+        for (int b = 0; b < 16; b++)
+            md5s[b] = (uint8_t)hexbyte(pi.etag + 2 * b);
+        EVP_DigestUpdate(md, md5s, 16);
+        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s\n", parts[i].part,
+                                (unsigned long long)pi.size, pi.etag);
+        total += pi.size;
+    }
+    uint8_t d[16];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    if (!rc) rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
+    free(manifest);
+    if (rc) return rc;
+
+    memset(&info, 0, sizeof(info));
+    info.multipart = 1;
+    info.nparts = n;
+    info.size = total;
+    info.mtime_ns = wall_ns();
+    memcpy(info.upload_id, upload_id, 32);
+    for (int b = 0; b < 16; b++)
+        snprintf(info.etag + 2 * b, 3, "%02x", d[b]);
+    snprintf(info.etag + 32, sizeof(info.etag) - 32, "-%d", n);
+    snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
+    memcpy(info.umeta, rec.umeta, rec.umeta_len);
+    info.umeta_len = rec.umeta_len;
+    int had_old = newest_head(s, bucket, key, &old) == 0 && !old.deleted;
+    if (write_heads(s, bucket, key, &info, 0, &first_err) < s->k) {
+        drop_object(s, MPU_MANIFEST, upload_id);
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    if (had_old && strcmp(old.upload_id, info.upload_id) != 0) drop_version(s, bucket, key, &old);
+    /* Parts uploaded but not listed are garbage now; so is the upload record. */
+    unused_t u = {s, parts, n};
+    char prefix[40];
+    snprintf(prefix, sizeof(prefix), "%s/", upload_id);
+    (void)obj_list(s, MPU_PARTS, prefix, NULL, drop_unused_part, &u);
+    drop_object(s, MPU_UPLOADS, upload_id);
+    if (out) *out = info;
+    return 0;
+}
+
+typedef struct {
+    obj_set_t *s;
+} abort_t;
+
+static int abort_part(void *arg, const char *key, const obj_info_t *info)
+{
+    abort_t *a = arg;
+    (void)info;
+    drop_object(a->s, MPU_PARTS, key);
+    return 0;
+}
+
+int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
+{
+    obj_info_t rec;
+    char prefix[40];
+    int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (rc) return rc;
+    abort_t a = {s};
+    snprintf(prefix, sizeof(prefix), "%s/", upload_id);
+    (void)obj_list(s, MPU_PARTS, prefix, NULL, abort_part, &a);
+    drop_object(s, MPU_UPLOADS, upload_id);
+    return 0;
 }

@@ -42,7 +42,9 @@ typedef struct {
     ers_layout_t layout;
     char umeta[2048]; /* user metadata: "name\0value\0" pairs */
     size_t umeta_len;
-    int deleted; /* a delete marker */
+    int deleted;   /* a delete marker */
+    int multipart; /* made by a multipart upload: upload_id names its parts */
+    int nparts;
 } obj_info_t;
 
 /* stores: n = k+m shard stores (copied). block: the erasure block size. */
@@ -90,6 +92,40 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
 typedef int (*obj_list_fn)(void *arg, const char *key, const obj_info_t *info);
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg);
+
+/* ---- multipart uploads ----
+ * An upload is a record in an internal bucket; each part is stored as an
+ * object of its own (internal bucket, key "<upload>/<part>"); completing
+ * writes a manifest object listing the parts and then the head of the
+ * destination object, which names the upload. Reads walk the parts. */
+
+/* Start an upload; upload_id receives its id. */
+int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char *content_type,
+                   const char *umeta, size_t umeta_len, char upload_id[33])
+    __attribute__((warn_unused_result));
+/* Writer for one part (1..10000) of an upload of bucket/key. ERR_NOT_FOUND: no such upload. */
+obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *key,
+                                 const char *upload_id, int part, int *err);
+
+typedef struct {
+    int part;
+    char etag[80]; /* as the client sent it, quotes allowed */
+} obj_mpu_part_t;
+
+enum { OBJ_MPU_OK = 0, OBJ_MPU_NO_UPLOAD, OBJ_MPU_BAD_PART, OBJ_MPU_BAD_ORDER, OBJ_MPU_TOO_SMALL };
+
+/*
+ * Complete: check every listed part exists with that ETag, in ascending
+ * order, all but the last at least min_part bytes; then commit the object.
+ * *why gets an OBJ_MPU_* reason when the list is refused (rc ERR_INVAL or
+ * ERR_NOT_FOUND). ETag: md5 of the parts' md5s, "-N".
+ */
+int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                     const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
+                     int *why) __attribute__((warn_unused_result));
+/* Abort: drop every part and the upload. ERR_NOT_FOUND: no such upload. */
+int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
+    __attribute__((warn_unused_result));
 
 /* Encode/decode the head metadata blob (exposed for the fuzzer). */
 size_t obj_meta_encode(const obj_info_t *info, uint8_t *buf, size_t cap);

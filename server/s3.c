@@ -6,6 +6,7 @@
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
+#include <expat.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -696,40 +697,36 @@ out:
 
 /* ---- objects ---- */
 
-static void put_object(ctx_t *x)
+/* User metadata from x-amz-meta-* headers as "name\0value\0" pairs; -1 when too large. */
+static int build_umeta(ctx_t *x, buf_t *um)
 {
-    int err;
-    const char *ctype = hdr(x->info, "content-type");
-    const char *cmd5 = hdr(x->info, "content-md5");
-    buf_t um = {0};
     for (int i = 0; i < x->info->nheaders; i++) {
         const char *n = x->info->headers[i].name;
         if (strncasecmp(n, "x-amz-meta-", 11) == 0) {
             for (const char *c = n + 11; *c; c++)
-                bprintf(&um, "%c", (*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
-            bprintf(&um, "%c%s%c", 0, x->info->headers[i].value, 0);
+                bprintf(um, "%c", (*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+            bprintf(um, "%c%s%c", 0, x->info->headers[i].value, 0);
         }
     }
-    if (um.len > sizeof(((obj_info_t *)0)->umeta)) {
-        free(um.p);
+    if (um->len > sizeof(((obj_info_t *)0)->umeta)) {
         s3_error(x, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum size.");
-        return;
+        return -1;
     }
-    if (body_begin(x) != 0) {
-        free(um.p);
-        s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
-        return;
-    }
-    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
-    if (!w) {
-        free(um.p);
-        s3_engine_error(x, err);
-        return;
-    }
+    return 0;
+}
+
+/*
+ * Stream the request body into w and check Content-MD5. On failure the
+ * error response is sent, w is aborted, and -1 returned.
+ */
+static int stream_body(ctx_t *x, obj_writer_t *w)
+{
+    const char *cmd5 = hdr(x->info, "content-md5");
     uint8_t *buf = xmalloc(IO_CHUNK);
     dec_t st = {0};
     long n;
     int64_t total = 0;
+    int err = 0;
     while ((n = body_read(x, buf, IO_CHUNK, &st)) > 0) {
         total += n;
         if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
@@ -739,7 +736,6 @@ static void put_object(ctx_t *x)
     if (n < 0 || err || body_end(x) != 0 ||
         (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
         obj_put_abort(w);
-        free(um.p);
         if (n == ERR_DENIED)
             s3_error(x, 403, "SignatureDoesNotMatch", "A chunk signature does not match.");
         else if (n < 0)
@@ -750,9 +746,8 @@ static void put_object(ctx_t *x)
             s3_error(x, 400, "XAmzContentSHA256Mismatch",
                      "The provided 'x-amz-content-sha256' header does not match what was "
                      "computed.");
-        return;
+        return -1;
     }
-    obj_info_t info;
     /* Content-MD5 (base64) must match before anything becomes visible. */
     if (cmd5) {
         uint8_t md[64];
@@ -764,13 +759,35 @@ static void put_object(ctx_t *x)
                 snprintf(hex + 2 * i, 3, "%02x", md[i]);
         if (ml < 16 || strcmp(hex, obj_put_etag(w)) != 0) {
             obj_put_abort(w);
-            free(um.p);
             s3_error(x, 400, "BadDigest",
                      "The Content-MD5 you specified did not match what we received.");
-            return;
+            return -1;
         }
     }
-    err = obj_put_commit(w, ctype, um.p, um.len, &info);
+    return 0;
+}
+
+static void put_object(ctx_t *x)
+{
+    int err;
+    buf_t um = {0};
+    if (build_umeta(x, &um) != 0 || body_begin(x) != 0) {
+        if (!http_responded(x->r)) s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
+        free(um.p);
+        return;
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
+    if (!w) {
+        free(um.p);
+        s3_engine_error(x, err);
+        return;
+    }
+    if (stream_body(x, w) != 0) {
+        free(um.p);
+        return;
+    }
+    obj_info_t info;
+    err = obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info);
     free(um.p);
     if (err) {
         s3_engine_error(x, err);
@@ -779,6 +796,246 @@ static void put_object(ctx_t *x)
     char h[256];
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info.etag);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/* ---- multipart ---- */
+
+static void mpu_create(ctx_t *x)
+{
+    buf_t um = {0}, b = {0};
+    char upload[33];
+    if (build_umeta(x, &um) != 0) {
+        free(um.p);
+        return;
+    }
+    int rc = obj_mpu_create(x->cfg->set, x->bucket, x->key, hdr(x->info, "content-type"), um.p,
+                            um.len, upload);
+    free(um.p);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Bucket><Key>");
+    bxml(&b, x->key);
+    bprintf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", upload);
+    respond_xml(x, 200, &b);
+}
+
+static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
+{
+    char *e;
+    long part = strtol(partstr, &e, 10);
+    int err;
+    if (*e || part < 1 || part > 10000) {
+        s3_error(x, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000.");
+        return;
+    }
+    if (body_begin(x) != 0) {
+        s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
+        return;
+    }
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->bucket, x->key, upload, (int)part, &err);
+    if (!w) {
+        if (err == ERR_NOT_FOUND)
+            s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    if (stream_body(x, w) != 0) return;
+    obj_info_t info;
+    if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
+        s3_engine_error(x, err);
+        return;
+    }
+    char h[256];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info.etag);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/* CompleteMultipartUpload's body, parsed with expat (no DTDs, no entities). */
+typedef struct {
+    XML_Parser p;
+    obj_mpu_part_t *parts;
+    int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag */
+    char text[72];                     /* fits in obj_mpu_part_t.etag */
+    size_t tl;
+    int bad;
+} cmu_t;
+
+static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    cmu_t *c = ud;
+    (void)attrs;
+    c->depth++;
+    if (c->depth == 2 && strcmp(name, "Part") == 0) {
+        if (c->n == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 16;
+            if (c->cap > 10000 + 16) {
+                c->bad = 1;
+                XML_StopParser(c->p, XML_FALSE);
+                return;
+            }
+            c->parts = xrealloc(c->parts, (size_t)c->cap * sizeof(*c->parts));
+        }
+        memset(&c->parts[c->n], 0, sizeof(c->parts[c->n]));
+        c->in_part = 1;
+    } else if (c->depth == 3 && c->in_part) {
+        c->field = strcmp(name, "PartNumber") == 0 ? 1 : strcmp(name, "ETag") == 0 ? 2 : 0;
+        c->tl = 0;
+    }
+}
+
+static void XMLCALL cmu_text(void *ud, const XML_Char *s, int len)
+{
+    cmu_t *c = ud;
+    if (!c->field) return;
+    if (c->tl + (size_t)len >= sizeof(c->text)) {
+        c->bad = 1;
+        XML_StopParser(c->p, XML_FALSE);
+        return;
+    }
+    memcpy(c->text + c->tl, s, (size_t)len);
+    c->tl += (size_t)len;
+}
+
+static void XMLCALL cmu_end(void *ud, const XML_Char *name)
+{
+    cmu_t *c = ud;
+    (void)name;
+    if (c->depth == 3 && c->field) {
+        c->text[c->tl] = 0;
+        if (c->field == 1)
+            c->parts[c->n].part = atoi(c->text);
+        else
+            snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
+        c->field = 0;
+    } else if (c->depth == 2 && c->in_part) {
+        c->in_part = 0;
+        c->n++;
+    }
+    c->depth--;
+}
+
+static void XMLCALL cmu_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+                                const XML_Char *pubid, int internal)
+{
+    cmu_t *c = ud;
+    (void)name;
+    (void)sysid;
+    (void)pubid;
+    (void)internal;
+    c->bad = 1; /* S3 bodies have no DTD; refusing them rules out entity expansion */
+    XML_StopParser(c->p, XML_FALSE);
+}
+
+/* Read a small request body whole (at most cap bytes). NULL and a response sent on error. */
+static char *read_small_body(ctx_t *x, size_t cap, size_t *len)
+{
+    char *body = xmalloc(cap + 1);
+    dec_t st = {0};
+    long n;
+    *len = 0;
+    if (body_begin(x) != 0) {
+        free(body);
+        s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
+        return NULL;
+    }
+    while ((n = body_read(x, (uint8_t *)body + *len, cap - *len, &st)) > 0) {
+        *len += (size_t)n;
+        if (*len == cap) {
+            free(st.spill);
+            free(body);
+            s3_error(x, 400, "MalformedXML", "The XML you provided was too large.");
+            return NULL;
+        }
+    }
+    free(st.spill);
+    if (n < 0 || body_end(x) != 0) {
+        free(body);
+        s3_error(x, 400, "IncompleteBody", "The request body is incomplete or malformed.");
+        return NULL;
+    }
+    body[*len] = 0;
+    return body;
+}
+
+static void mpu_complete(ctx_t *x, const char *upload)
+{
+    size_t len;
+    char *body = read_small_body(x, 2u << 20, &len);
+    if (!body) return;
+    cmu_t c = {0};
+    c.p = XML_ParserCreate(NULL);
+    XML_SetUserData(c.p, &c);
+    XML_SetElementHandler(c.p, cmu_start, cmu_end);
+    XML_SetCharacterDataHandler(c.p, cmu_text);
+    XML_SetStartDoctypeDeclHandler(c.p, cmu_doctype);
+    int ok = XML_Parse(c.p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !c.bad;
+    XML_ParserFree(c.p);
+    free(body);
+    if (!ok || c.n == 0) {
+        free(c.parts);
+        s3_error(x, 400, "MalformedXML", "The XML you provided was not well-formed.");
+        return;
+    }
+    obj_info_t info;
+    int why = 0;
+    int rc = obj_mpu_complete(x->cfg->set, x->bucket, x->key, upload, c.parts, c.n, 5u << 20, &info,
+                              &why);
+    free(c.parts);
+    if (rc) {
+        switch (why) {
+        case OBJ_MPU_NO_UPLOAD:
+            s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+            break;
+        case OBJ_MPU_BAD_PART:
+            s3_error(x, 400, "InvalidPart",
+                     "One or more of the specified parts could not be found.");
+            break;
+        case OBJ_MPU_BAD_ORDER:
+            s3_error(x, 400, "InvalidPartOrder", "The list of parts was not in ascending order.");
+            break;
+        case OBJ_MPU_TOO_SMALL:
+            s3_error(x, 400, "EntityTooSmall",
+                     "Your proposed upload is smaller than the minimum allowed object size.");
+            break;
+        default:
+            s3_engine_error(x, rc);
+        }
+        return;
+    }
+    buf_t b = {0};
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/");
+    bxml(&b, x->bucket);
+    bprintf(&b, "/");
+    bxml(&b, x->key);
+    bprintf(&b, "</Location><Bucket>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Bucket><Key>");
+    bxml(&b, x->key);
+    bprintf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", info.etag);
+    respond_xml(x, 200, &b);
+}
+
+static void mpu_abort(ctx_t *x, const char *upload)
+{
+    int rc = obj_mpu_abort(x->cfg->set, x->bucket, x->key, upload);
+    char h[128];
+    if (rc == ERR_NOT_FOUND) {
+        s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        return;
+    }
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond(x->r, 204, h, 0);
 }
 
 /* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
@@ -908,7 +1165,24 @@ static void object_op(ctx_t *x)
         s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
         return;
     }
-    if (strcmp(m, "PUT") == 0) {
+    int has_upload, has_part, has_uploads;
+    char *upload = qparam(x->query, "uploadId", &has_upload);
+    char *part = qparam(x->query, "partNumber", &has_part);
+    char *ups = qparam(x->query, "uploads", &has_uploads);
+    free(ups);
+    if (has_upload && (!upload || strlen(upload) != 32)) {
+        s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+    } else if (strcmp(m, "POST") == 0 && has_uploads) {
+        mpu_create(x);
+    } else if (strcmp(m, "POST") == 0 && has_upload) {
+        mpu_complete(x, upload);
+    } else if (strcmp(m, "PUT") == 0 && has_upload && has_part && part) {
+        mpu_upload_part(x, upload, part);
+    } else if (strcmp(m, "DELETE") == 0 && has_upload) {
+        mpu_abort(x, upload);
+    } else if (has_upload) {
+        s3_error(x, 501, "NotImplemented", "ListParts is not implemented yet.");
+    } else if (strcmp(m, "PUT") == 0) {
         put_object(x);
     } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         get_object(x, m[0] == 'H');
@@ -923,6 +1197,8 @@ static void object_op(ctx_t *x)
     } else {
         s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
     }
+    free(upload);
+    free(part);
 }
 
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)

@@ -173,8 +173,8 @@ def test_newest_boto3(server, datadir):
 def aws(server, datadir, *args):
     cfg = os.path.join(datadir, "aws.cfg")
     with open(cfg, "w") as f:
-        # Multipart uploads are not served yet: keep the CLI on single PUTs.
-        f.write("[default]\nregion = us-east-1\ns3 =\n  multipart_threshold = 1GB\n")
+        # The CLI's defaults: files over 8 MiB go up as multipart uploads.
+        f.write("[default]\nregion = us-east-1\n")
     env = dict(os.environ, AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK,
                AWS_CONFIG_FILE=cfg, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
     if not shutil.which("aws"):
@@ -274,3 +274,45 @@ def test_kill9_during_puts_keeps_acknowledged(datadir):
         assert len(body) == o["Size"]
         assert hashlib.md5(body).hexdigest() == o["ETag"].strip('"')
     s.stop()
+
+
+def test_multipart_upload(server, datadir):
+    from boto3.s3.transfer import TransferConfig
+    import io
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpu")
+    data = blob(23 * (1 << 20) + 321, 11)
+    cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20,
+                         max_concurrency=4)
+    c.upload_fileobj(io.BytesIO(data), "mpu", "big", Config=cfg)
+    h = c.head_object(Bucket="mpu", Key="big")
+    assert h["ContentLength"] == len(data)
+    assert h["ETag"].strip('"').endswith("-5")
+    assert sha(c.get_object(Bucket="mpu", Key="big")["Body"].read()) == sha(data)
+    got = c.get_object(Bucket="mpu", Key="big", Range="bytes=5242870-5242890")["Body"].read()
+    assert got == data[5242870:5242891]
+
+    # The API directly: refused completions, then abort.
+    up = c.create_multipart_upload(Bucket="mpu", Key="k")["UploadId"]
+    e1 = c.upload_part(Bucket="mpu", Key="k", UploadId=up, PartNumber=1, Body=b"x" * 100)["ETag"]
+    e2 = c.upload_part(Bucket="mpu", Key="k", UploadId=up, PartNumber=2, Body=b"y" * 100)["ETag"]
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="mpu", Key="k", UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    assert e.value.response["Error"]["Code"] == "EntityTooSmall"
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="mpu", Key="k", UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e2}]})
+    assert e.value.response["Error"]["Code"] == "InvalidPart"
+    # One part, however small, is a complete object.
+    r = c.complete_multipart_upload(Bucket="mpu", Key="k", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}]})
+    assert c.get_object(Bucket="mpu", Key="k")["Body"].read() == b"x" * 100
+    up = c.create_multipart_upload(Bucket="mpu", Key="gone")["UploadId"]
+    c.upload_part(Bucket="mpu", Key="gone", UploadId=up, PartNumber=1, Body=b"z")
+    c.abort_multipart_upload(Bucket="mpu", Key="gone", UploadId=up)
+    with pytest.raises(ClientError) as e:
+        c.upload_part(Bucket="mpu", Key="gone", UploadId=up, PartNumber=2, Body=b"z")
+    assert e.value.response["Error"]["Code"] == "NoSuchUpload"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="mpu", Key="gone")

@@ -326,6 +326,95 @@ static void test_delete_and_list(void **state)
     assert_int_equal(obj_stat(e->set, "bkt", "aborted", &info), ERR_NOT_FOUND);
 }
 
+static int count_keys(drive_t *d, const char *bucket)
+{
+    int n = 0;
+    assert_int_equal(drive_list(d, bucket, NULL, NULL, count_cb, &n), 0);
+    return n;
+}
+
+static void test_multipart(void **state)
+{
+    env_t *e = *state;
+    size_t psz[] = {300000, 200001, 77};
+    size_t total = psz[0] + psz[1] + psz[2];
+    uint8_t *data = malloc(total);
+    fill(data, total, 51);
+    char upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "mp", "text/x-mp", "a\0b\0", 4, upload), 0);
+    obj_mpu_part_t parts[3];
+    size_t off = 0;
+    /* Parts arrive out of order and part 2 is uploaded twice: the last one counts. */
+    int order[] = {2, 1, 3, 2};
+    for (int oi = 0; oi < 4; oi++) {
+        int p = order[oi];
+        size_t o = 0;
+        for (int j = 0; j < p - 1; j++)
+            o += psz[j];
+        int err;
+        obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "mp", upload, p, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data + o, psz[p - 1]), 0);
+        obj_info_t pi;
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        parts[p - 1].part = p;
+        snprintf(parts[p - 1].etag, sizeof(parts[p - 1].etag), "\"%.32s\"", pi.etag);
+    }
+    (void)off;
+    /* Wrong ETag, wrong order, too small: refused, nothing visible. */
+    obj_mpu_part_t bad[3];
+    memcpy(bad, parts, sizeof(bad));
+    bad[1].etag[3] ^= 1;
+    int why;
+    obj_info_t info;
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, &info, &why),
+                     ERR_INVAL);
+    assert_int_equal(why, OBJ_MPU_BAD_PART);
+    memcpy(bad, parts, sizeof(bad));
+    bad[0] = parts[1];
+    bad[1] = parts[0];
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, &info, &why),
+                     ERR_INVAL);
+    assert_int_equal(why, OBJ_MPU_BAD_ORDER);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 250000, &info, &why),
+                     ERR_INVAL);
+    assert_int_equal(why, OBJ_MPU_TOO_SMALL);
+    assert_int_equal(obj_stat(e->set, "bkt", "mp", &info), ERR_NOT_FOUND);
+
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, &info, &why), 0);
+    assert_string_equal(info.etag + 32, "-3");
+    expect(e, "mp", data, total);
+    obj_info_t st;
+    assert_int_equal(obj_stat(e->set, "bkt", "mp", &st), 0);
+    assert_string_equal(st.content_type, "text/x-mp");
+    /* The upload is gone once completed. */
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, &info, &why),
+                     ERR_NOT_FOUND);
+    assert_int_equal(why, OBJ_MPU_NO_UPLOAD);
+    /* Degraded reads work across parts too. */
+    e->f[0].fail_read = e->f[5].fail_read = 1;
+    expect(e, "mp", data, total);
+    e->f[0].fail_read = e->f[5].fail_read = 0;
+
+    /* Overwriting with a single PUT drops the parts and the manifest. */
+    put(e, "mp", data, 1000, NULL);
+    expect(e, "mp", data, 1000);
+
+    /* An aborted upload leaves no parts behind. */
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "ab", NULL, NULL, 0, upload), 0);
+    int err;
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "ab", upload, 1, &err);
+    assert_int_equal(obj_put_write(w, data, 5000), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), 0);
+    assert_null(obj_mpu_part_begin(e->set, "bkt", "other-key", upload, 1, &err));
+    assert_int_equal(err, ERR_NOT_FOUND);
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", "ab", upload), 0);
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", "ab", upload), ERR_NOT_FOUND);
+    /* Only delete markers remain of parts: no part blocks on any drive. */
+    assert_int_equal(count_keys(e->f[0].d, "\x03mpp\x01"), 0);
+    free(data);
+}
+
 static void test_meta_codec(void **state)
 {
     (void)state;
@@ -360,6 +449,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
