@@ -30,7 +30,6 @@ printf 'In another shell:\n\n'
 printf '  export AWS_ACCESS_KEY_ID=%s\n' "$WARMLAKE_ACCESS_KEY"
 printf '  export AWS_SECRET_ACCESS_KEY=%s\n' "$WARMLAKE_SECRET_KEY"
 printf '  export AWS_DEFAULT_REGION=us-east-1\n'
-printf '  aws configure set default.s3.multipart_threshold 5GB   # multipart is not served yet\n'
 printf '  aws --endpoint-url http://127.0.0.1:9000 s3 mb s3://demo\n'
 printf '  aws --endpoint-url http://127.0.0.1:9000 s3 cp ./README.md s3://demo/\n'
 printf '  aws --endpoint-url http://127.0.0.1:9000 s3 ls s3://demo\n\n'
