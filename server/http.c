@@ -628,6 +628,18 @@ static void respond_raw_and_close(conn_t *c, const char *resp)
     conn_close(c);
 }
 
+/* Whether the request being received has a full inbound buffer (reading must wait). */
+static int inbound_full(conn_t *c)
+{
+    int full = 0;
+    if (c->req) {
+        pthread_mutex_lock(&c->s->mu);
+        full = c->req->in_len - c->req->in_off >= HTTP_HIGH_WATER;
+        pthread_mutex_unlock(&c->s->mu);
+    }
+    return full;
+}
+
 /* Feed the pending bytes to the parser until it pauses or runs dry. */
 static void parse_more(conn_t *c)
 {
@@ -667,7 +679,7 @@ static void parse_more(conn_t *c)
     }
     if (c->pend_off >= c->pend_len) c->pend_off = c->pend_len = 0;
     /* Read more unless paused with a request in hand or its buffer is full. */
-    if (!c->closing && !c->paused && !c->reading) start_reading(c);
+    if (!c->closing && !c->paused && !c->reading && !inbound_full(c)) start_reading(c);
     if (c->paused && c->reading && (!c->req || c->req->body_complete)) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = 0;

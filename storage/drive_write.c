@@ -41,7 +41,9 @@ static void writer_reserve(drive_t *d, writer_t *w, size_t more)
 {
     size_t need = align_up(w->fill + more, d->iu);
     if (need > w->cap) {
-        size_t cap = need > d->cfg.max_batch ? need : d->cfg.max_batch;
+        /* Grow with demand: an idle drive with one writer should not pin max_batch bytes. */
+        size_t cap = align_up(need * 2, d->iu);
+        if (cap > d->cfg.max_batch) cap = need > d->cfg.max_batch ? need : d->cfg.max_batch;
         uint8_t *nb = xaligned_alloc(DIO_ALIGN, cap);
         if (w->fill) memcpy(nb, w->buf, w->fill);
         free(w->buf);
