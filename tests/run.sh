@@ -65,7 +65,7 @@ step "fuzz run" fuzz_all
 if compgen -G "tests/integration/test_*.py" >/dev/null; then
   step "integration (pytest)" env WL_BUILD="$ROOT/build" /usr/bin/python3 -m pytest -q tests/integration
   step "integration under ASan+UBSan (pytest)" \
-    env WL_BUILD="$ROOT/build-asan" /usr/bin/python3 -m pytest -q tests/integration
+    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q tests/integration
 fi
 
 echo

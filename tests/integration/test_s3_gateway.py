@@ -316,3 +316,56 @@ def test_multipart_upload(server, datadir):
     assert e.value.response["Error"]["Code"] == "NoSuchUpload"
     with pytest.raises(ClientError):
         c.head_object(Bucket="mpu", Key="gone")
+
+
+def test_streaming_memory_is_bounded(server):
+    """A 512 MiB PUT and GET over one connection must not grow the server by more than
+    a few buffers: backpressure, not buffering (behaviour, not speed)."""
+    import http.client
+    import boto3
+    from botocore.config import Config
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="stream")
+    v4 = boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+
+    def hwm():
+        with open("/proc/%d/status" % server.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    base = hwm()
+    size, piece = 512 << 20, bytes(range(256)) * 4096  # 1 MiB pieces
+    put = v4.generate_presigned_url("put_object", Params={"Bucket": "stream", "Key": "big"},
+                                    ExpiresIn=600)
+    path = put.split(str(server.port), 1)[1]
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+    conn.putrequest("PUT", path, skip_accept_encoding=True)
+    conn.putheader("Content-Length", str(size))
+    conn.endheaders()
+    digest = hashlib.sha256()
+    for _ in range(size // len(piece)):
+        conn.send(piece)
+        digest.update(piece)
+    r = conn.getresponse()
+    assert r.status == 200, r.read()
+    r.read()
+    get = v4.generate_presigned_url("get_object", Params={"Bucket": "stream", "Key": "big"},
+                                    ExpiresIn=600)
+    conn.request("GET", get.split(str(server.port), 1)[1])
+    r = conn.getresponse()
+    got = hashlib.sha256()
+    while True:
+        b = r.read(1 << 20)
+        if not b:
+            break
+        got.update(b)
+    assert got.hexdigest() == digest.hexdigest()
+    grown = hwm() - base
+    print("server peak RSS grew by %.1f MiB for a 512 MiB PUT + GET" % (grown / 2**20))
+    if not os.environ.get("WL_SANITIZED"):  # ASan's quarantine keeps freed memory resident
+        assert grown < 96 << 20, grown
