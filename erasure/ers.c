@@ -14,6 +14,7 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/le.h"
 #include "common/mem.h"
 
 #include <isa-l/erasure_code.h>
@@ -71,25 +72,6 @@ int ers_layout_check(const ers_layout_t *l)
 #define LAYOUT_MAGIC   0x4c45574cu /* "WLEL" */
 #define LAYOUT_VERSION 1
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 /*
  * Encoded layout, little endian:
  *   0  magic "WLEL"     4  version     5  k     6  m     7  reserved (0)
@@ -99,25 +81,26 @@ static uint64_t get64(const uint8_t *p)
 void ers_layout_encode(const ers_layout_t *l, uint8_t out[ERS_LAYOUT_SIZE])
 {
     memset(out, 0, ERS_LAYOUT_SIZE);
-    put32(out, LAYOUT_MAGIC);
+    le_put32(out, LAYOUT_MAGIC);
     out[4] = LAYOUT_VERSION;
     out[5] = l->k;
     out[6] = l->m;
-    put32(out + 8, l->block_size);
-    put64(out + 16, l->size);
-    put32(out + 28, crc32c(0, out, 28));
+    le_put32(out + 8, l->block_size);
+    le_put64(out + 16, l->size);
+    le_put32(out + 28, crc32c(0, out, 28));
 }
 
 int ers_layout_decode(const void *buf, size_t len, ers_layout_t *out)
 {
     const uint8_t *p = buf;
-    if (len < ERS_LAYOUT_SIZE || get32(p) != LAYOUT_MAGIC || get32(p + 28) != crc32c(0, p, 28))
+    if (len < ERS_LAYOUT_SIZE || le_get32(p) != LAYOUT_MAGIC ||
+        le_get32(p + 28) != crc32c(0, p, 28))
         return ERR_CORRUPT;
     if (p[4] != LAYOUT_VERSION) return ERR_INVAL;
     out->k = p[5];
     out->m = p[6];
-    out->block_size = get32(p + 8);
-    out->size = get64(p + 16);
+    out->block_size = le_get32(p + 8);
+    out->size = le_get64(p + 16);
     return ers_layout_check(out);
 }
 

@@ -16,6 +16,7 @@
 #include "storage/drive_int.h"
 
 #include "common/err.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/mem.h"
 
@@ -70,35 +71,16 @@ static int key_decode(const char *buf, size_t len, rec_id_t *id)
     return 0;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 size_t drive__ent_encode(uint8_t *b, const ent_t *e)
 {
     b[0] = e->type;
-    put32(b + 1, e->seg);
-    put64(b + 5, e->off);
-    put32(b + 13, e->rec_len);
-    put32(b + 17, e->hdr_len);
-    put64(b + 21, e->payload_len);
-    put64(b + 29, e->seq);
-    put32(b + 37, e->hdr_crc);
+    le_put32(b + 1, e->seg);
+    le_put64(b + 5, e->off);
+    le_put32(b + 13, e->rec_len);
+    le_put32(b + 17, e->hdr_len);
+    le_put64(b + 21, e->payload_len);
+    le_put64(b + 29, e->seq);
+    le_put32(b + 37, e->hdr_crc);
     if (e->meta_len) memcpy(b + ENT_FIXED, e->meta, e->meta_len);
     return ENT_FIXED + e->meta_len;
 }
@@ -108,13 +90,13 @@ int drive__ent_decode(const void *buf, size_t len, ent_t *e)
     const uint8_t *b = buf;
     if (len < ENT_FIXED || (b[0] != REC_DATA && b[0] != REC_TOMBSTONE)) return ERR_CORRUPT;
     e->type = b[0];
-    e->seg = get32(b + 1);
-    e->off = get64(b + 5);
-    e->rec_len = get32(b + 13);
-    e->hdr_len = get32(b + 17);
-    e->payload_len = get64(b + 21);
-    e->seq = get64(b + 29);
-    e->hdr_crc = get32(b + 37);
+    e->seg = le_get32(b + 1);
+    e->off = le_get64(b + 5);
+    e->rec_len = le_get32(b + 13);
+    e->hdr_len = le_get32(b + 17);
+    e->payload_len = le_get64(b + 21);
+    e->seq = le_get64(b + 29);
+    e->hdr_crc = le_get32(b + 37);
     e->meta = b + ENT_FIXED;
     e->meta_len = (uint32_t)(len - ENT_FIXED);
     return 0;
@@ -218,11 +200,11 @@ static int load_seg_meta(drive_t *d, seg_t *s)
         return ERR_CORRUPT;
     }
     const uint8_t *b = v;
-    s->live = get64(b + 2);
-    s->tail = get64(b + 10);
-    s->min_seq = get64(b + 18);
-    s->max_seq = get64(b + 26);
-    s->sealed_ns = get64(b + 34);
+    s->live = le_get64(b + 2);
+    s->tail = le_get64(b + 10);
+    s->min_seq = le_get64(b + 18);
+    s->max_seq = le_get64(b + 26);
+    s->sealed_ns = le_get64(b + 34);
     free(v);
     return 0;
 }
@@ -386,9 +368,9 @@ static int load_meta(drive_t *d)
     if (rc == ERR_NOT_FOUND) return 0;
     if (rc) return rc;
     if (vl == 20) {
-        d->next_seq = get64(v);
-        d->next_seg_id = get32((uint8_t *)v + 8);
-        d->lifetime_host = get64((uint8_t *)v + 12);
+        d->next_seq = le_get64(v);
+        d->next_seg_id = le_get32((uint8_t *)v + 8);
+        d->lifetime_host = le_get64((uint8_t *)v + 12);
     }
     free(v);
     return 0;

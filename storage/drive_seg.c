@@ -15,6 +15,7 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/mem.h"
 
@@ -54,27 +55,17 @@ char *drive__seg_path(drive_t *d, uint32_t id)
     return p;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void sb_encode(uint8_t *b, const drive_t *d, uint32_t id, uint8_t kind)
 {
     memset(b, 0, SEG_SB_LEN);
-    put32(b, SEG_MAGIC);
+    le_put32(b, SEG_MAGIC);
     b[4] = SEG_VERSION;
     b[6] = kind;
-    put32(b + 8, id);
-    put32(b + 12, d->iu);
-    put32(b + 16, (uint32_t)d->seg_size);
-    put32(b + 20, (uint32_t)(d->seg_size >> 32));
-    put32(b + 24, crc32c(0, b, 24));
+    le_put32(b + 8, id);
+    le_put32(b + 12, d->iu);
+    le_put32(b + 16, (uint32_t)d->seg_size);
+    le_put32(b + 20, (uint32_t)(d->seg_size >> 32));
+    le_put32(b + 24, crc32c(0, b, 24));
 }
 
 int drive__fsync_dir(const char *dir)
@@ -197,13 +188,14 @@ int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
     }
     rc = drive__pread_aligned(d, fd, 0, SEG_SB_LEN, &buf, &sb);
     if (rc) goto done;
-    if (get32(sb) != SEG_MAGIC || get32(sb + 24) != crc32c(0, sb, 24) || get32(sb + 8) != id) {
+    if (le_get32(sb) != SEG_MAGIC || le_get32(sb + 24) != crc32c(0, sb, 24) ||
+        le_get32(sb + 8) != id) {
         rc = ERR_CORRUPT;
         goto done;
     }
-    if (get32(sb + 12) != d->iu || get32(sb + 16) != (uint32_t)d->seg_size) {
-        log_error("event=segment_geometry_mismatch id=%u iu=%u seg_size=%u", id, get32(sb + 12),
-                  get32(sb + 16));
+    if (le_get32(sb + 12) != d->iu || le_get32(sb + 16) != (uint32_t)d->seg_size) {
+        log_error("event=segment_geometry_mismatch id=%u iu=%u seg_size=%u", id, le_get32(sb + 12),
+                  le_get32(sb + 16));
         rc = ERR_INVAL;
         goto done;
     }
@@ -305,12 +297,6 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
     return 0;
 }
 
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* Segment meta: key "s" + id (big endian), value kind, open, live, tail, min, max, sealed. */
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
 {
@@ -319,11 +305,11 @@ void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
     uint8_t v[42];
     v[0] = s->kind;
     v[1] = s->open;
-    put64(v + 2, s->live);
-    put64(v + 10, s->tail);
-    put64(v + 18, s->min_seq);
-    put64(v + 26, s->max_seq);
-    put64(v + 34, s->sealed_ns);
+    le_put64(v + 2, s->live);
+    le_put64(v + 10, s->tail);
+    le_put64(v + 18, s->min_seq);
+    le_put64(v + 26, s->max_seq);
+    le_put64(v + 34, s->sealed_ns);
     (void)d;
     idx_batch_put(b, k, sizeof(k), v, sizeof(v));
 }
@@ -332,9 +318,9 @@ void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
 void drive__meta_put(drive_t *d, idx_batch_t *b)
 {
     uint8_t v[20];
-    put64(v, d->next_seq);
-    put32(v + 8, d->next_seg_id);
-    put64(v + 12, d->lifetime_host);
+    le_put64(v, d->next_seq);
+    le_put32(v + 8, d->next_seg_id);
+    le_put64(v + 12, d->lifetime_host);
     idx_batch_put(b, "m", 1, v, sizeof(v));
 }
 

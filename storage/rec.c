@@ -2,36 +2,9 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/le.h"
 
 #include <string.h>
-
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static uint32_t chunks_of(uint64_t payload_len)
 {
@@ -65,17 +38,17 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
     const uint8_t *pl = payload;
 
     memset(buf, 0, REC_FIXED);
-    put32(buf, REC_MAGIC);
-    put16(buf + 4, REC_VERSION);
+    le_put32(buf, REC_MAGIC);
+    le_put16(buf + 4, REC_VERSION);
     buf[6] = type;
-    put32(buf + 8, (uint32_t)hlen);
-    put32(buf + 12, id->shard);
-    put64(buf + 16, seq);
-    put64(buf + 24, payload_len);
-    put16(buf + 32, id->bucket_len);
-    put16(buf + 34, id->key_len);
-    put16(buf + 36, id->version_len);
-    put32(buf + 40, (uint32_t)meta_len);
+    le_put32(buf + 8, (uint32_t)hlen);
+    le_put32(buf + 12, id->shard);
+    le_put64(buf + 16, seq);
+    le_put64(buf + 24, payload_len);
+    le_put16(buf + 32, id->bucket_len);
+    le_put16(buf + 34, id->key_len);
+    le_put16(buf + 36, id->version_len);
+    le_put32(buf + 40, (uint32_t)meta_len);
     memcpy(p, id->bucket, id->bucket_len);
     p += id->bucket_len;
     if (id->key_len) memcpy(p, id->key, id->key_len);
@@ -86,10 +59,10 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
     p += meta_len;
     for (uint64_t off = 0; off < payload_len; off += REC_CHUNK) {
         uint64_t n = payload_len - off < REC_CHUNK ? payload_len - off : REC_CHUNK;
-        put32(p, crc32c(0, pl + off, n));
+        le_put32(p, crc32c(0, pl + off, n));
         p += 4;
     }
-    put32(buf + 44, crc32c(0, buf, hlen));
+    le_put32(buf + 44, crc32c(0, buf, hlen));
     return hlen;
 }
 
@@ -100,20 +73,20 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
 
     v->hdr_len = 0;
     if (avail < REC_FIXED) return ERR_AGAIN;
-    if (get32(b) != REC_MAGIC || get16(b + 4) != REC_VERSION || b[7] != 0 ||
+    if (le_get32(b) != REC_MAGIC || le_get16(b + 4) != REC_VERSION || b[7] != 0 ||
         (b[6] != REC_DATA && b[6] != REC_TOMBSTONE))
         return ERR_CORRUPT;
     v->type = b[6];
-    v->hdr_len = get32(b + 8);
-    v->id.shard = get32(b + 12);
-    v->seq = get64(b + 16);
-    v->payload_len = get64(b + 24);
-    v->id.bucket_len = get16(b + 32);
-    v->id.key_len = get16(b + 34);
-    v->id.version_len = get16(b + 36);
-    v->meta_len = get32(b + 40);
-    v->hdr_crc = get32(b + 44);
-    if (get16(b + 38) != 0 || v->meta_len > REC_MAX_META || v->id.bucket_len == 0 ||
+    v->hdr_len = le_get32(b + 8);
+    v->id.shard = le_get32(b + 12);
+    v->seq = le_get64(b + 16);
+    v->payload_len = le_get64(b + 24);
+    v->id.bucket_len = le_get16(b + 32);
+    v->id.key_len = le_get16(b + 34);
+    v->id.version_len = le_get16(b + 36);
+    v->meta_len = le_get32(b + 40);
+    v->hdr_crc = le_get32(b + 44);
+    if (le_get16(b + 38) != 0 || v->meta_len > REC_MAX_META || v->id.bucket_len == 0 ||
         v->id.bucket_len > REC_MAX_BUCKET || v->id.key_len > REC_MAX_KEY ||
         v->id.version_len > REC_MAX_VERSION || v->payload_len > REC_MAX_PAYLOAD ||
         (v->type == REC_TOMBSTONE && v->payload_len != 0))
@@ -143,7 +116,7 @@ corrupt:
 
 uint32_t rec_chunk_crc(const rec_view_t *v, uint32_t i)
 {
-    return get32(v->chunk_crcs + 4 * (size_t)i);
+    return le_get32(v->chunk_crcs + 4 * (size_t)i);
 }
 
 int rec_verify_chunks(const rec_view_t *v, const uint8_t *buf, uint32_t first, uint32_t last)
