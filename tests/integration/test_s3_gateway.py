@@ -369,3 +369,71 @@ def test_streaming_memory_is_bounded(server):
     print("server peak RSS grew by %.1f MiB for a 512 MiB PUT + GET" % (grown / 2**20))
     if not os.environ.get("WL_SANITIZED"):  # ASan's quarantine keeps freed memory resident
         assert grown < 96 << 20, grown
+
+
+def test_s3cmd(server, datadir):
+    if not shutil.which("s3cmd"):
+        pytest.skip("s3cmd not installed")
+    cfg = os.path.join(datadir, "s3cfg")
+    host = "127.0.0.1:%d" % server.port
+    with open(cfg, "w") as f:
+        f.write("[default]\naccess_key = %s\nsecret_key = %s\nhost_base = %s\nhost_bucket = %s\n"
+                "use_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n"
+                "multipart_chunk_size_mb = 5\n" % (AK, SK, host, host))
+
+    def run(*args):
+        r = subprocess.run(["s3cmd", "-c", cfg] + list(args), capture_output=True, timeout=300)
+        assert r.returncode == 0, (args, r.stdout[-500:], r.stderr[-1500:])
+        return r.stdout.decode()
+
+    run("mb", "s3://s3cmd-bkt")
+    for name, n in (("small", 1000), ("multi", 12 * (1 << 20) + 3)):
+        src = os.path.join(datadir, name)
+        with open(src, "wb") as f:
+            f.write(blob(n, name))
+        run("put", src, "s3://s3cmd-bkt/dir/" + name)
+        dst = src + ".back"
+        run("get", "s3://s3cmd-bkt/dir/" + name, dst)
+        assert sha(open(src, "rb").read()) == sha(open(dst, "rb").read())
+    listing = run("ls", "-r", "s3://s3cmd-bkt")
+    assert "dir/small" in listing and "dir/multi" in listing
+    run("del", "s3://s3cmd-bkt/dir/small")
+    assert "dir/small" not in run("ls", "-r", "s3://s3cmd-bkt")
+
+
+def test_rclone(server, datadir):
+    if not shutil.which("rclone"):
+        pytest.skip("rclone not installed")
+    cfg = os.path.join(datadir, "rclone.conf")
+    with open(cfg, "w") as f:
+        f.write("[wl]\ntype = s3\nprovider = Other\naccess_key_id = %s\nsecret_access_key = %s\n"
+                "endpoint = %s\nregion = us-east-1\nforce_path_style = true\n"
+                % (AK, SK, server.endpoint))
+
+    # Debian's rclone 1.60 cannot load a custom CA bundle (plain http here needs none).
+    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+
+    def run(*args):
+        r = subprocess.run(["rclone", "--config", cfg, "--low-level-retries", "1",
+                            "--retries", "1"] + list(args), capture_output=True, timeout=300,
+                           env=env)
+        assert r.returncode == 0, (args, r.stderr[-1500:])
+        return r.stdout.decode()
+
+    src = os.path.join(datadir, "tree")
+    os.makedirs(os.path.join(src, "a", "b"))
+    files = {"top": 10, "a/one": 70000, "a/b/big": 9 * (1 << 20) + 1}
+    for name, n in files.items():
+        with open(os.path.join(src, name), "wb") as f:
+            f.write(blob(n, name))
+    run("mkdir", "wl:rclone-bkt")
+    run("copy", src, "wl:rclone-bkt/tree")
+    listed = run("lsf", "-R", "wl:rclone-bkt/tree")
+    for name in files:
+        assert name in listed
+    dst = os.path.join(datadir, "back")
+    run("copy", "wl:rclone-bkt/tree", dst)
+    for name in files:
+        assert sha(open(os.path.join(src, name), "rb").read()) == \
+            sha(open(os.path.join(dst, name), "rb").read()), name
+    run("check", src, "wl:rclone-bkt/tree")
