@@ -41,6 +41,7 @@ typedef struct {
 } ctx_t;
 
 static void list_objects(ctx_t *x);
+static void list_versions(ctx_t *x);
 
 /* ---- helpers ---- */
 
@@ -178,6 +179,15 @@ static void http_date(uint64_t ns, char out[40])
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* An HTTP date (IMF-fixdate), or -1 when absent or unparsable (then it is ignored). */
+static time_t parse_http_date(const char *s)
+{
+    struct tm tm = {0};
+    const char *end;
+    if (!s || !(end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm)) || *end) return (time_t)-1;
+    return timegm(&tm);
 }
 
 /* ---- responses ---- */
@@ -523,7 +533,13 @@ static void bucket_op(ctx_t *x)
         else
             (void)http_respond(x->r, 204, h, 0);
     } else if (strcmp(m, "GET") == 0) {
-        char *v = qparam(x->query, "location", &present);
+        char *v = qparam(x->query, "versions", &present);
+        free(v);
+        if (present) {
+            list_versions(x);
+            return;
+        }
+        v = qparam(x->query, "location", &present);
         free(v);
         if (present) {
             buf_t b = {0};
@@ -693,6 +709,69 @@ out:
     free(start);
     free(marker);
     free(enc);
+}
+
+/* ListObjectVersions for unversioned buckets: every object is its own null version. */
+typedef struct {
+    buf_t *b;
+    int max, count, truncated;
+    char *last;
+} ver_t;
+
+static int list_version_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    ver_t *v = arg;
+    char t[32];
+    if (v->count == v->max) {
+        v->truncated = 1;
+        return 1;
+    }
+    iso8601(info->mtime_ns, t);
+    bprintf(v->b, "<Version><Key>");
+    bxml(v->b, key);
+    bprintf(v->b,
+            "</Key><VersionId>null</VersionId><IsLatest>true</IsLatest><LastModified>%s"
+            "</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size><StorageClass>STANDARD"
+            "</StorageClass></Version>",
+            t, info->etag, (unsigned long long)info->size);
+    v->count++;
+    free(v->last);
+    v->last = xstrdup(key);
+    return 0;
+}
+
+static void list_versions(ctx_t *x)
+{
+    int p1, p2, p3;
+    char *prefix = qparam(x->query, "prefix", &p1);
+    char *marker = qparam(x->query, "key-marker", &p2);
+    char *maxk = qparam(x->query, "max-keys", &p3);
+    buf_t b = {0};
+    ver_t v = {&b, 1000, 0, 0, NULL};
+    if (maxk && atoi(maxk) >= 0 && atoi(maxk) < 1000) v.max = atoi(maxk);
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListVersionsResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Name><Prefix>");
+    bxml(&b, prefix ? prefix : "");
+    bprintf(&b, "</Prefix><KeyMarker>");
+    bxml(&b, marker ? marker : "");
+    bprintf(&b, "</KeyMarker><VersionIdMarker></VersionIdMarker>");
+    if (v.max > 0)
+        (void)obj_list(x->cfg->set, x->bucket, prefix ? prefix : "", marker, list_version_cb, &v);
+    bprintf(&b, "<MaxKeys>%d</MaxKeys><IsTruncated>%s</IsTruncated>", v.max,
+            v.truncated ? "true" : "false");
+    if (v.truncated && v.last) {
+        bprintf(&b, "<NextKeyMarker>");
+        bxml(&b, v.last);
+        bprintf(&b, "</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+    }
+    bprintf(&b, "</ListVersionsResult>");
+    respond_xml(x, 200, &b);
+    free(v.last);
+    free(prefix);
+    free(marker);
+    free(maxk);
 }
 
 /* ---- objects ---- */
@@ -1086,7 +1165,12 @@ static void get_object(ctx_t *x, int head)
     const char *inm = hdr(x->info, "if-none-match"), *im = hdr(x->info, "if-match");
     char quoted[96];
     snprintf(quoted, sizeof(quoted), "\"%s\"", info.etag);
-    if (im && strcmp(im, quoted) != 0 && strcmp(im, "*") != 0) {
+    /* RFC 7232 order: If-Match, else If-Unmodified-Since; If-None-Match, else If-Modified-Since. */
+    time_t mt = (time_t)(info.mtime_ns / 1000000000ull);
+    time_t ius = parse_http_date(hdr(x->info, "if-unmodified-since"));
+    time_t ims = parse_http_date(hdr(x->info, "if-modified-since"));
+    if ((im && strcmp(im, quoted) != 0 && strcmp(im, "*") != 0) ||
+        (!im && ius != (time_t)-1 && mt > ius)) {
         obj_close(rd);
         s3_error(x, 412, "PreconditionFailed", "At least one of the preconditions failed.");
         return;
@@ -1100,7 +1184,8 @@ static void get_object(ctx_t *x, int head)
         n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
-    if (inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) {
+    if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
+        (!inm && ims != (time_t)-1 && mt <= ims)) {
         obj_close(rd);
         (void)http_respond(x->r, 304, h, 0);
         return;

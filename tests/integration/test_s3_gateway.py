@@ -437,3 +437,29 @@ def test_rclone(server, datadir):
         assert sha(open(os.path.join(src, name), "rb").read()) == \
             sha(open(os.path.join(dst, name), "rb").read()), name
     run("check", src, "wl:rclone-bkt/tree")
+
+
+def test_versions_listing_and_date_conditions(server):
+    import datetime
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="vers")
+    for k in ("a", "b", "c"):
+        c.put_object(Bucket="vers", Key=k, Body=k.encode())
+    r = c.list_object_versions(Bucket="vers")
+    assert [(v["Key"], v["VersionId"], v["IsLatest"]) for v in r["Versions"]] == \
+        [("a", "null", True), ("b", "null", True), ("c", "null", True)]
+    r = c.list_object_versions(Bucket="vers", MaxKeys=2)
+    assert r["IsTruncated"] and r["NextKeyMarker"] == "b"
+    r = c.list_object_versions(Bucket="vers", KeyMarker="b")
+    assert [v["Key"] for v in r["Versions"]] == ["c"]
+    mtime = c.head_object(Bucket="vers", Key="a")["LastModified"]
+    later = mtime + datetime.timedelta(seconds=5)
+    earlier = mtime - datetime.timedelta(seconds=5)
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="vers", Key="a", IfModifiedSince=later)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    assert c.get_object(Bucket="vers", Key="a", IfModifiedSince=earlier)["Body"].read() == b"a"
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=earlier)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    assert c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=later)["Body"].read() == b"a"
