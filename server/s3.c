@@ -42,6 +42,7 @@ typedef struct {
 
 static void list_objects(ctx_t *x);
 static void list_versions(ctx_t *x);
+static void delete_objects(ctx_t *x);
 
 /* ---- helpers ---- */
 
@@ -532,6 +533,13 @@ static void bucket_op(ctx_t *x)
             s3_engine_error(x, rc);
         else
             (void)http_respond(x->r, 204, h, 0);
+    } else if (strcmp(m, "POST") == 0) {
+        char *v = qparam(x->query, "delete", &present);
+        free(v);
+        if (present)
+            delete_objects(x);
+        else
+            s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
     } else if (strcmp(m, "GET") == 0) {
         char *v = qparam(x->query, "versions", &present);
         free(v);
@@ -1239,6 +1247,196 @@ static void get_object(ctx_t *x, int head)
     obj_close(rd);
 }
 
+/* CopyObject: stream the source through a new writer (metadata copied or replaced). */
+static void copy_object(ctx_t *x)
+{
+    const char *src = hdr(x->info, "x-amz-copy-source");
+    const char *dir = hdr(x->info, "x-amz-metadata-directive");
+    int replace = dir && strcasecmp(dir, "REPLACE") == 0, err;
+    if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
+        s3_error(x, 400, "InvalidArgument", "Unknown metadata directive.");
+        return;
+    }
+    const char *q = strchr(src, '?'); /* ?versionId=null is the only version there is */
+    size_t sl = q ? (size_t)(q - src) : strlen(src);
+    if (sl && src[0] == '/') {
+        src++;
+        sl--;
+    }
+    char *path = pdecode(src, sl, 0);
+    char *slash = path ? strchr(path, '/') : NULL;
+    if (!slash || slash == path || !slash[1]) {
+        free(path);
+        s3_error(x, 400, "InvalidArgument", "Copy Source must mention the source bucket and key.");
+        return;
+    }
+    *slash = 0;
+    const char *sbucket = path, *skey = slash + 1;
+    if (!replace && strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0) {
+        free(path);
+        s3_error(x, 400, "InvalidRequest",
+                 "This copy request is illegal because it is trying to copy an object to itself "
+                 "without changing the object's metadata.");
+        return;
+    }
+    obj_info_t si;
+    obj_reader_t *rd = obj_open(x->cfg->set, sbucket, skey, &si, &err);
+    if (!rd) {
+        free(path);
+        if (err == ERR_NOT_FOUND)
+            s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    buf_t um = {0};
+    if (replace && build_umeta(x, &um) != 0) {
+        obj_close(rd);
+        free(path);
+        free(um.p);
+        return;
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
+    uint8_t *buf = xmalloc(IO_CHUNK);
+    for (uint64_t off = 0; w && !err && off < si.size;) {
+        size_t n = si.size - off < IO_CHUNK ? (size_t)(si.size - off) : IO_CHUNK;
+        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        off += n;
+    }
+    free(buf);
+    obj_close(rd);
+    free(path);
+    obj_info_t info;
+    if (w && err)
+        obj_put_abort(w);
+    else if (w)
+        err = replace ? obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info)
+                      : obj_put_commit(w, si.content_type, si.umeta, si.umeta_len, &info);
+    free(um.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    buf_t b = {0};
+    char t[32];
+    iso8601(info.mtime_ns, t);
+    bprintf(&b,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult "
+            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
+            "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
+            t, info.etag);
+    respond_xml(x, 200, &b);
+}
+
+/* DeleteObjects: <Delete><Quiet/><Object><Key/></Object>...</Delete>, parsed with expat. */
+typedef struct {
+    XML_Parser p;
+    char **keys;
+    int n, cap, depth, in_key, in_quiet, quiet, bad;
+    buf_t text;
+} del_t;
+
+static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    del_t *d = ud;
+    (void)attrs;
+    d->depth++;
+    d->text.len = 0;
+    d->in_key = d->depth == 3 && strcmp(name, "Key") == 0;
+    d->in_quiet = d->depth == 2 && strcmp(name, "Quiet") == 0;
+}
+
+static void XMLCALL del_text(void *ud, const XML_Char *s, int len)
+{
+    del_t *d = ud;
+    if (!d->in_key && !d->in_quiet) return;
+    if (d->text.len + (size_t)len > 1024 + 1) {
+        d->bad = 1;
+        XML_StopParser(d->p, XML_FALSE);
+        return;
+    }
+    bprintf(&d->text, "%.*s", len, s);
+}
+
+static void XMLCALL del_end(void *ud, const XML_Char *name)
+{
+    del_t *d = ud;
+    (void)name;
+    if (d->in_key) {
+        if (d->n == 1000) { /* the S3 limit per request */
+            d->bad = 1;
+            XML_StopParser(d->p, XML_FALSE);
+        } else {
+            if (d->n == d->cap)
+                d->keys = xrealloc(d->keys,
+                                   (size_t)(d->cap = d->cap ? d->cap * 2 : 16) * sizeof(*d->keys));
+            d->keys[d->n++] = xstrdup(d->text.p ? d->text.p : "");
+        }
+    } else if (d->in_quiet) {
+        d->quiet = d->text.p && strcmp(d->text.p, "true") == 0;
+    }
+    d->in_key = d->in_quiet = 0;
+    d->depth--;
+}
+
+static void XMLCALL del_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+                                const XML_Char *pubid, int internal)
+{
+    del_t *d = ud;
+    (void)name;
+    (void)sysid;
+    (void)pubid;
+    (void)internal;
+    d->bad = 1;
+    XML_StopParser(d->p, XML_FALSE);
+}
+
+static void delete_objects(ctx_t *x)
+{
+    size_t len;
+    char *body = read_small_body(x, 2u << 20, &len);
+    if (!body) return;
+    del_t d = {0};
+    d.p = XML_ParserCreate(NULL);
+    XML_SetUserData(d.p, &d);
+    XML_SetElementHandler(d.p, del_start, del_end);
+    XML_SetCharacterDataHandler(d.p, del_text);
+    XML_SetStartDoctypeDeclHandler(d.p, del_doctype);
+    int ok = XML_Parse(d.p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !d.bad;
+    XML_ParserFree(d.p);
+    free(body);
+    free(d.text.p);
+    buf_t b = {0};
+    if (!ok) {
+        s3_error(x, 400, "MalformedXML", "The XML you provided was not well-formed.");
+        goto out;
+    }
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    for (int i = 0; i < d.n; i++) {
+        int rc = strlen(d.keys[i]) > MAX_KEY_LEN ? ERR_INVAL
+                                                 : obj_delete(x->cfg->set, x->bucket, d.keys[i]);
+        if (rc == 0 || rc == ERR_NOT_FOUND) {
+            if (!d.quiet) {
+                bprintf(&b, "<Deleted><Key>");
+                bxml(&b, d.keys[i]);
+                bprintf(&b, "</Key></Deleted>");
+            }
+        } else {
+            bprintf(&b, "<Error><Key>");
+            bxml(&b, d.keys[i]);
+            bprintf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
+                    rc == ERR_INVAL ? "InvalidArgument" : "InternalError", err_str(rc));
+        }
+    }
+    bprintf(&b, "</DeleteResult>");
+    respond_xml(x, 200, &b);
+out:
+    for (int i = 0; i < d.n; i++)
+        free(d.keys[i]);
+    free(d.keys);
+}
+
 static void object_op(ctx_t *x)
 {
     const char *m = x->info->method;
@@ -1267,6 +1465,8 @@ static void object_op(ctx_t *x)
         mpu_abort(x, upload);
     } else if (has_upload) {
         s3_error(x, 501, "NotImplemented", "ListParts is not implemented yet.");
+    } else if (strcmp(m, "PUT") == 0 && hdr(x->info, "x-amz-copy-source")) {
+        copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
         put_object(x);
     } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {

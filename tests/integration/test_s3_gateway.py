@@ -463,3 +463,40 @@ def test_versions_listing_and_date_conditions(server):
         c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=earlier)
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
     assert c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=later)["Body"].read() == b"a"
+
+
+def test_copy_and_multi_delete(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cpy")
+    c.create_bucket(Bucket="cpy2")
+    data = blob(3 * (1 << 20) + 9, 3)
+    c.put_object(Bucket="cpy", Key="src key+1", Body=data, Metadata={"a": "1"},
+                 ContentType="text/x-src")
+    r = c.copy_object(Bucket="cpy2", Key="dst", CopySource={"Bucket": "cpy", "Key": "src key+1"})
+    assert r["CopyObjectResult"]["ETag"].strip('"') == hashlib.md5(data).hexdigest()
+    g = c.get_object(Bucket="cpy2", Key="dst")
+    assert sha(g["Body"].read()) == sha(data)
+    assert g["Metadata"] == {"a": "1"} and g["ContentType"] == "text/x-src"
+    c.copy_object(Bucket="cpy", Key="src key+1", CopySource={"Bucket": "cpy", "Key": "src key+1"},
+                  MetadataDirective="REPLACE", Metadata={"b": "2"}, ContentType="text/x-new")
+    h = c.head_object(Bucket="cpy", Key="src key+1")
+    assert h["Metadata"] == {"b": "2"} and h["ContentType"] == "text/x-new"
+    with pytest.raises(ClientError) as e:
+        c.copy_object(Bucket="cpy", Key="src key+1",
+                      CopySource={"Bucket": "cpy", "Key": "src key+1"})
+    assert e.value.response["Error"]["Code"] == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        c.copy_object(Bucket="cpy", Key="x", CopySource={"Bucket": "cpy", "Key": "nope"})
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+    keys = ["m/%d & <%d>" % (i, i) for i in range(30)]
+    for k in keys:
+        c.put_object(Bucket="cpy", Key=k, Body=b"x")
+    r = c.delete_objects(Bucket="cpy", Delete={"Objects": [{"Key": k} for k in keys[:20]] +
+                                               [{"Key": "never-existed"}]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == sorted(keys[:20] + ["never-existed"])
+    r = c.delete_objects(Bucket="cpy", Delete={"Objects": [{"Key": k} for k in keys[20:]],
+                                               "Quiet": True})
+    assert not r.get("Deleted") and not r.get("Errors")
+    left = c.list_objects_v2(Bucket="cpy", Prefix="m/").get("Contents", [])
+    assert left == []
