@@ -7,6 +7,7 @@
 #include "storage/rec.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,59 @@
 #define SHARD_BITS 5
 #define HEAD_MAX   8192 /* a head's metadata: 2 KiB of user metadata and small fields */
 
+/*
+ * The blocks of one stripe go to their k+m stores in parallel: a small pool
+ * per set runs the shard puts, so a single PUT waits for one durable write
+ * per stripe instead of k+m in a row.
+ */
+typedef struct put_job {
+    const shard_store_t *st;
+    drive_id_t id;
+    const void *data;
+    size_t len;
+    int rc;
+    struct put_job *next;
+    struct latch *latch;
+} put_job_t;
+
+typedef struct latch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int left;
+} latch_t;
+
 struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];
     int k, m, n;
     uint32_t block;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    put_job_t *head, *tail;
+    int stop, nthreads;
+    pthread_t threads[4 * OBJ_MAX_SHARDS];
 };
+
+static void *put_worker(void *arg)
+{
+    obj_set_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->head) break;
+        put_job_t *j = s->head;
+        s->head = j->next;
+        if (!s->head) s->tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+        j->rc = j->st->ops->put(j->st->ctx, &j->id, j->data, j->len, NULL, 0);
+        pthread_mutex_lock(&j->latch->mu);
+        if (--j->latch->left == 0) pthread_cond_signal(&j->latch->cv);
+        pthread_mutex_unlock(&j->latch->mu);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
 
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err)
 {
@@ -36,12 +85,27 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     s->n = k + m;
     s->block = block;
     memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    /* Two per store: concurrent uploads keep every drive's group commit fed. */
+    s->nthreads = 2 * s->n;
+    for (int i = 0; i < s->nthreads; i++)
+        pthread_create(&s->threads[i], NULL, put_worker, s);
     *err = 0;
     return s;
 }
 
 void obj_set_free(obj_set_t *s)
 {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < s->nthreads; i++)
+        pthread_join(s->threads[i], NULL);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
     free(s);
 }
 
@@ -310,7 +374,8 @@ struct obj_writer {
     char upload[33];
     ers_encoder_t *enc;
     EVP_MD_CTX *md5;
-    uint8_t *blk;  /* block + crc, the record payload */
+    uint8_t *blk; /* per shard: block + crc, the record payload (n x (B + 4)) */
+    uint32_t blen[OBJ_MAX_SHARDS];
     uint32_t dead; /* stores that failed a write: skipped from then on */
     int err;
     uint64_t stripes;
@@ -326,25 +391,65 @@ static int new_upload_id(char out[33])
     return 0;
 }
 
+/* Store the k+m blocks of one stripe in parallel and wait for all of them. */
+static int flush_stripe(obj_writer_t *w, uint64_t stripe)
+{
+    obj_set_t *s = w->s;
+    put_job_t jobs[OBJ_MAX_SHARDS];
+    latch_t l;
+    pthread_mutex_init(&l.mu, NULL);
+    pthread_cond_init(&l.cv, NULL);
+    l.left = 0;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n; i++) {
+        if (w->dead & (1u << i)) continue;
+        put_job_t *j = &jobs[i];
+        *j = (put_job_t){
+            &s->st[i],
+            {w->bbucket, w->key, w->upload, (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i},
+            w->blk + (size_t)i * (s->block + 4),
+            w->blen[i] + 4,
+            0,
+            NULL,
+            &l};
+        l.left++;
+        if (s->tail)
+            s->tail->next = j;
+        else
+            s->head = j;
+        s->tail = j;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_lock(&l.mu);
+    while (l.left > 0)
+        pthread_cond_wait(&l.cv, &l.mu);
+    pthread_mutex_unlock(&l.mu);
+    pthread_mutex_destroy(&l.mu);
+    pthread_cond_destroy(&l.cv);
+    for (int i = 0; i < s->n; i++) {
+        if ((w->dead & (1u << i)) || jobs[i].rc == 0) continue;
+        /* Up to m stores may fail; the object is still whole on the rest. */
+        log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key,
+                 err_name(jobs[i].rc));
+        w->dead |= 1u << i;
+    }
+    return __builtin_popcount(w->dead) > s->m ? ERR_UNRECOVERABLE : 0;
+}
+
 static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
                       uint32_t len, uint32_t crc)
 {
     obj_writer_t *w = arg;
     obj_set_t *s = w->s;
+    uint8_t *dst = w->blk + (size_t)shard * (s->block + 4);
     if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
-    if (w->dead & (1u << shard)) return 0;
-    memcpy(w->blk, block, len);
+    memcpy(dst, block, len);
     for (int i = 0; i < 4; i++)
-        w->blk[len + (unsigned)i] = (uint8_t)(crc >> (8 * i));
-    drive_id_t id = {w->bbucket, w->key, w->upload, (uint32_t)(stripe << SHARD_BITS) | shard};
-    int rc = s->st[shard].ops->put(s->st[shard].ctx, &id, w->blk, len + 4, NULL, 0);
-    if (rc) {
-        /* Up to m stores may fail; the object is still whole on the rest. */
-        log_warn("event=shard_write_failed shard=%u key=%s err=%s", shard, w->key, err_name(rc));
-        w->dead |= 1u << shard;
-        if (__builtin_popcount(w->dead) > s->m) return ERR_UNRECOVERABLE;
-    }
-    return 0;
+        dst[len + (unsigned)i] = (uint8_t)(crc >> (8 * i));
+    w->blen[shard] = len;
+    /* The encoder hands over shards 0..k+m-1 in order: the last one completes the stripe. */
+    return shard == (unsigned)s->n - 1 ? flush_stripe(w, stripe) : 0;
 }
 
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err)
@@ -361,7 +466,7 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
     if ((*err = new_upload_id(w->upload)) != 0) goto fail;
     w->enc = ers_encoder_new(s->k, s->m, s->block, block_sink, w, err);
     if (!w->enc) goto fail;
-    w->blk = xmalloc((size_t)s->block + 4);
+    w->blk = xmalloc((size_t)s->n * (s->block + 4));
     w->md5 = EVP_MD_CTX_new();
     if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
         *err = ERR_NOMEM;
