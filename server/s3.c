@@ -457,10 +457,46 @@ static int bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
     return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
 }
 
+/* The owner recorded in a bucket record ("owner\0<access key>\0"), or "" for none. */
+static const char *bucket_owner(const obj_info_t *info)
+{
+    if (info->umeta_len > 6 && memcmp(info->umeta, "owner", 6) == 0 &&
+        memchr(info->umeta + 6, 0, info->umeta_len - 6))
+        return info->umeta + 6;
+    return "";
+}
+
+/*
+ * The bucket exists and belongs to the caller: 0. Otherwise the error has
+ * been sent (404 NoSuchBucket, 403 AccessDenied: each user sees only its own).
+ */
+static int bucket_access(ctx_t *x, const char *name)
+{
+    obj_info_t info;
+    if (!bucket_exists(x, name, &info)) {
+        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        return -1;
+    }
+    const char *owner = bucket_owner(&info);
+    if (owner[0] && strcmp(owner, x->auth.access_key) != 0) {
+        s3_error(x, 403, "AccessDenied", "Access Denied");
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    buf_t *b;
+    const char *owner;
+} lb_t;
+
 static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
 {
-    buf_t *b = arg;
+    lb_t *l = arg;
+    buf_t *b = l->b;
     char t[32];
+    const char *owner = bucket_owner(info);
+    if (owner[0] && strcmp(owner, l->owner) != 0) return 0;
     iso8601(info->mtime_ns, t);
     bprintf(b, "<Bucket><Name>");
     bxml(b, key);
@@ -476,7 +512,8 @@ static void list_buckets(ctx_t *x)
             "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
             "<DisplayName>%s</DisplayName></Owner><Buckets>",
             x->auth.access_key, x->auth.access_key);
-    (void)obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &b);
+    lb_t l = {&b, x->auth.access_key};
+    (void)obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &l);
     bprintf(&b, "</Buckets></ListAllMyBucketsResult>");
     respond_xml(x, 200, &b);
 }
@@ -499,14 +536,21 @@ static void bucket_op(ctx_t *x)
             s3_error(x, 400, "InvalidBucketName", "The specified bucket is not valid.");
             return;
         }
-        if (bucket_exists(x, x->bucket, NULL)) {
-            s3_error(x, 409, "BucketAlreadyOwnedByYou",
-                     "Your previous request to create the named bucket succeeded.");
+        obj_info_t bi;
+        if (bucket_exists(x, x->bucket, &bi)) {
+            if (!bucket_owner(&bi)[0] || strcmp(bucket_owner(&bi), x->auth.access_key) == 0)
+                s3_error(x, 409, "BucketAlreadyOwnedByYou",
+                         "Your previous request to create the named bucket succeeded.");
+            else
+                s3_error(x, 409, "BucketAlreadyExists",
+                         "The requested bucket name is not available.");
             return;
         }
         int err;
+        char owner[sizeof(x->auth.access_key) + 8];
+        size_t ol = (size_t)snprintf(owner, sizeof(owner), "owner%c%s", 0, x->auth.access_key) + 1;
         obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
-        if (!w || (err = obj_put_commit(w, NULL, NULL, 0, NULL)) != 0) {
+        if (!w || (err = obj_put_commit(w, NULL, owner, ol, NULL)) != 0) {
             s3_engine_error(x, err);
             return;
         }
@@ -514,10 +558,7 @@ static void bucket_op(ctx_t *x)
         (void)http_respond_full(x->r, 200, h, NULL, 0);
         return;
     }
-    if (!bucket_exists(x, x->bucket, NULL)) {
-        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
-        return;
-    }
+    if (bucket_access(x, x->bucket) != 0) return;
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     if (strcmp(m, "HEAD") == 0) {
         (void)http_respond(x->r, 200, h, 0);
@@ -1279,6 +1320,10 @@ static void copy_object(ctx_t *x)
                  "without changing the object's metadata.");
         return;
     }
+    if (bucket_access(x, sbucket) != 0) {
+        free(path);
+        return;
+    }
     obj_info_t si;
     obj_reader_t *rd = obj_open(x->cfg->set, sbucket, skey, &si, &err);
     if (!rd) {
@@ -1444,10 +1489,7 @@ static void object_op(ctx_t *x)
         s3_error(x, 400, "KeyTooLongError", "Your key is too long.");
         return;
     }
-    if (!bucket_exists(x, x->bucket, NULL)) {
-        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
-        return;
-    }
+    if (bucket_access(x, x->bucket) != 0) return;
     int has_upload, has_part, has_uploads;
     char *upload = qparam(x->query, "uploadId", &has_upload);
     char *part = qparam(x->query, "partNumber", &has_part);

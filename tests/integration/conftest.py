@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("WL_BUILD", os.path.join(ROOT, "build"))
 WARMLAKED = os.path.join(BUILD, "server", "warmlaked")
 AK, SK = "AKIAWARMLAKETEST0001", "warmlake/secret+key/for/tests0000000000"
+AK2, SK2 = "AKIAWARMLAKETEST0002", "second/user/secret/key/for/tests0000000"
 
 
 class Server:
@@ -24,7 +25,8 @@ class Server:
         self.log = os.path.join(data, "warmlaked.log")
 
     def start(self):
-        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK)
+        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
+                   WARMLAKE_USERS="%s:%s" % (AK2, SK2))
         args = [WARMLAKED, "--listen", "127.0.0.1:0", "--data", self.data,
                 "--drives", str(self.drives), "--ec", self.ec, "--drive-capacity", "2G",
                 "--segment-size", "64M"] + self.extra
@@ -82,10 +84,10 @@ def server(datadir):
     s.stop()
 
 
-def s3_client(endpoint):
+def s3_client(endpoint, ak=AK, sk=SK):
     import boto3
     from botocore.config import Config
     return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        "s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
         region_name="us-east-1",
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))

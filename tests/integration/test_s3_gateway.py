@@ -11,7 +11,7 @@ import threading
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, SK, Server, s3_client
+from conftest import AK, AK2, SK, SK2, Server, s3_client
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -500,3 +500,26 @@ def test_copy_and_multi_delete(server):
     assert not r.get("Deleted") and not r.get("Errors")
     left = c.list_objects_v2(Bucket="cpy", Prefix="m/").get("Contents", [])
     assert left == []
+
+
+def test_users_see_only_their_buckets(server):
+    a = s3_client(server.endpoint)
+    b = s3_client(server.endpoint, AK2, SK2)
+    a.create_bucket(Bucket="alice-data")
+    a.put_object(Bucket="alice-data", Key="k", Body=b"secret")
+    b.create_bucket(Bucket="bob-data")
+    assert [x["Name"] for x in b.list_buckets()["Buckets"]] == ["bob-data"]
+    assert "bob-data" not in [x["Name"] for x in a.list_buckets()["Buckets"]]
+    for call in (lambda: b.get_object(Bucket="alice-data", Key="k"),
+                 lambda: b.put_object(Bucket="alice-data", Key="x", Body=b"y"),
+                 lambda: b.list_objects_v2(Bucket="alice-data"),
+                 lambda: b.delete_object(Bucket="alice-data", Key="k"),
+                 lambda: b.copy_object(Bucket="bob-data", Key="stolen",
+                                       CopySource={"Bucket": "alice-data", "Key": "k"})):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert e.value.response["Error"]["Code"] == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        b.create_bucket(Bucket="alice-data")
+    assert e.value.response["Error"]["Code"] == "BucketAlreadyExists"
+    assert a.get_object(Bucket="alice-data", Key="k")["Body"].read() == b"secret"
