@@ -5,8 +5,8 @@
 #include "common/mem.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
+#include "s3/xml.h"
 
-#include <expat.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -984,82 +984,6 @@ static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 }
 
-/* CompleteMultipartUpload's body, parsed with expat (no DTDs, no entities). */
-typedef struct {
-    XML_Parser p;
-    obj_mpu_part_t *parts;
-    int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag */
-    char text[72];                     /* fits in obj_mpu_part_t.etag */
-    size_t tl;
-    int bad;
-} cmu_t;
-
-static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **attrs)
-{
-    cmu_t *c = ud;
-    (void)attrs;
-    c->depth++;
-    if (c->depth == 2 && strcmp(name, "Part") == 0) {
-        if (c->n == c->cap) {
-            c->cap = c->cap ? c->cap * 2 : 16;
-            if (c->cap > 10000 + 16) {
-                c->bad = 1;
-                XML_StopParser(c->p, XML_FALSE);
-                return;
-            }
-            c->parts = xrealloc(c->parts, (size_t)c->cap * sizeof(*c->parts));
-        }
-        memset(&c->parts[c->n], 0, sizeof(c->parts[c->n]));
-        c->in_part = 1;
-    } else if (c->depth == 3 && c->in_part) {
-        c->field = strcmp(name, "PartNumber") == 0 ? 1 : strcmp(name, "ETag") == 0 ? 2 : 0;
-        c->tl = 0;
-    }
-}
-
-static void XMLCALL cmu_text(void *ud, const XML_Char *s, int len)
-{
-    cmu_t *c = ud;
-    if (!c->field) return;
-    if (c->tl + (size_t)len >= sizeof(c->text)) {
-        c->bad = 1;
-        XML_StopParser(c->p, XML_FALSE);
-        return;
-    }
-    memcpy(c->text + c->tl, s, (size_t)len);
-    c->tl += (size_t)len;
-}
-
-static void XMLCALL cmu_end(void *ud, const XML_Char *name)
-{
-    cmu_t *c = ud;
-    (void)name;
-    if (c->depth == 3 && c->field) {
-        c->text[c->tl] = 0;
-        if (c->field == 1)
-            c->parts[c->n].part = atoi(c->text);
-        else
-            snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
-        c->field = 0;
-    } else if (c->depth == 2 && c->in_part) {
-        c->in_part = 0;
-        c->n++;
-    }
-    c->depth--;
-}
-
-static void XMLCALL cmu_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-                                const XML_Char *pubid, int internal)
-{
-    cmu_t *c = ud;
-    (void)name;
-    (void)sysid;
-    (void)pubid;
-    (void)internal;
-    c->bad = 1; /* S3 bodies have no DTD; refusing them rules out entity expansion */
-    XML_StopParser(c->p, XML_FALSE);
-}
-
 /* Read a small request body whole (at most cap bytes). NULL and a response sent on error. */
 static char *read_small_body(ctx_t *x, size_t cap, size_t *len)
 {
@@ -1096,25 +1020,25 @@ static void mpu_complete(ctx_t *x, const char *upload)
     size_t len;
     char *body = read_small_body(x, 2u << 20, &len);
     if (!body) return;
-    cmu_t c = {0};
-    c.p = XML_ParserCreate(NULL);
-    XML_SetUserData(c.p, &c);
-    XML_SetElementHandler(c.p, cmu_start, cmu_end);
-    XML_SetCharacterDataHandler(c.p, cmu_text);
-    XML_SetStartDoctypeDeclHandler(c.p, cmu_doctype);
-    int ok = XML_Parse(c.p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !c.bad;
-    XML_ParserFree(c.p);
+    s3_xml_part_t *xp = NULL;
+    int np = 0;
+    int bad = s3_xml_complete(body, len, &xp, &np);
     free(body);
-    if (!ok || c.n == 0) {
-        free(c.parts);
+    if (bad) {
         s3_error(x, 400, "MalformedXML", "The XML you provided was not well-formed.");
         return;
     }
+    obj_mpu_part_t *parts = xcalloc((size_t)np, sizeof(*parts));
+    for (int i = 0; i < np; i++) {
+        parts[i].part = xp[i].part;
+        memcpy(parts[i].etag, xp[i].etag, sizeof(parts[i].etag));
+    }
+    free(xp);
     obj_info_t info;
     int why = 0;
-    int rc = obj_mpu_complete(x->cfg->set, x->bucket, x->key, upload, c.parts, c.n, 5u << 20, &info,
-                              &why);
-    free(c.parts);
+    int rc =
+        obj_mpu_complete(x->cfg->set, x->bucket, x->key, upload, parts, np, 5u << 20, &info, &why);
+    free(parts);
     if (rc) {
         switch (why) {
         case OBJ_MPU_NO_UPLOAD:
@@ -1373,113 +1297,41 @@ static void copy_object(ctx_t *x)
     respond_xml(x, 200, &b);
 }
 
-/* DeleteObjects: <Delete><Quiet/><Object><Key/></Object>...</Delete>, parsed with expat. */
-typedef struct {
-    XML_Parser p;
-    char **keys;
-    int n, cap, depth, in_key, in_quiet, quiet, bad;
-    buf_t text;
-} del_t;
-
-static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **attrs)
-{
-    del_t *d = ud;
-    (void)attrs;
-    d->depth++;
-    d->text.len = 0;
-    d->in_key = d->depth == 3 && strcmp(name, "Key") == 0;
-    d->in_quiet = d->depth == 2 && strcmp(name, "Quiet") == 0;
-}
-
-static void XMLCALL del_text(void *ud, const XML_Char *s, int len)
-{
-    del_t *d = ud;
-    if (!d->in_key && !d->in_quiet) return;
-    if (d->text.len + (size_t)len > 1024 + 1) {
-        d->bad = 1;
-        XML_StopParser(d->p, XML_FALSE);
-        return;
-    }
-    bprintf(&d->text, "%.*s", len, s);
-}
-
-static void XMLCALL del_end(void *ud, const XML_Char *name)
-{
-    del_t *d = ud;
-    (void)name;
-    if (d->in_key) {
-        if (d->n == 1000) { /* the S3 limit per request */
-            d->bad = 1;
-            XML_StopParser(d->p, XML_FALSE);
-        } else {
-            if (d->n == d->cap)
-                d->keys = xrealloc(d->keys,
-                                   (size_t)(d->cap = d->cap ? d->cap * 2 : 16) * sizeof(*d->keys));
-            d->keys[d->n++] = xstrdup(d->text.p ? d->text.p : "");
-        }
-    } else if (d->in_quiet) {
-        d->quiet = d->text.p && strcmp(d->text.p, "true") == 0;
-    }
-    d->in_key = d->in_quiet = 0;
-    d->depth--;
-}
-
-static void XMLCALL del_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-                                const XML_Char *pubid, int internal)
-{
-    del_t *d = ud;
-    (void)name;
-    (void)sysid;
-    (void)pubid;
-    (void)internal;
-    d->bad = 1;
-    XML_StopParser(d->p, XML_FALSE);
-}
-
 static void delete_objects(ctx_t *x)
 {
     size_t len;
     char *body = read_small_body(x, 2u << 20, &len);
     if (!body) return;
-    del_t d = {0};
-    d.p = XML_ParserCreate(NULL);
-    XML_SetUserData(d.p, &d);
-    XML_SetElementHandler(d.p, del_start, del_end);
-    XML_SetCharacterDataHandler(d.p, del_text);
-    XML_SetStartDoctypeDeclHandler(d.p, del_doctype);
-    int ok = XML_Parse(d.p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !d.bad;
-    XML_ParserFree(d.p);
+    char **keys = NULL;
+    int nkeys = 0, quiet = 0;
+    int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet);
     free(body);
-    free(d.text.p);
     buf_t b = {0};
-    if (!ok) {
+    if (bad) {
         s3_error(x, 400, "MalformedXML", "The XML you provided was not well-formed.");
-        goto out;
+        return;
     }
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
-    for (int i = 0; i < d.n; i++) {
-        int rc = strlen(d.keys[i]) > MAX_KEY_LEN ? ERR_INVAL
-                                                 : obj_delete(x->cfg->set, x->bucket, d.keys[i]);
+    for (int i = 0; i < nkeys; i++) {
+        int rc =
+            strlen(keys[i]) > MAX_KEY_LEN ? ERR_INVAL : obj_delete(x->cfg->set, x->bucket, keys[i]);
         if (rc == 0 || rc == ERR_NOT_FOUND) {
-            if (!d.quiet) {
+            if (!quiet) {
                 bprintf(&b, "<Deleted><Key>");
-                bxml(&b, d.keys[i]);
+                bxml(&b, keys[i]);
                 bprintf(&b, "</Key></Deleted>");
             }
         } else {
             bprintf(&b, "<Error><Key>");
-            bxml(&b, d.keys[i]);
+            bxml(&b, keys[i]);
             bprintf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
                     rc == ERR_INVAL ? "InvalidArgument" : "InternalError", err_str(rc));
         }
     }
     bprintf(&b, "</DeleteResult>");
     respond_xml(x, 200, &b);
-out:
-    for (int i = 0; i < d.n; i++)
-        free(d.keys[i]);
-    free(d.keys);
+    s3_xml_free_keys(keys, nkeys);
 }
 
 static void object_op(ctx_t *x)

@@ -65,6 +65,13 @@ if __name__ == "__main__":
     write("objmeta", 0, head)
     write("objmeta", 1, b"\x01" + tlv(5, struct.pack("<Q", 9)) + tlv(2, b"ab") + tlv(7, b"")
           + tlv(255, b""))
+    write("s3xml", 0, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+          b"<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part><Part><PartNumber>2"
+          b"</PartNumber><ETag>&quot;x&quot;</ETag></Part></CompleteMultipartUpload>")
+    write("s3xml", 1, b"\x00<Delete><Quiet>true</Quiet><Object><Key>a &amp; b</Key></Object>"
+          b"<Object><Key>c</Key></Object></Delete>")
+    write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
+          b"</Object></Delete>")
     write("chunked", 0, b"\x02\x07" + b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n")
     write("chunked", 1, b"\x00\x03" + b"3\r\nabc\r\n0\r\n\r\n")
     write("chunked", 2, b"\x01\xff" + b"3;chunk-signature=" + b"0" * 64 + b"\r\nabc\r\n")

@@ -1,0 +1,195 @@
+#include "s3/xml.h"
+
+#include "common/err.h"
+#include "common/mem.h"
+
+#include <expat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every parse state starts with this. */
+typedef struct {
+    XML_Parser p;
+    int bad;
+} base_t;
+
+static void stop(base_t *b)
+{
+    b->bad = 1;
+    XML_StopParser(b->p, XML_FALSE);
+}
+
+/* Any DOCTYPE stops the parse: S3 bodies have none. */
+static void XMLCALL no_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+                               const XML_Char *pubid, int internal)
+{
+    (void)name;
+    (void)sysid;
+    (void)pubid;
+    (void)internal;
+    stop(ud);
+}
+
+typedef struct {
+    base_t b;
+    s3_xml_part_t *parts;
+    int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag */
+    char text[72];
+    size_t tl;
+} cmu_t;
+
+static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    cmu_t *c = ud;
+    (void)attrs;
+    c->depth++;
+    if (c->depth == 2 && strcmp(name, "Part") == 0) {
+        if (c->n == S3_XML_MAX_PARTS) {
+            stop(&c->b);
+            return;
+        }
+        if (c->n == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 16;
+            c->parts = xrealloc(c->parts, (size_t)c->cap * sizeof(*c->parts));
+        }
+        memset(&c->parts[c->n], 0, sizeof(c->parts[c->n]));
+        c->in_part = 1;
+    } else if (c->depth == 3 && c->in_part) {
+        c->field = strcmp(name, "PartNumber") == 0 ? 1 : strcmp(name, "ETag") == 0 ? 2 : 0;
+        c->tl = 0;
+    }
+}
+
+static void XMLCALL cmu_text(void *ud, const XML_Char *s, int len)
+{
+    cmu_t *c = ud;
+    if (!c->field) return;
+    if (c->tl + (size_t)len >= sizeof(c->text)) {
+        stop(&c->b);
+        return;
+    }
+    memcpy(c->text + c->tl, s, (size_t)len);
+    c->tl += (size_t)len;
+}
+
+static void XMLCALL cmu_end(void *ud, const XML_Char *name)
+{
+    cmu_t *c = ud;
+    (void)name;
+    if (c->depth == 3 && c->field) {
+        c->text[c->tl] = 0;
+        if (c->field == 1)
+            c->parts[c->n].part = atoi(c->text);
+        else
+            snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
+        c->field = 0;
+    } else if (c->depth == 2 && c->in_part) {
+        c->in_part = 0;
+        c->n++;
+    }
+    c->depth--;
+}
+
+static int run(base_t *b, const char *body, size_t len)
+{
+    XML_SetUserData(b->p, b);
+    XML_SetStartDoctypeDeclHandler(b->p, no_doctype);
+    int ok = len <= (size_t)1 << 30 && XML_Parse(b->p, body, (int)len, XML_TRUE) == XML_STATUS_OK &&
+             !b->bad;
+    XML_ParserFree(b->p);
+    return ok ? 0 : ERR_INVAL;
+}
+
+int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
+{
+    cmu_t c = {0};
+    c.b.p = XML_ParserCreate(NULL);
+    if (!c.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(c.b.p, cmu_start, cmu_end);
+    XML_SetCharacterDataHandler(c.b.p, cmu_text);
+    int rc = run(&c.b, body, len);
+    if (rc || c.n == 0) {
+        free(c.parts);
+        return ERR_INVAL;
+    }
+    *parts = c.parts;
+    *n = c.n;
+    return 0;
+}
+
+typedef struct {
+    base_t b;
+    char **keys;
+    int n, cap, depth, in_key, in_quiet, quiet;
+    char text[S3_XML_MAX_KEY + 1];
+    size_t tl;
+} del_t;
+
+static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    del_t *d = ud;
+    (void)attrs;
+    d->depth++;
+    d->tl = 0;
+    d->in_key = d->depth == 3 && strcmp(name, "Key") == 0;
+    d->in_quiet = d->depth == 2 && strcmp(name, "Quiet") == 0;
+}
+
+static void XMLCALL del_text(void *ud, const XML_Char *s, int len)
+{
+    del_t *d = ud;
+    if (!d->in_key && !d->in_quiet) return;
+    if (d->tl + (size_t)len > S3_XML_MAX_KEY) {
+        stop(&d->b);
+        return;
+    }
+    memcpy(d->text + d->tl, s, (size_t)len);
+    d->tl += (size_t)len;
+}
+
+static void XMLCALL del_end(void *ud, const XML_Char *name)
+{
+    del_t *d = ud;
+    (void)name;
+    d->text[d->tl] = 0;
+    if (d->in_key) {
+        if (d->n == S3_XML_MAX_KEYS) {
+            stop(&d->b);
+        } else {
+            if (d->n == d->cap) {
+                d->cap = d->cap ? d->cap * 2 : 16;
+                d->keys = xrealloc(d->keys, (size_t)d->cap * sizeof(*d->keys));
+            }
+            d->keys[d->n++] = xstrdup(d->text);
+        }
+    } else if (d->in_quiet) {
+        d->quiet = strcmp(d->text, "true") == 0;
+    }
+    d->in_key = d->in_quiet = 0;
+    d->depth--;
+}
+
+int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
+{
+    del_t d = {0};
+    d.b.p = XML_ParserCreate(NULL);
+    if (!d.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(d.b.p, del_start, del_end);
+    XML_SetCharacterDataHandler(d.b.p, del_text);
+    if (run(&d.b, body, len) != 0) {
+        s3_xml_free_keys(d.keys, d.n);
+        return ERR_INVAL;
+    }
+    *keys = d.keys;
+    *n = d.n;
+    *quiet = d.quiet;
+    return 0;
+}
+
+void s3_xml_free_keys(char **keys, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(keys[i]);
+    free(keys);
+}

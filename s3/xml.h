@@ -1,0 +1,30 @@
+/*
+ * xml: the S3 request bodies warmlake parses (no I/O), with expat. Documents
+ * with a DTD are refused outright, so no entity can be declared or expanded
+ * (billion laughs, external entities); only XML's five predefined entities
+ * and character references are understood.
+ */
+#ifndef WL_S3XML_H
+#define WL_S3XML_H
+
+#include <stddef.h>
+
+#define S3_XML_MAX_PARTS 10000
+#define S3_XML_MAX_KEYS  1000
+#define S3_XML_MAX_KEY   1024
+
+typedef struct {
+    int part;
+    char etag[80];
+} s3_xml_part_t;
+
+/* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed. */
+int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
+    __attribute__((warn_unused_result));
+
+/* DeleteObjects: on 0, *keys (free with s3_xml_free_keys), *n, *quiet. ERR_INVAL otherwise. */
+int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
+    __attribute__((warn_unused_result));
+void s3_xml_free_keys(char **keys, int n);
+
+#endif
