@@ -26,6 +26,7 @@ typedef struct {
     http_req_t *r;
     const struct http_req_info *info;
     char id[33];
+    int anonymous; /* no credentials: only public-read objects and buckets */
     char bucket[64];
     char *key; /* decoded; "" for bucket-level requests */
     char *query;
@@ -43,6 +44,7 @@ typedef struct {
 static void list_objects(ctx_t *x);
 static void list_versions(ctx_t *x);
 static void delete_objects(ctx_t *x);
+static void respond_acl(ctx_t *x, const char *owner, int public_read);
 
 /* ---- helpers ---- */
 
@@ -280,8 +282,8 @@ static int authenticate(ctx_t *x)
     else
         rc = sigv4_parse_query(q ? q + 1 : "", q ? strlen(q + 1) : 0, &x->auth);
     if (rc == ERR_NOT_FOUND) {
-        s3_error(x, 403, "AccessDenied", "Anonymous access is not allowed.");
-        return -1;
+        x->anonymous = 1; /* s3_handle lets it reach public-read data only */
+        return 0;
     }
     if (rc) {
         s3_error(x, 400, "AuthorizationHeaderMalformed", "The authorization is malformed.");
@@ -457,14 +459,29 @@ static int bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
     return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
 }
 
-/* The owner recorded in a bucket record ("owner\0<access key>\0"), or "" for none. */
-static const char *bucket_owner(const obj_info_t *info)
+/* Value of a "name\0value\0" pair in an object's metadata, or "" when absent. */
+static const char *umeta_get(const obj_info_t *info, const char *name)
 {
-    if (info->umeta_len > 6 && memcmp(info->umeta, "owner", 6) == 0 &&
-        memchr(info->umeta + 6, 0, info->umeta_len - 6))
-        return info->umeta + 6;
+    for (size_t p = 0; p < info->umeta_len;) {
+        const char *n = info->umeta + p;
+        size_t nl = strnlen(n, info->umeta_len - p);
+        if (p + nl + 1 >= info->umeta_len) break;
+        const char *v = n + nl + 1;
+        size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+        if (strcmp(n, name) == 0) return v;
+        p += nl + 1 + vl + 1;
+    }
     return "";
 }
+
+/* The owner recorded in a bucket record, or "" for none. */
+static const char *bucket_owner(const obj_info_t *info)
+{
+    return umeta_get(info, "owner");
+}
+
+/* Canned ACLs: "private" (default) or "public-read"; the object metadata name holding it. */
+#define ACL_META "\001acl"
 
 /*
  * The bucket exists and belongs to the caller: 0. Otherwise the error has
@@ -547,8 +564,15 @@ static void bucket_op(ctx_t *x)
             return;
         }
         int err;
-        char owner[sizeof(x->auth.access_key) + 8];
-        size_t ol = (size_t)snprintf(owner, sizeof(owner), "owner%c%s", 0, x->auth.access_key) + 1;
+        const char *acl = hdr(x->info, "x-amz-acl");
+        if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+            s3_error(x, 501, "NotImplemented", "Only the private and public-read canned ACLs.");
+            return;
+        }
+        char owner[sizeof(x->auth.access_key) + 32];
+        size_t ol = (size_t)snprintf(owner, sizeof(owner), "owner%c%s%cacl%c%s", 0,
+                                     x->auth.access_key, 0, 0, acl ? acl : "private") +
+                    1;
         obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
         if (!w || (err = obj_put_commit(w, NULL, owner, ol, NULL)) != 0) {
             s3_engine_error(x, err);
@@ -586,6 +610,15 @@ static void bucket_op(ctx_t *x)
         free(v);
         if (present) {
             list_versions(x);
+            return;
+        }
+        v = qparam(x->query, "acl", &present);
+        free(v);
+        if (present) {
+            obj_info_t bi;
+            if (bucket_exists(x, x->bucket, &bi))
+                respond_acl(x, bucket_owner(&bi)[0] ? bucket_owner(&bi) : x->auth.access_key,
+                            strcmp(umeta_get(&bi, "acl"), "public-read") == 0);
             return;
         }
         v = qparam(x->query, "location", &present);
@@ -836,6 +869,12 @@ static int build_umeta(ctx_t *x, buf_t *um)
             bprintf(um, "%c%s%c", 0, x->info->headers[i].value, 0);
         }
     }
+    const char *acl = hdr(x->info, "x-amz-acl");
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+        s3_error(x, 501, "NotImplemented", "Only the private and public-read canned ACLs.");
+        return -1;
+    }
+    if (acl && strcmp(acl, "public-read") == 0) bprintf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
     if (um->len > sizeof(((obj_info_t *)0)->umeta)) {
         s3_error(x, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum size.");
         return -1;
@@ -1154,7 +1193,8 @@ static void get_object(ctx_t *x, int head)
                      x->id, info.etag, lm, info.content_type);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
-        n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
+        if (name[0] != '\001') /* internal (ACL) entries are not user metadata */
+            n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
     if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
@@ -1334,6 +1374,58 @@ static void delete_objects(ctx_t *x)
     s3_xml_free_keys(keys, nkeys);
 }
 
+/* GetBucketAcl / GetObjectAcl: the owner's full control, and READ for everyone if public. */
+static void respond_acl(ctx_t *x, const char *owner, int public_read)
+{
+    buf_t b = {0};
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>");
+    bxml(&b, owner);
+    bprintf(&b, "</ID><DisplayName>");
+    bxml(&b, owner);
+    bprintf(&b, "</DisplayName></Owner><AccessControlList><Grant><Grantee "
+                "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                "xsi:type=\"CanonicalUser\"><ID>");
+    bxml(&b, owner);
+    bprintf(&b, "</ID><DisplayName>");
+    bxml(&b, owner);
+    bprintf(&b, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>");
+    if (public_read)
+        bprintf(&b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                    "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
+                    "</URI></Grantee><Permission>READ</Permission></Grant>");
+    bprintf(&b, "</AccessControlList></AccessControlPolicy>");
+    respond_xml(x, 200, &b);
+}
+
+/*
+ * A request without credentials: GET/HEAD of a public-read object, or a
+ * listing of a public-read bucket. Anything else, or anything missing, is
+ * AccessDenied (which says nothing about what exists).
+ */
+static void anonymous_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    int get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0, present;
+    obj_info_t bi, oi;
+    char *sub = qparam(x->query, "acl", &present);
+    free(sub);
+    if ((get || head) && !present && x->bucket[0] && bucket_exists(x, x->bucket, &bi)) {
+        if (x->key[0]) {
+            if (strlen(x->key) <= MAX_KEY_LEN &&
+                obj_stat(x->cfg->set, x->bucket, x->key, &oi) == 0 &&
+                strcmp(umeta_get(&oi, ACL_META), "public-read") == 0) {
+                get_object(x, head);
+                return;
+            }
+        } else if (get && strcmp(umeta_get(&bi, "acl"), "public-read") == 0) {
+            list_objects(x);
+            return;
+        }
+    }
+    s3_error(x, 403, "AccessDenied", "Access Denied");
+}
+
 static void object_op(ctx_t *x)
 {
     const char *m = x->info->method;
@@ -1347,6 +1439,9 @@ static void object_op(ctx_t *x)
     char *part = qparam(x->query, "partNumber", &has_part);
     char *ups = qparam(x->query, "uploads", &has_uploads);
     free(ups);
+    int has_acl;
+    ups = qparam(x->query, "acl", &has_acl);
+    free(ups);
     if (has_upload && (!upload || strlen(upload) != 32)) {
         s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
     } else if (strcmp(m, "POST") == 0 && has_uploads) {
@@ -1359,6 +1454,16 @@ static void object_op(ctx_t *x)
         mpu_abort(x, upload);
     } else if (has_upload) {
         s3_error(x, 501, "NotImplemented", "ListParts is not implemented yet.");
+    } else if (strcmp(m, "GET") == 0 && has_acl) {
+        obj_info_t oi, bi;
+        int rc = obj_stat(x->cfg->set, x->bucket, x->key, &oi);
+        if (rc)
+            s3_engine_error(x, rc);
+        else if (bucket_exists(x, x->bucket, &bi))
+            respond_acl(x, bucket_owner(&bi)[0] ? bucket_owner(&bi) : x->auth.access_key,
+                        strcmp(umeta_get(&oi, ACL_META), "public-read") == 0);
+        else
+            s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
     } else if (strcmp(m, "PUT") == 0 && hdr(x->info, "x-amz-copy-source")) {
         copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
@@ -1413,7 +1518,9 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     free(b);
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (!x.bucket[0]) {
+    if (x.anonymous) {
+        anonymous_op(&x);
+    } else if (!x.bucket[0]) {
         if (strcmp(info->method, "GET") == 0)
             list_buckets(&x);
         else

@@ -523,3 +523,43 @@ def test_users_see_only_their_buckets(server):
         b.create_bucket(Bucket="alice-data")
     assert e.value.response["Error"]["Code"] == "BucketAlreadyExists"
     assert a.get_object(Bucket="alice-data", Key="k")["Body"].read() == b"secret"
+
+
+def test_canned_acls_and_anonymous_reads(server):
+    import urllib.request
+    import urllib.error
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="priv")
+    c.create_bucket(Bucket="pub", ACL="public-read")
+    c.put_object(Bucket="priv", Key="open", Body=b"everyone", ACL="public-read",
+                 Metadata={"m": "1"})
+    c.put_object(Bucket="priv", Key="closed", Body=b"owner only")
+    c.put_object(Bucket="pub", Key="listed", Body=b"x")
+
+    def anon(path, method="GET"):
+        req = urllib.request.Request(server.endpoint + path, method=method)
+        return urllib.request.urlopen(req)
+
+    r = anon("/priv/open")
+    assert r.read() == b"everyone" and r.headers["x-amz-meta-m"] == "1"
+    assert anon("/priv/open", "HEAD").status == 200
+    for path in ("/priv/closed", "/priv/missing", "/priv", "/", "/pub/listed", "/nobucket/k"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            anon(path)
+        assert e.value.code == 403, path
+    assert b"<Key>listed</Key>" in anon("/pub").read()
+    with pytest.raises(urllib.error.HTTPError) as e:
+        anon("/priv/open", "DELETE")
+    assert e.value.code == 403
+    assert c.get_object(Bucket="priv", Key="open")["Body"].read() == b"everyone"
+
+    grants = c.get_object_acl(Bucket="priv", Key="open")["Grants"]
+    assert {g["Permission"] for g in grants} == {"FULL_CONTROL", "READ"}
+    assert [g["Permission"] for g in c.get_object_acl(Bucket="priv", Key="closed")["Grants"]] == \
+        ["FULL_CONTROL"]
+    assert {g["Permission"] for g in c.get_bucket_acl(Bucket="pub")["Grants"]} == \
+        {"FULL_CONTROL", "READ"}
+    assert c.get_bucket_acl(Bucket="priv")["Owner"]["ID"] == AK
+    with pytest.raises(ClientError) as e:
+        c.put_object(Bucket="priv", Key="w", Body=b"x", ACL="public-read-write")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
