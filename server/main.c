@@ -13,6 +13,7 @@
 #include "server/s3.h"
 
 #include <getopt.h>
+#include <ini.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,10 @@ static void usage(FILE *f)
             "  --workers N           request worker threads (default 32)\n"
             "  --max-conns N         connections before 503 (default 1024)\n"
             "  --log-level LEVEL     debug|info|warn|error (default info)\n"
+            "  --config FILE         INI file: [server] listen data workers max_conns log_level,\n"
+            "                        [erasure] k m block, [drives] count capacity segment_size iu\n"
+            "                        dwpd, [drive.N] path capacity iu dwpd, [user.NAME]\n"
+            "                        access_key secret_key; flags override the file\n"
             "  --help                this text\n"
             "Credentials: WARMLAKE_ACCESS_KEY and WARMLAKE_SECRET_KEY; extra users as\n"
             "WARMLAKE_USERS=\"AK1:SECRET1,AK2:SECRET2\". Without them a key pair is generated\n"
@@ -91,67 +96,183 @@ static void random_token(char *out, size_t n, const char *alphabet)
     out[n] = 0;
 }
 
+/* Settings: defaults, then the config file, then flags. */
+typedef struct {
+    const char *listen, *data;
+    int drives, k, m, workers, max_conns;
+    uint64_t capacity, segment, block;
+    uint32_t iu;
+    double dwpd;
+    /* per drive (config file [drive.N]): path, capacity, iu, dwpd; 0/NULL = the defaults */
+    char *drive_path[OBJ_MAX_SHARDS];
+    uint64_t drive_cap[OBJ_MAX_SHARDS];
+    uint32_t drive_iu[OBJ_MAX_SHARDS];
+    double drive_dwpd[OBJ_MAX_SHARDS];
+    s3_user_t users[64];
+    int nusers;
+    char *strings[256]; /* what the config file allocated, freed at exit */
+    int nstrings;
+} conf_t;
+
+static char *keep(conf_t *c, const char *v)
+{
+    char *p = xstrdup(v);
+    if (c->nstrings < 256) c->strings[c->nstrings++] = p;
+    return p;
+}
+
+/*
+ * INI config (inih from Debian):
+ *   [server]  listen, data, workers, max_conns, log_level
+ *   [erasure] k, m, block
+ *   [drives]  count, capacity, segment_size, iu, dwpd       (defaults for every drive)
+ *   [drive.N] path, capacity, iu, dwpd                      (one drive, N from 0)
+ *   [user.NAME] access_key, secret_key                      (any number of users)
+ */
+static int conf_entry(void *arg, const char *sec, const char *name, const char *value)
+{
+    conf_t *c = arg;
+    int n;
+    if (strcmp(sec, "server") == 0) {
+        if (strcmp(name, "listen") == 0)
+            c->listen = keep(c, value);
+        else if (strcmp(name, "data") == 0)
+            c->data = keep(c, value);
+        else if (strcmp(name, "workers") == 0)
+            c->workers = atoi(value);
+        else if (strcmp(name, "max_conns") == 0)
+            c->max_conns = atoi(value);
+        else if (strcmp(name, "log_level") == 0)
+            return (log_level = log_level_parse(value)) >= 0;
+        else
+            return 0;
+    } else if (strcmp(sec, "erasure") == 0) {
+        if (strcmp(name, "k") == 0)
+            c->k = atoi(value);
+        else if (strcmp(name, "m") == 0)
+            c->m = atoi(value);
+        else if (strcmp(name, "block") == 0)
+            c->block = parse_size(value);
+        else
+            return 0;
+    } else if (strcmp(sec, "drives") == 0) {
+        if (strcmp(name, "count") == 0)
+            c->drives = atoi(value);
+        else if (strcmp(name, "capacity") == 0)
+            c->capacity = parse_size(value);
+        else if (strcmp(name, "segment_size") == 0)
+            c->segment = parse_size(value);
+        else if (strcmp(name, "iu") == 0)
+            c->iu = (uint32_t)parse_size(value);
+        else if (strcmp(name, "dwpd") == 0)
+            c->dwpd = atof(value);
+        else
+            return 0;
+    } else if (sscanf(sec, "drive.%d", &n) == 1) {
+        if (n < 0 || n >= OBJ_MAX_SHARDS) return 0;
+        if (strcmp(name, "path") == 0)
+            c->drive_path[n] = keep(c, value);
+        else if (strcmp(name, "capacity") == 0)
+            c->drive_cap[n] = parse_size(value);
+        else if (strcmp(name, "iu") == 0)
+            c->drive_iu[n] = (uint32_t)parse_size(value);
+        else if (strcmp(name, "dwpd") == 0)
+            c->drive_dwpd[n] = atof(value);
+        else
+            return 0;
+    } else if (strncmp(sec, "user.", 5) == 0) {
+        /* inih reports a section's keys together: a new slot when the last one is full. */
+        if (c->nusers == 0 ||
+            (c->users[c->nusers - 1].access_key && c->users[c->nusers - 1].secret)) {
+            if (c->nusers == 64) return 0;
+            c->users[c->nusers++] = (s3_user_t){NULL, NULL};
+        }
+        s3_user_t *u = &c->users[c->nusers - 1];
+        if (strcmp(name, "access_key") == 0 && !u->access_key)
+            u->access_key = keep(c, value);
+        else if (strcmp(name, "secret_key") == 0 && !u->secret)
+            u->secret = keep(c, value);
+        else
+            return 0;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
-    const char *listen = "127.0.0.1:9000", *data = "./data";
-    int drives = 6, k = 4, m = 2, workers = 32, max_conns = 1024;
-    uint64_t capacity = 16ull << 30, segment = 0, block = 1u << 20;
-    uint32_t iu = 0;
-    double dwpd = 0;
-    static struct option opts[] = {
-        {"listen", 1, 0, 'l'},
-        {"data", 1, 0, 'd'},
-        {"drives", 1, 0, 'n'},
-        {"ec", 1, 0, 'e'},
-        {"drive-capacity", 1, 0, 'c'},
-        {"segment-size", 1, 0, 's'},
-        {"iu", 1, 0, 'i'},
-        {"dwpd", 1, 0, 'w'},
-        {"block", 1, 0, 'b'},
-        {"workers", 1, 0, 'W'},
-        {"max-conns", 1, 0, 'C'},
-        {"log-level", 1, 0, 'L'},
-        {"help", 0, 0, 'h'},
-        {0, 0, 0, 0},
+    static conf_t conf = {
+        .listen = "127.0.0.1:9000",
+        .data = "./data",
+        .drives = 6,
+        .k = 4,
+        .m = 2,
+        .workers = 32,
+        .max_conns = 1024,
+        .capacity = 16ull << 30,
+        .block = 1u << 20,
     };
+    static struct option opts[] = {
+        {"listen", 1, 0, 'l'},  {"data", 1, 0, 'd'},           {"drives", 1, 0, 'n'},
+        {"ec", 1, 0, 'e'},      {"drive-capacity", 1, 0, 'c'}, {"segment-size", 1, 0, 's'},
+        {"iu", 1, 0, 'i'},      {"dwpd", 1, 0, 'w'},           {"block", 1, 0, 'b'},
+        {"workers", 1, 0, 'W'}, {"max-conns", 1, 0, 'C'},      {"log-level", 1, 0, 'L'},
+        {"config", 1, 0, 'f'},  {"help", 0, 0, 'h'},           {0, 0, 0, 0},
+    };
+    /* The config file first, so that flags override it. */
+    for (int i = 1; i < argc; i++) {
+        const char *file = NULL;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            file = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            file = argv[i] + 9;
+        if (!file) continue;
+        int line = ini_parse(file, conf_entry, &conf);
+        if (line != 0) {
+            fprintf(stderr, "warmlaked: %s: %s%d\n", file,
+                    line < 0 ? "cannot read the file " : "bad setting on line ", line);
+            return 2;
+        }
+    }
     int o;
     while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (o) {
         case 'l':
-            listen = optarg;
+            conf.listen = optarg;
             break;
         case 'd':
-            data = optarg;
+            conf.data = optarg;
             break;
         case 'n':
-            drives = atoi(optarg);
+            conf.drives = atoi(optarg);
             break;
         case 'e':
-            if (sscanf(optarg, "%d+%d", &k, &m) != 2) {
+            if (sscanf(optarg, "%d+%d", &conf.k, &conf.m) != 2) {
                 fprintf(stderr, "warmlaked: --ec wants K+M\n");
                 return 2;
             }
             break;
         case 'c':
-            capacity = parse_size(optarg);
+            conf.capacity = parse_size(optarg);
             break;
         case 's':
-            segment = parse_size(optarg);
+            conf.segment = parse_size(optarg);
             break;
         case 'i':
-            iu = (uint32_t)parse_size(optarg);
+            conf.iu = (uint32_t)parse_size(optarg);
             break;
         case 'w':
-            dwpd = atof(optarg);
+            conf.dwpd = atof(optarg);
             break;
         case 'b':
-            block = parse_size(optarg);
+            conf.block = parse_size(optarg);
             break;
         case 'W':
-            workers = atoi(optarg);
+            conf.workers = atoi(optarg);
             break;
         case 'C':
-            max_conns = atoi(optarg);
+            conf.max_conns = atoi(optarg);
             break;
         case 'L':
             if ((log_level = log_level_parse(optarg)) < 0) {
@@ -159,6 +280,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'f':
+            break; /* read above */
         case 'h':
             usage(stdout);
             return 0;
@@ -167,6 +290,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    const char *listen = conf.listen, *data = conf.data;
+    int drives = conf.drives, k = conf.k, m = conf.m, workers = conf.workers,
+        max_conns = conf.max_conns;
+    uint64_t capacity = conf.capacity, segment = conf.segment, block = conf.block;
+    uint32_t iu = conf.iu;
+    double dwpd = conf.dwpd;
     if (k + m != drives || k < 1 || m < 0 || k + m > OBJ_MAX_SHARDS || capacity == 0 ||
         block == 0 || block % 64) {
         fprintf(stderr,
@@ -181,6 +310,13 @@ int main(int argc, char **argv)
     s3_user_t users[64];
     int nusers = 0;
     char gen_ak[21], gen_sk[41];
+    for (int i = 0; i < conf.nusers; i++) {
+        if (!conf.users[i].access_key || !conf.users[i].secret) {
+            fprintf(stderr, "warmlaked: a [user.*] section needs access_key and secret_key\n");
+            return 2;
+        }
+        users[nusers++] = conf.users[i];
+    }
     const char *ak = getenv("WARMLAKE_ACCESS_KEY"), *sk = getenv("WARMLAKE_SECRET_KEY");
     if (ak && sk && *ak && *sk) {
         users[nusers++] = (s3_user_t){ak, sk};
@@ -212,11 +348,11 @@ int main(int argc, char **argv)
         char path[4096];
         snprintf(path, sizeof(path), "%s/drive%d", data, i);
         drive_cfg_t c = {0};
-        c.path = path;
-        c.capacity = capacity;
+        c.path = conf.drive_path[i] ? conf.drive_path[i] : path;
+        c.capacity = conf.drive_cap[i] ? conf.drive_cap[i] : capacity;
         c.segment_size = segment;
-        c.iu = iu;
-        c.dwpd = dwpd;
+        c.iu = conf.drive_iu[i] ? conf.drive_iu[i] : iu;
+        c.dwpd = conf.drive_dwpd[i] ? conf.drive_dwpd[i] : dwpd;
         c.compaction = 1;
         if ((rc = drive_open(&c, &dv[i])) != 0) {
             fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", path, err_str(rc));
@@ -262,5 +398,7 @@ out:
     for (int i = 0; i < drives; i++)
         drive_close(dv[i]);
     free(more);
+    for (int i = 0; i < conf.nstrings; i++)
+        free(conf.strings[i]);
     return rc ? 1 : 0;
 }

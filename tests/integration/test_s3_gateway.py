@@ -563,3 +563,46 @@ def test_canned_acls_and_anonymous_reads(server):
     with pytest.raises(ClientError) as e:
         c.put_object(Bucket="priv", Key="w", Body=b"x", ACL="public-read-write")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+
+
+def test_config_file(datadir):
+    from conftest import WARMLAKED
+    drive0 = os.path.join(datadir, "elsewhere", "d0")
+    cfg = os.path.join(datadir, "warmlake.ini")
+    with open(cfg, "w") as f:
+        f.write("; a four-drive node with two users\n[server]\nlisten = 127.0.0.1:0\n"
+                "data = %s\nworkers = 8\n\n[erasure]\nk = 3\nm = 1\nblock = 256K\n\n"
+                "[drives]\ncount = 4\ncapacity = 1G\nsegment_size = 64M\n\n"
+                "[drive.0]\npath = %s\n\n[user.alice]\naccess_key = ALICEKEY\n"
+                "secret_key = alice-secret\n\n[user.bob]\naccess_key = BOBKEY\n"
+                "secret_key = bob-secret\n" % (os.path.join(datadir, "node"), drive0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WARMLAKE_")}
+    p = subprocess.Popen([WARMLAKED, "--config", cfg], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+    try:
+        port = None
+        for _ in range(20):
+            line = p.stdout.readline().decode()
+            if "serving S3" in line:
+                assert "EC 3+1" in line and "4 drives" in line, line
+            if "ready port=" in line:
+                port = int(line.split("ready port=")[1])
+                break
+        assert port
+        ep = "http://127.0.0.1:%d" % port
+        for ak, sk in (("ALICEKEY", "alice-secret"), ("BOBKEY", "bob-secret")):
+            c = s3_client(ep, ak, sk)
+            c.create_bucket(Bucket="cfg-" + ak.lower())
+            data = blob(700000, ak)
+            c.put_object(Bucket="cfg-" + ak.lower(), Key="k", Body=data)
+            assert sha(c.get_object(Bucket="cfg-" + ak.lower(), Key="k")["Body"].read()) == \
+                sha(data)
+        assert os.path.exists(os.path.join(drive0, "DRIVE"))
+        assert not os.path.exists(os.path.join(datadir, "node", "drive0"))
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    with open(cfg, "a") as f:
+        f.write("[server]\nbogus = 1\n")
+    r = subprocess.run([WARMLAKED, "--config", cfg], capture_output=True, env=env, timeout=30)
+    assert r.returncode == 2 and b"line" in r.stderr
