@@ -982,3 +982,59 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     drop_object(s, MPU_UPLOADS, upload_id);
     return 0;
 }
+
+typedef struct {
+    obj_part_fn fn;
+    void *arg;
+} parts_t;
+
+static int list_part(void *arg, const char *key, const obj_info_t *info)
+{
+    parts_t *p = arg;
+    const char *slash = strrchr(key, '/');
+    return p->fn(p->arg, slash ? atoi(slash + 1) : 0, info);
+}
+
+int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                       obj_part_fn fn, void *arg)
+{
+    obj_info_t rec;
+    char prefix[40];
+    int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (rc) return rc;
+    parts_t p = {fn, arg};
+    snprintf(prefix, sizeof(prefix), "%s/", upload_id);
+    return obj_list(s, MPU_PARTS, prefix, NULL, list_part, &p);
+}
+
+typedef struct {
+    obj_set_t *s;
+    const char *bucket;
+    obj_upload_fn fn;
+    void *arg;
+} uploads_t;
+
+static int list_upload(void *arg, const char *upload, const obj_info_t *info)
+{
+    uploads_t *u = arg;
+    size_t bl = strlen(u->bucket);
+    int err, rc = 0;
+    if (info->size <= bl || info->size > bl + 1 + REC_MAX_KEY) return 0;
+    obj_reader_t *r = obj_open(u->s, MPU_UPLOADS, upload, NULL, &err);
+    if (!r) return 0;
+    char *body = xmalloc(info->size + 1);
+    if (obj_read(r, 0, body, info->size) == 0) {
+        body[info->size] = 0;
+        if (strncmp(body, u->bucket, bl) == 0 && body[bl] == '\n')
+            rc = u->fn(u->arg, body + bl + 1, upload, info);
+    }
+    free(body);
+    obj_close(r);
+    return rc;
+}
+
+int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+{
+    uploads_t u = {s, bucket, fn, arg};
+    return obj_list(s, MPU_UPLOADS, NULL, NULL, list_upload, &u);
+}

@@ -123,6 +123,15 @@ enum { OBJ_MPU_OK = 0, OBJ_MPU_NO_UPLOAD, OBJ_MPU_BAD_PART, OBJ_MPU_BAD_ORDER, O
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
                      int *why) __attribute__((warn_unused_result));
+/* Parts uploaded so far, in part order: fn(arg, part, info). ERR_NOT_FOUND: no such upload. */
+typedef int (*obj_part_fn)(void *arg, int part, const obj_info_t *info);
+int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                       obj_part_fn fn, void *arg) __attribute__((warn_unused_result));
+/* Uploads in progress for a bucket: fn(arg, key, upload_id, info of the upload record). */
+typedef int (*obj_upload_fn)(void *arg, const char *key, const char *upload_id,
+                             const obj_info_t *info);
+int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg);
+
 /* Abort: drop every part and the upload. ERR_NOT_FOUND: no such upload. */
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
     __attribute__((warn_unused_result));

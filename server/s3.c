@@ -45,6 +45,8 @@ static void list_objects(ctx_t *x);
 static void list_versions(ctx_t *x);
 static void delete_objects(ctx_t *x);
 static void respond_acl(ctx_t *x, const char *owner, int public_read);
+static void list_uploads(ctx_t *x);
+static void list_parts(ctx_t *x, const char *upload);
 
 /* ---- helpers ---- */
 
@@ -610,6 +612,12 @@ static void bucket_op(ctx_t *x)
         free(v);
         if (present) {
             list_versions(x);
+            return;
+        }
+        v = qparam(x->query, "uploads", &present);
+        free(v);
+        if (present) {
+            list_uploads(x);
             return;
         }
         v = qparam(x->query, "acl", &present);
@@ -1374,6 +1382,131 @@ static void delete_objects(ctx_t *x)
     s3_xml_free_keys(keys, nkeys);
 }
 
+/* ListParts: the parts uploaded so far, after part-number-marker, at most max-parts. */
+typedef struct {
+    buf_t *b;
+    int marker, max, count, truncated, last;
+} lp_t;
+
+static int list_part_cb(void *arg, int part, const obj_info_t *info)
+{
+    lp_t *l = arg;
+    char t[32];
+    if (part <= l->marker) return 0;
+    if (l->count == l->max) {
+        l->truncated = 1;
+        return 1;
+    }
+    iso8601(info->mtime_ns, t);
+    bprintf(l->b,
+            "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified><ETag>&quot;%s"
+            "&quot;</ETag><Size>%llu</Size></Part>",
+            part, t, info->etag, (unsigned long long)info->size);
+    l->count++;
+    l->last = part;
+    return 0;
+}
+
+static void list_parts(ctx_t *x, const char *upload)
+{
+    int p1, p2;
+    char *marker = qparam(x->query, "part-number-marker", &p1);
+    char *maxp = qparam(x->query, "max-parts", &p2);
+    buf_t parts = {0}, b = {0};
+    lp_t l = {&parts, marker ? atoi(marker) : 0, 1000, 0, 0, 0};
+    if (maxp && atoi(maxp) >= 0 && atoi(maxp) < 1000) l.max = atoi(maxp);
+    free(marker);
+    free(maxp);
+    int rc = obj_mpu_list_parts(x->cfg->set, x->bucket, x->key, upload, list_part_cb, &l);
+    if (rc < 0) { /* > 0: the walk stopped at max-parts */
+        free(parts.p);
+        if (rc == ERR_NOT_FOUND)
+            s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        else
+            s3_engine_error(x, rc);
+        return;
+    }
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListPartsResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Bucket><Key>");
+    bxml(&b, x->key);
+    bprintf(&b,
+            "</Key><UploadId>%s</UploadId><PartNumberMarker>%d</PartNumberMarker>"
+            "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
+            "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
+            upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
+    if (parts.len) bprintf(&b, "%.*s", (int)parts.len, parts.p);
+    bprintf(&b, "</ListPartsResult>");
+    free(parts.p);
+    respond_xml(x, 200, &b);
+}
+
+/* ListMultipartUploads: uploads in progress in this bucket, by key. */
+typedef struct {
+    char *key;
+    char upload[33];
+    uint64_t mtime_ns;
+} up_t;
+
+typedef struct {
+    up_t *v;
+    int n, cap;
+    const char *prefix;
+} ups_t;
+
+static int list_upload_cb(void *arg, const char *key, const char *upload, const obj_info_t *info)
+{
+    ups_t *u = arg;
+    if (u->prefix && strncmp(key, u->prefix, strlen(u->prefix)) != 0) return 0;
+    if (u->n == 10000) return 1;
+    if (u->n == u->cap)
+        u->v = xrealloc(u->v, (size_t)(u->cap = u->cap ? u->cap * 2 : 16) * sizeof(*u->v));
+    u->v[u->n].key = xstrdup(key);
+    snprintf(u->v[u->n].upload, sizeof(u->v[u->n].upload), "%s", upload);
+    u->v[u->n].mtime_ns = info->mtime_ns;
+    u->n++;
+    return 0;
+}
+
+static int up_cmp(const void *a, const void *b)
+{
+    const up_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
+}
+
+static void list_uploads(ctx_t *x)
+{
+    int present;
+    char *prefix = qparam(x->query, "prefix", &present);
+    ups_t u = {NULL, 0, 0, prefix};
+    (void)obj_mpu_list_uploads(x->cfg->set, x->bucket, list_upload_cb, &u);
+    if (u.n) qsort(u.v, (size_t)u.n, sizeof(*u.v), up_cmp);
+    buf_t b = {0};
+    bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
+                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    bxml(&b, x->bucket);
+    bprintf(&b, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>");
+    bxml(&b, prefix ? prefix : "");
+    bprintf(&b, "</Prefix><MaxUploads>10000</MaxUploads><IsTruncated>false</IsTruncated>");
+    for (int i = 0; i < u.n; i++) {
+        char t[32];
+        iso8601(u.v[i].mtime_ns, t);
+        bprintf(&b, "<Upload><Key>");
+        bxml(&b, u.v[i].key);
+        bprintf(&b,
+                "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
+                "<StorageClass>STANDARD</StorageClass></Upload>",
+                u.v[i].upload, t);
+        free(u.v[i].key);
+    }
+    bprintf(&b, "</ListMultipartUploadsResult>");
+    free(u.v);
+    free(prefix);
+    respond_xml(x, 200, &b);
+}
+
 /* GetBucketAcl / GetObjectAcl: the owner's full control, and READ for everyone if public. */
 static void respond_acl(ctx_t *x, const char *owner, int public_read)
 {
@@ -1452,8 +1585,10 @@ static void object_op(ctx_t *x)
         mpu_upload_part(x, upload, part);
     } else if (strcmp(m, "DELETE") == 0 && has_upload) {
         mpu_abort(x, upload);
+    } else if (strcmp(m, "GET") == 0 && has_upload) {
+        list_parts(x, upload);
     } else if (has_upload) {
-        s3_error(x, 501, "NotImplemented", "ListParts is not implemented yet.");
+        s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
     } else if (strcmp(m, "GET") == 0 && has_acl) {
         obj_info_t oi, bi;
         int rc = obj_stat(x->cfg->set, x->bucket, x->key, &oi);

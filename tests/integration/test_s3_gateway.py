@@ -606,3 +606,31 @@ def test_config_file(datadir):
         f.write("[server]\nbogus = 1\n")
     r = subprocess.run([WARMLAKED, "--config", cfg], capture_output=True, env=env, timeout=30)
     assert r.returncode == 2 and b"line" in r.stderr
+
+
+def test_list_parts_and_uploads(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="lpb")
+    u1 = c.create_multipart_upload(Bucket="lpb", Key="dir/one")["UploadId"]
+    u2 = c.create_multipart_upload(Bucket="lpb", Key="dir/two")["UploadId"]
+    c.create_bucket(Bucket="lp-other")
+    c.create_multipart_upload(Bucket="lp-other", Key="x")
+    etags = {}
+    for n in (3, 1, 2):
+        etags[n] = c.upload_part(Bucket="lpb", Key="dir/one", UploadId=u1, PartNumber=n,
+                                 Body=bytes([n]) * (1000 * n))["ETag"]
+    r = c.list_parts(Bucket="lpb", Key="dir/one", UploadId=u1)
+    assert [(p["PartNumber"], p["Size"], p["ETag"]) for p in r["Parts"]] == \
+        [(1, 1000, etags[1]), (2, 2000, etags[2]), (3, 3000, etags[3])]
+    r = c.list_parts(Bucket="lpb", Key="dir/one", UploadId=u1, MaxParts=2)
+    assert r["IsTruncated"] and r["NextPartNumberMarker"] == 2
+    r = c.list_parts(Bucket="lpb", Key="dir/one", UploadId=u1, PartNumberMarker=2)
+    assert [p["PartNumber"] for p in r["Parts"]] == [3]
+    with pytest.raises(ClientError) as e:
+        c.list_parts(Bucket="lpb", Key="dir/two", UploadId=u1)
+    assert e.value.response["Error"]["Code"] == "NoSuchUpload"
+    r = c.list_multipart_uploads(Bucket="lpb")
+    assert [(x["Key"], x["UploadId"]) for x in r["Uploads"]] == [("dir/one", u1), ("dir/two", u2)]
+    c.abort_multipart_upload(Bucket="lpb", Key="dir/two", UploadId=u2)
+    r = c.list_multipart_uploads(Bucket="lpb")
+    assert [x["Key"] for x in r["Uploads"]] == ["dir/one"]
