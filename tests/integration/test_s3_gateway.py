@@ -634,3 +634,40 @@ def test_list_parts_and_uploads(server):
     c.abort_multipart_upload(Bucket="lpb", Key="dir/two", UploadId=u2)
     r = c.list_multipart_uploads(Bucket="lpb")
     assert [x["Key"] for x in r["Uploads"]] == ["dir/one"]
+
+
+def test_truncated_and_malformed_requests_leave_nothing(server):
+    import socket
+    import boto3
+    from botocore.config import Config
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="trunc")
+    v4 = boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+    url = v4.generate_presigned_url("put_object", Params={"Bucket": "trunc", "Key": "half"},
+                                    ExpiresIn=600)
+    path = url.split(str(server.port), 1)[1]
+    # The client promises 3 MiB, sends half, and goes away: nothing may appear.
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(("PUT %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n"
+               % (path, 3 << 20)).encode() + b"x" * (3 << 19))
+    s.close()
+    # Garbage and oversized headers get an error or a closed connection, never a crash.
+    for junk in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\n" + b"X-Big: " + b"a" * 70000 + b"\r\n\r\n",
+                 b"PUT /trunc/k HTTP/1.1\r\nContent-Length: -5\r\n\r\n"):
+        s = socket.create_connection(("127.0.0.1", server.port))
+        s.settimeout(10)
+        s.sendall(junk)
+        try:
+            reply = s.recv(200)
+        except (ConnectionResetError, socket.timeout):
+            reply = b""
+        s.close()
+        assert reply == b"" or reply.startswith(b"HTTP/1.1 4"), reply
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="trunc", Key="half")
+    assert c.list_objects_v2(Bucket="trunc").get("KeyCount", 0) == 0
+    c.put_object(Bucket="trunc", Key="after", Body=b"still serving")
+    assert c.get_object(Bucket="trunc", Key="after")["Body"].read() == b"still serving"
