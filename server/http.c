@@ -375,6 +375,26 @@ static void req_finish(conn_t *c, http_req_t *r)
     parse_more(c);
 }
 
+/* Hand one chunk to libuv; on_write (or the failure path here) accounts for it. */
+static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, size_t len)
+{
+    http_server_t *s = c->s;
+    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    o->wr.data = o;
+    pthread_mutex_lock(&s->mu);
+    r->nwrites++;
+    pthread_mutex_unlock(&s->mu);
+    if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
+        pthread_mutex_lock(&s->mu);
+        r->nwrites--;
+        r->out_pending -= o->len;
+        r->client_gone = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&s->mu);
+        free(o);
+    }
+}
+
 static void handle_events(uv_async_t *a)
 {
     http_server_t *s = a->data;
@@ -410,20 +430,10 @@ static void handle_events(uv_async_t *a)
         if (!c->closing && want_continue && !c->continue_sent) {
             static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
             out_chunk_t *o = xmalloc(sizeof(*o));
-            uv_buf_t b = uv_buf_init(cont, sizeof(cont) - 1);
-            o->len = 0;
+            o->len = 0; /* static bytes, not counted in out_pending */
             o->req = r;
-            o->wr.data = o;
             c->continue_sent = 1;
-            pthread_mutex_lock(&s->mu);
-            r->nwrites++;
-            pthread_mutex_unlock(&s->mu);
-            if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
-                pthread_mutex_lock(&s->mu);
-                r->nwrites--;
-                pthread_mutex_unlock(&s->mu);
-                free(o);
-            }
+            start_write(c, r, o, cont, sizeof(cont) - 1);
         }
         for (out_chunk_t *o = chunks, *on; o; o = on) {
             on = o->next;
@@ -435,20 +445,7 @@ static void handle_events(uv_async_t *a)
                 free(o);
                 continue;
             }
-            uv_buf_t b = uv_buf_init(o->data, (unsigned)o->len);
-            o->wr.data = o;
-            pthread_mutex_lock(&s->mu);
-            r->nwrites++;
-            pthread_mutex_unlock(&s->mu);
-            if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
-                pthread_mutex_lock(&s->mu);
-                r->nwrites--;
-                r->out_pending -= o->len;
-                r->client_gone = 1;
-                pthread_cond_broadcast(&r->cv);
-                pthread_mutex_unlock(&s->mu);
-                free(o);
-            }
+            start_write(c, r, o, o->data, o->len);
         }
         if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
         if (done) req_finish(c, r);

@@ -102,6 +102,15 @@ int drive__ent_decode(const void *buf, size_t len, ent_t *e)
     return 0;
 }
 
+void drive__ent_put(idx_batch_t *b, const rec_id_t *id, const ent_t *e)
+{
+    uint8_t key[KEY_MAX], small[ENT_FIXED + 256];
+    uint8_t *val =
+        ENT_FIXED + e->meta_len <= sizeof(small) ? small : xmalloc(ENT_FIXED + e->meta_len);
+    idx_batch_put(b, key, drive__key(key, id), val, drive__ent_encode(val, e));
+    if (val != small) free(val);
+}
+
 int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf)
 {
     uint8_t key[KEY_MAX];
@@ -146,7 +155,6 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     drive_t *d = r->d;
     ent_t old, e;
     void *oldbuf = NULL;
-    uint8_t key[KEY_MAX], *val;
     uint32_t rec_len = (uint32_t)(v->hdr_len + v->payload_len);
     (void)raw;
 
@@ -157,8 +165,7 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
      * compaction drops a tombstone only when no segment could still hold an
      * older record of the same identity.
      */
-    if (v->seq < r->seg->min_seq) r->seg->min_seq = v->seq;
-    if (v->seq > r->seg->max_seq) r->seg->max_seq = v->seq;
+    drive__seg_note_seq(r->seg, v->seq);
     if (drive__ent_get(d, r->b, &v->id, &old, &oldbuf) == 0) {
         int keep = old.seq > v->seq ||
                    (old.seq == v->seq &&
@@ -173,9 +180,7 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     free(oldbuf);
     e = (ent_t){v->type,        r->seg->id, off,        rec_len, v->hdr_len,
                 v->payload_len, v->seq,     v->hdr_crc, v->meta, v->meta_len};
-    val = xmalloc(ENT_FIXED + v->meta_len);
-    idx_batch_put(r->b, key, drive__key(key, &v->id), val, drive__ent_encode(val, &e));
-    free(val);
+    drive__ent_put(r->b, &v->id, &e);
     r->seg->live += rec_len;
     r->applied++;
     /* Keep the batch bounded during a full rebuild. */
@@ -189,8 +194,8 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
 
 static int load_seg_meta(drive_t *d, seg_t *s)
 {
-    uint8_t k[5] = {'s', (uint8_t)(s->id >> 24), (uint8_t)(s->id >> 16), (uint8_t)(s->id >> 8),
-                    (uint8_t)s->id};
+    uint8_t k[5];
+    drive__seg_key(k, s->id);
     void *v = NULL;
     size_t vl;
     int rc = idx_get(d->idx, NULL, k, sizeof(k), &v, &vl);

@@ -91,8 +91,8 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
 /* Release a segment with nothing live: index first (synced), then the file. */
 static int release(drive_t *d, seg_t *s)
 {
-    uint8_t k[5] = {'s', (uint8_t)(s->id >> 24), (uint8_t)(s->id >> 16), (uint8_t)(s->id >> 8),
-                    (uint8_t)s->id};
+    uint8_t k[5];
+    drive__seg_key(k, s->id);
     idx_batch_t *b = idx_batch_new();
     char *path;
     int rc;

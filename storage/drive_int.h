@@ -178,6 +178,25 @@ size_t drive__key(uint8_t *buf, const rec_id_t *id);
 size_t drive__ent_encode(uint8_t *buf, const ent_t *e);
 int drive__ent_decode(const void *buf, size_t len, ent_t *e);
 int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf);
+/* Put identity -> entry into a batch. */
+void drive__ent_put(idx_batch_t *b, const rec_id_t *id, const ent_t *e);
+
+/* Key "s" + id (big endian) of a segment's accounting record. */
+static inline void drive__seg_key(uint8_t k[5], uint32_t id)
+{
+    k[0] = 's';
+    k[1] = (uint8_t)(id >> 24);
+    k[2] = (uint8_t)(id >> 16);
+    k[3] = (uint8_t)(id >> 8);
+    k[4] = (uint8_t)id;
+}
+
+/* A record with this sequence number is on disk in s (live or not). */
+static inline void drive__seg_note_seq(seg_t *s, uint64_t seq)
+{
+    if (seq < s->min_seq) s->min_seq = seq;
+    if (seq > s->max_seq) s->max_seq = seq;
+}
 void drive__charge_index(drive_t *d); /* RocksDB's own writes into budget and counters */
 
 /* drive_gc.c */

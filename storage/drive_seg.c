@@ -300,8 +300,8 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
 /* Segment meta: key "s" + id (big endian), value kind, open, live, tail, min, max, sealed. */
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
 {
-    uint8_t k[5] = {'s', (uint8_t)(s->id >> 24), (uint8_t)(s->id >> 16), (uint8_t)(s->id >> 8),
-                    (uint8_t)s->id};
+    uint8_t k[5];
+    drive__seg_key(k, s->id);
     uint8_t v[42];
     v[0] = s->kind;
     v[1] = s->open;

@@ -101,14 +101,10 @@ static int write_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
 /* Index updates of a user flush: each record replaces what its identity had. Under lock. */
 static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 {
-    uint8_t key[KEY_MAX];
-    uint8_t *val = NULL;
-    size_t vcap = 0;
-
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
         rec_view_t v;
-        ent_t old, e;
+        ent_t old;
         void *oldbuf = NULL;
         if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0)
             abort(); /* we just encoded it */
@@ -120,23 +116,13 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             }
         }
         free(oldbuf);
-        e = (ent_t){v.type,        seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
-                    v.payload_len, v.seq,   v.hdr_crc,         v.meta,     v.meta_len};
-        if (ENT_FIXED + e.meta_len > vcap) {
-            vcap = ENT_FIXED + e.meta_len;
-            val = xrealloc(val, vcap);
-        }
-        size_t kl = drive__key(key, &v.id);
-        size_t vl = drive__ent_encode(val, &e);
-        idx_batch_put(w->batch, key, kl, val, vl);
+        ent_t e = {v.type,        seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
+                   v.payload_len, v.seq,   v.hdr_crc,         v.meta,     v.meta_len};
+        drive__ent_put(w->batch, &v.id, &e);
         seg->live += p->rec_len;
-        if (v.seq < seg->min_seq) seg->min_seq = v.seq;
-        if (v.seq > seg->max_seq) seg->max_seq = v.seq;
+        drive__seg_note_seq(seg, v.seq);
         d->user_bytes += v.payload_len;
-        log_debug("event=indexed key=%.*s seq=%llu seg=%u off=%llu", (int)v.id.key_len, v.id.key,
-                  (unsigned long long)v.seq, seg->id, (unsigned long long)(base + p->buf_off));
     }
-    free(val);
 }
 
 /*
@@ -146,10 +132,6 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
  */
 static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 {
-    uint8_t key[KEY_MAX];
-    uint8_t *val = NULL;
-    size_t vcap = 0;
-
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
         rec_view_t v;
@@ -165,22 +147,14 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             }
             cur.seg = seg->id;
             cur.off = base + p->buf_off;
-            if (ENT_FIXED + cur.meta_len > vcap) {
-                vcap = ENT_FIXED + cur.meta_len;
-                val = xrealloc(val, vcap);
-            }
-            size_t kl = drive__key(key, &v.id);
-            size_t vl = drive__ent_encode(val, &cur);
-            idx_batch_put(w->batch, key, kl, val, vl);
+            drive__ent_put(w->batch, &v.id, &cur);
             seg->live += p->rec_len;
         }
         /* Dead copies count too: they are on disk until this segment goes. */
-        if (v.seq < seg->min_seq) seg->min_seq = v.seq;
-        if (v.seq > seg->max_seq) seg->max_seq = v.seq;
+        drive__seg_note_seq(seg, v.seq);
         free(curbuf);
         d->relocated_bytes += p->rec_len;
     }
-    free(val);
 }
 
 int drive__writer_flush(drive_t *d, writer_t *w)
