@@ -39,6 +39,28 @@ typedef struct latch {
     int left;
 } latch_t;
 
+/*
+ * Pins keep a version's blocks while a reader streams it: a PUT or DELETE
+ * that replaces the version hands its drop to the pin, and the last reader
+ * to close runs it. A crash in between leaves the old blocks as unreferenced
+ * space, never a reader with its blocks pulled away mid-stream.
+ */
+typedef struct pin {
+    char upload_id[33];
+    int refs;
+    struct deferred_drop *drops;
+    struct pin *next;
+} pin_t;
+
+typedef struct deferred_drop {
+    char *bucket, *key;
+    obj_info_t old;
+    struct deferred_drop *next;
+} deferred_drop_t;
+
+/* Commits to one key are serialised (striped locks): the head order is the mtime order. */
+#define KEY_LOCKS 256
+
 struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];
     int k, m, n;
@@ -48,6 +70,9 @@ struct obj_set {
     put_job_t *head, *tail;
     int stop, nthreads;
     pthread_t threads[4 * OBJ_MAX_SHARDS];
+    pthread_mutex_t key_locks[KEY_LOCKS];
+    pthread_mutex_t pin_mu;
+    pin_t *pins;
 };
 
 static void *put_worker(void *arg)
@@ -87,6 +112,9 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->pin_mu, NULL);
+    for (int i = 0; i < KEY_LOCKS; i++)
+        pthread_mutex_init(&s->key_locks[i], NULL);
     /* Two per store: concurrent uploads keep every drive's group commit fed. */
     s->nthreads = 2 * s->n;
     for (int i = 0; i < s->nthreads; i++)
@@ -106,6 +134,9 @@ void obj_set_free(obj_set_t *s)
         pthread_join(s->threads[i], NULL);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->pin_mu);
+    for (int i = 0; i < KEY_LOCKS; i++)
+        pthread_mutex_destroy(&s->key_locks[i]);
     free(s);
 }
 
@@ -344,8 +375,82 @@ static void part_key(char *out, size_t cap, const char *upload, int part)
     snprintf(out, cap, "%s/%05d", upload, part);
 }
 
-/* Free the storage of a replaced or deleted version (best effort). */
+static pthread_mutex_t *key_lock(obj_set_t *s, const char *bucket, const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over "bucket\0key" */
+    for (const char *p = bucket;; p++) {
+        h = (h ^ (uint8_t)*p) * 16777619u;
+        if (!*p) break;
+    }
+    for (const char *p = key; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &s->key_locks[h % KEY_LOCKS];
+}
+
+static pin_t **pin_find(obj_set_t *s, const char *upload_id)
+{
+    pin_t **pp = &s->pins;
+    while (*pp && strcmp((*pp)->upload_id, upload_id) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void pin(obj_set_t *s, const char *upload_id)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    pin_t **pp = pin_find(s, upload_id);
+    if (!*pp) {
+        *pp = xcalloc(1, sizeof(pin_t));
+        snprintf((*pp)->upload_id, sizeof((*pp)->upload_id), "%s", upload_id);
+    }
+    (*pp)->refs++;
+    pthread_mutex_unlock(&s->pin_mu);
+}
+
+static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
+                             const obj_info_t *old);
+
+static void unpin(obj_set_t *s, const char *upload_id)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    pin_t **pp = pin_find(s, upload_id), *p = *pp;
+    deferred_drop_t *drops = NULL;
+    if (p && --p->refs == 0) {
+        *pp = p->next;
+        drops = p->drops;
+        free(p);
+    }
+    pthread_mutex_unlock(&s->pin_mu);
+    while (drops) {
+        deferred_drop_t *d = drops;
+        drops = d->next;
+        drop_version_now(s, d->bucket, d->key, &d->old);
+        free(d->bucket);
+        free(d->key);
+        free(d);
+    }
+}
+
+/* Free the storage of a replaced or deleted version, now or when its last reader closes. */
 static void drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    pin_t *p = *pin_find(s, old->upload_id);
+    if (p) {
+        deferred_drop_t *d = xcalloc(1, sizeof(*d));
+        d->bucket = xstrdup(bucket);
+        d->key = xstrdup(key);
+        d->old = *old;
+        d->next = p->drops;
+        p->drops = d;
+    }
+    pthread_mutex_unlock(&s->pin_mu);
+    if (!p) drop_version_now(s, bucket, key, old);
+}
+
+/* Best effort: what fails to go is unreferenced space, not visible data. */
+static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
+                             const obj_info_t *old)
 {
     if (!old->multipart) {
         drop_blocks(s, bucket, key, old->upload_id, ers_stripe_count(&old->layout), 0);
@@ -531,16 +636,21 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     }
     snprintf(info.etag, sizeof(info.etag), "%s", obj_put_etag(w));
     info.size = info.layout.size;
-    info.mtime_ns = wall_ns();
     memcpy(info.upload_id, w->upload, sizeof(info.upload_id));
     snprintf(info.content_type, sizeof(info.content_type), "%s",
              content_type ? content_type : "binary/octet-stream");
     if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
     info.umeta_len = umeta_len;
-    int had_old = newest_head(s, w->bucket, w->key, &old) == 0 && !old.deleted;
 
     /* The commit point: heads on every store that took the blocks. */
+    pthread_mutex_t *lk = key_lock(s, w->bucket, w->key);
+    pthread_mutex_lock(lk);
+    int had_old = newest_head(s, w->bucket, w->key, &old) == 0;
+    info.mtime_ns = wall_ns();
+    if (had_old && info.mtime_ns <= old.mtime_ns) info.mtime_ns = old.mtime_ns + 1;
+    had_old = had_old && !old.deleted;
     int heads = write_heads(s, w->bucket, w->key, &info, w->dead, &first_err);
+    pthread_mutex_unlock(lk);
     if (heads < s->k) {
         /* Not enough heads to be found reliably: undo, the PUT failed. */
         log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
@@ -569,6 +679,7 @@ struct obj_reader {
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
+    int pinned;
 };
 
 static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
@@ -629,10 +740,29 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
 {
     obj_reader_t *r = xcalloc(1, sizeof(*r));
     r->s = s;
-    if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
-        free(r);
-        return NULL;
+    /*
+     * Pin the version, then look again: a writer drops the old version only
+     * after its new heads are written, so a version still newest after the
+     * pin is taken cannot lose its blocks until obj_close.
+     */
+    for (int tries = 0;; tries++) {
+        obj_info_t again;
+        if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
+            free(r);
+            return NULL;
+        }
+        pin(s, r->info.upload_id);
+        if (obj_stat(s, bucket, key, &again) == 0 &&
+            strcmp(again.upload_id, r->info.upload_id) == 0)
+            break;
+        unpin(s, r->info.upload_id);
+        if (tries == 16) {
+            *err = ERR_AGAIN; /* overwritten faster than it can be opened */
+            free(r);
+            return NULL;
+        }
     }
+    r->pinned = 1;
     blk_bucket(r->bbucket, bucket);
     r->key = xstrdup(key);
     r->cur_idx = -1;
@@ -707,6 +837,7 @@ void obj_close(obj_reader_t *r)
 {
     if (!r) return;
     obj_close(r->cur);
+    if (r->pinned) unpin(r->s, r->info.upload_id);
     ers_decoder_free(r->dec);
     free(r->parts);
     free(r->sizes);
@@ -719,18 +850,25 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
 {
     obj_info_t old, marker;
     uint8_t meta[256];
-    int rc = obj_stat(s, bucket, key, &old), written = 0;
-    if (rc) return rc;
+    int written = 0;
     memset(&marker, 0, sizeof(marker));
     marker.deleted = 1;
+    int rc = new_upload_id(marker.upload_id);
+    if (rc) return rc;
+    pthread_mutex_t *lk = key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    if ((rc = obj_stat(s, bucket, key, &old)) != 0) {
+        pthread_mutex_unlock(lk);
+        return rc;
+    }
     marker.mtime_ns = wall_ns();
     if (marker.mtime_ns <= old.mtime_ns) marker.mtime_ns = old.mtime_ns + 1;
-    if ((rc = new_upload_id(marker.upload_id)) != 0) return rc;
     size_t ml = obj_meta_encode(&marker, meta, sizeof(meta));
     for (int i = 0; i < s->n; i++) {
         drive_id_t id = {bucket, key, "", (uint32_t)i};
         if (s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml) == 0) written++;
     }
+    pthread_mutex_unlock(lk);
     if (written < s->k) return ERR_UNRECOVERABLE;
     drop_version(s, bucket, key, &old);
     return 0;
@@ -934,7 +1072,6 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     info.multipart = 1;
     info.nparts = n;
     info.size = total;
-    info.mtime_ns = wall_ns();
     memcpy(info.upload_id, upload_id, 32);
     for (int b = 0; b < 16; b++)
         snprintf(info.etag + 2 * b, 3, "%02x", d[b]);
@@ -942,8 +1079,15 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
     memcpy(info.umeta, rec.umeta, rec.umeta_len);
     info.umeta_len = rec.umeta_len;
-    int had_old = newest_head(s, bucket, key, &old) == 0 && !old.deleted;
-    if (write_heads(s, bucket, key, &info, 0, &first_err) < s->k) {
+    pthread_mutex_t *lk = key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    int had_old = newest_head(s, bucket, key, &old) == 0;
+    info.mtime_ns = wall_ns();
+    if (had_old && info.mtime_ns <= old.mtime_ns) info.mtime_ns = old.mtime_ns + 1;
+    had_old = had_old && !old.deleted;
+    int heads = write_heads(s, bucket, key, &info, 0, &first_err);
+    pthread_mutex_unlock(lk);
+    if (heads < s->k) {
         drop_object(s, MPU_MANIFEST, upload_id);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }

@@ -235,6 +235,7 @@ static void s3_engine_error(ctx_t *x, int rc)
         s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
         break;
     case ERR_THROTTLED:
+    case ERR_AGAIN: /* an object overwritten faster than a reader could open it */
         s3_error(x, 503, "SlowDown", "Please reduce your request rate.");
         break;
     case ERR_NOSPC:

@@ -15,6 +15,7 @@
 
 #define _XOPEN_SOURCE_EXTRA
 #include <ftw.h>
+#include <pthread.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,118 @@ static void test_overwrite_drops_old_blocks(void **state)
     assert_int_equal(blocks, 4);
     free(a);
     free(b);
+}
+
+/*
+ * A reader streaming a version keeps its blocks while a PUT replaces it and
+ * a DELETE removes the replacement; the blocks go when the reader closes.
+ */
+static void test_reader_outlives_overwrite(void **state)
+{
+    env_t *e = *state;
+    size_t n = 3u * K * B + 100;
+    uint8_t *a = malloc(n), *b = malloc(n), *got = malloc(n);
+    fill(a, n, 21);
+    fill(b, n, 22);
+    put(e, "rd", a, n, NULL);
+    obj_info_t info;
+    int err, blocks = 0;
+    obj_reader_t *r = obj_open(e->set, "bkt", "rd", &info, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, B), 0); /* part of it before the overwrite */
+    put(e, "rd", b, n, NULL);
+    assert_int_equal(obj_delete(e->set, "bkt", "rd"), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "rd", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_read(r, B, got + B, n - B), 0);
+    assert_memory_equal(got, a, n);
+    /* b had no reader: gone at once; a still there (4 stripes on drive 0). */
+    assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "rd", NULL, count_cb, &blocks), 0);
+    assert_int_equal(blocks, 4);
+    obj_close(r);
+    blocks = 0;
+    assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "rd", NULL, count_cb, &blocks), 0);
+    assert_int_equal(blocks, 0);
+    free(a);
+    free(b);
+    free(got);
+}
+
+typedef struct {
+    env_t *e;
+    int id;
+} racer_t;
+
+static void *racer(void *arg)
+{
+    racer_t *rc = arg;
+    size_t n = K * B + 1000;
+    uint8_t *d = malloc(n);
+    for (int i = 0; i < 12; i++) {
+        uint32_t seed = (uint32_t)(rc->id * 100 + i);
+        fill(d, n, seed);
+        if (rc->id == 3 && i % 3 == 2) {
+            int r = obj_delete(rc->e->set, "bkt", "hot");
+            assert_true(r == 0 || r == ERR_NOT_FOUND);
+        } else {
+            put(rc->e, "hot", d, n, NULL);
+        }
+    }
+    free(d);
+    return NULL;
+}
+
+/* Concurrent PUTs and DELETEs of one key: every state read is one whole version. */
+static void test_concurrent_writers_one_key(void **state)
+{
+    env_t *e = *state;
+    pthread_t th[4];
+    racer_t rc[4];
+    for (int i = 0; i < 4; i++) {
+        rc[i] = (racer_t){e, i};
+        pthread_create(&th[i], NULL, racer, &rc[i]);
+    }
+    size_t n = K * B + 1000;
+    uint8_t *got = malloc(n), *want = malloc(n);
+    for (int round = 0; round < 200; round++) {
+        obj_info_t info;
+        int err;
+        obj_reader_t *r = obj_open(e->set, "bkt", "hot", &info, &err);
+        if (!r) {
+            assert_true(err == ERR_NOT_FOUND || err == ERR_AGAIN);
+            continue;
+        }
+        assert_int_equal(info.size, n);
+        assert_int_equal(obj_read(r, 0, got, n), 0);
+        obj_close(r);
+        int match = 0; /* it must be exactly one of the versions written */
+        for (int id = 0; id < 4 && !match; id++) {
+            for (int i = 0; i < 12 && !match; i++) {
+                fill(want, n, (uint32_t)(id * 100 + i));
+                match = memcmp(got, want, n) == 0;
+            }
+        }
+        assert_true(match);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    /* After the race: the key reads (or is deleted) and at most one version's blocks are left. */
+    obj_info_t info;
+    int blocks = 0;
+    if (obj_stat(e->set, "bkt", "hot", &info) == 0) {
+        fill(want, n, 0);
+        obj_reader_t *r = obj_open(e->set, "bkt", "hot", &info, &blocks);
+        assert_non_null(r);
+        assert_int_equal(obj_read(r, 0, got, n), 0);
+        obj_close(r);
+        blocks = 0;
+        assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "hot", NULL, count_cb, &blocks), 0);
+        assert_int_equal(blocks, 2);
+    } else {
+        assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "hot", NULL, count_cb, &blocks), 0);
+        assert_int_equal(blocks, 0);
+    }
+    free(got);
+    free(want);
 }
 
 static void test_degraded_reads(void **state)
@@ -446,6 +559,8 @@ int main(void)
         cmocka_unit_test(test_meta_codec),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
