@@ -8,7 +8,7 @@ PKGS=(
   # build
   build-essential cmake pkg-config git
   libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev
-  libxxhash-dev libexpat1-dev node-llhttp libinih-dev
+  libxxhash-dev libexpat1-dev node-llhttp libinih-dev libjansson-dev
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-boto3 s3cmd rclone

@@ -249,6 +249,15 @@ void sigv4_signing_key(const char *secret, const char *date, const char *region,
     hmac(a, 32, "aws4_request", 12, key);
 }
 
+static int hdr_name_cmp(const void *a, const void *b)
+{
+    const sigv4_header_t *x = *(const sigv4_header_t *const *)a,
+                         *y = *(const sigv4_header_t *const *)b;
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
 static void sign_string(const uint8_t key[32], const char *sts, char sig[65])
 {
     uint8_t mac[32];
@@ -447,4 +456,38 @@ int sigv4_parse_query(const char *q, size_t n, sigv4_auth_t *a)
         return ERR_INVAL;
     a->presigned = 1;
     return 0;
+}
+
+int sigv4_sign(const sigv4_request_t *r, const char *access_key, const uint8_t key[32],
+               const char *region, const char *amz_date, char *out, size_t cap)
+{
+    const sigv4_header_t *sorted[64];
+    char signed_headers[1024];
+    if (r->nheaders > 64 || strlen(amz_date) != 16) return ERR_INVAL;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        for (size_t j = 0; j < r->headers[i].name_len; j++) {
+            char c = r->headers[i].name[j];
+            if ((c >= 'A' && c <= 'Z') || c == ';') return ERR_INVAL;
+        }
+        sorted[i] = &r->headers[i];
+    }
+    qsort(sorted, r->nheaders, sizeof(sorted[0]), hdr_name_cmp);
+    size_t o = 0;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        if (i > 0 && hdr_name_cmp(&sorted[i - 1], &sorted[i]) == 0) continue; /* repeated name */
+        if (o + sorted[i]->name_len + 2 > sizeof(signed_headers)) return ERR_NOSPC;
+        if (o) signed_headers[o++] = ';';
+        memcpy(signed_headers + o, sorted[i]->name, sorted[i]->name_len);
+        o += sorted[i]->name_len;
+    }
+    signed_headers[o] = 0;
+    char *canon = sigv4_canonical_request(r, signed_headers, 0);
+    if (!canon) return ERR_INVAL;
+    char scope[160], sig[65];
+    snprintf(scope, sizeof(scope), "%.8s/%s/s3/aws4_request", amz_date, region);
+    sigv4_signature(key, amz_date, scope, canon, sig);
+    free(canon);
+    int n = snprintf(out, cap, "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s",
+                     access_key, scope, signed_headers, sig);
+    return n < 0 || (size_t)n >= cap ? ERR_NOSPC : 0;
 }

@@ -98,6 +98,17 @@ void sigv4_chunk_signature(const uint8_t key[32], const char *amz_date, const ch
 void sigv4_trailer_signature(const uint8_t key[32], const char *amz_date, const char *scope,
                              const char *prev, const uint8_t trailer_sha256[32], char sig[65]);
 
+/*
+ * Client side: sign r (every header in r->headers is signed; names must be
+ * lower case and include host and x-amz-date = amz_date) and write the
+ * Authorization value into out. key is the signing key for amz_date's day
+ * (sigv4_signing_key; a client caches it per day). 0, ERR_INVAL (a header
+ * name not lower case, too many headers, a malformed escape) or ERR_NOSPC.
+ */
+int sigv4_sign(const sigv4_request_t *r, const char *access_key, const uint8_t key[32],
+               const char *region, const char *amz_date, char *out, size_t cap)
+    __attribute__((warn_unused_result));
+
 /* Constant-time comparison of two NUL-terminated hex signatures. */
 int sigv4_sig_equal(const char *a, const char *b);
 

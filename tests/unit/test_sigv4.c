@@ -91,6 +91,57 @@ static void test_bucket_queries(void **state)
           "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
 
+/* The client side signs the same documented examples to the same signatures. */
+static void sign_check(const char *method, const char *path, const char *query,
+                       const sigv4_header_t *h, size_t nh, const char *payload, const char *want)
+{
+    sigv4_request_t r = {method, path, strlen(path), query, query ? strlen(query) : 0,
+                         h,      nh,   payload};
+    uint8_t key[32];
+    char out[512], expect[512];
+    sigv4_signing_key(SK, "20130524", "us-east-1", "s3", key);
+    assert_int_equal(sigv4_sign(&r, AK, key, "us-east-1", "20130524T000000Z", out, sizeof(out)), 0);
+    snprintf(expect, sizeof(expect), "Signature=%s", want);
+    assert_non_null(strstr(out, expect));
+    assert_non_null(strstr(out, "Credential=" AK "/20130524/us-east-1/s3/aws4_request, "));
+    /* The server side accepts what the client side produced. */
+    sigv4_auth_t a;
+    assert_int_equal(sigv4_parse_header(out, strlen(out), &a), 0);
+    strcpy(a.amz_date, "20130524T000000Z");
+    assert_int_equal(sigv4_verify(&r, &a, SK, NULL), 0);
+    /* Too small an output buffer is an error, not a truncated header. */
+    assert_int_equal(sigv4_sign(&r, AK, key, "us-east-1", "20130524T000000Z", out, 40), ERR_NOSPC);
+}
+
+static void test_client_sign(void **state)
+{
+    (void)state;
+    sigv4_header_t get[] = {H("x-amz-date", "20130524T000000Z"), H("range", "bytes=0-9"),
+                            H("host", "examplebucket.s3.amazonaws.com"),
+                            H("x-amz-content-sha256", EMPTY)};
+    sign_check("GET", "/test.txt", NULL, get, 4, EMPTY,
+               "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    const char *ph = "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072";
+    sigv4_header_t put[] = {
+        H("host", "examplebucket.s3.amazonaws.com"), H("date", "Fri, 24 May 2013 00:00:00 GMT"),
+        H("x-amz-date", "20130524T000000Z"), H("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        H("x-amz-content-sha256",
+          "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072")};
+    sign_check("PUT", "/test$file.text", NULL, put, 5, ph,
+               "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
+    sigv4_header_t list[] = {H("host", "examplebucket.s3.amazonaws.com"),
+                             H("x-amz-content-sha256", EMPTY), H("x-amz-date", "20130524T000000Z")};
+    sign_check("GET", "/", "max-keys=2&prefix=J", list, 3, EMPTY,
+               "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
+    /* Header names must come lower case: a mixed-case name would sign differently. */
+    sigv4_header_t bad[] = {H("Host", "examplebucket.s3.amazonaws.com")};
+    sigv4_request_t r = {"GET", "/", 1, NULL, 0, bad, 1, EMPTY};
+    uint8_t key[32] = {0};
+    char out[512];
+    assert_int_equal(sigv4_sign(&r, AK, key, "us-east-1", "20130524T000000Z", out, sizeof(out)),
+                     ERR_INVAL);
+}
+
 static void test_presigned(void **state)
 {
     (void)state;
@@ -239,8 +290,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_object),       cmocka_unit_test(test_put_object),
         cmocka_unit_test(test_bucket_queries),   cmocka_unit_test(test_presigned),
-        cmocka_unit_test(test_parse_errors),     cmocka_unit_test(test_streaming_chunks),
-        cmocka_unit_test(test_unsigned_trailer),
+        cmocka_unit_test(test_client_sign),      cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_streaming_chunks), cmocka_unit_test(test_unsigned_trailer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
