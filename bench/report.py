@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-LOWER_BETTER = {"s", "ms", "us", "x", "B/obj", "B"}
+LOWER_BETTER = {"s", "ms", "us", "x", "B/obj", "B", "MiB"}
 
 
 def main():
@@ -54,7 +54,16 @@ def main():
         if r["unit"] in LOWER_BETTER:
             note = (note + " (lower is better)").strip()
         print("%-*s %14.4g %-8s %s %s  %s" % (w, r["name"], r["value"], r["unit"], c, ra, note))
-    print("wrote %s" % os.path.join(outdir, suite + ".json"))
+    md = os.path.join(outdir, suite + ".md")
+    with open(md, "w") as f:
+        f.write("| %s row | value | unit | ceiling (same run) | ratio |\n|---|---|---|---|---|\n" % suite)
+        for r in out:
+            c = "-" if r["ceiling"] is None else "%.4g" % r["ceiling"]
+            if r.get("ceiling_name"):
+                c += " (%s)" % r["ceiling_name"]
+            ra = "-" if r["ratio"] is None else "%.3f" % r["ratio"]
+            f.write("| %s | %.4g | %s | %s | %s |\n" % (r["name"], r["value"], r["unit"], c, ra))
+    print("wrote %s and %s" % (os.path.join(outdir, suite + ".json"), md))
 
 
 if __name__ == "__main__":

@@ -1,26 +1,40 @@
 #!/usr/bin/env bash
-# bench/run.sh [SUITE...]: run benchmark suites (default: all that exist),
-# print a table per suite and write bench/results/SUITE.json. Every row is
-# printed next to a ceiling measured in the same run on the same machine.
+# bench/run.sh [SUITE...] [--quick] [S3 OPTIONS]: run benchmark suites
+# (default: all), print a table per suite and write bench/results/SUITE.json
+# and SUITE.md. Every row is printed next to a ceiling measured in the same
+# run on the same machine.
 #
-# Suites: storage erasure
+# Suites: storage erasure s3
+#   --quick                 smaller sizes and shorter runs (CI smoke use)
+#   s3 options: --endpoint URL --access-key K --secret-key S   measure another
+#               S3 server with the same rows instead of a fresh local warmlake
 # Environment: BUILD (build dir, default build), BENCH_DIR (scratch dir on
-# the disk to measure, default bench/results/scratch), QUICK=1 (smaller runs).
+# the disk to measure, default bench/results/scratch), QUICK=1 (= --quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=$ROOT/bench/results
 export BENCH_DIR=${BENCH_DIR:-$RESULTS/scratch}
+export BENCH_RESULTS=$RESULTS
 mkdir -p "$RESULTS" "$BENCH_DIR"
 
-if [ ! -x "$BUILD/bench/bench_erasure" ]; then
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$BUILD" -j"$(nproc)" >/dev/null
-fi
+suites=()
+s3_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) export QUICK=1 ;;
+    --endpoint | --access-key | --secret-key) s3_args+=("$1" "$2"); shift ;;
+    -*) echo "bench/run.sh: unknown option $1" >&2; exit 2 ;;
+    *) suites+=("$1") ;;
+  esac
+  shift
+done
+[ ${#suites[@]} -eq 0 ] && suites=(storage erasure s3)
 
-suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(storage erasure)
+# Always (re)build: a benchmark of stale binaries measures the wrong code.
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 
 for s in "${suites[@]}"; do
   case "$s" in
@@ -31,8 +45,11 @@ for s in "${suites[@]}"; do
     storage)
       bash bench/storage.sh "$BUILD" | python3 bench/report.py storage "$RESULTS"
       ;;
+    s3)
+      bash bench/s3.sh "$BUILD" "${s3_args[@]}" | python3 bench/report.py s3 "$RESULTS"
+      ;;
     *)
-      echo "unknown suite: $s (have: storage erasure)" >&2
+      echo "unknown suite: $s (have: storage erasure s3)" >&2
       exit 2
       ;;
   esac

@@ -140,6 +140,18 @@ void obj_set_free(obj_set_t *s)
     free(s);
 }
 
+int obj_set_width(const obj_set_t *s)
+{
+    return s->n;
+}
+
+int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
+{
+    if (i < 0 || i >= s->n || !s->st[i].ops->stats) return ERR_NOT_FOUND;
+    s->st[i].ops->stats(s->st[i].ctx, st);
+    return 0;
+}
+
 /* ---- head metadata: u8 version, then (u8 tag, u16 len, bytes)* ---- */
 
 enum {

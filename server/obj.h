@@ -51,6 +51,10 @@ typedef struct {
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err);
 void obj_set_free(obj_set_t *s);
 
+/* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
+int obj_set_width(const obj_set_t *s);
+int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
+
 typedef struct obj_writer obj_writer_t;
 
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err);

@@ -538,6 +538,53 @@ static void list_buckets(ctx_t *x)
     respond_xml(x, 200, &b);
 }
 
+/*
+ * GET /_warmlake/stats (any authenticated user; "_" keeps the name out of
+ * the bucket namespace): the engine counters of every drive and the node's
+ * totals as JSON, so benchmarks and operators read write amplification and
+ * space without stopping the node.
+ */
+static void node_stats(ctx_t *x)
+{
+    buf_t b = {0};
+    drive_stats_t t = {0};
+    int n = obj_set_width(x->cfg->set);
+    bprintf(&b, "{\"drives\":[");
+    for (int i = 0; i < n; i++) {
+        drive_stats_t st;
+        if (obj_set_stats(x->cfg->set, i, &st) != 0) continue;
+        bprintf(
+            &b,
+            "%s{\"index\":%d,\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_bytes\":%llu,"
+            "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
+            "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
+            "\"budget_rate\":%.0f,\"projected_years\":%.2f}",
+            i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
+            (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
+            (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
+            (unsigned long long)st.used_bytes, (unsigned long long)st.capacity, st.write_amp,
+            (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
+            st.projected_years);
+        t.user_bytes += st.user_bytes;
+        t.host_bytes += st.host_bytes;
+        t.relocated_bytes += st.relocated_bytes;
+        t.live_bytes += st.live_bytes;
+        t.capacity += st.capacity;
+        t.throttled += st.throttled;
+    }
+    bprintf(&b,
+            "],\"total\":{\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_bytes\":%llu,"
+            "\"live_bytes\":%llu,\"capacity\":%llu,\"throttled\":%llu,\"write_amp\":%.4f}}\n",
+            (unsigned long long)t.user_bytes, (unsigned long long)t.host_bytes,
+            (unsigned long long)t.relocated_bytes, (unsigned long long)t.live_bytes,
+            (unsigned long long)t.capacity, (unsigned long long)t.throttled,
+            t.user_bytes ? (double)t.host_bytes / (double)t.user_bytes : 0.0);
+    char h[256];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/json\r\n", x->id);
+    (void)http_respond_full(x->r, 200, h, b.p, b.len);
+    free(b.p);
+}
+
 static int any_object(void *arg, const char *key, const obj_info_t *info)
 {
     (void)key;
@@ -1656,6 +1703,9 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
               x.bucket, x.key, info->peer);
     if (x.anonymous) {
         anonymous_op(&x);
+    } else if (!strcmp(x.bucket, "_warmlake") && !strcmp(x.key, "stats") &&
+               !strcmp(info->method, "GET")) {
+        node_stats(&x);
     } else if (!x.bucket[0]) {
         if (strcmp(info->method, "GET") == 0)
             list_buckets(&x);

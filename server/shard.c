@@ -27,7 +27,12 @@ static int l_list(void *ctx, const char *bucket, const char *prefix, const char 
     return drive_list(ctx, bucket, prefix, after, fn, arg);
 }
 
-static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list};
+static void l_stats(void *ctx, drive_stats_t *st)
+{
+    drive_stats(ctx, st);
+}
+
+static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list, l_stats};
 
 shard_store_t shard_store_local(drive_t *d)
 {

@@ -16,6 +16,8 @@ typedef struct {
     int (*del)(void *ctx, const drive_id_t *id);
     int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
                 drive_list_fn fn, void *arg);
+    /* Engine counters of the drive behind the store (write amplification, space). */
+    void (*stats)(void *ctx, drive_stats_t *st);
 } shard_ops_t;
 
 typedef struct {

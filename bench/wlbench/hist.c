@@ -59,6 +59,7 @@ uint64_t hist_quantile(const hist_t *h, double q)
     for (uint32_t i = 0; i < HIST_BUCKETS; i++) {
         seen += h->b[i];
         if (seen >= rank) {
+            if (i == HIST_BUCKETS - 1) return h->max; /* the saturating bucket */
             uint64_t top = bucket_top(i);
             if (top > h->max) top = h->max;
             if (top < h->min) top = h->min;

@@ -51,7 +51,7 @@ typedef struct {
     uint64_t mix_total;
     uint64_t range_size, range_align;
     uint64_t part_size;
-    int plain, prepare, verify, quiet, cleanup;
+    int plain, prepare, verify, quiet, cleanup, quick;
     uint64_t seed;
     const char *dir; /* gen */
 } cfg_t;
@@ -889,6 +889,27 @@ static void cleanup_objects(void)
     }
 }
 
+/* wl-bench stats: a warmlake node's engine counters (GET /_warmlake/stats) to stdout. */
+static int node_stats(void)
+{
+    s3c_cfg_t cc = {.endpoint = cfg.endpoint,
+                    .access_key = cfg.access_key,
+                    .secret = cfg.secret,
+                    .region = cfg.region};
+    s3c_t *c = s3c_new(&cc);
+    if (!c) return 2;
+    s3c_req_t req = {.method = "GET", .path = "/_warmlake/stats"};
+    s3c_resp_t r;
+    int rc = s3c_do(c, &req, &r);
+    if (rc == 0 && r.status == 200)
+        fwrite(r.body, 1, r.body_len, stdout);
+    else
+        fprintf(stderr, "wl-bench stats: %s\n", rc ? err_str(rc) : r.code[0] ? r.code : "failed");
+    int ok = rc == 0 && r.status == 200;
+    s3c_free(c);
+    return ok ? 0 : 3;
+}
+
 static void usage(FILE *f)
 {
     fprintf(
@@ -896,6 +917,7 @@ static void usage(FILE *f)
         "usage: wl-bench WORKLOAD [options]   WORKLOAD: put get mixed stat delete list multipart\n"
         "       wl-bench gen --dir DIR [--bucket B --prefix P --objects N --size DIST --seed S]\n"
         "       wl-bench compare A.json B.json\n"
+        "       wl-bench stats [--endpoint URL ...]   a warmlake node's drive counters as JSON\n"
         "\n"
         "  --endpoint URL        http://host:port (default http://127.0.0.1:9000)\n"
         "  --access-key K        default $WARMLAKE_ACCESS_KEY or $AWS_ACCESS_KEY_ID\n"
@@ -921,6 +943,7 @@ static void usage(FILE *f)
         "  --cleanup             delete the objects afterwards\n"
         "  --json FILE           write the results as JSON\n"
         "  --quiet               no progress line (also off when stderr is not a terminal)\n"
+        "  --quick               a smoke run: 1 s unless --duration, at most 100 objects\n"
         "Exit status: 0 ok, 1 content mismatches, 2 usage, 3 no operation succeeded.\n");
 }
 
@@ -962,8 +985,8 @@ int main(int argc, char **argv)
         return compare(argv[2], argv[3]);
     }
     cfg.workload = argv[1];
-    static const char *const workloads[] = {"put",    "get",  "mixed",     "stat",
-                                            "delete", "list", "multipart", "gen"};
+    static const char *const workloads[] = {"put",  "get",       "mixed", "stat", "delete",
+                                            "list", "multipart", "gen",   "stats"};
     int known = 0;
     for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++)
         known |= !strcmp(cfg.workload, workloads[i]);
@@ -1013,7 +1036,8 @@ int main(int argc, char **argv)
         O_CLEAN,
         O_JSON,
         O_QUIET,
-        O_DIR
+        O_DIR,
+        O_QUICK
     };
     static const struct option opts[] = {{"endpoint", 1, 0, O_EP},
                                          {"access-key", 1, 0, O_AK},
@@ -1038,6 +1062,7 @@ int main(int argc, char **argv)
                                          {"json", 1, 0, O_JSON},
                                          {"quiet", 0, 0, O_QUIET},
                                          {"dir", 1, 0, O_DIR},
+                                         {"quick", 0, 0, O_QUICK},
                                          {"help", 0, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 2;
@@ -1118,6 +1143,9 @@ int main(int argc, char **argv)
         case O_QUIET:
             cfg.quiet = 1;
             break;
+        case O_QUICK:
+            cfg.quick = 1;
+            break;
         case O_DIR:
             cfg.dir = optarg;
             break;
@@ -1137,11 +1165,13 @@ int main(int argc, char **argv)
         cfg.objects = !strcmp(w, "put") || !strcmp(w, "multipart") ? 0
                       : !strcmp(w, "list")                         ? 10000
                                                                    : 1000;
+    if (!strcmp(w, "stats")) return node_stats();
     if (!strcmp(w, "gen")) {
         if (!cfg.dir) goto bad;
         return gen_files();
     }
-    if (cfg.duration < 0) cfg.duration = cfg.ops ? 3600 : 10;
+    if (cfg.quick && cfg.objects > 100) cfg.objects = 100; /* a smoke run: small and short */
+    if (cfg.duration < 0) cfg.duration = cfg.quick ? 1 : cfg.ops ? 3600 : 10;
     if (cfg.duration <= 0 || cfg.duration > 86400) goto bad;
     int reads = !strcmp(w, "get") || !strcmp(w, "stat") || !strcmp(w, "list") ||
                 !strcmp(w, "delete") || !strcmp(w, "mixed");

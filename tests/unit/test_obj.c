@@ -63,7 +63,12 @@ static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_
     faulty_t *f = ctx;
     return f->fail_read ? ERR_IO : drive_list(f->d, b, p, a, fn, arg);
 }
-static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list};
+static void f_stats(void *ctx, drive_stats_t *st)
+{
+    drive_stats(((faulty_t *)ctx)->d, st);
+}
+
+static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list, f_stats};
 
 typedef struct {
     char *dir;

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# The S3 suite: warmlake (or any S3 endpoint) loaded by wl-bench, next to
+# the ceilings of this machine measured in the same run: fio on the same
+# disk, nginx serving the same object sizes from the same disk (loaded by
+# wl-bench in plain-GET mode, page cache warm and dropped), wrk against
+# nginx to show wl-bench is not the bottleneck, memcpy, MD5 and raw ISA-L.
+# Prints ROW lines for bench/report.py. Called by bench/run.sh.
+#
+#   bench/s3.sh BUILD_DIR [--quick] [--endpoint URL --access-key K --secret-key S]
+#
+# Without --endpoint a fresh warmlaked (6 file-backed drives, EC 4+2) is
+# started on a free loopback port under BENCH_DIR and stopped at the end.
+set -euo pipefail
+BUILD=$1
+shift
+QUICK=${QUICK:-0}
+ENDPOINT="" AK="" SK=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --endpoint) ENDPOINT=$2; shift ;;
+    --access-key) AK=$2; shift ;;
+    --secret-key) SK=$2; shift ;;
+    *) echo "s3.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+DIR=${BENCH_DIR:?}/s3
+WLB=$BUILD/bench/wlbench/wl-bench
+JS=$DIR/json
+rm -rf "$DIR"
+mkdir -p "$DIR" "$JS"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+if [ "$QUICK" = 1 ]; then
+  DUR=2; BIG=16MiB; BIG_OBJ=8; MID_OBJ=64; SMALL_OBJ=500; LIST_KEYS=10000; STREAM=1GiB
+  CLIENTS=(1 8); FIO_SIZE=512M
+else
+  DUR=5; BIG=64MiB; BIG_OBJ=32; MID_OBJ=256; SMALL_OBJ=2000; LIST_KEYS=100000; STREAM=10GiB
+  CLIENTS=(1 8 32); FIO_SIZE=2G
+fi
+SIZES=("$BIG" 1MiB 4KiB)
+objects_for() { case "$1" in "$BIG") echo $BIG_OBJ ;; 1MiB) echo $MID_OBJ ;; *) echo $SMALL_OBJ ;; esac; }
+row() { printf 'ROW\t%s\t%s\t%s\t%s\n' "$@"; }
+# jget FILE EXPR: a figure out of a wl-bench JSON file (EXPR indexes the loaded dict j).
+jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+say() { echo "# $*"; }
+
+# ---------------------------------------------------------------- ceilings
+say "ceilings: fio on $DIR, CPU"
+fio_bw() { # fio_bw read|write ARGS...: MB/s of one job
+  local side=$1; shift
+  fio --output-format=json "$@" | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["jobs"][0][sys.argv[1]]["bw_bytes"] / 1e6)' "$side"
+}
+F=$DIR/fio.dat
+fio --name=prep --filename="$F" --size=$FIO_SIZE --rw=write --bs=1M --direct=1 --ioengine=libaio \
+  --iodepth=16 >/dev/null
+common=(--name=ceiling --filename="$F" --size=$FIO_SIZE --direct=1 --ioengine=libaio --time_based
+        --runtime=$DUR --bs=1M --iodepth=16)
+FIO_W=$(fio_bw write "${common[@]}" --rw=write)
+FIO_R=$(fio_bw read "${common[@]}" --rw=read)
+row fio_seq_write_1MiB "$FIO_W" MB/s -
+row fio_seq_read_1MiB "$FIO_R" MB/s -
+rm -f "$F"
+# Durable small writes at the suite's concurrencies: what 4 KiB PUTs could get.
+for c in "${CLIENTS[@]}"; do
+  iops=$(fio --output-format=json --name=small --directory="$DIR" --size=64M --rw=write --bs=4k \
+    --ioengine=sync --direct=1 --fdatasync=1 --numjobs="$c" --group_reporting --time_based \
+    --runtime=$DUR | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["write"]["iops"])')
+  row "fio_4KiB_write_fdatasync_${c}jobs" "$iops" ops/s -
+  rm -f "$DIR"/small.*
+done
+CPU=$("$BUILD/bench/bench_ceiling" 4 2 "$([ "$QUICK" = 1 ] && echo 0.3 || echo 1)")
+echo "$CPU"
+MD5=$(echo "$CPU" | awk -F'\t' '$2=="ceiling_md5"{print $3}')
+# A large PUT can go no faster than the disk takes data after parity, nor than MD5.
+PUT_CEIL=$(python3 -c "print(min($FIO_W * 4 / 6, $MD5))")
+row ceiling_large_put "$PUT_CEIL" MB/s -
+
+# ------------------------------------------------------------------ nginx
+say "nginx serving the same sizes from $DIR/www"
+NG=$DIR/nginx
+mkdir -p "$NG/tmp" "$DIR/www"
+NPORT=$(free_port)
+cat >"$NG/nginx.conf" <<CONF
+worker_processes $(nproc);
+daemon off;
+pid $NG/nginx.pid;
+error_log $NG/error.log warn;
+$([ "$(id -u)" = 0 ] && echo "user root;")
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 10000000;
+  keepalive_timeout 300s;
+  client_body_temp_path $NG/tmp/body;
+  proxy_temp_path $NG/tmp/proxy;
+  fastcgi_temp_path $NG/tmp/fastcgi;
+  uwsgi_temp_path $NG/tmp/uwsgi;
+  scgi_temp_path $NG/tmp/scgi;
+  server {
+    listen 127.0.0.1:$NPORT;
+    root $DIR/www;
+  }
+}
+CONF
+nginx -c "$NG/nginx.conf" -p "$NG" >"$NG/out.log" 2>&1 &
+PIDS+=($!)
+for s in "${SIZES[@]}"; do
+  "$WLB" gen --dir "$DIR/www" --bucket wl --prefix "g$s/" --objects "$(objects_for "$s")" --size "$s" >/dev/null
+done
+for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$NPORT/" && break; sleep 0.1; done
+drop_cache() { # the page cache of every file under a dir (our files only)
+  python3 - "$1" <<'PY'
+import os, sys
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        fd = os.open(os.path.join(root, f), os.O_RDONLY)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+PY
+}
+plain_get() { # plain_get SIZE CLIENTS TAG
+  "$WLB" get --plain --quiet --endpoint "http://127.0.0.1:$NPORT" --bucket wl --prefix "g$1/" \
+    --objects "$(objects_for "$1")" --size "$1" --clients "$2" --duration $DUR --json "$JS/nginx_$3.json" \
+    >"$JS/nginx_$3.txt"
+}
+for s in "${SIZES[@]}"; do
+  for c in "${CLIENTS[@]}"; do
+    drop_cache "$DIR/www"
+    plain_get "$s" "$c" "${s}_c${c}_cold"
+    plain_get "$s" "$c" "${s}_c${c}_warm"
+    for t in cold warm; do
+      f=$JS/nginx_${s}_c${c}_$t.json
+      if [ "$s" = 4KiB ]; then
+        row "nginx_get_${s}_c${c}_$t" "$(jget "$f" 'j["ops"]["get"]["ops_per_s"]')" ops/s -
+      else
+        row "nginx_get_${s}_c${c}_$t" "$(jget "$f" 'j["ops"]["get"]["mb_per_s"]')" MB/s -
+      fi
+    done
+  done
+done
+row nginx_get_4KiB_c8_p99 "$(jget "$JS/nginx_4KiB_c8_warm.json" 'j["ops"]["get"]["latency_ms"]["p99"]')" ms -
+# wrk on one 4 KiB file vs wl-bench on the same server: is wl-bench the bottleneck?
+WRK=$(wrk -t2 -c8 -d${DUR}s "http://127.0.0.1:$NPORT/wl/g4KiB/000000000000" | awk '/Requests\/sec/{print $2}')
+row wrk_nginx_4KiB_c8 "$WRK" ops/s -
+row wlbench_nginx_4KiB_c8 "$(jget "$JS/nginx_4KiB_c8_warm.json" 'j["ops"]["get"]["ops_per_s"]')" ops/s wrk_nginx_4KiB_c8
+kill "${PIDS[0]}" && wait "${PIDS[0]}" 2>/dev/null || true
+PIDS=()
+rm -rf "$DIR/www"
+
+# --------------------------------------------------------------- warmlake
+LOCAL=0
+if [ -z "$ENDPOINT" ]; then
+  LOCAL=1
+  AK=wlbench SK=wlbench-secret-key
+  start_node() {
+    WARMLAKE_ACCESS_KEY=$AK WARMLAKE_SECRET_KEY=$SK "$BUILD/server/warmlaked" --listen 127.0.0.1:0 \
+      --data "$DIR/wl" --drives 6 --ec 4+2 --drive-capacity 24G --log-level warn >"$DIR/wl.log" 2>&1 &
+    WL_PID=$!
+    PIDS=("$WL_PID")
+    for _ in $(seq 300); do
+      port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/wl.log")
+      [ -n "$port" ] && break
+      kill -0 "$WL_PID" || { cat "$DIR/wl.log"; exit 1; }
+      sleep 0.1
+    done
+    ENDPOINT=http://127.0.0.1:$port
+  }
+  start_node
+  say "warmlaked pid $WL_PID at $ENDPOINT, data $DIR/wl"
+fi
+export WARMLAKE_ACCESS_KEY=$AK WARMLAKE_SECRET_KEY=$SK
+wlb() { "$WLB" "$@" --endpoint "$ENDPOINT" --quiet; }
+[ "$LOCAL" = 1 ] && wlb stats >"$JS/stats_before.json"
+
+for s in "${SIZES[@]}"; do
+  # The objects GETs read, written once per size by 8 clients (not measured).
+  wlb get --size "$s" --clients 8 --ops 1 --prefix "get$s/" --objects "$(objects_for "$s")" >/dev/null
+  for c in "${CLIENTS[@]}"; do
+    tag=${s}_c$c
+    wlb put --size "$s" --clients "$c" --duration $DUR --prefix "put$tag/" --json "$JS/put_$tag.json" \
+      >"$JS/put_$tag.txt"
+    wlb get --size "$s" --clients "$c" --duration $DUR --prefix "get$s/" --objects "$(objects_for "$s")" \
+      --no-prepare --json "$JS/get_$tag.json" >"$JS/get_$tag.txt"
+    for op in put get; do
+      f=$JS/${op}_$tag.json
+      mm=$(jget "$f" 'j["mismatches"]')
+      [ "$mm" = 0 ] || { echo "s3.sh: $mm CONTENT MISMATCHES in $f" >&2; cat "${f%.json}.txt" >&2; exit 1; }
+    done
+    if [ "$s" = 4KiB ]; then
+      row "put_${tag}" "$(jget "$JS/put_$tag.json" 'j["ops"]["put"]["ops_per_s"]')" ops/s "fio_4KiB_write_fdatasync_${c}jobs"
+      row "get_${tag}" "$(jget "$JS/get_$tag.json" 'j["ops"]["get"]["ops_per_s"]')" ops/s "nginx_get_${tag}_cold"
+    else
+      row "put_${tag}" "$(jget "$JS/put_$tag.json" 'j["ops"]["put"]["mb_per_s"]')" MB/s ceiling_large_put
+      row "get_${tag}" "$(jget "$JS/get_$tag.json" 'j["ops"]["get"]["mb_per_s"]')" MB/s "nginx_get_${tag}_cold"
+    fi
+  done
+done
+row get_4KiB_c8_p99 "$(jget "$JS/get_4KiB_c8.json" 'j["ops"]["get"]["latency_ms"]["p99"]')" ms nginx_get_4KiB_c8_p99
+
+# Mixed 90/10 GET/PUT of 1 MiB objects at 8 clients.
+wlb mixed --mix get:90,put:10 --size 1MiB --clients 8 --duration $DUR --prefix get1MiB/ \
+  --objects $MID_OBJ --no-prepare --json "$JS/mixed.json" >"$JS/mixed.txt"
+row mixed_90get_10put_1MiB_c8 "$(jget "$JS/mixed.json" 'sum(o["mb_per_s"] for o in j["ops"].values())')" MB/s \
+  nginx_get_1MiB_c8_cold
+[ "$(jget "$JS/mixed.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/mixed.txt" >&2; exit 1; }
+
+# ListObjectsV2 over LIST_KEYS keys (empty objects), 8 clients walking the prefix.
+wlb list --size 0 --objects $LIST_KEYS --clients 8 --duration $DUR --prefix lst/ --json "$JS/list.json" \
+  >"$JS/list.txt"
+row list_v2_keys_per_s "$(jget "$JS/list.json" 'j["list_keys_per_s"]')" keys/s -
+[ "$(jget "$JS/list.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/list.txt" >&2; exit 1; }
+
+if [ "$LOCAL" = 1 ]; then
+  wlb stats >"$JS/stats_after.json"
+  python3 - "$JS/stats_before.json" "$JS/stats_after.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["total"] for p in sys.argv[1:3])
+user = b["user_bytes"] - a["user_bytes"]
+host = b["host_bytes"] - a["host_bytes"]
+print("ROW\tdrive_write_amp_over_run\t%.4f\tx\t-" % (host / user if user else 0))
+print("ROW\trelocated_by_compaction\t%.1f\tMB\t-" % ((b["relocated_bytes"] - a["relocated_bytes"]) / 1e6))
+PY
+
+  # One STREAM-sized object up and down over one connection, on a fresh
+  # process, so the peak RSS growth is what one streaming connection costs.
+  kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+  start_node
+  hwm() { awk '/VmHWM/{print $2}' "/proc/$WL_PID/status"; }
+  base=$(hwm)
+  wlb put --size $STREAM --clients 1 --ops 1 --duration 1200 --prefix stream/ --json "$JS/stream_put.json" \
+    >"$JS/stream_put.txt"
+  after_put=$(hwm)
+  wlb get --size $STREAM --clients 1 --ops 1 --duration 1200 --prefix stream/ --objects 1 --no-prepare \
+    --json "$JS/stream_get.json" >"$JS/stream_get.txt"
+  after_get=$(hwm)
+  [ "$(jget "$JS/stream_get.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/stream_get.txt" >&2; exit 1; }
+  row "stream_put_${STREAM}_c1" "$(jget "$JS/stream_put.json" 'j["ops"]["put"]["mb_per_s"]')" MB/s ceiling_large_put
+  row "stream_get_${STREAM}_c1" "$(jget "$JS/stream_get.json" 'j["ops"]["get"]["mb_per_s"]')" MB/s fio_seq_read_1MiB
+  row stream_rss_base "$(python3 -c "print($base/1024)")" MiB -
+  row stream_put_peak_rss_growth "$(python3 -c "print(($after_put-$base)/1024)")" MiB -
+  row stream_get_peak_rss_growth "$(python3 -c "print(($after_get-$after_put)/1024)")" MiB -
+fi
+say "wl-bench JSON of every run: bench/results/s3-runs/"
+rm -rf "${BENCH_RESULTS:?}/s3-runs"
+cp -r "$JS" "$BENCH_RESULTS/s3-runs"
