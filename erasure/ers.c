@@ -360,7 +360,15 @@ struct ers_decoder {
     uint8_t *tables; /* fallback when the pattern cache is full */
     uint32_t missing;
     ers_stats_t stats;
+    ers_parallel_fn par;
+    void *par_arg;
 };
+
+void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg)
+{
+    d->par = run;
+    d->par_arg = arg;
+}
 
 ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
 {
@@ -482,6 +490,31 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
     return 0;
 }
 
+/* The data blocks of one stripe that a read needs, fetched together (maybe in parallel). */
+typedef struct {
+    ers_decoder_t *d;
+    ers_source_fn src;
+    void *arg;
+    uint64_t stripe;
+    unsigned n;
+    unsigned shard[ERS_MAX_K];
+    uint8_t *dst[ERS_MAX_K];
+    uint32_t len[ERS_MAX_K];
+    uint32_t crc[ERS_MAX_K];
+    int rc[ERS_MAX_K];
+} batch_t;
+
+/* Source read plus crc check of one block of a batch; touches nothing shared. */
+static void batch_fetch(void *ctx, unsigned i)
+{
+    batch_t *b = ctx;
+    uint32_t stored = 0;
+    int rc = b->src(b->arg, b->shard[i], b->stripe, b->dst[i], b->len[i], &stored);
+    if (rc == 0 && crc32c(0, b->dst[i], b->len[i]) != stored) rc = ERR_CORRUPT;
+    b->crc[i] = stored;
+    b->rc[i] = rc;
+}
+
 int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out, ers_source_fn src,
                      void *arg)
 {
@@ -500,18 +533,32 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
         int direct = 1;
 
         /* Pass 1: the data blocks that cover [off, end), read where they land. */
+        batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
         for (unsigned j = (unsigned)((off - sstart) / B); j < l->k; j++) {
             uint64_t bstart = sstart + j * B;
             if (bstart >= end) break;
             uint32_t blen = ers_block_len(l, stripe, j);
             int whole = bstart >= off && bstart + blen <= end;
-            uint8_t *dst = whole ? out + (bstart - off) : scratch(d, j);
+            bt.shard[bt.n] = j;
+            bt.dst[bt.n] = whole ? out + (bstart - off) : scratch(d, j);
+            bt.len[bt.n++] = blen;
             need |= 1u << j;
             tried |= 1u << j;
-            if (fetch(d, src, arg, j, stripe, dst, blen) != 0) {
+        }
+        if (d->par && bt.n > 1)
+            d->par(d->par_arg, bt.n, batch_fetch, &bt);
+        else
+            for (unsigned i = 0; i < bt.n; i++)
+                batch_fetch(&bt, i);
+        for (unsigned i = 0; i < bt.n; i++) {
+            unsigned j = bt.shard[i];
+            if (bt.rc[i] != 0) {
+                d->stats.blocks_bad++;
                 direct = 0;
                 continue;
             }
+            d->stats.blocks_read++;
+            d->crc[j] = bt.crc[i];
             ok |= 1u << j;
         }
         if (!direct) {

@@ -121,6 +121,16 @@ void ers_decoder_free(ers_decoder_t *d);
 int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out, ers_source_fn src,
                      void *arg) __attribute__((warn_unused_result));
 
+/*
+ * Let the decoder fetch the blocks of a stripe in parallel: run calls
+ * fn(ctx, i) for i in 0..n-1, on any threads, and returns when all are done.
+ * With a runner set, the source is called concurrently for different shards
+ * of a stripe and must allow that.
+ */
+typedef void (*ers_parallel_fn)(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i),
+                                void *ctx);
+void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg);
+
 /* Bitmask of shards that failed in the last failing stripe. */
 uint32_t ers_decoder_missing(const ers_decoder_t *d);
 const ers_stats_t *ers_decoder_stats(const ers_decoder_t *d);

@@ -19,25 +19,57 @@
 #define HEAD_MAX   8192 /* a head's metadata: 2 KiB of user metadata and small fields */
 
 /*
- * The blocks of one stripe go to their k+m stores in parallel: a small pool
- * per set runs the shard puts, so a single PUT waits for one durable write
- * per stripe instead of k+m in a row.
+ * A small pool per set runs shard I/O in parallel: the k+m block writes of
+ * a stripe (so a PUT waits for one durable write per stripe instead of k+m
+ * in a row) and the block reads of a stripe for GETs.
  */
-typedef struct put_job {
-    const shard_store_t *st;
-    drive_id_t id;
-    const void *data;
-    size_t len;
-    int rc;
-    struct put_job *next;
-    struct latch *latch;
-} put_job_t;
-
 typedef struct latch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int left;
 } latch_t;
+
+typedef struct pool_job {
+    void (*run)(struct pool_job *j);
+    struct pool_job *next;
+    latch_t *latch;
+} pool_job_t;
+
+typedef struct {
+    pool_job_t base;
+    const shard_store_t *st;
+    drive_id_t id;
+    const void *data;
+    size_t len;
+    int rc;
+} put_job_t;
+
+static void latch_init(latch_t *l)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->left = 0;
+}
+
+static void latch_wait(latch_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->left > 0)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void latch_destroy(latch_t *l)
+{
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+}
+
+static void run_put(pool_job_t *j)
+{
+    put_job_t *p = (put_job_t *)j;
+    p->rc = p->st->ops->put(p->st->ctx, &p->id, p->data, p->len, NULL, 0);
+}
 
 /*
  * Pins keep a version's blocks while a reader streams it: a PUT or DELETE
@@ -67,7 +99,8 @@ struct obj_set {
     uint32_t block;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    put_job_t *head, *tail;
+    pool_job_t *head, *tail;
+    int queued; /* jobs waiting for a pool thread */
     int stop, nthreads;
     pthread_t threads[4 * OBJ_MAX_SHARDS];
     pthread_mutex_t key_locks[KEY_LOCKS];
@@ -75,7 +108,7 @@ struct obj_set {
     pin_t *pins;
 };
 
-static void *put_worker(void *arg)
+static void *pool_worker(void *arg)
 {
     obj_set_t *s = arg;
     pthread_mutex_lock(&s->mu);
@@ -83,18 +116,41 @@ static void *put_worker(void *arg)
         while (!s->head && !s->stop)
             pthread_cond_wait(&s->cv, &s->mu);
         if (!s->head) break;
-        put_job_t *j = s->head;
+        pool_job_t *j = s->head;
+        s->queued--;
         s->head = j->next;
         if (!s->head) s->tail = NULL;
         pthread_mutex_unlock(&s->mu);
-        j->rc = j->st->ops->put(j->st->ctx, &j->id, j->data, j->len, NULL, 0);
-        pthread_mutex_lock(&j->latch->mu);
-        if (--j->latch->left == 0) pthread_cond_signal(&j->latch->cv);
-        pthread_mutex_unlock(&j->latch->mu);
+        latch_t *l = j->latch; /* j may be gone once the latch opens */
+        j->run(j);
+        pthread_mutex_lock(&l->mu);
+        if (--l->left == 0) pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* Queue n jobs on latch l (which counts them); the caller waits with latch_wait. */
+static void pool_submit(obj_set_t *s, pool_job_t **jobs, int n, latch_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->left += n;
+    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < n; i++) {
+        jobs[i]->latch = l;
+        jobs[i]->next = NULL;
+        s->queued++;
+        if (s->tail)
+            s->tail->next = jobs[i];
+        else
+            s->head = jobs[i];
+        s->tail = jobs[i];
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
 }
 
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err)
@@ -115,10 +171,12 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     pthread_mutex_init(&s->pin_mu, NULL);
     for (int i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_init(&s->key_locks[i], NULL);
-    /* Two per store: concurrent uploads keep every drive's group commit fed. */
+    /* Four per store: concurrent uploads keep every drive's group commit fed, and GETs
+     * read a stripe ahead of what they send. */
     s->nthreads = 2 * s->n;
+
     for (int i = 0; i < s->nthreads; i++)
-        pthread_create(&s->threads[i], NULL, put_worker, s);
+        pthread_create(&s->threads[i], NULL, pool_worker, s);
     *err = 0;
     return s;
 }
@@ -150,6 +208,46 @@ int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
     if (i < 0 || i >= s->n || !s->st[i].ops->stats) return ERR_NOT_FOUND;
     s->st[i].ops->stats(s->st[i].ctx, st);
     return 0;
+}
+
+typedef struct {
+    pool_job_t base;
+    void (*fn)(void *ctx, unsigned i);
+    void *ctx;
+    unsigned i;
+} par_job_t;
+
+static void run_par(pool_job_t *j)
+{
+    par_job_t *p = (par_job_t *)j;
+    p->fn(p->ctx, p->i);
+}
+
+/* ers_parallel_fn on the set's pool: the block reads of a stripe at once. */
+static void obj_parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx)
+{
+    obj_set_t *s = arg;
+    par_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    latch_t l;
+    /* n <= ERS_MAX_K <= OBJ_MAX_SHARDS: the data blocks of one stripe. */
+    pthread_mutex_lock(&s->mu);
+    int busy = s->queued > 0;
+    pthread_mutex_unlock(&s->mu);
+    if (busy) {
+        /* The drives are busy with other streams: more depth would only lengthen queues. */
+        for (unsigned i = 0; i < n; i++)
+            fn(ctx, i);
+        return;
+    }
+    latch_init(&l);
+    for (unsigned i = 0; i < n; i++) {
+        jobs[i] = (par_job_t){{run_par, NULL, NULL}, fn, ctx, i};
+        q[i] = &jobs[i].base;
+    }
+    pool_submit(s, q, (int)n, &l);
+    latch_wait(&l);
+    latch_destroy(&l);
 }
 
 /* ---- head metadata: u8 version, then (u8 tag, u16 len, bytes)* ---- */
@@ -491,8 +589,16 @@ struct obj_writer {
     char upload[33];
     ers_encoder_t *enc;
     EVP_MD_CTX *md5;
-    uint8_t *blk; /* per shard: block + crc, the record payload (n x (B + 4)) */
-    uint32_t blen[OBJ_MAX_SHARDS];
+    /*
+     * Two stripe slots: while the k+m writes of one stripe are in flight the
+     * next is received, hashed and encoded into the other. Per slot and
+     * shard: block + crc, the record payload (n x (B + 4)).
+     */
+    uint8_t *blk[2];
+    uint32_t blen[2][OBJ_MAX_SHARDS];
+    put_job_t jobs[2][OBJ_MAX_SHARDS];
+    latch_t latch[2];
+    int inflight[2];
     uint32_t dead; /* stores that failed a write: skipped from then on */
     int err;
     uint64_t stripes;
@@ -508,49 +614,44 @@ static int new_upload_id(char out[33])
     return 0;
 }
 
-/* Store the k+m blocks of one stripe in parallel and wait for all of them. */
+/* Wait for the writes of a slot's stripe; failed stores join w->dead. */
+static int slot_wait(obj_writer_t *w, int slot)
+{
+    obj_set_t *s = w->s;
+    if (!w->inflight[slot]) return 0;
+    latch_wait(&w->latch[slot]);
+    w->inflight[slot] = 0;
+    for (int i = 0; i < s->n; i++) {
+        put_job_t *j = &w->jobs[slot][i];
+        if (!j->base.run || j->rc == 0) continue;
+        /* Up to m stores may fail; the object is still whole on the rest. */
+        if (!(w->dead & (1u << i)))
+            log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key, err_name(j->rc));
+        w->dead |= 1u << i;
+    }
+    return __builtin_popcount(w->dead) > s->m ? ERR_UNRECOVERABLE : 0;
+}
+
+/* Start the k+m block writes of one stripe; they finish in the background. */
 static int flush_stripe(obj_writer_t *w, uint64_t stripe)
 {
     obj_set_t *s = w->s;
-    put_job_t jobs[OBJ_MAX_SHARDS];
-    latch_t l;
-    pthread_mutex_init(&l.mu, NULL);
-    pthread_cond_init(&l.cv, NULL);
-    l.left = 0;
-    pthread_mutex_lock(&s->mu);
+    int slot = (int)(stripe & 1), n = 0;
+    pool_job_t *q[OBJ_MAX_SHARDS];
     for (int i = 0; i < s->n; i++) {
+        put_job_t *j = &w->jobs[slot][i];
+        memset(j, 0, sizeof(*j));
         if (w->dead & (1u << i)) continue;
-        put_job_t *j = &jobs[i];
-        *j = (put_job_t){
-            &s->st[i],
-            {w->bbucket, w->key, w->upload, (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i},
-            w->blk + (size_t)i * (s->block + 4),
-            w->blen[i] + 4,
-            0,
-            NULL,
-            &l};
-        l.left++;
-        if (s->tail)
-            s->tail->next = j;
-        else
-            s->head = j;
-        s->tail = j;
+        j->base.run = run_put;
+        j->st = &s->st[i];
+        j->id = (drive_id_t){w->bbucket, w->key, w->upload,
+                             (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i};
+        j->data = w->blk[slot] + (size_t)i * (s->block + 4);
+        j->len = w->blen[slot][i] + 4;
+        q[n++] = &j->base;
     }
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_mutex_lock(&l.mu);
-    while (l.left > 0)
-        pthread_cond_wait(&l.cv, &l.mu);
-    pthread_mutex_unlock(&l.mu);
-    pthread_mutex_destroy(&l.mu);
-    pthread_cond_destroy(&l.cv);
-    for (int i = 0; i < s->n; i++) {
-        if ((w->dead & (1u << i)) || jobs[i].rc == 0) continue;
-        /* Up to m stores may fail; the object is still whole on the rest. */
-        log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key,
-                 err_name(jobs[i].rc));
-        w->dead |= 1u << i;
-    }
+    w->inflight[slot] = 1;
+    pool_submit(s, q, n, &w->latch[slot]);
     return __builtin_popcount(w->dead) > s->m ? ERR_UNRECOVERABLE : 0;
 }
 
@@ -559,12 +660,15 @@ static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t 
 {
     obj_writer_t *w = arg;
     obj_set_t *s = w->s;
-    uint8_t *dst = w->blk + (size_t)shard * (s->block + 4);
+    int slot = (int)(stripe & 1), rc;
+    /* The slot's previous stripe (two back) must be on its stores before reuse. */
+    if (shard == 0 && (rc = slot_wait(w, slot)) != 0) return rc;
+    uint8_t *dst = w->blk[slot] + (size_t)shard * (s->block + 4);
     if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
     memcpy(dst, block, len);
     for (int i = 0; i < 4; i++)
         dst[len + (unsigned)i] = (uint8_t)(crc >> (8 * i));
-    w->blen[shard] = len;
+    w->blen[slot][shard] = len;
     /* The encoder hands over shards 0..k+m-1 in order: the last one completes the stripe. */
     return shard == (unsigned)s->n - 1 ? flush_stripe(w, stripe) : 0;
 }
@@ -577,13 +681,16 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
     }
     obj_writer_t *w = xcalloc(1, sizeof(*w));
     w->s = s;
+    latch_init(&w->latch[0]);
+    latch_init(&w->latch[1]);
     snprintf(w->bucket, sizeof(w->bucket), "%s", bucket);
     blk_bucket(w->bbucket, bucket);
     w->key = xstrdup(key);
     if ((*err = new_upload_id(w->upload)) != 0) goto fail;
     w->enc = ers_encoder_new(s->k, s->m, s->block, block_sink, w, err);
     if (!w->enc) goto fail;
-    w->blk = xmalloc((size_t)s->n * (s->block + 4));
+    for (int i = 0; i < 2; i++)
+        w->blk[i] = xmalloc((size_t)s->n * (s->block + 4));
     w->md5 = EVP_MD_CTX_new();
     if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
         *err = ERR_NOMEM;
@@ -617,9 +724,15 @@ const char *obj_put_etag(obj_writer_t *w)
 
 static void writer_free(obj_writer_t *w)
 {
+    /* No write may still point into the buffers. */
+    (void)slot_wait(w, 0);
+    (void)slot_wait(w, 1);
     ers_encoder_free(w->enc);
     EVP_MD_CTX_free(w->md5);
-    free(w->blk);
+    for (int i = 0; i < 2; i++) {
+        free(w->blk[i]);
+        latch_destroy(&w->latch[i]);
+    }
     free(w->key);
     free(w);
 }
@@ -627,6 +740,8 @@ static void writer_free(obj_writer_t *w)
 void obj_put_abort(obj_writer_t *w)
 {
     if (!w) return;
+    (void)slot_wait(w, 0);
+    (void)slot_wait(w, 1);
     /* The encoder may have stored the first block of the next stripe too. */
     drop_blocks(w->s, w->bucket, w->key, w->upload, w->stripes + 1, w->dead);
     writer_free(w);
@@ -641,6 +756,9 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
 
     memset(&info, 0, sizeof(info));
     if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
+    /* Every block durable before the heads that point at them. */
+    if (!rc) rc = slot_wait(w, 0);
+    if (!rc) rc = slot_wait(w, 1);
     if (!rc && umeta_len > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
     if (rc) {
         obj_put_abort(w);
@@ -684,7 +802,17 @@ struct obj_reader {
     char *key;
     obj_info_t info;
     ers_decoder_t *dec;
-    uint8_t *blk;
+    uint8_t *blk[OBJ_MAX_SHARDS]; /* per shard: block + crc as read (lazily allocated) */
+    /*
+     * Read-ahead: after a read that ends on a stripe boundary, the data
+     * blocks of the next stripe are fetched in the background into ra_blk;
+     * the next read takes them from there. One stripe ahead at most.
+     */
+    uint8_t *ra_blk[OBJ_MAX_SHARDS];
+    struct ra_job *ra_jobs;
+    latch_t ra_latch;
+    uint64_t ra_stripe;
+    uint32_t ra_mask; /* shards with a read-ahead block of ra_stripe (in flight or done) */
     /* multipart: parts in order, their sizes, and the part being read */
     int *parts;
     uint64_t *sizes;
@@ -694,6 +822,54 @@ struct obj_reader {
     int pinned;
 };
 
+typedef struct ra_job {
+    pool_job_t base;
+    obj_reader_t *r;
+    unsigned shard;
+    uint32_t len;
+    int rc;
+} ra_job_t;
+
+static void run_ra(pool_job_t *j)
+{
+    ra_job_t *a = (ra_job_t *)j;
+    obj_reader_t *r = a->r;
+    drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
+                     (uint32_t)(r->ra_stripe << SHARD_BITS) | a->shard};
+    a->rc = r->s->st[a->shard].ops->read(r->s->st[a->shard].ctx, &id, 0, r->ra_blk[a->shard],
+                                         (size_t)a->len + 4);
+}
+
+/* Wait for the read-ahead in flight, if any (its buffers stay valid until the next start). */
+static void ra_wait(obj_reader_t *r)
+{
+    if (r->ra_mask) latch_wait(&r->ra_latch);
+}
+
+static void ra_start(obj_reader_t *r, uint64_t stripe)
+{
+    obj_set_t *s = r->s;
+    const ers_layout_t *l = &r->info.layout;
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    int n = 0, busy;
+    ra_wait(r);
+    /* Read ahead only while the drives have room: under many streams it only deepens queues. */
+    pthread_mutex_lock(&s->mu);
+    busy = s->queued > 0;
+    pthread_mutex_unlock(&s->mu);
+    if (busy) return;
+    if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
+    r->ra_stripe = stripe;
+    r->ra_mask = 0;
+    for (unsigned j = 0; j < l->k; j++) {
+        if (!r->ra_blk[j]) r->ra_blk[j] = xmalloc((size_t)l->block_size + 4);
+        r->ra_jobs[j] = (ra_job_t){{run_ra, NULL, NULL}, r, j, ers_block_len(l, stripe, j), 0};
+        q[n++] = &r->ra_jobs[j].base;
+        r->ra_mask |= 1u << j;
+    }
+    pool_submit(s, q, n, &r->ra_latch);
+}
+
 static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
                         uint32_t *crc)
 {
@@ -701,11 +877,25 @@ static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf
     obj_set_t *s = r->s;
     drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
                      (uint32_t)(stripe << SHARD_BITS) | shard};
-    int rc = s->st[shard].ops->read(s->st[shard].ctx, &id, 0, r->blk, (size_t)len + 4);
+    /*
+     * Shards of a stripe are read concurrently (obj_parallel), each into its
+     * own buffer, made on first use by the one thread reading that shard.
+     */
+    uint8_t *b;
+    int rc;
+    if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len) {
+        /* Read ahead: obj_read waited for it before decoding this stripe. */
+        b = r->ra_blk[shard];
+        rc = r->ra_jobs[shard].rc;
+    } else {
+        if (!r->blk[shard]) r->blk[shard] = xmalloc((size_t)r->info.layout.block_size + 4);
+        b = r->blk[shard];
+        rc = s->st[shard].ops->read(s->st[shard].ctx, &id, 0, b, (size_t)len + 4);
+    }
     if (rc) return rc;
-    memcpy(buf, r->blk, len);
-    *crc = (uint32_t)r->blk[len] | (uint32_t)r->blk[len + 1] << 8 |
-           (uint32_t)r->blk[len + 2] << 16 | (uint32_t)r->blk[len + 3] << 24;
+    memcpy(buf, b, len);
+    *crc = (uint32_t)b[len] | (uint32_t)b[len + 1] << 8 | (uint32_t)b[len + 2] << 16 |
+           (uint32_t)b[len + 3] << 24;
     return 0;
 }
 
@@ -752,6 +942,7 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
 {
     obj_reader_t *r = xcalloc(1, sizeof(*r));
     r->s = s;
+    latch_init(&r->ra_latch);
     /*
      * Pin the version, then look again: a writer drops the old version only
      * after its new heads are written, so a version still newest after the
@@ -760,6 +951,7 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
     for (int tries = 0;; tries++) {
         obj_info_t again;
         if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
+            latch_destroy(&r->ra_latch);
             free(r);
             return NULL;
         }
@@ -770,6 +962,7 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
         unpin(s, r->info.upload_id);
         if (tries == 16) {
             *err = ERR_AGAIN; /* overwritten faster than it can be opened */
+            latch_destroy(&r->ra_latch);
             free(r);
             return NULL;
         }
@@ -795,7 +988,7 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
             obj_close(r);
             return NULL;
         }
-        r->blk = xmalloc((size_t)r->info.layout.block_size + 4);
+        ers_decoder_set_parallel(r->dec, obj_parallel, s);
     }
     if (info) *info = r->info;
     return r;
@@ -804,8 +997,17 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
 int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 {
     if (!r->info.multipart) {
+        const ers_layout_t *l = &r->info.layout;
+        uint64_t sdata = (uint64_t)l->k * l->block_size;
+        ra_wait(r); /* its blocks are used below, or it is stale */
+        if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
         int rc = ers_decoder_read(r->dec, off, len, buf, block_source, r);
         r->missing = rc ? ers_decoder_missing(r->dec) : 0;
+        r->ra_mask = 0;
+        /* A read that ends on a stripe boundary is likely followed by the next stripe. */
+        uint64_t end = off + len;
+        if (!rc && len && sdata && end % sdata == 0 && end < l->size && l->k > 1)
+            ra_start(r, end / sdata);
         return rc;
     }
     if (off > r->info.size || len > r->info.size - off) return ERR_RANGE;
@@ -840,6 +1042,11 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     return 0;
 }
 
+size_t obj_read_unit(const obj_reader_t *r)
+{
+    return (size_t)r->s->k * r->s->block;
+}
+
 uint32_t obj_read_missing(const obj_reader_t *r)
 {
     return r->missing;
@@ -849,11 +1056,17 @@ void obj_close(obj_reader_t *r)
 {
     if (!r) return;
     obj_close(r->cur);
+    ra_wait(r); /* no read may still write into the buffers freed below */
+    latch_destroy(&r->ra_latch);
+    free(r->ra_jobs);
+    for (int i = 0; i < OBJ_MAX_SHARDS; i++)
+        free(r->ra_blk[i]);
     if (r->pinned) unpin(r->s, r->info.upload_id);
     ers_decoder_free(r->dec);
     free(r->parts);
     free(r->sizes);
-    free(r->blk);
+    for (int i = 0; i < OBJ_MAX_SHARDS; i++)
+        free(r->blk[i]);
     free(r->key);
     free(r);
 }

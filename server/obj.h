@@ -86,6 +86,12 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     __attribute__((warn_unused_result));
 /* Shards that failed in the last failing read (bitmask). */
 uint32_t obj_read_missing(const obj_reader_t *r);
+
+/*
+ * The read size that lets obj_read fetch a stripe's blocks in parallel and
+ * land them in place: one stripe of data (k x block), read at multiples of it.
+ */
+size_t obj_read_unit(const obj_reader_t *r);
 void obj_close(obj_reader_t *r);
 
 /* Write delete markers and drop the blocks. ERR_NOT_FOUND when absent. */

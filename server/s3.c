@@ -1273,8 +1273,11 @@ static void get_object(ctx_t *x, int head)
                  (unsigned long long)off, (unsigned long long)(off + len - 1),
                  (unsigned long long)info.size);
     }
-    uint8_t *buf = xmalloc(IO_CHUNK);
-    size_t step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+    /* Stripe-sized pieces at stripe offsets: a stripe's blocks are read at once, in place. */
+    size_t unit = obj_read_unit(rd);
+    uint8_t *buf = xmalloc(unit);
+#define NEXT_STEP() (size_t)(len < unit - off % unit ? len : unit - off % unit)
+    size_t step = NEXT_STEP();
     /* Read the first piece before the status line: a lost object gets a real error. */
     if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
         log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
@@ -1290,12 +1293,11 @@ static void get_object(ctx_t *x, int head)
         return;
     }
     while (len > 0) {
-        step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
         if (http_write(x->r, buf, step) != 0) break;
         off += step;
         len -= step;
         if (!len) break;
-        step = len < IO_CHUNK ? (size_t)len : IO_CHUNK;
+        step = NEXT_STEP();
         if ((err = obj_read(rd, off, buf, step)) != 0) {
             /* The status line is out: all we can do is cut the connection short. */
             log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
@@ -1304,6 +1306,7 @@ static void get_object(ctx_t *x, int head)
             break;
         }
     }
+#undef NEXT_STEP
     free(buf);
     obj_close(rd);
 }

@@ -12,6 +12,7 @@
 #include "erasure/ers.h"
 
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 typedef struct {
@@ -95,11 +96,43 @@ static void fill_random(uint8_t *p, size_t n)
         p[i] = (uint8_t)rnd();
 }
 
+/* A parallel runner with real threads, one per block, started in reverse order. */
+typedef struct {
+    void (*fn)(void *, unsigned);
+    void *ctx;
+    unsigned i;
+} par_job_t;
+
+static void *par_thread(void *arg)
+{
+    par_job_t *j = arg;
+    j->fn(j->ctx, j->i);
+    return NULL;
+}
+
+static int par_calls;
+static void par_run(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx)
+{
+    pthread_t th[ERS_MAX_SHARDS];
+    par_job_t jobs[ERS_MAX_SHARDS];
+    (void)arg;
+    par_calls++;
+    for (unsigned i = n; i-- > 0;) {
+        jobs[i] = (par_job_t){fn, ctx, i};
+        assert_int_equal(pthread_create(&th[i], NULL, par_thread, &jobs[i]), 0);
+    }
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+}
+
+static int use_par;
+
 static int read_all(store_t *s, uint8_t *out, uint64_t off, uint64_t len, uint32_t *missing)
 {
     int err;
     ers_decoder_t *d = ers_decoder_new(&s->l, &err);
     assert_non_null(d);
+    if (use_par) ers_decoder_set_parallel(d, par_run, NULL);
     int rc = ers_decoder_read(d, off, len, out, source, s);
     if (missing) *missing = ers_decoder_missing(d);
     ers_decoder_free(d);
@@ -156,7 +189,9 @@ static void test_randomized_large(void **state)
 {
     (void)state;
     rng_state = 0xfeedbeefcafe;
+    par_calls = 0;
     for (int iter = 0; iter < 3000; iter++) {
+        use_par = iter & 1; /* every other read fetches its blocks on threads */
         int k = 1 + (int)(rnd() % 16), m = (int)(rnd() % 5);
         if (k + m > ERS_MAX_SHARDS) m = ERS_MAX_SHARDS - k;
         uint32_t B = (uint32_t)(64 * (1 + rnd() % 32));
@@ -176,6 +211,8 @@ static void test_randomized_large(void **state)
         free(data);
         free(out);
     }
+    use_par = 0;
+    assert_true(par_calls > 100);
 }
 
 /* Flip every single bit of every shard stream (blocks and crcs): each is caught and repaired. */
