@@ -3,6 +3,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
@@ -37,7 +38,7 @@ typedef struct {
     s3_chunked_t *chunked;
     uint8_t *raw;
     size_t raw_len, raw_off;
-    int raw_eof;
+    int raw_eof, chunked_done;
     EVP_MD_CTX *sha;
 } ctx_t;
 
@@ -404,6 +405,7 @@ static long body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
         st->spill_len -= n;
         return (long)n;
     }
+    if (x->chunked_done) return 0;
     for (;;) {
         if (x->raw_off == x->raw_len) {
             if (x->raw_eof) return ERR_INVAL; /* body ended before the last chunk */
@@ -422,6 +424,8 @@ static long body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
                                  dec_sink, st);
         x->raw_off += used;
         if (rc < 0) return rc;
+        /* The last chunk may end the same feed that produced data: remember it. */
+        if (rc == 1) x->chunked_done = 1;
         if (st->len) return (long)st->len;
         if (rc == 1) return 0;
     }
@@ -485,6 +489,7 @@ static const char *bucket_owner(const obj_info_t *info)
 
 /* Canned ACLs: "private" (default) or "public-read"; the object metadata name holding it. */
 #define ACL_META "\001acl"
+#define CKS_META "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
 
 /*
  * The bucket exists and belongs to the caller: 0. Otherwise the error has
@@ -942,9 +947,36 @@ static int build_umeta(ctx_t *x, buf_t *um)
  * Stream the request body into w and check Content-MD5. On failure the
  * error response is sent, w is aborted, and -1 returned.
  */
-static int stream_body(ctx_t *x, obj_writer_t *w)
+static int stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
 {
     const char *cmd5 = hdr(x->info, "content-md5");
+    const char *trailer = hdr(x->info, "x-amz-trailer");
+    const char *expect = NULL;
+    char hname[40];
+    int algo = CKS_NONE;
+    cks_out[0] = 0;
+    /* x-amz-checksum-ALGO as a header, or named by x-amz-trailer to follow the body. */
+    for (int a = CKS_CRC32; a <= CKS_SHA256 && !algo; a++) {
+        snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
+        if ((expect = hdr(x->info, hname)) != NULL) algo = a;
+    }
+    if (!algo && trailer) {
+        algo = cks_algo(trailer);
+        if (!algo || strncasecmp(trailer, "x-amz-checksum-", 15) != 0) {
+            obj_put_abort(w);
+            s3_error(x, 400, "InvalidRequest",
+                     "The x-amz-trailer header names no supported checksum.");
+            return -1;
+        }
+    }
+    /* Only the algorithm named: the checksum is computed and kept for later reads. */
+    if (!algo) algo = cks_algo(hdr(x->info, "x-amz-sdk-checksum-algorithm"));
+    cks_t ck;
+    if (algo && cks_init(&ck, algo) != 0) {
+        obj_put_abort(w);
+        s3_engine_error(x, ERR_NOMEM);
+        return -1;
+    }
     uint8_t *buf = xmalloc(IO_CHUNK);
     dec_t st = {0};
     long n;
@@ -952,10 +984,13 @@ static int stream_body(ctx_t *x, obj_writer_t *w)
     int err = 0;
     while ((n = body_read(x, buf, IO_CHUNK, &st)) > 0) {
         total += n;
+        if (algo) cks_update(&ck, buf, (size_t)n);
         if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
     }
     free(buf);
     free(st.spill);
+    char got[64] = "";
+    if (algo) cks_final(&ck, got, sizeof(got));
     if (n < 0 || err || body_end(x) != 0 ||
         (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
         obj_put_abort(w);
@@ -971,7 +1006,26 @@ static int stream_body(ctx_t *x, obj_writer_t *w)
                      "computed.");
         return -1;
     }
-    /* Content-MD5 (base64) must match before anything becomes visible. */
+    if (algo && trailer && !expect) {
+        char lower[64];
+        snprintf(lower, sizeof(lower), "x-amz-checksum-%s", cks_name(algo));
+        expect = x->chunked ? s3_chunked_trailer(x->chunked, lower) : NULL;
+        if (!expect) {
+            obj_put_abort(w);
+            s3_error(x, 400, "InvalidRequest", "The announced checksum trailer is missing.");
+            return -1;
+        }
+    }
+    /* Every checksum sent must match before anything becomes visible. */
+    if (expect && strcmp(expect, got) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+                 cks_name(algo));
+        obj_put_abort(w);
+        s3_error(x, 400, "BadDigest", msg);
+        return -1;
+    }
+    if (algo) snprintf(cks_out, 128, "%s:%s", cks_name(algo), got);
     if (cmd5) {
         uint8_t md[64];
         char hex[33] = "";
@@ -990,6 +1044,27 @@ static int stream_body(ctx_t *x, obj_writer_t *w)
     return 0;
 }
 
+/* "x-amz-checksum-crc32: VALUE\r\n" for a kept "crc32:VALUE" (empty when none). */
+static void cks_header(const char *kept, char *out, size_t cap)
+{
+    const char *colon = kept ? strchr(kept, ':') : NULL;
+    if (!colon)
+        out[0] = 0;
+    else
+        snprintf(out, cap, "x-amz-checksum-%.*s: %s\r\n", (int)(colon - kept), kept, colon + 1);
+}
+
+/* The kept checksum of an object ("algo:value"), or NULL. */
+static const char *kept_checksum(const obj_info_t *info)
+{
+    for (size_t p = 0; p < info->umeta_len;) {
+        const char *name = info->umeta + p, *val = name + strlen(name) + 1;
+        if (strcmp(name, CKS_META) == 0) return val;
+        p = (size_t)(val - info->umeta) + strlen(val) + 1;
+    }
+    return NULL;
+}
+
 static void put_object(ctx_t *x)
 {
     int err;
@@ -1005,19 +1080,25 @@ static void put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    if (stream_body(x, w) != 0) {
+    char cks[128], ch[160];
+    if (stream_body(x, w, cks) != 0) {
         free(um.p);
         return;
     }
+    if (cks[0]) bprintf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
     obj_info_t info;
-    err = obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info);
+    err = um.len > sizeof(info.umeta)
+              ? ERR_TOO_LARGE
+              : obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info);
+    if (err == ERR_TOO_LARGE && um.len > sizeof(info.umeta)) obj_put_abort(w);
     free(um.p);
     if (err) {
         s3_engine_error(x, err);
         return;
     }
-    char h[256];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info.etag);
+    char h[512];
+    cks_header(cks, ch, sizeof(ch));
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 }
 
@@ -1068,14 +1149,16 @@ static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_engine_error(x, err);
         return;
     }
-    if (stream_body(x, w) != 0) return;
+    char cks[128], ch[160];
+    if (stream_body(x, w, cks) != 0) return;
     obj_info_t info;
     if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
         s3_engine_error(x, err);
         return;
     }
-    char h[256];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info.etag);
+    char h[512];
+    cks_header(cks, ch, sizeof(ch));
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 }
 
@@ -1249,9 +1332,16 @@ static void get_object(ctx_t *x, int head)
                      x->id, info.etag, lm, info.content_type);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
-        if (name[0] != '\001') /* internal (ACL) entries are not user metadata */
+        if (name[0] != '\001') /* internal (ACL, checksum) entries are not user metadata */
             n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
+    }
+    /* The stored checksum, when asked for and the whole object is returned. */
+    const char *mode = hdr(x->info, "x-amz-checksum-mode");
+    if (mode && !strcasecmp(mode, "ENABLED") && !hdr(x->info, "range")) {
+        char ch[160];
+        cks_header(kept_checksum(&info), ch, sizeof(ch));
+        n += snprintf(h + n, sizeof(h) - (size_t)n, "%s", ch);
     }
     if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
         (!inm && ims != (time_t)-1 && mt <= ims)) {

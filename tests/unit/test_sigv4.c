@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "common/err.h"
+#include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 
@@ -140,6 +141,38 @@ static void test_client_sign(void **state)
     char out[512];
     assert_int_equal(sigv4_sign(&r, AK, key, "us-east-1", "20130524T000000Z", out, sizeof(out)),
                      ERR_INVAL);
+}
+
+/* The additional checksums against their catalogued check values, whole and in pieces. */
+static void test_checksums(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *algo, *input, *b64;
+    } v[] = {
+        {"CRC32", "123456789", "y/Q5Jg=="},         /* 0xCBF43926 */
+        {"crc32c", "123456789", "4waSgw=="},        /* 0xE3069283 */
+        {"crc64nvme", "123456789", "rosUhgp5mIg="}, /* 0xAE8B14860A799888 */
+        {"x-amz-checksum-sha1", "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
+        {"sha256", "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
+        {"crc32", "", "AAAAAA=="},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        for (size_t split = 0; split <= strlen(v[i].input); split++) {
+            cks_t c;
+            char out[64];
+            assert_int_equal(cks_init(&c, cks_algo(v[i].algo)), 0);
+            cks_update(&c, v[i].input, split);
+            cks_update(&c, v[i].input + split, strlen(v[i].input) - split);
+            cks_final(&c, out, sizeof(out));
+            assert_string_equal(out, v[i].b64);
+        }
+    }
+    assert_int_equal(cks_algo("md5"), CKS_NONE);
+    assert_int_equal(cks_algo(NULL), CKS_NONE);
+    cks_t c;
+    assert_int_equal(cks_init(&c, CKS_NONE), ERR_INVAL);
+    assert_string_equal(cks_name(CKS_CRC32C), "crc32c");
 }
 
 static void test_presigned(void **state)
@@ -290,8 +323,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_object),       cmocka_unit_test(test_put_object),
         cmocka_unit_test(test_bucket_queries),   cmocka_unit_test(test_presigned),
-        cmocka_unit_test(test_client_sign),      cmocka_unit_test(test_parse_errors),
-        cmocka_unit_test(test_streaming_chunks), cmocka_unit_test(test_unsigned_trailer),
+        cmocka_unit_test(test_client_sign),      cmocka_unit_test(test_checksums),
+        cmocka_unit_test(test_parse_errors),     cmocka_unit_test(test_streaming_chunks),
+        cmocka_unit_test(test_unsigned_trailer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,135 @@
+"""Additional checksums (x-amz-checksum-*): verified on upload as headers and
+as aws-chunked trailers, refused when wrong (nothing becomes visible), kept
+and returned on HEAD/GET with x-amz-checksum-mode: ENABLED; checked by the
+newest botocore, which validates what it gets back."""
+import base64
+import hashlib
+import http.client
+import os
+import subprocess
+import zlib
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from conftest import AK, SK, s3_client
+from test_s3_gateway import newest_python
+
+
+def crc32_b64(data):
+    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+
+
+def test_checksum_headers_debian_boto3(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cksum")
+    data = os.urandom(300_000)
+    for algo in ("CRC32", "SHA1", "SHA256"):
+        r = c.put_object(Bucket="cksum", Key=algo, Body=data, ChecksumAlgorithm=algo)
+        h = c.head_object(Bucket="cksum", Key=algo, ChecksumMode="ENABLED")
+        assert h["Checksum" + algo] == r["Checksum" + algo]
+        got = c.get_object(Bucket="cksum", Key=algo, ChecksumMode="ENABLED")
+        assert hashlib.sha256(got["Body"].read()).digest() == hashlib.sha256(data).digest()
+    assert c.head_object(Bucket="cksum", Key="CRC32", ChecksumMode="ENABLED")[
+        "ChecksumCRC32"] == crc32_b64(data)
+    # Without checksum mode nothing extra is returned.
+    assert "ChecksumCRC32" not in c.head_object(Bucket="cksum", Key="CRC32")
+
+
+def raw_put(server, key, body, headers, payload_hash):
+    """A SigV4-signed PUT sent byte for byte as given."""
+    url = server.endpoint + "/cksum/" + key
+    req = AWSRequest(method="PUT", url=url, data=b"", headers=dict(headers))
+    req.headers["x-amz-content-sha256"] = payload_hash
+    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.putrequest("PUT", "/cksum/" + key, skip_accept_encoding=True, skip_host=True)
+    conn.putheader("Host", "127.0.0.1:%d" % server.port)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders()
+    conn.send(body)
+    r = conn.getresponse()
+    out = r.status, r.read(), dict(r.getheaders())
+    conn.close()
+    return out
+
+
+def chunked(data, trailer):
+    body = b""
+    for i in range(0, len(data), 65536):
+        piece = data[i:i + 65536]
+        body += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return body + b"0\r\n" + trailer + b"\r\n\r\n"
+
+
+def test_checksum_trailers_and_mismatches(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cksum")
+    data = os.urandom(200_000)
+    good = crc32_b64(data)
+    hdrs = {"x-amz-trailer": "x-amz-checksum-crc32", "content-encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(len(data))}
+    body = chunked(data, b"x-amz-checksum-crc32:" + good.encode())
+    st, msg, h = raw_put(server, "trailer-ok", body, hdrs, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 200, msg
+    assert h.get("x-amz-checksum-crc32") == good
+    got = c.get_object(Bucket="cksum", Key="trailer-ok")["Body"].read()
+    assert got == data
+    # A wrong trailer value: 400 BadDigest and no object.
+    bad = crc32_b64(data + b"x")
+    body = chunked(data, b"x-amz-checksum-crc32:" + bad.encode())
+    st, msg, _ = raw_put(server, "trailer-bad", body, hdrs, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"<Code>BadDigest</Code>" in msg
+    # An announced trailer that never comes.
+    body = chunked(data, b"")
+    st, msg, _ = raw_put(server, "trailer-missing", body, hdrs, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400
+    # A wrong header value, and a SHA256 that does not match.
+    st, msg, _ = raw_put(server, "hdr-bad", data, {"x-amz-checksum-crc32": bad}, "UNSIGNED-PAYLOAD")
+    assert st == 400 and b"BadDigest" in msg
+    wrong_sha = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+    st, msg, _ = raw_put(server, "sha-bad", data, {"x-amz-checksum-sha256": wrong_sha},
+                         "UNSIGNED-PAYLOAD")
+    assert st == 400 and b"BadDigest" in msg
+    keys = [o["Key"] for o in c.list_objects_v2(Bucket="cksum").get("Contents", [])]
+    assert keys == ["trailer-ok"]
+    # A trailer naming no checksum is refused.
+    st, _, _ = raw_put(server, "odd", chunked(data, b"x-foo:1"), dict(hdrs, **{"x-amz-trailer": "x-foo"}),
+                       "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400
+
+
+NEWEST = r"""
+import hashlib, os, sys, boto3
+from botocore.config import Config
+ep, ak, sk = sys.argv[1:4]
+c = boto3.session.Session().client("s3", endpoint_url=ep, aws_access_key_id=ak,
+    aws_secret_access_key=sk, region_name="us-east-1",
+    config=Config(s3={"addressing_style": "path"}, response_checksum_validation="when_supported"))
+c.create_bucket(Bucket="nkbucket")
+data = os.urandom(1_500_000)
+for algo in ("CRC32", "SHA1", "SHA256"):
+    c.put_object(Bucket="nkbucket", Key=algo, Body=data, ChecksumAlgorithm=algo)
+    # botocore validates the returned checksum against the body it reads.
+    r = c.get_object(Bucket="nkbucket", Key=algo, ChecksumMode="ENABLED")
+    assert hashlib.sha256(r["Body"].read()).digest() == hashlib.sha256(data).digest()
+    assert r.get("Checksum" + algo), r
+# The default: the newest botocore adds a CRC32 by itself.
+c.put_object(Bucket="nkbucket", Key="default", Body=data)
+h = c.head_object(Bucket="nkbucket", Key="default", ChecksumMode="ENABLED")
+assert h.get("ChecksumCRC32"), h
+print("ok")
+"""
+
+
+def test_checksums_newest_botocore(server):
+    py = newest_python()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([py, "-c", NEWEST, server.endpoint, AK, SK], env=env,
+                         capture_output=True, timeout=300)
+    assert out.returncode == 0, out.stderr.decode()[-3000:]
+    assert out.stdout.startswith(b"ok")
