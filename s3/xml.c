@@ -193,3 +193,72 @@ void s3_xml_free_keys(char **keys, int n)
         free(keys[i]);
     free(keys);
 }
+
+typedef struct {
+    base_t b;
+    int in_grant, field; /* field: 1 URI, 2 Permission, 3 ID, 4 EmailAddress */
+    char uri[128], perm[128], text[128];
+    size_t tl;
+    int has_id, public_read, other;
+} acl_t;
+
+static void XMLCALL acl_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    acl_t *a = ud;
+    (void)attrs;
+    if (strcmp(name, "Grant") == 0) {
+        a->in_grant = 1;
+        a->uri[0] = a->perm[0] = 0;
+        a->has_id = 0;
+    } else if (a->in_grant) {
+        a->field = !strcmp(name, "URI")            ? 1
+                   : !strcmp(name, "Permission")   ? 2
+                   : !strcmp(name, "ID")           ? 3
+                   : !strcmp(name, "EmailAddress") ? 4
+                                                   : 0;
+        a->tl = 0;
+    }
+}
+
+static void XMLCALL acl_text(void *ud, const XML_Char *s, int len)
+{
+    acl_t *a = ud;
+    if (!a->field) return;
+    if (a->tl + (size_t)len >= sizeof(a->text)) {
+        stop(&a->b);
+        return;
+    }
+    memcpy(a->text + a->tl, s, (size_t)len);
+    a->tl += (size_t)len;
+}
+
+static void XMLCALL acl_end(void *ud, const XML_Char *name)
+{
+    acl_t *a = ud;
+    a->text[a->tl] = 0;
+    if (a->field == 1) snprintf(a->uri, sizeof(a->uri), "%s", a->text);
+    if (a->field == 2) snprintf(a->perm, sizeof(a->perm), "%s", a->text);
+    if (a->field == 3 || a->field == 4) a->has_id = 1;
+    a->field = 0;
+    a->tl = 0;
+    if (strcmp(name, "Grant") == 0 && a->in_grant) {
+        a->in_grant = 0;
+        if (!strcmp(a->uri, "http://acs.amazonaws.com/groups/global/AllUsers") &&
+            !strcmp(a->perm, "READ"))
+            a->public_read = 1;
+        else if (!(a->has_id && !a->uri[0] && !strcmp(a->perm, "FULL_CONTROL")))
+            a->other = 1; /* only the owner's FULL_CONTROL and AllUsers READ are kept */
+    }
+}
+
+int s3_xml_acl(const char *body, size_t len, int *public_read)
+{
+    acl_t a = {0};
+    a.b.p = XML_ParserCreate(NULL);
+    if (!a.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(a.b.p, acl_start, acl_end);
+    XML_SetCharacterDataHandler(a.b.p, acl_text);
+    if (run(&a.b, body, len) != 0) return ERR_INVAL;
+    *public_read = a.public_read;
+    return a.other ? ERR_NOT_FOUND : 0;
+}

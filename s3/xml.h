@@ -23,6 +23,14 @@ int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
     __attribute__((warn_unused_result));
 
 /* DeleteObjects: on 0, *keys (free with s3_xml_free_keys), *n, *quiet. ERR_INVAL otherwise. */
+/*
+ * AccessControlPolicy (PutBucketAcl/PutObjectAcl bodies) reduced to the two
+ * canned ACLs warmlake keeps: *public_read = 1 when AllUsers get READ. Grants
+ * to the owner are implied; any other grant is ERR_NOT_FOUND (not
+ * supported), malformed XML ERR_INVAL.
+ */
+int s3_xml_acl(const char *body, size_t len, int *public_read);
+
 int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
     __attribute__((warn_unused_result));
 void s3_xml_free_keys(char **keys, int n);

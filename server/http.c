@@ -59,6 +59,15 @@ struct conn {
     char *pend;           /* bytes read but not parsed (parser paused) */
     size_t pend_off, pend_len;
     int reading, closing, refs, paused, continue_sent;
+    /*
+     * Lingering close: after answering a request whose body was not read
+     * (an early error), the write side is shut and what the client still
+     * sends is read and dropped for a while, so its stack does not answer
+     * our FIN with a reset that destroys the response before it is read.
+     */
+    int lingering;
+    uint64_t linger_until, linger_bytes;
+    uv_shutdown_t shutdown;
     uint64_t last_activity, msg_begin, last_done;
     char peer[64];
     struct conn *next, *prev;
@@ -344,6 +353,27 @@ static void parse_more(conn_t *c);
 
 static void start_reading(conn_t *c);
 
+#define LINGER_MS    5000
+#define LINGER_BYTES (64u << 20)
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+static void conn_linger(conn_t *c)
+{
+    c->lingering = 1;
+    c->linger_until = now_ms(c->s) + LINGER_MS;
+    c->pend_off = c->pend_len = 0;
+    if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
+        conn_close(c);
+        return;
+    }
+    start_reading(c);
+}
+
 /* The request is answered: next one, or close. */
 static void req_finish(conn_t *c, http_req_t *r)
 {
@@ -360,13 +390,18 @@ static void req_finish(conn_t *c, http_req_t *r)
     log_debug("event=finished method=%s target=%.80s peer=%s close=%d", r->info.method,
               r->info.target, r->info.peer, r->close_after || r->client_gone);
     int close_after = r->close_after || r->client_gone || c->s->stopping;
+    int r_gone = r->client_gone, body_done = r->body_complete;
     c->req = NULL;
     c->last_done = now_ms(c->s);
     req_free(r);
     conn_unref(c);
     if (c->closing) return;
     if (close_after) {
-        conn_close(c);
+        /* A client still sending a body it will never get to finish: answer, then linger. */
+        if (!r_gone && !c->s->stopping && !body_done)
+            conn_linger(c);
+        else
+            conn_close(c);
         return;
     }
     llhttp_resume(&c->parser);
@@ -465,7 +500,10 @@ static void handle_events(uv_async_t *a)
 
 static int hb_add(conn_t *c, const char *at, size_t len)
 {
-    if (c->hlen + len + 1 > c->s->cfg.max_header) return -1;
+    if (c->hlen + len + 1 > c->s->cfg.max_header) {
+        c->too_many = 1; /* answered 431, like too many header lines */
+        return -1;
+    }
     if (c->hlen + len + 1 > c->hcap) {
         c->hcap = (c->hlen + len + 1) * 2;
         if (c->hcap > c->s->cfg.max_header + 1) c->hcap = c->s->cfg.max_header + 1;
@@ -666,11 +704,10 @@ static void parse_more(conn_t *c)
             log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
                      llhttp_get_error_reason(&c->parser));
             respond_raw_and_close(
-                c, c->too_many || c->hlen + 1 >= c->s->cfg.max_header
-                       ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
-                         "0\r\nConnection: close\r\n\r\n"
-                       : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
-                         "close\r\n\r\n");
+                c, c->too_many ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
+                                 "0\r\nConnection: close\r\n\r\n"
+                               : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
+                                 "close\r\n\r\n");
             return;
         }
     }
@@ -707,6 +744,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
+    if (c->lingering) {
+        c->pend_off = c->pend_len = 0; /* dropped */
+        c->linger_bytes += (uint64_t)n;
+        if (c->linger_bytes > LINGER_BYTES) conn_close(c);
+        return;
+    }
     c->last_activity = now_ms(c->s);
     c->pend_len += (size_t)n;
     if (c->pend_len == READ_BUF * 2 && c->paused) {
@@ -728,7 +771,8 @@ static void on_timer(uv_timer_t *t)
 {
     conn_t *c = t->data;
     uint64_t now = now_ms(c->s);
-    if (c->closing || c->req) return;
+    if (c->lingering && !c->closing && now > c->linger_until) conn_close(c);
+    if (c->closing || c->req || c->lingering) return;
     int receiving = c->pend_len > c->pend_off || llhttp_get_errno(&c->parser) != HPE_OK ||
                     c->msg_begin > c->last_done;
     if ((receiving && now - c->msg_begin > c->s->cfg.header_ms) ||

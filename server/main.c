@@ -48,7 +48,12 @@ static void usage(FILE *f)
             "  --workers N           request worker threads (default 32)\n"
             "  --max-conns N         connections before 503 (default 1024)\n"
             "  --log-level LEVEL     debug|info|warn|error (default info)\n"
-            "  --config FILE         INI file: [server] listen data workers max_conns log_level,\n"
+            "  --domain NAME         also serve virtual-host style: BUCKET.NAME[:port]\n"
+            "  --max-header SIZE     request line + headers limit (default 16K; over: 431)\n"
+            "  --header-timeout SEC  a request's headers must arrive within (default 30)\n"
+            "  --idle-timeout SEC    close idle keep-alive connections after (default 60)\n"
+            "  --config FILE         INI file: [server] listen data workers max_conns log_level\n"
+            "                        domain max_header header_timeout idle_timeout,\n"
             "                        [erasure] k m block, [drives] count capacity segment_size iu\n"
             "                        dwpd, [drive.N] path capacity iu dwpd, [user.NAME]\n"
             "                        access_key secret_key; flags override the file\n"
@@ -99,8 +104,9 @@ static void random_token(char *out, size_t n, const char *alphabet)
 
 /* Settings: defaults, then the config file, then flags. */
 typedef struct {
-    const char *listen, *data;
+    const char *listen, *data, *domain;
     int drives, k, m, workers, max_conns;
+    uint64_t max_header, header_timeout_s, idle_timeout_s;
     uint64_t capacity, segment, block;
     uint32_t iu;
     double dwpd;
@@ -124,7 +130,8 @@ static char *keep(conf_t *c, const char *v)
 
 /*
  * INI config (inih from Debian):
- *   [server]  listen, data, workers, max_conns, log_level
+ *   [server]  listen, data, workers, max_conns, log_level, domain, max_header,
+ *             header_timeout, idle_timeout
  *   [erasure] k, m, block
  *   [drives]  count, capacity, segment_size, iu, dwpd       (defaults for every drive)
  *   [drive.N] path, capacity, iu, dwpd                      (one drive, N from 0)
@@ -143,6 +150,14 @@ static int conf_entry(void *arg, const char *sec, const char *name, const char *
             c->workers = atoi(value);
         else if (strcmp(name, "max_conns") == 0)
             c->max_conns = atoi(value);
+        else if (strcmp(name, "domain") == 0)
+            c->domain = keep(c, value);
+        else if (strcmp(name, "max_header") == 0)
+            c->max_header = parse_size(value);
+        else if (strcmp(name, "header_timeout") == 0)
+            c->header_timeout_s = strtoull(value, NULL, 10);
+        else if (strcmp(name, "idle_timeout") == 0)
+            c->idle_timeout_s = strtoull(value, NULL, 10);
         else if (strcmp(name, "log_level") == 0)
             return (log_level = log_level_parse(value)) >= 0;
         else
@@ -222,11 +237,25 @@ int main(int argc, char **argv)
         .block = 1u << 20,
     };
     static struct option opts[] = {
-        {"listen", 1, 0, 'l'},  {"data", 1, 0, 'd'},           {"drives", 1, 0, 'n'},
-        {"ec", 1, 0, 'e'},      {"drive-capacity", 1, 0, 'c'}, {"segment-size", 1, 0, 's'},
-        {"iu", 1, 0, 'i'},      {"dwpd", 1, 0, 'w'},           {"block", 1, 0, 'b'},
-        {"workers", 1, 0, 'W'}, {"max-conns", 1, 0, 'C'},      {"log-level", 1, 0, 'L'},
-        {"config", 1, 0, 'f'},  {"help", 0, 0, 'h'},           {0, 0, 0, 0},
+        {"listen", 1, 0, 'l'},
+        {"data", 1, 0, 'd'},
+        {"drives", 1, 0, 'n'},
+        {"ec", 1, 0, 'e'},
+        {"drive-capacity", 1, 0, 'c'},
+        {"segment-size", 1, 0, 's'},
+        {"iu", 1, 0, 'i'},
+        {"dwpd", 1, 0, 'w'},
+        {"block", 1, 0, 'b'},
+        {"workers", 1, 0, 'W'},
+        {"max-conns", 1, 0, 'C'},
+        {"log-level", 1, 0, 'L'},
+        {"config", 1, 0, 'f'},
+        {"help", 0, 0, 'h'},
+        {"domain", 1, 0, 'D'},
+        {"max-header", 1, 0, 'H'},
+        {"header-timeout", 1, 0, 'T'},
+        {"idle-timeout", 1, 0, 'I'},
+        {0, 0, 0, 0},
     };
     /* The config file first, so that flags override it. */
     for (int i = 1; i < argc; i++) {
@@ -287,6 +316,18 @@ int main(int argc, char **argv)
                 fprintf(stderr, "warmlaked: bad --log-level\n");
                 return 2;
             }
+            break;
+        case 'D':
+            conf.domain = optarg;
+            break;
+        case 'H':
+            conf.max_header = parse_size(optarg);
+            break;
+        case 'T':
+            conf.header_timeout_s = strtoull(optarg, NULL, 10);
+            break;
+        case 'I':
+            conf.idle_timeout_s = strtoull(optarg, NULL, 10);
             break;
         case 'f':
             break; /* read above */
@@ -375,11 +416,14 @@ int main(int argc, char **argv)
         rc = err;
         goto out;
     }
-    s3_cfg_t s3 = {set, users, nusers, "us-east-1", 900};
+    s3_cfg_t s3 = {set, users, nusers, "us-east-1", 900, conf.domain};
     http_cfg_t hc = {0};
     hc.listen = listen;
     hc.workers = workers;
     hc.max_conns = max_conns;
+    hc.max_header = conf.max_header;
+    hc.header_ms = conf.header_timeout_s * 1000;
+    hc.idle_ms = conf.idle_timeout_s * 1000;
     hc.handler = s3_handle;
     hc.arg = &s3;
     if ((rc = http_server_new(&hc, &server)) != 0) {

@@ -600,6 +600,7 @@ struct obj_writer {
     latch_t latch[2];
     int inflight[2];
     uint32_t dead; /* stores that failed a write: skipped from then on */
+    int cause;     /* why stores failed, when it says more than "unavailable": throttled, full */
     int err;
     uint64_t stripes;
     char etag[33]; /* set once the MD5 is final; no writes after that */
@@ -612,6 +613,17 @@ static int new_upload_id(char out[33])
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", r[i]);
     return 0;
+}
+
+/*
+ * More than m stores failed: the PUT fails. Say why in the terms a client
+ * can act on: throttled (retry later: 503 SlowDown), full (507), else the
+ * drives are unavailable.
+ */
+static int dead_verdict(const obj_writer_t *w)
+{
+    if (__builtin_popcount(w->dead) <= w->s->m) return 0;
+    return w->cause ? w->cause : ERR_UNRECOVERABLE;
 }
 
 /* Wait for the writes of a slot's stripe; failed stores join w->dead. */
@@ -628,8 +640,10 @@ static int slot_wait(obj_writer_t *w, int slot)
         if (!(w->dead & (1u << i)))
             log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key, err_name(j->rc));
         w->dead |= 1u << i;
+        if (j->rc == ERR_THROTTLED || (j->rc == ERR_NOSPC && w->cause != ERR_THROTTLED))
+            w->cause = j->rc;
     }
-    return __builtin_popcount(w->dead) > s->m ? ERR_UNRECOVERABLE : 0;
+    return dead_verdict(w);
 }
 
 /* Start the k+m block writes of one stripe; they finish in the background. */
@@ -652,7 +666,7 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
     }
     w->inflight[slot] = 1;
     pool_submit(s, q, n, &w->latch[slot]);
-    return __builtin_popcount(w->dead) > s->m ? ERR_UNRECOVERABLE : 0;
+    return dead_verdict(w);
 }
 
 static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
@@ -1069,6 +1083,25 @@ void obj_close(obj_reader_t *r)
         free(r->blk[i]);
     free(r->key);
     free(r);
+}
+
+int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char *umeta,
+                  size_t umeta_len)
+{
+    obj_info_t info;
+    int first_err = 0, rc;
+    if (umeta_len > sizeof(info.umeta)) return ERR_TOO_LARGE;
+    pthread_mutex_t *lk = key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    if ((rc = obj_stat(s, bucket, key, &info)) == 0) {
+        memcpy(info.umeta, umeta, umeta_len);
+        info.umeta_len = umeta_len;
+        info.mtime_ns++; /* the rewritten heads must win over any store that misses them */
+        if (write_heads(s, bucket, key, &info, 0, &first_err) < s->k)
+            rc = first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    pthread_mutex_unlock(lk);
+    return rc;
 }
 
 int obj_delete(obj_set_t *s, const char *bucket, const char *key)

@@ -146,6 +146,14 @@ int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, voi
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
     __attribute__((warn_unused_result));
 
+/*
+ * Replace the user metadata (umeta pairs, as in obj_info_t) of the current
+ * version in place: its data is untouched, its heads are rewritten (ACL
+ * changes). ERR_NOT_FOUND when there is no such object.
+ */
+int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char *umeta,
+                  size_t umeta_len) __attribute__((warn_unused_result));
+
 /* Encode/decode the head metadata blob (exposed for the fuzzer). */
 size_t obj_meta_encode(const obj_info_t *info, uint8_t *buf, size_t cap);
 int obj_meta_decode(const uint8_t *buf, size_t len, obj_info_t *info)

@@ -467,6 +467,21 @@ static int bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
 }
 
 /* Value of a "name\0value\0" pair in an object's metadata, or "" when absent. */
+/* The umeta pairs of info with name set to value (replaced or added) into out. */
+static void umeta_with(const obj_info_t *info, const char *name, const char *value, buf_t *out)
+{
+    for (size_t p = 0; p < info->umeta_len;) {
+        const char *n = info->umeta + p;
+        size_t nl = strnlen(n, info->umeta_len - p);
+        if (p + nl + 1 >= info->umeta_len) break;
+        const char *v = n + nl + 1;
+        size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+        if (strcmp(n, name) != 0) bprintf(out, "%s%c%s%c", n, 0, v, 0);
+        p += nl + 1 + vl + 1;
+    }
+    bprintf(out, "%s%c%s%c", name, 0, value, 0);
+}
+
 static const char *umeta_get(const obj_info_t *info, const char *name)
 {
     for (size_t p = 0; p < info->umeta_len;) {
@@ -598,12 +613,70 @@ static int any_object(void *arg, const char *key, const obj_info_t *info)
     return 1;
 }
 
+static char *read_small_body(ctx_t *x, size_t cap, size_t *len);
+
+/*
+ * PutBucketAcl / PutObjectAcl: a canned ACL in x-amz-acl or an
+ * AccessControlPolicy body, reduced to private or public-read (the ACLs
+ * warmlake enforces). The ACL entry (name) of the target's metadata is
+ * rewritten; the data is untouched.
+ */
+static void put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
+{
+    const char *canned = hdr(x->info, "x-amz-acl");
+    int pub = 0, rc;
+    if (canned) {
+        if (strcmp(canned, "private") != 0 && strcmp(canned, "public-read") != 0) {
+            s3_error(x, 501, "NotImplemented", "Only the private and public-read canned ACLs.");
+            return;
+        }
+        pub = strcmp(canned, "public-read") == 0;
+    } else {
+        size_t len;
+        char *body = read_small_body(x, 64u << 10, &len);
+        if (!body) return;
+        rc = s3_xml_acl(body, len, &pub);
+        free(body);
+        if (rc == ERR_INVAL) {
+            s3_error(x, 400, "MalformedACLError",
+                     "The XML you provided was not well-formed or did not validate.");
+            return;
+        }
+        if (rc) {
+            s3_error(x, 501, "NotImplemented",
+                     "Only grants equivalent to the private and public-read canned ACLs.");
+            return;
+        }
+    }
+    obj_info_t info;
+    if ((rc = obj_stat(x->cfg->set, bucket, key, &info)) != 0) {
+        if (rc == ERR_NOT_FOUND && !strcmp(bucket, BUCKETS))
+            s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        else
+            s3_engine_error(x, rc);
+        return;
+    }
+    buf_t um = {0};
+    umeta_with(&info, name, pub ? "public-read" : "private", &um);
+    rc = obj_set_umeta(x->cfg->set, bucket, key, um.p, um.len);
+    free(um.p);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    char h[128];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
 static void bucket_op(ctx_t *x)
 {
     const char *m = x->info->method;
     char h[256];
     int present;
-    if (strcmp(m, "PUT") == 0) {
+    char *acl_q = qparam(x->query, "acl", &present);
+    free(acl_q);
+    if (strcmp(m, "PUT") == 0 && !present) {
         if (!s3_bucket_name_ok(x->bucket)) {
             s3_error(x, 400, "InvalidBucketName", "The specified bucket is not valid.");
             return;
@@ -639,7 +712,14 @@ static void bucket_op(ctx_t *x)
     }
     if (bucket_access(x, x->bucket) != 0) return;
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
-    if (strcmp(m, "HEAD") == 0) {
+    if (strcmp(m, "PUT") == 0) {
+        char *v = qparam(x->query, "acl", &present);
+        free(v);
+        if (present)
+            put_acl(x, BUCKETS, x->bucket, "acl");
+        else
+            s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
+    } else if (strcmp(m, "HEAD") == 0) {
         (void)http_respond(x->r, 200, h, 0);
     } else if (strcmp(m, "DELETE") == 0) {
         int found = 0;
@@ -1128,6 +1208,61 @@ static void mpu_create(ctx_t *x)
     respond_xml(x, 200, &b);
 }
 
+static obj_reader_t *open_copy_source(ctx_t *x, obj_info_t *si, int *same);
+static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
+
+/* UploadPartCopy: a part from (a byte range of) an existing object. */
+static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
+{
+    obj_info_t si, info;
+    int same, err;
+    obj_reader_t *rd = open_copy_source(x, &si, &same);
+    if (!rd) return;
+    uint64_t off = 0, len = si.size;
+    const char *range = hdr(x->info, "x-amz-copy-source-range");
+    if (range) {
+        unsigned long long a, b;
+        char tail;
+        if (sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b || b >= si.size) {
+            obj_close(rd);
+            s3_error(x, 400, "InvalidArgument",
+                     "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                     "where first and last are zero-based offsets within the source object.");
+            return;
+        }
+        off = a;
+        len = b - a + 1;
+    }
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->bucket, x->key, upload, part, &err);
+    if (!w) {
+        obj_close(rd);
+        if (err == ERR_NOT_FOUND)
+            s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    err = copy_range(rd, w, off, len);
+    obj_close(rd);
+    if (err)
+        obj_put_abort(w);
+    else
+        err = obj_put_commit(w, NULL, NULL, 0, &info);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    buf_t b = {0};
+    char t[32];
+    iso8601(info.mtime_ns, t);
+    bprintf(&b,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyPartResult "
+            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
+            "<ETag>&quot;%s&quot;</ETag></CopyPartResult>",
+            t, info.etag);
+    respond_xml(x, 200, &b);
+}
+
 static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
 {
     char *e;
@@ -1135,6 +1270,10 @@ static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
     int err;
     if (*e || part < 1 || part > 10000) {
         s3_error(x, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000.");
+        return;
+    }
+    if (hdr(x->info, "x-amz-copy-source")) {
+        mpu_upload_part_copy(x, upload, (int)part);
         return;
     }
     if (body_begin(x) != 0) {
@@ -1402,17 +1541,17 @@ static void get_object(ctx_t *x, int head)
 }
 
 /* CopyObject: stream the source through a new writer (metadata copied or replaced). */
-static void copy_object(ctx_t *x)
+/*
+ * Open the object named by x-amz-copy-source ("/bucket/key" or "bucket/key",
+ * URL-encoded, ?versionId=null allowed) after checking the caller may read
+ * it. NULL with the error response sent. *same: it is the request's own key.
+ */
+static obj_reader_t *open_copy_source(ctx_t *x, obj_info_t *si, int *same)
 {
     const char *src = hdr(x->info, "x-amz-copy-source");
-    const char *dir = hdr(x->info, "x-amz-metadata-directive");
-    int replace = dir && strcasecmp(dir, "REPLACE") == 0, err;
-    if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
-        s3_error(x, 400, "InvalidArgument", "Unknown metadata directive.");
-        return;
-    }
     const char *q = strchr(src, '?'); /* ?versionId=null is the only version there is */
     size_t sl = q ? (size_t)(q - src) : strlen(src);
+    int err;
     if (sl && src[0] == '/') {
         src++;
         sl--;
@@ -1422,48 +1561,69 @@ static void copy_object(ctx_t *x)
     if (!slash || slash == path || !slash[1]) {
         free(path);
         s3_error(x, 400, "InvalidArgument", "Copy Source must mention the source bucket and key.");
-        return;
+        return NULL;
     }
     *slash = 0;
     const char *sbucket = path, *skey = slash + 1;
-    if (!replace && strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0) {
+    *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0;
+    if (bucket_access(x, sbucket) != 0) {
         free(path);
+        return NULL;
+    }
+    obj_reader_t *rd = obj_open(x->cfg->set, sbucket, skey, si, &err);
+    free(path);
+    if (!rd) {
+        if (err == ERR_NOT_FOUND)
+            s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
+        else
+            s3_engine_error(x, err);
+    }
+    return rd;
+}
+
+/* Stream [off, off+len) of rd into w; 0 or an ERR_*. */
+static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
+{
+    size_t unit = obj_read_unit(rd);
+    uint8_t *buf = xmalloc(unit);
+    int err = 0;
+    while (!err && len > 0) {
+        size_t n = len < unit - off % unit ? (size_t)len : unit - off % unit;
+        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        off += n;
+        len -= n;
+    }
+    free(buf);
+    return err;
+}
+
+static void copy_object(ctx_t *x)
+{
+    const char *dir = hdr(x->info, "x-amz-metadata-directive");
+    int replace = dir && strcasecmp(dir, "REPLACE") == 0, err, same;
+    if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
+        s3_error(x, 400, "InvalidArgument", "Unknown metadata directive.");
+        return;
+    }
+    obj_info_t si;
+    obj_reader_t *rd = open_copy_source(x, &si, &same);
+    if (!rd) return;
+    if (!replace && same) {
+        obj_close(rd);
         s3_error(x, 400, "InvalidRequest",
                  "This copy request is illegal because it is trying to copy an object to itself "
                  "without changing the object's metadata.");
         return;
     }
-    if (bucket_access(x, sbucket) != 0) {
-        free(path);
-        return;
-    }
-    obj_info_t si;
-    obj_reader_t *rd = obj_open(x->cfg->set, sbucket, skey, &si, &err);
-    if (!rd) {
-        free(path);
-        if (err == ERR_NOT_FOUND)
-            s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
-        else
-            s3_engine_error(x, err);
-        return;
-    }
     buf_t um = {0};
     if (replace && build_umeta(x, &um) != 0) {
         obj_close(rd);
-        free(path);
         free(um.p);
         return;
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
-    uint8_t *buf = xmalloc(IO_CHUNK);
-    for (uint64_t off = 0; w && !err && off < si.size;) {
-        size_t n = si.size - off < IO_CHUNK ? (size_t)(si.size - off) : IO_CHUNK;
-        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
-        off += n;
-    }
-    free(buf);
+    if (w) err = copy_range(rd, w, 0, si.size);
     obj_close(rd);
-    free(path);
     obj_info_t info;
     if (w && err)
         obj_put_abort(w);
@@ -1740,6 +1900,8 @@ static void object_op(ctx_t *x)
                         strcmp(umeta_get(&oi, ACL_META), "public-read") == 0);
         else
             s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
+    } else if (strcmp(m, "PUT") == 0 && has_acl) {
+        put_acl(x, x->bucket, x->key, ACL_META);
     } else if (strcmp(m, "PUT") == 0 && hdr(x->info, "x-amz-copy-source")) {
         copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
@@ -1761,6 +1923,22 @@ static void object_op(ctx_t *x)
     free(part);
 }
 
+/* The bucket named by a Host of the form BUCKET.DOMAIN[:port], or NULL (malloc'd). */
+static char *vhost_bucket(ctx_t *x)
+{
+    const char *d = x->cfg->domain, *host = hdr(x->info, "host");
+    if (!d || !*d || !host) return NULL;
+    size_t hl = strlen(host), dl = strlen(d);
+    const char *colon = strrchr(host, ':');
+    if (colon && host[0] != '[') hl = (size_t)(colon - host);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, d, dl) != 0)
+        return NULL;
+    char *b = xmalloc(hl - dl);
+    memcpy(b, host, hl - dl - 1);
+    b[hl - dl - 1] = 0;
+    return b;
+}
+
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
 {
     static uint64_t counter;
@@ -1779,12 +1957,17 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     if (authenticate(&x) != 0) goto out;
-    /* Path-style: /bucket[/key] */
+    /* Virtual-host style (Host: bucket.domain) when a domain is set, else path style. */
     const char *p = t + 1, *pe = q ? q : t + strlen(t);
-    const char *slash = memchr(p, '/', (size_t)(pe - p));
-    size_t bl = slash ? (size_t)(slash - p) : (size_t)(pe - p);
-    char *b = pdecode(p, bl, 0);
-    x.key = slash ? pdecode(slash + 1, (size_t)(pe - slash - 1), 0) : xstrdup("");
+    char *b = vhost_bucket(&x);
+    if (b) {
+        x.key = pdecode(p, (size_t)(pe - p), 0);
+    } else {
+        const char *slash = memchr(p, '/', (size_t)(pe - p));
+        size_t bl = slash ? (size_t)(slash - p) : (size_t)(pe - p);
+        b = pdecode(p, bl, 0);
+        x.key = slash ? pdecode(slash + 1, (size_t)(pe - slash - 1), 0) : xstrdup("");
+    }
     if (!b || !x.key || strlen(b) >= sizeof(x.bucket)) {
         free(b);
         s3_error(&x, 400, "InvalidURI", "Couldn't parse the specified URI.");

@@ -23,6 +23,7 @@ typedef struct {
     int nusers;
     const char *region; /* default "us-east-1" */
     long max_skew_s;    /* default 900 */
+    const char *domain; /* virtual-host style for BUCKET.domain; NULL: path style only */
 } s3_cfg_t;
 
 /* The http handler; arg is a const s3_cfg_t *. */

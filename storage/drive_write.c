@@ -237,7 +237,12 @@ static void commit_user(drive_t *d, req_t *list)
     writer_t *w = &d->uw;
     for (req_t *r = list; r; r = r->next) {
         size_t hlen = rec_header_len(&r->id, r->meta_len, r->len);
-        int rc = drive__writer_room(d, w, hlen + r->len, r->type == REC_TOMBSTONE);
+        /*
+         * The reserve takes what frees space: tombstones, and metadata-only
+         * records (the gateway's delete markers are such), so a full drive
+         * can still be emptied. They are tiny; payload-bearing puts are not let in.
+         */
+        int rc = drive__writer_room(d, w, hlen + r->len, r->type == REC_TOMBSTONE || r->len == 0);
         if (rc) {
             r->rc = rc;
             continue;

@@ -1,0 +1,263 @@
+"""More of the S3 surface and of the node's limits, each against a real
+warmlaked: Put*Acl (canned and XML), UploadPartCopy, virtual-host style,
+503 SlowDown when the drives' write budget is spent, 507 when they are
+full, the connection limit, header size and header/idle timeouts. Content
+is checked by hash; no partial object may ever be visible."""
+import hashlib
+import http.client
+import os
+import socket
+import time
+import urllib.request
+
+import botocore
+import pytest
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from conftest import AK, SK, Server, s3_client
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def anon_get(server, path):
+    try:
+        with urllib.request.urlopen(server.endpoint + path, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_put_acls(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="acl-b")
+    data = os.urandom(100_000)
+    c.put_object(Bucket="acl-b", Key="o", Body=data)
+    lm = c.head_object(Bucket="acl-b", Key="o")["LastModified"]
+    assert anon_get(server, "/acl-b/o")[0] == 403
+    c.put_object_acl(Bucket="acl-b", Key="o", ACL="public-read")
+    st, body = anon_get(server, "/acl-b/o")
+    assert st == 200 and sha(body) == sha(data)
+    grants = c.get_object_acl(Bucket="acl-b", Key="o")["Grants"]
+    assert any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in grants)
+    # The data and its date are untouched by an ACL change.
+    h = c.head_object(Bucket="acl-b", Key="o")
+    assert h["LastModified"] == lm and h["ContentLength"] == len(data)
+    # Back to private with an AccessControlPolicy body.
+    owner = c.get_object_acl(Bucket="acl-b", Key="o")["Owner"]
+    c.put_object_acl(Bucket="acl-b", Key="o", AccessControlPolicy={
+        "Owner": owner,
+        "Grants": [{"Grantee": {"Type": "CanonicalUser", "ID": owner["ID"]},
+                    "Permission": "FULL_CONTROL"}]})
+    assert anon_get(server, "/acl-b/o")[0] == 403
+    # ...and public again through the XML form of AllUsers READ.
+    c.put_object_acl(Bucket="acl-b", Key="o", AccessControlPolicy={
+        "Owner": owner,
+        "Grants": [{"Grantee": {"Type": "Group",
+                                "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+                    "Permission": "READ"}]})
+    assert anon_get(server, "/acl-b/o")[0] == 200
+    # A grant warmlake cannot enforce is refused, not silently dropped.
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.put_object_acl(Bucket="acl-b", Key="o", AccessControlPolicy={
+            "Owner": owner,
+            "Grants": [{"Grantee": {"Type": "Group",
+                                    "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+                        "Permission": "WRITE"}]})
+    assert e.value.response["Error"]["Code"] == "NotImplemented"
+    with pytest.raises(botocore.exceptions.ClientError):
+        c.put_object_acl(Bucket="acl-b", Key="o", ACL="authenticated-read")
+    # Bucket ACL: anonymous listing follows it.
+    assert anon_get(server, "/acl-b")[0] == 403
+    c.put_bucket_acl(Bucket="acl-b", ACL="public-read")
+    st, body = anon_get(server, "/acl-b")
+    assert st == 200 and b"<Key>o</Key>" in body
+    c.put_bucket_acl(Bucket="acl-b", ACL="private")
+    assert anon_get(server, "/acl-b")[0] == 403
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.put_object_acl(Bucket="acl-b", Key="missing", ACL="public-read")
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+
+def test_upload_part_copy(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="upc")
+    src = os.urandom(12 * 1024 * 1024 + 333)
+    c.put_object(Bucket="upc", Key="src", Body=src)
+    up = c.create_multipart_upload(Bucket="upc", Key="dst")["UploadId"]
+    cut = 5 * 1024 * 1024 + 17
+    p1 = c.upload_part_copy(Bucket="upc", Key="dst", UploadId=up, PartNumber=1,
+                            CopySource={"Bucket": "upc", "Key": "src"},
+                            CopySourceRange="bytes=0-%d" % (cut - 1))
+    p2 = c.upload_part_copy(Bucket="upc", Key="dst", UploadId=up, PartNumber=2,
+                            CopySource="upc/src",
+                            CopySourceRange="bytes=%d-%d" % (cut, len(src) - 1))
+    tail = os.urandom(1000)
+    p3 = c.upload_part(Bucket="upc", Key="dst", UploadId=up, PartNumber=3, Body=tail)
+    assert p1["CopyPartResult"]["ETag"] == '"%s"' % hashlib.md5(src[:cut]).hexdigest()
+    c.complete_multipart_upload(Bucket="upc", Key="dst", UploadId=up, MultipartUpload={"Parts": [
+        {"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]},
+        {"PartNumber": 2, "ETag": p2["CopyPartResult"]["ETag"]},
+        {"PartNumber": 3, "ETag": p3["ETag"]}]})
+    got = c.get_object(Bucket="upc", Key="dst")["Body"].read()
+    assert sha(got) == sha(src + tail)
+    up = c.create_multipart_upload(Bucket="upc", Key="dst2")["UploadId"]
+    for rng, code in (("bytes=5-2", "InvalidArgument"), ("bytes=0-%d" % len(src), "InvalidArgument"),
+                      ("items=0-1", "InvalidArgument")):
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            c.upload_part_copy(Bucket="upc", Key="dst2", UploadId=up, PartNumber=1,
+                               CopySource="upc/src", CopySourceRange=rng)
+        assert e.value.response["Error"]["Code"] == code
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.upload_part_copy(Bucket="upc", Key="dst2", UploadId=up, PartNumber=1,
+                           CopySource="upc/nothing")
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
+    # A whole-object part copy without a range.
+    p = c.upload_part_copy(Bucket="upc", Key="dst2", UploadId=up, PartNumber=1, CopySource="upc/src")
+    assert p["CopyPartResult"]["ETag"] == '"%s"' % hashlib.md5(src).hexdigest()
+    c.abort_multipart_upload(Bucket="upc", Key="dst2", UploadId=up)
+
+
+def signed(method, url, host_header, port, body=b""):
+    req = AWSRequest(method=method, url=url, data=body)
+    req.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
+    S3SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    path = url.split(host_header, 1)[1] or "/"
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    conn.putheader("Host", host_header)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders()
+    conn.send(body)
+    r = conn.getresponse()
+    out = r.status, r.read()
+    conn.close()
+    return out
+
+
+def test_virtual_host_style(datadir):
+    s = Server(datadir, extra=["--domain", "s3.warmlake.test"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="vh-bucket")
+        host = "vh-bucket.s3.warmlake.test:%d" % s.port
+        data = os.urandom(70_000)
+        st, _ = signed("PUT", "http://%s/dir/key%%201" % host, host, s.port, data)
+        assert st == 200
+        # The same object through path style, and a listing through the virtual host.
+        got = c.get_object(Bucket="vh-bucket", Key="dir/key 1")["Body"].read()
+        assert sha(got) == sha(data)
+        st, body = signed("GET", "http://%s/?list-type=2&prefix=dir%%2F" % host, host, s.port)
+        assert st == 200 and b"<Key>dir/key 1</Key>" in body
+        st, body = signed("GET", "http://%s/dir/key%%201" % host, host, s.port)
+        assert st == 200 and sha(body) == sha(data)
+        # Hosts outside the domain stay path style.
+        assert c.list_objects_v2(Bucket="vh-bucket")["KeyCount"] == 1
+    finally:
+        s.stop()
+
+
+def test_slowdown_when_budget_spent(datadir):
+    # A write budget of a thousandth of a drive per day is spent by the first MiBs.
+    s = Server(datadir, extra=["--dwpd", "0.001"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="slow")
+        seen = None
+        for i in range(20):
+            try:
+                c.put_object(Bucket="slow", Key="k%d" % i, Body=os.urandom(8 << 20))
+            except botocore.exceptions.ClientError as e:
+                seen = e.response
+                break
+        assert seen is not None, "the budget was never exhausted"
+        assert seen["Error"]["Code"] == "SlowDown"
+        assert seen["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert seen["ResponseMetadata"]["HTTPHeaders"].get("retry-after") == "1"
+        # The refused object is not visible; the acknowledged ones read back whole.
+        keys = [o["Key"] for o in c.list_objects_v2(Bucket="slow").get("Contents", [])]
+        assert "k%d" % i not in keys and len(keys) == i
+        for k in keys:
+            assert len(c.get_object(Bucket="slow", Key=k)["Body"].read()) == 8 << 20
+        # Deletes still work while writes are throttled.
+        for k in keys:
+            c.delete_object(Bucket="slow", Key=k)
+    finally:
+        s.stop()
+
+
+def test_insufficient_storage_when_full(datadir):
+    s = Server(datadir, extra=["--drive-capacity", "192M", "--segment-size", "16M"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="full")
+        stored, seen = {}, None
+        for i in range(200):
+            body = os.urandom(16 << 20)
+            try:
+                c.put_object(Bucket="full", Key="k%d" % i, Body=body)
+                stored["k%d" % i] = sha(body)
+            except botocore.exceptions.ClientError as e:
+                seen = e.response
+                break
+        assert seen is not None, "the drives never filled"
+        assert seen["ResponseMetadata"]["HTTPStatusCode"] == 507
+        assert seen["Error"]["Code"] == "InsufficientStorage"
+        keys = {o["Key"] for o in c.list_objects_v2(Bucket="full").get("Contents", [])}
+        assert keys == set(stored)  # nothing half-written is listed
+        for k, h in stored.items():
+            assert sha(c.get_object(Bucket="full", Key=k)["Body"].read()) == h
+        for k in stored:  # a full node still takes deletes
+            c.delete_object(Bucket="full", Key=k)
+    finally:
+        s.stop()
+
+
+def wait_closed(sock, limit=30):
+    """True once the server closed the connection (EOF or reset) within limit seconds."""
+    sock.settimeout(limit)
+    try:
+        while True:
+            if not sock.recv(65536):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_connection_limit_and_timeouts(datadir):
+    s = Server(datadir, extra=["--max-conns", "3", "--header-timeout", "1",
+                               "--idle-timeout", "2", "--max-header", "4K"]).start()
+    try:
+        held = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(3)]
+        extra = socket.create_connection(("127.0.0.1", s.port))
+        extra.settimeout(30)
+        resp = extra.recv(4096)
+        assert resp.startswith(b"HTTP/1.1 503"), resp
+        assert wait_closed(extra)
+        extra.close()
+        # A client that sends half a request line is cut off by the header timeout...
+        held[0].sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n")
+        assert wait_closed(held[0])
+        # ...an idle keep-alive connection by the idle timeout.
+        assert wait_closed(held[1])
+        for h in held:
+            h.close()
+        # Freed slots take new connections; a real request works.
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="lim")
+        # Headers over the configured limit: 431, and the connection is closed.
+        big = socket.create_connection(("127.0.0.1", s.port))
+        big.sendall(b"GET /lim HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 5000 + b"\r\n\r\n")
+        big.settimeout(30)
+        assert big.recv(4096).startswith(b"HTTP/1.1 431")
+        big.close()
+        assert c.list_objects_v2(Bucket="lim")["KeyCount"] == 0
+    finally:
+        s.stop()
