@@ -1,4 +1,5 @@
 #include "server/http.h"
+#include "server/http_head.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -51,10 +52,7 @@ struct conn {
     uv_timer_t timer;
     http_server_t *s;
     llhttp_t parser;
-    char *hbuf; /* URL and header names/values, NUL-separated */
-    size_t hlen, hcap;
-    size_t url_off, name_off[HTTP_MAX_HEADERS], value_off[HTTP_MAX_HEADERS];
-    int nheaders, last_was_value, too_many;
+    http_head_t head;     /* the request head being received */
     struct http_req *req; /* being received or handled */
     char *pend;           /* bytes read but not parsed (parser paused) */
     size_t pend_off, pend_len;
@@ -315,7 +313,7 @@ static void conn_unref(conn_t *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
-    free(c->hbuf);
+    http_head_free(&c->head);
     free(c->pend);
     free(c);
     if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
@@ -498,80 +496,32 @@ static void handle_events(uv_async_t *a)
 
 /* ---- parsing ---- */
 
-static int hb_add(conn_t *c, const char *at, size_t len)
-{
-    if (c->hlen + len + 1 > c->s->cfg.max_header) {
-        c->too_many = 1; /* answered 431, like too many header lines */
-        return -1;
-    }
-    if (c->hlen + len + 1 > c->hcap) {
-        c->hcap = (c->hlen + len + 1) * 2;
-        if (c->hcap > c->s->cfg.max_header + 1) c->hcap = c->s->cfg.max_header + 1;
-        c->hbuf = xrealloc(c->hbuf, c->hcap);
-    }
-    memcpy(c->hbuf + c->hlen, at, len);
-    c->hlen += len;
-    c->hbuf[c->hlen] = 0;
-    return 0;
-}
-
 static int on_message_begin(llhttp_t *p)
 {
     conn_t *c = p->data;
-    c->hlen = 0;
-    c->nheaders = 0;
-    c->last_was_value = 0;
-    c->too_many = 0;
-    c->url_off = 0;
+    http_head_reset(&c->head);
     c->continue_sent = 0;
     c->msg_begin = now_ms(c->s);
     return 0;
 }
 
-static int on_url(llhttp_t *p, const char *at, size_t len)
-{
-    return hb_add(p->data, at, len) ? HPE_USER : 0;
-}
-
-static int on_url_complete(llhttp_t *p)
-{
-    return hb_add(p->data, "", 1) ? HPE_USER : 0; /* NUL after the URL */
-}
-
-static int on_header_field(llhttp_t *p, const char *at, size_t len)
-{
-    conn_t *c = p->data;
-    if (c->last_was_value || c->nheaders == 0) {
-        if (c->nheaders == HTTP_MAX_HEADERS) {
-            c->too_many = 1;
-            return HPE_USER;
-        }
-        c->name_off[c->nheaders] = c->hlen;
-        c->value_off[c->nheaders] = 0;
-        c->nheaders++;
-        c->last_was_value = 0;
+/* The head's pieces go to http_head; past its limit the parse stops (431). */
+#define HEAD_CB(name, fn)                                                                          \
+    static int name(llhttp_t *p, const char *at, size_t len)                                       \
+    {                                                                                              \
+        return fn(&((conn_t *)p->data)->head, at, len) ? HPE_USER : 0;                             \
     }
-    return hb_add(c, at, len) ? HPE_USER : 0;
-}
-
-static int on_header_field_complete(llhttp_t *p)
-{
-    conn_t *c = p->data;
-    if (hb_add(c, "", 1)) return HPE_USER;
-    c->value_off[c->nheaders - 1] = c->hlen;
-    c->last_was_value = 1;
-    return 0;
-}
-
-static int on_header_value(llhttp_t *p, const char *at, size_t len)
-{
-    return hb_add(p->data, at, len) ? HPE_USER : 0;
-}
-
-static int on_header_value_complete(llhttp_t *p)
-{
-    return hb_add(p->data, "", 1) ? HPE_USER : 0;
-}
+#define HEAD_DONE_CB(name, fn)                                                                     \
+    static int name(llhttp_t *p)                                                                   \
+    {                                                                                              \
+        return fn(&((conn_t *)p->data)->head) ? HPE_USER : 0;                                      \
+    }
+HEAD_CB(on_url, http_head_url)
+HEAD_DONE_CB(on_url_complete, http_head_url_done)
+HEAD_CB(on_header_field, http_head_field)
+HEAD_DONE_CB(on_header_field_complete, http_head_field_done)
+HEAD_CB(on_header_value, http_head_value)
+HEAD_DONE_CB(on_header_value_complete, http_head_value_done)
 
 static int on_headers_complete(llhttp_t *p)
 {
@@ -581,23 +531,17 @@ static int on_headers_complete(llhttp_t *p)
     r->c = c;
     r->s = s;
     pthread_cond_init(&r->cv, NULL);
-    r->hcopy = xmalloc(c->hlen + 1);
-    memcpy(r->hcopy, c->hbuf, c->hlen + 1);
+    http_head_view_t v;
+    http_head_view(&c->head, &v);
+    r->hcopy = v.copy;
+    memcpy(r->headers, v.headers, sizeof(v.headers[0]) * (size_t)v.nheaders);
     r->info.method = llhttp_method_name((llhttp_method_t)p->method);
-    r->info.target = r->hcopy + c->url_off;
+    r->info.target = v.target;
     r->info.peer = c->peer;
-    r->info.content_length = -1;
-    for (int i = 0; i < c->nheaders; i++) {
-        r->headers[i].name = r->hcopy + c->name_off[i];
-        r->headers[i].value = c->value_off[i] ? r->hcopy + c->value_off[i] : "";
-        if (strcasecmp(r->headers[i].name, "content-length") == 0)
-            r->info.content_length = strtoll(r->headers[i].value, NULL, 10);
-        if (strcasecmp(r->headers[i].name, "expect") == 0 &&
-            strcasecmp(r->headers[i].value, "100-continue") == 0)
-            r->expect_continue = 1;
-    }
+    r->info.content_length = v.content_length;
+    r->expect_continue = v.expect_continue;
     r->info.headers = r->headers;
-    r->info.nheaders = c->nheaders;
+    r->info.nheaders = v.nheaders;
     r->keep_alive = llhttp_should_keep_alive(p);
     c->req = r;
     c->refs++;
@@ -704,10 +648,11 @@ static void parse_more(conn_t *c)
             log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
                      llhttp_get_error_reason(&c->parser));
             respond_raw_and_close(
-                c, c->too_many ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
-                                 "0\r\nConnection: close\r\n\r\n"
-                               : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
-                                 "close\r\n\r\n");
+                c, c->head.too_big
+                       ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
+                         "0\r\nConnection: close\r\n\r\n"
+                       : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
+                         "close\r\n\r\n");
             return;
         }
     }
@@ -801,6 +746,7 @@ static void on_connection(uv_stream_t *l, int status)
     if (status < 0) return;
     conn_t *c = xcalloc(1, sizeof(*c));
     c->s = s;
+    c->head.max = s->cfg.max_header;
     c->refs = 2; /* tcp + timer handles */
     uv_tcp_init(&s->loop, &c->tcp);
     uv_timer_init(&s->loop, &c->timer);

@@ -72,6 +72,12 @@ if __name__ == "__main__":
           b"<Object><Key>c</Key></Object></Delete>")
     write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
           b"</Object></Delete>")
+    write("http", 0, b"\x05GET /b/k?list-type=2 HTTP/1.1\r\nHost: x\r\n\r\n"
+          b"PUT /b/k HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc")
+    write("http", 1, b"\x00POST /b?delete HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+          b"3\r\nabc\r\n0\r\n\r\n")
+    write("http", 2, b"\x11GET / HTTP/1.1\r\nX-Big: " + b"a" * 3000 + b"\r\n\r\n")
+    write("http", 3, b"\x07GET /%41%zz HTTP/1.0\r\nA:\r\nB: c\r\n d\r\n\r\n")
     write("chunked", 0, b"\x02\x07" + b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n")
     write("chunked", 1, b"\x00\x03" + b"3\r\nabc\r\n0\r\n\r\n")
     write("chunked", 2, b"\x01\xff" + b"3;chunk-signature=" + b"0" * 64 + b"\r\nabc\r\n")

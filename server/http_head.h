@@ -1,0 +1,49 @@
+/*
+ * http_head: collects one HTTP/1.1 request head (request target and header
+ * lines) from llhttp's callbacks into one bounded buffer, and hands it out
+ * as the header array handlers see. No I/O and no sockets, so the request
+ * path from raw bytes to what a handler gets can be fuzzed on its own.
+ */
+#ifndef WL_HTTP_HEAD_H
+#define WL_HTTP_HEAD_H
+
+#include "server/http.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    size_t max; /* request line + headers, bytes; over it the head is refused (431) */
+    char *buf;  /* URL and header names/values, NUL-separated */
+    size_t len, cap;
+    size_t url_off, name_off[HTTP_MAX_HEADERS], value_off[HTTP_MAX_HEADERS];
+    int n, last_was_value;
+    int too_big; /* over max, or more than HTTP_MAX_HEADERS lines */
+} http_head_t;
+
+/* The parsed head, pointing into a copy the caller frees (copy). */
+typedef struct {
+    char *copy;
+    const char *target;
+    http_header_t headers[HTTP_MAX_HEADERS];
+    int nheaders;
+    int64_t content_length; /* -1 when absent */
+    int expect_continue;    /* Expect: 100-continue */
+} http_head_view_t;
+
+/* Start a new message (llhttp on_message_begin). */
+void http_head_reset(http_head_t *h);
+void http_head_free(http_head_t *h);
+
+/* llhttp data callbacks: 0, or -1 when the head grows too big (answer 431). */
+int http_head_url(http_head_t *h, const char *at, size_t len);
+int http_head_url_done(http_head_t *h);
+int http_head_field(http_head_t *h, const char *at, size_t len);
+int http_head_field_done(http_head_t *h);
+int http_head_value(http_head_t *h, const char *at, size_t len);
+int http_head_value_done(http_head_t *h);
+
+/* At headers complete: fill v (v->copy is malloc'd). */
+void http_head_view(const http_head_t *h, http_head_view_t *v);
+
+#endif
