@@ -22,6 +22,7 @@ typedef struct out_chunk {
     size_t len;
     uv_write_t wr;
     struct http_req *req;
+    const char *ext; /* borrowed bytes (http_write_borrowed); NULL: data[] */
     char data[];
 } out_chunk_t;
 
@@ -41,6 +42,7 @@ struct http_req {
     int expect_continue, want_continue;
     out_chunk_t *out_head, *out_tail; /* queued, not yet handed to uv_write */
     size_t out_pending;               /* queued + in flight */
+    int borrowed;                     /* borrowed chunks not yet written or dropped */
     int nwrites;                      /* uv_writes not yet called back */
     int handler_done, responded, chunked, keep_alive, close_after;
     int in_events;
@@ -146,6 +148,7 @@ static int queue_out(http_req_t *r, const void *data, size_t len)
         o->next = NULL;
         o->len = len;
         o->req = r;
+        o->ext = NULL;
         memcpy(o->data, data, len);
         if (r->out_tail)
             r->out_tail->next = o;
@@ -255,6 +258,63 @@ int http_write(http_req_t *r, const void *data, size_t len)
     return rc;
 }
 
+int http_write_borrowed(http_req_t *r, const void *data, size_t len)
+{
+    http_server_t *s = r->s;
+    if (r->chunked) return ERR_INVAL;
+    if (!len) return 0;
+    pthread_mutex_lock(&s->mu);
+    if (r->client_gone) {
+        pthread_mutex_unlock(&s->mu);
+        return ERR_CLOSED;
+    }
+    out_chunk_t *o = xmalloc(sizeof(*o));
+    o->next = NULL;
+    o->len = len;
+    o->req = r;
+    o->ext = data;
+    if (r->out_tail)
+        r->out_tail->next = o;
+    else
+        r->out_head = o;
+    r->out_tail = o;
+    r->out_pending += len;
+    r->borrowed++;
+    post(r);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+int http_wait_borrowed(http_req_t *r, int at_most)
+{
+    http_server_t *s = r->s;
+    pthread_mutex_lock(&s->mu);
+    while (r->borrowed > at_most) {
+        if (r->client_gone) {
+            /* Queued chunks never reach libuv now: drop them here. */
+            for (out_chunk_t **pp = &r->out_head; *pp;) {
+                out_chunk_t *o = *pp;
+                if (!o->ext) {
+                    pp = &o->next;
+                    continue;
+                }
+                *pp = o->next;
+                r->out_pending -= o->len;
+                r->borrowed--;
+                free(o);
+            }
+            r->out_tail = NULL;
+            for (out_chunk_t *o = r->out_head; o; o = o->next)
+                r->out_tail = o;
+            if (r->borrowed <= at_most) break;
+        }
+        pthread_cond_wait(&r->cv, &s->mu);
+    }
+    int rc = r->client_gone ? ERR_CLOSED : 0;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
 {
     int rc = http_respond(r, status, headers, (int64_t)len);
@@ -340,6 +400,7 @@ static void on_write(uv_write_t *w, int status)
     pthread_mutex_lock(&r->s->mu);
     r->out_pending -= o->len;
     r->nwrites--;
+    if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
     post(r); /* completion may now be possible */
@@ -421,6 +482,7 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, si
         pthread_mutex_lock(&s->mu);
         r->nwrites--;
         r->out_pending -= o->len;
+        if (o->ext) r->borrowed--;
         r->client_gone = 1;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&s->mu);
@@ -464,6 +526,7 @@ static void handle_events(uv_async_t *a)
             static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
             out_chunk_t *o = xmalloc(sizeof(*o));
             o->len = 0; /* static bytes, not counted in out_pending */
+            o->ext = NULL;
             o->req = r;
             c->continue_sent = 1;
             start_write(c, r, o, cont, sizeof(cont) - 1);
@@ -473,12 +536,13 @@ static void handle_events(uv_async_t *a)
             if (c->closing || gone) {
                 pthread_mutex_lock(&s->mu);
                 r->out_pending -= o->len;
+                if (o->ext) r->borrowed--;
                 pthread_cond_broadcast(&r->cv);
                 pthread_mutex_unlock(&s->mu);
                 free(o);
                 continue;
             }
-            start_write(c, r, o, o->data, o->len);
+            start_write(c, r, o, o->ext ? (char *)o->ext : o->data, o->len);
         }
         if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
         if (done) req_finish(c, r);

@@ -81,6 +81,14 @@ long http_body_read(http_req_t *r, void *buf, size_t cap);
 int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length);
 /* Send body bytes (copied). Blocks while more than HTTP_HIGH_WATER is in flight. */
 int http_write(http_req_t *r, const void *data, size_t len);
+/*
+ * Send body bytes without copying them: the bytes must stay valid and
+ * unchanged until http_wait_borrowed says they are out. Not for chunked
+ * responses. 0, or ERR_CLOSED when the client is gone.
+ */
+int http_write_borrowed(http_req_t *r, const void *data, size_t len);
+/* Wait until at most at_most borrowed writes are still pending (0: all out, buffers free). */
+int http_wait_borrowed(http_req_t *r, int at_most);
 /* A complete small response in one call. */
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len);
 /* The response cannot be completed (e.g. storage failed mid-body): close the connection

@@ -14,7 +14,6 @@
 
 #include <getopt.h>
 #include <ini.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,13 +217,6 @@ static int conf_entry(void *arg, const char *sec, const char *name, const char *
 
 int main(int argc, char **argv)
 {
-    /*
-     * Block and stripe buffers (1 MiB and up) come and go on many threads.
-     * glibc raises its mmap threshold after such frees and then serves them
-     * from per-thread arenas that keep the memory: a fixed threshold keeps
-     * them mmapped, so what a finished stream used goes back to the system.
-     */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     static conf_t conf = {
         .listen = "127.0.0.1:9000",
         .data = "./data",

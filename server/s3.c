@@ -1502,9 +1502,13 @@ static void get_object(ctx_t *x, int head)
                  (unsigned long long)off, (unsigned long long)(off + len - 1),
                  (unsigned long long)info.size);
     }
-    /* Stripe-sized pieces at stripe offsets: a stripe's blocks are read at once, in place. */
-    size_t unit = obj_read_unit(rd);
-    uint8_t *buf = xmalloc(unit);
+    /*
+     * Stripe-sized pieces at stripe offsets: a stripe's blocks are read at
+     * once, in place. Two buffers take turns: one is on its way to the
+     * socket (lent to the loop, not copied) while the next is read.
+     */
+    size_t unit = obj_read_unit(rd), bsz = len && len < unit ? (size_t)len : unit;
+    uint8_t *bufs[2] = {xmalloc(bsz), NULL}, *buf = bufs[0];
 #define NEXT_STEP() (size_t)(len < unit - off % unit ? len : unit - off % unit)
     size_t step = NEXT_STEP();
     /* Read the first piece before the status line: a lost object gets a real error. */
@@ -1521,11 +1525,15 @@ static void get_object(ctx_t *x, int head)
         obj_close(rd);
         return;
     }
-    while (len > 0) {
-        if (http_write(x->r, buf, step) != 0) break;
+    for (int turn = 0; len > 0; turn ^= 1) {
+        if (http_write_borrowed(x->r, buf, step) != 0) break;
         off += step;
         len -= step;
         if (!len) break;
+        /* The other buffer is free once at most this one is still pending. */
+        if (http_wait_borrowed(x->r, 1) != 0) break;
+        if (!bufs[turn ^ 1]) bufs[turn ^ 1] = xmalloc(bsz);
+        buf = bufs[turn ^ 1];
         step = NEXT_STEP();
         if ((err = obj_read(rd, off, buf, step)) != 0) {
             /* The status line is out: all we can do is cut the connection short. */
@@ -1535,10 +1543,12 @@ static void get_object(ctx_t *x, int head)
             break;
         }
     }
-#undef NEXT_STEP
-    free(buf);
+    (void)http_wait_borrowed(x->r, 0); /* nothing lent may be freed before it is out */
+    free(bufs[0]);
+    free(bufs[1]);
     obj_close(rd);
 }
+#undef NEXT_STEP
 
 /* CopyObject: stream the source through a new writer (metadata copied or replaced). */
 /*

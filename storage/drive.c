@@ -415,6 +415,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     if (!d->cfg.gc_dead_high) d->cfg.gc_dead_high = 0.75;
     if (!d->cfg.gc_reserve) d->cfg.gc_reserve = 0.25;
     pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->bounce_mu, NULL);
     pthread_mutex_init(&d->q_lock, NULL);
     pthread_cond_init(&d->q_cond, NULL);
     pthread_mutex_init(&d->gc_lock, NULL);
@@ -489,6 +490,8 @@ void drive_close(drive_t *d)
     drive__writer_free(&d->uw);
     drive__writer_free(&d->gw);
     budget_destroy(&d->budget);
+    drive__bounce_free_all(d);
+    pthread_mutex_destroy(&d->bounce_mu);
     pthread_mutex_destroy(&d->lock);
     pthread_mutex_destroy(&d->q_lock);
     pthread_cond_destroy(&d->q_cond);
@@ -648,8 +651,8 @@ static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id,
     }
     memcpy(out, p + (off - (uint64_t)c0 * REC_CHUNK), len);
 out:
-    free(hbuf);
-    free(pbuf);
+    drive__bounce_put(d, hbuf);
+    drive__bounce_put(d, pbuf);
     return rc;
 }
 

@@ -113,6 +113,14 @@ struct drive {
     budget_t budget;
 
     pthread_mutex_t lock;
+    /*
+     * Read bounce buffers kept for reuse (BOUNCE_KEEP at most, each with its
+     * size in front): a read per block must not cost an mmap, page faults
+     * and munmap, nor leave memory behind in a thread's malloc arena.
+     */
+    pthread_mutex_t bounce_mu;
+    struct bounce *bounce;
+    int nbounce;
     seg_t **segs; /* sorted by id */
     uint32_t nsegs, cap_segs, creating;
     uint32_t next_seg_id;
@@ -158,8 +166,14 @@ void drive__seg_release(drive_t *d, seg_t *s);
 void drive__seg_seal(drive_t *d, seg_t *s); /* under lock */
 char *drive__seg_path(drive_t *d, uint32_t id);
 int drive__fsync_dir(const char *dir);
+/*
+ * Aligned read of [start, end) into a bounce buffer from the drive's pool;
+ * *at points at start inside it. Give the buffer back with drive__bounce_put.
+ */
 int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
                          uint8_t **at);
+void drive__bounce_put(drive_t *d, uint8_t *buf);
+void drive__bounce_free_all(drive_t *d);
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
 int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg);
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s); /* under lock */

@@ -204,7 +204,7 @@ int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
     fd = -1;
 done:
     if (fd >= 0) close(fd);
-    free(buf);
+    drive__bounce_put(d, buf);
     free(path);
     return rc;
 }
@@ -275,19 +275,71 @@ void drive__seg_seal(drive_t *d, seg_t *s)
     s->sealed_ns = d->clock->now_ns(d->clock);
 }
 
+#define BOUNCE_KEEP 8
+
+typedef struct bounce {
+    struct bounce *next;
+    size_t cap;
+} bounce_t;
+
+/* Bounce buffers start DIO_ALIGN bytes after their header, so the data is aligned. */
+static uint8_t *bounce_get(drive_t *d, size_t len)
+{
+    pthread_mutex_lock(&d->bounce_mu);
+    bounce_t **pp = &d->bounce;
+    while (*pp && (*pp)->cap < len)
+        pp = &(*pp)->next;
+    bounce_t *b = *pp;
+    if (b) {
+        *pp = b->next;
+        d->nbounce--;
+    }
+    pthread_mutex_unlock(&d->bounce_mu);
+    if (!b) {
+        size_t cap = align_up(len, 1u << 20); /* block-sized reads share one size class */
+        b = xaligned_alloc(DIO_ALIGN, DIO_ALIGN + cap);
+        b->cap = cap;
+    }
+    return (uint8_t *)b + DIO_ALIGN;
+}
+
+void drive__bounce_put(drive_t *d, uint8_t *buf)
+{
+    if (!buf) return;
+    bounce_t *b = (bounce_t *)(buf - DIO_ALIGN);
+    pthread_mutex_lock(&d->bounce_mu);
+    if (d->nbounce < BOUNCE_KEEP) {
+        b->next = d->bounce;
+        d->bounce = b;
+        d->nbounce++;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&d->bounce_mu);
+    free(b);
+}
+
+void drive__bounce_free_all(drive_t *d)
+{
+    while (d->bounce) {
+        bounce_t *b = d->bounce;
+        d->bounce = b->next;
+        free(b);
+    }
+    d->nbounce = 0;
+}
+
 int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
                          uint8_t **at)
 {
     uint64_t a = align_down(start, DIO_ALIGN), b = align_up(end, DIO_ALIGN);
-    uint8_t *p = xaligned_alloc(DIO_ALIGN, b - a);
+    uint8_t *p = bounce_get(d, b - a);
     uint64_t done = 0;
 
-    (void)d;
     while (done < b - a) {
         ssize_t n = drive_io.pread(fd, p + done, b - a - done, (off_t)(a + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            free(p);
+            drive__bounce_put(d, p);
             return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
         }
         done += (uint64_t)n;
