@@ -901,6 +901,13 @@ static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf
         /* Read ahead: obj_read waited for it before decoding this stripe. */
         b = r->ra_blk[shard];
         rc = r->ra_jobs[shard].rc;
+    } else if (s->st[shard].ops->read_split) {
+        /* Straight into the caller's buffer; only the crc goes elsewhere. */
+        uint8_t c[4];
+        rc = s->st[shard].ops->read_split(s->st[shard].ctx, &id, buf, len, c, 4);
+        if (rc) return rc;
+        *crc = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+        return 0;
     } else {
         if (!r->blk[shard]) r->blk[shard] = xmalloc((size_t)r->info.layout.block_size + 4);
         b = r->blk[shard];

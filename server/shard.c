@@ -27,12 +27,18 @@ static int l_list(void *ctx, const char *bucket, const char *prefix, const char 
     return drive_list(ctx, bucket, prefix, after, fn, arg);
 }
 
+static int l_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                        size_t tail_len)
+{
+    return drive_read_split(ctx, id, 0, buf, len, tail, tail_len);
+}
+
 static void l_stats(void *ctx, drive_stats_t *st)
 {
     drive_stats(ctx, st);
 }
 
-static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list, l_stats};
+static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list, l_read_split, l_stats};
 
 shard_store_t shard_store_local(drive_t *d)
 {

@@ -16,6 +16,9 @@ typedef struct {
     int (*del)(void *ctx, const drive_id_t *id);
     int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
                 drive_list_fn fn, void *arg);
+    /* Optional: read [0, len+tail_len) into buf and tail (a block and its crc, no extra copy). */
+    int (*read_split)(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                      size_t tail_len);
     /* Engine counters of the drive behind the store (write amplification, space). */
     void (*stats)(void *ctx, drive_stats_t *st);
 } shard_ops_t;

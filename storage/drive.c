@@ -619,10 +619,14 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
     return 0;
 }
 
-/* Read and verify payload [off, off+len) of the record described by e. */
+/*
+ * Read and verify payload [off, off+len+tail_len) of the record described
+ * by e: the first len bytes into out, the rest into tail.
+ */
 static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, uint64_t off,
-                       uint8_t *out, size_t len)
+                       uint8_t *out, size_t len0, uint8_t *tail, size_t tail_len)
 {
+    size_t len = len0 + tail_len;
     uint32_t c0 = (uint32_t)(off / REC_CHUNK), c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
     uint64_t rec = e->off, pay = rec + e->hdr_len;
     uint64_t pstart = pay + (uint64_t)c0 * REC_CHUNK;
@@ -649,14 +653,17 @@ static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id,
         rc = ERR_CORRUPT;
         goto out;
     }
-    memcpy(out, p + (off - (uint64_t)c0 * REC_CHUNK), len);
+    const uint8_t *src = p + (off - (uint64_t)c0 * REC_CHUNK);
+    memcpy(out, src, len0);
+    if (tail_len) memcpy(tail, src + len0, tail_len);
 out:
     drive__bounce_put(d, hbuf);
     drive__bounce_put(d, pbuf);
     return rc;
 }
 
-int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
+                     void *tail, size_t tail_len)
 {
     rec_id_t rid;
     int rc;
@@ -670,11 +677,11 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
             free(vb);
             return ERR_NOT_FOUND;
         }
-        if (off > e.payload_len || len > e.payload_len - off) {
+        if (off > e.payload_len || len + tail_len > e.payload_len - off) {
             free(vb);
             return ERR_RANGE;
         }
-        if (len == 0) {
+        if (len + tail_len == 0) {
             free(vb);
             return 0;
         }
@@ -683,12 +690,17 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
             free(vb);
             continue;
         }
-        rc = read_extent(d, s, &e, &rid, off, buf, len);
+        rc = read_extent(d, s, &e, &rid, off, buf, len, tail, tail_len);
         drive__seg_release(d, s);
         free(vb);
         return rc;
     }
     return ERR_IO;
+}
+
+int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    return drive_read_split(d, id, off, buf, len, NULL, 0);
 }
 
 int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,

@@ -130,6 +130,14 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
     __attribute__((warn_unused_result));
 
 /*
+ * drive_read of [off, off+len+tail_len) into two places: the first len bytes
+ * into buf, the rest into tail. Saves a copy when a payload is data followed
+ * by a trailer (a block and its crc).
+ */
+int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
+                     void *tail, size_t tail_len) __attribute__((warn_unused_result));
+
+/*
  * List shards of a bucket whose key starts with prefix, in key order,
  * starting after `after` (NULL = from the start). The callback gets each
  * identity and stat; returning non-zero stops the walk (and is returned).

@@ -47,6 +47,16 @@ static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size
         ((uint8_t *)buf)[len / 2] ^= 0x01; /* bitrot below the drive's own checks */
     return rc;
 }
+/* The split read the gateway uses on real drives; odd stores go without it (the copy path). */
+static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                        size_t tail_len)
+{
+    faulty_t *f = ctx;
+    if (f->fail_read) return ERR_IO;
+    int rc = drive_read_split(f->d, id, 0, buf, len, tail, tail_len);
+    if (rc == 0 && f->corrupt_read && len > 0) ((uint8_t *)buf)[len / 2] ^= 0x01;
+    return rc;
+}
 static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
 {
     faulty_t *f = ctx;
@@ -68,7 +78,8 @@ static void f_stats(void *ctx, drive_stats_t *st)
     drive_stats(((faulty_t *)ctx)->d, st);
 }
 
-static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list, f_stats};
+static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list, f_read_split, f_stats};
+static const shard_ops_t faulty_ops_nosplit = {f_put, f_read, f_stat, f_del, f_list, NULL, f_stats};
 
 typedef struct {
     char *dir;
@@ -99,7 +110,7 @@ static int setup(void **state)
         c.segment_size = 8u << 20;
         c.capacity = 256u << 20;
         assert_int_equal(drive_open(&c, &e->f[i].d), 0);
-        st[i] = (shard_store_t){&faulty_ops, &e->f[i]};
+        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
     }
     int err;
     e->set = obj_set_new(st, K, M, B, &err);
