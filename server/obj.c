@@ -106,6 +106,7 @@ struct obj_set {
     pthread_mutex_t key_locks[KEY_LOCKS];
     pthread_mutex_t pin_mu;
     pin_t *pins;
+    uint64_t drop_epoch; /* versions dropped at once (unpinned); under pin_mu */
 };
 
 static void *pool_worker(void *arg)
@@ -505,9 +506,11 @@ static pin_t **pin_find(obj_set_t *s, const char *upload_id)
     return pp;
 }
 
-static void pin(obj_set_t *s, const char *upload_id)
+/* Pin a version; returns the drop epoch seen under the pin lock. */
+static uint64_t pin(obj_set_t *s, const char *upload_id)
 {
     pthread_mutex_lock(&s->pin_mu);
+    uint64_t epoch = __atomic_load_n(&s->drop_epoch, __ATOMIC_ACQUIRE);
     pin_t **pp = pin_find(s, upload_id);
     if (!*pp) {
         *pp = xcalloc(1, sizeof(pin_t));
@@ -515,6 +518,7 @@ static void pin(obj_set_t *s, const char *upload_id)
     }
     (*pp)->refs++;
     pthread_mutex_unlock(&s->pin_mu);
+    return epoch;
 }
 
 static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
@@ -553,6 +557,8 @@ static void drop_version(obj_set_t *s, const char *bucket, const char *key, cons
         d->old = *old;
         d->next = p->drops;
         p->drops = d;
+    } else {
+        __atomic_fetch_add(&s->drop_epoch, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&s->pin_mu);
     if (!p) drop_version_now(s, bucket, key, old);
@@ -967,16 +973,20 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
     /*
      * Pin the version, then look again: a writer drops the old version only
      * after its new heads are written, so a version still newest after the
-     * pin is taken cannot lose its blocks until obj_close.
+     * pin is taken cannot lose its blocks until obj_close. The second look is
+     * skipped when no version was dropped since before the first (the drop
+     * epoch, read under the pin lock, has not moved).
      */
     for (int tries = 0;; tries++) {
         obj_info_t again;
+        uint64_t e0 = __atomic_load_n(&s->drop_epoch, __ATOMIC_ACQUIRE);
         if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
             latch_destroy(&r->ra_latch);
             free(r);
             return NULL;
         }
-        pin(s, r->info.upload_id);
+        /* No version was dropped since before the look: what it found is still whole. */
+        if (pin(s, r->info.upload_id) == e0) break;
         if (obj_stat(s, bucket, key, &again) == 0 &&
             strcmp(again.upload_id, r->info.upload_id) == 0)
             break;
