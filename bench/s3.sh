@@ -157,7 +157,11 @@ row nginx_get_4KiB_c8_p99 "$(jget "$JS/nginx_4KiB_c8_warm.json" 'j["ops"]["get"]
 # wrk on one 4 KiB file vs wl-bench on the same server: is wl-bench the bottleneck?
 WRK=$(wrk -t2 -c8 -d${DUR}s "http://127.0.0.1:$NPORT/wl/g4KiB/000000000000" | awk '/Requests\/sec/{print $2}')
 row wrk_nginx_4KiB_c8 "$WRK" ops/s -
-row wlbench_nginx_4KiB_c8 "$(jget "$JS/nginx_4KiB_c8_warm.json" 'j["ops"]["get"]["ops_per_s"]')" ops/s wrk_nginx_4KiB_c8
+# The same file, the same 8 connections, right after wrk: the tools' own cost compared.
+"$WLB" get --plain --quiet --endpoint "http://127.0.0.1:$NPORT" --bucket wl --prefix g4KiB/ --objects 1 \
+  --size 4KiB --clients 8 --duration $DUR --json "$JS/nginx_wlbench_vs_wrk.json" >/dev/null
+row wlbench_nginx_4KiB_c8 "$(jget "$JS/nginx_wlbench_vs_wrk.json" 'j["ops"]["get"]["ops_per_s"]')" ops/s \
+  wrk_nginx_4KiB_c8
 kill "${PIDS[0]}" && wait "${PIDS[0]}" 2>/dev/null || true
 PIDS=()
 rm -rf "$DIR/www"
