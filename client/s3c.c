@@ -380,7 +380,7 @@ static int send_request(s3c_t *c, const s3c_req_t *req, size_t head)
     return used ? send_all(c->fd, c->wbuf, used) : 0;
 }
 
-static int read_response(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp, int *got_any)
+static void resp_begin(s3c_t *c)
 {
     llhttp_init(&c->parser, HTTP_RESPONSE, &c->settings);
     c->parser.data = c;
@@ -389,23 +389,23 @@ static int read_response(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp, int *
     c->hname_len = 0;
     c->hfield = 0;
     c->keep_over = 0;
-    while (!c->done) {
-        ssize_t n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            /* A body delimited by the connection's end finishes here. */
-            if (n == 0 && *got_any && llhttp_finish(&c->parser) == HPE_OK && c->done) break;
-            return ERR_IO;
-        }
-        *got_any = 1;
-        llhttp_errno_t e = llhttp_execute(&c->parser, c->rbuf, (size_t)n);
-        if (e == HPE_PAUSED) break;
-        if (e != HPE_OK) {
-            log_warn("s3c: bad response: %s", llhttp_get_error_reason(&c->parser));
-            return ERR_INVAL;
-        }
+}
+
+/* Feed response bytes: 1 when the response is complete, 0 for more, ERR_INVAL when malformed. */
+static int resp_feed(s3c_t *c, const char *buf, size_t n)
+{
+    llhttp_errno_t e = llhttp_execute(&c->parser, buf, n);
+    if (e == HPE_PAUSED) return 1;
+    if (e != HPE_OK) {
+        log_warn("s3c: bad response: %s", llhttp_get_error_reason(&c->parser));
+        return ERR_INVAL;
     }
-    if (!llhttp_should_keep_alive(&c->parser)) s3c_close(c);
+    return c->done;
+}
+
+/* After the last byte: lengths, the kept body and the S3 error code. */
+static void resp_end(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp)
+{
     if (resp->content_length == 0) resp->content_length = resp->body_bytes;
     if (!resp->range_total) resp->range_total = resp->content_length;
     if (!req->sink || resp->status >= 300) {
@@ -420,6 +420,48 @@ static int read_response(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp, int *
         if (resp->status >= 300 && kept)
             s3c_xml_text(c->keep, kept, "Code", resp->code, sizeof(resp->code));
     }
+}
+
+static int read_response(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp, int *got_any)
+{
+    resp_begin(c);
+    for (;;) {
+        ssize_t n = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            /* A body delimited by the connection's end finishes here. */
+            if (n == 0 && *got_any && llhttp_finish(&c->parser) == HPE_OK && c->done) break;
+            return ERR_IO;
+        }
+        *got_any = 1;
+        int rc = resp_feed(c, c->rbuf, (size_t)n);
+        if (rc < 0) return rc;
+        if (rc == 1) break;
+    }
+    if (!llhttp_should_keep_alive(&c->parser)) s3c_close(c);
+    resp_end(c, req, resp);
+    return 0;
+}
+
+int s3c_parse_response(s3c_t *c, const char *data, size_t len, size_t step, int head,
+                       s3c_sink_fn sink, void *sink_arg, s3c_resp_t *resp)
+{
+    s3c_req_t req = {.method = head ? "HEAD" : "GET", .sink = sink, .sink_arg = sink_arg};
+    memset(resp, 0, sizeof(*resp));
+    resp->retry_after = -1;
+    c->req = &req;
+    c->resp = resp;
+    c->is_head = head;
+    clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    resp_begin(c);
+    int rc = 0;
+    for (size_t pos = 0; pos < len && rc == 0; pos += step) {
+        size_t n = len - pos < step ? len - pos : step;
+        rc = resp_feed(c, data + pos, n);
+    }
+    if (rc == 0 && llhttp_finish(&c->parser) == HPE_OK && c->done) rc = 1;
+    if (rc != 1) return rc < 0 ? rc : ERR_AGAIN;
+    resp_end(c, &req, resp);
     return 0;
 }
 

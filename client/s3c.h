@@ -70,6 +70,14 @@ void s3c_free(s3c_t *c);
  */
 int s3c_do(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp) __attribute__((warn_unused_result));
 
+/*
+ * Parse a response held in memory, fed step bytes at a time, as s3c_do
+ * would read it from the socket (for tests and fuzzing). 0 when complete,
+ * ERR_AGAIN when it ends early, ERR_INVAL when malformed.
+ */
+int s3c_parse_response(s3c_t *c, const char *data, size_t len, size_t step, int head,
+                       s3c_sink_fn sink, void *sink_arg, s3c_resp_t *resp);
+
 /* Drop the connection (the next request opens a new one). */
 void s3c_close(s3c_t *c);
 

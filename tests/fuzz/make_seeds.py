@@ -72,6 +72,12 @@ if __name__ == "__main__":
           b"<Object><Key>c</Key></Object></Delete>")
     write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
           b"</Object></Delete>")
+    write("s3c", 0, b"\x02\x07HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 5\r\n\r\nhello")
+    write("s3c", 1, b"\x00\x03HTTP/1.1 503 Slow Down\r\nRetry-After: 1\r\nContent-Length: 62\r\n\r\n"
+          b"<Error><Code>SlowDown</Code><Message>x</Message></Error>      ")
+    write("s3c", 2, b"\x02\x05HTTP/1.1 206 Partial\r\nContent-Range: bytes 2-4/10\r\n"
+          b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+    write("s3c", 3, b"\x01\x01HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
     write("http", 0, b"\x05GET /b/k?list-type=2 HTTP/1.1\r\nHost: x\r\n\r\n"
           b"PUT /b/k HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc")
     write("http", 1, b"\x00POST /b?delete HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
