@@ -68,8 +68,11 @@ def test_workloads_against_warmlake(server, tmp):
     j, _ = run_json(tmp, "delete", "delete", "--size", "1KiB", "--objects", "50",
                     "--prefix", "d/", endpoint=ep)
     assert j["ops"]["delete"]["ops"] == 50
+    # --cleanup deletes what the run wrote.
+    wlb("put", "--size", "1KiB", "--ops", "25", "--prefix", "cl/", "--cleanup", endpoint=ep)
     # What the tool wrote is what an ordinary client reads back.
     c = s3_client(ep)
+    assert c.list_objects_v2(Bucket="wl-bench", Prefix="cl/")["KeyCount"] == 0
     assert c.list_objects_v2(Bucket="wl-bench", Prefix="d/")["KeyCount"] == 0
     mpu = c.list_objects_v2(Bucket="wl-bench", Prefix="wlb/")["Contents"]
     assert any(o["Size"] == 11 << 20 and o["ETag"].endswith('-3"') for o in mpu)
