@@ -56,27 +56,22 @@ say() { echo "# $*"; }
 
 # ---------------------------------------------------------------- ceilings
 say "ceilings: fio on $DIR, CPU"
-fio_bw() { # fio_bw read|write ARGS...: MB/s of one job
-  local side=$1; shift
-  fio --output-format=json "$@" | python3 -c '
-import json, sys
-print(json.load(sys.stdin)["jobs"][0][sys.argv[1]]["bw_bytes"] / 1e6)' "$side"
-}
+. "$(dirname "$0")/fio.sh"
 F=$DIR/fio.dat
 fio --name=prep --filename="$F" --size=$FIO_SIZE --rw=write --bs=1M --direct=1 --ioengine=libaio \
   --iodepth=16 >/dev/null
 common=(--name=ceiling --filename="$F" --size=$FIO_SIZE --direct=1 --ioengine=libaio --time_based
         --runtime=$DUR --bs=1M --iodepth=16)
-FIO_W=$(fio_bw write "${common[@]}" --rw=write)
-FIO_R=$(fio_bw read "${common[@]}" --rw=read)
+read -r FIO_W _ < <(fio_job write "${common[@]}" --rw=write)
+read -r FIO_R _ < <(fio_job read "${common[@]}" --rw=read)
 row fio_seq_write_1MiB "$FIO_W" MB/s -
 row fio_seq_read_1MiB "$FIO_R" MB/s -
 rm -f "$F"
 # Durable small writes at the suite's concurrencies: what 4 KiB PUTs could get.
 for c in "${CLIENTS[@]}"; do
-  iops=$(fio --output-format=json --name=small --directory="$DIR" --size=64M --rw=write --bs=4k \
+  read -r _ iops < <(fio_job write --name=small --directory="$DIR" --size=64M --rw=write --bs=4k \
     --ioengine=sync --direct=1 --fdatasync=1 --numjobs="$c" --group_reporting --time_based \
-    --runtime=$DUR | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["write"]["iops"])')
+    --runtime=$DUR)
   row "fio_4KiB_write_fdatasync_${c}jobs" "$iops" ops/s -
   rm -f "$DIR"/small.*
 done

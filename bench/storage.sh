@@ -10,15 +10,7 @@ trap 'rm -rf "$DIR"' EXIT
 
 if [ "${QUICK:-0}" = 1 ]; then SIZE=512M; RT=3; else SIZE=2G; RT=8; fi
 
-# fio_json NAME ARGS...: run fio, print "bw_bytes iops" of the job's read or write side.
-fio_job() {
-  local side=$1; shift
-  fio --output-format=json "$@" | python3 -c '
-import json, sys
-side = sys.argv[1]
-j = json.load(sys.stdin)["jobs"][0][side]
-print(j["bw_bytes"], j["iops"])' "$side"
-}
+. "$(dirname "$0")/fio.sh"
 
 F="$DIR/fio.dat"
 common=(--name=ceiling --filename="$F" --size=$SIZE --direct=1 --ioengine=libaio
@@ -28,16 +20,16 @@ fio --name=prep --filename="$F" --size=$SIZE --rw=write --bs=1M --direct=1 --ioe
     --iodepth=16 >/dev/null
 
 read -r bw _ < <(fio_job write "${common[@]}" --rw=write --bs=1M --iodepth=16)
-printf 'ROW\tfio_seq_write_1MiB\t%s\tMB/s\t-\n' "$(python3 -c "print($bw/1e6)")"
+printf 'ROW\tfio_seq_write_1MiB\t%s\tMB/s\t-\n' "$bw"
 read -r bw _ < <(fio_job read "${common[@]}" --rw=read --bs=1M --iodepth=16)
-printf 'ROW\tfio_seq_read_1MiB\t%s\tMB/s\t-\n' "$(python3 -c "print($bw/1e6)")"
+printf 'ROW\tfio_seq_read_1MiB\t%s\tMB/s\t-\n' "$bw"
 read -r bw _ < <(fio_job read "${common[@]}" --rw=randread --bs=64k --iodepth=16)
-printf 'ROW\tfio_randread_64KiB\t%s\tMB/s\t-\n' "$(python3 -c "print($bw/1e6)")"
+printf 'ROW\tfio_randread_64KiB\t%s\tMB/s\t-\n' "$bw"
 # Durable 1 MiB appends, one at a time (write + fdatasync): what a single
 # writer that waits for durability can get from the raw disk.
 read -r bw _ < <(fio_job write --name=ceiling --filename="$DIR/append.dat" --size=$SIZE \
   --rw=write --bs=1M --ioengine=sync --direct=1 --fdatasync=1 --time_based --runtime=$RT)
-printf 'ROW\tfio_seq_write_1MiB_fdatasync_qd1\t%s\tMB/s\t-\n' "$(python3 -c "print($bw/1e6)")"
+printf 'ROW\tfio_seq_write_1MiB_fdatasync_qd1\t%s\tMB/s\t-\n' "$bw"
 rm -f "$DIR/append.dat"
 # The raw rate of durable small appends: 4 KiB write + fdatasync, one at a time.
 read -r _ iops < <(fio_job write --name=ceiling --filename="$DIR/append.dat" --size=256M \

@@ -277,14 +277,15 @@ static int send_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-int s3c_encode_path(const char *in, char *out, size_t cap)
+/* URI-encode every byte outside A-Z a-z 0-9 - _ . ~ (and '/' when keep_slash). */
+static int uri_encode(const char *in, int keep_slash, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t o = 0;
     for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
         int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
-                    *p == '/';
+                    (keep_slash && *p == '/');
         if (o + (plain ? 1 : 3) >= cap) return -1;
         if (plain) {
             out[o++] = (char)*p;
@@ -296,6 +297,16 @@ int s3c_encode_path(const char *in, char *out, size_t cap)
     }
     out[o] = 0;
     return (int)o;
+}
+
+int s3c_encode_path(const char *in, char *out, size_t cap)
+{
+    return uri_encode(in, 1, out, cap);
+}
+
+int s3c_encode_query(const char *in, char *out, size_t cap)
+{
+    return uri_encode(in, 0, out, cap);
 }
 
 /* Request line and headers into c->wbuf; returns the length or an error. */

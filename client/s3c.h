@@ -83,6 +83,8 @@ void s3c_close(s3c_t *c);
 
 /* URI-encode a key for a path ('/' kept) into out; returns the length or -1 if cap is short. */
 int s3c_encode_path(const char *in, char *out, size_t cap);
+/* The same for a query value ('/' encoded too). */
+int s3c_encode_query(const char *in, char *out, size_t cap);
 
 /*
  * Call fn with the text of every <name>...</name> element of an XML body

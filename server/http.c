@@ -134,6 +134,25 @@ long http_body_read(http_req_t *r, void *buf, size_t cap)
     return n;
 }
 
+/* Append a chunk of len bytes (own copy in data[], or borrowed ext) to r's output (s->mu held). */
+static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
+{
+    out_chunk_t *o = xmalloc(sizeof(*o) + (ext ? 0 : len));
+    o->next = NULL;
+    o->len = len;
+    o->req = r;
+    o->ext = ext;
+    if (r->out_tail)
+        r->out_tail->next = o;
+    else
+        r->out_head = o;
+    r->out_tail = o;
+    r->out_pending += len;
+    if (ext) r->borrowed++;
+    post(r);
+    return o;
+}
+
 static int queue_out(http_req_t *r, const void *data, size_t len)
 {
     http_server_t *s = r->s;
@@ -144,19 +163,7 @@ static int queue_out(http_req_t *r, const void *data, size_t len)
     if (r->client_gone) {
         rc = ERR_CLOSED;
     } else if (len) {
-        out_chunk_t *o = xmalloc(sizeof(*o) + len);
-        o->next = NULL;
-        o->len = len;
-        o->req = r;
-        o->ext = NULL;
-        memcpy(o->data, data, len);
-        if (r->out_tail)
-            r->out_tail->next = o;
-        else
-            r->out_head = o;
-        r->out_tail = o;
-        r->out_pending += len;
-        post(r);
+        memcpy(enqueue(r, NULL, len)->data, data, len); /* the loop runs it only after s->mu */
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -268,19 +275,7 @@ int http_write_borrowed(http_req_t *r, const void *data, size_t len)
         pthread_mutex_unlock(&s->mu);
         return ERR_CLOSED;
     }
-    out_chunk_t *o = xmalloc(sizeof(*o));
-    o->next = NULL;
-    o->len = len;
-    o->req = r;
-    o->ext = data;
-    if (r->out_tail)
-        r->out_tail->next = o;
-    else
-        r->out_head = o;
-    r->out_tail = o;
-    r->out_pending += len;
-    r->borrowed++;
-    post(r);
+    enqueue(r, data, len);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -560,36 +555,24 @@ static void handle_events(uv_async_t *a)
 
 /* ---- parsing ---- */
 
+/* The parser's data is the connection's head (for http_head's callbacks); its owner the conn. */
+static conn_t *conn_of(llhttp_t *p)
+{
+    return ((http_head_t *)p->data)->owner;
+}
+
 static int on_message_begin(llhttp_t *p)
 {
-    conn_t *c = p->data;
+    conn_t *c = conn_of(p);
     http_head_reset(&c->head);
     c->continue_sent = 0;
     c->msg_begin = now_ms(c->s);
     return 0;
 }
 
-/* The head's pieces go to http_head; past its limit the parse stops (431). */
-#define HEAD_CB(name, fn)                                                                          \
-    static int name(llhttp_t *p, const char *at, size_t len)                                       \
-    {                                                                                              \
-        return fn(&((conn_t *)p->data)->head, at, len) ? HPE_USER : 0;                             \
-    }
-#define HEAD_DONE_CB(name, fn)                                                                     \
-    static int name(llhttp_t *p)                                                                   \
-    {                                                                                              \
-        return fn(&((conn_t *)p->data)->head) ? HPE_USER : 0;                                      \
-    }
-HEAD_CB(on_url, http_head_url)
-HEAD_DONE_CB(on_url_complete, http_head_url_done)
-HEAD_CB(on_header_field, http_head_field)
-HEAD_DONE_CB(on_header_field_complete, http_head_field_done)
-HEAD_CB(on_header_value, http_head_value)
-HEAD_DONE_CB(on_header_value_complete, http_head_value_done)
-
 static int on_headers_complete(llhttp_t *p)
 {
-    conn_t *c = p->data;
+    conn_t *c = conn_of(p);
     http_server_t *s = c->s;
     http_req_t *r = xcalloc(1, sizeof(*r));
     r->c = c;
@@ -622,7 +605,7 @@ static int on_headers_complete(llhttp_t *p)
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
 {
-    conn_t *c = p->data;
+    conn_t *c = conn_of(p);
     http_req_t *r = c->req;
     pthread_mutex_lock(&c->s->mu);
     if (r->in_len + len > r->in_cap) {
@@ -651,7 +634,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 
 static int on_message_complete(llhttp_t *p)
 {
-    conn_t *c = p->data;
+    conn_t *c = conn_of(p);
     http_req_t *r = c->req;
     pthread_mutex_lock(&c->s->mu);
     r->body_complete = 1;
@@ -844,7 +827,8 @@ static void on_connection(uv_stream_t *l, int status)
     }
     uv_tcp_nodelay(&c->tcp, 1);
     llhttp_init(&c->parser, HTTP_REQUEST, &settings);
-    c->parser.data = c;
+    c->head.owner = c;
+    c->parser.data = &c->head;
     c->last_activity = c->msg_begin = now_ms(s);
     uv_timer_start(&c->timer, on_timer, 1000, 1000);
     start_reading(c);
@@ -858,13 +842,8 @@ int http_server_new(const http_cfg_t *cfg, http_server_t **out)
     struct sockaddr_storage addr;
 
     llhttp_settings_init(&settings);
+    http_head_callbacks(&settings);
     settings.on_message_begin = on_message_begin;
-    settings.on_url = on_url;
-    settings.on_url_complete = on_url_complete;
-    settings.on_header_field = on_header_field;
-    settings.on_header_field_complete = on_header_field_complete;
-    settings.on_header_value = on_header_value;
-    settings.on_header_value_complete = on_header_value_complete;
     settings.on_headers_complete = on_headers_complete;
     settings.on_body = on_body;
     settings.on_message_complete = on_message_complete;

@@ -102,3 +102,30 @@ void http_head_view(const http_head_t *h, http_head_view_t *v)
             v->expect_continue = 1;
     }
 }
+
+#define DATA_CB(name, fn)                                                                          \
+    static int name(llhttp_t *p, const char *at, size_t len)                                       \
+    {                                                                                              \
+        return fn(p->data, at, len) ? HPE_USER : 0;                                                \
+    }
+#define DONE_CB(name, fn)                                                                          \
+    static int name(llhttp_t *p)                                                                   \
+    {                                                                                              \
+        return fn(p->data) ? HPE_USER : 0;                                                         \
+    }
+DATA_CB(cb_url, http_head_url)
+DONE_CB(cb_url_done, http_head_url_done)
+DATA_CB(cb_field, http_head_field)
+DONE_CB(cb_field_done, http_head_field_done)
+DATA_CB(cb_value, http_head_value)
+DONE_CB(cb_value_done, http_head_value_done)
+
+void http_head_callbacks(llhttp_settings_t *s)
+{
+    s->on_url = cb_url;
+    s->on_url_complete = cb_url_done;
+    s->on_header_field = cb_field;
+    s->on_header_field_complete = cb_field_done;
+    s->on_header_value = cb_value;
+    s->on_header_value_complete = cb_value_done;
+}

@@ -9,6 +9,7 @@
 
 #include "server/http.h"
 
+#include <llhttp.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,7 @@ typedef struct {
     size_t url_off, name_off[HTTP_MAX_HEADERS], value_off[HTTP_MAX_HEADERS];
     int n, last_was_value;
     int too_big; /* over max, or more than HTTP_MAX_HEADERS lines */
+    void *owner; /* whoever parses with it (a connection, a fuzzer run) */
 } http_head_t;
 
 /* The parsed head, pointing into a copy the caller frees (copy). */
@@ -35,7 +37,16 @@ typedef struct {
 void http_head_reset(http_head_t *h);
 void http_head_free(http_head_t *h);
 
-/* llhttp data callbacks: 0, or -1 when the head grows too big (answer 431). */
+/*
+ * Install the head's llhttp callbacks (URL and header pieces) into s; the
+ * parser's data must point at the http_head_t. The caller adds its own
+ * message begin/headers complete/body/complete callbacks (on_message_begin
+ * must call http_head_reset). A head over its limit stops the parse with
+ * HPE_USER and too_big set (answer 431).
+ */
+void http_head_callbacks(llhttp_settings_t *s);
+
+/* The pieces, for callers that drive them directly: 0, or -1 when the head grows too big. */
 int http_head_url(http_head_t *h, const char *at, size_t len);
 int http_head_url_done(http_head_t *h);
 int http_head_field(http_head_t *h, const char *at, size_t len);

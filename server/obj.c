@@ -861,7 +861,6 @@ struct obj_reader {
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
-    int pinned;
 };
 
 typedef struct ra_job {
@@ -1020,7 +1019,6 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
             return NULL;
         }
     }
-    r->pinned = 1;
     blk_bucket(r->bbucket, bucket);
     r->key = xstrdup(key);
     r->cur_idx = -1;
@@ -1114,7 +1112,7 @@ void obj_close(obj_reader_t *r)
     free(r->ra_jobs);
     for (int i = 0; i < OBJ_MAX_SHARDS; i++)
         free(r->ra_blk[i]);
-    if (r->pinned) unpin(r->s, r->info.upload_id);
+    unpin(r->s, r->info.upload_id); /* every reader holds a pin from obj_open */
     ers_decoder_free(r->dec);
     free(r->parts);
     free(r->sizes);

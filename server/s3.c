@@ -1124,7 +1124,7 @@ static int stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     return 0;
 }
 
-/* "x-amz-checksum-crc32: VALUE\r\n" for a kept "crc32:VALUE" (empty when none). */
+/* "x-amz-checksum-crc32: VALUE\r\n" for a kept "crc32:VALUE" (empty when none is kept). */
 static void cks_header(const char *kept, char *out, size_t cap)
 {
     const char *colon = kept ? strchr(kept, ':') : NULL;
@@ -1132,17 +1132,6 @@ static void cks_header(const char *kept, char *out, size_t cap)
         out[0] = 0;
     else
         snprintf(out, cap, "x-amz-checksum-%.*s: %s\r\n", (int)(colon - kept), kept, colon + 1);
-}
-
-/* The kept checksum of an object ("algo:value"), or NULL. */
-static const char *kept_checksum(const obj_info_t *info)
-{
-    for (size_t p = 0; p < info->umeta_len;) {
-        const char *name = info->umeta + p, *val = name + strlen(name) + 1;
-        if (strcmp(name, CKS_META) == 0) return val;
-        p = (size_t)(val - info->umeta) + strlen(val) + 1;
-    }
-    return NULL;
 }
 
 static void put_object(ctx_t *x)
@@ -1208,7 +1197,27 @@ static void mpu_create(ctx_t *x)
     respond_xml(x, 200, &b);
 }
 
+/* The next read of a stream at off with len left: up to the end of the current read unit. */
+static size_t next_piece(uint64_t off, uint64_t len, size_t unit)
+{
+    return (size_t)(len < unit - off % unit ? len : unit - off % unit);
+}
+
 static obj_reader_t *open_copy_source(ctx_t *x, obj_info_t *si, int *same);
+
+/* CopyObjectResult / CopyPartResult: the new object's (or part's) date and ETag. */
+static void respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info)
+{
+    buf_t b = {0};
+    char t[32];
+    iso8601(info->mtime_ns, t);
+    bprintf(&b,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s "
+            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
+            "<ETag>&quot;%s&quot;</ETag></%s>",
+            element, t, info->etag, element);
+    respond_xml(x, 200, &b);
+}
 static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
 
 /* UploadPartCopy: a part from (a byte range of) an existing object. */
@@ -1252,15 +1261,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         s3_engine_error(x, err);
         return;
     }
-    buf_t b = {0};
-    char t[32];
-    iso8601(info.mtime_ns, t);
-    bprintf(&b,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyPartResult "
-            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
-            "<ETag>&quot;%s&quot;</ETag></CopyPartResult>",
-            t, info.etag);
-    respond_xml(x, 200, &b);
+    respond_copy_result(x, "CopyPartResult", &info);
 }
 
 static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
@@ -1479,7 +1480,7 @@ static void get_object(ctx_t *x, int head)
     const char *mode = hdr(x->info, "x-amz-checksum-mode");
     if (mode && !strcasecmp(mode, "ENABLED") && !hdr(x->info, "range")) {
         char ch[160];
-        cks_header(kept_checksum(&info), ch, sizeof(ch));
+        cks_header(umeta_get(&info, CKS_META), ch, sizeof(ch));
         n += snprintf(h + n, sizeof(h) - (size_t)n, "%s", ch);
     }
     if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
@@ -1509,8 +1510,7 @@ static void get_object(ctx_t *x, int head)
      */
     size_t unit = obj_read_unit(rd), bsz = len && len < unit ? (size_t)len : unit;
     uint8_t *bufs[2] = {xmalloc(bsz), NULL}, *buf = bufs[0];
-#define NEXT_STEP() (size_t)(len < unit - off % unit ? len : unit - off % unit)
-    size_t step = NEXT_STEP();
+    size_t step = next_piece(off, len, unit);
     /* Read the first piece before the status line: a lost object gets a real error. */
     if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
         log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
@@ -1534,7 +1534,7 @@ static void get_object(ctx_t *x, int head)
         if (http_wait_borrowed(x->r, 1) != 0) break;
         if (!bufs[turn ^ 1]) bufs[turn ^ 1] = xmalloc(bsz);
         buf = bufs[turn ^ 1];
-        step = NEXT_STEP();
+        step = next_piece(off, len, unit);
         if ((err = obj_read(rd, off, buf, step)) != 0) {
             /* The status line is out: all we can do is cut the connection short. */
             log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
@@ -1548,7 +1548,6 @@ static void get_object(ctx_t *x, int head)
     free(bufs[1]);
     obj_close(rd);
 }
-#undef NEXT_STEP
 
 /* CopyObject: stream the source through a new writer (metadata copied or replaced). */
 /*
@@ -1598,7 +1597,7 @@ static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t 
     uint8_t *buf = xmalloc(unit);
     int err = 0;
     while (!err && len > 0) {
-        size_t n = len < unit - off % unit ? (size_t)len : unit - off % unit;
+        size_t n = next_piece(off, len, unit);
         if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
         off += n;
         len -= n;
@@ -1645,15 +1644,7 @@ static void copy_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    buf_t b = {0};
-    char t[32];
-    iso8601(info.mtime_ns, t);
-    bprintf(&b,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CopyObjectResult "
-            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
-            "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>",
-            t, info.etag);
-    respond_xml(x, 200, &b);
+    respond_copy_result(x, "CopyObjectResult", &info);
 }
 
 static void delete_objects(ctx_t *x)

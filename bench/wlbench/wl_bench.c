@@ -62,7 +62,6 @@ typedef struct {
 } errkind_t;
 
 typedef struct {
-    int id;
     pthread_t th;
     s3c_t *c;
     uint64_t rng;
@@ -319,23 +318,6 @@ static int do_delete(client_t *cl, uint64_t n, int64_t *lat)
     return 0;
 }
 
-static void q_encode(const char *in, char *out, size_t cap)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)in; *p && o + 4 < cap; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            out[o++] = (char)*p;
-        } else {
-            out[o++] = '%';
-            out[o++] = hex[*p >> 4];
-            out[o++] = hex[*p & 15];
-        }
-    }
-    out[o] = 0;
-}
-
 typedef struct {
     char last[512];
     uint64_t n, out_of_order;
@@ -361,8 +343,8 @@ typedef struct {
 static int do_list(client_t *cl, list_state_t *ls, int64_t *lat)
 {
     char query[6000], pfx[1600], tok[1200 * 3];
-    q_encode(cfg.prefix, pfx, sizeof(pfx));
-    q_encode(ls->token, tok, sizeof(tok));
+    if (s3c_encode_query(cfg.prefix, pfx, sizeof(pfx)) < 0) pfx[0] = 0; /* main caps the prefix */
+    if (s3c_encode_query(ls->token, tok, sizeof(tok)) < 0) tok[0] = 0;
     snprintf(query, sizeof(query), "list-type=2&max-keys=1000&prefix=%s%s%s", pfx,
              ls->token[0] ? "&continuation-token=" : "", ls->token[0] ? tok : "");
     char path[512];
@@ -432,7 +414,7 @@ static int do_multipart(client_t *cl, uint64_t n, int64_t *lat)
     }
     s3c_xml_text(r.body, r.body_len, "UploadId", upload_id, sizeof(upload_id));
     char enc_id[1536];
-    q_encode(upload_id, enc_id, sizeof(enc_id));
+    if (s3c_encode_query(upload_id, enc_id, sizeof(enc_id)) < 0) enc_id[0] = 0;
     size_t xcap = 128 + parts * 96, xo = 0;
     char *xml = malloc(xcap);
     xo += (size_t)snprintf(xml, xcap, "<CompleteMultipartUpload>");
@@ -647,7 +629,6 @@ static void reset_clients(void)
         memset(cl, 0, sizeof(*cl));
         cl->c = c;
         cl->rng = rng;
-        cl->id = i;
         for (int o = 0; o < OP_N; o++)
             hist_init(&cl->lat[o]);
         hist_init(&cl->ttfb);
@@ -670,11 +651,12 @@ static void print_lat_row(const char *name, const hist_t *h, uint64_t ops, uint6
 
 static void print_table(const total_t *t)
 {
-    char sz[64];
+    char sz[600];
     if (cfg.sizes.n == 1)
         size_format(cfg.sizes.size[0], sz, sizeof(sz));
     else
-        snprintf(sz, sizeof(sz), "%s", cfg.size_spec);
+        snprintf(sz, sizeof(sz), "%s (mean %.0f KiB)", cfg.size_spec,
+                 size_dist_mean(&cfg.sizes) / 1024);
     char objs[64] = "a new key per op";
     if (cfg.objects) snprintf(objs, sizeof(objs), "%llu objects", (unsigned long long)cfg.objects);
     printf("wl-bench %s: %s, %d clients, size %s, %s, %.1f s%s\n", cfg.workload, cfg.endpoint,
@@ -1158,7 +1140,7 @@ int main(int argc, char **argv)
         if (end && *end) goto bad;
     }
     if (optind != argc || size_dist_parse(cfg.size_spec, &cfg.sizes) != 0 || cfg.clients < 1 ||
-        cfg.clients > MAX_CLIENTS)
+        strlen(cfg.prefix) > 400 || strlen(cfg.bucket) > 63 || cfg.clients > MAX_CLIENTS)
         goto bad;
     const char *w = cfg.workload;
     if (cfg.objects == UINT64_MAX)

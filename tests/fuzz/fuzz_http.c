@@ -26,32 +26,20 @@ static uint64_t mix(uint64_t h, const void *p, size_t n)
     return h;
 }
 
+static run_t *run_of(llhttp_t *p)
+{
+    return ((http_head_t *)p->data)->owner;
+}
+
 static int on_begin(llhttp_t *p)
 {
-    http_head_reset(&((run_t *)p->data)->head);
+    http_head_reset(p->data);
     return 0;
 }
 
-#define CB(name, fn)                                                                               \
-    static int name(llhttp_t *p, const char *at, size_t len)                                       \
-    {                                                                                              \
-        return fn(&((run_t *)p->data)->head, at, len) ? HPE_USER : 0;                              \
-    }
-#define DONE(name, fn)                                                                             \
-    static int name(llhttp_t *p)                                                                   \
-    {                                                                                              \
-        return fn(&((run_t *)p->data)->head) ? HPE_USER : 0;                                       \
-    }
-CB(on_url, http_head_url)
-DONE(on_url_done, http_head_url_done)
-CB(on_field, http_head_field)
-DONE(on_field_done, http_head_field_done)
-CB(on_value, http_head_value)
-DONE(on_value_done, http_head_value_done)
-
 static int on_headers_complete(llhttp_t *p)
 {
-    run_t *r = p->data;
+    run_t *r = run_of(p);
     http_head_view_t v;
     http_head_view(&r->head, &v);
     /* Everything a handler reads lies inside the copy and is NUL-terminated there. */
@@ -75,7 +63,7 @@ static int on_headers_complete(llhttp_t *p)
 
 static int on_message_complete(llhttp_t *p)
 {
-    ((run_t *)p->data)->messages++;
+    run_of(p)->messages++;
     return 0;
 }
 
@@ -83,20 +71,16 @@ static llhttp_errno_t parse(const uint8_t *data, size_t size, size_t step, run_t
 {
     llhttp_settings_t s;
     llhttp_settings_init(&s);
+    http_head_callbacks(&s); /* the very callbacks warmlaked parses with */
     s.on_message_begin = on_begin;
-    s.on_url = on_url;
-    s.on_url_complete = on_url_done;
-    s.on_header_field = on_field;
-    s.on_header_field_complete = on_field_done;
-    s.on_header_value = on_value;
-    s.on_header_value_complete = on_value_done;
     s.on_headers_complete = on_headers_complete;
     s.on_message_complete = on_message_complete;
     llhttp_t p;
     llhttp_init(&p, HTTP_REQUEST, &s);
-    p.data = r;
     memset(r, 0, sizeof(*r));
     r->head.max = 2048; /* small, so the 431 path is reached */
+    r->head.owner = r;
+    p.data = &r->head;
     llhttp_errno_t e = HPE_OK;
     for (size_t pos = 0; pos < size && e == HPE_OK; pos += step) {
         size_t n = size - pos < step ? size - pos : step;

@@ -3,7 +3,6 @@ temporary file-backed drives, and stop them (by pid) even when a test fails."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -91,3 +90,37 @@ def s3_client(endpoint, ak=AK, sk=SK):
         "s3", endpoint_url=endpoint, aws_access_key_id=ak, aws_secret_access_key=sk,
         region_name="us-east-1",
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+
+
+def signed_request(port, method, path, body=b"", headers=None, payload_hash=None, host=None):
+    """A SigV4-signed request sent byte for byte as given (body unchanged, so aws-chunked
+    bodies and wrong checksums can be sent). path is the encoded path and query; host the
+    Host header (default 127.0.0.1:port). payload_hash: x-amz-content-sha256 (default the
+    body's SHA-256). Returns (status, body, headers)."""
+    import hashlib
+    import http.client
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    class Signer(S3SigV4Auth):  # S3 rules (path signed as sent), our payload hash as given
+        def payload(self, request):
+            return payload_hash or hashlib.sha256(body).hexdigest()
+
+    host = host or "127.0.0.1:%d" % port
+    req = AWSRequest(method=method, url="http://%s%s" % (host, path), data=b"",
+                     headers=dict(headers or {}))
+    Signer(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        conn.putheader("Host", host)
+        for k, v in req.headers.items():
+            conn.putheader(k, v)
+        conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders()
+        conn.send(body)
+        r = conn.getresponse()
+        return r.status, r.read(), dict(r.getheaders())
+    finally:
+        conn.close()

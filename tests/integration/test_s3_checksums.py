@@ -4,17 +4,12 @@ and returned on HEAD/GET with x-amz-checksum-mode: ENABLED; checked by the
 newest botocore, which validates what it gets back."""
 import base64
 import hashlib
-import http.client
 import os
 import subprocess
 import zlib
 
-import pytest
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 
-from conftest import AK, SK, s3_client
+from conftest import AK, SK, s3_client, signed_request
 from test_s3_gateway import newest_python
 
 
@@ -39,23 +34,7 @@ def test_checksum_headers_debian_boto3(server):
 
 
 def raw_put(server, key, body, headers, payload_hash):
-    """A SigV4-signed PUT sent byte for byte as given."""
-    url = server.endpoint + "/cksum/" + key
-    req = AWSRequest(method="PUT", url=url, data=b"", headers=dict(headers))
-    req.headers["x-amz-content-sha256"] = payload_hash
-    SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-    conn.putrequest("PUT", "/cksum/" + key, skip_accept_encoding=True, skip_host=True)
-    conn.putheader("Host", "127.0.0.1:%d" % server.port)
-    for k, v in req.headers.items():
-        conn.putheader(k, v)
-    conn.putheader("Content-Length", str(len(body)))
-    conn.endheaders()
-    conn.send(body)
-    r = conn.getresponse()
-    out = r.status, r.read(), dict(r.getheaders())
-    conn.close()
-    return out
+    return signed_request(server.port, "PUT", "/cksum/" + key, body, headers, payload_hash)
 
 
 def chunked(data, trailer):

@@ -4,19 +4,14 @@ warmlaked: Put*Acl (canned and XML), UploadPartCopy, virtual-host style,
 full, the connection limit, header size and header/idle timeouts. Content
 is checked by hash; no partial object may ever be visible."""
 import hashlib
-import http.client
 import os
 import socket
-import time
 import urllib.request
 
 import botocore
 import pytest
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 
-from conftest import AK, SK, Server, s3_client
+from conftest import Server, s3_client, signed_request
 
 
 def sha(b):
@@ -121,23 +116,8 @@ def test_upload_part_copy(server):
     c.abort_multipart_upload(Bucket="upc", Key="dst2", UploadId=up)
 
 
-def signed(method, url, host_header, port, body=b""):
-    req = AWSRequest(method=method, url=url, data=body)
-    req.headers["x-amz-content-sha256"] = hashlib.sha256(body).hexdigest()
-    S3SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    path = url.split(host_header, 1)[1] or "/"
-    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    conn.putheader("Host", host_header)
-    for k, v in req.headers.items():
-        conn.putheader(k, v)
-    conn.putheader("Content-Length", str(len(body)))
-    conn.endheaders()
-    conn.send(body)
-    r = conn.getresponse()
-    out = r.status, r.read()
-    conn.close()
-    return out
+def signed(method, path, host, port, body=b""):
+    return signed_request(port, method, path, body, host=host)[:2]
 
 
 def test_virtual_host_style(datadir):
@@ -147,14 +127,14 @@ def test_virtual_host_style(datadir):
         c.create_bucket(Bucket="vh-bucket")
         host = "vh-bucket.s3.warmlake.test:%d" % s.port
         data = os.urandom(70_000)
-        st, _ = signed("PUT", "http://%s/dir/key%%201" % host, host, s.port, data)
+        st, _ = signed("PUT", "/dir/key%201", host, s.port, data)
         assert st == 200
         # The same object through path style, and a listing through the virtual host.
         got = c.get_object(Bucket="vh-bucket", Key="dir/key 1")["Body"].read()
         assert sha(got) == sha(data)
-        st, body = signed("GET", "http://%s/?list-type=2&prefix=dir%%2F" % host, host, s.port)
+        st, body = signed("GET", "/?list-type=2&prefix=dir%2F", host, s.port)
         assert st == 200 and b"<Key>dir/key 1</Key>" in body
-        st, body = signed("GET", "http://%s/dir/key%%201" % host, host, s.port)
+        st, body = signed("GET", "/dir/key%201", host, s.port)
         assert st == 200 and sha(body) == sha(data)
         # Hosts outside the domain stay path style.
         assert c.list_objects_v2(Bucket="vh-bucket")["KeyCount"] == 1
