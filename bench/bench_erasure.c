@@ -58,13 +58,13 @@ static int sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *b, ui
 }
 
 static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                  uint32_t *crc)
+                  ers_crc_t *crc)
 {
     store_t *s = arg;
     if (s->lost & (1u << shard)) return ERR_NOT_FOUND;
     const uint8_t *p = s->stream[shard] + ers_shard_offset(&s->l, stripe);
     memcpy(buf, p, len);
-    memcpy(crc, p + len, 4);
+    memcpy(&crc->stored, p + len, 4);
     return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <isa-l/crc.h>
 #include <limits.h>
+#include <pthread.h>
 
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 {
@@ -16,4 +17,46 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return ~raw;
+}
+
+/*
+ * GF(2) polynomial arithmetic in the reflected bit order CRC-32C uses: bit 31
+ * is x^0. (a * b) mod P by shift-and-add: each step multiplies b by x.
+ */
+#define CRC32C_POLY_REFLECTED 0x82F63B78u
+
+static uint32_t mul_mod_p(uint32_t a, uint32_t b)
+{
+    uint32_t prod = 0;
+    for (uint32_t bit = 1u << 31; bit; bit >>= 1) {
+        if (a & bit) prod ^= b;
+        b = (b & 1) ? (b >> 1) ^ CRC32C_POLY_REFLECTED : b >> 1;
+    }
+    return prod;
+}
+
+/* x^(2^n) mod P for n = 0..63: a power of x is a product of these. */
+static uint32_t x2n[64];
+static pthread_once_t x2n_once = PTHREAD_ONCE_INIT;
+
+static void x2n_init(void)
+{
+    uint32_t p = 1u << 30; /* x^1 */
+    for (int n = 0; n < 64; n++) {
+        x2n[n] = p;
+        p = mul_mod_p(p, p);
+    }
+}
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    /*
+     * Appending len_b bytes multiplies the register by x^(8 len_b); the pre-
+     * and post-inversion of the standard CRC cancel between the three terms.
+     */
+    uint32_t op = 1u << 31; /* x^0 */
+    pthread_once(&x2n_once, x2n_init);
+    for (int n = 3; len_b; len_b >>= 1, n++)
+        if (len_b & 1) op = mul_mod_p(x2n[n], op);
+    return mul_mod_p(op, crc_a) ^ crc_b;
 }

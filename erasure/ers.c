@@ -417,17 +417,22 @@ static uint8_t *scratch(ers_decoder_t *d, unsigned shard)
     return d->blk[shard];
 }
 
+static int crc_matches(const ers_crc_t *c, const uint8_t *buf, uint32_t len)
+{
+    return (c->computed ? c->actual : crc32c(0, buf, len)) == c->stored;
+}
+
 /* Fetch one block into buf and verify it. 0 when healthy. */
 static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard, uint64_t stripe,
                  uint8_t *buf, uint32_t len)
 {
-    uint32_t stored = 0;
-    int rc = src(arg, shard, stripe, buf, len, &stored);
+    ers_crc_t crc = {0, 0, 0};
+    int rc = src(arg, shard, stripe, buf, len, &crc);
 
-    if (rc == 0 && crc32c(0, buf, len) != stored) rc = ERR_CORRUPT;
+    if (rc == 0 && !crc_matches(&crc, buf, len)) rc = ERR_CORRUPT;
     if (rc == 0) {
         d->stats.blocks_read++;
-        d->crc[shard] = stored;
+        d->crc[shard] = crc.stored;
     } else {
         d->stats.blocks_bad++;
     }
@@ -508,10 +513,10 @@ typedef struct {
 static void batch_fetch(void *ctx, unsigned i)
 {
     batch_t *b = ctx;
-    uint32_t stored = 0;
-    int rc = b->src(b->arg, b->shard[i], b->stripe, b->dst[i], b->len[i], &stored);
-    if (rc == 0 && crc32c(0, b->dst[i], b->len[i]) != stored) rc = ERR_CORRUPT;
-    b->crc[i] = stored;
+    ers_crc_t crc = {0, 0, 0};
+    int rc = b->src(b->arg, b->shard[i], b->stripe, b->dst[i], b->len[i], &crc);
+    if (rc == 0 && !crc_matches(&crc, b->dst[i], b->len[i])) rc = ERR_CORRUPT;
+    b->crc[i] = crc.stored;
     b->rc[i] = rc;
 }
 

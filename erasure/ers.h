@@ -92,14 +92,27 @@ void ers_encoder_free(ers_encoder_t *e);
 /* ---- decoding ---- */
 
 /*
+ * What a source says about a block's crc: the one stored with it, and, when
+ * the source has it already, the crc of the bytes as they now lie in buf
+ * (`computed` set). A drive that verified its own chunk crcs over those very
+ * bytes derives it without a second pass; the decoder then compares instead
+ * of computing. Either way the block must match the crc the encoder made.
+ */
+typedef struct {
+    uint32_t stored;
+    uint32_t actual;
+    int computed;
+} ers_crc_t;
+
+/*
  * The decoder asks the source for one block: read `len` bytes of shard
- * `shard`, stripe `stripe` into buf and its stored crc into *crc. Return 0,
- * or any ERR_* when the block cannot be had (missing drive, I/O error); the
- * decoder then treats it as missing. A block whose crc does not match its
- * bytes is treated as missing too, never returned.
+ * `shard`, stripe `stripe` into buf and fill *crc (it arrives zeroed).
+ * Return 0, or any ERR_* when the block cannot be had (missing drive, I/O
+ * error); the decoder then treats it as missing. A block whose crc does not
+ * match its bytes is treated as missing too, never returned.
  */
 typedef int (*ers_source_fn)(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                             uint32_t *crc);
+                             ers_crc_t *crc);
 
 typedef struct ers_decoder ers_decoder_t;
 

@@ -109,6 +109,7 @@ struct obj_set {
     pthread_mutex_t pin_mu;
     pin_t *pins;
     uint64_t drop_epoch; /* versions dropped at once (unpinned); under pin_mu */
+    bufpool_t *bufs;     /* stripe-sized buffers of PUTs and GETs */
 };
 
 static void *pool_worker(void *arg)
@@ -181,6 +182,7 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
      * 2 to 8 per store, large GETs unchanged).
      */
     s->nthreads = 8 * s->n;
+    s->bufs = bufpool_new(OBJ_BUF_KEEP);
 
     for (int i = 0; i < s->nthreads; i++)
         pthread_create(&s->threads[i], NULL, pool_worker, s);
@@ -202,7 +204,13 @@ void obj_set_free(obj_set_t *s)
     pthread_mutex_destroy(&s->pin_mu);
     for (int i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_destroy(&s->key_locks[i]);
+    bufpool_free(s->bufs);
     free(s);
+}
+
+bufpool_t *obj_set_buffers(obj_set_t *s)
+{
+    return s->bufs;
 }
 
 int obj_set_width(const obj_set_t *s)
@@ -732,7 +740,7 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
     w->enc = ers_encoder_new(s->k, s->m, s->block, block_sink, w, err);
     if (!w->enc) goto fail;
     for (int i = 0; i < 2; i++)
-        w->blk[i] = xmalloc((size_t)s->n * (s->block + 4));
+        w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
     w->md5 = EVP_MD_CTX_new();
     if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
         *err = ERR_NOMEM;
@@ -772,7 +780,7 @@ static void writer_free(obj_writer_t *w)
     ers_encoder_free(w->enc);
     EVP_MD_CTX_free(w->md5);
     for (int i = 0; i < 2; i++) {
-        free(w->blk[i]);
+        bufpool_put(w->s->bufs, w->blk[i]);
         latch_destroy(&w->latch[i]);
     }
     free(w->key);
@@ -846,14 +854,14 @@ struct obj_reader {
     ers_decoder_t *dec;
     uint8_t *blk[OBJ_MAX_SHARDS]; /* per shard: block + crc as read (lazily allocated) */
     /*
-     * Read-ahead: after a read that ends on a stripe boundary, the data
-     * blocks of the next stripe are fetched in the background into ra_blk;
-     * the next read takes them from there. One stripe ahead at most.
+     * Read-ahead (obj_read_ahead): the data blocks of one stripe fetched in
+     * the background straight into the buffer the caller will read that
+     * stripe into; the obj_read of it finds them in place. One stripe at most.
      */
-    uint8_t *ra_blk[OBJ_MAX_SHARDS];
     struct ra_job *ra_jobs;
     latch_t ra_latch;
     uint64_t ra_stripe;
+    uint8_t *ra_buf;  /* block j of ra_stripe lands at ra_buf + j * block_size */
     uint32_t ra_mask; /* shards with a read-ahead block of ra_stripe (in flight or done) */
     /* multipart: parts in order, their sizes, and the part being read */
     int *parts;
@@ -869,81 +877,107 @@ typedef struct ra_job {
     unsigned shard;
     uint32_t len;
     int rc;
+    ers_crc_t crc;
 } ra_job_t;
+
+static uint32_t le32_at(const uint8_t *c)
+{
+    return (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+}
 
 static void run_ra(pool_job_t *j)
 {
     ra_job_t *a = (ra_job_t *)j;
     obj_reader_t *r = a->r;
+    const shard_store_t *st = &r->s->st[a->shard];
     drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
                      (uint32_t)(r->ra_stripe << SHARD_BITS) | a->shard};
-    a->rc = r->s->st[a->shard].ops->read(r->s->st[a->shard].ctx, &id, 0, r->ra_blk[a->shard],
-                                         (size_t)a->len + 4);
+    uint8_t c[4];
+    uint8_t *dst = r->ra_buf + (size_t)a->shard * r->info.layout.block_size;
+    a->crc = (ers_crc_t){0, 0, 1};
+    a->rc = st->ops->read_split(st->ctx, &id, dst, a->len, c, 4, &a->crc.actual);
+    a->crc.stored = le32_at(c);
 }
 
-/* Wait for the read-ahead in flight, if any (its buffers stay valid until the next start). */
+/* Wait for the read-ahead in flight, if any. */
 static void ra_wait(obj_reader_t *r)
 {
     if (r->ra_mask) latch_wait(&r->ra_latch);
 }
 
-static void ra_start(obj_reader_t *r, uint64_t stripe)
+void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 {
     obj_set_t *s = r->s;
-    const ers_layout_t *l = &r->info.layout;
-    pool_job_t *q[OBJ_MAX_SHARDS];
-    int n = 0, busy;
     ra_wait(r);
-    /* Read ahead only while the drives have room: under many streams it only deepens queues. */
+    r->ra_mask = 0;
+    if (r->info.multipart) {
+        /* Within the part being read only: the next obj_read opens the next part. */
+        uint64_t base = 0;
+        for (int i = 0; i < r->info.nparts && i <= r->cur_idx; base += r->sizes[i++])
+            if (i == r->cur_idx && off >= base && off + len <= base + r->sizes[i])
+                obj_read_ahead(r->cur, off - base, buf, len);
+        return;
+    }
+    const ers_layout_t *l = &r->info.layout;
+    uint64_t sdata = (uint64_t)l->k * l->block_size;
+    /* Whole stripes only, and only while the drives have room: under many streams it only deepens
+     * queues. */
+    if (!sdata || off % sdata || off >= l->size ||
+        len != (l->size - off < sdata ? l->size - off : sdata))
+        return;
+    for (unsigned j = 0; j < l->k; j++)
+        if (!s->st[j].ops->read_split) return;
     pthread_mutex_lock(&s->mu);
-    busy = s->queued > 0;
+    int busy = s->queued > 0;
     pthread_mutex_unlock(&s->mu);
     if (busy) return;
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    int n = 0;
     if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
-    r->ra_stripe = stripe;
-    r->ra_mask = 0;
+    r->ra_stripe = off / sdata;
+    r->ra_buf = buf;
     for (unsigned j = 0; j < l->k; j++) {
-        if (!r->ra_blk[j]) r->ra_blk[j] = xmalloc((size_t)l->block_size + 4);
-        r->ra_jobs[j] = (ra_job_t){{run_ra, NULL, NULL}, r, j, ers_block_len(l, stripe, j), 0};
+        uint32_t blen = ers_block_len(l, r->ra_stripe, j);
+        if (!blen) break;
+        r->ra_jobs[j] = (ra_job_t){{run_ra, NULL, NULL}, r, j, blen, 0, {0, 0, 0}};
         q[n++] = &r->ra_jobs[j].base;
         r->ra_mask |= 1u << j;
     }
-    pool_submit(s, q, n, &r->ra_latch);
+    if (n) pool_submit(s, q, n, &r->ra_latch);
 }
 
 static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                        uint32_t *crc)
+                        ers_crc_t *crc)
 {
     obj_reader_t *r = arg;
     obj_set_t *s = r->s;
+    const shard_store_t *st = &s->st[shard];
     drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
                      (uint32_t)(stripe << SHARD_BITS) | shard};
     /*
      * Shards of a stripe are read concurrently (obj_parallel), each into its
      * own buffer, made on first use by the one thread reading that shard.
      */
-    uint8_t *b;
+    uint8_t c[4];
     int rc;
-    if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len) {
-        /* Read ahead: obj_read waited for it before decoding this stripe. */
-        b = r->ra_blk[shard];
-        rc = r->ra_jobs[shard].rc;
-    } else if (s->st[shard].ops->read_split) {
-        /* Straight into the caller's buffer; only the crc goes elsewhere. */
-        uint8_t c[4];
-        rc = s->st[shard].ops->read_split(s->st[shard].ctx, &id, buf, len, c, 4);
-        if (rc) return rc;
-        *crc = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
-        return 0;
-    } else {
-        if (!r->blk[shard]) r->blk[shard] = xmalloc((size_t)r->info.layout.block_size + 4);
-        b = r->blk[shard];
-        rc = s->st[shard].ops->read(s->st[shard].ctx, &id, 0, b, (size_t)len + 4);
+    if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len &&
+        buf == r->ra_buf + (size_t)shard * r->info.layout.block_size) {
+        /* Read ahead into this very place: obj_read waited for it. */
+        *crc = r->ra_jobs[shard].crc;
+        return r->ra_jobs[shard].rc;
     }
-    if (rc) return rc;
+    if (st->ops->read_split) {
+        /* Straight into the caller's buffer; only the crc goes elsewhere. */
+        if ((rc = st->ops->read_split(st->ctx, &id, buf, len, c, 4, &crc->actual)) != 0) return rc;
+        crc->stored = le32_at(c);
+        crc->computed = 1;
+        return 0;
+    }
+    if (!r->blk[shard]) r->blk[shard] = bufpool_get(s->bufs, (size_t)r->info.layout.block_size + 4);
+    uint8_t *b = r->blk[shard];
+    if ((rc = st->ops->read(st->ctx, &id, 0, b, (size_t)len + 4)) != 0) return rc;
     memcpy(buf, b, len);
-    *crc = (uint32_t)b[len] | (uint32_t)b[len + 1] << 8 | (uint32_t)b[len + 2] << 16 |
-           (uint32_t)b[len + 3] << 24;
+    crc->stored = le32_at(b + len);
     return 0;
 }
 
@@ -1050,15 +1084,11 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     if (!r->info.multipart) {
         const ers_layout_t *l = &r->info.layout;
         uint64_t sdata = (uint64_t)l->k * l->block_size;
-        ra_wait(r); /* its blocks are used below, or it is stale */
+        ra_wait(r); /* its blocks are used below (block_source checks where they are), or stale */
         if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
         int rc = ers_decoder_read(r->dec, off, len, buf, block_source, r);
         r->missing = rc ? ers_decoder_missing(r->dec) : 0;
         r->ra_mask = 0;
-        /* A read that ends on a stripe boundary is likely followed by the next stripe. */
-        uint64_t end = off + len;
-        if (!rc && len && sdata && end % sdata == 0 && end < l->size && l->k > 1)
-            ra_start(r, end / sdata);
         return rc;
     }
     if (off > r->info.size || len > r->info.size - off) return ERR_RANGE;
@@ -1110,14 +1140,12 @@ void obj_close(obj_reader_t *r)
     ra_wait(r); /* no read may still write into the buffers freed below */
     latch_destroy(&r->ra_latch);
     free(r->ra_jobs);
-    for (int i = 0; i < OBJ_MAX_SHARDS; i++)
-        free(r->ra_blk[i]);
     unpin(r->s, r->info.upload_id); /* every reader holds a pin from obj_open */
     ers_decoder_free(r->dec);
     free(r->parts);
     free(r->sizes);
     for (int i = 0; i < OBJ_MAX_SHARDS; i++)
-        free(r->blk[i]);
+        bufpool_put(r->s->bufs, r->blk[i]);
     free(r->key);
     free(r);
 }

@@ -26,6 +26,7 @@
 #ifndef WL_OBJ_H
 #define WL_OBJ_H
 
+#include "common/bufpool.h"
 #include "erasure/ers.h"
 #include "server/shard.h"
 
@@ -54,6 +55,13 @@ void obj_set_free(obj_set_t *s);
 /* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
 int obj_set_width(const obj_set_t *s);
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
+/*
+ * The set's pool of stripe-sized buffers (PUT slots, GET pieces): page-
+ * aligned, so drives read blocks into them directly. Up to OBJ_BUF_KEEP
+ * bytes stay mapped between requests.
+ */
+#define OBJ_BUF_KEEP (128u << 20)
+bufpool_t *obj_set_buffers(obj_set_t *s);
 
 typedef struct obj_writer obj_writer_t;
 
@@ -84,6 +92,13 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
 /* Read [off, off+len): healthy blocks straight, up to m lost ones rebuilt. */
 int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     __attribute__((warn_unused_result));
+/*
+ * Start reading [off, off+len) into buf in the background (on the set's
+ * pool, when it is idle); the next obj_read of exactly that range into buf
+ * finds the blocks there. buf must stay untouched until then. Whole stripes
+ * (obj_read_unit at multiples of it) only; anything else is ignored.
+ */
+void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len);
 /* Shards that failed in the last failing read (bitmask). */
 uint32_t obj_read_missing(const obj_reader_t *r);
 

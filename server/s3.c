@@ -578,13 +578,15 @@ static void node_stats(ctx_t *x)
             "%s{\"index\":%d,\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_bytes\":%llu,"
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
-            "\"budget_rate\":%.0f,\"projected_years\":%.2f}",
+            "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
+            "\"reads_copied\":%llu}",
             i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
             (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
             (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
             (unsigned long long)st.used_bytes, (unsigned long long)st.capacity, st.write_amp,
             (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
-            st.projected_years);
+            st.projected_years, (unsigned long long)st.reads_direct,
+            (unsigned long long)st.reads_copied);
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;
         t.relocated_bytes += st.relocated_bytes;
@@ -1505,35 +1507,41 @@ static void get_object(ctx_t *x, int head)
     }
     /*
      * Stripe-sized pieces at stripe offsets: a stripe's blocks are read at
-     * once, in place. Two buffers take turns: one is on its way to the
-     * socket (lent to the loop, not copied) while the next is read.
+     * once, in place (the drives DMA them into these page-aligned buffers).
+     * Three buffers take turns: one on its way to the socket (lent to the
+     * loop, not copied), one being read, one being read ahead.
      */
     size_t unit = obj_read_unit(rd), bsz = len && len < unit ? (size_t)len : unit;
-    uint8_t *bufs[2] = {xmalloc(bsz), NULL}, *buf = bufs[0];
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *bufs[3] = {bufpool_get(pool, bsz), NULL, NULL}, *buf = bufs[0];
     size_t step = next_piece(off, len, unit);
     /* Read the first piece before the status line: a lost object gets a real error. */
     if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
         log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
                   (unsigned long long)off, err_name(err), obj_read_missing(rd));
-        free(buf);
         obj_close(rd);
+        bufpool_put(pool, buf);
         s3_engine_error(x, err);
         return;
     }
     if (http_respond(x->r, status, h, (int64_t)len) != 0 || head) {
-        free(buf);
         obj_close(rd);
+        bufpool_put(pool, buf);
         return;
     }
-    for (int turn = 0; len > 0; turn ^= 1) {
+    for (int turn = 0; len > 0; turn = (turn + 1) % 3) {
+        int next = (turn + 1) % 3, after = (turn + 2) % 3;
         if (http_write_borrowed(x->r, buf, step) != 0) break;
         off += step;
         len -= step;
         if (!len) break;
-        /* The other buffer is free once at most this one is still pending. */
+        /*
+         * bufs[after] went out two turns ago and bufs[next] before that: once
+         * at most this one is pending, both are free.
+         */
         if (http_wait_borrowed(x->r, 1) != 0) break;
-        if (!bufs[turn ^ 1]) bufs[turn ^ 1] = xmalloc(bsz);
-        buf = bufs[turn ^ 1];
+        if (!bufs[next]) bufs[next] = bufpool_get(pool, bsz);
+        buf = bufs[next];
         step = next_piece(off, len, unit);
         if ((err = obj_read(rd, off, buf, step)) != 0) {
             /* The status line is out: all we can do is cut the connection short. */
@@ -1542,11 +1550,15 @@ static void get_object(ctx_t *x, int head)
             http_abort(x->r);
             break;
         }
+        if (step < len) {
+            if (!bufs[after]) bufs[after] = bufpool_get(pool, bsz);
+            obj_read_ahead(rd, off + step, bufs[after], next_piece(off + step, len - step, unit));
+        }
     }
     (void)http_wait_borrowed(x->r, 0); /* nothing lent may be freed before it is out */
-    free(bufs[0]);
-    free(bufs[1]);
-    obj_close(rd);
+    obj_close(rd);                     /* nor before a read-ahead into it is done */
+    for (int i = 0; i < 3; i++)
+        bufpool_put(pool, bufs[i]);
 }
 
 /* CopyObject: stream the source through a new writer (metadata copied or replaced). */

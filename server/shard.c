@@ -28,9 +28,9 @@ static int l_list(void *ctx, const char *bucket, const char *prefix, const char 
 }
 
 static int l_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
-                        size_t tail_len)
+                        size_t tail_len, uint32_t *buf_crc)
 {
-    return drive_read_split(ctx, id, 0, buf, len, tail, tail_len);
+    return drive_read_split(ctx, id, 0, buf, len, tail, tail_len, buf_crc);
 }
 
 static void l_stats(void *ctx, drive_stats_t *st)

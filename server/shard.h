@@ -16,9 +16,13 @@ typedef struct {
     int (*del)(void *ctx, const drive_id_t *id);
     int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
                 drive_list_fn fn, void *arg);
-    /* Optional: read [0, len+tail_len) into buf and tail (a block and its crc, no extra copy). */
+    /*
+     * Optional: read [0, len+tail_len) into buf and tail (a block and its
+     * crc), with *buf_crc the crc32c of buf's len bytes as they lie there
+     * (see drive_read_split: a drive derives it from checks it makes anyway).
+     */
     int (*read_split)(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
-                      size_t tail_len);
+                      size_t tail_len, uint32_t *buf_crc);
     /* Engine counters of the drive behind the store (write amplification, space). */
     void (*stats)(void *ctx, drive_stats_t *st);
 } shard_ops_t;

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 typedef struct drive drive_t;
 
@@ -84,6 +85,8 @@ typedef struct {
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t throttled;     /* appends refused with ERR_THROTTLED */
+    uint64_t reads_direct;  /* payload reads the device put straight into the caller's buffer */
+    uint64_t reads_copied;  /* payload reads through a bounce buffer and a copy */
     double write_amp;       /* host_bytes / user_bytes */
     double budget_left;     /* tokens in bytes (negative while in debt) */
     double budget_rate;     /* bytes per second */
@@ -131,11 +134,17 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
 
 /*
  * drive_read of [off, off+len+tail_len) into two places: the first len bytes
- * into buf, the rest into tail. Saves a copy when a payload is data followed
- * by a trailer (a block and its crc).
+ * into buf, the rest into tail, for a payload that is data followed by a
+ * trailer (a block and its crc). When buf is DIO_ALIGN (4096) aligned, off is
+ * a chunk boundary and the record was written aligned (large payloads are),
+ * the data is read from the device straight into buf: no bounce, no copy.
+ * With buf_crc, *buf_crc is the crc32c of the len bytes as they lie in buf,
+ * derived from the chunk crcs checked over those very bytes (no second pass)
+ * or, after a copy, computed over the copy.
  */
 int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
-                     void *tail, size_t tail_len) __attribute__((warn_unused_result));
+                     void *tail, size_t tail_len, uint32_t *buf_crc)
+    __attribute__((warn_unused_result));
 
 /*
  * List shards of a bucket whose key starts with prefix, in key order,
@@ -179,6 +188,7 @@ uint32_t drive_detect_iu(const char *path);
 typedef struct {
     ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
     ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    ssize_t (*preadv)(int fd, const struct iovec *iov, int cnt, off_t off);
     int (*fdatasync)(int fd);
     int (*fallocate)(int fd, int mode, off_t off, off_t len);
 } drive_io_t;

@@ -80,11 +80,22 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
         free(again);
         return rc;
     }
-    if ((rc = drive__writer_room(d, &d->gw, rec_len, 1)) != 0) return rc;
-    memcpy(d->gw.buf + d->gw.fill, raw, rec_len);
-    d->gw.pend[d->gw.npend++] = (pend_t){(uint32_t)d->gw.fill, rec_len, NULL, g->victim->id, off};
-    d->gw.fill += rec_len;
-    g->copied += rec_len;
+    /*
+     * The copy lands at another offset: its header is re-padded so a large
+     * payload stays aligned for direct reads (chunk crcs carried over, the
+     * payload copied as read and verified).
+     */
+    writer_t *w = &d->gw;
+    size_t pad_max = rec_pad_for(0, 1, v->payload_len) ? REC_ALIGN - 1 : 0;
+    size_t hlen = rec_header_len(&v->id, v->meta_len, v->payload_len);
+    if ((rc = drive__writer_room(d, w, hlen + pad_max + v->payload_len, 1)) != 0) return rc;
+    uint8_t *p = w->buf + w->fill;
+    hlen = rec_repad(v, raw, p, rec_pad_for(w->seg->tail + w->fill, hlen, v->payload_len));
+    memcpy(p + hlen, raw + v->hdr_len, v->payload_len);
+    uint32_t new_len = (uint32_t)(hlen + v->payload_len);
+    w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, new_len, NULL, g->victim->id, off};
+    w->fill += new_len;
+    g->copied += new_len;
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #ifndef WL_DRIVE_INT_H
 #define WL_DRIVE_INT_H
 
+#include "common/bufpool.h"
 #include "storage/budget.h"
 #include "storage/drive.h"
 #include "storage/idx.h"
@@ -30,6 +31,7 @@
 #define SEG_USER      1
 #define SEG_GC        2
 #define DIO_ALIGN     4096u /* O_DIRECT buffer/offset alignment for reads */
+#define BOUNCE_KEEP   (16u << 20)
 #define KEY_MAX       (1 + REC_MAX_BUCKET + 1 + REC_MAX_KEY + 1 + REC_MAX_VERSION + 1 + 4)
 #define RESERVE_SLOTS 2 /* segments only compaction may take */
 
@@ -114,13 +116,11 @@ struct drive {
 
     pthread_mutex_t lock;
     /*
-     * Read bounce buffers kept for reuse (BOUNCE_KEEP at most, each with its
-     * size in front): a read per block must not cost an mmap, page faults
-     * and munmap, nor leave memory behind in a thread's malloc arena.
+     * Read bounce buffers kept for reuse (BOUNCE_KEEP bytes at most): a read
+     * per block must not cost an mmap, page faults and munmap, nor leave
+     * memory behind in a thread's malloc arena.
      */
-    pthread_mutex_t bounce_mu;
-    struct bounce *bounce;
-    int nbounce;
+    bufpool_t *bounce;
     seg_t **segs; /* sorted by id */
     uint32_t nsegs, cap_segs, creating;
     uint32_t next_seg_id;
@@ -143,6 +143,7 @@ struct drive {
 
     /* counters, under lock */
     uint64_t user_bytes, host_bytes, padding_bytes, relocated_bytes, index_bytes;
+    uint64_t reads_direct, reads_copied; /* atomic: readers do not take the lock */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t compactions, segments_released, tombstones_dropped, throttled;
     uint64_t lifetime_host; /* persisted across opens */
@@ -172,8 +173,16 @@ int drive__fsync_dir(const char *dir);
  */
 int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
                          uint8_t **at);
+/*
+ * Aligned read of [start, end) in one preadv where [dst_off, dst_off +
+ * dst_len) (DIO_ALIGN-aligned offset and length, dst aligned) lands straight
+ * in dst, and the rest in one bounce buffer: *head points at start (the bytes
+ * before dst_off), *rest at the bytes from dst_off + dst_len on.
+ */
+int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t *dst,
+                        uint64_t dst_off, size_t dst_len, uint8_t **buf, uint8_t **head,
+                        uint8_t **rest);
 void drive__bounce_put(drive_t *d, uint8_t *buf);
-void drive__bounce_free_all(drive_t *d);
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
 int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg);
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s); /* under lock */

@@ -36,6 +36,10 @@ static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off)
 {
     return pread(fd, buf, n, off);
 }
+static ssize_t sys_preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    return preadv(fd, iov, cnt, off);
+}
 static int sys_fdatasync(int fd)
 {
     return fdatasync(fd);
@@ -45,7 +49,7 @@ static int sys_fallocate(int fd, int mode, off_t off, off_t len)
     return fallocate(fd, mode, off, len);
 }
 
-drive_io_t drive_io = {sys_pwrite, sys_pread, sys_fdatasync, sys_fallocate};
+drive_io_t drive_io = {sys_pwrite, sys_pread, sys_preadv, sys_fdatasync, sys_fallocate};
 
 char *drive__seg_path(drive_t *d, uint32_t id)
 {
@@ -275,57 +279,14 @@ void drive__seg_seal(drive_t *d, seg_t *s)
     s->sealed_ns = d->clock->now_ns(d->clock);
 }
 
-#define BOUNCE_KEEP 8
-
-typedef struct bounce {
-    struct bounce *next;
-    size_t cap;
-} bounce_t;
-
-/* Bounce buffers start DIO_ALIGN bytes after their header, so the data is aligned. */
 static uint8_t *bounce_get(drive_t *d, size_t len)
 {
-    pthread_mutex_lock(&d->bounce_mu);
-    bounce_t **pp = &d->bounce;
-    while (*pp && (*pp)->cap < len)
-        pp = &(*pp)->next;
-    bounce_t *b = *pp;
-    if (b) {
-        *pp = b->next;
-        d->nbounce--;
-    }
-    pthread_mutex_unlock(&d->bounce_mu);
-    if (!b) {
-        size_t cap = align_up(len, 1u << 20); /* block-sized reads share one size class */
-        b = xaligned_alloc(DIO_ALIGN, DIO_ALIGN + cap);
-        b->cap = cap;
-    }
-    return (uint8_t *)b + DIO_ALIGN;
+    return bufpool_get(d->bounce, len);
 }
 
 void drive__bounce_put(drive_t *d, uint8_t *buf)
 {
-    if (!buf) return;
-    bounce_t *b = (bounce_t *)(buf - DIO_ALIGN);
-    pthread_mutex_lock(&d->bounce_mu);
-    if (d->nbounce < BOUNCE_KEEP) {
-        b->next = d->bounce;
-        d->bounce = b;
-        d->nbounce++;
-        b = NULL;
-    }
-    pthread_mutex_unlock(&d->bounce_mu);
-    free(b);
-}
-
-void drive__bounce_free_all(drive_t *d)
-{
-    while (d->bounce) {
-        bounce_t *b = d->bounce;
-        d->bounce = b->next;
-        free(b);
-    }
-    d->nbounce = 0;
+    bufpool_put(d->bounce, buf);
 }
 
 int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t **buf,
@@ -346,6 +307,44 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
     }
     *buf = p;
     *at = p + (start - a);
+    return 0;
+}
+
+int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t *dst,
+                        uint64_t dst_off, size_t dst_len, uint8_t **buf, uint8_t **head,
+                        uint8_t **rest)
+{
+    uint64_t a = align_down(start, DIO_ALIGN), b = align_up(end, DIO_ALIGN);
+    size_t hsz = (size_t)(dst_off - a), tsz = (size_t)(b - (dst_off + dst_len));
+    uint8_t *p = bounce_get(d, hsz + tsz);
+    struct iovec iov[3];
+    int cnt = 0, first = 0;
+    uint64_t pos = a;
+
+    if (hsz) iov[cnt++] = (struct iovec){p, hsz};
+    iov[cnt++] = (struct iovec){dst, dst_len};
+    if (tsz) iov[cnt++] = (struct iovec){p + hsz, tsz};
+    while (first < cnt) {
+        ssize_t n = drive_io.preadv(fd, iov + first, cnt - first, (off_t)pos);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            drive__bounce_put(d, p);
+            return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
+        }
+        pos += (uint64_t)n;
+        for (size_t left = (size_t)n; left > 0;) {
+            if (left >= iov[first].iov_len) {
+                left -= iov[first++].iov_len;
+            } else {
+                iov[first].iov_base = (uint8_t *)iov[first].iov_base + left;
+                iov[first].iov_len -= left;
+                left = 0;
+            }
+        }
+    }
+    *buf = p;
+    *head = p + (start - a);
+    *rest = p + hsz;
     return 0;
 }
 

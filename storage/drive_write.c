@@ -147,6 +147,10 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             }
             cur.seg = seg->id;
             cur.off = base + p->buf_off;
+            /* The copy's header was re-padded for its new offset. */
+            cur.rec_len = p->rec_len;
+            cur.hdr_len = v.hdr_len;
+            cur.hdr_crc = v.hdr_crc;
             drive__ent_put(w->batch, &v.id, &cur);
             seg->live += p->rec_len;
         }
@@ -237,12 +241,14 @@ static void commit_user(drive_t *d, req_t *list)
     writer_t *w = &d->uw;
     for (req_t *r = list; r; r = r->next) {
         size_t hlen = rec_header_len(&r->id, r->meta_len, r->len);
+        size_t pad_max = rec_pad_for(0, 1, r->len) ? REC_ALIGN - 1 : 0;
         /*
          * The reserve takes what frees space: tombstones, and metadata-only
          * records (the gateway's delete markers are such), so a full drive
          * can still be emptied. They are tiny; payload-bearing puts are not let in.
          */
-        int rc = drive__writer_room(d, w, hlen + r->len, r->type == REC_TOMBSTONE || r->len == 0);
+        int rc = drive__writer_room(d, w, hlen + pad_max + r->len,
+                                    r->type == REC_TOMBSTONE || r->len == 0);
         if (rc) {
             r->rc = rc;
             continue;
@@ -250,7 +256,8 @@ static void commit_user(drive_t *d, req_t *list)
         /* Sequence numbers are handed out by the leader alone, in write order. */
         uint64_t seq = __atomic_fetch_add(&d->next_seq, 1, __ATOMIC_RELAXED);
         uint8_t *p = w->buf + w->fill;
-        rec_encode_header(p, r->type, &r->id, seq, r->meta, r->meta_len, r->data, r->len);
+        hlen = rec_encode_header(p, r->type, &r->id, seq, r->meta, r->meta_len, r->data, r->len,
+                                 rec_pad_for(w->seg->tail + w->fill, hlen, r->len));
         if (r->len) memcpy(p + hlen, r->data, r->len);
         w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0};
         w->fill += hlen + r->len;

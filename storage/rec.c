@@ -17,6 +17,12 @@ size_t rec_header_len(const rec_id_t *id, size_t meta_len, uint64_t payload_len)
            4 * (size_t)chunks_of(payload_len);
 }
 
+size_t rec_pad_for(uint64_t rec_off, size_t hdr_len, uint64_t payload_len)
+{
+    if (payload_len < REC_ALIGN_MIN) return 0;
+    return (size_t)((REC_ALIGN - (rec_off + hdr_len) % REC_ALIGN) % REC_ALIGN);
+}
+
 int rec_id_check(const rec_id_t *id)
 {
     if (id->bucket_len == 0 || id->bucket_len > REC_MAX_BUCKET || id->key_len > REC_MAX_KEY ||
@@ -31,9 +37,9 @@ int rec_id_check(const rec_id_t *id)
 
 size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_t seq,
                          const void *meta, size_t meta_len, const void *payload,
-                         uint64_t payload_len)
+                         uint64_t payload_len, size_t pad)
 {
-    size_t hlen = rec_header_len(id, meta_len, payload_len);
+    size_t hlen = rec_header_len(id, meta_len, payload_len) + pad;
     uint8_t *p = buf + REC_FIXED;
     const uint8_t *pl = payload;
 
@@ -62,6 +68,7 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
         le_put32(p, crc32c(0, pl + off, n));
         p += 4;
     }
+    memset(p, 0, pad);
     le_put32(buf + 44, crc32c(0, buf, hlen));
     return hlen;
 }
@@ -73,7 +80,8 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
 
     v->hdr_len = 0;
     if (avail < REC_FIXED) return ERR_AGAIN;
-    if (le_get32(b) != REC_MAGIC || le_get16(b + 4) != REC_VERSION || b[7] != 0 ||
+    uint16_t version = le_get16(b + 4);
+    if (le_get32(b) != REC_MAGIC || (version != 1 && version != REC_VERSION) || b[7] != 0 ||
         (b[6] != REC_DATA && b[6] != REC_TOMBSTONE))
         return ERR_CORRUPT;
     v->type = b[6];
@@ -92,9 +100,10 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
         (v->type == REC_TOMBSTONE && v->payload_len != 0))
         goto corrupt;
     v->n_chunks = chunks_of(v->payload_len);
-    if ((uint64_t)v->hdr_len != (uint64_t)REC_FIXED + v->id.bucket_len + v->id.key_len +
-                                    v->id.version_len + v->meta_len + 4ull * v->n_chunks)
-        goto corrupt;
+    uint64_t fields = (uint64_t)REC_FIXED + v->id.bucket_len + v->id.key_len + v->id.version_len +
+                      v->meta_len + 4ull * v->n_chunks;
+    /* Version 1 has no padding; version 2 less than REC_ALIGN of it. */
+    if (v->hdr_len < fields || v->hdr_len - fields >= (version == 1 ? 1 : REC_ALIGN)) goto corrupt;
     if (avail < v->hdr_len) return ERR_AGAIN;
     /* crc with the crc field taken as zero. */
     static const uint8_t zero4[4];
@@ -103,6 +112,8 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
     crc = crc32c(crc, b + REC_FIXED, v->hdr_len - REC_FIXED);
     stored = v->hdr_crc;
     if (crc != stored) goto corrupt;
+    for (uint64_t i = fields; i < v->hdr_len; i++)
+        if (b[i]) goto corrupt;
     v->id.bucket = (const char *)b + REC_FIXED;
     v->id.key = v->id.bucket + v->id.bucket_len;
     v->id.version = v->id.key + v->id.key_len;
@@ -136,4 +147,19 @@ int rec_id_equal(const rec_id_t *a, const rec_id_t *b)
            a->version_len == b->version_len && memcmp(a->bucket, b->bucket, a->bucket_len) == 0 &&
            (a->key_len == 0 || memcmp(a->key, b->key, a->key_len) == 0) &&
            (a->version_len == 0 || memcmp(a->version, b->version, a->version_len) == 0);
+}
+
+size_t rec_repad(const rec_view_t *v, const uint8_t *hdr, uint8_t *out, size_t pad)
+{
+    size_t fields = REC_FIXED + v->id.bucket_len + v->id.key_len + v->id.version_len + v->meta_len +
+                    4 * (size_t)v->n_chunks;
+    size_t hlen = fields + pad;
+    static const uint8_t zero4[4];
+    memmove(out, hdr, fields);
+    memset(out + fields, 0, pad);
+    le_put16(out + 4, REC_VERSION);
+    le_put32(out + 8, (uint32_t)hlen);
+    le_put32(out + 44,
+             crc32c(crc32c(crc32c(0, out, 44), zero4, 4), out + REC_FIXED, hlen - REC_FIXED));
+    return hlen;
 }

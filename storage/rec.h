@@ -21,10 +21,16 @@
  *   40  4    meta_len     opaque metadata blob length
  *   44  4    hdr_crc      crc32c of bytes [0, hdr_len) with this field zero
  *   48  ...  bucket, key, version, meta, then one crc32c per REC_CHUNK bytes
- *            of payload (ceil(payload_len / REC_CHUNK) of them)
+ *            of payload (ceil(payload_len / REC_CHUNK) of them), then (version
+ *            2) 0 to REC_ALIGN-1 zero bytes of padding
  *
  * hdr_crc covers the chunk crcs, which cover the payload: the whole record
  * is protected, and a range read verifies only the chunks it touches.
+ *
+ * The padding lets a writer start a large payload on a REC_ALIGN boundary of
+ * the segment, so a reader can DMA it (O_DIRECT) straight into the caller's
+ * buffer instead of through a bounce buffer and a copy. Version 1 records
+ * (never padded) are still read.
  */
 #ifndef WL_REC_H
 #define WL_REC_H
@@ -33,7 +39,9 @@
 #include <stdint.h>
 
 #define REC_MAGIC       0x31524c57u /* "WLR1" */
-#define REC_VERSION     1
+#define REC_VERSION     2
+#define REC_ALIGN       4096u        /* payload alignment of padded records (O_DIRECT) */
+#define REC_ALIGN_MIN   (128u << 10) /* smaller payloads are not padded: <= 3% */
 #define REC_FIXED       48
 #define REC_CHUNK       65536u
 #define REC_MAX_BUCKET  255
@@ -69,19 +77,34 @@ typedef struct {
     uint32_t n_chunks;
 } rec_view_t;
 
-/* Header bytes for a record with these lengths. */
+/* Header bytes for a record with these lengths, without padding. */
 size_t rec_header_len(const rec_id_t *id, size_t meta_len, uint64_t payload_len);
+
+/*
+ * Padding for a record starting at segment offset rec_off with an unpadded
+ * header of hdr_len bytes: what puts its payload on a REC_ALIGN boundary when
+ * the payload is at least REC_ALIGN_MIN bytes, else 0.
+ */
+size_t rec_pad_for(uint64_t rec_off, size_t hdr_len, uint64_t payload_len);
 
 /* Validate identity lengths and contents (no NUL bytes); 0 or ERR_INVAL. */
 int rec_id_check(const rec_id_t *id);
 
 /*
- * Write the header of a record into buf (rec_header_len bytes), computing
- * the chunk crcs from payload. Returns the header length.
+ * Write the header of a record into buf (rec_header_len + pad bytes, pad <
+ * REC_ALIGN), computing the chunk crcs from payload. Returns the header length.
  */
 size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_t seq,
                          const void *meta, size_t meta_len, const void *payload,
-                         uint64_t payload_len);
+                         uint64_t payload_len, size_t pad);
+
+/*
+ * Rewrite the parsed header v (bytes at hdr) into out with `pad` bytes of
+ * padding instead of its own; identity, sequence and chunk crcs are kept as
+ * they are (the payload is not read again). Returns the new header length.
+ * For compaction, which moves records to offsets of another alignment.
+ */
+size_t rec_repad(const rec_view_t *v, const uint8_t *hdr, uint8_t *out, size_t pad);
 
 /*
  * Parse a header from buf (avail bytes). Returns 0; ERR_AGAIN when avail is

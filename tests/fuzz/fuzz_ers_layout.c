@@ -18,16 +18,16 @@ typedef struct {
 } src_t;
 
 static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                  uint32_t *crc)
+                  ers_crc_t *crc)
 {
     src_t *s = arg;
     if (s->lost & (1u << shard)) return ERR_NOT_FOUND;
     /* Blocks come from the input, cycling, with the 4 bytes after as crc. */
     for (uint32_t i = 0; i < len; i++)
         buf[i] = s->n ? s->p[(stripe * 31 + shard * 7 + i) % s->n] : 0;
-    *crc = s->n >= 4 ? (uint32_t)s->p[0] | (uint32_t)s->p[1] << 8 | (uint32_t)s->p[2] << 16 |
-                           (uint32_t)s->p[3] << 24
-                     : 0;
+    crc->stored = s->n >= 4 ? (uint32_t)s->p[0] | (uint32_t)s->p[1] << 8 | (uint32_t)s->p[2] << 16 |
+                                  (uint32_t)s->p[3] << 24
+                            : 0;
     return 0;
 }
 

@@ -18,7 +18,8 @@
 typedef struct {
     uint8_t *stream[ERS_MAX_SHARDS];
     size_t len[ERS_MAX_SHARDS], cap[ERS_MAX_SHARDS];
-    uint32_t lost; /* shards whose reads fail */
+    uint32_t lost;     /* shards whose reads fail */
+    uint32_t computed; /* shards whose source reports the crc of what it delivered */
     ers_layout_t l;
 } store_t;
 
@@ -49,7 +50,7 @@ static int sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block
 }
 
 static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                  uint32_t *crc)
+                  ers_crc_t *crc)
 {
     store_t *s = arg;
     uint64_t off = ers_shard_offset(&s->l, stripe);
@@ -57,7 +58,13 @@ static int source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint
     if (off + len + 4 > s->len[shard]) return ERR_IO;
     memcpy(buf, s->stream[shard] + off, len);
     const uint8_t *c = s->stream[shard] + off + len;
-    *crc = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    crc->stored =
+        (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    if (s->computed & (1u << shard)) {
+        /* As a drive does: the crc of the delivered bytes; the decoder must compare it. */
+        crc->actual = crc32c(0, buf, len);
+        crc->computed = 1;
+    }
     return 0;
 }
 
@@ -227,6 +234,7 @@ static void test_bitrot_single_bit(void **state)
     rng_state = 99;
     fill_random(data, size);
     encode(&s, k, m, B, data, size);
+    s.computed = 0x15; /* half the shards report the crc of their bytes: both checks are hit */
     int err;
     ers_decoder_t *d = ers_decoder_new(&s.l, &err);
     for (int sh = 0; sh < k + m; sh++) {

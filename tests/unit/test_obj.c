@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/crc.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "server/obj.h"
@@ -49,12 +50,15 @@ static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size
 }
 /* The split read the gateway uses on real drives; odd stores go without it (the copy path). */
 static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
-                        size_t tail_len)
+                        size_t tail_len, uint32_t *buf_crc)
 {
     faulty_t *f = ctx;
     if (f->fail_read) return ERR_IO;
-    int rc = drive_read_split(f->d, id, 0, buf, len, tail, tail_len);
-    if (rc == 0 && f->corrupt_read && len > 0) ((uint8_t *)buf)[len / 2] ^= 0x01;
+    int rc = drive_read_split(f->d, id, 0, buf, len, tail, tail_len, buf_crc);
+    if (rc == 0 && f->corrupt_read && len > 0) {
+        ((uint8_t *)buf)[len / 2] ^= 0x01;
+        *buf_crc = crc32c(0, buf, len); /* what lies in buf now: the gateway must compare */
+    }
     return rc;
 }
 static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)

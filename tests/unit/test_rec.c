@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/crc.h"
 #include "common/err.h"
 #include "storage/rec.h"
 
@@ -20,15 +21,17 @@ static void test_round_trip(void **state)
 {
     (void)state;
     size_t sizes[] = {0, 1, 100, REC_CHUNK - 1, REC_CHUNK, REC_CHUNK + 1, 3 * REC_CHUNK + 17};
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        size_t n = sizes[i];
+    size_t pads[] = {0, 7, REC_ALIGN - 1};
+    for (size_t i = 0; i < 3 * sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i / 3], pad = pads[i % 3];
         uint8_t *payload = malloc(n + 1);
         for (size_t j = 0; j < n; j++)
             payload[j] = (uint8_t)(j * 7 + i);
         rec_id_t id = mkid("bucket", "dir/key.parquet", "v1", 3);
-        size_t hl = rec_header_len(&id, 5, n);
+        size_t hl = rec_header_len(&id, 5, n) + pad;
         uint8_t *buf = malloc(hl + n);
-        assert_int_equal(rec_encode_header(buf, REC_DATA, &id, 42, "meta!", 5, payload, n), hl);
+        assert_int_equal(rec_encode_header(buf, REC_DATA, &id, 42, "meta!", 5, payload, n, pad),
+                         hl);
         memcpy(buf + hl, payload, n);
         rec_view_t v;
         assert_int_equal(rec_parse_header(buf, hl + n, &v), 0);
@@ -70,7 +73,7 @@ static void test_tombstone_and_limits(void **state)
     rec_id_t id = mkid("b", "", "", 0);
     uint8_t buf[256];
     rec_view_t v;
-    size_t hl = rec_encode_header(buf, REC_TOMBSTONE, &id, 7, NULL, 0, NULL, 0);
+    size_t hl = rec_encode_header(buf, REC_TOMBSTONE, &id, 7, NULL, 0, NULL, 0, 0);
     assert_int_equal(rec_parse_header(buf, hl, &v), 0);
     assert_int_equal(v.type, REC_TOMBSTONE);
     assert_int_equal(v.n_chunks, 0);
@@ -85,11 +88,81 @@ static void test_tombstone_and_limits(void **state)
     assert_int_equal(rec_parse_header(buf, sizeof(buf), &v), ERR_CORRUPT);
 }
 
+/* Rewrite the header's crc after a deliberate edit, so only the rule under test can refuse it. */
+static void reseal(uint8_t *buf, size_t hl)
+{
+    memset(buf + 44, 0, 4);
+    uint32_t c = crc32c(0, buf, hl);
+    for (int i = 0; i < 4; i++)
+        buf[44 + i] = (uint8_t)(c >> (8 * i));
+}
+
+static void test_padding(void **state)
+{
+    (void)state;
+    size_t n = 3 * REC_CHUNK + 5;
+    uint8_t *payload = calloc(1, n), *buf = malloc(2 * REC_ALIGN + n), *out = malloc(2 * REC_ALIGN);
+    rec_id_t id = mkid("bkt", "a/b", "", 9);
+    size_t base = rec_header_len(&id, 3, n);
+    rec_view_t v, w;
+
+    /* Large payloads are padded to an aligned start; small ones never. */
+    assert_int_equal(rec_pad_for(0, 100, REC_ALIGN_MIN - 1), 0);
+    assert_int_equal(rec_pad_for(0, 100, REC_ALIGN_MIN), REC_ALIGN - 100);
+    assert_int_equal(rec_pad_for(REC_ALIGN - 100, 100, REC_ALIGN_MIN), 0);
+    assert_int_equal((5000 + 123 + rec_pad_for(5000, 123, 1u << 20)) % REC_ALIGN, 0);
+
+    /* Re-padding keeps identity, sequence and chunk crcs and parses as written. */
+    size_t hl = rec_encode_header(buf, REC_DATA, &id, 77, "xyz", 3, payload, n, 100);
+    assert_int_equal(hl, base + 100);
+    assert_int_equal(rec_parse_header(buf, hl, &v), 0);
+    size_t pads[] = {0, 1, REC_ALIGN - 1};
+    for (int i = 0; i < 3; i++) {
+        size_t nl = rec_repad(&v, buf, out, pads[i]);
+        assert_int_equal(nl, base + pads[i]);
+        assert_int_equal(rec_parse_header(out, nl, &w), 0);
+        assert_int_equal(w.seq, 77);
+        assert_int_equal(w.payload_len, n);
+        assert_true(rec_id_equal(&w.id, &id));
+        assert_memory_equal(w.chunk_crcs, v.chunk_crcs, 4 * v.n_chunks);
+        assert_memory_equal(w.meta, "xyz", 3);
+    }
+
+    /* A non-zero padding byte is refused even under a valid crc. */
+    buf[hl - 1] = 1;
+    reseal(buf, hl);
+    assert_int_equal(rec_parse_header(buf, hl, &v), ERR_CORRUPT);
+    /* So is REC_ALIGN or more of padding. */
+    hl = rec_encode_header(buf, REC_DATA, &id, 77, "xyz", 3, payload, n, REC_ALIGN - 1);
+    buf[8] = (uint8_t)(hl + 1), buf[9] = (uint8_t)((hl + 1) >> 8);
+    buf[hl] = 0;
+    reseal(buf, hl + 1);
+    assert_int_equal(rec_parse_header(buf, hl + 1, &v), ERR_CORRUPT);
+
+    /* Version 1 records (never padded) are still read; a padded version 1 is not. */
+    hl = rec_encode_header(buf, REC_DATA, &id, 5, "xyz", 3, payload, n, 0);
+    buf[4] = 1;
+    reseal(buf, hl);
+    assert_int_equal(rec_parse_header(buf, hl, &v), 0);
+    assert_int_equal(v.hdr_len, base);
+    hl = rec_encode_header(buf, REC_DATA, &id, 5, "xyz", 3, payload, n, 4);
+    buf[4] = 1;
+    reseal(buf, hl);
+    assert_int_equal(rec_parse_header(buf, hl, &v), ERR_CORRUPT);
+    buf[4] = 3; /* unknown version */
+    reseal(buf, hl);
+    assert_int_equal(rec_parse_header(buf, hl, &v), ERR_CORRUPT);
+    free(payload);
+    free(buf);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_tombstone_and_limits),
+        cmocka_unit_test(test_padding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
