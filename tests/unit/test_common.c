@@ -119,10 +119,8 @@ static void test_sim_clock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32c_vectors),
-        cmocka_unit_test(test_crc32c_combine),
-        cmocka_unit_test(test_bufpool),
-        cmocka_unit_test(test_err_strings),
+        cmocka_unit_test(test_crc32c_vectors), cmocka_unit_test(test_crc32c_combine),
+        cmocka_unit_test(test_bufpool),        cmocka_unit_test(test_err_strings),
         cmocka_unit_test(test_sim_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
