@@ -120,7 +120,7 @@ http {
     directio 4k;
     directio_alignment 4k;
     aio threads;
-    output_buffers 2 1m;
+    output_buffers 4 2m;
   }
 }
 CONF
