@@ -254,8 +254,11 @@ print("ROW\trelocated_by_compaction\t%.1f\tMB\t-" % ((b["relocated_bytes"] - a["
 PY
 
   # One STREAM-sized object up and down over one connection, on a fresh
-  # process, so the peak RSS growth is what one streaming connection costs.
+  # process over fresh drives, so the peak RSS growth is what one streaming
+  # connection costs (over the earlier rows' data, compaction's buffers of six
+  # drives would be counted with it).
   kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+  rm -rf "$DIR/wl"
   start_node
   hwm() { awk '/VmHWM/{print $2}' "/proc/$WL_PID/status"; }
   base=$(hwm)

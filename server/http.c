@@ -58,6 +58,7 @@ struct conn {
     struct http_req *req; /* being received or handled */
     char *pend;           /* bytes read but not parsed (parser paused) */
     size_t pend_off, pend_len;
+    char *direct; /* the read in progress goes here, in c->req's inbound buffer */
     int reading, closing, refs, paused, continue_sent;
     /*
      * Lingering close: after answering a request whose body was not read
@@ -608,7 +609,11 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     conn_t *c = conn_of(p);
     http_req_t *r = c->req;
     pthread_mutex_lock(&c->s->mu);
-    if (r->in_len + len > r->in_cap) {
+    int in_place = r->in && (const uint8_t *)at >= r->in && (const uint8_t *)at < r->in + r->in_cap;
+    if (in_place) {
+        /* Read in place (body_alloc); moved only if the handler emptied the buffer meanwhile. */
+        if ((const uint8_t *)at != r->in + r->in_len) memmove(r->in + r->in_len, at, len);
+    } else if (r->in_len + len > r->in_cap) {
         /* Compact first; grow only past what is already consumed. */
         if (r->in_off) {
             memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
@@ -620,7 +625,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
             r->in = xrealloc(r->in, r->in_cap);
         }
     }
-    memcpy(r->in + r->in_len, at, len);
+    if (!in_place) memcpy(r->in + r->in_len, at, len);
     r->in_len += len;
     int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
     pthread_cond_broadcast(&r->cv);
@@ -712,10 +717,50 @@ static void parse_more(conn_t *c)
     }
 }
 
+/*
+ * While a request's Content-Length body is being received and nothing read
+ * is left unparsed, the socket is read straight into the request's inbound
+ * buffer: the loop thread, which every connection shares, then parses body
+ * bytes (llhttp only counts them down) without also copying each one from
+ * its read buffer. Measured: a single PUT stream had the loop thread at 100%
+ * CPU with a fifth of it in that copy.
+ */
+static int body_alloc(conn_t *c, uv_buf_t *buf)
+{
+    http_req_t *r = c->req;
+    uint64_t left = c->parser.content_length;
+    if (!r || c->paused || c->lingering || c->pend_off != c->pend_len ||
+        (c->parser.flags & F_CHUNKED) || left == 0)
+        return 0;
+    pthread_mutex_lock(&c->s->mu);
+    if (r->body_complete) {
+        pthread_mutex_unlock(&c->s->mu);
+        return 0;
+    }
+    if (r->in_off == r->in_len) r->in_off = r->in_len = 0;
+    if (r->in_cap - r->in_len < READ_BUF && r->in_off) {
+        memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
+        r->in_len -= r->in_off;
+        r->in_off = 0;
+    }
+    if (r->in_cap < HTTP_HIGH_WATER) {
+        r->in_cap = HTTP_HIGH_WATER;
+        r->in = xrealloc(r->in, r->in_cap);
+    }
+    size_t room = r->in_cap - r->in_len;
+    c->direct = room >= READ_BUF ? (char *)r->in + r->in_len : NULL;
+    pthread_mutex_unlock(&c->s->mu);
+    if (!c->direct) return 0;
+    *buf = uv_buf_init(c->direct, (unsigned)(room < left ? room : left));
+    return 1;
+}
+
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     conn_t *c = h->data;
     (void)hint;
+    c->direct = NULL;
+    if (body_alloc(c, buf)) return;
     /* Append to the pending buffer so a paused parse resumes where it stopped. */
     if (c->pend_off && c->pend_off == c->pend_len) c->pend_off = c->pend_len = 0;
     if (!c->pend) c->pend = xmalloc(READ_BUF * 2);
@@ -743,6 +788,16 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         return;
     }
     c->last_activity = now_ms(c->s);
+    if (c->direct) {
+        /* Body bytes in place: the parser sees them where they are (on_body keeps them). */
+        char *at = c->direct;
+        c->direct = NULL;
+        llhttp_errno_t e = n ? llhttp_execute(&c->parser, at, (size_t)n) : HPE_OK;
+        if (e == HPE_PAUSED) c->paused = 1; /* the message is complete */
+        /* Nothing else can fail inside a Content-Length body. */
+        parse_more(c);
+        return;
+    }
     c->pend_len += (size_t)n;
     if (c->pend_len == READ_BUF * 2 && c->paused) {
         /* Buffer full while waiting for a response: stop reading. */
@@ -895,8 +950,10 @@ int http_server_new(const http_cfg_t *cfg, http_server_t **out)
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->job_cv, NULL);
     s->workers = xcalloc((size_t)s->cfg.workers, sizeof(pthread_t));
-    for (int i = 0; i < s->cfg.workers; i++)
+    for (int i = 0; i < s->cfg.workers; i++) {
         pthread_create(&s->workers[i], NULL, worker_main, s);
+        pthread_setname_np(s->workers[i], "wl-http"); /* names show in top -H and perf */
+    }
     *out = s;
     return 0;
 }

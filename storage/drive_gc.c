@@ -292,6 +292,7 @@ static void *bg_main(void *arg)
 int drive__bg_start(drive_t *d)
 {
     if (pthread_create(&d->bg_thread, NULL, bg_main, d) != 0) return ERR_NOMEM;
+    pthread_setname_np(d->bg_thread, "wl-compact");
     d->bg_running = 1;
     return 0;
 }

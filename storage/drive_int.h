@@ -30,8 +30,8 @@
 #define SEG_VERSION   1
 #define SEG_USER      1
 #define SEG_GC        2
-#define DIO_ALIGN     4096u /* O_DIRECT buffer/offset alignment for reads */
-#define BOUNCE_KEEP   (16u << 20)
+#define DIO_ALIGN     4096u      /* O_DIRECT buffer/offset alignment for reads */
+#define BOUNCE_KEEP   (4u << 20) /* per drive: 64 direct-read head/tail buffers */
 #define KEY_MAX       (1 + REC_MAX_BUCKET + 1 + REC_MAX_KEY + 1 + REC_MAX_VERSION + 1 + 4)
 #define RESERVE_SLOTS 2 /* segments only compaction may take */
 

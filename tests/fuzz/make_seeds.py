@@ -19,13 +19,15 @@ def layout(k, m, block, size):
     return b + struct.pack("<I", crc32c(b))
 
 
-def record(typ, bucket, key, ver, seq, meta, payload):
-    """A segment record (storage/rec.h) with valid header and chunk crcs."""
+def record(typ, bucket, key, ver, seq, meta, payload, version=1, pad=0):
+    """A segment record (storage/rec.h) with valid header and chunk crcs; version 2
+    headers may end in pad zero bytes (the payload then starts aligned on disk)."""
     chunks = [payload[i:i + 65536] for i in range(0, len(payload), 65536)]
-    hlen = 48 + len(bucket) + len(key) + len(ver) + len(meta) + 4 * len(chunks)
-    fixed = struct.pack("<IHBBIIQQHHHHI", 0x31524C57, 1, typ, 0, hlen, 0, seq, len(payload),
+    hlen = 48 + len(bucket) + len(key) + len(ver) + len(meta) + 4 * len(chunks) + pad
+    fixed = struct.pack("<IHBBIIQQHHHHI", 0x31524C57, version, typ, 0, hlen, 0, seq, len(payload),
                         len(bucket), len(key), len(ver), 0, len(meta))
     body = bucket + key + ver + meta + b"".join(struct.pack("<I", crc32c(c)) for c in chunks)
+    body += b"\0" * pad
     crc = crc32c(fixed + b"\0\0\0\0" + body)
     return fixed + struct.pack("<I", crc) + body + payload
 
@@ -46,7 +48,9 @@ if __name__ == "__main__":
         write("ers_layout", i, lay + bytes(range(256)) * 4 + bytes([i * 3]))
     recs = [record(1, b"bkt", b"key", b"", 1, b"meta", b"hello"),
             record(2, b"b", b"", b"v1", 99, b"", b""),
-            record(1, b"bucket", b"a/b/c", b"", 7, b"", bytes(range(256)) * 300)]
+            record(1, b"bucket", b"a/b/c", b"", 7, b"", bytes(range(256)) * 300),
+            record(1, b"bkt", b"big", b"", 8, b"m", bytes(range(256)) * 520, 2, 4000),
+            record(2, b"b", b"k", b"", 9, b"", b"", 2, 0)]
     for i, r in enumerate(recs):
         write("rec", i, r)
     authz = (b"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
