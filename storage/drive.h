@@ -127,7 +127,8 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
 /*
  * Read payload bytes [off, off+len) of a shard into buf, verifying the crc of
  * every 64 KiB chunk touched. Returns 0, ERR_NOT_FOUND, ERR_RANGE, ERR_CORRUPT
- * (never the bad bytes), ERR_IO.
+ * (never the bad bytes as a success: on any error buf's contents are
+ * undefined), ERR_IO.
  */
 int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
     __attribute__((warn_unused_result));
