@@ -12,6 +12,7 @@
  */
 #include "erasure/ers.h"
 
+#include "common/bufpool.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/le.h"
@@ -220,6 +221,7 @@ struct ers_encoder {
     uint8_t *buf;   /* k*B stripe being filled */
     size_t fill;
     uint8_t *parity[ERS_MAX_M];
+    bufpool_t *pool;  /* where buf and parity came from (NULL: malloc) */
     uint64_t stripes; /* full stripes sunk so far */
     ers_sink_fn sink;
     void *arg;
@@ -228,6 +230,25 @@ struct ers_encoder {
 
 ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
                                int *err)
+{
+    return ers_encoder_new_in(NULL, k, m, block_size, sink, arg, err);
+}
+
+static void *enc_alloc(bufpool_t *pool, size_t n)
+{
+    return pool ? bufpool_get(pool, n) : xaligned_alloc(64, n);
+}
+
+static void enc_free(bufpool_t *pool, void *p)
+{
+    if (pool)
+        bufpool_put(pool, p);
+    else
+        free(p);
+}
+
+ers_encoder_t *ers_encoder_new_in(bufpool_t *pool, int k, int m, uint32_t block_size,
+                                  ers_sink_fn sink, void *arg, int *err)
 {
     ers_layout_t chk = {(uint8_t)k, (uint8_t)m, block_size, 1};
     ers_encoder_t *e;
@@ -241,9 +262,10 @@ ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn si
     e->k = k;
     e->m = m;
     e->block = block_size;
-    e->buf = xaligned_alloc(64, (size_t)k * block_size);
+    e->pool = pool;
+    e->buf = enc_alloc(pool, (size_t)k * block_size);
     for (int i = 0; i < m; i++)
-        e->parity[i] = xaligned_alloc(64, block_size);
+        e->parity[i] = enc_alloc(pool, block_size);
     ers_encoder_reset(e, sink, arg);
     *err = 0;
     return e;
@@ -262,8 +284,8 @@ void ers_encoder_free(ers_encoder_t *e)
 {
     if (!e) return;
     for (int i = 0; i < e->m; i++)
-        free(e->parity[i]);
-    free(e->buf);
+        enc_free(e->pool, e->parity[i]);
+    enc_free(e->pool, e->buf);
     free(e);
 }
 

@@ -23,6 +23,7 @@
 #ifndef WL_ERS_H
 #define WL_ERS_H
 
+#include "common/bufpool.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -80,6 +81,13 @@ typedef struct ers_encoder ers_encoder_t;
  */
 ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
                                int *err);
+/*
+ * The same, with the stripe and parity buffers taken from (and given back to)
+ * pool: a server making an encoder per PUT does not leave megabytes behind in
+ * malloc arenas.
+ */
+ers_encoder_t *ers_encoder_new_in(bufpool_t *pool, int k, int m, uint32_t block_size,
+                                  ers_sink_fn sink, void *arg, int *err);
 /* Restart for a new object with the same k, m, B and sink. */
 void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg);
 /* Feed object bytes. Full stripes are encoded and sunk as they complete. */

@@ -745,7 +745,7 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
     blk_bucket(w->bbucket, bucket);
     w->key = xstrdup(key);
     if ((*err = new_upload_id(w->upload)) != 0) goto fail;
-    w->enc = ers_encoder_new(s->k, s->m, s->block, block_sink, w, err);
+    w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, err);
     if (!w->enc) goto fail;
     for (int i = 0; i < 2; i++)
         w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));

@@ -359,7 +359,7 @@ static int body_begin(ctx_t *x)
         sigv4_scope(&x->auth, scope, sizeof(scope));
         x->chunked = s3_chunked_new(signed_chunks, trailer, x->key_bytes, x->auth.amz_date, scope,
                                     x->auth.signature);
-        x->raw = xmalloc(IO_CHUNK);
+        x->raw = bufpool_get(obj_set_buffers(x->cfg->set), IO_CHUNK);
     } else if (strcmp(p, SIGV4_UNSIGNED) != 0) {
         if (strlen(p) != 64) return ERR_INVAL;
         x->sha = EVP_MD_CTX_new();
@@ -1059,7 +1059,8 @@ static int stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         s3_engine_error(x, ERR_NOMEM);
         return -1;
     }
-    uint8_t *buf = xmalloc(IO_CHUNK);
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *buf = bufpool_get(pool, IO_CHUNK);
     dec_t st = {0};
     long n;
     int64_t total = 0;
@@ -1069,7 +1070,7 @@ static int stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         if (algo) cks_update(&ck, buf, (size_t)n);
         if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
     }
-    free(buf);
+    bufpool_put(pool, buf);
     free(st.spill);
     char got[64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));
@@ -1220,7 +1221,7 @@ static void respond_copy_result(ctx_t *x, const char *element, const obj_info_t 
             element, t, info->etag, element);
     respond_xml(x, 200, &b);
 }
-static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
+static int copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
 
 /* UploadPartCopy: a part from (a byte range of) an existing object. */
 static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
@@ -1253,7 +1254,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
             s3_engine_error(x, err);
         return;
     }
-    err = copy_range(rd, w, off, len);
+    err = copy_range(x, rd, w, off, len);
     obj_close(rd);
     if (err)
         obj_put_abort(w);
@@ -1603,10 +1604,11 @@ static obj_reader_t *open_copy_source(ctx_t *x, obj_info_t *si, int *same)
 }
 
 /* Stream [off, off+len) of rd into w; 0 or an ERR_*. */
-static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
+static int copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
 {
     size_t unit = obj_read_unit(rd);
-    uint8_t *buf = xmalloc(unit);
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *buf = bufpool_get(pool, unit); /* page-aligned: blocks land in it directly */
     int err = 0;
     while (!err && len > 0) {
         size_t n = next_piece(off, len, unit);
@@ -1614,7 +1616,7 @@ static int copy_range(obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t 
         off += n;
         len -= n;
     }
-    free(buf);
+    bufpool_put(pool, buf);
     return err;
 }
 
@@ -1643,7 +1645,7 @@ static void copy_object(ctx_t *x)
         return;
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
-    if (w) err = copy_range(rd, w, 0, si.size);
+    if (w) err = copy_range(x, rd, w, 0, si.size);
     obj_close(rd);
     obj_info_t info;
     if (w && err)
@@ -2008,7 +2010,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
 out:
     s3_chunked_free(x.chunked);
     EVP_MD_CTX_free(x.sha);
-    free(x.raw);
+    bufpool_put(obj_set_buffers(x.cfg->set), x.raw);
     free(x.key);
     free(x.query);
 }
