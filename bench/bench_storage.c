@@ -234,8 +234,8 @@ static void phase_read(void)
         double t0 = now();
         for (int t = 0; t < T; t++) {
             /* Page-aligned, as the gateway's buffers: the drive reads into them directly. */
-            r[t] = (rd_t){d, t, nobj, lens[li], t0 + (quick ? 1.0 : 3.0), 0, 0,
-                          aligned_alloc(4096, MiB)};
+            r[t] = (rd_t){
+                d, t, nobj, lens[li], t0 + (quick ? 1.0 : 3.0), 0, 0, aligned_alloc(4096, MiB)};
             pthread_create(&th[t], NULL, reader, &r[t]);
         }
         uint64_t ops = 0, bad = 0;
