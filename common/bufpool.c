@@ -4,6 +4,20 @@
 #include "common/mem.h"
 
 #include <pthread.h>
+
+/*
+ * Under AddressSanitizer the pool keeps what malloc'd buffers had: bytes past
+ * the length asked for, and a buffer given back, are poisoned, so overruns
+ * and use after bufpool_put are reported (mmap'd memory is not tracked).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n)   ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -64,7 +78,9 @@ static buf_t *map_buffer(size_t cap)
 
 static void unmap(buf_t *b)
 {
-    munmap(b, HDR + b->cap);
+    size_t len = HDR + b->cap;
+    UNPOISON(b, len); /* a later mapping at this address must start clean */
+    munmap(b, len);
 }
 
 void bufpool_free(bufpool_t *p)
@@ -101,13 +117,17 @@ void *bufpool_get(bufpool_t *p, size_t len)
         p->maps++;
         pthread_mutex_unlock(&p->mu);
     }
-    return (char *)b + HDR;
+    char *data = (char *)b + HDR;
+    UNPOISON(data, len);
+    POISON(data + len, b->cap - len);
+    return data;
 }
 
 void bufpool_put(bufpool_t *p, void *buf)
 {
     if (!buf) return;
     buf_t *b = (buf_t *)((char *)buf - HDR);
+    POISON(buf, b->cap); /* kept or unmapped: no one may touch it now */
     pthread_mutex_lock(&p->mu);
     p->out_bytes -= b->cap;
     if (b->cap <= MAX_BUF && p->kept_bytes + b->cap <= p->keep) {
