@@ -743,12 +743,16 @@ static int body_alloc(conn_t *c, uv_buf_t *buf)
         r->in_len -= r->in_off;
         r->in_off = 0;
     }
-    if (r->in_cap < HTTP_HIGH_WATER) {
-        r->in_cap = HTTP_HIGH_WATER;
+    /* Room for the rest of the body, up to HTTP_HIGH_WATER: a 4 KiB PUT does not get 1 MiB. */
+    size_t want = HTTP_HIGH_WATER;
+    if (left < HTTP_HIGH_WATER && r->in_len + left < HTTP_HIGH_WATER)
+        want = r->in_len + (size_t)left;
+    if (r->in_cap < want) {
+        r->in_cap = want;
         r->in = xrealloc(r->in, r->in_cap);
     }
     size_t room = r->in_cap - r->in_len;
-    c->direct = room >= READ_BUF ? (char *)r->in + r->in_len : NULL;
+    c->direct = room >= READ_BUF || room >= left ? (char *)r->in + r->in_len : NULL;
     pthread_mutex_unlock(&c->s->mu);
     if (!c->direct) return 0;
     *buf = uv_buf_init(c->direct, (unsigned)(room < left ? room : left));
