@@ -468,7 +468,8 @@ static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard,
  * in d->blk with their crcs.
  */
 static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t tried,
-                       uint32_t want, ers_source_fn src, void *arg)
+                       uint32_t want, ers_source_fn src, void *arg, const uint8_t *const *at,
+                       int want_crc)
 {
     const ers_layout_t *l = &d->l;
     int k = l->k, n = l->k + l->m;
@@ -504,14 +505,14 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
     if (!t) return ERR_UNRECOVERABLE;
     have = 0;
     for (int s = 0; s < n; s++) {
-        if (surv & (1u << s)) in[have++] = d->blk[s];
+        if (surv & (1u << s)) in[have++] = at && at[s] ? (uint8_t *)at[s] : d->blk[s];
         if (want & (1u << s)) outp[nout++] = scratch(d, (unsigned)s);
     }
     if (plen > 0) ec_encode_data((int)plen, k, nout, (unsigned char *)t, in, outp);
     for (int s = 0; s < n; s++)
         if (want & (1u << s)) {
-            uint32_t len = ers_block_len(l, stripe, (unsigned)s);
-            d->crc[s] = crc32c(0, d->blk[s], len);
+            /* A healer rewrites rebuilt blocks with their crc; a read has no use for it. */
+            if (want_crc) d->crc[s] = crc32c(0, d->blk[s], ers_block_len(l, stripe, (unsigned)s));
             d->stats.reconstructed++;
         }
     return 0;
@@ -588,29 +589,36 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
             d->crc[j] = bt.crc[i];
             ok |= 1u << j;
         }
+        uint32_t in_out = 0; /* whole blocks already read into `out` */
+        for (unsigned i = 0; i < bt.n; i++) {
+            unsigned j = bt.shard[i];
+            if ((ok & (1u << j)) && bt.dst[i] != d->blk[j]) in_out |= 1u << j;
+        }
         if (!direct) {
-            /* Survivors read straight into `out` must be in scratch for decoding. */
-            for (unsigned j = 0; j < l->k; j++) {
-                uint64_t bstart = sstart + j * B;
-                uint32_t blen = ers_block_len(l, stripe, j);
-                if ((ok & (1u << j)) && bstart >= off && bstart + blen <= end) {
-                    memcpy(scratch(d, j), out + (bstart - off), blen);
-                    memset(d->blk[j] + blen, 0, plen - blen);
-                } else if (ok & (1u << j)) {
-                    memset(d->blk[j] + blen, 0, plen - blen);
+            /*
+             * Survivors read into `out` are decoded from there when full
+             * length; short ones (a last stripe) are padded in scratch.
+             */
+            const uint8_t *at[ERS_MAX_SHARDS] = {0};
+            for (unsigned i = 0; i < bt.n; i++) {
+                unsigned j = bt.shard[i];
+                if (!(ok & (1u << j))) continue;
+                if ((in_out & (1u << j)) && bt.len[i] == plen) {
+                    at[j] = bt.dst[i];
+                    continue;
                 }
+                if (in_out & (1u << j)) memcpy(scratch(d, j), bt.dst[i], bt.len[i]);
+                memset(d->blk[j] + bt.len[i], 0, plen - bt.len[i]);
             }
-            int rc = reconstruct(d, stripe, ok, tried, need & ~ok, src, arg);
+            int rc = reconstruct(d, stripe, ok, tried, need & ~ok, src, arg, at, 0);
             if (rc) return rc;
             ok = need;
         }
         /* Copy the parts that did not land in place. */
         for (unsigned j = 0; j < l->k; j++) {
-            if (!(need & (1u << j))) continue;
+            if (!(need & (1u << j)) || (in_out & (1u << j))) continue;
             uint64_t bstart = sstart + j * B;
             uint32_t blen = ers_block_len(l, stripe, j);
-            int whole = bstart >= off && bstart + blen <= end;
-            if (whole && direct) continue;
             uint64_t a = bstart > off ? bstart : off;
             uint64_t b = bstart + blen < end ? bstart + blen : end;
             if (b > a) memcpy(out + (a - off), d->blk[j] + (a - bstart), b - a);
@@ -643,7 +651,7 @@ int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void
         }
     }
     if (ok == all) return 0;
-    int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg);
+    int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg, NULL, 1);
     if (rc) {
         d->missing = all & ~ok;
         return rc;
