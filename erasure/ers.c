@@ -381,6 +381,7 @@ struct ers_decoder {
     uint32_t crc[ERS_MAX_SHARDS];
     uint8_t *tables; /* fallback when the pattern cache is full */
     uint32_t missing;
+    uint32_t suspect; /* shards that failed in an earlier stripe of this decoder */
     ers_stats_t stats;
     ers_parallel_fn par;
     void *par_arg;
@@ -461,6 +462,40 @@ static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard,
     return rc;
 }
 
+/* Blocks of one stripe fetched together (in parallel when the decoder has a runner). */
+typedef struct {
+    ers_decoder_t *d;
+    ers_source_fn src;
+    void *arg;
+    uint64_t stripe;
+    unsigned n;
+    unsigned shard[ERS_MAX_SHARDS];
+    uint8_t *dst[ERS_MAX_SHARDS];
+    uint32_t len[ERS_MAX_SHARDS];
+    uint32_t crc[ERS_MAX_SHARDS];
+    int rc[ERS_MAX_SHARDS];
+} batch_t;
+
+/* Source read plus crc check of one block of a batch; touches nothing shared. */
+static void batch_fetch(void *ctx, unsigned i)
+{
+    batch_t *b = ctx;
+    ers_crc_t crc = {0, 0, 0};
+    int rc = b->src(b->arg, b->shard[i], b->stripe, b->dst[i], b->len[i], &crc);
+    if (rc == 0 && !crc_matches(&crc, b->dst[i], b->len[i])) rc = ERR_CORRUPT;
+    b->crc[i] = crc.stored;
+    b->rc[i] = rc;
+}
+
+static void batch_run(batch_t *b)
+{
+    if (b->d->par && b->n > 1)
+        b->d->par(b->d->par_arg, b->n, batch_fetch, b);
+    else
+        for (unsigned i = 0; i < b->n; i++)
+            batch_fetch(b, i);
+}
+
 /*
  * Make the blocks of `want` (a mask) of stripe `stripe` available in scratch
  * given `ok` (mask of shards already verified and present in scratch, padded
@@ -479,26 +514,57 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
     uint8_t *in[ERS_MAX_K], *outp[ERS_MAX_SHARDS];
     int nout = 0;
 
-    for (int s = 0; s < n && have < k; s++) {
+    for (int s = 0; s < n; s++)
         if (ok & (1u << s)) {
             surv |= 1u << s;
             have++;
-            continue;
         }
-        if (tried & (1u << s)) continue;
-        uint32_t len = ers_block_len(l, stripe, (unsigned)s);
-        uint8_t *b = scratch(d, (unsigned)s);
-        tried |= 1u << s;
-        if (len > 0 && fetch(d, src, arg, (unsigned)s, stripe, b, len) != 0) continue;
-        if (len == 0) d->crc[s] = crc32c(0, b, 0);
-        memset(b + len, 0, plen - len);
-        surv |= 1u << s;
-        have++;
+    /* As many more as are missing, all at once; again if some of those fail too. */
+    while (have < k) {
+        batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
+        /* Shards that did not fail before first, suspects last. */
+        for (int i = 0; i < 2 * n && have + (int)bt.n < k; i++) {
+            int s = i % n;
+            if ((int)((d->suspect >> s) & 1) != i / n || ((surv | tried) & (1u << s))) continue;
+            tried |= 1u << s;
+            uint32_t len = ers_block_len(l, stripe, (unsigned)s);
+            if (len == 0) { /* an empty block of a short stripe: zeros, nothing to read */
+                memset(scratch(d, (unsigned)s), 0, plen);
+                d->crc[s] = crc32c(0, d->blk[s], 0);
+                surv |= 1u << s;
+                have++;
+                continue;
+            }
+            bt.shard[bt.n] = (unsigned)s;
+            bt.dst[bt.n] = scratch(d, (unsigned)s);
+            bt.len[bt.n++] = len;
+        }
+        if (!bt.n) break;
+        batch_run(&bt);
+        for (unsigned i = 0; i < bt.n; i++) {
+            unsigned s = bt.shard[i];
+            if (bt.rc[i]) {
+                d->stats.blocks_bad++;
+                d->suspect |= 1u << s;
+                continue;
+            }
+            d->stats.blocks_read++;
+            d->crc[s] = bt.crc[i];
+            memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
+            surv |= 1u << s;
+            have++;
+        }
     }
     if (have < k) {
         d->missing = ((1u << n) - 1) & ~surv;
         return ERR_UNRECOVERABLE;
     }
+    /* Exactly k survivors feed the decode: the lowest-numbered (data shards first). */
+    for (int s = n - 1; s >= 0 && have > k; s--)
+        if (surv & (1u << s)) {
+            surv &= ~(1u << s);
+            have--;
+        }
     want &= ~surv;
     if (!want) return 0;
     const uint8_t *t = pattern_tables(d->codec, surv, want, d->tables);
@@ -518,31 +584,6 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
     return 0;
 }
 
-/* The data blocks of one stripe that a read needs, fetched together (maybe in parallel). */
-typedef struct {
-    ers_decoder_t *d;
-    ers_source_fn src;
-    void *arg;
-    uint64_t stripe;
-    unsigned n;
-    unsigned shard[ERS_MAX_K];
-    uint8_t *dst[ERS_MAX_K];
-    uint32_t len[ERS_MAX_K];
-    uint32_t crc[ERS_MAX_K];
-    int rc[ERS_MAX_K];
-} batch_t;
-
-/* Source read plus crc check of one block of a batch; touches nothing shared. */
-static void batch_fetch(void *ctx, unsigned i)
-{
-    batch_t *b = ctx;
-    ers_crc_t crc = {0, 0, 0};
-    int rc = b->src(b->arg, b->shard[i], b->stripe, b->dst[i], b->len[i], &crc);
-    if (rc == 0 && !crc_matches(&crc, b->dst[i], b->len[i])) rc = ERR_CORRUPT;
-    b->crc[i] = crc.stored;
-    b->rc[i] = rc;
-}
-
 int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out, ers_source_fn src,
                      void *arg)
 {
@@ -560,32 +601,50 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
         uint32_t plen = ers_block_len(l, stripe, l->k);
         int direct = 1;
 
-        /* Pass 1: the data blocks that cover [off, end), read where they land. */
+        /*
+         * Pass 1: the data blocks that cover [off, end), read where they
+         * land. A shard that failed in an earlier stripe (a lost drive, most
+         * likely) is not asked again: as many parity blocks are read in the
+         * same round instead, so a degraded read costs one round, not two.
+         * Suspects are asked again every 16 stripes, in case they are back.
+         */
+        uint32_t skip = stripe % 16 ? d->suspect : 0, skipped = 0;
         batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
         for (unsigned j = (unsigned)((off - sstart) / B); j < l->k; j++) {
             uint64_t bstart = sstart + j * B;
             if (bstart >= end) break;
             uint32_t blen = ers_block_len(l, stripe, j);
             int whole = bstart >= off && bstart + blen <= end;
+            need |= 1u << j;
+            if (skip & (1u << j)) { /* untried: the decode may still ask it, last */
+                skipped++;
+                direct = 0;
+                continue;
+            }
+            tried |= 1u << j;
             bt.shard[bt.n] = j;
             bt.dst[bt.n] = whole ? out + (bstart - off) : scratch(d, j);
             bt.len[bt.n++] = blen;
-            need |= 1u << j;
-            tried |= 1u << j;
         }
-        if (d->par && bt.n > 1)
-            d->par(d->par_arg, bt.n, batch_fetch, &bt);
-        else
-            for (unsigned i = 0; i < bt.n; i++)
-                batch_fetch(&bt, i);
+        for (unsigned p = l->k; p < (unsigned)(l->k + l->m) && skipped > 0; p++) {
+            if (skip & (1u << p)) continue;
+            bt.shard[bt.n] = p;
+            bt.dst[bt.n] = scratch(d, p);
+            bt.len[bt.n++] = plen;
+            tried |= 1u << p;
+            skipped--;
+        }
+        batch_run(&bt);
         for (unsigned i = 0; i < bt.n; i++) {
             unsigned j = bt.shard[i];
             if (bt.rc[i] != 0) {
                 d->stats.blocks_bad++;
+                d->suspect |= 1u << j;
                 direct = 0;
                 continue;
             }
             d->stats.blocks_read++;
+            d->suspect &= ~(1u << j);
             d->crc[j] = bt.crc[i];
             ok |= 1u << j;
         }
