@@ -445,23 +445,6 @@ static int crc_matches(const ers_crc_t *c, const uint8_t *buf, uint32_t len)
     return (c->computed ? c->actual : crc32c(0, buf, len)) == c->stored;
 }
 
-/* Fetch one block into buf and verify it. 0 when healthy. */
-static int fetch(ers_decoder_t *d, ers_source_fn src, void *arg, unsigned shard, uint64_t stripe,
-                 uint8_t *buf, uint32_t len)
-{
-    ers_crc_t crc = {0, 0, 0};
-    int rc = src(arg, shard, stripe, buf, len, &crc);
-
-    if (rc == 0 && !crc_matches(&crc, buf, len)) rc = ERR_CORRUPT;
-    if (rc == 0) {
-        d->stats.blocks_read++;
-        d->crc[shard] = crc.stored;
-    } else {
-        d->stats.blocks_bad++;
-    }
-    return rc;
-}
-
 /* Blocks of one stripe fetched together (in parallel when the decoder has a runner). */
 typedef struct {
     ers_decoder_t *d;
@@ -700,14 +683,24 @@ int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void
     *rebuilt = 0;
     d->missing = 0;
     if (stripe >= ers_stripe_count(l)) return ERR_RANGE;
+    /* Every block at once; empty ones of a short stripe are stored with a crc too. */
+    batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
     for (int s = 0; s < n; s++) {
-        uint32_t len = ers_block_len(l, stripe, (unsigned)s);
-        uint8_t *b = scratch(d, (unsigned)s);
-        /* Empty blocks of a short stripe are still stored with a crc; check them too. */
-        if (fetch(d, src, arg, (unsigned)s, stripe, b, len) == 0) {
-            memset(b + len, 0, plen - len);
-            ok |= 1u << s;
+        bt.shard[bt.n] = (unsigned)s;
+        bt.dst[bt.n] = scratch(d, (unsigned)s);
+        bt.len[bt.n++] = ers_block_len(l, stripe, (unsigned)s);
+    }
+    batch_run(&bt);
+    for (unsigned i = 0; i < bt.n; i++) {
+        unsigned s = bt.shard[i];
+        if (bt.rc[i]) {
+            d->stats.blocks_bad++;
+            continue;
         }
+        d->stats.blocks_read++;
+        d->crc[s] = bt.crc[i];
+        memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
+        ok |= 1u << s;
     }
     if (ok == all) return 0;
     int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg, NULL, 1);

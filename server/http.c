@@ -604,6 +604,15 @@ static int on_headers_complete(llhttp_t *p)
     return 0;
 }
 
+/* Move the unconsumed inbound bytes to the front of the buffer (s->mu held). */
+static void inbound_compact(http_req_t *r)
+{
+    if (!r->in_off) return;
+    memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
+    r->in_len -= r->in_off;
+    r->in_off = 0;
+}
+
 static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     conn_t *c = conn_of(p);
@@ -614,12 +623,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         /* Read in place (body_alloc); moved only if the handler emptied the buffer meanwhile. */
         if ((const uint8_t *)at != r->in + r->in_len) memmove(r->in + r->in_len, at, len);
     } else if (r->in_len + len > r->in_cap) {
-        /* Compact first; grow only past what is already consumed. */
-        if (r->in_off) {
-            memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
-            r->in_len -= r->in_off;
-            r->in_off = 0;
-        }
+        inbound_compact(r); /* grow only past what is already consumed */
         if (r->in_len + len > r->in_cap) {
             r->in_cap = r->in_len + len + READ_BUF;
             r->in = xrealloc(r->in, r->in_cap);
@@ -737,12 +741,7 @@ static int body_alloc(conn_t *c, uv_buf_t *buf)
         pthread_mutex_unlock(&c->s->mu);
         return 0;
     }
-    if (r->in_off == r->in_len) r->in_off = r->in_len = 0;
-    if (r->in_cap - r->in_len < READ_BUF && r->in_off) {
-        memmove(r->in, r->in + r->in_off, r->in_len - r->in_off);
-        r->in_len -= r->in_off;
-        r->in_off = 0;
-    }
+    if (r->in_off == r->in_len || r->in_cap - r->in_len < READ_BUF) inbound_compact(r);
     /* Room for the rest of the body, up to HTTP_HIGH_WATER: a 4 KiB PUT does not get 1 MiB. */
     size_t want = HTTP_HIGH_WATER;
     if (left < HTTP_HIGH_WATER && r->in_len + left < HTTP_HIGH_WATER)

@@ -920,10 +920,12 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     r->ra_mask = 0;
     if (r->info.multipart) {
         /* Within the part being read only: the next obj_read opens the next part. */
+        if (r->cur_idx < 0) return;
         uint64_t base = 0;
-        for (int i = 0; i < r->info.nparts && i <= r->cur_idx; base += r->sizes[i++])
-            if (i == r->cur_idx && off >= base && off + len <= base + r->sizes[i])
-                obj_read_ahead(r->cur, off - base, buf, len);
+        for (int i = 0; i < r->cur_idx; i++)
+            base += r->sizes[i];
+        if (off >= base && off + len <= base + r->sizes[r->cur_idx])
+            obj_read_ahead(r->cur, off - base, buf, len);
         return;
     }
     const ers_layout_t *l = &r->info.layout;

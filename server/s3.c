@@ -466,33 +466,40 @@ static int bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
     return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
 }
 
-/* Value of a "name\0value\0" pair in an object's metadata, or "" when absent. */
+/*
+ * Walk the "name\0value\0" pairs of an object's user metadata: from *pos, the
+ * next pair's name and value; 0 at the end (or at a truncated pair).
+ */
+static int umeta_next(const obj_info_t *info, size_t *pos, const char **name, const char **value)
+{
+    size_t p = *pos;
+    if (p >= info->umeta_len) return 0;
+    const char *n = info->umeta + p;
+    size_t nl = strnlen(n, info->umeta_len - p);
+    if (p + nl + 1 >= info->umeta_len) return 0;
+    const char *v = n + nl + 1;
+    size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+    *pos = p + nl + 1 + vl + 1;
+    *name = n;
+    *value = v;
+    return 1;
+}
+
 /* The umeta pairs of info with name set to value (replaced or added) into out. */
 static void umeta_with(const obj_info_t *info, const char *name, const char *value, buf_t *out)
 {
-    for (size_t p = 0; p < info->umeta_len;) {
-        const char *n = info->umeta + p;
-        size_t nl = strnlen(n, info->umeta_len - p);
-        if (p + nl + 1 >= info->umeta_len) break;
-        const char *v = n + nl + 1;
-        size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+    const char *n, *v;
+    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
         if (strcmp(n, name) != 0) bprintf(out, "%s%c%s%c", n, 0, v, 0);
-        p += nl + 1 + vl + 1;
-    }
     bprintf(out, "%s%c%s%c", name, 0, value, 0);
 }
 
+/* Value of a pair in an object's user metadata, or "" when absent. */
 static const char *umeta_get(const obj_info_t *info, const char *name)
 {
-    for (size_t p = 0; p < info->umeta_len;) {
-        const char *n = info->umeta + p;
-        size_t nl = strnlen(n, info->umeta_len - p);
-        if (p + nl + 1 >= info->umeta_len) break;
-        const char *v = n + nl + 1;
-        size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+    const char *n, *v;
+    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
         if (strcmp(n, name) == 0) return v;
-        p += nl + 1 + vl + 1;
-    }
     return "";
 }
 

@@ -86,7 +86,7 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
      * payload copied as read and verified).
      */
     writer_t *w = &d->gw;
-    size_t pad_max = rec_pad_for(0, 1, v->payload_len) ? REC_ALIGN - 1 : 0;
+    size_t pad_max = rec_pad_max(v->payload_len);
     size_t hlen = rec_header_len(&v->id, v->meta_len, v->payload_len);
     if ((rc = drive__writer_room(d, w, hlen + pad_max + v->payload_len, 1)) != 0) return rc;
     uint8_t *p = w->buf + w->fill;

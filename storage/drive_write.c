@@ -241,7 +241,7 @@ static void commit_user(drive_t *d, req_t *list)
     writer_t *w = &d->uw;
     for (req_t *r = list; r; r = r->next) {
         size_t hlen = rec_header_len(&r->id, r->meta_len, r->len);
-        size_t pad_max = rec_pad_for(0, 1, r->len) ? REC_ALIGN - 1 : 0;
+        size_t pad_max = rec_pad_max(r->len);
         /*
          * The reserve takes what frees space: tombstones, and metadata-only
          * records (the gateway's delete markers are such), so a full drive

@@ -23,6 +23,11 @@ size_t rec_pad_for(uint64_t rec_off, size_t hdr_len, uint64_t payload_len)
     return (size_t)((REC_ALIGN - (rec_off + hdr_len) % REC_ALIGN) % REC_ALIGN);
 }
 
+size_t rec_pad_max(uint64_t payload_len)
+{
+    return payload_len < REC_ALIGN_MIN ? 0 : REC_ALIGN - 1;
+}
+
 int rec_id_check(const rec_id_t *id)
 {
     if (id->bucket_len == 0 || id->bucket_len > REC_MAX_BUCKET || id->key_len > REC_MAX_KEY ||

@@ -86,6 +86,8 @@ size_t rec_header_len(const rec_id_t *id, size_t meta_len, uint64_t payload_len)
  * the payload is at least REC_ALIGN_MIN bytes, else 0.
  */
 size_t rec_pad_for(uint64_t rec_off, size_t hdr_len, uint64_t payload_len);
+/* The most rec_pad_for can ask for a payload of this size (room to reserve). */
+size_t rec_pad_max(uint64_t payload_len);
 
 /* Validate identity lengths and contents (no NUL bytes); 0 or ERR_INVAL. */
 int rec_id_check(const rec_id_t *id);

@@ -4,6 +4,7 @@ warmlaked: Put*Acl (canned and XML), UploadPartCopy, virtual-host style,
 full, the connection limit, header size and header/idle timeouts. Content
 is checked by hash; no partial object may ever be visible."""
 import hashlib
+import json
 import os
 import socket
 import urllib.request
@@ -246,7 +247,6 @@ def test_connection_limit_and_timeouts(datadir):
 def node_reads(server):
     st, body, _ = signed_request(server.port, "GET", "/_warmlake/stats")
     assert st == 200
-    import json
     drives = json.loads(body)["drives"]
     return sum(d["reads_direct"] for d in drives), sum(d["reads_copied"] for d in drives)
 
