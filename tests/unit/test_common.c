@@ -7,8 +7,11 @@
 #include "common/clock.h"
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/num.h"
+#include "common/pool.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 static void test_crc32c_vectors(void **state)
@@ -95,6 +98,122 @@ static void test_bufpool(void **state)
     bufpool_free(p);
 }
 
+static void test_num_parse(void **state)
+{
+    (void)state;
+    uint64_t v;
+    int i;
+    assert_int_equal(num_parse_u64("0", 0, 10, &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(num_parse_u64("18446744073709551615", 0, UINT64_MAX, &v), 0);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(num_parse_u64("18446744073709551616", 0, UINT64_MAX, &v), ERR_RANGE);
+    assert_int_equal(num_parse_u64("99999999999999999999", 0, UINT64_MAX, &v), ERR_RANGE);
+    assert_int_equal(num_parse_u64("000000000000000000001", 0, UINT64_MAX, &v), ERR_INVAL);
+    const char *bad[] = {"", "+1", "-1", " 1", "1 ", "1x", "0x10", "1.0", "\t1", "1\n"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        assert_int_equal(num_parse_u64(bad[k], 0, UINT64_MAX, &v), ERR_INVAL);
+    assert_int_equal(num_parse_u64(NULL, 0, 1, &v), ERR_INVAL);
+    /* The part number that used to wrap to 1. */
+    assert_int_equal(num_parse_int("4294967297", 1, 10000, &i), ERR_RANGE);
+    assert_int_equal(num_parse_int("10000", 1, 10000, &i), 0);
+    assert_int_equal(i, 10000);
+    assert_int_equal(num_parse_int("0", 1, 10000, &i), ERR_RANGE);
+    assert_int_equal(num_parse_int("00007", 1, 10000, &i), 0);
+    assert_int_equal(i, 7);
+    assert_int_equal(num_parse_u64n("123456", 3, 0, 1000, &v), 0);
+    assert_int_equal(v, 123);
+    assert_int_equal(num_parse_u64n("12", 0, 0, 1000, &v), ERR_INVAL);
+}
+
+/* pool: jobs run, latches count them; a job blocked outside does not starve the others. */
+typedef struct {
+    pool_job_t base;
+    pool_t *p;
+    int block; /* wait on the gate, bracketed as blocked */
+    int *ran;
+} tjob_t;
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_open, saturations;
+
+static void tjob_run(pool_job_t *j)
+{
+    tjob_t *t = (tjob_t *)j;
+    if (t->block) {
+        pool_block_begin(t->p);
+        pthread_mutex_lock(&gate_mu);
+        while (!gate_open)
+            pthread_cond_wait(&gate_cv, &gate_mu);
+        pthread_mutex_unlock(&gate_mu);
+        pool_block_end(t->p);
+    }
+    __atomic_add_fetch(t->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void on_saturated(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&saturations, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_pool(void **state)
+{
+    (void)state;
+    int err, ran = 0;
+    pool_cfg_t cfg = {"wl-test", 1, 2, on_saturated, NULL};
+    pool_t *p = pool_new(&cfg, &err);
+    assert_non_null(p);
+    tjob_t jobs[8];
+    pool_job_t *q[8];
+    latch_t l;
+    latch_init(&l);
+    for (int i = 0; i < 8; i++) {
+        jobs[i] = (tjob_t){{tjob_run, NULL, NULL}, p, 0, &ran};
+        q[i] = &jobs[i].base;
+    }
+    pool_submit(p, q, 8, &l);
+    latch_wait(&l);
+    assert_int_equal(ran, 8);
+    /* One thread, two jobs blocked outside: a third job still runs (threads grow to 3). */
+    ran = 0;
+    jobs[0].block = jobs[1].block = 1;
+    pool_submit(p, q, 2, &l);
+    pool_stats_t st;
+    do {
+        pool_stats(p, &st);
+    } while (st.blocked < 2);
+    latch_t l2;
+    latch_init(&l2);
+    pool_submit(p, &q[2], 1, &l2);
+    latch_wait(&l2);
+    assert_int_equal(ran, 1);
+    pool_stats(p, &st);
+    assert_true(st.threads >= 2 && st.threads <= 3);
+    assert_int_equal(saturations, 0);
+    /* A third blocked job reaches the bound (1 + 2): the owner is told. */
+    jobs[3].block = 1;
+    pool_submit(p, &q[3], 1, &l);
+    pool_submit(p, &q[4], 1, &l2);
+    while (__atomic_load_n(&saturations, __ATOMIC_SEQ_CST) == 0) {
+        pthread_mutex_lock(&gate_mu); /* wait for the report without sleeping on a timer */
+        pthread_mutex_unlock(&gate_mu);
+    }
+    pool_stats(p, &st);
+    assert_int_equal(st.threads, 3);
+    pthread_mutex_lock(&gate_mu);
+    gate_open = 1;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    latch_wait(&l);
+    latch_wait(&l2);
+    assert_int_equal(ran, 5);
+    latch_destroy(&l);
+    latch_destroy(&l2);
+    pool_free(p);
+}
+
 static void test_err_strings(void **state)
 {
     (void)state;
@@ -121,7 +240,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_vectors), cmocka_unit_test(test_crc32c_combine),
         cmocka_unit_test(test_bufpool),        cmocka_unit_test(test_err_strings),
-        cmocka_unit_test(test_sim_clock),
+        cmocka_unit_test(test_sim_clock),      cmocka_unit_test(test_num_parse),
+        cmocka_unit_test(test_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,71 @@
+/*
+ * pool: a pool of threads running jobs in FIFO order, the one job pool of a
+ * node: the HTTP front end runs each request's handler on one, the object
+ * layer runs a stripe's shard reads and writes on another.
+ *
+ * A job is a pool_job_t embedded in the caller's own struct (no allocation
+ * per job). Jobs submitted together can share a latch the caller waits on.
+ *
+ * Blocking outside the pool. A job that waits on something the pool cannot
+ * speed up (an HTTP client that sends or reads slowly) brackets the wait
+ * with pool_block_begin/end. Blocked threads do not count against the
+ * pool's size: while queued jobs wait and fewer than `threads` are running,
+ * another thread is started, up to threads + max_blocked. At that bound the
+ * pool calls on_saturated (from the thread that found it, with no pool lock
+ * held) so that its owner can free a blocked thread, e.g. by closing the
+ * connection stalled longest. Threads beyond `threads` end after a while
+ * idle.
+ */
+#ifndef WL_POOL_H
+#define WL_POOL_H
+
+#include <pthread.h>
+
+typedef struct latch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int left;
+} latch_t;
+
+void latch_init(latch_t *l);
+/* Wait until every job submitted on l has run. */
+void latch_wait(latch_t *l);
+void latch_destroy(latch_t *l);
+
+typedef struct pool_job {
+    void (*run)(struct pool_job *j);
+    struct pool_job *next; /* the pool's */
+    latch_t *latch;        /* the pool's: counted down after run returns */
+} pool_job_t;
+
+typedef struct pool pool_t;
+
+typedef struct {
+    const char *name; /* thread name (top -H, perf): at most 15 characters */
+    int threads;      /* threads kept running */
+    int max_blocked;  /* extra threads for jobs blocked outside (0: none) */
+    void (*on_saturated)(void *arg);
+    void *arg;
+} pool_cfg_t;
+
+/* NULL when no thread could be started (*err ERR_NOMEM). */
+pool_t *pool_new(const pool_cfg_t *cfg, int *err);
+/* Run every queued job, then end the threads and free the pool. */
+void pool_free(pool_t *p);
+
+/* Queue n jobs; l (may be NULL) counts them down as they finish. */
+void pool_submit(pool_t *p, pool_job_t **jobs, int n, latch_t *l);
+/* Jobs waiting for a thread (a hint: the pool is busy). */
+int pool_queued(pool_t *p);
+
+/* The calling job waits on something outside the pool (see above). Pairs nest. */
+void pool_block_begin(pool_t *p);
+void pool_block_end(pool_t *p);
+
+/* Counters for tests and stats. */
+typedef struct {
+    int threads, idle, blocked, queued;
+} pool_stats_t;
+void pool_stats(pool_t *p, pool_stats_t *st);
+
+#endif
