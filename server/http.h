@@ -41,6 +41,7 @@ struct http_req_info {
     int nheaders;
     int64_t content_length; /* -1 when absent (chunked transfer encoding) */
     const char *peer;       /* "ip:port" */
+    const char *id;         /* unique request id (16 hex digits): x-amz-request-id, logs */
 };
 
 /* Runs on a worker thread; must send a response (http_respond) before returning. */
@@ -53,6 +54,10 @@ typedef struct {
     size_t max_header;  /* bytes of request line + headers; default 16 KiB */
     uint64_t idle_ms;   /* close idle keep-alive connections; default 60 s */
     uint64_t header_ms; /* a request's headers must arrive within; default 30 s */
+    uint64_t io_ms;     /* a request stalled on its client (no body byte in, no response
+                           byte taken) this long is closed; default 30 s */
+    int max_stalled;    /* workers that clients stalling a request may hold at once; beyond
+                           it the longest-stalled is closed; default 256 */
     http_handler_fn handler;
     void *arg;
 } http_cfg_t;

@@ -5,21 +5,173 @@
  * file-backed drives with 4+2 erasure coding, listening on 127.0.0.1:9000,
  * credentials from WARMLAKE_ACCESS_KEY / WARMLAKE_SECRET_KEY or a generated
  * pair printed at start. SIGTERM/SIGINT drain in-flight requests and exit.
+ *
+ * Settings come from the options[] table below (see server/options.h):
+ * defaults, then the INI files of --config, then the other flags. A bad
+ * value, flag or setting exits with status 2 and a message naming it; a
+ * store that cannot start (drives, address) exits with status 1.
  */
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "server/http.h"
+#include "server/options.h"
 #include "server/s3.h"
 
-#include <getopt.h>
-#include <ini.h>
+#include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+
+#define MAX_USERS 64
+
+typedef struct {
+    const char *path; /* NULL: DATA/driveN */
+    uint64_t capacity, iu;
+    double dwpd; /* 0 (or unset): the [drives] value */
+} drive_conf_t;
+
+typedef struct {
+    char name[64]; /* of [user.NAME] */
+    const char *access_key, *secret_key;
+} user_conf_t;
+
+/* Settings: defaults, then the config files, then flags. */
+typedef struct {
+    const char *listen, *data, *domain, *region;
+    int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
+    int64_t header_timeout_s, idle_timeout_s, io_timeout_s;
+    uint64_t capacity, segment, block, iu, max_header;
+    double dwpd;
+    drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
+    user_conf_t user[MAX_USERS];        /* [user.NAME] */
+    int nusers;
+} conf_t;
+
+/* Offsets that fail to compile when the field is not of the row's type. */
+#define C(field, type) _Generic(((conf_t *)0)->field, type : offsetof(conf_t, field))
+#define D(field, type) _Generic(((drive_conf_t *)0)->field, type : offsetof(drive_conf_t, field))
+#define U(field, type) _Generic(((user_conf_t *)0)->field, type : offsetof(user_conf_t, field))
+#define STR            const char *
+#define CAP_MIN        (1ll << 20)
+#define CAP_MAX        (1ll << 50)
+#define IU_MIN         4096
+#define IU_MAX         (1 << 20)
+#define DWPD_MAX       1000
+#define DAY_S          86400
+
+/* flag, ARG, [section] key, type, flags, min, max, default, where, help */
+static const opt_def_t options[] = {
+    {"listen", "ADDR:PORT", "server", "listen", OPT_ADDR, 0, 0, 65535, "127.0.0.1:9000",
+     C(listen, STR), "address to serve S3 on; port 0 picks a free one, printed at start"},
+    {"data", "DIR", "server", "data", OPT_STR, 0, 1, 0, "./data", C(data, STR),
+     "data directory; drives are DIR/drive0, DIR/drive1, ..."},
+    {"drives", "N", "drives", "count", OPT_INT, 0, 1, OBJ_MAX_SHARDS, "6", C(drives, int64_t),
+     "number of file-backed drives"},
+    {"ec", "K+M", "erasure", "k+m", OPT_PAIR, 0, 0, 0, NULL, 0,
+     "erasure coding: K data + M parity shards, K+M = drives"},
+    {"drive-capacity", "SIZE", "drives", "capacity", OPT_SIZE, 0, CAP_MIN, CAP_MAX, "16G",
+     C(capacity, uint64_t), "bytes each drive may use"},
+    {"segment-size", "SIZE", "drives", "segment_size", OPT_SIZE, OPT_ZERO_OK, 1 << 20, 4ll << 30,
+     "0", C(segment, uint64_t), "segment size; 0: 256M for drives of 64G or more, else 64M"},
+    {"iu", "BYTES", "drives", "iu", OPT_SIZE, OPT_ZERO_OK, IU_MIN, IU_MAX, "0", C(iu, uint64_t),
+     "indirection unit, a power of two; 0: detected, else 4096"},
+    {"dwpd", "X", "drives", "dwpd", OPT_REAL, 0, 0, DWPD_MAX, "0", C(dwpd, double),
+     "rated sequential drive writes per day; 0: no write budget"},
+    {"block", "SIZE", "erasure", "block", OPT_SIZE, 0, 64, ERS_MAX_BLOCK, "1M", C(block, uint64_t),
+     "erasure block size, a multiple of 64"},
+    {"workers", "N", "server", "workers", OPT_INT, 0, 1, 4096, "32", C(workers, int64_t),
+     "request worker threads"},
+    {"max-conns", "N", "server", "max_conns", OPT_INT, 0, 1, 1 << 20, "1024", C(max_conns, int64_t),
+     "connections before 503"},
+    {"max-stalled", "N", "server", "max_stalled", OPT_INT, 0, 1, 65536, "256",
+     C(max_stalled, int64_t),
+     "workers that clients stalling a request may hold at once;\n"
+     "beyond it the longest-stalled request is closed"},
+    {"log-level", "LEVEL", "server", "log_level", OPT_LEVEL, 0, 0, 0, "info", C(log_level, int64_t),
+     "log events of this level and above"},
+    {"domain", "NAME", "server", "domain", OPT_NAME, 0, 0, 253, NULL, C(domain, STR),
+     "also serve virtual-host style: BUCKET.NAME[:port]"},
+    {"region", "NAME", "server", "region", OPT_NAME, 0, 1, 63, "us-east-1", C(region, STR),
+     "the region buckets report (GetBucketLocation)"},
+    {"max-header", "SIZE", "server", "max_header", OPT_SIZE, 0, 1024, 1 << 20, "16K",
+     C(max_header, uint64_t), "request line + headers limit (over: 431)"},
+    {"header-timeout", "SEC", "server", "header_timeout", OPT_INT, 0, 1, DAY_S, "30",
+     C(header_timeout_s, int64_t), "a request's headers must arrive within"},
+    {"idle-timeout", "SEC", "server", "idle_timeout", OPT_INT, 0, 1, DAY_S, "60",
+     C(idle_timeout_s, int64_t), "close idle keep-alive connections after"},
+    {"io-timeout", "SEC", "server", "io_timeout", OPT_INT, 0, 1, DAY_S, "30",
+     C(io_timeout_s, int64_t),
+     "close a request stalled on its client this long\n"
+     "(no body byte in, no response byte taken)"},
+    {"config", "FILE", NULL, NULL, OPT_CONFIG, 0, 0, 0, NULL, 0,
+     "INI file: [section] key = value, as listed here; flags override it"},
+    {"help", NULL, NULL, NULL, OPT_HELP, 0, 0, 0, NULL, 0, "this text"},
+    /* config file only */
+    {NULL, "N", "erasure", "k", OPT_INT, 0, 1, ERS_MAX_K, "4", C(k, int64_t),
+     "data shards (K of --ec)"},
+    {NULL, "N", "erasure", "m", OPT_INT, 0, 0, ERS_MAX_M, "2", C(m, int64_t),
+     "parity shards (M of --ec)"},
+    {NULL, "DIR", "drive.N", "path", OPT_STR, OPT_EACH, 1, 0, NULL, D(path, STR),
+     "drive N's directory (N from 0; default DATA/driveN)"},
+    {NULL, "SIZE", "drive.N", "capacity", OPT_SIZE, OPT_EACH, CAP_MIN, CAP_MAX, NULL,
+     D(capacity, uint64_t), "drive N's capacity (default: [drives] capacity)"},
+    {NULL, "BYTES", "drive.N", "iu", OPT_SIZE, OPT_EACH | OPT_ZERO_OK, IU_MIN, IU_MAX, NULL,
+     D(iu, uint64_t), "drive N's indirection unit (default: [drives] iu)"},
+    {NULL, "X", "drive.N", "dwpd", OPT_REAL, OPT_EACH, 0, DWPD_MAX, NULL, D(dwpd, double),
+     "drive N's rated DWPD (default: [drives] dwpd)"},
+    {NULL, "KEY", "user.NAME", "access_key", OPT_STR, OPT_EACH, 1, 128, NULL, U(access_key, STR),
+     "a user's access key (any number of [user.NAME] sections)"},
+    {NULL, "SECRET", "user.NAME", "secret_key", OPT_STR, OPT_EACH, 1, 128, NULL, U(secret_key, STR),
+     "that user's secret key"},
+};
+
+static const char usage_head[] =
+    "usage: warmlaked [options]\n"
+    "Each setting: its flag, then its default, its range and its config file key.\n";
+static const char usage_tail[] =
+    "Credentials: WARMLAKE_ACCESS_KEY and WARMLAKE_SECRET_KEY; extra users as\n"
+    "WARMLAKE_USERS=\"AK1:SECRET1,AK2:SECRET2\". Without them (and without [user.NAME])\n"
+    "a key pair is generated and printed.\n";
+
+/* [drive.N] and [user.NAME]: the record their keys go into. */
+static void *conf_section(void *arg, const char *sec, const char **pattern, char *err, size_t cap)
+{
+    conf_t *c = arg;
+    int64_t n;
+    if (strncmp(sec, "drive.", 6) == 0) {
+        if (opt_parse_int(sec + 6, &n) != 0 || n < 0 || n >= OBJ_MAX_SHARDS) {
+            snprintf(err, cap, "[%s]: want [drive.N], N a whole number in 0..%d", sec,
+                     OBJ_MAX_SHARDS - 1);
+            return NULL;
+        }
+        *pattern = "drive.N";
+        return &c->drive[n];
+    }
+    if (strncmp(sec, "user.", 5) == 0) {
+        const char *name = sec + 5;
+        if (!*name || strlen(name) >= sizeof(c->user[0].name)) {
+            snprintf(err, cap, "[%s]: want [user.NAME], NAME of 1..%zu characters", sec,
+                     sizeof(c->user[0].name) - 1);
+            return NULL;
+        }
+        *pattern = "user.NAME";
+        for (int i = 0; i < c->nusers; i++)
+            if (strcmp(c->user[i].name, name) == 0) return &c->user[i];
+        if (c->nusers == MAX_USERS) {
+            snprintf(err, cap, "[%s]: more than %d [user.NAME] sections", sec, MAX_USERS);
+            return NULL;
+        }
+        user_conf_t *u = &c->user[c->nusers++];
+        strcpy(u->name, name);
+        return u;
+    }
+    return NULL;
+}
 
 static http_server_t *server;
 
@@ -27,68 +179,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     if (server) http_server_stop(server);
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: warmlaked [options]\n"
-            "  --listen ADDR:PORT    address to serve S3 on (default 127.0.0.1:9000;\n"
-            "                        port 0 picks a free one, printed at start)\n"
-            "  --data DIR            data directory; drives are DIR/drive0.. (default ./data)\n"
-            "  --drives N            number of file-backed drives (default 6)\n"
-            "  --ec K+M              erasure coding: K data + M parity shards, K+M = drives\n"
-            "                        (default 4+2)\n"
-            "  --drive-capacity SIZE bytes each drive may use, with K/M/G/T suffix (default 16G)\n"
-            "  --segment-size SIZE   segment size (default 256M; 64M for small drives)\n"
-            "  --iu BYTES            indirection unit (default: detected, else 4096)\n"
-            "  --dwpd X              rated sequential drive writes per day (default 0: no budget)\n"
-            "  --block SIZE          erasure block size (default 1M)\n"
-            "  --workers N           request worker threads (default 32)\n"
-            "  --max-conns N         connections before 503 (default 1024)\n"
-            "  --log-level LEVEL     debug|info|warn|error (default info)\n"
-            "  --domain NAME         also serve virtual-host style: BUCKET.NAME[:port]\n"
-            "  --max-header SIZE     request line + headers limit (default 16K; over: 431)\n"
-            "  --header-timeout SEC  a request's headers must arrive within (default 30)\n"
-            "  --idle-timeout SEC    close idle keep-alive connections after (default 60)\n"
-            "  --config FILE         INI file: [server] listen data workers max_conns log_level\n"
-            "                        domain max_header header_timeout idle_timeout,\n"
-            "                        [erasure] k m block, [drives] count capacity segment_size iu\n"
-            "                        dwpd, [drive.N] path capacity iu dwpd, [user.NAME]\n"
-            "                        access_key secret_key; flags override the file\n"
-            "  --help                this text\n"
-            "Credentials: WARMLAKE_ACCESS_KEY and WARMLAKE_SECRET_KEY; extra users as\n"
-            "WARMLAKE_USERS=\"AK1:SECRET1,AK2:SECRET2\". Without them a key pair is generated\n"
-            "and printed.\n");
-}
-
-static uint64_t parse_size(const char *s)
-{
-    char *e;
-    double v = strtod(s, &e);
-    switch (*e) {
-    case 'k':
-    case 'K':
-        v *= 1024.0;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1048576.0;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1073741824.0;
-        break;
-    case 't':
-    case 'T':
-        v *= 1099511627776.0;
-        break;
-    case 0:
-        break;
-    default:
-        return 0;
-    }
-    return (uint64_t)v;
 }
 
 static void random_token(char *out, size_t n, const char *alphabet)
@@ -101,274 +191,95 @@ static void random_token(char *out, size_t n, const char *alphabet)
     out[n] = 0;
 }
 
-/* Settings: defaults, then the config file, then flags. */
-typedef struct {
-    const char *listen, *data, *domain;
-    int drives, k, m, workers, max_conns;
-    uint64_t max_header, header_timeout_s, idle_timeout_s;
-    uint64_t capacity, segment, block;
-    uint32_t iu;
-    double dwpd;
-    /* per drive (config file [drive.N]): path, capacity, iu, dwpd; 0/NULL = the defaults */
-    char *drive_path[OBJ_MAX_SHARDS];
-    uint64_t drive_cap[OBJ_MAX_SHARDS];
-    uint32_t drive_iu[OBJ_MAX_SHARDS];
-    double drive_dwpd[OBJ_MAX_SHARDS];
-    s3_user_t users[64];
-    int nusers;
-    char *strings[256]; /* what the config file allocated, freed at exit */
-    int nstrings;
-} conf_t;
-
-static char *keep(conf_t *c, const char *v)
+static int add_user(s3_user_t *users, int *n, const char *ak, const char *sk, const char *from)
 {
-    char *p = xstrdup(v);
-    if (c->nstrings < 256) c->strings[c->nstrings++] = p;
-    return p;
-}
-
-/*
- * INI config (inih from Debian):
- *   [server]  listen, data, workers, max_conns, log_level, domain, max_header,
- *             header_timeout, idle_timeout
- *   [erasure] k, m, block
- *   [drives]  count, capacity, segment_size, iu, dwpd       (defaults for every drive)
- *   [drive.N] path, capacity, iu, dwpd                      (one drive, N from 0)
- *   [user.NAME] access_key, secret_key                      (any number of users)
- */
-static int conf_entry(void *arg, const char *sec, const char *name, const char *value)
-{
-    conf_t *c = arg;
-    int n;
-    if (strcmp(sec, "server") == 0) {
-        if (strcmp(name, "listen") == 0)
-            c->listen = keep(c, value);
-        else if (strcmp(name, "data") == 0)
-            c->data = keep(c, value);
-        else if (strcmp(name, "workers") == 0)
-            c->workers = atoi(value);
-        else if (strcmp(name, "max_conns") == 0)
-            c->max_conns = atoi(value);
-        else if (strcmp(name, "domain") == 0)
-            c->domain = keep(c, value);
-        else if (strcmp(name, "max_header") == 0)
-            c->max_header = parse_size(value);
-        else if (strcmp(name, "header_timeout") == 0)
-            c->header_timeout_s = strtoull(value, NULL, 10);
-        else if (strcmp(name, "idle_timeout") == 0)
-            c->idle_timeout_s = strtoull(value, NULL, 10);
-        else if (strcmp(name, "log_level") == 0)
-            return (log_level = log_level_parse(value)) >= 0;
-        else
-            return 0;
-    } else if (strcmp(sec, "erasure") == 0) {
-        if (strcmp(name, "k") == 0)
-            c->k = atoi(value);
-        else if (strcmp(name, "m") == 0)
-            c->m = atoi(value);
-        else if (strcmp(name, "block") == 0)
-            c->block = parse_size(value);
-        else
-            return 0;
-    } else if (strcmp(sec, "drives") == 0) {
-        if (strcmp(name, "count") == 0)
-            c->drives = atoi(value);
-        else if (strcmp(name, "capacity") == 0)
-            c->capacity = parse_size(value);
-        else if (strcmp(name, "segment_size") == 0)
-            c->segment = parse_size(value);
-        else if (strcmp(name, "iu") == 0)
-            c->iu = (uint32_t)parse_size(value);
-        else if (strcmp(name, "dwpd") == 0)
-            c->dwpd = atof(value);
-        else
-            return 0;
-    } else if (sscanf(sec, "drive.%d", &n) == 1) {
-        if (n < 0 || n >= OBJ_MAX_SHARDS) return 0;
-        if (strcmp(name, "path") == 0)
-            c->drive_path[n] = keep(c, value);
-        else if (strcmp(name, "capacity") == 0)
-            c->drive_cap[n] = parse_size(value);
-        else if (strcmp(name, "iu") == 0)
-            c->drive_iu[n] = (uint32_t)parse_size(value);
-        else if (strcmp(name, "dwpd") == 0)
-            c->drive_dwpd[n] = atof(value);
-        else
-            return 0;
-    } else if (strncmp(sec, "user.", 5) == 0) {
-        /* inih reports a section's keys together: a new slot when the last one is full. */
-        if (c->nusers == 0 ||
-            (c->users[c->nusers - 1].access_key && c->users[c->nusers - 1].secret)) {
-            if (c->nusers == 64) return 0;
-            c->users[c->nusers++] = (s3_user_t){NULL, NULL};
-        }
-        s3_user_t *u = &c->users[c->nusers - 1];
-        if (strcmp(name, "access_key") == 0 && !u->access_key)
-            u->access_key = keep(c, value);
-        else if (strcmp(name, "secret_key") == 0 && !u->secret)
-            u->secret = keep(c, value);
-        else
-            return 0;
-    } else {
-        return 0;
+    if (*n == MAX_USERS) {
+        fprintf(stderr, "warmlaked: %s: more than %d users in all\n", from, MAX_USERS);
+        return -1;
     }
-    return 1;
+    users[(*n)++] = (s3_user_t){ak, sk};
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    static conf_t conf = {
-        .listen = "127.0.0.1:9000",
-        .data = "./data",
-        .drives = 6,
-        .k = 4,
-        .m = 2,
-        .workers = 32,
-        .max_conns = 1024,
-        .capacity = 16ull << 30,
-        .block = 1u << 20,
-    };
-    static struct option opts[] = {
-        {"listen", 1, 0, 'l'},
-        {"data", 1, 0, 'd'},
-        {"drives", 1, 0, 'n'},
-        {"ec", 1, 0, 'e'},
-        {"drive-capacity", 1, 0, 'c'},
-        {"segment-size", 1, 0, 's'},
-        {"iu", 1, 0, 'i'},
-        {"dwpd", 1, 0, 'w'},
-        {"block", 1, 0, 'b'},
-        {"workers", 1, 0, 'W'},
-        {"max-conns", 1, 0, 'C'},
-        {"log-level", 1, 0, 'L'},
-        {"config", 1, 0, 'f'},
-        {"help", 0, 0, 'h'},
-        {"domain", 1, 0, 'D'},
-        {"max-header", 1, 0, 'H'},
-        {"header-timeout", 1, 0, 'T'},
-        {"idle-timeout", 1, 0, 'I'},
-        {0, 0, 0, 0},
-    };
-    /* The config file first, so that flags override it. */
-    for (int i = 1; i < argc; i++) {
-        const char *file = NULL;
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            file = argv[i + 1];
-        else if (strncmp(argv[i], "--config=", 9) == 0)
-            file = argv[i] + 9;
-        if (!file) continue;
-        int line = ini_parse(file, conf_entry, &conf);
-        if (line != 0) {
-            fprintf(stderr, "warmlaked: %s: %s%d\n", file,
-                    line < 0 ? "cannot read the file " : "bad setting on line ", line);
-            return 2;
-        }
-    }
-    int o;
-    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'l':
-            conf.listen = optarg;
-            break;
-        case 'd':
-            conf.data = optarg;
-            break;
-        case 'n':
-            conf.drives = atoi(optarg);
-            break;
-        case 'e':
-            if (sscanf(optarg, "%d+%d", &conf.k, &conf.m) != 2) {
-                fprintf(stderr, "warmlaked: --ec wants K+M\n");
-                return 2;
-            }
-            break;
-        case 'c':
-            conf.capacity = parse_size(optarg);
-            break;
-        case 's':
-            conf.segment = parse_size(optarg);
-            break;
-        case 'i':
-            conf.iu = (uint32_t)parse_size(optarg);
-            break;
-        case 'w':
-            conf.dwpd = atof(optarg);
-            break;
-        case 'b':
-            conf.block = parse_size(optarg);
-            break;
-        case 'W':
-            conf.workers = atoi(optarg);
-            break;
-        case 'C':
-            conf.max_conns = atoi(optarg);
-            break;
-        case 'L':
-            if ((log_level = log_level_parse(optarg)) < 0) {
-                fprintf(stderr, "warmlaked: bad --log-level\n");
-                return 2;
-            }
-            break;
-        case 'D':
-            conf.domain = optarg;
-            break;
-        case 'H':
-            conf.max_header = parse_size(optarg);
-            break;
-        case 'T':
-            conf.header_timeout_s = strtoull(optarg, NULL, 10);
-            break;
-        case 'I':
-            conf.idle_timeout_s = strtoull(optarg, NULL, 10);
-            break;
-        case 'f':
-            break; /* read above */
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    const char *listen = conf.listen, *data = conf.data;
-    int drives = conf.drives, k = conf.k, m = conf.m, workers = conf.workers,
-        max_conns = conf.max_conns;
-    uint64_t capacity = conf.capacity, segment = conf.segment, block = conf.block;
-    uint32_t iu = conf.iu;
-    double dwpd = conf.dwpd;
-    if (k + m != drives || k < 1 || m < 0 || k + m > OBJ_MAX_SHARDS || capacity == 0 ||
-        block == 0 || block % 64) {
-        fprintf(stderr,
-                "warmlaked: need K+M = drives (%d+%d vs %d), K+M <= %d, block a "
-                "multiple of 64\n",
-                k, m, drives, OBJ_MAX_SHARDS);
+    static conf_t conf;
+    opt_ctx_t oc = {0};
+    oc.defs = options;
+    oc.ndefs = sizeof(options) / sizeof(options[0]);
+    oc.conf = &conf;
+    oc.resolve = conf_section;
+    if (opt_defaults(&oc) != 0) {
+        fprintf(stderr, "warmlaked: %s\n", oc.err);
+        opt_free(&oc);
         return 2;
     }
+    int r = opt_command_line(&oc, argc, argv, stdout, usage_head, usage_tail);
+    if (r != 0) {
+        if (r < 0) fprintf(stderr, "warmlaked: %s\n", oc.err);
+        opt_free(&oc);
+        return r > 0 ? 0 : 2;
+    }
+    log_level = (int)conf.log_level;
+
+    /* What no single value can say. */
+    int drives = (int)conf.drives, k = (int)conf.k, m = (int)conf.m;
+    char bad[160] = "";
+    if (k + m != drives)
+        snprintf(bad, sizeof(bad),
+                 "--ec %d+%d ([erasure] k, m) must add up to --drives %d "
+                 "([drives] count)",
+                 k, m, drives);
+    else if (conf.block % 64)
+        snprintf(bad, sizeof(bad), "--block %llu ([erasure] block) must be a multiple of 64",
+                 (unsigned long long)conf.block);
+    else if (conf.iu & (conf.iu - 1))
+        snprintf(bad, sizeof(bad), "--iu %llu ([drives] iu) must be a power of two",
+                 (unsigned long long)conf.iu);
+    for (int i = 0; i < OBJ_MAX_SHARDS && !bad[0]; i++)
+        if (conf.drive[i].iu & (conf.drive[i].iu - 1))
+            snprintf(bad, sizeof(bad), "[drive.%d] iu %llu must be a power of two", i,
+                     (unsigned long long)conf.drive[i].iu);
+    if (bad[0]) {
+        fprintf(stderr, "warmlaked: %s\n", bad);
+        opt_free(&oc);
+        return 2;
+    }
+    uint64_t capacity = conf.capacity, segment = conf.segment;
     if (!segment) segment = capacity >= (64ull << 30) ? 256u << 20 : 64u << 20;
 
-    /* Users: the environment, else a generated pair. */
-    s3_user_t users[64];
-    int nusers = 0;
+    /* Users: the config file, the environment, else a generated pair. */
+    s3_user_t users[MAX_USERS];
+    int nusers = 0, rc = 0, status = 0; /* status: 2 for a bad setting */
     char gen_ak[21], gen_sk[41];
+    char *more = NULL;
     for (int i = 0; i < conf.nusers; i++) {
-        if (!conf.users[i].access_key || !conf.users[i].secret) {
-            fprintf(stderr, "warmlaked: a [user.*] section needs access_key and secret_key\n");
-            return 2;
+        if (!conf.user[i].access_key || !conf.user[i].secret_key) {
+            fprintf(stderr, "warmlaked: [user.%s] needs access_key and secret_key\n",
+                    conf.user[i].name);
+            status = 2;
+            goto out_users;
         }
-        users[nusers++] = conf.users[i];
+        users[nusers++] = (s3_user_t){conf.user[i].access_key, conf.user[i].secret_key};
     }
     const char *ak = getenv("WARMLAKE_ACCESS_KEY"), *sk = getenv("WARMLAKE_SECRET_KEY");
-    if (ak && sk && *ak && *sk) {
-        users[nusers++] = (s3_user_t){ak, sk};
+    if (ak && sk && *ak && *sk && add_user(users, &nusers, ak, sk, "WARMLAKE_ACCESS_KEY") != 0) {
+        status = 2;
+        goto out_users;
     }
-    char *more = getenv("WARMLAKE_USERS") ? xstrdup(getenv("WARMLAKE_USERS")) : NULL;
-    for (char *save = NULL, *tok = more ? strtok_r(more, ",", &save) : NULL; tok && nusers < 64;
+    more = getenv("WARMLAKE_USERS") ? xstrdup(getenv("WARMLAKE_USERS")) : NULL;
+    for (char *save = NULL, *tok = more ? strtok_r(more, ",", &save) : NULL; tok;
          tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
-        if (colon) {
-            *colon = 0;
-            users[nusers++] = (s3_user_t){tok, colon + 1};
+        if (!colon || colon == tok || !colon[1]) {
+            fprintf(stderr, "warmlaked: WARMLAKE_USERS: want AK1:SECRET1,AK2:SECRET2\n");
+            status = 2;
+            goto out_users;
+        }
+        *colon = 0;
+        if (add_user(users, &nusers, tok, colon + 1, "WARMLAKE_USERS") != 0) {
+            status = 2;
+            goto out_users;
         }
     }
     if (!nusers) {
@@ -381,68 +292,93 @@ int main(int argc, char **argv)
     }
 
     /* Drives. */
-    mkdir(data, 0755);
     drive_t *dv[OBJ_MAX_SHARDS] = {0};
     shard_store_t st[OBJ_MAX_SHARDS];
-    int rc = 0;
+    int made_data = 0;
     for (int i = 0; i < drives; i++) {
         char path[4096];
-        snprintf(path, sizeof(path), "%s/drive%d", data, i);
+        const drive_conf_t *dc = &conf.drive[i];
+        if (!dc->path) {
+            if (!made_data && mkdir(conf.data, 0755) != 0 && errno != EEXIST) {
+                fprintf(stderr, "warmlaked: cannot create %s: %s\n", conf.data, strerror(errno));
+                rc = 1;
+                goto out;
+            }
+            made_data = 1;
+            if ((size_t)snprintf(path, sizeof(path), "%s/drive%d", conf.data, i) >= sizeof(path)) {
+                fprintf(stderr, "warmlaked: --data %s: path too long\n", conf.data);
+                rc = 1;
+                goto out;
+            }
+        }
         drive_cfg_t c = {0};
-        c.path = conf.drive_path[i] ? conf.drive_path[i] : path;
-        c.capacity = conf.drive_cap[i] ? conf.drive_cap[i] : capacity;
+        c.path = dc->path ? dc->path : path;
+        c.capacity = dc->capacity ? dc->capacity : capacity;
         c.segment_size = segment;
-        c.iu = conf.drive_iu[i] ? conf.drive_iu[i] : iu;
-        c.dwpd = conf.drive_dwpd[i] ? conf.drive_dwpd[i] : dwpd;
+        c.iu = (uint32_t)(dc->iu ? dc->iu : conf.iu);
+        c.dwpd = dc->dwpd ? dc->dwpd : conf.dwpd;
         c.compaction = 1;
         if ((rc = drive_open(&c, &dv[i])) != 0) {
-            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", path, err_str(rc));
+            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", c.path, err_str(rc));
             goto out;
         }
         st[i] = shard_store_local(dv[i]);
     }
     int err;
-    obj_set_t *set = obj_set_new(st, k, m, (uint32_t)block, &err);
+    obj_set_t *set = obj_set_new(st, k, m, (uint32_t)conf.block, &err);
     if (!set) {
         fprintf(stderr, "warmlaked: bad erasure configuration: %s\n", err_str(err));
         rc = err;
         goto out;
     }
-    s3_cfg_t s3 = {set, users, nusers, "us-east-1", 900, conf.domain};
+    s3_cfg_t s3 = {0};
+    s3.set = set;
+    s3.users = users;
+    s3.nusers = nusers;
+    s3.region = conf.region;
+    s3.max_skew_s = 900;
+    s3.domain = conf.domain;
     http_cfg_t hc = {0};
-    hc.listen = listen;
-    hc.workers = workers;
-    hc.max_conns = max_conns;
-    hc.max_header = conf.max_header;
-    hc.header_ms = conf.header_timeout_s * 1000;
-    hc.idle_ms = conf.idle_timeout_s * 1000;
+    hc.listen = conf.listen;
+    hc.workers = (int)conf.workers;
+    hc.max_conns = (int)conf.max_conns;
+    hc.max_header = (size_t)conf.max_header;
+    hc.header_ms = (uint64_t)conf.header_timeout_s * 1000;
+    hc.idle_ms = (uint64_t)conf.idle_timeout_s * 1000;
+    hc.io_ms = (uint64_t)conf.io_timeout_s * 1000;
+    hc.max_stalled = (int)conf.max_stalled;
     hc.handler = s3_handle;
     hc.arg = &s3;
     if ((rc = http_server_new(&hc, &server)) != 0) {
-        fprintf(stderr, "warmlaked: cannot listen on %s\n", listen);
+        fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
         obj_set_free(set);
         goto out;
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    const char *colon = strrchr(listen, ':');
-    printf("warmlaked: serving S3 on http://%.*s:%d with %d drives under %s, EC %d+%d\n",
-           (int)(colon - listen), listen, http_server_port(server), drives, data, k, m);
-    printf("warmlaked: ready port=%d\n", http_server_port(server));
-    fflush(stdout);
-    http_server_run(server);
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
+        signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+        fprintf(stderr, "warmlaked: cannot set signal handlers: %s\n", strerror(errno));
+        rc = 1;
+    } else {
+        const char *colon = strrchr(conf.listen, ':'); /* OPT_ADDR: there is one */
+        printf("warmlaked: serving S3 on http://%.*s:%d with %d drives under %s, EC %d+%d\n",
+               (int)(colon - conf.listen), conf.listen, http_server_port(server), drives, conf.data,
+               k, m);
+        printf("warmlaked: ready port=%d\n", http_server_port(server));
+        fflush(stdout);
+        rc = http_server_run(server);
+        if (rc) fprintf(stderr, "warmlaked: server stopped: %s\n", err_str(rc));
+    }
     http_server_free(server);
     server = NULL;
     obj_set_free(set);
     log_info("event=shutdown");
 out:
     for (int i = 0; i < drives; i++)
-        drive_close(dv[i]);
+        if (dv[i]) drive_close(dv[i]);
+out_users:
     free(more);
-    for (int i = 0; i < conf.nstrings; i++)
-        free(conf.strings[i]);
-    return rc ? 1 : 0;
+    opt_free(&oc);
+    return status ? status : rc ? 1 : 0;
 }
