@@ -8,6 +8,12 @@
 int log_level = LOG_LVL_INFO;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static __thread const char *request_id;
+
+void log_set_request(const char *id)
+{
+    request_id = id;
+}
 
 void log_write(int level, const char *fmt, ...)
 {
@@ -28,8 +34,10 @@ void log_write(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    /* One write per line so concurrent threads do not interleave. */
     n = (int)strlen(line);
+    if (request_id) n += snprintf(line + n, sizeof(line) - (size_t)n - 1, " req=%s", request_id);
+    if (n > (int)sizeof(line) - 2) n = (int)sizeof(line) - 2;
+    /* One write per line so concurrent threads do not interleave. */
     line[n++] = '\n';
     fwrite(line, 1, (size_t)n, stderr);
 }

@@ -13,6 +13,14 @@ extern int log_level;
 
 void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * The request this thread is serving (NULL: none). While set, every line the
+ * thread logs ends with " req=ID", so whatever the layers below log about a
+ * request (a shard that failed, a commit that could not finish) can be
+ * found by the x-amz-request-id the client was given.
+ */
+void log_set_request(const char *id);
+
 /* Parse "debug|info|warn|error|off"; returns -1 when unknown. */
 int log_level_parse(const char *s);
 

@@ -1,6 +1,7 @@
 #include "s3/sigv4.h"
 
 #include "common/err.h"
+#include "common/num.h"
 #include "common/mem.h"
 
 #include <openssl/evp.h>
@@ -311,6 +312,42 @@ int sigv4_verify(const sigv4_request_t *r, const sigv4_auth_t *a, const char *se
     return sigv4_sig_equal(sig, a->signature) ? 0 : ERR_DENIED;
 }
 
+/* Whether name (nl bytes, any case) is in the ';'-separated lower-case list. */
+static int in_signed_list(const char *list, const char *name, size_t nl)
+{
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ';');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == nl && strncasecmp(p, name, nl) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+int sigv4_check_coverage(const sigv4_request_t *r, const sigv4_auth_t *a, const char **missing)
+{
+    *missing = NULL;
+    if (!in_signed_list(a->signed_headers, "host", 4)) {
+        *missing = "host";
+        return ERR_DENIED;
+    }
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const sigv4_header_t *h = &r->headers[i];
+        if (h->name_len < 6 || strncasecmp(h->name, "x-amz-", 6) != 0) continue;
+        /* A presigned URL carries its date and payload hash in the query. */
+        if (a->presigned &&
+            ((h->name_len == 10 && !strncasecmp(h->name, "x-amz-date", 10)) ||
+             (h->name_len == 20 && !strncasecmp(h->name, "x-amz-content-sha256", 20))))
+            continue;
+        if (!in_signed_list(a->signed_headers, h->name, h->name_len)) {
+            *missing = h->name;
+            return ERR_DENIED;
+        }
+    }
+    return 0;
+}
+
 /* ---- parsing ---- */
 
 static int copy_field(char *dst, size_t cap, const char *p, size_t n)
@@ -450,10 +487,9 @@ int sigv4_parse_query(const char *q, size_t n, sigv4_auth_t *a)
     a->signature[64] = 0;
     if (!(v = qget(q, n, "X-Amz-Expires", &vl)) || qdecode(buf, sizeof(buf), v, vl))
         return ERR_INVAL;
-    char *e;
-    a->expires = strtol(buf, &e, 10);
-    if (*e || a->expires < 1 || a->expires > 604800) /* S3: at most 7 days */
-        return ERR_INVAL;
+    uint64_t exp;
+    if (num_parse_u64(buf, 1, 604800, &exp) != 0) return ERR_INVAL; /* S3: at most 7 days */
+    a->expires = (long)exp;
     a->presigned = 1;
     return 0;
 }

@@ -90,6 +90,16 @@ void sigv4_signature(const uint8_t key[32], const char *amz_date, const char *sc
 int sigv4_verify(const sigv4_request_t *r, const sigv4_auth_t *a, const char *secret,
                  uint8_t key_out[32]) __attribute__((warn_unused_result));
 
+/*
+ * Every x-amz-* header the request carries must be signed, and so must
+ * host (as AWS requires): otherwise anyone holding a presigned URL could add
+ * x-amz-acl or x-amz-copy-source to it. Presigned URLs may carry an
+ * unsigned x-amz-date / x-amz-content-sha256 header (their own values are
+ * in the query). 0, or ERR_DENIED with *missing the first header not signed.
+ */
+int sigv4_check_coverage(const sigv4_request_t *r, const sigv4_auth_t *a, const char **missing)
+    __attribute__((warn_unused_result));
+
 /* Chunk signature of a streaming upload, chained from prev (seed = request signature). */
 void sigv4_chunk_signature(const uint8_t key[32], const char *amz_date, const char *scope,
                            const char *prev, const uint8_t chunk_sha256[32], char sig[65]);

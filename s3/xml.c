@@ -1,11 +1,13 @@
 #include "s3/xml.h"
 
 #include "common/err.h"
+#include "common/num.h"
 #include "common/mem.h"
 
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Every parse state starts with this. */
@@ -79,9 +81,21 @@ static void XMLCALL cmu_end(void *ud, const XML_Char *name)
     (void)name;
     if (c->depth == 3 && c->field) {
         c->text[c->tl] = 0;
-        if (c->field == 1)
-            c->parts[c->n].part = atoi(c->text);
-        else
+        if (c->field == 1) {
+            /* Strictly digits (surrounding XML white space aside): "+1" or "4294967297" is no
+             * part number; 0 marks it invalid for the caller's range check. */
+            const char *t = c->text;
+            size_t n = c->tl;
+            while (n && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')) {
+                t++;
+                n--;
+            }
+            while (n &&
+                   (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\n' || t[n - 1] == '\r'))
+                n--;
+            uint64_t v;
+            c->parts[c->n].part = num_parse_u64n(t, n, 1, 10000, &v) == 0 ? (int)v : 0;
+        } else
             snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
         c->field = 0;
     } else if (c->depth == 2 && c->in_part) {
@@ -261,4 +275,48 @@ int s3_xml_acl(const char *body, size_t len, int *public_read)
     if (run(&a.b, body, len) != 0) return ERR_INVAL;
     *public_read = a.public_read;
     return a.other ? ERR_NOT_FOUND : 0;
+}
+
+size_t s3_xml_char_len(const unsigned char *s, size_t n)
+{
+    if (n == 0) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) return c >= 0x20 || c == '\t' || c == '\n' || c == '\r' ? 1 : 0;
+    size_t len;
+    uint32_t cp, min;
+    if ((c & 0xE0) == 0xC0) {
+        len = 2;
+        cp = c & 0x1F;
+        min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3;
+        cp = c & 0x0F;
+        min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4;
+        cp = c & 0x07;
+        min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)
+        return 0;
+    return len;
+}
+
+int s3_xml_text_ok(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (n) {
+        size_t l = s3_xml_char_len(p, n);
+        if (!l) return 0;
+        p += l;
+        n -= l;
+    }
+    return 1;
 }

@@ -31,6 +31,16 @@ int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
  */
 int s3_xml_acl(const char *body, size_t len, int *public_read);
 
+/*
+ * Length (1-4) of the character at s (n bytes available) when it is valid
+ * UTF-8 (shortest form, no surrogates, at most U+10FFFF) and a character
+ * XML 1.0 can carry (tab, LF, CR, U+0020 and up, not U+FFFE/U+FFFF); 0
+ * otherwise.
+ */
+size_t s3_xml_char_len(const unsigned char *s, size_t n);
+/* Whether all of s is such characters: object keys must be (they appear in listings). */
+int s3_xml_text_ok(const char *s, size_t n);
+
 int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
     __attribute__((warn_unused_result));
 void s3_xml_free_keys(char **keys, int n);

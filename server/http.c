@@ -34,6 +34,7 @@ struct http_req {
     struct http_req_info info;
     http_header_t headers[HTTP_MAX_HEADERS];
     char *hcopy;
+    char id[17];
     pthread_cond_t cv;
     /* Shared with the loop, under s->mu. */
     uint8_t *in;
@@ -46,6 +47,14 @@ struct http_req {
     int nwrites;                      /* uv_writes not yet called back */
     int handler_done, responded, chunked, keep_alive, close_after;
     int in_events;
+    /*
+     * Stalls: waiting > 0 while the worker is blocked on the client (body
+     * bytes to arrive, response bytes to be taken), since wait_ms; progress_ms
+     * is when a byte last moved. The loop's timer closes a request stalled
+     * for io_ms (s->mu).
+     */
+    int waiting;
+    uint64_t wait_ms, progress_ms;
     struct http_req *ev_next, *job_next;
 };
 
@@ -79,10 +88,18 @@ struct http_server {
     uv_loop_t loop;
     uv_tcp_t listener;
     uv_async_t async;
-    pthread_t *workers;
     pthread_mutex_t mu;
-    pthread_cond_t job_cv;
+    pthread_cond_t job_cv, exit_cv;
     struct http_req *jobs_head, *jobs_tail, *events;
+    /*
+     * Workers (s->mu): nthreads run, idle of them wait for a job, stalled of
+     * them are blocked on a client, queued jobs wait for a worker. A worker
+     * stalled on its client does not count against cfg.workers: another
+     * thread is started for queued work, up to cfg.workers + cfg.max_stalled
+     * threads; at that bound the longest-stalled connection is closed
+     * (evict). Threads beyond cfg.workers end after a while idle.
+     */
+    int nthreads, idle, stalled, queued, evict;
     int stopping, stop_requested, nconns, port, workers_exit;
     conn_t *conns;
 };
@@ -92,6 +109,66 @@ static llhttp_settings_t settings;
 static uint64_t now_ms(http_server_t *s)
 {
     return uv_now(&s->loop);
+}
+
+/* A clock both the loop and the workers read (uv_now is the loop's only). */
+static uint64_t mono_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+static void *worker_main(void *arg);
+
+/* Start one more worker thread (s->mu held). */
+static int spawn_worker(http_server_t *s)
+{
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, worker_main, s);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        log_error("event=worker_start_failed errno=%d threads=%d", rc, s->nthreads);
+        return ERR_NOMEM;
+    }
+    pthread_setname_np(t, "wl-http"); /* names show in top -H and perf */
+    s->nthreads++;
+    return 0;
+}
+
+/*
+ * Queued work and no idle worker for it while workers sit blocked on slow
+ * clients: start another thread, or at the bound have the loop close the
+ * longest-stalled connection (s->mu held).
+ */
+static void maybe_grow(http_server_t *s)
+{
+    while (s->queued > s->idle && s->stalled > 0 && !s->workers_exit &&
+           s->nthreads - s->idle - s->stalled < s->cfg.workers) {
+        if (s->nthreads >= s->cfg.workers + s->cfg.max_stalled || spawn_worker(s) != 0) {
+            if (!s->evict) {
+                s->evict = 1;
+                uv_async_send(&s->async);
+            }
+            return;
+        }
+        s->idle++; /* the new thread takes a job before it counts as busy */
+    }
+}
+
+/* The worker of r blocks on its client (s->mu held); stall_end when it wakes for good. */
+static void stall_begin(http_req_t *r)
+{
+    if (r->waiting++) return;
+    r->wait_ms = mono_ms();
+    r->s->stalled++;
+    maybe_grow(r->s);
+}
+
+static void stall_end(http_req_t *r)
+{
+    if (--r->waiting == 0) r->s->stalled--;
 }
 
 /* ---- worker side ---- */
@@ -116,8 +193,12 @@ long http_body_read(http_req_t *r, void *buf, size_t cap)
         r->want_continue = 1;
         post(r);
     }
-    while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
-        pthread_cond_wait(&r->cv, &s->mu);
+    if (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error) {
+        stall_begin(r);
+        while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
+            pthread_cond_wait(&r->cv, &s->mu);
+        stall_end(r);
+    }
     if (r->in_off < r->in_len) {
         n = (long)(r->in_len - r->in_off < cap ? r->in_len - r->in_off : cap);
         memcpy(buf, r->in + r->in_off, (size_t)n);
@@ -148,6 +229,7 @@ static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
     else
         r->out_head = o;
     r->out_tail = o;
+    if (!r->out_pending) r->progress_ms = mono_ms(); /* the client's turn starts now */
     r->out_pending += len;
     if (ext) r->borrowed++;
     post(r);
@@ -159,8 +241,12 @@ static int queue_out(http_req_t *r, const void *data, size_t len)
     http_server_t *s = r->s;
     int rc = 0;
     pthread_mutex_lock(&s->mu);
-    while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
-        pthread_cond_wait(&r->cv, &s->mu);
+    if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
+        stall_begin(r);
+        while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
+            pthread_cond_wait(&r->cv, &s->mu);
+        stall_end(r);
+    }
     if (r->client_gone) {
         rc = ERR_CLOSED;
     } else if (len) {
@@ -285,6 +371,7 @@ int http_wait_borrowed(http_req_t *r, int at_most)
 {
     http_server_t *s = r->s;
     pthread_mutex_lock(&s->mu);
+    if (r->borrowed > at_most) stall_begin(r);
     while (r->borrowed > at_most) {
         if (r->client_gone) {
             /* Queued chunks never reach libuv now: drop them here. */
@@ -306,6 +393,7 @@ int http_wait_borrowed(http_req_t *r, int at_most)
         }
         pthread_cond_wait(&r->cv, &s->mu);
     }
+    if (r->waiting) stall_end(r);
     int rc = r->client_gone ? ERR_CLOSED : 0;
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -330,27 +418,42 @@ int http_responded(const http_req_t *r)
     return r->responded;
 }
 
+#define SPARE_WORKER_MS 10000 /* a thread beyond cfg.workers ends after this long idle */
+
 static void *worker_main(void *arg)
 {
     http_server_t *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->jobs_head && !s->workers_exit)
-            pthread_cond_wait(&s->job_cv, &s->mu);
+        /* Counted idle already: by maybe_grow for a new thread, below for the others. */
+        while (!s->jobs_head && !s->workers_exit) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += SPARE_WORKER_MS / 1000;
+            if (pthread_cond_timedwait(&s->job_cv, &s->mu, &ts) != 0 && !s->jobs_head &&
+                s->nthreads > s->cfg.workers)
+                break;
+        }
         if (!s->jobs_head) break;
         http_req_t *r = s->jobs_head;
         s->jobs_head = r->job_next;
         if (!s->jobs_head) s->jobs_tail = NULL;
+        s->queued--;
+        s->idle--;
         pthread_mutex_unlock(&s->mu);
         s->cfg.handler(s->cfg.arg, r, &r->info);
-        log_debug("event=handled method=%s target=%.80s peer=%s", r->info.method, r->info.target,
-                  r->info.peer);
+        log_debug("event=handled method=%s target=%.80s peer=%s req=%s", r->info.method,
+                  r->info.target, r->info.peer, r->id);
         if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
         if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
         pthread_mutex_lock(&s->mu);
         r->handler_done = 1;
         post(r);
+        s->idle++;
     }
+    s->idle--;
+    s->nthreads--;
+    pthread_cond_broadcast(&s->exit_cv);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
@@ -396,6 +499,7 @@ static void on_write(uv_write_t *w, int status)
     pthread_mutex_lock(&r->s->mu);
     r->out_pending -= o->len;
     r->nwrites--;
+    r->progress_ms = mono_ms();
     if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
@@ -442,15 +546,22 @@ static void req_finish(conn_t *c, http_req_t *r)
         r->in_events = 0;
     }
     pthread_mutex_unlock(&c->s->mu);
-    log_debug("event=finished method=%s target=%.80s peer=%s close=%d", r->info.method,
-              r->info.target, r->info.peer, r->close_after || r->client_gone);
+    log_debug("event=finished req=%s method=%s target=%.80s peer=%s close=%d", r->id,
+              r->info.method, r->info.target, r->info.peer, r->close_after || r->client_gone);
     int close_after = r->close_after || r->client_gone || c->s->stopping;
     int r_gone = r->client_gone, body_done = r->body_complete;
     c->req = NULL;
     c->last_done = now_ms(c->s);
     req_free(r);
-    conn_unref(c);
-    if (c->closing) return;
+    /*
+     * The request's reference goes last: when the connection is closing its
+     * handles may have been released already, and then this frees c.
+     */
+    if (c->closing) {
+        conn_unref(c);
+        return;
+    }
+    conn_unref(c); /* the tcp and timer handles still hold c */
     if (close_after) {
         /* A client still sending a body it will never get to finish: answer, then linger. */
         if (!r_gone && !c->s->stopping && !body_done)
@@ -484,6 +595,43 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, si
         pthread_mutex_unlock(&s->mu);
         free(o);
     }
+}
+
+/* How long r has been stalled on its client (0: not stalled; s->mu held). */
+static uint64_t stalled_for(const http_req_t *r, uint64_t now)
+{
+    uint64_t since;
+    if (r->waiting)
+        since = r->wait_ms > r->progress_ms ? r->wait_ms : r->progress_ms;
+    else if (r->handler_done && r->out_pending)
+        since = r->progress_ms; /* answered, and the client does not take it */
+    else
+        return 0;
+    return now > since ? now - since : 1;
+}
+
+/*
+ * Every worker the slow-client allowance has is taken and work waits: close
+ * the connection stalled longest, so that its worker serves others.
+ */
+static void evict_stalled(http_server_t *s)
+{
+    conn_t *worst = NULL;
+    uint64_t worst_for = 0, now = mono_ms();
+    pthread_mutex_lock(&s->mu);
+    for (conn_t *c = s->conns; c; c = c->next) {
+        if (!c->req || c->closing || !c->req->waiting) continue;
+        uint64_t f = stalled_for(c->req, now);
+        if (f >= worst_for) {
+            worst = c;
+            worst_for = f;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!worst) return;
+    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu req=%s", worst->peer,
+             (unsigned long long)worst_for, worst->req->id);
+    conn_close(worst);
 }
 
 static void handle_events(uv_async_t *a)
@@ -544,6 +692,11 @@ static void handle_events(uv_async_t *a)
         if (done) req_finish(c, r);
     }
     free(list);
+    pthread_mutex_lock(&s->mu);
+    int evict = s->evict;
+    s->evict = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (evict) evict_stalled(s);
     if (s->stop_requested && !s->stopping) {
         s->stopping = 1;
         uv_close((uv_handle_t *)&s->listener, NULL);
@@ -590,6 +743,10 @@ static int on_headers_complete(llhttp_t *p)
     r->expect_continue = v.expect_continue;
     r->info.headers = r->headers;
     r->info.nheaders = v.nheaders;
+    static uint64_t counter; /* loop thread only */
+    snprintf(r->id, sizeof(r->id), "%016llX",
+             (unsigned long long)(++counter ^ ((uint64_t)time(NULL) << 24)));
+    r->info.id = r->id;
     r->keep_alive = llhttp_should_keep_alive(p);
     c->req = r;
     c->refs++;
@@ -599,6 +756,9 @@ static int on_headers_complete(llhttp_t *p)
     else
         s->jobs_head = r;
     s->jobs_tail = r;
+    s->queued++;
+    r->progress_ms = mono_ms();
+    maybe_grow(s);
     pthread_cond_signal(&s->job_cv);
     pthread_mutex_unlock(&s->mu);
     return 0;
@@ -631,6 +791,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     }
     if (!in_place) memcpy(r->in + r->in_len, at, len);
     r->in_len += len;
+    r->progress_ms = mono_ms();
     int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&c->s->mu);
@@ -822,6 +983,18 @@ static void on_timer(uv_timer_t *t)
     conn_t *c = t->data;
     uint64_t now = now_ms(c->s);
     if (c->lingering && !c->closing && now > c->linger_until) conn_close(c);
+    if (c->req && !c->closing) {
+        /* No byte moved for io_ms while the request waits on its client: close. */
+        pthread_mutex_lock(&c->s->mu);
+        uint64_t f = stalled_for(c->req, mono_ms());
+        pthread_mutex_unlock(&c->s->mu);
+        if (f > c->s->cfg.io_ms) {
+            log_info("event=stalled_client_closed peer=%s stalled_ms=%llu req=%s", c->peer,
+                     (unsigned long long)f, c->req->id);
+            conn_close(c);
+        }
+        return;
+    }
     if (c->closing || c->req || c->lingering) return;
     int receiving = c->pend_len > c->pend_off || llhttp_get_errno(&c->parser) != HPE_OK ||
                     c->msg_begin > c->last_done;
@@ -912,6 +1085,8 @@ int http_server_new(const http_cfg_t *cfg, http_server_t **out)
     if (!s->cfg.max_header) s->cfg.max_header = 16384;
     if (!s->cfg.idle_ms) s->cfg.idle_ms = 60000;
     if (!s->cfg.header_ms) s->cfg.header_ms = 30000;
+    if (!s->cfg.io_ms) s->cfg.io_ms = 30000;
+    if (!s->cfg.max_stalled) s->cfg.max_stalled = 256;
     /* "host:port", "[v6]:port" */
     const char *colon = strrchr(cfg->listen, ':');
     if (!colon || (size_t)(colon - cfg->listen) >= sizeof(host)) {
@@ -952,12 +1127,19 @@ int http_server_new(const http_cfg_t *cfg, http_server_t **out)
     s->async.data = s;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->job_cv, NULL);
-    s->workers = xcalloc((size_t)s->cfg.workers, sizeof(pthread_t));
+    pthread_cond_init(&s->exit_cv, NULL);
+    pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->cfg.workers; i++) {
-        pthread_create(&s->workers[i], NULL, worker_main, s);
-        pthread_setname_np(s->workers[i], "wl-http"); /* names show in top -H and perf */
+        if ((rc = spawn_worker(s)) != 0) break;
+        s->idle++;
     }
+    pthread_mutex_unlock(&s->mu);
     *out = s;
+    if (rc) {
+        http_server_free(s);
+        *out = NULL;
+        return rc;
+    }
     return 0;
 }
 
@@ -985,12 +1167,12 @@ void http_server_free(http_server_t *s)
     pthread_mutex_lock(&s->mu);
     s->workers_exit = 1;
     pthread_cond_broadcast(&s->job_cv);
+    while (s->nthreads > 0) /* detached: each says when it is gone */
+        pthread_cond_wait(&s->exit_cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->cfg.workers; i++)
-        pthread_join(s->workers[i], NULL);
-    free(s->workers);
     uv_loop_close(&s->loop);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->job_cv);
+    pthread_cond_destroy(&s->exit_cv);
     free(s);
 }

@@ -4,6 +4,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/num.h"
 #include "storage/rec.h"
 
 #include <openssl/evp.h>
@@ -106,6 +107,12 @@ struct obj_set {
     int stop, nthreads;
     pthread_t threads[8 * OBJ_MAX_SHARDS];
     pthread_mutex_t key_locks[KEY_LOCKS];
+    /*
+     * Per upload (striped): a part's commit, Complete and Abort of one
+     * upload exclude each other, so a part that finishes after an abort or a
+     * complete is refused instead of left behind. Taken before key locks.
+     */
+    pthread_mutex_t mpu_locks[KEY_LOCKS];
     pthread_mutex_t pin_mu;
     pin_t *pins;
     uint64_t drop_epoch; /* versions dropped at once (unpinned); under pin_mu */
@@ -179,8 +186,10 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->pin_mu, NULL);
-    for (int i = 0; i < KEY_LOCKS; i++)
+    for (int i = 0; i < KEY_LOCKS; i++) {
         pthread_mutex_init(&s->key_locks[i], NULL);
+        pthread_mutex_init(&s->mpu_locks[i], NULL);
+    }
     /*
      * Eight per store: a shard write blocks its thread until durable, so the
      * pool size caps how many writes each drive's group commit can batch
@@ -190,9 +199,17 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     s->nthreads = 8 * s->n;
     s->bufs = bufpool_new(OBJ_BUF_KEEP);
 
-    for (int i = 0; i < s->nthreads; i++) {
-        pthread_create(&s->threads[i], NULL, pool_worker, s);
-        pthread_setname_np(s->threads[i], "wl-pool");
+    int started = 0, rc = 0;
+    for (; started < s->nthreads; started++) {
+        if ((rc = pthread_create(&s->threads[started], NULL, pool_worker, s)) != 0) break;
+        pthread_setname_np(s->threads[started], "wl-pool");
+    }
+    if (rc) {
+        log_error("event=pool_start_failed errno=%d threads=%d", rc, started);
+        s->nthreads = started; /* obj_set_free joins the ones that run */
+        obj_set_free(s);
+        *err = ERR_NOMEM;
+        return NULL;
     }
     *err = 0;
     return s;
@@ -210,8 +227,10 @@ void obj_set_free(obj_set_t *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->pin_mu);
-    for (int i = 0; i < KEY_LOCKS; i++)
+    for (int i = 0; i < KEY_LOCKS; i++) {
         pthread_mutex_destroy(&s->key_locks[i]);
+        pthread_mutex_destroy(&s->mpu_locks[i]);
+    }
     bufpool_free(s->bufs);
     free(s);
 }
@@ -424,12 +443,13 @@ static uint64_t wall_ns(void)
 static int newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
 {
     uint8_t meta[HEAD_MAX];
-    int found = 0, rc = ERR_NOT_FOUND;
+    int found = 0, absent = 0, rc = ERR_NOT_FOUND;
     for (int i = 0; i < s->n; i++) {
         drive_id_t id = {bucket, key, "", (uint32_t)i};
         drive_stat_t st;
         obj_info_t o;
         int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
+        if (src == ERR_NOT_FOUND) absent++;
         if (src != 0 || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &o))
             continue;
         if (!found || o.mtime_ns > best->mtime_ns ||
@@ -438,6 +458,13 @@ static int newest_head(obj_set_t *s, const char *bucket, const char *key, obj_in
         found++;
         rc = 0;
     }
+    /*
+     * A committed version has heads on at least k stores: when more than m
+     * say "absent" it cannot exist; fewer means failing stores hide the
+     * verdict, and "not found" would be a guess (a listing would skip a key
+     * that is there).
+     */
+    if (!found && absent <= s->m) return ERR_UNRECOVERABLE;
     return rc;
 }
 
@@ -534,6 +561,14 @@ static pthread_mutex_t *key_lock(obj_set_t *s, const char *bucket, const char *k
     for (const char *p = key; *p; p++)
         h = (h ^ (uint8_t)*p) * 16777619u;
     return &s->key_locks[h % KEY_LOCKS];
+}
+
+static pthread_mutex_t *mpu_lock(obj_set_t *s, const char *upload)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = upload; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &s->mpu_locks[h % KEY_LOCKS];
 }
 
 static pin_t **pin_find(obj_set_t *s, const char *upload_id)
@@ -647,7 +682,8 @@ struct obj_writer {
     int cause;     /* why stores failed, when it says more than "unavailable": throttled, full */
     int err;
     uint64_t stripes;
-    char etag[33]; /* set once the MD5 is final; no writes after that */
+    char etag[33];       /* set once the MD5 is final; no writes after that */
+    char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
 };
 
 static int new_upload_id(char out[33])
@@ -830,6 +866,16 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
     info.umeta_len = umeta_len;
 
+    /* A part commits only while its upload is open (abort and complete take this lock). */
+    pthread_mutex_t *ul = w->mpu_upload[0] ? mpu_lock(s, w->mpu_upload) : NULL;
+    if (ul) {
+        pthread_mutex_lock(ul);
+        if ((rc = obj_stat(s, MPU_UPLOADS, w->mpu_upload, &old)) != 0) {
+            pthread_mutex_unlock(ul);
+            obj_put_abort(w); /* its blocks go now: nothing will ever name them */
+            return rc;
+        }
+    }
     /* The commit point: heads on every store that took the blocks. */
     pthread_mutex_t *lk = key_lock(s, w->bucket, w->key);
     pthread_mutex_lock(lk);
@@ -839,6 +885,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     had_old = had_old && !old.deleted;
     int heads = write_heads(s, w->bucket, w->key, &info, w->dead, &first_err);
     pthread_mutex_unlock(lk);
+    if (ul) pthread_mutex_unlock(ul);
     if (heads < s->k) {
         /* Not enough heads to be found reliably: undo, the PUT failed. */
         log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
@@ -1209,6 +1256,8 @@ typedef struct {
     obj_list_fn fn;
     void *arg;
     uint32_t shard; /* the store being listed holds heads with this shard index */
+    char *last;     /* the last key handed to fn: a store that fails resumes after it */
+    int err;        /* a head that could not be read: the listing cannot go on */
 } list_t;
 
 static int list_head(void *arg, const drive_id_t *id, const drive_stat_t *st)
@@ -1218,21 +1267,45 @@ static int list_head(void *arg, const drive_id_t *id, const drive_stat_t *st)
     (void)st;
     /* Each store holds one head per key; the listed store's own stands for all. */
     if (id->version[0] || id->shard != l->shard) return 0;
-    if (obj_stat(l->s, l->bucket, id->key, &info) != 0) return 0; /* deleted */
+    int rc = obj_stat(l->s, l->bucket, id->key, &info);
+    if (rc == ERR_NOT_FOUND) return 0; /* deleted */
+    if (rc) {
+        l->err = rc;
+        return 1;
+    }
+    free(l->last);
+    l->last = xstrdup(id->key);
     return l->fn(l->arg, id->key, &info);
 }
 
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg)
 {
-    list_t l = {s, bucket, fn, arg, 0};
-    /* The first store that answers lists; heads are on every store. */
-    for (int i = 0; i < s->n; i++) {
+    list_t l = {s, bucket, fn, arg, 0, NULL, 0};
+    int rc = ERR_UNRECOVERABLE;
+    /*
+     * One store lists (heads are on every store); when it fails mid-way the
+     * next one goes on after the last key delivered, so nothing is skipped
+     * or repeated. Only when more than m stores fail is the listing lost.
+     */
+    for (int i = 0, failed = 0; i < s->n; i++) {
         l.shard = (uint32_t)i;
-        int rc = s->st[i].ops->list(s->st[i].ctx, bucket, prefix, after, list_head, &l);
-        if (rc != ERR_IO) return rc;
+        l.err = 0;
+        rc = s->st[i].ops->list(s->st[i].ctx, bucket, prefix, l.last ? l.last : after, list_head,
+                                &l);
+        if (l.err) {
+            rc = l.err;
+            break;
+        }
+        if (rc >= 0 || rc == ERR_INVAL) break;
+        log_warn("event=list_store_failed shard=%d bucket=%s err=%s", i, bucket, err_name(rc));
+        if (++failed > s->m) {
+            rc = ERR_UNRECOVERABLE;
+            break;
+        }
     }
-    return ERR_IO;
+    free(l.last);
+    return rc;
 }
 
 /* ---- multipart uploads ---- */
@@ -1297,7 +1370,9 @@ obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *k
     }
     if ((*err = mpu_check(s, bucket, key, upload_id, &rec)) != 0) return NULL;
     part_key(pk, sizeof(pk), upload_id, part);
-    return obj_put_begin(s, MPU_PARTS, pk, err);
+    obj_writer_t *w = obj_put_begin(s, MPU_PARTS, pk, err);
+    if (w) snprintf(w->mpu_upload, sizeof(w->mpu_upload), "%s", upload_id);
+    return w;
 }
 
 static int hexbyte(const char *p)
@@ -1320,7 +1395,8 @@ static int drop_unused_part(void *arg, const char *key, const obj_info_t *info)
 {
     unused_t *u = arg;
     const char *slash = strrchr(key, '/');
-    int p = slash ? atoi(slash + 1) : 0, lo = 0, hi = u->n;
+    int p = 0, lo = 0, hi = u->n;
+    if (!slash || num_parse_int(slash + 1, 1, 10000, &p) != 0) return 0; /* not a part */
     (void)info;
     while (lo < hi) { /* parts are ascending */
         int mid = (lo + hi) / 2;
@@ -1334,13 +1410,33 @@ static int drop_unused_part(void *arg, const char *key, const obj_info_t *info)
     return 0;
 }
 
+static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
+                               const char *upload_id, const obj_mpu_part_t *parts, int n,
+                               uint64_t min_part, obj_info_t *out, int *why);
+
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
                      int *why)
 {
+    *why = OBJ_MPU_OK;
+    if (strlen(upload_id) != 32) {
+        *why = OBJ_MPU_NO_UPLOAD;
+        return ERR_NOT_FOUND;
+    }
+    pthread_mutex_t *ul = mpu_lock(s, upload_id);
+    pthread_mutex_lock(ul);
+    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, out, why);
+    pthread_mutex_unlock(ul);
+    return rc;
+}
+
+/* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
+static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
+                               const char *upload_id, const obj_mpu_part_t *parts, int n,
+                               uint64_t min_part, obj_info_t *out, int *why)
+{
     obj_info_t rec, info, old;
     int rc, first_err = 0;
-    *why = OBJ_MPU_OK;
     if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
@@ -1425,7 +1521,8 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     unused_t u = {s, parts, n};
     char prefix[40];
     snprintf(prefix, sizeof(prefix), "%s/", upload_id);
-    (void)obj_list(s, MPU_PARTS, prefix, NULL, drop_unused_part, &u);
+    if ((rc = obj_list(s, MPU_PARTS, prefix, NULL, drop_unused_part, &u)) < 0)
+        log_warn("event=unused_parts_kept upload=%s err=%s", upload_id, err_name(rc));
     drop_object(s, MPU_UPLOADS, upload_id);
     if (out) *out = info;
     return 0;
@@ -1447,12 +1544,22 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
 {
     obj_info_t rec;
     char prefix[40];
+    if (strlen(upload_id) != 32) return ERR_NOT_FOUND;
+    /*
+     * The upload closes first, under its lock: a part still streaming finds
+     * it gone at its commit and drops its own blocks. Then every part that
+     * did commit is dropped.
+     */
+    pthread_mutex_t *ul = mpu_lock(s, upload_id);
+    pthread_mutex_lock(ul);
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (!rc) rc = obj_delete(s, MPU_UPLOADS, upload_id);
+    pthread_mutex_unlock(ul);
     if (rc) return rc;
     abort_t a = {s};
     snprintf(prefix, sizeof(prefix), "%s/", upload_id);
-    (void)obj_list(s, MPU_PARTS, prefix, NULL, abort_part, &a);
-    drop_object(s, MPU_UPLOADS, upload_id);
+    rc = obj_list(s, MPU_PARTS, prefix, NULL, abort_part, &a);
+    if (rc < 0) log_warn("event=abort_parts_incomplete upload=%s err=%s", upload_id, err_name(rc));
     return 0;
 }
 
@@ -1465,7 +1572,9 @@ static int list_part(void *arg, const char *key, const obj_info_t *info)
 {
     parts_t *p = arg;
     const char *slash = strrchr(key, '/');
-    return p->fn(p->arg, slash ? atoi(slash + 1) : 0, info);
+    int part;
+    if (!slash || num_parse_int(slash + 1, 1, 10000, &part) != 0) return 0; /* not a part */
+    return p->fn(p->arg, part, info);
 }
 
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,

@@ -113,10 +113,15 @@ void obj_close(obj_reader_t *r);
 int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     __attribute__((warn_unused_result));
 
-/* Objects of a bucket in key order (delete markers skipped). fn non-zero stops. */
+/*
+ * Objects of a bucket in key order (delete markers skipped). fn returns 0 to
+ * go on, 1 to stop. Returns 0 at the end, 1 when fn stopped, or a negative
+ * ERR_* when the listing could not be completed (more than m stores failed,
+ * a head unreadable): never a short list that looks whole.
+ */
 typedef int (*obj_list_fn)(void *arg, const char *key, const obj_info_t *info);
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
-             obj_list_fn fn, void *arg);
+             obj_list_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an
@@ -155,7 +160,8 @@ int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const 
 /* Uploads in progress for a bucket: fn(arg, key, upload_id, info of the upload record). */
 typedef int (*obj_upload_fn)(void *arg, const char *key, const char *upload_id,
                              const obj_info_t *info);
-int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg);
+int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* Abort: drop every part and the upload. ERR_NOT_FOUND: no such upload. */
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)

@@ -3,24 +3,35 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/num.h"
 #include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
 
 #define IO_CHUNK (1u << 20)
 #define BUCKETS                                                                                    \
     "\x02"                                                                                         \
     "buckets" /* internal: one object per bucket */
-#define MAX_KEY_LEN 1024
+#define MAX_KEY_LEN      1024
+/*
+ * A bucket's objects, uploads and parts are stored under "NAME\x04ID", ID
+ * a random generation made when the bucket is created (buckets made before
+ * generations keep NAME): a bucket deleted and created again, by anyone,
+ * starts empty, and nothing written under the old one can surface.
+ */
+#define INAME_MAX        (64 + 1 + 16 + 1)
+#define S3_ERR_NO_BUCKET (-1000) /* the request's bucket is gone: 404 NoSuchBucket */
 
 typedef struct {
     const s3_cfg_t *cfg;
@@ -29,7 +40,8 @@ typedef struct {
     char id[33];
     int anonymous; /* no credentials: only public-read objects and buckets */
     char bucket[64];
-    char *key; /* decoded; "" for bucket-level requests */
+    char ibucket[INAME_MAX]; /* where this incarnation's objects live (bucket_access) */
+    char *key;               /* decoded; "" for bucket-level requests */
     char *query;
     sigv4_auth_t auth;
     uint8_t key_bytes[32];
@@ -99,8 +111,20 @@ static void bxml(buf_t *b, const char *s)
         case '\'':
             bprintf(b, "&apos;");
             break;
-        default:
-            bprintf(b, "%c", *s);
+        case '\r':
+            bprintf(b, "&#13;"); /* a literal CR would be read back as LF */
+            break;
+        default: {
+            /* Whatever XML cannot carry (bad UTF-8, control bytes) becomes U+FFFD: always
+             * well-formed. Keys are checked on the way in, so this is for echoed input. */
+            size_t l = s3_xml_char_len((const unsigned char *)s, strlen(s));
+            if (!l) {
+                bprintf(b, "\xEF\xBF\xBD");
+            } else {
+                bprintf(b, "%.*s", (int)l, s);
+                s += l - 1;
+            }
+        }
         }
     }
 }
@@ -206,14 +230,18 @@ static void respond_xml(ctx_t *x, int status, buf_t *body)
     free(body->p);
 }
 
-static void s3_error(ctx_t *x, int status, const char *code, const char *msg)
+/* An S3 error; extra: more elements for <Error> (already XML), or NULL. */
+static void s3_error_x(ctx_t *x, int status, const char *code, const char *msg, const char *extra)
 {
     buf_t b = {0};
     char h[256];
+    if (status >= 500) /* the line carries req=ID (log_set_request) */
+        log_error("event=s3_error status=%d code=%s method=%s target=%.200s", status, code,
+                  x->info->method, x->info->target);
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>",
             code);
     bxml(&b, msg);
-    bprintf(&b, "</Message><Resource>");
+    bprintf(&b, "</Message>%s<Resource>", extra ? extra : "");
     bxml(&b, x->info->target);
     bprintf(&b, "</Resource><RequestId>%s</RequestId></Error>", x->id);
     if (strcmp(x->info->method, "HEAD") == 0) {
@@ -228,12 +256,20 @@ static void s3_error(ctx_t *x, int status, const char *code, const char *msg)
     free(b.p);
 }
 
+static void s3_error(ctx_t *x, int status, const char *code, const char *msg)
+{
+    s3_error_x(x, status, code, msg, NULL);
+}
+
 /* Map an engine error to the S3 answer. */
 static void s3_engine_error(ctx_t *x, int rc)
 {
     switch (rc) {
     case ERR_NOT_FOUND:
         s3_error(x, 404, "NoSuchKey", "The specified key does not exist.");
+        break;
+    case S3_ERR_NO_BUCKET:
+        s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
         break;
     case ERR_THROTTLED:
     case ERR_AGAIN: /* an object overwritten faster than a reader could open it */
@@ -326,6 +362,41 @@ static int authenticate(ctx_t *x)
                  "The difference between the request time and the current time is too large.");
         return -1;
     }
+    /* The credential scope must name this node's region and the date being signed. */
+    if (strcmp(x->auth.region, x->cfg->region) != 0 || strcmp(x->auth.service, "s3") != 0) {
+        buf_t m = {0}, e = {0};
+        bprintf(&m, "%s; the region '%s' is wrong; expecting '%s'",
+                x->auth.presigned ? "Error parsing the X-Amz-Credential parameter"
+                                  : "The authorization header is malformed",
+                x->auth.region, x->cfg->region);
+        bprintf(&e, "<Region>");
+        bxml(&e, x->cfg->region);
+        bprintf(&e, "</Region>");
+        if (strcmp(x->auth.service, "s3") != 0) {
+            free(m.p);
+            m = (buf_t){0};
+            bprintf(&m, "The authorization is malformed; incorrect service '%s'; expecting 's3'",
+                    x->auth.service);
+        }
+        s3_error_x(x, 400,
+                   x->auth.presigned ? "AuthorizationQueryParametersError"
+                                     : "AuthorizationHeaderMalformed",
+                   m.p, e.p);
+        free(m.p);
+        free(e.p);
+        return -1;
+    }
+    if (strncmp(x->auth.date, x->auth.amz_date, 8) != 0) {
+        if (x->auth.presigned)
+            s3_error(x, 403, "SignatureDoesNotMatch",
+                     "The request signature we calculated does not match the signature you "
+                     "provided.");
+        else
+            s3_error(x, 400, "AuthorizationHeaderMalformed",
+                     "The authorization header is malformed; Invalid credential date. Date is "
+                     "not the same as X-Amz-Date.");
+        return -1;
+    }
     x->payload = x->auth.presigned ? SIGV4_UNSIGNED : hdr(in, "x-amz-content-sha256");
     if (!x->payload) {
         s3_error(x, 400, "InvalidRequest", "Missing required header x-amz-content-sha256.");
@@ -338,6 +409,17 @@ static int authenticate(ctx_t *x)
     sigv4_request_t req = {
         in->method,           target,    plen, q ? q + 1 : NULL, q ? strlen(q + 1) : 0, h,
         (size_t)in->nheaders, x->payload};
+    const char *unsigned_hdr;
+    if (sigv4_check_coverage(&req, &x->auth, &unsigned_hdr) != 0) {
+        buf_t e = {0};
+        bprintf(&e, "<HeadersNotSigned>");
+        bxml(&e, unsigned_hdr);
+        bprintf(&e, "</HeadersNotSigned>");
+        s3_error_x(x, 403, "AccessDenied",
+                   "There were headers present in the request which were not signed", e.p);
+        free(e.p);
+        return -1;
+    }
     if (sigv4_verify(&req, &x->auth, secret, x->key_bytes) != 0) {
         s3_error(x, 403, "SignatureDoesNotMatch",
                  "The request signature we calculated does not match the signature you "
@@ -513,11 +595,57 @@ static const char *bucket_owner(const obj_info_t *info)
 #define ACL_META "\001acl"
 #define CKS_META "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
 
+/* Where the objects of the bucket described by bi live (see INAME_MAX). */
+static void bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX])
+{
+    const char *id = umeta_get(bi, "id");
+    if (id[0])
+        snprintf(out, INAME_MAX, "%s\x04%s", name, id);
+    else
+        snprintf(out, INAME_MAX, "%s", name);
+}
+
 /*
- * The bucket exists and belongs to the caller: 0. Otherwise the error has
- * been sent (404 NoSuchBucket, 403 AccessDenied: each user sees only its own).
+ * Bucket locks (striped by name): commits into a bucket hold one shared,
+ * DeleteBucket and CreateBucket exclusive. So a PUT racing a DeleteBucket
+ * either commits first (and the delete finds the bucket not empty) or finds
+ * the bucket gone and fails; never an object in a deleted bucket.
  */
-static int bucket_access(ctx_t *x, const char *name)
+#define BUCKET_LOCKS 64
+static pthread_rwlock_t bucket_locks[BUCKET_LOCKS];
+static pthread_once_t bucket_locks_once = PTHREAD_ONCE_INIT;
+
+static void bucket_locks_init(void)
+{
+    for (int i = 0; i < BUCKET_LOCKS; i++)
+        pthread_rwlock_init(&bucket_locks[i], NULL);
+}
+
+static pthread_rwlock_t *bucket_lock(const char *name)
+{
+    uint32_t h = 2166136261u;
+    pthread_once(&bucket_locks_once, bucket_locks_init);
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &bucket_locks[h % BUCKET_LOCKS];
+}
+
+/* Under the bucket's lock: the incarnation iname of bucket name still exists. */
+static int bucket_current(ctx_t *x, const char *name, const char *iname)
+{
+    obj_info_t bi;
+    char now[INAME_MAX];
+    if (!bucket_exists(x, name, &bi)) return 0;
+    bucket_iname(name, &bi, now);
+    return strcmp(now, iname) == 0;
+}
+
+/*
+ * The bucket exists and belongs to the caller: 0, with iname (if not NULL)
+ * where its objects live. Otherwise the error has been sent (404
+ * NoSuchBucket, 403 AccessDenied: each user sees only its own).
+ */
+static int bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX])
 {
     obj_info_t info;
     if (!bucket_exists(x, name, &info)) {
@@ -529,7 +657,28 @@ static int bucket_access(ctx_t *x, const char *name)
         s3_error(x, 403, "AccessDenied", "Access Denied");
         return -1;
     }
+    if (iname) bucket_iname(name, &info, iname);
     return 0;
+}
+
+/*
+ * Commit w into the request's bucket, if the bucket (this incarnation) is
+ * still there; otherwise w is aborted and S3_ERR_NO_BUCKET returned.
+ */
+static int commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
+                            obj_info_t *info)
+{
+    pthread_rwlock_t *lk = bucket_lock(x->bucket);
+    int rc;
+    pthread_rwlock_rdlock(lk);
+    if (!bucket_current(x, x->bucket, x->ibucket)) {
+        obj_put_abort(w);
+        rc = S3_ERR_NO_BUCKET;
+    } else {
+        rc = obj_put_commit(w, ctype, um, ul, info);
+    }
+    pthread_rwlock_unlock(lk);
+    return rc;
 }
 
 typedef struct {
@@ -560,7 +709,12 @@ static void list_buckets(ctx_t *x)
             "<DisplayName>%s</DisplayName></Owner><Buckets>",
             x->auth.access_key, x->auth.access_key);
     lb_t l = {&b, x->auth.access_key};
-    (void)obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &l);
+    int rc = obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &l);
+    if (rc < 0) {
+        free(b.p);
+        s3_engine_error(x, rc);
+        return;
+    }
     bprintf(&b, "</Buckets></ListAllMyBucketsResult>");
     respond_xml(x, 200, &b);
 }
@@ -620,6 +774,89 @@ static int any_object(void *arg, const char *key, const obj_info_t *info)
     (void)info;
     *(int *)arg = 1;
     return 1;
+}
+
+static int any_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
+{
+    (void)upload;
+    return any_object(arg, key, info);
+}
+
+/* CreateBucket, exclusive under the bucket's lock: one of two racing creates wins. */
+static void create_bucket(ctx_t *x)
+{
+    char h[256];
+    if (!s3_bucket_name_ok(x->bucket)) {
+        s3_error(x, 400, "InvalidBucketName", "The specified bucket is not valid.");
+        return;
+    }
+    const char *acl = hdr(x->info, "x-amz-acl");
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+        s3_error(x, 501, "NotImplemented", "Only the private and public-read canned ACLs.");
+        return;
+    }
+    uint8_t rnd[8];
+    char id[17];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        s3_engine_error(x, ERR_IO);
+        return;
+    }
+    for (int i = 0; i < 8; i++)
+        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+    pthread_rwlock_t *lk = bucket_lock(x->bucket);
+    pthread_rwlock_wrlock(lk);
+    obj_info_t bi;
+    if (bucket_exists(x, x->bucket, &bi)) {
+        pthread_rwlock_unlock(lk);
+        if (!bucket_owner(&bi)[0] || strcmp(bucket_owner(&bi), x->auth.access_key) == 0)
+            s3_error(x, 409, "BucketAlreadyOwnedByYou",
+                     "Your previous request to create the named bucket succeeded.");
+        else
+            s3_error(x, 409, "BucketAlreadyExists", "The requested bucket name is not available.");
+        return;
+    }
+    buf_t rec = {0};
+    bprintf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
+            acl ? acl : "private", 0, 0, id, 0);
+    int err;
+    obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
+    if (w) err = obj_put_commit(w, NULL, rec.p, rec.len, NULL);
+    pthread_rwlock_unlock(lk);
+    free(rec.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/*
+ * DeleteBucket, exclusive under the bucket's lock: only a bucket proven
+ * empty (no objects, no unfinished uploads; every store's answer read) goes.
+ */
+static void delete_bucket(ctx_t *x)
+{
+    char h[128];
+    pthread_rwlock_t *lk = bucket_lock(x->bucket);
+    pthread_rwlock_wrlock(lk);
+    int found = 0, rc = S3_ERR_NO_BUCKET;
+    if (bucket_current(x, x->bucket, x->ibucket)) {
+        rc = obj_list(x->cfg->set, x->ibucket, NULL, NULL, any_object, &found);
+        if (rc >= 0 && !found)
+            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
+        if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
+    }
+    pthread_rwlock_unlock(lk);
+    if (found) {
+        s3_error(x, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+    } else if (rc < 0) {
+        log_error("event=delete_bucket_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        s3_engine_error(x, rc);
+    } else {
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)http_respond(x->r, 204, h, 0);
+    }
 }
 
 static char *read_small_body(ctx_t *x, size_t cap, size_t *len);
@@ -686,40 +923,10 @@ static void bucket_op(ctx_t *x)
     char *acl_q = qparam(x->query, "acl", &present);
     free(acl_q);
     if (strcmp(m, "PUT") == 0 && !present) {
-        if (!s3_bucket_name_ok(x->bucket)) {
-            s3_error(x, 400, "InvalidBucketName", "The specified bucket is not valid.");
-            return;
-        }
-        obj_info_t bi;
-        if (bucket_exists(x, x->bucket, &bi)) {
-            if (!bucket_owner(&bi)[0] || strcmp(bucket_owner(&bi), x->auth.access_key) == 0)
-                s3_error(x, 409, "BucketAlreadyOwnedByYou",
-                         "Your previous request to create the named bucket succeeded.");
-            else
-                s3_error(x, 409, "BucketAlreadyExists",
-                         "The requested bucket name is not available.");
-            return;
-        }
-        int err;
-        const char *acl = hdr(x->info, "x-amz-acl");
-        if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
-            s3_error(x, 501, "NotImplemented", "Only the private and public-read canned ACLs.");
-            return;
-        }
-        char owner[sizeof(x->auth.access_key) + 32];
-        size_t ol = (size_t)snprintf(owner, sizeof(owner), "owner%c%s%cacl%c%s", 0,
-                                     x->auth.access_key, 0, 0, acl ? acl : "private") +
-                    1;
-        obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
-        if (!w || (err = obj_put_commit(w, NULL, owner, ol, NULL)) != 0) {
-            s3_engine_error(x, err);
-            return;
-        }
-        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
-        (void)http_respond_full(x->r, 200, h, NULL, 0);
+        create_bucket(x);
         return;
     }
-    if (bucket_access(x, x->bucket) != 0) return;
+    if (bucket_access(x, x->bucket, x->ibucket) != 0) return;
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     if (strcmp(m, "PUT") == 0) {
         char *v = qparam(x->query, "acl", &present);
@@ -731,17 +938,7 @@ static void bucket_op(ctx_t *x)
     } else if (strcmp(m, "HEAD") == 0) {
         (void)http_respond(x->r, 200, h, 0);
     } else if (strcmp(m, "DELETE") == 0) {
-        int found = 0;
-        (void)obj_list(x->cfg->set, x->bucket, NULL, NULL, any_object, &found);
-        if (found) {
-            s3_error(x, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
-            return;
-        }
-        int rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
-        if (rc)
-            s3_engine_error(x, rc);
-        else
-            (void)http_respond(x->r, 204, h, 0);
+        delete_bucket(x);
     } else if (strcmp(m, "POST") == 0) {
         char *v = qparam(x->query, "delete", &present);
         free(v);
@@ -793,9 +990,11 @@ static void bucket_op(ctx_t *x)
 typedef struct {
     ctx_t *x;
     buf_t *b;
-    const char *prefix, *delim;
+    const char *prefix, *delim; /* delim NULL: none */
+    const char *after;          /* marker / start-after / token: a common prefix equal to it
+                                   was returned on an earlier page */
     int max, count, truncated, url;
-    char *last;        /* last key or prefix emitted: the continuation point */
+    char *last;        /* last key or common prefix returned: the continuation point */
     char *last_prefix; /* last CommonPrefix, to fold its keys */
     buf_t prefixes;
 } lst_t;
@@ -804,13 +1003,15 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
 {
     lst_t *l = arg;
     size_t pl = strlen(l->prefix);
-    if (l->delim && *l->delim) {
+    if (l->delim) {
         const char *d = strstr(key + pl, l->delim);
         if (d) {
             size_t cl = (size_t)(d - key) + strlen(l->delim);
             if (l->last_prefix && strlen(l->last_prefix) == cl &&
                 memcmp(l->last_prefix, key, cl) == 0)
                 return 0; /* folded into the common prefix already emitted */
+            if (l->after && strlen(l->after) == cl && memcmp(l->after, key, cl) == 0)
+                return 0; /* that prefix ended the previous page: skip it whole */
             if (l->count == l->max) {
                 l->truncated = 1;
                 return 1;
@@ -827,11 +1028,7 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
             bprintf(&l->prefixes, "</Prefix></CommonPrefixes>");
             l->count++;
             free(l->last);
-            /* Continue after every key under this prefix. */
-            l->last = xmalloc(cl + 2);
-            memcpy(l->last, l->last_prefix, cl);
-            l->last[cl] = (char)0xff;
-            l->last[cl + 1] = 0;
+            l->last = xstrdup(l->last_prefix);
             return 0;
         }
     }
@@ -856,6 +1053,36 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     return 0;
 }
 
+/* Continuation tokens: the last key or prefix returned, base64 (opaque, any bytes). */
+static char *token_encode(const char *last)
+{
+    size_t n = strlen(last);
+    char *out = xmalloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)last, (int)n);
+    return out;
+}
+
+/* NULL when the token is not one of ours. */
+static char *token_decode(const char *tok)
+{
+    size_t n = strlen(tok);
+    if (n == 0 || n % 4 || n > 4 * ((MAX_KEY_LEN + 2) / 3)) return NULL;
+    char *out = xmalloc(n / 4 * 3 + 1);
+    int l = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)tok, (int)n);
+    if (l < 0) {
+        free(out);
+        return NULL;
+    }
+    while (l > 0 && n && tok[--n] == '=') /* DecodeBlock counts the padding as zeros */
+        l--;
+    out[l] = 0;
+    if ((size_t)l != strlen(out) || !s3_xml_text_ok(out, (size_t)l)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 static void list_objects(ctx_t *x)
 {
     int p1, p2, p3, p4, p5, p6, p7, p8;
@@ -867,32 +1094,60 @@ static void list_objects(ctx_t *x)
     char *start = qparam(x->query, "start-after", &p6);
     char *marker = qparam(x->query, "marker", &p7);
     char *enc = qparam(x->query, "encoding-type", &p8);
-    int is_v2 = v2 && strcmp(v2, "2") == 0;
+    char *from_token = NULL;
+    int is_v2 = v2 && strcmp(v2, "2") == 0, rc = 0;
     buf_t b = {0};
-    lst_t l = {x,    &b, prefix ? prefix : "", delim, 1000, 0, 0, enc && !strcmp(enc, "url"), NULL,
-               NULL, {0}};
+    lst_t l = {
+        x,    &b, prefix ? prefix : "", delim && *delim ? delim : NULL, NULL, 1000, 0, 0, 0, NULL,
+        NULL, {0}};
+    l.url = enc && !strcmp(enc, "url");
+    if (enc && !l.url) {
+        s3_error(x, 400, "InvalidArgument", "Invalid Encoding Method specified in Request");
+        goto out;
+    }
     if (maxk) {
-        char *e;
-        long mk = strtol(maxk, &e, 10);
-        if (*e || mk < 0) {
+        uint64_t mk;
+        if (num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
             s3_error(x, 400, "InvalidArgument", "max-keys must be a non-negative integer.");
             goto out;
         }
         l.max = mk > 1000 ? 1000 : (int)mk;
     }
-    /* The continuation token is the last key returned, hex-free and opaque to clients. */
-    const char *after = is_v2 ? (token ? token : start) : marker;
+    /* What is echoed must be XML text; a key never holds anything else. */
+    const char *in[] = {prefix, delim, start, marker};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i]))) {
+            s3_error(x, 400, "InvalidArgument", "Listing parameters must be valid UTF-8.");
+            goto out;
+        }
+    if (is_v2 && token && !(from_token = token_decode(token))) {
+        s3_error(x, 400, "InvalidArgument", "The continuation token provided is incorrect");
+        goto out;
+    }
+    l.after = is_v2 ? (from_token ? from_token : start) : marker;
+    if (l.after && !*l.after) l.after = NULL;
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
     bxml(&b, x->bucket);
     bprintf(&b, "</Name><Prefix>");
-    bxml(&b, l.prefix);
+    if (l.url)
+        burl(&b, l.prefix);
+    else
+        bxml(&b, l.prefix);
     bprintf(&b, "</Prefix>");
-    if (l.max > 0) (void)obj_list(x->cfg->set, x->bucket, l.prefix, after, list_obj_cb, &l);
+    if (l.max > 0) rc = obj_list(x->cfg->set, x->ibucket, l.prefix, l.after, list_obj_cb, &l);
+    if (rc < 0) {
+        log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        s3_engine_error(x, rc); /* never a short list that looks whole */
+        goto out;
+    }
     bprintf(&b, "<MaxKeys>%d</MaxKeys>", l.max);
-    if (delim) {
+    if (l.delim) {
         bprintf(&b, "<Delimiter>");
-        bxml(&b, delim);
+        if (l.url)
+            burl(&b, l.delim);
+        else
+            bxml(&b, l.delim);
         bprintf(&b, "</Delimiter>");
     }
     if (l.url) bprintf(&b, "<EncodingType>url</EncodingType>");
@@ -906,21 +1161,30 @@ static void list_objects(ctx_t *x)
         }
         if (start) {
             bprintf(&b, "<StartAfter>");
-            bxml(&b, start);
+            if (l.url)
+                burl(&b, start);
+            else
+                bxml(&b, start);
             bprintf(&b, "</StartAfter>");
         }
         if (l.truncated && l.last) {
-            bprintf(&b, "<NextContinuationToken>");
-            bxml(&b, l.last);
-            bprintf(&b, "</NextContinuationToken>");
+            char *t = token_encode(l.last);
+            bprintf(&b, "<NextContinuationToken>%s</NextContinuationToken>", t);
+            free(t);
         }
     } else {
         bprintf(&b, "<Marker>");
-        bxml(&b, marker ? marker : "");
+        if (l.url)
+            burl(&b, marker ? marker : "");
+        else
+            bxml(&b, marker ? marker : "");
         bprintf(&b, "</Marker>");
-        if (l.truncated && l.last && delim) {
+        if (l.truncated && l.last && l.delim) {
             bprintf(&b, "<NextMarker>");
-            bxml(&b, l.last);
+            if (l.url)
+                burl(&b, l.last);
+            else
+                bxml(&b, l.last);
             bprintf(&b, "</NextMarker>");
         }
     }
@@ -933,6 +1197,7 @@ out:
     free(l.prefixes.p);
     free(l.last);
     free(l.last_prefix);
+    free(from_token);
     free(v2);
     free(prefix);
     free(delim);
@@ -980,7 +1245,15 @@ static void list_versions(ctx_t *x)
     char *maxk = qparam(x->query, "max-keys", &p3);
     buf_t b = {0};
     ver_t v = {&b, 1000, 0, 0, NULL};
-    if (maxk && atoi(maxk) >= 0 && atoi(maxk) < 1000) v.max = atoi(maxk);
+    uint64_t mk;
+    if (maxk && num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
+        s3_error(x, 400, "InvalidArgument", "max-keys must be a non-negative integer.");
+        free(prefix);
+        free(marker);
+        free(maxk);
+        return;
+    }
+    if (maxk && mk < 1000) v.max = (int)mk;
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListVersionsResult "
                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
     bxml(&b, x->bucket);
@@ -989,8 +1262,18 @@ static void list_versions(ctx_t *x)
     bprintf(&b, "</Prefix><KeyMarker>");
     bxml(&b, marker ? marker : "");
     bprintf(&b, "</KeyMarker><VersionIdMarker></VersionIdMarker>");
-    if (v.max > 0)
-        (void)obj_list(x->cfg->set, x->bucket, prefix ? prefix : "", marker, list_version_cb, &v);
+    int rc = v.max > 0 ? obj_list(x->cfg->set, x->ibucket, prefix ? prefix : "", marker,
+                                  list_version_cb, &v)
+                       : 0;
+    if (rc < 0) {
+        free(b.p);
+        free(v.last);
+        free(prefix);
+        free(marker);
+        free(maxk);
+        s3_engine_error(x, rc);
+        return;
+    }
     bprintf(&b, "<MaxKeys>%d</MaxKeys><IsTruncated>%s</IsTruncated>", v.max,
             v.truncated ? "true" : "false");
     if (v.truncated && v.last) {
@@ -1153,7 +1436,7 @@ static void put_object(ctx_t *x)
         free(um.p);
         return;
     }
-    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (!w) {
         free(um.p);
         s3_engine_error(x, err);
@@ -1168,7 +1451,7 @@ static void put_object(ctx_t *x)
     obj_info_t info;
     err = um.len > sizeof(info.umeta)
               ? ERR_TOO_LARGE
-              : obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info);
+              : commit_in_bucket(x, w, hdr(x->info, "content-type"), um.p, um.len, &info);
     if (err == ERR_TOO_LARGE && um.len > sizeof(info.umeta)) obj_put_abort(w);
     free(um.p);
     if (err) {
@@ -1191,8 +1474,13 @@ static void mpu_create(ctx_t *x)
         free(um.p);
         return;
     }
-    int rc = obj_mpu_create(x->cfg->set, x->bucket, x->key, hdr(x->info, "content-type"), um.p,
-                            um.len, upload);
+    pthread_rwlock_t *lk = bucket_lock(x->bucket);
+    pthread_rwlock_rdlock(lk);
+    int rc = !bucket_current(x, x->bucket, x->ibucket)
+                 ? S3_ERR_NO_BUCKET
+                 : obj_mpu_create(x->cfg->set, x->ibucket, x->key, hdr(x->info, "content-type"),
+                                  um.p, um.len, upload);
+    pthread_rwlock_unlock(lk);
     free(um.p);
     if (rc) {
         s3_engine_error(x, rc);
@@ -1240,9 +1528,11 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     uint64_t off = 0, len = si.size;
     const char *range = hdr(x->info, "x-amz-copy-source-range");
     if (range) {
-        unsigned long long a, b;
-        char tail;
-        if (sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || a > b || b >= si.size) {
+        uint64_t a = 0, b = 0;
+        const char *dash = strncmp(range, "bytes=", 6) == 0 ? strchr(range + 6, '-') : NULL;
+        if (!dash ||
+            num_parse_u64n(range + 6, (size_t)(dash - range - 6), 0, UINT64_MAX, &a) != 0 ||
+            num_parse_u64(dash + 1, 0, UINT64_MAX, &b) != 0 || a > b || b >= si.size) {
             obj_close(rd);
             s3_error(x, 400, "InvalidArgument",
                      "The x-amz-copy-source-range value must be of the form bytes=first-last "
@@ -1252,7 +1542,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         off = a;
         len = b - a + 1;
     }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->bucket, x->key, upload, part, &err);
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, part, &err);
     if (!w) {
         obj_close(rd);
         if (err == ERR_NOT_FOUND)
@@ -1265,8 +1555,12 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     obj_close(rd);
     if (err)
         obj_put_abort(w);
-    else
-        err = obj_put_commit(w, NULL, NULL, 0, &info);
+    else if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) == ERR_NOT_FOUND)
+        err = ERR_CLOSED; /* the upload went while the part was copied */
+    if (err == ERR_CLOSED) {
+        s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        return;
+    }
     if (err) {
         s3_engine_error(x, err);
         return;
@@ -1276,10 +1570,8 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
 
 static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
 {
-    char *e;
-    long part = strtol(partstr, &e, 10);
-    int err;
-    if (*e || part < 1 || part > 10000) {
+    int part, err;
+    if (num_parse_int(partstr, 1, 10000, &part) != 0) {
         s3_error(x, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000.");
         return;
     }
@@ -1291,7 +1583,7 @@ static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
         s3_error(x, 400, "InvalidArgument", "Bad x-amz-content-sha256.");
         return;
     }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->bucket, x->key, upload, (int)part, &err);
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, (int)part, &err);
     if (!w) {
         if (err == ERR_NOT_FOUND)
             s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
@@ -1303,7 +1595,10 @@ static void mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
     if (stream_body(x, w, cks) != 0) return;
     obj_info_t info;
     if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
-        s3_engine_error(x, err);
+        if (err == ERR_NOT_FOUND) /* aborted or completed while the part streamed */
+            s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
+        else
+            s3_engine_error(x, err);
         return;
     }
     char h[512];
@@ -1364,8 +1659,13 @@ static void mpu_complete(ctx_t *x, const char *upload)
     free(xp);
     obj_info_t info;
     int why = 0;
-    int rc =
-        obj_mpu_complete(x->cfg->set, x->bucket, x->key, upload, parts, np, 5u << 20, &info, &why);
+    pthread_rwlock_t *lk = bucket_lock(x->bucket);
+    pthread_rwlock_rdlock(lk);
+    int rc = !bucket_current(x, x->bucket, x->ibucket)
+                 ? S3_ERR_NO_BUCKET
+                 : obj_mpu_complete(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
+                                    &info, &why);
+    pthread_rwlock_unlock(lk);
     free(parts);
     if (rc) {
         switch (why) {
@@ -1404,7 +1704,7 @@ static void mpu_complete(ctx_t *x, const char *upload)
 
 static void mpu_abort(ctx_t *x, const char *upload)
 {
-    int rc = obj_mpu_abort(x->cfg->set, x->bucket, x->key, upload);
+    int rc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
     char h[128];
     if (rc == ERR_NOT_FOUND) {
         s3_error(x, 404, "NoSuchUpload", "The specified upload does not exist.");
@@ -1421,26 +1721,23 @@ static void mpu_abort(ctx_t *x, const char *upload)
 /* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
 static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
 {
-    unsigned long long a, b;
-    char *e;
+    uint64_t a, b;
     if (!v || strncmp(v, "bytes=", 6) != 0 || strchr(v, ',')) return 0;
     v += 6;
     if (*v == '-') {
-        a = strtoull(v + 1, &e, 10);
-        if (*e || e == v + 1) return 0;
+        if (num_parse_u64(v + 1, 0, UINT64_MAX, &a) != 0) return 0;
         if (a == 0) return -1;
         *len = a > size ? size : a;
         *off = size - *len;
         return size ? 1 : -1;
     }
-    a = strtoull(v, &e, 10);
-    if (*e != '-' || e == v) return 0;
-    const char *bs = e + 1;
+    const char *dash = strchr(v, '-');
+    if (!dash || num_parse_u64n(v, (size_t)(dash - v), 0, UINT64_MAX, &a) != 0) return 0;
+    const char *bs = dash + 1;
     if (*bs == 0) {
         b = size ? size - 1 : 0;
     } else {
-        b = strtoull(bs, &e, 10);
-        if (*e) return 0;
+        if (num_parse_u64(bs, 0, UINT64_MAX, &b) != 0) return 0;
         if (b >= size) b = size ? size - 1 : 0;
     }
     if (a >= size || b < a) return -1;
@@ -1453,7 +1750,7 @@ static void get_object(ctx_t *x, int head)
 {
     obj_info_t info;
     int err;
-    obj_reader_t *rd = obj_open(x->cfg->set, x->bucket, x->key, &info, &err);
+    obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
     if (!rd) {
         if (err == ERR_NOT_FOUND && !bucket_exists(x, x->bucket, NULL))
             s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
@@ -1595,11 +1892,17 @@ static obj_reader_t *open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     *slash = 0;
     const char *sbucket = path, *skey = slash + 1;
     *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0;
-    if (bucket_access(x, sbucket) != 0) {
+    char siname[INAME_MAX];
+    if (strlen(sbucket) >= sizeof(x->bucket) || strlen(skey) > MAX_KEY_LEN) {
+        free(path);
+        s3_error(x, 400, "InvalidArgument", "Copy Source names no valid bucket and key.");
+        return NULL;
+    }
+    if (bucket_access(x, sbucket, siname) != 0) {
         free(path);
         return NULL;
     }
-    obj_reader_t *rd = obj_open(x->cfg->set, sbucket, skey, si, &err);
+    obj_reader_t *rd = obj_open(x->cfg->set, siname, skey, si, &err);
     free(path);
     if (!rd) {
         if (err == ERR_NOT_FOUND)
@@ -1651,15 +1954,15 @@ static void copy_object(ctx_t *x)
         free(um.p);
         return;
     }
-    obj_writer_t *w = obj_put_begin(x->cfg->set, x->bucket, x->key, &err);
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) err = copy_range(x, rd, w, 0, si.size);
     obj_close(rd);
     obj_info_t info;
     if (w && err)
         obj_put_abort(w);
     else if (w)
-        err = replace ? obj_put_commit(w, hdr(x->info, "content-type"), um.p, um.len, &info)
-                      : obj_put_commit(w, si.content_type, si.umeta, si.umeta_len, &info);
+        err = replace ? commit_in_bucket(x, w, hdr(x->info, "content-type"), um.p, um.len, &info)
+                      : commit_in_bucket(x, w, si.content_type, si.umeta, si.umeta_len, &info);
     free(um.p);
     if (err) {
         s3_engine_error(x, err);
@@ -1685,8 +1988,8 @@ static void delete_objects(ctx_t *x)
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     for (int i = 0; i < nkeys; i++) {
-        int rc =
-            strlen(keys[i]) > MAX_KEY_LEN ? ERR_INVAL : obj_delete(x->cfg->set, x->bucket, keys[i]);
+        int rc = strlen(keys[i]) > MAX_KEY_LEN ? ERR_INVAL
+                                               : obj_delete(x->cfg->set, x->ibucket, keys[i]);
         if (rc == 0 || rc == ERR_NOT_FOUND) {
             if (!quiet) {
                 bprintf(&b, "<Deleted><Key>");
@@ -1736,11 +2039,19 @@ static void list_parts(ctx_t *x, const char *upload)
     char *marker = qparam(x->query, "part-number-marker", &p1);
     char *maxp = qparam(x->query, "max-parts", &p2);
     buf_t parts = {0}, b = {0};
-    lp_t l = {&parts, marker ? atoi(marker) : 0, 1000, 0, 0, 0};
-    if (maxp && atoi(maxp) >= 0 && atoi(maxp) < 1000) l.max = atoi(maxp);
+    lp_t l = {&parts, 0, 1000, 0, 0, 0};
+    uint64_t mp = 1000;
+    int bad = (marker && num_parse_int(marker, 0, 10000, &l.marker) != 0) ||
+              (maxp && num_parse_u64(maxp, 0, UINT64_MAX, &mp) != 0);
     free(marker);
     free(maxp);
-    int rc = obj_mpu_list_parts(x->cfg->set, x->bucket, x->key, upload, list_part_cb, &l);
+    if (bad) {
+        s3_error(x, 400, "InvalidArgument",
+                 "part-number-marker and max-parts must be non-negative integers.");
+        return;
+    }
+    if (mp < 1000) l.max = (int)mp;
+    int rc = obj_mpu_list_parts(x->cfg->set, x->ibucket, x->key, upload, list_part_cb, &l);
     if (rc < 0) { /* > 0: the walk stopped at max-parts */
         free(parts.p);
         if (rc == ERR_NOT_FOUND)
@@ -1804,7 +2115,15 @@ static void list_uploads(ctx_t *x)
     int present;
     char *prefix = qparam(x->query, "prefix", &present);
     ups_t u = {NULL, 0, 0, prefix};
-    (void)obj_mpu_list_uploads(x->cfg->set, x->bucket, list_upload_cb, &u);
+    int rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);
+    if (rc < 0) {
+        for (int i = 0; i < u.n; i++)
+            free(u.v[i].key);
+        free(u.v);
+        free(prefix);
+        s3_engine_error(x, rc);
+        return;
+    }
     if (u.n) qsort(u.v, (size_t)u.n, sizeof(*u.v), up_cmp);
     buf_t b = {0};
     bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
@@ -1867,9 +2186,10 @@ static void anonymous_op(ctx_t *x)
     char *sub = qparam(x->query, "acl", &present);
     free(sub);
     if ((get || head) && !present && x->bucket[0] && bucket_exists(x, x->bucket, &bi)) {
+        bucket_iname(x->bucket, &bi, x->ibucket);
         if (x->key[0]) {
             if (strlen(x->key) <= MAX_KEY_LEN &&
-                obj_stat(x->cfg->set, x->bucket, x->key, &oi) == 0 &&
+                obj_stat(x->cfg->set, x->ibucket, x->key, &oi) == 0 &&
                 strcmp(umeta_get(&oi, ACL_META), "public-read") == 0) {
                 get_object(x, head);
                 return;
@@ -1889,7 +2209,7 @@ static void object_op(ctx_t *x)
         s3_error(x, 400, "KeyTooLongError", "Your key is too long.");
         return;
     }
-    if (bucket_access(x, x->bucket) != 0) return;
+    if (bucket_access(x, x->bucket, x->ibucket) != 0) return;
     int has_upload, has_part, has_uploads;
     char *upload = qparam(x->query, "uploadId", &has_upload);
     char *part = qparam(x->query, "partNumber", &has_part);
@@ -1914,7 +2234,7 @@ static void object_op(ctx_t *x)
         s3_error(x, 405, "MethodNotAllowed", "The specified method is not allowed.");
     } else if (strcmp(m, "GET") == 0 && has_acl) {
         obj_info_t oi, bi;
-        int rc = obj_stat(x->cfg->set, x->bucket, x->key, &oi);
+        int rc = obj_stat(x->cfg->set, x->ibucket, x->key, &oi);
         if (rc)
             s3_engine_error(x, rc);
         else if (bucket_exists(x, x->bucket, &bi))
@@ -1923,7 +2243,7 @@ static void object_op(ctx_t *x)
         else
             s3_error(x, 404, "NoSuchBucket", "The specified bucket does not exist.");
     } else if (strcmp(m, "PUT") == 0 && has_acl) {
-        put_acl(x, x->bucket, x->key, ACL_META);
+        put_acl(x, x->ibucket, x->key, ACL_META);
     } else if (strcmp(m, "PUT") == 0 && hdr(x->info, "x-amz-copy-source")) {
         copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
@@ -1931,7 +2251,7 @@ static void object_op(ctx_t *x)
     } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         get_object(x, m[0] == 'H');
     } else if (strcmp(m, "DELETE") == 0) {
-        int rc = obj_delete(x->cfg->set, x->bucket, x->key);
+        int rc = obj_delete(x->cfg->set, x->ibucket, x->key);
         char h[128];
         snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
         if (rc && rc != ERR_NOT_FOUND)
@@ -1963,14 +2283,12 @@ static char *vhost_bucket(ctx_t *x)
 
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
 {
-    static uint64_t counter;
     ctx_t x = {0};
     x.cfg = arg;
     x.r = r;
     x.info = info;
-    snprintf(x.id, sizeof(x.id), "%016llX",
-             (unsigned long long)(__atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^
-                                  ((uint64_t)time(NULL) << 24)));
+    snprintf(x.id, sizeof(x.id), "%s", info->id);
+    log_set_request(x.id);
     const char *t = info->target;
     const char *q = strchr(t, '?');
     x.query = q ? xstrdup(q + 1) : xstrdup("");
@@ -1997,6 +2315,11 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     }
     strcpy(x.bucket, b);
     free(b);
+    /* Keys appear in listings as XML text: only what XML can carry (AWS: 400). */
+    if (!s3_xml_text_ok(x.key, strlen(x.key))) {
+        s3_error(&x, 400, "InvalidArgument", "Object key must be valid UTF-8 text.");
+        goto out;
+    }
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
     if (x.anonymous) {
@@ -2020,4 +2343,5 @@ out:
     bufpool_put(obj_set_buffers(x.cfg->set), x.raw);
     free(x.key);
     free(x.query);
+    log_set_request(NULL);
 }

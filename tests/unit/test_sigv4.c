@@ -13,6 +13,7 @@
 #include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/sigv4.h"
+#include "s3/xml.h"
 
 #include <openssl/sha.h>
 #include <stdio.h>
@@ -196,6 +197,84 @@ static void test_presigned(void **state)
     assert_int_equal(sigv4_parse_query(bad, strlen(bad), &a), ERR_INVAL);
 }
 
+/* Every x-amz-* header present must be signed, and host always. */
+static void test_coverage(void **state)
+{
+    (void)state;
+    sigv4_header_t h[] = {H("Host", "b.example"), H("x-amz-date", "20130524T000000Z"),
+                          H("X-Amz-Acl", "public-read"), H("Content-Type", "text/plain")};
+    sigv4_request_t r = {"PUT", "/k", 2, NULL, 0, h, 4, SIGV4_UNSIGNED};
+    sigv4_auth_t a = {0};
+    const char *miss;
+    strcpy(a.signed_headers, "host;x-amz-acl;x-amz-date");
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), 0);
+    /* Content-Type need not be signed; an x-amz-* header must. */
+    strcpy(a.signed_headers, "host;x-amz-date");
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), ERR_DENIED);
+    assert_string_equal(miss, "X-Amz-Acl");
+    /* A prefix of a signed name is not that name. */
+    strcpy(a.signed_headers, "host;x-amz-ac;x-amz-date");
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), ERR_DENIED);
+    strcpy(a.signed_headers, "x-amz-acl;x-amz-date");
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), ERR_DENIED);
+    assert_string_equal(miss, "host");
+    /* Presigned: x-amz-date may come unsigned (its value is in the query), x-amz-acl not. */
+    a.presigned = 1;
+    strcpy(a.signed_headers, "host");
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), ERR_DENIED);
+    assert_string_equal(miss, "X-Amz-Acl");
+    r.nheaders = 2;
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), 0);
+    a.presigned = 0;
+    assert_int_equal(sigv4_check_coverage(&r, &a, &miss), ERR_DENIED);
+    assert_string_equal(miss, "x-amz-date");
+}
+
+/* X-Amz-Expires is strictly 1..604800 digits. */
+static void test_presigned_expires(void **state)
+{
+    (void)state;
+    const char *base = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F"
+                       "20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&"
+                       "X-Amz-SignedHeaders=host&X-Amz-Signature="
+                       "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404&"
+                       "X-Amz-Expires=";
+    const char *bad[] = {"0", "604801", "%2B5", "%205", "5x", "", "99999999999999999999999"};
+    const char *good[] = {"1", "604800", "0060"};
+    char q[512];
+    sigv4_auth_t a;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(q, sizeof(q), "%s%s", base, bad[i]);
+        assert_int_equal(sigv4_parse_query(q, strlen(q), &a), ERR_INVAL);
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(q, sizeof(q), "%s%s", base, good[i]);
+        assert_int_equal(sigv4_parse_query(q, strlen(q), &a), 0);
+    }
+}
+
+/* What may be a key: UTF-8 in shortest form, no surrogates, only characters XML 1.0 carries. */
+static void test_xml_text(void **state)
+{
+    (void)state;
+    const char *ok[] = {"plain",
+                        "tab\there",
+                        "line\nbreak",
+                        "cr\rkey",
+                        "\xc3\xa9t\xc3\xa9",
+                        "\xf0\x9f\x98\x80",
+                        "\xef\xbf\xbd",
+                        "\x7f",
+                        ""};
+    const char *bad[] = {"\xff",         "a\x01b",       "\xc0\xaf",     "\xe0\x80\xaf",
+                         "\xed\xa0\x80", "\xef\xbf\xbf", "\xef\xbf\xbe", "\xf4\x90\x80\x80",
+                         "\xc3",         "\xe2\x82",     "\x80",         "\xf8\x88\x80\x80\x80"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        assert_true(s3_xml_text_ok(ok[i], strlen(ok[i])));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(s3_xml_text_ok(bad[i], strlen(bad[i])));
+}
+
 static void test_parse_errors(void **state)
 {
     (void)state;
@@ -321,11 +400,12 @@ static void test_unsigned_trailer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get_object),       cmocka_unit_test(test_put_object),
-        cmocka_unit_test(test_bucket_queries),   cmocka_unit_test(test_presigned),
-        cmocka_unit_test(test_client_sign),      cmocka_unit_test(test_checksums),
-        cmocka_unit_test(test_parse_errors),     cmocka_unit_test(test_streaming_chunks),
-        cmocka_unit_test(test_unsigned_trailer),
+        cmocka_unit_test(test_get_object),        cmocka_unit_test(test_put_object),
+        cmocka_unit_test(test_bucket_queries),    cmocka_unit_test(test_presigned),
+        cmocka_unit_test(test_client_sign),       cmocka_unit_test(test_checksums),
+        cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_streaming_chunks),
+        cmocka_unit_test(test_unsigned_trailer),  cmocka_unit_test(test_coverage),
+        cmocka_unit_test(test_presigned_expires), cmocka_unit_test(test_xml_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
