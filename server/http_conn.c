@@ -1,464 +1,19 @@
-#include "server/http.h"
-#include "server/http_head.h"
+/*
+ * http_conn: the loop side: connections from accept to close, reading and
+ * parsing requests (llhttp + http_head), handing bytes to libuv, the events
+ * workers post, timeouts (headers, idle, stalled) and eviction. Runs on the
+ * loop thread only; the lifetime of connections and requests is drawn in
+ * http_int.h.
+ */
+#include "server/http_int.h"
 
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
 
-#include <llhttp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <uv.h>
-
-#define READ_BUF  65536
-#define LOW_WATER (HTTP_HIGH_WATER / 4)
-
-typedef struct out_chunk {
-    struct out_chunk *next;
-    size_t len;
-    uv_write_t wr;
-    struct http_req *req;
-    const char *ext; /* borrowed bytes (http_write_borrowed); NULL: data[] */
-    char data[];
-} out_chunk_t;
-
-typedef struct conn conn_t;
-
-struct http_req {
-    conn_t *c;
-    http_server_t *s;
-    struct http_req_info info;
-    http_header_t headers[HTTP_MAX_HEADERS];
-    char *hcopy;
-    char id[17];
-    pthread_cond_t cv;
-    /* Shared with the loop, under s->mu. */
-    uint8_t *in;
-    size_t in_off, in_len, in_cap;
-    int body_complete, body_error, client_gone;
-    int expect_continue, want_continue;
-    out_chunk_t *out_head, *out_tail; /* queued, not yet handed to uv_write */
-    size_t out_pending;               /* queued + in flight */
-    int borrowed;                     /* borrowed chunks not yet written or dropped */
-    int nwrites;                      /* uv_writes not yet called back */
-    int handler_done, responded, chunked, keep_alive, close_after;
-    int in_events;
-    /*
-     * Stalls: waiting > 0 while the worker is blocked on the client (body
-     * bytes to arrive, response bytes to be taken), since wait_ms; progress_ms
-     * is when a byte last moved. The loop's timer closes a request stalled
-     * for io_ms (s->mu).
-     */
-    int waiting;
-    uint64_t wait_ms, progress_ms;
-    struct http_req *ev_next, *job_next;
-};
-
-struct conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    http_server_t *s;
-    llhttp_t parser;
-    http_head_t head;     /* the request head being received */
-    struct http_req *req; /* being received or handled */
-    char *pend;           /* bytes read but not parsed (parser paused) */
-    size_t pend_off, pend_len;
-    char *direct; /* the read in progress goes here, in c->req's inbound buffer */
-    int reading, closing, refs, paused, continue_sent;
-    /*
-     * Lingering close: after answering a request whose body was not read
-     * (an early error), the write side is shut and what the client still
-     * sends is read and dropped for a while, so its stack does not answer
-     * our FIN with a reset that destroys the response before it is read.
-     */
-    int lingering;
-    uint64_t linger_until, linger_bytes;
-    uv_shutdown_t shutdown;
-    uint64_t last_activity, msg_begin, last_done;
-    char peer[64];
-    struct conn *next, *prev;
-};
-
-struct http_server {
-    http_cfg_t cfg;
-    uv_loop_t loop;
-    uv_tcp_t listener;
-    uv_async_t async;
-    pthread_mutex_t mu;
-    pthread_cond_t job_cv, exit_cv;
-    struct http_req *jobs_head, *jobs_tail, *events;
-    /*
-     * Workers (s->mu): nthreads run, idle of them wait for a job, stalled of
-     * them are blocked on a client, queued jobs wait for a worker. A worker
-     * stalled on its client does not count against cfg.workers: another
-     * thread is started for queued work, up to cfg.workers + cfg.max_stalled
-     * threads; at that bound the longest-stalled connection is closed
-     * (evict). Threads beyond cfg.workers end after a while idle.
-     */
-    int nthreads, idle, stalled, queued, evict;
-    int stopping, stop_requested, nconns, port, workers_exit;
-    conn_t *conns;
-};
-
-static llhttp_settings_t settings;
-
-static uint64_t now_ms(http_server_t *s)
-{
-    return uv_now(&s->loop);
-}
-
-/* A clock both the loop and the workers read (uv_now is the loop's only). */
-static uint64_t mono_ms(void)
-{
-    return uv_hrtime() / 1000000u;
-}
-
-static void *worker_main(void *arg);
-
-/* Start one more worker thread (s->mu held). */
-static int spawn_worker(http_server_t *s)
-{
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &a, worker_main, s);
-    pthread_attr_destroy(&a);
-    if (rc != 0) {
-        log_error("event=worker_start_failed errno=%d threads=%d", rc, s->nthreads);
-        return ERR_NOMEM;
-    }
-    pthread_setname_np(t, "wl-http"); /* names show in top -H and perf */
-    s->nthreads++;
-    return 0;
-}
-
-/*
- * Queued work and no idle worker for it while workers sit blocked on slow
- * clients: start another thread, or at the bound have the loop close the
- * longest-stalled connection (s->mu held).
- */
-static void maybe_grow(http_server_t *s)
-{
-    while (s->queued > s->idle && s->stalled > 0 && !s->workers_exit &&
-           s->nthreads - s->idle - s->stalled < s->cfg.workers) {
-        if (s->nthreads >= s->cfg.workers + s->cfg.max_stalled || spawn_worker(s) != 0) {
-            if (!s->evict) {
-                s->evict = 1;
-                uv_async_send(&s->async);
-            }
-            return;
-        }
-        s->idle++; /* the new thread takes a job before it counts as busy */
-    }
-}
-
-/* The worker of r blocks on its client (s->mu held); stall_end when it wakes for good. */
-static void stall_begin(http_req_t *r)
-{
-    if (r->waiting++) return;
-    r->wait_ms = mono_ms();
-    r->s->stalled++;
-    maybe_grow(r->s);
-}
-
-static void stall_end(http_req_t *r)
-{
-    if (--r->waiting == 0) r->s->stalled--;
-}
-
-/* ---- worker side ---- */
-
-/* Under s->mu: make the loop look at this request. */
-static void post(http_req_t *r)
-{
-    if (!r->in_events) {
-        r->in_events = 1;
-        r->ev_next = r->s->events;
-        r->s->events = r;
-    }
-    uv_async_send(&r->s->async);
-}
-
-long http_body_read(http_req_t *r, void *buf, size_t cap)
-{
-    http_server_t *s = r->s;
-    long n;
-    pthread_mutex_lock(&s->mu);
-    if (r->expect_continue && !r->want_continue) {
-        r->want_continue = 1;
-        post(r);
-    }
-    if (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error) {
-        stall_begin(r);
-        while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
-            pthread_cond_wait(&r->cv, &s->mu);
-        stall_end(r);
-    }
-    if (r->in_off < r->in_len) {
-        n = (long)(r->in_len - r->in_off < cap ? r->in_len - r->in_off : cap);
-        memcpy(buf, r->in + r->in_off, (size_t)n);
-        r->in_off += (size_t)n;
-        if (r->in_off == r->in_len) r->in_off = r->in_len = 0;
-        if (r->in_len - r->in_off < LOW_WATER) post(r); /* the loop may resume reading */
-    } else if (r->body_error) {
-        n = ERR_INVAL;
-    } else if (r->client_gone) {
-        n = ERR_CLOSED;
-    } else {
-        n = 0;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return n;
-}
-
-/* Append a chunk of len bytes (own copy in data[], or borrowed ext) to r's output (s->mu held). */
-static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
-{
-    out_chunk_t *o = xmalloc(sizeof(*o) + (ext ? 0 : len));
-    o->next = NULL;
-    o->len = len;
-    o->req = r;
-    o->ext = ext;
-    if (r->out_tail)
-        r->out_tail->next = o;
-    else
-        r->out_head = o;
-    r->out_tail = o;
-    if (!r->out_pending) r->progress_ms = mono_ms(); /* the client's turn starts now */
-    r->out_pending += len;
-    if (ext) r->borrowed++;
-    post(r);
-    return o;
-}
-
-static int queue_out(http_req_t *r, const void *data, size_t len)
-{
-    http_server_t *s = r->s;
-    int rc = 0;
-    pthread_mutex_lock(&s->mu);
-    if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
-        stall_begin(r);
-        while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
-            pthread_cond_wait(&r->cv, &s->mu);
-        stall_end(r);
-    }
-    if (r->client_gone) {
-        rc = ERR_CLOSED;
-    } else if (len) {
-        memcpy(enqueue(r, NULL, len)->data, data, len); /* the loop runs it only after s->mu */
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static const char *reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 204:
-        return "No Content";
-    case 206:
-        return "Partial Content";
-    case 304:
-        return "Not Modified";
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 409:
-        return "Conflict";
-    case 411:
-        return "Length Required";
-    case 412:
-        return "Precondition Failed";
-    case 413:
-        return "Payload Too Large";
-    case 416:
-        return "Range Not Satisfiable";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    case 507:
-        return "Insufficient Storage";
-    default:
-        return "Status";
-    }
-}
-
-int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
-{
-    char head[8192], date[64];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    pthread_mutex_lock(&r->s->mu);
-    r->responded = 1;
-    r->chunked = content_length < 0;
-    /*
-     * A client that sent "Expect: 100-continue" with an empty body still
-     * waits for the interim response (botocore reads the next response on a
-     * reused connection wrongly otherwise): send it before the final one.
-     */
-    if (r->expect_continue && r->body_complete && !r->want_continue) {
-        r->want_continue = 1;
-        post(r);
-    }
-    /* A body we did not read to the end cannot be skipped safely: close after. */
-    if (!r->body_complete) r->close_after = 1;
-    int keep = r->keep_alive && !r->close_after && !r->s->stopping;
-    pthread_mutex_unlock(&r->s->mu);
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s",
-                     status, reason(status), date, headers ? headers : "");
-    if (n < 0 || (size_t)n >= sizeof(head) - 128) return ERR_TOO_LARGE;
-    if (content_length >= 0)
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %lld\r\n",
-                      (long long)content_length);
-    else
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
-    n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: %s\r\n\r\n",
-                  keep ? "keep-alive" : "close");
-    if (!keep) {
-        pthread_mutex_lock(&r->s->mu);
-        r->close_after = 1;
-        pthread_mutex_unlock(&r->s->mu);
-    }
-    return queue_out(r, head, (size_t)n);
-}
-
-int http_write(http_req_t *r, const void *data, size_t len)
-{
-    if (!r->chunked || len == 0) return len ? queue_out(r, data, len) : 0;
-    char hdr[32];
-    int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
-    int rc = queue_out(r, hdr, (size_t)n);
-    if (!rc) rc = queue_out(r, data, len);
-    if (!rc) rc = queue_out(r, "\r\n", 2);
-    return rc;
-}
-
-int http_write_borrowed(http_req_t *r, const void *data, size_t len)
-{
-    http_server_t *s = r->s;
-    if (r->chunked) return ERR_INVAL;
-    if (!len) return 0;
-    pthread_mutex_lock(&s->mu);
-    if (r->client_gone) {
-        pthread_mutex_unlock(&s->mu);
-        return ERR_CLOSED;
-    }
-    enqueue(r, data, len);
-    pthread_mutex_unlock(&s->mu);
-    return 0;
-}
-
-int http_wait_borrowed(http_req_t *r, int at_most)
-{
-    http_server_t *s = r->s;
-    pthread_mutex_lock(&s->mu);
-    if (r->borrowed > at_most) stall_begin(r);
-    while (r->borrowed > at_most) {
-        if (r->client_gone) {
-            /* Queued chunks never reach libuv now: drop them here. */
-            for (out_chunk_t **pp = &r->out_head; *pp;) {
-                out_chunk_t *o = *pp;
-                if (!o->ext) {
-                    pp = &o->next;
-                    continue;
-                }
-                *pp = o->next;
-                r->out_pending -= o->len;
-                r->borrowed--;
-                free(o);
-            }
-            r->out_tail = NULL;
-            for (out_chunk_t *o = r->out_head; o; o = o->next)
-                r->out_tail = o;
-            if (r->borrowed <= at_most) break;
-        }
-        pthread_cond_wait(&r->cv, &s->mu);
-    }
-    if (r->waiting) stall_end(r);
-    int rc = r->client_gone ? ERR_CLOSED : 0;
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
-{
-    int rc = http_respond(r, status, headers, (int64_t)len);
-    if (!rc && len) rc = queue_out(r, body, len);
-    return rc;
-}
-
-void http_abort(http_req_t *r)
-{
-    pthread_mutex_lock(&r->s->mu);
-    r->close_after = 1;
-    pthread_mutex_unlock(&r->s->mu);
-}
-
-int http_responded(const http_req_t *r)
-{
-    return r->responded;
-}
-
-#define SPARE_WORKER_MS 10000 /* a thread beyond cfg.workers ends after this long idle */
-
-static void *worker_main(void *arg)
-{
-    http_server_t *s = arg;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        /* Counted idle already: by maybe_grow for a new thread, below for the others. */
-        while (!s->jobs_head && !s->workers_exit) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += SPARE_WORKER_MS / 1000;
-            if (pthread_cond_timedwait(&s->job_cv, &s->mu, &ts) != 0 && !s->jobs_head &&
-                s->nthreads > s->cfg.workers)
-                break;
-        }
-        if (!s->jobs_head) break;
-        http_req_t *r = s->jobs_head;
-        s->jobs_head = r->job_next;
-        if (!s->jobs_head) s->jobs_tail = NULL;
-        s->queued--;
-        s->idle--;
-        pthread_mutex_unlock(&s->mu);
-        s->cfg.handler(s->cfg.arg, r, &r->info);
-        log_debug("event=handled method=%s target=%.80s peer=%s req=%s", r->info.method,
-                  r->info.target, r->info.peer, r->id);
-        if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
-        if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
-        pthread_mutex_lock(&s->mu);
-        r->handler_done = 1;
-        post(r);
-        s->idle++;
-    }
-    s->idle--;
-    s->nthreads--;
-    pthread_cond_broadcast(&s->exit_cv);
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
-/* ---- loop side ---- */
 
 static void conn_close(conn_t *c);
 
@@ -499,11 +54,11 @@ static void on_write(uv_write_t *w, int status)
     pthread_mutex_lock(&r->s->mu);
     r->out_pending -= o->len;
     r->nwrites--;
-    r->progress_ms = mono_ms();
+    r->progress_ms = http__mono_ms();
     if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
-    post(r); /* completion may now be possible */
+    http__post(r); /* completion may now be possible */
     pthread_mutex_unlock(&r->s->mu);
     free(o);
 }
@@ -524,7 +79,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 static void conn_linger(conn_t *c)
 {
     c->lingering = 1;
-    c->linger_until = now_ms(c->s) + LINGER_MS;
+    c->linger_until = http__now_ms(c->s) + LINGER_MS;
     c->pend_off = c->pend_len = 0;
     if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
         conn_close(c);
@@ -551,7 +106,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     int close_after = r->close_after || r->client_gone || c->s->stopping;
     int r_gone = r->client_gone, body_done = r->body_complete;
     c->req = NULL;
-    c->last_done = now_ms(c->s);
+    c->last_done = http__now_ms(c->s);
     req_free(r);
     /*
      * The request's reference goes last: when the connection is closing its
@@ -572,7 +127,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     }
     llhttp_resume(&c->parser);
     c->paused = 0;
-    c->last_activity = now_ms(c->s);
+    c->last_activity = http__now_ms(c->s);
     parse_more(c);
 }
 
@@ -617,7 +172,7 @@ static uint64_t stalled_for(const http_req_t *r, uint64_t now)
 static void evict_stalled(http_server_t *s)
 {
     conn_t *worst = NULL;
-    uint64_t worst_for = 0, now = mono_ms();
+    uint64_t worst_for = 0, now = http__mono_ms();
     pthread_mutex_lock(&s->mu);
     for (conn_t *c = s->conns; c; c = c->next) {
         if (!c->req || c->closing || !c->req->waiting) continue;
@@ -634,7 +189,7 @@ static void evict_stalled(http_server_t *s)
     conn_close(worst);
 }
 
-static void handle_events(uv_async_t *a)
+void http__handle_events(uv_async_t *a)
 {
     http_server_t *s = a->data;
     /*
@@ -692,11 +247,7 @@ static void handle_events(uv_async_t *a)
         if (done) req_finish(c, r);
     }
     free(list);
-    pthread_mutex_lock(&s->mu);
-    int evict = s->evict;
-    s->evict = 0;
-    pthread_mutex_unlock(&s->mu);
-    if (evict) evict_stalled(s);
+    if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) evict_stalled(s);
     if (s->stop_requested && !s->stopping) {
         s->stopping = 1;
         uv_close((uv_handle_t *)&s->listener, NULL);
@@ -720,7 +271,7 @@ static int on_message_begin(llhttp_t *p)
     conn_t *c = conn_of(p);
     http_head_reset(&c->head);
     c->continue_sent = 0;
-    c->msg_begin = now_ms(c->s);
+    c->msg_begin = http__now_ms(c->s);
     return 0;
 }
 
@@ -750,17 +301,10 @@ static int on_headers_complete(llhttp_t *p)
     r->keep_alive = llhttp_should_keep_alive(p);
     c->req = r;
     c->refs++;
-    pthread_mutex_lock(&s->mu);
-    if (s->jobs_tail)
-        s->jobs_tail->job_next = r;
-    else
-        s->jobs_head = r;
-    s->jobs_tail = r;
-    s->queued++;
-    r->progress_ms = mono_ms();
-    maybe_grow(s);
-    pthread_cond_signal(&s->job_cv);
-    pthread_mutex_unlock(&s->mu);
+    r->progress_ms = http__mono_ms();
+    r->job.run = http__run_handler;
+    pool_job_t *j = &r->job;
+    pool_submit(s->workers, &j, 1, NULL);
     return 0;
 }
 
@@ -791,7 +335,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     }
     if (!in_place) memcpy(r->in + r->in_len, at, len);
     r->in_len += len;
-    r->progress_ms = mono_ms();
+    r->progress_ms = http__mono_ms();
     int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&c->s->mu);
@@ -951,7 +495,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         if (c->linger_bytes > LINGER_BYTES) conn_close(c);
         return;
     }
-    c->last_activity = now_ms(c->s);
+    c->last_activity = http__now_ms(c->s);
     if (c->direct) {
         /* Body bytes in place: the parser sees them where they are (on_body keeps them). */
         char *at = c->direct;
@@ -981,12 +525,12 @@ static void start_reading(conn_t *c)
 static void on_timer(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    uint64_t now = now_ms(c->s);
+    uint64_t now = http__now_ms(c->s);
     if (c->lingering && !c->closing && now > c->linger_until) conn_close(c);
     if (c->req && !c->closing) {
         /* No byte moved for io_ms while the request waits on its client: close. */
         pthread_mutex_lock(&c->s->mu);
-        uint64_t f = stalled_for(c->req, mono_ms());
+        uint64_t f = stalled_for(c->req, http__mono_ms());
         pthread_mutex_unlock(&c->s->mu);
         if (f > c->s->cfg.io_ms) {
             log_info("event=stalled_client_closed peer=%s stalled_ms=%llu req=%s", c->peer,
@@ -1018,7 +562,21 @@ static void conn_close(conn_t *c)
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
-static void on_connection(uv_stream_t *l, int status)
+/* The parser's callbacks, the same for every connection. */
+static llhttp_settings_t settings;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+
+static void settings_init(void)
+{
+    llhttp_settings_init(&settings);
+    http_head_callbacks(&settings);
+    settings.on_message_begin = on_message_begin;
+    settings.on_headers_complete = on_headers_complete;
+    settings.on_body = on_body;
+    settings.on_message_complete = on_message_complete;
+}
+
+void http__on_connection(uv_stream_t *l, int status)
 {
     http_server_t *s = l->data;
     if (status < 0) return;
@@ -1057,122 +615,11 @@ static void on_connection(uv_stream_t *l, int status)
         snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    pthread_once(&settings_once, settings_init);
     llhttp_init(&c->parser, HTTP_REQUEST, &settings);
     c->head.owner = c;
     c->parser.data = &c->head;
-    c->last_activity = c->msg_begin = now_ms(s);
+    c->last_activity = c->msg_begin = http__now_ms(s);
     uv_timer_start(&c->timer, on_timer, 1000, 1000);
     start_reading(c);
-}
-
-int http_server_new(const http_cfg_t *cfg, http_server_t **out)
-{
-    http_server_t *s = xcalloc(1, sizeof(*s));
-    char host[128];
-    int port, rc;
-    struct sockaddr_storage addr;
-
-    llhttp_settings_init(&settings);
-    http_head_callbacks(&settings);
-    settings.on_message_begin = on_message_begin;
-    settings.on_headers_complete = on_headers_complete;
-    settings.on_body = on_body;
-    settings.on_message_complete = on_message_complete;
-
-    s->cfg = *cfg;
-    if (!s->cfg.workers) s->cfg.workers = 32;
-    if (!s->cfg.max_conns) s->cfg.max_conns = 1024;
-    if (!s->cfg.max_header) s->cfg.max_header = 16384;
-    if (!s->cfg.idle_ms) s->cfg.idle_ms = 60000;
-    if (!s->cfg.header_ms) s->cfg.header_ms = 30000;
-    if (!s->cfg.io_ms) s->cfg.io_ms = 30000;
-    if (!s->cfg.max_stalled) s->cfg.max_stalled = 256;
-    /* "host:port", "[v6]:port" */
-    const char *colon = strrchr(cfg->listen, ':');
-    if (!colon || (size_t)(colon - cfg->listen) >= sizeof(host)) {
-        free(s);
-        return ERR_INVAL;
-    }
-    const char *h = cfg->listen;
-    size_t hl = (size_t)(colon - h);
-    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    port = atoi(colon + 1);
-    if (uv_ip4_addr(host, port, (struct sockaddr_in *)&addr) != 0 &&
-        uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr) != 0) {
-        free(s);
-        return ERR_INVAL;
-    }
-    uv_loop_init(&s->loop);
-    uv_tcp_init(&s->loop, &s->listener);
-    s->listener.data = s;
-    if ((rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0)) != 0 ||
-        (rc = uv_listen((uv_stream_t *)&s->listener, 511, on_connection)) != 0) {
-        log_error("event=listen_failed addr=%s err=\"%s\"", cfg->listen, uv_strerror(rc));
-        uv_close((uv_handle_t *)&s->listener, NULL);
-        uv_run(&s->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&s->loop);
-        free(s);
-        return ERR_IO;
-    }
-    int alen = sizeof(addr);
-    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&addr, &alen);
-    s->port = ntohs(addr.ss_family == AF_INET ? ((struct sockaddr_in *)&addr)->sin_port
-                                              : ((struct sockaddr_in6 *)&addr)->sin6_port);
-    uv_async_init(&s->loop, &s->async, handle_events);
-    s->async.data = s;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->job_cv, NULL);
-    pthread_cond_init(&s->exit_cv, NULL);
-    pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->cfg.workers; i++) {
-        if ((rc = spawn_worker(s)) != 0) break;
-        s->idle++;
-    }
-    pthread_mutex_unlock(&s->mu);
-    *out = s;
-    if (rc) {
-        http_server_free(s);
-        *out = NULL;
-        return rc;
-    }
-    return 0;
-}
-
-int http_server_port(const http_server_t *s)
-{
-    return s->port;
-}
-
-int http_server_run(http_server_t *s)
-{
-    uv_run(&s->loop, UV_RUN_DEFAULT);
-    return 0;
-}
-
-void http_server_stop(http_server_t *s)
-{
-    /* Only an atomic store and uv_async_send: safe from a signal handler. */
-    __atomic_store_n(&s->stop_requested, 1, __ATOMIC_SEQ_CST);
-    uv_async_send(&s->async);
-}
-
-void http_server_free(http_server_t *s)
-{
-    if (!s) return;
-    pthread_mutex_lock(&s->mu);
-    s->workers_exit = 1;
-    pthread_cond_broadcast(&s->job_cv);
-    while (s->nthreads > 0) /* detached: each says when it is gone */
-        pthread_cond_wait(&s->exit_cv, &s->mu);
-    pthread_mutex_unlock(&s->mu);
-    uv_loop_close(&s->loop);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->job_cv);
-    pthread_cond_destroy(&s->exit_cv);
-    free(s);
 }

@@ -1,0 +1,173 @@
+/*
+ * http_int: the rooms of the HTTP front end and what they share. The door
+ * is http.h; behind it:
+ *
+ *   http_server.c  listener, loop, stop, drain
+ *   http_conn.c    the loop side: connections, parsing, writes, timers
+ *   http_req.c     the worker side: what handlers call
+ *   http_head.c    request heads (llhttp callbacks, no I/O)
+ *
+ * Threads. One loop thread owns every socket, every conn_t and the parser;
+ * handlers run on the "wl-http" job pool (common/pool). They meet in the
+ * http_req_t, whose shared fields are guarded by s->mu; a worker wakes the
+ * loop with http__post (the request joins s->events, uv_async_send), the
+ * loop wakes a worker with r->cv.
+ *
+ * Lifetime of a connection and its requests:
+ *
+ *   accept ──> conn_t  refs = 2 (tcp handle, timer handle)
+ *                │
+ *     headers ───┼──> http_req_t  c->req = r, refs + 1 ─────────> pool job
+ *     complete   │                                                  │
+ *                │    body bytes ──> r->in (loop writes, s->mu)     │ handler:
+ *                │    r->out chunks <── worker queues (s->mu) <─────┤ body_read,
+ *                │    uv_write ──> on_write (out_pending, nwrites)  │ respond,
+ *                │                                                  │ write
+ *                │    handler_done = 1 (s->mu) <────────────────────┘ (never
+ *                │                                                    touches r
+ *     req_finish: handler_done, nothing queued, nothing in flight     again)
+ *                │  (nwrites == 0), r off s->events: r freed, refs - 1
+ *                │  then the next pipelined request, or close
+ *                │
+ *   conn_close: closing = 1, r->client_gone = 1 (wakes the worker: its
+ *     reads and writes now fail with ERR_CLOSED), both handles closed;
+ *     libuv cancels pending writes (on_write, status < 0) before the
+ *     close callbacks; each close callback drops a ref.
+ *
+ *   conn_t is freed when refs reach 0: by the last of the two close
+ *   callbacks and req_finish. So req_finish must not read c after its
+ *   unref when the connection is closing (that was a use-after-free).
+ *
+ * Stalls. A worker waiting on its client (r->waiting: body bytes to
+ * arrive, or its output to drain) is blocked in the pool's terms: queued
+ * requests get other threads, up to cfg.max_stalled more; at that bound the
+ * pool reports saturation and the loop closes the longest-stalled
+ * connection. The per-connection timer closes a request that moved no byte
+ * for cfg.io_ms while stalled, or whose answered response is not taken.
+ */
+#ifndef WL_HTTP_INT_H
+#define WL_HTTP_INT_H
+
+#include "common/pool.h"
+#include "server/http.h"
+#include "server/http_head.h"
+
+#include <llhttp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#define READ_BUF  65536
+#define LOW_WATER (HTTP_HIGH_WATER / 4)
+
+typedef struct out_chunk {
+    struct out_chunk *next;
+    size_t len;
+    uv_write_t wr;
+    struct http_req *req;
+    const char *ext; /* borrowed bytes (http_write_borrowed); NULL: data[] */
+    char data[];
+} out_chunk_t;
+
+typedef struct conn conn_t;
+
+struct http_req {
+    pool_job_t job; /* the handler's run on a worker (first: a job is its request) */
+    conn_t *c;
+    http_server_t *s;
+    struct http_req_info info;
+    http_header_t headers[HTTP_MAX_HEADERS];
+    char *hcopy;
+    char id[17];
+    pthread_cond_t cv;
+    /* Shared with the loop, under s->mu. */
+    uint8_t *in;
+    size_t in_off, in_len, in_cap;
+    int body_complete, body_error, client_gone;
+    int expect_continue, want_continue;
+    out_chunk_t *out_head, *out_tail; /* queued, not yet handed to uv_write */
+    size_t out_pending;               /* queued + in flight */
+    int borrowed;                     /* borrowed chunks not yet written or dropped */
+    int nwrites;                      /* uv_writes not yet called back */
+    int handler_done, responded, chunked, keep_alive, close_after;
+    int in_events;
+    struct http_req *ev_next;
+    /*
+     * Stalls: waiting > 0 while the worker is blocked on the client (body
+     * bytes to arrive, response bytes to be taken), since wait_ms; progress_ms
+     * is when a byte last moved. The loop's timer closes a request stalled
+     * for io_ms (s->mu).
+     */
+    int waiting;
+    uint64_t wait_ms, progress_ms;
+};
+
+struct conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    http_server_t *s;
+    llhttp_t parser;
+    http_head_t head;     /* the request head being received */
+    struct http_req *req; /* being received or handled */
+    char *pend;           /* bytes read but not parsed (parser paused) */
+    size_t pend_off, pend_len;
+    char *direct; /* the read in progress goes here, in c->req's inbound buffer */
+    int reading, closing, refs, paused, continue_sent;
+    /*
+     * Lingering close: after answering a request whose body was not read
+     * (an early error), the write side is shut and what the client still
+     * sends is read and dropped for a while, so its stack does not answer
+     * our FIN with a reset that destroys the response before it is read.
+     */
+    int lingering;
+    uint64_t linger_until, linger_bytes;
+    uv_shutdown_t shutdown;
+    uint64_t last_activity, msg_begin, last_done;
+    char peer[64];
+    struct conn *next, *prev;
+};
+
+struct http_server {
+    http_cfg_t cfg;
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t async;
+    /*
+     * Handlers run on a job pool (common/pool). A worker blocked on its
+     * client does not count against cfg.workers: the pool starts threads for
+     * queued requests up to cfg.max_stalled more, and at that bound asks the
+     * loop (evict) to close the connection stalled longest.
+     */
+    pool_t *workers;
+    int evict; /* atomic */
+    pthread_mutex_t mu;
+    struct http_req *events;
+    int stopping, stop_requested, nconns, port;
+    conn_t *conns;
+};
+
+/* The loop's clock (loop thread only). */
+static inline uint64_t http__now_ms(http_server_t *s)
+{
+    return uv_now(&s->loop);
+}
+
+/* A clock both the loop and the workers read (uv_now is the loop's only). */
+static inline uint64_t http__mono_ms(void)
+{
+    return uv_hrtime() / 1000000u;
+}
+
+/* ---- http_req.c (worker side) ---- */
+/* Under s->mu: make the loop look at this request. */
+void http__post(http_req_t *r);
+/* A request's turn on a worker (the pool job of r). */
+void http__run_handler(pool_job_t *j);
+/* The worker pool is at its bound with requests waiting (pool_cfg_t.on_saturated). */
+void http__on_saturated(void *arg);
+
+/* ---- http_conn.c (loop side) ---- */
+void http__on_connection(uv_stream_t *l, int status);
+void http__handle_events(uv_async_t *a);
+
+#endif

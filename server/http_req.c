@@ -1,0 +1,297 @@
+/*
+ * http_req: the worker side of a request: what a handler calls (read the
+ * body, respond, write, lend buffers), all under the server lock, waking
+ * the loop (http__post) to move the bytes. A worker waiting on its client
+ * is counted as blocked in the pool (see http_int.h).
+ */
+#include "server/http_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void stall_begin(http_req_t *r)
+{
+    if (r->waiting++) return;
+    r->wait_ms = http__mono_ms();
+    pool_block_begin(r->s->workers);
+}
+
+static void stall_end(http_req_t *r)
+{
+    if (--r->waiting == 0) pool_block_end(r->s->workers);
+}
+
+/* Under s->mu: make the loop look at this request. */
+void http__post(http_req_t *r)
+{
+    if (!r->in_events) {
+        r->in_events = 1;
+        r->ev_next = r->s->events;
+        r->s->events = r;
+    }
+    uv_async_send(&r->s->async);
+}
+
+long http_body_read(http_req_t *r, void *buf, size_t cap)
+{
+    http_server_t *s = r->s;
+    long n;
+    pthread_mutex_lock(&s->mu);
+    if (r->expect_continue && !r->want_continue) {
+        r->want_continue = 1;
+        http__post(r);
+    }
+    if (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error) {
+        stall_begin(r);
+        while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
+            pthread_cond_wait(&r->cv, &s->mu);
+        stall_end(r);
+    }
+    if (r->in_off < r->in_len) {
+        n = (long)(r->in_len - r->in_off < cap ? r->in_len - r->in_off : cap);
+        memcpy(buf, r->in + r->in_off, (size_t)n);
+        r->in_off += (size_t)n;
+        if (r->in_off == r->in_len) r->in_off = r->in_len = 0;
+        if (r->in_len - r->in_off < LOW_WATER) http__post(r); /* the loop may resume reading */
+    } else if (r->body_error) {
+        n = ERR_INVAL;
+    } else if (r->client_gone) {
+        n = ERR_CLOSED;
+    } else {
+        n = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* Append a chunk of len bytes (own copy in data[], or borrowed ext) to r's output (s->mu held). */
+static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
+{
+    out_chunk_t *o = xmalloc(sizeof(*o) + (ext ? 0 : len));
+    o->next = NULL;
+    o->len = len;
+    o->req = r;
+    o->ext = ext;
+    if (r->out_tail)
+        r->out_tail->next = o;
+    else
+        r->out_head = o;
+    r->out_tail = o;
+    if (!r->out_pending) r->progress_ms = http__mono_ms(); /* the client's turn starts now */
+    r->out_pending += len;
+    if (ext) r->borrowed++;
+    http__post(r);
+    return o;
+}
+
+static int queue_out(http_req_t *r, const void *data, size_t len)
+{
+    http_server_t *s = r->s;
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
+        stall_begin(r);
+        while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
+            pthread_cond_wait(&r->cv, &s->mu);
+        stall_end(r);
+    }
+    if (r->client_gone) {
+        rc = ERR_CLOSED;
+    } else if (len) {
+        memcpy(enqueue(r, NULL, len)->data, data, len); /* the loop runs it only after s->mu */
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200:
+        return "OK";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Payload Too Large";
+    case 416:
+        return "Range Not Satisfiable";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
+    default:
+        return "Status";
+    }
+}
+
+int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
+{
+    char head[8192], date[64];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    pthread_mutex_lock(&r->s->mu);
+    r->responded = 1;
+    r->chunked = content_length < 0;
+    /*
+     * A client that sent "Expect: 100-continue" with an empty body still
+     * waits for the interim response (botocore reads the next response on a
+     * reused connection wrongly otherwise): send it before the final one.
+     */
+    if (r->expect_continue && r->body_complete && !r->want_continue) {
+        r->want_continue = 1;
+        http__post(r);
+    }
+    /* A body we did not read to the end cannot be skipped safely: close after. */
+    if (!r->body_complete) r->close_after = 1;
+    int keep = r->keep_alive && !r->close_after && !r->s->stopping;
+    pthread_mutex_unlock(&r->s->mu);
+    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s",
+                     status, reason(status), date, headers ? headers : "");
+    if (n < 0 || (size_t)n >= sizeof(head) - 128) return ERR_TOO_LARGE;
+    if (content_length >= 0)
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %lld\r\n",
+                      (long long)content_length);
+    else
+        n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
+    n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: %s\r\n\r\n",
+                  keep ? "keep-alive" : "close");
+    if (!keep) {
+        pthread_mutex_lock(&r->s->mu);
+        r->close_after = 1;
+        pthread_mutex_unlock(&r->s->mu);
+    }
+    return queue_out(r, head, (size_t)n);
+}
+
+int http_write(http_req_t *r, const void *data, size_t len)
+{
+    if (!r->chunked || len == 0) return len ? queue_out(r, data, len) : 0;
+    char hdr[32];
+    int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+    int rc = queue_out(r, hdr, (size_t)n);
+    if (!rc) rc = queue_out(r, data, len);
+    if (!rc) rc = queue_out(r, "\r\n", 2);
+    return rc;
+}
+
+int http_write_borrowed(http_req_t *r, const void *data, size_t len)
+{
+    http_server_t *s = r->s;
+    if (r->chunked) return ERR_INVAL;
+    if (!len) return 0;
+    pthread_mutex_lock(&s->mu);
+    if (r->client_gone) {
+        pthread_mutex_unlock(&s->mu);
+        return ERR_CLOSED;
+    }
+    enqueue(r, data, len);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+int http_wait_borrowed(http_req_t *r, int at_most)
+{
+    http_server_t *s = r->s;
+    pthread_mutex_lock(&s->mu);
+    if (r->borrowed > at_most) stall_begin(r);
+    while (r->borrowed > at_most) {
+        if (r->client_gone) {
+            /* Queued chunks never reach libuv now: drop them here. */
+            for (out_chunk_t **pp = &r->out_head; *pp;) {
+                out_chunk_t *o = *pp;
+                if (!o->ext) {
+                    pp = &o->next;
+                    continue;
+                }
+                *pp = o->next;
+                r->out_pending -= o->len;
+                r->borrowed--;
+                free(o);
+            }
+            r->out_tail = NULL;
+            for (out_chunk_t *o = r->out_head; o; o = o->next)
+                r->out_tail = o;
+            if (r->borrowed <= at_most) break;
+        }
+        pthread_cond_wait(&r->cv, &s->mu);
+    }
+    if (r->waiting) stall_end(r);
+    int rc = r->client_gone ? ERR_CLOSED : 0;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
+{
+    int rc = http_respond(r, status, headers, (int64_t)len);
+    if (!rc && len) rc = queue_out(r, body, len);
+    return rc;
+}
+
+void http_abort(http_req_t *r)
+{
+    pthread_mutex_lock(&r->s->mu);
+    r->close_after = 1;
+    pthread_mutex_unlock(&r->s->mu);
+}
+
+int http_responded(const http_req_t *r)
+{
+    return r->responded;
+}
+
+/* A request's turn on a worker: its handler, then the end of its response. */
+void http__run_handler(pool_job_t *j)
+{
+    http_req_t *r = (http_req_t *)j;
+    http_server_t *s = r->s;
+    s->cfg.handler(s->cfg.arg, r, &r->info);
+    log_debug("event=handled method=%s target=%.80s peer=%s req=%s", r->info.method, r->info.target,
+              r->info.peer, r->id);
+    if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
+    if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
+    pthread_mutex_lock(&s->mu);
+    r->handler_done = 1; /* the worker never touches r again */
+    http__post(r);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The pool is at its bound with work waiting (any thread, no pool lock held). */
+void http__on_saturated(void *arg)
+{
+    http_server_t *s = arg;
+    __atomic_store_n(&s->evict, 1, __ATOMIC_RELEASE);
+    uv_async_send(&s->async);
+}

@@ -1,0 +1,112 @@
+/*
+ * s3_acl: canned ACLs (private, public-read) on buckets and objects: Get/Put
+ * *Acl, and what an anonymous request may read.
+ */
+
+#include "server/s3_int.h"
+
+/*
+ * PutBucketAcl / PutObjectAcl: a canned ACL in x-amz-acl or an
+ * AccessControlPolicy body, reduced to private or public-read (the ACLs
+ * warmlake enforces). The ACL entry (name) of the target's metadata is
+ * rewritten; the data is untouched.
+ */
+void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
+{
+    const char *canned = s3_hdr(x->info, "x-amz-acl");
+    int pub = 0, rc;
+    if (canned) {
+        if (strcmp(canned, "private") != 0 && strcmp(canned, "public-read") != 0) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+            return;
+        }
+        pub = strcmp(canned, "public-read") == 0;
+    } else {
+        size_t len;
+        char *body = s3_read_small_body(x, 64u << 10, &len);
+        if (!body) return;
+        rc = s3_xml_acl(body, len, &pub);
+        free(body);
+        if (rc == ERR_INVAL) {
+            s3_err(x, S3E_MALFORMED_ACL);
+            return;
+        }
+        if (rc) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED,
+                       "Only grants equivalent to the private and public-read canned ACLs.");
+            return;
+        }
+    }
+    obj_info_t info;
+    if ((rc = obj_stat(x->cfg->set, bucket, key, &info)) != 0) {
+        if (rc == ERR_NOT_FOUND && !strcmp(bucket, BUCKETS))
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+        else
+            s3_engine_error(x, rc);
+        return;
+    }
+    buf_t um = {0};
+    s3_umeta_with(&info, name, pub ? "public-read" : "private", &um);
+    rc = obj_set_umeta(x->cfg->set, bucket, key, um.p, um.len);
+    free(um.p);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    char h[128];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/* GetBucketAcl / GetObjectAcl: the owner's full control, and READ for everyone if public. */
+void s3_respond_acl(ctx_t *x, const char *owner, int public_read)
+{
+    buf_t b = {0};
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>");
+    buf_xml(&b, owner);
+    buf_printf(&b, "</ID><DisplayName>");
+    buf_xml(&b, owner);
+    buf_printf(&b, "</DisplayName></Owner><AccessControlList><Grant><Grantee "
+                   "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                   "xsi:type=\"CanonicalUser\"><ID>");
+    buf_xml(&b, owner);
+    buf_printf(&b, "</ID><DisplayName>");
+    buf_xml(&b, owner);
+    buf_printf(&b, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>");
+    if (public_read)
+        buf_printf(&b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
+                       "</URI></Grantee><Permission>READ</Permission></Grant>");
+    buf_printf(&b, "</AccessControlList></AccessControlPolicy>");
+    s3_respond_xml(x, 200, &b);
+}
+
+/*
+ * A request without credentials: GET/HEAD of a public-read object, or a
+ * listing of a public-read bucket. Anything else, or anything missing, is
+ * AccessDenied (which says nothing about what exists).
+ */
+void s3_anonymous_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    int get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0, present;
+    obj_info_t bi, oi;
+    char *sub = s3_qparam(x->query, "acl", &present);
+    free(sub);
+    if ((get || head) && !present && x->bucket[0] && s3_bucket_exists(x, x->bucket, &bi)) {
+        s3_bucket_iname(x->bucket, &bi, x->ibucket);
+        if (x->key[0]) {
+            if (strlen(x->key) <= MAX_KEY_LEN &&
+                obj_stat(x->cfg->set, x->ibucket, x->key, &oi) == 0 &&
+                strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0) {
+                s3_get_object(x, head);
+                return;
+            }
+        } else if (get && strcmp(s3_umeta_get(&bi, "acl"), "public-read") == 0) {
+            s3_list_objects(x);
+            return;
+        }
+    }
+    s3_err(x, S3E_ACCESS_DENIED);
+}

@@ -1,0 +1,254 @@
+/*
+ * s3_auth: who is asking. SigV4 by header or presigned query (scope,
+ * skew, every x-amz-* header signed), and the request body as the
+ * signature covers it: plain, signed SHA-256, or aws-chunked with chunk
+ * signatures and trailers.
+ */
+
+#include "server/s3_int.h"
+
+static const char *secret_of(ctx_t *x, const char *ak)
+{
+    for (int i = 0; i < x->cfg->nusers; i++)
+        if (strcmp(x->cfg->users[i].access_key, ak) == 0) return x->cfg->users[i].secret;
+    return NULL;
+}
+
+static time_t parse_amz_date(const char *s)
+{
+    struct tm tm = {0};
+    if (!s || strlen(s) != 16 || !strptime(s, "%Y%m%dT%H%M%SZ", &tm)) return (time_t)-1;
+    return timegm(&tm);
+}
+
+/* 0 when authenticated; otherwise the error response has been sent. */
+int s3_authenticate(ctx_t *x)
+{
+    const struct http_req_info *in = x->info;
+    const char *authz = s3_hdr(in, "authorization");
+    const char *target = in->target, *q = strchr(target, '?');
+    size_t plen = q ? (size_t)(q - target) : strlen(target);
+    int rc;
+
+    if (authz)
+        rc = sigv4_parse_header(authz, strlen(authz), &x->auth);
+    else
+        rc = sigv4_parse_query(q ? q + 1 : "", q ? strlen(q + 1) : 0, &x->auth);
+    if (rc == ERR_NOT_FOUND) {
+        x->anonymous = 1; /* s3_handle lets it reach public-read data only */
+        return 0;
+    }
+    if (rc) {
+        s3_err_msg(x, S3E_AUTH_HEADER_MALFORMED, "The authorization is malformed.");
+        return -1;
+    }
+    const char *secret = secret_of(x, x->auth.access_key);
+    if (!secret) {
+        s3_err(x, S3E_INVALID_ACCESS_KEY);
+        return -1;
+    }
+    if (!x->auth.presigned) {
+        const char *d = s3_hdr(in, "x-amz-date");
+        if (!d || strlen(d) != 16) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            return -1;
+        }
+        strcpy(x->auth.amz_date, d);
+    }
+    time_t t = parse_amz_date(x->auth.amz_date), now = time(NULL);
+    if (t == (time_t)-1) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return -1;
+    }
+    if (x->auth.presigned) {
+        if (now > t + x->auth.expires) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            return -1;
+        }
+        if (t > now + x->cfg->max_skew_s) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            return -1;
+        }
+    } else if (t > now + x->cfg->max_skew_s || t < now - x->cfg->max_skew_s) {
+        s3_err(x, S3E_REQUEST_TIME_TOO_SKEWED);
+        return -1;
+    }
+    /* The credential scope must name this node's region and the date being signed. */
+    if (strcmp(x->auth.region, x->cfg->region) != 0 || strcmp(x->auth.service, "s3") != 0) {
+        buf_t m = {0}, e = {0};
+        buf_printf(&m, "%s; the region '%s' is wrong; expecting '%s'",
+                   x->auth.presigned ? "Error parsing the X-Amz-Credential parameter"
+                                     : "The authorization header is malformed",
+                   x->auth.region, x->cfg->region);
+        buf_printf(&e, "<Region>");
+        buf_xml(&e, x->cfg->region);
+        buf_printf(&e, "</Region>");
+        if (strcmp(x->auth.service, "s3") != 0) {
+            free(m.p);
+            m = (buf_t){0};
+            buf_printf(&m, "The authorization is malformed; incorrect service '%s'; expecting 's3'",
+                       x->auth.service);
+        }
+        s3_err_detail(x, x->auth.presigned ? S3E_AUTH_QUERY_MALFORMED : S3E_AUTH_HEADER_MALFORMED,
+                      m.p, e.p);
+        free(m.p);
+        free(e.p);
+        return -1;
+    }
+    if (strncmp(x->auth.date, x->auth.amz_date, 8) != 0) {
+        if (x->auth.presigned)
+            s3_err(x, S3E_SIGNATURE_MISMATCH);
+        else
+            s3_err_msg(x, S3E_AUTH_HEADER_MALFORMED,
+                       "The authorization header is malformed; Invalid credential date. Date is "
+                       "not the same as X-Amz-Date.");
+        return -1;
+    }
+    x->payload = x->auth.presigned ? SIGV4_UNSIGNED : s3_hdr(in, "x-amz-content-sha256");
+    if (!x->payload) {
+        s3_err_msg(x, S3E_INVALID_REQUEST, "Missing required header x-amz-content-sha256.");
+        return -1;
+    }
+    sigv4_header_t h[HTTP_MAX_HEADERS];
+    for (int i = 0; i < in->nheaders; i++)
+        h[i] = (sigv4_header_t){in->headers[i].name, strlen(in->headers[i].name),
+                                in->headers[i].value, strlen(in->headers[i].value)};
+    sigv4_request_t req = {
+        in->method,           target,    plen, q ? q + 1 : NULL, q ? strlen(q + 1) : 0, h,
+        (size_t)in->nheaders, x->payload};
+    const char *unsigned_hdr;
+    if (sigv4_check_coverage(&req, &x->auth, &unsigned_hdr) != 0) {
+        buf_t e = {0};
+        buf_printf(&e, "<HeadersNotSigned>");
+        buf_xml(&e, unsigned_hdr);
+        buf_printf(&e, "</HeadersNotSigned>");
+        s3_err_detail(x, S3E_ACCESS_DENIED,
+                      "There were headers present in the request which were not signed", e.p);
+        free(e.p);
+        return -1;
+    }
+    if (sigv4_verify(&req, &x->auth, secret, x->key_bytes) != 0) {
+        s3_err(x, S3E_SIGNATURE_MISMATCH);
+        return -1;
+    }
+    return 0;
+}
+
+int s3_body_begin(ctx_t *x)
+{
+    const char *p = x->payload;
+    if (strncmp(p, "STREAMING-", 10) == 0) {
+        int signed_chunks = strstr(p, "HMAC") != NULL;
+        int trailer = strstr(p, "TRAILER") != NULL;
+        char scope[160];
+        sigv4_scope(&x->auth, scope, sizeof(scope));
+        x->chunked = s3_chunked_new(signed_chunks, trailer, x->key_bytes, x->auth.amz_date, scope,
+                                    x->auth.signature);
+        x->raw = bufpool_get(obj_set_buffers(x->cfg->set), IO_CHUNK);
+    } else if (strcmp(p, SIGV4_UNSIGNED) != 0) {
+        if (strlen(p) != 64) return ERR_INVAL;
+        x->sha = EVP_MD_CTX_new();
+        EVP_DigestInit_ex(x->sha, EVP_sha256(), NULL);
+    }
+    return 0;
+}
+
+static int dec_sink(void *arg, const uint8_t *p, size_t n)
+{
+    dec_t *d = arg;
+    size_t take = n < d->cap - d->len ? n : d->cap - d->len;
+    memcpy(d->out + d->len, p, take);
+    d->len += take;
+    if (take < n) {
+        d->spill = xrealloc(d->spill, d->spill_len + n - take);
+        memcpy(d->spill + d->spill_len, p + take, n - take);
+        d->spill_len += n - take;
+    }
+    return 0;
+}
+
+/* Decoded body bytes: > 0, 0 at the end, < 0 an error code. */
+long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
+{
+    if (!x->chunked) {
+        long n = http_body_read(x->r, buf, cap);
+        if (n > 0 && x->sha) EVP_DigestUpdate(x->sha, buf, (size_t)n);
+        return n;
+    }
+    /* Leftover decoded bytes first. */
+    if (st->spill_len) {
+        size_t n = st->spill_len < cap ? st->spill_len : cap;
+        memcpy(buf, st->spill, n);
+        memmove(st->spill, st->spill + n, st->spill_len - n);
+        st->spill_len -= n;
+        return (long)n;
+    }
+    if (x->chunked_done) return 0;
+    for (;;) {
+        if (x->raw_off == x->raw_len) {
+            if (x->raw_eof) return ERR_INVAL; /* body ended before the last chunk */
+            long n = http_body_read(x->r, x->raw, IO_CHUNK);
+            if (n < 0) return n;
+            if (n == 0) x->raw_eof = 1;
+            x->raw_off = 0;
+            x->raw_len = (size_t)n;
+            if (n == 0) return ERR_INVAL;
+        }
+        st->out = buf;
+        st->cap = cap;
+        st->len = 0;
+        size_t used = 0;
+        int rc = s3_chunked_feed(x->chunked, x->raw + x->raw_off, x->raw_len - x->raw_off, &used,
+                                 dec_sink, st);
+        x->raw_off += used;
+        if (rc < 0) return rc;
+        /* The last chunk may end the same feed that produced data: remember it. */
+        if (rc == 1) x->chunked_done = 1;
+        if (st->len) return (long)st->len;
+        if (rc == 1) return 0;
+    }
+}
+
+/* After the body: the signed payload hash must match. */
+int s3_body_end(ctx_t *x)
+{
+    if (x->sha) {
+        uint8_t h[32];
+        char hex[65];
+        EVP_DigestFinal_ex(x->sha, h, NULL);
+        sigv4_hex(h, 32, hex);
+        if (strcmp(hex, x->payload) != 0) return ERR_DENIED;
+    }
+    return 0;
+}
+
+/* Read a small request body whole (at most cap bytes). NULL and a response sent on error. */
+char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
+{
+    char *body = xmalloc(cap + 1);
+    dec_t st = {0};
+    long n;
+    *len = 0;
+    if (s3_body_begin(x) != 0) {
+        free(body);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
+        return NULL;
+    }
+    while ((n = s3_body_read(x, (uint8_t *)body + *len, cap - *len, &st)) > 0) {
+        *len += (size_t)n;
+        if (*len == cap) {
+            free(st.spill);
+            free(body);
+            s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was too large.");
+            return NULL;
+        }
+    }
+    free(st.spill);
+    if (n < 0 || s3_body_end(x) != 0) {
+        free(body);
+        s3_err(x, S3E_INCOMPLETE_BODY);
+        return NULL;
+    }
+    body[*len] = 0;
+    return body;
+}

@@ -1,0 +1,318 @@
+/*
+ * s3_bucket: buckets: names, owners, generations (where a bucket's objects
+ * live, so a reused name starts empty), the bucket locks that order commits
+ * against DeleteBucket, create / delete / head / location, ListBuckets.
+ */
+
+#include "server/s3_int.h"
+
+int s3_bucket_name_ok(const char *n)
+{
+    size_t l = strlen(n);
+    if (l < 3 || l > 63) return 0;
+    for (size_t i = 0; i < l; i++) {
+        char c = n[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return 0;
+    }
+    if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')) || n[l - 1] == '-' ||
+        n[l - 1] == '.' || strstr(n, ".."))
+        return 0;
+    return 1;
+}
+
+int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
+{
+    obj_info_t tmp;
+    return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
+}
+
+/* The owner recorded in a bucket record, or "" for none. */
+const char *s3_bucket_owner(const obj_info_t *info)
+{
+    return s3_umeta_get(info, "owner");
+}
+
+/* Where the objects of the bucket described by bi live (see INAME_MAX). */
+void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX])
+{
+    const char *id = s3_umeta_get(bi, "id");
+    if (id[0])
+        snprintf(out, INAME_MAX, "%s\x04%s", name, id);
+    else
+        snprintf(out, INAME_MAX, "%s", name);
+}
+
+/*
+ * Bucket locks (striped by name): commits into a bucket hold one shared,
+ * DeleteBucket and CreateBucket exclusive. So a PUT racing a DeleteBucket
+ * either commits first (and the delete finds the bucket not empty) or finds
+ * the bucket gone and fails; never an object in a deleted bucket.
+ */
+#define BUCKET_LOCKS 64
+static pthread_rwlock_t bucket_locks[BUCKET_LOCKS];
+static pthread_once_t bucket_locks_once = PTHREAD_ONCE_INIT;
+
+static void bucket_locks_init(void)
+{
+    for (int i = 0; i < BUCKET_LOCKS; i++)
+        pthread_rwlock_init(&bucket_locks[i], NULL);
+}
+
+pthread_rwlock_t *s3_bucket_lock(const char *name)
+{
+    uint32_t h = 2166136261u;
+    pthread_once(&bucket_locks_once, bucket_locks_init);
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return &bucket_locks[h % BUCKET_LOCKS];
+}
+
+/* Under the bucket's lock: the incarnation iname of bucket name still exists. */
+int s3_bucket_current(ctx_t *x, const char *name, const char *iname)
+{
+    obj_info_t bi;
+    char now[INAME_MAX];
+    if (!s3_bucket_exists(x, name, &bi)) return 0;
+    s3_bucket_iname(name, &bi, now);
+    return strcmp(now, iname) == 0;
+}
+
+/*
+ * The bucket exists and belongs to the caller: 0, with iname (if not NULL)
+ * where its objects live. Otherwise the error has been sent (404
+ * NoSuchBucket, 403 AccessDenied: each user sees only its own).
+ */
+int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX])
+{
+    obj_info_t info;
+    if (!s3_bucket_exists(x, name, &info)) {
+        s3_err(x, S3E_NO_SUCH_BUCKET);
+        return -1;
+    }
+    const char *owner = s3_bucket_owner(&info);
+    if (owner[0] && strcmp(owner, x->auth.access_key) != 0) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return -1;
+    }
+    if (iname) s3_bucket_iname(name, &info, iname);
+    return 0;
+}
+
+/*
+ * Commit w into the request's bucket, if the bucket (this incarnation) is
+ * still there; otherwise w is aborted and S3_ERR_NO_BUCKET returned.
+ */
+int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
+                        obj_info_t *info)
+{
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    int rc;
+    pthread_rwlock_rdlock(lk);
+    if (!s3_bucket_current(x, x->bucket, x->ibucket)) {
+        obj_put_abort(w);
+        rc = S3_ERR_NO_BUCKET;
+    } else {
+        rc = obj_put_commit(w, ctype, um, ul, info);
+    }
+    pthread_rwlock_unlock(lk);
+    return rc;
+}
+
+typedef struct {
+    buf_t *b;
+    const char *owner;
+} lb_t;
+
+static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    lb_t *l = arg;
+    buf_t *b = l->b;
+    char t[32];
+    const char *owner = s3_bucket_owner(info);
+    if (owner[0] && strcmp(owner, l->owner) != 0) return 0;
+    s3_iso8601(info->mtime_ns, t);
+    buf_printf(b, "<Bucket><Name>");
+    buf_xml(b, key);
+    buf_printf(b, "</Name><CreationDate>%s</CreationDate></Bucket>", t);
+    return 0;
+}
+
+void s3_list_buckets(ctx_t *x)
+{
+    buf_t b = {0};
+    buf_printf(&b,
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListAllMyBucketsResult "
+               "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
+               "<DisplayName>%s</DisplayName></Owner><Buckets>",
+               x->auth.access_key, x->auth.access_key);
+    lb_t l = {&b, x->auth.access_key};
+    int rc = obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &l);
+    if (rc < 0) {
+        free(b.p);
+        s3_engine_error(x, rc);
+        return;
+    }
+    buf_printf(&b, "</Buckets></ListAllMyBucketsResult>");
+    s3_respond_xml(x, 200, &b);
+}
+
+static int any_object(void *arg, const char *key, const obj_info_t *info)
+{
+    (void)key;
+    (void)info;
+    *(int *)arg = 1;
+    return 1;
+}
+
+static int any_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
+{
+    (void)upload;
+    return any_object(arg, key, info);
+}
+
+/* CreateBucket, exclusive under the bucket's lock: one of two racing creates wins. */
+static void create_bucket(ctx_t *x)
+{
+    char h[256];
+    if (!s3_bucket_name_ok(x->bucket)) {
+        s3_err(x, S3E_INVALID_BUCKET_NAME);
+        return;
+    }
+    const char *acl = s3_hdr(x->info, "x-amz-acl");
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+        return;
+    }
+    uint8_t rnd[8];
+    char id[17];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        s3_engine_error(x, ERR_IO);
+        return;
+    }
+    for (int i = 0; i < 8; i++)
+        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    pthread_rwlock_wrlock(lk);
+    obj_info_t bi;
+    if (s3_bucket_exists(x, x->bucket, &bi)) {
+        pthread_rwlock_unlock(lk);
+        if (!s3_bucket_owner(&bi)[0] || strcmp(s3_bucket_owner(&bi), x->auth.access_key) == 0)
+            s3_err(x, S3E_BUCKET_OWNED);
+        else
+            s3_err(x, S3E_BUCKET_EXISTS);
+        return;
+    }
+    buf_t rec = {0};
+    buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
+               acl ? acl : "private", 0, 0, id, 0);
+    int err;
+    obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
+    if (w) err = obj_put_commit(w, NULL, rec.p, rec.len, NULL);
+    pthread_rwlock_unlock(lk);
+    free(rec.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/*
+ * DeleteBucket, exclusive under the bucket's lock: only a bucket proven
+ * empty (no objects, no unfinished uploads; every store's answer read) goes.
+ */
+static void delete_bucket(ctx_t *x)
+{
+    char h[128];
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    pthread_rwlock_wrlock(lk);
+    int found = 0, rc = S3_ERR_NO_BUCKET;
+    if (s3_bucket_current(x, x->bucket, x->ibucket)) {
+        rc = obj_list(x->cfg->set, x->ibucket, NULL, NULL, any_object, &found);
+        if (rc >= 0 && !found)
+            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
+        if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
+    }
+    pthread_rwlock_unlock(lk);
+    if (found) {
+        s3_err(x, S3E_BUCKET_NOT_EMPTY);
+    } else if (rc < 0) {
+        log_error("event=delete_bucket_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        s3_engine_error(x, rc);
+    } else {
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)http_respond(x->r, 204, h, 0);
+    }
+}
+
+void s3_bucket_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    char h[256];
+    int present;
+    char *acl_q = s3_qparam(x->query, "acl", &present);
+    free(acl_q);
+    if (strcmp(m, "PUT") == 0 && !present) {
+        create_bucket(x);
+        return;
+    }
+    if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    if (strcmp(m, "PUT") == 0) {
+        char *v = s3_qparam(x->query, "acl", &present);
+        free(v);
+        if (present)
+            s3_put_acl(x, BUCKETS, x->bucket, "acl");
+        else
+            s3_err(x, S3E_METHOD_NOT_ALLOWED);
+    } else if (strcmp(m, "HEAD") == 0) {
+        (void)http_respond(x->r, 200, h, 0);
+    } else if (strcmp(m, "DELETE") == 0) {
+        delete_bucket(x);
+    } else if (strcmp(m, "POST") == 0) {
+        char *v = s3_qparam(x->query, "delete", &present);
+        free(v);
+        if (present)
+            s3_delete_objects(x);
+        else
+            s3_err(x, S3E_METHOD_NOT_ALLOWED);
+    } else if (strcmp(m, "GET") == 0) {
+        char *v = s3_qparam(x->query, "versions", &present);
+        free(v);
+        if (present) {
+            s3_list_versions(x);
+            return;
+        }
+        v = s3_qparam(x->query, "uploads", &present);
+        free(v);
+        if (present) {
+            s3_list_uploads(x);
+            return;
+        }
+        v = s3_qparam(x->query, "acl", &present);
+        free(v);
+        if (present) {
+            obj_info_t bi;
+            if (s3_bucket_exists(x, x->bucket, &bi))
+                s3_respond_acl(x,
+                               s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
+                               strcmp(s3_umeta_get(&bi, "acl"), "public-read") == 0);
+            return;
+        }
+        v = s3_qparam(x->query, "location", &present);
+        free(v);
+        if (present) {
+            buf_t b = {0};
+            buf_printf(&b,
+                       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint "
+                       "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">%s</LocationConstraint>",
+                       strcmp(x->cfg->region, "us-east-1") == 0 ? "" : x->cfg->region);
+            s3_respond_xml(x, 200, &b);
+            return;
+        }
+        s3_list_objects(x);
+    } else {
+        s3_err(x, S3E_METHOD_NOT_ALLOWED);
+    }
+}

@@ -1,0 +1,92 @@
+/*
+ * s3_errors: the one table of S3 errors warmlaked answers with: the code a
+ * client matches on, the HTTP status that goes with it, and the default
+ * message (AWS's wording where AWS has the error). Call sites name the code
+ * (S3E_NO_SUCH_KEY); the status and message come from here.
+ */
+#ifndef WL_S3_ERRORS_H
+#define WL_S3_ERRORS_H
+
+/* X(name, code, status, default message) */
+#define S3_ERRORS(X)                                                                               \
+    X(ACCESS_DENIED, "AccessDenied", 403, "Access Denied")                                         \
+    X(AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400,                                  \
+      "The authorization header you provided is invalid.")                                         \
+    X(AUTH_QUERY_MALFORMED, "AuthorizationQueryParametersError", 400,                              \
+      "Error parsing the query-string authentication parameters.")                                 \
+    X(BAD_DIGEST, "BadDigest", 400,                                                                \
+      "The Content-MD5 you specified did not match what we received.")                             \
+    X(BUCKET_EXISTS, "BucketAlreadyExists", 409,                                                   \
+      "The requested bucket name is not available. The bucket namespace is shared by all users "   \
+      "of the system. Please select a different name and try again.")                              \
+    X(BUCKET_OWNED, "BucketAlreadyOwnedByYou", 409,                                                \
+      "Your previous request to create the named bucket succeeded and you already own it.")        \
+    X(BUCKET_NOT_EMPTY, "BucketNotEmpty", 409, "The bucket you tried to delete is not empty.")     \
+    X(ENTITY_TOO_LARGE, "EntityTooLarge", 400,                                                     \
+      "Your proposed upload exceeds the maximum allowed object size.")                             \
+    X(ENTITY_TOO_SMALL, "EntityTooSmall", 400,                                                     \
+      "Your proposed upload is smaller than the minimum allowed object size.")                     \
+    X(INCOMPLETE_BODY, "IncompleteBody", 400, "The request body is incomplete or malformed.")      \
+    X(INSUFFICIENT_STORAGE, "InsufficientStorage", 507,                                            \
+      "Not enough storage space to store the object.")                                             \
+    X(INTERNAL, "InternalError", 500, "We encountered an internal error. Please try again.")       \
+    X(INVALID_ACCESS_KEY, "InvalidAccessKeyId", 403,                                               \
+      "The AWS Access Key Id you provided does not exist in our records.")                         \
+    X(INVALID_ARGUMENT, "InvalidArgument", 400, "Invalid Argument")                                \
+    X(INVALID_BUCKET_NAME, "InvalidBucketName", 400, "The specified bucket is not valid.")         \
+    X(INVALID_DIGEST, "InvalidDigest", 400, "The Content-MD5 you specified is not valid.")         \
+    X(INVALID_PART, "InvalidPart", 400,                                                            \
+      "One or more of the specified parts could not be found. The part may not have been "         \
+      "uploaded, or the specified entity tag may not match the part's entity tag.")                \
+    X(INVALID_PART_ORDER, "InvalidPartOrder", 400,                                                 \
+      "The list of parts was not in ascending order. Parts must be ordered by part number.")       \
+    X(INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")                \
+    X(INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                                   \
+    X(INVALID_URI, "InvalidURI", 400, "Couldn't parse the specified URI.")                         \
+    X(KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long")                                \
+    X(MALFORMED_ACL, "MalformedACLError", 400,                                                     \
+      "The XML you provided was not well-formed or did not validate against our published "        \
+      "schema.")                                                                                   \
+    X(MALFORMED_XML, "MalformedXML", 400,                                                          \
+      "The XML you provided was not well-formed or did not validate against our published "        \
+      "schema.")                                                                                   \
+    X(METADATA_TOO_LARGE, "MetadataTooLarge", 400,                                                 \
+      "Your metadata headers exceed the maximum allowed metadata size.")                           \
+    X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405,                                                 \
+      "The specified method is not allowed against this resource.")                                \
+    X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
+    X(NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")                          \
+    X(NO_SUCH_UPLOAD, "NoSuchUpload", 404,                                                         \
+      "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
+      "multipart upload might have been aborted or completed.")                                    \
+    X(NOT_IMPLEMENTED, "NotImplemented", 501,                                                      \
+      "A header you provided implies functionality that is not implemented.")                      \
+    X(PRECONDITION_FAILED, "PreconditionFailed", 412,                                              \
+      "At least one of the preconditions you specified did not hold.")                             \
+    X(REQUEST_TIME_TOO_SKEWED, "RequestTimeTooSkewed", 403,                                        \
+      "The difference between the request time and the current time is too large.")                \
+    X(SERVICE_UNAVAILABLE, "ServiceUnavailable", 503, "Too many drives are unavailable.")          \
+    X(SIGNATURE_MISMATCH, "SignatureDoesNotMatch", 403,                                            \
+      "The request signature we calculated does not match the signature you provided. Check "      \
+      "your key and signing method.")                                                              \
+    X(SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")                              \
+    X(SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400,                                           \
+      "The provided 'x-amz-content-sha256' header does not match what was computed.")
+
+typedef enum {
+#define S3E_ENUM(name, code, status, msg) S3E_##name,
+    S3_ERRORS(S3E_ENUM)
+#undef S3E_ENUM
+        S3E_COUNT
+} s3_err_t;
+
+typedef struct {
+    const char *code;
+    int status;
+    const char *message;
+} s3_err_info_t;
+
+/* The table row of e. */
+const s3_err_info_t *s3_err_info(s3_err_t e);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * s3_int: the rooms of the S3 API layer and what they share. The door is
+ * s3.h (s3_handle); behind it:
+ *
+ *   s3.c            routing: request id, authentication, naming, dispatch
+ *   s3_auth.c       SigV4 (header, presigned), request bodies as signed
+ *   s3_bucket.c     buckets: owners, generations, bucket locks, create/delete
+ *   s3_acl.c        canned ACLs, anonymous access
+ *   s3_list.c       ListObjects V1/V2, ListObjectVersions
+ *   s3_object.c     Put/Get/Head/Copy/Delete object, DeleteObjects
+ *   s3_multipart.c  multipart uploads
+ *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
+ *   s3_util.c       buffers, escaping, decoding, dates, user metadata
+ *
+ * One ctx_t per request, on the worker thread that runs it. Handlers answer
+ * (an error included) before they return. Locks, in order: a bucket's rwlock
+ * (s3_bucket_lock: commits shared, DeleteBucket/CreateBucket exclusive),
+ * then the object layer's own (obj_int.h).
+ */
+#ifndef WL_S3_INT_H
+#define WL_S3_INT_H
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "common/num.h"
+#include "s3/checksum.h"
+#include "s3/chunked.h"
+#include "s3/sigv4.h"
+#include "s3/xml.h"
+#include "server/s3.h"
+#include "server/s3_errors.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define IO_CHUNK (1u << 20)
+#define BUCKETS                                                                                    \
+    "\x02"                                                                                         \
+    "buckets" /* internal: one object per bucket */
+#define MAX_KEY_LEN      1024
+/*
+ * A bucket's objects, uploads and parts are stored under "NAME\x04ID", ID
+ * a random generation made when the bucket is created (buckets made before
+ * generations keep NAME): a bucket deleted and created again, by anyone,
+ * starts empty, and nothing written under the old one can surface.
+ */
+#define INAME_MAX        (64 + 1 + 16 + 1)
+#define S3_ERR_NO_BUCKET (-1000) /* the request's bucket is gone: 404 NoSuchBucket */
+
+typedef struct {
+    const s3_cfg_t *cfg;
+    http_req_t *r;
+    const struct http_req_info *info;
+    char id[33];
+    int anonymous; /* no credentials: only public-read objects and buckets */
+    char bucket[64];
+    char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */
+    char *key;               /* decoded; "" for bucket-level requests */
+    char *query;
+    sigv4_auth_t auth;
+    uint8_t key_bytes[32];
+    const char *payload; /* x-amz-content-sha256 */
+    /* body */
+    s3_chunked_t *chunked;
+    uint8_t *raw;
+    size_t raw_len, raw_off;
+    int raw_eof, chunked_done;
+    EVP_MD_CTX *sha;
+} ctx_t;
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} buf_t;
+
+typedef struct {
+    uint8_t *out;
+    size_t cap, len;
+    uint8_t *spill; /* decoded bytes that did not fit */
+    size_t spill_len;
+} dec_t;
+
+/* Canned ACLs: "private" (default) or "public-read"; the object metadata name holding it. */
+#define ACL_META "\001acl"
+#define CKS_META "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
+
+/* ---- s3_util.c ---- */
+void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_xml(buf_t *b, const char *s); /* escaped as XML text, always well-formed */
+void buf_url(buf_t *b, const char *s); /* URL-encoded (encoding-type=url) */
+/* A request header's value (name in any case), or NULL. */
+const char *s3_hdr(const struct http_req_info *in, const char *name);
+/* Percent-decode n bytes (malloc'd); NULL for a bad escape or a NUL byte. */
+char *s3_pdecode(const char *s, size_t n, int plus_space);
+/* Decoded value of query parameter name (malloc'd), or NULL; *present tells presence. */
+char *s3_qparam(const char *q, const char *name, int *present);
+void s3_iso8601(uint64_t ns, char out[32]);
+void s3_http_date(uint64_t ns, char out[40]);
+time_t s3_parse_http_date(const char *s); /* (time_t)-1 when absent or malformed */
+/* The next read of a stream at off with len left: up to the end of the current read unit. */
+size_t s3_next_piece(uint64_t off, uint64_t len, size_t unit);
+/* Value of a user-metadata pair, or "" when absent; the pairs with name set to value. */
+const char *s3_umeta_get(const obj_info_t *info, const char *name);
+void s3_umeta_with(const obj_info_t *info, const char *name, const char *value, buf_t *out);
+
+/* ---- s3_reply.c ---- */
+void s3_respond_xml(ctx_t *x, int status, buf_t *body); /* takes body->p */
+/* An S3 error answer: the table's status and message (or msg), extra elements (XML) or NULL. */
+void s3_err(ctx_t *x, s3_err_t e);
+void s3_err_msg(ctx_t *x, s3_err_t e, const char *msg);
+void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra);
+/* An engine ERR_* (or S3_ERR_NO_BUCKET) as the S3 error a client can act on. */
+void s3_engine_error(ctx_t *x, int rc);
+/* CopyObjectResult / CopyPartResult. */
+void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info);
+
+/* ---- s3_auth.c ---- */
+/* 0 when authenticated (or anonymous: x->anonymous); otherwise the error was sent. */
+int s3_authenticate(ctx_t *x);
+/* Request bodies: begin (ERR_INVAL: bad x-amz-content-sha256), read decoded bytes (> 0, 0 at
+ * the end, < 0 an ERR_*), end (ERR_DENIED: the signed payload hash does not match). */
+int s3_body_begin(ctx_t *x);
+long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st);
+int s3_body_end(ctx_t *x);
+/* A small body whole (at most cap bytes), NUL-terminated; NULL with the error sent. */
+char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len);
+
+/* ---- s3_bucket.c ---- */
+int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info);
+const char *s3_bucket_owner(const obj_info_t *info);
+void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX]);
+pthread_rwlock_t *s3_bucket_lock(const char *name);
+int s3_bucket_current(ctx_t *x, const char *name, const char *iname);
+/* The caller's bucket: 0 and iname filled (may be NULL); else the error was sent. */
+int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX]);
+/* Commit w into x's bucket if it (this incarnation) still exists; else S3_ERR_NO_BUCKET. */
+int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
+                        obj_info_t *info);
+void s3_list_buckets(ctx_t *x);
+void s3_bucket_op(ctx_t *x);
+
+/* ---- s3_acl.c ---- */
+void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name);
+void s3_respond_acl(ctx_t *x, const char *owner, int public_read);
+void s3_anonymous_op(ctx_t *x);
+
+/* ---- s3_list.c ---- */
+void s3_list_objects(ctx_t *x);
+void s3_list_versions(ctx_t *x);
+
+/* ---- s3_object.c ---- */
+/* User metadata from x-amz-meta-* (and the canned ACL); -1 with the error sent. */
+int s3_build_umeta(ctx_t *x, buf_t *um);
+/* The body into w, checksums and Content-MD5 checked; -1 with the error sent, w aborted. */
+int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128]);
+void s3_cks_header(const char *kept, char *out, size_t cap);
+void s3_put_object(ctx_t *x);
+void s3_get_object(ctx_t *x, int head);
+obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
+void s3_copy_object(ctx_t *x);
+void s3_delete_objects(ctx_t *x);
+
+/* ---- s3_multipart.c ---- */
+void s3_mpu_create(ctx_t *x);
+void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr);
+void s3_mpu_complete(ctx_t *x, const char *upload);
+void s3_mpu_abort(ctx_t *x, const char *upload);
+void s3_list_parts(ctx_t *x, const char *upload);
+void s3_list_uploads(ctx_t *x);
+
+#endif

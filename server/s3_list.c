@@ -1,0 +1,309 @@
+/*
+ * s3_list: ListObjects (V1 and V2) and ListObjectVersions: prefixes,
+ * delimiters folded into common prefixes, markers and opaque continuation
+ * tokens; a listing that cannot be completed is an error, never short.
+ */
+
+#include "server/s3_int.h"
+
+typedef struct {
+    ctx_t *x;
+    buf_t *b;
+    const char *prefix, *delim; /* delim NULL: none */
+    const char *after;          /* marker / start-after / token: a common prefix equal to it
+                                   was returned on an earlier page */
+    int max, count, truncated, url;
+    char *last;        /* last key or common prefix returned: the continuation point */
+    char *last_prefix; /* last CommonPrefix, to fold its keys */
+    buf_t prefixes;
+} lst_t;
+
+static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    lst_t *l = arg;
+    size_t pl = strlen(l->prefix);
+    if (l->delim) {
+        const char *d = strstr(key + pl, l->delim);
+        if (d) {
+            size_t cl = (size_t)(d - key) + strlen(l->delim);
+            if (l->last_prefix && strlen(l->last_prefix) == cl &&
+                memcmp(l->last_prefix, key, cl) == 0)
+                return 0; /* folded into the common prefix already emitted */
+            if (l->after && strlen(l->after) == cl && memcmp(l->after, key, cl) == 0)
+                return 0; /* that prefix ended the previous page: skip it whole */
+            if (l->count == l->max) {
+                l->truncated = 1;
+                return 1;
+            }
+            free(l->last_prefix);
+            l->last_prefix = xmalloc(cl + 1);
+            memcpy(l->last_prefix, key, cl);
+            l->last_prefix[cl] = 0;
+            buf_printf(&l->prefixes, "<CommonPrefixes><Prefix>");
+            if (l->url)
+                buf_url(&l->prefixes, l->last_prefix);
+            else
+                buf_xml(&l->prefixes, l->last_prefix);
+            buf_printf(&l->prefixes, "</Prefix></CommonPrefixes>");
+            l->count++;
+            free(l->last);
+            l->last = xstrdup(l->last_prefix);
+            return 0;
+        }
+    }
+    if (l->count == l->max) {
+        l->truncated = 1;
+        return 1;
+    }
+    char t[32];
+    s3_iso8601(info->mtime_ns, t);
+    buf_printf(l->b, "<Contents><Key>");
+    if (l->url)
+        buf_url(l->b, key);
+    else
+        buf_xml(l->b, key);
+    buf_printf(l->b,
+               "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>"
+               "<StorageClass>STANDARD</StorageClass></Contents>",
+               t, info->etag, (unsigned long long)info->size);
+    l->count++;
+    free(l->last);
+    l->last = xstrdup(key);
+    return 0;
+}
+
+/* Continuation tokens: the last key or prefix returned, base64 (opaque, any bytes). */
+static char *token_encode(const char *last)
+{
+    size_t n = strlen(last);
+    char *out = xmalloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)last, (int)n);
+    return out;
+}
+
+/* NULL when the token is not one of ours. */
+static char *token_decode(const char *tok)
+{
+    size_t n = strlen(tok);
+    if (n == 0 || n % 4 || n > 4 * ((MAX_KEY_LEN + 2) / 3)) return NULL;
+    char *out = xmalloc(n / 4 * 3 + 1);
+    int l = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)tok, (int)n);
+    if (l < 0) {
+        free(out);
+        return NULL;
+    }
+    while (l > 0 && n && tok[--n] == '=') /* DecodeBlock counts the padding as zeros */
+        l--;
+    out[l] = 0;
+    if ((size_t)l != strlen(out) || !s3_xml_text_ok(out, (size_t)l)) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+void s3_list_objects(ctx_t *x)
+{
+    int p1, p2, p3, p4, p5, p6, p7, p8;
+    char *v2 = s3_qparam(x->query, "list-type", &p1);
+    char *prefix = s3_qparam(x->query, "prefix", &p2);
+    char *delim = s3_qparam(x->query, "delimiter", &p3);
+    char *maxk = s3_qparam(x->query, "max-keys", &p4);
+    char *token = s3_qparam(x->query, "continuation-token", &p5);
+    char *start = s3_qparam(x->query, "start-after", &p6);
+    char *marker = s3_qparam(x->query, "marker", &p7);
+    char *enc = s3_qparam(x->query, "encoding-type", &p8);
+    char *from_token = NULL;
+    int is_v2 = v2 && strcmp(v2, "2") == 0, rc = 0;
+    buf_t b = {0};
+    lst_t l = {
+        x,    &b, prefix ? prefix : "", delim && *delim ? delim : NULL, NULL, 1000, 0, 0, 0, NULL,
+        NULL, {0}};
+    l.url = enc && !strcmp(enc, "url");
+    if (enc && !l.url) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+        goto out;
+    }
+    if (maxk) {
+        uint64_t mk;
+        if (num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-keys must be a non-negative integer.");
+            goto out;
+        }
+        l.max = mk > 1000 ? 1000 : (int)mk;
+    }
+    /* What is echoed must be XML text; a key never holds anything else. */
+    const char *in[] = {prefix, delim, start, marker};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i]))) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Listing parameters must be valid UTF-8.");
+            goto out;
+        }
+    if (is_v2 && token && !(from_token = token_decode(token))) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+        goto out;
+    }
+    l.after = is_v2 ? (from_token ? from_token : start) : marker;
+    if (l.after && !*l.after) l.after = NULL;
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Name><Prefix>");
+    if (l.url)
+        buf_url(&b, l.prefix);
+    else
+        buf_xml(&b, l.prefix);
+    buf_printf(&b, "</Prefix>");
+    if (l.max > 0) rc = obj_list(x->cfg->set, x->ibucket, l.prefix, l.after, list_obj_cb, &l);
+    if (rc < 0) {
+        log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        s3_engine_error(x, rc); /* never a short list that looks whole */
+        goto out;
+    }
+    buf_printf(&b, "<MaxKeys>%d</MaxKeys>", l.max);
+    if (l.delim) {
+        buf_printf(&b, "<Delimiter>");
+        if (l.url)
+            buf_url(&b, l.delim);
+        else
+            buf_xml(&b, l.delim);
+        buf_printf(&b, "</Delimiter>");
+    }
+    if (l.url) buf_printf(&b, "<EncodingType>url</EncodingType>");
+    buf_printf(&b, "<IsTruncated>%s</IsTruncated>", l.truncated ? "true" : "false");
+    if (is_v2) {
+        buf_printf(&b, "<KeyCount>%d</KeyCount>", l.count);
+        if (token) {
+            buf_printf(&b, "<ContinuationToken>");
+            buf_xml(&b, token);
+            buf_printf(&b, "</ContinuationToken>");
+        }
+        if (start) {
+            buf_printf(&b, "<StartAfter>");
+            if (l.url)
+                buf_url(&b, start);
+            else
+                buf_xml(&b, start);
+            buf_printf(&b, "</StartAfter>");
+        }
+        if (l.truncated && l.last) {
+            char *t = token_encode(l.last);
+            buf_printf(&b, "<NextContinuationToken>%s</NextContinuationToken>", t);
+            free(t);
+        }
+    } else {
+        buf_printf(&b, "<Marker>");
+        if (l.url)
+            buf_url(&b, marker ? marker : "");
+        else
+            buf_xml(&b, marker ? marker : "");
+        buf_printf(&b, "</Marker>");
+        if (l.truncated && l.last && l.delim) {
+            buf_printf(&b, "<NextMarker>");
+            if (l.url)
+                buf_url(&b, l.last);
+            else
+                buf_xml(&b, l.last);
+            buf_printf(&b, "</NextMarker>");
+        }
+    }
+    if (l.prefixes.len) buf_printf(&b, "%.*s", (int)l.prefixes.len, l.prefixes.p);
+    buf_printf(&b, "</ListBucketResult>");
+    s3_respond_xml(x, 200, &b);
+    b.p = NULL;
+out:
+    free(b.p);
+    free(l.prefixes.p);
+    free(l.last);
+    free(l.last_prefix);
+    free(from_token);
+    free(v2);
+    free(prefix);
+    free(delim);
+    free(maxk);
+    free(token);
+    free(start);
+    free(marker);
+    free(enc);
+}
+
+/* ListObjectVersions for unversioned buckets: every object is its own null version. */
+typedef struct {
+    buf_t *b;
+    int max, count, truncated;
+    char *last;
+} ver_t;
+
+static int list_version_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    ver_t *v = arg;
+    char t[32];
+    if (v->count == v->max) {
+        v->truncated = 1;
+        return 1;
+    }
+    s3_iso8601(info->mtime_ns, t);
+    buf_printf(v->b, "<Version><Key>");
+    buf_xml(v->b, key);
+    buf_printf(v->b,
+               "</Key><VersionId>null</VersionId><IsLatest>true</IsLatest><LastModified>%s"
+               "</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size><StorageClass>STANDARD"
+               "</StorageClass></Version>",
+               t, info->etag, (unsigned long long)info->size);
+    v->count++;
+    free(v->last);
+    v->last = xstrdup(key);
+    return 0;
+}
+
+void s3_list_versions(ctx_t *x)
+{
+    int p1, p2, p3;
+    char *prefix = s3_qparam(x->query, "prefix", &p1);
+    char *marker = s3_qparam(x->query, "key-marker", &p2);
+    char *maxk = s3_qparam(x->query, "max-keys", &p3);
+    buf_t b = {0};
+    ver_t v = {&b, 1000, 0, 0, NULL};
+    uint64_t mk;
+    if (maxk && num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-keys must be a non-negative integer.");
+        free(prefix);
+        free(marker);
+        free(maxk);
+        return;
+    }
+    if (maxk && mk < 1000) v.max = (int)mk;
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListVersionsResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Name><Prefix>");
+    buf_xml(&b, prefix ? prefix : "");
+    buf_printf(&b, "</Prefix><KeyMarker>");
+    buf_xml(&b, marker ? marker : "");
+    buf_printf(&b, "</KeyMarker><VersionIdMarker></VersionIdMarker>");
+    int rc = v.max > 0 ? obj_list(x->cfg->set, x->ibucket, prefix ? prefix : "", marker,
+                                  list_version_cb, &v)
+                       : 0;
+    if (rc < 0) {
+        free(b.p);
+        free(v.last);
+        free(prefix);
+        free(marker);
+        free(maxk);
+        s3_engine_error(x, rc);
+        return;
+    }
+    buf_printf(&b, "<MaxKeys>%d</MaxKeys><IsTruncated>%s</IsTruncated>", v.max,
+               v.truncated ? "true" : "false");
+    if (v.truncated && v.last) {
+        buf_printf(&b, "<NextKeyMarker>");
+        buf_xml(&b, v.last);
+        buf_printf(&b, "</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+    }
+    buf_printf(&b, "</ListVersionsResult>");
+    s3_respond_xml(x, 200, &b);
+    free(v.last);
+    free(prefix);
+    free(marker);
+    free(maxk);
+}

@@ -1,0 +1,343 @@
+/*
+ * s3_multipart: multipart uploads: create, UploadPart (and UploadPartCopy),
+ * Complete, Abort, ListParts, ListMultipartUploads.
+ */
+
+#include "server/s3_int.h"
+
+void s3_mpu_create(ctx_t *x)
+{
+    buf_t um = {0}, b = {0};
+    char upload[33];
+    if (s3_build_umeta(x, &um) != 0) {
+        free(um.p);
+        return;
+    }
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    pthread_rwlock_rdlock(lk);
+    int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
+                 ? S3_ERR_NO_BUCKET
+                 : obj_mpu_create(x->cfg->set, x->ibucket, x->key, s3_hdr(x->info, "content-type"),
+                                  um.p, um.len, upload);
+    pthread_rwlock_unlock(lk);
+    free(um.p);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<InitiateMultipartUploadResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Bucket><Key>");
+    buf_xml(&b, x->key);
+    buf_printf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", upload);
+    s3_respond_xml(x, 200, &b);
+}
+
+/* UploadPartCopy: a part from (a byte range of) an existing object. */
+static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
+{
+    obj_info_t si, info;
+    int same, err;
+    obj_reader_t *rd = s3_open_copy_source(x, &si, &same);
+    if (!rd) return;
+    uint64_t off = 0, len = si.size;
+    const char *range = s3_hdr(x->info, "x-amz-copy-source-range");
+    if (range) {
+        uint64_t a = 0, b = 0;
+        const char *dash = strncmp(range, "bytes=", 6) == 0 ? strchr(range + 6, '-') : NULL;
+        if (!dash ||
+            num_parse_u64n(range + 6, (size_t)(dash - range - 6), 0, UINT64_MAX, &a) != 0 ||
+            num_parse_u64(dash + 1, 0, UINT64_MAX, &b) != 0 || a > b || b >= si.size) {
+            obj_close(rd);
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                       "where first and last are zero-based offsets within the source object.");
+            return;
+        }
+        off = a;
+        len = b - a + 1;
+    }
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, part, &err);
+    if (!w) {
+        obj_close(rd);
+        if (err == ERR_NOT_FOUND)
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    err = s3_copy_range(x, rd, w, off, len);
+    obj_close(rd);
+    if (err)
+        obj_put_abort(w);
+    else if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) == ERR_NOT_FOUND)
+        err = ERR_CLOSED; /* the upload went while the part was copied */
+    if (err == ERR_CLOSED) {
+        s3_err(x, S3E_NO_SUCH_UPLOAD);
+        return;
+    }
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    s3_respond_copy_result(x, "CopyPartResult", &info);
+}
+
+void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
+{
+    int part, err;
+    if (num_parse_int(partstr, 1, 10000, &part) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Part number must be an integer between 1 and 10000.");
+        return;
+    }
+    if (s3_hdr(x->info, "x-amz-copy-source")) {
+        mpu_upload_part_copy(x, upload, (int)part);
+        return;
+    }
+    if (s3_body_begin(x) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
+        return;
+    }
+    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, (int)part, &err);
+    if (!w) {
+        if (err == ERR_NOT_FOUND)
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    char cks[128], ch[160];
+    if (s3_stream_body(x, w, cks) != 0) return;
+    obj_info_t info;
+    if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
+        if (err == ERR_NOT_FOUND) /* aborted or completed while the part streamed */
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    char h[512];
+    s3_cks_header(cks, ch, sizeof(ch));
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+void s3_mpu_complete(ctx_t *x, const char *upload)
+{
+    size_t len;
+    char *body = s3_read_small_body(x, 2u << 20, &len);
+    if (!body) return;
+    s3_xml_part_t *xp = NULL;
+    int np = 0;
+    int bad = s3_xml_complete(body, len, &xp, &np);
+    free(body);
+    if (bad) {
+        s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was not well-formed.");
+        return;
+    }
+    obj_mpu_part_t *parts = xcalloc((size_t)np, sizeof(*parts));
+    for (int i = 0; i < np; i++) {
+        parts[i].part = xp[i].part;
+        memcpy(parts[i].etag, xp[i].etag, sizeof(parts[i].etag));
+    }
+    free(xp);
+    obj_info_t info;
+    int why = 0;
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    pthread_rwlock_rdlock(lk);
+    int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
+                 ? S3_ERR_NO_BUCKET
+                 : obj_mpu_complete(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
+                                    &info, &why);
+    pthread_rwlock_unlock(lk);
+    free(parts);
+    if (rc) {
+        switch (why) {
+        case OBJ_MPU_NO_UPLOAD:
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
+            break;
+        case OBJ_MPU_BAD_PART:
+            s3_err(x, S3E_INVALID_PART);
+            break;
+        case OBJ_MPU_BAD_ORDER:
+            s3_err(x, S3E_INVALID_PART_ORDER);
+            break;
+        case OBJ_MPU_TOO_SMALL:
+            s3_err(x, S3E_ENTITY_TOO_SMALL);
+            break;
+        default:
+            s3_engine_error(x, rc);
+        }
+        return;
+    }
+    buf_t b = {0};
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "/");
+    buf_xml(&b, x->key);
+    buf_printf(&b, "</Location><Bucket>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Bucket><Key>");
+    buf_xml(&b, x->key);
+    buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", info.etag);
+    s3_respond_xml(x, 200, &b);
+}
+
+void s3_mpu_abort(ctx_t *x, const char *upload)
+{
+    int rc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
+    char h[128];
+    if (rc == ERR_NOT_FOUND) {
+        s3_err(x, S3E_NO_SUCH_UPLOAD);
+        return;
+    }
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond(x->r, 204, h, 0);
+}
+
+/* ListParts: the parts uploaded so far, after part-number-marker, at most max-parts. */
+typedef struct {
+    buf_t *b;
+    int marker, max, count, truncated, last;
+} lp_t;
+
+static int list_part_cb(void *arg, int part, const obj_info_t *info)
+{
+    lp_t *l = arg;
+    char t[32];
+    if (part <= l->marker) return 0;
+    if (l->count == l->max) {
+        l->truncated = 1;
+        return 1;
+    }
+    s3_iso8601(info->mtime_ns, t);
+    buf_printf(l->b,
+               "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified><ETag>&quot;%s"
+               "&quot;</ETag><Size>%llu</Size></Part>",
+               part, t, info->etag, (unsigned long long)info->size);
+    l->count++;
+    l->last = part;
+    return 0;
+}
+
+void s3_list_parts(ctx_t *x, const char *upload)
+{
+    int p1, p2;
+    char *marker = s3_qparam(x->query, "part-number-marker", &p1);
+    char *maxp = s3_qparam(x->query, "max-parts", &p2);
+    buf_t parts = {0}, b = {0};
+    lp_t l = {&parts, 0, 1000, 0, 0, 0};
+    uint64_t mp = 1000;
+    int bad = (marker && num_parse_int(marker, 0, 10000, &l.marker) != 0) ||
+              (maxp && num_parse_u64(maxp, 0, UINT64_MAX, &mp) != 0);
+    free(marker);
+    free(maxp);
+    if (bad) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                   "part-number-marker and max-parts must be non-negative integers.");
+        return;
+    }
+    if (mp < 1000) l.max = (int)mp;
+    int rc = obj_mpu_list_parts(x->cfg->set, x->ibucket, x->key, upload, list_part_cb, &l);
+    if (rc < 0) { /* > 0: the walk stopped at max-parts */
+        free(parts.p);
+        if (rc == ERR_NOT_FOUND)
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
+        else
+            s3_engine_error(x, rc);
+        return;
+    }
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListPartsResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Bucket><Key>");
+    buf_xml(&b, x->key);
+    buf_printf(&b,
+               "</Key><UploadId>%s</UploadId><PartNumberMarker>%d</PartNumberMarker>"
+               "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
+               "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
+               upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
+    if (parts.len) buf_printf(&b, "%.*s", (int)parts.len, parts.p);
+    buf_printf(&b, "</ListPartsResult>");
+    free(parts.p);
+    s3_respond_xml(x, 200, &b);
+}
+
+/* ListMultipartUploads: uploads in progress in this bucket, by key. */
+typedef struct {
+    char *key;
+    char upload[33];
+    uint64_t mtime_ns;
+} up_t;
+
+typedef struct {
+    up_t *v;
+    int n, cap;
+    const char *prefix;
+} ups_t;
+
+static int list_upload_cb(void *arg, const char *key, const char *upload, const obj_info_t *info)
+{
+    ups_t *u = arg;
+    if (u->prefix && strncmp(key, u->prefix, strlen(u->prefix)) != 0) return 0;
+    if (u->n == 10000) return 1;
+    if (u->n == u->cap)
+        u->v = xrealloc(u->v, (size_t)(u->cap = u->cap ? u->cap * 2 : 16) * sizeof(*u->v));
+    u->v[u->n].key = xstrdup(key);
+    snprintf(u->v[u->n].upload, sizeof(u->v[u->n].upload), "%s", upload);
+    u->v[u->n].mtime_ns = info->mtime_ns;
+    u->n++;
+    return 0;
+}
+
+static int up_cmp(const void *a, const void *b)
+{
+    const up_t *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
+}
+
+void s3_list_uploads(ctx_t *x)
+{
+    int present;
+    char *prefix = s3_qparam(x->query, "prefix", &present);
+    ups_t u = {NULL, 0, 0, prefix};
+    int rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);
+    if (rc < 0) {
+        for (int i = 0; i < u.n; i++)
+            free(u.v[i].key);
+        free(u.v);
+        free(prefix);
+        s3_engine_error(x, rc);
+        return;
+    }
+    if (u.n) qsort(u.v, (size_t)u.n, sizeof(*u.v), up_cmp);
+    buf_t b = {0};
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
+    buf_xml(&b, x->bucket);
+    buf_printf(&b, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>");
+    buf_xml(&b, prefix ? prefix : "");
+    buf_printf(&b, "</Prefix><MaxUploads>10000</MaxUploads><IsTruncated>false</IsTruncated>");
+    for (int i = 0; i < u.n; i++) {
+        char t[32];
+        s3_iso8601(u.v[i].mtime_ns, t);
+        buf_printf(&b, "<Upload><Key>");
+        buf_xml(&b, u.v[i].key);
+        buf_printf(&b,
+                   "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
+                   "<StorageClass>STANDARD</StorageClass></Upload>",
+                   u.v[i].upload, t);
+        free(u.v[i].key);
+    }
+    buf_printf(&b, "</ListMultipartUploadsResult>");
+    free(u.v);
+    free(prefix);
+    s3_respond_xml(x, 200, &b);
+}

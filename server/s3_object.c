@@ -1,0 +1,469 @@
+/*
+ * s3_object: one object: PutObject (metadata, checksums, Content-MD5),
+ * GetObject / HeadObject (conditionals, ranges, stripes sent in place),
+ * CopyObject and DeleteObjects.
+ */
+
+#include "server/s3_int.h"
+
+/* User metadata from x-amz-meta-* headers as "name\0value\0" pairs; -1 when too large. */
+int s3_build_umeta(ctx_t *x, buf_t *um)
+{
+    for (int i = 0; i < x->info->nheaders; i++) {
+        const char *n = x->info->headers[i].name;
+        if (strncasecmp(n, "x-amz-meta-", 11) == 0) {
+            for (const char *c = n + 11; *c; c++)
+                buf_printf(um, "%c", (*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+            buf_printf(um, "%c%s%c", 0, x->info->headers[i].value, 0);
+        }
+    }
+    const char *acl = s3_hdr(x->info, "x-amz-acl");
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+        return -1;
+    }
+    if (acl && strcmp(acl, "public-read") == 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    if (um->len > sizeof(((obj_info_t *)0)->umeta)) {
+        s3_err(x, S3E_METADATA_TOO_LARGE);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Stream the request body into w and check Content-MD5. On failure the
+ * error response is sent, w is aborted, and -1 returned.
+ */
+int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
+{
+    const char *cmd5 = s3_hdr(x->info, "content-md5");
+    const char *trailer = s3_hdr(x->info, "x-amz-trailer");
+    const char *expect = NULL;
+    char hname[40];
+    int algo = CKS_NONE;
+    cks_out[0] = 0;
+    /* x-amz-checksum-ALGO as a header, or named by x-amz-trailer to follow the body. */
+    for (int a = CKS_CRC32; a <= CKS_SHA256 && !algo; a++) {
+        snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
+        if ((expect = s3_hdr(x->info, hname)) != NULL) algo = a;
+    }
+    if (!algo && trailer) {
+        algo = cks_algo(trailer);
+        if (!algo || strncasecmp(trailer, "x-amz-checksum-", 15) != 0) {
+            obj_put_abort(w);
+            s3_err_msg(x, S3E_INVALID_REQUEST,
+                       "The x-amz-trailer header names no supported checksum.");
+            return -1;
+        }
+    }
+    /* Only the algorithm named: the checksum is computed and kept for later reads. */
+    if (!algo) algo = cks_algo(s3_hdr(x->info, "x-amz-sdk-checksum-algorithm"));
+    cks_t ck;
+    if (algo && cks_init(&ck, algo) != 0) {
+        obj_put_abort(w);
+        s3_engine_error(x, ERR_NOMEM);
+        return -1;
+    }
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *buf = bufpool_get(pool, IO_CHUNK);
+    dec_t st = {0};
+    long n;
+    int64_t total = 0;
+    int err = 0;
+    while ((n = s3_body_read(x, buf, IO_CHUNK, &st)) > 0) {
+        total += n;
+        if (algo) cks_update(&ck, buf, (size_t)n);
+        if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
+    }
+    bufpool_put(pool, buf);
+    free(st.spill);
+    char got[64] = "";
+    if (algo) cks_final(&ck, got, sizeof(got));
+    if (n < 0 || err || s3_body_end(x) != 0 ||
+        (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
+        obj_put_abort(w);
+        if (n == ERR_DENIED)
+            s3_err_msg(x, S3E_SIGNATURE_MISMATCH, "A chunk signature does not match.");
+        else if (n < 0)
+            s3_err(x, S3E_INCOMPLETE_BODY);
+        else if (err)
+            s3_engine_error(x, err);
+        else
+            s3_err(x, S3E_SHA256_MISMATCH);
+        return -1;
+    }
+    if (algo && trailer && !expect) {
+        char lower[64];
+        snprintf(lower, sizeof(lower), "x-amz-checksum-%s", cks_name(algo));
+        expect = x->chunked ? s3_chunked_trailer(x->chunked, lower) : NULL;
+        if (!expect) {
+            obj_put_abort(w);
+            s3_err_msg(x, S3E_INVALID_REQUEST, "The announced checksum trailer is missing.");
+            return -1;
+        }
+    }
+    /* Every checksum sent must match before anything becomes visible. */
+    if (expect && strcmp(expect, got) != 0) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+                 cks_name(algo));
+        obj_put_abort(w);
+        s3_err_msg(x, S3E_BAD_DIGEST, msg);
+        return -1;
+    }
+    if (algo) snprintf(cks_out, 128, "%s:%s", cks_name(algo), got);
+    if (cmd5) {
+        uint8_t md[64];
+        char hex[33] = "";
+        size_t cl = strlen(cmd5);
+        int ml = cl < 64 ? EVP_DecodeBlock(md, (const unsigned char *)cmd5, (int)cl) : -1;
+        if (ml >= 16)
+            for (int i = 0; i < 16; i++)
+                snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        if (ml < 16 || strcmp(hex, obj_put_etag(w)) != 0) {
+            obj_put_abort(w);
+            s3_err(x, S3E_BAD_DIGEST);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* "x-amz-checksum-crc32: VALUE\r\n" for a kept "crc32:VALUE" (empty when none is kept). */
+void s3_cks_header(const char *kept, char *out, size_t cap)
+{
+    const char *colon = kept ? strchr(kept, ':') : NULL;
+    if (!colon)
+        out[0] = 0;
+    else
+        snprintf(out, cap, "x-amz-checksum-%.*s: %s\r\n", (int)(colon - kept), kept, colon + 1);
+}
+
+void s3_put_object(ctx_t *x)
+{
+    int err;
+    buf_t um = {0};
+    if (s3_build_umeta(x, &um) != 0 || s3_body_begin(x) != 0) {
+        if (!http_responded(x->r)) s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
+        free(um.p);
+        return;
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
+    if (!w) {
+        free(um.p);
+        s3_engine_error(x, err);
+        return;
+    }
+    char cks[128], ch[160];
+    if (s3_stream_body(x, w, cks) != 0) {
+        free(um.p);
+        return;
+    }
+    if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
+    obj_info_t info;
+    err = um.len > sizeof(info.umeta)
+              ? ERR_TOO_LARGE
+              : s3_commit_in_bucket(x, w, s3_hdr(x->info, "content-type"), um.p, um.len, &info);
+    if (err == ERR_TOO_LARGE && um.len > sizeof(info.umeta)) obj_put_abort(w);
+    free(um.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    char h[512];
+    s3_cks_header(cks, ch, sizeof(ch));
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}
+
+/* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
+static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    uint64_t a, b;
+    if (!v || strncmp(v, "bytes=", 6) != 0 || strchr(v, ',')) return 0;
+    v += 6;
+    if (*v == '-') {
+        if (num_parse_u64(v + 1, 0, UINT64_MAX, &a) != 0) return 0;
+        if (a == 0) return -1;
+        *len = a > size ? size : a;
+        *off = size - *len;
+        return size ? 1 : -1;
+    }
+    const char *dash = strchr(v, '-');
+    if (!dash || num_parse_u64n(v, (size_t)(dash - v), 0, UINT64_MAX, &a) != 0) return 0;
+    const char *bs = dash + 1;
+    if (*bs == 0) {
+        b = size ? size - 1 : 0;
+    } else {
+        if (num_parse_u64(bs, 0, UINT64_MAX, &b) != 0) return 0;
+        if (b >= size) b = size ? size - 1 : 0;
+    }
+    if (a >= size || b < a) return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+void s3_get_object(ctx_t *x, int head)
+{
+    obj_info_t info;
+    int err;
+    obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
+    if (!rd) {
+        if (err == ERR_NOT_FOUND && !s3_bucket_exists(x, x->bucket, NULL))
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+        else
+            s3_engine_error(x, err);
+        return;
+    }
+    char lm[40], h[4096];
+    s3_http_date(info.mtime_ns, lm);
+    const char *inm = s3_hdr(x->info, "if-none-match"), *im = s3_hdr(x->info, "if-match");
+    char quoted[96];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", info.etag);
+    /* RFC 7232 order: If-Match, else If-Unmodified-Since; If-None-Match, else If-Modified-Since. */
+    time_t mt = (time_t)(info.mtime_ns / 1000000000ull);
+    time_t ius = s3_parse_http_date(s3_hdr(x->info, "if-unmodified-since"));
+    time_t ims = s3_parse_http_date(s3_hdr(x->info, "if-modified-since"));
+    if ((im && strcmp(im, quoted) != 0 && strcmp(im, "*") != 0) ||
+        (!im && ius != (time_t)-1 && mt > ius)) {
+        obj_close(rd);
+        s3_err(x, S3E_PRECONDITION_FAILED);
+        return;
+    }
+    int n = snprintf(h, sizeof(h),
+                     "x-amz-request-id: %s\r\nETag: \"%s\"\r\nLast-Modified: %s\r\n"
+                     "Content-Type: %s\r\nAccept-Ranges: bytes\r\n",
+                     x->id, info.etag, lm, info.content_type);
+    for (size_t p = 0; p < info.umeta_len;) {
+        const char *name = info.umeta + p, *val = name + strlen(name) + 1;
+        if (name[0] != '\001') /* internal (ACL, checksum) entries are not user metadata */
+            n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
+        p = (size_t)(val - info.umeta) + strlen(val) + 1;
+    }
+    /* The stored checksum, when asked for and the whole object is returned. */
+    const char *mode = s3_hdr(x->info, "x-amz-checksum-mode");
+    if (mode && !strcasecmp(mode, "ENABLED") && !s3_hdr(x->info, "range")) {
+        char ch[160];
+        s3_cks_header(s3_umeta_get(&info, CKS_META), ch, sizeof(ch));
+        n += snprintf(h + n, sizeof(h) - (size_t)n, "%s", ch);
+    }
+    if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
+        (!inm && ims != (time_t)-1 && mt <= ims)) {
+        obj_close(rd);
+        (void)http_respond(x->r, 304, h, 0);
+        return;
+    }
+    uint64_t off = 0, len = info.size;
+    int status = 200;
+    int rr = parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    if (rr < 0) {
+        obj_close(rd);
+        s3_err(x, S3E_INVALID_RANGE);
+        return;
+    }
+    if (rr > 0) {
+        status = 206;
+        snprintf(h + n, sizeof(h) - (size_t)n, "Content-Range: bytes %llu-%llu/%llu\r\n",
+                 (unsigned long long)off, (unsigned long long)(off + len - 1),
+                 (unsigned long long)info.size);
+    }
+    /*
+     * Stripe-sized pieces at stripe offsets: a stripe's blocks are read at
+     * once, in place (the drives DMA them into these page-aligned buffers).
+     * Three buffers take turns: one on its way to the socket (lent to the
+     * loop, not copied), one being read, one being read ahead.
+     */
+    size_t unit = obj_read_unit(rd), bsz = len && len < unit ? (size_t)len : unit;
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *bufs[3] = {bufpool_get(pool, bsz), NULL, NULL}, *buf = bufs[0];
+    size_t step = s3_next_piece(off, len, unit);
+    /* Read the first piece before the status line: a lost object gets a real error. */
+    if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
+        log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
+                  (unsigned long long)off, err_name(err), obj_read_missing(rd));
+        obj_close(rd);
+        bufpool_put(pool, buf);
+        s3_engine_error(x, err);
+        return;
+    }
+    if (http_respond(x->r, status, h, (int64_t)len) != 0 || head) {
+        obj_close(rd);
+        bufpool_put(pool, buf);
+        return;
+    }
+    for (int turn = 0; len > 0; turn = (turn + 1) % 3) {
+        int next = (turn + 1) % 3, after = (turn + 2) % 3;
+        if (http_write_borrowed(x->r, buf, step) != 0) break;
+        off += step;
+        len -= step;
+        if (!len) break;
+        /*
+         * bufs[after] went out two turns ago and bufs[next] before that: once
+         * at most this one is pending, both are free.
+         */
+        if (http_wait_borrowed(x->r, 1) != 0) break;
+        if (!bufs[next]) bufs[next] = bufpool_get(pool, bsz);
+        buf = bufs[next];
+        step = s3_next_piece(off, len, unit);
+        if ((err = obj_read(rd, off, buf, step)) != 0) {
+            /* The status line is out: all we can do is cut the connection short. */
+            log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
+                      (unsigned long long)off, err_name(err), obj_read_missing(rd));
+            http_abort(x->r);
+            break;
+        }
+        if (step < len) {
+            if (!bufs[after]) bufs[after] = bufpool_get(pool, bsz);
+            obj_read_ahead(rd, off + step, bufs[after],
+                           s3_next_piece(off + step, len - step, unit));
+        }
+    }
+    (void)http_wait_borrowed(x->r, 0); /* nothing lent may be freed before it is out */
+    obj_close(rd);                     /* nor before a read-ahead into it is done */
+    for (int i = 0; i < 3; i++)
+        bufpool_put(pool, bufs[i]);
+}
+
+/* CopyObject: stream the source through a new writer (metadata copied or replaced). */
+/*
+ * Open the object named by x-amz-copy-source ("/bucket/key" or "bucket/key",
+ * URL-encoded, ?versionId=null allowed) after checking the caller may read
+ * it. NULL with the error response sent. *same: it is the request's own key.
+ */
+obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
+{
+    const char *src = s3_hdr(x->info, "x-amz-copy-source");
+    const char *q = strchr(src, '?'); /* ?versionId=null is the only version there is */
+    size_t sl = q ? (size_t)(q - src) : strlen(src);
+    int err;
+    if (sl && src[0] == '/') {
+        src++;
+        sl--;
+    }
+    char *path = s3_pdecode(src, sl, 0);
+    char *slash = path ? strchr(path, '/') : NULL;
+    if (!slash || slash == path || !slash[1]) {
+        free(path);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key.");
+        return NULL;
+    }
+    *slash = 0;
+    const char *sbucket = path, *skey = slash + 1;
+    *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0;
+    char siname[INAME_MAX];
+    if (strlen(sbucket) >= sizeof(x->bucket) || strlen(skey) > MAX_KEY_LEN) {
+        free(path);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source names no valid bucket and key.");
+        return NULL;
+    }
+    if (s3_bucket_access(x, sbucket, siname) != 0) {
+        free(path);
+        return NULL;
+    }
+    obj_reader_t *rd = obj_open(x->cfg->set, siname, skey, si, &err);
+    free(path);
+    if (!rd) {
+        if (err == ERR_NOT_FOUND)
+            s3_err(x, S3E_NO_SUCH_KEY);
+        else
+            s3_engine_error(x, err);
+    }
+    return rd;
+}
+
+/* Stream [off, off+len) of rd into w; 0 or an ERR_*. */
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
+{
+    size_t unit = obj_read_unit(rd);
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *buf = bufpool_get(pool, unit); /* page-aligned: blocks land in it directly */
+    int err = 0;
+    while (!err && len > 0) {
+        size_t n = s3_next_piece(off, len, unit);
+        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        off += n;
+        len -= n;
+    }
+    bufpool_put(pool, buf);
+    return err;
+}
+
+void s3_copy_object(ctx_t *x)
+{
+    const char *dir = s3_hdr(x->info, "x-amz-metadata-directive");
+    int replace = dir && strcasecmp(dir, "REPLACE") == 0, err, same;
+    if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
+        return;
+    }
+    obj_info_t si;
+    obj_reader_t *rd = s3_open_copy_source(x, &si, &same);
+    if (!rd) return;
+    if (!replace && same) {
+        obj_close(rd);
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "This copy request is illegal because it is trying to copy an object to itself "
+                   "without changing the object's metadata.");
+        return;
+    }
+    buf_t um = {0};
+    if (replace && s3_build_umeta(x, &um) != 0) {
+        obj_close(rd);
+        free(um.p);
+        return;
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
+    if (w) err = s3_copy_range(x, rd, w, 0, si.size);
+    obj_close(rd);
+    obj_info_t info;
+    if (w && err)
+        obj_put_abort(w);
+    else if (w)
+        err = replace
+                  ? s3_commit_in_bucket(x, w, s3_hdr(x->info, "content-type"), um.p, um.len, &info)
+                  : s3_commit_in_bucket(x, w, si.content_type, si.umeta, si.umeta_len, &info);
+    free(um.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    s3_respond_copy_result(x, "CopyObjectResult", &info);
+}
+
+void s3_delete_objects(ctx_t *x)
+{
+    size_t len;
+    char *body = s3_read_small_body(x, 2u << 20, &len);
+    if (!body) return;
+    char **keys = NULL;
+    int nkeys = 0, quiet = 0;
+    int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet);
+    free(body);
+    buf_t b = {0};
+    if (bad) {
+        s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was not well-formed.");
+        return;
+    }
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    for (int i = 0; i < nkeys; i++) {
+        int rc = strlen(keys[i]) > MAX_KEY_LEN ? ERR_INVAL
+                                               : obj_delete(x->cfg->set, x->ibucket, keys[i]);
+        if (rc == 0 || rc == ERR_NOT_FOUND) {
+            if (!quiet) {
+                buf_printf(&b, "<Deleted><Key>");
+                buf_xml(&b, keys[i]);
+                buf_printf(&b, "</Key></Deleted>");
+            }
+        } else {
+            buf_printf(&b, "<Error><Key>");
+            buf_xml(&b, keys[i]);
+            buf_printf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
+                       rc == ERR_INVAL ? "InvalidArgument" : "InternalError", err_str(rc));
+        }
+    }
+    buf_printf(&b, "</DeleteResult>");
+    s3_respond_xml(x, 200, &b);
+    s3_xml_free_keys(keys, nkeys);
+}

@@ -1,0 +1,107 @@
+/*
+ * s3_reply: responses: XML bodies, S3 errors from the one table
+ * (s3_errors.h) and the mapping of engine errors to them.
+ */
+
+#include "server/s3_int.h"
+
+void s3_respond_xml(ctx_t *x, int status, buf_t *body)
+{
+    char h[256];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n", x->id);
+    (void)http_respond_full(x->r, status, h, body->p, body->len);
+    free(body->p);
+}
+
+static const s3_err_info_t err_table[S3E_COUNT] = {
+#define S3E_ROW(name, code, status, msg) [S3E_##name] = {code, status, msg},
+    S3_ERRORS(S3E_ROW)
+#undef S3E_ROW
+};
+
+const s3_err_info_t *s3_err_info(s3_err_t e)
+{
+    return &err_table[e < 0 || e >= S3E_COUNT ? S3E_INTERNAL : e];
+}
+
+void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
+{
+    const s3_err_info_t *ei = s3_err_info(e);
+    buf_t b = {0};
+    char h[256];
+    if (!msg) msg = ei->message;
+    if (ei->status >= 500) /* the line carries req=ID (log_set_request) */
+        log_error("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
+                  x->info->method, x->info->target);
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>",
+               ei->code);
+    buf_xml(&b, msg);
+    buf_printf(&b, "</Message>%s<Resource>", extra ? extra : "");
+    buf_xml(&b, x->info->target);
+    buf_printf(&b, "</Resource><RequestId>%s</RequestId></Error>", x->id);
+    if (strcmp(x->info->method, "HEAD") == 0) {
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)http_respond(x->r, ei->status, h, 0);
+        free(b.p);
+        return;
+    }
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n%s", x->id,
+             ei->status == 503 ? "Retry-After: 1\r\n" : "");
+    (void)http_respond_full(x->r, ei->status, h, b.p, b.len);
+    free(b.p);
+}
+
+void s3_err_msg(ctx_t *x, s3_err_t e, const char *msg)
+{
+    s3_err_detail(x, e, msg, NULL);
+}
+
+void s3_err(ctx_t *x, s3_err_t e)
+{
+    s3_err_detail(x, e, NULL, NULL);
+}
+
+/* Map an engine error to the S3 answer. */
+void s3_engine_error(ctx_t *x, int rc)
+{
+    switch (rc) {
+    case ERR_NOT_FOUND:
+        s3_err(x, S3E_NO_SUCH_KEY);
+        break;
+    case S3_ERR_NO_BUCKET:
+        s3_err(x, S3E_NO_SUCH_BUCKET);
+        break;
+    case ERR_THROTTLED:
+    case ERR_AGAIN: /* an object overwritten faster than a reader could open it */
+        s3_err(x, S3E_SLOW_DOWN);
+        break;
+    case ERR_NOSPC:
+        s3_err(x, S3E_INSUFFICIENT_STORAGE);
+        break;
+    case ERR_UNRECOVERABLE:
+        s3_err(x, S3E_SERVICE_UNAVAILABLE);
+        break;
+    case ERR_TOO_LARGE:
+        s3_err(x, S3E_ENTITY_TOO_LARGE);
+        break;
+    case ERR_INVAL:
+        s3_err(x, S3E_INVALID_ARGUMENT);
+        break;
+    default:
+        s3_err(x, S3E_INTERNAL);
+    }
+}
+
+/* CopyObjectResult / CopyPartResult: the new object's (or part's) date and ETag. */
+void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info)
+{
+    buf_t b = {0};
+    char t[32];
+    s3_iso8601(info->mtime_ns, t);
+    buf_printf(&b,
+               "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s "
+               "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
+               "<ETag>&quot;%s&quot;</ETag></%s>",
+               element, t, info->etag, element);
+    s3_respond_xml(x, 200, &b);
+}

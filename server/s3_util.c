@@ -1,0 +1,201 @@
+/*
+ * s3_util: the S3 layer's text helpers: growing buffers with XML and URL
+ * escaping, percent-decoding, query parameters, HTTP and ISO 8601 dates,
+ * and the "name\0value\0" pairs of an object's user metadata.
+ */
+
+#include "server/s3_int.h"
+
+const char *s3_hdr(const struct http_req_info *in, const char *name)
+{
+    for (int i = 0; i < in->nheaders; i++)
+        if (strcasecmp(in->headers[i].name, name) == 0) return in->headers[i].value;
+    return NULL;
+}
+
+void buf_printf(buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (b->p && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = (b->cap + (size_t)n + 1) * 2;
+        b->p = xrealloc(b->p, b->cap);
+    }
+}
+
+void buf_xml(buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            buf_printf(b, "&amp;");
+            break;
+        case '<':
+            buf_printf(b, "&lt;");
+            break;
+        case '>':
+            buf_printf(b, "&gt;");
+            break;
+        case '"':
+            buf_printf(b, "&quot;");
+            break;
+        case '\'':
+            buf_printf(b, "&apos;");
+            break;
+        case '\r':
+            buf_printf(b, "&#13;"); /* a literal CR would be read back as LF */
+            break;
+        default: {
+            /* Whatever XML cannot carry (bad UTF-8, control bytes) becomes U+FFFD: always
+             * well-formed. Keys are checked on the way in, so this is for echoed input. */
+            size_t l = s3_xml_char_len((const unsigned char *)s, strlen(s));
+            if (!l) {
+                buf_printf(b, "\xEF\xBF\xBD");
+            } else {
+                buf_printf(b, "%.*s", (int)l, s);
+                s += l - 1;
+            }
+        }
+        }
+    }
+}
+
+void buf_url(buf_t *b, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~' || c == '/')
+            buf_printf(b, "%c", c);
+        else
+            buf_printf(b, "%%%02X", c);
+    }
+}
+
+static int hexv(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Percent-decode n bytes (plus_space for queries). NULL on a bad escape or NUL. */
+char *s3_pdecode(const char *s, size_t n, int plus_space)
+{
+    char *out = xmalloc(n + 1), *o = out;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)s[i];
+        if (c == '%') {
+            int h, l;
+            if (i + 2 >= n || (h = hexv(s[i + 1])) < 0 || (l = hexv(s[i + 2])) < 0) {
+                free(out);
+                return NULL;
+            }
+            c = h << 4 | l;
+            i += 2;
+        } else if (c == '+' && plus_space) {
+            c = ' ';
+        }
+        if (c == 0) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)c;
+    }
+    *o = 0;
+    return out;
+}
+
+/* Decoded value of query parameter name (malloc'd), or NULL; *present tells presence. */
+char *s3_qparam(const char *q, const char *name, int *present)
+{
+    size_t nl = strlen(name);
+    *present = 0;
+    for (const char *p = q; p && *p;) {
+        const char *e = strchr(p, '&');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= nl && memcmp(p, name, nl) == 0 && (len == nl || p[nl] == '=')) {
+            *present = 1;
+            return len == nl ? xstrdup("") : s3_pdecode(p + nl + 1, len - nl - 1, 1);
+        }
+        p = e ? e + 1 : NULL;
+    }
+    return NULL;
+}
+
+void s3_iso8601(uint64_t ns, char out[32])
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    char s[24];
+    gmtime_r(&t, &tm);
+    strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, 32, "%.19s.%03uZ", s, (unsigned)(ns / 1000000ull % 1000));
+}
+
+void s3_http_date(uint64_t ns, char out[40])
+{
+    time_t t = (time_t)(ns / 1000000000ull);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 40, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* An HTTP date (IMF-fixdate), or -1 when absent or unparsable (then it is ignored). */
+time_t s3_parse_http_date(const char *s)
+{
+    struct tm tm = {0};
+    const char *end;
+    if (!s || !(end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm)) || *end) return (time_t)-1;
+    return timegm(&tm);
+}
+
+/*
+ * Walk the "name\0value\0" pairs of an object's user metadata: from *pos, the
+ * next pair's name and value; 0 at the end (or at a truncated pair).
+ */
+static int umeta_next(const obj_info_t *info, size_t *pos, const char **name, const char **value)
+{
+    size_t p = *pos;
+    if (p >= info->umeta_len) return 0;
+    const char *n = info->umeta + p;
+    size_t nl = strnlen(n, info->umeta_len - p);
+    if (p + nl + 1 >= info->umeta_len) return 0;
+    const char *v = n + nl + 1;
+    size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+    *pos = p + nl + 1 + vl + 1;
+    *name = n;
+    *value = v;
+    return 1;
+}
+
+/* The umeta pairs of info with name set to value (replaced or added) into out. */
+void s3_umeta_with(const obj_info_t *info, const char *name, const char *value, buf_t *out)
+{
+    const char *n, *v;
+    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
+        if (strcmp(n, name) != 0) buf_printf(out, "%s%c%s%c", n, 0, v, 0);
+    buf_printf(out, "%s%c%s%c", name, 0, value, 0);
+}
+
+/* Value of a pair in an object's user metadata, or "" when absent. */
+const char *s3_umeta_get(const obj_info_t *info, const char *name)
+{
+    const char *n, *v;
+    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
+        if (strcmp(n, name) == 0) return v;
+    return "";
+}
+
+/* The next read of a stream at off with len left: up to the end of the current read unit. */
+size_t s3_next_piece(uint64_t off, uint64_t len, size_t unit)
+{
+    return (size_t)(len < unit - off % unit ? len : unit - off % unit);
+}
