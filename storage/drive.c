@@ -1,9 +1,11 @@
 /*
  * drive.c: opening (replay and rebuild), reading, listing and stats.
  *
- * Index keys: "o" bucket 0x00 key 0x00 version 0x00 shard(be32), so a
- * bucket's keys sort together in key order for listing. "s"+id(be32) holds a
- * segment's accounting, "m" the drive's counters (drive_seg.c writes both).
+ * Index keys and values are laid out in codec.h: "o"+identity -> entry,
+ * "s"+id -> a segment's accounting, "m" -> the drive's counters (drive_seg.c
+ * writes the last two). A value that does not decode is never taken for
+ * something else: it refuses the open (segment accounting, counters) or the
+ * call (an entry: ERR_CORRUPT), with a log line.
  *
  * Open = load what the index knows, then scan every segment from the tail
  * the index last recorded for it (from the start when it recorded nothing)
@@ -17,7 +19,6 @@
 
 #include "common/crc.h"
 #include "common/err.h"
-#include "common/le.h"
 #include "common/log.h"
 #include "common/mem.h"
 
@@ -29,96 +30,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- keys and entries ---- */
-
-size_t drive__key(uint8_t *buf, const rec_id_t *id)
-{
-    uint8_t *p = buf;
-    *p++ = 'o';
-    memcpy(p, id->bucket, id->bucket_len);
-    p += id->bucket_len;
-    *p++ = 0;
-    if (id->key_len) memcpy(p, id->key, id->key_len);
-    p += id->key_len;
-    *p++ = 0;
-    if (id->version_len) memcpy(p, id->version, id->version_len);
-    p += id->version_len;
-    *p++ = 0;
-    *p++ = (uint8_t)(id->shard >> 24);
-    *p++ = (uint8_t)(id->shard >> 16);
-    *p++ = (uint8_t)(id->shard >> 8);
-    *p++ = (uint8_t)id->shard;
-    return (size_t)(p - buf);
-}
-
-/* Inverse of drive__key; pointers into buf. 0 or ERR_CORRUPT. */
-static int key_decode(const char *buf, size_t len, rec_id_t *id)
-{
-    const char *p = buf + 1, *end = buf + len, *z;
-    if (len < 8 || buf[0] != 'o') return ERR_CORRUPT;
-    id->bucket = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p)))) return ERR_CORRUPT;
-    id->bucket_len = (uint16_t)(z - p);
-    p = z + 1;
-    id->key = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p)))) return ERR_CORRUPT;
-    id->key_len = (uint16_t)(z - p);
-    p = z + 1;
-    id->version = p;
-    if (!(z = memchr(p, 0, (size_t)(end - p))) || end - z != 5) return ERR_CORRUPT;
-    id->version_len = (uint16_t)(z - p);
-    const uint8_t *s = (const uint8_t *)z + 1;
-    id->shard = (uint32_t)s[0] << 24 | (uint32_t)s[1] << 16 | (uint32_t)s[2] << 8 | s[3];
-    return 0;
-}
-
-size_t drive__ent_encode(uint8_t *b, const ent_t *e)
-{
-    b[0] = e->type;
-    le_put32(b + 1, e->seg);
-    le_put64(b + 5, e->off);
-    le_put32(b + 13, e->rec_len);
-    le_put32(b + 17, e->hdr_len);
-    le_put64(b + 21, e->payload_len);
-    le_put64(b + 29, e->seq);
-    le_put32(b + 37, e->hdr_crc);
-    if (e->meta_len) memcpy(b + ENT_FIXED, e->meta, e->meta_len);
-    return ENT_FIXED + e->meta_len;
-}
-
-int drive__ent_decode(const void *buf, size_t len, ent_t *e)
-{
-    const uint8_t *b = buf;
-    if (len < ENT_FIXED || (b[0] != REC_DATA && b[0] != REC_TOMBSTONE)) return ERR_CORRUPT;
-    e->type = b[0];
-    e->seg = le_get32(b + 1);
-    e->off = le_get64(b + 5);
-    e->rec_len = le_get32(b + 13);
-    e->hdr_len = le_get32(b + 17);
-    e->payload_len = le_get64(b + 21);
-    e->seq = le_get64(b + 29);
-    e->hdr_crc = le_get32(b + 37);
-    e->meta = b + ENT_FIXED;
-    e->meta_len = (uint32_t)(len - ENT_FIXED);
-    return 0;
-}
+/* ---- entries ---- */
 
 void drive__ent_put(idx_batch_t *b, const rec_id_t *id, const ent_t *e)
 {
     uint8_t key[KEY_MAX], small[ENT_FIXED + 256];
     uint8_t *val =
         ENT_FIXED + e->meta_len <= sizeof(small) ? small : xmalloc(ENT_FIXED + e->meta_len);
-    idx_batch_put(b, key, drive__key(key, id), val, drive__ent_encode(val, e));
+    idx_batch_put(b, key, codec_key_encode(key, id), val, codec_ent_encode(val, e));
     if (val != small) free(val);
 }
 
 int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf)
 {
     uint8_t key[KEY_MAX];
-    size_t kl = drive__key(key, id), vl;
+    size_t kl = codec_key_encode(key, id), vl;
+    const char *why = NULL;
     int rc = idx_get(d->idx, b, key, kl, valbuf, &vl);
     if (rc) return rc;
-    if ((rc = drive__ent_decode(*valbuf, vl, e)) != 0) {
+    if ((rc = codec_ent_decode(*valbuf, vl, e, &why)) != 0) {
+        log_error("event=index_entry_corrupt path=%s len=%zu reason=%s", d->path, vl, why);
         free(*valbuf);
         *valbuf = NULL;
     }
@@ -193,25 +124,45 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     return 0;
 }
 
+/*
+ * A segment's accounting from the index. ERR_NOT_FOUND when the index has
+ * none (the segment was created but no flush into it was indexed: nothing
+ * in the index points into it, so scanning it all loses nothing). A value
+ * that does not decode, or does not fit this segment, is ERR_CORRUPT: taking
+ * it for "nothing live here" would let compaction release live records.
+ */
 static int load_seg_meta(drive_t *d, seg_t *s)
 {
-    uint8_t k[5];
-    drive__seg_key(k, s->id);
+    uint8_t k[SEG_KEY_LEN];
     void *v = NULL;
     size_t vl;
-    int rc = idx_get(d->idx, NULL, k, sizeof(k), &v, &vl);
-    if (rc) return rc;
-    if (vl != 42) {
-        free(v);
+    segmeta_t m;
+    const char *why = NULL;
+    int rc;
+
+    codec_seg_key(k, s->id);
+    if ((rc = idx_get(d->idx, NULL, k, sizeof(k), &v, &vl)) != 0) return rc;
+    rc = codec_segmeta_decode(v, vl, &m, &why);
+    free(v);
+    if (!rc && m.kind != s->kind) {
+        rc = ERR_CORRUPT;
+        why = "kind_differs_from_superblock";
+    }
+    if (!rc && (m.tail < d->iu || m.tail > d->seg_size || m.tail % d->iu)) {
+        rc = ERR_CORRUPT;
+        why = "tail";
+    }
+    if (rc) {
+        log_error("event=index_segment_meta_corrupt path=%s seg=%u len=%zu reason=%s "
+                  "action=refuse_open hint=\"wl-drive rebuild-index\"",
+                  d->path, s->id, vl, why);
         return ERR_CORRUPT;
     }
-    const uint8_t *b = v;
-    s->live = le_get64(b + 2);
-    s->tail = le_get64(b + 10);
-    s->min_seq = le_get64(b + 18);
-    s->max_seq = le_get64(b + 26);
-    s->sealed_ns = le_get64(b + 34);
-    free(v);
+    s->live = m.live;
+    s->tail = m.tail;
+    s->min_seq = m.min_seq;
+    s->max_seq = m.max_seq;
+    s->sealed_ns = m.sealed_ns;
     return 0;
 }
 
@@ -244,7 +195,7 @@ static int load_segments(drive_t *d)
         seg_t *s = NULL;
         int lrc = drive__seg_load(d, ids[i], &s);
         if (ids[i] >= d->next_seg_id) d->next_seg_id = ids[i] + 1;
-        if (lrc == ERR_CORRUPT) {
+        if (lrc == ERR_NOT_FOUND) {
             /* Created but its superblock never became durable: it holds nothing. */
             char *path = drive__seg_path(d, ids[i]);
             log_warn("event=segment_discarded id=%u reason=no_superblock", ids[i]);
@@ -256,9 +207,14 @@ static int load_segments(drive_t *d)
             rc = lrc;
             break;
         }
-        if (load_seg_meta(d, s) != 0) {
+        if ((lrc = load_seg_meta(d, s)) == ERR_NOT_FOUND) {
             s->tail = d->iu; /* unknown to the index: scan it all */
             s->live = 0;
+        } else if (lrc) {
+            close(s->fd);
+            free(s);
+            rc = lrc;
+            break;
         }
         s->open = 0;
         if (!s->sealed_ns) s->sealed_ns = d->clock->now_ns(d->clock);
@@ -366,32 +322,55 @@ out:
     return rc;
 }
 
+/*
+ * The drive's counters. ERR_AGAIN when the index predates versioned values
+ * (the counters are taken, and the caller rebuilds the index in the current
+ * layout); ERR_CORRUPT (logged) for a value of any other size or a bad one.
+ */
 static int load_meta(drive_t *d)
 {
     void *v = NULL;
     size_t vl;
+    drvmeta_t m;
+    const char *why = NULL;
     int rc = idx_get(d->idx, NULL, "m", 1, &v, &vl);
     if (rc == ERR_NOT_FOUND) return 0;
     if (rc) return rc;
-    if (vl == 20) {
-        d->next_seq = le_get64(v);
-        d->next_seg_id = le_get32((uint8_t *)v + 8);
-        d->lifetime_host = le_get64((uint8_t *)v + 12);
+    if (codec_drvmeta_decode_v0(v, vl, &m) == 0) {
+        rc = ERR_AGAIN;
+    } else if ((rc = codec_drvmeta_decode(v, vl, &m, &why)) != 0) {
+        log_error("event=index_meta_corrupt path=%s key=m len=%zu want=%d reason=%s "
+                  "action=refuse_open hint=\"wl-drive rebuild-index\"",
+                  d->path, vl, DRVMETA_LEN, why);
+        free(v);
+        return ERR_CORRUPT;
     }
     free(v);
-    return 0;
+    d->next_seq = m.next_seq;
+    d->next_seg_id = m.next_seg_id;
+    d->lifetime_host = m.lifetime_host;
+    return rc;
+}
+
+/* Keep the index aside for inspection and start an empty one: open rebuilds it. */
+static int index_set_aside(drive_t *d, const char *reason)
+{
+    char aside[4200];
+    idx_close(d->idx);
+    d->idx = NULL;
+    snprintf(aside, sizeof(aside), "%s.%s-%ld", d->idx_path, reason, (long)time(NULL));
+    log_error("event=index_set_aside path=%s moved_to=%s reason=%s action=rebuild", d->idx_path,
+              aside, reason);
+    if (rename(d->idx_path, aside) != 0) return err_from_errno(errno);
+    return idx_open(d->idx_path, &d->idx);
 }
 
 static int open_index(drive_t *d)
 {
     int rc = idx_open(d->idx_path, &d->idx);
     if (rc == 0) return 0;
-    /* Unreadable index: keep it aside for inspection and rebuild from the segments. */
-    char aside[4200];
-    snprintf(aside, sizeof(aside), "%s.corrupt-%ld", d->idx_path, (long)time(NULL));
-    log_error("event=index_unreadable path=%s moved_to=%s action=rebuild", d->idx_path, aside);
-    if (rename(d->idx_path, aside) != 0) return ERR_IO;
-    return idx_open(d->idx_path, &d->idx);
+    /* Unreadable index: rebuild from the segments. */
+    return index_set_aside(d, "corrupt");
 }
 
 int drive_open(const drive_cfg_t *cfg, drive_t **out)
@@ -448,8 +427,10 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     double burst = cfg->burst_bytes ? (double)cfg->burst_bytes : rate * 3600.0;
     budget_init(&d->budget, d->clock, rate, burst, d->cfg.max_delay_ms * 1000000ull);
     d->next_seq = 1;
-    if ((rc = open_index(d)) != 0 || (rc = load_meta(d)) != 0 || (rc = load_segments(d)) != 0)
-        goto fail;
+    if ((rc = open_index(d)) != 0) goto fail;
+    /* An index of the layout before versioned values is rebuilt, its counters kept. */
+    if ((rc = load_meta(d)) == ERR_AGAIN) rc = index_set_aside(d, "v0");
+    if (rc || (rc = load_segments(d)) != 0) goto fail;
     d->idx_written_seen = idx_bytes_written(d->idx);
     d->open_ns = d->clock->now_ns(d->clock);
     d->host_at_open = d->lifetime_host;
@@ -778,13 +759,25 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
     for (; idx_iter_valid(it); idx_iter_next(it)) {
         size_t kl, vl;
         const char *k = idx_iter_key(it, &kl), *v = idx_iter_value(it, &vl);
+        const char *why = NULL;
         rec_id_t rid;
         ent_t e;
-        if (key_decode(k, kl, &rid) != 0 || rid.bucket_len != bl ||
-            memcmp(rid.bucket, bucket, bl) != 0)
+        /* Past the bucket: done. Inside it, a key or value that does not decode is an error. */
+        if (kl < 2 + bl || memcmp(k, start, 2 + bl) != 0) break;
+        int bad = codec_key_decode(k, kl, &rid) != 0;
+        if (bad)
+            why = "key";
+        else if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0))
             break;
-        if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0)) break;
-        if (drive__ent_decode(v, vl, &e) != 0 || e.type == REC_TOMBSTONE) continue;
+        else
+            bad = codec_ent_decode(v, vl, &e, &why) != 0;
+        if (bad) {
+            log_error("event=list_index_corrupt path=%s key_len=%zu val_len=%zu reason=%s", d->path,
+                      kl, vl, why);
+            rc = ERR_CORRUPT;
+            break;
+        }
+        if (e.type == REC_TOMBSTONE) continue;
         /* Copy strings out: the callback gets NUL-terminated names. */
         char kbuf[REC_MAX_KEY + 1], vbuf[REC_MAX_VERSION + 1], bbuf[REC_MAX_BUCKET + 1];
         memcpy(bbuf, rid.bucket, rid.bucket_len);
@@ -797,6 +790,8 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
         drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
         if ((rc = fn(arg, &id, &st)) != 0) break;
     }
+    /* Ended by running out of keys, or by an error (then the listing is short: say so). */
+    if (rc == 0) rc = idx_iter_status(it);
     idx_iter_free(it);
     return rc;
 }
@@ -854,6 +849,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     double rate = days > 0 ? (double)(d->lifetime_host - d->host_at_open) / days : 0;
     double left = rated - (double)d->lifetime_host;
     st->projected_years = rate > 0 ? (left > 0 ? left : 0) / rate / 365.0 : -1;
+    st->readonly = d->failed != 0;
     pthread_mutex_unlock(&d->lock);
     st->budget_left = budget_tokens(&d->budget);
     st->budget_rate = d->budget.rate;

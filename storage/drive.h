@@ -94,12 +94,17 @@ typedef struct {
     uint64_t lifetime_host_bytes;
     uint64_t index_disk_bytes; /* RocksDB SST files */
     uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
+    int readonly;              /* a write or flush failed: writes refused until reopened */
 } drive_stats_t;
 
 /*
  * Open (or create) a drive. Replays records written after the last indexed
  * position; rebuilds the index from the segments if it is missing or
- * unreadable. Returns 0, ERR_INVAL (bad config), ERR_IO.
+ * unreadable (or of the layout before versioned values). Returns 0,
+ * ERR_INVAL (bad config), ERR_CORRUPT (a segment superblock that does not
+ * decode or disagrees with the drive's geometry, or an index value that does
+ * not decode: logged, naming what; nothing is thrown away), ERR_NOMEM,
+ * ERR_IO.
  */
 int drive_open(const drive_cfg_t *cfg, drive_t **out) __attribute__((warn_unused_result));
 /* Stop compaction, flush state, close. NULL is a no-op. */
@@ -151,15 +156,21 @@ int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
  * List shards of a bucket whose key starts with prefix, in key order,
  * starting after `after` (NULL = from the start). The callback gets each
  * identity and stat; returning non-zero stops the walk (and is returned).
+ * Returns 0 only when the walk ran to the end of the bucket (or prefix):
+ * ERR_IO (logged) when the index failed under it, ERR_CORRUPT (logged) for
+ * an index entry that does not decode, ERR_INVAL for bad arguments; then the
+ * callback saw only part of the listing and the caller must not take it for
+ * the whole.
  */
 typedef int (*drive_list_fn)(void *arg, const drive_id_t *id, const drive_stat_t *st);
 int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
-               drive_list_fn fn, void *arg);
+               drive_list_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /*
  * Run compaction now: release empty segments and relocate at most
  * `max_victims` segments (0 = until nothing qualifies). force=1 ignores the
- * free-space trigger (still honours the budget). Returns segments released.
+ * free-space trigger (still honours the budget). Returns segments released
+ * (0 on a read-only drive, which writes nothing).
  */
 int drive_compact(drive_t *d, int max_victims, int force);
 /* Pause or resume the background compaction thread. */
@@ -174,16 +185,28 @@ int drive_index_flush(drive_t *d) __attribute__((warn_unused_result));
  * Walk every valid record on disk (not the index): segment id, offset, and
  * the record's type (1 data, 2 tombstone), sequence number, identity, payload
  * length and metadata. For inspection tools (wl-drive dump). Open drive only.
+ * Returns 0, the callback's non-zero value, or ERR_IO (a segment read failed).
  */
 typedef int (*drive_dump_fn)(void *arg, uint32_t seg, uint64_t off, int type, uint64_t seq,
                              const drive_id_t *id, uint64_t len, const void *meta, size_t meta_len);
-int drive_dump(drive_t *d, drive_dump_fn fn, void *arg);
+int drive_dump(drive_t *d, drive_dump_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* Rebuild the index of a closed drive from its segments alone. */
 int drive_rebuild_index(const drive_cfg_t *cfg) __attribute__((warn_unused_result));
 
-/* Detect the IU of the device holding path (optimal_io_size, else physical block). */
+/*
+ * Detect the IU of the device holding path from its sysfs queue attributes
+ * (4096 when there are none: tmpfs, overlay, no /sys): drive_iu_choose.
+ */
 uint32_t drive_detect_iu(const char *path);
+/*
+ * The IU for a device reporting these (0 = not reported): optimal_io_size
+ * when it is a power of two from 4 KiB to 1 MiB and a multiple of the larger
+ * block size; else the larger of the physical and logical block sizes when
+ * that is one; else 4096.
+ */
+uint32_t drive_iu_choose(uint64_t optimal_io_size, uint64_t physical_block_size,
+                         uint64_t logical_block_size);
 
 /* ---- test hooks: every engine syscall on segment files goes through here ---- */
 typedef struct {

@@ -57,7 +57,7 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
     if (v->type == REC_TOMBSTONE && v->seq < g->min_seq_others) {
         /* Nothing older survives anywhere else: the tombstone has done its work. */
         uint8_t key[KEY_MAX];
-        size_t kl = drive__key(key, &v->id);
+        size_t kl = codec_key_encode(key, &v->id);
         void *again = NULL;
         idx_batch_t *b = idx_batch_new();
         rc = 0;
@@ -102,8 +102,8 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
 /* Release a segment with nothing live: index first (synced), then the file. */
 static int release(drive_t *d, seg_t *s)
 {
-    uint8_t k[5];
-    drive__seg_key(k, s->id);
+    uint8_t k[SEG_KEY_LEN];
+    codec_seg_key(k, s->id);
     idx_batch_t *b = idx_batch_new();
     char *path;
     int rc;
@@ -238,14 +238,16 @@ static int compact_one(drive_t *d, int force, uint32_t below_id)
 
 int drive_compact(drive_t *d, int max_victims, int force)
 {
-    int released = 0;
+    int released = 0, failed;
     uint32_t below_id;
     pthread_mutex_lock(&d->gc_lock);
     /* Only segments that exist now: GC segments this call fills are not its victims. */
     pthread_mutex_lock(&d->lock);
     below_id = d->next_seg_id;
+    failed = d->failed;
     pthread_mutex_unlock(&d->lock);
-    for (int i = 0; max_victims == 0 || i < max_victims; i++) {
+    /* A read-only drive writes nothing, index and unlinks included. */
+    for (int i = 0; !failed && (max_victims == 0 || i < max_victims); i++) {
         int rc = compact_one(d, force, below_id);
         if (rc <= 0) break;
         released += rc;
@@ -291,7 +293,11 @@ static void *bg_main(void *arg)
 
 int drive__bg_start(drive_t *d)
 {
-    if (pthread_create(&d->bg_thread, NULL, bg_main, d) != 0) return ERR_NOMEM;
+    int e = pthread_create(&d->bg_thread, NULL, bg_main, d);
+    if (e != 0) {
+        log_error("event=thread_create_failed path=%s thread=wl-compact errno=%d", d->path, e);
+        return e == ENOMEM || e == EAGAIN ? ERR_NOMEM : ERR_IO;
+    }
     pthread_setname_np(d->bg_thread, "wl-compact");
     d->bg_running = 1;
     return 0;

@@ -2,14 +2,23 @@
  * drive_int.h: internals shared by the drive engine's files.
  *
  *   drive.c        open (replay, rebuild), close, read, stat, list, stats
- *   drive_seg.c    segment files: create, superblock, refs, scan, the I/O table
- *   drive_write.c  writers (pack, pad, write, flush, index), group commit
+ *   drive_seg.c    segment files: create, load, refs, scan, the I/O table,
+ *                  IU detection
+ *   drive_write.c  writers (pack, pad, write, flush, index), group commit,
+ *                  the switch to read-only after a failed write or flush
  *   drive_gc.c     compaction and the background thread
+ *   codec.c        on-disk formats: superblock, index keys and values (codec.h)
+ *   idx.c          the RocksDB index (idx.h)
+ *   rec.c          the record format (rec.h)
+ *   budget.c       the endurance budget (budget.h)
  *
  * Locks, in the order they may be taken:
  *   q_lock     the group-commit queue of user appends
  *   gc_lock    one compaction at a time (owns the GC writer)
- *   lock       segment table, accounting, every index read-modify-write
+ *   lock       segment table, accounting, every index read-modify-write,
+ *              `failed` (drive__readonly takes it: never call it under lock)
+ * Leaves, taken under any of these and taking none: bg_lock (the background
+ * thread's sleep), the budget's lock, idx.c's statistics cache lock.
  * The user writer belongs to whichever thread is the commit leader (only one
  * at a time), the GC writer to the holder of gc_lock. No I/O is done under
  * `lock` except RocksDB writes of a flush's index batch.
@@ -19,6 +28,7 @@
 
 #include "common/bufpool.h"
 #include "storage/budget.h"
+#include "storage/codec.h"
 #include "storage/drive.h"
 #include "storage/idx.h"
 #include "storage/rec.h"
@@ -26,22 +36,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define SEG_MAGIC     0x47534c57u /* "WLSG" */
-#define SEG_VERSION   1
-#define SEG_USER      1
-#define SEG_GC        2
 #define DIO_ALIGN     4096u      /* O_DIRECT buffer/offset alignment for reads */
 #define BOUNCE_KEEP   (4u << 20) /* per drive: 64 direct-read head/tail buffers */
-#define KEY_MAX       (1 + REC_MAX_BUCKET + 1 + REC_MAX_KEY + 1 + REC_MAX_VERSION + 1 + 4)
-#define RESERVE_SLOTS 2 /* segments only compaction may take */
-
-/*
- * Segment superblock, the first IU of every segment file (records start at
- * offset iu), little endian:
- *   0 magic "WLSG"  4 version (u16)  6 kind (u8)  7 reserved
- *   8 segment id (u32)  12 iu (u32)  16 segment size (u64)  24 crc32c of 0..23
- */
-#define SEG_SB_LEN 28
+#define RESERVE_SLOTS 2          /* segments only compaction may take */
 
 typedef struct seg {
     uint32_t id;
@@ -56,21 +53,6 @@ typedef struct seg {
     uint64_t max_seq;
     uint64_t sealed_ns;
 } seg_t;
-
-/* Index entry for one identity, value of key "o" bucket 0 key 0 version 0 shard. */
-typedef struct {
-    uint8_t type; /* REC_DATA or REC_TOMBSTONE */
-    uint32_t seg;
-    uint64_t off; /* record start in the segment */
-    uint32_t rec_len;
-    uint32_t hdr_len;
-    uint64_t payload_len;
-    uint64_t seq;
-    uint32_t hdr_crc;
-    const uint8_t *meta; /* points into the value buffer */
-    uint32_t meta_len;
-} ent_t;
-#define ENT_FIXED 41
 
 /* A caller's append waiting in the group-commit queue. */
 typedef struct req {
@@ -158,6 +140,12 @@ struct drive {
  * emptied; compaction may take any.
  */
 int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out);
+/*
+ * Open segment file id and check its superblock. ERR_NOT_FOUND when the file
+ * never became a segment (superblock not durable, nothing appended: discard
+ * it); ERR_CORRUPT (logged) for a bad superblock with records behind it,
+ * or one of another geometry than the drive's; ERR_IO.
+ */
 int drive__seg_load(drive_t *d, uint32_t id, seg_t **out);
 seg_t *drive__seg_find(drive_t *d, uint32_t id); /* under lock */
 void drive__seg_insert(drive_t *d, seg_t *s);    /* under lock */
@@ -184,7 +172,8 @@ int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_
                         uint8_t **rest);
 void drive__bounce_put(drive_t *d, uint8_t *buf);
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
-int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg);
+int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s); /* under lock */
 void drive__meta_put(drive_t *d, idx_batch_t *b);                     /* under lock */
 
@@ -195,24 +184,18 @@ void drive__writer_free(writer_t *w);
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);
 int drive__submit(drive_t *d, req_t *r);
+/*
+ * A write or flush failed: every later write gets ERR_READONLY until the
+ * drive is reopened (reads go on); the first call says so in one log line
+ * (event=drive_readonly). Takes `lock`.
+ */
+void drive__readonly(drive_t *d, const char *reason, uint32_t seg, int err_no);
 
 /* drive.c */
-size_t drive__key(uint8_t *buf, const rec_id_t *id);
-size_t drive__ent_encode(uint8_t *buf, const ent_t *e);
-int drive__ent_decode(const void *buf, size_t len, ent_t *e);
+/* Entry of an identity (codec.h); ERR_CORRUPT (logged) when it does not decode. */
 int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf);
 /* Put identity -> entry into a batch. */
 void drive__ent_put(idx_batch_t *b, const rec_id_t *id, const ent_t *e);
-
-/* Key "s" + id (big endian) of a segment's accounting record. */
-static inline void drive__seg_key(uint8_t k[5], uint32_t id)
-{
-    k[0] = 's';
-    k[1] = (uint8_t)(id >> 24);
-    k[2] = (uint8_t)(id >> 16);
-    k[3] = (uint8_t)(id >> 8);
-    k[4] = (uint8_t)id;
-}
 
 /* A record with this sequence number is on disk in s (live or not). */
 static inline void drive__seg_note_seq(seg_t *s, uint64_t seq)

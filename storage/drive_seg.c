@@ -13,9 +13,7 @@
  */
 #include "storage/drive_int.h"
 
-#include "common/crc.h"
 #include "common/err.h"
-#include "common/le.h"
 #include "common/log.h"
 #include "common/mem.h"
 
@@ -59,19 +57,6 @@ char *drive__seg_path(drive_t *d, uint32_t id)
     return p;
 }
 
-static void sb_encode(uint8_t *b, const drive_t *d, uint32_t id, uint8_t kind)
-{
-    memset(b, 0, SEG_SB_LEN);
-    le_put32(b, SEG_MAGIC);
-    b[4] = SEG_VERSION;
-    b[6] = kind;
-    le_put32(b + 8, id);
-    le_put32(b + 12, d->iu);
-    le_put32(b + 16, (uint32_t)d->seg_size);
-    le_put32(b + 20, (uint32_t)(d->seg_size >> 32));
-    le_put32(b + 24, crc32c(0, b, 24));
-}
-
 int drive__fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
@@ -109,11 +94,19 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
 {
     uint32_t id;
     uint32_t limit;
-    int fd = -1, rc = 0;
+    int fd = -1, rc = 0, e = 0;
+    const char *what = "open";
     char *path = NULL;
     uint8_t *sb = NULL;
+    ssize_t n;
 
     pthread_mutex_lock(&d->lock);
+    /* A read-only drive writes nothing, not even a new segment's superblock. */
+    if (d->failed) {
+        rc = d->failed;
+        pthread_mutex_unlock(&d->lock);
+        return rc;
+    }
     /* Keep the last segments for compaction, or a full drive could never be cleaned. */
     limit = kind == SEG_GC ? d->slots : reserve ? d->slots - 1 : d->slots - RESERVE_SLOTS;
     if (d->nsegs + d->creating >= limit) {
@@ -127,24 +120,34 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     path = drive__seg_path(d, id);
     fd = open_seg_fd(d, path, O_RDWR | O_CREAT | O_EXCL);
     if (fd < 0) {
-        rc = err_from_errno(errno);
+        e = errno;
+        rc = err_from_errno(e);
         goto fail;
     }
     if (drive_io.fallocate(fd, 0, 0, (off_t)d->seg_size) != 0) {
-        int e = errno;
+        e = errno;
+        what = "fallocate";
         if (e != EOPNOTSUPP || ftruncate(fd, (off_t)d->seg_size) != 0) {
             rc = err_from_errno(e);
             goto fail;
         }
+        e = 0;
     }
     sb = xaligned_alloc(DIO_ALIGN, d->iu);
     memset(sb, 0, d->iu);
-    sb_encode(sb, d, id, kind);
-    if (drive_io.pwrite(fd, sb, d->iu, 0) != (ssize_t)d->iu) {
-        rc = errno == ENOSPC ? ERR_NOSPC : ERR_IO;
+    codec_sb_encode(sb, &(seg_sb_t){kind, id, d->iu, d->seg_size});
+    what = "superblock_write";
+    while ((n = drive_io.pwrite(fd, sb, d->iu, 0)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)d->iu) {
+        /* Out of space is that; any other failure (a short write too) is the device's. */
+        e = n < 0 ? errno : 0;
+        rc = e == ENOSPC || e == EDQUOT ? ERR_NOSPC : ERR_IO;
         goto fail;
     }
+    what = "superblock_flush";
     if (drive_io.fdatasync(fd) != 0 || drive__fsync_dir(d->seg_dir) != 0) {
+        e = errno;
         rc = ERR_IO;
         goto fail;
     }
@@ -165,8 +168,8 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     *out = s;
     return 0;
 fail:
-    log_error("event=segment_create_failed id=%u path=%s err=%s errno=%d", id, path, err_name(rc),
-              errno);
+    log_error("event=segment_create_failed path=%s seg=%u op=%s err=%s errno=%d%s", path, id, what,
+              err_name(rc), e, rc == ERR_IO && !e ? " short_write=1" : "");
     if (fd >= 0) {
         close(fd);
         unlink(path);
@@ -176,13 +179,32 @@ fail:
     pthread_mutex_lock(&d->lock);
     d->creating--;
     pthread_mutex_unlock(&d->lock);
+    if (rc == ERR_IO && fd >= 0) drive__readonly(d, what, id, e);
     return rc;
+}
+
+/*
+ * Nothing was ever appended to the segment open on fd: its first IU of
+ * records (at offset iu, where the first append goes) is zeros or not there.
+ */
+static int never_appended(drive_t *d, int fd)
+{
+    uint8_t *buf = NULL, *at;
+    int blank = 1;
+    int rc = drive__pread_aligned(d, fd, d->iu, (uint64_t)d->iu + DIO_ALIGN, &buf, &at);
+    if (rc) return rc == ERR_CORRUPT; /* the file ends before: nothing there; unreadable: unknown */
+    for (size_t i = 0; i < DIO_ALIGN && blank; i++)
+        blank = at[i] == 0;
+    drive__bounce_put(d, buf);
+    return blank;
 }
 
 int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
 {
     char *path = drive__seg_path(d, id);
     uint8_t *buf = NULL, *sb;
+    seg_sb_t h;
+    const char *why = NULL;
     int rc = 0;
     int fd = open_seg_fd(d, path, O_RDWR);
 
@@ -191,19 +213,35 @@ int drive__seg_load(drive_t *d, uint32_t id, seg_t **out)
         goto done;
     }
     rc = drive__pread_aligned(d, fd, 0, SEG_SB_LEN, &buf, &sb);
+    if (rc == ERR_CORRUPT) rc = ERR_NOT_FOUND; /* shorter than a superblock: never set up */
     if (rc) goto done;
-    if (le_get32(sb) != SEG_MAGIC || le_get32(sb + 24) != crc32c(0, sb, 24) ||
-        le_get32(sb + 8) != id) {
+    if ((rc = codec_sb_decode(sb, SEG_SB_LEN, &h, &why)) == 0 && h.id != id) {
         rc = ERR_CORRUPT;
+        why = "id";
+    }
+    if (rc) {
+        /*
+         * A superblock that never became durable (zeros, or torn) comes with
+         * nothing appended after it: the segment held nothing. Otherwise its
+         * records are there and must not be thrown away with it.
+         */
+        if (never_appended(d, fd)) {
+            rc = ERR_NOT_FOUND;
+            goto done;
+        }
+        log_error("event=segment_superblock_corrupt path=%s id=%u reason=%s action=refuse_open",
+                  path, id, why);
         goto done;
     }
-    if (le_get32(sb + 12) != d->iu || le_get32(sb + 16) != (uint32_t)d->seg_size) {
-        log_error("event=segment_geometry_mismatch id=%u iu=%u seg_size=%u", id, le_get32(sb + 12),
-                  le_get32(sb + 16));
-        rc = ERR_INVAL;
+    if (h.iu != d->iu || h.seg_size != d->seg_size) {
+        log_error("event=segment_geometry_mismatch path=%s id=%u iu=%u seg_size=%llu drive_iu=%u "
+                  "drive_seg_size=%llu",
+                  path, id, h.iu, (unsigned long long)h.seg_size, d->iu,
+                  (unsigned long long)d->seg_size);
+        rc = ERR_CORRUPT; /* the drive's own files disagree: not a config mistake */
         goto done;
     }
-    *out = seg_new(id, sb[6], fd);
+    *out = seg_new(id, h.kind, fd);
     (*out)->tail = d->iu;
     fd = -1;
 done:
@@ -348,30 +386,22 @@ int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_
     return 0;
 }
 
-/* Segment meta: key "s" + id (big endian), value kind, open, live, tail, min, max, sealed. */
+/* Segment accounting: key "s" + id, value codec.h segmeta_t. */
 void drive__seg_meta_put(drive_t *d, idx_batch_t *b, const seg_t *s)
 {
-    uint8_t k[5];
-    drive__seg_key(k, s->id);
-    uint8_t v[42];
-    v[0] = s->kind;
-    v[1] = s->open;
-    le_put64(v + 2, s->live);
-    le_put64(v + 10, s->tail);
-    le_put64(v + 18, s->min_seq);
-    le_put64(v + 26, s->max_seq);
-    le_put64(v + 34, s->sealed_ns);
+    uint8_t k[SEG_KEY_LEN], v[SEGMETA_LEN];
     (void)d;
+    codec_seg_key(k, s->id);
+    codec_segmeta_encode(
+        v, &(segmeta_t){s->kind, s->open, s->live, s->tail, s->min_seq, s->max_seq, s->sealed_ns});
     idx_batch_put(b, k, sizeof(k), v, sizeof(v));
 }
 
-/* Drive meta: key "m", value next_seq, next_seg_id, lifetime host bytes. */
+/* Drive counters: key "m", value codec.h drvmeta_t. */
 void drive__meta_put(drive_t *d, idx_batch_t *b)
 {
-    uint8_t v[20];
-    le_put64(v, d->next_seq);
-    le_put32(v + 8, d->next_seg_id);
-    le_put64(v + 12, d->lifetime_host);
+    uint8_t v[DRVMETA_LEN];
+    codec_drvmeta_encode(v, &(drvmeta_t){d->next_seq, d->next_seg_id, d->lifetime_host});
     idx_batch_put(b, "m", 1, v, sizeof(v));
 }
 
@@ -449,26 +479,46 @@ out:
     return rc;
 }
 
+static int iu_ok(uint64_t v)
+{
+    return v >= 4096 && v <= (1u << 20) && (v & (v - 1)) == 0;
+}
+
+uint32_t drive_iu_choose(uint64_t optimal_io_size, uint64_t physical_block_size,
+                         uint64_t logical_block_size)
+{
+    /* Every write must be whole logical blocks (O_DIRECT) and whole physical ones. */
+    uint64_t floor =
+        physical_block_size > logical_block_size ? physical_block_size : logical_block_size;
+    if (floor > (1u << 20) || (floor & (floor - 1)) != 0) floor = 0; /* nonsense: ignore */
+    if (iu_ok(optimal_io_size) && optimal_io_size % (floor ? floor : 1) == 0)
+        return (uint32_t)optimal_io_size;
+    if (iu_ok(floor)) return (uint32_t)floor;
+    return 4096;
+}
+
+/* One queue/ attribute of the block device holding st (a partition's lives in its parent's). */
+static uint64_t queue_attr(const struct stat *st, const char *name)
+{
+    char p[256];
+    for (int up = 0; up < 2; up++) {
+        snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/%s", major(st->st_dev),
+                 minor(st->st_dev), up ? "../" : "", name);
+        FILE *f = fopen(p, "r");
+        unsigned long long v = 0;
+        if (!f) continue;
+        if (fscanf(f, "%llu", &v) != 1) v = 0;
+        fclose(f);
+        return v;
+    }
+    return 0;
+}
+
 uint32_t drive_detect_iu(const char *path)
 {
-    static const char *const names[] = {"optimal_io_size", "physical_block_size"};
     struct stat st;
-    char p[256];
-
     if (stat(path, &st) != 0) return 4096;
-    for (int n = 0; n < 2; n++) {
-        /* A partition's queue/ lives in its parent device's directory. */
-        for (int up = 0; up < 2; up++) {
-            snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/%s", major(st.st_dev),
-                     minor(st.st_dev), up ? "../" : "", names[n]);
-            FILE *f = fopen(p, "r");
-            unsigned long v = 0;
-            if (!f) continue;
-            if (fscanf(f, "%lu", &v) != 1) v = 0;
-            fclose(f);
-            /* A power of two between 4 KiB and 1 MiB is an IU; 0 means "not reported". */
-            if (v >= 4096 && v <= (1u << 20) && (v & (v - 1)) == 0) return (uint32_t)v;
-        }
-    }
-    return 4096;
+    return drive_iu_choose(queue_attr(&st, "optimal_io_size"),
+                           queue_attr(&st, "physical_block_size"),
+                           queue_attr(&st, "logical_block_size"));
 }

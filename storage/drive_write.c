@@ -11,6 +11,12 @@
  * Group commit: callers queue their request; the first to find no leader
  * becomes it and commits everything queued (in batches of max_batch bytes)
  * while the others sleep; each wakes when its own request is done.
+ *
+ * Failures: every request of a flush whose write or fdatasync failed gets
+ * the error, and the segment takes no more appends. Unless the write failed
+ * for want of space, the drive then turns read-only (drive__readonly, one
+ * log line): a short write is a failed write, and a failed fdatasync is
+ * never retried. Reads go on; reopening the drive replays what did land.
  */
 #include "storage/drive_int.h"
 
@@ -56,14 +62,30 @@ static void writer_reserve(drive_t *d, writer_t *w, size_t more)
     }
 }
 
+/*
+ * Flush what the writer holds, to make room. The records flushed carry their
+ * own outcome (each user request's rc); the one about to be packed is not
+ * among them: after a write that failed for want of space it goes on to a
+ * new segment, after one that made the drive read-only it is refused as
+ * such. A throttled flush throttles it too; compaction stops at a failure.
+ */
+static int flush_for_room(drive_t *d, writer_t *w)
+{
+    int rc = drive__writer_flush(d, w);
+    if (!rc || w->kind != SEG_USER || rc == ERR_THROTTLED) return rc;
+    pthread_mutex_lock(&d->lock);
+    rc = d->failed;
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
 {
     int rc;
 
-    if (w->fill && w->fill + rec_len > d->cfg.max_batch && (rc = drive__writer_flush(d, w)))
-        return rc;
+    if (w->fill && w->fill + rec_len > d->cfg.max_batch && (rc = flush_for_room(d, w))) return rc;
     if (w->seg && w->seg->tail + align_up(w->fill + rec_len, d->iu) > d->seg_size) {
-        if (w->fill && (rc = drive__writer_flush(d, w))) return rc;
+        if (w->fill && (rc = flush_for_room(d, w))) return rc;
     }
     if (w->seg && w->seg->tail + align_up(rec_len, d->iu) > d->seg_size) {
         /*
@@ -74,9 +96,10 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, w->seg);
         drive__seg_meta_put(d, b, w->seg);
-        if (idx_write(d->idx, b, 0) != 0) d->failed = ERR_READONLY;
+        rc = idx_write(d->idx, b, 0);
         pthread_mutex_unlock(&d->lock);
         idx_batch_free(b);
+        if (rc) drive__readonly(d, "index_write_failed", w->seg->id, 0);
         w->seg = NULL;
         drive__bg_kick(d);
     }
@@ -85,17 +108,32 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
     return 0;
 }
 
-static int write_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
+void drive__readonly(drive_t *d, const char *reason, uint32_t seg, int err_no)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = drive_io.pwrite(fd, buf + done, len - done, (off_t)(off + done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return err_from_errno(errno);
-        if (n == 0) return ERR_IO;
-        done += (size_t)n;
-    }
-    return 0;
+    int first;
+    pthread_mutex_lock(&d->lock);
+    first = !d->failed;
+    d->failed = ERR_READONLY;
+    pthread_mutex_unlock(&d->lock);
+    if (first)
+        log_error("event=drive_readonly path=%s reason=%s seg=%u errno=%d "
+                  "writes=refused_until_reopen reads=served",
+                  d->path, reason, seg, err_no);
+}
+
+/*
+ * One pwrite of a whole flush. A short count is a failure like an error: the
+ * device did not take what it was given, and writing the rest would be a
+ * write neither a multiple of the IU nor aligned to it. *err_no is errno, or
+ * 0 for a short write.
+ */
+static int write_all(int fd, const uint8_t *buf, size_t len, uint64_t off, ssize_t *n, int *err_no)
+{
+    while ((*n = drive_io.pwrite(fd, buf, len, (off_t)off)) < 0 && errno == EINTR)
+        ;
+    *err_no = *n < 0 ? errno : 0;
+    if (*n == (ssize_t)len) return 0;
+    return *err_no == ENOSPC || *err_no == EDQUOT ? ERR_NOSPC : ERR_IO;
 }
 
 /* Index updates of a user flush: each record replaces what its identity had. Under lock. */
@@ -165,7 +203,8 @@ int drive__writer_flush(drive_t *d, writer_t *w)
 {
     seg_t *seg = w->seg;
     size_t wlen;
-    int rc = 0;
+    ssize_t n = 0;
+    int rc = 0, e = 0;
 
     if (w->fill == 0) return 0;
     wlen = align_up(w->fill, d->iu);
@@ -183,25 +222,33 @@ int drive__writer_flush(drive_t *d, writer_t *w)
             pthread_mutex_unlock(&d->lock);
         }
     }
-    if (!rc && (rc = write_full(seg->fd, w->buf, wlen, seg->tail)) != 0) {
-        log_error("event=segment_write_failed seg=%u off=%llu len=%zu err=%s", seg->id,
-                  (unsigned long long)seg->tail, wlen, err_name(rc));
-        /* The region may be half written: never append to this segment again. */
+    if (!rc && (rc = write_all(seg->fd, w->buf, wlen, seg->tail, &n, &e)) != 0) {
+        /*
+         * The region may be half written: never append to this segment again.
+         * Out of space, the drive goes on in other segments; any other failure
+         * (an error, a short write) is the device's, and the drive stops writing.
+         */
+        log_error("event=segment_write_failed path=%s seg=%u off=%llu len=%zu wrote=%zd errno=%d "
+                  "err=%s records=%zu action=%s",
+                  d->path, seg->id, (unsigned long long)seg->tail, wlen, n, e, err_name(rc),
+                  w->npend, rc == ERR_NOSPC ? "segment_sealed" : "drive_readonly");
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, seg);
-        if (rc != ERR_NOSPC) d->failed = ERR_READONLY;
         pthread_mutex_unlock(&d->lock);
         w->seg = NULL;
+        if (rc != ERR_NOSPC) drive__readonly(d, n < 0 ? "write_error" : "short_write", seg->id, e);
     }
     if (!rc && drive_io.fdatasync(seg->fd) != 0) {
         /* Never retried: after a failed flush the page state is unknown (fsyncgate). */
-        log_error("event=segment_flush_failed seg=%u errno=%d; drive is now read-only", seg->id,
-                  errno);
+        e = errno;
+        log_error("event=segment_flush_failed path=%s seg=%u off=%llu len=%zu errno=%d "
+                  "records=%zu action=drive_readonly",
+                  d->path, seg->id, (unsigned long long)seg->tail, wlen, e, w->npend);
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, seg);
-        d->failed = ERR_READONLY;
         pthread_mutex_unlock(&d->lock);
         w->seg = NULL;
+        drive__readonly(d, "fdatasync_failed", seg->id, e);
         rc = ERR_IO;
     }
     if (!rc) {
@@ -221,11 +268,9 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         drive__seg_meta_put(d, w->batch, seg);
         drive__meta_put(d, w->batch);
         rc = idx_write(d->idx, w->batch, 0);
-        if (rc) {
-            /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
-            d->failed = ERR_READONLY;
-        }
         pthread_mutex_unlock(&d->lock);
+        /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
+        if (rc) drive__readonly(d, "index_write_failed", seg->id, 0);
     }
     idx_batch_clear(w->batch);
     for (size_t i = 0; i < w->npend; i++)

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,14 @@ struct idx {
     rocksdb_block_based_table_options_t *bbto;
     rocksdb_filterpolicy_t *bloom; /* owned by bbto once set */
     char *path;
+
+    uint64_t writes; /* atomic: batches written and flushes run, so far */
+    /* The statistics cache of idx_bytes_written, under stats_lock. */
+    pthread_mutex_t stats_lock;
+    uint64_t writes_seen; /* `writes` just before the last statistics read */
+    uint64_t written;     /* bytes written, as of that read */
+    int busy;             /* RocksDB was flushing or compacting then */
+    uint64_t stats_reads;
 };
 
 /* A batch with an index of its own, so reads can see its uncommitted writes. */
@@ -26,6 +35,7 @@ struct idx_batch {
 
 struct idx_iter {
     rocksdb_iterator_t *it;
+    int rc; /* ERR_IO once an error ended the walk */
 };
 
 /* One place turns a RocksDB error string into a code and a log line. */
@@ -43,6 +53,7 @@ int idx_open(const char *path, idx_t **out)
     char *err = NULL;
 
     x->path = xstrdup(path);
+    pthread_mutex_init(&x->stats_lock, NULL);
     x->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(x->opts, 1);
     /* Few, large flushes and universal compaction keep RocksDB's own writes low. */
@@ -87,6 +98,7 @@ void idx_close(idx_t *x)
     rocksdb_options_destroy(x->opts);
     rocksdb_block_based_options_destroy(x->bbto); /* also frees the filter policy */
     rocksdb_cache_destroy(x->cache);
+    pthread_mutex_destroy(&x->stats_lock);
     free(x->path);
     free(x);
 }
@@ -144,6 +156,8 @@ int idx_write(idx_t *x, idx_batch_t *b, int sync)
 {
     char *err = NULL;
     rocksdb_write_writebatch_wi(x->db, sync ? x->wo_sync : x->wo, b->wb, &err);
+    /* Counted once written: a statistics read that missed it sees the count move. */
+    __atomic_add_fetch(&x->writes, 1, __ATOMIC_RELEASE);
     return rerr("write", err);
 }
 
@@ -151,13 +165,25 @@ idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len)
 {
     idx_iter_t *it = xmalloc(sizeof(*it));
     it->it = rocksdb_create_iterator(x->db, x->ro);
+    it->rc = 0;
     rocksdb_iter_seek(it->it, start, len);
     return it;
 }
 
+/* The iterator is not valid: by exhaustion, or by an error (kept and logged once). */
+static void iter_check(idx_iter_t *it)
+{
+    char *err = NULL;
+    if (it->rc) return;
+    rocksdb_iter_get_error(it->it, &err);
+    if (err) it->rc = rerr("iterate", err);
+}
+
 int idx_iter_valid(idx_iter_t *it)
 {
-    return rocksdb_iter_valid(it->it);
+    if (rocksdb_iter_valid(it->it)) return 1;
+    iter_check(it);
+    return 0;
 }
 
 void idx_iter_next(idx_iter_t *it)
@@ -173,6 +199,12 @@ const char *idx_iter_key(idx_iter_t *it, size_t *len)
 const char *idx_iter_value(idx_iter_t *it, size_t *len)
 {
     return rocksdb_iter_value(it->it, len);
+}
+
+int idx_iter_status(idx_iter_t *it)
+{
+    if (!rocksdb_iter_valid(it->it)) iter_check(it);
+    return it->rc;
 }
 
 void idx_iter_free(idx_iter_t *it)
@@ -197,22 +229,50 @@ static uint64_t ticker(const char *stats, const char *name)
     return 0;
 }
 
-uint64_t idx_bytes_written(idx_t *x)
-{
-    char *s = rocksdb_options_statistics_get_string(x->opts);
-    uint64_t total = 0;
-    if (!s) return 0;
-    total = ticker(s, "rocksdb.wal.bytes") + ticker(s, "rocksdb.flush.write.bytes") +
-            ticker(s, "rocksdb.compact.write.bytes");
-    rocksdb_free(s);
-    return total;
-}
-
 static uint64_t prop(idx_t *x, const char *name)
 {
     uint64_t v = 0;
     if (rocksdb_property_int(x->db, name, &v) != 0) return 0;
     return v;
+}
+
+/* RocksDB has a flush or a compaction running or waiting: it is writing on its own. */
+static int bg_busy(idx_t *x)
+{
+    return prop(x, "rocksdb.num-running-flushes") || prop(x, "rocksdb.num-running-compactions") ||
+           prop(x, "rocksdb.mem-table-flush-pending") || prop(x, "rocksdb.compaction-pending");
+}
+
+uint64_t idx_bytes_written(idx_t *x)
+{
+    uint64_t total;
+    pthread_mutex_lock(&x->stats_lock);
+    uint64_t writes = __atomic_load_n(&x->writes, __ATOMIC_ACQUIRE);
+    int busy = bg_busy(x);
+    if (x->stats_reads == 0 || writes != x->writes_seen || x->busy || busy) {
+        char *s = rocksdb_options_statistics_get_string(x->opts);
+        x->stats_reads++;
+        x->writes_seen = writes;
+        x->busy = busy;
+        if (s) {
+            total = ticker(s, "rocksdb.wal.bytes") + ticker(s, "rocksdb.flush.write.bytes") +
+                    ticker(s, "rocksdb.compact.write.bytes");
+            rocksdb_free(s);
+            /* Tickers only grow; never hand out a smaller figure than before. */
+            if (total > x->written) x->written = total;
+        }
+    }
+    total = x->written;
+    pthread_mutex_unlock(&x->stats_lock);
+    return total;
+}
+
+uint64_t idx_stats_reads(idx_t *x)
+{
+    pthread_mutex_lock(&x->stats_lock);
+    uint64_t n = x->stats_reads;
+    pthread_mutex_unlock(&x->stats_lock);
+    return n;
 }
 
 uint64_t idx_disk_bytes(idx_t *x)
@@ -233,5 +293,6 @@ int idx_flush(idx_t *x)
     rocksdb_flushoptions_set_wait(fo, 1);
     rocksdb_flush(x->db, fo, &err);
     rocksdb_flushoptions_destroy(fo);
+    __atomic_add_fetch(&x->writes, 1, __ATOMIC_RELEASE);
     return rerr("flush", err);
 }

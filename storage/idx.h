@@ -38,16 +38,37 @@ void idx_batch_free(idx_batch_t *b);
 /* Apply a batch atomically; sync=1 makes it durable before returning. */
 int idx_write(idx_t *x, idx_batch_t *b, int sync) __attribute__((warn_unused_result));
 
-/* Iterate keys >= start, in order. */
+/*
+ * Iterate keys >= start, in order:
+ *
+ *   idx_iter_t *it = idx_iter_new(x, start, len);
+ *   for (; idx_iter_valid(it); idx_iter_next(it)) ... key, value ...
+ *   rc = idx_iter_status(it);   0: ran out of keys; ERR_IO: stopped by an error
+ *   idx_iter_free(it);
+ *
+ * An iteration also ends when RocksDB fails under it (an unreadable block):
+ * idx_iter_valid returns 0 then too, and only idx_iter_status tells the two
+ * apart. A walk that does not ask may be silently short.
+ */
 idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len);
-int idx_iter_valid(idx_iter_t *it);
+int idx_iter_valid(idx_iter_t *it) __attribute__((warn_unused_result));
 void idx_iter_next(idx_iter_t *it);
 const char *idx_iter_key(idx_iter_t *it, size_t *len);
 const char *idx_iter_value(idx_iter_t *it, size_t *len);
+/* 0, or ERR_IO (logged once) when the iteration stopped on an error. */
+int idx_iter_status(idx_iter_t *it) __attribute__((warn_unused_result));
 void idx_iter_free(idx_iter_t *it);
 
-/* Bytes RocksDB wrote so far in this process: WAL + flush + compaction. */
+/*
+ * Bytes RocksDB wrote so far in this process: WAL + flush + compaction.
+ * Reading RocksDB's statistics means formatting all of them as text (the C
+ * API of RocksDB 7.8 has no per-ticker read), so the figure is cached and
+ * read again only when this index was written through since, or RocksDB was
+ * still flushing or compacting at the last read: an idle drive costs nothing.
+ */
 uint64_t idx_bytes_written(idx_t *x);
+/* Times idx_bytes_written read RocksDB's statistics (for tests). */
+uint64_t idx_stats_reads(idx_t *x);
 /* SST + WAL bytes on disk, and memory held (memtables + table readers + cache). */
 uint64_t idx_disk_bytes(idx_t *x);
 uint64_t idx_mem_bytes(idx_t *x);

@@ -32,6 +32,24 @@ def record(typ, bucket, key, ver, seq, meta, payload, version=1, pad=0):
     return fixed + struct.pack("<I", crc) + body + payload
 
 
+def codec_seeds():
+    """storage/codec.h values, each after the byte that picks its decoder."""
+    sb = struct.pack("<IHBBIIQ", 0x47534C57, 1, 1, 0, 7, 4096, 256 << 20)
+    gc = struct.pack("<IHBBIIQ", 0x47534C57, 1, 2, 0, 9, 65536, 5 << 30)
+    key = b"o" + b"bkt\0a/b\0v1\0" + struct.pack(">I", 3)
+    ent = struct.pack("<BBIQIIQQI", 1, 1, 2, 8192, 1152, 152, 1000, 5, 0xABC) + b"meta"
+    tomb = struct.pack("<BBIQIIQQI", 1, 2, 3, 4096, 60, 60, 0, 6, 1)
+    return [b"\0" + sb + struct.pack("<I", crc32c(sb)),
+            b"\6" + gc + struct.pack("<I", crc32c(gc)),
+            b"\1" + key,
+            b"\2" + ent,
+            b"\2" + tomb,
+            b"\3" + struct.pack("<BBBQQQQQ", 1, 1, 0, 5000, 65536, 1, 9, 123),
+            b"\3" + struct.pack("<BBBQQQQQ", 1, 2, 1, 0, 4096, 2**64 - 1, 0, 0),
+            b"\4" + struct.pack("<BQIQ", 1, 10, 3, 99999),
+            b"\5" + struct.pack("<QIQ", 10, 3, 99999)]
+
+
 def write(name, i, data):
     d = os.path.join("tests/fuzz/corpus", name)
     os.makedirs(d, exist_ok=True)
@@ -53,6 +71,8 @@ if __name__ == "__main__":
             record(2, b"b", b"k", b"", 9, b"", b"", 2, 0)]
     for i, r in enumerate(recs):
         write("rec", i, r)
+    for i, c in enumerate(codec_seeds()):
+        write("codec", i, c)
     authz = (b"AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/"
              b"aws4_request, SignedHeaders=host;range;x-amz-date, Signature="
              b"f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")

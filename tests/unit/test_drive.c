@@ -2,7 +2,8 @@
  * Drive engine tests: basic operations, IU alignment of every write, crash
  * consistency under SIGKILL (with and without the index), compaction against
  * a model under concurrent overwrites and deletes, the endurance budget over
- * a simulated day, a full drive, injected I/O errors, group commit.
+ * a simulated day, a full drive, injected I/O errors, group commit, IU
+ * detection. More injected faults: test_drive_faults.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1015,11 +1017,85 @@ static void test_budget_rating(void **state)
     free(dir);
 }
 
+/* ---- IU detection ---- */
+
+static void test_iu_choose(void **state)
+{
+    (void)state;
+    /* optimal_io_size, physical, logical -> IU */
+    static const uint64_t cases[][4] = {
+        {0, 4096, 512, 4096},            /* plain 4Kn/512e SSD: the physical block */
+        {0, 512, 512, 4096},             /* 512-byte disk: never below 4 KiB */
+        {0, 0, 0, 4096},                 /* nothing reported */
+        {65536, 4096, 512, 65536},       /* an IU-reporting QLC drive */
+        {16384, 16384, 4096, 16384},     /* optimal and physical agree */
+        {131072, 16384, 4096, 131072},   /* optimal a multiple of the physical block */
+        {8192, 16384, 4096, 16384},      /* optimal below the physical block: not an IU */
+        {1u << 20, 4096, 512, 1u << 20}, /* the largest IU */
+        {2u << 20, 4096, 512, 4096},     /* too large (RAID stripe): the physical block */
+        {33553920, 4096, 512, 4096},     /* not a power of two (dm, USB bridges) */
+        {3 * 4096, 0, 0, 4096},          /* not a power of two, nothing else reported */
+        {0, 65536, 4096, 65536},         /* only a large physical block */
+        {0, 3000, 512, 4096},            /* nonsense physical block */
+        {0, 4096, 8192, 8192},           /* logical larger than physical: the larger */
+        {4096, 4096, 8192, 8192},        /* optimal must be whole logical blocks too */
+        {0, 2u << 20, 512, 4096},        /* physical too large to be an IU */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint32_t iu = drive_iu_choose(cases[i][0], cases[i][1], cases[i][2]);
+        if (iu != cases[i][3])
+            fail_msg("case %zu: optimal %llu physical %llu logical %llu: got %u, want %llu", i,
+                     (unsigned long long)cases[i][0], (unsigned long long)cases[i][1],
+                     (unsigned long long)cases[i][2], iu, (unsigned long long)cases[i][3]);
+    }
+}
+
+/* Read a queue attribute of the device holding dir the way an operator would. */
+static uint64_t sysfs_queue(const struct stat *st, const char *name)
+{
+    char p[256];
+    for (int up = 0; up < 2; up++) {
+        snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%squeue/%s", major(st->st_dev),
+                 minor(st->st_dev), up ? "../" : "", name);
+        FILE *f = fopen(p, "r");
+        unsigned long long v = 0;
+        if (!f) continue;
+        assert_int_equal(fscanf(f, "%llu", &v), 1);
+        fclose(f);
+        return v;
+    }
+    return 0;
+}
+
+/* On the real temp dir, the detected IU is the choice for what sysfs reports there. */
 static void test_detect_iu(void **state)
 {
     (void)state;
-    uint32_t iu = drive_detect_iu("/tmp");
-    assert_true(iu >= 4096 && (iu & (iu - 1)) == 0);
+    char *dir = tmpdir();
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    uint64_t opt = sysfs_queue(&st, "optimal_io_size"),
+             phys = sysfs_queue(&st, "physical_block_size"),
+             logical = sysfs_queue(&st, "logical_block_size");
+    uint32_t iu = drive_detect_iu(dir);
+    print_message("detect_iu %s (dev %u:%u): optimal %llu physical %llu logical %llu -> %u\n", dir,
+                  major(st.st_dev), minor(st.st_dev), (unsigned long long)opt,
+                  (unsigned long long)phys, (unsigned long long)logical, iu);
+    assert_int_equal(iu, drive_iu_choose(opt, phys, logical));
+    assert_true(iu >= 4096 && iu <= (1u << 20) && (iu & (iu - 1)) == 0);
+    if (phys >= 4096 && phys <= (1u << 20)) assert_true(iu % phys == 0);
+    /* A path that is not there: the default. */
+    assert_int_equal(drive_detect_iu("/nonexistent/wl-drive"), 4096);
+    /* And the drive uses it when no IU is configured. */
+    drive_cfg_t c = cfg_for(dir, 0, 64ull * iu, 1024ull * iu);
+    drive_t *d;
+    drive_stats_t ds;
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_stats(d, &ds);
+    assert_int_equal(ds.iu, iu);
+    drive_close(d);
+    rm_rf(dir);
+    free(dir);
 }
 
 int main(void)
@@ -1028,6 +1104,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_iu_choose),
         cmocka_unit_test(test_detect_iu),
         cmocka_unit_test(test_budget_rating),
         cmocka_unit_test(test_basic),
