@@ -15,6 +15,11 @@ void log_set_request(const char *id)
     request_id = id;
 }
 
+const char *log_request(void)
+{
+    return request_id;
+}
+
 void log_write(int level, const char *fmt, ...)
 {
     char line[1024];

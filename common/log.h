@@ -20,6 +20,8 @@ void log_write(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * found by the x-amz-request-id the client was given.
  */
 void log_set_request(const char *id);
+/* The id log_set_request gave this thread (NULL: none): the job pool hands it to jobs. */
+const char *log_request(void);
 
 /* Parse "debug|info|warn|error|off"; returns -1 when unknown. */
 int log_level_parse(const char *s);

@@ -99,8 +99,10 @@ static void *worker(void *arg)
         p->queued--;
         p->idle--;
         pthread_mutex_unlock(&p->mu);
-        latch_t *l = j->latch; /* j may be gone once the latch opens */
+        latch_t *l = j->latch;       /* j may be gone once the latch opens */
+        log_set_request(j->request); /* what the job logs is about its submitter's request */
         j->run(j);
+        log_set_request(NULL);
         if (l) {
             pthread_mutex_lock(&l->mu);
             if (--l->left == 0) pthread_cond_broadcast(&l->cv);
@@ -165,6 +167,7 @@ void pool_submit(pool_t *p, pool_job_t **jobs, int n, latch_t *l)
     for (int i = 0; i < n; i++) {
         jobs[i]->latch = l;
         jobs[i]->next = NULL;
+        jobs[i]->request = log_request(); /* valid while the submitter waits (latch) */
         if (p->tail)
             p->tail->next = jobs[i];
         else

@@ -36,6 +36,7 @@ typedef struct pool_job {
     void (*run)(struct pool_job *j);
     struct pool_job *next; /* the pool's */
     latch_t *latch;        /* the pool's: counted down after run returns */
+    const char *request;   /* the pool's: the submitter's request id, for the job's log lines */
 } pool_job_t;
 
 typedef struct pool pool_t;

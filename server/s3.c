@@ -30,14 +30,14 @@ static void node_stats(ctx_t *x)
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
-            "\"reads_copied\":%llu}",
+            "\"reads_copied\":%llu,\"readonly\":%d}",
             i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
             (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
             (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
             (unsigned long long)st.used_bytes, (unsigned long long)st.capacity, st.write_amp,
             (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
             st.projected_years, (unsigned long long)st.reads_direct,
-            (unsigned long long)st.reads_copied);
+            (unsigned long long)st.reads_copied, st.readonly);
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;
         t.relocated_bytes += st.relocated_bytes;

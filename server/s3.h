@@ -1,11 +1,13 @@
 /*
  * s3: the S3 API on top of the object layer; the http handler of warmlaked.
  *
- * Every request is authenticated (SigV4 header or presigned query; no
- * anonymous access yet), routed path-style (/bucket/key), and answered
- * with S3's XML and error codes and an x-amz-request-id. Bodies stream:
+ * Every request is authenticated (SigV4 header or presigned query; requests
+ * without credentials reach public-read data only), routed path-style
+ * (/bucket/key) or virtual-host style (BUCKET.domain), and answered with
+ * S3's XML and error codes and an x-amz-request-id. Bodies stream:
  * PutObject reads the socket in 1 MiB pieces straight into the erasure
- * encoder, GetObject writes 1 MiB pieces as the decoder produces them.
+ * encoder, GetObject sends stripes as the drives read them. The rooms
+ * behind this door are listed in s3_int.h.
  */
 #ifndef WL_S3_H
 #define WL_S3_H

@@ -119,6 +119,8 @@ void s3_err_msg(ctx_t *x, s3_err_t e, const char *msg);
 void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra);
 /* An engine ERR_* (or S3_ERR_NO_BUCKET) as the S3 error a client can act on. */
 void s3_engine_error(ctx_t *x, int rc);
+/* 200 with an ETag and the kept checksum header (PutObject, UploadPart). */
+void s3_respond_etag(ctx_t *x, const char *etag, const char *cks);
 /* CopyObjectResult / CopyPartResult. */
 void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info);
 

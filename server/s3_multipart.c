@@ -107,7 +107,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_engine_error(x, err);
         return;
     }
-    char cks[128], ch[160];
+    char cks[128];
     if (s3_stream_body(x, w, cks) != 0) return;
     obj_info_t info;
     if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
@@ -117,10 +117,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_engine_error(x, err);
         return;
     }
-    char h[512];
-    s3_cks_header(cks, ch, sizeof(ch));
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
-    (void)http_respond_full(x->r, 200, h, NULL, 0);
+    s3_respond_etag(x, info.etag, cks);
 }
 
 void s3_mpu_complete(ctx_t *x, const char *upload)

@@ -154,7 +154,7 @@ void s3_put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    char cks[128], ch[160];
+    char cks[128];
     if (s3_stream_body(x, w, cks) != 0) {
         free(um.p);
         return;
@@ -170,10 +170,7 @@ void s3_put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    char h[512];
-    s3_cks_header(cks, ch, sizeof(ch));
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, info.etag, ch);
-    (void)http_respond_full(x->r, 200, h, NULL, 0);
+    s3_respond_etag(x, info.etag, cks);
 }
 
 /* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */

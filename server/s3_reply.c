@@ -105,3 +105,12 @@ void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *inf
                element, t, info->etag, element);
     s3_respond_xml(x, 200, &b);
 }
+
+/* 200 with the new object's (or part's) ETag and the checksum kept for it ("algo:value"). */
+void s3_respond_etag(ctx_t *x, const char *etag, const char *cks)
+{
+    char h[512], ch[160];
+    s3_cks_header(cks, ch, sizeof(ch));
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, etag, ch);
+    (void)http_respond_full(x->r, 200, h, NULL, 0);
+}

@@ -170,7 +170,7 @@ static void test_pool(void **state)
     latch_t l;
     latch_init(&l);
     for (int i = 0; i < 8; i++) {
-        jobs[i] = (tjob_t){{tjob_run, NULL, NULL}, p, 0, &ran};
+        jobs[i] = (tjob_t){{.run = tjob_run}, p, 0, &ran};
         q[i] = &jobs[i].base;
     }
     pool_submit(p, q, 8, &l);
