@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench/ab.sh BUILD_A BUILD_B [ROUNDS]: two warmlaked binaries, the same S3
+# rows, in the same run. Each binary gets its own node (6 file-backed drives,
+# EC 4+2) on the same disk; every row runs A, B, A, B... (ROUNDS times each,
+# default 2), so the disk's swings fall on both alike. Prints each row's
+# figures for A and B and the ratio of B's mean to A's: the ceiling of a
+# change is the binary it changes. Uses BUILD_B's wl-bench for both.
+#
+#   bench/ab.sh /tmp/old/build build 3
+set -euo pipefail
+A=$(cd "$1" && pwd)
+B=$(cd "$2" && pwd)
+ROUNDS=${3:-2}
+DUR=${DUR:-5}
+cd "$(dirname "$0")/.."
+DIR=${BENCH_DIR:-$PWD/bench/results/scratch}/ab
+WLB=$B/bench/wlbench/wl-bench
+rm -rf "$DIR"
+mkdir -p "$DIR/json"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
+
+start() { # start NAME BUILD: a node; sets EP_NAME
+  local name=$1 build=$2 port=""
+  "$build/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/$name" --drives 6 --ec 4+2 \
+    --drive-capacity 24G --log-level warn >"$DIR/$name.log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 300); do
+    port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/$name.log")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$DIR/$name.log"; exit 1; }
+  eval "EP_$name=http://127.0.0.1:$port"
+}
+start A "$A"
+start B "$B"
+
+# ROW NAME WORKLOAD FIELD ARGS...: FIELD is ops_per_s or mb_per_s of the workload's op.
+rows=(
+  "put_64MiB_c8 put mb_per_s --size 64MiB --clients 8 --prefix p64/"
+  "get_64MiB_c8 get mb_per_s --size 64MiB --clients 8 --prefix g64/ --objects 16 --no-prepare"
+  "put_1MiB_c8 put mb_per_s --size 1MiB --clients 8 --prefix p1m/"
+  "get_1MiB_c8 get mb_per_s --size 1MiB --clients 8 --prefix g1m/ --objects 256 --no-prepare"
+  "put_4KiB_c32 put ops_per_s --size 4KiB --clients 32 --prefix p4k/"
+  "get_4KiB_c8 get ops_per_s --size 4KiB --clients 8 --prefix g4k/ --objects 2000 --no-prepare"
+)
+for n in A B; do
+  ep=EP_$n
+  for p in "64MiB g64/ 16" "1MiB g1m/ 256" "4KiB g4k/ 2000"; do
+    set -- $p
+    "$WLB" get --endpoint "${!ep}" --quiet --size "$1" --prefix "$2" --objects "$3" --clients 8 \
+      --ops 1 >/dev/null
+  done
+done
+
+printf '%-14s %-30s %-30s %s\n' row "A ($A)" "B ($B)" "B/A"
+for r in "${rows[@]}"; do
+  set -- $r
+  name=$1 wl=$2 field=$3
+  shift 3
+  va=() vb=()
+  for i in $(seq "$ROUNDS"); do
+    for n in A B; do
+      ep=EP_$n
+      f=$DIR/json/${name}_${n}_$i.json
+      "$WLB" "$wl" --endpoint "${!ep}" --quiet --duration "$DUR" --json "$f" "$@" >/dev/null
+      v=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mismatches']==0; \
+print(round(j['ops'][sys.argv[2]][sys.argv[3]], 1))" "$f" "$wl" "$field")
+      if [ $n = A ]; then va+=("$v"); else vb+=("$v"); fi
+    done
+  done
+  ratio=$(python3 -c "import sys; a=[float(x) for x in sys.argv[1].split()]; \
+b=[float(x) for x in sys.argv[2].split()]; print('%.3f' % ((sum(b)/len(b))/(sum(a)/len(a))))" \
+    "${va[*]}" "${vb[*]}")
+  printf '%-14s %-30s %-30s %s\n' "$name" "${va[*]}" "${vb[*]}" "$ratio"
+done
