@@ -100,7 +100,12 @@ void s3_anonymous_op(ctx_t *x)
             if (strlen(x->key) <= MAX_KEY_LEN &&
                 obj_stat(x->cfg->set, x->ibucket, x->key, &oi) == 0 &&
                 strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0) {
-                s3_get_object(x, head);
+                if (s3_has_response_overrides(x))
+                    s3_err_msg(x, S3E_INVALID_REQUEST,
+                               "Request specific response headers cannot be used for anonymous "
+                               "GET requests.");
+                else
+                    s3_get_object(x, head);
                 return;
             }
         } else if (get && strcmp(s3_umeta_get(&bi, "acl"), "public-read") == 0) {

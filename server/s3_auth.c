@@ -39,7 +39,10 @@ int s3_authenticate(ctx_t *x)
         return 0;
     }
     if (rc) {
-        s3_err_msg(x, S3E_AUTH_HEADER_MALFORMED, "The authorization is malformed.");
+        if (authz)
+            s3_err(x, S3E_AUTH_HEADER_MALFORMED);
+        else /* presigned: a missing or malformed X-Amz-* parameter, X-Amz-Expires out of range */
+            s3_err(x, S3E_AUTH_QUERY_MALFORMED);
         return -1;
     }
     const char *secret = secret_of(x, x->auth.access_key);
@@ -50,23 +53,25 @@ int s3_authenticate(ctx_t *x)
     if (!x->auth.presigned) {
         const char *d = s3_hdr(in, "x-amz-date");
         if (!d || strlen(d) != 16) {
-            s3_err(x, S3E_ACCESS_DENIED);
+            s3_err_msg(x, S3E_ACCESS_DENIED,
+                       "AWS authentication requires a valid Date or x-amz-date header");
             return -1;
         }
         strcpy(x->auth.amz_date, d);
     }
     time_t t = parse_amz_date(x->auth.amz_date), now = time(NULL);
     if (t == (time_t)-1) {
-        s3_err(x, S3E_ACCESS_DENIED);
+        s3_err_msg(x, S3E_ACCESS_DENIED,
+                   "AWS authentication requires a valid Date or x-amz-date header");
         return -1;
     }
     if (x->auth.presigned) {
         if (now > t + x->auth.expires) {
-            s3_err(x, S3E_ACCESS_DENIED);
+            s3_err_msg(x, S3E_ACCESS_DENIED, "Request has expired");
             return -1;
         }
         if (t > now + x->cfg->max_skew_s) {
-            s3_err(x, S3E_ACCESS_DENIED);
+            s3_err_msg(x, S3E_ACCESS_DENIED, "Request is not valid yet");
             return -1;
         }
     } else if (t > now + x->cfg->max_skew_s || t < now - x->cfg->max_skew_s) {

@@ -164,6 +164,7 @@ int s3_build_umeta(ctx_t *x, buf_t *um);
 /* The body into w, checksums and Content-MD5 checked; -1 with the error sent, w aborted. */
 int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128]);
 void s3_cks_header(const char *kept, char *out, size_t cap);
+int s3_has_response_overrides(ctx_t *x);
 void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);

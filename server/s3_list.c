@@ -13,6 +13,7 @@ typedef struct {
     const char *after;          /* marker / start-after / token: a common prefix equal to it
                                    was returned on an earlier page */
     int max, count, truncated, url;
+    const char *owner; /* entries carry <Owner> (V1 always, V2 with fetch-owner=true) */
     char *last;        /* last key or common prefix returned: the continuation point */
     char *last_prefix; /* last CommonPrefix, to fold its keys */
     buf_t prefixes;
@@ -63,9 +64,16 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     else
         buf_xml(l->b, key);
     buf_printf(l->b,
-               "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>"
-               "<StorageClass>STANDARD</StorageClass></Contents>",
+               "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>",
                t, info->etag, (unsigned long long)info->size);
+    if (l->owner) {
+        buf_printf(l->b, "<Owner><ID>");
+        buf_xml(l->b, l->owner);
+        buf_printf(l->b, "</ID><DisplayName>");
+        buf_xml(l->b, l->owner);
+        buf_printf(l->b, "</DisplayName></Owner>");
+    }
+    buf_printf(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
     l->count++;
     free(l->last);
     l->last = xstrdup(key);
@@ -116,9 +124,22 @@ void s3_list_objects(ctx_t *x)
     char *from_token = NULL;
     int is_v2 = v2 && strcmp(v2, "2") == 0, rc = 0;
     buf_t b = {0};
-    lst_t l = {
-        x,    &b, prefix ? prefix : "", delim && *delim ? delim : NULL, NULL, 1000, 0, 0, 0, NULL,
-        NULL, {0}};
+    lst_t l = {.x = x,
+               .b = &b,
+               .prefix = prefix ? prefix : "",
+               .delim = delim && *delim ? delim : NULL,
+               .max = 1000};
+    obj_info_t bi;
+    int fetch_owner = 0;
+    char *fo = s3_qparam(x->query, "fetch-owner", &fetch_owner);
+    fetch_owner = fo && strcmp(fo, "true") == 0;
+    free(fo);
+    char owner[sizeof(x->auth.access_key)] = "";
+    if ((!is_v2 || fetch_owner) && s3_bucket_exists(x, x->bucket, &bi)) {
+        snprintf(owner, sizeof(owner), "%s",
+                 s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key);
+        l.owner = owner;
+    }
     l.url = enc && !strcmp(enc, "url");
     if (enc && !l.url) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");

@@ -46,6 +46,12 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     if (range) {
         uint64_t a = 0, b = 0;
         const char *dash = strncmp(range, "bytes=", 6) == 0 ? strchr(range + 6, '-') : NULL;
+        if (dash && num_parse_u64n(range + 6, (size_t)(dash - range - 6), 0, UINT64_MAX, &a) == 0 &&
+            num_parse_u64(dash + 1, 0, UINT64_MAX, &b) == 0 && a <= b && b >= si.size) {
+            obj_close(rd); /* well-formed, but not within the source */
+            s3_err(x, S3E_INVALID_RANGE);
+            return;
+        }
         if (!dash ||
             num_parse_u64n(range + 6, (size_t)(dash - range - 6), 0, UINT64_MAX, &a) != 0 ||
             num_parse_u64(dash + 1, 0, UINT64_MAX, &b) != 0 || a > b || b >= si.size) {

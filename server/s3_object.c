@@ -7,6 +7,68 @@
 #include "server/s3_int.h"
 
 /* User metadata from x-amz-meta-* headers as "name\0value\0" pairs; -1 when too large. */
+/*
+ * The standard headers S3 keeps with an object, as internal user-metadata
+ * entries, and the query parameters that override them on a signed GET.
+ */
+static const struct {
+    const char *name, *meta, *param;
+} std_hdrs[] = {
+    {"Cache-Control", "\001h:cache-control", "response-cache-control"},
+    {"Content-Disposition", "\001h:content-disposition", "response-content-disposition"},
+    {"Content-Encoding", "\001h:content-encoding", "response-content-encoding"},
+    {"Content-Language", "\001h:content-language", "response-content-language"},
+    {"Expires", "\001h:expires", "response-expires"},
+};
+#define N_STD_HDRS (sizeof(std_hdrs) / sizeof(std_hdrs[0]))
+
+/* Content-Encoding as kept: without the aws-chunked token (a transfer detail), "" if none. */
+static void content_encoding(const char *v, buf_t *out)
+{
+    while (*v) {
+        while (*v == ' ' || *v == ',')
+            v++;
+        const char *e = v;
+        while (*e && *e != ',')
+            e++;
+        size_t l = (size_t)(e - v);
+        while (l && v[l - 1] == ' ')
+            l--;
+        if (l && !(l == 11 && strncasecmp(v, "aws-chunked", 11) == 0))
+            buf_printf(out, "%s%.*s", out->len ? "," : "", (int)l, v);
+        v = e;
+    }
+}
+
+/* Content-Type and the kept standard headers of info, or what the request's response-*
+ * parameters put instead. */
+static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
+{
+    int present;
+    char *v = s3_qparam(x->query, "response-content-type", &present);
+    buf_printf(hb, "Content-Type: %s\r\n", v ? v : info->content_type);
+    free(v);
+    for (size_t i = 0; i < N_STD_HDRS; i++) {
+        v = s3_qparam(x->query, std_hdrs[i].param, &present);
+        const char *kept = s3_umeta_get(info, std_hdrs[i].meta);
+        if (v || kept[0]) buf_printf(hb, "%s: %s\r\n", std_hdrs[i].name, v ? v : kept);
+        free(v);
+    }
+}
+
+/* Whether the request names any response-* override (refused for anonymous GETs, as S3). */
+int s3_has_response_overrides(ctx_t *x)
+{
+    int present;
+    char *v = s3_qparam(x->query, "response-content-type", &present);
+    free(v);
+    for (size_t i = 0; i < N_STD_HDRS && !present; i++) {
+        v = s3_qparam(x->query, std_hdrs[i].param, &present);
+        free(v);
+    }
+    return present;
+}
+
 int s3_build_umeta(ctx_t *x, buf_t *um)
 {
     for (int i = 0; i < x->info->nheaders; i++) {
@@ -23,6 +85,17 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         return -1;
     }
     if (acl && strcmp(acl, "public-read") == 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    for (size_t i = 0; i < N_STD_HDRS; i++) {
+        const char *v = s3_hdr(x->info, std_hdrs[i].name);
+        if (!v) continue;
+        buf_t enc = {0};
+        if (i == 2) { /* Content-Encoding */
+            content_encoding(v, &enc);
+            v = enc.p;
+        }
+        if (v && v[0]) buf_printf(um, "%s%c%s%c", std_hdrs[i].meta, 0, v, 0);
+        free(enc.p);
+    }
     if (um->len > sizeof(((obj_info_t *)0)->umeta)) {
         s3_err(x, S3E_METADATA_TOO_LARGE);
         return -1;
@@ -34,14 +107,22 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
  * Stream the request body into w and check Content-MD5. On failure the
  * error response is sent, w is aborted, and -1 returned.
  */
+static int content_md5_hex(const char *v, char hex[33]);
+
 int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
 {
     const char *cmd5 = s3_hdr(x->info, "content-md5");
     const char *trailer = s3_hdr(x->info, "x-amz-trailer");
     const char *expect = NULL;
-    char hname[40];
+    char hname[40], cmd5_hex[33] = "";
     int algo = CKS_NONE;
     cks_out[0] = 0;
+    /* A malformed Content-MD5 is refused before the body is read. */
+    if (cmd5 && content_md5_hex(cmd5, cmd5_hex) != 0) {
+        obj_put_abort(w);
+        s3_err(x, S3E_INVALID_DIGEST);
+        return -1;
+    }
     /* x-amz-checksum-ALGO as a header, or named by x-amz-trailer to follow the body. */
     for (int a = CKS_CRC32; a <= CKS_SHA256 && !algo; a++) {
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
@@ -112,20 +193,23 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         return -1;
     }
     if (algo) snprintf(cks_out, 128, "%s:%s", cks_name(algo), got);
-    if (cmd5) {
-        uint8_t md[64];
-        char hex[33] = "";
-        size_t cl = strlen(cmd5);
-        int ml = cl < 64 ? EVP_DecodeBlock(md, (const unsigned char *)cmd5, (int)cl) : -1;
-        if (ml >= 16)
-            for (int i = 0; i < 16; i++)
-                snprintf(hex + 2 * i, 3, "%02x", md[i]);
-        if (ml < 16 || strcmp(hex, obj_put_etag(w)) != 0) {
-            obj_put_abort(w);
-            s3_err(x, S3E_BAD_DIGEST);
-            return -1;
-        }
+    if (cmd5_hex[0] && strcmp(cmd5_hex, obj_put_etag(w)) != 0) {
+        obj_put_abort(w);
+        s3_err(x, S3E_BAD_DIGEST);
+        return -1;
     }
+    return 0;
+}
+
+/* A Content-MD5 value as hex: 0, or -1 when it is not base64 of exactly 16 bytes. */
+static int content_md5_hex(const char *v, char hex[33])
+{
+    uint8_t md[24];
+    /* 16 bytes are 24 base64 characters, the last two "==" padding. */
+    if (strlen(v) != 24 || v[22] != '=' || v[23] != '=' || strchr(v, '=') != v + 22) return -1;
+    if (EVP_DecodeBlock(md, (const unsigned char *)v, 24) != 18) return -1;
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
     return 0;
 }
 
@@ -213,7 +297,7 @@ void s3_get_object(ctx_t *x, int head)
             s3_engine_error(x, err);
         return;
     }
-    char lm[40], h[4096];
+    char lm[40];
     s3_http_date(info.mtime_ns, lm);
     const char *inm = s3_hdr(x->info, "if-none-match"), *im = s3_hdr(x->info, "if-match");
     char quoted[96];
@@ -228,14 +312,17 @@ void s3_get_object(ctx_t *x, int head)
         s3_err(x, S3E_PRECONDITION_FAILED);
         return;
     }
-    int n = snprintf(h, sizeof(h),
-                     "x-amz-request-id: %s\r\nETag: \"%s\"\r\nLast-Modified: %s\r\n"
-                     "Content-Type: %s\r\nAccept-Ranges: bytes\r\n",
-                     x->id, info.etag, lm, info.content_type);
+    /* Headers of any length (user metadata can be 2 KiB): a growing buffer, not a fixed one. */
+    buf_t hb = {0};
+    buf_printf(&hb,
+               "x-amz-request-id: %s\r\nETag: \"%s\"\r\nLast-Modified: %s\r\n"
+               "Accept-Ranges: bytes\r\n",
+               x->id, info.etag, lm);
+    std_headers(x, &info, &hb);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
-        if (name[0] != '\001') /* internal (ACL, checksum) entries are not user metadata */
-            n += snprintf(h + n, sizeof(h) - (size_t)n, "x-amz-meta-%s: %s\r\n", name, val);
+        if (name[0] != '\001') /* internal (ACL, checksum, standard headers) entries */
+            buf_printf(&hb, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
     /* The stored checksum, when asked for and the whole object is returned. */
@@ -243,12 +330,13 @@ void s3_get_object(ctx_t *x, int head)
     if (mode && !strcasecmp(mode, "ENABLED") && !s3_hdr(x->info, "range")) {
         char ch[160];
         s3_cks_header(s3_umeta_get(&info, CKS_META), ch, sizeof(ch));
-        n += snprintf(h + n, sizeof(h) - (size_t)n, "%s", ch);
+        buf_printf(&hb, "%s", ch);
     }
     if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
         (!inm && ims != (time_t)-1 && mt <= ims)) {
         obj_close(rd);
-        (void)http_respond(x->r, 304, h, 0);
+        (void)http_respond(x->r, 304, hb.p, 0);
+        free(hb.p);
         return;
     }
     uint64_t off = 0, len = info.size;
@@ -256,14 +344,14 @@ void s3_get_object(ctx_t *x, int head)
     int rr = parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
     if (rr < 0) {
         obj_close(rd);
+        free(hb.p);
         s3_err(x, S3E_INVALID_RANGE);
         return;
     }
     if (rr > 0) {
         status = 206;
-        snprintf(h + n, sizeof(h) - (size_t)n, "Content-Range: bytes %llu-%llu/%llu\r\n",
-                 (unsigned long long)off, (unsigned long long)(off + len - 1),
-                 (unsigned long long)info.size);
+        buf_printf(&hb, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)off,
+                   (unsigned long long)(off + len - 1), (unsigned long long)info.size);
     }
     /*
      * Stripe-sized pieces at stripe offsets: a stripe's blocks are read at
@@ -281,10 +369,13 @@ void s3_get_object(ctx_t *x, int head)
                   (unsigned long long)off, err_name(err), obj_read_missing(rd));
         obj_close(rd);
         bufpool_put(pool, buf);
+        free(hb.p);
         s3_engine_error(x, err);
         return;
     }
-    if (http_respond(x->r, status, h, (int64_t)len) != 0 || head) {
+    int rc = http_respond(x->r, status, hb.p, (int64_t)len);
+    free(hb.p);
+    if (rc != 0 || head) {
         obj_close(rd);
         bufpool_put(pool, buf);
         return;

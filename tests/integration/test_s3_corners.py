@@ -1,0 +1,210 @@
+"""Corners of the S3 API real clients find: standard headers kept and
+overridden, Owner in listings, presigned expiry bounds, Content-MD5 forms,
+UploadPartCopy ranges. Runs under Debian's boto3 and, through
+test_with_newest_botocore, again under the newest botocore on this machine."""
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import AK, SK, s3_client, signed_request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def presigner(server):
+    import boto3
+    from botocore.config import Config
+    return boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        region_name="us-east-1", config=Config(s3={"addressing_style": "path"},
+                                               signature_version="s3v4"))
+
+
+def fetch(url, method="GET"):
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read(), r.headers
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), e.headers
+
+
+STD = {"CacheControl": "max-age=3600, public", "ContentDisposition": 'attachment; filename="a b.txt"',
+       "ContentEncoding": "gzip", "ContentLanguage": "de-CH",
+       "ContentType": "text/csv; charset=utf-8"}
+
+
+def check_std(h, want):
+    for k, v in want.items():
+        assert h.get(k) == v, (k, h.get(k), v)
+
+
+def test_standard_headers_kept(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="std")
+    body = os.urandom(5000)
+    c.put_object(Bucket="std", Key="o", Body=body, Expires="Wed, 21 Oct 2037 07:28:00 GMT", **STD)
+    for op in (c.head_object, c.get_object):
+        r = op(Bucket="std", Key="o")
+        check_std(r, STD)
+        assert r["ExpiresString"] == "Wed, 21 Oct 2037 07:28:00 GMT" if "ExpiresString" in r \
+            else r["ResponseMetadata"]["HTTPHeaders"]["expires"] == "Wed, 21 Oct 2037 07:28:00 GMT"
+    assert sha(c.get_object(Bucket="std", Key="o")["Body"].read()) == sha(body)
+    # Without a Content-Type: binary/octet-stream.
+    signed_request(server.port, "PUT", "/std/plain", b"x")
+    assert c.head_object(Bucket="std", Key="plain")["ContentType"] == "binary/octet-stream"
+    # Copy keeps them; REPLACE takes the new ones.
+    c.copy_object(Bucket="std", Key="copy", CopySource={"Bucket": "std", "Key": "o"})
+    check_std(c.head_object(Bucket="std", Key="copy"), STD)
+    c.copy_object(Bucket="std", Key="repl", CopySource={"Bucket": "std", "Key": "o"},
+                  MetadataDirective="REPLACE", CacheControl="no-cache", ContentType="text/plain")
+    h = c.head_object(Bucket="std", Key="repl")
+    assert h["CacheControl"] == "no-cache" and h["ContentType"] == "text/plain"
+    assert "ContentDisposition" not in h and "ContentLanguage" not in h
+    # Multipart uploads keep what CreateMultipartUpload gave.
+    up = c.create_multipart_upload(Bucket="std", Key="mp", **STD)["UploadId"]
+    part = os.urandom(5 << 20)
+    e = c.upload_part(Bucket="std", Key="mp", UploadId=up, PartNumber=1, Body=part)["ETag"]
+    c.complete_multipart_upload(Bucket="std", Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    check_std(c.head_object(Bucket="std", Key="mp"), STD)
+    # aws-chunked is a transfer detail, not the object's encoding.
+    st, _, _ = signed_request(server.port, "PUT", "/std/enc", b"abc",
+                              headers={"Content-Encoding": "aws-chunked,gzip"})
+    assert st == 200
+    assert c.head_object(Bucket="std", Key="enc")["ContentEncoding"] == "gzip"
+
+
+def test_response_header_overrides(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ovr")
+    c.put_object(Bucket="ovr", Key="o", Body=b"hello", ACL="public-read", **STD)
+    r = c.get_object(Bucket="ovr", Key="o", ResponseContentType="application/x-test",
+                     ResponseContentLanguage="fr", ResponseCacheControl="no-store",
+                     ResponseContentDisposition="inline", ResponseContentEncoding="identity",
+                     ResponseExpires="Thu, 01 Jan 2037 00:00:00 GMT")
+    assert r["ContentType"] == "application/x-test" and r["ContentLanguage"] == "fr"
+    assert r["CacheControl"] == "no-store" and r["ContentDisposition"] == "inline"
+    assert r["ContentEncoding"] == "identity"
+    assert r["Body"].read() == b"hello"
+    # Presigned GETs may override too; anonymous ones may not (S3: 400 InvalidRequest).
+    url = presigner(server).generate_presigned_url(
+        "get_object", Params={"Bucket": "ovr", "Key": "o", "ResponseContentType": "text/x-p"})
+    st, body, h = fetch(url)
+    assert st == 200 and h["Content-Type"] == "text/x-p" and body == b"hello"
+    st, body, _ = fetch(server.endpoint + "/ovr/o?response-content-type=text%2Fevil")
+    assert st == 400 and ET.fromstring(body).findtext("Code") == "InvalidRequest"
+    st, body, h = fetch(server.endpoint + "/ovr/o")
+    assert st == 200 and h["Content-Type"] == STD["ContentType"]
+
+
+def test_owner_in_listings(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="own")
+    c.put_object(Bucket="own", Key="k", Body=b"1")
+    v1 = c.list_objects(Bucket="own")["Contents"][0]
+    assert v1["Owner"]["ID"] == AK
+    v2 = c.list_objects_v2(Bucket="own")["Contents"][0]
+    assert "Owner" not in v2
+    v2 = c.list_objects_v2(Bucket="own", FetchOwner=True)["Contents"][0]
+    assert v2["Owner"]["ID"] == AK
+
+
+def test_presigned_expiry(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="exp")
+    c.put_object(Bucket="exp", Key="o", Body=b"data")
+    p = presigner(server)
+    url = p.generate_presigned_url("get_object", Params={"Bucket": "exp", "Key": "o"},
+                                   ExpiresIn=60)
+    assert fetch(url)[:2] == (200, b"data")
+    for bad in ("0", "604801", "abc", "-5"):
+        u = url.replace("X-Amz-Expires=60", "X-Amz-Expires=" + bad)
+        st, body, _ = fetch(u)
+        assert st == 400 and ET.fromstring(body).findtext("Code") == \
+            "AuthorizationQueryParametersError", bad
+    # Expired: signed for a time long past (the signature is valid for that time).
+    import datetime
+    from unittest import mock
+    import botocore.auth
+    past = datetime.datetime.utcnow() - datetime.timedelta(hours=2)
+    if hasattr(botocore.auth, "get_current_datetime"):  # newer botocore
+        patch = mock.patch.object(botocore.auth, "get_current_datetime", return_value=past)
+    else:
+        patch = mock.patch("botocore.auth.datetime")
+    with patch as dt:
+        if not hasattr(botocore.auth, "get_current_datetime"):
+            dt.datetime.utcnow.return_value = past
+            dt.datetime.now.return_value = past
+        old = p.generate_presigned_url("get_object", Params={"Bucket": "exp", "Key": "o"},
+                                       ExpiresIn=60)
+    assert "X-Amz-Date=" + past.strftime("%Y%m%dT%H%M") in old
+    st, body, _ = fetch(old)
+    root = ET.fromstring(body)
+    assert st == 403 and root.findtext("Code") == "AccessDenied"
+    assert "expired" in root.findtext("Message")
+
+
+def test_content_md5_forms(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="md5")
+    body = b"the body"
+    good = base64.b64encode(hashlib.md5(body).digest()).decode()
+    other = base64.b64encode(hashlib.md5(b"else").digest()).decode()
+    assert signed_request(server.port, "PUT", "/md5/ok", body, {"Content-MD5": good})[0] == 200
+    for bad in ("", "abc", base64.b64encode(b"short").decode(), good[:-2],
+                base64.b64encode(hashlib.sha1(body).digest()).decode(), "!" * 24):
+        st, resp, _ = signed_request(server.port, "PUT", "/md5/x", body, {"Content-MD5": bad})
+        assert st == 400 and ET.fromstring(resp).findtext("Code") == "InvalidDigest", bad
+    st, resp, _ = signed_request(server.port, "PUT", "/md5/x", body, {"Content-MD5": other})
+    assert st == 400 and ET.fromstring(resp).findtext("Code") == "BadDigest"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="md5", Key="x")
+    assert c.get_object(Bucket="md5", Key="ok")["Body"].read() == body
+
+
+def test_upload_part_copy_range_outside_source(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="upc")
+    c.put_object(Bucket="upc", Key="src", Body=os.urandom(1000))
+    up = c.create_multipart_upload(Bucket="upc", Key="dst")["UploadId"]
+    for rng, code in (("bytes=0-1000", "InvalidRange"), ("bytes=2000-3000", "InvalidRange"),
+                      ("bytes=5-2", "InvalidArgument"), ("bytes=x-3", "InvalidArgument")):
+        with pytest.raises(ClientError) as e:
+            c.upload_part_copy(Bucket="upc", Key="dst", UploadId=up, PartNumber=1,
+                               CopySource={"Bucket": "upc", "Key": "src"}, CopySourceRange=rng)
+        assert e.value.response["Error"]["Code"] == code, rng
+    r = c.upload_part_copy(Bucket="upc", Key="dst", UploadId=up, PartNumber=1,
+                           CopySource={"Bucket": "upc", "Key": "src"}, CopySourceRange="bytes=0-999")
+    assert r["CopyPartResult"]["ETag"]
+
+
+def test_with_newest_botocore(server):
+    """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
+    if os.environ.get("WL_INNER"):
+        pytest.skip("already the inner run")
+    py = shutil.which("python3")
+    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
+        pytest.skip("no second python with the newest botocore")
+    env = dict(os.environ, WL_INNER="1")
+    env.pop("PYTHONPATH", None)
+    code = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest, "
+            "botocore; print('botocore', botocore.__version__); "
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', sys.argv[1]]))")
+    out = subprocess.run([py, "-c", code, os.path.join(HERE, "test_s3_corners.py")], env=env,
+                         cwd=HERE, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
+    assert b"botocore 1." in out.stdout
