@@ -66,6 +66,12 @@ static void object_op(ctx_t *x)
         return;
     }
     if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
+    /* One storage class is served; asking for another is refused, not ignored. */
+    const char *sc = s3_hdr(x->info, "x-amz-storage-class");
+    if (sc && strcmp(sc, "STANDARD") != 0) {
+        s3_err(x, S3E_INVALID_STORAGE_CLASS);
+        return;
+    }
     int has_upload, has_part, has_uploads;
     char *upload = s3_qparam(x->query, "uploadId", &has_upload);
     char *part = s3_qparam(x->query, "partNumber", &has_part);

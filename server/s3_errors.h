@@ -42,6 +42,8 @@
       "The list of parts was not in ascending order. Parts must be ordered by part number.")       \
     X(INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")                \
     X(INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                                   \
+    X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \
+      "The storage class you specified is not valid")                                              \
     X(INVALID_URI, "InvalidURI", 400, "Couldn't parse the specified URI.")                         \
     X(KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long")                                \
     X(MALFORMED_ACL, "MalformedACLError", 400,                                                     \

@@ -192,6 +192,24 @@ def test_upload_part_copy_range_outside_source(server):
     assert r["CopyPartResult"]["ETag"]
 
 
+def test_storage_classes(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="scl")
+    c.put_object(Bucket="scl", Key="std", Body=b"s", StorageClass="STANDARD")
+    assert c.list_objects_v2(Bucket="scl")["Contents"][0]["StorageClass"] == "STANDARD"
+    for sc in ("GLACIER", "STANDARD_IA", "NOT_A_CLASS"):
+        with pytest.raises(ClientError) as e:
+            c.put_object(Bucket="scl", Key="x", Body=b"x", StorageClass=sc)
+        assert e.value.response["Error"]["Code"] == "InvalidStorageClass"
+        with pytest.raises(ClientError) as e:
+            c.create_multipart_upload(Bucket="scl", Key="x", StorageClass=sc)
+        assert e.value.response["Error"]["Code"] == "InvalidStorageClass"
+        with pytest.raises(ClientError) as e:
+            c.copy_object(Bucket="scl", Key="x", CopySource="scl/std", StorageClass=sc)
+        assert e.value.response["Error"]["Code"] == "InvalidStorageClass"
+    assert [o["Key"] for o in c.list_objects_v2(Bucket="scl")["Contents"]] == ["std"]
+
+
 def test_with_newest_botocore(server):
     """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
     if os.environ.get("WL_INNER"):
