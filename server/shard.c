@@ -1,5 +1,11 @@
 #include "server/shard.h"
 
+#include "storage/rec.h"
+
+/* The gateway's limits are the local drive's: a name that one takes, the other does too. */
+_Static_assert(SHARD_MAX_BUCKET == REC_MAX_BUCKET, "SHARD_MAX_BUCKET must match storage/rec.h");
+_Static_assert(SHARD_MAX_KEY == REC_MAX_KEY, "SHARD_MAX_KEY must match storage/rec.h");
+
 static int l_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                  size_t meta_len)
 {

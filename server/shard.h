@@ -8,6 +8,13 @@
 
 #include "storage/drive.h"
 
+/*
+ * Longest bucket and key names a store takes (bytes, without the NUL): the
+ * record format's limits (shard.c checks that they match).
+ */
+#define SHARD_MAX_BUCKET 255
+#define SHARD_MAX_KEY    1024
+
 typedef struct {
     int (*put)(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                size_t meta_len);

@@ -89,6 +89,11 @@ if __name__ == "__main__":
     write("objmeta", 0, head)
     write("objmeta", 1, b"\x01" + tlv(5, struct.pack("<Q", 9)) + tlv(2, b"ab") + tlv(7, b"")
           + tlv(255, b""))
+    # A multipart head, and a head with fields of a later writer (tags 9, 200: skipped).
+    write("objmeta", 2, b"\x01" + tlv(5, struct.pack("<Q", 77)) + tlv(2, b"0123456789abcdef" * 2)
+          + tlv(8, struct.pack("<QI", 10 << 20, 2)) + tlv(3, b"0123456789abcdef" * 2 + b"-2")
+          + tlv(4, b"") + tlv(6, b"") + tlv(255, b""))
+    write("objmeta", 3, head[:12] + tlv(9, b"new") + head[12:-3] + tlv(200, b"\0\0") + head[-3:])
     write("s3xml", 0, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
           b"<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part><Part><PartNumber>2"
           b"</PartNumber><ETag>&quot;x&quot;</ETag></Part></CompleteMultipartUpload>")

@@ -11,6 +11,7 @@
 
 #include "common/crc.h"
 #include "common/err.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "server/obj.h"
 
@@ -572,11 +573,242 @@ static void test_meta_codec(void **state)
         assert_int_equal(obj_meta_decode(buf, cut, &b), ERR_CORRUPT);
 }
 
+/*
+ * The head metadata format field by field (server/obj_meta.c): a blob is
+ * built here from its fields, then each field is corrupted in turn (wrong
+ * length, bad value, missing, repeated, out of order, in a head of the
+ * wrong kind) and must be refused. Tags: 1 layout, 2 upload, 3 etag,
+ * 4 content type, 5 mtime, 6 user metadata, 7 deleted, 8 multipart, 255 end.
+ */
+typedef struct {
+    uint8_t tag;
+    const void *v;
+    size_t n;
+} fld_t;
+
+enum { OP_PUT, OP_INSERT, OP_DROP, OP_SWAP }; /* field `at`: replace, insert before, drop, swap */
+
+typedef struct {
+    const char *what;
+    int op, at;
+    fld_t f;
+} corrupt_t;
+
+#define MAX_FLDS 12
+
+static size_t blob(uint8_t *out, uint8_t version, const fld_t *f, int nf)
+{
+    size_t pos = 1;
+    out[0] = version;
+    for (int i = 0; i < nf; i++) {
+        out[pos] = f[i].tag;
+        out[pos + 1] = (uint8_t)f[i].n;
+        out[pos + 2] = (uint8_t)(f[i].n >> 8);
+        if (f[i].n) memcpy(out + pos + 3, f[i].v, f[i].n);
+        pos += 3 + f[i].n;
+    }
+    return pos;
+}
+
+/* Apply c to the fields of a head that decodes; the result must not. */
+static void expect_refused(const fld_t *good, int ng, const corrupt_t *c)
+{
+    fld_t f[MAX_FLDS];
+    static uint8_t b[1 << 16];
+    obj_info_t o;
+    int nf = ng;
+    memcpy(f, good, sizeof(*f) * (size_t)ng);
+    switch (c->op) {
+    case OP_PUT:
+        f[c->at] = c->f;
+        break;
+    case OP_INSERT:
+        memmove(f + c->at + 1, f + c->at, sizeof(*f) * (size_t)(nf++ - c->at));
+        f[c->at] = c->f;
+        break;
+    case OP_DROP:
+        memmove(f + c->at, f + c->at + 1, sizeof(*f) * (size_t)(--nf - c->at));
+        break;
+    default: {
+        fld_t t = f[c->at];
+        f[c->at] = f[c->at + 1];
+        f[c->at + 1] = t;
+    }
+    }
+    size_t n = blob(b, 1, f, nf);
+    int rc = obj_meta_decode(b, n, &o);
+    if (rc != ERR_CORRUPT) fail_msg("%s: decode gave %d, not ERR_CORRUPT", c->what, rc);
+}
+
+static void test_meta_corrupt_fields(void **state)
+{
+    (void)state;
+    static uint8_t b[1 << 16], enc[8192];
+    static char big[4096];
+    obj_info_t in = {0}, o;
+    uint8_t mt[9] = {0x15, 0xcd, 0x5b, 0x07}, lay[ERS_LAYOUT_SIZE + 1], bad[ERS_LAYOUT_SIZE];
+    uint8_t mp[13] = {0x40, 0, 0, 0, 0, 0, 0, 0, 3}, mp0[12] = {0}, mpx[12] = {0};
+    memset(big, 'a', sizeof(big));
+    in.mtime_ns = 123456789;
+    strcpy(in.upload_id, "0123456789abcdef0123456789abcdef");
+    in.layout = (ers_layout_t){4, 2, 64, 1000};
+    in.size = 1000;
+    strcpy(in.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    strcpy(in.content_type, "text/plain");
+    memcpy(in.umeta, "color\0blue\0acl\0private\0", 23);
+    in.umeta_len = 23;
+    ers_layout_encode(&in.layout, lay);
+
+    /* The model of the format is the encoder's: a live head, a multipart one, a delete marker. */
+    const fld_t live[] = {{5, mt, 8},       {2, in.upload_id, 32}, {1, lay, ERS_LAYOUT_SIZE},
+                          {3, in.etag, 32}, {4, "text/plain", 10}, {6, in.umeta, 23},
+                          {255, NULL, 0}};
+    fld_t multi[7], del[4] = {{5, mt, 8}, {2, in.upload_id, 32}, {7, NULL, 0}, {255, NULL, 0}};
+    memcpy(multi, live, sizeof(multi));
+    multi[2] = (fld_t){8, mp, 12};
+    size_t n = obj_meta_encode(&in, enc, sizeof(enc));
+    assert_int_equal(n, blob(b, 1, live, 7));
+    assert_memory_equal(enc, b, n);
+    obj_info_t mi = in;
+    mi.multipart = 1;
+    mi.nparts = 3;
+    mi.size = 64;
+    n = obj_meta_encode(&mi, enc, sizeof(enc));
+    assert_int_equal(n, blob(b, 1, multi, 7));
+    assert_memory_equal(enc, b, n);
+    obj_info_t di = {0};
+    di.deleted = 1;
+    di.mtime_ns = in.mtime_ns;
+    strcpy(di.upload_id, in.upload_id);
+    n = obj_meta_encode(&di, enc, sizeof(enc));
+    assert_int_equal(n, blob(b, 1, del, 4));
+    assert_memory_equal(enc, b, n);
+
+    /* Layouts that pass their crc but are not what ers_layout_encode writes, or hold bad values. */
+    uint8_t resv[ERS_LAYOUT_SIZE], zero_k[ERS_LAYOUT_SIZE];
+    memcpy(bad, lay, sizeof(bad));
+    bad[20] ^= 1; /* size, crc not updated */
+    memcpy(resv, lay, sizeof(resv));
+    resv[7] = 1; /* reserved */
+    le_put32(resv + 28, crc32c(0, resv, 28));
+    memcpy(zero_k, lay, sizeof(zero_k));
+    zero_k[5] = 0; /* k */
+    le_put32(zero_k + 28, crc32c(0, zero_k, 28));
+    mpx[8] = 0x11; /* 10001 parts */
+    mpx[9] = 0x27;
+
+    const corrupt_t lc[] = {
+        {"mtime short", OP_PUT, 0, {5, mt, 7}},
+        {"mtime long", OP_PUT, 0, {5, mt, 9}},
+        {"mtime missing", OP_DROP, 0, {0}},
+        {"mtime twice", OP_INSERT, 1, {5, mt, 8}},
+        {"upload too long", OP_PUT, 1, {2, big, 33}},
+        {"upload with NUL", OP_PUT, 1, {2, "01\0003", 4}},
+        {"upload missing", OP_DROP, 1, {0}},
+        {"upload before mtime", OP_SWAP, 0, {0}},
+        {"upload twice", OP_INSERT, 2, {2, "ab", 2}},
+        {"layout short", OP_PUT, 2, {1, lay, ERS_LAYOUT_SIZE - 1}},
+        {"layout long", OP_PUT, 2, {1, lay, ERS_LAYOUT_SIZE + 1}},
+        {"layout crc", OP_PUT, 2, {1, bad, ERS_LAYOUT_SIZE}},
+        {"layout reserved byte", OP_PUT, 2, {1, resv, ERS_LAYOUT_SIZE}},
+        {"layout k 0", OP_PUT, 2, {1, zero_k, ERS_LAYOUT_SIZE}},
+        {"layout missing", OP_DROP, 2, {0}},
+        {"layout twice", OP_INSERT, 3, {1, lay, ERS_LAYOUT_SIZE}},
+        {"layout and multipart", OP_INSERT, 3, {8, mp, 12}},
+        {"layout and deleted", OP_INSERT, 3, {7, NULL, 0}},
+        {"layout after etag", OP_SWAP, 2, {0}},
+        {"etag too long", OP_PUT, 3, {3, big, 80}},
+        {"etag with NUL", OP_PUT, 3, {3, "ab\0cd", 5}},
+        {"etag missing", OP_DROP, 3, {0}},
+        {"etag after content type", OP_SWAP, 3, {0}},
+        {"content type too long", OP_PUT, 4, {4, big, 256}},
+        {"content type with NUL", OP_PUT, 4, {4, "text\0", 5}},
+        {"content type missing", OP_DROP, 4, {0}},
+        {"content type twice", OP_INSERT, 5, {4, "a/b", 3}},
+        {"umeta too long", OP_PUT, 5, {6, big, 2049}},
+        {"umeta without its NUL", OP_PUT, 5, {6, "k\0v", 3}},
+        {"umeta half a pair", OP_PUT, 5, {6, "k\0v\0w\0", 6}},
+        {"umeta missing", OP_DROP, 5, {0}},
+        {"umeta before content type", OP_SWAP, 4, {0}},
+        {"umeta twice", OP_INSERT, 6, {6, "", 0}},
+        {"end with a value", OP_PUT, 6, {255, "x", 1}},
+        {"end missing", OP_DROP, 6, {0}},
+        {"a field after the end", OP_INSERT, 7, {200, "x", 1}},
+    };
+    const corrupt_t mc[] = {
+        {"multipart short", OP_PUT, 2, {8, mp, 11}},
+        {"multipart long", OP_PUT, 2, {8, mp, 13}},
+        {"multipart 0 parts", OP_PUT, 2, {8, mp0, 12}},
+        {"multipart 10001 parts", OP_PUT, 2, {8, mpx, 12}},
+        {"multipart twice", OP_INSERT, 3, {8, mp, 12}},
+        {"multipart and deleted", OP_INSERT, 3, {7, NULL, 0}},
+        {"multipart and layout", OP_INSERT, 2, {1, lay, ERS_LAYOUT_SIZE}},
+        {"multipart without etag", OP_DROP, 3, {0}},
+    };
+    const corrupt_t dc[] = {
+        {"deleted with a value", OP_PUT, 2, {7, "x", 1}},
+        {"deleted twice", OP_INSERT, 3, {7, NULL, 0}},
+        {"deleted with an etag", OP_INSERT, 3, {3, "abc", 3}},
+        {"deleted with a content type", OP_INSERT, 3, {4, "a/b", 3}},
+        {"deleted with umeta", OP_INSERT, 3, {6, "", 0}},
+        {"deleted before upload", OP_SWAP, 1, {0}},
+        {"deleted, mtime missing", OP_DROP, 0, {0}},
+        {"deleted, upload missing", OP_DROP, 1, {0}},
+        {"deleted, end missing", OP_DROP, 3, {0}},
+    };
+    for (size_t i = 0; i < sizeof(lc) / sizeof(lc[0]); i++)
+        expect_refused(live, 7, &lc[i]);
+    for (size_t i = 0; i < sizeof(mc) / sizeof(mc[0]); i++)
+        expect_refused(multi, 7, &mc[i]);
+    for (size_t i = 0; i < sizeof(dc) / sizeof(dc[0]); i++)
+        expect_refused(del, 4, &dc[i]);
+
+    /* The version byte, and anything after the end. */
+    n = blob(b, 1, live, 7);
+    assert_int_equal(obj_meta_decode(b, n, &o), 0);
+    b[0] = 2;
+    assert_int_equal(obj_meta_decode(b, n, &o), ERR_CORRUPT);
+    b[0] = 0;
+    assert_int_equal(obj_meta_decode(b, n, &o), ERR_CORRUPT);
+    b[0] = 1;
+    b[n] = 0;
+    assert_int_equal(obj_meta_decode(b, n + 1, &o), ERR_CORRUPT);
+
+    /* A later writer's fields are skipped wherever they stand before the end. */
+    for (int at = 0; at < 7; at++) {
+        fld_t f[8];
+        memcpy(f, live, sizeof(live));
+        memmove(f + at + 1, f + at, sizeof(*f) * (size_t)(7 - at));
+        f[at] = (fld_t){at % 2 ? 9 : 200, "new", 3};
+        n = blob(b, 1, f, 8);
+        assert_int_equal(obj_meta_decode(b, n, &o), 0);
+        assert_string_equal(o.etag, in.etag);
+        assert_int_equal(o.umeta_len, 23);
+        assert_int_equal(o.layout.size, 1000);
+    }
+
+    /* Nothing is encoded that would not decode. */
+    obj_info_t x = in;
+    memcpy(x.umeta, "k\0", 2);
+    x.umeta_len = 2;
+    assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
+    x = mi;
+    x.nparts = 0;
+    assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
+    x = in;
+    memset(x.upload_id, 'a', sizeof(x.upload_id));
+    assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
+    x = in;
+    x.layout.k = 0;
+    assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
+}
+
 int main(void)
 {
     log_level = LOG_LVL_ERROR;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meta_codec),
+        cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),

@@ -1,0 +1,323 @@
+/*
+ * obj_get.c: the reader (room of the object layer; map in obj_int.h).
+ *
+ * obj_open pins the newest version, so no overwrite or delete can drop its
+ * blocks until obj_close. A read goes through the erasure decoder, which
+ * asks block_source for the blocks it needs: healthy data blocks land
+ * straight in the caller's buffer (read_split), fetched in parallel on the
+ * set's pool; up to m lost or corrupt ones are rebuilt from parity.
+ * Read-ahead fetches the data blocks of the next stripe in the background
+ * into the buffer the caller will read it into. A multipart object is read
+ * part by part, each part through a reader of its own, in the order of the
+ * upload's manifest.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/le.h"
+#include "common/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ra_job {
+    pool_job_t base;
+    obj_reader_t *r;
+    unsigned shard;
+    uint32_t len;
+    int rc;
+    ers_crc_t crc;
+} ra_job_t;
+
+struct obj_reader {
+    obj_set_t *s;
+    char bbucket[SHARD_MAX_BUCKET + 2];
+    char *key;
+    obj_info_t info;
+    ers_decoder_t *dec;
+    uint8_t *blk[OBJ_MAX_SHARDS]; /* per shard: block + crc as read (lazily allocated) */
+    /*
+     * Read-ahead (obj_read_ahead): the data blocks of one stripe fetched in
+     * the background straight into the buffer the caller will read that
+     * stripe into; the obj_read of it finds them in place. One stripe at most.
+     */
+    ra_job_t *ra_jobs;
+    latch_t ra_latch;
+    uint64_t ra_stripe;
+    uint8_t *ra_buf;  /* block j of ra_stripe lands at ra_buf + j * block_size */
+    uint32_t ra_mask; /* shards with a read-ahead block of ra_stripe (in flight or done) */
+    /* multipart: parts in order, their sizes, and the part being read */
+    int *parts;
+    uint64_t *sizes;
+    struct obj_reader *cur;
+    int cur_idx;
+    uint32_t missing;
+};
+
+static void run_ra(pool_job_t *j)
+{
+    ra_job_t *a = (ra_job_t *)j;
+    obj_reader_t *r = a->r;
+    const shard_store_t *st = &r->s->st[a->shard];
+    drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
+                     (uint32_t)(r->ra_stripe << SHARD_BITS) | a->shard};
+    uint8_t c[4];
+    uint8_t *dst = r->ra_buf + (size_t)a->shard * r->info.layout.block_size;
+    a->crc = (ers_crc_t){0, 0, 1};
+    a->rc = st->ops->read_split(st->ctx, &id, dst, a->len, c, 4, &a->crc.actual);
+    a->crc.stored = le_get32(c);
+}
+
+/* Wait for the read-ahead in flight, if any. */
+static void ra_wait(obj_reader_t *r)
+{
+    if (r->ra_mask) latch_wait(&r->ra_latch);
+}
+
+void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
+{
+    obj_set_t *s = r->s;
+    ra_wait(r);
+    r->ra_mask = 0;
+    if (r->info.multipart) {
+        /* Within the part being read only: the next obj_read opens the next part. */
+        if (r->cur_idx < 0) return;
+        uint64_t base = 0;
+        for (int i = 0; i < r->cur_idx; i++)
+            base += r->sizes[i];
+        if (off >= base && off + len <= base + r->sizes[r->cur_idx])
+            obj_read_ahead(r->cur, off - base, buf, len);
+        return;
+    }
+    const ers_layout_t *l = &r->info.layout;
+    uint64_t sdata = (uint64_t)l->k * l->block_size;
+    /* Whole stripes only, and only while the drives have room: under many streams it only deepens
+     * queues. */
+    if (!sdata || off % sdata || off >= l->size ||
+        len != (l->size - off < sdata ? l->size - off : sdata))
+        return;
+    for (unsigned j = 0; j < l->k; j++)
+        if (!s->st[j].ops->read_split) return;
+    if (obj__busy(s)) return;
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    int n = 0;
+    if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
+    r->ra_stripe = off / sdata;
+    r->ra_buf = buf;
+    for (unsigned j = 0; j < l->k; j++) {
+        uint32_t blen = ers_block_len(l, r->ra_stripe, j);
+        if (!blen) break;
+        r->ra_jobs[j] = (ra_job_t){{.run = run_ra}, r, j, blen, 0, {0, 0, 0}};
+        q[n++] = &r->ra_jobs[j].base;
+        r->ra_mask |= 1u << j;
+    }
+    if (n) pool_submit(s->pool, q, n, &r->ra_latch);
+}
+
+static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                        ers_crc_t *crc)
+{
+    obj_reader_t *r = arg;
+    obj_set_t *s = r->s;
+    const shard_store_t *st = &s->st[shard];
+    drive_id_t id = {r->bbucket, r->key, r->info.upload_id,
+                     (uint32_t)(stripe << SHARD_BITS) | shard};
+    /*
+     * Shards of a stripe are read concurrently (obj__parallel), each into
+     * its own buffer, made on first use by the one thread reading that shard.
+     */
+    uint8_t c[4];
+    int rc;
+    if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len &&
+        buf == r->ra_buf + (size_t)shard * r->info.layout.block_size) {
+        /* Read ahead into this very place: obj_read waited for it. */
+        *crc = r->ra_jobs[shard].crc;
+        return r->ra_jobs[shard].rc;
+    }
+    if (st->ops->read_split) {
+        /* Straight into the caller's buffer; only the crc goes elsewhere. */
+        if ((rc = st->ops->read_split(st->ctx, &id, buf, len, c, 4, &crc->actual)) != 0) return rc;
+        crc->stored = le_get32(c);
+        crc->computed = 1;
+        return 0;
+    }
+    if (!r->blk[shard]) r->blk[shard] = bufpool_get(s->bufs, (size_t)r->info.layout.block_size + 4);
+    uint8_t *b = r->blk[shard];
+    if ((rc = st->ops->read(st->ctx, &id, 0, b, (size_t)len + 4)) != 0) return rc;
+    memcpy(buf, b, len);
+    crc->stored = le_get32(b + len);
+    return 0;
+}
+
+int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                       uint64_t **sizes)
+{
+    obj_info_t mi;
+    int err;
+    obj_reader_t *m = obj_open(s, MPU_MANIFEST, upload, &mi, &err);
+    if (!m) return err;
+    char *text = xmalloc(mi.size + 1);
+    err = obj_read(m, 0, text, mi.size);
+    obj_close(m);
+    text[mi.size] = 0;
+    *part_no = xcalloc((size_t)nparts, sizeof(int));
+    *sizes = xcalloc((size_t)nparts, sizeof(uint64_t));
+    char *p = text;
+    for (int i = 0; !err && i < nparts; i++) {
+        unsigned long long sz;
+        int pn, used;
+        if (sscanf(p, "%d %llu %*s%n", &pn, &sz, &used) != 2) {
+            err = ERR_CORRUPT;
+            break;
+        }
+        (*part_no)[i] = pn;
+        (*sizes)[i] = sz;
+        p += used;
+        while (*p == '\n')
+            p++;
+    }
+    free(text);
+    if (err) {
+        free(*part_no);
+        free(*sizes);
+        *part_no = NULL;
+        *sizes = NULL;
+    }
+    return err;
+}
+
+obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                       int *err)
+{
+    obj_reader_t *r = xcalloc(1, sizeof(*r));
+    r->s = s;
+    latch_init(&r->ra_latch);
+    /*
+     * Pin the version, then look again: a writer drops the old version only
+     * after its new heads are written, so a version still newest after the
+     * pin is taken cannot lose its blocks until obj_close. The second look is
+     * skipped when no version was dropped since before the first (the drop
+     * epoch, read under the pin lock, has not moved).
+     */
+    for (int tries = 0;; tries++) {
+        obj_info_t again;
+        uint64_t e0 = __atomic_load_n(&s->drop_epoch, __ATOMIC_ACQUIRE);
+        if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
+            latch_destroy(&r->ra_latch);
+            free(r);
+            return NULL;
+        }
+        /* No version was dropped since before the look: what it found is still whole. */
+        if (obj__pin(s, r->info.upload_id) == e0) break;
+        if (obj_stat(s, bucket, key, &again) == 0 &&
+            strcmp(again.upload_id, r->info.upload_id) == 0)
+            break;
+        obj__unpin(s, r->info.upload_id);
+        if (tries == 16) {
+            *err = ERR_AGAIN; /* overwritten faster than it can be opened */
+            latch_destroy(&r->ra_latch);
+            free(r);
+            return NULL;
+        }
+    }
+    obj__blk_bucket(r->bbucket, bucket);
+    r->key = xstrdup(key);
+    r->cur_idx = -1;
+    if (r->info.multipart) {
+        if ((*err = obj__read_manifest(s, r->info.upload_id, r->info.nparts, &r->parts,
+                                       &r->sizes)) != 0) {
+            obj_close(r);
+            return NULL;
+        }
+    } else {
+        if (r->info.layout.k != s->k || r->info.layout.m != s->m) {
+            *err = ERR_CORRUPT;
+            obj_close(r);
+            return NULL;
+        }
+        r->dec = ers_decoder_new(&r->info.layout, err);
+        if (!r->dec) {
+            obj_close(r);
+            return NULL;
+        }
+        ers_decoder_set_parallel(r->dec, obj__parallel, s);
+    }
+    if (info) *info = r->info;
+    return r;
+}
+
+/* A multipart object: the parts that [off, off+len) spans, each through its own reader. */
+static int read_parts(obj_reader_t *r, uint64_t off, void *buf, size_t len)
+{
+    if (off > r->info.size || len > r->info.size - off) return ERR_RANGE;
+    uint8_t *out = buf;
+    uint64_t base = 0;
+    for (int i = 0; i < r->info.nparts && len > 0; i++) {
+        uint64_t psz = r->sizes[i];
+        if (off >= base + psz) {
+            base += psz;
+            continue;
+        }
+        if (r->cur_idx != i) {
+            char pk[64];
+            int err;
+            obj_close(r->cur);
+            obj__part_key(pk, sizeof(pk), r->info.upload_id, r->parts[i]);
+            r->cur = obj_open(r->s, MPU_PARTS, pk, NULL, &err);
+            r->cur_idx = r->cur ? i : -1;
+            if (!r->cur) return err == ERR_NOT_FOUND ? ERR_CORRUPT : err;
+        }
+        uint64_t in = off - base, n = psz - in < len ? psz - in : len;
+        int rc = obj_read(r->cur, in, out, (size_t)n);
+        if (rc) {
+            r->missing = r->cur->missing;
+            return rc;
+        }
+        out += n;
+        off += n;
+        len -= (size_t)n;
+        base += psz;
+    }
+    return 0;
+}
+
+int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
+{
+    if (r->info.multipart) return read_parts(r, off, buf, len);
+    const ers_layout_t *l = &r->info.layout;
+    uint64_t sdata = (uint64_t)l->k * l->block_size;
+    ra_wait(r); /* its blocks are used below (block_source checks where they are), or stale */
+    if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
+    int rc = ers_decoder_read(r->dec, off, len, buf, block_source, r);
+    r->missing = rc ? ers_decoder_missing(r->dec) : 0;
+    r->ra_mask = 0;
+    return rc;
+}
+
+size_t obj_read_unit(const obj_reader_t *r)
+{
+    return (size_t)r->s->k * r->s->block;
+}
+
+uint32_t obj_read_missing(const obj_reader_t *r)
+{
+    return r->missing;
+}
+
+void obj_close(obj_reader_t *r)
+{
+    if (!r) return;
+    obj_close(r->cur);
+    ra_wait(r); /* no read may still write into the buffers freed below */
+    latch_destroy(&r->ra_latch);
+    free(r->ra_jobs);
+    obj__unpin(r->s, r->info.upload_id); /* every reader holds a pin from obj_open */
+    ers_decoder_free(r->dec);
+    free(r->parts);
+    free(r->sizes);
+    for (int i = 0; i < OBJ_MAX_SHARDS; i++)
+        bufpool_put(r->s->bufs, r->blk[i]);
+    free(r->key);
+    free(r);
+}

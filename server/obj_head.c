@@ -1,0 +1,309 @@
+/*
+ * obj_head.c: heads and versions (room of the object layer; map in
+ * obj_int.h): finding the newest head, writing heads, the key and upload
+ * locks, pins and deferred drops, delete markers and in-place metadata
+ * rewrites.
+ *
+ * Pins keep a version's blocks while a reader streams it: a PUT or DELETE
+ * that replaces the version hands its drop to the pin, and the last reader
+ * to close runs it. A crash in between leaves the old blocks as
+ * unreferenced space, never a reader with its blocks pulled away
+ * mid-stream. drop_epoch counts the drops done at once, so obj_open can
+ * tell that nothing was dropped between its look at the heads and its pin.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+typedef struct deferred_drop {
+    char *bucket, *key;
+    obj_info_t old;
+    struct deferred_drop *next;
+} deferred_drop_t;
+
+typedef struct pin {
+    char upload_id[33];
+    int refs;
+    deferred_drop_t *drops; /* run by the last unpin */
+    struct pin *next;
+} pin_t;
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int obj__new_upload_id(char out[33])
+{
+    uint8_t r[16];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return ERR_IO;
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    return 0;
+}
+
+void obj__blk_bucket(char *out, const char *bucket)
+{
+    size_t n = strnlen(bucket, SHARD_MAX_BUCKET - 1);
+    memcpy(out, bucket, n);
+    memcpy(out + n, BLK_SUFFIX, 2);
+}
+
+void obj__part_key(char *out, size_t cap, const char *upload, int part)
+{
+    snprintf(out, cap, "%s/%05d", upload, part);
+}
+
+static uint32_t fnv1a(uint32_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+}
+
+pthread_mutex_t *obj__key_lock(obj_set_t *s, const char *bucket, const char *key)
+{
+    /* Over "bucket\0key": ("a", "bc") and ("ab", "c") are different keys. */
+    uint32_t h = fnv1a(2166136261u, bucket, strlen(bucket) + 1);
+    return &s->key_locks[fnv1a(h, key, strlen(key)) % KEY_LOCKS];
+}
+
+pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload)
+{
+    return &s->mpu_locks[fnv1a(2166136261u, upload, strlen(upload)) % KEY_LOCKS];
+}
+
+int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
+{
+    uint8_t meta[HEAD_MAX];
+    int found = 0, absent = 0, rc = ERR_NOT_FOUND;
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        obj_info_t o;
+        int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
+        if (src == ERR_NOT_FOUND) absent++;
+        if (src != 0 || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &o))
+            continue;
+        if (!found || o.mtime_ns > best->mtime_ns ||
+            (o.mtime_ns == best->mtime_ns && strcmp(o.upload_id, best->upload_id) > 0))
+            *best = o;
+        found++;
+        rc = 0;
+    }
+    /*
+     * A committed version has heads on at least k stores: when more than m
+     * say "absent" it cannot exist; fewer means failing stores hide the
+     * verdict, and "not found" would be a guess (a listing would skip a key
+     * that is there).
+     */
+    if (!found && absent <= s->m) return ERR_UNRECOVERABLE;
+    return rc;
+}
+
+int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+{
+    int rc = obj__newest_head(s, bucket, key, info);
+    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
+    return rc;
+}
+
+/* All at once: one durable write's time, not n. */
+int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+                     uint32_t dead, int *first_err)
+{
+    uint8_t meta[HEAD_MAX];
+    size_t ml = obj_meta_encode(info, meta, sizeof(meta));
+    obj__put_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    int heads = 0, n = 0;
+    *first_err = ml ? 0 : ERR_TOO_LARGE;
+    if (!ml) return 0;
+    for (int i = 0; i < s->n; i++) {
+        if (dead & (1u << i)) continue;
+        jobs[n] = (obj__put_job_t){.base = {.run = obj__run_put},
+                                   .st = &s->st[i],
+                                   .id = {bucket, key, "", (uint32_t)i},
+                                   .meta = meta,
+                                   .meta_len = ml};
+        q[n] = &jobs[n].base;
+        n++;
+    }
+    obj__run_all(s, q, n);
+    for (int i = 0; i < n; i++) {
+        if (jobs[i].rc == 0)
+            heads++;
+        else if (!*first_err)
+            *first_err = jobs[i].rc;
+    }
+    return heads;
+}
+
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                      uint32_t dead, obj_info_t *old, int *drop_old, int *first_err)
+{
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    int had_old = obj__newest_head(s, bucket, key, old) == 0;
+    info->mtime_ns = wall_ns();
+    if (had_old && info->mtime_ns <= old->mtime_ns) info->mtime_ns = old->mtime_ns + 1;
+    int heads = obj__write_heads(s, bucket, key, info, dead, first_err);
+    pthread_mutex_unlock(lk);
+    *drop_old = had_old && !old->deleted && strcmp(old->upload_id, info->upload_id) != 0;
+    return heads;
+}
+
+void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      uint64_t stripes, uint32_t dead)
+{
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, bucket);
+    for (uint64_t st = 0; st < stripes; st++)
+        for (int i = 0; i < s->n; i++) {
+            if (dead & (1u << i)) continue;
+            drive_id_t id = {bb, key, upload, (uint32_t)(st << SHARD_BITS) | (uint32_t)i};
+            (void)s->st[i].ops->del(s->st[i].ctx, &id);
+        }
+}
+
+void obj__drop_object(obj_set_t *s, const char *bucket, const char *key)
+{
+    int rc = obj_delete(s, bucket, key);
+    if (rc && rc != ERR_NOT_FOUND) log_warn("event=drop_failed key=%s err=%s", key, err_name(rc));
+}
+
+static pin_t **pin_find(obj_set_t *s, const char *upload_id)
+{
+    pin_t **pp = &s->pins;
+    while (*pp && strcmp((*pp)->upload_id, upload_id) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+uint64_t obj__pin(obj_set_t *s, const char *upload_id)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    uint64_t epoch = __atomic_load_n(&s->drop_epoch, __ATOMIC_ACQUIRE);
+    pin_t **pp = pin_find(s, upload_id);
+    if (!*pp) {
+        *pp = xcalloc(1, sizeof(pin_t));
+        snprintf((*pp)->upload_id, sizeof((*pp)->upload_id), "%s", upload_id);
+    }
+    (*pp)->refs++;
+    pthread_mutex_unlock(&s->pin_mu);
+    return epoch;
+}
+
+/* Best effort: what fails to go is unreferenced space, not visible data. */
+static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
+                             const obj_info_t *old)
+{
+    if (!old->multipart) {
+        obj__drop_blocks(s, bucket, key, old->upload_id, ers_stripe_count(&old->layout), 0);
+        return;
+    }
+    int *parts = NULL;
+    uint64_t *sizes = NULL;
+    if (obj__read_manifest(s, old->upload_id, old->nparts, &parts, &sizes) == 0) {
+        for (int i = 0; i < old->nparts; i++) {
+            char pk[64];
+            obj__part_key(pk, sizeof(pk), old->upload_id, parts[i]);
+            obj__drop_object(s, MPU_PARTS, pk);
+        }
+    }
+    obj__drop_object(s, MPU_MANIFEST, old->upload_id);
+    free(parts);
+    free(sizes);
+}
+
+void obj__unpin(obj_set_t *s, const char *upload_id)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    pin_t **pp = pin_find(s, upload_id), *p = *pp;
+    deferred_drop_t *drops = NULL;
+    if (p && --p->refs == 0) {
+        *pp = p->next;
+        drops = p->drops;
+        free(p);
+    }
+    pthread_mutex_unlock(&s->pin_mu);
+    while (drops) {
+        deferred_drop_t *d = drops;
+        drops = d->next;
+        drop_version_now(s, d->bucket, d->key, &d->old);
+        free(d->bucket);
+        free(d->key);
+        free(d);
+    }
+}
+
+void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old)
+{
+    pthread_mutex_lock(&s->pin_mu);
+    pin_t *p = *pin_find(s, old->upload_id);
+    if (p) {
+        deferred_drop_t *d = xcalloc(1, sizeof(*d));
+        d->bucket = xstrdup(bucket);
+        d->key = xstrdup(key);
+        d->old = *old;
+        d->next = p->drops;
+        p->drops = d;
+    } else {
+        __atomic_fetch_add(&s->drop_epoch, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&s->pin_mu);
+    if (!p) drop_version_now(s, bucket, key, old);
+}
+
+int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char *umeta,
+                  size_t umeta_len)
+{
+    obj_info_t info;
+    int first_err = 0, rc;
+    if (umeta_len > sizeof(info.umeta)) return ERR_TOO_LARGE;
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    if ((rc = obj_stat(s, bucket, key, &info)) == 0) {
+        memcpy(info.umeta, umeta, umeta_len);
+        info.umeta_len = umeta_len;
+        info.mtime_ns++; /* the rewritten heads must win over any store that misses them */
+        if (obj__write_heads(s, bucket, key, &info, 0, &first_err) < s->k)
+            rc = first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    pthread_mutex_unlock(lk);
+    return rc;
+}
+
+int obj_delete(obj_set_t *s, const char *bucket, const char *key)
+{
+    obj_info_t old, marker;
+    int written = 0;
+    memset(&marker, 0, sizeof(marker));
+    marker.deleted = 1;
+    int rc = obj__new_upload_id(marker.upload_id);
+    if (rc) return rc;
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    if ((rc = obj_stat(s, bucket, key, &old)) != 0) {
+        pthread_mutex_unlock(lk);
+        return rc;
+    }
+    marker.mtime_ns = wall_ns();
+    if (marker.mtime_ns <= old.mtime_ns) marker.mtime_ns = old.mtime_ns + 1;
+    int first_err;
+    written = obj__write_heads(s, bucket, key, &marker, 0, &first_err);
+    pthread_mutex_unlock(lk);
+    if (written < s->k) return ERR_UNRECOVERABLE;
+    obj__drop_version(s, bucket, key, &old);
+    return 0;
+}

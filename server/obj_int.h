@@ -1,0 +1,155 @@
+/*
+ * obj_int.h: internals shared by the object layer's files (obj.h is the
+ * public door).
+ *
+ *   obj_set.c   the set: lifecycle, counters, the job pool that runs shard
+ *               I/O in parallel (stripe writes, heads, decoder fetches)
+ *   obj_meta.c  the head metadata codec (the format is laid out there)
+ *   obj_head.c  heads: the newest one, writing them, key and upload locks,
+ *               pins and deferred drops, delete, in-place metadata rewrite
+ *   obj_put.c   the writer: streamed encode, double-buffered stripe writes,
+ *               the commit
+ *   obj_get.c   the reader: block source, read-ahead, multipart manifests
+ *               and reads across parts
+ *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
+ *   obj_list.c  listing a bucket's objects
+ *
+ * Locks, in the order they may be taken:
+ *   (the S3 layer's bucket rwlock)
+ *   mpu_locks  one upload (striped): a part's commit, Complete and Abort of
+ *              that upload exclude each other
+ *   key_locks  one key (striped): commits to a key are serialised, so the
+ *              head order is the mtime order
+ *   pin_mu     the pin list and drop_epoch; no I/O under it
+ *   the job pool's own lock and the latches (common/pool.c)
+ * At most one lock of each striped kind at a time: two keys (or uploads)
+ * may share a stripe. Head reads and writes run under a key lock; dropping
+ * a replaced version (deletes, reading a manifest) runs after it is
+ * released, since it takes key locks of its own.
+ */
+#ifndef WL_OBJ_INT_H
+#define WL_OBJ_INT_H
+
+#include "common/pool.h"
+#include "server/obj.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define BLK_SUFFIX "\x01" /* blocks live under "<bucket>\x01", out of listings */
+#define SHARD_BITS 5      /* block record shard index: (stripe << SHARD_BITS) | shard */
+#define HEAD_MAX   8192   /* a head's metadata: 2 KiB of user metadata and small fields */
+#define KEY_LOCKS  256    /* stripes of key_locks and of mpu_locks */
+
+#define OBJ_MPU_MAX_PARTS 10000 /* part numbers 1..10000 (S3's limit) */
+
+/* Internal buckets of multipart uploads ("\x03" keeps them apart from S3 names). */
+#define MPU_UPLOADS  "\x03mpu" /* one object per upload: body "bucket\nkey" */
+#define MPU_PARTS    "\x03mpp" /* one object per part: "<upload>/<part, 5 digits>" */
+#define MPU_MANIFEST "\x03mpm" /* per completed upload: "part size etag" lines */
+
+struct obj_set {
+    shard_store_t st[OBJ_MAX_SHARDS];
+    int k, m, n;
+    uint32_t block;
+    /*
+     * Runs shard I/O in parallel: the k+m block writes of a stripe (so a
+     * PUT waits for one durable write per stripe instead of k+m in a row),
+     * the heads of a commit, and the block reads of a stripe for GETs.
+     */
+    pool_t *pool;
+    pthread_mutex_t key_locks[KEY_LOCKS];
+    pthread_mutex_t mpu_locks[KEY_LOCKS];
+    pthread_mutex_t pin_mu;
+    struct pin *pins;    /* versions being read (obj_head.c) */
+    uint64_t drop_epoch; /* versions dropped at once (unpinned); under pin_mu */
+    bufpool_t *bufs;     /* stripe-sized buffers of PUTs and GETs */
+};
+
+/* One shard put (a block or a head) as a pool job. */
+typedef struct {
+    pool_job_t base;
+    const shard_store_t *st;
+    drive_id_t id;
+    const void *data;
+    size_t len;
+    const void *meta; /* heads: metadata only */
+    size_t meta_len;
+    int rc;
+} obj__put_job_t;
+
+/* ---- obj_set.c ---- */
+
+/* pool_job_t.run of an obj__put_job_t. */
+void obj__run_put(pool_job_t *j);
+/* The pool has jobs waiting: the drives are busy, more depth only lengthens queues. */
+int obj__busy(obj_set_t *s);
+/* Run jobs[0..n) on the set's pool and wait for all of them. */
+void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n);
+/* ers_parallel_fn on the set's pool (arg: the set). */
+void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx);
+
+/* ---- obj_meta.c ---- */
+
+/* Whether the codec knows tag (an unknown one is skipped on decode): for the fuzzer. */
+int obj__meta_tag_known(unsigned tag);
+
+/* ---- obj_head.c ---- */
+
+/* A fresh random upload id (32 hex digits). 0 or ERR_IO. */
+int obj__new_upload_id(char out[33]) __attribute__((warn_unused_result));
+/* "<bucket>\x01" into out (SHARD_MAX_BUCKET + 2 bytes); bucket at most SHARD_MAX_BUCKET - 1. */
+void obj__blk_bucket(char *out, const char *bucket);
+/* "<upload>/<part, 5 digits>", the key of a part in MPU_PARTS. */
+void obj__part_key(char *out, size_t cap, const char *upload, int part);
+pthread_mutex_t *obj__key_lock(obj_set_t *s, const char *bucket, const char *key);
+pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload);
+/*
+ * The newest head over all stores (by mtime, then upload id), delete
+ * markers included. ERR_NOT_FOUND when more than m stores say absent,
+ * ERR_UNRECOVERABLE when failing stores leave it open.
+ */
+int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best);
+/*
+ * A head on every store not in `dead`, all at once. Returns the number
+ * written; *first_err gets the first failure.
+ */
+int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+                     uint32_t dead, int *first_err);
+/*
+ * The commit point of a new version: under the key's lock, stamp info with
+ * an mtime after the newest head's and write its heads on the stores not
+ * in dead. *old gets the newest head found; *drop_old says whether it is a
+ * version (not a delete marker, not info's own) to drop once the commit
+ * stands. Returns the heads written; *first_err gets the first failure.
+ */
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                      uint32_t dead, obj_info_t *old, int *drop_old, int *first_err);
+/* Delete the blocks of one version on the stores not in dead (best effort). */
+void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      uint64_t stripes, uint32_t dead);
+/* Delete an internal object; a failure only leaves space behind and is logged. */
+void obj__drop_object(obj_set_t *s, const char *bucket, const char *key);
+/* Pin a version against drops; returns the drop epoch seen under the pin lock. */
+uint64_t obj__pin(obj_set_t *s, const char *upload_id);
+/* Unpin; the last reader runs the drops handed to the pin meanwhile. */
+void obj__unpin(obj_set_t *s, const char *upload_id);
+/* Free the storage of a replaced or deleted version, now or when its last reader closes. */
+void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old);
+
+/* ---- obj_put.c ---- */
+
+/* obj_put_begin; mpu_upload (may be NULL): a part of that upload, which must be open at commit. */
+obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
+                             const char *mpu_upload, int *err);
+
+/* ---- obj_get.c ---- */
+
+/*
+ * The manifest of a completed upload: part numbers and sizes of its nparts
+ * parts, in order (*part_no and *sizes: the caller frees). 0 or an ERR_*.
+ */
+int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                       uint64_t **sizes) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * obj_meta.c: the head metadata codec (room of the object layer; map in
+ * obj_int.h). A head record carries no payload: its metadata blob, below,
+ * is the object's whole description, on every store of the set.
+ *
+ * The blob, version 1:
+ *   u8   version   OBJ_META_VERSION; any other value is refused
+ *   then fields, each: u8 tag, u16 len (little endian), len bytes of value
+ *   and last, the end field: tag T_END, len 0, ending the blob exactly
+ * An explicit end: a blob cut short at a field boundary is not taken for
+ * whole.
+ *
+ * Known fields appear in the order of the enum's comments (ranks 1..6),
+ * each at most once, and form one of three sets:
+ *   delete marker:  MTIME UPLOAD DELETED
+ *   object:         MTIME UPLOAD LAYOUT    ETAG CTYPE UMETA
+ *   multipart:      MTIME UPLOAD MULTIPART ETAG CTYPE UMETA
+ * That is exactly what obj_meta_encode writes, so a blob made only of
+ * known fields decodes and re-encodes to the same bytes. Any other tag is
+ * a field of a later writer: it is skipped wherever it stands before the
+ * end (a change older readers must not ignore takes a new version). A blob
+ * with such fields re-encodes without them, to the same obj_info_t.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/le.h"
+
+#include <string.h>
+
+#define OBJ_META_VERSION 1
+
+enum {
+    /* rank 3, len ERS_LAYOUT_SIZE: ers_layout_encode of the object's layout,
+     * canonical (what ers_layout_encode writes for the layout it decodes to).
+     * The object's size is the layout's. */
+    T_LAYOUT = 1,
+    /* rank 2, len 0..32: the upload id (the version the blocks are stored
+     * under, or the multipart upload whose parts make the object); no NUL. */
+    T_UPLOAD = 2,
+    /* rank 4, len 0..79: the ETag, no quotes; no NUL. */
+    T_ETAG = 3,
+    /* rank 5, len 0..255: the content type; no NUL. */
+    T_CTYPE = 4,
+    /* rank 1, len 8: u64 LE, mtime in wall-clock ns since the epoch. */
+    T_MTIME = 5,
+    /* rank 6, len 0..2048: user metadata, "name\0value\0" pairs: empty, or
+     * ending in NUL with an even number of NULs. */
+    T_UMETA = 6,
+    /* rank 3, len 0: a delete marker. */
+    T_DELETED = 7,
+    /* rank 3, len 12: u64 LE size, u32 LE number of parts (1..10000): the
+     * object is the parts of upload T_UPLOAD, listed in its manifest. */
+    T_MULTIPART = 8,
+    /* len 0: the end. */
+    T_END = 255
+};
+
+static const uint8_t rank_of[T_MULTIPART + 1] = {
+    [T_MTIME] = 1,   [T_UPLOAD] = 2, [T_LAYOUT] = 3, [T_MULTIPART] = 3,
+    [T_DELETED] = 3, [T_ETAG] = 4,   [T_CTYPE] = 5,  [T_UMETA] = 6,
+};
+
+#define F(t)      (1u << (t))
+#define BASE      (F(T_MTIME) | F(T_UPLOAD))
+#define LIVE_TAIL (F(T_ETAG) | F(T_CTYPE) | F(T_UMETA))
+
+int obj__meta_tag_known(unsigned tag)
+{
+    return tag == T_END || (tag < sizeof(rank_of) && rank_of[tag] != 0);
+}
+
+/* Well-formed user metadata: whole "name\0value\0" pairs. */
+static int umeta_ok(const char *v, size_t n)
+{
+    size_t nul = 0;
+    if (n > sizeof(((obj_info_t *)0)->umeta) || (n && v[n - 1] != 0)) return 0;
+    for (const char *p = v; (p = memchr(p, 0, n - (size_t)(p - v))) != NULL; p++)
+        nul++;
+    return nul % 2 == 0;
+}
+
+static size_t put_tlv(uint8_t *b, size_t pos, size_t cap, uint8_t tag, const void *v, size_t n)
+{
+    if (pos == SIZE_MAX || n > 65535 || pos + 3 + n > cap) return SIZE_MAX;
+    b[pos] = tag;
+    le_put16(b + pos + 1, (uint16_t)n);
+    if (n) memcpy(b + pos + 3, v, n);
+    return pos + 3 + n;
+}
+
+/* The length of a string field of cap bytes, SIZE_MAX when it is not terminated. */
+static size_t str_len(const char *s, size_t cap)
+{
+    size_t n = strnlen(s, cap);
+    return n < cap ? n : SIZE_MAX;
+}
+
+size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
+{
+    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12];
+    size_t up = str_len(in->upload_id, sizeof(in->upload_id));
+    size_t et = str_len(in->etag, sizeof(in->etag));
+    size_t ct = str_len(in->content_type, sizeof(in->content_type));
+    size_t pos = 1;
+    /* Nothing is written that obj_meta_decode would refuse. */
+    if (cap < 1 || up == SIZE_MAX) return 0;
+    if (!in->deleted && (et == SIZE_MAX || ct == SIZE_MAX || !umeta_ok(in->umeta, in->umeta_len) ||
+                         (in->multipart ? in->nparts < 1 || in->nparts > OBJ_MPU_MAX_PARTS
+                                        : ers_layout_check(&in->layout) != 0)))
+        return 0;
+    b[0] = OBJ_META_VERSION;
+    le_put64(mt, in->mtime_ns);
+    pos = put_tlv(b, pos, cap, T_MTIME, mt, 8);
+    pos = put_tlv(b, pos, cap, T_UPLOAD, in->upload_id, up);
+    if (in->deleted) {
+        pos = put_tlv(b, pos, cap, T_DELETED, NULL, 0);
+    } else {
+        if (in->multipart) {
+            le_put64(mp, in->size);
+            le_put32(mp + 8, (uint32_t)in->nparts);
+            pos = put_tlv(b, pos, cap, T_MULTIPART, mp, sizeof(mp));
+        } else {
+            ers_layout_encode(&in->layout, lay);
+            pos = put_tlv(b, pos, cap, T_LAYOUT, lay, sizeof(lay));
+        }
+        pos = put_tlv(b, pos, cap, T_ETAG, in->etag, et);
+        pos = put_tlv(b, pos, cap, T_CTYPE, in->content_type, ct);
+        pos = put_tlv(b, pos, cap, T_UMETA, in->umeta, in->umeta_len);
+    }
+    pos = put_tlv(b, pos, cap, T_END, NULL, 0);
+    return pos == SIZE_MAX ? 0 : pos;
+}
+
+static int get_str(char *dst, size_t cap, const uint8_t *v, size_t n)
+{
+    if (n >= cap || memchr(v, 0, n)) return ERR_CORRUPT;
+    memcpy(dst, v, n);
+    dst[n] = 0;
+    return 0;
+}
+
+/* One known field's value into o. */
+static int get_field(unsigned tag, const uint8_t *v, size_t n, obj_info_t *o)
+{
+    uint8_t lay[ERS_LAYOUT_SIZE];
+    switch (tag) {
+    case T_LAYOUT:
+        if (n != ERS_LAYOUT_SIZE || ers_layout_decode(v, n, &o->layout) != 0) return ERR_CORRUPT;
+        /* Reserved bytes and all: one layout has one encoding. */
+        ers_layout_encode(&o->layout, lay);
+        if (memcmp(lay, v, n) != 0) return ERR_CORRUPT;
+        o->size = o->layout.size;
+        return 0;
+    case T_UPLOAD:
+        return get_str(o->upload_id, sizeof(o->upload_id), v, n);
+    case T_ETAG:
+        return get_str(o->etag, sizeof(o->etag), v, n);
+    case T_CTYPE:
+        return get_str(o->content_type, sizeof(o->content_type), v, n);
+    case T_MTIME:
+        if (n != 8) return ERR_CORRUPT;
+        o->mtime_ns = le_get64(v);
+        return 0;
+    case T_UMETA:
+        if (!umeta_ok((const char *)v, n)) return ERR_CORRUPT;
+        memcpy(o->umeta, v, n);
+        o->umeta_len = n;
+        return 0;
+    case T_DELETED:
+        o->deleted = 1;
+        return n == 0 ? 0 : ERR_CORRUPT;
+    case T_MULTIPART:
+        if (n != 12 || le_get32(v + 8) < 1 || le_get32(v + 8) > OBJ_MPU_MAX_PARTS)
+            return ERR_CORRUPT;
+        o->multipart = 1;
+        o->size = le_get64(v);
+        o->nparts = (int)le_get32(v + 8);
+        return 0;
+    }
+    return ERR_CORRUPT;
+}
+
+int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
+{
+    size_t pos = 1;
+    unsigned seen = 0, last = 0;
+    memset(o, 0, sizeof(*o));
+    if (len < 1 || b[0] != OBJ_META_VERSION) return ERR_CORRUPT;
+    while (len - pos >= 3) {
+        unsigned tag = b[pos];
+        size_t n = le_get16(b + pos + 1);
+        const uint8_t *v = b + pos + 3;
+        if (n > len - pos - 3) return ERR_CORRUPT;
+        pos += 3 + n;
+        if (tag == T_END) {
+            int whole = seen == (BASE | F(T_DELETED)) || seen == (BASE | F(T_LAYOUT) | LIVE_TAIL) ||
+                        seen == (BASE | F(T_MULTIPART) | LIVE_TAIL);
+            return whole && n == 0 && pos == len ? 0 : ERR_CORRUPT;
+        }
+        if (!obj__meta_tag_known(tag)) continue; /* a later writer's field */
+        /* In order, once each, one of LAYOUT / MULTIPART / DELETED. */
+        if (rank_of[tag] <= last) return ERR_CORRUPT;
+        last = rank_of[tag];
+        seen |= F(tag);
+        if (get_field(tag, v, n, o) != 0) return ERR_CORRUPT;
+    }
+    return ERR_CORRUPT; /* no end marker */
+}

@@ -1,0 +1,344 @@
+/*
+ * obj_mpu.c: multipart uploads (room of the object layer; map in
+ * obj_int.h).
+ *
+ * An upload is an object of its own in the internal bucket MPU_UPLOADS
+ * (key: the upload id; body "bucket\nkey"; its content type and user
+ * metadata are the final object's). Each part is an object in MPU_PARTS,
+ * key "<upload>/<part>". Complete checks the listed parts, writes the
+ * manifest (MPU_MANIFEST, key: the upload id, "part size etag" lines) and
+ * then the heads of the destination object, which name the upload: the
+ * object is then the parts, read through the manifest (obj_get.c). Parts
+ * not listed and the upload record go after the commit.
+ *
+ * The upload's lock (obj__mpu_lock) makes a part's commit, Complete and
+ * Abort of one upload exclude each other, so that a part that finishes
+ * after an abort or a complete is refused instead of left behind.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "common/num.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Put a small internal object whole. */
+static int put_small(obj_set_t *s, const char *bucket, const char *key, const void *body,
+                     size_t len, const char *ctype, const char *umeta, size_t umeta_len)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(s, bucket, key, &err);
+    if (!w) return err;
+    if ((err = obj_put_write(w, body, len)) != 0) {
+        obj_put_abort(w);
+        return err;
+    }
+    return obj_put_commit(w, ctype, umeta, umeta_len, NULL);
+}
+
+/* The upload record must exist and be for bucket/key. */
+static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                     obj_info_t *rec)
+{
+    int err;
+    if (strlen(upload) != 32) return ERR_NOT_FOUND;
+    obj_reader_t *r = obj_open(s, MPU_UPLOADS, upload, rec, &err);
+    if (!r) return err;
+    size_t want = strlen(bucket) + 1 + strlen(key);
+    char *body = xmalloc(rec->size + 1);
+    err = rec->size == want ? obj_read(r, 0, body, rec->size) : ERR_NOT_FOUND;
+    obj_close(r);
+    body[rec->size] = 0;
+    if (!err && (strncmp(body, bucket, strlen(bucket)) != 0 || body[strlen(bucket)] != '\n' ||
+                 strcmp(body + strlen(bucket) + 1, key) != 0))
+        err = ERR_NOT_FOUND;
+    free(body);
+    return err;
+}
+
+int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char *content_type,
+                   const char *umeta, size_t umeta_len, char upload_id[33])
+{
+    int rc = obj__new_upload_id(upload_id);
+    if (rc) return rc;
+    size_t bl = strlen(bucket), kl = strlen(key);
+    char *body = xmalloc(bl + kl + 2);
+    memcpy(body, bucket, bl);
+    body[bl] = '\n';
+    memcpy(body + bl + 1, key, kl + 1);
+    rc = put_small(s, MPU_UPLOADS, upload_id, body, bl + 1 + kl, content_type, umeta, umeta_len);
+    free(body);
+    return rc;
+}
+
+obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *key,
+                                 const char *upload_id, int part, int *err)
+{
+    obj_info_t rec;
+    char pk[64];
+    if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    if ((*err = mpu_check(s, bucket, key, upload_id, &rec)) != 0) return NULL;
+    obj__part_key(pk, sizeof(pk), upload_id, part);
+    return obj__put_begin(s, MPU_PARTS, pk, upload_id, err);
+}
+
+typedef int (*part_fn)(void *arg, int part, const char *key, const obj_info_t *info);
+
+typedef struct {
+    part_fn fn;
+    void *arg;
+} each_t;
+
+static int each_one(void *arg, const char *key, const obj_info_t *info)
+{
+    each_t *e = arg;
+    const char *slash = strrchr(key, '/');
+    int part = 0;
+    if (!slash || num_parse_int(slash + 1, 1, OBJ_MPU_MAX_PARTS, &part) != 0) part = 0;
+    return e->fn(e->arg, part, key, info);
+}
+
+/*
+ * The parts of an upload that committed, in part order: fn(arg, part, key
+ * in MPU_PARTS, info); part 0 for a key under the upload that is not a part.
+ */
+static int each_part(obj_set_t *s, const char *upload, part_fn fn, void *arg)
+{
+    char prefix[40];
+    each_t e = {fn, arg};
+    snprintf(prefix, sizeof(prefix), "%s/", upload);
+    return obj_list(s, MPU_PARTS, prefix, NULL, each_one, &e);
+}
+
+static int hexbyte(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 2; i++) {
+        char c = p[i];
+        v = v * 16 + (c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : 0);
+    }
+    return v;
+}
+
+typedef struct {
+    obj_set_t *s;
+    const obj_mpu_part_t *parts;
+    int n;
+} unused_t;
+
+static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t *info)
+{
+    unused_t *u = arg;
+    int lo = 0, hi = u->n;
+    (void)info;
+    if (!p) return 0; /* not a part */
+    while (lo < hi) { /* parts are ascending */
+        int mid = (lo + hi) / 2;
+        if (u->parts[mid].part == p) return 0;
+        if (u->parts[mid].part < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    obj__drop_object(u->s, MPU_PARTS, key);
+    return 0;
+}
+
+static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
+                               const char *upload_id, const obj_mpu_part_t *parts, int n,
+                               uint64_t min_part, obj_info_t *out, int *why);
+
+int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                     const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
+                     int *why)
+{
+    *why = OBJ_MPU_OK;
+    if (strlen(upload_id) != 32) {
+        *why = OBJ_MPU_NO_UPLOAD;
+        return ERR_NOT_FOUND;
+    }
+    pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
+    pthread_mutex_lock(ul);
+    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, out, why);
+    pthread_mutex_unlock(ul);
+    return rc;
+}
+
+/* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
+static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
+                               const char *upload_id, const obj_mpu_part_t *parts, int n,
+                               uint64_t min_part, obj_info_t *out, int *why)
+{
+    obj_info_t rec, info, old;
+    int rc, first_err = 0;
+    if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
+        *why = OBJ_MPU_NO_UPLOAD;
+        return rc;
+    }
+    if (n < 1 || n > OBJ_MPU_MAX_PARTS) {
+        *why = OBJ_MPU_BAD_PART;
+        return ERR_INVAL;
+    }
+    size_t cap = (size_t)n * 64 + 16, len = 0;
+    char *manifest = xmalloc(cap);
+    uint8_t md5s[16];
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    uint64_t total = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        obj_info_t pi;
+        char pk[64], want[80];
+        if (i > 0 && parts[i].part <= parts[i - 1].part) {
+            *why = OBJ_MPU_BAD_ORDER;
+            rc = ERR_INVAL;
+            break;
+        }
+        obj__part_key(pk, sizeof(pk), upload_id, parts[i].part);
+        /* The client's ETag may carry quotes. */
+        const char *e = parts[i].etag;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+            e++;
+            el -= 2;
+        }
+        snprintf(want, sizeof(want), "%.*s", (int)el, e);
+        if (obj_stat(s, MPU_PARTS, pk, &pi) != 0 || strcmp(pi.etag, want) != 0 ||
+            strlen(pi.etag) != 32) {
+            *why = OBJ_MPU_BAD_PART;
+            rc = ERR_INVAL;
+            break;
+        }
+        if (i < n - 1 && pi.size < min_part) {
+            *why = OBJ_MPU_TOO_SMALL;
+            rc = ERR_INVAL;
+            break;
+        }
+        for (int b = 0; b < 16; b++)
+            md5s[b] = (uint8_t)hexbyte(pi.etag + 2 * b);
+        EVP_DigestUpdate(md, md5s, 16);
+        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s\n", parts[i].part,
+                                (unsigned long long)pi.size, pi.etag);
+        total += pi.size;
+    }
+    uint8_t d[16];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    if (!rc) rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
+    free(manifest);
+    if (rc) return rc;
+
+    memset(&info, 0, sizeof(info));
+    info.multipart = 1;
+    info.nparts = n;
+    info.size = total;
+    memcpy(info.upload_id, upload_id, 32);
+    for (int b = 0; b < 16; b++)
+        snprintf(info.etag + 2 * b, 3, "%02x", d[b]);
+    snprintf(info.etag + 32, sizeof(info.etag) - 32, "-%d", n);
+    snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
+    memcpy(info.umeta, rec.umeta, rec.umeta_len);
+    info.umeta_len = rec.umeta_len;
+    int drop_old, heads = obj__commit_heads(s, bucket, key, &info, 0, &old, &drop_old, &first_err);
+    if (heads < s->k) {
+        obj__drop_object(s, MPU_MANIFEST, upload_id);
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    if (drop_old) obj__drop_version(s, bucket, key, &old);
+    /* Parts uploaded but not listed are garbage now; so is the upload record. */
+    unused_t u = {s, parts, n};
+    if ((rc = each_part(s, upload_id, drop_unused_part, &u)) < 0)
+        log_warn("event=unused_parts_kept upload=%s err=%s", upload_id, err_name(rc));
+    obj__drop_object(s, MPU_UPLOADS, upload_id);
+    if (out) *out = info;
+    return 0;
+}
+
+static int drop_part(void *arg, int part, const char *key, const obj_info_t *info)
+{
+    (void)part;
+    (void)info;
+    obj__drop_object(arg, MPU_PARTS, key);
+    return 0;
+}
+
+int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
+{
+    obj_info_t rec;
+    if (strlen(upload_id) != 32) return ERR_NOT_FOUND;
+    /*
+     * The upload closes first, under its lock: a part still streaming finds
+     * it gone at its commit and drops its own blocks. Then every part that
+     * did commit is dropped.
+     */
+    pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
+    pthread_mutex_lock(ul);
+    int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (!rc) rc = obj_delete(s, MPU_UPLOADS, upload_id);
+    pthread_mutex_unlock(ul);
+    if (rc) return rc;
+    rc = each_part(s, upload_id, drop_part, s);
+    if (rc < 0) log_warn("event=abort_parts_incomplete upload=%s err=%s", upload_id, err_name(rc));
+    return 0;
+}
+
+typedef struct {
+    obj_part_fn fn;
+    void *arg;
+} parts_t;
+
+static int list_part(void *arg, int part, const char *key, const obj_info_t *info)
+{
+    parts_t *p = arg;
+    (void)key;
+    return part ? p->fn(p->arg, part, info) : 0;
+}
+
+int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                       obj_part_fn fn, void *arg)
+{
+    obj_info_t rec;
+    int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (rc) return rc;
+    parts_t p = {fn, arg};
+    return each_part(s, upload_id, list_part, &p);
+}
+
+typedef struct {
+    obj_set_t *s;
+    const char *bucket;
+    obj_upload_fn fn;
+    void *arg;
+} uploads_t;
+
+static int list_upload(void *arg, const char *upload, const obj_info_t *info)
+{
+    uploads_t *u = arg;
+    size_t bl = strlen(u->bucket);
+    int err, rc = 0;
+    if (info->size <= bl || info->size > bl + 1 + SHARD_MAX_KEY) return 0;
+    obj_reader_t *r = obj_open(u->s, MPU_UPLOADS, upload, NULL, &err);
+    if (!r) return 0;
+    char *body = xmalloc(info->size + 1);
+    if (obj_read(r, 0, body, info->size) == 0) {
+        body[info->size] = 0;
+        if (strncmp(body, u->bucket, bl) == 0 && body[bl] == '\n')
+            rc = u->fn(u->arg, body + bl + 1, upload, info);
+    }
+    free(body);
+    obj_close(r);
+    return rc;
+}
+
+int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+{
+    uploads_t u = {s, bucket, fn, arg};
+    return obj_list(s, MPU_UPLOADS, NULL, NULL, list_upload, &u);
+}

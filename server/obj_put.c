@@ -1,0 +1,248 @@
+/*
+ * obj_put.c: the writer (room of the object layer; map in obj_int.h).
+ *
+ * The body streams through the erasure encoder, hashed (MD5, the ETag) on
+ * the way. Two stripe slots take turns: while the k+m block writes of one
+ * stripe are in flight on the set's pool, the next is received, hashed and
+ * encoded into the other. A store that fails a write is skipped from then
+ * on; up to m may fail. The commit waits for every block to be durable,
+ * then writes the heads (obj__commit_heads): the commit point.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/le.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct obj_writer {
+    obj_set_t *s;
+    char bucket[SHARD_MAX_BUCKET + 2], bbucket[SHARD_MAX_BUCKET + 2];
+    char *key;
+    char upload[33];
+    ers_encoder_t *enc;
+    EVP_MD_CTX *md5;
+    /*
+     * Two stripe slots. Per slot and shard: block + crc, the record payload
+     * (n x (B + 4)).
+     */
+    uint8_t *blk[2];
+    uint32_t blen[2][OBJ_MAX_SHARDS];
+    obj__put_job_t jobs[2][OBJ_MAX_SHARDS];
+    latch_t latch[2];
+    int inflight[2];
+    uint32_t dead; /* stores that failed a write: skipped from then on */
+    int cause;     /* why stores failed, when it says more than "unavailable": throttled, full */
+    int err;
+    uint64_t stripes;
+    char etag[33];       /* set once the MD5 is final; no writes after that */
+    char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
+};
+
+/*
+ * More than m stores failed: the PUT fails. Say why in the terms a client
+ * can act on: throttled (retry later: 503 SlowDown), full (507), else the
+ * drives are unavailable.
+ */
+static int dead_verdict(const obj_writer_t *w)
+{
+    if (__builtin_popcount(w->dead) <= w->s->m) return 0;
+    return w->cause ? w->cause : ERR_UNRECOVERABLE;
+}
+
+/* Wait for the writes of a slot's stripe; failed stores join w->dead. */
+static int slot_wait(obj_writer_t *w, int slot)
+{
+    obj_set_t *s = w->s;
+    if (!w->inflight[slot]) return 0;
+    latch_wait(&w->latch[slot]);
+    w->inflight[slot] = 0;
+    for (int i = 0; i < s->n; i++) {
+        obj__put_job_t *j = &w->jobs[slot][i];
+        if (!j->base.run || j->rc == 0) continue;
+        /* Up to m stores may fail; the object is still whole on the rest. */
+        if (!(w->dead & (1u << i)))
+            log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key, err_name(j->rc));
+        w->dead |= 1u << i;
+        if (j->rc == ERR_THROTTLED || (j->rc == ERR_NOSPC && w->cause != ERR_THROTTLED))
+            w->cause = j->rc;
+    }
+    return dead_verdict(w);
+}
+
+/* Start the k+m block writes of one stripe; they finish in the background. */
+static int flush_stripe(obj_writer_t *w, uint64_t stripe)
+{
+    obj_set_t *s = w->s;
+    int slot = (int)(stripe & 1), n = 0;
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    for (int i = 0; i < s->n; i++) {
+        obj__put_job_t *j = &w->jobs[slot][i];
+        memset(j, 0, sizeof(*j));
+        if (w->dead & (1u << i)) continue;
+        j->base.run = obj__run_put;
+        j->st = &s->st[i];
+        j->id = (drive_id_t){w->bbucket, w->key, w->upload,
+                             (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i};
+        j->data = w->blk[slot] + (size_t)i * (s->block + 4);
+        j->len = w->blen[slot][i] + 4;
+        q[n++] = &j->base;
+    }
+    w->inflight[slot] = 1;
+    pool_submit(s->pool, q, n, &w->latch[slot]);
+    return dead_verdict(w);
+}
+
+static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
+                      uint32_t len, uint32_t crc)
+{
+    obj_writer_t *w = arg;
+    obj_set_t *s = w->s;
+    int slot = (int)(stripe & 1), rc;
+    /* The slot's previous stripe (two back) must be on its stores before reuse. */
+    if (shard == 0 && (rc = slot_wait(w, slot)) != 0) return rc;
+    uint8_t *dst = w->blk[slot] + (size_t)shard * (s->block + 4);
+    if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
+    memcpy(dst, block, len);
+    le_put32(dst + len, crc);
+    w->blen[slot][shard] = len;
+    /* The encoder hands over shards 0..k+m-1 in order: the last one completes the stripe. */
+    return shard == (unsigned)s->n - 1 ? flush_stripe(w, stripe) : 0;
+}
+
+obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
+                             const char *mpu_upload, int *err)
+{
+    if (!bucket[0] || strlen(bucket) > SHARD_MAX_BUCKET - 1 || strlen(key) > SHARD_MAX_KEY) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    obj_writer_t *w = xcalloc(1, sizeof(*w));
+    w->s = s;
+    latch_init(&w->latch[0]);
+    latch_init(&w->latch[1]);
+    snprintf(w->bucket, sizeof(w->bucket), "%s", bucket);
+    obj__blk_bucket(w->bbucket, bucket);
+    w->key = xstrdup(key);
+    if (mpu_upload) snprintf(w->mpu_upload, sizeof(w->mpu_upload), "%s", mpu_upload);
+    if ((*err = obj__new_upload_id(w->upload)) != 0) goto fail;
+    w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, err);
+    if (!w->enc) goto fail;
+    for (int i = 0; i < 2; i++)
+        w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
+    w->md5 = EVP_MD_CTX_new();
+    if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
+        *err = ERR_NOMEM;
+        goto fail;
+    }
+    return w;
+fail:
+    obj_put_abort(w);
+    return NULL;
+}
+
+obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err)
+{
+    return obj__put_begin(s, bucket, key, NULL, err);
+}
+
+int obj_put_write(obj_writer_t *w, const void *data, size_t len)
+{
+    if (w->err) return w->err;
+    if (w->etag[0]) return ERR_CLOSED;
+    EVP_DigestUpdate(w->md5, data, len);
+    return w->err = ers_encoder_write(w->enc, data, len);
+}
+
+const char *obj_put_etag(obj_writer_t *w)
+{
+    if (!w->etag[0]) {
+        uint8_t digest[EVP_MAX_MD_SIZE];
+        unsigned int dl = 0;
+        EVP_DigestFinal_ex(w->md5, digest, &dl);
+        for (unsigned i = 0; i < dl && i < 16; i++)
+            snprintf(w->etag + 2 * i, 3, "%02x", digest[i]);
+    }
+    return w->etag;
+}
+
+static void writer_free(obj_writer_t *w)
+{
+    /* No write may still point into the buffers. */
+    (void)slot_wait(w, 0);
+    (void)slot_wait(w, 1);
+    ers_encoder_free(w->enc);
+    EVP_MD_CTX_free(w->md5);
+    for (int i = 0; i < 2; i++) {
+        bufpool_put(w->s->bufs, w->blk[i]);
+        latch_destroy(&w->latch[i]);
+    }
+    free(w->key);
+    free(w);
+}
+
+void obj_put_abort(obj_writer_t *w)
+{
+    if (!w) return;
+    (void)slot_wait(w, 0);
+    (void)slot_wait(w, 1);
+    /* The encoder may have stored the first block of the next stripe too. */
+    obj__drop_blocks(w->s, w->bucket, w->key, w->upload, w->stripes + 1, w->dead);
+    writer_free(w);
+}
+
+int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta, size_t umeta_len,
+                   obj_info_t *out)
+{
+    obj_set_t *s = w->s;
+    obj_info_t info, old;
+    int rc = w->err, first_err = 0, drop_old;
+
+    memset(&info, 0, sizeof(info));
+    if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
+    /* Every block durable before the heads that point at them. */
+    if (!rc) rc = slot_wait(w, 0);
+    if (!rc) rc = slot_wait(w, 1);
+    if (!rc && umeta_len > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
+    if (rc) {
+        obj_put_abort(w);
+        return rc;
+    }
+    snprintf(info.etag, sizeof(info.etag), "%s", obj_put_etag(w));
+    info.size = info.layout.size;
+    memcpy(info.upload_id, w->upload, sizeof(info.upload_id));
+    snprintf(info.content_type, sizeof(info.content_type), "%s",
+             content_type ? content_type : "binary/octet-stream");
+    if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
+    info.umeta_len = umeta_len;
+
+    /* A part commits only while its upload is open (abort and complete take this lock). */
+    pthread_mutex_t *ul = w->mpu_upload[0] ? obj__mpu_lock(s, w->mpu_upload) : NULL;
+    if (ul) {
+        pthread_mutex_lock(ul);
+        if ((rc = obj_stat(s, MPU_UPLOADS, w->mpu_upload, &old)) != 0) {
+            pthread_mutex_unlock(ul);
+            obj_put_abort(w); /* its blocks go now: nothing will ever name them */
+            return rc;
+        }
+    }
+    /* The commit point: heads on every store that took the blocks. */
+    int heads =
+        obj__commit_heads(s, w->bucket, w->key, &info, w->dead, &old, &drop_old, &first_err);
+    if (ul) pthread_mutex_unlock(ul);
+    if (heads < s->k) {
+        /* Not enough heads to be found reliably: undo, the PUT failed. */
+        log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
+        obj_put_abort(w);
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    if (drop_old) obj__drop_version(s, w->bucket, w->key, &old);
+    if (out) *out = info;
+    writer_free(w);
+    return 0;
+}

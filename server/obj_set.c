@@ -1,0 +1,129 @@
+/*
+ * obj_set.c: the erasure set (room of the object layer; map in obj_int.h):
+ * its lifecycle, counters, buffers, and the job pool on which the set runs
+ * shard I/O in parallel.
+ *
+ * The pool is common/pool.c's, one per set, with eight threads per store:
+ * a shard write blocks its thread until durable, so the pool size caps how
+ * many writes each drive's group commit can batch (measured: 4 KiB PUTs at
+ * 32 clients 1075 -> 1190-1415 ops/s going from 2 to 8 per store, large
+ * GETs unchanged). Its jobs never block outside the pool (max_blocked 0).
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err)
+{
+    ers_layout_t chk = {(uint8_t)k, (uint8_t)m, block, 1};
+    if (k < 1 || m < 0 || ers_layout_check(&chk) != 0) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    obj_set_t *s = xcalloc(1, sizeof(*s));
+    s->k = k;
+    s->m = m;
+    s->n = k + m;
+    s->block = block;
+    memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
+    pthread_mutex_init(&s->pin_mu, NULL);
+    for (int i = 0; i < KEY_LOCKS; i++) {
+        pthread_mutex_init(&s->key_locks[i], NULL);
+        pthread_mutex_init(&s->mpu_locks[i], NULL);
+    }
+    s->bufs = bufpool_new(OBJ_BUF_KEEP);
+    pool_cfg_t pc = {.name = "wl-pool", .threads = 8 * s->n, .max_blocked = 0};
+    s->pool = pool_new(&pc, err); /* a thread that failed to start is logged there */
+    if (!s->pool) {
+        obj_set_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void obj_set_free(obj_set_t *s)
+{
+    if (!s) return;
+    pool_free(s->pool);
+    pthread_mutex_destroy(&s->pin_mu);
+    for (int i = 0; i < KEY_LOCKS; i++) {
+        pthread_mutex_destroy(&s->key_locks[i]);
+        pthread_mutex_destroy(&s->mpu_locks[i]);
+    }
+    bufpool_free(s->bufs);
+    free(s);
+}
+
+bufpool_t *obj_set_buffers(obj_set_t *s)
+{
+    return s->bufs;
+}
+
+int obj_set_width(const obj_set_t *s)
+{
+    return s->n;
+}
+
+int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
+{
+    if (i < 0 || i >= s->n || !s->st[i].ops->stats) return ERR_NOT_FOUND;
+    s->st[i].ops->stats(s->st[i].ctx, st);
+    return 0;
+}
+
+void obj__run_put(pool_job_t *j)
+{
+    obj__put_job_t *p = (obj__put_job_t *)j;
+    p->rc = p->st->ops->put(p->st->ctx, &p->id, p->data, p->len, p->meta, p->meta_len);
+}
+
+int obj__busy(obj_set_t *s)
+{
+    return pool_queued(s->pool) > 0;
+}
+
+void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n)
+{
+    latch_t l;
+    latch_init(&l);
+    pool_submit(s->pool, jobs, n, &l);
+    latch_wait(&l);
+    latch_destroy(&l);
+}
+
+typedef struct {
+    pool_job_t base;
+    void (*fn)(void *ctx, unsigned i);
+    void *ctx;
+    unsigned i;
+} par_job_t;
+
+static void run_par(pool_job_t *j)
+{
+    par_job_t *p = (par_job_t *)j;
+    p->fn(p->ctx, p->i);
+}
+
+/* The block reads of a stripe at once. */
+void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx)
+{
+    obj_set_t *s = arg;
+    par_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    /* n <= ERS_MAX_K <= OBJ_MAX_SHARDS: the data blocks of one stripe. */
+    if (obj__busy(s)) {
+        /* The drives are busy with other streams: more depth would only lengthen queues. */
+        for (unsigned i = 0; i < n; i++)
+            fn(ctx, i);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        jobs[i] = (par_job_t){{.run = run_par}, fn, ctx, i};
+        q[i] = &jobs[i].base;
+    }
+    obj__run_all(s, q, (int)n);
+}
