@@ -42,6 +42,9 @@ void log_write(int level, const char *fmt, ...)
     n = (int)strlen(line);
     if (request_id) n += snprintf(line + n, sizeof(line) - (size_t)n - 1, " req=%s", request_id);
     if (n > (int)sizeof(line) - 2) n = (int)sizeof(line) - 2;
+    /* One event, one line: control bytes from requests (a key with %0A) cannot forge lines. */
+    for (int i = 0; i < n; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) line[i] = '?';
     /* One write per line so concurrent threads do not interleave. */
     line[n++] = '\n';
     fwrite(line, 1, (size_t)n, stderr);

@@ -144,7 +144,9 @@ static int canonical_query(sb_t *out, const char *q, size_t n, int presigned)
             }
             sb_add(&name, "", 0);
             sb_add(&value, "", 0);
-            if (presigned && strcmp(name.p, "X-Amz-Signature") == 0) {
+            /* Only the parameter the signature was read from (by its raw name) is left out:
+             * "X-Amz-Signatur%65" is an ordinary, signed parameter. */
+            if (presigned && nl == 15 && memcmp(q + i, "X-Amz-Signature", 15) == 0) {
                 free(name.p);
                 free(value.p);
             } else {

@@ -48,7 +48,7 @@ typedef struct {
     char date[9]; /* YYYYMMDD of the credential scope */
     char region[64];
     char service[32];
-    char signed_headers[1024]; /* "host;range;x-amz-date" */
+    char signed_headers[4096]; /* "host;range;x-amz-date" (many x-amz-meta-* fit) */
     char signature[65];
     char amz_date[17]; /* YYYYMMDDTHHMMSSZ; from X-Amz-Date for presigned URLs */
     long expires;      /* presigned: X-Amz-Expires seconds; else 0 */

@@ -216,8 +216,6 @@ void http__handle_events(uv_async_t *a)
         chunks = r->out_head;
         r->out_head = r->out_tail = NULL;
         int want_continue = r->want_continue, room = r->in_len - r->in_off < LOW_WATER;
-        int done =
-            r->handler_done && !r->out_head && r->out_pending == 0 && !chunks && r->nwrites == 0;
         int gone = r->client_gone;
         pthread_mutex_unlock(&s->mu);
 
@@ -244,6 +242,14 @@ void http__handle_events(uv_async_t *a)
             start_write(c, r, o, o->ext ? (char *)o->ext : o->data, o->len);
         }
         if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
+        /*
+         * Finished? Asked only now: the chunks dropped above (client gone) or
+         * refused by uv_write were the last thing the request waited for, and
+         * nothing would post it again (that leaked the connection).
+         */
+        pthread_mutex_lock(&s->mu);
+        int done = r->handler_done && !r->out_head && r->out_pending == 0 && r->nwrites == 0;
+        pthread_mutex_unlock(&s->mu);
         if (done) req_finish(c, r);
     }
     free(list);
@@ -299,6 +305,13 @@ static int on_headers_complete(llhttp_t *p)
              (unsigned long long)(++counter ^ ((uint64_t)time(NULL) << 24)));
     r->info.id = r->id;
     r->keep_alive = llhttp_should_keep_alive(p);
+    /*
+     * No body at all: complete now, before the handler starts. Waiting for
+     * on_message_complete raced with a fast handler, whose response then
+     * saw an unfinished body and closed a healthy keep-alive connection.
+     */
+    if (!(p->flags & F_CHUNKED) && !((p->flags & F_CONTENT_LENGTH) && p->content_length > 0))
+        r->body_complete = 1;
     c->req = r;
     c->refs++;
     r->progress_ms = http__mono_ms();

@@ -161,6 +161,9 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    /* Too long a head is refused before anything is marked sent: the caller (or the worker,
+     * with a 500) still answers. */
+    if (headers && strlen(headers) >= sizeof(head) - 256) return ERR_TOO_LARGE;
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     r->chunked = content_length < 0;

@@ -168,12 +168,16 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     __attribute__((warn_unused_result));
 
 /*
- * Replace the user metadata (umeta pairs, as in obj_info_t) of the current
+ * Rewrite the user metadata (umeta pairs, as in obj_info_t) of the current
  * version in place: its data is untouched, its heads are rewritten (ACL
- * changes). ERR_NOT_FOUND when there is no such object.
+ * changes). fn computes the new pairs from the current version's, under the
+ * key's lock, so a PUT committing meanwhile cannot get another version's
+ * metadata: fn(arg, cur, out, &out_len) returns 0 or an ERR_* (passed on).
+ * ERR_NOT_FOUND when there is no such object.
  */
-int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char *umeta,
-                  size_t umeta_len) __attribute__((warn_unused_result));
+typedef int (*obj_umeta_fn)(void *arg, const obj_info_t *cur, char *out, size_t *out_len);
+int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* Encode/decode the head metadata blob (exposed for the fuzzer). */
 size_t obj_meta_encode(const obj_info_t *info, uint8_t *buf, size_t cap);

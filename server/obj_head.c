@@ -265,20 +265,23 @@ void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const 
     if (!p) drop_version_now(s, bucket, key, old);
 }
 
-int obj_set_umeta(obj_set_t *s, const char *bucket, const char *key, const char *umeta,
-                  size_t umeta_len)
+int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
 {
     obj_info_t info;
     int first_err = 0, rc;
-    if (umeta_len > sizeof(info.umeta)) return ERR_TOO_LARGE;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     if ((rc = obj_stat(s, bucket, key, &info)) == 0) {
-        memcpy(info.umeta, umeta, umeta_len);
-        info.umeta_len = umeta_len;
-        info.mtime_ns++; /* the rewritten heads must win over any store that misses them */
-        if (obj__write_heads(s, bucket, key, &info, 0, &first_err) < s->k)
-            rc = first_err ? first_err : ERR_UNRECOVERABLE;
+        char um[sizeof(info.umeta)];
+        size_t ul = 0;
+        if ((rc = fn(arg, &info, um, &ul)) == 0 && ul > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
+        if (!rc) {
+            memcpy(info.umeta, um, ul);
+            info.umeta_len = ul;
+            info.mtime_ns++; /* the rewritten heads must win over any store that misses them */
+            if (obj__write_heads(s, bucket, key, &info, 0, &first_err) < s->k)
+                rc = first_err ? first_err : ERR_UNRECOVERABLE;
+        }
     }
     pthread_mutex_unlock(lk);
     return rc;

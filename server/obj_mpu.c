@@ -187,6 +187,12 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         *why = OBJ_MPU_BAD_PART;
         return ERR_INVAL;
     }
+    /* The order first, as S3: a descending list is InvalidPartOrder, whatever the sizes. */
+    for (int i = 1; i < n; i++)
+        if (parts[i].part <= parts[i - 1].part) {
+            *why = OBJ_MPU_BAD_ORDER;
+            return ERR_INVAL;
+        }
     size_t cap = (size_t)n * 64 + 16, len = 0;
     char *manifest = xmalloc(cap);
     uint8_t md5s[16];

@@ -127,6 +127,22 @@ static void object_op(ctx_t *x)
     free(part);
 }
 
+/*
+ * A GET or HEAD by a signed-in user of a bucket someone else owns: what
+ * anyone may read (public-read, AllUsers in S3 includes signed-in users),
+ * and nothing else.
+ */
+static int foreign_read(ctx_t *x)
+{
+    obj_info_t bi;
+    const char *m = x->info->method;
+    if (!x->bucket[0] || (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0) ||
+        !s3_bucket_exists(x, x->bucket, &bi))
+        return 0;
+    const char *owner = s3_bucket_owner(&bi);
+    return owner[0] && strcmp(owner, x->auth.access_key) != 0;
+}
+
 /* The bucket named by a Host of the form BUCKET.DOMAIN[:port], or NULL (malloc'd). */
 static char *vhost_bucket(ctx_t *x)
 {
@@ -184,7 +200,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     }
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (x.anonymous) {
+    if (x.anonymous || foreign_read(&x)) {
         s3_anonymous_op(&x);
     } else if (!strcmp(x.bucket, "_warmlake") && !strcmp(x.key, "stats") &&
                !strcmp(info->method, "GET")) {

@@ -5,6 +5,25 @@
 
 #include "server/s3_int.h"
 
+typedef struct {
+    const char *name, *value;
+} acl_set_t;
+
+/* obj_umeta_fn: the current version's pairs with the ACL entry set (under the key's lock). */
+static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    acl_set_t *a = arg;
+    buf_t um = {0};
+    s3_umeta_with(cur, a->name, a->value, &um);
+    int rc = um.len > sizeof(cur->umeta) ? ERR_TOO_LARGE : 0;
+    if (!rc) {
+        memcpy(out, um.p, um.len);
+        *out_len = um.len;
+    }
+    free(um.p);
+    return rc;
+}
+
 /*
  * PutBucketAcl / PutObjectAcl: a canned ACL in x-amz-acl or an
  * AccessControlPolicy body, reduced to private or public-read (the ACLs
@@ -37,18 +56,25 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
             return;
         }
     }
-    obj_info_t info;
-    if ((rc = obj_stat(x->cfg->set, bucket, key, &info)) != 0) {
-        if (rc == ERR_NOT_FOUND && !strcmp(bucket, BUCKETS))
-            s3_err(x, S3E_NO_SUCH_BUCKET);
-        else
-            s3_engine_error(x, rc);
-        return;
-    }
-    buf_t um = {0};
-    s3_umeta_with(&info, name, pub ? "public-read" : "private", &um);
-    rc = obj_set_umeta(x->cfg->set, bucket, key, um.p, um.len);
-    free(um.p);
+    /*
+     * The body may have taken a while: the bucket checked before it may be
+     * gone, and its name taken by someone else. Decide under the bucket's
+     * lock, against the same incarnation (exclusive when the bucket record
+     * itself is rewritten).
+     */
+    int whole = strcmp(bucket, BUCKETS) == 0;
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    if (whole)
+        pthread_rwlock_wrlock(lk);
+    else
+        pthread_rwlock_rdlock(lk);
+    acl_set_t set = {name, pub ? "public-read" : "private"};
+    if (!s3_bucket_current(x, x->bucket, x->ibucket))
+        rc = S3_ERR_NO_BUCKET;
+    else
+        rc = obj_update_umeta(x->cfg->set, bucket, key, acl_set, &set);
+    pthread_rwlock_unlock(lk);
+    if (rc == ERR_NOT_FOUND && whole) rc = S3_ERR_NO_BUCKET;
     if (rc) {
         s3_engine_error(x, rc);
         return;

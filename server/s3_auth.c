@@ -143,8 +143,12 @@ int s3_body_begin(ctx_t *x)
 {
     const char *p = x->payload;
     if (strncmp(p, "STREAMING-", 10) == 0) {
-        int signed_chunks = strstr(p, "HMAC") != NULL;
-        int trailer = strstr(p, "TRAILER") != NULL;
+        /* Only the framings warmlake checks: anything else is not taken as unsigned chunks. */
+        if (strcmp(p, SIGV4_STREAMING) != 0 && strcmp(p, SIGV4_STREAMING_TRAILER) != 0 &&
+            strcmp(p, SIGV4_UNSIGNED_TRAILER) != 0)
+            return ERR_INVAL;
+        int signed_chunks = strcmp(p, SIGV4_UNSIGNED_TRAILER) != 0;
+        int trailer = strcmp(p, SIGV4_STREAMING) != 0;
         char scope[160];
         sigv4_scope(&x->auth, scope, sizeof(scope));
         x->chunked = s3_chunked_new(signed_chunks, trailer, x->key_bytes, x->auth.amz_date, scope,
@@ -186,6 +190,7 @@ long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
         memcpy(buf, st->spill, n);
         memmove(st->spill, st->spill + n, st->spill_len - n);
         st->spill_len -= n;
+        x->decoded += n;
         return (long)n;
     }
     if (x->chunked_done) return 0;
@@ -209,6 +214,7 @@ long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
         if (rc < 0) return rc;
         /* The last chunk may end the same feed that produced data: remember it. */
         if (rc == 1) x->chunked_done = 1;
+        x->decoded += st->len;
         if (st->len) return (long)st->len;
         if (rc == 1) return 0;
     }
@@ -217,6 +223,17 @@ long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st)
 /* After the body: the signed payload hash must match. */
 int s3_body_end(ctx_t *x)
 {
+    if (x->chunked) {
+        /* Nothing may follow the last chunk (and its trailers) in the body. */
+        uint8_t extra[1];
+        if (x->raw_off < x->raw_len) return ERR_INVAL;
+        if (!x->raw_eof && http_body_read(x->r, extra, sizeof(extra)) != 0) return ERR_INVAL;
+        /* x-amz-decoded-content-length, when sent, is what the chunks held. */
+        const char *dl = s3_hdr(x->info, "x-amz-decoded-content-length");
+        uint64_t want;
+        if (dl && (num_parse_u64(dl, 0, UINT64_MAX, &want) != 0 || want != x->decoded))
+            return ERR_INVAL;
+    }
     if (x->sha) {
         uint8_t h[32];
         char hex[65];

@@ -17,6 +17,18 @@ int s3_bucket_name_ok(const char *n)
     if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')) || n[l - 1] == '-' ||
         n[l - 1] == '.' || strstr(n, ".."))
         return 0;
+    /* Not an IP address, and none of the prefixes and suffixes S3 reserves. */
+    unsigned a, b, c, d;
+    char tail;
+    if (sscanf(n, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &tail) == 4) return 0;
+    static const char *const bad_prefix[] = {"xn--", "sthree-", "amzn-s3-demo-"};
+    static const char *const bad_suffix[] = {"-s3alias", "--ol-s3", ".mrap", "--x-s3"};
+    for (size_t i = 0; i < sizeof(bad_prefix) / sizeof(bad_prefix[0]); i++)
+        if (strncmp(n, bad_prefix[i], strlen(bad_prefix[i])) == 0) return 0;
+    for (size_t i = 0; i < sizeof(bad_suffix) / sizeof(bad_suffix[0]); i++) {
+        size_t sl = strlen(bad_suffix[i]);
+        if (l > sl && strcmp(n + l - sl, bad_suffix[i]) == 0) return 0;
+    }
     return 1;
 }
 

@@ -73,6 +73,7 @@ typedef struct {
     uint8_t *raw;
     size_t raw_len, raw_off;
     int raw_eof, chunked_done;
+    uint64_t decoded; /* aws-chunked: payload bytes delivered so far */
     EVP_MD_CTX *sha;
 } ctx_t;
 
@@ -165,6 +166,7 @@ int s3_build_umeta(ctx_t *x, buf_t *um);
 int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128]);
 void s3_cks_header(const char *kept, char *out, size_t cap);
 int s3_has_response_overrides(ctx_t *x);
+int s3_check_response_overrides(ctx_t *x);
 void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);

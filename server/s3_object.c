@@ -56,6 +56,40 @@ static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
     }
 }
 
+/*
+ * A response-* value goes into a header line: anything that could end the
+ * line or the head (CR, LF, other control bytes) or make it too long is
+ * refused (it would let a presigned URL built from user input set headers).
+ */
+static int header_value_ok(const char *v)
+{
+    size_t n = 0;
+    for (; v[n]; n++)
+        if ((unsigned char)v[n] < 0x20 && v[n] != '\t') return 0;
+    return n <= 1024;
+}
+
+/* 0 when every response-* parameter can be a header value; else the error was sent. */
+int s3_check_response_overrides(ctx_t *x)
+{
+    const char *names[N_STD_HDRS + 1];
+    names[0] = "response-content-type";
+    for (size_t i = 0; i < N_STD_HDRS; i++)
+        names[i + 1] = std_hdrs[i].param;
+    for (size_t i = 0; i <= N_STD_HDRS; i++) {
+        int present;
+        char *v = s3_qparam(x->query, names[i], &present);
+        int ok = !v || header_value_ok(v);
+        free(v);
+        if (!ok || (present && !v)) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "A response-* override is not a valid header value.");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Whether the request names any response-* override (refused for anonymous GETs, as S3). */
 int s3_has_response_overrides(ctx_t *x)
 {
@@ -124,9 +158,22 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         return -1;
     }
     /* x-amz-checksum-ALGO as a header, or named by x-amz-trailer to follow the body. */
-    for (int a = CKS_CRC32; a <= CKS_SHA256 && !algo; a++) {
+    int nalgo = 0;
+    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
-        if ((expect = s3_hdr(x->info, hname)) != NULL) algo = a;
+        const char *v = s3_hdr(x->info, hname);
+        if (v && !algo) {
+            expect = v;
+            algo = a;
+        }
+        nalgo += v != NULL;
+    }
+    if (nalgo > 1) { /* each must hold, or none is checked twice: S3 refuses the request */
+        obj_put_abort(w);
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+                   "allowed.");
+        return -1;
     }
     if (!algo && trailer) {
         algo = cks_algo(trailer);
@@ -160,12 +207,13 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     free(st.spill);
     char got[64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));
-    if (n < 0 || err || s3_body_end(x) != 0 ||
+    int end = n < 0 || err ? 0 : s3_body_end(x);
+    if (n < 0 || err || end != 0 ||
         (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
         obj_put_abort(w);
         if (n == ERR_DENIED)
             s3_err_msg(x, S3E_SIGNATURE_MISMATCH, "A chunk signature does not match.");
-        else if (n < 0)
+        else if (n < 0 || end == ERR_INVAL)
             s3_err(x, S3E_INCOMPLETE_BODY);
         else if (err)
             s3_engine_error(x, err);
@@ -276,7 +324,11 @@ static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *le
     if (*bs == 0) {
         b = size ? size - 1 : 0;
     } else {
-        if (num_parse_u64(bs, 0, UINT64_MAX, &b) != 0) return 0;
+        if (num_parse_u64(bs, 0, UINT64_MAX, &b) != 0) {
+            /* Digits past any size (more than 64 bits of them) still mean "to the end". */
+            if (strspn(bs, "0123456789") != strlen(bs)) return 0;
+            b = UINT64_MAX;
+        }
         if (b >= size) b = size ? size - 1 : 0;
     }
     if (a >= size || b < a) return -1;
@@ -289,6 +341,7 @@ void s3_get_object(ctx_t *x, int head)
 {
     obj_info_t info;
     int err;
+    if (s3_check_response_overrides(x) != 0) return;
     obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
     if (!rd) {
         if (err == ERR_NOT_FOUND && !s3_bucket_exists(x, x->bucket, NULL))
@@ -501,6 +554,22 @@ void s3_copy_object(ctx_t *x)
         free(um.p);
         return;
     }
+    if (!replace) {
+        /* The source's metadata, but never its ACL: the copy gets x-amz-acl's, or private. */
+        const char *acl = s3_hdr(x->info, "x-amz-acl");
+        if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+            obj_close(rd);
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+            return;
+        }
+        s3_umeta_with(&si, ACL_META, acl ? acl : "private", &um);
+        if (um.len > sizeof(si.umeta)) {
+            obj_close(rd);
+            free(um.p);
+            s3_err(x, S3E_METADATA_TOO_LARGE);
+            return;
+        }
+    }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) err = s3_copy_range(x, rd, w, 0, si.size);
     obj_close(rd);
@@ -508,9 +577,8 @@ void s3_copy_object(ctx_t *x)
     if (w && err)
         obj_put_abort(w);
     else if (w)
-        err = replace
-                  ? s3_commit_in_bucket(x, w, s3_hdr(x->info, "content-type"), um.p, um.len, &info)
-                  : s3_commit_in_bucket(x, w, si.content_type, si.umeta, si.umeta_len, &info);
+        err = s3_commit_in_bucket(x, w, replace ? s3_hdr(x->info, "content-type") : si.content_type,
+                                  um.p, um.len, &info);
     free(um.p);
     if (err) {
         s3_engine_error(x, err);
@@ -529,7 +597,12 @@ void s3_delete_objects(ctx_t *x)
     int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet);
     free(body);
     buf_t b = {0};
+    /* S3 refuses a request naming no object, or an object with an empty key. */
+    for (int i = 0; !bad && i < nkeys; i++)
+        bad = !keys[i][0];
+    if (!bad && nkeys == 0) bad = 1;
     if (bad) {
+        if (keys) s3_xml_free_keys(keys, nkeys);
         s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was not well-formed.");
         return;
     }

@@ -745,7 +745,7 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
     memcpy(start + 1, bucket, bl);
     start[1 + bl] = 0;
     sl = 2 + bl;
-    if (after && strlen(after) > 0 && (!prefix || strcmp(after, prefix) > 0)) {
+    if (after && strlen(after) > 0 && (!prefix || strcmp(after, prefix) >= 0)) {
         size_t al = strlen(after);
         if (al > REC_MAX_KEY) return ERR_INVAL;
         memcpy(start + sl, after, al);

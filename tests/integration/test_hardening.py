@@ -4,6 +4,7 @@ reused by another user, a client that disconnects while its handler runs,
 slow clients holding workers, a part streaming while its upload is aborted,
 keys XML cannot carry, sloppy integers and chunk framing. Every test fails
 on the node before the fix; content is checked by hash."""
+import base64
 import datetime
 import hashlib
 import os
@@ -498,3 +499,239 @@ def test_chunked_body_without_crlf_is_refused(server):
                 b"3\r\nabc\r\n5\r\nhello\r\n0\r\n\r\n")
     assert st == 200
     assert c.get_object(Bucket="chk", Key="fine")["Body"].read() == b"abchello"
+
+
+# ---- found by a hostile probe of the finished node (each failed before its fix) ----
+
+def test_aborted_chunked_puts_do_not_leak_connections(datadir):
+    """A signed aws-chunked PUT with a malformed chunk, sent with the client's FIN: the
+    connection used to stay counted forever (16 leaked took every slot; SIGTERM hung)."""
+    import signal
+    s = Server(datadir, extra=["--max-conns", "16"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="leak")
+        c.put_object(Bucket="leak", Key="ok", Body=b"fine")
+        h = sign(s.port, "PUT", "/leak/k", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        h.update({"Content-Encoding": "aws-chunked", "x-amz-trailer": "x-amz-checksum-crc32",
+                  "Transfer-Encoding": "chunked"})
+        head = request_head("PUT", "/leak/k", h)
+        for _ in range(100):
+            sk = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+            sk.sendall(head + b"5;\x01\r\nhello\r\n")
+            sk.shutdown(socket.SHUT_WR)
+            try:
+                while sk.recv(65536):
+                    pass
+            except OSError:
+                pass
+            sk.close()
+        # Every slot comes back (the loop closes them as it reads the FINs).
+        for _ in range(100):
+            st, body, _ = signed_request(s.port, "GET", "/leak/ok")
+            if st != 503:
+                break
+            time.sleep(0.1)
+        assert st == 200 and body == b"fine"
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(timeout=30)  # drains and exits by itself
+    finally:
+        s.stop()
+
+
+def test_bucket_acl_body_racing_bucket_reuse(server):
+    main, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    main.create_bucket(Bucket="aclr")
+    body = (b'<AccessControlPolicy><Owner><ID>x</ID></Owner><AccessControlList>'
+            b'<Grant><Grantee><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI>'
+            b'</Grantee><Permission>READ</Permission></Grant></AccessControlList>'
+            b'</AccessControlPolicy>')
+    h = sign(server.port, "PUT", "/aclr?acl", payload_hash=hashlib.sha256(body).hexdigest())
+    h["Content-Length"] = str(len(body))
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        s.sendall(request_head("PUT", "/aclr?acl", h) + body[:10])
+        time.sleep(0.5)  # the owner check has passed; ordering is what is asserted
+        main.delete_bucket(Bucket="aclr")
+        alt.create_bucket(Bucket="aclr")
+        alt.put_object(Bucket="aclr", Key="alt-private", Body=b"secret")
+        s.sendall(body[10:])
+        st, resp = read_response(s)
+    finally:
+        s.close()
+    assert st == 404 and code_of(resp) == "NoSuchBucket"
+    assert anon(server, "/aclr")[0] == 403
+    grants = alt.get_bucket_acl(Bucket="aclr")["Grants"]
+    assert not any(g["Grantee"].get("URI", "").endswith("AllUsers") for g in grants)
+
+
+def test_copy_never_copies_the_acl(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cpacl")
+    c.put_object(Bucket="cpacl", Key="pub", Body=b"public", ACL="public-read")
+    c.put_object(Bucket="cpacl", Key="priv", Body=b"private")
+    c.copy_object(Bucket="cpacl", Key="c1", CopySource="cpacl/pub")
+    c.copy_object(Bucket="cpacl", Key="c2", CopySource="cpacl/pub", ACL="private")
+    c.copy_object(Bucket="cpacl", Key="c3", CopySource="cpacl/priv", ACL="public-read")
+    assert anon(server, "/cpacl/pub") == (200, b"public")
+    assert anon(server, "/cpacl/c1")[0] == 403
+    assert anon(server, "/cpacl/c2")[0] == 403
+    assert anon(server, "/cpacl/c3") == (200, b"private")
+
+
+def test_response_overrides_cannot_inject_headers(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="inj")
+    c.put_object(Bucket="inj", Key="o", Body=b"x")
+    p = presigner(server)
+    url = p.generate_presigned_url("get_object", Params={
+        "Bucket": "inj", "Key": "o",
+        "ResponseContentDisposition": "attachment\r\nSet-Cookie: stolen=1"})
+    st, body = anon(server, url.split(str(server.port), 1)[1])
+    assert st == 400
+    url = p.generate_presigned_url("get_object", Params={
+        "Bucket": "inj", "Key": "o", "ResponseContentDisposition": "a" * 10000})
+    req = urllib.request.Request(server.endpoint + url.split(str(server.port), 1)[1])
+    try:
+        urllib.request.urlopen(req, timeout=20)
+        assert False, "a 10 KB header value was served"
+    except urllib.error.HTTPError as e:
+        assert e.code == 400  # answered, not left hanging
+        assert "Set-Cookie" not in e.headers
+
+
+def test_acl_change_racing_a_put_keeps_metadata_with_its_body(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="aclput")
+    c.put_object(Bucket="aclput", Key="k", Body=b"first", Metadata={"sum": sha(b"first")})
+    stop = threading.Event()
+    errors = []
+
+    def flip():
+        while not stop.is_set():
+            for acl in ("public-read", "private"):
+                try:
+                    c.put_object_acl(Bucket="aclput", Key="k", ACL=acl)
+                except ClientError as e:
+                    errors.append(e)
+
+    t = threading.Thread(target=flip)
+    t.start()
+    try:
+        for i in range(40):
+            body = os.urandom(1000 + i)
+            c.put_object(Bucket="aclput", Key="k", Body=body, Metadata={"sum": sha(body)})
+            r = c.get_object(Bucket="aclput", Key="k")
+            got = r["Body"].read()
+            assert r["Metadata"]["sum"] == sha(got)
+    finally:
+        stop.set()
+        t.join()
+    assert all(e.response["Error"]["Code"] in ("SlowDown", "NoSuchKey") for e in errors)
+
+
+def test_listing_with_a_key_equal_to_the_prefix_ends(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="kpre")
+    for k in ("p", "p1", "p2"):
+        c.put_object(Bucket="kpre", Key=k, Body=b"")
+    got, token = [], None
+    for _ in range(10):
+        kw = {"Bucket": "kpre", "Prefix": "p", "MaxKeys": 1}
+        if token:
+            kw["ContinuationToken"] = token
+        r = c.list_objects_v2(**kw)
+        got += [o["Key"] for o in r.get("Contents", [])]
+        token = r.get("NextContinuationToken")
+        if not r["IsTruncated"]:
+            break
+    assert got == ["p", "p1", "p2"]
+    r = c.list_objects(Bucket="kpre", Prefix="p", Marker="p")
+    assert [o["Key"] for o in r["Contents"]] == ["p1", "p2"]
+
+
+def test_bodiless_requests_keep_the_connection(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="kal")
+    c.put_object(Bucket="kal", Key="o", Body=b"k", ACL="public-read")
+    host = "127.0.0.1:%d" % server.port
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        s.sendall(request_head("GET", "/kal/o", {"Host": host}) * 300)
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 300:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    assert data.count(b"HTTP/1.1 200") == 300
+    assert b"Connection: close" not in data
+
+
+def test_body_framing_and_checksum_strictness(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="frm")
+    import zlib
+    crc = base64.b64encode(zlib.crc32(b"hello").to_bytes(4, "big")).decode()
+    # Two checksum algorithms at once: refused, not half checked.
+    st, body, _ = signed_request(server.port, "PUT", "/frm/two", b"hello", headers={
+        "x-amz-checksum-crc32": crc, "x-amz-checksum-sha256": "A" * 43 + "="})
+    assert st == 400 and code_of(body) == "InvalidRequest"
+    unsigned = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+    base = {"Content-Encoding": "aws-chunked", "x-amz-trailer": "x-amz-checksum-crc32"}
+    good = b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc.encode()
+    for name, extra, payload in (
+            ("ok", {"x-amz-decoded-content-length": "5"}, good),
+            ("badlen", {"x-amz-decoded-content-length": "6"}, good),
+            ("garbage", {"x-amz-decoded-content-length": "5"}, good + b"GARBAGE")):
+        st, body, _ = signed_request(server.port, "PUT", "/frm/" + name, payload,
+                                     headers=dict(base, **extra), payload_hash=unsigned)
+        assert st == (200 if name == "ok" else 400), (name, body)
+    assert c.get_object(Bucket="frm", Key="ok")["Body"].read() == b"hello"
+    for name in ("badlen", "garbage"):
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="frm", Key=name)
+    st, body, _ = signed_request(server.port, "PUT", "/frm/odd", good, headers=base,
+                                 payload_hash="STREAMING-SOMETHING-ELSE")
+    assert st == 400
+
+
+def test_small_s3_mismatches(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="misc")
+    data = os.urandom(1000)
+    c.put_object(Bucket="misc", Key="o", Body=data, ACL="public-read")
+    # A last byte past any size still means "to the end": 206.
+    r = c.get_object(Bucket="misc", Key="o", Range="bytes=10-99999999999999999999")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 206 and r["Body"].read() == data[10:]
+    # Names S3 reserves.
+    for bad in ("192.168.1.1", "xn--abc", "bucket-s3alias", "b--ol-s3"):
+        with pytest.raises(ClientError) as e:
+            c.create_bucket(Bucket=bad)
+        assert e.value.response["Error"]["Code"] == "InvalidBucketName", bad
+    # DeleteObjects naming nothing, or an empty key.
+    for xml in (b"<Delete></Delete>", b"<Delete><Object><Key></Key></Object></Delete>"):
+        md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+        st, body, _ = signed_request(server.port, "POST", "/misc?delete", xml,
+                                     headers={"Content-MD5": md5})
+        assert st == 400 and code_of(body) == "MalformedXML"
+    # Parts out of order are InvalidPartOrder whatever their sizes.
+    up = c.create_multipart_upload(Bucket="misc", Key="mp")["UploadId"]
+    e1 = c.upload_part(Bucket="misc", Key="mp", UploadId=up, PartNumber=1, Body=b"a")["ETag"]
+    e2 = c.upload_part(Bucket="misc", Key="mp", UploadId=up, PartNumber=2, Body=b"b")["ETag"]
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="misc", Key="mp", UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": 2, "ETag": e2}, {"PartNumber": 1, "ETag": e1}]})
+    assert e.value.response["Error"]["Code"] == "InvalidPartOrder"
+    # Another signed-in user reads what everyone may read, and nothing else.
+    assert alt.get_object(Bucket="misc", Key="o")["Body"].read() == data
+    c.put_object(Bucket="misc", Key="priv", Body=b"p")
+    with pytest.raises(ClientError) as e:
+        alt.get_object(Bucket="misc", Key="priv")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    # Many signed x-amz-meta-* headers fit in SignedHeaders.
+    meta = {"m%03d" % i: "v" for i in range(80)}
+    c.put_object(Bucket="misc", Key="meta", Body=b"m", Metadata=meta)
+    assert c.head_object(Bucket="misc", Key="meta")["Metadata"] == meta
