@@ -25,7 +25,8 @@
     X(AGAIN, -12, "incomplete input; more data needed")                                            \
     X(CLOSED, -13, "closed")                                                                       \
     X(RANGE, -14, "range not satisfiable")                                                         \
-    X(DENIED, -15, "access denied: bad signature or credentials")
+    X(DENIED, -15, "access denied: bad signature or credentials")                                  \
+    X(PRECOND, -16, "a precondition of the request does not hold")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

@@ -65,7 +65,28 @@ bufpool_t *obj_set_buffers(obj_set_t *s);
 
 typedef struct obj_writer obj_writer_t;
 
+/*
+ * Conditions on the version a write replaces (conditional writes, S3's
+ * If-None-Match: * and If-Match), checked at the commit point under the
+ * key's lock, so of racing conditional creates exactly one wins. A failed
+ * condition is ERR_PRECOND, or ERR_NOT_FOUND for if_match on no object.
+ */
+typedef struct {
+    int none_match;     /* there must be no current version */
+    char if_match[80];  /* the current version's ETag ("*": any); "" for none */
+    int64_t if_size;    /* deletes: the current version's size; -1 for none */
+    int64_t if_mtime_s; /* deletes: its last-modified second; -1 for none */
+} obj_cond_t;
+#define OBJ_COND_NONE                                                                              \
+    {                                                                                              \
+        0, "", -1, -1                                                                              \
+    }
+/* 0 when cur (NULL: no current version) meets c. */
+int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur);
+
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err);
+/* Commit only if c holds for the version replaced (copied; NULL: unconditional). */
+void obj_put_set_cond(obj_writer_t *w, const obj_cond_t *c);
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     __attribute__((warn_unused_result));
 /*
@@ -112,6 +133,9 @@ void obj_close(obj_reader_t *r);
 /* Write delete markers and drop the blocks. ERR_NOT_FOUND when absent. */
 int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     __attribute__((warn_unused_result));
+/* The same, only if c holds for the current version (ERR_PRECOND otherwise). */
+int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
+    __attribute__((warn_unused_result));
 
 /*
  * Objects of a bucket in key order (delete markers skipped). fn returns 0 to
@@ -148,11 +172,13 @@ enum { OBJ_MPU_OK = 0, OBJ_MPU_NO_UPLOAD, OBJ_MPU_BAD_PART, OBJ_MPU_BAD_ORDER, O
  * Complete: check every listed part exists with that ETag, in ascending
  * order, all but the last at least min_part bytes; then commit the object.
  * *why gets an OBJ_MPU_* reason when the list is refused (rc ERR_INVAL or
- * ERR_NOT_FOUND). ETag: md5 of the parts' md5s, "-N".
+ * ERR_NOT_FOUND). ETag: md5 of the parts' md5s, "-N". cond (may be NULL) as
+ * for obj_put_set_cond. A Complete retried after it succeeded, with the same
+ * parts, returns 0 and the object as long as it is still the current version.
  */
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
-                     const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
-                     int *why) __attribute__((warn_unused_result));
+                     const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
+                     obj_info_t *out, int *why) __attribute__((warn_unused_result));
 /* Parts uploaded so far, in part order: fn(arg, part, info). ERR_NOT_FOUND: no such upload. */
 typedef int (*obj_part_fn)(void *arg, int part, const obj_info_t *info);
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,

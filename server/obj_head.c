@@ -149,12 +149,43 @@ int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const ob
     return heads;
 }
 
-int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
-                      uint32_t dead, obj_info_t *old, int *drop_old, int *first_err)
+int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
+{
+    if (!c) return 0;
+    if (c->none_match && cur) return ERR_PRECOND;
+    if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0) {
+        if (!cur) return c->if_match[0] ? ERR_NOT_FOUND : ERR_PRECOND;
+        const char *e = c->if_match;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+            e++;
+            el -= 2;
+        }
+        if (el && !(el == 1 && e[0] == '*') &&
+            (strlen(cur->etag) != el || memcmp(cur->etag, e, el)))
+            return ERR_PRECOND;
+        if (c->if_size >= 0 && (uint64_t)c->if_size != cur->size) return ERR_PRECOND;
+        if (c->if_mtime_s >= 0 && (uint64_t)c->if_mtime_s != cur->mtime_ns / 1000000000ull)
+            return ERR_PRECOND;
+    }
+    return 0;
+}
+
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                      obj_info_t *info, uint32_t dead, obj_info_t *old, int *drop_old,
+                      int *first_err)
 {
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     int had_old = obj__newest_head(s, bucket, key, old) == 0;
+    /* The condition decides here, where the version it names cannot change. */
+    int crc = obj_cond_check(cond, had_old && !old->deleted ? old : NULL);
+    if (crc) {
+        pthread_mutex_unlock(lk);
+        *drop_old = 0;
+        *first_err = crc;
+        return -1;
+    }
     info->mtime_ns = wall_ns();
     if (had_old && info->mtime_ns <= old->mtime_ns) info->mtime_ns = old->mtime_ns + 1;
     int heads = obj__write_heads(s, bucket, key, info, dead, first_err);
@@ -289,6 +320,11 @@ int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umet
 
 int obj_delete(obj_set_t *s, const char *bucket, const char *key)
 {
+    return obj_delete_if(s, bucket, key, NULL);
+}
+
+int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
+{
     obj_info_t old, marker;
     int written = 0;
     memset(&marker, 0, sizeof(marker));
@@ -297,7 +333,7 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     if (rc) return rc;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    if ((rc = obj_stat(s, bucket, key, &old)) != 0) {
+    if ((rc = obj_stat(s, bucket, key, &old)) != 0 || (rc = obj_cond_check(c, &old)) != 0) {
         pthread_mutex_unlock(lk);
         return rc;
     }

@@ -123,8 +123,9 @@ int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const ob
  * version (not a delete marker, not info's own) to drop once the commit
  * stands. Returns the heads written; *first_err gets the first failure.
  */
-int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
-                      uint32_t dead, obj_info_t *old, int *drop_old, int *first_err);
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                      obj_info_t *info, uint32_t dead, obj_info_t *old, int *drop_old,
+                      int *first_err);
 /* Delete the blocks of one version on the stores not in dead (best effort). */
 void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       uint64_t stripes, uint32_t dead);

@@ -154,11 +154,12 @@ static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t 
 
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, obj_info_t *out, int *why);
+                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out,
+                               int *why);
 
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
-                     const obj_mpu_part_t *parts, int n, uint64_t min_part, obj_info_t *out,
-                     int *why)
+                     const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
+                     obj_info_t *out, int *why)
 {
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
@@ -167,19 +168,79 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     }
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
-    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, out, why);
+    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, out, why);
     pthread_mutex_unlock(ul);
+    return rc;
+}
+
+/* A part's ETag as the client sent it (quotes allowed), as 32 hex digits; -1 if it is not. */
+static int part_etag(const char *e, char out[33])
+{
+    size_t el = strlen(e);
+    if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+        e++;
+        el -= 2;
+    }
+    if (el != 32 || strspn(e, "0123456789abcdef") < 32) return -1;
+    memcpy(out, e, 32);
+    out[32] = 0;
+    return 0;
+}
+
+/*
+ * The upload was completed already, with these very parts, into what is
+ * still bucket/key's current version: a Complete retried after a timeout
+ * gets the same answer (0, *out the object), as S3 gives it.
+ */
+static int completed_already(obj_set_t *s, const char *bucket, const char *key,
+                             const char *upload_id, const obj_mpu_part_t *parts, int n,
+                             obj_info_t *out)
+{
+    obj_info_t cur;
+    int *pno = NULL, rc = ERR_NOT_FOUND;
+    uint64_t *sizes = NULL;
+    if (obj_stat(s, bucket, key, &cur) != 0 || !cur.multipart ||
+        strcmp(cur.upload_id, upload_id) != 0 || cur.nparts != n ||
+        obj__read_manifest(s, upload_id, n, &pno, &sizes) != 0)
+        return ERR_NOT_FOUND;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_md5(), NULL);
+    int same = 1;
+    for (int i = 0; i < n && same; i++) {
+        char hex[33];
+        uint8_t bin[16];
+        same = parts[i].part == pno[i] && part_etag(parts[i].etag, hex) == 0;
+        for (int b = 0; same && b < 16; b++)
+            bin[b] = (uint8_t)hexbyte(hex + 2 * b);
+        if (same) EVP_DigestUpdate(md, bin, 16);
+    }
+    uint8_t d[16];
+    char etag[80];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    for (int b = 0; b < 16; b++)
+        snprintf(etag + 2 * b, 3, "%02x", d[b]);
+    snprintf(etag + 32, sizeof(etag) - 32, "-%d", n);
+    if (same && strcmp(etag, cur.etag) == 0) {
+        *out = cur;
+        rc = 0;
+    }
+    free(pno);
+    free(sizes);
     return rc;
 }
 
 /* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, obj_info_t *out, int *why)
+                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out, int *why)
 {
     obj_info_t rec, info, old;
     int rc, first_err = 0;
     if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
+        if (rc == ERR_NOT_FOUND && out &&
+            completed_already(s, bucket, key, upload_id, parts, n, out) == 0)
+            return 0;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
     }
@@ -252,7 +313,8 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
     memcpy(info.umeta, rec.umeta, rec.umeta_len);
     info.umeta_len = rec.umeta_len;
-    int drop_old, heads = obj__commit_heads(s, bucket, key, &info, 0, &old, &drop_old, &first_err);
+    int drop_old,
+        heads = obj__commit_heads(s, bucket, key, cond, &info, 0, &old, &drop_old, &first_err);
     if (heads < s->k) {
         obj__drop_object(s, MPU_MANIFEST, upload_id);
         return first_err ? first_err : ERR_UNRECOVERABLE;

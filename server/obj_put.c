@@ -42,6 +42,8 @@ struct obj_writer {
     uint64_t stripes;
     char etag[33];       /* set once the MD5 is final; no writes after that */
     char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
+    obj_cond_t cond;     /* what the replaced version must be (conditional writes) */
+    int has_cond;
 };
 
 /*
@@ -232,12 +234,14 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         }
     }
     /* The commit point: heads on every store that took the blocks. */
-    int heads =
-        obj__commit_heads(s, w->bucket, w->key, &info, w->dead, &old, &drop_old, &first_err);
+    int heads = obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, &info,
+                                  w->dead, &old, &drop_old, &first_err);
     if (ul) pthread_mutex_unlock(ul);
     if (heads < s->k) {
-        /* Not enough heads to be found reliably: undo, the PUT failed. */
-        log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads, err_name(first_err));
+        /* A condition that does not hold, or not enough heads to be found reliably: undo. */
+        if (heads >= 0)
+            log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads,
+                      err_name(first_err));
         obj_put_abort(w);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
@@ -245,4 +249,10 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     if (out) *out = info;
     writer_free(w);
     return 0;
+}
+
+void obj_put_set_cond(obj_writer_t *w, const obj_cond_t *c)
+{
+    w->has_cond = c != NULL;
+    if (c) w->cond = *c;
 }

@@ -167,6 +167,10 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128]);
 void s3_cks_header(const char *kept, char *out, size_t cap);
 int s3_has_response_overrides(ctx_t *x);
 int s3_check_response_overrides(ctx_t *x);
+/* Conditional-write headers into c (and a first look): 0, or -1 with the error sent. */
+int s3_write_cond(ctx_t *x, obj_cond_t *c);
+/* x-amz-copy-source-if-* against the source: 0, or -1 with 412 sent. */
+int s3_copy_source_cond(ctx_t *x, const obj_info_t *si);
 void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);

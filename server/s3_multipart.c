@@ -41,6 +41,10 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     int same, err;
     obj_reader_t *rd = s3_open_copy_source(x, &si, &same);
     if (!rd) return;
+    if (s3_copy_source_cond(x, &si) != 0) {
+        obj_close(rd);
+        return;
+    }
     uint64_t off = 0, len = si.size;
     const char *range = s3_hdr(x->info, "x-amz-copy-source-range");
     if (range) {
@@ -147,12 +151,17 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     free(xp);
     obj_info_t info;
     int why = 0;
+    obj_cond_t cond;
+    if (s3_write_cond(x, &cond) != 0) {
+        free(parts);
+        return;
+    }
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_rdlock(lk);
     int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
                  ? S3_ERR_NO_BUCKET
                  : obj_mpu_complete(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
-                                    &info, &why);
+                                    &cond, &info, &why);
     pthread_rwlock_unlock(lk);
     free(parts);
     if (rc) {

@@ -87,6 +87,9 @@ void s3_engine_error(ctx_t *x, int rc)
     case ERR_INVAL:
         s3_err(x, S3E_INVALID_ARGUMENT);
         break;
+    case ERR_PRECOND:
+        s3_err(x, S3E_PRECONDITION_FAILED);
+        break;
     default:
         s3_err(x, S3E_INTERNAL);
     }

@@ -501,28 +501,36 @@ static void test_multipart(void **state)
     bad[1].etag[3] ^= 1;
     int why;
     obj_info_t info;
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, &info, &why),
                      ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_BAD_PART);
     memcpy(bad, parts, sizeof(bad));
     bad[0] = parts[1];
     bad[1] = parts[0];
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, &info, &why),
                      ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_BAD_ORDER);
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 250000, &info, &why),
-                     ERR_INVAL);
+    assert_int_equal(
+        obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 250000, NULL, &info, &why),
+        ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_TOO_SMALL);
     assert_int_equal(obj_stat(e->set, "bkt", "mp", &info), ERR_NOT_FOUND);
 
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, &info, &why), 0);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL, &info, &why),
+                     0);
     assert_string_equal(info.etag + 32, "-3");
     expect(e, "mp", data, total);
     obj_info_t st;
     assert_int_equal(obj_stat(e->set, "bkt", "mp", &st), 0);
     assert_string_equal(st.content_type, "text/x-mp");
-    /* The upload is gone once completed. */
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, &info, &why),
+    /* A retried Complete with the same parts gets the same object; any other list finds the
+     * upload gone. */
+    char etag[80];
+    snprintf(etag, sizeof(etag), "%s", info.etag);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL, &info, &why),
+                     0);
+    assert_string_equal(info.etag, etag);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 2, 1, NULL, &info, &why),
                      ERR_NOT_FOUND);
     assert_int_equal(why, OBJ_MPU_NO_UPLOAD);
     /* Degraded reads work across parts too. */

@@ -1,0 +1,202 @@
+"""Conditional writes (what Iceberg and Delta commit with), Complete retried
+after it succeeded, and a part uploaded twice at once. Runs under Debian's
+boto3 and again under the newest botocore (test_with_newest_botocore)."""
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import s3_client, signed_request
+from test_hardening import read_response, request_head, sign
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def code(e):
+    return e.value.response["Error"]["Code"]
+
+
+def put_raw(server, key, body, headers):
+    return signed_request(server.port, "PUT", "/cond/" + key, body, headers=headers)
+
+
+def test_put_if_none_match_and_if_match(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    st, _, h = put_raw(server, "k", b"first", {"If-None-Match": "*"})
+    assert st == 200
+    e1 = h["ETag"]
+    st, body, _ = put_raw(server, "k", b"second", {"If-None-Match": "*"})
+    assert st == 412 and b"PreconditionFailed" in body
+    st, body, _ = put_raw(server, "k", b"third", {"If-Match": '"0123456789abcdef0123456789abcdef"'})
+    assert st == 412
+    st, _, h = put_raw(server, "k", b"fourth", {"If-Match": e1})
+    assert st == 200
+    assert c.get_object(Bucket="cond", Key="k")["Body"].read() == b"fourth"
+    st, body, _ = put_raw(server, "absent", b"x", {"If-Match": e1})
+    assert st == 404 and b"NoSuchKey" in body
+    st, _, _ = put_raw(server, "k", b"x", {"If-None-Match": '"abc"'})
+    assert st == 501
+    # A deleted key may be created again with If-None-Match.
+    c.delete_object(Bucket="cond", Key="k")
+    assert put_raw(server, "k", b"again", {"If-None-Match": "*"})[0] == 200
+
+
+def test_conditional_creates_race_one_winner(server):
+    """16 clients create the same key with If-None-Match: * for 50 rounds: one 200 per round,
+    the others 412, the stored bytes the winner's."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    for rnd in range(50):
+        key = "race-%d" % rnd
+        results = [None] * 16
+        bodies = [os.urandom(2000 + i) for i in range(16)]
+        gate = threading.Barrier(16)
+
+        def go(i):
+            gate.wait()
+            results[i] = put_raw(server, key, bodies[i], {"If-None-Match": "*"})[0]
+
+        ts = [threading.Thread(target=go, args=(i,)) for i in range(16)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        winners = [i for i, st in enumerate(results) if st == 200]
+        assert len(winners) == 1, results
+        assert sorted(results) == [200] + [412] * 15, results
+        got = c.get_object(Bucket="cond", Key=key)["Body"].read()
+        assert got == bodies[winners[0]]
+
+
+def test_copy_and_complete_conditions(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    c.put_object(Bucket="cond", Key="src", Body=b"source")
+    c.put_object(Bucket="cond", Key="dst", Body=b"dest")
+    src_etag = c.head_object(Bucket="cond", Key="src")["ETag"]
+    st, body, _ = signed_request(server.port, "PUT", "/cond/dst", b"", headers={
+        "x-amz-copy-source": "/cond/src", "If-None-Match": "*"})
+    assert st == 412
+    st, body, _ = signed_request(server.port, "PUT", "/cond/dst", b"", headers={
+        "x-amz-copy-source": "/cond/src", "x-amz-copy-source-if-match": '"ffff"'})
+    assert st == 412
+    st, body, _ = signed_request(server.port, "PUT", "/cond/dst", b"", headers={
+        "x-amz-copy-source": "/cond/src", "x-amz-copy-source-if-none-match": src_etag})
+    assert st == 412
+    assert c.get_object(Bucket="cond", Key="dst")["Body"].read() == b"dest"
+    c.copy_object(Bucket="cond", Key="dst", CopySource="cond/src", CopySourceIfMatch=src_etag)
+    assert c.get_object(Bucket="cond", Key="dst")["Body"].read() == b"source"
+    # CompleteMultipartUpload with If-None-Match on a key that exists.
+    up = c.create_multipart_upload(Bucket="cond", Key="dst")["UploadId"]
+    e = c.upload_part(Bucket="cond", Key="dst", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+    xml = ("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
+           "</CompleteMultipartUpload>" % e).encode()
+    st, body, _ = signed_request(server.port, "POST", "/cond/dst?uploadId=" + up, xml,
+                                 headers={"If-None-Match": "*"})
+    assert st == 412
+    assert c.get_object(Bucket="cond", Key="dst")["Body"].read() == b"source"
+    st, body, _ = signed_request(server.port, "POST", "/cond/new?uploadId=" + up, xml)
+    assert st == 404  # the upload is for "dst"
+
+
+def test_conditional_delete(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    c.put_object(Bucket="cond", Key="d", Body=b"12345")
+    h = c.head_object(Bucket="cond", Key="d")
+    lm = h["ResponseMetadata"]["HTTPHeaders"]["last-modified"]
+    for bad in ({"If-Match": '"0000"'}, {"x-amz-if-match-size": "4"},
+                {"x-amz-if-match-last-modified-time": "Mon, 01 Jan 2001 00:00:00 GMT"}):
+        st, _, _ = signed_request(server.port, "DELETE", "/cond/d", b"", headers=bad)
+        assert st == 412, bad
+    assert c.head_object(Bucket="cond", Key="d")["ContentLength"] == 5
+    st, _, _ = signed_request(server.port, "DELETE", "/cond/d", b"", headers={
+        "If-Match": h["ETag"], "x-amz-if-match-size": "5", "x-amz-if-match-last-modified-time": lm})
+    assert st == 204
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="cond", Key="d")
+    st, _, _ = signed_request(server.port, "DELETE", "/cond/d", b"", headers={"If-Match": h["ETag"]})
+    assert st == 412
+
+
+def test_complete_retried_after_success(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    up = c.create_multipart_upload(Bucket="cond", Key="mp")["UploadId"]
+    p1, p2 = os.urandom(5 << 20), os.urandom(1000)
+    e1 = c.upload_part(Bucket="cond", Key="mp", UploadId=up, PartNumber=1, Body=p1)["ETag"]
+    e2 = c.upload_part(Bucket="cond", Key="mp", UploadId=up, PartNumber=2, Body=p2)["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+    r1 = c.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=up, MultipartUpload=parts)
+    r2 = c.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=up, MultipartUpload=parts)
+    assert r1["ETag"] == r2["ETag"]
+    assert sha(c.get_object(Bucket="cond", Key="mp")["Body"].read()) == sha(p1 + p2)
+    # Other parts, or once the object was replaced: the upload is gone.
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=up,
+                                    MultipartUpload={"Parts": parts["Parts"][:1]})
+    assert code(e) == "NoSuchUpload"
+    c.put_object(Bucket="cond", Key="mp", Body=b"replaced")
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="cond", Key="mp", UploadId=up, MultipartUpload=parts)
+    assert code(e) == "NoSuchUpload"
+    assert c.get_object(Bucket="cond", Key="mp")["Body"].read() == b"replaced"
+
+
+def test_part_uploaded_twice_at_once_last_wins(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    up = c.create_multipart_upload(Bucket="cond", Key="twice")["UploadId"]
+    a, b = os.urandom(6 << 20), os.urandom(6 << 20)
+    path = "/cond/twice?partNumber=1&uploadId=%s" % up
+
+    def start(body):
+        h = sign(server.port, "PUT", path)
+        h["Content-Length"] = str(len(body))
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+        s.sendall(request_head("PUT", path, h) + body[:len(body) // 2])
+        return s
+
+    sa, sb = start(a), start(b)
+    try:
+        sb.sendall(b[len(b) // 2:])
+        assert read_response(sb)[0] == 200
+        sa.sendall(a[len(a) // 2:])  # a finishes last: a is the part
+        assert read_response(sa)[0] == 200
+    finally:
+        sa.close()
+        sb.close()
+    ea = '"%s"' % hashlib.md5(a).hexdigest()
+    assert c.list_parts(Bucket="cond", Key="twice", UploadId=up)["Parts"][0]["ETag"] == ea
+    c.complete_multipart_upload(Bucket="cond", Key="twice", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": ea}]})
+    assert sha(c.get_object(Bucket="cond", Key="twice")["Body"].read()) == sha(a)
+
+
+def test_with_newest_botocore(server):
+    """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
+    if os.environ.get("WL_INNER"):
+        pytest.skip("already the inner run")
+    py = shutil.which("python3")
+    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
+        pytest.skip("no second python with the newest botocore")
+    env = dict(os.environ, WL_INNER="1")
+    env.pop("PYTHONPATH", None)
+    code_ = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest; "
+             "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'not race', "
+             "sys.argv[1]]))")
+    out = subprocess.run([py, "-c", code_, os.path.join(HERE, "test_s3_conditional.py")],
+                         env=env, cwd=HERE, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
