@@ -320,3 +320,88 @@ int s3_xml_text_ok(const char *s, size_t n)
     }
     return 1;
 }
+
+typedef struct {
+    base_t b;
+    s3_xml_tag_t *tags;
+    int n, depth, field, in_tag, has_key;
+    char text[1024];
+    size_t tl;
+} tag_t;
+
+static void XMLCALL tag_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    tag_t *t = ud;
+    (void)attrs;
+    t->depth++;
+    t->tl = 0;
+    t->field = 0;
+    if ((t->depth == 1 && strcmp(name, "Tagging") != 0) ||
+        (t->depth == 2 && strcmp(name, "TagSet") != 0) ||
+        (t->depth == 3 && strcmp(name, "Tag") != 0) || t->depth > 4) {
+        stop(&t->b);
+        return;
+    }
+    if (t->depth == 3) {
+        if (t->n == S3_XML_MAX_TAGS) {
+            stop(&t->b);
+            return;
+        }
+        t->tags = xrealloc(t->tags, (size_t)(t->n + 1) * sizeof(*t->tags));
+        memset(&t->tags[t->n], 0, sizeof(*t->tags));
+        t->in_tag = 1;
+        t->has_key = 0;
+    }
+    if (t->depth == 4) t->field = !strcmp(name, "Key") ? 1 : !strcmp(name, "Value") ? 2 : 0;
+    if (t->depth == 4 && !t->field) stop(&t->b);
+}
+
+static void XMLCALL tag_text(void *ud, const XML_Char *s, int len)
+{
+    tag_t *t = ud;
+    if (!t->field) return;
+    size_t cap = t->field == 1 ? sizeof(t->tags->key) : sizeof(t->tags->value);
+    if (t->tl + (size_t)len >= cap) {
+        stop(&t->b);
+        return;
+    }
+    memcpy(t->text + t->tl, s, (size_t)len);
+    t->tl += (size_t)len;
+}
+
+static void XMLCALL tag_end(void *ud, const XML_Char *name)
+{
+    tag_t *t = ud;
+    (void)name;
+    if (t->depth == 4 && t->field) {
+        t->text[t->tl] = 0;
+        if (t->field == 1) {
+            memcpy(t->tags[t->n].key, t->text, t->tl + 1);
+            t->has_key = 1;
+        } else {
+            memcpy(t->tags[t->n].value, t->text, t->tl + 1);
+        }
+        t->field = 0;
+    } else if (t->depth == 3 && t->in_tag) {
+        if (!t->has_key) stop(&t->b); /* a Tag without a Key */
+        t->in_tag = 0;
+        t->n++;
+    }
+    t->depth--;
+}
+
+int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
+{
+    tag_t t = {0};
+    t.b.p = XML_ParserCreate(NULL);
+    if (!t.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(t.b.p, tag_start, tag_end);
+    XML_SetCharacterDataHandler(t.b.p, tag_text);
+    if (run(&t.b, body, len) != 0) {
+        free(t.tags);
+        return ERR_INVAL;
+    }
+    *tags = t.tags;
+    *n = t.n;
+    return 0;
+}

@@ -41,6 +41,15 @@ size_t s3_xml_char_len(const unsigned char *s, size_t n);
 /* Whether all of s is such characters: object keys must be (they appear in listings). */
 int s3_xml_text_ok(const char *s, size_t n);
 
+/* A TagSet (PutObjectTagging / PutBucketTagging) of at most S3_XML_MAX_TAGS tags. */
+#define S3_XML_MAX_TAGS 64
+typedef struct {
+    char key[512], value[1024]; /* as sent (limits are the caller's to check) */
+} s3_xml_tag_t;
+/* On 0, *tags (malloc'd) and *n (may be 0). ERR_INVAL when malformed or too many. */
+int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
+    __attribute__((warn_unused_result));
+
 int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
     __attribute__((warn_unused_result));
 void s3_xml_free_keys(char **keys, int n);

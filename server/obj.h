@@ -41,7 +41,9 @@ typedef struct {
     char content_type[256];
     char upload_id[33];
     ers_layout_t layout;
-    char umeta[2048]; /* user metadata: "name\0value\0" pairs */
+    char umeta[8192]; /* "name\0value\0" pairs: user metadata (at most 2 KiB of it, as S3)
+                         and internal entries (names starting with \001: ACL, checksum,
+                         standard headers, tags) */
     size_t umeta_len;
     int deleted;   /* a delete marker */
     int multipart; /* made by a multipart upload: upload_id names its parts */

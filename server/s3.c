@@ -110,8 +110,10 @@ static void object_op(ctx_t *x)
     char *part = s3_qparam(x->query, "partNumber", &has_part);
     char *ups = s3_qparam(x->query, "uploads", &has_uploads);
     free(ups);
-    int has_acl;
+    int has_acl, has_tagging;
     ups = s3_qparam(x->query, "acl", &has_acl);
+    free(ups);
+    ups = s3_qparam(x->query, "tagging", &has_tagging);
     free(ups);
     if (has_upload && (!upload || strlen(upload) != 32)) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
@@ -127,6 +129,8 @@ static void object_op(ctx_t *x)
         s3_list_parts(x, upload);
     } else if (has_upload) {
         s3_err(x, S3E_METHOD_NOT_ALLOWED);
+    } else if (has_tagging) {
+        s3_tagging_op(x, 0);
     } else if (strcmp(m, "GET") == 0 && has_acl) {
         obj_info_t oi, bi;
         int rc = obj_stat(x->cfg->set, x->ibucket, x->key, &oi);

@@ -118,8 +118,14 @@ void s3_anonymous_op(ctx_t *x)
     const char *m = x->info->method;
     int get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0, present;
     obj_info_t bi, oi;
-    char *sub = s3_qparam(x->query, "acl", &present);
-    free(sub);
+    /* Sub-resources (ACLs, tags, uploads) are the owner's, whatever the object's ACL. */
+    present = 0;
+    for (const char *const *q = (const char *const[]){"acl", "tagging", "uploads", "uploadId",
+                                                      "versions", "location", NULL};
+         *q && !present; q++) {
+        char *sub = s3_qparam(x->query, *q, &present);
+        free(sub);
+    }
     if ((get || head) && !present && x->bucket[0] && s3_bucket_exists(x, x->bucket, &bi)) {
         s3_bucket_iname(x->bucket, &bi, x->ibucket);
         if (x->key[0]) {

@@ -263,6 +263,13 @@ void s3_bucket_op(ctx_t *x)
     const char *m = x->info->method;
     char h[256];
     int present;
+    int tagging;
+    char *tq = s3_qparam(x->query, "tagging", &tagging);
+    free(tq);
+    if (tagging) {
+        if (s3_bucket_access(x, x->bucket, x->ibucket) == 0) s3_tagging_op(x, 1);
+        return;
+    }
     char *acl_q = s3_qparam(x->query, "acl", &present);
     free(acl_q);
     if (strcmp(m, "PUT") == 0 && !present) {

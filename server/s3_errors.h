@@ -44,6 +44,7 @@
     X(INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                                   \
     X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \
       "The storage class you specified is not valid")                                              \
+    X(INVALID_TAG, "InvalidTag", 400, "The TagKey you have provided is invalid")                   \
     X(INVALID_URI, "InvalidURI", 400, "Couldn't parse the specified URI.")                         \
     X(KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long")                                \
     X(MALFORMED_ACL, "MalformedACLError", 400,                                                     \
@@ -61,6 +62,7 @@
     X(NO_SUCH_UPLOAD, "NoSuchUpload", 404,                                                         \
       "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
       "multipart upload might have been aborted or completed.")                                    \
+    X(NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "The TagSet does not exist")                           \
     X(NOT_IMPLEMENTED, "NotImplemented", 501,                                                      \
       "A header you provided implies functionality that is not implemented.")                      \
     X(PRECONDITION_FAILED, "PreconditionFailed", 412,                                              \

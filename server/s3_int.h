@@ -90,8 +90,10 @@ typedef struct {
 } dec_t;
 
 /* Canned ACLs: "private" (default) or "public-read"; the object metadata name holding it. */
-#define ACL_META "\001acl"
-#define CKS_META "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
+#define ACL_META         "\001acl"
+#define CKS_META         "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
+#define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
+#define S3_USER_META_MAX 2048      /* x-amz-meta-* names and values, as S3 */
 
 /* ---- s3_util.c ---- */
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -177,6 +179,15 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
 int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
 void s3_copy_object(ctx_t *x);
 void s3_delete_objects(ctx_t *x);
+
+/* ---- s3_tagging.c ---- */
+/* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */
+int s3_tags_from_query(ctx_t *x, const char *q, buf_t *out);
+int s3_tag_count(const char *canon);
+/* In a buffer of name\0value\0 pairs: set name to value, or remove it (NULL). */
+void s3_pairs_set(buf_t *um, const char *name, const char *value);
+/* GET/PUT/DELETE ?tagging of the request's object, or of its bucket. */
+void s3_tagging_op(ctx_t *x, int bucket_level);
 
 /* ---- s3_multipart.c ---- */
 void s3_mpu_create(ctx_t *x);

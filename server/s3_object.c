@@ -113,12 +113,25 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
             buf_printf(um, "%c%s%c", 0, x->info->headers[i].value, 0);
         }
     }
+    /* S3's limit on user-defined metadata: 2 KiB of names and values. */
+    if (um->len > S3_USER_META_MAX) {
+        s3_err(x, S3E_METADATA_TOO_LARGE);
+        return -1;
+    }
     const char *acl = s3_hdr(x->info, "x-amz-acl");
     if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
         s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
         return -1;
     }
     if (acl && strcmp(acl, "public-read") == 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    /* x-amz-tagging: the object's tags, checked and kept in canonical form. */
+    const char *tagging = s3_hdr(x->info, "x-amz-tagging");
+    if (tagging) {
+        buf_t tags = {0};
+        if (s3_tags_from_query(x, tagging, &tags) != 0) return -1;
+        if (tags.len) buf_printf(um, "%s%c%s%c", TAG_META, 0, tags.p, 0);
+        free(tags.p);
+    }
     for (size_t i = 0; i < N_STD_HDRS; i++) {
         const char *v = s3_hdr(x->info, std_hdrs[i].name);
         if (!v) continue;
@@ -409,6 +422,8 @@ void s3_get_object(ctx_t *x, int head)
                "Accept-Ranges: bytes\r\n",
                x->id, info.etag, lm);
     std_headers(x, &info, &hb);
+    int ntags = s3_tag_count(s3_umeta_get(&info, TAG_META));
+    if (ntags) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
         if (name[0] != '\001') /* internal (ACL, checksum, standard headers) entries */
@@ -624,6 +639,15 @@ void s3_copy_object(ctx_t *x)
         free(um.p);
         return;
     }
+    /* Tags: the source's (x-amz-tagging-directive COPY, the default) or x-amz-tagging's. */
+    const char *tdir = s3_hdr(x->info, "x-amz-tagging-directive");
+    if (tdir && strcasecmp(tdir, "COPY") != 0 && strcasecmp(tdir, "REPLACE") != 0) {
+        obj_close(rd);
+        free(um.p);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
+        return;
+    }
+    int copy_tags = !tdir || strcasecmp(tdir, "COPY") == 0;
     if (!replace) {
         /* The source's metadata, but never its ACL: the copy gets x-amz-acl's, or private. */
         const char *acl = s3_hdr(x->info, "x-amz-acl");
@@ -633,12 +657,26 @@ void s3_copy_object(ctx_t *x)
             return;
         }
         s3_umeta_with(&si, ACL_META, acl ? acl : "private", &um);
+        if (!copy_tags) { /* x-amz-tagging's tags, or none */
+            const char *tagging = s3_hdr(x->info, "x-amz-tagging");
+            buf_t tags = {0};
+            if (tagging && s3_tags_from_query(x, tagging, &tags) != 0) {
+                obj_close(rd);
+                free(um.p);
+                return;
+            }
+            s3_pairs_set(&um, TAG_META, tags.len ? tags.p : NULL);
+            free(tags.p);
+        }
         if (um.len > sizeof(si.umeta)) {
             obj_close(rd);
             free(um.p);
             s3_err(x, S3E_METADATA_TOO_LARGE);
             return;
         }
+    } else if (copy_tags) { /* new metadata, the source's tags */
+        const char *st = s3_umeta_get(&si, TAG_META);
+        s3_pairs_set(&um, TAG_META, st[0] ? st : NULL);
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) obj_put_set_cond(w, &cond);

@@ -1,6 +1,6 @@
 /*
- * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects) through
- * expat: the first byte picks the parser. Refusals are fine; crashes, leaks
+ * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects, Tagging)
+ * through expat: the first byte picks the parser. Refusals are fine; crashes, leaks
  * and out-of-bounds results are not.
  */
 #include "common/err.h"
@@ -15,7 +15,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) return 0;
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
-    if (data[0] & 1) {
+    if (data[0] % 3 == 2) {
+        s3_xml_tag_t *tags;
+        int n;
+        if (s3_xml_tagging(body, len, &tags, &n) == 0) {
+            if (n < 0 || n > S3_XML_MAX_TAGS) abort();
+            for (int i = 0; i < n; i++)
+                if (strnlen(tags[i].key, sizeof(tags[i].key)) == sizeof(tags[i].key) ||
+                    strnlen(tags[i].value, sizeof(tags[i].value)) == sizeof(tags[i].value))
+                    abort();
+            free(tags);
+        }
+    } else if (data[0] & 1) {
         s3_xml_part_t *parts;
         int n;
         if (s3_xml_complete(body, len, &parts, &n) == 0) {

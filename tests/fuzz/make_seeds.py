@@ -101,6 +101,8 @@ if __name__ == "__main__":
           b"<Object><Key>c</Key></Object></Delete>")
     write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
           b"</Object></Delete>")
+    write("s3xml", 3, b"\x02<Tagging><TagSet><Tag><Key>a b</Key><Value>&amp;</Value></Tag>"
+                      b"<Tag><Key>k</Key><Value></Value></Tag></TagSet></Tagging>")
     write("s3c", 0, b"\x02\x07HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 5\r\n\r\nhello")
     write("s3c", 1, b"\x00\x03HTTP/1.1 503 Slow Down\r\nRetry-After: 1\r\nContent-Length: 62\r\n\r\n"
           b"<Error><Code>SlowDown</Code><Message>x</Message></Error>      ")

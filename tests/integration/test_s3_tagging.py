@@ -1,0 +1,173 @@
+"""Object and bucket tagging: x-amz-tagging on PUT, Copy and
+CreateMultipartUpload, x-amz-tagging-count, Put/Get/DeleteObjectTagging and
+BucketTagging, S3's limits. Debian's boto3, the newest botocore
+(test_with_newest_botocore) and the aws CLI's s3api."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.parse
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import s3_client, signed_request
+from test_s3_gateway import aws
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tagset(d):
+    return [{"Key": k, "Value": v} for k, v in d.items()]
+
+
+def as_dict(ts):
+    return {t["Key"]: t["Value"] for t in ts}
+
+
+def code(e):
+    return e.value.response["Error"]["Code"]
+
+
+def test_object_tags(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    tags = {"project": "lake", "owner": "data team", "odd": "a=b&c/d +x", "empty": ""}
+    c.put_object(Bucket="tags", Key="o", Body=b"data", Tagging=urllib.parse.urlencode(tags))
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == tags
+    assert c.head_object(Bucket="tags", Key="o")["ResponseMetadata"]["HTTPHeaders"][
+        "x-amz-tagging-count"] == "4"
+    r = c.get_object(Bucket="tags", Key="o")
+    assert r["TagCount"] == 4 and r["Body"].read() == b"data"
+    # Replace, then delete; the data and its date stay.
+    lm = c.head_object(Bucket="tags", Key="o")["LastModified"]
+    c.put_object_tagging(Bucket="tags", Key="o", Tagging={"TagSet": tagset({"k": "v"})})
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == {"k": "v"}
+    c.delete_object_tagging(Bucket="tags", Key="o")
+    assert c.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == []
+    h = c.head_object(Bucket="tags", Key="o")
+    assert "x-amz-tagging-count" not in h["ResponseMetadata"]["HTTPHeaders"]
+    assert h["LastModified"] == lm
+    with pytest.raises(ClientError) as e:
+        c.get_object_tagging(Bucket="tags", Key="missing")
+    assert code(e) == "NoSuchKey"
+
+
+def test_tag_limits(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    c.put_object(Bucket="tags", Key="o", Body=b"x")
+    bad = [{"k%d" % i: "v" for i in range(11)}, {"k" * 129: "v"}, {"k": "v" * 257},
+           {"aws:reserved": "v"}]
+    for t in bad:
+        with pytest.raises(ClientError) as e:
+            c.put_object_tagging(Bucket="tags", Key="o", Tagging={"TagSet": tagset(t)})
+        assert code(e) == "InvalidTag", t
+        with pytest.raises(ClientError) as e:
+            c.put_object(Bucket="tags", Key="n", Body=b"x", Tagging=urllib.parse.urlencode(t))
+        assert code(e) == "InvalidTag", t
+    with pytest.raises(ClientError) as e:  # an empty key (the SDKs refuse it in XML)
+        c.put_object(Bucket="tags", Key="n", Body=b"x", Tagging="=v")
+    assert code(e) == "InvalidTag"
+    with pytest.raises(ClientError) as e:
+        c.put_object_tagging(Bucket="tags", Key="o", Tagging={
+            "TagSet": [{"Key": "d", "Value": "1"}, {"Key": "d", "Value": "2"}]})
+    assert code(e) == "InvalidTag"
+    ok = {"k" * 128: "v" * 256, "\u00e9t\u00e9": "\u2603"}
+    c.put_object_tagging(Bucket="tags", Key="o", Tagging={"TagSet": tagset(ok)})
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == ok
+    st, body, _ = signed_request(server.port, "PUT", "/tags/o?tagging", b"<Tagging><oops>")
+    assert st == 400 and b"MalformedXML" in body
+
+
+def test_tags_through_copy_and_multipart(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    c.put_object(Bucket="tags", Key="src", Body=b"s", Tagging="a=1&b=2")
+    c.copy_object(Bucket="tags", Key="c1", CopySource="tags/src")
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="c1")["TagSet"]) == {"a": "1", "b": "2"}
+    c.copy_object(Bucket="tags", Key="c2", CopySource="tags/src", TaggingDirective="REPLACE",
+                  Tagging="z=9")
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="c2")["TagSet"]) == {"z": "9"}
+    c.copy_object(Bucket="tags", Key="c3", CopySource="tags/src", MetadataDirective="REPLACE",
+                  Metadata={"m": "1"})
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="c3")["TagSet"]) == {"a": "1", "b": "2"}
+    up = c.create_multipart_upload(Bucket="tags", Key="mp", Tagging="mp=yes")["UploadId"]
+    e = c.upload_part(Bucket="tags", Key="mp", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+    c.complete_multipart_upload(Bucket="tags", Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="mp")["TagSet"]) == {"mp": "yes"}
+
+
+def test_bucket_tags(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="btags")
+    with pytest.raises(ClientError) as e:
+        c.get_bucket_tagging(Bucket="btags")
+    assert code(e) == "NoSuchTagSet"
+    c.put_bucket_tagging(Bucket="btags", Tagging={"TagSet": tagset({"team": "ml", "cost": "42"})})
+    assert as_dict(c.get_bucket_tagging(Bucket="btags")["TagSet"]) == {"team": "ml", "cost": "42"}
+    with pytest.raises(ClientError) as e:
+        c.put_bucket_tagging(Bucket="btags",
+                             Tagging={"TagSet": tagset({"k%d" % i: "v" for i in range(51)})})
+    assert code(e) == "InvalidTag"
+    c.delete_bucket_tagging(Bucket="btags")
+    with pytest.raises(ClientError) as e:
+        c.get_bucket_tagging(Bucket="btags")
+    assert code(e) == "NoSuchTagSet"
+    # Tagging a bucket neither creates one nor touches another user's.
+    with pytest.raises(ClientError) as e:
+        c.put_bucket_tagging(Bucket="nonexistent", Tagging={"TagSet": tagset({"a": "b"})})
+    assert code(e) == "NoSuchBucket"
+    from conftest import AK2, SK2
+    alt = s3_client(server.endpoint, AK2, SK2)
+    with pytest.raises(ClientError) as e:
+        alt.put_bucket_tagging(Bucket="btags", Tagging={"TagSet": tagset({"a": "b"})})
+    assert code(e) == "AccessDenied"
+
+
+def test_anonymous_cannot_read_tags(server):
+    import urllib.request
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    c.put_object(Bucket="tags", Key="pub", Body=b"x", ACL="public-read", Tagging="secret=1")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(server.endpoint + "/tags/pub?tagging", timeout=10)
+    assert e.value.code == 403
+
+
+def test_aws_cli_tagging(server, datadir):
+    assert aws(server, datadir, "s3api", "create-bucket", "--bucket", "clitags").returncode == 0
+    body = os.path.join(datadir, "b")
+    with open(body, "wb") as f:
+        f.write(b"cli")
+    assert aws(server, datadir, "s3api", "put-object", "--bucket", "clitags", "--key", "k",
+               "--body", body, "--tagging", "x=1").returncode == 0
+    r = aws(server, datadir, "s3api", "put-object-tagging", "--bucket", "clitags", "--key", "k",
+            "--tagging", json.dumps({"TagSet": tagset({"cli": "yes"})}))
+    assert r.returncode == 0, r.stderr
+    r = aws(server, datadir, "s3api", "get-object-tagging", "--bucket", "clitags", "--key", "k")
+    assert r.returncode == 0 and as_dict(json.loads(r.stdout)["TagSet"]) == {"cli": "yes"}
+    r = aws(server, datadir, "s3api", "put-bucket-tagging", "--bucket", "clitags",
+            "--tagging", json.dumps({"TagSet": tagset({"b": "1"})}))
+    assert r.returncode == 0, r.stderr
+    r = aws(server, datadir, "s3api", "get-bucket-tagging", "--bucket", "clitags")
+    assert r.returncode == 0 and as_dict(json.loads(r.stdout)["TagSet"]) == {"b": "1"}
+
+
+def test_with_newest_botocore(server):
+    """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
+    if os.environ.get("WL_INNER"):
+        pytest.skip("already the inner run")
+    py = shutil.which("python3")
+    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
+        pytest.skip("no second python with the newest botocore")
+    env = dict(os.environ, WL_INNER="1")
+    env.pop("PYTHONPATH", None)
+    code_ = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest; "
+             "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'not aws_cli', "
+             "sys.argv[1]]))")
+    out = subprocess.run([py, "-c", code_, os.path.join(HERE, "test_s3_tagging.py")],
+                         env=env, cwd=HERE, capture_output=True, timeout=600)
+    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
