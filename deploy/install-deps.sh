@@ -12,6 +12,7 @@ PKGS=(
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-boto3 s3cmd rclone
+  chromium  # CORS seen from a real browser (test_s3_cors.py)
   # bench ceilings
   fio nginx wrk
 )

@@ -94,6 +94,12 @@ int http_write(http_req_t *r, const void *data, size_t len);
 int http_write_borrowed(http_req_t *r, const void *data, size_t len);
 /* Wait until at most at_most borrowed writes are still pending (0: all out, buffers free). */
 int http_wait_borrowed(http_req_t *r, int at_most);
+/*
+ * Headers every response of this request carries ("Name: value\r\n" lines,
+ * copied; call before responding): CORS headers are decided once, early,
+ * whatever the handler answers.
+ */
+void http_add_headers(http_req_t *r, const char *lines);
 /* A complete small response in one call. */
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len);
 /* The response cannot be completed (e.g. storage failed mid-body): close the connection

@@ -44,6 +44,7 @@ static void req_free(http_req_t *r)
     pthread_cond_destroy(&r->cv);
     free(r->in);
     free(r->hcopy);
+    free(r->extra);
     free(r);
 }
 

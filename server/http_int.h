@@ -79,6 +79,7 @@ struct http_req {
     http_header_t headers[HTTP_MAX_HEADERS];
     char *hcopy;
     char id[17];
+    char *extra; /* http_add_headers: lines every response of r carries */
     pthread_cond_t cv;
     /* Shared with the loop, under s->mu. */
     uint8_t *in;

@@ -163,7 +163,8 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
     /* Too long a head is refused before anything is marked sent: the caller (or the worker,
      * with a 500) still answers. */
-    if (headers && strlen(headers) >= sizeof(head) - 256) return ERR_TOO_LARGE;
+    size_t hl = (headers ? strlen(headers) : 0) + (r->extra ? strlen(r->extra) : 0);
+    if (hl >= sizeof(head) - 256) return ERR_TOO_LARGE;
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     r->chunked = content_length < 0;
@@ -180,8 +181,9 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
     if (!r->body_complete) r->close_after = 1;
     int keep = r->keep_alive && !r->close_after && !r->s->stopping;
     pthread_mutex_unlock(&r->s->mu);
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s",
-                     status, reason(status), date, headers ? headers : "");
+    int n =
+        snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s",
+                 status, reason(status), date, headers ? headers : "", r->extra ? r->extra : "");
     if (n < 0 || (size_t)n >= sizeof(head) - 128) return ERR_TOO_LARGE;
     if (content_length >= 0)
         n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %lld\r\n",
@@ -297,4 +299,11 @@ void http__on_saturated(void *arg)
     http_server_t *s = arg;
     __atomic_store_n(&s->evict, 1, __ATOMIC_RELEASE);
     uv_async_send(&s->async);
+}
+
+void http_add_headers(http_req_t *r, const char *lines)
+{
+    size_t old = r->extra ? strlen(r->extra) : 0, add = strlen(lines);
+    r->extra = xrealloc(r->extra, old + add + 1);
+    memcpy(r->extra + old, lines, add + 1);
 }

@@ -205,7 +205,6 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         s3_err_msg(&x, S3E_INVALID_REQUEST, "Bad request target.");
         goto out;
     }
-    if (s3_authenticate(&x) != 0) goto out;
     /* Virtual-host style (Host: bucket.domain) when a domain is set, else path style. */
     const char *p = t + 1, *pe = q ? q : t + strlen(t);
     char *b = vhost_bucket(&x);
@@ -229,6 +228,14 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         s3_err_msg(&x, S3E_INVALID_ARGUMENT, "Object key must be valid UTF-8 text.");
         goto out;
     }
+    /* CORS: a preflight is answered from the bucket's rules, unauthenticated (browsers send
+     * no credentials with it); an actual request from an allowed origin gets the headers. */
+    if (strcmp(info->method, "OPTIONS") == 0) {
+        s3_cors_preflight(&x);
+        goto out;
+    }
+    s3_cors_actual(&x);
+    if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
     if (x.anonymous || foreign_read(&x)) {

@@ -245,6 +245,7 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0 && !found)
             rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
         if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
+        if (rc >= 0 && !found) s3_cors_forget(x);
     }
     pthread_rwlock_unlock(lk);
     if (found) {
@@ -263,11 +264,17 @@ void s3_bucket_op(ctx_t *x)
     const char *m = x->info->method;
     char h[256];
     int present;
-    int tagging;
+    int tagging, cors;
     char *tq = s3_qparam(x->query, "tagging", &tagging);
     free(tq);
-    if (tagging) {
-        if (s3_bucket_access(x, x->bucket, x->ibucket) == 0) s3_tagging_op(x, 1);
+    tq = s3_qparam(x->query, "cors", &cors);
+    free(tq);
+    if (tagging || cors) {
+        if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
+        if (tagging)
+            s3_tagging_op(x, 1);
+        else
+            s3_cors_op(x);
         return;
     }
     char *acl_q = s3_qparam(x->query, "acl", &present);

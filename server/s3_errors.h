@@ -14,6 +14,10 @@
       "The authorization header you provided is invalid.")                                         \
     X(AUTH_QUERY_MALFORMED, "AuthorizationQueryParametersError", 400,                              \
       "Error parsing the query-string authentication parameters.")                                 \
+    X(CORS_FORBIDDEN, "AccessForbidden", 403,                                                      \
+      "CORSResponse: This CORS request is not allowed. This is usually because the evalution of "  \
+      "Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers "  \
+      "are not whitelisted by the resource's CORS spec.")                                          \
     X(BAD_DIGEST, "BadDigest", 400,                                                                \
       "The Content-MD5 you specified did not match what we received.")                             \
     X(BUCKET_EXISTS, "BucketAlreadyExists", 409,                                                   \
@@ -58,6 +62,7 @@
     X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405,                                                 \
       "The specified method is not allowed against this resource.")                                \
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
+    X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
     X(NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")                          \
     X(NO_SUCH_UPLOAD, "NoSuchUpload", 404,                                                         \
       "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \

@@ -26,6 +26,7 @@
 #include "common/num.h"
 #include "s3/checksum.h"
 #include "s3/chunked.h"
+#include "s3/cors.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 #include "server/s3.h"
@@ -188,6 +189,12 @@ int s3_tag_count(const char *canon);
 void s3_pairs_set(buf_t *um, const char *name, const char *value);
 /* GET/PUT/DELETE ?tagging of the request's object, or of its bucket. */
 void s3_tagging_op(ctx_t *x, int bucket_level);
+
+/* ---- s3_cors.c ---- */
+void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucket */
+void s3_cors_preflight(ctx_t *x); /* OPTIONS */
+void s3_cors_actual(ctx_t *x);    /* CORS headers for a request carrying Origin */
+void s3_cors_forget(ctx_t *x);    /* the deleted bucket's rules go (best effort) */
 
 /* ---- s3_multipart.c ---- */
 void s3_mpu_create(ctx_t *x);

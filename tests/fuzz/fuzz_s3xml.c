@@ -1,9 +1,11 @@
 /*
- * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects, Tagging)
- * through expat: the first byte picks the parser. Refusals are fine; crashes, leaks
+ * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects, Tagging,
+ * CORSConfiguration with its matching) through expat: the first byte picks
+ * the parser. Refusals are fine; crashes, leaks
  * and out-of-bounds results are not.
  */
 #include "common/err.h"
+#include "s3/cors.h"
 #include "s3/xml.h"
 
 #include <stdint.h>
@@ -15,7 +17,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1) return 0;
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
-    if (data[0] % 3 == 2) {
+    if (data[0] >= 0xf0) {
+        cors_config_t c;
+        if (cors_parse(body, len, &c) == 0) {
+            if (c.n < 1 || c.n > CORS_MAX_RULES) abort();
+            (void)cors_match(&c, "http://a.example.com", CORS_GET, "x-amz-date, content-type");
+            for (int i = 0; i < c.n; i++)
+                for (int j = 0; j < c.rules[i].norigins; j++)
+                    (void)cors_wildcard(c.rules[i].origins[j], "https://b.example.org", 0);
+            cors_free(&c);
+        }
+    } else if (data[0] % 3 == 2) {
         s3_xml_tag_t *tags;
         int n;
         if (s3_xml_tagging(body, len, &tags, &n) == 0) {

@@ -101,6 +101,10 @@ if __name__ == "__main__":
           b"<Object><Key>c</Key></Object></Delete>")
     write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
           b"</Object></Delete>")
+    write("s3xml", 4, b"\xf0<CORSConfiguration><CORSRule><AllowedOrigin>http://*.example.com"
+                      b"</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedHeader>x-amz-*"
+                      b"</AllowedHeader><MaxAgeSeconds>60</MaxAgeSeconds></CORSRule>"
+                      b"</CORSConfiguration>")
     write("s3xml", 3, b"\x02<Tagging><TagSet><Tag><Key>a b</Key><Value>&amp;</Value></Tag>"
                       b"<Tag><Key>k</Key><Value></Value></Tag></TagSet></Tagging>")
     write("s3c", 0, b"\x02\x07HTTP/1.1 200 OK\r\nETag: \"abc\"\r\nContent-Length: 5\r\n\r\nhello")

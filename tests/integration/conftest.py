@@ -124,3 +124,25 @@ def signed_request(port, method, path, body=b"", headers=None, payload_hash=None
         return r.status, r.read(), dict(r.getheaders())
     finally:
         conn.close()
+
+
+def run_under_newest_botocore(module, deselect=None):
+    """Run a test module again under the newest botocore on the machine (the pyenv python on
+    PATH), with pytest taken from Debian's packages. Skips where there is no second python,
+    and inside that inner run."""
+    import shutil
+    import sys
+    if os.environ.get("WL_INNER"):
+        pytest.skip("already the inner run")
+    py = shutil.which("python3")
+    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
+        pytest.skip("no second python with the newest botocore")
+    env = dict(os.environ, WL_INNER="1")
+    env.pop("PYTHONPATH", None)
+    args = ["-q", "-p", "no:cacheprovider"] + (["-k", "not (%s)" % deselect] if deselect else [])
+    code = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest; "
+            "sys.exit(pytest.main(%r + [sys.argv[1]]))" % args)
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([py, "-c", code, os.path.join(here, module)], env=env, cwd=here,
+                         capture_output=True, timeout=900)
+    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]

@@ -3,20 +3,15 @@ after it succeeded, and a part uploaded twice at once. Runs under Debian's
 boto3 and again under the newest botocore (test_with_newest_botocore)."""
 import hashlib
 import os
-import shutil
 import socket
-import subprocess
-import sys
 import threading
-import time
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import s3_client, signed_request
+from conftest import run_under_newest_botocore, s3_client, signed_request
 from test_hardening import read_response, request_head, sign
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def sha(b):
@@ -186,17 +181,5 @@ def test_part_uploaded_twice_at_once_last_wins(server):
 
 
 def test_with_newest_botocore(server):
-    """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
-    if os.environ.get("WL_INNER"):
-        pytest.skip("already the inner run")
-    py = shutil.which("python3")
-    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
-        pytest.skip("no second python with the newest botocore")
-    env = dict(os.environ, WL_INNER="1")
-    env.pop("PYTHONPATH", None)
-    code_ = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest; "
-             "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '-k', 'not race', "
-             "sys.argv[1]]))")
-    out = subprocess.run([py, "-c", code_, os.path.join(HERE, "test_s3_conditional.py")],
-                         env=env, cwd=HERE, capture_output=True, timeout=600)
-    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
+    """This module again under the newest botocore."""
+    run_under_newest_botocore("test_s3_conditional.py", 'race')

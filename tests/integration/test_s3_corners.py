@@ -5,9 +5,6 @@ test_with_newest_botocore, again under the newest botocore on this machine."""
 import base64
 import hashlib
 import os
-import shutil
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -15,9 +12,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, SK, s3_client, signed_request
+from conftest import run_under_newest_botocore, AK, SK, s3_client, signed_request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def sha(b):
@@ -211,18 +207,5 @@ def test_storage_classes(server):
 
 
 def test_with_newest_botocore(server):
-    """This module again under the newest botocore (pyenv), pytest from Debian's packages."""
-    if os.environ.get("WL_INNER"):
-        pytest.skip("already the inner run")
-    py = shutil.which("python3")
-    if not py or os.path.realpath(py) == os.path.realpath(sys.executable):
-        pytest.skip("no second python with the newest botocore")
-    env = dict(os.environ, WL_INNER="1")
-    env.pop("PYTHONPATH", None)
-    code = ("import sys; sys.path.append('/usr/lib/python3/dist-packages'); import pytest, "
-            "botocore; print('botocore', botocore.__version__); "
-            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', sys.argv[1]]))")
-    out = subprocess.run([py, "-c", code, os.path.join(HERE, "test_s3_corners.py")], env=env,
-                         cwd=HERE, capture_output=True, timeout=600)
-    assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
-    assert b"botocore 1." in out.stdout
+    """This module again under the newest botocore."""
+    run_under_newest_botocore("test_s3_corners.py")

@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "s3/checksum.h"
 #include "s3/chunked.h"
+#include "s3/cors.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
@@ -275,6 +276,43 @@ static void test_xml_text(void **state)
         assert_false(s3_xml_text_ok(bad[i], strlen(bad[i])));
 }
 
+/* CORS rules: parse, wildcards, first matching rule. */
+static void test_cors(void **state)
+{
+    (void)state;
+    const char *x =
+        "<CORSConfiguration><CORSRule><AllowedOrigin>https://*.example.org</AllowedOrigin>"
+        "<AllowedMethod>PUT</AllowedMethod><AllowedHeader>x-amz-*</AllowedHeader>"
+        "<ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>30</MaxAgeSeconds></CORSRule>"
+        "<CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+        "</CORSRule></CORSConfiguration>";
+    cors_config_t c;
+    assert_int_equal(cors_parse(x, strlen(x), &c), 0);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.rules[0].max_age, 30);
+    assert_ptr_equal(cors_match(&c, "https://a.example.org", CORS_PUT, "X-Amz-Date"), &c.rules[0]);
+    assert_null(cors_match(&c, "https://a.example.org", CORS_PUT, "X-Amz-Date, Authorization"));
+    assert_null(cors_match(&c, "http://a.example.org", CORS_PUT, NULL));
+    assert_ptr_equal(cors_match(&c, "http://anything", CORS_GET, NULL), &c.rules[1]);
+    assert_null(cors_match(&c, "http://anything", CORS_DELETE, NULL));
+    cors_free(&c);
+    assert_true(cors_wildcard("a*z", "az", 0));
+    assert_false(cors_wildcard("a*b*c", "abc", 0)); /* one wildcard at most */
+    assert_true(cors_wildcard("X-AMZ-*", "x-amz-meta-a", 1));
+    assert_false(cors_wildcard("X-AMZ-*", "x-amz-meta-a", 0));
+    const char *bad[] = {
+        "<CORSConfiguration><CORSRule><AllowedMethod>GET</AllowedMethod></CORSRule>"
+        "</CORSConfiguration>",
+        "<CORSConfiguration></CORSConfiguration>", "<Other/>",
+        "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
+        "</AllowedMethod><MaxAgeSeconds>-1</MaxAgeSeconds></CORSRule></CORSConfiguration>"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(cors_parse(bad[i], strlen(bad[i]), &c), ERR_INVAL);
+    const char *patch = "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
+                        "<AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>";
+    assert_int_equal(cors_parse(patch, strlen(patch), &c), ERR_RANGE);
+}
+
 static void test_parse_errors(void **state)
 {
     (void)state;
@@ -400,12 +438,19 @@ static void test_unsigned_trailer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_get_object),        cmocka_unit_test(test_put_object),
-        cmocka_unit_test(test_bucket_queries),    cmocka_unit_test(test_presigned),
-        cmocka_unit_test(test_client_sign),       cmocka_unit_test(test_checksums),
-        cmocka_unit_test(test_parse_errors),      cmocka_unit_test(test_streaming_chunks),
-        cmocka_unit_test(test_unsigned_trailer),  cmocka_unit_test(test_coverage),
-        cmocka_unit_test(test_presigned_expires), cmocka_unit_test(test_xml_text),
+        cmocka_unit_test(test_get_object),
+        cmocka_unit_test(test_put_object),
+        cmocka_unit_test(test_bucket_queries),
+        cmocka_unit_test(test_presigned),
+        cmocka_unit_test(test_client_sign),
+        cmocka_unit_test(test_checksums),
+        cmocka_unit_test(test_parse_errors),
+        cmocka_unit_test(test_streaming_chunks),
+        cmocka_unit_test(test_unsigned_trailer),
+        cmocka_unit_test(test_coverage),
+        cmocka_unit_test(test_presigned_expires),
+        cmocka_unit_test(test_xml_text),
+        cmocka_unit_test(test_cors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
