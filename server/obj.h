@@ -124,6 +124,9 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len);
 /* Shards that failed in the last failing read (bitmask). */
 uint32_t obj_read_missing(const obj_reader_t *r);
+/* A multipart object's parts (numbers and sizes, in order; valid until obj_close): their
+ * count, 0 for an object made by one PUT. */
+int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **sizes);
 
 /*
  * The read size that lets obj_read fetch a stripe's blocks in parallel and

@@ -321,3 +321,11 @@ void obj_close(obj_reader_t *r)
     free(r->key);
     free(r);
 }
+
+int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **sizes)
+{
+    if (!r->info.multipart) return 0;
+    *numbers = r->parts;
+    *sizes = r->sizes;
+    return r->info.nparts;
+}

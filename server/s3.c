@@ -115,6 +115,9 @@ static void object_op(ctx_t *x)
     free(ups);
     ups = s3_qparam(x->query, "tagging", &has_tagging);
     free(ups);
+    int has_attributes;
+    ups = s3_qparam(x->query, "attributes", &has_attributes);
+    free(ups);
     if (has_upload && (!upload || strlen(upload) != 32)) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
     } else if (strcmp(m, "POST") == 0 && has_uploads) {
@@ -131,6 +134,8 @@ static void object_op(ctx_t *x)
         s3_err(x, S3E_METHOD_NOT_ALLOWED);
     } else if (has_tagging) {
         s3_tagging_op(x, 0);
+    } else if (strcmp(m, "GET") == 0 && has_attributes) {
+        s3_get_object_attributes(x);
     } else if (strcmp(m, "GET") == 0 && has_acl) {
         obj_info_t oi, bi;
         int rc = obj_stat(x->cfg->set, x->ibucket, x->key, &oi);

@@ -120,8 +120,9 @@ void s3_anonymous_op(ctx_t *x)
     obj_info_t bi, oi;
     /* Sub-resources (ACLs, tags, uploads) are the owner's, whatever the object's ACL. */
     present = 0;
-    for (const char *const *q = (const char *const[]){"acl", "tagging", "uploads", "uploadId",
-                                                      "versions", "location", NULL};
+    for (const char *const *q =
+             (const char *const[]){"acl", "tagging", "uploads", "uploadId", "versions", "location",
+                                   "attributes", "cors", NULL};
          *q && !present; q++) {
         char *sub = s3_qparam(x->query, *q, &present);
         free(sub);

@@ -176,6 +176,7 @@ int s3_write_cond(ctx_t *x, obj_cond_t *c);
 int s3_copy_source_cond(ctx_t *x, const obj_info_t *si);
 void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
+void s3_get_object_attributes(ctx_t *x);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
 int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
 void s3_copy_object(ctx_t *x);

@@ -737,3 +737,106 @@ void s3_delete_objects(ctx_t *x)
     s3_respond_xml(x, 200, &b);
     s3_xml_free_keys(keys, nkeys);
 }
+
+/*
+ * GetObjectAttributes (GET ?attributes): what x-amz-object-attributes names
+ * of ETag, Checksum, ObjectParts (paginated by x-amz-max-parts and
+ * x-amz-part-number-marker), StorageClass and ObjectSize, without the data.
+ */
+void s3_get_object_attributes(ctx_t *x)
+{
+    static const char *const names[] = {"ETag", "Checksum", "ObjectParts", "StorageClass",
+                                        "ObjectSize"};
+    const char *want = s3_hdr(x->info, "x-amz-object-attributes");
+    unsigned mask = 0;
+    for (const char *p = want; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        size_t l = (size_t)(e - p);
+        while (l && p[l - 1] == ' ')
+            l--;
+        unsigned bit = 0;
+        for (unsigned i = 0; i < 5 && l; i++)
+            if (strlen(names[i]) == l && strncmp(p, names[i], l) == 0) bit = 1u << i;
+        if (l && !bit) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid attribute name specified.");
+            return;
+        }
+        mask |= bit;
+        p = e;
+    }
+    if (!mask) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                   "x-amz-object-attributes header specifying the attributes to be retrieved is "
+                   "either missing or empty");
+        return;
+    }
+    int max_parts = 1000, marker = 0;
+    const char *mp = s3_hdr(x->info, "x-amz-max-parts");
+    const char *pm = s3_hdr(x->info, "x-amz-part-number-marker");
+    if ((mp && num_parse_int(mp, 0, 1000000, &max_parts) != 0) ||
+        (pm && num_parse_int(pm, 0, 1000000, &marker) != 0)) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-parts and part-number-marker must be integers.");
+        return;
+    }
+    if (max_parts > 1000) max_parts = 1000;
+    obj_info_t info;
+    int err;
+    obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
+    if (!rd) {
+        s3_engine_error(x, err);
+        return;
+    }
+    buf_t b = {0};
+    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetObjectAttributesResponse "
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    if (mask & 1) buf_printf(&b, "<ETag>%s</ETag>", info.etag);
+    const char *kept = s3_umeta_get(&info, CKS_META), *colon = strchr(kept, ':');
+    if ((mask & 2) && colon) {
+        static const char *const el[] = {"crc32",     "CRC32", "crc32c", "CRC32C", "crc64nvme",
+                                         "CRC64NVME", "sha1",  "SHA1",   "sha256", "SHA256"};
+        for (int i = 0; i < 10; i += 2)
+            if (strlen(el[i]) == (size_t)(colon - kept) &&
+                !strncmp(kept, el[i], (size_t)(colon - kept)))
+                buf_printf(&b,
+                           "<Checksum><Checksum%s>%s</Checksum%s><ChecksumType>FULL_OBJECT"
+                           "</ChecksumType></Checksum>",
+                           el[i + 1], colon + 1, el[i + 1]);
+    }
+    const int *nums;
+    const uint64_t *sizes;
+    int nparts = obj_read_parts(rd, &nums, &sizes);
+    if ((mask & 4) && nparts) {
+        int shown = 0, last = marker, i = 0;
+        buf_t parts = {0};
+        for (; i < nparts; i++) {
+            if (nums[i] <= marker) continue;
+            if (shown == max_parts) break;
+            buf_printf(&parts, "<Part><PartNumber>%d</PartNumber><Size>%llu</Size></Part>", nums[i],
+                       (unsigned long long)sizes[i]);
+            last = nums[i];
+            shown++;
+        }
+        buf_printf(&b,
+                   "<ObjectParts><PartsCount>%d</PartsCount><PartNumberMarker>%d</PartNumberMarker>"
+                   "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
+                   "<IsTruncated>%s</IsTruncated>%s</ObjectParts>",
+                   nparts, marker, last, max_parts, i < nparts ? "true" : "false",
+                   parts.p ? parts.p : "");
+        free(parts.p);
+    }
+    obj_close(rd);
+    if (mask & 8) buf_printf(&b, "<StorageClass>STANDARD</StorageClass>");
+    if (mask & 16) buf_printf(&b, "<ObjectSize>%llu</ObjectSize>", (unsigned long long)info.size);
+    buf_printf(&b, "</GetObjectAttributesResponse>");
+    char lm[40], h[256];
+    s3_http_date(info.mtime_ns, lm);
+    snprintf(h, sizeof(h),
+             "x-amz-request-id: %s\r\nLast-Modified: %s\r\nContent-Type: application/xml\r\n",
+             x->id, lm);
+    (void)http_respond_full(x->r, 200, h, b.p, b.len);
+    free(b.p);
+}

@@ -209,3 +209,42 @@ def test_storage_classes(server):
 def test_with_newest_botocore(server):
     """This module again under the newest botocore."""
     run_under_newest_botocore("test_s3_corners.py")
+
+
+def test_get_object_attributes(server):
+    import base64
+    import zlib
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="attr")
+    body = os.urandom(3000)
+    crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    c.put_object(Bucket="attr", Key="plain", Body=body, ChecksumCRC32=crc)
+    r = c.get_object_attributes(Bucket="attr", Key="plain", ObjectAttributes=[
+        "ETag", "Checksum", "StorageClass", "ObjectSize", "ObjectParts"])
+    assert r["ETag"] == hashlib.md5(body).hexdigest()
+    assert r["Checksum"]["ChecksumCRC32"] == crc
+    assert r["StorageClass"] == "STANDARD" and r["ObjectSize"] == 3000
+    assert "ObjectParts" not in r
+    up = c.create_multipart_upload(Bucket="attr", Key="mp")["UploadId"]
+    sizes = [5 << 20, 5 << 20, 1234]
+    parts = []
+    for i, n in enumerate(sizes, 1):
+        e = c.upload_part(Bucket="attr", Key="mp", UploadId=up, PartNumber=i, Body=os.urandom(n))
+        parts.append({"PartNumber": i, "ETag": e["ETag"]})
+    c.complete_multipart_upload(Bucket="attr", Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": parts})
+    r = c.get_object_attributes(Bucket="attr", Key="mp", ObjectAttributes=["ObjectParts"],
+                                MaxParts=2)
+    op = r["ObjectParts"]
+    assert op["TotalPartsCount"] == 3 and op["IsTruncated"]
+    assert [p["Size"] for p in op["Parts"]] == sizes[:2]
+    r = c.get_object_attributes(Bucket="attr", Key="mp", ObjectAttributes=["ObjectParts"],
+                                PartNumberMarker=op["NextPartNumberMarker"])
+    assert [p["Size"] for p in r["ObjectParts"]["Parts"]] == sizes[2:]
+    assert not r["ObjectParts"]["IsTruncated"]
+    st, body, _ = signed_request(server.port, "GET", "/attr/plain?attributes", headers={
+        "x-amz-object-attributes": "ETag,Bogus"})
+    assert st == 400
+    with pytest.raises(ClientError) as e:
+        c.get_object_attributes(Bucket="attr", Key="missing", ObjectAttributes=["ETag"])
+    assert e.value.response["Error"]["Code"] == "NoSuchKey"
