@@ -135,7 +135,8 @@ int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
 typedef struct {
     base_t b;
     char **keys;
-    int n, cap, depth, in_key, in_quiet, quiet;
+    s3_xml_delcond_t *conds, cur; /* cur: the conditions of the Object being read */
+    int n, cap, depth, in_key, in_quiet, quiet, cond_field, obj_first;
     char text[S3_XML_MAX_KEY + 1];
     size_t tl;
 } del_t;
@@ -148,12 +149,22 @@ static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **a
     d->tl = 0;
     d->in_key = d->depth == 3 && strcmp(name, "Key") == 0;
     d->in_quiet = d->depth == 2 && strcmp(name, "Quiet") == 0;
+    d->cond_field = d->depth != 3                           ? 0
+                    : strcmp(name, "ETag") == 0             ? 1
+                    : strcmp(name, "LastModifiedTime") == 0 ? 2
+                    : strcmp(name, "Size") == 0             ? 3
+                                                            : 0;
+    if (d->depth == 2 && strcmp(name, "Object") == 0) {
+        memset(&d->cur, 0, sizeof(d->cur));
+        d->cur.size = -1;
+        d->obj_first = d->n; /* the Object must bring exactly one Key */
+    }
 }
 
 static void XMLCALL del_text(void *ud, const XML_Char *s, int len)
 {
     del_t *d = ud;
-    if (!d->in_key && !d->in_quiet) return;
+    if (!d->in_key && !d->in_quiet && !d->cond_field) return;
     if (d->tl + (size_t)len > S3_XML_MAX_KEY) {
         stop(&d->b);
         return;
@@ -165,26 +176,42 @@ static void XMLCALL del_text(void *ud, const XML_Char *s, int len)
 static void XMLCALL del_end(void *ud, const XML_Char *name)
 {
     del_t *d = ud;
-    (void)name;
     d->text[d->tl] = 0;
-    if (d->in_key) {
+    if (d->cond_field == 1 && d->tl < sizeof(d->cur.etag)) {
+        memcpy(d->cur.etag, d->text, d->tl + 1);
+    } else if (d->cond_field == 2 && d->tl < sizeof(d->cur.mtime)) {
+        memcpy(d->cur.mtime, d->text, d->tl + 1);
+    } else if (d->cond_field == 3) {
+        uint64_t v;
+        if (num_parse_u64(d->text, 0, INT64_MAX, &v) != 0) stop(&d->b);
+        d->cur.size = (long long)v;
+    } else if (d->cond_field) {
+        stop(&d->b); /* too long to be what it names */
+    } else if (d->in_key) {
         if (d->n == S3_XML_MAX_KEYS) {
             stop(&d->b);
         } else {
             if (d->n == d->cap) {
                 d->cap = d->cap ? d->cap * 2 : 16;
                 d->keys = xrealloc(d->keys, (size_t)d->cap * sizeof(*d->keys));
+                d->conds = xrealloc(d->conds, (size_t)d->cap * sizeof(*d->conds));
             }
             d->keys[d->n++] = xstrdup(d->text);
         }
+    } else if (d->depth == 2 && strcmp(name, "Object") == 0) {
+        if (d->n != d->obj_first + 1)
+            stop(&d->b);
+        else
+            d->conds[d->n - 1] = d->cur; /* the Object's conditions, whatever their order */
     } else if (d->in_quiet) {
         d->quiet = strcmp(d->text, "true") == 0;
     }
-    d->in_key = d->in_quiet = 0;
+    d->in_key = d->in_quiet = d->cond_field = 0;
     d->depth--;
 }
 
-int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
+int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet,
+                  s3_xml_delcond_t **conds)
 {
     del_t d = {0};
     d.b.p = XML_ParserCreate(NULL);
@@ -193,8 +220,13 @@ int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet
     XML_SetCharacterDataHandler(d.b.p, del_text);
     if (run(&d.b, body, len) != 0) {
         s3_xml_free_keys(d.keys, d.n);
+        free(d.conds);
         return ERR_INVAL;
     }
+    if (conds)
+        *conds = d.conds;
+    else
+        free(d.conds);
     *keys = d.keys;
     *n = d.n;
     *quiet = d.quiet;

@@ -50,8 +50,15 @@ typedef struct {
 int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
     __attribute__((warn_unused_result));
 
-int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet)
-    __attribute__((warn_unused_result));
+/* Per object of a DeleteObjects: the conditions it names ("" / -1 when absent). */
+typedef struct {
+    char etag[80];
+    char mtime[64]; /* LastModifiedTime as sent (ISO 8601) */
+    long long size;
+} s3_xml_delcond_t;
+/* conds (may be NULL): on 0, one entry per key (malloc'd, free()). */
+int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet,
+                  s3_xml_delcond_t **conds) __attribute__((warn_unused_result));
 void s3_xml_free_keys(char **keys, int n);
 
 #endif

@@ -702,8 +702,9 @@ void s3_delete_objects(ctx_t *x)
     char *body = s3_read_small_body(x, 2u << 20, &len);
     if (!body) return;
     char **keys = NULL;
+    s3_xml_delcond_t *conds = NULL;
     int nkeys = 0, quiet = 0;
-    int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet);
+    int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet, &conds);
     free(body);
     buf_t b = {0};
     /* S3 refuses a request naming no object, or an object with an empty key. */
@@ -712,14 +713,30 @@ void s3_delete_objects(ctx_t *x)
     if (!bad && nkeys == 0) bad = 1;
     if (bad) {
         if (keys) s3_xml_free_keys(keys, nkeys);
+        free(conds);
         s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was not well-formed.");
         return;
     }
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     for (int i = 0; i < nkeys; i++) {
-        int rc = strlen(keys[i]) > MAX_KEY_LEN ? ERR_INVAL
-                                               : obj_delete(x->cfg->set, x->ibucket, keys[i]);
+        /* An entry's ETag, LastModifiedTime and Size are conditions, as on DeleteObject. */
+        obj_cond_t c = OBJ_COND_NONE;
+        const s3_xml_delcond_t *dc = &conds[i];
+        int conditional = dc->etag[0] || dc->mtime[0] || dc->size >= 0, rc = 0;
+        snprintf(c.if_match, sizeof(c.if_match), "%s", dc->etag);
+        c.if_size = dc->size;
+        if (dc->mtime[0]) {
+            struct tm tm = {0};
+            const char *e = strptime(dc->mtime, "%Y-%m-%dT%H:%M:%S", &tm);
+            if (!e || (*e && *e != '.' && *e != 'Z'))
+                rc = ERR_INVAL;
+            else
+                c.if_mtime_s = (int64_t)timegm(&tm);
+        }
+        if (!rc && strlen(keys[i]) > MAX_KEY_LEN) rc = ERR_INVAL;
+        if (!rc) rc = obj_delete_if(x->cfg->set, x->ibucket, keys[i], conditional ? &c : NULL);
+        if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
         if (rc == 0 || rc == ERR_NOT_FOUND) {
             if (!quiet) {
                 buf_printf(&b, "<Deleted><Key>");
@@ -729,13 +746,19 @@ void s3_delete_objects(ctx_t *x)
         } else {
             buf_printf(&b, "<Error><Key>");
             buf_xml(&b, keys[i]);
+            s3_err_t e = rc == ERR_INVAL                          ? S3E_INVALID_ARGUMENT
+                         : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
+                         : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN
+                         : rc == ERR_UNRECOVERABLE                ? S3E_SERVICE_UNAVAILABLE
+                                                                  : S3E_INTERNAL;
             buf_printf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
-                       rc == ERR_INVAL ? "InvalidArgument" : "InternalError", err_str(rc));
+                       s3_err_info(e)->code, s3_err_info(e)->message);
         }
     }
     buf_printf(&b, "</DeleteResult>");
     s3_respond_xml(x, 200, &b);
     s3_xml_free_keys(keys, nkeys);
+    free(conds);
 }
 
 /*

@@ -50,7 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         char **keys;
         int n, quiet;
-        if (s3_xml_delete(body, len, &keys, &n, &quiet) == 0) {
+        s3_xml_delcond_t *conds;
+        if (s3_xml_delete(body, len, &keys, &n, &quiet, &conds) == 0) {
+            for (int i = 0; i < n; i++)
+                if (strnlen(conds[i].etag, sizeof(conds[i].etag)) == sizeof(conds[i].etag)) abort();
+            free(conds);
             if (n < 0 || n > S3_XML_MAX_KEYS) abort();
             for (int i = 0; i < n; i++)
                 if (strlen(keys[i]) > S3_XML_MAX_KEY) abort();

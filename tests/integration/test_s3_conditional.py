@@ -183,3 +183,33 @@ def test_part_uploaded_twice_at_once_last_wins(server):
 def test_with_newest_botocore(server):
     """This module again under the newest botocore."""
     run_under_newest_botocore("test_s3_conditional.py", 'race')
+
+
+def test_delete_objects_conditions(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    for k in ("a", "b", "c", "d"):
+        c.put_object(Bucket="cond", Key=k, Body=k.encode() * 3)
+    ea = c.head_object(Bucket="cond", Key="a")["ETag"]
+    lm = c.head_object(Bucket="cond", Key="d")["LastModified"]
+    xml = ("<Delete><Object><Key>a</Key><ETag>%s</ETag></Object>"
+           "<Object><Key>b</Key><ETag>\"00000000000000000000000000000000\"</ETag></Object>"
+           "<Object><Key>c</Key><Size>2</Size></Object>"
+           "<Object><Key>d</Key><Size>3</Size><LastModifiedTime>%s</LastModifiedTime></Object>"
+           "<Object><Key>gone</Key><ETag>%s</ETag></Object></Delete>"
+           % (ea, lm.strftime("%Y-%m-%dT%H:%M:%S.000Z"), ea)).encode()
+    import base64
+    md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+    st, body, _ = signed_request(server.port, "POST", "/cond?delete", xml,
+                                 headers={"Content-MD5": md5})
+    assert st == 200
+    import xml.etree.ElementTree as ET
+    ns = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+    root = ET.fromstring(body)
+    deleted = sorted(e.findtext(ns + "Key") for e in root.findall(ns + "Deleted"))
+    errors = {e.findtext(ns + "Key"): e.findtext(ns + "Code") for e in root.findall(ns + "Error")}
+    assert deleted == ["a", "d"]
+    assert errors == {"b": "PreconditionFailed", "c": "PreconditionFailed",
+                      "gone": "PreconditionFailed"}
+    left = sorted(o["Key"] for o in c.list_objects_v2(Bucket="cond")["Contents"])
+    assert left == ["b", "c"]
