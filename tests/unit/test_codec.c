@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "storage/codec.h"
 #include "storage/drive.h"
+#include "testlib.h"
 #include "storage/idx.h"
 
 #define _XOPEN_SOURCE_EXTRA
@@ -33,39 +34,6 @@
 
 /* ---- helpers ---- */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *tmpdir(void)
-{
-    const char *base = getenv("WL_TEST_DIR") ? getenv("WL_TEST_DIR") : "/tmp";
-    char *p = malloc(strlen(base) + 32);
-    sprintf(p, "%s/wl-codec-XXXXXX", base);
-    assert_non_null(mkdtemp(p));
-    return p;
-}
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        p[i] = (uint8_t)s;
-    }
-}
-
 static drive_cfg_t cfg_for(const char *dir)
 {
     drive_cfg_t c = {0};
@@ -79,7 +47,7 @@ static drive_cfg_t cfg_for(const char *dir)
 static int put_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
 {
     uint8_t *buf = malloc(len + 1);
-    fill(buf, len, seed);
+    tl_fill(buf, len, seed);
     drive_id_t id = {"bkt", key, "", 0};
     int rc = drive_put(d, &id, buf, len, "meta", 4);
     free(buf);
@@ -90,7 +58,7 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
 {
     drive_id_t id = {"bkt", key, "", 0};
     uint8_t *got = malloc(len + 1), *want = malloc(len + 1);
-    fill(want, len, seed);
+    tl_fill(want, len, seed);
     int rc = drive_read(d, &id, 0, got, len);
     if (rc == 0 && memcmp(got, want, len) != 0) rc = -100;
     free(got);
@@ -422,7 +390,7 @@ static void test_drvmeta(void **state)
 /* A closed drive with records in several segments. */
 static char *make_drive(void)
 {
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("codec");
     drive_cfg_t c = cfg_for(dir);
     drive_t *d;
     char key[16];
@@ -523,7 +491,7 @@ static void test_superblock_on_disk(void **state)
         rw_file(path, orig, SEG_SB_LEN, 0, 1);
         check_drive(dir);
     }
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -564,7 +532,7 @@ static void test_superblock_blank(void **state)
     free(log);
     assert_int_equal(stat(extra, &st), -1);
     check_drive(dir);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -684,7 +652,7 @@ static void test_index_values_on_disk(void **state)
     free(index_swap(dir, ok, kl, old, ol, &ol));
     free(old);
     check_drive(dir);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -714,7 +682,7 @@ static void test_index_v0_rebuilt(void **state)
     assert_int_equal(check_seeded(d, "new", 99, 1000), 0);
     drive_close(d);
     check_drive(dir);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 

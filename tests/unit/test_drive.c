@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "storage/drive.h"
+#include "testlib.h"
 #include "storage/rec.h"
 
 #define _XOPEN_SOURCE_EXTRA
@@ -36,48 +37,6 @@
 
 /* ---- helpers ---- */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *tmpdir(void)
-{
-    const char *base = getenv("WL_TEST_DIR") ? getenv("WL_TEST_DIR") : "/tmp";
-    char *p = malloc(strlen(base) + 32);
-    sprintf(p, "%s/wl-drive-XXXXXX", base);
-    assert_non_null(mkdtemp(p));
-    return p;
-}
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-/* Content of a record is a function of (seed, length): nothing to keep around. */
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = mix(seed + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (i % 8 == 0) s = mix(s + i);
-        p[i] = (uint8_t)(s >> (8 * (i % 8)));
-    }
-}
-
 static drive_cfg_t cfg_for(const char *dir, uint32_t iu, uint64_t seg, uint64_t cap)
 {
     drive_cfg_t c = {0};
@@ -91,7 +50,7 @@ static drive_cfg_t cfg_for(const char *dir, uint32_t iu, uint64_t seg, uint64_t 
 static int put_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
 {
     uint8_t *buf = malloc(len + 1);
-    fill(buf, len, seed);
+    tl_fill(buf, len, seed);
     drive_id_t id = {"bkt", key, "", 0};
     char meta[32];
     int n = snprintf(meta, sizeof(meta), "seed=%llu", (unsigned long long)seed);
@@ -109,7 +68,7 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
     if (rc) return rc;
     if (st.len != len) return -100;
     uint8_t *got = malloc(len + 1), *want = malloc(len + 1);
-    fill(want, len, seed);
+    tl_fill(want, len, seed);
     rc = drive_read(d, &id, 0, got, len);
     if (rc == 0 && memcmp(got, want, len) != 0) rc = -100;
     free(got);
@@ -130,7 +89,7 @@ static int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st)
 static void test_basic(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
     drive_t *d;
     assert_int_equal(drive_open(&c, &d), 0);
@@ -144,7 +103,7 @@ static void test_basic(void **state)
 
     /* Range reads, inside and across 64 KiB chunks. */
     uint8_t *all = malloc(300 * KiB), *part = malloc(300 * KiB);
-    fill(all, 300 * KiB, 2);
+    tl_fill(all, 300 * KiB, 2);
     drive_id_t bx = {"bkt", "b/x", "", 0};
     uint64_t ranges[][2] = {{0, 1}, {65535, 2}, {100000, 150000}, {300 * KiB - 7, 7}, {5, 0}};
     for (int i = 0; i < 5; i++) {
@@ -188,7 +147,7 @@ static void test_basic(void **state)
     drive_close(d);
     free(all);
     free(part);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -208,7 +167,7 @@ static ssize_t tracing_pwrite(int fd, const void *buf, size_t n, off_t off)
 
 static void alignment_run(uint32_t iu)
 {
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, iu, 32 * MiB, 48 * 32 * MiB);
     drive_t *d;
     uint64_t rng = iu;
@@ -220,7 +179,7 @@ static void alignment_run(uint32_t iu)
     drive_io.pwrite = tracing_pwrite;
     assert_int_equal(drive_open(&c, &d), 0);
     for (int i = 0; i < 160; i++) {
-        rng = mix(rng + (uint64_t)i);
+        rng = tl_mix(rng + (uint64_t)i);
         /* Log-uniform sizes from 100 B to 8 MiB. */
         double e = (double)(rng % 10000) / 10000.0;
         size_t len = (size_t)(100.0 * __builtin_pow(8.0 * MiB / 100.0, e));
@@ -238,7 +197,7 @@ static void alignment_run(uint32_t iu)
     drive_io.pwrite = real_pwrite;
     assert_true(trace_writes > 50);
     assert_int_equal(trace_bad, 0);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -269,7 +228,7 @@ static void corrupt_file_byte(const char *dir, uint64_t off)
 static void test_corruption_detected(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
     drive_t *d;
     uint8_t *buf = malloc(200 * KiB);
@@ -290,7 +249,7 @@ static void test_corruption_detected(void **state)
     assert_int_equal(drive_read(d, &id, 0, buf, 10), ERR_CORRUPT);
     drive_close(d);
     free(buf);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -312,7 +271,7 @@ static void check_split(drive_t *d, const char *key, uint64_t seed, size_t len, 
     drive_id_t id = {"bkt", key, "", 0};
     uint8_t *want = malloc(len), tail[4];
     uint32_t crc = 0;
-    fill(want, len, seed);
+    tl_fill(want, len, seed);
     memset(buf, 0, len - 4);
     assert_int_equal(drive_read_split(d, &id, 0, buf, len - 4, tail, 4, &crc), 0);
     assert_memory_equal(buf, want, len - 4);
@@ -324,7 +283,7 @@ static void check_split(drive_t *d, const char *key, uint64_t seed, size_t len, 
 static void test_direct_reads(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
     drive_t *d;
     const size_t sizes[] = {128 * KiB, 1 * MiB + 4, 300 * KiB + 17, 2 * 4096 + 4};
@@ -355,7 +314,7 @@ static void test_direct_reads(void **state)
     {
         drive_id_t id = {"bkt", "big1", "", 0};
         uint8_t *want = malloc(1 * MiB + 4);
-        fill(want, 1 * MiB + 4, 1);
+        tl_fill(want, 1 * MiB + 4, 1);
         uint64_t before = direct_reads(d);
         uint32_t crc;
         uint8_t tail[4];
@@ -401,7 +360,7 @@ static void test_direct_reads(void **state)
     }
     drive_close(d);
     free(mem);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -409,7 +368,7 @@ static void test_direct_reads(void **state)
 static void test_direct_read_corruption(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
     drive_t *d;
     const size_t len = 512 * KiB + 4;
@@ -430,11 +389,11 @@ static void test_direct_read_corruption(void **state)
         assert_int_equal(drive_read_split(d, &id, 0, buf, len - 4, tail, 4, &crc), ERR_CORRUPT);
         assert_int_equal(direct_reads(d), before);
         drive_close(d);
-        rm_rf(dir);
+        tl_rm_rf(dir);
         assert_int_equal(mkdir(dir, 0700), 0);
     }
     free(buf);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -455,7 +414,7 @@ static void *crash_writer(void *arg)
     crash_arg_t *a = arg;
     char key[32], line[96];
     for (uint64_t i = 0;; i++) {
-        uint64_t r = mix(a->seed + i * 7919 + (uint64_t)a->t);
+        uint64_t r = tl_mix(a->seed + i * 7919 + (uint64_t)a->t);
         int k = (int)(r % CRASH_KEYS);
         int del = (r >> 8) % 5 == 0;
         size_t len = (size_t)((r >> 16) % (96 * KiB)) + 1;
@@ -542,7 +501,7 @@ static void verify_tracks(drive_t *d, ktrack_t *tr)
 
 static void crash_rounds(int rounds, int delete_index)
 {
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 256 * MiB);
     ktrack_t *tr = calloc(CRASH_THREADS * CRASH_KEYS, sizeof(*tr));
     uint64_t total_acks = 0;
@@ -571,7 +530,7 @@ static void crash_rounds(int rounds, int delete_index)
         close(p[1]);
         FILE *f = fdopen(p[0], "r");
         char line[128];
-        int acks = 0, kill_after = 10 + (int)(mix((uint64_t)round * 31 + 7) % 300);
+        int acks = 0, kill_after = 10 + (int)(tl_mix((uint64_t)round * 31 + 7) % 300);
         while (fgets(line, sizeof(line), f)) {
             char kind, key[32];
             unsigned long long seed;
@@ -603,7 +562,7 @@ static void crash_rounds(int rounds, int delete_index)
         if (delete_index) {
             char ip[512];
             snprintf(ip, sizeof(ip), "%s/index", dir);
-            rm_rf(ip);
+            tl_rm_rf(ip);
         }
         drive_t *d;
         assert_int_equal(drive_open(&c, &d), 0);
@@ -616,7 +575,7 @@ static void crash_rounds(int rounds, int delete_index)
     }
     assert_true(total_acks >= (uint64_t)rounds * 10);
     free(tr);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -648,7 +607,7 @@ static void *mt_writer(void *arg)
     mt_arg_t *a = arg;
     char key[32];
     for (int i = 0; i < a->ops; i++) {
-        uint64_t r = mix((uint64_t)a->t * 1000000007u + (uint64_t)i);
+        uint64_t r = tl_mix((uint64_t)a->t * 1000000007u + (uint64_t)i);
         int k = (int)(r % MT_KEYS);
         snprintf(key, sizeof(key), "m%d/%02d", a->t, k);
         if ((r >> 10) % 100 < 20) {
@@ -699,7 +658,7 @@ static void verify_model(drive_t *d, mt_arg_t *a)
 static void test_compaction_model(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 128 * MiB);
     drive_t *d;
     mt_arg_t a[MT_THREADS];
@@ -743,7 +702,7 @@ static void test_compaction_model(void **state)
     (void)drive_compact(d, 0, 1);
     verify_model(d, a);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -752,7 +711,7 @@ static void test_compaction_model(void **state)
 static void test_budget_day(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     wl_sim_clock_t clk;
     clock_sim_init(&clk, 1000 * NS_PER_SEC);
     drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 256 * MiB);
@@ -796,7 +755,7 @@ static void test_budget_day(void **state)
 
     /* Compaction stops when the budget is spent. Make garbage with live data in it... */
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     c.burst_bytes = 64 * MiB;
     c.dwpd = 0.5;
     assert_int_equal(drive_open(&c, &d), 0);
@@ -827,7 +786,7 @@ static void test_budget_day(void **state)
         assert_int_equal(check_seeded(d, key, (uint64_t)i, 900 * KiB), 0);
     }
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -836,7 +795,7 @@ static void test_budget_day(void **state)
 static void test_full_drive(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 8 * MiB);
     drive_t *d;
     char key[16];
@@ -867,7 +826,7 @@ static void test_full_drive(void **state)
         assert_int_equal(check_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
     }
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -900,7 +859,7 @@ static int faulty_fallocate(int fd, int mode, off_t off, off_t len)
 static void test_io_errors(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 16 * MiB);
     drive_t *d;
     real_fdatasync = drive_io.fdatasync;
@@ -930,7 +889,7 @@ static void test_io_errors(void **state)
     assert_int_equal(put_seeded(d, "z", 3, 1000), 0);
     assert_int_equal(check_seeded(d, "z", 3, 1000), 0);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -955,7 +914,7 @@ static void *gc_writer(void *arg)
 static void test_group_commit(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 8 * MiB, 128 * MiB);
     drive_t *d;
     enum { T = 16 };
@@ -986,7 +945,7 @@ static void test_group_commit(void **state)
             assert_int_equal(check_seeded(d, key, (uint64_t)(t * 1000 + i), 4096), 0);
         }
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -994,7 +953,7 @@ static void test_group_commit(void **state)
 static void test_budget_rating(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 64 * MiB);
     drive_t *d;
     drive_stats_t st;
@@ -1013,7 +972,7 @@ static void test_budget_rating(void **state)
     assert_true(st.budget_rate > 0.58 * 64 * MiB / 86400.0 * 0.999 &&
                 st.budget_rate < 0.58 * 64 * MiB / 86400.0 * 1.001);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -1071,7 +1030,7 @@ static uint64_t sysfs_queue(const struct stat *st, const char *name)
 static void test_detect_iu(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("drive");
     struct stat st;
     assert_int_equal(stat(dir, &st), 0);
     uint64_t opt = sysfs_queue(&st, "optimal_io_size"),
@@ -1094,7 +1053,7 @@ static void test_detect_iu(void **state)
     drive_stats(d, &ds);
     assert_int_equal(ds.iu, iu);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 

@@ -26,6 +26,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "storage/drive.h"
+#include "testlib.h"
 #include "storage/rec.h"
 
 #define _XOPEN_SOURCE_EXTRA
@@ -44,47 +45,6 @@
 
 /* ---- helpers ---- */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *tmpdir(void)
-{
-    const char *base = getenv("WL_TEST_DIR") ? getenv("WL_TEST_DIR") : "/tmp";
-    char *p = malloc(strlen(base) + 32);
-    sprintf(p, "%s/wl-faults-XXXXXX", base);
-    assert_non_null(mkdtemp(p));
-    return p;
-}
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = mix(seed + 1);
-    for (size_t i = 0; i < n; i++) {
-        if (i % 8 == 0) s = mix(s + i);
-        p[i] = (uint8_t)(s >> (8 * (i % 8)));
-    }
-}
-
 /* Small segments, so a run crosses segment boundaries (and superblock writes). */
 static drive_cfg_t cfg_for(const char *dir)
 {
@@ -98,7 +58,7 @@ static drive_cfg_t cfg_for(const char *dir)
 
 static size_t len_of(uint64_t seed)
 {
-    return 1000 + (size_t)(mix(seed) % (20 * KiB));
+    return 1000 + (size_t)(tl_mix(seed) % (20 * KiB));
 }
 
 static int put_rec(drive_t *d, const char *key, uint64_t seed)
@@ -106,7 +66,7 @@ static int put_rec(drive_t *d, const char *key, uint64_t seed)
     size_t len = len_of(seed);
     uint8_t *buf = malloc(len);
     char meta[32];
-    fill(buf, len, seed);
+    tl_fill(buf, len, seed);
     int n = snprintf(meta, sizeof(meta), "seed=%llu", (unsigned long long)seed);
     drive_id_t id = {"bkt", key, "", 0};
     int rc = drive_put(d, &id, buf, len, meta, (size_t)n);
@@ -126,7 +86,7 @@ static int check_rec(drive_t *d, const char *key, uint64_t seed)
     snprintf(want_meta, sizeof(want_meta), "seed=%llu", (unsigned long long)seed);
     if (st.len != len || strcmp(meta, want_meta) != 0) return -100;
     uint8_t *got = malloc(len), *want = malloc(len);
-    fill(want, len, seed);
+    tl_fill(want, len, seed);
     rc = drive_read(d, &id, 0, got, len);
     if (rc == 0 && memcmp(got, want, len) != 0) rc = -100;
     free(got);
@@ -355,7 +315,7 @@ static void check_log(const char *log, int kind)
 
 static void seq_run(int kind, int nth)
 {
-    char *dir = tmpdir(), key[16];
+    char *dir = tl_tmpdir("faults"), key[16];
     drive_cfg_t c = cfg_for(dir);
     drive_t *d;
     int rc[SEQ_PUTS], failed_at = -1;
@@ -418,7 +378,7 @@ static void seq_run(int kind, int nth)
     assert_int_equal(put_rec(d, "after", 7), 0);
     assert_int_equal(check_rec(d, "after", 7), 0);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -469,7 +429,7 @@ static void *mt_writer(void *arg)
 
 static void mt_run(int kind, int nth)
 {
-    char *dir = tmpdir(), key[16];
+    char *dir = tl_tmpdir("faults"), key[16];
     drive_cfg_t c = cfg_for(dir);
     drive_t *d;
     pthread_t th[MT_THREADS];
@@ -534,7 +494,7 @@ static void mt_run(int kind, int nth)
     }
     assert_int_equal(put_rec(d, "after", 7), 0);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -565,7 +525,7 @@ int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 static void test_thread_create_fault(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("faults");
     drive_cfg_t c = cfg_for(dir);
     drive_t *d = NULL;
     assert_int_equal(drive_open(&c, &d), 0);
@@ -588,7 +548,7 @@ static void test_thread_create_fault(void **state)
     assert_int_equal(drive_open(&c, &d), 0);
     assert_int_equal(check_rec(d, "x", 1), 0);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 

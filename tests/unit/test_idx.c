@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "storage/drive_int.h"
 #include "storage/idx.h"
+#include "testlib.h"
 
 #define _XOPEN_SOURCE_EXTRA
 #include <dirent.h>
@@ -28,40 +29,6 @@
 
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *tmpdir(void)
-{
-    const char *base = getenv("WL_TEST_DIR") ? getenv("WL_TEST_DIR") : "/tmp";
-    char *p = malloc(strlen(base) + 32);
-    sprintf(p, "%s/wl-idx-XXXXXX", base);
-    assert_non_null(mkdtemp(p));
-    return p;
-}
-
-/* Bytes that do not compress, so the SST holds many data blocks. */
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i < n; i++) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        p[i] = (uint8_t)s;
-    }
-}
 
 /* Damage the largest SST file of a (closed) RocksDB directory in the middle: data blocks. */
 static void corrupt_largest_sst(const char *dbdir)
@@ -105,7 +72,7 @@ static void fill_index(const char *path)
     idx_batch_t *b = idx_batch_new();
     for (int i = 0; i < NKEYS; i++) {
         snprintf(key, sizeof(key), "k%06d", i);
-        fill(val, sizeof(val), (uint64_t)i);
+        tl_fill(val, sizeof(val), (uint64_t)i);
         idx_batch_put(b, key, strlen(key), val, sizeof(val));
     }
     assert_int_equal(idx_write(x, b, 1), 0);
@@ -137,7 +104,7 @@ static int walk(idx_t *x, int *count)
 static void test_iter_exhausted(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("idx");
     idx_t *x;
     int n;
     fill_index(dir);
@@ -154,14 +121,14 @@ static void test_iter_exhausted(void **state)
     assert_int_equal(idx_iter_status(it), 0);
     idx_iter_free(it);
     idx_close(x);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
 static void test_iter_error(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("idx");
     idx_t *x;
     int n;
     fill_index(dir);
@@ -171,7 +138,7 @@ static void test_iter_error(void **state)
     print_message("iteration stopped by the damaged block after %d of %d keys\n", n, NKEYS);
     assert_true(n > 0 && n < NKEYS);
     idx_close(x);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -210,7 +177,7 @@ static void *list_writer(void *arg)
     char key[32];
     for (int i = 0; i < LIST_EACH; i++) {
         snprintf(key, sizeof(key), "k%d/%04d", a->t, i);
-        fill(meta, sizeof(meta), (uint64_t)(a->t * 100000 + i));
+        tl_fill(meta, sizeof(meta), (uint64_t)(a->t * 100000 + i));
         drive_id_t id = {"bkt", key, "", 0};
         if (drive_put(a->d, &id, "x", 1, meta, sizeof(meta)) != 0) return (void *)1;
     }
@@ -220,7 +187,7 @@ static void *list_writer(void *arg)
 static void test_list_error(void **state)
 {
     (void)state;
-    char *dir = tmpdir(), ip[512];
+    char *dir = tl_tmpdir("idx"), ip[512];
     drive_cfg_t c = cfg_for(dir);
     drive_t *d;
     pthread_t th[LIST_THREADS];
@@ -256,7 +223,7 @@ static void test_list_error(void **state)
     assert_int_equal(drive_list(d, "bkt", "k0/000", NULL, count_cb, &n), 0);
     assert_int_equal(n, 10);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -265,7 +232,7 @@ static void test_list_error(void **state)
 static void test_stats_cached(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("idx");
     idx_t *x;
     assert_int_equal(idx_open(dir, &x), 0);
     uint64_t w0 = idx_bytes_written(x);
@@ -305,7 +272,7 @@ static void test_stats_cached(void **state)
     assert_true(idx_stats_reads(x) - r2 <= 1);
     idx_batch_free(b);
     idx_close(x);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 
@@ -313,7 +280,7 @@ static void test_stats_cached(void **state)
 static void test_stats_idle_drive(void **state)
 {
     (void)state;
-    char *dir = tmpdir();
+    char *dir = tl_tmpdir("idx");
     drive_cfg_t c = cfg_for(dir);
     drive_t *d;
     drive_stats_t st;
@@ -340,7 +307,7 @@ static void test_stats_idle_drive(void **state)
     drive_stats(d, &st);
     assert_true(st.index_bytes > idx0);
     drive_close(d);
-    rm_rf(dir);
+    tl_rm_rf(dir);
     free(dir);
 }
 

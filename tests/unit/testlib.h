@@ -1,0 +1,22 @@
+/*
+ * testlib: what the unit tests of the drive engine share: scratch
+ * directories (under $WL_TEST_DIR, else /tmp) removed again, and content
+ * that is a function of a seed (so nothing written needs keeping to check
+ * it; it does not compress, so drives and RocksDB see real sizes).
+ */
+#ifndef WL_TESTLIB_H
+#define WL_TESTLIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A new directory "wl-NAME-XXXXXX" (malloc'd path); fails the test if it cannot be made. */
+char *tl_tmpdir(const char *name);
+/* Remove a tree, as rm -rf. */
+void tl_rm_rf(const char *path);
+/* A 64-bit mixer (splitmix64's finaliser): seeds, sizes, choices. */
+uint64_t tl_mix(uint64_t x);
+/* n bytes that depend only on (seed, position). */
+void tl_fill(uint8_t *p, size_t n, uint64_t seed);
+
+#endif
