@@ -529,3 +529,14 @@ int sigv4_sign(const sigv4_request_t *r, const char *access_key, const uint8_t k
                      access_key, scope, signed_headers, sig);
     return n < 0 || (size_t)n >= cap ? ERR_NOSPC : 0;
 }
+
+int sigv4_parse_credential(const char *cred, sigv4_auth_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    return parse_credential(cred, strlen(cred), out);
+}
+
+void sigv4_post_signature(const uint8_t key[32], const char *policy_b64, char sig[65])
+{
+    sign_string(key, policy_b64, sig);
+}

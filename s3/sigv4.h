@@ -119,6 +119,11 @@ int sigv4_sign(const sigv4_request_t *r, const char *access_key, const uint8_t k
                const char *region, const char *amz_date, char *out, size_t cap)
     __attribute__((warn_unused_result));
 
+/* "AK/YYYYMMDD/region/service/aws4_request" into out's access key and scope. 0 or ERR_INVAL. */
+int sigv4_parse_credential(const char *cred, sigv4_auth_t *out) __attribute__((warn_unused_result));
+/* A browser-based (POST form) upload's signature: hex(HMAC(key, the base64 policy)). */
+void sigv4_post_signature(const uint8_t key[32], const char *policy_b64, char sig[65]);
+
 /* Constant-time comparison of two NUL-terminated hex signatures. */
 int sigv4_sig_equal(const char *a, const char *b);
 

@@ -240,6 +240,13 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     s3_cors_actual(&x);
+    /* A browser's form upload: authenticated by its signed policy, not a signed request. */
+    const char *ct = s3_hdr(info, "content-type");
+    if (!strcmp(info->method, "POST") && x.bucket[0] && !x.key[0] && ct &&
+        !strncasecmp(ct, "multipart/form-data", 19)) {
+        s3_post_object(&x);
+        goto out;
+    }
     if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);

@@ -7,7 +7,7 @@
 
 #include "server/s3_int.h"
 
-static const char *secret_of(ctx_t *x, const char *ak)
+const char *s3_secret_of(ctx_t *x, const char *ak)
 {
     for (int i = 0; i < x->cfg->nusers; i++)
         if (strcmp(x->cfg->users[i].access_key, ak) == 0) return x->cfg->users[i].secret;
@@ -45,7 +45,7 @@ int s3_authenticate(ctx_t *x)
             s3_err(x, S3E_AUTH_QUERY_MALFORMED);
         return -1;
     }
-    const char *secret = secret_of(x, x->auth.access_key);
+    const char *secret = s3_secret_of(x, x->auth.access_key);
     if (!secret) {
         s3_err(x, S3E_INVALID_ACCESS_KEY);
         return -1;

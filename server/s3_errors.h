@@ -57,6 +57,10 @@
     X(MALFORMED_XML, "MalformedXML", 400,                                                          \
       "The XML you provided was not well-formed or did not validate against our published "        \
       "schema.")                                                                                   \
+    X(MALFORMED_POST, "MalformedPOSTRequest", 400,                                                 \
+      "The body of your POST request is not well-formed multipart/form-data.")                     \
+    X(MAX_POST_PRE_DATA, "MaxPostPreDataLengthExceededError", 400,                                 \
+      "Your POST request fields preceding the upload file were too large.")                        \
     X(METADATA_TOO_LARGE, "MetadataTooLarge", 400,                                                 \
       "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405,                                                 \

@@ -98,8 +98,9 @@ typedef struct {
 
 /* ---- s3_util.c ---- */
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void buf_xml(buf_t *b, const char *s); /* escaped as XML text, always well-formed */
-void buf_url(buf_t *b, const char *s); /* URL-encoded (encoding-type=url) */
+void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */
+void buf_url(buf_t *b, const char *s);           /* URL-encoded, '/' kept (encoding-type=url) */
+void buf_url_component(buf_t *b, const char *s); /* URL-encoded, '/' too (query values) */
 /* A request header's value (name in any case), or NULL. */
 const char *s3_hdr(const struct http_req_info *in, const char *name);
 /* Percent-decode n bytes (malloc'd); NULL for a bad escape or a NUL byte. */
@@ -129,6 +130,8 @@ void s3_respond_etag(ctx_t *x, const char *etag, const char *cks);
 void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info);
 
 /* ---- s3_auth.c ---- */
+/* The secret of an access key, or NULL. */
+const char *s3_secret_of(ctx_t *x, const char *ak);
 /* 0 when authenticated (or anonymous: x->anonymous); otherwise the error was sent. */
 int s3_authenticate(ctx_t *x);
 /* Request bodies: begin (ERR_INVAL: bad x-amz-content-sha256), read decoded bytes (> 0, 0 at
@@ -190,6 +193,9 @@ int s3_tag_count(const char *canon);
 void s3_pairs_set(buf_t *um, const char *name, const char *value);
 /* GET/PUT/DELETE ?tagging of the request's object, or of its bucket. */
 void s3_tagging_op(ctx_t *x, int bucket_level);
+
+/* ---- s3_post.c ---- */
+void s3_post_object(ctx_t *x); /* POST multipart/form-data to a bucket: browser uploads */
 
 /* ---- s3_cors.c ---- */
 void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucket */

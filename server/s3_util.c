@@ -66,16 +66,26 @@ void buf_xml(buf_t *b, const char *s)
     }
 }
 
-void buf_url(buf_t *b, const char *s)
+static void url_encode(buf_t *b, const char *s, int keep_slash)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || c == '/')
+            c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && keep_slash))
             buf_printf(b, "%c", c);
         else
             buf_printf(b, "%%%02X", c);
     }
+}
+
+void buf_url(buf_t *b, const char *s)
+{
+    url_encode(b, s, 1);
+}
+
+void buf_url_component(buf_t *b, const char *s)
+{
+    url_encode(b, s, 0);
 }
 
 static int hexv(int c)

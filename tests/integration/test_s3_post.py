@@ -1,0 +1,141 @@
+"""Browser-based uploads (POST Object): a form posted as multipart/form-data
+with a SigV4-signed policy, made by boto3's generate_presigned_post. Policy
+conditions, content-length-range, ${filename}, success_action_status and
+_redirect, metadata, ACL and tagging fields; every failure leaves nothing
+stored. Runs under Debian's boto3 and the newest botocore."""
+import hashlib
+import http.client
+import os
+import urllib.request
+import xml.etree.ElementTree as ET
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import run_under_newest_botocore, s3_client
+from test_hardening import presigner
+
+
+def form_post(server, bucket, fields, filename, data, extra=None):
+    """POST fields (in order) and the file last, as a browser does. (status, body, headers)"""
+    boundary = "----wlform" + os.urandom(8).hex()
+    parts = []
+    for k, v in list(fields.items()) + list((extra or {}).items()):
+        parts.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n"
+                      % (boundary, k, v)).encode())
+    parts.append(("--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+                  "Content-Type: application/octet-stream\r\n\r\n" % (boundary, filename)).encode())
+    body = b"".join(parts) + data + ("\r\n--%s--\r\n" % boundary).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        conn.request("POST", "/" + bucket, body=body,
+                     headers={"Content-Type": "multipart/form-data; boundary=" + boundary})
+        r = conn.getresponse()
+        return r.status, r.read(), dict(r.getheaders())
+    finally:
+        conn.close()
+
+
+def code_of(body):
+    return ET.fromstring(body).findtext("Code")
+
+
+def test_post_object(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    p = presigner(server)
+    fields = {"acl": "public-read", "Content-Type": "text/plain", "success_action_status": "201",
+              "x-amz-meta-origin": "form"}
+    conds = [{"acl": "public-read"}, {"Content-Type": "text/plain"},
+             {"success_action_status": "201"}, ["starts-with", "$key", "uploads/"],
+             ["content-length-range", 1, 10 << 20], {"x-amz-meta-origin": "form"}]
+    post = p.generate_presigned_post("post", "uploads/${filename}", Fields=fields,
+                                     Conditions=conds, ExpiresIn=300)
+    data = os.urandom(5 << 20)
+    st, body, h = form_post(server, "post", post["fields"], "photo.jpg", data)
+    assert st == 201, body
+    root = ET.fromstring(body)
+    assert root.findtext("Key") == "uploads/photo.jpg" and root.findtext("Bucket") == "post"
+    assert root.findtext("ETag") == '"%s"' % hashlib.md5(data).hexdigest()
+    got = c.get_object(Bucket="post", Key="uploads/photo.jpg")
+    assert hashlib.sha256(got["Body"].read()).hexdigest() == hashlib.sha256(data).hexdigest()
+    assert got["ContentType"] == "text/plain" and got["Metadata"] == {"origin": "form"}
+    with urllib.request.urlopen(server.endpoint + "/post/uploads/photo.jpg", timeout=30) as r:
+        assert r.status == 200  # acl=public-read applied
+
+
+def test_post_policy_is_enforced(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    p = presigner(server)
+    conds = [["content-length-range", 10, 1000]]
+    post = p.generate_presigned_post("post", "uploads/${filename}", Conditions=conds,
+                                     ExpiresIn=300)
+    f = dict(post["fields"])
+    assert form_post(server, "post", f, "ok", b"x" * 100)[0] == 204
+    # Key outside the policy.
+    st, body, _ = form_post(server, "post", dict(f, key="elsewhere/x"), "a", b"x" * 100)
+    assert st == 403 and code_of(body) == "AccessDenied"
+    # content-length-range, both ends.
+    st, body, _ = form_post(server, "post", dict(f, key="uploads/big"), "a", b"x" * 1001)
+    assert st == 400 and code_of(body) == "EntityTooLarge"
+    st, body, _ = form_post(server, "post", dict(f, key="uploads/small"), "a", b"x" * 9)
+    assert st == 400 and code_of(body) == "EntityTooSmall"
+    # A field the policy does not allow.
+    st, body, _ = form_post(server, "post", f, "a", b"x" * 100, extra={"acl": "public-read"})
+    assert st == 403 and code_of(body) == "AccessDenied"
+    # x-ignore-* fields are allowed.
+    assert form_post(server, "post", f, "ok", b"x" * 100, extra={"x-ignore-me": "1"})[0] == 204
+    # A signature that does not match, and a policy changed after signing.
+    st, body, _ = form_post(server, "post", dict(f, **{"x-amz-signature": "0" * 64}), "a", b"x" * 99)
+    assert st == 403 and code_of(body) == "SignatureDoesNotMatch"
+    import base64
+    import json
+    pol = json.loads(base64.b64decode(f["policy"]))
+    pol["conditions"][0] = ["starts-with", "$key", ""]
+    forged = base64.b64encode(json.dumps(pol).encode()).decode()
+    st, body, _ = form_post(server, "post", dict(f, policy=forged, key="x"), "a", b"x" * 99)
+    assert st == 403 and code_of(body) == "SignatureDoesNotMatch"
+    # Expired.
+    old = p.generate_presigned_post("post", "uploads/${filename}", Conditions=conds,
+                                    ExpiresIn=-60)
+    st, body, _ = form_post(server, "post", old["fields"], "a", b"x" * 99)
+    assert st == 403 and b"expired" in body
+    keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="post")["Contents"])
+    assert keys == ["uploads/ok"]
+
+
+def test_post_redirect_and_tagging(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    p = presigner(server)
+    tagging = ("<Tagging><TagSet><Tag><Key>src</Key><Value>form</Value></Tag></TagSet>"
+               "</Tagging>")
+    fields = {"success_action_redirect": "http://app.example/done", "tagging": tagging}
+    conds = [{"success_action_redirect": "http://app.example/done"}, {"tagging": tagging}]
+    post = p.generate_presigned_post("post", "r/${filename}", Fields=fields, Conditions=conds)
+    st, body, h = form_post(server, "post", post["fields"], "dir/x.bin", b"abc")
+    assert st == 303
+    loc = h["Location"]
+    assert loc.startswith("http://app.example/done?bucket=post&key=r%2Fx.bin&etag=")
+    assert c.get_object(Bucket="post", Key="r/x.bin")["Body"].read() == b"abc"
+    tags = c.get_object_tagging(Bucket="post", Key="r/x.bin")["TagSet"]
+    assert tags == [{"Key": "src", "Value": "form"}]
+
+
+def test_post_malformed(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.request("POST", "/post", body=b"--x\r\nnot a part",
+                 headers={"Content-Type": "multipart/form-data; boundary=x"})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    assert r.status == 400 and code_of(body) == "MalformedPOSTRequest"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="post", Key="x")
+
+
+def test_with_newest_botocore(server):
+    run_under_newest_botocore("test_s3_post.py")
