@@ -9,6 +9,9 @@
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
  *   s3_object.c     Put/Get/Head/Copy/Delete object, DeleteObjects
  *   s3_multipart.c  multipart uploads
+ *   s3_tagging.c    object and bucket tags
+ *   s3_cors.c       CORS rules, preflight, Access-Control-* headers
+ *   s3_post.c       browser form uploads (POST Object, signed policies)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
  *
