@@ -2,8 +2,10 @@
 
 #include "common/err.h"
 #include "common/mem.h"
+#include "common/num.h"
 
 #include <expat.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,7 +15,7 @@
 typedef struct {
     XML_Parser p;
     cors_config_t *c;
-    int depth, bad, bad_method, field;
+    int depth, bad, bad_method, field, in_rule;
     char text[TEXT_MAX + 1];
     size_t tl;
 } parse_t;
@@ -34,6 +36,44 @@ static void XMLCALL no_doctype(void *ud, const XML_Char *name, const XML_Char *s
     (void)pub;
     (void)has_internal;
     fail(ud); /* no DTD: no entity can be declared, so none can blow up */
+}
+
+/* A header name (RFC 9110 token), '*' wildcards allowed where S3 allows them. */
+static int token_ok(const char *v, int star)
+{
+    if (!*v) return 0;
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("!#$%&'+-.^_`|~", c) || (star && c == '*')))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * What a rule's values may be: they are echoed into response headers, so
+ * header names are tokens, origins printable ASCII with one wildcard at
+ * most (no CR/LF: a bucket owner could otherwise write headers, or a whole
+ * response, into every answer for an allowed origin).
+ */
+static int value_ok(int field, const char *v)
+{
+    switch (field) {
+    case F_HEADER:
+        return token_ok(v, 1);
+    case F_EXPOSE:
+        return token_ok(v, 0);
+    case F_ORIGIN: {
+        const char *star = strchr(v, '*');
+        if (!*v || (star && strchr(star + 1, '*'))) return 0;
+        for (; *v; v++)
+            if ((unsigned char)*v <= 0x20 || (unsigned char)*v >= 0x7f) return 0;
+        return 1;
+    }
+    default:
+        return 1;
+    }
 }
 
 static void push(char ***v, int *n, const char *s)
@@ -63,6 +103,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
         memset(&s->c->rules[s->c->n], 0, sizeof(cors_rule_t));
         s->c->rules[s->c->n].max_age = -1;
         s->c->n++;
+        s->in_rule = 1;
     } else if (s->depth == 3) {
         static const struct {
             const char *name;
@@ -92,8 +133,18 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 {
     parse_t *s = ud;
     (void)name;
-    if (s->depth == 3 && s->field) {
+    if (s->bad) { /* expat still reports the ends of elements refused at their start */
+        s->depth--;
+        return;
+    }
+    if (s->depth == 3 && s->field && s->in_rule) {
         cors_rule_t *r = &s->c->rules[s->c->n - 1];
+        s->text[s->tl] = 0;
+        if (!value_ok(s->field, s->text)) {
+            fail(s);
+            s->depth--;
+            return;
+        }
         s->text[s->tl] = 0;
         switch (s->field) {
         case F_ORIGIN:
@@ -112,19 +163,19 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
             push(&r->expose, &r->nexpose, s->text);
             break;
         case F_MAXAGE: {
-            char *e;
-            long v = strtol(s->text, &e, 10);
-            if (!s->text[0] || *e || v < 0) fail(s);
-            r->max_age = v;
+            uint64_t v;
+            if (num_parse_u64(s->text, 0, INT32_MAX, &v) != 0) fail(s);
+            r->max_age = (long)v;
             break;
         }
         default:
             break;
         }
         s->field = F_NONE;
-    } else if (s->depth == 2) {
+    } else if (s->depth == 2 && s->in_rule) {
         const cors_rule_t *r = &s->c->rules[s->c->n - 1];
         if (!r->norigins || (!r->methods && !s->bad_method)) fail(s);
+        s->in_rule = 0;
     }
     s->depth--;
 }

@@ -136,7 +136,7 @@ typedef struct {
     base_t b;
     char **keys;
     s3_xml_delcond_t *conds, cur; /* cur: the conditions of the Object being read */
-    int n, cap, depth, in_key, in_quiet, quiet, cond_field, obj_first;
+    int n, cap, depth, in_key, in_quiet, quiet, cond_field, obj_first, in_object;
     char text[S3_XML_MAX_KEY + 1];
     size_t tl;
 } del_t;
@@ -147,7 +147,9 @@ static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **a
     (void)attrs;
     d->depth++;
     d->tl = 0;
-    d->in_key = d->depth == 3 && strcmp(name, "Key") == 0;
+    if (d->depth == 2 && strcmp(name, "Object") == 0) d->in_object = 1;
+    d->in_key = d->depth == 3 && d->in_object && strcmp(name, "Key") == 0;
+    if (d->depth == 3 && !d->in_object) stop(&d->b); /* a Key (or anything) outside an Object */
     d->in_quiet = d->depth == 2 && strcmp(name, "Quiet") == 0;
     d->cond_field = d->depth != 3                           ? 0
                     : strcmp(name, "ETag") == 0             ? 1
@@ -179,6 +181,7 @@ static void XMLCALL del_end(void *ud, const XML_Char *name)
     d->text[d->tl] = 0;
     if (d->cond_field == 1 && d->tl < sizeof(d->cur.etag)) {
         memcpy(d->cur.etag, d->text, d->tl + 1);
+        if (!d->tl) strcpy(d->cur.etag, "\"\""); /* present but empty: matches no object */
     } else if (d->cond_field == 2 && d->tl < sizeof(d->cur.mtime)) {
         memcpy(d->cur.mtime, d->text, d->tl + 1);
     } else if (d->cond_field == 3) {
@@ -196,6 +199,8 @@ static void XMLCALL del_end(void *ud, const XML_Char *name)
                 d->keys = xrealloc(d->keys, (size_t)d->cap * sizeof(*d->keys));
                 d->conds = xrealloc(d->conds, (size_t)d->cap * sizeof(*d->conds));
             }
+            memset(&d->conds[d->n], 0, sizeof(*d->conds));
+            d->conds[d->n].size = -1;
             d->keys[d->n++] = xstrdup(d->text);
         }
     } else if (d->depth == 2 && strcmp(name, "Object") == 0) {
@@ -203,6 +208,7 @@ static void XMLCALL del_end(void *ud, const XML_Char *name)
             stop(&d->b);
         else
             d->conds[d->n - 1] = d->cur; /* the Object's conditions, whatever their order */
+        d->in_object = 0;
     } else if (d->in_quiet) {
         d->quiet = strcmp(d->text, "true") == 0;
     }

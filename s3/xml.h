@@ -44,7 +44,8 @@ int s3_xml_text_ok(const char *s, size_t n);
 /* A TagSet (PutObjectTagging / PutBucketTagging) of at most S3_XML_MAX_TAGS tags. */
 #define S3_XML_MAX_TAGS 64
 typedef struct {
-    char key[512], value[1024]; /* as sent (limits are the caller's to check) */
+    char key[513], value[1025]; /* as sent: room for 128 and 256 four-byte characters (the
+                                   caller checks the limits in characters) */
 } s3_xml_tag_t;
 /* On 0, *tags (malloc'd) and *n (may be 0). ERR_INVAL when malformed or too many. */
 int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)

@@ -154,17 +154,22 @@ static const char *reason(int status)
     }
 }
 
+/* The most a response head may take (S3 heads stay far below; a bigger one is a bug). */
+#define HEAD_MAX (64u << 10)
+
 int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
 {
-    char head[8192], date[64];
+    char date[64];
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
     /* Too long a head is refused before anything is marked sent: the caller (or the worker,
-     * with a 500) still answers. */
+     * with a 500 without the extra headers) still answers. */
     size_t hl = (headers ? strlen(headers) : 0) + (r->extra ? strlen(r->extra) : 0);
-    if (hl >= sizeof(head) - 256) return ERR_TOO_LARGE;
+    if (hl >= HEAD_MAX - 256) return ERR_TOO_LARGE;
+    size_t cap = hl + 256;
+    char *head = xmalloc(cap);
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     r->chunked = content_length < 0;
@@ -181,23 +186,23 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
     if (!r->body_complete) r->close_after = 1;
     int keep = r->keep_alive && !r->close_after && !r->s->stopping;
     pthread_mutex_unlock(&r->s->mu);
-    int n =
-        snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s",
-                 status, reason(status), date, headers ? headers : "", r->extra ? r->extra : "");
-    if (n < 0 || (size_t)n >= sizeof(head) - 128) return ERR_TOO_LARGE;
+    int n = snprintf(head, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s", status,
+                     reason(status), date, headers ? headers : "", r->extra ? r->extra : "");
     if (content_length >= 0)
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %lld\r\n",
+        n += snprintf(head + n, cap - (size_t)n, "Content-Length: %lld\r\n",
                       (long long)content_length);
     else
-        n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
-    n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: %s\r\n\r\n",
+        n += snprintf(head + n, cap - (size_t)n, "Transfer-Encoding: chunked\r\n");
+    n += snprintf(head + n, cap - (size_t)n, "Connection: %s\r\n\r\n",
                   keep ? "keep-alive" : "close");
     if (!keep) {
         pthread_mutex_lock(&r->s->mu);
         r->close_after = 1;
         pthread_mutex_unlock(&r->s->mu);
     }
-    return queue_out(r, head, (size_t)n);
+    int rc = queue_out(r, head, (size_t)n);
+    free(head);
+    return rc;
 }
 
 int http_write(http_req_t *r, const void *data, size_t len)
@@ -285,7 +290,14 @@ void http__run_handler(pool_job_t *j)
     s->cfg.handler(s->cfg.arg, r, &r->info);
     log_debug("event=handled method=%s target=%.80s peer=%s req=%s", r->info.method, r->info.target,
               r->info.peer, r->id);
-    if (!r->responded) (void)http_respond_full(r, 500, NULL, NULL, 0);
+    if (!r->responded) {
+        /* The handler could not answer (its head was refused, say): a bare 500, and the
+         * connection closes, so no later response can be taken for this one's. */
+        free(r->extra);
+        r->extra = NULL;
+        http_abort(r);
+        (void)http_respond_full(r, 500, NULL, NULL, 0);
+    }
     if (r->chunked) (void)queue_out(r, "0\r\n\r\n", 5);
     pthread_mutex_lock(&s->mu);
     r->handler_done = 1; /* the worker never touches r again */

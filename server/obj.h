@@ -41,7 +41,7 @@ typedef struct {
     char content_type[256];
     char upload_id[33];
     ers_layout_t layout;
-    char umeta[8192]; /* "name\0value\0" pairs: user metadata (at most 2 KiB of it, as S3)
+    char umeta[16384]; /* "name\0value\0" pairs: user metadata (at most 2 KiB of it, as S3)
                          and internal entries (names starting with \001: ACL, checksum,
                          standard headers, tags) */
     size_t umeta_len;

@@ -161,9 +161,9 @@ int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
             e++;
             el -= 2;
         }
-        if (el && !(el == 1 && e[0] == '*') &&
-            (strlen(cur->etag) != el || memcmp(cur->etag, e, el)))
-            return ERR_PRECOND;
+        if (c->if_match[0] && !(el == 1 && e[0] == '*') &&
+            (el == 0 || strlen(cur->etag) != el || memcmp(cur->etag, e, el)))
+            return ERR_PRECOND; /* an empty ETag matches nothing */
         if (c->if_size >= 0 && (uint64_t)c->if_size != cur->size) return ERR_PRECOND;
         if (c->if_mtime_s >= 0 && (uint64_t)c->if_mtime_s != cur->mtime_ns / 1000000000ull)
             return ERR_PRECOND;

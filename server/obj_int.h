@@ -38,7 +38,7 @@
 
 #define BLK_SUFFIX "\x01" /* blocks live under "<bucket>\x01", out of listings */
 #define SHARD_BITS 5      /* block record shard index: (stripe << SHARD_BITS) | shard */
-#define HEAD_MAX   12288  /* a head's metadata: up to 8 KiB of metadata pairs and small fields */
+#define HEAD_MAX   20480  /* a head's metadata: up to 16 KiB of metadata pairs and small fields */
 #define KEY_LOCKS  256    /* stripes of key_locks and of mpu_locks */
 
 #define OBJ_MPU_MAX_PARTS 10000 /* part numbers 1..10000 (S3's limit) */

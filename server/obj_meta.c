@@ -44,7 +44,7 @@ enum {
     T_CTYPE = 4,
     /* rank 1, len 8: u64 LE, mtime in wall-clock ns since the epoch. */
     T_MTIME = 5,
-    /* rank 6, len 0..2048: user metadata, "name\0value\0" pairs: empty, or
+    /* rank 6, len 0..16384 (obj_info_t.umeta): metadata pairs "name\0value\0": empty, or
      * ending in NUL with an even number of NULs. */
     T_UMETA = 6,
     /* rank 3, len 0: a delete marker. */

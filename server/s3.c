@@ -76,7 +76,7 @@ static void delete_object(ctx_t *x)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "A delete condition is not well-formed.");
         return;
     }
-    if (im) snprintf(c.if_match, sizeof(c.if_match), "%s", im);
+    if (im) snprintf(c.if_match, sizeof(c.if_match), "%s", im[0] ? im : "\"\"");
     if (sz) c.if_size = (int64_t)size;
     if (lm) c.if_mtime_s = (int64_t)s3_parse_http_date(lm);
     int conditional = im || sz || lm;

@@ -115,6 +115,7 @@ void s3_respond_acl(ctx_t *x, const char *owner, int public_read)
  */
 void s3_anonymous_op(ctx_t *x)
 {
+    x->public_view = 1;
     const char *m = x->info->method;
     int get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0, present;
     obj_info_t bi, oi;

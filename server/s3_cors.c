@@ -160,12 +160,13 @@ static void allow_lines(buf_t *b, const cors_rule_t *r, const char *origin)
                "Vary: Origin, Access-Control-Request-Headers, Access-Control-Request-Method\r\n");
 }
 
-/* An origin or header list that can go into a header line as it is. */
+/* An origin or header list that can go into a header line as it is (and is not huge). */
 static int header_safe(const char *v)
 {
-    for (; *v; v++)
-        if ((unsigned char)*v < 0x20 || *v == 0x7f) return 0;
-    return 1;
+    size_t n = 0;
+    for (; v[n]; n++)
+        if ((unsigned char)v[n] < 0x20 || v[n] == 0x7f) return 0;
+    return n <= 1024;
 }
 
 /* The request's bucket's rules; 0 or an error (ERR_NOT_FOUND: no bucket, or no rules). */

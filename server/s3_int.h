@@ -64,7 +64,8 @@ typedef struct {
     http_req_t *r;
     const struct http_req_info *info;
     char id[33];
-    int anonymous; /* no credentials: only public-read objects and buckets */
+    int anonymous;   /* no credentials: only public-read objects and buckets */
+    int public_view; /* answered as anyone may see it (s3_anonymous_op): no tag counts */
     char bucket[64];
     char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */
     char *key;               /* decoded; "" for bucket-level requests */

@@ -303,7 +303,7 @@ int s3_write_cond(ctx_t *x, obj_cond_t *c)
         s3_err(x, S3E_PRECONDITION_FAILED);
         return -1;
     }
-    if (im) snprintf(c->if_match, sizeof(c->if_match), "%s", im);
+    if (im) snprintf(c->if_match, sizeof(c->if_match), "%s", im[0] ? im : "\"\"");
     if (!inm && !im) return 0;
     obj_info_t cur;
     int rc = obj_stat(x->cfg->set, x->ibucket, x->key, &cur);
@@ -423,7 +423,7 @@ void s3_get_object(ctx_t *x, int head)
                x->id, info.etag, lm);
     std_headers(x, &info, &hb);
     int ntags = s3_tag_count(s3_umeta_get(&info, TAG_META));
-    if (ntags) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
+    if (ntags && !x->public_view) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
         if (name[0] != '\001') /* internal (ACL, checksum, standard headers) entries */

@@ -47,6 +47,22 @@ static void tagset_add(tagset_t *t, char *k, char *v)
     t->n++;
 }
 
+/*
+ * The canonical form escapes only what would break it ('%', '&', '=', '+',
+ * control bytes): UTF-8 stays as it is, so ten tags of S3's longest fit the
+ * head's metadata room (percent-encoding every byte would triple them).
+ */
+static void escape(buf_t *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f || c == '%' || c == '&' || c == '=' || c == '+')
+            buf_printf(out, "%%%02X", c);
+        else
+            buf_printf(out, "%c", c);
+    }
+}
+
 /* Check S3's rules and write the canonical form into out; -1 with InvalidTag sent. */
 static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
 {
@@ -72,9 +88,9 @@ static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
     }
     for (int i = 0; i < t->n; i++) {
         if (i) buf_printf(out, "&");
-        buf_url(out, t->keys[i]);
+        escape(out, t->keys[i]);
         buf_printf(out, "=");
-        buf_url(out, t->values[i]);
+        escape(out, t->values[i]);
     }
     return 0;
 }
@@ -251,7 +267,9 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
             return;
         rc = set_entry(x, bucket_level, name, canon.len ? canon.p : NULL);
         free(canon.p);
-        if (rc)
+        if (rc == ERR_TOO_LARGE)
+            s3_err_msg(x, S3E_INVALID_TAG, "The tag set is larger than this object can keep.");
+        else if (rc)
             s3_engine_error(x, rc);
         else
             (void)http_respond(x->r, bucket_level ? 204 : 200, h, 0);

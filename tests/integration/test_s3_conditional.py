@@ -213,3 +213,25 @@ def test_delete_objects_conditions(server):
                       "gone": "PreconditionFailed"}
     left = sorted(o["Key"] for o in c.list_objects_v2(Bucket="cond")["Contents"])
     assert left == ["b", "c"]
+
+
+def test_empty_if_match_matches_nothing(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cond")
+    c.put_object(Bucket="cond", Key="e", Body=b"keep")
+    for headers in ({"If-Match": ""}, {"If-Match": '""'}):
+        assert put_raw(server, "e", b"over", headers)[0] == 412
+        assert signed_request(server.port, "DELETE", "/cond/e", b"", headers=headers)[0] == 412
+        assert put_raw(server, "absent", b"x", headers)[0] == 404
+    assert c.get_object(Bucket="cond", Key="e")["Body"].read() == b"keep"
+    xml = b"<Delete><Object><Key>e</Key><ETag></ETag></Object></Delete>"
+    import base64
+    md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+    st, body, _ = signed_request(server.port, "POST", "/cond?delete", xml, headers={"Content-MD5": md5})
+    assert st == 200 and b"PreconditionFailed" in body
+    # A Key outside an Object is malformed (it used to read an uninitialised condition).
+    xml = b"<Delete><Foo><Key>e</Key></Foo></Delete>"
+    md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+    st, body, _ = signed_request(server.port, "POST", "/cond?delete", xml, headers={"Content-MD5": md5})
+    assert st == 400 and b"MalformedXML" in body
+    assert c.get_object(Bucket="cond", Key="e")["Body"].read() == b"keep"

@@ -197,3 +197,50 @@ def test_real_browser(server, datadir):
 def test_with_newest_botocore(server):
     """This module again under the newest botocore (the browser test runs once)."""
     run_under_newest_botocore("test_s3_cors.py", "real_browser")
+
+
+# ---- found by a hostile probe of these features (each failed before its fix) ----
+
+def test_cors_configs_that_could_hurt_are_refused(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="corsbad")
+    bad = [b"<CORSConfiguration><X/></CORSConfiguration>",  # crashed the node
+           b"<CORSConfiguration><CORSRule><X/></CORSRule></CORSConfiguration>",
+           ("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
+            "</AllowedMethod><ExposeHeader>ETag&#13;&#10;Set-Cookie: a=b</ExposeHeader></CORSRule>"
+            "</CORSConfiguration>").encode(),
+           ("<CORSConfiguration><CORSRule><AllowedOrigin>http://*.*</AllowedOrigin><AllowedMethod>"
+            "GET</AllowedMethod></CORSRule></CORSConfiguration>").encode(),
+           ("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
+            "</AllowedMethod><MaxAgeSeconds> 5</MaxAgeSeconds></CORSRule></CORSConfiguration>").encode()]
+    for xml in bad:
+        st, body, _ = signed_request(server.port, "PUT", "/corsbad?cors", xml)
+        assert st == 400, xml
+    assert signed_request(server.port, "GET", "/corsbad?cors")[0] == 404
+
+
+def test_huge_origin_gets_an_answer_in_order(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="corslong")
+    c.put_object(Bucket="corslong", Key="k", Body=b"hello", ACL="public-read")
+    c.put_object(Bucket="corslong", Key="second", Body=b"SECOND", ACL="public-read")
+    c.put_bucket_cors(Bucket="corslong", CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["http://*"], "AllowedMethods": ["GET"]}]})
+    host = "127.0.0.1:%d" % server.port
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        s.sendall(request_head("GET", "/corslong/k", {"Host": host, "Origin": "http://" + "a" * 7900})
+                  + request_head("GET", "/corslong/second", {"Host": host}))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if data.count(b"HTTP/1.1") >= 2 and data.endswith(b"SECOND"):
+                break
+    finally:
+        s.close()
+    # The first response is the first object's (a too-long Origin is simply not echoed).
+    first = data.split(b"HTTP/1.1 ")[1]
+    assert first.startswith(b"200") and first.endswith(b"hello"), data[:400]

@@ -155,3 +155,31 @@ def test_aws_cli_tagging(server, datadir):
 def test_with_newest_botocore(server):
     """This module again under the newest botocore."""
     run_under_newest_botocore("test_s3_tagging.py", 'aws_cli')
+
+
+def test_longest_tags_and_big_heads_fit(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    # Ten tags of S3's longest, in four-byte characters, through XML and the header.
+    big = {("\U0001f600" * 127) + str(i): "\U0001f601" * 256 for i in range(10)}
+    c.put_object(Bucket="tags", Key="o", Body=b"x")
+    c.put_object_tagging(Bucket="tags", Key="o", Tagging={"TagSet": tagset(big)})
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == big
+    # Metadata, standard headers and tags together: stored means readable.
+    meta = {"m%02d" % i: "v" * 60 for i in range(28)}
+    c.put_object(Bucket="tags", Key="fat", Body=b"fat", Metadata=meta, CacheControl="c" * 3000,
+                 ContentDisposition="d" * 2000, Tagging=urllib.parse.urlencode({"k": "v" * 256}))
+    r = c.get_object(Bucket="tags", Key="fat")
+    assert r["Body"].read() == b"fat" and r["Metadata"] == meta
+
+
+def test_public_readers_do_not_see_tag_counts(server):
+    import urllib.request
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tags")
+    c.put_object(Bucket="tags", Key="pub", Body=b"x", ACL="public-read", Tagging="secret=1")
+    req = urllib.request.Request(server.endpoint + "/tags/pub", method="HEAD")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 200 and "x-amz-tagging-count" not in r.headers
+    assert c.head_object(Bucket="tags", Key="pub")["ResponseMetadata"]["HTTPHeaders"][
+        "x-amz-tagging-count"] == "1"
