@@ -7,7 +7,8 @@
  *   s3_bucket.c     buckets: owners, generations, bucket locks, create/delete
  *   s3_acl.c        canned ACLs, anonymous access
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
- *   s3_object.c     Put/Get/Head/Copy/Delete object, DeleteObjects
+ *   s3_object.c     Put/Get/Head/Delete object, DeleteObjects, attributes
+ *   s3_copy.c       CopyObject, the copy source (UploadPartCopy too)
  *   s3_multipart.c  multipart uploads
  *   s3_tagging.c    object and bucket tags
  *   s3_cors.c       CORS rules, preflight, Access-Control-* headers

@@ -1,0 +1,185 @@
+/*
+ * s3_copy: CopyObject and what UploadPartCopy shares with it: the copy
+ * source (x-amz-copy-source, the caller's right to read it, its
+ * x-amz-copy-source-if-* conditions) and streaming a range of it into a
+ * writer. Metadata and tags: copied or replaced by their directives; the
+ * ACL never copied.
+ */
+#include "server/s3_int.h"
+
+/*
+ * Open the object named by x-amz-copy-source ("/bucket/key" or "bucket/key",
+ * URL-encoded, ?versionId=null allowed) after checking the caller may read
+ * it. NULL with the error response sent. *same: it is the request's own key.
+ */
+obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
+{
+    const char *src = s3_hdr(x->info, "x-amz-copy-source");
+    const char *q = strchr(src, '?'); /* ?versionId=null is the only version there is */
+    size_t sl = q ? (size_t)(q - src) : strlen(src);
+    int err;
+    if (sl && src[0] == '/') {
+        src++;
+        sl--;
+    }
+    char *path = s3_pdecode(src, sl, 0);
+    char *slash = path ? strchr(path, '/') : NULL;
+    if (!slash || slash == path || !slash[1]) {
+        free(path);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key.");
+        return NULL;
+    }
+    *slash = 0;
+    const char *sbucket = path, *skey = slash + 1;
+    *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0;
+    char siname[INAME_MAX];
+    if (strlen(sbucket) >= sizeof(x->bucket) || strlen(skey) > MAX_KEY_LEN) {
+        free(path);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source names no valid bucket and key.");
+        return NULL;
+    }
+    if (s3_bucket_access(x, sbucket, siname) != 0) {
+        free(path);
+        return NULL;
+    }
+    obj_reader_t *rd = obj_open(x->cfg->set, siname, skey, si, &err);
+    free(path);
+    if (!rd) {
+        if (err == ERR_NOT_FOUND)
+            s3_err(x, S3E_NO_SUCH_KEY);
+        else
+            s3_engine_error(x, err);
+    }
+    return rd;
+}
+
+/*
+ * x-amz-copy-source-if-match / -if-none-match / -if-unmodified-since /
+ * -if-modified-since against the source (RFC 7232 order, as GET): 0, or -1
+ * with 412 sent.
+ */
+int s3_copy_source_cond(ctx_t *x, const obj_info_t *si)
+{
+    const char *im = s3_hdr(x->info, "x-amz-copy-source-if-match");
+    const char *inm = s3_hdr(x->info, "x-amz-copy-source-if-none-match");
+    time_t ius = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-unmodified-since"));
+    time_t ims = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-modified-since"));
+    time_t mt = (time_t)(si->mtime_ns / 1000000000ull);
+    char quoted[96];
+    snprintf(quoted, sizeof(quoted), "\"%s\"", si->etag);
+    int ok = 1;
+    if (im)
+        ok = strcmp(im, quoted) == 0 || strcmp(im, si->etag) == 0 || strcmp(im, "*") == 0;
+    else if (ius != (time_t)-1)
+        ok = mt <= ius;
+    if (ok && inm)
+        ok = !(strcmp(inm, quoted) == 0 || strcmp(inm, si->etag) == 0 || strcmp(inm, "*") == 0);
+    else if (ok && ims != (time_t)-1)
+        ok = mt > ims;
+    if (!ok) s3_err(x, S3E_PRECONDITION_FAILED);
+    return ok ? 0 : -1;
+}
+
+/* Stream [off, off+len) of rd into w; 0 or an ERR_*. */
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
+{
+    size_t unit = obj_read_unit(rd);
+    bufpool_t *pool = obj_set_buffers(x->cfg->set);
+    uint8_t *buf = bufpool_get(pool, unit); /* page-aligned: blocks land in it directly */
+    int err = 0;
+    while (!err && len > 0) {
+        size_t n = s3_next_piece(off, len, unit);
+        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        off += n;
+        len -= n;
+    }
+    bufpool_put(pool, buf);
+    return err;
+}
+
+void s3_copy_object(ctx_t *x)
+{
+    const char *dir = s3_hdr(x->info, "x-amz-metadata-directive");
+    int replace = dir && strcasecmp(dir, "REPLACE") == 0, err, same;
+    if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
+        return;
+    }
+    obj_info_t si;
+    obj_cond_t cond;
+    if (s3_write_cond(x, &cond) != 0) return;
+    obj_reader_t *rd = s3_open_copy_source(x, &si, &same);
+    if (!rd) return;
+    if (s3_copy_source_cond(x, &si) != 0) {
+        obj_close(rd);
+        return;
+    }
+    if (!replace && same) {
+        obj_close(rd);
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "This copy request is illegal because it is trying to copy an object to itself "
+                   "without changing the object's metadata.");
+        return;
+    }
+    buf_t um = {0};
+    if (replace && s3_build_umeta(x, &um) != 0) {
+        obj_close(rd);
+        free(um.p);
+        return;
+    }
+    /* Tags: the source's (x-amz-tagging-directive COPY, the default) or x-amz-tagging's. */
+    const char *tdir = s3_hdr(x->info, "x-amz-tagging-directive");
+    if (tdir && strcasecmp(tdir, "COPY") != 0 && strcasecmp(tdir, "REPLACE") != 0) {
+        obj_close(rd);
+        free(um.p);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
+        return;
+    }
+    int copy_tags = !tdir || strcasecmp(tdir, "COPY") == 0;
+    if (!replace) {
+        /* The source's metadata, but never its ACL: the copy gets x-amz-acl's, or private. */
+        const char *acl = s3_hdr(x->info, "x-amz-acl");
+        if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+            obj_close(rd);
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+            return;
+        }
+        s3_umeta_with(&si, ACL_META, acl ? acl : "private", &um);
+        if (!copy_tags) { /* x-amz-tagging's tags, or none */
+            const char *tagging = s3_hdr(x->info, "x-amz-tagging");
+            buf_t tags = {0};
+            if (tagging && s3_tags_from_query(x, tagging, &tags) != 0) {
+                obj_close(rd);
+                free(um.p);
+                return;
+            }
+            s3_pairs_set(&um, TAG_META, tags.len ? tags.p : NULL);
+            free(tags.p);
+        }
+        if (um.len > sizeof(si.umeta)) {
+            obj_close(rd);
+            free(um.p);
+            s3_err(x, S3E_METADATA_TOO_LARGE);
+            return;
+        }
+    } else if (copy_tags) { /* new metadata, the source's tags */
+        const char *st = s3_umeta_get(&si, TAG_META);
+        s3_pairs_set(&um, TAG_META, st[0] ? st : NULL);
+    }
+    obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
+    if (w) obj_put_set_cond(w, &cond);
+    if (w) err = s3_copy_range(x, rd, w, 0, si.size);
+    obj_close(rd);
+    obj_info_t info;
+    if (w && err)
+        obj_put_abort(w);
+    else if (w)
+        err = s3_commit_in_bucket(x, w, replace ? s3_hdr(x->info, "content-type") : si.content_type,
+                                  um.p, um.len, &info);
+    free(um.p);
+    if (err) {
+        s3_engine_error(x, err);
+        return;
+    }
+    s3_respond_copy_result(x, "CopyObjectResult", &info);
+}
