@@ -363,7 +363,7 @@ typedef struct {
     base_t b;
     s3_xml_tag_t *tags;
     int n, depth, field, in_tag, has_key;
-    char text[1024];
+    char text[sizeof(((s3_xml_tag_t *)0)->value)]; /* the longest field: a Value */
     size_t tl;
 } tag_t;
 
