@@ -50,6 +50,15 @@ typedef struct {
     int nparts;
 } obj_info_t;
 
+/*
+ * Clear / copy an obj_info_t without touching the unused part of umeta:
+ * the struct is 16 KiB for a room most objects use a few bytes of, and a
+ * healthy GET decodes k+m heads (measured: clearing and copying it whole
+ * cost 4 KiB GETs ~10%).
+ */
+void obj_info_clear(obj_info_t *o);
+void obj_info_copy(obj_info_t *dst, const obj_info_t *src);
+
 /* stores: n = k+m shard stores (copied). block: the erasure block size. */
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err);
 void obj_set_free(obj_set_t *s);

@@ -243,7 +243,7 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
         }
         ers_decoder_set_parallel(r->dec, obj__parallel, s);
     }
-    if (info) *info = r->info;
+    if (info) obj_info_copy(info, &r->info);
     return r;
 }
 

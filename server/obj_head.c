@@ -97,7 +97,7 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
             continue;
         if (!found || o.mtime_ns > best->mtime_ns ||
             (o.mtime_ns == best->mtime_ns && strcmp(o.upload_id, best->upload_id) > 0))
-            *best = o;
+            obj_info_copy(best, &o);
         found++;
         rc = 0;
     }

@@ -26,6 +26,7 @@
 #include "common/err.h"
 #include "common/le.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define OBJ_META_VERSION 1
@@ -185,7 +186,7 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
 {
     size_t pos = 1;
     unsigned seen = 0, last = 0;
-    memset(o, 0, sizeof(*o));
+    obj_info_clear(o);
     if (len < 1 || b[0] != OBJ_META_VERSION) return ERR_CORRUPT;
     while (len - pos >= 3) {
         unsigned tag = b[pos];
@@ -206,4 +207,18 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
         if (get_field(tag, v, n, o) != 0) return ERR_CORRUPT;
     }
     return ERR_CORRUPT; /* no end marker */
+}
+
+void obj_info_clear(obj_info_t *o)
+{
+    memset(o, 0, offsetof(obj_info_t, umeta));
+    memset(&o->umeta_len, 0, sizeof(*o) - offsetof(obj_info_t, umeta_len));
+}
+
+void obj_info_copy(obj_info_t *dst, const obj_info_t *src)
+{
+    if (dst == src) return;
+    memcpy(dst, src, offsetof(obj_info_t, umeta));
+    memcpy(dst->umeta, src->umeta, src->umeta_len);
+    memcpy(&dst->umeta_len, &src->umeta_len, sizeof(*dst) - offsetof(obj_info_t, umeta_len));
 }

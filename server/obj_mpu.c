@@ -325,7 +325,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     if ((rc = each_part(s, upload_id, drop_unused_part, &u)) < 0)
         log_warn("event=unused_parts_kept upload=%s err=%s", upload_id, err_name(rc));
     obj__drop_object(s, MPU_UPLOADS, upload_id);
-    if (out) *out = info;
+    if (out) obj_info_copy(out, &info);
     return 0;
 }
 

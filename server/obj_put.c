@@ -246,7 +246,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
     if (drop_old) obj__drop_version(s, w->bucket, w->key, &old);
-    if (out) *out = info;
+    if (out) obj_info_copy(out, &info);
     writer_free(w);
     return 0;
 }
