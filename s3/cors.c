@@ -1,4 +1,5 @@
 #include "s3/cors.h"
+#include "s3/hdrlist.h"
 
 #include "common/err.h"
 #include "common/mem.h"
@@ -242,25 +243,15 @@ int cors_wildcard(const char *pattern, const char *s, int icase)
 static int headers_allowed(const cors_rule_t *r, const char *list)
 {
     char name[256];
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        size_t l = (size_t)(e - p);
-        while (l && p[l - 1] == ' ')
-            l--;
-        if (l) {
-            if (l >= sizeof(name)) return 0;
-            memcpy(name, p, l);
-            name[l] = 0;
-            int ok = 0;
-            for (int i = 0; i < r->nheaders && !ok; i++)
-                ok = cors_wildcard(r->headers[i], name, 1);
-            if (!ok) return 0;
-        }
-        p = e;
+    const char *p = list ? list : "", *item;
+    for (size_t l; (l = hdrlist_next(&p, &item)) != 0;) {
+        if (l >= sizeof(name)) return 0;
+        memcpy(name, item, l);
+        name[l] = 0;
+        int ok = 0;
+        for (int i = 0; i < r->nheaders && !ok; i++)
+            ok = cors_wildcard(r->headers[i], name, 1);
+        if (!ok) return 0;
     }
     return 1;
 }

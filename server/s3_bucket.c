@@ -32,10 +32,23 @@ int s3_bucket_name_ok(const char *n)
     return 1;
 }
 
+/* The bucket record as it is now (for decisions under the bucket's lock); refreshes the cache. */
+static int bucket_read(ctx_t *x, const char *name, obj_info_t *info)
+{
+    obj_info_t tmp, *dst = info ? info : &tmp;
+    int found = obj_stat(x->cfg->set, BUCKETS, name, dst) == 0;
+    if (strcmp(name, x->bucket) == 0) {
+        x->bucket_seen = found ? 1 : -1;
+        if (found) obj_info_copy(&x->bucket_rec, dst);
+    }
+    return found;
+}
+
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
 {
-    obj_info_t tmp;
-    return obj_stat(x->cfg->set, BUCKETS, name, info ? info : &tmp) == 0;
+    if (strcmp(name, x->bucket) != 0 || !x->bucket_seen) return bucket_read(x, name, info);
+    if (x->bucket_seen > 0 && info) obj_info_copy(info, &x->bucket_rec);
+    return x->bucket_seen > 0;
 }
 
 /* The owner recorded in a bucket record, or "" for none. */
@@ -84,7 +97,7 @@ int s3_bucket_current(ctx_t *x, const char *name, const char *iname)
 {
     obj_info_t bi;
     char now[INAME_MAX];
-    if (!s3_bucket_exists(x, name, &bi)) return 0;
+    if (!bucket_read(x, name, &bi)) return 0;
     s3_bucket_iname(name, &bi, now);
     return strcmp(now, iname) == 0;
 }
@@ -206,7 +219,7 @@ static void create_bucket(ctx_t *x)
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_wrlock(lk);
     obj_info_t bi;
-    if (s3_bucket_exists(x, x->bucket, &bi)) {
+    if (bucket_read(x, x->bucket, &bi)) {
         pthread_rwlock_unlock(lk);
         if (!s3_bucket_owner(&bi)[0] || strcmp(s3_bucket_owner(&bi), x->auth.access_key) == 0)
             s3_err(x, S3E_BUCKET_OWNED);

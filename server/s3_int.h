@@ -67,6 +67,10 @@ typedef struct {
     char id[33];
     int anonymous;   /* no credentials: only public-read objects and buckets */
     int public_view; /* answered as anyone may see it (s3_anonymous_op): no tag counts */
+    /* The request's bucket record, read once (routing, access, CORS, listing owner all ask):
+     * 0 not read yet, 1 read, -1 absent. Decisions under a bucket lock read it afresh. */
+    int bucket_seen;
+    obj_info_t bucket_rec;
     char bucket[64];
     char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */
     char *key;               /* decoded; "" for bucket-level requests */

@@ -7,6 +7,8 @@
 
 #include "server/s3_int.h"
 
+#include "s3/hdrlist.h"
+
 /* User metadata from x-amz-meta-* headers as "name\0value\0" pairs; -1 when too large. */
 /*
  * The standard headers S3 keeps with an object, as internal user-metadata
@@ -26,19 +28,10 @@ static const struct {
 /* Content-Encoding as kept: without the aws-chunked token (a transfer detail), "" if none. */
 static void content_encoding(const char *v, buf_t *out)
 {
-    while (*v) {
-        while (*v == ' ' || *v == ',')
-            v++;
-        const char *e = v;
-        while (*e && *e != ',')
-            e++;
-        size_t l = (size_t)(e - v);
-        while (l && v[l - 1] == ' ')
-            l--;
-        if (l && !(l == 11 && strncasecmp(v, "aws-chunked", 11) == 0))
-            buf_printf(out, "%s%.*s", out->len ? "," : "", (int)l, v);
-        v = e;
-    }
+    const char *item;
+    for (size_t l; (l = hdrlist_next(&v, &item)) != 0;)
+        if (!(l == 11 && strncasecmp(item, "aws-chunked", 11) == 0))
+            buf_printf(out, "%s%.*s", out->len ? "," : "", (int)l, item);
 }
 
 /* Content-Type and the kept standard headers of info, or what the request's response-*
@@ -596,24 +589,16 @@ void s3_get_object_attributes(ctx_t *x)
                                         "ObjectSize"};
     const char *want = s3_hdr(x->info, "x-amz-object-attributes");
     unsigned mask = 0;
-    for (const char *p = want; p && *p;) {
-        while (*p == ' ' || *p == ',')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',')
-            e++;
-        size_t l = (size_t)(e - p);
-        while (l && p[l - 1] == ' ')
-            l--;
+    const char *p = want ? want : "", *item;
+    for (size_t l; (l = hdrlist_next(&p, &item)) != 0;) {
         unsigned bit = 0;
-        for (unsigned i = 0; i < 5 && l; i++)
-            if (strlen(names[i]) == l && strncmp(p, names[i], l) == 0) bit = 1u << i;
-        if (l && !bit) {
+        for (unsigned i = 0; i < 5; i++)
+            if (strlen(names[i]) == l && strncmp(item, names[i], l) == 0) bit = 1u << i;
+        if (!bit) {
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid attribute name specified.");
             return;
         }
         mask |= bit;
-        p = e;
     }
     if (!mask) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT,
