@@ -155,6 +155,7 @@ static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **a
                     : strcmp(name, "ETag") == 0             ? 1
                     : strcmp(name, "LastModifiedTime") == 0 ? 2
                     : strcmp(name, "Size") == 0             ? 3
+                    : strcmp(name, "VersionId") == 0        ? 4
                                                             : 0;
     if (d->depth == 2 && strcmp(name, "Object") == 0) {
         memset(&d->cur, 0, sizeof(d->cur));
@@ -188,6 +189,8 @@ static void XMLCALL del_end(void *ud, const XML_Char *name)
         uint64_t v;
         if (num_parse_u64(d->text, 0, INT64_MAX, &v) != 0) stop(&d->b);
         d->cur.size = (long long)v;
+    } else if (d->cond_field == 4 && d->tl < sizeof(d->cur.version_id)) {
+        memcpy(d->cur.version_id, d->text, d->tl + 1);
     } else if (d->cond_field) {
         stop(&d->b); /* too long to be what it names */
     } else if (d->in_key) {
@@ -441,5 +444,66 @@ int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
     }
     *tags = t.tags;
     *n = t.n;
+    return 0;
+}
+
+typedef struct {
+    base_t b;
+    int depth, field, status, mfa; /* field: 1 Status, 2 MfaDelete */
+    char text[16];
+    size_t tl;
+} ver_t;
+
+static void XMLCALL ver_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    ver_t *v = ud;
+    (void)attrs;
+    v->depth++;
+    v->tl = 0;
+    if (v->depth == 1 && strcmp(name, "VersioningConfiguration") != 0) stop(&v->b);
+    v->field = v->depth != 2                    ? 0
+               : strcmp(name, "Status") == 0    ? 1
+               : strcmp(name, "MfaDelete") == 0 ? 2
+                                                : 0;
+}
+
+static void XMLCALL ver_text(void *ud, const XML_Char *s, int len)
+{
+    ver_t *v = ud;
+    if (!v->field) return;
+    if (v->tl + (size_t)len >= sizeof(v->text)) {
+        stop(&v->b);
+        return;
+    }
+    memcpy(v->text + v->tl, s, (size_t)len);
+    v->tl += (size_t)len;
+}
+
+static void XMLCALL ver_end(void *ud, const XML_Char *name)
+{
+    ver_t *v = ud;
+    (void)name;
+    v->text[v->tl] = 0;
+    if (v->field == 1) {
+        v->status = !strcmp(v->text, "Enabled") ? 1 : !strcmp(v->text, "Suspended") ? 2 : -1;
+        if (v->status < 0) stop(&v->b);
+    } else if (v->field == 2) {
+        v->mfa = !strcmp(v->text, "Enabled") ? 1 : !strcmp(v->text, "Disabled") ? 0 : -1;
+        if (v->mfa < 0) stop(&v->b);
+    }
+    v->field = 0;
+    v->depth--;
+}
+
+int s3_xml_versioning(const char *body, size_t len, int *status, int *mfa_delete)
+{
+    ver_t v = {0};
+    v.b.p = XML_ParserCreate(NULL);
+    if (!v.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(v.b.p, ver_start, ver_end);
+    XML_SetCharacterDataHandler(v.b.p, ver_text);
+    if (run(&v.b, body, len) != 0) return ERR_INVAL;
+    *status = v.status;
+    *mfa_delete = v.mfa;
     return 0;
 }

@@ -56,10 +56,19 @@ typedef struct {
     char etag[80];
     char mtime[64]; /* LastModifiedTime as sent (ISO 8601) */
     long long size;
+    char version_id[80]; /* VersionId as sent ("" when absent) */
 } s3_xml_delcond_t;
 /* conds (may be NULL): on 0, one entry per key (malloc'd, free()). */
 int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet,
                   s3_xml_delcond_t **conds) __attribute__((warn_unused_result));
 void s3_xml_free_keys(char **keys, int n);
+
+/*
+ * VersioningConfiguration (PutBucketVersioning): *status 1 Enabled,
+ * 2 Suspended, 0 not given; *mfa_delete 1 when MfaDelete is Enabled.
+ * ERR_INVAL when malformed or a value is neither of S3's.
+ */
+int s3_xml_versioning(const char *body, size_t len, int *status, int *mfa_delete)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -45,10 +45,23 @@ typedef struct {
                          and internal entries (names starting with \001: ACL, checksum,
                          standard headers, tags) */
     size_t umeta_len;
-    int deleted;   /* a delete marker */
+    int deleted;   /* no data: a delete marker (marker), or nothing current (a tombstone) */
+    int marker;    /* with deleted: an S3 delete marker, a version of its own */
     int multipart; /* made by a multipart upload: upload_id names its parts */
     int nparts;
+    char vid[20];      /* the S3 version id, OBJ_VID_LEN hex digits; "" is the null version */
+    uint64_t stamp_ns; /* when this head was written: of two heads, the later wins
+                          (= mtime_ns, unless rewritten: metadata, a version made current) */
 } obj_info_t;
+
+#define OBJ_VID_LEN 16
+
+/*
+ * A bucket's versioning (S3: never enabled, Enabled, Suspended). Versions
+ * are kept while Enabled; a write while Suspended (or never enabled)
+ * replaces the null version. See obj_head.c for the layout.
+ */
+typedef enum { OBJ_UNVERSIONED = 0, OBJ_VERSIONED, OBJ_SUSPENDED } obj_versioning_t;
 
 /*
  * Clear / copy an obj_info_t without touching the unused part of umeta:
@@ -98,6 +111,8 @@ int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur);
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err);
 /* Commit only if c holds for the version replaced (copied; NULL: unconditional). */
 void obj_put_set_cond(obj_writer_t *w, const obj_cond_t *c);
+/* The bucket's versioning at commit (default OBJ_UNVERSIONED). */
+void obj_put_set_versioning(obj_writer_t *w, obj_versioning_t v);
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     __attribute__((warn_unused_result));
 /*
@@ -116,11 +131,25 @@ void obj_put_abort(obj_writer_t *w);
 /* Newest head of an object. ERR_NOT_FOUND when absent or deleted. */
 int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
     __attribute__((warn_unused_result));
+/*
+ * One version: vid NULL for the current one, "null" for the null version,
+ * else a version id. Delete markers are found too (info->deleted and
+ * info->marker set). ERR_NOT_FOUND when there is no such version (and no
+ * current one, for NULL).
+ */
+int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                     obj_info_t *info) __attribute__((warn_unused_result));
+/* Whether vid is a well-formed version id ("null" included). */
+int obj_vid_valid(const char *vid);
 
 typedef struct obj_reader obj_reader_t;
 
 obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
                        int *err);
+/* Open one version (vid as for obj_stat_version). A delete marker: ERR_NOT_FOUND, with
+ * its head in *info (info->deleted) when info is not NULL. */
+obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                               obj_info_t *info, int *err);
 /* Read [off, off+len): healthy blocks straight, up to m lost ones rebuilt. */
 int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     __attribute__((warn_unused_result));
@@ -150,6 +179,23 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
 /* The same, only if c holds for the current version (ERR_PRECOND otherwise). */
 int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
     __attribute__((warn_unused_result));
+/*
+ * DELETE of a key in a bucket with versioning v: unversioned as obj_delete_if;
+ * otherwise a delete marker becomes the current version (even when the key
+ * has none: S3 does so), the version it covers kept while Enabled, replaced
+ * when it is the null one and Suspended. *marker (may be NULL) gets the
+ * marker's head.
+ */
+int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c,
+                       obj_versioning_t v, obj_info_t *marker) __attribute__((warn_unused_result));
+/*
+ * Delete one version for good ("null" names the null version); its space
+ * is freed. When it is the current one, the newest remaining version (or
+ * delete marker) becomes current. *gone (may be NULL) gets the deleted
+ * head (a marker: gone->marker). ERR_NOT_FOUND when there is no such version.
+ */
+int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                       obj_info_t *gone) __attribute__((warn_unused_result));
 
 /*
  * Objects of a bucket in key order (delete markers skipped). fn returns 0 to
@@ -160,6 +206,16 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
 typedef int (*obj_list_fn)(void *arg, const char *key, const obj_info_t *info);
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg) __attribute__((warn_unused_result));
+/*
+ * Every version and delete marker of a bucket's keys: keys in order, each
+ * key's versions newest first (the current one first, latest = 1). Starts
+ * after key `after` (NULL: at the start), or, with after_vid, after that
+ * version of `after` (its other versions first). Returns as obj_list.
+ */
+typedef int (*obj_version_fn)(void *arg, const char *key, const obj_info_t *info, int latest);
+int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+                      const char *after_vid, obj_version_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an
@@ -192,7 +248,8 @@ enum { OBJ_MPU_OK = 0, OBJ_MPU_NO_UPLOAD, OBJ_MPU_BAD_PART, OBJ_MPU_BAD_ORDER, O
  */
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
-                     obj_info_t *out, int *why) __attribute__((warn_unused_result));
+                     obj_versioning_t v, obj_info_t *out, int *why)
+    __attribute__((warn_unused_result));
 /* Parts uploaded so far, in part order: fn(arg, part, info). ERR_NOT_FOUND: no such upload. */
 typedef int (*obj_part_fn)(void *arg, int part, const obj_info_t *info);
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
@@ -217,6 +274,11 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
  */
 typedef int (*obj_umeta_fn)(void *arg, const obj_info_t *cur, char *out, size_t *out_len);
 int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+/* The same for one version (vid as for obj_stat_version; NULL: the current one). A delete
+ * marker: ERR_NOT_FOUND with *marker set (marker may be NULL). */
+int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                             obj_umeta_fn fn, void *arg, int *marker)
     __attribute__((warn_unused_result));
 
 /* Encode/decode the head metadata blob (exposed for the fuzzer). */

@@ -190,6 +190,20 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
 obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
                        int *err)
 {
+    return obj_open_version(s, bucket, key, NULL, info, err);
+}
+
+/* A version's head for reading: ERR_NOT_FOUND for a delete marker (its head in *info). */
+static int stat_readable(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                         obj_info_t *info)
+{
+    int rc = obj_stat_version(s, bucket, key, vid, info);
+    return rc == 0 && info->deleted ? ERR_NOT_FOUND : rc;
+}
+
+obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                               obj_info_t *info, int *err)
+{
     obj_reader_t *r = xcalloc(1, sizeof(*r));
     r->s = s;
     latch_init(&r->ra_latch);
@@ -203,14 +217,18 @@ obj_reader_t *obj_open(obj_set_t *s, const char *bucket, const char *key, obj_in
     for (int tries = 0;; tries++) {
         obj_info_t again;
         uint64_t e0 = __atomic_load_n(&s->drop_epoch, __ATOMIC_ACQUIRE);
-        if ((*err = obj_stat(s, bucket, key, &r->info)) != 0) {
+        if ((*err = stat_readable(s, bucket, key, vid, &r->info)) != 0) {
+            if (info && *err == ERR_NOT_FOUND && r->info.marker)
+                obj_info_copy(info, &r->info);
+            else if (info)
+                obj_info_clear(info);
             latch_destroy(&r->ra_latch);
             free(r);
             return NULL;
         }
         /* No version was dropped since before the look: what it found is still whole. */
         if (obj__pin(s, r->info.upload_id) == e0) break;
-        if (obj_stat(s, bucket, key, &again) == 0 &&
+        if (stat_readable(s, bucket, key, vid, &again) == 0 &&
             strcmp(again.upload_id, r->info.upload_id) == 0)
             break;
         obj__unpin(s, r->info.upload_id);

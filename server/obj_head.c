@@ -83,20 +83,21 @@ pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload)
     return &s->mpu_locks[fnv1a(2166136261u, upload, strlen(upload)) % KEY_LOCKS];
 }
 
-int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
+int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                   obj_info_t *best)
 {
     uint8_t meta[HEAD_MAX];
     int found = 0, absent = 0, rc = ERR_NOT_FOUND;
     for (int i = 0; i < s->n; i++) {
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_id_t id = {bucket, key, pos, (uint32_t)i};
         drive_stat_t st;
         obj_info_t o;
         int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
         if (src == ERR_NOT_FOUND) absent++;
         if (src != 0 || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &o))
             continue;
-        if (!found || o.mtime_ns > best->mtime_ns ||
-            (o.mtime_ns == best->mtime_ns && strcmp(o.upload_id, best->upload_id) > 0))
+        if (!found || o.stamp_ns > best->stamp_ns ||
+            (o.stamp_ns == best->stamp_ns && strcmp(o.upload_id, best->upload_id) > 0))
             obj_info_copy(best, &o);
         found++;
         rc = 0;
@@ -111,6 +112,11 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
     return rc;
 }
 
+int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
+{
+    return obj__newest_at(s, bucket, key, "", best);
+}
+
 int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
     int rc = obj__newest_head(s, bucket, key, info);
@@ -121,6 +127,12 @@ int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info
 /* All at once: one durable write's time, not n. */
 int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
                      uint32_t dead, int *first_err)
+{
+    return obj__write_at(s, bucket, key, "", info, dead, first_err);
+}
+
+int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                  const obj_info_t *info, uint32_t dead, int *first_err)
 {
     uint8_t meta[HEAD_MAX];
     size_t ml = obj_meta_encode(info, meta, sizeof(meta));
@@ -133,7 +145,7 @@ int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const ob
         if (dead & (1u << i)) continue;
         jobs[n] = (obj__put_job_t){.base = {.run = obj__run_put},
                                    .st = &s->st[i],
-                                   .id = {bucket, key, "", (uint32_t)i},
+                                   .id = {bucket, key, pos, (uint32_t)i},
                                    .meta = meta,
                                    .meta_len = ml};
         q[n] = &jobs[n].base;
@@ -171,26 +183,52 @@ int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
     return 0;
 }
 
-int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                      obj_info_t *info, uint32_t dead, obj_info_t *old, int *drop_old,
-                      int *first_err)
+uint64_t obj__now_after(const obj_info_t *cur)
 {
+    uint64_t t = wall_ns();
+    if (cur && t <= cur->mtime_ns) t = cur->mtime_ns + 1;
+    if (cur && t <= cur->stamp_ns) t = cur->stamp_ns + 1;
+    return t;
+}
+
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                      obj_versioning_t v, obj_info_t *info, uint32_t dead, int *first_err)
+{
+    obj_info_t old, nul;
+    int drop_old = 0, drop_nul = 0, heads = -1;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    int had_old = obj__newest_head(s, bucket, key, old) == 0;
+    int had_old = obj__newest_head(s, bucket, key, &old) == 0;
+    /* A version or a delete marker (not a tombstone: nothing current). */
+    int cur = had_old && (!old.deleted || old.marker);
     /* The condition decides here, where the version it names cannot change. */
-    int crc = obj_cond_check(cond, had_old && !old->deleted ? old : NULL);
+    int crc = obj_cond_check(cond, had_old && !old.deleted ? &old : NULL);
     if (crc) {
-        pthread_mutex_unlock(lk);
-        *drop_old = 0;
         *first_err = crc;
-        return -1;
+        goto out;
     }
-    info->mtime_ns = wall_ns();
-    if (had_old && info->mtime_ns <= old->mtime_ns) info->mtime_ns = old->mtime_ns + 1;
-    int heads = obj__write_heads(s, bucket, key, info, dead, first_err);
+    /* Later than anything the key holds: versions sort by it (obj_version.c). */
+    info->mtime_ns = info->stamp_ns = obj__now_after(had_old ? &old : NULL);
+    info->vid[0] = 0;
+    if (v == OBJ_VERSIONED) obj__vid_of(info->vid, info->mtime_ns);
+    if (v == OBJ_UNVERSIONED || (cur && !old.vid[0] && v == OBJ_SUSPENDED)) {
+        /* The version current now is the null one: it is replaced. */
+        drop_old = cur && !old.deleted && strcmp(old.upload_id, info->upload_id) != 0;
+    } else if (cur && (*first_err = obj__archive(s, bucket, key, &old, info->stamp_ns)) != 0) {
+        goto out; /* kept as a noncurrent version before anything covers it, or no commit */
+    }
+    heads = obj__write_heads(s, bucket, key, info, dead, first_err);
+    /* Suspended: a write makes the null version; an older one among the noncurrent goes. */
+    if (heads >= s->k && v == OBJ_SUSPENDED && obj__find_null(s, bucket, key, &nul) == 0) {
+        obj__retire(s, bucket, key, &nul);
+        drop_nul = !nul.deleted && !(drop_old && strcmp(nul.upload_id, old.upload_id) == 0);
+    }
+out:
     pthread_mutex_unlock(lk);
-    *drop_old = had_old && !old->deleted && strcmp(old->upload_id, info->upload_id) != 0;
+    if (heads >= s->k) {
+        if (drop_old) obj__drop_version(s, bucket, key, &old);
+        if (drop_nul) obj__drop_version(s, bucket, key, &nul);
+    }
     return heads;
 }
 
@@ -298,19 +336,33 @@ void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const 
 
 int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
 {
+    return obj_update_umeta_version(s, bucket, key, NULL, fn, arg, NULL);
+}
+
+int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                             obj_umeta_fn fn, void *arg, int *marker)
+{
     obj_info_t info;
+    char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
+    if (marker) *marker = 0;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    if ((rc = obj_stat(s, bucket, key, &info)) == 0) {
+    if ((rc = obj__locate(s, bucket, key, vid, &info, pos)) == 0 && info.deleted) {
+        if (marker) *marker = 1;
+        rc = ERR_NOT_FOUND;
+    }
+    if (rc == 0) {
         char um[sizeof(info.umeta)];
         size_t ul = 0;
         if ((rc = fn(arg, &info, um, &ul)) == 0 && ul > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
         if (!rc) {
             memcpy(info.umeta, um, ul);
             info.umeta_len = ul;
-            info.mtime_ns++; /* the rewritten heads must win over any store that misses them */
-            if (obj__write_heads(s, bucket, key, &info, 0, &first_err) < s->k)
+            /* The rewritten heads must win over any store that misses them; the object's
+             * Last-Modified stays (S3 does not change it for tags or ACLs). */
+            info.stamp_ns = obj__now_after(&info);
+            if (obj__write_at(s, bucket, key, pos, &info, 0, &first_err) < s->k)
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
         }
     }
@@ -327,7 +379,7 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
 {
     obj_info_t old, marker;
     int written = 0;
-    memset(&marker, 0, sizeof(marker));
+    obj_info_clear(&marker);
     marker.deleted = 1;
     int rc = obj__new_upload_id(marker.upload_id);
     if (rc) return rc;
@@ -337,8 +389,7 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
         pthread_mutex_unlock(lk);
         return rc;
     }
-    marker.mtime_ns = wall_ns();
-    if (marker.mtime_ns <= old.mtime_ns) marker.mtime_ns = old.mtime_ns + 1;
+    marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
     int first_err;
     written = obj__write_heads(s, bucket, key, &marker, 0, &first_err);
     pthread_mutex_unlock(lk);

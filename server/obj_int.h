@@ -11,8 +11,10 @@
  *               the commit
  *   obj_get.c   the reader: block source, read-ahead, multipart manifests
  *               and reads across parts
+ *   obj_version.c  versioning: noncurrent versions, delete markers, finding,
+ *               deleting and promoting versions (the layout is described there)
  *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
- *   obj_list.c  listing a bucket's objects
+ *   obj_list.c  listing a bucket's objects and their versions
  *
  * Locks, in the order they may be taken:
  *   (the S3 layer's bucket rwlock)
@@ -105,27 +107,36 @@ void obj__part_key(char *out, size_t cap, const char *upload, int part);
 pthread_mutex_t *obj__key_lock(obj_set_t *s, const char *bucket, const char *key);
 pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload);
 /*
- * The newest head over all stores (by mtime, then upload id), delete
- * markers included. ERR_NOT_FOUND when more than m stores say absent,
- * ERR_UNRECOVERABLE when failing stores leave it open.
+ * The newest head over all stores (by stamp, then upload id), delete
+ * markers and tombstones included. ERR_NOT_FOUND when more than m stores
+ * say absent, ERR_UNRECOVERABLE when failing stores leave it open.
  */
 int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best);
+/* The same for the head at version position pos ("": the current head). */
+int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                   obj_info_t *best);
+/* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
+uint64_t obj__now_after(const obj_info_t *cur);
 /*
  * A head on every store not in `dead`, all at once. Returns the number
  * written; *first_err gets the first failure.
  */
 int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
                      uint32_t dead, int *first_err);
+/* The same at version position pos. */
+int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                  const obj_info_t *info, uint32_t dead, int *first_err);
 /*
- * The commit point of a new version: under the key's lock, stamp info with
- * an mtime after the newest head's and write its heads on the stores not
- * in dead. *old gets the newest head found; *drop_old says whether it is a
- * version (not a delete marker, not info's own) to drop once the commit
- * stands. Returns the heads written; *first_err gets the first failure.
+ * The commit point of a new version (or delete marker): under the key's
+ * lock, check cond, stamp info with an mtime after the newest head's, give
+ * it a version id (v), keep the version it covers as noncurrent (v) and
+ * write its heads on the stores not in dead. Once the commit stands, the
+ * version it replaced (unversioned, or the null one) is dropped. Returns
+ * the heads written (-1: nothing written); *first_err gets the first
+ * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
  */
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                      obj_info_t *info, uint32_t dead, obj_info_t *old, int *drop_old,
-                      int *first_err);
+                      obj_versioning_t v, obj_info_t *info, uint32_t dead, int *first_err);
 /* Delete the blocks of one version on the stores not in dead (best effort). */
 void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       uint64_t stripes, uint32_t dead);
@@ -137,6 +148,25 @@ uint64_t obj__pin(obj_set_t *s, const char *upload_id);
 void obj__unpin(obj_set_t *s, const char *upload_id);
 /* Free the storage of a replaced or deleted version, now or when its last reader closes. */
 void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old);
+
+/* ---- obj_version.c ---- (under the key's lock, unless said) */
+
+/* The version id (and noncurrent position) of a version made at mtime. */
+void obj__vid_of(char out[OBJ_VID_LEN + 1], uint64_t mtime_ns);
+/* Keep cur as a noncurrent version (its head, stamped stamp_ns). 0 or an ERR_*. */
+int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *cur,
+                 uint64_t stamp_ns);
+/* The noncurrent null version (or null delete marker): 0, or ERR_NOT_FOUND. */
+int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out);
+/* Remove a noncurrent version's head (its space is the caller's to drop). */
+void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v);
+/*
+ * A version by id (vid NULL: the current one, markers included) and where
+ * its head lies (pos: "" current, else the noncurrent position; at least
+ * OBJ_VID_LEN + 1 bytes). ERR_NOT_FOUND when there is none.
+ */
+int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *vid, obj_info_t *out,
+                char *pos);
 
 /* ---- obj_put.c ---- */
 

@@ -10,11 +10,14 @@
  * An explicit end: a blob cut short at a field boundary is not taken for
  * whole.
  *
- * Known fields appear in the order of the enum's comments (ranks 1..6),
+ * Known fields appear in the order of the enum's comments (ranks 1..8),
  * each at most once, and form one of three sets:
- *   delete marker:  MTIME UPLOAD DELETED
+ *   deleted:        MTIME UPLOAD DELETED [MARKER]
  *   object:         MTIME UPLOAD LAYOUT    ETAG CTYPE UMETA
  *   multipart:      MTIME UPLOAD MULTIPART ETAG CTYPE UMETA
+ * each followed by [VID] [STAMP] (versioning; absent: the null version,
+ * stamp = mtime). Optional fields are written only when they say
+ * something (a VID is never empty, a STAMP never equals the MTIME).
  * That is exactly what obj_meta_encode writes, so a blob made only of
  * known fields decodes and re-encodes to the same bytes. Any other tag is
  * a field of a later writer: it is skipped wherever it stands before the
@@ -53,13 +56,20 @@ enum {
     /* rank 3, len 12: u64 LE size, u32 LE number of parts (1..10000): the
      * object is the parts of upload T_UPLOAD, listed in its manifest. */
     T_MULTIPART = 8,
+    /* rank 4, len 0, only with T_DELETED: an S3 delete marker (a version). */
+    T_MARKER = 9,
+    /* rank 7, len OBJ_VID_LEN: the version id, lowercase hex. */
+    T_VID = 10,
+    /* rank 8, len 8: u64 LE, when the head was written, if not at mtime. */
+    T_STAMP = 11,
     /* len 0: the end. */
     T_END = 255
 };
 
-static const uint8_t rank_of[T_MULTIPART + 1] = {
+static const uint8_t rank_of[T_STAMP + 1] = {
     [T_MTIME] = 1,   [T_UPLOAD] = 2, [T_LAYOUT] = 3, [T_MULTIPART] = 3,
-    [T_DELETED] = 3, [T_ETAG] = 4,   [T_CTYPE] = 5,  [T_UMETA] = 6,
+    [T_DELETED] = 3, [T_ETAG] = 4,   [T_MARKER] = 4, [T_CTYPE] = 5,
+    [T_UMETA] = 6,   [T_VID] = 7,    [T_STAMP] = 8,
 };
 
 #define F(t)      (1u << (t))
@@ -99,13 +109,16 @@ static size_t str_len(const char *s, size_t cap)
 
 size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
 {
-    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12];
+    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12], stamp[8];
     size_t up = str_len(in->upload_id, sizeof(in->upload_id));
     size_t et = str_len(in->etag, sizeof(in->etag));
     size_t ct = str_len(in->content_type, sizeof(in->content_type));
     size_t pos = 1;
     /* Nothing is written that obj_meta_decode would refuse. */
-    if (cap < 1 || up == SIZE_MAX) return 0;
+    if (cap < 1 || up == SIZE_MAX ||
+        (in->vid[0] && (strlen(in->vid) != OBJ_VID_LEN || !obj_vid_valid(in->vid))) ||
+        (in->marker && !in->deleted))
+        return 0;
     if (!in->deleted && (et == SIZE_MAX || ct == SIZE_MAX || !umeta_ok(in->umeta, in->umeta_len) ||
                          (in->multipart ? in->nparts < 1 || in->nparts > OBJ_MPU_MAX_PARTS
                                         : ers_layout_check(&in->layout) != 0)))
@@ -116,6 +129,7 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
     pos = put_tlv(b, pos, cap, T_UPLOAD, in->upload_id, up);
     if (in->deleted) {
         pos = put_tlv(b, pos, cap, T_DELETED, NULL, 0);
+        if (in->marker) pos = put_tlv(b, pos, cap, T_MARKER, NULL, 0);
     } else {
         if (in->multipart) {
             le_put64(mp, in->size);
@@ -128,6 +142,11 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
         pos = put_tlv(b, pos, cap, T_ETAG, in->etag, et);
         pos = put_tlv(b, pos, cap, T_CTYPE, in->content_type, ct);
         pos = put_tlv(b, pos, cap, T_UMETA, in->umeta, in->umeta_len);
+    }
+    if (in->vid[0]) pos = put_tlv(b, pos, cap, T_VID, in->vid, OBJ_VID_LEN);
+    if (in->stamp_ns && in->stamp_ns != in->mtime_ns) {
+        le_put64(stamp, in->stamp_ns);
+        pos = put_tlv(b, pos, cap, T_STAMP, stamp, 8);
     }
     pos = put_tlv(b, pos, cap, T_END, NULL, 0);
     return pos == SIZE_MAX ? 0 : pos;
@@ -171,6 +190,17 @@ static int get_field(unsigned tag, const uint8_t *v, size_t n, obj_info_t *o)
     case T_DELETED:
         o->deleted = 1;
         return n == 0 ? 0 : ERR_CORRUPT;
+    case T_MARKER:
+        o->marker = 1;
+        return n == 0 ? 0 : ERR_CORRUPT;
+    case T_VID:
+        if (n != OBJ_VID_LEN || get_str(o->vid, sizeof(o->vid), v, n) || !obj_vid_valid(o->vid))
+            return ERR_CORRUPT;
+        return 0;
+    case T_STAMP:
+        if (n != 8) return ERR_CORRUPT;
+        o->stamp_ns = le_get64(v);
+        return 0;
     case T_MULTIPART:
         if (n != 12 || le_get32(v + 8) < 1 || le_get32(v + 8) > OBJ_MPU_MAX_PARTS)
             return ERR_CORRUPT;
@@ -195,8 +225,17 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
         if (n > len - pos - 3) return ERR_CORRUPT;
         pos += 3 + n;
         if (tag == T_END) {
-            int whole = seen == (BASE | F(T_DELETED)) || seen == (BASE | F(T_LAYOUT) | LIVE_TAIL) ||
-                        seen == (BASE | F(T_MULTIPART) | LIVE_TAIL);
+            unsigned core = seen & ~(F(T_VID) | F(T_STAMP));
+            int whole = core == (BASE | F(T_DELETED)) ||
+                        core == (BASE | F(T_DELETED) | F(T_MARKER)) ||
+                        core == (BASE | F(T_LAYOUT) | LIVE_TAIL) ||
+                        core == (BASE | F(T_MULTIPART) | LIVE_TAIL);
+            /* A stamp equal to the mtime is never written: one head, one encoding. */
+            if (seen & F(T_STAMP)) {
+                if (o->stamp_ns == o->mtime_ns) return ERR_CORRUPT;
+            } else {
+                o->stamp_ns = o->mtime_ns;
+            }
             return whole && n == 0 && pos == len ? 0 : ERR_CORRUPT;
         }
         if (!obj__meta_tag_known(tag)) continue; /* a later writer's field */

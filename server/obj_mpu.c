@@ -154,12 +154,12 @@ static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t 
 
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out,
-                               int *why);
+                               uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
+                               obj_info_t *out, int *why);
 
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
-                     obj_info_t *out, int *why)
+                     obj_versioning_t v, obj_info_t *out, int *why)
 {
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
@@ -168,7 +168,7 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     }
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
-    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, out, why);
+    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, v, out, why);
     pthread_mutex_unlock(ul);
     return rc;
 }
@@ -233,9 +233,10 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
 /* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out, int *why)
+                               uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
+                               obj_info_t *out, int *why)
 {
-    obj_info_t rec, info, old;
+    obj_info_t rec, info;
     int rc, first_err = 0;
     if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
         if (rc == ERR_NOT_FOUND && out &&
@@ -313,13 +314,11 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
     memcpy(info.umeta, rec.umeta, rec.umeta_len);
     info.umeta_len = rec.umeta_len;
-    int drop_old,
-        heads = obj__commit_heads(s, bucket, key, cond, &info, 0, &old, &drop_old, &first_err);
+    int heads = obj__commit_heads(s, bucket, key, cond, v, &info, 0, &first_err);
     if (heads < s->k) {
         obj__drop_object(s, MPU_MANIFEST, upload_id);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
-    if (drop_old) obj__drop_version(s, bucket, key, &old);
     /* Parts uploaded but not listed are garbage now; so is the upload record. */
     unused_t u = {s, parts, n};
     if ((rc = each_part(s, upload_id, drop_unused_part, &u)) < 0)

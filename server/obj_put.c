@@ -44,6 +44,7 @@ struct obj_writer {
     char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
     obj_cond_t cond;     /* what the replaced version must be (conditional writes) */
     int has_cond;
+    obj_versioning_t versioning; /* the bucket's, at commit */
 };
 
 /*
@@ -203,7 +204,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
 {
     obj_set_t *s = w->s;
     obj_info_t info, old;
-    int rc = w->err, first_err = 0, drop_old;
+    int rc = w->err, first_err = 0;
 
     memset(&info, 0, sizeof(info));
     if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
@@ -234,8 +235,8 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         }
     }
     /* The commit point: heads on every store that took the blocks. */
-    int heads = obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, &info,
-                                  w->dead, &old, &drop_old, &first_err);
+    int heads = obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL,
+                                  w->versioning, &info, w->dead, &first_err);
     if (ul) pthread_mutex_unlock(ul);
     if (heads < s->k) {
         /* A condition that does not hold, or not enough heads to be found reliably: undo. */
@@ -245,10 +246,14 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         obj_put_abort(w);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
-    if (drop_old) obj__drop_version(s, w->bucket, w->key, &old);
     if (out) obj_info_copy(out, &info);
     writer_free(w);
     return 0;
+}
+
+void obj_put_set_versioning(obj_writer_t *w, obj_versioning_t v)
+{
+    w->versioning = v;
 }
 
 void obj_put_set_cond(obj_writer_t *w, const obj_cond_t *c)

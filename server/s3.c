@@ -58,39 +58,6 @@ static void node_stats(ctx_t *x)
     free(b.p);
 }
 
-/*
- * DeleteObject, optionally conditional (If-Match, x-amz-if-match-last-
- * modified-time, x-amz-if-match-size: decided under the key's lock). A
- * missing key is 204, as S3; a condition on a missing key is 412.
- */
-static void delete_object(ctx_t *x)
-{
-    obj_cond_t c = OBJ_COND_NONE;
-    const char *im = s3_hdr(x->info, "if-match");
-    const char *lm = s3_hdr(x->info, "x-amz-if-match-last-modified-time");
-    const char *sz = s3_hdr(x->info, "x-amz-if-match-size");
-    uint64_t size;
-    if ((im && strlen(im) >= sizeof(c.if_match)) ||
-        (sz && num_parse_u64(sz, 0, INT64_MAX, &size) != 0) ||
-        (lm && s3_parse_http_date(lm) == (time_t)-1)) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT, "A delete condition is not well-formed.");
-        return;
-    }
-    if (im) snprintf(c.if_match, sizeof(c.if_match), "%s", im[0] ? im : "\"\"");
-    if (sz) c.if_size = (int64_t)size;
-    if (lm) c.if_mtime_s = (int64_t)s3_parse_http_date(lm);
-    int conditional = im || sz || lm;
-    int rc = obj_delete_if(x->cfg->set, x->ibucket, x->key, conditional ? &c : NULL);
-    if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
-    if (rc && rc != ERR_NOT_FOUND) {
-        s3_engine_error(x, rc);
-        return;
-    }
-    char h[128];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
-    (void)http_respond(x->r, 204, h, 0);
-}
-
 static void object_op(ctx_t *x)
 {
     const char *m = x->info->method;
@@ -99,6 +66,7 @@ static void object_op(ctx_t *x)
         return;
     }
     if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
+    if (s3_version_param(x) != 0) return;
     /* One storage class is served; asking for another is refused, not ignored. */
     const char *sc = s3_hdr(x->info, "x-amz-storage-class");
     if (sc && strcmp(sc, "STANDARD") != 0) {
@@ -138,8 +106,11 @@ static void object_op(ctx_t *x)
         s3_get_object_attributes(x);
     } else if (strcmp(m, "GET") == 0 && has_acl) {
         obj_info_t oi, bi;
-        int rc = obj_stat(x->cfg->set, x->ibucket, x->key, &oi);
-        if (rc)
+        int rc = obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi);
+        if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
+        if (rc && s3_version_missing(x, rc, &oi))
+            ;
+        else if (rc)
             s3_engine_error(x, rc);
         else if (s3_bucket_exists(x, x->bucket, &bi))
             s3_respond_acl(x, s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
@@ -155,7 +126,7 @@ static void object_op(ctx_t *x)
     } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
         s3_get_object(x, m[0] == 'H');
     } else if (strcmp(m, "DELETE") == 0) {
-        delete_object(x);
+        s3_delete_object(x);
     } else {
         s3_err(x, S3E_METHOD_NOT_ALLOWED);
     }
@@ -270,6 +241,7 @@ out:
     EVP_MD_CTX_free(x.sha);
     bufpool_put(obj_set_buffers(x.cfg->set), x.raw);
     free(x.key);
+    free(x.vid);
     free(x.query);
     log_set_request(NULL);
 }

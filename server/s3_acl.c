@@ -72,9 +72,14 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
     else
-        rc = obj_update_umeta(x->cfg->set, bucket, key, acl_set, &set);
+        rc = obj_update_umeta_version(x->cfg->set, bucket, key, whole ? NULL : x->vid, acl_set,
+                                      &set, NULL);
     pthread_rwlock_unlock(lk);
     if (rc == ERR_NOT_FOUND && whole) rc = S3_ERR_NO_BUCKET;
+    if (rc == ERR_NOT_FOUND && x->vid && !whole) {
+        s3_err(x, S3E_NO_SUCH_VERSION);
+        return;
+    }
     if (rc) {
         s3_engine_error(x, rc);
         return;
@@ -123,7 +128,7 @@ void s3_anonymous_op(ctx_t *x)
     present = 0;
     for (const char *const *q =
              (const char *const[]){"acl", "tagging", "uploads", "uploadId", "versions", "location",
-                                   "attributes", "cors", NULL};
+                                   "attributes", "cors", "versioning", NULL};
          *q && !present; q++) {
         char *sub = s3_qparam(x->query, *q, &present);
         free(sub);
@@ -131,9 +136,11 @@ void s3_anonymous_op(ctx_t *x)
     if ((get || head) && !present && x->bucket[0] && s3_bucket_exists(x, x->bucket, &bi)) {
         s3_bucket_iname(x->bucket, &bi, x->ibucket);
         if (x->key[0]) {
+            /* The version asked for must be public itself. */
+            if (s3_version_param(x) != 0) return;
             if (strlen(x->key) <= MAX_KEY_LEN &&
-                obj_stat(x->cfg->set, x->ibucket, x->key, &oi) == 0 &&
-                strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0) {
+                obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi) == 0 &&
+                !oi.deleted && strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0) {
                 if (s3_has_response_overrides(x))
                     s3_err_msg(x, S3E_INVALID_REQUEST,
                                "Request specific response headers cannot be used for anonymous "

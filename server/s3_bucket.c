@@ -137,6 +137,8 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
         obj_put_abort(w);
         rc = S3_ERR_NO_BUCKET;
     } else {
+        /* The bucket record was read afresh: its versioning as of now. */
+        obj_put_set_versioning(w, s3_versioning_of(&x->bucket_rec));
         rc = obj_put_commit(w, ctype, um, ul, info);
     }
     pthread_rwlock_unlock(lk);
@@ -187,6 +189,12 @@ static int any_object(void *arg, const char *key, const obj_info_t *info)
     (void)info;
     *(int *)arg = 1;
     return 1;
+}
+
+static int any_version(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    return any_object(arg, key, info);
 }
 
 static int any_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
@@ -254,7 +262,8 @@ static void delete_bucket(ctx_t *x)
     pthread_rwlock_wrlock(lk);
     int found = 0, rc = S3_ERR_NO_BUCKET;
     if (s3_bucket_current(x, x->bucket, x->ibucket)) {
-        rc = obj_list(x->cfg->set, x->ibucket, NULL, NULL, any_object, &found);
+        /* Noncurrent versions and delete markers count: S3 refuses those buckets too. */
+        rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
             rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
         if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
@@ -277,17 +286,21 @@ void s3_bucket_op(ctx_t *x)
     const char *m = x->info->method;
     char h[256];
     int present;
-    int tagging, cors;
+    int tagging, cors, versioning;
     char *tq = s3_qparam(x->query, "tagging", &tagging);
     free(tq);
     tq = s3_qparam(x->query, "cors", &cors);
     free(tq);
-    if (tagging || cors) {
+    tq = s3_qparam(x->query, "versioning", &versioning);
+    free(tq);
+    if (tagging || cors || versioning) {
         if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
         if (tagging)
             s3_tagging_op(x, 1);
-        else
+        else if (cors)
             s3_cors_op(x);
+        else
+            s3_versioning_op(x);
         return;
     }
     char *acl_q = s3_qparam(x->query, "acl", &present);

@@ -9,15 +9,22 @@
 
 /*
  * Open the object named by x-amz-copy-source ("/bucket/key" or "bucket/key",
- * URL-encoded, ?versionId=null allowed) after checking the caller may read
- * it. NULL with the error response sent. *same: it is the request's own key.
+ * URL-encoded, optionally ?versionId=ID) after checking the caller may read
+ * it. NULL with the error response sent. *same: it is the request's own key
+ * (its current version).
  */
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
 {
     const char *src = s3_hdr(x->info, "x-amz-copy-source");
-    const char *q = strchr(src, '?'); /* ?versionId=null is the only version there is */
+    const char *q = strchr(src, '?');
     size_t sl = q ? (size_t)(q - src) : strlen(src);
-    int err;
+    int err, has_vid = 0;
+    char *vid = q ? s3_qparam(q + 1, "versionId", &has_vid) : NULL;
+    if (q && (!has_vid || !vid || !obj_vid_valid(vid))) {
+        free(vid);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid version id specified");
+        return NULL;
+    }
     if (sl && src[0] == '/') {
         src++;
         sl--;
@@ -26,30 +33,45 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     char *slash = path ? strchr(path, '/') : NULL;
     if (!slash || slash == path || !slash[1]) {
         free(path);
+        free(vid);
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key.");
         return NULL;
     }
     *slash = 0;
     const char *sbucket = path, *skey = slash + 1;
-    *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0;
+    *same = strcmp(sbucket, x->bucket) == 0 && strcmp(skey, x->key) == 0 && !vid;
     char siname[INAME_MAX];
     if (strlen(sbucket) >= sizeof(x->bucket) || strlen(skey) > MAX_KEY_LEN) {
         free(path);
+        free(vid);
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source names no valid bucket and key.");
         return NULL;
     }
     if (s3_bucket_access(x, sbucket, siname) != 0) {
         free(path);
+        free(vid);
         return NULL;
     }
-    obj_reader_t *rd = obj_open(x->cfg->set, siname, skey, si, &err);
+    obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
     free(path);
     if (!rd) {
-        if (err == ERR_NOT_FOUND)
+        if (err == ERR_NOT_FOUND && vid && si->marker)
+            s3_err_msg(x, S3E_INVALID_REQUEST,
+                       "The source of a copy request may not "
+                       "specifically refer to a delete marker by version id.");
+        else if (err == ERR_NOT_FOUND && vid)
+            s3_err(x, S3E_NO_SUCH_VERSION);
+        else if (err == ERR_NOT_FOUND)
             s3_err(x, S3E_NO_SUCH_KEY);
         else
             s3_engine_error(x, err);
+    } else if (si->vid[0] || vid) {
+        char h[96];
+        snprintf(h, sizeof(h), "x-amz-copy-source-version-id: %s\r\n",
+                 si->vid[0] ? si->vid : "null");
+        http_add_headers(x->r, h);
     }
+    free(vid);
     return rd;
 }
 
@@ -181,5 +203,6 @@ void s3_copy_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
+    s3_version_headers(x, &info);
     s3_respond_copy_result(x, "CopyObjectResult", &info);
 }

@@ -72,6 +72,7 @@
       "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
       "multipart upload might have been aborted or completed.")                                    \
     X(NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "The TagSet does not exist")                           \
+    X(NO_SUCH_VERSION, "NoSuchVersion", 404, "The specified version does not exist.")              \
     X(NOT_IMPLEMENTED, "NotImplemented", 501,                                                      \
       "A header you provided implies functionality that is not implemented.")                      \
     X(PRECONDITION_FAILED, "PreconditionFailed", 412,                                              \

@@ -7,7 +7,8 @@
  *   s3_bucket.c     buckets: owners, generations, bucket locks, create/delete
  *   s3_acl.c        canned ACLs, anonymous access
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
- *   s3_object.c     Put/Get/Head/Delete object, DeleteObjects, attributes
+ *   s3_object.c     Put/Get/Head object, DeleteObjects, attributes
+ *   s3_versioning.c bucket versioning, ?versionId, version headers, DeleteObject
  *   s3_copy.c       CopyObject, the copy source (UploadPartCopy too)
  *   s3_multipart.c  multipart uploads
  *   s3_tagging.c    object and bucket tags
@@ -74,6 +75,7 @@ typedef struct {
     char bucket[64];
     char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */
     char *key;               /* decoded; "" for bucket-level requests */
+    char *vid;               /* ?versionId (checked by s3_version_param), or NULL */
     char *query;
     sigv4_auth_t auth;
     uint8_t key_bytes[32];
@@ -193,6 +195,22 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
 int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
 void s3_copy_object(ctx_t *x);
 void s3_delete_objects(ctx_t *x);
+
+/* ---- s3_versioning.c ---- */
+obj_versioning_t s3_versioning_of(const obj_info_t *bucket_rec);
+obj_versioning_t s3_bucket_versioning(ctx_t *x); /* of the request's bucket */
+/* ?versionId into x->vid: 0, or -1 with 400 sent (malformed). */
+int s3_version_param(ctx_t *x);
+/* x-amz-version-id (and x-amz-delete-marker) of info on the response. */
+void s3_version_headers(ctx_t *x, const obj_info_t *info);
+/* rc (from opening x->vid, or the current version) names a delete marker or a missing
+ * version: 1 with the answer sent (405/404 with the marker's headers, NoSuchVersion). */
+int s3_version_missing(ctx_t *x, int rc, const obj_info_t *info);
+/* Delete key (vid: that version for good, else the current one as the bucket's versioning
+ * says); *out the marker made or the version deleted. */
+int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *c, obj_info_t *out);
+void s3_versioning_op(ctx_t *x); /* GET/PUT ?versioning */
+void s3_delete_object(ctx_t *x);
 
 /* ---- s3_tagging.c ---- */
 /* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */

@@ -248,83 +248,162 @@ out:
     free(enc);
 }
 
-/* ListObjectVersions for unversioned buckets: every object is its own null version. */
+/* ListObjectVersions: every version and delete marker, keys in order, newest first. */
 typedef struct {
     buf_t *b;
-    int max, count, truncated;
-    char *last;
+    const char *prefix, *delim, *after, *owner;
+    int max, count, truncated, url;
+    char *last, *last_vid; /* the last entry returned (last_vid NULL: a common prefix) */
+    char *last_prefix;
+    buf_t prefixes;
 } ver_t;
 
-static int list_version_cb(void *arg, const char *key, const obj_info_t *info)
+static int list_version_cb(void *arg, const char *key, const obj_info_t *info, int latest)
 {
     ver_t *v = arg;
     char t[32];
+    if (v->delim) {
+        const char *d = strstr(key + strlen(v->prefix), v->delim);
+        if (d) {
+            size_t cl = (size_t)(d - key) + strlen(v->delim);
+            if ((v->last_prefix && strlen(v->last_prefix) == cl &&
+                 !memcmp(v->last_prefix, key, cl)) ||
+                (v->after && strlen(v->after) == cl && !memcmp(v->after, key, cl)))
+                return 0; /* folded, on this page or an earlier one */
+            if (v->count == v->max) {
+                v->truncated = 1;
+                return 1;
+            }
+            free(v->last_prefix);
+            v->last_prefix = xmalloc(cl + 1);
+            memcpy(v->last_prefix, key, cl);
+            v->last_prefix[cl] = 0;
+            buf_printf(&v->prefixes, "<CommonPrefixes><Prefix>");
+            if (v->url)
+                buf_url(&v->prefixes, v->last_prefix);
+            else
+                buf_xml(&v->prefixes, v->last_prefix);
+            buf_printf(&v->prefixes, "</Prefix></CommonPrefixes>");
+            v->count++;
+            free(v->last);
+            free(v->last_vid);
+            v->last = xstrdup(v->last_prefix);
+            v->last_vid = NULL;
+            return 0;
+        }
+    }
     if (v->count == v->max) {
         v->truncated = 1;
         return 1;
     }
+    const char *el = info->deleted ? "DeleteMarker" : "Version";
+    const char *vid = info->vid[0] ? info->vid : "null";
     s3_iso8601(info->mtime_ns, t);
-    buf_printf(v->b, "<Version><Key>");
-    buf_xml(v->b, key);
+    buf_printf(v->b, "<%s><Key>", el);
+    if (v->url)
+        buf_url(v->b, key);
+    else
+        buf_xml(v->b, key);
     buf_printf(v->b,
-               "</Key><VersionId>null</VersionId><IsLatest>true</IsLatest><LastModified>%s"
-               "</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size><StorageClass>STANDARD"
-               "</StorageClass></Version>",
-               t, info->etag, (unsigned long long)info->size);
+               "</Key><VersionId>%s</VersionId><IsLatest>%s</IsLatest><LastModified>%s"
+               "</LastModified>",
+               vid, latest ? "true" : "false", t);
+    if (!info->deleted)
+        buf_printf(v->b, "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size>", info->etag,
+                   (unsigned long long)info->size);
+    buf_printf(v->b, "<Owner><ID>");
+    buf_xml(v->b, v->owner);
+    buf_printf(v->b, "</ID><DisplayName>");
+    buf_xml(v->b, v->owner);
+    buf_printf(v->b, "</DisplayName></Owner>");
+    if (!info->deleted) buf_printf(v->b, "<StorageClass>STANDARD</StorageClass>");
+    buf_printf(v->b, "</%s>", el);
     v->count++;
     free(v->last);
+    free(v->last_vid);
     v->last = xstrdup(key);
+    v->last_vid = xstrdup(vid);
     return 0;
 }
 
 void s3_list_versions(ctx_t *x)
 {
-    int p1, p2, p3;
+    int p1, p2, p3, p4, p5, p6;
     char *prefix = s3_qparam(x->query, "prefix", &p1);
     char *marker = s3_qparam(x->query, "key-marker", &p2);
     char *maxk = s3_qparam(x->query, "max-keys", &p3);
-    buf_t b = {0};
-    ver_t v = {&b, 1000, 0, 0, NULL};
+    char *vmarker = s3_qparam(x->query, "version-id-marker", &p4);
+    char *delim = s3_qparam(x->query, "delimiter", &p5);
+    char *enc = s3_qparam(x->query, "encoding-type", &p6);
+    buf_t b = {0}, entries = {0};
+    obj_info_t bi;
+    ver_t v = {.b = &entries, .max = 1000};
     uint64_t mk;
-    if (maxk && num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-keys must be a non-negative integer.");
-        free(prefix);
-        free(marker);
-        free(maxk);
-        return;
+    const char *bad = NULL;
+    if (maxk && num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0)
+        bad = "max-keys must be a non-negative integer.";
+    else if (vmarker && vmarker[0] && (!marker || !marker[0]))
+        bad = "A version-id marker cannot be specified without a key marker.";
+    else if (vmarker && vmarker[0] && !obj_vid_valid(vmarker))
+        bad = "Invalid version id specified";
+    else if (enc && strcmp(enc, "url") != 0)
+        bad = "Invalid Encoding Method specified in Request";
+    if (bad) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, bad);
+        goto out;
     }
     if (maxk && mk < 1000) v.max = (int)mk;
+    v.prefix = prefix ? prefix : "";
+    v.delim = delim && delim[0] ? delim : NULL;
+    v.after = marker && marker[0] ? marker : NULL;
+    v.url = enc != NULL;
+    v.owner = s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi)
+                                                                             : x->auth.access_key;
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListVersionsResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
     buf_xml(&b, x->bucket);
     buf_printf(&b, "</Name><Prefix>");
-    buf_xml(&b, prefix ? prefix : "");
+    (v.url ? buf_url : buf_xml)(&b, v.prefix);
     buf_printf(&b, "</Prefix><KeyMarker>");
-    buf_xml(&b, marker ? marker : "");
-    buf_printf(&b, "</KeyMarker><VersionIdMarker></VersionIdMarker>");
-    int rc = v.max > 0 ? obj_list(x->cfg->set, x->ibucket, prefix ? prefix : "", marker,
-                                  list_version_cb, &v)
-                       : 0;
+    (v.url ? buf_url : buf_xml)(&b, marker ? marker : "");
+    buf_printf(&b, "</KeyMarker><VersionIdMarker>%s</VersionIdMarker>",
+               vmarker && marker && marker[0] ? vmarker : "");
+    int rc = v.max > 0
+                 ? obj_list_versions(x->cfg->set, x->ibucket, v.prefix, v.after,
+                                     vmarker && vmarker[0] ? vmarker : NULL, list_version_cb, &v)
+                 : 0;
     if (rc < 0) {
         free(b.p);
-        free(v.last);
-        free(prefix);
-        free(marker);
-        free(maxk);
         s3_engine_error(x, rc);
-        return;
+        goto out;
     }
-    buf_printf(&b, "<MaxKeys>%d</MaxKeys><IsTruncated>%s</IsTruncated>", v.max,
-               v.truncated ? "true" : "false");
     if (v.truncated && v.last) {
         buf_printf(&b, "<NextKeyMarker>");
-        buf_xml(&b, v.last);
-        buf_printf(&b, "</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+        (v.url ? buf_url : buf_xml)(&b, v.last);
+        buf_printf(&b, "</NextKeyMarker>");
+        if (v.last_vid) buf_printf(&b, "<NextVersionIdMarker>%s</NextVersionIdMarker>", v.last_vid);
     }
-    buf_printf(&b, "</ListVersionsResult>");
+    buf_printf(&b, "<MaxKeys>%d</MaxKeys>", v.max);
+    if (v.delim) {
+        buf_printf(&b, "<Delimiter>");
+        (v.url ? buf_url : buf_xml)(&b, v.delim);
+        buf_printf(&b, "</Delimiter>");
+    }
+    if (v.url) buf_printf(&b, "<EncodingType>url</EncodingType>");
+    buf_printf(&b, "<IsTruncated>%s</IsTruncated>%s%s</ListVersionsResult>",
+               v.truncated ? "true" : "false", entries.p ? entries.p : "",
+               v.prefixes.p ? v.prefixes.p : "");
     s3_respond_xml(x, 200, &b);
+out:
+    free(entries.p);
     free(v.last);
+    free(v.last_vid);
+    free(v.last_prefix);
+    free(v.prefixes.p);
     free(prefix);
     free(marker);
     free(maxk);
+    free(vmarker);
+    free(delim);
+    free(enc);
 }

@@ -161,7 +161,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
                  ? S3_ERR_NO_BUCKET
                  : obj_mpu_complete(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
-                                    &cond, &info, &why);
+                                    &cond, s3_versioning_of(&x->bucket_rec), &info, &why);
     pthread_rwlock_unlock(lk);
     free(parts);
     if (rc) {
@@ -194,6 +194,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     buf_printf(&b, "</Bucket><Key>");
     buf_xml(&b, x->key);
     buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", info.etag);
+    s3_version_headers(x, &info);
     s3_respond_xml(x, 200, &b);
 }
 

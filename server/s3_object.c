@@ -346,6 +346,7 @@ void s3_put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
+    s3_version_headers(x, &info);
     s3_respond_etag(x, info.etag, cks);
 }
 
@@ -386,14 +387,16 @@ void s3_get_object(ctx_t *x, int head)
     obj_info_t info;
     int err;
     if (s3_check_response_overrides(x) != 0) return;
-    obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
+    obj_reader_t *rd = obj_open_version(x->cfg->set, x->ibucket, x->key, x->vid, &info, &err);
     if (!rd) {
+        if (s3_version_missing(x, err, &info)) return;
         if (err == ERR_NOT_FOUND && !s3_bucket_exists(x, x->bucket, NULL))
             s3_err(x, S3E_NO_SUCH_BUCKET);
         else
             s3_engine_error(x, err);
         return;
     }
+    s3_version_headers(x, &info);
     char lm[40];
     s3_http_date(info.mtime_ns, lm);
     const char *inm = s3_hdr(x->info, "if-none-match"), *im = s3_hdr(x->info, "if-match");
@@ -552,14 +555,28 @@ void s3_delete_objects(ctx_t *x)
                 c.if_mtime_s = (int64_t)timegm(&tm);
         }
         if (!rc && strlen(keys[i]) > MAX_KEY_LEN) rc = ERR_INVAL;
-        if (!rc) rc = obj_delete_if(x->cfg->set, x->ibucket, keys[i], conditional ? &c : NULL);
+        const char *vid = dc->version_id[0] ? dc->version_id : NULL;
+        obj_info_t gone;
+        if (!rc) rc = s3_delete_one(x, keys[i], vid, conditional ? &c : NULL, &gone);
         if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
         if (rc == 0 || rc == ERR_NOT_FOUND) {
             if (!quiet) {
                 buf_printf(&b, "<Deleted><Key>");
                 buf_xml(&b, keys[i]);
-                buf_printf(&b, "</Key></Deleted>");
+                buf_printf(&b, "</Key>");
+                if (vid) buf_printf(&b, "<VersionId>%s</VersionId>", vid);
+                if (rc == 0 && gone.marker)
+                    buf_printf(&b,
+                               "<DeleteMarker>true</DeleteMarker><DeleteMarkerVersionId>%s"
+                               "</DeleteMarkerVersionId>",
+                               gone.vid[0] ? gone.vid : "null");
+                buf_printf(&b, "</Deleted>");
             }
+        } else if (rc == S3_ERR_NO_BUCKET) {
+            buf_printf(&b, "<Error><Key>");
+            buf_xml(&b, keys[i]);
+            buf_printf(&b, "</Key><Code>NoSuchBucket</Code><Message>The specified bucket does "
+                           "not exist.</Message></Error>");
         } else {
             buf_printf(&b, "<Error><Key>");
             buf_xml(&b, keys[i]);
@@ -617,11 +634,12 @@ void s3_get_object_attributes(ctx_t *x)
     if (max_parts > 1000) max_parts = 1000;
     obj_info_t info;
     int err;
-    obj_reader_t *rd = obj_open(x->cfg->set, x->ibucket, x->key, &info, &err);
+    obj_reader_t *rd = obj_open_version(x->cfg->set, x->ibucket, x->key, x->vid, &info, &err);
     if (!rd) {
-        s3_engine_error(x, err);
+        if (!s3_version_missing(x, err, &info)) s3_engine_error(x, err);
         return;
     }
+    s3_version_headers(x, &info);
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetObjectAttributesResponse "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");

@@ -190,7 +190,7 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
     else if (whole_bucket)
         rc = obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, entry_set, &e);
     else
-        rc = obj_update_umeta(x->cfg->set, x->ibucket, x->key, entry_set, &e);
+        rc = obj_update_umeta_version(x->cfg->set, x->ibucket, x->key, x->vid, entry_set, &e, NULL);
     pthread_rwlock_unlock(lk);
     if (rc == ERR_NOT_FOUND && whole_bucket) rc = S3_ERR_NO_BUCKET;
     return rc;
@@ -250,11 +250,13 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
     if (strcmp(m, "GET") == 0) {
         obj_info_t info;
         rc = bucket_level ? (s3_bucket_exists(x, x->bucket, &info) ? 0 : S3_ERR_NO_BUCKET)
-                          : obj_stat(x->cfg->set, x->ibucket, x->key, &info);
+                          : obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &info);
+        if (rc == 0 && !bucket_level && info.deleted) rc = ERR_NOT_FOUND;
         if (rc) {
-            s3_engine_error(x, rc);
+            if (bucket_level || !s3_version_missing(x, rc, &info)) s3_engine_error(x, rc);
             return;
         }
+        if (!bucket_level) s3_version_headers(x, &info);
         const char *canon = s3_umeta_get(&info, name);
         if (bucket_level && !canon[0]) {
             s3_err(x, S3E_NO_SUCH_TAG_SET);
@@ -267,14 +269,19 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
             return;
         rc = set_entry(x, bucket_level, name, canon.len ? canon.p : NULL);
         free(canon.p);
-        if (rc == ERR_TOO_LARGE)
+        if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
+            s3_err(x, S3E_NO_SUCH_VERSION);
+        else if (rc == ERR_TOO_LARGE)
             s3_err_msg(x, S3E_INVALID_TAG, "The tag set is larger than this object can keep.");
         else if (rc)
             s3_engine_error(x, rc);
         else
             (void)http_respond(x->r, bucket_level ? 204 : 200, h, 0);
     } else if (strcmp(m, "DELETE") == 0) {
-        if ((rc = set_entry(x, bucket_level, name, NULL)) != 0)
+        if ((rc = set_entry(x, bucket_level, name, NULL)) == ERR_NOT_FOUND && x->vid &&
+            !bucket_level)
+            s3_err(x, S3E_NO_SUCH_VERSION);
+        else if (rc)
             s3_engine_error(x, rc);
         else
             (void)http_respond(x->r, 204, h, 0);

@@ -19,7 +19,8 @@ static int same(const obj_info_t *a, const obj_info_t *b)
            a->layout.m == b->layout.m && a->layout.block_size == b->layout.block_size &&
            a->layout.size == b->layout.size && a->umeta_len == b->umeta_len &&
            memcmp(a->umeta, b->umeta, a->umeta_len) == 0 && a->deleted == b->deleted &&
-           a->multipart == b->multipart && a->nparts == b->nparts;
+           a->multipart == b->multipart && a->nparts == b->nparts && a->marker == b->marker &&
+           strcmp(a->vid, b->vid) == 0 && a->stamp_ns == b->stamp_ns;
 }
 
 /* A blob that decoded: does it hold a field the codec does not know? */

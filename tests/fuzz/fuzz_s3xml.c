@@ -1,6 +1,6 @@
 /*
  * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects, Tagging,
- * CORSConfiguration with its matching) through expat: the first byte picks
+ * CORSConfiguration with its matching, VersioningConfiguration) through expat: the first byte picks
  * the parser. Refusals are fine; crashes, leaks
  * and out-of-bounds results are not.
  */
@@ -27,6 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     (void)cors_wildcard(c.rules[i].origins[j], "https://b.example.org", 0);
             cors_free(&c);
         }
+    } else if (data[0] >= 0xe8) {
+        int status, mfa;
+        if (s3_xml_versioning(body, len, &status, &mfa) == 0 &&
+            (status < 0 || status > 2 || mfa < 0 || mfa > 1))
+            abort();
     } else if (data[0] % 3 == 2) {
         s3_xml_tag_t *tags;
         int n;
@@ -53,7 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         s3_xml_delcond_t *conds;
         if (s3_xml_delete(body, len, &keys, &n, &quiet, &conds) == 0) {
             for (int i = 0; i < n; i++)
-                if (strnlen(conds[i].etag, sizeof(conds[i].etag)) == sizeof(conds[i].etag)) abort();
+                if (strnlen(conds[i].etag, sizeof(conds[i].etag)) == sizeof(conds[i].etag) ||
+                    strnlen(conds[i].version_id, sizeof(conds[i].version_id)) ==
+                        sizeof(conds[i].version_id))
+                    abort();
             free(conds);
             if (n < 0 || n > S3_XML_MAX_KEYS) abort();
             for (int i = 0; i < n; i++)

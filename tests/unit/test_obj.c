@@ -13,7 +13,7 @@
 #include "common/err.h"
 #include "common/le.h"
 #include "common/log.h"
-#include "server/obj.h"
+#include "server/obj_int.h"
 
 #define _XOPEN_SOURCE_EXTRA
 #include <ftw.h>
@@ -460,6 +460,133 @@ static void test_delete_and_list(void **state)
     assert_int_equal(obj_stat(e->set, "bkt", "aborted", &info), ERR_NOT_FOUND);
 }
 
+/* ---- versioning (server/obj_version.c) ---- */
+
+static void vput(env_t *e, const char *key, const char *body, obj_versioning_t v, obj_info_t *out)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, body, strlen(body)), 0);
+    obj_put_set_versioning(w, v);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, out), 0);
+}
+
+/* The version's bytes, or "" when it cannot be opened. */
+static void vread(env_t *e, const char *key, const char *vid, char *out, size_t cap)
+{
+    obj_info_t info;
+    int err;
+    out[0] = 0;
+    obj_reader_t *r = obj_open_version(e->set, "bkt", key, vid, &info, &err);
+    if (!r) return;
+    assert_true(info.size < cap);
+    assert_int_equal(obj_read(r, 0, out, info.size), 0);
+    out[info.size] = 0;
+    obj_close(r);
+}
+
+static int vlist_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    char *out = arg;
+    sprintf(out + strlen(out), "%s:%s%s%s,", key, info->vid[0] ? info->vid : "null",
+            info->marker ? "M" : "", latest ? "*" : "");
+    return 0;
+}
+
+static void vlist(env_t *e, const char *after, const char *after_vid, char *out)
+{
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v", after, after_vid, vlist_cb, out), 0);
+}
+
+static void test_versions(void **state)
+{
+    env_t *e = *state;
+    obj_info_t a, b, c, m, g;
+    char got[64], want[512], out[512];
+    vput(e, "v1", "null-one", OBJ_UNVERSIONED, &a);
+    assert_string_equal(a.vid, "");
+    vput(e, "v1", "second", OBJ_VERSIONED, &b);
+    vput(e, "v1", "third", OBJ_VERSIONED, &c);
+    assert_int_equal(strlen(b.vid), OBJ_VID_LEN);
+    assert_true(strcmp(c.vid, b.vid) < 0); /* newer versions sort first */
+    vread(e, "v1", NULL, got, sizeof(got));
+    assert_string_equal(got, "third");
+    vread(e, "v1", "null", got, sizeof(got));
+    assert_string_equal(got, "null-one");
+    vread(e, "v1", b.vid, got, sizeof(got));
+    assert_string_equal(got, "second");
+    snprintf(want, sizeof(want), "v1:%s*,v1:%s,v1:null,", c.vid, b.vid);
+    vlist(e, NULL, NULL, out);
+    assert_string_equal(out, want);
+    /* Resuming after a version lists the key's older ones, then the next keys. */
+    snprintf(want, sizeof(want), "v1:null,");
+    vlist(e, "v1", b.vid, out);
+    assert_string_equal(out, want);
+    vlist(e, "v1", NULL, out);
+    assert_string_equal(out, "");
+
+    /* A delete marker covers the key; deleting it for good uncovers the version. */
+    assert_int_equal(obj_delete_current(e->set, "bkt", "v1", NULL, OBJ_VERSIONED, &m), 0);
+    assert_true(m.marker && m.deleted && m.vid[0]);
+    assert_int_equal(obj_stat(e->set, "bkt", "v1", &g), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v1", NULL, &g), 0);
+    assert_true(g.marker);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", m.vid, &g), 0);
+    assert_true(g.marker);
+    vread(e, "v1", NULL, got, sizeof(got));
+    assert_string_equal(got, "third");
+
+    /* The current version goes while one store misses the write: the promoted head wins. */
+    e->f[2].fail_write = 1;
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", c.vid, NULL), 0);
+    e->f[2].fail_write = 0;
+    vread(e, "v1", NULL, got, sizeof(got));
+    assert_string_equal(got, "second");
+    vread(e, "v1", c.vid, got, sizeof(got));
+    assert_string_equal(got, "");
+    snprintf(want, sizeof(want), "v1:%s*,v1:null,", b.vid);
+    vlist(e, NULL, NULL, out);
+    assert_string_equal(out, want);
+
+    /* Suspended: a write replaces the null version, wherever it is. */
+    vput(e, "v1", "suspended", OBJ_SUSPENDED, &a);
+    assert_string_equal(a.vid, "");
+    snprintf(want, sizeof(want), "v1:null*,v1:%s,", b.vid);
+    vlist(e, NULL, NULL, out);
+    assert_string_equal(out, want);
+    vput(e, "v1", "suspended2", OBJ_SUSPENDED, &a);
+    vlist(e, NULL, NULL, out);
+    assert_string_equal(out, want);
+    vread(e, "v1", "null", got, sizeof(got));
+    assert_string_equal(got, "suspended2");
+
+    /* A crash between a version's noncurrent head and the new current head leaves a
+     * duplicate: listings skip it, and deleting the version retires both. */
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v1", b.vid, &g), 0);
+    vput(e, "v2", "only", OBJ_VERSIONED, &c);
+    snprintf(out, sizeof(out), "%s", c.vid);
+    int first_err = 0;
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, c.mtime_ns);
+    obj_info_t dup = c;
+    dup.stamp_ns = c.stamp_ns + 1;
+    assert_int_equal(obj__write_at(e->set, "bkt", "v2", pos, &dup, 0, &first_err), N);
+    snprintf(want, sizeof(want), "v2:%s*,", c.vid);
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v2", NULL, NULL, vlist_cb, out), 0);
+    assert_string_equal(out, want);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL), 0);
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v2", NULL, NULL, vlist_cb, out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v2", NULL, &g), ERR_NOT_FOUND);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL), ERR_NOT_FOUND);
+    assert_false(obj_vid_valid("0123456789ABCDEF"));
+    assert_true(obj_vid_valid("null") && obj_vid_valid(b.vid));
+}
+
 static int count_keys(drive_t *d, const char *bucket)
 {
     int n = 0;
@@ -501,22 +628,25 @@ static void test_multipart(void **state)
     bad[1].etag[3] ^= 1;
     int why;
     obj_info_t info;
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, OBJ_UNVERSIONED,
+                                      &info, &why),
                      ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_BAD_PART);
     memcpy(bad, parts, sizeof(bad));
     bad[0] = parts[1];
     bad[1] = parts[0];
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, bad, 3, 1, NULL, OBJ_UNVERSIONED,
+                                      &info, &why),
                      ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_BAD_ORDER);
-    assert_int_equal(
-        obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 250000, NULL, &info, &why),
-        ERR_INVAL);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 250000, NULL,
+                                      OBJ_UNVERSIONED, &info, &why),
+                     ERR_INVAL);
     assert_int_equal(why, OBJ_MPU_TOO_SMALL);
     assert_int_equal(obj_stat(e->set, "bkt", "mp", &info), ERR_NOT_FOUND);
 
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL,
+                                      OBJ_UNVERSIONED, &info, &why),
                      0);
     assert_string_equal(info.etag + 32, "-3");
     expect(e, "mp", data, total);
@@ -527,10 +657,12 @@ static void test_multipart(void **state)
      * upload gone. */
     char etag[80];
     snprintf(etag, sizeof(etag), "%s", info.etag);
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 3, 1, NULL,
+                                      OBJ_UNVERSIONED, &info, &why),
                      0);
     assert_string_equal(info.etag, etag);
-    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 2, 1, NULL, &info, &why),
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "mp", upload, parts, 2, 1, NULL,
+                                      OBJ_UNVERSIONED, &info, &why),
                      ERR_NOT_FOUND);
     assert_int_equal(why, OBJ_MPU_NO_UPLOAD);
     /* Degraded reads work across parts too. */
@@ -742,6 +874,13 @@ static void test_meta_corrupt_fields(void **state)
         {"end with a value", OP_PUT, 6, {255, "x", 1}},
         {"end missing", OP_DROP, 6, {0}},
         {"a field after the end", OP_INSERT, 7, {200, "x", 1}},
+        {"marker on an object", OP_INSERT, 6, {9, NULL, 0}},
+        {"version id short", OP_INSERT, 6, {10, "0123456789abcde", 15}},
+        {"version id not hex", OP_INSERT, 6, {10, "0123456789abcdeg", 16}},
+        {"version id upper case", OP_INSERT, 6, {10, "0123456789ABCDEF", 16}},
+        {"stamp short", OP_INSERT, 6, {11, mt, 7}},
+        {"stamp equal to the mtime", OP_INSERT, 6, {11, mt, 8}},
+        {"version id before umeta", OP_INSERT, 5, {10, "0123456789abcdef", 16}},
     };
     const corrupt_t mc[] = {
         {"multipart short", OP_PUT, 2, {8, mp, 11}},
@@ -755,6 +894,8 @@ static void test_meta_corrupt_fields(void **state)
     };
     const corrupt_t dc[] = {
         {"deleted with a value", OP_PUT, 2, {7, "x", 1}},
+        {"marker with a value", OP_INSERT, 3, {9, "x", 1}},
+        {"marker before deleted", OP_INSERT, 2, {9, NULL, 0}},
         {"deleted twice", OP_INSERT, 3, {7, NULL, 0}},
         {"deleted with an etag", OP_INSERT, 3, {3, "abc", 3}},
         {"deleted with a content type", OP_INSERT, 3, {4, "a/b", 3}},
@@ -787,7 +928,7 @@ static void test_meta_corrupt_fields(void **state)
         fld_t f[8];
         memcpy(f, live, sizeof(live));
         memmove(f + at + 1, f + at, sizeof(*f) * (size_t)(7 - at));
-        f[at] = (fld_t){at % 2 ? 9 : 200, "new", 3};
+        f[at] = (fld_t){at % 2 ? 99 : 200, "new", 3};
         n = blob(b, 1, f, 8);
         assert_int_equal(obj_meta_decode(b, n, &o), 0);
         assert_string_equal(o.etag, in.etag);
@@ -816,6 +957,7 @@ int main(void)
     log_level = LOG_LVL_ERROR;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meta_codec),
+        cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),

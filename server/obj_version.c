@@ -1,0 +1,296 @@
+/*
+ * obj_version.c: versioning (room of the object layer; map in obj_int.h):
+ * noncurrent versions, delete markers, finding, deleting and promoting
+ * versions.
+ *
+ * Layout. The current head of a key stays where it always was, {bucket,
+ * key, "", i}: the current version is one head lookup whether or not the
+ * bucket keeps versions, and a bucket that never did is laid out exactly
+ * as before versioning existed. A noncurrent version (or delete marker)
+ * has its head at {bucket, key, P, i}, P = OBJ_VID_LEN hex digits of the
+ * version's ~mtime: a key's noncurrent versions sort newest first right
+ * after its current head, and one ordered walk of a store lists them all.
+ * A version's id is that same P (the null version has none: "", and is
+ * found by walking). Versions keep their blocks under their own upload ids,
+ * so keeping a version is keeping its head, and deleting one drops its
+ * blocks as an overwrite does.
+ *
+ * Crash order. A write that covers the current version first writes the
+ * covered one's noncurrent head, then the new current head: a crash in
+ * between leaves the old version both current and noncurrent, a duplicate
+ * (same upload id and version id) that listings and promotions skip and a
+ * later delete of that version retires. A version deleted for good gets a
+ * tombstone head (its newer stamp wins over a store that missed it); when
+ * every store took the tombstone, the records themselves go. Deleting the
+ * current version promotes the newest noncurrent one: its head is copied
+ * to the current position first (newer stamp), then its noncurrent head is
+ * retired; a crash in between is again only a duplicate.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void obj__vid_of(char out[OBJ_VID_LEN + 1], uint64_t mtime_ns)
+{
+    snprintf(out, OBJ_VID_LEN + 1, "%016llx", (unsigned long long)~mtime_ns);
+}
+
+int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *cur,
+                 uint64_t stamp_ns)
+{
+    obj_info_t a;
+    char pos[OBJ_VID_LEN + 1];
+    int first_err = 0;
+    obj_info_copy(&a, cur);
+    a.stamp_ns = stamp_ns;
+    obj__vid_of(pos, cur->mtime_ns);
+    if (obj__write_at(s, bucket, key, pos, &a, 0, &first_err) >= s->k) return 0;
+    return first_err ? first_err : ERR_UNRECOVERABLE;
+}
+
+void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+{
+    obj_info_t t;
+    char pos[OBJ_VID_LEN + 1];
+    int first_err = 0;
+    obj__vid_of(pos, v->mtime_ns);
+    obj_info_clear(&t);
+    t.deleted = 1;
+    t.mtime_ns = v->mtime_ns;
+    t.stamp_ns = obj__now_after(v);
+    memcpy(t.upload_id, v->upload_id, sizeof(t.upload_id));
+    int w = obj__write_at(s, bucket, key, pos, &t, 0, &first_err);
+    if (w == s->n) {
+        /* No store holds the version any more: the tombstones can go too. */
+        for (int i = 0; i < s->n; i++) {
+            drive_id_t id = {bucket, key, pos, (uint32_t)i};
+            (void)s->st[i].ops->del(s->st[i].ctx, &id);
+        }
+    } else if (w < s->k) {
+        log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
+                 err_name(first_err));
+    }
+}
+
+/* A walk of one key's noncurrent heads, newest first (retired ones skipped). */
+typedef int (*noncurrent_fn)(void *arg, const obj_info_t *v);
+
+typedef struct {
+    obj_set_t *s;
+    const char *bucket, *key;
+    noncurrent_fn fn;
+    void *arg;
+    uint32_t shard;
+    char last[OBJ_VID_LEN + 1]; /* the last position seen: a store that fails resumes after it */
+    int err, stopped;
+} walk_t;
+
+static int walk_one(void *arg, const drive_id_t *id, const drive_stat_t *st)
+{
+    walk_t *w = arg;
+    obj_info_t o;
+    (void)st;
+    if (strcmp(id->key, w->key) != 0) return 1; /* past the key: the end */
+    if (!id->version[0] || id->shard != w->shard) return 0;
+    if (w->last[0] && strcmp(id->version, w->last) <= 0) return 0;
+    int rc = obj__newest_at(w->s, w->bucket, w->key, id->version, &o);
+    if (rc == ERR_NOT_FOUND) return 0;
+    if (rc) {
+        w->err = rc;
+        return 1;
+    }
+    snprintf(w->last, sizeof(w->last), "%s", id->version);
+    if (o.deleted && !o.marker) return 0; /* retired */
+    if (w->fn(w->arg, &o)) {
+        w->stopped = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int each_noncurrent(obj_set_t *s, const char *bucket, const char *key, noncurrent_fn fn,
+                           void *arg)
+{
+    walk_t w = {.s = s, .bucket = bucket, .key = key, .fn = fn, .arg = arg};
+    for (int i = 0, failed = 0; i < s->n; i++) {
+        w.shard = (uint32_t)i;
+        int rc = s->st[i].ops->list(s->st[i].ctx, bucket, key, NULL, walk_one, &w);
+        if (w.err) return w.err;
+        if (w.stopped) return 1;
+        if (rc >= 0 || rc == ERR_INVAL) return rc < 0 ? rc : 0;
+        log_warn("event=list_store_failed shard=%d bucket=%s err=%s", i, bucket, err_name(rc));
+        if (++failed > s->m) break;
+    }
+    return ERR_UNRECOVERABLE;
+}
+
+#define MAX_DUPS 4
+
+typedef struct {
+    obj_info_t *out;
+    const obj_info_t *cur; /* when searching for a successor: the current version */
+    obj_info_t *dups;      /* noncurrent copies of cur left by a crash (room for MAX_DUPS) */
+    int ndups, found;
+} pick_t;
+
+static int pick_null(void *arg, const obj_info_t *v)
+{
+    pick_t *p = arg;
+    if (v->vid[0]) return 0;
+    obj_info_copy(p->out, v);
+    p->found = 1;
+    return 1;
+}
+
+int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out)
+{
+    pick_t p = {.out = out};
+    int rc = each_noncurrent(s, bucket, key, pick_null, &p);
+    if (rc < 0) return rc;
+    return p.found ? 0 : ERR_NOT_FOUND;
+}
+
+static int same_version(const obj_info_t *a, const obj_info_t *b)
+{
+    return strcmp(a->upload_id, b->upload_id) == 0 && strcmp(a->vid, b->vid) == 0;
+}
+
+/* The newest noncurrent version that is not a copy of cur (copies are noted). */
+static int pick_successor(void *arg, const obj_info_t *v)
+{
+    pick_t *p = arg;
+    if (same_version(v, p->cur)) {
+        if (p->ndups < MAX_DUPS) obj_info_copy(&p->dups[p->ndups++], v);
+        return 0;
+    }
+    obj_info_copy(p->out, v);
+    p->found = 1;
+    return 1;
+}
+
+int obj_vid_valid(const char *vid)
+{
+    if (strcmp(vid, "null") == 0) return 1;
+    if (strlen(vid) != OBJ_VID_LEN) return 0;
+    for (const char *p = vid; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+    return 1;
+}
+
+int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *vid, obj_info_t *out,
+                char *pos)
+{
+    obj_info_t cur;
+    int rc = obj__newest_head(s, bucket, key, &cur);
+    if (rc && rc != ERR_NOT_FOUND) return rc;
+    int has_cur = rc == 0 && (!cur.deleted || cur.marker);
+    pos[0] = 0;
+    if (!vid || (has_cur && (strcmp(vid, "null") == 0 ? !cur.vid[0] : !strcmp(cur.vid, vid)))) {
+        if (!has_cur) return ERR_NOT_FOUND;
+        obj_info_copy(out, &cur);
+        return 0;
+    }
+    if (strcmp(vid, "null") == 0) {
+        if ((rc = obj__find_null(s, bucket, key, out)) == 0) obj__vid_of(pos, out->mtime_ns);
+        return rc;
+    }
+    if (!obj_vid_valid(vid)) return ERR_NOT_FOUND;
+    if ((rc = obj__newest_at(s, bucket, key, vid, out)) != 0) return rc;
+    if ((out->deleted && !out->marker) || strcmp(out->vid, vid) != 0) {
+        obj_info_clear(out); /* a retired or another version's head is no answer */
+        return ERR_NOT_FOUND;
+    }
+    snprintf(pos, OBJ_VID_LEN + 1, "%s", vid);
+    return 0;
+}
+
+int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                     obj_info_t *info)
+{
+    char pos[OBJ_VID_LEN + 1];
+    /* No lock: a version moves to noncurrent before anything covers it, and to current
+     * before its noncurrent head goes, so a reader finds it in one place or the other. */
+    return obj__locate(s, bucket, key, vid, info, pos);
+}
+
+int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c,
+                       obj_versioning_t v, obj_info_t *marker)
+{
+    if (v == OBJ_UNVERSIONED) {
+        if (marker) obj_info_clear(marker);
+        return obj_delete_if(s, bucket, key, c);
+    }
+    obj_info_t m;
+    int first_err = 0;
+    obj_info_clear(&m);
+    m.deleted = m.marker = 1;
+    int rc = obj__new_upload_id(m.upload_id);
+    if (rc) return rc;
+    if (obj__commit_heads(s, bucket, key, c, v, &m, 0, &first_err) < s->k)
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    if (marker) obj_info_copy(marker, &m);
+    return 0;
+}
+
+/* The current version v goes: the newest noncurrent one takes its place, or nothing does. */
+static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+{
+    obj_info_t next;
+    int first_err = 0;
+    pick_t pk = {.out = &next, .cur = v, .dups = xcalloc(MAX_DUPS, sizeof(obj_info_t))}, *p = &pk;
+    int rc = each_noncurrent(s, bucket, key, pick_successor, p);
+    if (rc < 0) {
+        free(p->dups);
+        return rc;
+    }
+    uint64_t now = obj__now_after(v);
+    if (p->found) {
+        if (now <= next.stamp_ns) now = next.stamp_ns + 1;
+        next.stamp_ns = now;
+    } else {
+        /* Nothing left: a tombstone is the current head (newer than any store's). */
+        obj_info_clear(&next);
+        next.deleted = 1;
+        next.mtime_ns = next.stamp_ns = now;
+        if ((rc = obj__new_upload_id(next.upload_id)) != 0) {
+            free(p->dups);
+            return rc;
+        }
+    }
+    if (obj__write_heads(s, bucket, key, &next, 0, &first_err) < s->k) {
+        free(p->dups);
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    if (p->found) obj__retire(s, bucket, key, &next);
+    for (int i = 0; i < p->ndups; i++)
+        obj__retire(s, bucket, key, &p->dups[i]);
+    free(p->dups);
+    return 0;
+}
+
+int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                       obj_info_t *gone)
+{
+    obj_info_t v;
+    char pos[OBJ_VID_LEN + 1];
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    int rc = obj__locate(s, bucket, key, vid, &v, pos);
+    if (rc == 0) {
+        if (!pos[0])
+            rc = promote_locked(s, bucket, key, &v);
+        else
+            obj__retire(s, bucket, key, &v);
+    }
+    pthread_mutex_unlock(lk);
+    if (rc) return rc;
+    if (!v.deleted) obj__drop_version(s, bucket, key, &v);
+    if (gone) obj_info_copy(gone, &v);
+    return 0;
+}
