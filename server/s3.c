@@ -114,7 +114,7 @@ static void object_op(ctx_t *x)
             s3_engine_error(x, rc);
         else if (s3_bucket_exists(x, x->bucket, &bi))
             s3_respond_acl(x, s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
-                           strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0);
+                           s3_umeta_get(&oi, ACL_META));
         else
             s3_err(x, S3E_NO_SUCH_BUCKET);
     } else if (strcmp(m, "PUT") == 0 && has_acl) {

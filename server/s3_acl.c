@@ -33,13 +33,19 @@ static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
 {
     const char *canned = s3_hdr(x->info, "x-amz-acl");
-    int pub = 0, rc;
+    int pub = 0, rc, whole = strcmp(bucket, BUCKETS) == 0;
     if (canned) {
-        if (strcmp(canned, "private") != 0 && strcmp(canned, "public-read") != 0) {
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+        /* public-read-write: anyone may also write into the bucket (anonymous POST). */
+        if (strcmp(canned, "private") != 0 && strcmp(canned, "public-read") != 0 &&
+            !(whole && strcmp(canned, "public-read-write") == 0)) {
+            s3_err_msg(
+                x, S3E_NOT_IMPLEMENTED,
+                "Only the private, public-read and (buckets) public-read-write canned ACLs.");
             return;
         }
-        pub = strcmp(canned, "public-read") == 0;
+        pub = strcmp(canned, "public-read") == 0         ? 1
+              : strcmp(canned, "public-read-write") == 0 ? 2
+                                                         : 0;
     } else {
         size_t len;
         char *body = s3_read_small_body(x, 64u << 10, &len);
@@ -62,13 +68,12 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
      * lock, against the same incarnation (exclusive when the bucket record
      * itself is rewritten).
      */
-    int whole = strcmp(bucket, BUCKETS) == 0;
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     if (whole)
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    acl_set_t set = {name, pub ? "public-read" : "private"};
+    acl_set_t set = {name, pub == 2 ? "public-read-write" : pub ? "public-read" : "private"};
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
     else
@@ -89,8 +94,9 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 }
 
-/* GetBucketAcl / GetObjectAcl: the owner's full control, and READ for everyone if public. */
-void s3_respond_acl(ctx_t *x, const char *owner, int public_read)
+/* GetBucketAcl / GetObjectAcl: the owner's full control, READ (and WRITE) for everyone as the
+ * canned ACL says. */
+void s3_respond_acl(ctx_t *x, const char *owner, const char *canned)
 {
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
@@ -105,10 +111,13 @@ void s3_respond_acl(ctx_t *x, const char *owner, int public_read)
     buf_printf(&b, "</ID><DisplayName>");
     buf_xml(&b, owner);
     buf_printf(&b, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>");
-    if (public_read)
-        buf_printf(&b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+    for (int w = 0; w < 2; w++)
+        if (!strncmp(canned, "public-read", 11) && (!w || !strcmp(canned, "public-read-write")))
+            buf_printf(&b,
+                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
                        "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
-                       "</URI></Grantee><Permission>READ</Permission></Grant>");
+                       "</URI></Grantee><Permission>%s</Permission></Grant>",
+                       w ? "WRITE" : "READ");
     buf_printf(&b, "</AccessControlList></AccessControlPolicy>");
     s3_respond_xml(x, 200, &b);
 }
@@ -149,7 +158,7 @@ void s3_anonymous_op(ctx_t *x)
                     s3_get_object(x, head);
                 return;
             }
-        } else if (get && strcmp(s3_umeta_get(&bi, "acl"), "public-read") == 0) {
+        } else if (get && strncmp(s3_umeta_get(&bi, "acl"), "public-read", 11) == 0) {
             s3_list_objects(x);
             return;
         }

@@ -212,8 +212,10 @@ static void create_bucket(ctx_t *x)
         return;
     }
     const char *acl = s3_hdr(x->info, "x-amz-acl");
-    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
-        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
+    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0 &&
+        strcmp(acl, "public-read-write") != 0) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED,
+                   "Only the private, public-read and public-read-write canned ACLs.");
         return;
     }
     uint8_t rnd[8];
@@ -349,7 +351,7 @@ void s3_bucket_op(ctx_t *x)
             if (s3_bucket_exists(x, x->bucket, &bi))
                 s3_respond_acl(x,
                                s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
-                               strcmp(s3_umeta_get(&bi, "acl"), "public-read") == 0);
+                               s3_umeta_get(&bi, "acl"));
             return;
         }
         v = s3_qparam(x->query, "location", &present);

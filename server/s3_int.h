@@ -169,7 +169,7 @@ void s3_bucket_op(ctx_t *x);
 
 /* ---- s3_acl.c ---- */
 void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name);
-void s3_respond_acl(ctx_t *x, const char *owner, int public_read);
+void s3_respond_acl(ctx_t *x, const char *owner, const char *canned);
 void s3_anonymous_op(ctx_t *x);
 
 /* ---- s3_list.c ---- */

@@ -450,11 +450,27 @@ void s3_post_object(ctx_t *x)
         return;
     }
     fm.dl = (size_t)snprintf(fm.delim, sizeof(fm.delim), "\r\n--%.*s", (int)bl, bd);
-    if (read_fields(&fm) != 0 || check_signature(&fm) != 0) goto out;
-    /* The signer must own the bucket (who may write into it). */
-    if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
-    uint64_t min, max, size;
-    if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
+    if (read_fields(&fm) != 0) goto out;
+    uint64_t min = 0, max = 5ull << 30, size;
+    if (!field(&fm, "policy") && !field(&fm, "x-amz-signature") &&
+        !field(&fm, "x-amz-credential")) {
+        /* No policy and no signature: anyone's upload, into a public-read-write bucket only. */
+        obj_info_t bi;
+        if (!s3_bucket_exists(x, x->bucket, &bi)) {
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+            goto out;
+        }
+        if (strcmp(s3_umeta_get(&bi, "acl"), "public-read-write") != 0) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            goto out;
+        }
+        s3_bucket_iname(x->bucket, &bi, x->ibucket);
+    } else {
+        if (check_signature(&fm) != 0) goto out;
+        /* The signer must own the bucket (who may write into it). */
+        if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
+        if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
+    }
     const char *k = field(&fm, "key");
     if (!k || !k[0]) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bucket POST must contain a field named 'key'.");

@@ -137,5 +137,30 @@ def test_post_malformed(server):
         c.head_object(Bucket="post", Key="x")
 
 
+def test_anonymous_post_to_public_write_bucket(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="pubw", ACL="public-read-write")
+    c.create_bucket(Bucket="privw")
+    grants = c.get_bucket_acl(Bucket="pubw")["Grants"]
+    assert {g["Permission"] for g in grants if g["Grantee"].get("URI", "").endswith("AllUsers")} \
+        == {"READ", "WRITE"}
+    data = os.urandom(300000)
+    # No policy, no signature: accepted into the public-write bucket only.
+    st, body, _ = form_post(server, "pubw", {"key": "anon/${filename}"}, "a.bin", data)
+    assert st == 204, body
+    got = c.get_object(Bucket="pubw", Key="anon/a.bin")["Body"].read()
+    assert hashlib.sha256(got).hexdigest() == hashlib.sha256(data).hexdigest()
+    st, body, _ = form_post(server, "privw", {"key": "anon/x"}, "x.bin", b"x")
+    assert st == 403 and code_of(body) == "AccessDenied"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="privw", Key="anon/x")
+    # Made private again, the bucket refuses anonymous forms.
+    c.put_bucket_acl(Bucket="pubw", ACL="private")
+    st, body, _ = form_post(server, "pubw", {"key": "anon/y"}, "y.bin", b"y")
+    assert st == 403
+    st, body, _ = form_post(server, "nobucket", {"key": "k"}, "y.bin", b"y")
+    assert st == 404 and code_of(body) == "NoSuchBucket"
+
+
 def test_with_newest_botocore(server):
     run_under_newest_botocore("test_s3_post.py")
