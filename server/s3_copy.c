@@ -203,6 +203,6 @@ void s3_copy_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    s3_version_headers(x, &info);
+    if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
     s3_respond_copy_result(x, "CopyObjectResult", &info);
 }

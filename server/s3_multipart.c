@@ -194,7 +194,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     buf_printf(&b, "</Bucket><Key>");
     buf_xml(&b, x->key);
     buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", info.etag);
-    s3_version_headers(x, &info);
+    if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
     s3_respond_xml(x, 200, &b);
 }
 

@@ -346,7 +346,7 @@ void s3_put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    s3_version_headers(x, &info);
+    if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
     s3_respond_etag(x, info.etag, cks);
 }
 

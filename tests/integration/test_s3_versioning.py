@@ -156,7 +156,7 @@ def test_null_version_rules(server):
     assert c.get_object(Bucket="vnull", Key="k", VersionId="null")["Body"].read() == b"before"
     # Suspended: a PUT makes the null version, replacing the old null one, keeping v1.
     c.put_bucket_versioning(Bucket="vnull", VersioningConfiguration={"Status": "Suspended"})
-    c.put_object(Bucket="vnull", Key="k", Body=b"suspended")
+    assert "VersionId" not in c.put_object(Bucket="vnull", Key="k", Body=b"suspended")
     assert c.get_object(Bucket="vnull", Key="k")["Body"].read() == b"suspended"
     assert c.get_object(Bucket="vnull", Key="k", VersionId="null")["Body"].read() == b"suspended"
     assert c.get_object(Bucket="vnull", Key="k", VersionId=v1)["Body"].read() == b"enabled"
