@@ -192,10 +192,11 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
  * Delete one version for good ("null" names the null version); its space
  * is freed. When it is the current one, the newest remaining version (or
  * delete marker) becomes current. *gone (may be NULL) gets the deleted
- * head (a marker: gone->marker). ERR_NOT_FOUND when there is no such version.
+ * head (a marker: gone->marker). c (may be NULL): conditions on that version
+ * (ERR_PRECOND when they fail). ERR_NOT_FOUND when there is no such version.
  */
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
-                       obj_info_t *gone) __attribute__((warn_unused_result));
+                       const obj_cond_t *c, obj_info_t *gone) __attribute__((warn_unused_result));
 
 /*
  * Objects of a bucket in key order (delete markers skipped). fn returns 0 to

@@ -194,8 +194,8 @@ uint64_t obj__now_after(const obj_info_t *cur)
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, uint32_t dead, int *first_err)
 {
-    obj_info_t old, nul;
-    int drop_old = 0, drop_nul = 0, heads = -1;
+    obj_info_t old, *nuls = NULL;
+    int drop_old = 0, nnul = 0, heads = -1;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     int had_old = obj__newest_head(s, bucket, key, &old) == 0;
@@ -211,6 +211,13 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     info->mtime_ns = info->stamp_ns = obj__now_after(had_old ? &old : NULL);
     info->vid[0] = 0;
     if (v == OBJ_VERSIONED) obj__vid_of(info->vid, info->mtime_ns);
+    /* Suspended: the write is the null version; noncurrent null ones go once it stands
+     * (found first, so that the window between the two writes is short). */
+    if (v == OBJ_SUSPENDED && (nnul = obj__collect_nulls(s, bucket, key, &nuls)) < 0) {
+        *first_err = nnul;
+        nnul = 0;
+        goto out;
+    }
     if (v == OBJ_UNVERSIONED || (cur && !old.vid[0] && v == OBJ_SUSPENDED)) {
         /* The version current now is the null one: it is replaced. */
         drop_old = cur && !old.deleted && strcmp(old.upload_id, info->upload_id) != 0;
@@ -218,17 +225,21 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         goto out; /* kept as a noncurrent version before anything covers it, or no commit */
     }
     heads = obj__write_heads(s, bucket, key, info, dead, first_err);
-    /* Suspended: a write makes the null version; an older one among the noncurrent goes. */
-    if (heads >= s->k && v == OBJ_SUSPENDED && obj__find_null(s, bucket, key, &nul) == 0) {
-        obj__retire(s, bucket, key, &nul);
-        drop_nul = !nul.deleted && !(drop_old && strcmp(nul.upload_id, old.upload_id) == 0);
-    }
+    if (heads >= s->k)
+        for (int i = 0; i < nnul; i++)
+            obj__retire(s, bucket, key, &nuls[i]);
 out:
     pthread_mutex_unlock(lk);
     if (heads >= s->k) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
-        if (drop_nul) obj__drop_version(s, bucket, key, &nul);
+        for (int i = 0; i < nnul; i++) {
+            int seen = drop_old && !strcmp(nuls[i].upload_id, old.upload_id);
+            for (int j = 0; j < i && !seen; j++)
+                seen = !strcmp(nuls[i].upload_id, nuls[j].upload_id); /* a crash's duplicate */
+            if (!nuls[i].deleted && !seen) obj__drop_version(s, bucket, key, &nuls[i]);
+        }
     }
+    free(nuls);
     return heads;
 }
 

@@ -158,6 +158,12 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
                  uint64_t stamp_ns);
 /* The noncurrent null version (or null delete marker): 0, or ERR_NOT_FOUND. */
 int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out);
+/*
+ * Every noncurrent null version, the newest first (more than one only after a
+ * crash: the older ones are stale): their number (*out malloc'd, NULL for
+ * none), or an ERR_*.
+ */
+int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
 /* Remove a noncurrent version's head (its space is the caller's to drop). */
 void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v);
 /*

@@ -81,11 +81,10 @@ typedef struct {
     void *arg;
     uint32_t shard;
     const char *only_key; /* the walk of one key (the first of a listing after a version) */
-    const char *gate_vid; /* ... whose versions count only after this one */
-    int gate_open;
-    char *cur_key;  /* the key being walked, and its current version (for duplicates) */
-    obj_info_t cur; /* valid when has_cur */
-    int has_cur;
+    const char *gate_pos; /* ... whose versions count only past this position ("": current) */
+    char *cur_key;        /* the key being walked, and its current version (for duplicates) */
+    obj_info_t cur;       /* valid when has_cur */
+    int has_cur, seen_null;
     char *last_key; /* the last head looked at: a store that fails resumes after it */
     char last_pos[OBJ_VID_LEN + 1];
     int err, stopped;
@@ -115,7 +114,7 @@ static int list_version(void *arg, const drive_id_t *id, const drive_stat_t *st)
     if (!l->cur_key || strcmp(l->cur_key, id->key) != 0) {
         free(l->cur_key);
         l->cur_key = xstrdup(id->key);
-        l->has_cur = 0;
+        l->has_cur = l->seen_null = 0;
     }
     if (rc || (o.deleted && !o.marker)) return 0; /* nothing there (a tombstone) */
     int latest = !id->version[0];
@@ -125,11 +124,16 @@ static int list_version(void *arg, const drive_id_t *id, const drive_stat_t *st)
     } else if (l->has_cur && strcmp(o.upload_id, l->cur.upload_id) == 0 &&
                strcmp(o.vid, l->cur.vid) == 0) {
         return 0; /* a noncurrent copy of the current version (obj_version.c) */
+    } else if (!o.vid[0] && l->seen_null) {
+        return 0; /* a null version below the null one: stale (a crash's leftover) */
     }
-    if (l->gate_vid && !l->gate_open) {
-        if (strcmp(l->gate_vid, "null") == 0 ? !o.vid[0] : !strcmp(o.vid, l->gate_vid))
-            l->gate_open = 1;
-        return 0;
+    if (!o.vid[0]) l->seen_null = 1;
+    /* Before the marker? By the version's own position: the current head may be a version
+     * promoted since the marker was handed out, and must not be skipped for being current. */
+    if (l->gate_pos) {
+        char here[OBJ_VID_LEN + 1];
+        obj__vid_of(here, o.mtime_ns);
+        if (strcmp(here, l->gate_pos) <= 0) return 0;
     }
     if (l->fn(l->arg, id->key, &o, latest)) {
         l->stopped = 1;
@@ -165,12 +169,28 @@ int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, cons
     l->fn = fn;
     l->arg = arg;
     if (after && after[0] && after_vid && strncmp(after, prefix, strlen(prefix)) == 0) {
-        /* The rest of `after`'s versions first, then the keys after it. */
+        /*
+         * The rest of `after`'s versions first, then the keys after it. Versions
+         * sort by position (a version id is its position), so the marker need
+         * not exist any more: the walk goes on past where it was. The null
+         * version's position is looked up; gone, the key is walked whole.
+         */
+        char pos[OBJ_VID_LEN + 1] = "";
+        if (strcmp(after_vid, "null") == 0) {
+            obj_info_t *nul = xmalloc(sizeof(*nul));
+            if (obj__locate(s, bucket, after, "null", nul, pos) == 0)
+                obj__vid_of(pos, nul->mtime_ns);
+            else
+                pos[0] = 0;
+            free(nul);
+        } else {
+            snprintf(pos, sizeof(pos), "%s", after_vid);
+        }
         l->only_key = after;
-        l->gate_vid = after_vid;
+        l->gate_pos = pos;
         rc = walk_versions(l, after, NULL);
         l->only_key = NULL;
-        l->gate_vid = NULL;
+        l->gate_pos = NULL;
     }
     if (rc == 0) rc = walk_versions(l, prefix, after);
     free(l->cur_key);

@@ -23,8 +23,12 @@
  * tombstone head (its newer stamp wins over a store that missed it); when
  * every store took the tombstone, the records themselves go. Deleting the
  * current version promotes the newest noncurrent one: its head is copied
- * to the current position first (newer stamp), then its noncurrent head is
- * retired; a crash in between is again only a duplicate.
+ * to the current position (newer stamp) and its noncurrent head stays, a
+ * duplicate again, so that a reader never finds it in neither place.
+ * A Suspended write replaces the null version: the noncurrent null ones
+ * are found before the new head is written and retired after it; a crash
+ * in between leaves a stale null below the current null one, which walks
+ * skip and the next write or delete of the null version retires.
  */
 #include "server/obj_int.h"
 
@@ -135,17 +139,28 @@ static int each_noncurrent(obj_set_t *s, const char *bucket, const char *key, no
 typedef struct {
     obj_info_t *out;
     const obj_info_t *cur; /* when searching for a successor: the current version */
-    obj_info_t *dups;      /* noncurrent copies of cur left by a crash (room for MAX_DUPS) */
+    obj_info_t *dups;      /* copies of cur, or stale null versions (room for MAX_DUPS) */
     int ndups, found;
+    obj_info_t *stale; /* successor search: null versions below a null one (room for MAX_DUPS) */
+    int nstale, seen_null;
 } pick_t;
 
+/*
+ * The newest noncurrent null version; older ones (a crash between a
+ * Suspended write and the retiring of the null version it replaced) are
+ * stale, noted in dups when there is room.
+ */
 static int pick_null(void *arg, const obj_info_t *v)
 {
     pick_t *p = arg;
     if (v->vid[0]) return 0;
-    obj_info_copy(p->out, v);
-    p->found = 1;
-    return 1;
+    if (!p->found) {
+        obj_info_copy(p->out, v);
+        p->found = 1;
+        return p->dups ? 0 : 1;
+    }
+    if (p->ndups < MAX_DUPS) obj_info_copy(&p->dups[p->ndups++], v);
+    return 0;
 }
 
 int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out)
@@ -156,17 +171,43 @@ int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t
     return p.found ? 0 : ERR_NOT_FOUND;
 }
 
+int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out)
+{
+    obj_info_t first;
+    pick_t p = {.out = &first, .dups = xcalloc(MAX_DUPS, sizeof(obj_info_t))};
+    int rc = each_noncurrent(s, bucket, key, pick_null, &p);
+    *out = NULL;
+    if (rc < 0 || !p.found) {
+        free(p.dups);
+        return rc < 0 ? rc : 0;
+    }
+    obj_info_t *all = xcalloc((size_t)p.ndups + 1, sizeof(obj_info_t));
+    obj_info_copy(&all[0], &first);
+    for (int i = 0; i < p.ndups; i++)
+        obj_info_copy(&all[i + 1], &p.dups[i]);
+    free(p.dups);
+    *out = all;
+    return p.ndups + 1;
+}
+
 static int same_version(const obj_info_t *a, const obj_info_t *b)
 {
     return strcmp(a->upload_id, b->upload_id) == 0 && strcmp(a->vid, b->vid) == 0;
 }
 
-/* The newest noncurrent version that is not a copy of cur (copies are noted). */
+/*
+ * The newest noncurrent version that is not a copy of cur (copies are
+ * noted), nor a null version below another null one (stale: noted too).
+ */
 static int pick_successor(void *arg, const obj_info_t *v)
 {
     pick_t *p = arg;
     if (same_version(v, p->cur)) {
         if (p->ndups < MAX_DUPS) obj_info_copy(&p->dups[p->ndups++], v);
+        return 0;
+    }
+    if (!v->vid[0] && p->seen_null) {
+        if (p->nstale < MAX_DUPS) obj_info_copy(&p->stale[p->nstale++], v);
         return 0;
     }
     obj_info_copy(p->out, v);
@@ -238,18 +279,31 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
     return 0;
 }
 
-/* The current version v goes: the newest noncurrent one takes its place, or nothing does. */
-static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+/*
+ * The current version v goes: the newest noncurrent one takes its place, or
+ * nothing does. The successor's noncurrent head stays (a copy of the
+ * current one, skipped wherever versions are walked, retired when it goes):
+ * a reader that looked for it as noncurrent, just before it became current,
+ * still finds it there. Stale null versions found on the way go;
+ * *stale and *nstale get them for dropping.
+ */
+static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                          obj_info_t **stale, int *nstale)
 {
     obj_info_t next;
     int first_err = 0;
-    pick_t pk = {.out = &next, .cur = v, .dups = xcalloc(MAX_DUPS, sizeof(obj_info_t))}, *p = &pk;
+    pick_t pk = {.out = &next,
+                 .cur = v,
+                 .dups = xcalloc(MAX_DUPS, sizeof(obj_info_t)),
+                 .stale = xcalloc(MAX_DUPS, sizeof(obj_info_t)),
+                 .seen_null = !v->vid[0]},
+           *p = &pk;
+    *stale = NULL;
+    *nstale = 0;
     int rc = each_noncurrent(s, bucket, key, pick_successor, p);
-    if (rc < 0) {
-        free(p->dups);
-        return rc;
-    }
     uint64_t now = obj__now_after(v);
+    if (rc < 0) goto out;
+    rc = 0;
     if (p->found) {
         if (now <= next.stamp_ns) now = next.stamp_ns + 1;
         next.stamp_ns = now;
@@ -258,39 +312,58 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         obj_info_clear(&next);
         next.deleted = 1;
         next.mtime_ns = next.stamp_ns = now;
-        if ((rc = obj__new_upload_id(next.upload_id)) != 0) {
-            free(p->dups);
-            return rc;
-        }
+        if ((rc = obj__new_upload_id(next.upload_id)) != 0) goto out;
     }
     if (obj__write_heads(s, bucket, key, &next, 0, &first_err) < s->k) {
-        free(p->dups);
-        return first_err ? first_err : ERR_UNRECOVERABLE;
+        rc = first_err ? first_err : ERR_UNRECOVERABLE;
+        goto out;
     }
-    if (p->found) obj__retire(s, bucket, key, &next);
     for (int i = 0; i < p->ndups; i++)
         obj__retire(s, bucket, key, &p->dups[i]);
+    for (int i = 0; i < p->nstale; i++)
+        obj__retire(s, bucket, key, &p->stale[i]);
+    *stale = p->stale;
+    *nstale = p->nstale;
+    p->stale = NULL;
+out:
     free(p->dups);
-    return 0;
+    free(p->stale);
+    return rc;
 }
 
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
-                       obj_info_t *gone)
+                       const obj_cond_t *c, obj_info_t *gone)
 {
-    obj_info_t v;
+    obj_info_t v, *more = NULL;
+    int nmore = 0;
     char pos[OBJ_VID_LEN + 1];
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     int rc = obj__locate(s, bucket, key, vid, &v, pos);
-    if (rc == 0) {
-        if (!pos[0])
-            rc = promote_locked(s, bucket, key, &v);
-        else
-            obj__retire(s, bucket, key, &v);
+    /* Conditions name this version (a delete marker has no ETag or size to match). */
+    if (rc == 0 && c) rc = obj_cond_check(c, v.deleted ? NULL : &v);
+    if (rc == 0 && !pos[0]) {
+        rc = promote_locked(s, bucket, key, &v, &more, &nmore);
+    } else if (rc == 0 && !v.vid[0]) {
+        /* The null version, noncurrent: with it any stale copy a crash left. */
+        nmore = obj__collect_nulls(s, bucket, key, &more);
+        if (nmore < 0) {
+            rc = nmore;
+            nmore = 0;
+        }
+        for (int i = 0; i < nmore; i++)
+            obj__retire(s, bucket, key, &more[i]);
+        if (nmore == 0) obj__retire(s, bucket, key, &v);
+    } else if (rc == 0) {
+        obj__retire(s, bucket, key, &v);
     }
     pthread_mutex_unlock(lk);
+    if (rc == 0 && !v.deleted) obj__drop_version(s, bucket, key, &v);
+    for (int i = 0; rc == 0 && i < nmore; i++)
+        if (!more[i].deleted && strcmp(more[i].upload_id, v.upload_id) != 0)
+            obj__drop_version(s, bucket, key, &more[i]);
+    free(more);
     if (rc) return rc;
-    if (!v.deleted) obj__drop_version(s, bucket, key, &v);
     if (gone) obj_info_copy(gone, &v);
     return 0;
 }

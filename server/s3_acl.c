@@ -74,15 +74,16 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
     else
         pthread_rwlock_rdlock(lk);
     acl_set_t set = {name, pub == 2 ? "public-read-write" : pub ? "public-read" : "private"};
+    int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
     else
         rc = obj_update_umeta_version(x->cfg->set, bucket, key, whole ? NULL : x->vid, acl_set,
-                                      &set, NULL);
+                                      &set, &marker);
     pthread_rwlock_unlock(lk);
     if (rc == ERR_NOT_FOUND && whole) rc = S3_ERR_NO_BUCKET;
     if (rc == ERR_NOT_FOUND && x->vid && !whole) {
-        s3_err(x, S3E_NO_SUCH_VERSION);
+        s3_err(x, marker ? S3E_METHOD_NOT_ALLOWED : S3E_NO_SUCH_VERSION);
         return;
     }
     if (rc) {

@@ -51,15 +51,16 @@
 #define BUCKETS                                                                                    \
     "\x02"                                                                                         \
     "buckets" /* internal: one object per bucket */
-#define MAX_KEY_LEN      1024
+#define MAX_KEY_LEN        1024
 /*
  * A bucket's objects, uploads and parts are stored under "NAME\x04ID", ID
  * a random generation made when the bucket is created (buckets made before
  * generations keep NAME): a bucket deleted and created again, by anyone,
  * starts empty, and nothing written under the old one can surface.
  */
-#define INAME_MAX        (64 + 1 + 16 + 1)
-#define S3_ERR_NO_BUCKET (-1000) /* the request's bucket is gone: 404 NoSuchBucket */
+#define INAME_MAX          (64 + 1 + 16 + 1)
+#define S3_ERR_NO_BUCKET   (-1000) /* the request's bucket is gone: 404 NoSuchBucket */
+#define ERR_MARKER_VERSION (-1001) /* ?versionId names a delete marker: 405 MethodNotAllowed */
 
 typedef struct {
     const s3_cfg_t *cfg;

@@ -348,6 +348,11 @@ void s3_list_versions(ctx_t *x)
         bad = "Invalid version id specified";
     else if (enc && strcmp(enc, "url") != 0)
         bad = "Invalid Encoding Method specified in Request";
+    /* What is echoed must be XML text; a key never holds anything else. */
+    const char *in[] = {prefix, delim, marker};
+    for (size_t i = 0; !bad && i < sizeof(in) / sizeof(in[0]); i++)
+        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i])))
+            bad = "Listing parameters must be valid UTF-8.";
     if (bad) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, bad);
         goto out;

@@ -580,13 +580,19 @@ void s3_delete_objects(ctx_t *x)
         } else {
             buf_printf(&b, "<Error><Key>");
             buf_xml(&b, keys[i]);
+            buf_printf(&b, "</Key>");
+            if (vid) {
+                buf_printf(&b, "<VersionId>");
+                buf_xml(&b, vid);
+                buf_printf(&b, "</VersionId>");
+            }
             s3_err_t e = rc == ERR_INVAL                          ? S3E_INVALID_ARGUMENT
                          : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
                          : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN
                          : rc == ERR_UNRECOVERABLE                ? S3E_SERVICE_UNAVAILABLE
                                                                   : S3E_INTERNAL;
-            buf_printf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
-                       s3_err_info(e)->code, s3_err_info(e)->message);
+            buf_printf(&b, "<Code>%s</Code><Message>%s</Message></Error>", s3_err_info(e)->code,
+                       s3_err_info(e)->message);
         }
     }
     buf_printf(&b, "</DeleteResult>");

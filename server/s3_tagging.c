@@ -185,14 +185,17 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
     else
         pthread_rwlock_rdlock(lk);
     entry_t e = {name, value};
+    int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
     else if (whole_bucket)
         rc = obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, entry_set, &e);
     else
-        rc = obj_update_umeta_version(x->cfg->set, x->ibucket, x->key, x->vid, entry_set, &e, NULL);
+        rc = obj_update_umeta_version(x->cfg->set, x->ibucket, x->key, x->vid, entry_set, &e,
+                                      &marker);
     pthread_rwlock_unlock(lk);
     if (rc == ERR_NOT_FOUND && whole_bucket) rc = S3_ERR_NO_BUCKET;
+    if (rc == ERR_NOT_FOUND && marker && x->vid) rc = ERR_MARKER_VERSION;
     return rc;
 }
 
@@ -269,7 +272,9 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
             return;
         rc = set_entry(x, bucket_level, name, canon.len ? canon.p : NULL);
         free(canon.p);
-        if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
+        if (rc == ERR_MARKER_VERSION)
+            s3_err(x, S3E_METHOD_NOT_ALLOWED);
+        else if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
             s3_err(x, S3E_NO_SUCH_VERSION);
         else if (rc == ERR_TOO_LARGE)
             s3_err_msg(x, S3E_INVALID_TAG, "The tag set is larger than this object can keep.");
@@ -278,8 +283,9 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
         else
             (void)http_respond(x->r, bucket_level ? 204 : 200, h, 0);
     } else if (strcmp(m, "DELETE") == 0) {
-        if ((rc = set_entry(x, bucket_level, name, NULL)) == ERR_NOT_FOUND && x->vid &&
-            !bucket_level)
+        if ((rc = set_entry(x, bucket_level, name, NULL)) == ERR_MARKER_VERSION)
+            s3_err(x, S3E_METHOD_NOT_ALLOWED);
+        else if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
             s3_err(x, S3E_NO_SUCH_VERSION);
         else if (rc)
             s3_engine_error(x, rc);

@@ -51,6 +51,10 @@ int s3_version_missing(ctx_t *x, int rc, const obj_info_t *info)
 {
     if (rc != ERR_NOT_FOUND) return 0;
     if (info->marker) {
+        char lm[40], h[64];
+        s3_http_date(info->mtime_ns, lm);
+        snprintf(h, sizeof(h), "Last-Modified: %s\r\n", lm);
+        http_add_headers(x->r, h);
         s3_version_headers(x, info);
         /* A version that is a delete marker cannot be read (405); the current one is 404. */
         if (x->vid)
@@ -143,9 +147,10 @@ int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *
     obj_info_clear(out);
     if (vid) {
         if (!obj_vid_valid(vid)) return ERR_INVAL;
-        int rc = obj_delete_version(x->cfg->set, x->ibucket, key, vid, out);
-        /* Deleting a version that is not there is done already (S3: 204). */
-        if (rc == ERR_NOT_FOUND) {
+        int rc = obj_delete_version(x->cfg->set, x->ibucket, key, vid, c, out);
+        /* Deleting a version that is not there is done already (S3: 204), unless a
+         * condition named it. */
+        if (rc == ERR_NOT_FOUND && !c) {
             rc = 0;
             obj_info_clear(out);
         }

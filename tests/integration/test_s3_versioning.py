@@ -375,6 +375,82 @@ def test_aws_cli_versioning(server, datadir):
     assert r.returncode == 0, r.stderr
 
 
+def test_paging_survives_the_marker_version_going(server):
+    """The usual way to empty a versioned bucket deletes each page before asking for the
+    next: the version named by the marker is gone by then."""
+    c = s3_client(server.endpoint)
+    versioned(c, "vpage")
+    ids = [c.put_object(Bucket="vpage", Key="k", Body=b"%d" % i)["VersionId"] for i in range(6)]
+    c.put_object(Bucket="vpage", Key="z", Body=b"z")
+    r = c.list_object_versions(Bucket="vpage", MaxKeys=2)
+    assert r["NextKeyMarker"] == "k" and r["NextVersionIdMarker"] == ids[4]
+    c.delete_object(Bucket="vpage", Key="k", VersionId=ids[4])
+    r = c.list_object_versions(Bucket="vpage", KeyMarker="k", VersionIdMarker=ids[4])
+    assert [(v["Key"], v["VersionId"]) for v in r["Versions"]][:4] == [
+        ("k", ids[3]), ("k", ids[2]), ("k", ids[1]), ("k", ids[0])]
+    assert r["Versions"][4]["Key"] == "z"
+    # The resource API's delete-by-pages empties the bucket.
+    import boto3
+    res = boto3.resource("s3", endpoint_url=server.endpoint, aws_access_key_id=c._request_signer
+                         ._credentials.access_key, aws_secret_access_key=c._request_signer
+                         ._credentials.secret_key, region_name="us-east-1")
+    for i in range(5):
+        c.put_object(Bucket="vpage", Key="m%d" % i, Body=b"m")
+        c.delete_object(Bucket="vpage", Key="m%d" % i)
+    res.Bucket("vpage").object_versions.page_size(4).delete()
+    assert versions(c, "vpage") == ([], [])
+    c.delete_bucket(Bucket="vpage")
+
+
+def test_conditions_apply_to_the_version_named(server):
+    c = s3_client(server.endpoint)
+    versioned(c, "vcond")
+    v1 = c.put_object(Bucket="vcond", Key="d", Body=b"one")["VersionId"]
+    c.put_object(Bucket="vcond", Key="d", Body=b"two")
+    bad = '"%s"' % ("0" * 32)
+    st, body, _ = signed_request(server.port, "DELETE", "/vcond/d?versionId=" + v1,
+                                 headers={"If-Match": bad})
+    assert st == 412, body
+    st, body, _ = signed_request(server.port, "DELETE", "/vcond/d?versionId=" + v1,
+                                 headers={"x-amz-if-match-size": "999"})
+    assert st == 412, body
+    import base64
+    doc = ("<Delete><Object><Key>d</Key><VersionId>%s</VersionId><ETag>%s</ETag></Object>"
+           "</Delete>" % (v1, bad)).encode()
+    st, body, _ = signed_request(server.port, "POST", "/vcond?delete", doc, headers={
+        "Content-MD5": base64.b64encode(hashlib.md5(doc).digest()).decode()})
+    assert st == 200 and b"<Code>PreconditionFailed</Code>" in body, body
+    assert ("<VersionId>%s</VersionId>" % v1).encode() in body
+    assert c.get_object(Bucket="vcond", Key="d", VersionId=v1)["Body"].read() == b"one"
+    st, _, _ = signed_request(server.port, "DELETE", "/vcond/d?versionId=" + v1,
+                              headers={"If-Match": '"%s"' % md5(b"one")})
+    assert st == 204
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="vcond", Key="d", VersionId=v1)
+    assert code(e) == "NoSuchVersion"
+
+
+def test_delete_marker_versions_refuse_everything_but_delete(server):
+    c = s3_client(server.endpoint)
+    versioned(c, "vdm")
+    c.put_object(Bucket="vdm", Key="k", Body=b"x")
+    m = c.delete_object(Bucket="vdm", Key="k")["VersionId"]
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="vdm", Key="k", VersionId=m)
+    h = e.value.response["ResponseMetadata"]["HTTPHeaders"]
+    assert status(e) == 405 and h["x-amz-delete-marker"] == "true" and "last-modified" in h
+    for call in (lambda: c.put_object_tagging(Bucket="vdm", Key="k", VersionId=m,
+                                              Tagging={"TagSet": []}),
+                 lambda: c.delete_object_tagging(Bucket="vdm", Key="k", VersionId=m),
+                 lambda: c.get_object_tagging(Bucket="vdm", Key="k", VersionId=m),
+                 lambda: c.put_object_acl(Bucket="vdm", Key="k", VersionId=m, ACL="private")):
+        with pytest.raises(ClientError) as e:
+            call()
+        assert status(e) == 405
+    st, body, _ = signed_request(server.port, "GET", "/vdm?versions&prefix=%01")
+    assert st == 400
+
+
 def test_with_newest_botocore(server):
     """This module again under the newest botocore."""
     run_under_newest_botocore("test_s3_versioning.py", "aws_cli")

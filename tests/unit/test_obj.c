@@ -533,14 +533,14 @@ static void test_versions(void **state)
     assert_int_equal(obj_stat(e->set, "bkt", "v1", &g), ERR_NOT_FOUND);
     assert_int_equal(obj_stat_version(e->set, "bkt", "v1", NULL, &g), 0);
     assert_true(g.marker);
-    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", m.vid, &g), 0);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", m.vid, NULL, &g), 0);
     assert_true(g.marker);
     vread(e, "v1", NULL, got, sizeof(got));
     assert_string_equal(got, "third");
 
     /* The current version goes while one store misses the write: the promoted head wins. */
     e->f[2].fail_write = 1;
-    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", c.vid, NULL), 0);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v1", c.vid, NULL, NULL), 0);
     e->f[2].fail_write = 0;
     vread(e, "v1", NULL, got, sizeof(got));
     assert_string_equal(got, "second");
@@ -577,12 +577,60 @@ static void test_versions(void **state)
     out[0] = 0;
     assert_int_equal(obj_list_versions(e->set, "bkt", "v2", NULL, NULL, vlist_cb, out), 0);
     assert_string_equal(out, want);
-    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL), 0);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL, NULL), 0);
     out[0] = 0;
     assert_int_equal(obj_list_versions(e->set, "bkt", "v2", NULL, NULL, vlist_cb, out), 0);
     assert_string_equal(out, "");
     assert_int_equal(obj_stat_version(e->set, "bkt", "v2", NULL, &g), ERR_NOT_FOUND);
-    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL), ERR_NOT_FOUND);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL, NULL), ERR_NOT_FOUND);
+    /* A promoted version stays reachable as noncurrent too (no window where it is in
+     * neither place), and walks show it once. */
+    vput(e, "v3", "p1", OBJ_VERSIONED, &a);
+    vput(e, "v3", "p2", OBJ_VERSIONED, &b);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v3", b.vid, NULL, NULL), 0);
+    assert_int_equal(obj__newest_at(e->set, "bkt", "v3", a.vid, &g), 0);
+    assert_false(g.deleted);
+    snprintf(want, sizeof(want), "v3:%s*,", a.vid);
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v3", NULL, NULL, vlist_cb, out), 0);
+    assert_string_equal(out, want);
+    /* A condition on a version deleted by id is checked against that version. */
+    obj_cond_t cond = OBJ_COND_NONE;
+    strcpy(cond.if_match, "\"00000000000000000000000000000000\"");
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v3", a.vid, &cond, NULL), ERR_PRECOND);
+    snprintf(cond.if_match, sizeof(cond.if_match), "%s", a.etag);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v3", a.vid, &cond, NULL), 0);
+
+    /* A crash between a Suspended write and retiring the old null version leaves a stale
+     * null below the current one: walks skip it, and deleting the null version does not
+     * bring the stale one back. */
+    vput(e, "v4", "old-null", OBJ_UNVERSIONED, &a);
+    vput(e, "v4", "new-null", OBJ_UNVERSIONED, &b);
+    obj__vid_of(pos, a.mtime_ns);
+    dup = a;
+    dup.stamp_ns = b.stamp_ns + 1;
+    assert_int_equal(obj__write_at(e->set, "bkt", "v4", pos, &dup, 0, &first_err), N);
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v4", NULL, NULL, vlist_cb, out), 0);
+    assert_string_equal(out, "v4:null*,");
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v4", "null", NULL, NULL), 0);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v4", "null", &g), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v4", NULL, &g), ERR_NOT_FOUND);
+    /* ... and a Suspended write retires every stale null it finds. */
+    vput(e, "v5", "old-null", OBJ_UNVERSIONED, &a);
+    vput(e, "v5", "versioned", OBJ_VERSIONED, &b);
+    obj__vid_of(pos, a.mtime_ns - 1);
+    dup = a;
+    dup.mtime_ns = a.mtime_ns - 1;
+    dup.stamp_ns = b.stamp_ns + 1;
+    assert_int_equal(obj__write_at(e->set, "bkt", "v5", pos, &dup, 0, &first_err), N);
+    vput(e, "v5", "suspended", OBJ_SUSPENDED, &c);
+    snprintf(want, sizeof(want), "v5:null*,v5:%s,", b.vid);
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "v5", NULL, NULL, vlist_cb, out), 0);
+    assert_string_equal(out, want);
+    assert_int_equal(obj__find_null(e->set, "bkt", "v5", &g), ERR_NOT_FOUND);
+
     assert_false(obj_vid_valid("0123456789ABCDEF"));
     assert_true(obj_vid_valid("null") && obj_vid_valid(b.vid));
 }
