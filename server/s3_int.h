@@ -12,6 +12,7 @@
  *   s3_multipart.c  multipart uploads
  *   s3_tagging.c    object and bucket tags
  *   s3_cors.c       CORS rules, preflight, Access-Control-* headers
+ *   s3_lifecycle.c  lifecycle configuration, x-amz-expiration (rules: s3/lifecycle)
  *   s3_post.c       browser form uploads (POST Object, signed policies)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
@@ -211,6 +212,13 @@ void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucke
 void s3_cors_preflight(ctx_t *x); /* OPTIONS */
 void s3_cors_actual(ctx_t *x);    /* CORS headers for a request carrying Origin */
 void s3_cors_forget(ctx_t *x);    /* the deleted bucket's rules go (best effort) */
+
+/* ---- s3_lifecycle.c ---- */
+void s3_lifecycle_op(ctx_t *x);     /* GET/PUT/DELETE ?lifecycle of the request's bucket */
+void s3_lifecycle_forget(ctx_t *x); /* the deleted bucket's configuration goes (best effort) */
+/* x-amz-expiration for the object info describes, when an enabled Expiration rule covers it:
+ * appended to hb, or (hb NULL) added to the response with http_add_headers. */
+void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb);
 
 /* ---- s3_multipart.c ---- */
 void s3_mpu_create(ctx_t *x);
