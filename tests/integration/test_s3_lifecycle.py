@@ -328,9 +328,17 @@ def test_expiration_header(server):
     assert "Expiration" not in c.put_object(Bucket="lc-exp", Key="pics/b", Body=b"x")
 
 
-def test_short_lifecycle_day(datadir):
-    """--lifecycle-day-seconds 10: a day of 10 s, midnights at multiples of 10 s."""
-    s = Server(datadir, extra=["--lifecycle-day-seconds", "10"]).start()
+@pytest.mark.parametrize("how", ["flag", "ini"])
+def test_short_lifecycle_day(datadir, how):
+    """--lifecycle-day-seconds 10 (or [server] lifecycle_day_seconds = 10): a day of 10 s,
+    midnights at multiples of 10 s."""
+    extra = ["--lifecycle-day-seconds", "10"]
+    if how == "ini":
+        ini = os.path.join(datadir, "lc.ini")
+        with open(ini, "w") as f:
+            f.write("[server]\nlifecycle_day_seconds = 10\n")
+        extra = ["--config", ini]
+    s = Server(datadir, extra=extra).start()
     try:
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="lc-short")
