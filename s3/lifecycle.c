@@ -189,9 +189,11 @@ static int kids_ok(const node_t *n, const char *const *names, const char *const 
         for (int i = 0; many && many[i] && !repeat_ok; i++)
             repeat_ok = strcmp(k->name, many[i]) == 0;
         if (!known) return 0;
-        int count;
-        (void)kid(n, k->name, &count);
-        if (count > 1 && !repeat_ok) return 0;
+        /* Counted only for the names that may not repeat: at most a few of those pass before
+         * one repeats, so this stays linear in the children, however many Rules there are. */
+        int count = 1;
+        if (!repeat_ok) (void)kid(n, k->name, &count);
+        if (count > 1) return 0;
     }
     return 1;
 }
@@ -360,6 +362,9 @@ static int tag_into(const node_t *t, lc_rule_t *r, lc_error_t *err)
         return fail(err, LC_ERR_INVALID_ARGUMENT, "The TagKey you have provided is invalid");
     if (chars(value) > TAG_VALUE_MAX)
         return fail(err, LC_ERR_INVALID_ARGUMENT, "The TagValue you have provided is invalid");
+    if (r->ntags == LC_MAX_TAGS)
+        return fail(err, LC_ERR_INVALID_ARGUMENT,
+                    "A rule's filter can have at most 50 tags."); /* none could match beyond */
     for (int i = 0; i < r->ntags; i++)
         if (strcmp(r->tags[i].key, key) == 0)
             return fail(err, LC_ERR_INVALID_REQUEST, "Duplicate Tag Keys are not allowed.");

@@ -29,6 +29,7 @@
 #define LC_MAX_RULES   1000       /* S3's limit, not adjustable */
 #define LC_ID_MAX      255        /* characters of a rule ID */
 #define LC_NEWER_MAX   100        /* NewerNoncurrentVersions, as S3 */
+#define LC_MAX_TAGS    50         /* tags in a rule's filter (an object has at most 10) */
 #define LC_DAY_SECONDS 86400      /* a real day */
 #define LC_BODY_MAX    (1u << 20) /* a configuration's XML (S3 publishes no figure) */
 

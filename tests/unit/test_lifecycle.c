@@ -328,6 +328,47 @@ static void test_refusals(void **state)
     lc_free(&c);
 }
 
+/* The biggest body of the smallest elements is refused in time linear in its size. */
+static void test_many_elements(void **state)
+{
+    (void)state;
+    size_t cap = LC_BODY_MAX + 1, len;
+    char *xml = malloc(cap);
+    static const char *const heads[] = {"", "<Rule><Filter><And>", "<Rule><Filter><And>"};
+    static const char *const units[] = {"<Rule/>", "<Tag/>",
+                                        "<Tag><Key>k</Key><Value>v</Value></Tag>"};
+    for (int f = 0; f < 3; f++) {
+        len = (size_t)snprintf(xml, cap, "%s%s", HEAD, heads[f]);
+        /* 60000 Rules stay under the element cap: kids_ok sees them all. */
+        while (len + strlen(units[f]) < cap - 1 && (f || len < 60000 * 7))
+            len += (size_t)snprintf(xml + len, cap - len, "%s", units[f]);
+        lc_config_t c;
+        lc_error_t e;
+        assert_int_equal(lc_parse(xml, len, &c, &e), ERR_INVAL);
+    }
+    /* 50 tags in an And are fine, 51 are not. */
+    for (int n = 50; n <= 51; n++) {
+        len = (size_t)snprintf(xml, cap, "%s<Rule><Filter><And>", HEAD);
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(xml + len, cap - len,
+                                    "<Tag><Key>k%d</Key><Value>v</Value></Tag>", i);
+        len += (size_t)snprintf(xml + len, cap - len,
+                                "</And></Filter><Status>Enabled</Status>" EXP1 "</Rule>" TAIL);
+        lc_config_t c;
+        lc_error_t e;
+        int rc = lc_parse(xml, len, &c, &e);
+        if (n == 50) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(c.rules[0].ntags, 50);
+            lc_free(&c);
+        } else {
+            assert_int_equal(rc, ERR_INVAL);
+            assert_int_equal(e.kind, LC_ERR_INVALID_ARGUMENT);
+        }
+    }
+    free(xml);
+}
+
 /* 1000 rules are fine, 1001 are not. */
 static void test_rule_limit(void **state)
 {
@@ -611,9 +652,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_config), cmocka_unit_test(test_round_trip_text),
         cmocka_unit_test(test_dates),       cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_rule_limit),  cmocka_unit_test(test_matching),
-        cmocka_unit_test(test_expiry),      cmocka_unit_test(test_weekdays),
-        cmocka_unit_test(test_decide),      cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_rule_limit),  cmocka_unit_test(test_many_elements),
+        cmocka_unit_test(test_matching),    cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_weekdays),    cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
