@@ -1,9 +1,10 @@
 /*
  * s3_lifecycle: a bucket's lifecycle configuration (Put/Get/
  * DeleteBucketLifecycleConfiguration) and the x-amz-expiration header of the
- * objects an enabled Expiration rule covers (PUT, GET, HEAD). Parsing, S3's
- * checks, matching and dates are s3/lifecycle; the worker that carries the
- * rules out comes later and asks lc_decide.
+ * objects an enabled Expiration rule covers (PUT, GET, HEAD, and
+ * CompleteMultipartUpload). Parsing, S3's checks, matching and dates are
+ * s3/lifecycle; the worker that carries the rules out comes later: it reads
+ * a bucket's rules with s3_lifecycle_load and asks lc_decide.
  *
  * The configuration is kept in its canonical form (made-up rule IDs
  * included, so they stay the same from one GET to the next), as one
@@ -21,19 +22,17 @@
  */
 #include "server/s3_int.h"
 
-#include "s3/lifecycle.h"
-
 #define LC_OBJECTS                                                                                 \
     "\x02"                                                                                         \
     "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
 #define LC_MARK "lifecycle" /* bucket record entry: "1" while a configuration is stored */
 
-/* The stored configuration (canonical XML, NUL-terminated): NULL with *err (ERR_NOT_FOUND:
- * none). */
-static char *stored_body(ctx_t *x, size_t *len, int *err)
+/* The stored configuration of bucket incarnation iname (canonical XML, NUL-terminated): NULL
+ * with *err (ERR_NOT_FOUND: none). */
+static char *stored_body(obj_set_t *set, const char *iname, size_t *len, int *err)
 {
     obj_info_t info;
-    obj_reader_t *rd = obj_open(x->cfg->set, LC_OBJECTS, x->ibucket, &info, err);
+    obj_reader_t *rd = obj_open(set, LC_OBJECTS, iname, &info, err);
     if (!rd) return NULL;
     if (info.size > LC_BODY_MAX) {
         obj_close(rd);
@@ -91,6 +90,29 @@ static int mark(ctx_t *x, int on)
                  : S3_ERR_NO_BUCKET;
     pthread_rwlock_unlock(lk);
     return rc == ERR_NOT_FOUND ? S3_ERR_NO_BUCKET : rc;
+}
+
+int s3_lifecycle_load(obj_set_t *set, const char *iname, lc_config_t *out)
+{
+    size_t len;
+    int rc;
+    memset(out, 0, sizeof(*out));
+    char *body = stored_body(set, iname, &len, &rc);
+    if (!body) return rc;
+    lc_error_t e;
+    rc = lc_parse(body, len, out, &e);
+    free(body);
+    if (rc == ERR_INVAL) {
+        /* What PUT stored was checked: a refusal now means the object is damaged. */
+        log_warn("event=lifecycle_unreadable bucket=%s why=\"%s\"", iname, e.message);
+        rc = ERR_CORRUPT;
+    }
+    return rc;
+}
+
+int s3_lifecycle_marked(const obj_info_t *bucket_rec)
+{
+    return s3_umeta_get(bucket_rec, LC_MARK)[0] != 0;
 }
 
 void s3_lifecycle_forget(ctx_t *x)
@@ -234,7 +256,7 @@ void s3_lifecycle_op(ctx_t *x)
     int rc;
     if (strcmp(m, "GET") == 0) {
         size_t len;
-        char *body = stored_body(x, &len, &rc);
+        char *body = stored_body(x->cfg->set, x->ibucket, &len, &rc);
         if (!body) {
             if (rc == ERR_NOT_FOUND)
                 s3_err(x, S3E_NO_SUCH_LIFECYCLE);
@@ -264,22 +286,13 @@ void s3_lifecycle_op(ctx_t *x)
 void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb)
 {
     /* The bucket record is read once per request anyway: without the entry, nothing to do. */
-    if (!s3_bucket_exists(x, x->bucket, NULL) || !s3_umeta_get(&x->bucket_rec, LC_MARK)[0]) return;
-    size_t len;
-    int rc;
-    char *body = stored_body(x, &len, &rc);
-    if (!body) {
+    if (!s3_bucket_exists(x, x->bucket, NULL) || !s3_lifecycle_marked(&x->bucket_rec)) return;
+    lc_config_t c;
+    int rc = s3_lifecycle_load(x->cfg->set, x->ibucket, &c);
+    if (rc) {
         if (rc != ERR_NOT_FOUND)
             log_warn("event=lifecycle_read_failed bucket=%s err=%s", x->bucket, err_name(rc));
         return; /* the header is advice: the request goes on without it */
-    }
-    lc_config_t c;
-    lc_error_t e;
-    rc = lc_parse(body, len, &c, &e);
-    free(body);
-    if (rc) {
-        log_warn("event=lifecycle_unreadable bucket=%s err=%s", x->bucket, err_name(rc));
-        return;
     }
     int64_t day_s = x->cfg->lifecycle_day_s > 0 ? x->cfg->lifecycle_day_s : LC_DAY_SECONDS;
     int64_t expiry;

@@ -317,6 +317,15 @@ def test_expiration_header(server):
         calendar.timegm((2099, 11, 10, 0, 0, 0)), "big")
     r = c.put_object(Bucket="lc-exp", Key="pics/big", Body=b"x" * 101)
     assert expiry_of(r["Expiration"])[1] == "pics%20rule%2F1"
+    # CompleteMultipartUpload answers with it too, as S3 does.
+    up = c.create_multipart_upload(Bucket="lc-exp", Key="pics/mpu")["UploadId"]
+    etag = c.upload_part(Bucket="lc-exp", Key="pics/mpu", UploadId=up, PartNumber=1,
+                         Body=b"p")["ETag"]
+    r = c.complete_multipart_upload(Bucket="lc-exp", Key="pics/mpu", UploadId=up,
+                                    MultipartUpload={"Parts": [{"ETag": etag, "PartNumber": 1}]})
+    assert expiry_of(r["Expiration"])[1] == "pics%20rule%2F1"
+    assert expiry_of(c.head_object(Bucket="lc-exp", Key="pics/mpu")["Expiration"]) == \
+        expiry_of(r["Expiration"])
     # Raw header text, as a client sees it.
     st, _, hdrs = signed_request(server.port, "HEAD", "/lc-exp/big")
     assert st == 200
