@@ -44,7 +44,8 @@ typedef struct {
     int depth, nodes, bad;
 } tree_t;
 
-static void tree_free(node_t *n)
+/* Recursive over the depth only, which read_tree bounds (DEPTH_MAX). */
+static void tree_free(node_t *n) // NOLINT(misc-no-recursion)
 {
     while (n) {
         node_t *next = n->next;
@@ -324,7 +325,7 @@ static int parse_date(const node_t *n, int64_t *out, int *frac)
     if (*p || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) ||
         h > 23 || mi > 59 || s > 59)
         return -1;
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - tz;
+    *out = days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 + (int64_t)mi * 60 + s - tz;
     return 0;
 }
 
@@ -591,9 +592,9 @@ static void name_rules(lc_config_t *c)
     char id[64];
     for (int i = 0; i < c->n; i++) {
         if (c->rules[i].id) continue;
-        snprintf(id, sizeof(id), "rule-%d", i + 1);
+        (void)snprintf(id, sizeof(id), "rule-%d", i + 1);
         for (int k = 2; id_taken(c, id); k++)
-            snprintf(id, sizeof(id), "rule-%d-%d", i + 1, k);
+            (void)snprintf(id, sizeof(id), "rule-%d-%d", i + 1, k);
         c->rules[i].id = xstrdup(id);
     }
 }
@@ -676,7 +677,7 @@ static void put_text(sbuf_t *b, const char *s)
         else if (c == '>')
             puts_(b, "&gt;");
         else if (c < 0x20) {
-            snprintf(ref, sizeof(ref), "&#%u;", c);
+            (void)snprintf(ref, sizeof(ref), "&#%u;", c);
             puts_(b, ref);
         } else
             put(b, s, 1);
@@ -697,7 +698,7 @@ static void put_elem(sbuf_t *b, const char *name, const char *text)
 static void put_num(sbuf_t *b, const char *name, int64_t v)
 {
     char num[32];
-    snprintf(num, sizeof(num), "%lld", (long long)v);
+    (void)snprintf(num, sizeof(num), "%lld", (long long)v);
     put_elem(b, name, num);
 }
 
@@ -765,7 +766,8 @@ char *lc_serialize(const lc_config_t *c, size_t *len)
                 int m, d;
                 char date[48];
                 civil_from_days(r->exp_date / 86400, &y, &m, &d);
-                snprintf(date, sizeof(date), "%04lld-%02d-%02dT00:00:00.000Z", (long long)y, m, d);
+                (void)snprintf(date, sizeof(date), "%04lld-%02d-%02dT00:00:00.000Z", (long long)y,
+                               m, d);
                 put_elem(&b, "Date", date);
             }
             if (r->exp_marker >= 0)
@@ -881,10 +883,10 @@ size_t lc_expiration_header(const lc_rule_t *r, int64_t expiry, char *out, size_
     civil_from_days(days, &y, &m, &d);
     sbuf_t b = {0};
     char head[96];
-    snprintf(head, sizeof(head),
-             "expiry-date=\"%s, %02d %s %04lld %02d:%02d:%02d GMT\", rule-id=\"",
-             wday[((days % 7) + 7) % 7], d, mon[m - 1], (long long)y, (int)(secs / 3600),
-             (int)(secs / 60 % 60), (int)(secs % 60));
+    (void)snprintf(head, sizeof(head),
+                   "expiry-date=\"%s, %02d %s %04lld %02d:%02d:%02d GMT\", rule-id=\"",
+                   wday[((days % 7) + 7) % 7], d, mon[m - 1], (long long)y, (int)(secs / 3600),
+                   (int)(secs / 60 % 60), (int)(secs % 60));
     puts_(&b, head);
     for (const unsigned char *p = (const unsigned char *)r->id; *p; p++) {
         char esc[4];
@@ -892,7 +894,7 @@ size_t lc_expiration_header(const lc_rule_t *r, int64_t expiry, char *out, size_
             strchr("-_.~", *p)) {
             put(&b, (const char *)p, 1);
         } else {
-            snprintf(esc, sizeof(esc), "%%%02X", *p);
+            (void)snprintf(esc, sizeof(esc), "%%%02X", *p);
             put(&b, esc, 3);
         }
     }

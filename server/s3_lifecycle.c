@@ -133,7 +133,7 @@ static int digest_present(ctx_t *x)
     char name[40];
     if (s3_hdr(x->info, "content-md5") || s3_hdr(x->info, "x-amz-trailer")) return 1;
     for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
-        snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
         if (s3_hdr(x->info, name)) return 1;
     }
     return 0;
@@ -162,7 +162,7 @@ static int digest_check(ctx_t *x, const char *body, size_t len)
     const char *expect = NULL;
     int algo = CKS_NONE, n = 0;
     for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
-        snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
         const char *v = s3_hdr(x->info, name);
         if (v && !algo) {
             algo = a;
@@ -173,7 +173,7 @@ static int digest_check(ctx_t *x, const char *body, size_t len)
     const char *trailer = s3_hdr(x->info, "x-amz-trailer");
     if (!algo && trailer) {
         algo = cks_algo(trailer);
-        snprintf(name, sizeof(name), "x-amz-checksum-%s", algo ? cks_name(algo) : "");
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", algo ? cks_name(algo) : "");
         expect = algo && x->chunked ? s3_chunked_trailer(x->chunked, name) : NULL;
         if (!expect) {
             s3_err_msg(x, S3E_INVALID_REQUEST, "The announced checksum trailer is missing.");
@@ -197,8 +197,9 @@ static int digest_check(ctx_t *x, const char *body, size_t len)
     cks_final(&ck, got, sizeof(got));
     if (strcmp(got, expect) != 0) {
         char msg[128];
-        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-                 cks_name(algo));
+        (void)snprintf(msg, sizeof(msg),
+                       "The %s you specified did not match the calculated checksum.",
+                       cks_name(algo));
         s3_err_msg(x, S3E_BAD_DIGEST, msg);
         return -1;
     }
@@ -245,7 +246,7 @@ static void put_lifecycle(ctx_t *x)
         return;
     }
     char h[128];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     (void)http_respond(x->r, 200, h, 0);
 }
 
@@ -264,7 +265,8 @@ void s3_lifecycle_op(ctx_t *x)
                 s3_engine_error(x, rc);
             return;
         }
-        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n", x->id);
+        (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n",
+                       x->id);
         (void)http_respond_full(x->r, 200, h, body, len);
         free(body);
     } else if (strcmp(m, "PUT") == 0) {
@@ -276,7 +278,7 @@ void s3_lifecycle_op(ctx_t *x)
             s3_engine_error(x, rc);
             return;
         }
-        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
         (void)http_respond(x->r, 204, h, 0);
     } else {
         s3_err(x, S3E_METHOD_NOT_ALLOWED);

@@ -27,6 +27,7 @@
 /* 2014-01-15T10:30:00Z, the user guide's example of rounding. */
 #define JAN15_1030 INT64_C(1389781800)
 #define JAN19      INT64_C(1390089600)
+#define DAY        INT64_C(86400)
 
 static int parse(const char *xml, lc_config_t *c, lc_error_t *e)
 {
@@ -160,9 +161,10 @@ static void test_dates(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char xml[512];
-        snprintf(xml, sizeof(xml),
-                 RULE("<Filter/><Status>Enabled</Status><Expiration><Date>%s</Date></Expiration>"),
-                 cases[i].date);
+        (void)snprintf(
+            xml, sizeof(xml),
+            RULE("<Filter/><Status>Enabled</Status><Expiration><Date>%s</Date></Expiration>"),
+            cases[i].date);
         lc_config_t c;
         lc_error_t e = {0};
         int rc = parse(xml, &c, &e);
@@ -185,8 +187,8 @@ static void test_refusals(void **state)
     char long_id[300], xml_long[1024];
     memset(long_id, 'a', 256);
     long_id[256] = 0;
-    snprintf(xml_long, sizeof(xml_long), RULE("<ID>%s</ID><Filter/><Status>Enabled</Status>" EXP1),
-             long_id);
+    (void)snprintf(xml_long, sizeof(xml_long),
+                   RULE("<ID>%s</ID><Filter/><Status>Enabled</Status>" EXP1), long_id);
     static const struct {
         const char *xml;
         lc_err_kind_t kind;
@@ -320,8 +322,8 @@ static void test_refusals(void **state)
     /* 255 characters (here 255 two-byte ones) are fine. */
     char xml[2048], id[600] = "";
     for (int i = 0; i < 255; i++)
-        strcat(id, "\xc3\xa9");
-    snprintf(xml, sizeof(xml), RULE("<ID>%s</ID><Filter/><Status>Enabled</Status>" EXP1), id);
+        memcpy(id + (size_t)2 * i, "\xc3\xa9", 3); /* with the NUL after the last */
+    (void)snprintf(xml, sizeof(xml), RULE("<ID>%s</ID><Filter/><Status>Enabled</Status>" EXP1), id);
     lc_config_t c;
     lc_error_t e;
     assert_int_equal(parse(xml, &c, &e), 0);
@@ -340,7 +342,7 @@ static void test_many_elements(void **state)
     for (int f = 0; f < 3; f++) {
         len = (size_t)snprintf(xml, cap, "%s%s", HEAD, heads[f]);
         /* 60000 Rules stay under the element cap: kids_ok sees them all. */
-        while (len + strlen(units[f]) < cap - 1 && (f || len < 60000 * 7))
+        while (len + strlen(units[f]) < cap - 1 && (f || len < (size_t)60000 * 7))
             len += (size_t)snprintf(xml + len, cap - len, "%s", units[f]);
         lc_config_t c;
         lc_error_t e;
@@ -450,7 +452,7 @@ static void test_expiry(void **state)
     /* The user guide: created 1/15/2014 10:30 UTC, 3 days: expires 1/19/2014 00:00 UTC. */
     assert_int_equal(lc_due(JAN15_1030, 3, LC_DAY_SECONDS), JAN19);
     /* Exactly at midnight: the next midnight after t + days. */
-    assert_int_equal(lc_due(JAN19 - 86400 * 3, 3, LC_DAY_SECONDS), JAN19 + 86400);
+    assert_int_equal(lc_due(JAN19 - DAY * 3, 3, LC_DAY_SECONDS), JAN19 + 86400);
     assert_int_equal(lc_due(JAN19 - 1, 0, LC_DAY_SECONDS), JAN19);
     /* A 10-second day. */
     assert_int_equal(lc_due(1005, 2, 10), 1030);
@@ -477,7 +479,7 @@ static void test_expiry(void **state)
     const lc_rule_t *r = lc_expiry(&c, "a", NULL, 1, JAN15_1030, LC_DAY_SECONDS, &t);
     assert_non_null(r);
     assert_string_equal(r->id, "ten days");
-    assert_int_equal(t, JAN19 + 7 * 86400); /* 1/25 10:30 rounds to 1/26 */
+    assert_int_equal(t, JAN19 + 7 * DAY); /* 1/25 10:30 rounds to 1/26 */
     /* The earliest wins; on a tie the first rule. */
     r = lc_expiry(&c, "pics/x", NULL, 1, JAN15_1030, LC_DAY_SECONDS, &t);
     assert_string_equal(r->id, "pics/\xc3\xa9");
@@ -569,8 +571,8 @@ static void test_decide(void **state)
     assert_int_equal(lc_decide(&c, &v, JAN19 * 2, 86400, &r, &due), LC_ACT_NONE);
     assert_int_equal(due, -1);
     v.newer_noncurrent = 2;
-    assert_int_equal(lc_decide(&c, &v, JAN19 - 3 * 86400, 86400, &r, &due), LC_ACT_NONE);
-    assert_int_equal(due, JAN19 - 2 * 86400);
+    assert_int_equal(lc_decide(&c, &v, JAN19 - 3 * DAY, 86400, &r, &due), LC_ACT_NONE);
+    assert_int_equal(due, JAN19 - 2 * DAY);
     assert_int_equal(lc_decide(&c, &v, JAN19, 86400, &r, &due), LC_ACT_DELETE_NONCURRENT);
     assert_string_equal(r->id, "nc");
     /* A current version is not touched by noncurrent rules, nor the other way round. */
@@ -589,8 +591,8 @@ static void test_decide(void **state)
     assert_int_equal(lc_decide(&c, &v, JAN19 * 2, 86400, &r, &due), LC_ACT_NONE);
     /* Uploads: only rules on the key alone (the size rule never selects one). */
     v = (lc_version_t){LC_VER_UPLOAD, "u/1", NULL, 0, 0, JAN15_1030, 0};
-    assert_int_equal(lc_decide(&c, &v, JAN19 - 2 * 86400 - 1, 86400, &r, &due), LC_ACT_NONE);
-    assert_int_equal(lc_decide(&c, &v, JAN19 - 2 * 86400, 86400, &r, &due), LC_ACT_ABORT_UPLOAD);
+    assert_int_equal(lc_decide(&c, &v, JAN19 - 2 * DAY - 1, 86400, &r, &due), LC_ACT_NONE);
+    assert_int_equal(lc_decide(&c, &v, JAN19 - 2 * DAY, 86400, &r, &due), LC_ACT_ABORT_UPLOAD);
     assert_string_equal(r->id, "up");
     v.key = "z/1";
     assert_int_equal(lc_decide(&c, &v, JAN19 * 2, 86400, &r, &due), LC_ACT_NONE);
