@@ -2,9 +2,9 @@
  * lifecycle: LifecycleConfiguration parsing, checking, canonical form and
  * rule evaluation (see lifecycle.h).
  *
- * Design: expat reads the body into a small element tree (bounded: depth,
- * element count, and text no longer than the body), then one pass over the
- * tree checks it in S3's order and fills the rules. Working on a tree
+ * Design: s3/xmltree reads the body into a small element tree (bounded:
+ * depth, element count, and text no longer than the body), then one pass
+ * over the tree checks it in S3's order and fills the rules. Working on a tree
  * rather than on expat's events keeps "exactly one of", "at most once" and
  * "these cannot go together" as plain counts, each next to the S3 error it
  * earns. Which S3 error a mistake gets follows what S3 answers: a body that
@@ -15,11 +15,11 @@
  * InvalidRequest.
  */
 #include "s3/lifecycle.h"
+#include "s3/xmltree.h"
 
 #include "common/err.h"
 #include "common/mem.h"
 
-#include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,220 +29,9 @@
 #define TAG_KEY_MAX   128   /* characters, as object tags */
 #define TAG_VALUE_MAX 256
 
-/* ---- the element tree ---- */
-
-typedef struct node {
-    char *name;
-    char *text; /* character data directly inside, NUL-terminated ("" when none) */
-    size_t tl, tcap;
-    struct node *parent, *kids, *last, *next;
-} node_t;
-
-typedef struct {
-    XML_Parser p;
-    node_t *root, *cur;
-    int depth, nodes, bad;
-} tree_t;
-
-/* Recursive over the depth only, which read_tree bounds (DEPTH_MAX). */
-static void tree_free(node_t *n) // NOLINT(misc-no-recursion)
-{
-    while (n) {
-        node_t *next = n->next;
-        tree_free(n->kids); /* depth is bounded by DEPTH_MAX */
-        free(n->name);
-        free(n->text);
-        free(n);
-        n = next;
-    }
-}
-
-static void stop(tree_t *t)
-{
-    t->bad = 1;
-    XML_StopParser(t->p, XML_FALSE);
-}
-
-static void XMLCALL no_doctype(void *ud, const XML_Char *name, const XML_Char *sys,
-                               const XML_Char *pub, int has_internal)
-{
-    (void)name;
-    (void)sys;
-    (void)pub;
-    (void)has_internal;
-    stop(ud); /* no DTD: no entity can be declared, so none can blow up */
-}
-
-static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
-{
-    tree_t *t = ud;
-    (void)attrs; /* xmlns and nothing else that matters */
-    if (t->bad) return;
-    if (t->depth == DEPTH_MAX || t->nodes == NODES_MAX || (!t->cur && t->root)) {
-        stop(t);
-        return;
-    }
-    node_t *n = xcalloc(1, sizeof(*n));
-    n->name = xstrdup(name);
-    n->parent = t->cur;
-    if (!t->cur) {
-        t->root = n;
-    } else {
-        if (t->cur->last)
-            t->cur->last->next = n;
-        else
-            t->cur->kids = n;
-        t->cur->last = n;
-    }
-    t->cur = n;
-    t->depth++;
-    t->nodes++;
-}
-
-static void XMLCALL on_end(void *ud, const XML_Char *name)
-{
-    tree_t *t = ud;
-    (void)name;
-    if (t->bad || !t->cur) return; /* expat still reports ends after a stop */
-    t->cur = t->cur->parent;
-    t->depth--;
-}
-
-static void XMLCALL on_text(void *ud, const XML_Char *s, int len)
-{
-    tree_t *t = ud;
-    if (t->bad || !t->cur || len <= 0) return;
-    node_t *n = t->cur;
-    if (n->tl + (size_t)len + 1 > n->tcap) {
-        n->tcap = (n->tl + (size_t)len + 1) * 2;
-        n->text = xrealloc(n->text, n->tcap);
-    }
-    memcpy(n->text + n->tl, s, (size_t)len);
-    n->tl += (size_t)len;
-    n->text[n->tl] = 0;
-}
-
-/* The body as a tree (NULL when it is not well-formed XML, has a DTD or is too big). */
-static node_t *read_tree(const char *body, size_t len, int *nomem)
-{
-    tree_t t = {0};
-    *nomem = 0;
-    if (len > LC_BODY_MAX) return NULL;
-    t.p = XML_ParserCreate(NULL);
-    if (!t.p) {
-        *nomem = 1;
-        return NULL;
-    }
-    XML_SetUserData(t.p, &t);
-    XML_SetStartDoctypeDeclHandler(t.p, no_doctype);
-    XML_SetElementHandler(t.p, on_start, on_end);
-    XML_SetCharacterDataHandler(t.p, on_text);
-    int ok = XML_Parse(t.p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !t.bad && t.root;
-    XML_ParserFree(t.p);
-    if (!ok) {
-        tree_free(t.root);
-        return NULL;
-    }
-    return t.root;
-}
-
-static const char *text_of(const node_t *n)
-{
-    return n->text ? n->text : "";
-}
-
 static int is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Whether n's own text is only XML white space (containers may hold nothing else). */
-static int blank(const node_t *n)
-{
-    for (const char *p = text_of(n); *p; p++)
-        if (!is_space(*p)) return 0;
-    return 1;
-}
-
-/* The first child of n named name, and (count not NULL) how many there are. */
-static const node_t *kid(const node_t *n, const char *name, int *count)
-{
-    const node_t *first = NULL;
-    int c = 0;
-    for (const node_t *k = n->kids; k; k = k->next)
-        if (strcmp(k->name, name) == 0) {
-            if (!first) first = k;
-            c++;
-        }
-    if (count) *count = c;
-    return first;
-}
-
-/* Every child of n is one of names[] (NULL-terminated), and at most once unless listed in
- * many[] (may be NULL). */
-static int kids_ok(const node_t *n, const char *const *names, const char *const *many)
-{
-    if (n->kids && !blank(n)) return 0; /* text mixed with elements */
-    for (const node_t *k = n->kids; k; k = k->next) {
-        int known = 0, repeat_ok = 0;
-        for (int i = 0; names[i] && !known; i++)
-            known = strcmp(k->name, names[i]) == 0;
-        for (int i = 0; many && many[i] && !repeat_ok; i++)
-            repeat_ok = strcmp(k->name, many[i]) == 0;
-        if (!known) return 0;
-        /* Counted only for the names that may not repeat: at most a few of those pass before
-         * one repeats, so this stays linear in the children, however many Rules there are. */
-        int count = 1;
-        if (!repeat_ok) (void)kid(n, k->name, &count);
-        if (count > 1) return 0;
-    }
-    return 1;
-}
-
-/* A leaf: no child elements. */
-static int leaf(const node_t *n)
-{
-    return n->kids == NULL;
-}
-
-/* ---- values ---- */
-
-/* A decimal integer (XML schema: optional sign, white space around) in [INT64_MIN/10,
- * INT64_MAX/10]: 0, or -1 when it is not one. */
-static int parse_integer(const node_t *n, int64_t *out)
-{
-    if (!leaf(n)) return -1;
-    const char *p = text_of(n);
-    while (is_space(*p))
-        p++;
-    int neg = *p == '-';
-    if (*p == '-' || *p == '+') p++;
-    if (*p < '0' || *p > '9') return -1;
-    int64_t v = 0;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (v > INT64_MAX / 100) return -1; /* far beyond any Long S3 takes */
-        v = v * 10 + (*p - '0');
-    }
-    while (is_space(*p))
-        p++;
-    if (*p) return -1;
-    *out = neg ? -v : v;
-    return 0;
-}
-
-/* xs:boolean: 1, 0, or -1 when it is not one. */
-static int parse_bool(const node_t *n)
-{
-    if (!leaf(n)) return -1;
-    const char *p = text_of(n), *e;
-    while (is_space(*p))
-        p++;
-    for (e = p + strlen(p); e > p && is_space(e[-1]); e--)
-        ;
-    size_t l = (size_t)(e - p);
-    if ((l == 4 && !strncmp(p, "true", 4)) || (l == 1 && *p == '1')) return 1;
-    if ((l == 5 && !strncmp(p, "false", 5)) || (l == 1 && *p == '0')) return 0;
-    return -1;
 }
 
 /* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar (H. Hinnant's algorithm). */
@@ -286,10 +75,10 @@ static int digits(const char **p, int n, int *v)
  * since the epoch; *frac says whether a non-zero fraction of a second was
  * given. 0, or -1 when it is not a date.
  */
-static int parse_date(const node_t *n, int64_t *out, int *frac)
+static int parse_date(const xml_node_t *n, int64_t *out, int *frac)
 {
-    if (!leaf(n)) return -1;
-    const char *p = text_of(n);
+    if (n->kids) return -1;
+    const char *p = xmltree_text(n);
     int y, mo, d, h = 0, mi = 0, s = 0, tz = 0;
     *frac = 0;
     while (is_space(*p))
@@ -352,13 +141,13 @@ static int fail(lc_error_t *err, lc_err_kind_t kind, const char *msg)
          "The XML you provided was not well-formed or did not validate against our published "     \
          "schema")
 
-static int tag_into(const node_t *t, lc_rule_t *r, lc_error_t *err)
+static int tag_into(const xml_node_t *t, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {"Key", "Value", NULL};
     int nk, nv;
-    const node_t *k = kid(t, "Key", &nk), *v = kid(t, "Value", &nv);
-    if (!kids_ok(t, names, NULL) || !k || !v || !leaf(k) || !leaf(v)) return MALFORMED(err);
-    const char *key = text_of(k), *value = text_of(v);
+    const xml_node_t *k = xmltree_kid(t, "Key", &nk), *v = xmltree_kid(t, "Value", &nv);
+    if (!xmltree_kids_ok(t, names, NULL) || !k || !v || k->kids || v->kids) return MALFORMED(err);
+    const char *key = xmltree_text(k), *value = xmltree_text(v);
     if (!key[0] || chars(key) > TAG_KEY_MAX)
         return fail(err, LC_ERR_INVALID_ARGUMENT, "The TagKey you have provided is invalid");
     if (chars(value) > TAG_VALUE_MAX)
@@ -376,23 +165,23 @@ static int tag_into(const node_t *t, lc_rule_t *r, lc_error_t *err)
     return 0;
 }
 
-static int size_into(const node_t *n, int64_t *out, lc_error_t *err)
+static int size_into(const xml_node_t *n, int64_t *out, lc_error_t *err)
 {
-    if (parse_integer(n, out) != 0) return MALFORMED(err);
+    if (xmltree_integer(n, out) != 0) return MALFORMED(err);
     if (*out < 0)
         return fail(err, LC_ERR_INVALID_ARGUMENT, "'ObjectSize' must be a non-negative integer");
     return 0;
 }
 
 /* The predicates of a Filter or of its And (both may hold Prefix, Tag, and the sizes). */
-static int predicates_into(const node_t *f, lc_rule_t *r, lc_error_t *err)
+static int predicates_into(const xml_node_t *f, lc_rule_t *r, lc_error_t *err)
 {
     int rc = 0;
-    for (const node_t *k = f->kids; k && !rc; k = k->next) {
+    for (const xml_node_t *k = f->kids; k && !rc; k = k->next) {
         if (strcmp(k->name, "Prefix") == 0) {
-            if (!leaf(k)) return MALFORMED(err);
+            if (k->kids) return MALFORMED(err);
             free(r->prefix);
-            r->prefix = xstrdup(text_of(k));
+            r->prefix = xstrdup(xmltree_text(k));
         } else if (strcmp(k->name, "Tag") == 0) {
             rc = tag_into(k, r, err);
         } else if (strcmp(k->name, "ObjectSizeGreaterThan") == 0) {
@@ -410,7 +199,7 @@ static int predicates_into(const node_t *f, lc_rule_t *r, lc_error_t *err)
     return rc;
 }
 
-static int filter_into(const node_t *f, lc_rule_t *r, lc_error_t *err)
+static int filter_into(const xml_node_t *f, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {
         "Prefix", "Tag", "ObjectSizeGreaterThan", "ObjectSizeLessThan", "And", NULL};
@@ -420,35 +209,35 @@ static int filter_into(const node_t *f, lc_rule_t *r, lc_error_t *err)
     static const int forms[] = {LC_FILTER_PREFIX, LC_FILTER_TAG, LC_FILTER_GT, LC_FILTER_LT,
                                 LC_FILTER_AND};
     /* Exactly one predicate (or none: everything); several need an And. */
-    if (!kids_ok(f, names, NULL) || (f->kids && f->kids->next)) return MALFORMED(err);
+    if (!xmltree_kids_ok(f, names, NULL) || (f->kids && f->kids->next)) return MALFORMED(err);
     if (!f->kids) {
-        if (!blank(f)) return MALFORMED(err);
+        if (!xmltree_blank(f)) return MALFORMED(err);
         r->filter_form = LC_FILTER_EMPTY;
         return 0;
     }
     for (int i = 0; names[i]; i++)
         if (strcmp(f->kids->name, names[i]) == 0) r->filter_form = forms[i];
     if (r->filter_form != LC_FILTER_AND) return predicates_into(f, r, err);
-    const node_t *and = f->kids;
-    if (!kids_ok(and, and_names, and_many) || !and->kids) return MALFORMED(err);
+    const xml_node_t *and = f->kids;
+    if (!xmltree_kids_ok(and, and_names, and_many) || !and->kids) return MALFORMED(err);
     return predicates_into(and, r, err);
 }
 
-static int positive_days(const node_t *n, int64_t *out, lc_error_t *err, const char *msg)
+static int positive_days(const xml_node_t *n, int64_t *out, lc_error_t *err, const char *msg)
 {
     /* Days are an Integer in S3's schema: a number past 32 bits does not fit it. */
-    if (parse_integer(n, out) != 0 || *out > INT32_MAX || *out < INT32_MIN) return MALFORMED(err);
+    if (xmltree_integer(n, out) != 0 || *out > INT32_MAX || *out < INT32_MIN) return MALFORMED(err);
     if (*out <= 0) return fail(err, LC_ERR_INVALID_ARGUMENT, msg);
     return 0;
 }
 
-static int expiration_into(const node_t *e, lc_rule_t *r, lc_error_t *err)
+static int expiration_into(const xml_node_t *e, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {"Days", "Date", "ExpiredObjectDeleteMarker", NULL};
-    const node_t *days = kid(e, "Days", NULL), *date = kid(e, "Date", NULL),
-                 *marker = kid(e, "ExpiredObjectDeleteMarker", NULL);
+    const xml_node_t *days = xmltree_kid(e, "Days", NULL), *date = xmltree_kid(e, "Date", NULL),
+                     *marker = xmltree_kid(e, "ExpiredObjectDeleteMarker", NULL);
     /* One of the three: S3's schema makes Days, Date and the marker exclusive. */
-    if (!kids_ok(e, names, NULL) || !e->kids || e->kids->next) return MALFORMED(err);
+    if (!xmltree_kids_ok(e, names, NULL) || !e->kids || e->kids->next) return MALFORMED(err);
     if (days)
         return positive_days(days, &r->exp_days, err,
                              "'Days' for Expiration action must be a positive integer");
@@ -460,22 +249,22 @@ static int expiration_into(const node_t *e, lc_rule_t *r, lc_error_t *err)
             return fail(err, LC_ERR_INVALID_ARGUMENT, "'Date' must be at midnight GMT");
         return 0;
     }
-    if ((r->exp_marker = parse_bool(marker)) < 0) return MALFORMED(err);
+    if ((r->exp_marker = xmltree_bool(marker)) < 0) return MALFORMED(err);
     return 0;
 }
 
-static int noncurrent_into(const node_t *e, lc_rule_t *r, lc_error_t *err)
+static int noncurrent_into(const xml_node_t *e, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {"NoncurrentDays", "NewerNoncurrentVersions", NULL};
-    const node_t *days = kid(e, "NoncurrentDays", NULL);
-    const node_t *newer = kid(e, "NewerNoncurrentVersions", NULL);
-    if (!kids_ok(e, names, NULL) || !days) return MALFORMED(err);
+    const xml_node_t *days = xmltree_kid(e, "NoncurrentDays", NULL);
+    const xml_node_t *newer = xmltree_kid(e, "NewerNoncurrentVersions", NULL);
+    if (!xmltree_kids_ok(e, names, NULL) || !days) return MALFORMED(err);
     int rc = positive_days(
         days, &r->nc_days, err,
         "'NoncurrentDays' for NoncurrentVersionExpiration action must be a positive integer");
     if (rc || !newer) return rc;
     int64_t v;
-    if (parse_integer(newer, &v) != 0 || v > INT32_MAX || v < INT32_MIN) return MALFORMED(err);
+    if (xmltree_integer(newer, &v) != 0 || v > INT32_MAX || v < INT32_MIN) return MALFORMED(err);
     if (v < 1 || v > LC_NEWER_MAX)
         return fail(err, LC_ERR_INVALID_ARGUMENT,
                     "'NewerNoncurrentVersions' for NoncurrentVersionExpiration action must be a "
@@ -484,17 +273,17 @@ static int noncurrent_into(const node_t *e, lc_rule_t *r, lc_error_t *err)
     return 0;
 }
 
-static int abort_into(const node_t *e, lc_rule_t *r, lc_error_t *err)
+static int abort_into(const xml_node_t *e, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {"DaysAfterInitiation", NULL};
-    const node_t *days = kid(e, "DaysAfterInitiation", NULL);
-    if (!kids_ok(e, names, NULL) || !days) return MALFORMED(err);
+    const xml_node_t *days = xmltree_kid(e, "DaysAfterInitiation", NULL);
+    if (!xmltree_kids_ok(e, names, NULL) || !days) return MALFORMED(err);
     return positive_days(days, &r->abort_days, err,
                          "'DaysAfterInitiation' for AbortIncompleteMultipartUpload action must be "
                          "a positive integer");
 }
 
-static int rule_into(const node_t *n, lc_rule_t *r, lc_error_t *err)
+static int rule_into(const xml_node_t *n, lc_rule_t *r, lc_error_t *err)
 {
     static const char *const names[] = {"ID",
                                         "Prefix",
@@ -510,31 +299,34 @@ static int rule_into(const node_t *n, lc_rule_t *r, lc_error_t *err)
     memset(r, 0, sizeof(*r));
     r->size_gt = r->size_lt = r->exp_date = -1;
     r->exp_marker = r->nc_newer = -1;
-    if (!kids_ok(n, names, many)) return MALFORMED(err);
-    const node_t *id = kid(n, "ID", NULL), *status = kid(n, "Status", NULL);
-    const node_t *prefix = kid(n, "Prefix", NULL), *filter = kid(n, "Filter", NULL);
-    const node_t *exp = kid(n, "Expiration", NULL);
-    const node_t *nce = kid(n, "NoncurrentVersionExpiration", NULL);
-    const node_t *abrt = kid(n, "AbortIncompleteMultipartUpload", NULL);
-    int transitions = kid(n, "Transition", NULL) || kid(n, "NoncurrentVersionTransition", NULL);
-    if (!status || !leaf(status) ||
-        (strcmp(text_of(status), "Enabled") != 0 && strcmp(text_of(status), "Disabled") != 0))
+    if (!xmltree_kids_ok(n, names, many)) return MALFORMED(err);
+    const xml_node_t *id = xmltree_kid(n, "ID", NULL), *status = xmltree_kid(n, "Status", NULL);
+    const xml_node_t *prefix = xmltree_kid(n, "Prefix", NULL),
+                     *filter = xmltree_kid(n, "Filter", NULL);
+    const xml_node_t *exp = xmltree_kid(n, "Expiration", NULL);
+    const xml_node_t *nce = xmltree_kid(n, "NoncurrentVersionExpiration", NULL);
+    const xml_node_t *abrt = xmltree_kid(n, "AbortIncompleteMultipartUpload", NULL);
+    int transitions =
+        xmltree_kid(n, "Transition", NULL) || xmltree_kid(n, "NoncurrentVersionTransition", NULL);
+    if (!status || status->kids ||
+        (strcmp(xmltree_text(status), "Enabled") != 0 &&
+         strcmp(xmltree_text(status), "Disabled") != 0))
         return MALFORMED(err);
-    r->enabled = strcmp(text_of(status), "Enabled") == 0;
+    r->enabled = strcmp(xmltree_text(status), "Enabled") == 0;
     if (id) {
-        if (!leaf(id)) return MALFORMED(err);
-        if (chars(text_of(id)) > LC_ID_MAX)
+        if (id->kids) return MALFORMED(err);
+        if (chars(xmltree_text(id)) > LC_ID_MAX)
             return fail(err, LC_ERR_INVALID_ARGUMENT,
                         "ID length should not exceed allowed limit of 255");
-        if (text_of(id)[0]) r->id = xstrdup(text_of(id)); /* empty: one is made up */
+        if (xmltree_text(id)[0]) r->id = xstrdup(xmltree_text(id)); /* empty: one is made up */
     }
     /* The legacy Prefix or a Filter: one of them, not both. */
     if (!prefix == !filter) return MALFORMED(err);
     int rc;
     if (prefix) {
-        if (!leaf(prefix)) return MALFORMED(err);
+        if (prefix->kids) return MALFORMED(err);
         r->filter_form = LC_FILTER_LEGACY;
-        r->prefix = xstrdup(text_of(prefix));
+        r->prefix = xstrdup(xmltree_text(prefix));
     } else if ((rc = filter_into(filter, r, err)) != 0) {
         return rc;
     }
@@ -603,25 +395,26 @@ int lc_parse(const char *body, size_t len, lc_config_t *out, lc_error_t *err)
 {
     static const char *const names[] = {"Rule", NULL};
     static const char *const many[] = {"Rule", NULL};
-    int nomem, rc = 0;
+    int nomem = 0, rc = 0;
     memset(out, 0, sizeof(*out));
-    node_t *root = read_tree(body, len, &nomem);
+    xml_node_t *root =
+        len > LC_BODY_MAX ? NULL : xmltree_read(body, len, DEPTH_MAX, NODES_MAX, &nomem);
     if (nomem) return ERR_NOMEM;
-    if (!root || strcmp(root->name, "LifecycleConfiguration") != 0 || !kids_ok(root, names, many) ||
-        !root->kids) {
-        tree_free(root);
+    if (!root || strcmp(root->name, "LifecycleConfiguration") != 0 ||
+        !xmltree_kids_ok(root, names, many) || !root->kids) {
+        xmltree_free(root);
         return MALFORMED(err);
     }
     int n = 0;
-    for (const node_t *k = root->kids; k; k = k->next)
+    for (const xml_node_t *k = root->kids; k; k = k->next)
         n++;
     if (n > LC_MAX_RULES) {
-        tree_free(root);
+        xmltree_free(root);
         return fail(err, LC_ERR_INVALID_ARGUMENT,
                     "Lifecycle configuration allows a maximum of 1000 rules");
     }
     out->rules = xcalloc((size_t)n, sizeof(*out->rules));
-    for (const node_t *k = root->kids; k && !rc; k = k->next) {
+    for (const xml_node_t *k = root->kids; k && !rc; k = k->next) {
         rc = rule_into(k, &out->rules[out->n], err);
         out->n++; /* counted even when refused: lc_free frees what it holds */
         if (!rc && out->rules[out->n - 1].id) {
@@ -631,7 +424,7 @@ int lc_parse(const char *body, size_t len, lc_config_t *out, lc_error_t *err)
                               "Rule ID must be unique. Found same ID for more than one rule");
         }
     }
-    tree_free(root);
+    xmltree_free(root);
     if (rc) {
         lc_free(out);
         return rc;

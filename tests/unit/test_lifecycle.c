@@ -1,6 +1,6 @@
 /*
- * s3/lifecycle: parsing and S3's checks (each refusal with the error S3
- * gives), the canonical form (a fixed point of parse and serialise), rule
+ * s3/lifecycle (and s3/xmltree, the tree reader under it): parsing and S3's checks (each refusal
+ * with the error S3 gives), the canonical form (a fixed point of parse and serialise), rule
  * matching on key, tags and size, the expiry date of x-amz-expiration
  * (rounded to the next midnight, also with a shortened day), and what the
  * worker is told to do with each kind of version.
@@ -12,6 +12,7 @@
 
 #include "common/err.h"
 #include "s3/lifecycle.h"
+#include "s3/xmltree.h"
 #include "testlib.h"
 
 #include <stdio.h>
@@ -32,6 +33,51 @@
 static int parse(const char *xml, lc_config_t *c, lc_error_t *e)
 {
     return lc_parse(xml, strlen(xml), c, e);
+}
+
+/* The tree reader under the parser: its bounds, and what the checks ask of it. */
+static void test_xmltree(void **state)
+{
+    (void)state;
+    int nomem;
+    const char *doc = "<a> <b>1</b><c> -42 </c><b>x</b><d>true</d><e/></a>";
+    xml_node_t *t = xmltree_read(doc, strlen(doc), 2, 6, &nomem);
+    assert_non_null(t);
+    assert_false(nomem);
+    assert_string_equal(t->name, "a");
+    int n;
+    const xml_node_t *b = xmltree_kid(t, "b", &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(xmltree_text(b), "1");
+    assert_string_equal(xmltree_text(xmltree_kid(t, "e", NULL)), "");
+    assert_null(xmltree_kid(t, "z", &n));
+    assert_int_equal(n, 0);
+    int64_t v;
+    assert_int_equal(xmltree_integer(xmltree_kid(t, "c", NULL), &v), 0);
+    assert_int_equal(v, -42);
+    assert_int_equal(xmltree_integer(b->next->next, &v), -1); /* "x" */
+    assert_int_equal(xmltree_integer(t, &v), -1);             /* not a leaf */
+    assert_int_equal(xmltree_bool(xmltree_kid(t, "d", NULL)), 1);
+    assert_int_equal(xmltree_bool(b), 1); /* "1" */
+    assert_true(xmltree_blank(t));
+    static const char *const names[] = {"b", "c", "d", "e", NULL}, *const many[] = {"b", NULL};
+    assert_true(xmltree_kids_ok(t, names, many));
+    assert_false(xmltree_kids_ok(t, names, NULL));     /* b twice */
+    assert_false(xmltree_kids_ok(t, names + 1, many)); /* b unknown */
+    xmltree_free(t);
+    xmltree_free(NULL);
+    /* Bounds: depth, elements, well-formedness, DTDs, text beside elements. */
+    assert_null(xmltree_read("<a><b><c/></b></a>", 18, 2, 10, &nomem));
+    assert_null(xmltree_read("<a><b/><b/><b/></a>", 19, 2, 3, &nomem));
+    assert_null(xmltree_read("<a><b></a>", 10, 4, 10, &nomem));
+    assert_null(xmltree_read("<a/><b/>", 8, 4, 10, &nomem));
+    doc = "<!DOCTYPE a [<!ENTITY x \"y\">]><a>&x;</a>";
+    assert_null(xmltree_read(doc, strlen(doc), 4, 10, &nomem));
+    doc = "<a>text<b/></a>";
+    t = xmltree_read(doc, strlen(doc), 4, 10, &nomem);
+    assert_non_null(t);
+    assert_false(xmltree_kids_ok(t, names, NULL));
+    xmltree_free(t);
 }
 
 static void test_full_config(void **state)
@@ -652,12 +698,12 @@ static void test_mutations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_config), cmocka_unit_test(test_round_trip_text),
-        cmocka_unit_test(test_dates),       cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_rule_limit),  cmocka_unit_test(test_many_elements),
-        cmocka_unit_test(test_matching),    cmocka_unit_test(test_expiry),
-        cmocka_unit_test(test_weekdays),    cmocka_unit_test(test_decide),
-        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_xmltree),         cmocka_unit_test(test_full_config),
+        cmocka_unit_test(test_round_trip_text), cmocka_unit_test(test_dates),
+        cmocka_unit_test(test_refusals),        cmocka_unit_test(test_rule_limit),
+        cmocka_unit_test(test_many_elements),   cmocka_unit_test(test_matching),
+        cmocka_unit_test(test_expiry),          cmocka_unit_test(test_weekdays),
+        cmocka_unit_test(test_decide),          cmocka_unit_test(test_mutations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
