@@ -44,7 +44,7 @@ typedef struct {
 typedef struct {
     const char *listen, *data, *domain, *region;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
-    int64_t header_timeout_s, idle_timeout_s, io_timeout_s;
+    int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s;
     uint64_t capacity, segment, block, iu, max_header;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
@@ -108,6 +108,10 @@ static const opt_def_t options[] = {
      C(io_timeout_s, int64_t),
      "close a request stalled on its client this long\n"
      "(no body byte in, no response byte taken)"},
+    {"lifecycle-day-seconds", "SEC", "server", "lifecycle_day_seconds", OPT_INT, OPT_ZERO_OK, 1,
+     DAY_S, "0", C(lifecycle_day_s, int64_t),
+     "length of a lifecycle day, for tests (as Ceph's rgw_lc_debug_interval);\n"
+     "0: a real day (86400)"},
     {"config", "FILE", NULL, NULL, OPT_CONFIG, 0, 0, 0, NULL, 0,
      "INI file: [section] key = value, as listed here; flags override it"},
     {"help", NULL, NULL, NULL, OPT_HELP, 0, 0, 0, NULL, 0, "this text"},
@@ -338,6 +342,7 @@ int main(int argc, char **argv)
     s3.region = conf.region;
     s3.max_skew_s = 900;
     s3.domain = conf.domain;
+    s3.lifecycle_day_s = (long)conf.lifecycle_day_s;
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;

@@ -26,6 +26,8 @@ typedef struct {
     const char *region; /* default "us-east-1" */
     long max_skew_s;    /* default 900 */
     const char *domain; /* virtual-host style for BUCKET.domain; NULL: path style only */
+    /* Seconds a lifecycle day lasts; 0: 86400 (--lifecycle-day-seconds, shorter only for tests). */
+    long lifecycle_day_s;
 } s3_cfg_t;
 
 /* The http handler; arg is a const s3_cfg_t *. */

@@ -138,7 +138,7 @@ void s3_anonymous_op(ctx_t *x)
     present = 0;
     for (const char *const *q =
              (const char *const[]){"acl", "tagging", "uploads", "uploadId", "versions", "location",
-                                   "attributes", "cors", "versioning", NULL};
+                                   "attributes", "cors", "versioning", "lifecycle", NULL};
          *q && !present; q++) {
         char *sub = s3_qparam(x->query, *q, &present);
         free(sub);

@@ -270,6 +270,7 @@ static void delete_bucket(ctx_t *x)
             rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
         if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
         if (rc >= 0 && !found) s3_cors_forget(x);
+        if (rc >= 0 && !found) s3_lifecycle_forget(x);
     }
     pthread_rwlock_unlock(lk);
     if (found) {
@@ -288,21 +289,25 @@ void s3_bucket_op(ctx_t *x)
     const char *m = x->info->method;
     char h[256];
     int present;
-    int tagging, cors, versioning;
+    int tagging, cors, versioning, lifecycle;
     char *tq = s3_qparam(x->query, "tagging", &tagging);
     free(tq);
     tq = s3_qparam(x->query, "cors", &cors);
     free(tq);
     tq = s3_qparam(x->query, "versioning", &versioning);
     free(tq);
-    if (tagging || cors || versioning) {
+    tq = s3_qparam(x->query, "lifecycle", &lifecycle);
+    free(tq);
+    if (tagging || cors || versioning || lifecycle) {
         if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
         if (tagging)
             s3_tagging_op(x, 1);
         else if (cors)
             s3_cors_op(x);
-        else
+        else if (versioning)
             s3_versioning_op(x);
+        else
+            s3_lifecycle_op(x);
         return;
     }
     char *acl_q = s3_qparam(x->query, "acl", &present);

@@ -68,6 +68,8 @@
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
     X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
     X(NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")                          \
+    X(NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404,                                      \
+      "The lifecycle configuration does not exist")                                                \
     X(NO_SUCH_UPLOAD, "NoSuchUpload", 404,                                                         \
       "The specified multipart upload does not exist. The upload ID might be invalid, or the "     \
       "multipart upload might have been aborted or completed.")                                    \

@@ -13,6 +13,7 @@
  *   s3_multipart.c  multipart uploads
  *   s3_tagging.c    object and bucket tags
  *   s3_cors.c       CORS rules, preflight, Access-Control-* headers
+ *   s3_lifecycle.c  lifecycle configuration, x-amz-expiration (rules: s3/lifecycle)
  *   s3_post.c       browser form uploads (POST Object, signed policies)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
@@ -32,6 +33,7 @@
 #include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/cors.h"
+#include "s3/lifecycle.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 #include "server/s3.h"
@@ -230,6 +232,19 @@ void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucke
 void s3_cors_preflight(ctx_t *x); /* OPTIONS */
 void s3_cors_actual(ctx_t *x);    /* CORS headers for a request carrying Origin */
 void s3_cors_forget(ctx_t *x);    /* the deleted bucket's rules go (best effort) */
+
+/* ---- s3_lifecycle.c ---- */
+void s3_lifecycle_op(ctx_t *x);     /* GET/PUT/DELETE ?lifecycle of the request's bucket */
+void s3_lifecycle_forget(ctx_t *x); /* the deleted bucket's configuration goes (best effort) */
+/* The configuration of bucket incarnation iname (for the lifecycle worker too): 0 with *out
+ * filled (lc_free it), ERR_NOT_FOUND when none is set, or an engine error. Blocks (reads). */
+int s3_lifecycle_load(obj_set_t *set, const char *iname, lc_config_t *out);
+/* Whether a bucket record says a configuration is set (cheap: no read). */
+int s3_lifecycle_marked(const obj_info_t *bucket_rec);
+/* x-amz-expiration for the object info describes, when an enabled Expiration rule covers it:
+ * appended to hb, or (hb NULL) added to the response with http_add_headers (PUT, GET, HEAD,
+ * CompleteMultipartUpload). */
+void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb);
 
 /* ---- s3_multipart.c ---- */
 void s3_mpu_create(ctx_t *x);

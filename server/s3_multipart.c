@@ -183,6 +183,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
         }
         return;
     }
+    s3_lifecycle_expiration(x, &info, NULL);
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/");

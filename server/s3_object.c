@@ -347,6 +347,7 @@ void s3_put_object(ctx_t *x)
         return;
     }
     if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
+    s3_lifecycle_expiration(x, &info, NULL);
     s3_respond_etag(x, info.etag, cks);
 }
 
@@ -419,6 +420,7 @@ void s3_get_object(ctx_t *x, int head)
                "Accept-Ranges: bytes\r\n",
                x->id, info.etag, lm);
     std_headers(x, &info, &hb);
+    if (!x->vid) s3_lifecycle_expiration(x, &info, &hb); /* current versions expire */
     int ntags = s3_tag_count(s3_umeta_get(&info, TAG_META));
     if (ntags && !x->public_view) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
     for (size_t p = 0; p < info.umeta_len;) {

@@ -12,11 +12,12 @@ from conftest import AK, SK, WARMLAKED, Server
 
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
          "block", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
-         "max-header", "header-timeout", "idle-timeout", "io-timeout", "config", "help"]
+         "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
+         "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
             "[server] max_header", "[server] header_timeout", "[server] idle_timeout",
-            "[server] io_timeout", "[erasure] k", "[erasure] m", "[erasure] block",
+            "[server] io_timeout", "[server] lifecycle_day_seconds", "[erasure] k", "[erasure] m", "[erasure] block",
             "[drives] count", "[drives] capacity", "[drives] segment_size", "[drives] iu",
             "[drives] dwpd", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
             "[drive.N] dwpd", "[user.NAME] access_key", "[user.NAME] secret_key"]
@@ -43,7 +44,9 @@ def test_help_lists_every_option(datadir):
     for want in ["--region NAME", "default us-east-1", "--io-timeout SEC",
                  "default 30; 1..86400; [server] io_timeout", "--max-stalled N",
                  "default 256; 1..65536; [server] max_stalled",
-                 "default 32; 1..4096; [server] workers", "default 4+2"]:
+                 "default 32; 1..4096; [server] workers", "default 4+2",
+                 "--lifecycle-day-seconds SEC",
+                 "default 0; 0 or 1..86400; [server] lifecycle_day_seconds"]:
         assert want in out, want
     assert run(["-h"], datadir).stdout == out
 
@@ -65,6 +68,9 @@ def test_help_lists_every_option(datadir):
     (["--iu", "6000"], "--iu 6000 ([drives] iu) must be a power of two"),
     (["--io-timeout", "0"], "--io-timeout: bad value '0': want a whole number in 1..86400"),
     (["--io-timeout", "86401"], "--io-timeout: bad value"),
+    (["--lifecycle-day-seconds", "-1"], "--lifecycle-day-seconds: bad value '-1'"),
+    (["--lifecycle-day-seconds", "86401"],
+     "--lifecycle-day-seconds: bad value '86401': want a whole number in 0 or 1..86400"),
     (["--max-stalled", "65537"],
      "--max-stalled: bad value '65537': want a whole number in 1..65536"),
     (["--region", "eu west"], "--region: bad value 'eu west'"),

@@ -1,0 +1,316 @@
+/*
+ * s3_lifecycle: a bucket's lifecycle configuration (Put/Get/
+ * DeleteBucketLifecycleConfiguration) and the x-amz-expiration header of the
+ * objects an enabled Expiration rule covers (PUT, GET, HEAD, and
+ * CompleteMultipartUpload). Parsing, S3's checks, matching and dates are
+ * s3/lifecycle; the worker that carries the rules out comes later: it reads
+ * a bucket's rules with s3_lifecycle_load and asks lc_decide.
+ *
+ * The configuration is kept in its canonical form (made-up rule IDs
+ * included, so they stay the same from one GET to the next), as one
+ * internal object per bucket incarnation, like CORS rules: a bucket name
+ * reused starts without one, and DeleteBucket drops it.
+ *
+ * The bucket record carries a "lifecycle" entry while a configuration is
+ * set, so that a GET or HEAD in a bucket without one costs nothing more
+ * than the bucket record it reads anyway; only buckets with one pay a read
+ * of the configuration. PUT writes the configuration, then the entry;
+ * DELETE clears the entry, then the configuration: whatever the
+ * interleaving of racing requests, the entry is never missing while a
+ * configuration is stored (an entry left without one is harmless: the
+ * header is then left out).
+ */
+#include "server/s3_int.h"
+
+#define LC_OBJECTS                                                                                 \
+    "\x02"                                                                                         \
+    "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
+#define LC_MARK "lifecycle" /* bucket record entry: "1" while a configuration is stored */
+
+/* The stored configuration of bucket incarnation iname (canonical XML, NUL-terminated): NULL
+ * with *err (ERR_NOT_FOUND: none). */
+static char *stored_body(obj_set_t *set, const char *iname, size_t *len, int *err)
+{
+    obj_info_t info;
+    obj_reader_t *rd = obj_open(set, LC_OBJECTS, iname, &info, err);
+    if (!rd) return NULL;
+    if (info.size > LC_BODY_MAX) {
+        obj_close(rd);
+        *err = ERR_CORRUPT;
+        return NULL;
+    }
+    char *body = xmalloc(info.size + 1);
+    *err = obj_read(rd, 0, body, info.size);
+    obj_close(rd);
+    if (*err) {
+        free(body);
+        return NULL;
+    }
+    body[info.size] = 0;
+    *len = info.size;
+    return body;
+}
+
+static int store(ctx_t *x, const char *body, size_t len)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(x->cfg->set, LC_OBJECTS, x->ibucket, &err);
+    if (!w) return err;
+    if ((err = obj_put_write(w, body, len)) != 0) {
+        obj_put_abort(w);
+        return err;
+    }
+    /* Under the bucket's lock, against the same incarnation, as every commit into it. */
+    return s3_commit_in_bucket(x, w, "application/xml", NULL, 0, NULL);
+}
+
+/* obj_umeta_fn: the bucket record with the LC_MARK entry set (arg non-NULL) or removed. */
+static int mark_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    buf_t um = {xmalloc(cur->umeta_len + 1), cur->umeta_len, cur->umeta_len + 1};
+    memcpy(um.p, cur->umeta, cur->umeta_len);
+    s3_pairs_set(&um, LC_MARK, arg ? "1" : NULL);
+    int rc = um.len > sizeof(cur->umeta) ? ERR_TOO_LARGE : 0;
+    if (!rc) {
+        if (um.len) memcpy(out, um.p, um.len);
+        *out_len = um.len;
+    }
+    free(um.p);
+    return rc;
+}
+
+/* Set or clear the bucket record's entry, exclusive under the bucket's lock, against the
+ * request's incarnation (as bucket tags are). */
+static int mark(ctx_t *x, int on)
+{
+    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    pthread_rwlock_wrlock(lk);
+    int rc = s3_bucket_current(x, x->bucket, x->ibucket)
+                 ? obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, mark_set, on ? "1" : NULL)
+                 : S3_ERR_NO_BUCKET;
+    pthread_rwlock_unlock(lk);
+    return rc == ERR_NOT_FOUND ? S3_ERR_NO_BUCKET : rc;
+}
+
+int s3_lifecycle_load(obj_set_t *set, const char *iname, lc_config_t *out)
+{
+    size_t len;
+    int rc;
+    memset(out, 0, sizeof(*out));
+    char *body = stored_body(set, iname, &len, &rc);
+    if (!body) return rc;
+    lc_error_t e;
+    rc = lc_parse(body, len, out, &e);
+    free(body);
+    if (rc == ERR_INVAL) {
+        /* What PUT stored was checked: a refusal now means the object is damaged. */
+        log_warn("event=lifecycle_unreadable bucket=%s why=\"%s\"", iname, e.message);
+        rc = ERR_CORRUPT;
+    }
+    return rc;
+}
+
+int s3_lifecycle_marked(const obj_info_t *bucket_rec)
+{
+    return s3_umeta_get(bucket_rec, LC_MARK)[0] != 0;
+}
+
+void s3_lifecycle_forget(ctx_t *x)
+{
+    int rc = obj_delete(x->cfg->set, LC_OBJECTS, x->ibucket);
+    if (rc && rc != ERR_NOT_FOUND)
+        log_warn("event=lifecycle_drop_failed bucket=%s err=%s", x->bucket, err_name(rc));
+}
+
+/*
+ * S3 asks PutBucketLifecycleConfiguration for the body's digest: a
+ * Content-MD5 or an x-amz-checksum-* (a header, or a trailer of an
+ * aws-chunked body). Whether the request announces one (before the body is
+ * read)...
+ */
+static int digest_present(ctx_t *x)
+{
+    char name[40];
+    if (s3_hdr(x->info, "content-md5") || s3_hdr(x->info, "x-amz-trailer")) return 1;
+    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
+        if (s3_hdr(x->info, name)) return 1;
+    }
+    return 0;
+}
+
+/* ...and whether what it announced matches the body: 0, or -1 with the error sent. */
+static int digest_check(ctx_t *x, const char *body, size_t len)
+{
+    const char *cmd5 = s3_hdr(x->info, "content-md5");
+    if (cmd5) {
+        uint8_t want[24], got[EVP_MAX_MD_SIZE];
+        unsigned gl = 0;
+        /* 16 bytes are 24 base64 characters, the last two "==" padding. */
+        if (strlen(cmd5) != 24 || strchr(cmd5, '=') != cmd5 + 22 || cmd5[23] != '=' ||
+            EVP_DecodeBlock(want, (const unsigned char *)cmd5, 24) != 18) {
+            s3_err(x, S3E_INVALID_DIGEST);
+            return -1;
+        }
+        if (!EVP_Digest(body, len, got, &gl, EVP_md5(), NULL) || gl != 16 ||
+            memcmp(want, got, 16) != 0) {
+            s3_err(x, S3E_BAD_DIGEST);
+            return -1;
+        }
+    }
+    char name[40];
+    const char *expect = NULL;
+    int algo = CKS_NONE, n = 0;
+    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
+        const char *v = s3_hdr(x->info, name);
+        if (v && !algo) {
+            algo = a;
+            expect = v;
+        }
+        n += v != NULL;
+    }
+    const char *trailer = s3_hdr(x->info, "x-amz-trailer");
+    if (!algo && trailer) {
+        algo = cks_algo(trailer);
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", algo ? cks_name(algo) : "");
+        expect = algo && x->chunked ? s3_chunked_trailer(x->chunked, name) : NULL;
+        if (!expect) {
+            s3_err_msg(x, S3E_INVALID_REQUEST, "The announced checksum trailer is missing.");
+            return -1;
+        }
+    }
+    if (n > 1) {
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+                   "allowed.");
+        return -1;
+    }
+    if (!algo) return 0;
+    cks_t ck;
+    char got[64];
+    if (cks_init(&ck, algo) != 0) {
+        s3_engine_error(x, ERR_NOMEM);
+        return -1;
+    }
+    cks_update(&ck, body, len);
+    cks_final(&ck, got, sizeof(got));
+    if (strcmp(got, expect) != 0) {
+        char msg[128];
+        (void)snprintf(msg, sizeof(msg),
+                       "The %s you specified did not match the calculated checksum.",
+                       cks_name(algo));
+        s3_err_msg(x, S3E_BAD_DIGEST, msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void put_lifecycle(ctx_t *x)
+{
+    if (!digest_present(x)) {
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Missing required header for this request: Content-MD5 OR x-amz-checksum-*");
+        return;
+    }
+    size_t len;
+    char *body = s3_read_small_body(x, LC_BODY_MAX + 1, &len);
+    if (!body) return;
+    if (digest_check(x, body, len) != 0) {
+        free(body);
+        return;
+    }
+    lc_config_t c;
+    lc_error_t e;
+    int rc = lc_parse(body, len, &c, &e);
+    free(body);
+    if (rc == ERR_INVAL) {
+        static const s3_err_t map[] = {[LC_ERR_MALFORMED_XML] = S3E_MALFORMED_XML,
+                                       [LC_ERR_INVALID_ARGUMENT] = S3E_INVALID_ARGUMENT,
+                                       [LC_ERR_INVALID_REQUEST] = S3E_INVALID_REQUEST,
+                                       [LC_ERR_NOT_IMPLEMENTED] = S3E_NOT_IMPLEMENTED};
+        s3_err_msg(x, map[e.kind], e.message);
+        return;
+    }
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    char *canon = lc_serialize(&c, &len);
+    lc_free(&c);
+    rc = store(x, canon, len);
+    free(canon);
+    if (!rc) rc = mark(x, 1);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    char h[128];
+    (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond(x->r, 200, h, 0);
+}
+
+void s3_lifecycle_op(ctx_t *x)
+{
+    const char *m = x->info->method;
+    char h[256];
+    int rc;
+    if (strcmp(m, "GET") == 0) {
+        size_t len;
+        char *body = stored_body(x->cfg->set, x->ibucket, &len, &rc);
+        if (!body) {
+            if (rc == ERR_NOT_FOUND)
+                s3_err(x, S3E_NO_SUCH_LIFECYCLE);
+            else
+                s3_engine_error(x, rc);
+            return;
+        }
+        (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n",
+                       x->id);
+        (void)http_respond_full(x->r, 200, h, body, len);
+        free(body);
+    } else if (strcmp(m, "PUT") == 0) {
+        put_lifecycle(x);
+    } else if (strcmp(m, "DELETE") == 0) {
+        rc = mark(x, 0);
+        if (!rc) rc = obj_delete(x->cfg->set, LC_OBJECTS, x->ibucket);
+        if (rc && rc != ERR_NOT_FOUND) {
+            s3_engine_error(x, rc);
+            return;
+        }
+        (void)snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+        (void)http_respond(x->r, 204, h, 0);
+    } else {
+        s3_err(x, S3E_METHOD_NOT_ALLOWED);
+    }
+}
+
+void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb)
+{
+    /* The bucket record is read once per request anyway: without the entry, nothing to do. */
+    if (!s3_bucket_exists(x, x->bucket, NULL) || !s3_lifecycle_marked(&x->bucket_rec)) return;
+    lc_config_t c;
+    int rc = s3_lifecycle_load(x->cfg->set, x->ibucket, &c);
+    if (rc) {
+        if (rc != ERR_NOT_FOUND)
+            log_warn("event=lifecycle_read_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        return; /* the header is advice: the request goes on without it */
+    }
+    int64_t day_s = x->cfg->lifecycle_day_s > 0 ? x->cfg->lifecycle_day_s : LC_DAY_SECONDS;
+    int64_t expiry;
+    const lc_rule_t *r = lc_expiry(&c, x->key, s3_umeta_get(info, TAG_META), info->size,
+                                   (int64_t)(info->mtime_ns / 1000000000ull), day_s, &expiry);
+    /* A rule ID is at most 255 characters, each at most 12 bytes URL-encoded. */
+    char v[3200];
+    if (r && lc_expiration_header(r, expiry, v, sizeof(v))) {
+        if (hb)
+            buf_printf(hb, "x-amz-expiration: %s\r\n", v);
+        else {
+            buf_t line = {0};
+            buf_printf(&line, "x-amz-expiration: %s\r\n", v);
+            http_add_headers(x->r, line.p);
+            free(line.p);
+        }
+    }
+    lc_free(&c);
+}
