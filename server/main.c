@@ -372,7 +372,9 @@ int main(int argc, char **argv)
                k, m);
         printf("warmlaked: ready port=%d\n", http_server_port(server));
         fflush(stdout);
+        s3_lc_worker_t *lc = s3_lifecycle_start(&s3);
         rc = http_server_run(server);
+        s3_lifecycle_stop(lc);
         if (rc) fprintf(stderr, "warmlaked: server stopped: %s\n", err_str(rc));
     }
     http_server_free(server);

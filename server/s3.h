@@ -30,6 +30,17 @@ typedef struct {
     long lifecycle_day_s;
 } s3_cfg_t;
 
+/*
+ * The lifecycle worker (s3_lc_worker.c): a thread that carries out the
+ * buckets' lifecycle rules, a pass every quarter day (of lifecycle_day_s
+ * when set, else an hour). start: NULL when the thread cannot start (logged).
+ */
+typedef struct s3_lc_worker s3_lc_worker_t;
+s3_lc_worker_t *s3_lifecycle_start(const s3_cfg_t *cfg);
+void s3_lifecycle_stop(s3_lc_worker_t *w); /* waits for a pass under way; NULL-safe */
+/* One pass now, as at time `now` (seconds since the epoch): for tests and tools. */
+void s3_lifecycle_pass(const s3_cfg_t *cfg, int64_t now);
+
 /* The http handler; arg is a const s3_cfg_t *. */
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info);
 

@@ -14,6 +14,7 @@
  *   s3_tagging.c    object and bucket tags
  *   s3_cors.c       CORS rules, preflight, Access-Control-* headers
  *   s3_lifecycle.c  lifecycle configuration, x-amz-expiration (rules: s3/lifecycle)
+ *   s3_lc_worker.c  the lifecycle worker: passes over buckets carrying the rules out
  *   s3_post.c       browser form uploads (POST Object, signed policies)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
