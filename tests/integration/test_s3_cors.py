@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from conftest import run_under_newest_botocore, s3_client, signed_request
 from test_hardening import presigner, request_head
+from test_s3_gateway import aws
 
 RULES = {"CORSRules": [
     {"AllowedOrigins": ["http://app.example.com", "https://*.example.org"],
@@ -194,9 +195,29 @@ def test_real_browser(server, datadir):
         httpd.server_close()
 
 
+def test_aws_cli_cors(server, datadir):
+    import json
+    assert aws(server, datadir, "s3api", "create-bucket", "--bucket", "clicors").returncode == 0
+    cfg = {"CORSRules": [{"AllowedOrigins": ["https://app.example"], "AllowedMethods": ["GET"],
+                          "AllowedHeaders": ["*"], "MaxAgeSeconds": 60}]}
+    r = aws(server, datadir, "s3api", "put-bucket-cors", "--bucket", "clicors",
+            "--cors-configuration", json.dumps(cfg))
+    assert r.returncode == 0, r.stderr
+    r = aws(server, datadir, "s3api", "get-bucket-cors", "--bucket", "clicors")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["CORSRules"][0]
+    assert got["AllowedOrigins"] == ["https://app.example"] and got["MaxAgeSeconds"] == 60
+    st, h = preflight(server, "/clicors/k", "https://app.example", "GET")
+    assert st == 200 and h["access-control-allow-origin"] == "https://app.example"
+    r = aws(server, datadir, "s3api", "delete-bucket-cors", "--bucket", "clicors")
+    assert r.returncode == 0, r.stderr
+    r = aws(server, datadir, "s3api", "get-bucket-cors", "--bucket", "clicors")
+    assert r.returncode != 0 and b"NoSuchCORSConfiguration" in r.stderr
+
+
 def test_with_newest_botocore(server):
     """This module again under the newest botocore (the browser test runs once)."""
-    run_under_newest_botocore("test_s3_cors.py", "real_browser")
+    run_under_newest_botocore("test_s3_cors.py", "real_browser or aws_cli")
 
 
 # ---- found by a hostile probe of these features (each failed before its fix) ----
