@@ -154,12 +154,27 @@ static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t 
 
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out,
-                               int *why);
+                               uint64_t min_part, const obj_cond_t *cond,
+                               const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why);
 
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
                      obj_info_t *out, int *why)
+{
+    return obj_mpu_complete_hooked(s, bucket, key, upload_id, parts, n, min_part, cond, NULL, out,
+                                   why);
+}
+
+int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                        obj_info_t *rec)
+{
+    return mpu_check(s, bucket, key, upload_id, rec);
+}
+
+int obj_mpu_complete_hooked(obj_set_t *s, const char *bucket, const char *key,
+                            const char *upload_id, const obj_mpu_part_t *parts, int n,
+                            uint64_t min_part, const obj_cond_t *cond, const obj_mpu_hooks_t *hooks,
+                            obj_info_t *out, int *why)
 {
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
@@ -168,7 +183,8 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     }
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
-    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, out, why);
+    int rc =
+        mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, hooks, out, why);
     pthread_mutex_unlock(ul);
     return rc;
 }
@@ -233,7 +249,8 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
 /* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
-                               uint64_t min_part, const obj_cond_t *cond, obj_info_t *out, int *why)
+                               uint64_t min_part, const obj_cond_t *cond,
+                               const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
     obj_info_t rec, info, old;
     int rc, first_err = 0;
@@ -254,7 +271,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             *why = OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
-    size_t cap = (size_t)n * 64 + 16, len = 0;
+    size_t cap = (size_t)n * (64 + OBJ_MPU_NOTE_MAX) + 16, len = 0;
     char *manifest = xmalloc(cap);
     uint8_t md5s[16];
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -288,16 +305,28 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             rc = ERR_INVAL;
             break;
         }
+        char note[OBJ_MPU_NOTE_MAX] = "";
+        if (hooks && hooks->part && hooks->part(hooks->arg, i, &pi, note) != 0) {
+            *why = OBJ_MPU_BAD_PART;
+            rc = ERR_INVAL;
+            break;
+        }
+        note[strcspn(note, " \t\r\n")] = 0; /* one token: the manifest is lines of them */
         for (int b = 0; b < 16; b++)
             md5s[b] = (uint8_t)hexbyte(pi.etag + 2 * b);
         EVP_DigestUpdate(md, md5s, 16);
-        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s\n", parts[i].part,
-                                (unsigned long long)pi.size, pi.etag);
+        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s%s%s\n", parts[i].part,
+                                (unsigned long long)pi.size, pi.etag, note[0] ? " " : "", note);
         total += pi.size;
     }
     uint8_t d[16];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
+    if (!rc && hooks && hooks->finish &&
+        hooks->finish(hooks->arg, rec.umeta, &rec.umeta_len, sizeof(rec.umeta)) != 0) {
+        *why = OBJ_MPU_REFUSED;
+        rc = ERR_INVAL;
+    }
     if (!rc) rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
     free(manifest);
     if (rc) return rc;
