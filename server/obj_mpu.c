@@ -6,7 +6,8 @@
  * (key: the upload id; body "bucket\nkey"; its content type and user
  * metadata are the final object's). Each part is an object in MPU_PARTS,
  * key "<upload>/<part>". Complete checks the listed parts, writes the
- * manifest (MPU_MANIFEST, key: the upload id, "part size etag" lines) and
+ * manifest (MPU_MANIFEST, key: the upload id, "part size etag [note]"
+ * lines, the note what the layer above keeps per part: obj_mpu_hooks_t) and
  * then the heads of the destination object, which name the upload: the
  * object is then the parts, read through the manifest (obj_get.c). Parts
  * not listed and the upload record go after the commit.

@@ -286,7 +286,9 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const char *upload, const s3_xml_part_t 
         s3_engine_error(x, rc);
         return -1;
     }
-    if (!rc) c->algo = upload_algo(s3_umeta_get(&rec, CKA_META), &c->full);
+    if (rc) /* a retry of a Complete that went through gets its answer, whatever it sends */
+        return 0;
+    c->algo = upload_algo(s3_umeta_get(&rec, CKA_META), &c->full);
     const char *mps = s3_hdr(x->info, "x-amz-mp-object-size");
     uint64_t v;
     if (mps) {
@@ -435,16 +437,19 @@ int s3_part_locate(ctx_t *x, obj_reader_t *rd, const obj_info_t *info, int pn, u
         *len = info->size;
         return 0;
     }
-    /* The part of that number (parts listed in a Complete may skip numbers). */
-    uint64_t o = 0;
-    for (int i = 0; i < n; i++) {
-        if (nums[i] == pn) {
-            *off = o;
-            *len = sizes[i];
-            return i;
-        }
-        o += sizes[i];
+    /*
+     * A part number counts the object's parts in order, 1..N, whatever numbers they were
+     * uploaded under (a Complete may skip some): SDKs that download by part ask for 1 to
+     * x-amz-mp-parts-count.
+     */
+    if (pn > n) {
+        s3_err(x, S3E_INVALID_PART_NUMBER);
+        return -1;
     }
-    s3_err(x, S3E_INVALID_PART_NUMBER);
-    return -1;
+    uint64_t o = 0;
+    for (int i = 0; i < pn - 1; i++)
+        o += sizes[i];
+    *off = o;
+    *len = sizes[pn - 1];
+    return pn - 1;
 }

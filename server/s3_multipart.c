@@ -320,6 +320,7 @@ typedef struct {
     char *key;
     char upload[33];
     uint64_t mtime_ns;
+    char cks[112]; /* <ChecksumAlgorithm> and <ChecksumType> of the upload, "" if none */
 } up_t;
 
 typedef struct {
@@ -338,6 +339,10 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
     u->v[u->n].key = xstrdup(key);
     snprintf(u->v[u->n].upload, sizeof(u->v[u->n].upload), "%s", upload);
     u->v[u->n].mtime_ns = info->mtime_ns;
+    buf_t ck = {0};
+    s3_mpu_cks_upload_xml(&ck, info);
+    snprintf(u->v[u->n].cks, sizeof(u->v[u->n].cks), "%s", ck.p ? ck.p : "");
+    free(ck.p);
     u->n++;
     return 0;
 }
@@ -378,8 +383,8 @@ void s3_list_uploads(ctx_t *x)
         buf_xml(&b, u.v[i].key);
         buf_printf(&b,
                    "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
-                   "<StorageClass>STANDARD</StorageClass></Upload>",
-                   u.v[i].upload, t);
+                   "<StorageClass>STANDARD</StorageClass>%s</Upload>",
+                   u.v[i].upload, t, u.v[i].cks);
         free(u.v[i].key);
     }
     buf_printf(&b, "</ListMultipartUploadsResult>");

@@ -192,9 +192,15 @@ def test_full_object(server, algo):
         complete(c, "mpf", "obj", uid, done, algo,
                  extra={"x-amz-checksum-" + algo.lower(): bad, "x-amz-checksum-type": ctype})
     assert err_code(e) == ("BadDigest", 400)
-    r = complete(c, "mpf", "obj", uid, done, algo,
-                 extra={"x-amz-checksum-" + algo.lower(): whole, "x-amz-checksum-type": ctype,
-                        "x-amz-mp-object-size": str(len(data))})
+    full = {"x-amz-checksum-" + algo.lower(): whole, "x-amz-checksum-type": ctype,
+            "x-amz-mp-object-size": str(len(data))}
+    with pytest.raises(ClientError) as e:  # the size the client expects must be the size
+        complete(c, "mpf", "obj", uid, done, algo,
+                 extra=dict(full, **{"x-amz-mp-object-size": str(len(data) + 1)}))
+    assert err_code(e) == ("InvalidRequest", 400)
+    r = complete(c, "mpf", "obj", uid, done, algo, extra=full)
+    # Retried (the first answer lost): the same answer, though the upload is gone.
+    assert complete(c, "mpf", "obj", uid, done, algo, extra=full)["ETag"] == r["ETag"]
     assert r.get("Checksum" + algo, whole) == whole
     assert "<ChecksumType>FULL_OBJECT</ChecksumType>" in str(r) or "ChecksumType" not in r or \
         r["ChecksumType"] == "FULL_OBJECT"
@@ -251,7 +257,13 @@ def test_checksum_refusals(server):
                                         MultipartUpload={"Parts": parts})
         assert err_code(e) == want, parts
     # Part numbers must start at 1 and follow each other when checksums are kept.
-    e3 = put_part(c, "mpe", "k", uid, 3, p2, "SHA256")["ETag"]
+    # A part sent with no checksum at all still gets the upload's, computed by the server.
+    st, body, h = signed_request(server.port, "PUT", "/mpe/k?partNumber=3&uploadId=" + uid, p2)
+    assert st == 200, body
+    assert {k.lower(): v for k, v in h.items()}["x-amz-checksum-sha256"] == v2
+    e3 = h.get("ETag") or h.get("etag")
+    ups = c.list_multipart_uploads(Bucket="mpe")["Uploads"]
+    assert [u.get("ChecksumAlgorithm", "SHA256") for u in ups] == ["SHA256"]
     with pytest.raises(ClientError) as e:
         c.complete_multipart_upload(Bucket="mpe", Key="k", UploadId=uid, MultipartUpload={
             "Parts": [{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": v1},
@@ -379,7 +391,8 @@ def test_get_part_number(server):
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="mpp", Key="one", PartNumber=2)
     assert err_code(e) == ("InvalidPartNumber", 416)
-    # Parts listed with gaps: a part number names that part.
+    # Parts listed with gaps: part numbers count the object's parts, 1..PartsCount (as SDKs
+    # that download by part expect).
     d2 = os.urandom(5 * MIB + 5)
     uid = c.create_multipart_upload(Bucket="mpp", Key="gaps")["UploadId"]
     e2 = c.upload_part(Bucket="mpp", Key="gaps", UploadId=uid, PartNumber=2,
@@ -388,9 +401,11 @@ def test_get_part_number(server):
                        Body=d2[5 * MIB:])["ETag"]
     c.complete_multipart_upload(Bucket="mpp", Key="gaps", UploadId=uid, MultipartUpload={
         "Parts": [{"PartNumber": 2, "ETag": e2}, {"PartNumber": 7, "ETag": e7}]})
-    assert c.get_object(Bucket="mpp", Key="gaps", PartNumber=7)["Body"].read() == d2[5 * MIB:]
+    g = c.get_object(Bucket="mpp", Key="gaps", PartNumber=2)
+    assert g["Body"].read() == d2[5 * MIB:] and g["PartsCount"] == 2
+    assert c.get_object(Bucket="mpp", Key="gaps", PartNumber=1)["Body"].read() == d2[:5 * MIB]
     with pytest.raises(ClientError) as e:
-        c.get_object(Bucket="mpp", Key="gaps", PartNumber=1)
+        c.get_object(Bucket="mpp", Key="gaps", PartNumber=7)
     assert err_code(e) == ("InvalidPartNumber", 416)
 
 
