@@ -434,3 +434,43 @@ def test_attributes_parts_pagination(server):
 
 def test_under_newest_botocore():
     run_under_newest_botocore("test_s3_mpu_checksums.py")
+
+
+def chunked(data, trailer):
+    body = b""
+    for i in range(0, len(data), 65536):
+        piece = data[i:i + 65536]
+        body += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return body + b"0\r\n" + trailer + b"\r\n\r\n"
+
+
+def test_part_trailer(server):
+    """UploadPart with the checksum as an aws-chunked trailer (what SDKs send over TLS): checked,
+    kept, and a wrong one refused with nothing kept."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mptr")
+    data = os.urandom(5 * MIB + 3)
+    uid = c.create_multipart_upload(Bucket="mptr", Key="k", ChecksumAlgorithm="CRC32C")["UploadId"]
+    hd = {"x-amz-trailer": "x-amz-checksum-crc32c", "content-encoding": "aws-chunked",
+          "x-amz-decoded-content-length": str(len(data))}
+    path = "/mptr/k?partNumber=1&uploadId=" + uid
+    good = b64(digest("CRC32C", data))
+    st, body, _ = signed_request(server.port, "PUT", path,
+                                 chunked(data, b"x-amz-checksum-crc32c:" + good[::-1].encode()),
+                                 hd, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"BadDigest" in body, body
+    assert c.list_parts(Bucket="mptr", Key="k", UploadId=uid).get("Parts", []) == []
+    # A trailer of another algorithm than the upload's.
+    st, body, _ = signed_request(server.port, "PUT", path, chunked(
+        data, b"x-amz-checksum-crc32:" + b64(digest("CRC32", data)).encode()),
+        dict(hd, **{"x-amz-trailer": "x-amz-checksum-crc32"}), "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"InvalidRequest" in body, body
+    st, body, h = signed_request(server.port, "PUT", path,
+                                 chunked(data, b"x-amz-checksum-crc32c:" + good.encode()),
+                                 hd, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 200, body
+    etag = {k.lower(): v for k, v in h.items()}["etag"]
+    assert c.list_parts(Bucket="mptr", Key="k", UploadId=uid)["Parts"][0]["ChecksumCRC32C"] == good
+    r = complete(c, "mptr", "k", uid, [(1, etag, good)], "CRC32C")
+    assert r["ChecksumCRC32C"] == b64(digest("CRC32C", digest("CRC32C", data))) + "-1"
+    assert sha(c.get_object(Bucket="mptr", Key="k")["Body"].read()) == sha(data)
