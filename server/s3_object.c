@@ -445,7 +445,7 @@ void s3_get_object(ctx_t *x, int head)
     uint64_t off = 0, len = info.size;
     int status = 200;
     int rr = pn ? 0 : parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
-    if (pn && (info.size || info.multipart)) { /* a part is a range: 206, as S3 */
+    if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
         off = poff;
         len = plen;
         rr = 1;
