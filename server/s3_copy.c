@@ -168,7 +168,11 @@ void s3_copy_object(ctx_t *x)
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) obj_put_set_cond(w, &cond);
-    if (w) err = s3_copy_range(x, rd, w, 0, si.size);
+    /* A composite checksum is over the source's parts: the copy, one part, gets its own. */
+    char cks[128] = "";
+    x->cks_default = !replace ? s3_cks_composite_algo(s3_umeta_get(&si, CKS_META)) : 0;
+    if (w) err = s3_mpu_cks_copy_range(x, rd, w, 0, si.size, cks);
+    if (cks[0]) s3_pairs_set(&um, CKS_META, cks);
     obj_close(rd);
     obj_info_t info;
     if (w && err)

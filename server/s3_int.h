@@ -258,6 +258,8 @@ int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);
 void s3_mpu_cks_complete_end(s3_mpu_cks_t *c);
 /* The object's <ChecksumALGO> and <ChecksumType> (CompleteMultipartUploadResult). */
 void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info);
+/* The algorithm of a kept "algo:value" when the value is composite ("-N"), else CKS_NONE. */
+int s3_cks_composite_algo(const char *kept);
 /* A part's <ChecksumALGO> from a kept "algo:value" (nothing for ""). */
 void s3_mpu_cks_part_xml(buf_t *b, const char *kept);
 /* GetObjectAttributes' <Checksum> (nothing when the object has none). */

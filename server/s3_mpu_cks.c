@@ -81,6 +81,15 @@ static int upload_algo(const char *kept, int *full)
     return cks_algo(name);
 }
 
+int s3_cks_composite_algo(const char *kept)
+{
+    const char *colon = strchr(kept, ':');
+    char name[16];
+    if (!colon || !strchr(colon, '-') || (size_t)(colon - kept) >= sizeof(name)) return CKS_NONE;
+    snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
+    return cks_algo(name);
+}
+
 /* "CRC32" for crc32: the element and member names of the API. */
 static const char *upper_name(int algo)
 {

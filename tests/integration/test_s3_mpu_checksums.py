@@ -174,6 +174,11 @@ def test_composite(server, algo):
     # A retried Complete answers the same.
     r2 = complete(c, "mpc", "obj", uid, done, algo)
     assert r2["ETag"] == r["ETag"]
+    # A copy is one part: its checksum is of all its bytes, not the source's composite.
+    c.copy_object(Bucket="mpc", Key="copy", CopySource={"Bucket": "mpc", "Key": "obj"})
+    h = hdrs(c.head_object(Bucket="mpc", Key="copy", ChecksumMode="ENABLED"))
+    assert h["x-amz-checksum-" + algo.lower()] == b64(digest(algo, data))
+    assert h["x-amz-checksum-type"] == "FULL_OBJECT"
 
 
 @pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "CRC64NVME"])
