@@ -189,7 +189,7 @@ enum {
     OBJ_MPU_BAD_PART,
     OBJ_MPU_BAD_ORDER,
     OBJ_MPU_TOO_SMALL,
-    OBJ_MPU_REFUSED /* the hooks' finish refused the object */
+    OBJ_MPU_REFUSED /* the hooks' begin or finish refused it */
 };
 
 /*
@@ -206,6 +206,8 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
 /*
  * What the layer above adds to a Complete (multipart checksums), run under
  * the upload's lock so that the parts it sees are the parts committed:
+ *   begin   first, with the upload's record: non-zero refuses the Complete
+ *           (OBJ_MPU_REFUSED).
  *   part    for each listed part in order, with its head: 0 accepts it (and
  *           may write a note of up to OBJ_MPU_NOTE_MAX - 1 bytes, no white
  *           space, kept with the part in the manifest: obj_read_part_note);
@@ -213,10 +215,12 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
  *   finish  then, before anything is written: may rewrite the object's
  *           metadata pairs (*umeta_len bytes of umeta, cap bytes of room);
  *           non-zero refuses the Complete (OBJ_MPU_REFUSED).
- * Either may be NULL. A Complete retried after it succeeded calls neither.
+ * Any may be NULL. A Complete retried after it succeeded (its upload record
+ * gone) calls none.
  */
 #define OBJ_MPU_NOTE_MAX 128
 typedef struct {
+    int (*begin)(void *arg, const obj_info_t *rec);
     int (*part)(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_NOTE_MAX]);
     int (*finish)(void *arg, char *umeta, size_t *umeta_len, size_t cap);
     void *arg;

@@ -266,6 +266,10 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         *why = OBJ_MPU_BAD_PART;
         return ERR_INVAL;
     }
+    if (hooks && hooks->begin && hooks->begin(hooks->arg, &rec) != 0) {
+        *why = OBJ_MPU_REFUSED;
+        return ERR_INVAL;
+    }
     /* The order first, as S3: a descending list is InvalidPartOrder, whatever the sizes. */
     for (int i = 1; i < n; i++)
         if (parts[i].part <= parts[i - 1].part) {

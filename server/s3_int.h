@@ -193,7 +193,10 @@ void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
 void s3_get_object_attributes(ctx_t *x);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
-int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
+/* Copy [off, off+len) of rd into w; with x->cks_default, that checksum of the bytes into
+ * cks_out ("algo:value"; "" without). 0 or an ERR_*. */
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
+                  char cks_out[128]);
 void s3_copy_object(ctx_t *x);
 void s3_delete_objects(ctx_t *x);
 
@@ -232,16 +235,14 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
 /* UploadPart: the upload's algorithm into x->cks_default, a body checksum in another one
  * refused; -1 with the error sent (NoSuchUpload included). */
 int s3_mpu_cks_part_begin(ctx_t *x, const char *upload);
-/* s3_copy_range, the copied bytes' checksum in x->cks_default's algorithm into cks_out
- * ("algo:value", "" when none). */
-int s3_mpu_cks_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
-                          char cks_out[128]);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
     const s3_xml_part_t *xp; /* the parts as listed */
     int np;
-    int algo, full;    /* the upload's */
-    char expect[80];   /* x-amz-checksum-ALGO of the whole object, "" if none */
+    int algo, full;    /* the upload's (the begin hook reads them) */
+    int expect_algo;   /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
+    char expect[80];   /* its value, "" if none */
+    char type[16];     /* x-amz-checksum-type, "" if none */
     long long mp_size; /* x-amz-mp-object-size, -1 if none */
     uint64_t total;    /* bytes of the parts seen */
     cks_t comp;        /* COMPOSITE: over the parts' digests */
@@ -250,9 +251,9 @@ typedef struct {
     s3_err_t err;      /* why a hook refused (0: it did not) */
     char msg[256];
 } s3_mpu_cks_t;
-/* Set c and hooks up for a Complete of upload; -1 with the error sent. End with _end. */
-int s3_mpu_cks_complete_begin(ctx_t *x, const char *upload, const s3_xml_part_t *xp, int np,
-                              s3_mpu_cks_t *c, obj_mpu_hooks_t *hooks);
+/* Set c and hooks up for a Complete (no I/O); -1 with the error sent. End with _end. */
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
+                              obj_mpu_hooks_t *hooks);
 /* When a hook refused the Complete: its error sent, 1; else 0. */
 int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);
 void s3_mpu_cks_complete_end(s3_mpu_cks_t *c);

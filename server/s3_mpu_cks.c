@@ -69,25 +69,34 @@ int s3_mpu_cks_create(ctx_t *x, buf_t *um, char hdr[160])
     return 0;
 }
 
-/* The algorithm and type ("algo:TYPE", CKA_META) of an upload's record, or of pairs. */
-static int upload_algo(const char *kept, int *full)
+/* The algorithm of a kept "algo:value" (CKS_META, CKA_META) and *value, what follows the colon;
+ * CKS_NONE (*value "") when there is none. */
+static int kept_split(const char *kept, const char **value)
 {
     const char *colon = strchr(kept, ':');
     char name[16];
-    *full = 0;
+    *value = "";
     if (!colon || (size_t)(colon - kept) >= sizeof(name)) return CKS_NONE;
     snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
-    *full = strcmp(colon + 1, "FULL_OBJECT") == 0;
-    return cks_algo(name);
+    int algo = cks_algo(name);
+    if (algo) *value = colon + 1;
+    return algo;
+}
+
+/* The algorithm and type of an upload (its record's CKA_META). */
+static int upload_algo(const obj_info_t *rec, int *full)
+{
+    const char *type;
+    int algo = kept_split(s3_umeta_get(rec, CKA_META), &type);
+    *full = strcmp(type, "FULL_OBJECT") == 0;
+    return algo;
 }
 
 int s3_cks_composite_algo(const char *kept)
 {
-    const char *colon = strchr(kept, ':');
-    char name[16];
-    if (!colon || !strchr(colon, '-') || (size_t)(colon - kept) >= sizeof(name)) return CKS_NONE;
-    snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
-    return cks_algo(name);
+    const char *v;
+    int algo = kept_split(kept, &v);
+    return strchr(v, '-') ? algo : CKS_NONE;
 }
 
 /* "CRC32" for crc32: the element and member names of the API. */
@@ -99,7 +108,7 @@ static const char *upper_name(int algo)
 
 void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec)
 {
-    int full, algo = upload_algo(s3_umeta_get(rec, CKA_META), &full);
+    int full, algo = upload_algo(rec, &full);
     if (algo)
         buf_printf(b, "<ChecksumAlgorithm>%s</ChecksumAlgorithm><ChecksumType>%s</ChecksumType>",
                    upper_name(algo), full ? "FULL_OBJECT" : "COMPOSITE");
@@ -133,7 +142,7 @@ int s3_mpu_cks_part_begin(ctx_t *x, const char *upload)
         s3_engine_error(x, rc);
         return -1;
     }
-    int algo = upload_algo(s3_umeta_get(&rec, CKA_META), &full), sent = request_algo(x);
+    int algo = upload_algo(&rec, &full), sent = request_algo(x);
     if (algo && sent && sent != algo) {
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -147,49 +156,17 @@ int s3_mpu_cks_part_begin(ctx_t *x, const char *upload)
     return 0;
 }
 
-int s3_mpu_cks_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
-                          char cks_out[128])
-{
-    cks_out[0] = 0;
-    if (!x->cks_default) return s3_copy_range(x, rd, w, off, len);
-    cks_t ck;
-    if (cks_init(&ck, x->cks_default) != 0) return ERR_NOMEM;
-    size_t unit = obj_read_unit(rd);
-    bufpool_t *pool = obj_set_buffers(x->cfg->set);
-    uint8_t *buf = bufpool_get(pool, unit);
-    int err = 0;
-    while (!err && len > 0) {
-        size_t n = s3_next_piece(off, len, unit);
-        if ((err = obj_read(rd, off, buf, n)) == 0) {
-            cks_update(&ck, buf, n);
-            err = obj_put_write(w, buf, n);
-        }
-        off += n;
-        len -= n;
-    }
-    bufpool_put(pool, buf);
-    char v[64];
-    cks_final(&ck, v, sizeof(v));
-    if (!err) snprintf(cks_out, 128, "%s:%s", cks_name(x->cks_default), v);
-    return err;
-}
-
 /* ---- CompleteMultipartUpload ---- */
 
 static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_NOTE_MAX])
 {
     s3_mpu_cks_t *c = arg;
     const s3_xml_part_t *xp = &c->xp[i];
-    const char *kept = s3_umeta_get(head, CKS_META), *colon = strchr(kept, ':');
-    int kept_algo = CKS_NONE;
-    if (colon) {
-        char name[16];
-        snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
-        kept_algo = cks_algo(name);
-    }
+    const char *kept = s3_umeta_get(head, CKS_META), *value;
+    int kept_algo = kept_split(kept, &value);
     c->total += head->size;
     /* A checksum listed must be the part's, in its algorithm. */
-    if (xp->cks_algo && (xp->cks_algo != kept_algo || strcmp(xp->cks, colon + 1) != 0)) {
+    if (xp->cks_algo && (xp->cks_algo != kept_algo || strcmp(xp->cks, value) != 0)) {
         c->err = S3E_INVALID_PART;
         snprintf(c->msg, sizeof(c->msg),
                  "One or more of the specified parts could not be found. The part may not have "
@@ -214,7 +191,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
         return -1;
     }
     uint8_t d[EVP_MAX_MD_SIZE];
-    if (kept_algo != c->algo || cks_decode(c->algo, colon + 1, d) != 0) {
+    if (kept_algo != c->algo || cks_decode(c->algo, value, d) != 0) {
         /* Every part of the upload got one at upload: this part predates it, or was damaged. */
         c->err = S3E_INVALID_PART;
         snprintf(c->msg, sizeof(c->msg), "Part %d has no %s checksum.", xp->part,
@@ -278,26 +255,42 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
     return rc;
 }
 
-int s3_mpu_cks_complete_begin(ctx_t *x, const char *upload, const s3_xml_part_t *xp, int np,
-                              s3_mpu_cks_t *c, obj_mpu_hooks_t *hooks)
+/* First, with the upload's record (under its lock): what the request says of the object's
+ * checksum must fit the upload's algorithm and type. */
+static int cks_begin(void *arg, const obj_info_t *rec)
 {
-    obj_info_t rec;
+    s3_mpu_cks_t *c = arg;
+    c->algo = upload_algo(rec, &c->full);
+    const char *msg = NULL;
+    if (c->expect_algo && c->expect_algo != c->algo)
+        msg = c->algo ? "The checksum header names another algorithm than the upload's."
+                      : "The upload was created without a checksum algorithm.";
+    else if (c->type[0] && (!c->algo || strcasecmp(c->type, c->full ? "FULL_OBJECT" : "COMPOSITE")))
+        msg = "The x-amz-checksum-type header does not match the upload's checksum type.";
+    if (msg) {
+        c->err = S3E_INVALID_REQUEST;
+        snprintf(c->msg, sizeof(c->msg), "%s", msg);
+        return -1;
+    }
+    if (c->algo && !c->full && cks_init(&c->comp, c->algo) != 0) {
+        c->err = S3E_INTERNAL;
+        c->msg[0] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
+                              obj_mpu_hooks_t *hooks)
+{
     memset(c, 0, sizeof(*c));
     c->xp = xp;
     c->np = np;
     c->mp_size = -1;
+    hooks->begin = cks_begin;
     hooks->part = cks_part;
     hooks->finish = cks_finish;
     hooks->arg = c;
-    /* No record: the Complete itself answers (NoSuchUpload, or a retry of a success). */
-    int rc = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec);
-    if (rc && rc != ERR_NOT_FOUND) {
-        s3_engine_error(x, rc);
-        return -1;
-    }
-    if (rc) /* a retry of a Complete that went through gets its answer, whatever it sends */
-        return 0;
-    c->algo = upload_algo(s3_umeta_get(&rec, CKA_META), &c->full);
     const char *mps = s3_hdr(x->info, "x-amz-mp-object-size");
     uint64_t v;
     if (mps) {
@@ -313,24 +306,17 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const char *upload, const s3_xml_part_t 
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
         const char *val = s3_hdr(x->info, hname);
         if (!val) continue;
-        if (a != c->algo) {
+        if (c->expect_algo) {
             s3_err_msg(x, S3E_INVALID_REQUEST,
-                       c->algo ? "The checksum header names another algorithm than the upload's."
-                               : "The upload was created without a checksum algorithm.");
+                       "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+                       "allowed.");
             return -1;
         }
+        c->expect_algo = a;
         snprintf(c->expect, sizeof(c->expect), "%s", val);
     }
     const char *tn = s3_hdr(x->info, "x-amz-checksum-type");
-    if (tn && (!c->algo || strcasecmp(tn, c->full ? "FULL_OBJECT" : "COMPOSITE") != 0)) {
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "The x-amz-checksum-type header does not match the upload's checksum type.");
-        return -1;
-    }
-    if (c->algo && !c->full && cks_init(&c->comp, c->algo) != 0) {
-        s3_engine_error(x, ERR_NOMEM);
-        return -1;
-    }
+    snprintf(c->type, sizeof(c->type), "%s", tn ? tn : "");
     return 0;
 }
 
@@ -352,12 +338,9 @@ void s3_mpu_cks_complete_end(s3_mpu_cks_t *c)
 /* The kept "algo:value" as its element and the type; value without "-N" when strip. */
 static void object_cks_xml(buf_t *b, const char *kept, int strip)
 {
-    const char *colon = strchr(kept, ':');
-    char name[16];
-    if (!colon || (size_t)(colon - kept) >= sizeof(name)) return;
-    snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
-    int algo = cks_algo(name);
-    const char *v = colon + 1, *dash = strchr(v, '-');
+    const char *v;
+    int algo = kept_split(kept, &v);
+    const char *dash = strchr(v, '-');
     if (!algo) return;
     buf_printf(b, "<Checksum%s>%.*s</Checksum%s><ChecksumType>%s</ChecksumType>", upper_name(algo),
                (int)(dash && strip ? (size_t)(dash - v) : strlen(v)), v, upper_name(algo),
@@ -373,13 +356,9 @@ void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info)
 
 void s3_mpu_cks_part_xml(buf_t *b, const char *kept)
 {
-    const char *colon = strchr(kept, ':');
-    char name[16];
-    if (!colon || (size_t)(colon - kept) >= sizeof(name)) return;
-    snprintf(name, sizeof(name), "%.*s", (int)(colon - kept), kept);
-    int algo = cks_algo(name);
-    if (algo)
-        buf_printf(b, "<Checksum%s>%s</Checksum%s>", upper_name(algo), colon + 1, upper_name(algo));
+    const char *v;
+    int algo = kept_split(kept, &v);
+    if (algo) buf_printf(b, "<Checksum%s>%s</Checksum%s>", upper_name(algo), v, upper_name(algo));
 }
 
 void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info)

@@ -91,7 +91,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     }
     char cks[128];
     buf_t um = {0};
-    err = s3_mpu_cks_copy_range(x, rd, w, off, len, cks);
+    err = s3_copy_range(x, rd, w, off, len, cks);
     obj_close(rd);
     if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
     if (err)
@@ -174,8 +174,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     obj_cond_t cond;
     s3_mpu_cks_t ck;
     obj_mpu_hooks_t hooks;
-    if (s3_write_cond(x, &cond) != 0 ||
-        s3_mpu_cks_complete_begin(x, upload, xp, np, &ck, &hooks) != 0) {
+    if (s3_write_cond(x, &cond) != 0 || s3_mpu_cks_complete_begin(x, xp, np, &ck, &hooks) != 0) {
         free(parts);
         free(xp);
         return;
