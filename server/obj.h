@@ -177,6 +177,9 @@ int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char
 /* Writer for one part (1..10000) of an upload of bucket/key. ERR_NOT_FOUND: no such upload. */
 obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *key,
                                  const char *upload_id, int part, int *err);
+/* The same, and the upload's record (its content type and metadata) into *rec. */
+obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
+                                     const char *upload_id, int part, obj_info_t *rec, int *err);
 
 typedef struct {
     int part;

@@ -81,12 +81,18 @@ obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *k
                                  const char *upload_id, int part, int *err)
 {
     obj_info_t rec;
+    return obj_mpu_part_begin_rec(s, bucket, key, upload_id, part, &rec, err);
+}
+
+obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
+                                     const char *upload_id, int part, obj_info_t *rec, int *err)
+{
     char pk[64];
     if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
         *err = ERR_INVAL;
         return NULL;
     }
-    if ((*err = mpu_check(s, bucket, key, upload_id, &rec)) != 0) return NULL;
+    if ((*err = mpu_check(s, bucket, key, upload_id, rec)) != 0) return NULL;
     obj__part_key(pk, sizeof(pk), upload_id, part);
     return obj__put_begin(s, MPU_PARTS, pk, upload_id, err);
 }

@@ -232,9 +232,9 @@ void s3_list_uploads(ctx_t *x);
 int s3_mpu_cks_create(ctx_t *x, buf_t *um, char hdr[160]);
 /* ChecksumAlgorithm and ChecksumType of an upload record (ListParts, ListMultipartUploads). */
 void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
-/* UploadPart: the upload's algorithm into x->cks_default, a body checksum in another one
- * refused; -1 with the error sent (NoSuchUpload included). */
-int s3_mpu_cks_part_begin(ctx_t *x, const char *upload);
+/* UploadPart(Copy) into the upload of record rec: its algorithm into x->cks_default, a body
+ * checksum in another one refused; -1 with the error sent. No I/O. */
+int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
     const s3_xml_part_t *xp; /* the parts as listed */

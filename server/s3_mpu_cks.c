@@ -130,19 +130,9 @@ static int request_algo(ctx_t *x)
     return cks_algo(s3_hdr(x->info, "x-amz-sdk-checksum-algorithm"));
 }
 
-int s3_mpu_cks_part_begin(ctx_t *x, const char *upload)
+int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)
 {
-    obj_info_t rec;
-    int full, rc = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec);
-    if (rc == ERR_NOT_FOUND) {
-        s3_err(x, S3E_NO_SUCH_UPLOAD);
-        return -1;
-    }
-    if (rc) {
-        s3_engine_error(x, rc);
-        return -1;
-    }
-    int algo = upload_algo(&rec, &full), sent = request_algo(x);
+    int full, algo = upload_algo(rec, &full), sent = request_algo(x);
     if (algo && sent && sent != algo) {
         char msg[160];
         snprintf(msg, sizeof(msg),

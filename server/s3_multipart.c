@@ -76,17 +76,20 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         off = a;
         len = b - a + 1;
     }
-    if (s3_mpu_cks_part_begin(x, upload) != 0) {
-        obj_close(rd);
-        return;
-    }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, part, &err);
+    obj_info_t rec;
+    obj_writer_t *w =
+        obj_mpu_part_begin_rec(x->cfg->set, x->ibucket, x->key, upload, part, &rec, &err);
     if (!w) {
         obj_close(rd);
         if (err == ERR_NOT_FOUND)
             s3_err(x, S3E_NO_SUCH_UPLOAD);
         else
             s3_engine_error(x, err);
+        return;
+    }
+    if (s3_mpu_cks_part_begin(x, &rec) != 0) {
+        obj_put_abort(w);
+        obj_close(rd);
         return;
     }
     char cks[128];
@@ -121,17 +124,22 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
         mpu_upload_part_copy(x, upload, (int)part);
         return;
     }
-    if (s3_mpu_cks_part_begin(x, upload) != 0) return;
     if (s3_body_begin(x) != 0) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
         return;
     }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, (int)part, &err);
+    obj_info_t rec;
+    obj_writer_t *w =
+        obj_mpu_part_begin_rec(x->cfg->set, x->ibucket, x->key, upload, (int)part, &rec, &err);
     if (!w) {
         if (err == ERR_NOT_FOUND)
             s3_err(x, S3E_NO_SUCH_UPLOAD);
         else
             s3_engine_error(x, err);
+        return;
+    }
+    if (s3_mpu_cks_part_begin(x, &rec) != 0) { /* before a byte of the body is stored */
+        obj_put_abort(w);
         return;
     }
     char cks[128];
