@@ -238,21 +238,21 @@ int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
     const s3_xml_part_t *xp; /* the parts as listed */
-    int np;
-    int algo, full;    /* the upload's (the begin hook reads them) */
-    int expect_algo;   /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
-    char expect[80];   /* its value, "" if none */
-    char type[16];     /* x-amz-checksum-type, "" if none */
-    long long mp_size; /* x-amz-mp-object-size, -1 if none */
-    uint64_t total;    /* bytes of the parts seen */
-    cks_t comp;        /* COMPOSITE: over the parts' digests */
-    uint64_t crc;      /* FULL_OBJECT: the parts' CRCs combined so far */
-    int n;             /* parts folded in */
-    s3_err_t err;      /* why a hook refused (0: it did not) */
+    int algo, full;          /* the upload's (the begin hook reads them) */
+    int expect_algo;         /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
+    char expect[80];         /* its value, "" if none */
+    char type[16];           /* x-amz-checksum-type, "" if none */
+    long long mp_size;       /* x-amz-mp-object-size, -1 if none */
+    uint64_t total;          /* bytes of the parts seen */
+    cks_t comp;              /* COMPOSITE: over the parts' digests */
+    uint64_t crc;            /* FULL_OBJECT: the parts' CRCs combined so far */
+    int n;                   /* parts folded in */
+    int refused;             /* a hook refused the Complete, with err (msg "": the table's) */
+    s3_err_t err;
     char msg[256];
 } s3_mpu_cks_t;
 /* Set c and hooks up for a Complete (no I/O); -1 with the error sent. End with _end. */
-int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c,
                               obj_mpu_hooks_t *hooks);
 /* When a hook refused the Complete: its error sent, 1; else 0. */
 int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);

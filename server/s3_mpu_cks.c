@@ -157,6 +157,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
     c->total += head->size;
     /* A checksum listed must be the part's, in its algorithm. */
     if (xp->cks_algo && (xp->cks_algo != kept_algo || strcmp(xp->cks, value) != 0)) {
+        c->refused = 1;
         c->err = S3E_INVALID_PART;
         snprintf(c->msg, sizeof(c->msg),
                  "One or more of the specified parts could not be found. The part may not have "
@@ -166,6 +167,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
     if (!c->algo) return 0;
     /* AWS: with checksums, part numbers start at 1 and follow each other. */
     if (xp->part != i + 1) {
+        c->refused = 1;
         c->err = S3E_INVALID_PART_ORDER;
         snprintf(c->msg, sizeof(c->msg),
                  "The list of parts was not in ascending order. Parts must be consecutive and "
@@ -173,6 +175,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
         return -1;
     }
     if (!xp->cks_algo && !c->full) { /* a composite value is over what the client names */
+        c->refused = 1;
         c->err = S3E_INVALID_REQUEST;
         snprintf(c->msg, sizeof(c->msg),
                  "The upload was created using a %s checksum. The complete request must include "
@@ -183,6 +186,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
     uint8_t d[EVP_MAX_MD_SIZE];
     if (kept_algo != c->algo || cks_decode(c->algo, value, d) != 0) {
         /* Every part of the upload got one at upload: this part predates it, or was damaged. */
+        c->refused = 1;
         c->err = S3E_INVALID_PART;
         snprintf(c->msg, sizeof(c->msg), "Part %d has no %s checksum.", xp->part,
                  cks_name(c->algo));
@@ -203,6 +207,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
 {
     s3_mpu_cks_t *c = arg;
     if (c->mp_size >= 0 && (uint64_t)c->mp_size != c->total) {
+        c->refused = 1;
         c->err = S3E_INVALID_REQUEST;
         snprintf(c->msg, sizeof(c->msg),
                  "The provided 'x-amz-mp-object-size' header value %lld does not match what was "
@@ -222,6 +227,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
         snprintf(v + l, sizeof(v) - l, "-%d", c->n);
     }
     if (c->expect[0] && strcmp(c->expect, v) != 0) {
+        c->refused = 1;
         c->err = S3E_BAD_DIGEST;
         snprintf(c->msg, sizeof(c->msg),
                  "The %s you specified did not match the calculated checksum.", cks_name(c->algo));
@@ -238,6 +244,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
         memcpy(umeta, um.p, um.len);
         *umeta_len = um.len;
     } else {
+        c->refused = 1;
         c->err = S3E_METADATA_TOO_LARGE;
         c->msg[0] = 0;
     }
@@ -258,11 +265,13 @@ static int cks_begin(void *arg, const obj_info_t *rec)
     else if (c->type[0] && (!c->algo || strcasecmp(c->type, c->full ? "FULL_OBJECT" : "COMPOSITE")))
         msg = "The x-amz-checksum-type header does not match the upload's checksum type.";
     if (msg) {
+        c->refused = 1;
         c->err = S3E_INVALID_REQUEST;
         snprintf(c->msg, sizeof(c->msg), "%s", msg);
         return -1;
     }
     if (c->algo && !c->full && cks_init(&c->comp, c->algo) != 0) {
+        c->refused = 1;
         c->err = S3E_INTERNAL;
         c->msg[0] = 0;
         return -1;
@@ -270,12 +279,11 @@ static int cks_begin(void *arg, const obj_info_t *rec)
     return 0;
 }
 
-int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c,
                               obj_mpu_hooks_t *hooks)
 {
     memset(c, 0, sizeof(*c));
     c->xp = xp;
-    c->np = np;
     c->mp_size = -1;
     hooks->begin = cks_begin;
     hooks->part = cks_part;
@@ -312,7 +320,7 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_
 
 int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c)
 {
-    if (!c->err) return 0;
+    if (!c->refused) return 0;
     if (c->msg[0])
         s3_err_msg(x, c->err, c->msg);
     else
