@@ -124,3 +124,120 @@ void cks_free(cks_t *c)
     EVP_MD_CTX_free(c->md);
     c->md = NULL;
 }
+
+size_t cks_digest_len(int algo)
+{
+    switch (algo) {
+    case CKS_CRC32:
+    case CKS_CRC32C:
+        return 4;
+    case CKS_CRC64NVME:
+        return 8;
+    case CKS_SHA1:
+        return 20;
+    case CKS_SHA256:
+        return 32;
+    default:
+        return 0;
+    }
+}
+
+int cks_is_crc(int algo)
+{
+    return algo == CKS_CRC32 || algo == CKS_CRC32C || algo == CKS_CRC64NVME;
+}
+
+void cks_encode(const uint8_t *d, size_t n, char *b64, size_t cap)
+{
+    char tmp[EVP_ENCODE_LENGTH(EVP_MAX_MD_SIZE) + 1];
+    if (n > EVP_MAX_MD_SIZE) n = 0;
+    EVP_EncodeBlock((unsigned char *)tmp, d, (int)n);
+    snprintf(b64, cap, "%s", n ? tmp : "");
+}
+
+int cks_decode(int algo, const char *b64, uint8_t *d)
+{
+    size_t n = cks_digest_len(algo), len = b64 ? strlen(b64) : 0;
+    uint8_t tmp[EVP_MAX_MD_SIZE + 3];
+    /* Exactly the canonical encoding of n bytes: 4 characters per 3 bytes, padded. */
+    if (!n || len != (n + 2) / 3 * 4 ||
+        strspn(b64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                    "0123456789+/=") != len)
+        return -1;
+    int pad = (int)((3 - n % 3) % 3);
+    for (int i = 0; i < (int)len; i++)
+        if ((b64[i] == '=') != (i >= (int)len - pad)) return -1;
+    if (EVP_DecodeBlock(tmp, (const unsigned char *)b64, (int)len) != (int)(len / 4 * 3)) return -1;
+    memcpy(d, tmp, n);
+    /* The bits padding leaves over must be zero, or two strings would name one value. */
+    char again[EVP_ENCODE_LENGTH(EVP_MAX_MD_SIZE) + 1];
+    cks_encode(d, n, again, sizeof(again));
+    return strcmp(again, b64) == 0 ? 0 : -1;
+}
+
+uint64_t cks_crc_from_digest(int algo, const uint8_t *d)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < cks_digest_len(algo) && i < 8; i++)
+        v = v << 8 | d[i];
+    return v;
+}
+
+void cks_crc_to_digest(int algo, uint64_t crc, uint8_t *d)
+{
+    size_t n = cks_digest_len(algo);
+    for (size_t i = 0; i < n && i < 8; i++)
+        d[i] = (uint8_t)(crc >> (8 * (n - 1 - i)));
+}
+
+/*
+ * Polynomials in the reflected representation of the CRCs' own loops:
+ * bit (width - 1) is x^0, bit 0 is x^(width - 1).
+ */
+static uint64_t gf2_mulmod(uint64_t a, uint64_t b, uint64_t poly, int width)
+{
+    uint64_t m = 1ull << (width - 1), p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        if (!m) break;
+        b = b & 1 ? (b >> 1) ^ poly : b >> 1;
+    }
+    return p;
+}
+
+uint64_t cks_crc_combine(int algo, uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+{
+    uint64_t poly;
+    int width;
+    switch (algo) {
+    case CKS_CRC32:
+        poly = 0xEDB88320u;
+        width = 32;
+        break;
+    case CKS_CRC32C:
+        poly = 0x82F63B78u;
+        width = 32;
+        break;
+    case CKS_CRC64NVME:
+        poly = 0x9A6C9329AC4BC9B5ull;
+        width = 64;
+        break;
+    default:
+        return 0;
+    }
+    /* x^(8 len_b) by squaring: start at x^8, multiply in x^(8 * 2^i) for each bit i of len_b. */
+    uint64_t one = 1ull << (width - 1), power = one >> 1; /* x^1 */
+    for (int i = 0; i < 3; i++)
+        power = gf2_mulmod(power, power, poly, width);
+    uint64_t shift = one;
+    for (uint64_t n = len_b; n; n >>= 1) {
+        if (n & 1) shift = gf2_mulmod(power, shift, poly, width);
+        if (n > 1) power = gf2_mulmod(power, power, poly, width);
+    }
+    uint64_t mask = width == 64 ? ~0ull : (1ull << width) - 1;
+    return (gf2_mulmod(shift, crc_a & mask, poly, width) ^ crc_b) & mask;
+}

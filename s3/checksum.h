@@ -30,4 +30,25 @@ void cks_final(cks_t *c, char *b64, size_t cap);
 /* Release without a value (safe after cks_final or on a zeroed cks_t). */
 void cks_free(cks_t *c);
 
+/* Digest length in bytes of an algorithm (4, 8, 20, 32; 0 for none). */
+size_t cks_digest_len(int algo);
+/* Base64 of n digest bytes into b64 (at least 48 bytes). */
+void cks_encode(const uint8_t *d, size_t n, char *b64, size_t cap);
+/* A base64 value of algo's digest into d (cks_digest_len bytes): 0, or -1 when it is not one. */
+int cks_decode(int algo, const char *b64, uint8_t *d);
+/* Whether algo is a CRC (the checksums whose values combine: FULL_OBJECT multipart). */
+int cks_is_crc(int algo);
+
+/*
+ * CRC combination: the CRC (CRC32, CRC32C or CRC64NVME, as final values) of
+ * A followed by B from crc(A), crc(B) and B's length, without the bytes.
+ * Init and xorout being all ones cancel out, so it is crc(A) carried through
+ * len_b zero bytes of the bare register, xor crc(B); carrying is a product
+ * by x^(8 len_b) modulo the polynomial (as zlib's crc32_combine).
+ */
+uint64_t cks_crc_combine(int algo, uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+/* A CRC digest (big-endian bytes, as cks_final encodes it) as a number, and back. */
+uint64_t cks_crc_from_digest(int algo, const uint8_t *d);
+void cks_crc_to_digest(int algo, uint64_t crc, uint8_t *d);
+
 #endif

@@ -3,6 +3,7 @@
 #include "common/err.h"
 #include "common/num.h"
 #include "common/mem.h"
+#include "s3/checksum.h"
 
 #include <expat.h>
 #include <stdio.h>
@@ -36,7 +37,8 @@ static void XMLCALL no_doctype(void *ud, const XML_Char *name, const XML_Char *s
 typedef struct {
     base_t b;
     s3_xml_part_t *parts;
-    int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag */
+    int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag, 3 a Checksum* */
+    int field_algo;                    /* the Checksum element's algorithm */
     char text[72];
     size_t tl;
 } cmu_t;
@@ -59,6 +61,15 @@ static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **a
         c->in_part = 1;
     } else if (c->depth == 3 && c->in_part) {
         c->field = strcmp(name, "PartNumber") == 0 ? 1 : strcmp(name, "ETag") == 0 ? 2 : 0;
+        /* ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256 */
+        c->field_algo = strncmp(name, "Checksum", 8) == 0 ? cks_algo(name + 8) : CKS_NONE;
+        if (c->field_algo != CKS_NONE) {
+            if (c->parts[c->n].cks_algo != CKS_NONE) { /* one checksum per part */
+                stop(&c->b);
+                return;
+            }
+            c->field = 3;
+        }
         c->tl = 0;
     }
 }
@@ -95,6 +106,9 @@ static void XMLCALL cmu_end(void *ud, const XML_Char *name)
                 n--;
             uint64_t v;
             c->parts[c->n].part = num_parse_u64n(t, n, 1, 10000, &v) == 0 ? (int)v : 0;
+        } else if (c->field == 3) {
+            c->parts[c->n].cks_algo = c->field_algo;
+            snprintf(c->parts[c->n].cks, sizeof(c->parts[c->n].cks), "%s", c->text);
         } else
             snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
         c->field = 0;

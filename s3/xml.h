@@ -16,9 +16,12 @@
 typedef struct {
     int part;
     char etag[80];
+    int cks_algo; /* a ChecksumCRC32 (...) element's algorithm (s3/checksum.h), CKS_NONE if none */
+    char cks[72]; /* its value as sent */
 } s3_xml_part_t;
 
-/* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed. */
+/* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed (a part
+ * with two Checksum elements included). */
 int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
     __attribute__((warn_unused_result));
 

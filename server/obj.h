@@ -165,6 +165,9 @@ uint32_t obj_read_missing(const obj_reader_t *r);
 /* A multipart object's parts (numbers and sizes, in order; valid until obj_close): their
  * count, 0 for an object made by one PUT. */
 int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **sizes);
+/* The note the Complete's hooks kept with part index i (0-based) of a multipart object, or ""
+ * (valid until obj_close). */
+const char *obj_read_part_note(const obj_reader_t *r, int i);
 
 /*
  * The read size that lets obj_read fetch a stripe's blocks in parallel and
@@ -231,13 +234,23 @@ int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char
 /* Writer for one part (1..10000) of an upload of bucket/key. ERR_NOT_FOUND: no such upload. */
 obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *key,
                                  const char *upload_id, int part, int *err);
+/* The same, and the upload's record (its content type and metadata) into *rec. */
+obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
+                                     const char *upload_id, int part, obj_info_t *rec, int *err);
 
 typedef struct {
     int part;
     char etag[80]; /* as the client sent it, quotes allowed */
 } obj_mpu_part_t;
 
-enum { OBJ_MPU_OK = 0, OBJ_MPU_NO_UPLOAD, OBJ_MPU_BAD_PART, OBJ_MPU_BAD_ORDER, OBJ_MPU_TOO_SMALL };
+enum {
+    OBJ_MPU_OK = 0,
+    OBJ_MPU_NO_UPLOAD,
+    OBJ_MPU_BAD_PART,
+    OBJ_MPU_BAD_ORDER,
+    OBJ_MPU_TOO_SMALL,
+    OBJ_MPU_REFUSED /* the hooks' begin or finish refused it */
+};
 
 /*
  * Complete: check every listed part exists with that ETag, in ascending
@@ -251,6 +264,38 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
                      obj_versioning_t v, obj_info_t *out, int *why)
     __attribute__((warn_unused_result));
+/*
+ * What the layer above adds to a Complete (multipart checksums), run under
+ * the upload's lock so that the parts it sees are the parts committed:
+ *   begin   first, with the upload's record: non-zero refuses the Complete
+ *           (OBJ_MPU_REFUSED).
+ *   part    for each listed part in order, with its head: 0 accepts it (and
+ *           may write a note of up to OBJ_MPU_NOTE_MAX - 1 bytes, no white
+ *           space, kept with the part in the manifest: obj_read_part_note);
+ *           non-zero refuses the Complete (OBJ_MPU_BAD_PART).
+ *   finish  then, before anything is written: may rewrite the object's
+ *           metadata pairs (*umeta_len bytes of umeta, cap bytes of room);
+ *           non-zero refuses the Complete (OBJ_MPU_REFUSED).
+ * Any may be NULL. A Complete retried after it succeeded (its upload record
+ * gone) calls none.
+ */
+#define OBJ_MPU_NOTE_MAX 128
+typedef struct {
+    int (*begin)(void *arg, const obj_info_t *rec);
+    int (*part)(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_NOTE_MAX]);
+    int (*finish)(void *arg, char *umeta, size_t *umeta_len, size_t cap);
+    void *arg;
+} obj_mpu_hooks_t;
+/* obj_mpu_complete with hooks (may be NULL). */
+int obj_mpu_complete_hooked(obj_set_t *s, const char *bucket, const char *key,
+                            const char *upload_id, const obj_mpu_part_t *parts, int n,
+                            uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
+                            const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
+    __attribute__((warn_unused_result));
+/* The record of an upload in progress (content type and metadata: the final object's).
+ * 0, ERR_NOT_FOUND when there is no such upload of bucket/key, or an ERR_*. */
+int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                        obj_info_t *rec) __attribute__((warn_unused_result));
 /* Parts uploaded so far, in part order: fn(arg, part, info). ERR_NOT_FOUND: no such upload. */
 typedef int (*obj_part_fn)(void *arg, int part, const obj_info_t *info);
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,

@@ -50,6 +50,7 @@ struct obj_reader {
     /* multipart: parts in order, their sizes, and the part being read */
     int *parts;
     uint64_t *sizes;
+    char **notes; /* each part's note (obj_read_part_note), NULL entries for none */
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
@@ -153,6 +154,12 @@ static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf
 int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
                        uint64_t **sizes)
 {
+    return obj__read_manifest_notes(s, upload, nparts, part_no, sizes, NULL);
+}
+
+int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                             uint64_t **sizes, char ***notes)
+{
     obj_info_t mi;
     int err;
     obj_reader_t *m = obj_open(s, MPU_MANIFEST, upload, &mi, &err);
@@ -163,6 +170,7 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
     text[mi.size] = 0;
     *part_no = xcalloc((size_t)nparts, sizeof(int));
     *sizes = xcalloc((size_t)nparts, sizeof(uint64_t));
+    if (notes) *notes = xcalloc((size_t)nparts, sizeof(char *));
     char *p = text;
     for (int i = 0; !err && i < nparts; i++) {
         unsigned long long sz;
@@ -174,6 +182,16 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
         (*part_no)[i] = pn;
         (*sizes)[i] = sz;
         p += used;
+        /* An optional note ends the line (manifests written before notes have none). */
+        while (*p == ' ')
+            p++;
+        size_t nl = strcspn(p, "\n");
+        if (notes && nl) {
+            (*notes)[i] = xmalloc(nl + 1);
+            memcpy((*notes)[i], p, nl);
+            (*notes)[i][nl] = 0;
+        }
+        p += nl;
         while (*p == '\n')
             p++;
     }
@@ -183,6 +201,12 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
         free(*sizes);
         *part_no = NULL;
         *sizes = NULL;
+        if (notes) {
+            for (int i = 0; i < nparts; i++)
+                free((*notes)[i]);
+            free(*notes);
+            *notes = NULL;
+        }
     }
     return err;
 }
@@ -243,8 +267,8 @@ obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key
     r->key = xstrdup(key);
     r->cur_idx = -1;
     if (r->info.multipart) {
-        if ((*err = obj__read_manifest(s, r->info.upload_id, r->info.nparts, &r->parts,
-                                       &r->sizes)) != 0) {
+        if ((*err = obj__read_manifest_notes(s, r->info.upload_id, r->info.nparts, &r->parts,
+                                             &r->sizes, &r->notes)) != 0) {
             obj_close(r);
             return NULL;
         }
@@ -332,6 +356,9 @@ void obj_close(obj_reader_t *r)
     free(r->ra_jobs);
     obj__unpin(r->s, r->info.upload_id); /* every reader holds a pin from obj_open */
     ers_decoder_free(r->dec);
+    for (int i = 0; r->notes && i < r->info.nparts; i++)
+        free(r->notes[i]);
+    free(r->notes);
     free(r->parts);
     free(r->sizes);
     for (int i = 0; i < OBJ_MAX_SHARDS; i++)
@@ -346,4 +373,10 @@ int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **
     *numbers = r->parts;
     *sizes = r->sizes;
     return r->info.nparts;
+}
+
+const char *obj_read_part_note(const obj_reader_t *r, int i)
+{
+    if (!r->info.multipart || !r->notes || i < 0 || i >= r->info.nparts || !r->notes[i]) return "";
+    return r->notes[i];
 }

@@ -48,7 +48,7 @@
 /* Internal buckets of multipart uploads ("\x03" keeps them apart from S3 names). */
 #define MPU_UPLOADS  "\x03mpu" /* one object per upload: body "bucket\nkey" */
 #define MPU_PARTS    "\x03mpp" /* one object per part: "<upload>/<part, 5 digits>" */
-#define MPU_MANIFEST "\x03mpm" /* per completed upload: "part size etag" lines */
+#define MPU_MANIFEST "\x03mpm" /* per completed upload: "part size etag [note]" lines */
 
 struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];
@@ -188,5 +188,9 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
  */
 int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
                        uint64_t **sizes) __attribute__((warn_unused_result));
+/* The same, and (notes not NULL) each part's note, NULL when it has none: the caller frees
+ * each and the array. */
+int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                             uint64_t **sizes, char ***notes) __attribute__((warn_unused_result));
 
 #endif

@@ -6,7 +6,8 @@
  * (key: the upload id; body "bucket\nkey"; its content type and user
  * metadata are the final object's). Each part is an object in MPU_PARTS,
  * key "<upload>/<part>". Complete checks the listed parts, writes the
- * manifest (MPU_MANIFEST, key: the upload id, "part size etag" lines) and
+ * manifest (MPU_MANIFEST, key: the upload id, "part size etag [note]"
+ * lines, the note what the layer above keeps per part: obj_mpu_hooks_t) and
  * then the heads of the destination object, which name the upload: the
  * object is then the parts, read through the manifest (obj_get.c). Parts
  * not listed and the upload record go after the commit.
@@ -80,12 +81,18 @@ obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *k
                                  const char *upload_id, int part, int *err)
 {
     obj_info_t rec;
+    return obj_mpu_part_begin_rec(s, bucket, key, upload_id, part, &rec, err);
+}
+
+obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
+                                     const char *upload_id, int part, obj_info_t *rec, int *err)
+{
     char pk[64];
     if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
         *err = ERR_INVAL;
         return NULL;
     }
-    if ((*err = mpu_check(s, bucket, key, upload_id, &rec)) != 0) return NULL;
+    if ((*err = mpu_check(s, bucket, key, upload_id, rec)) != 0) return NULL;
     obj__part_key(pk, sizeof(pk), upload_id, part);
     return obj__put_begin(s, MPU_PARTS, pk, upload_id, err);
 }
@@ -155,11 +162,26 @@ static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t 
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
                                uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
-                               obj_info_t *out, int *why);
+                               const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why);
 
 int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                      const obj_mpu_part_t *parts, int n, uint64_t min_part, const obj_cond_t *cond,
                      obj_versioning_t v, obj_info_t *out, int *why)
+{
+    return obj_mpu_complete_hooked(s, bucket, key, upload_id, parts, n, min_part, cond, v, NULL,
+                                   out, why);
+}
+
+int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                        obj_info_t *rec)
+{
+    return mpu_check(s, bucket, key, upload_id, rec);
+}
+
+int obj_mpu_complete_hooked(obj_set_t *s, const char *bucket, const char *key,
+                            const char *upload_id, const obj_mpu_part_t *parts, int n,
+                            uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
+                            const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
@@ -168,7 +190,8 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
     }
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
-    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, v, out, why);
+    int rc = mpu_complete_locked(s, bucket, key, upload_id, parts, n, min_part, cond, v, hooks, out,
+                                 why);
     pthread_mutex_unlock(ul);
     return rc;
 }
@@ -234,7 +257,7 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
                                uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
-                               obj_info_t *out, int *why)
+                               const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
     obj_info_t rec, info;
     int rc, first_err = 0;
@@ -249,13 +272,17 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         *why = OBJ_MPU_BAD_PART;
         return ERR_INVAL;
     }
+    if (hooks && hooks->begin && hooks->begin(hooks->arg, &rec) != 0) {
+        *why = OBJ_MPU_REFUSED;
+        return ERR_INVAL;
+    }
     /* The order first, as S3: a descending list is InvalidPartOrder, whatever the sizes. */
     for (int i = 1; i < n; i++)
         if (parts[i].part <= parts[i - 1].part) {
             *why = OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
-    size_t cap = (size_t)n * 64 + 16, len = 0;
+    size_t cap = (size_t)n * (64 + OBJ_MPU_NOTE_MAX) + 16, len = 0;
     char *manifest = xmalloc(cap);
     uint8_t md5s[16];
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -289,16 +316,28 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             rc = ERR_INVAL;
             break;
         }
+        char note[OBJ_MPU_NOTE_MAX] = "";
+        if (hooks && hooks->part && hooks->part(hooks->arg, i, &pi, note) != 0) {
+            *why = OBJ_MPU_BAD_PART;
+            rc = ERR_INVAL;
+            break;
+        }
+        note[strcspn(note, " \t\r\n")] = 0; /* one token: the manifest is lines of them */
         for (int b = 0; b < 16; b++)
             md5s[b] = (uint8_t)hexbyte(pi.etag + 2 * b);
         EVP_DigestUpdate(md, md5s, 16);
-        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s\n", parts[i].part,
-                                (unsigned long long)pi.size, pi.etag);
+        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s%s%s\n", parts[i].part,
+                                (unsigned long long)pi.size, pi.etag, note[0] ? " " : "", note);
         total += pi.size;
     }
     uint8_t d[16];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
+    if (!rc && hooks && hooks->finish &&
+        hooks->finish(hooks->arg, rec.umeta, &rec.umeta_len, sizeof(rec.umeta)) != 0) {
+        *why = OBJ_MPU_REFUSED;
+        rc = ERR_INVAL;
+    }
     if (!rc) rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
     free(manifest);
     if (rc) return rc;

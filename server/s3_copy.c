@@ -102,20 +102,33 @@ int s3_copy_source_cond(ctx_t *x, const obj_info_t *si)
     return ok ? 0 : -1;
 }
 
-/* Stream [off, off+len) of rd into w; 0 or an ERR_*. */
-int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len)
+/* Stream [off, off+len) of rd into w, and its checksum when x->cks_default names one; 0 or an
+ * ERR_*. */
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
+                  char cks_out[128])
 {
     size_t unit = obj_read_unit(rd);
     bufpool_t *pool = obj_set_buffers(x->cfg->set);
     uint8_t *buf = bufpool_get(pool, unit); /* page-aligned: blocks land in it directly */
-    int err = 0;
+    cks_t ck;
+    int have = x->cks_default && cks_init(&ck, x->cks_default) == 0;
+    int err = x->cks_default && !have ? ERR_NOMEM : 0;
+    cks_out[0] = 0;
     while (!err && len > 0) {
         size_t n = s3_next_piece(off, len, unit);
-        if ((err = obj_read(rd, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        if ((err = obj_read(rd, off, buf, n)) == 0) {
+            if (have) cks_update(&ck, buf, n);
+            err = obj_put_write(w, buf, n);
+        }
         off += n;
         len -= n;
     }
     bufpool_put(pool, buf);
+    if (have) {
+        char v[64];
+        cks_final(&ck, v, sizeof(v));
+        if (!err) snprintf(cks_out, 128, "%s:%s", cks_name(x->cks_default), v);
+    }
     return err;
 }
 
@@ -190,7 +203,11 @@ void s3_copy_object(ctx_t *x)
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) obj_put_set_cond(w, &cond);
-    if (w) err = s3_copy_range(x, rd, w, 0, si.size);
+    /* A composite checksum is over the source's parts: the copy, one part, gets its own. */
+    char cks[128] = "";
+    x->cks_default = !replace ? s3_cks_composite_algo(s3_umeta_get(&si, CKS_META)) : 0;
+    if (w) err = s3_copy_range(x, rd, w, 0, si.size, cks);
+    if (cks[0]) s3_pairs_set(&um, CKS_META, cks);
     obj_close(rd);
     obj_info_t info;
     if (w && err)

@@ -44,6 +44,8 @@
       "uploaded, or the specified entity tag may not match the part's entity tag.")                \
     X(INVALID_PART_ORDER, "InvalidPartOrder", 400,                                                 \
       "The list of parts was not in ascending order. Parts must be ordered by part number.")       \
+    X(INVALID_PART_NUMBER, "InvalidPartNumber", 416,                                               \
+      "The requested partnumber is not satisfiable")                                               \
     X(INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")                \
     X(INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                                   \
     X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \

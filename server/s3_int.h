@@ -11,6 +11,7 @@
  *   s3_versioning.c bucket versioning, ?versionId, version headers, DeleteObject
  *   s3_copy.c       CopyObject, the copy source (UploadPartCopy too)
  *   s3_multipart.c  multipart uploads
+ *   s3_mpu_cks.c    multipart checksums (composite, full-object), GET/HEAD ?partNumber
  *   s3_tagging.c    object and bucket tags
  *   s3_cors.c       CORS rules, preflight, Access-Control-* headers
  *   s3_lifecycle.c  lifecycle configuration, x-amz-expiration (rules: s3/lifecycle)
@@ -91,6 +92,7 @@ typedef struct {
     int raw_eof, chunked_done;
     uint64_t decoded; /* aws-chunked: payload bytes delivered so far */
     EVP_MD_CTX *sha;
+    int cks_default; /* a checksum s3_stream_body computes and keeps when none is sent */
 } ctx_t;
 
 typedef struct {
@@ -109,6 +111,7 @@ typedef struct {
 #define ACL_META         "\001acl"
 #define CKS_META         "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
+#define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
 #define S3_USER_META_MAX 2048      /* x-amz-meta-* names and values, as S3 */
 
 /* ---- s3_util.c ---- */
@@ -196,7 +199,10 @@ void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
 void s3_get_object_attributes(ctx_t *x);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
-int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len);
+/* Copy [off, off+len) of rd into w; with x->cks_default, that checksum of the bytes into
+ * cks_out ("algo:value"; "" without). 0 or an ERR_*. */
+int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
+                  char cks_out[128]);
 void s3_copy_object(ctx_t *x);
 void s3_delete_objects(ctx_t *x);
 
@@ -254,5 +260,56 @@ void s3_mpu_complete(ctx_t *x, const char *upload);
 void s3_mpu_abort(ctx_t *x, const char *upload);
 void s3_list_parts(ctx_t *x, const char *upload);
 void s3_list_uploads(ctx_t *x);
+
+/* ---- s3_mpu_cks.c ---- */
+/* CreateMultipartUpload: x-amz-checksum-algorithm/-type into um (CKA_META) and the response's
+ * headers into hdr ("" when none); -1 with the error sent. */
+int s3_mpu_cks_create(ctx_t *x, buf_t *um, char hdr[160]);
+/* ChecksumAlgorithm and ChecksumType of an upload record (ListParts, ListMultipartUploads). */
+void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
+/* UploadPart(Copy) into the upload of record rec: its algorithm into x->cks_default, a body
+ * checksum in another one refused; -1 with the error sent. No I/O. */
+int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
+/* A Complete's checksum state: the hooks' argument. */
+typedef struct {
+    const s3_xml_part_t *xp; /* the parts as listed */
+    int algo, full;          /* the upload's (the begin hook reads them) */
+    int expect_algo;         /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
+    char expect[80];         /* its value, "" if none */
+    char type[16];           /* x-amz-checksum-type, "" if none */
+    long long mp_size;       /* x-amz-mp-object-size, -1 if none */
+    uint64_t total;          /* bytes of the parts seen */
+    cks_t comp;              /* COMPOSITE: over the parts' digests */
+    uint64_t crc;            /* FULL_OBJECT: the parts' CRCs combined so far */
+    int n;                   /* parts folded in */
+    int refused;             /* a hook refused the Complete, with err (msg "": the table's) */
+    s3_err_t err;
+    char msg[256];
+} s3_mpu_cks_t;
+/* Set c and hooks up for a Complete (no I/O); -1 with the error sent. End with _end. */
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c,
+                              obj_mpu_hooks_t *hooks);
+/* When a hook refused the Complete: its error sent, 1; else 0. */
+int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);
+void s3_mpu_cks_complete_end(s3_mpu_cks_t *c);
+/* The object's <ChecksumALGO> and <ChecksumType> (CompleteMultipartUploadResult). */
+void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info);
+/* The algorithm of a kept "algo:value" when the value is composite ("-N"), else CKS_NONE. */
+int s3_cks_composite_algo(const char *kept);
+/* A part's <ChecksumALGO> from a kept "algo:value" (nothing for ""). */
+void s3_mpu_cks_part_xml(buf_t *b, const char *kept);
+/* GetObjectAttributes' <Checksum> (nothing when the object has none). */
+void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info);
+/* GET/HEAD with x-amz-checksum-mode: ENABLED: x-amz-checksum-ALGO and -type of the object, or
+ * (part_idx >= 0, a multipart object) of that part. */
+void s3_cks_get_headers(ctx_t *x, const obj_info_t *info, obj_reader_t *rd, int part_idx,
+                        buf_t *hb);
+/* GET/HEAD ?partNumber: 0 when absent, the number, or -1 with the error sent (not 1..10000,
+ * or with a Range). */
+int s3_part_number(ctx_t *x);
+/* Where part pn lies: its index (0 for a single-PUT object's part 1), *off and *len; -1 with
+ * 416 InvalidPartNumber sent. */
+int s3_part_locate(ctx_t *x, obj_reader_t *rd, const obj_info_t *info, int pn, uint64_t *off,
+                   uint64_t *len);
 
 #endif

@@ -8,8 +8,8 @@
 void s3_mpu_create(ctx_t *x)
 {
     buf_t um = {0}, b = {0};
-    char upload[33];
-    if (s3_build_umeta(x, &um) != 0) {
+    char upload[33], ckh[160];
+    if (s3_build_umeta(x, &um) != 0 || s3_mpu_cks_create(x, &um, ckh) != 0) {
         free(um.p);
         return;
     }
@@ -31,6 +31,14 @@ void s3_mpu_create(ctx_t *x)
     buf_printf(&b, "</Bucket><Key>");
     buf_xml(&b, x->key);
     buf_printf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", upload);
+    if (ckh[0]) { /* the checksum headers too */
+        char h[320];
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n%s", x->id,
+                 ckh);
+        (void)http_respond_full(x->r, 200, h, b.p, b.len);
+        free(b.p);
+        return;
+    }
     s3_respond_xml(x, 200, &b);
 }
 
@@ -68,7 +76,9 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         off = a;
         len = b - a + 1;
     }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, part, &err);
+    obj_info_t rec;
+    obj_writer_t *w =
+        obj_mpu_part_begin_rec(x->cfg->set, x->ibucket, x->key, upload, part, &rec, &err);
     if (!w) {
         obj_close(rd);
         if (err == ERR_NOT_FOUND)
@@ -77,12 +87,21 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
             s3_engine_error(x, err);
         return;
     }
-    err = s3_copy_range(x, rd, w, off, len);
+    if (s3_mpu_cks_part_begin(x, &rec) != 0) {
+        obj_put_abort(w);
+        obj_close(rd);
+        return;
+    }
+    char cks[128];
+    buf_t um = {0};
+    err = s3_copy_range(x, rd, w, off, len, cks);
     obj_close(rd);
+    if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
     if (err)
         obj_put_abort(w);
-    else if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) == ERR_NOT_FOUND)
+    else if ((err = obj_put_commit(w, NULL, um.p, um.len, &info)) == ERR_NOT_FOUND)
         err = ERR_CLOSED; /* the upload went while the part was copied */
+    free(um.p);
     if (err == ERR_CLOSED) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
         return;
@@ -109,7 +128,9 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
         return;
     }
-    obj_writer_t *w = obj_mpu_part_begin(x->cfg->set, x->ibucket, x->key, upload, (int)part, &err);
+    obj_info_t rec;
+    obj_writer_t *w =
+        obj_mpu_part_begin_rec(x->cfg->set, x->ibucket, x->key, upload, (int)part, &rec, &err);
     if (!w) {
         if (err == ERR_NOT_FOUND)
             s3_err(x, S3E_NO_SUCH_UPLOAD);
@@ -117,10 +138,18 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_engine_error(x, err);
         return;
     }
+    if (s3_mpu_cks_part_begin(x, &rec) != 0) { /* before a byte of the body is stored */
+        obj_put_abort(w);
+        return;
+    }
     char cks[128];
     if (s3_stream_body(x, w, cks) != 0) return;
     obj_info_t info;
-    if ((err = obj_put_commit(w, NULL, NULL, 0, &info)) != 0) {
+    buf_t um = {0}; /* the part's checksum, for Complete and ListParts */
+    if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
+    err = obj_put_commit(w, NULL, um.p, um.len, &info);
+    free(um.p);
+    if (err != 0) {
         if (err == ERR_NOT_FOUND) /* aborted or completed while the part streamed */
             s3_err(x, S3E_NO_SUCH_UPLOAD);
         else
@@ -148,22 +177,28 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
         parts[i].part = xp[i].part;
         memcpy(parts[i].etag, xp[i].etag, sizeof(parts[i].etag));
     }
-    free(xp);
     obj_info_t info;
     int why = 0;
     obj_cond_t cond;
-    if (s3_write_cond(x, &cond) != 0) {
+    s3_mpu_cks_t ck;
+    obj_mpu_hooks_t hooks;
+    if (s3_write_cond(x, &cond) != 0 || s3_mpu_cks_complete_begin(x, xp, &ck, &hooks) != 0) {
         free(parts);
+        free(xp);
         return;
     }
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_rdlock(lk);
-    int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
-                 ? S3_ERR_NO_BUCKET
-                 : obj_mpu_complete(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
-                                    &cond, s3_versioning_of(&x->bucket_rec), &info, &why);
+    int rc =
+        !s3_bucket_current(x, x->bucket, x->ibucket)
+            ? S3_ERR_NO_BUCKET
+            : obj_mpu_complete_hooked(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
+                                      &cond, s3_versioning_of(&x->bucket_rec), &hooks, &info, &why);
     pthread_rwlock_unlock(lk);
     free(parts);
+    free(xp);
+    s3_mpu_cks_complete_end(&ck);
+    if (rc && s3_mpu_cks_complete_error(x, &ck)) return;
     if (rc) {
         switch (why) {
         case OBJ_MPU_NO_UPLOAD:
@@ -194,7 +229,9 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     buf_xml(&b, x->bucket);
     buf_printf(&b, "</Bucket><Key>");
     buf_xml(&b, x->key);
-    buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", info.etag);
+    buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", info.etag);
+    s3_mpu_cks_object_xml(&b, &info);
+    buf_printf(&b, "</CompleteMultipartUploadResult>");
     if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
     s3_respond_xml(x, 200, &b);
 }
@@ -233,8 +270,10 @@ static int list_part_cb(void *arg, int part, const obj_info_t *info)
     s3_iso8601(info->mtime_ns, t);
     buf_printf(l->b,
                "<Part><PartNumber>%d</PartNumber><LastModified>%s</LastModified><ETag>&quot;%s"
-               "&quot;</ETag><Size>%llu</Size></Part>",
+               "&quot;</ETag><Size>%llu</Size>",
                part, t, info->etag, (unsigned long long)info->size);
+    s3_mpu_cks_part_xml(l->b, s3_umeta_get(info, CKS_META));
+    buf_printf(l->b, "</Part>");
     l->count++;
     l->last = part;
     return 0;
@@ -277,6 +316,9 @@ void s3_list_parts(ctx_t *x, const char *upload)
                "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
                "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
                upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
+    obj_info_t rec;
+    if (obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec) == 0)
+        s3_mpu_cks_upload_xml(&b, &rec);
     if (parts.len) buf_printf(&b, "%.*s", (int)parts.len, parts.p);
     buf_printf(&b, "</ListPartsResult>");
     free(parts.p);
@@ -288,6 +330,7 @@ typedef struct {
     char *key;
     char upload[33];
     uint64_t mtime_ns;
+    char cks[112]; /* <ChecksumAlgorithm> and <ChecksumType> of the upload, "" if none */
 } up_t;
 
 typedef struct {
@@ -306,6 +349,10 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
     u->v[u->n].key = xstrdup(key);
     snprintf(u->v[u->n].upload, sizeof(u->v[u->n].upload), "%s", upload);
     u->v[u->n].mtime_ns = info->mtime_ns;
+    buf_t ck = {0};
+    s3_mpu_cks_upload_xml(&ck, info);
+    snprintf(u->v[u->n].cks, sizeof(u->v[u->n].cks), "%s", ck.p ? ck.p : "");
+    free(ck.p);
     u->n++;
     return 0;
 }
@@ -346,8 +393,8 @@ void s3_list_uploads(ctx_t *x)
         buf_xml(&b, u.v[i].key);
         buf_printf(&b,
                    "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
-                   "<StorageClass>STANDARD</StorageClass></Upload>",
-                   u.v[i].upload, t);
+                   "<StorageClass>STANDARD</StorageClass>%s</Upload>",
+                   u.v[i].upload, t, u.v[i].cks);
         free(u.v[i].key);
     }
     buf_printf(&b, "</ListMultipartUploadsResult>");

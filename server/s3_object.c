@@ -193,6 +193,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     }
     /* Only the algorithm named: the checksum is computed and kept for later reads. */
     if (!algo) algo = cks_algo(s3_hdr(x->info, "x-amz-sdk-checksum-algorithm"));
+    if (!algo) algo = x->cks_default; /* a part of an upload with a checksum algorithm */
     cks_t ck;
     if (algo && cks_init(&ck, algo) != 0) {
         obj_put_abort(w);
@@ -388,6 +389,9 @@ void s3_get_object(ctx_t *x, int head)
     obj_info_t info;
     int err;
     if (s3_check_response_overrides(x) != 0) return;
+    int pn = s3_part_number(x), pidx = -1; /* ?partNumber (s3_mpu_cks.c) */
+    uint64_t poff = 0, plen = 0;
+    if (pn < 0) return;
     obj_reader_t *rd = obj_open_version(x->cfg->set, x->ibucket, x->key, x->vid, &info, &err);
     if (!rd) {
         if (s3_version_missing(x, err, &info)) return;
@@ -398,6 +402,10 @@ void s3_get_object(ctx_t *x, int head)
         return;
     }
     s3_version_headers(x, &info);
+    if (pn && (pidx = s3_part_locate(x, rd, &info, pn, &poff, &plen)) < 0) {
+        obj_close(rd);
+        return;
+    }
     char lm[40];
     s3_http_date(info.mtime_ns, lm);
     const char *inm = s3_hdr(x->info, "if-none-match"), *im = s3_hdr(x->info, "if-match");
@@ -429,13 +437,9 @@ void s3_get_object(ctx_t *x, int head)
             buf_printf(&hb, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
-    /* The stored checksum, when asked for and the whole object is returned. */
-    const char *mode = s3_hdr(x->info, "x-amz-checksum-mode");
-    if (mode && !strcasecmp(mode, "ENABLED") && !s3_hdr(x->info, "range")) {
-        char ch[160];
-        s3_cks_header(s3_umeta_get(&info, CKS_META), ch, sizeof(ch));
-        buf_printf(&hb, "%s", ch);
-    }
+    /* The stored checksum, when asked for, of the whole object or of the part returned. */
+    s3_cks_get_headers(x, &info, rd, pidx, &hb);
+    if (pn && info.multipart) buf_printf(&hb, "x-amz-mp-parts-count: %d\r\n", info.nparts);
     if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
         (!inm && ims != (time_t)-1 && mt <= ims)) {
         obj_close(rd);
@@ -445,7 +449,12 @@ void s3_get_object(ctx_t *x, int head)
     }
     uint64_t off = 0, len = info.size;
     int status = 200;
-    int rr = parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    int rr = pn ? 0 : parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
+        off = poff;
+        len = plen;
+        rr = 1;
+    }
     if (rr < 0) {
         obj_close(rd);
         free(hb.p);
@@ -652,18 +661,7 @@ void s3_get_object_attributes(ctx_t *x)
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetObjectAttributesResponse "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     if (mask & 1) buf_printf(&b, "<ETag>%s</ETag>", info.etag);
-    const char *kept = s3_umeta_get(&info, CKS_META), *colon = strchr(kept, ':');
-    if ((mask & 2) && colon) {
-        static const char *const el[] = {"crc32",     "CRC32", "crc32c", "CRC32C", "crc64nvme",
-                                         "CRC64NVME", "sha1",  "SHA1",   "sha256", "SHA256"};
-        for (int i = 0; i < 10; i += 2)
-            if (strlen(el[i]) == (size_t)(colon - kept) &&
-                !strncmp(kept, el[i], (size_t)(colon - kept)))
-                buf_printf(&b,
-                           "<Checksum><Checksum%s>%s</Checksum%s><ChecksumType>FULL_OBJECT"
-                           "</ChecksumType></Checksum>",
-                           el[i + 1], colon + 1, el[i + 1]);
-    }
+    if (mask & 2) s3_mpu_cks_attributes_xml(&b, &info);
     const int *nums;
     const uint64_t *sizes;
     int nparts = obj_read_parts(rd, &nums, &sizes);
@@ -673,8 +671,10 @@ void s3_get_object_attributes(ctx_t *x)
         for (; i < nparts; i++) {
             if (nums[i] <= marker) continue;
             if (shown == max_parts) break;
-            buf_printf(&parts, "<Part><PartNumber>%d</PartNumber><Size>%llu</Size></Part>", nums[i],
+            buf_printf(&parts, "<Part><PartNumber>%d</PartNumber><Size>%llu</Size>", nums[i],
                        (unsigned long long)sizes[i]);
+            s3_mpu_cks_part_xml(&parts, obj_read_part_note(rd, i));
+            buf_printf(&parts, "</Part>");
             last = nums[i];
             shown++;
         }

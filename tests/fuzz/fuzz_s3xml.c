@@ -5,6 +5,7 @@
  * and out-of-bounds results are not.
  */
 #include "common/err.h"
+#include "s3/checksum.h"
 #include "s3/cors.h"
 #include "s3/xml.h"
 
@@ -49,7 +50,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (s3_xml_complete(body, len, &parts, &n) == 0) {
             if (n < 1 || n > S3_XML_MAX_PARTS) abort();
             for (int i = 0; i < n; i++)
-                if (strnlen(parts[i].etag, sizeof(parts[i].etag)) == sizeof(parts[i].etag)) abort();
+                if (strnlen(parts[i].etag, sizeof(parts[i].etag)) == sizeof(parts[i].etag) ||
+                    strnlen(parts[i].cks, sizeof(parts[i].cks)) == sizeof(parts[i].cks) ||
+                    parts[i].cks_algo < CKS_NONE || parts[i].cks_algo > CKS_SHA256 ||
+                    (parts[i].cks_algo == CKS_NONE && parts[i].cks[0]))
+                    abort();
             free(parts);
         }
     } else {

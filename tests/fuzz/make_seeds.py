@@ -101,6 +101,12 @@ if __name__ == "__main__":
           b"<Object><Key>c</Key></Object></Delete>")
     write("s3xml", 2, b"\x00<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key>"
           b"</Object></Delete>")
+    # Complete with per-part checksums, one part carrying two (refused).
+    write("s3xml", 5, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+          b"<ETag>e</ETag><ChecksumCRC32>AAAAAA==</ChecksumCRC32></Part><Part><PartNumber>2"
+          b"</PartNumber><ChecksumSHA256>47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=</ChecksumSHA256>"
+          b"</Part><Part><ChecksumCRC32C>x</ChecksumCRC32C><ChecksumCRC64NVME>y</ChecksumCRC64NVME>"
+          b"</Part></CompleteMultipartUpload>")
     write("s3xml", 4, b"\xf0<CORSConfiguration><CORSRule><AllowedOrigin>http://*.example.com"
                       b"</AllowedOrigin><AllowedMethod>GET</AllowedMethod><AllowedHeader>x-amz-*"
                       b"</AllowedHeader><MaxAgeSeconds>60</MaxAgeSeconds></CORSRule>"

@@ -737,6 +737,112 @@ static void test_multipart(void **state)
     free(data);
 }
 
+/* Complete's hooks (what the S3 layer's checksums use): each runs under the upload's lock,
+ * each can refuse (nothing visible, the upload stays), the part notes come back on reads. */
+typedef struct {
+    int refuse_begin, refuse_part, refuse_finish, begins, parts;
+    char ctype[256];
+} hk_t;
+
+static int hk_begin(void *arg, const obj_info_t *rec)
+{
+    hk_t *h = arg;
+    h->begins++;
+    snprintf(h->ctype, sizeof(h->ctype), "%s", rec->content_type);
+    return h->refuse_begin;
+}
+
+static int hk_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_NOTE_MAX])
+{
+    hk_t *h = arg;
+    h->parts++;
+    snprintf(note, OBJ_MPU_NOTE_MAX, "n:%d:%llu tail", i, (unsigned long long)head->size);
+    return h->refuse_part && i == 1;
+}
+
+static int hk_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
+{
+    hk_t *h = arg;
+    if (h->refuse_finish || *umeta_len + 4 > cap) return -1;
+    memcpy(umeta + *umeta_len, "k\0v\0", 4);
+    *umeta_len += 4;
+    return 0;
+}
+
+static void test_multipart_hooks(void **state)
+{
+    env_t *e = *state;
+    size_t psz[] = {1000, 333};
+    uint8_t data[1333];
+    fill(data, sizeof(data), 77);
+    char upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "hk", "text/x-hk", NULL, 0, upload), 0);
+    obj_mpu_part_t parts[2];
+    for (int p = 1; p <= 2; p++) {
+        int err;
+        obj_info_t rec, pi;
+        obj_writer_t *w = obj_mpu_part_begin_rec(e->set, "bkt", "hk", upload, p, &rec, &err);
+        assert_non_null(w);
+        assert_string_equal(rec.content_type, "text/x-hk");
+        assert_int_equal(obj_put_write(w, data + (p - 1) * psz[0], psz[p - 1]), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        parts[p - 1].part = p;
+        snprintf(parts[p - 1].etag, sizeof(parts[p - 1].etag), "%.32s", pi.etag);
+    }
+    hk_t h = {0};
+    obj_mpu_hooks_t hooks = {hk_begin, hk_part, hk_finish, &h};
+    obj_info_t info;
+    int why;
+    struct {
+        int *flag, want_why;
+    } refusals[] = {{&h.refuse_begin, OBJ_MPU_REFUSED},
+                    {&h.refuse_part, OBJ_MPU_BAD_PART},
+                    {&h.refuse_finish, OBJ_MPU_REFUSED}};
+    for (int r = 0; r < 3; r++) {
+        *refusals[r].flag = 1;
+        assert_int_equal(obj_mpu_complete_hooked(e->set, "bkt", "hk", upload, parts, 2, 1, NULL,
+                                                 OBJ_UNVERSIONED, &hooks, &info, &why),
+                         ERR_INVAL);
+        assert_int_equal(why, refusals[r].want_why);
+        assert_int_equal(obj_stat(e->set, "bkt", "hk", &info), ERR_NOT_FOUND);
+        *refusals[r].flag = 0;
+    }
+    obj_info_t rec;
+    assert_int_equal(obj_mpu_upload_stat(e->set, "bkt", "hk", upload, &rec), 0);
+    h.begins = h.parts = 0;
+    assert_int_equal(obj_mpu_complete_hooked(e->set, "bkt", "hk", upload, parts, 2, 1, NULL,
+                                             OBJ_UNVERSIONED, &hooks, &info, &why),
+                     0);
+    assert_int_equal(h.begins, 1);
+    assert_int_equal(h.parts, 2);
+    assert_string_equal(h.ctype, "text/x-hk");
+    assert_int_equal(obj_mpu_upload_stat(e->set, "bkt", "hk", upload, &rec), ERR_NOT_FOUND);
+    expect(e, "hk", data, sizeof(data));
+    int err;
+    obj_reader_t *rd = obj_open(e->set, "bkt", "hk", &info, &err);
+    assert_non_null(rd);
+    assert_int_equal(info.umeta_len, 4);
+    assert_memory_equal(info.umeta, "k\0v\0", 4);
+    /* A note is one token: what followed white space was cut. */
+    assert_string_equal(obj_read_part_note(rd, 0), "n:0:1000");
+    assert_string_equal(obj_read_part_note(rd, 1), "n:1:333");
+    assert_string_equal(obj_read_part_note(rd, 2), "");
+    assert_string_equal(obj_read_part_note(rd, -1), "");
+    obj_close(rd);
+    /* A retried Complete calls no hook and answers the same. */
+    h.begins = h.parts = 0;
+    assert_int_equal(obj_mpu_complete_hooked(e->set, "bkt", "hk", upload, parts, 2, 1, NULL,
+                                             OBJ_UNVERSIONED, &hooks, &info, &why),
+                     0);
+    assert_int_equal(h.begins + h.parts, 0);
+    /* Objects completed without hooks have no notes. */
+    put(e, "plain", data, 10, NULL);
+    rd = obj_open(e->set, "bkt", "plain", NULL, &err);
+    assert_non_null(rd);
+    assert_string_equal(obj_read_part_note(rd, 0), "");
+    obj_close(rd);
+}
+
 static void test_meta_codec(void **state)
 {
     (void)state;
@@ -1015,6 +1121,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,481 @@
+"""Multipart checksums (CRC32, CRC32C, CRC64NVME, SHA1, SHA256; COMPOSITE and
+FULL_OBJECT), as AWS: the algorithm and type chosen at CreateMultipartUpload,
+each part's checksum verified and kept, checked again at Complete, the
+object's checksum made of the parts' (composite "-N", or the CRCs combined)
+and returned by Complete, HEAD/GET (x-amz-checksum-mode) and
+GetObjectAttributes; and GET/HEAD ?partNumber. Run under Debian's boto3 and
+again under the newest botocore, whose transfer manager uses multipart with
+CRC32 checksums by default and validates what it downloads."""
+import base64
+import ctypes
+import hashlib
+import os
+import zlib
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import run_under_newest_botocore, s3_client, signed_request
+
+MIB = 1 << 20
+_isal = ctypes.CDLL("libisal.so.2")
+_isal.crc32_iscsi.restype = ctypes.c_uint32
+_isal.crc32_iscsi.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_uint32]
+
+
+def crc32c(data):
+    return (~_isal.crc32_iscsi(data, len(data), 0xFFFFFFFF)) & 0xFFFFFFFF
+
+
+_T64 = []
+for _i in range(256):
+    _c = _i
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x9A6C9329AC4BC9B5 if _c & 1 else _c >> 1
+    _T64.append(_c)
+
+
+def crc64nvme(data):
+    c = 0xFFFFFFFFFFFFFFFF
+    t = _T64
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFFFFFFFFFF
+
+
+def digest(algo, data):
+    """Raw digest bytes of data, as S3 base64-encodes them."""
+    if algo == "CRC32":
+        return zlib.crc32(data).to_bytes(4, "big")
+    if algo == "CRC32C":
+        return crc32c(data).to_bytes(4, "big")
+    if algo == "CRC64NVME":
+        return crc64nvme(data).to_bytes(8, "big")
+    return hashlib.new(algo.lower(), data).digest()
+
+
+def b64(d):
+    return base64.b64encode(d).decode()
+
+
+def sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def hdrs(resp):
+    return resp["ResponseMetadata"]["HTTPHeaders"]
+
+
+def with_headers(c, op, extra):
+    """Send extra headers on one operation of client c (fields older botocores lack)."""
+    def add(request, **kw):
+        for k, v in extra.items():
+            request.headers[k] = v
+    c.meta.events.register("before-sign.s3." + op, add)
+    return lambda: c.meta.events.unregister("before-sign.s3." + op, add)
+
+
+def put_part(c, bucket, key, uid, n, body, algo, value=None):
+    """UploadPart with algo's checksum (value, or body's): as a parameter where this botocore
+    has the member (the newest then adds no CRC32 of its own), else as a header."""
+    value = value or b64(digest(algo, body))
+    member = "Checksum" + algo
+    if member in c.meta.service_model.operation_model("UploadPart").input_shape.members:
+        return c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body,
+                             **{member: value})
+    undo = with_headers(c, "UploadPart", {"x-amz-checksum-" + algo.lower(): value})
+    try:
+        return c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body)
+    finally:
+        undo()
+
+
+def parts_of(data, size):
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def upload(c, bucket, key, data, algo, ctype=None, part_size=5 * MIB):
+    """Create (with algo, ctype), upload data's parts each with its checksum header; returns
+    (upload id, [(part number, etag, checksum b64)])."""
+    undo = with_headers(c, "CreateMultipartUpload", {"x-amz-checksum-type": ctype} if ctype else {})
+    try:
+        r = c.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=algo)
+    finally:
+        undo()
+    h = hdrs(r)
+    assert h["x-amz-checksum-algorithm"] == algo
+    assert h["x-amz-checksum-type"] == (ctype or ("FULL_OBJECT" if algo == "CRC64NVME"
+                                                  else "COMPOSITE"))
+    uid = r["UploadId"]
+    done = []
+    for n, p in enumerate(parts_of(data, part_size), 1):
+        v = b64(digest(algo, p))
+        pr = put_part(c, bucket, key, uid, n, p, algo)
+        assert hdrs(pr)["x-amz-checksum-" + algo.lower()] == v
+        done.append((n, pr["ETag"], v))
+    return uid, done
+
+
+def complete(c, bucket, key, uid, done, algo, with_cks=True, extra=None):
+    parts = []
+    for n, etag, v in done:
+        p = {"PartNumber": n, "ETag": etag}
+        if with_cks and algo != "CRC64NVME":  # older botocores lack the CRC64NVME member
+            p["Checksum" + algo] = v
+        parts.append(p)
+    undo = with_headers(c, "CompleteMultipartUpload", extra or {})
+    try:
+        return c.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                           MultipartUpload={"Parts": parts})
+    finally:
+        undo()
+
+
+def attributes(server, bucket, key, extra=None):
+    h = {"x-amz-object-attributes": "Checksum,ObjectParts,ObjectSize"}
+    h.update(extra or {})
+    st, body, _ = signed_request(server.port, "GET", "/%s/%s?attributes" % (bucket, key), b"", h)
+    assert st == 200, body
+    return body.decode()
+
+
+def err_code(e):
+    return e.value.response["Error"]["Code"], e.value.response["ResponseMetadata"][
+        "HTTPStatusCode"]
+
+
+@pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "SHA1", "SHA256"])
+def test_composite(server, algo):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpc")
+    data = os.urandom(10 * MIB + 12345)
+    uid, done = upload(c, "mpc", "obj", data, algo)
+    lp = c.list_parts(Bucket="mpc", Key="obj", UploadId=uid)
+    assert [p.get("Checksum" + algo) for p in lp["Parts"]] == [v for _, _, v in done]
+    assert lp.get("ChecksumAlgorithm", algo) == algo
+    r = complete(c, "mpc", "obj", uid, done, algo)
+    raw = b"".join(base64.b64decode(v) for _, _, v in done)
+    want = b64(digest(algo, raw)) + "-3"
+    assert r["Checksum" + algo] == want
+    assert r.get("ChecksumType", "COMPOSITE") == "COMPOSITE"
+    h = hdrs(c.head_object(Bucket="mpc", Key="obj", ChecksumMode="ENABLED"))
+    assert h["x-amz-checksum-" + algo.lower()] == want
+    assert h["x-amz-checksum-type"] == "COMPOSITE"
+    assert "x-amz-mp-parts-count" not in h  # only with ?partNumber, as S3
+    g = c.get_object(Bucket="mpc", Key="obj", ChecksumMode="ENABLED")
+    assert sha(g["Body"].read()) == sha(data)
+    # GetObjectAttributes: the value without its part count, and each part's.
+    a = attributes(server, "mpc", "obj")
+    assert "<Checksum%s>%s</Checksum%s>" % (algo, want[:-2], algo) in a
+    assert "<ChecksumType>COMPOSITE</ChecksumType>" in a
+    for n, _, v in done:
+        assert "<PartNumber>%d</PartNumber><Size>%d</Size><Checksum%s>%s</Checksum%s>" % (
+            n, len(parts_of(data, 5 * MIB)[n - 1]), algo, v, algo) in a
+    # A retried Complete answers the same.
+    r2 = complete(c, "mpc", "obj", uid, done, algo)
+    assert r2["ETag"] == r["ETag"]
+    # A copy is one part: its checksum is of all its bytes, not the source's composite.
+    c.copy_object(Bucket="mpc", Key="copy", CopySource={"Bucket": "mpc", "Key": "obj"})
+    h = hdrs(c.head_object(Bucket="mpc", Key="copy", ChecksumMode="ENABLED"))
+    assert h["x-amz-checksum-" + algo.lower()] == b64(digest(algo, data))
+    assert h["x-amz-checksum-type"] == "FULL_OBJECT"
+
+
+@pytest.mark.parametrize("algo", ["CRC32", "CRC32C", "CRC64NVME"])
+def test_full_object(server, algo):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpf")
+    data = os.urandom(5 * MIB + 777)
+    if algo != "CRC64NVME":
+        data += os.urandom(5 * MIB)  # three parts; python's CRC64 is slow
+    ctype = "FULL_OBJECT"
+    whole = b64(digest(algo, data))
+    uid, done = upload(c, "mpf", "obj", data, algo, ctype=None if algo == "CRC64NVME" else ctype)
+    # A wrong full-object checksum at Complete is refused, and the upload stays.
+    bad = b64(digest(algo, data + b"x"))
+    with pytest.raises(ClientError) as e:
+        complete(c, "mpf", "obj", uid, done, algo,
+                 extra={"x-amz-checksum-" + algo.lower(): bad, "x-amz-checksum-type": ctype})
+    assert err_code(e) == ("BadDigest", 400)
+    full = {"x-amz-checksum-" + algo.lower(): whole, "x-amz-checksum-type": ctype,
+            "x-amz-mp-object-size": str(len(data))}
+    with pytest.raises(ClientError) as e:  # the size the client expects must be the size
+        complete(c, "mpf", "obj", uid, done, algo,
+                 extra=dict(full, **{"x-amz-mp-object-size": str(len(data) + 1)}))
+    assert err_code(e) == ("InvalidRequest", 400)
+    r = complete(c, "mpf", "obj", uid, done, algo, extra=full)
+    # Retried (the first answer lost): the same answer, though the upload is gone.
+    assert complete(c, "mpf", "obj", uid, done, algo, extra=full)["ETag"] == r["ETag"]
+    assert r.get("Checksum" + algo, whole) == whole
+    assert "<ChecksumType>FULL_OBJECT</ChecksumType>" in str(r) or "ChecksumType" not in r or \
+        r["ChecksumType"] == "FULL_OBJECT"
+    h = hdrs(c.head_object(Bucket="mpf", Key="obj", ChecksumMode="ENABLED"))
+    assert h["x-amz-checksum-" + algo.lower()] == whole  # the CRC of all the bytes
+    assert h["x-amz-checksum-type"] == "FULL_OBJECT"
+    g = c.get_object(Bucket="mpf", Key="obj", ChecksumMode="ENABLED")
+    assert sha(g["Body"].read()) == sha(data)
+    a = attributes(server, "mpf", "obj")
+    assert "<Checksum%s>%s</Checksum%s><ChecksumType>FULL_OBJECT" % (algo, whole, algo) in a
+
+
+def test_checksum_refusals(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpe")
+    # FULL_OBJECT only for CRCs, COMPOSITE not for CRC64NVME, types by name.
+    for algo, ctype in (("SHA256", "FULL_OBJECT"), ("SHA1", "FULL_OBJECT"),
+                        ("CRC64NVME", "COMPOSITE"), ("CRC32", "BOTH")):
+        undo = with_headers(c, "CreateMultipartUpload", {"x-amz-checksum-type": ctype})
+        with pytest.raises(ClientError) as e:
+            c.create_multipart_upload(Bucket="mpe", Key="k", ChecksumAlgorithm=algo)
+        undo()
+        assert err_code(e) == ("InvalidRequest", 400), (algo, ctype)
+    data = os.urandom(5 * MIB + 10)
+    p1, p2 = data[:5 * MIB], data[5 * MIB:]
+    uid = c.create_multipart_upload(Bucket="mpe", Key="k", ChecksumAlgorithm="SHA256")["UploadId"]
+    # A part in another algorithm than the upload's.
+    with pytest.raises(ClientError) as e:
+        put_part(c, "mpe", "k", uid, 1, p1, "CRC32")
+    assert err_code(e) == ("InvalidRequest", 400)
+    # A part whose checksum is wrong.
+    with pytest.raises(ClientError) as e:
+        put_part(c, "mpe", "k", uid, 1, p1, "SHA256", b64(digest("SHA256", p2)))
+    assert err_code(e) == ("BadDigest", 400)
+    # Only the algorithm named: the SDK computes it (a SHA-256 header or trailer).
+    e1 = c.upload_part(Bucket="mpe", Key="k", UploadId=uid, PartNumber=1, Body=p1,
+                       ChecksumAlgorithm="SHA256")["ETag"]
+    e2 = put_part(c, "mpe", "k", uid, 2, p2, "SHA256")["ETag"]
+    v1, v2 = b64(digest("SHA256", p1)), b64(digest("SHA256", p2))
+    tries = [
+        # a listed checksum that is not the part's
+        ([{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": v2},
+          {"PartNumber": 2, "ETag": e2, "ChecksumSHA256": v2}], ("InvalidPart", 400)),
+        # composite: every part's checksum must be listed
+        ([{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": v1}, {"PartNumber": 2, "ETag": e2}],
+         ("InvalidRequest", 400)),
+        # another algorithm's element
+        ([{"PartNumber": 1, "ETag": e1, "ChecksumCRC32": "AAAAAA=="},
+          {"PartNumber": 2, "ETag": e2, "ChecksumSHA256": v2}], ("InvalidPart", 400)),
+    ]
+    for parts, want in tries:
+        with pytest.raises(ClientError) as e:
+            c.complete_multipart_upload(Bucket="mpe", Key="k", UploadId=uid,
+                                        MultipartUpload={"Parts": parts})
+        assert err_code(e) == want, parts
+    # Part numbers must start at 1 and follow each other when checksums are kept.
+    # A part sent with no checksum at all still gets the upload's, computed by the server.
+    st, body, h = signed_request(server.port, "PUT", "/mpe/k?partNumber=3&uploadId=" + uid, p2)
+    assert st == 200, body
+    assert {k.lower(): v for k, v in h.items()}["x-amz-checksum-sha256"] == v2
+    e3 = h.get("ETag") or h.get("etag")
+    ups = c.list_multipart_uploads(Bucket="mpe")["Uploads"]
+    assert [u.get("ChecksumAlgorithm", "SHA256") for u in ups] == ["SHA256"]
+    with pytest.raises(ClientError) as e:
+        c.complete_multipart_upload(Bucket="mpe", Key="k", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": v1},
+                      {"PartNumber": 3, "ETag": e3, "ChecksumSHA256": v2}]})
+    assert err_code(e) == ("InvalidPartOrder", 400)
+    # A full-object header on a composite upload, of another algorithm.
+    with pytest.raises(ClientError) as e:
+        complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256",
+                 extra={"x-amz-checksum-crc32": "AAAAAA=="})
+    assert err_code(e) == ("InvalidRequest", 400)
+    r = complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256")
+    assert r["ChecksumSHA256"] == b64(digest("SHA256", base64.b64decode(v1) +
+                                             base64.b64decode(v2))) + "-2"
+    assert sha(c.get_object(Bucket="mpe", Key="k")["Body"].read()) == sha(data)
+
+
+def test_no_algorithm_upload_and_copy_part(server):
+    """An upload without an algorithm keeps working whatever checksums its parts carry (the
+    newest botocore sends a CRC32 trailer on every part); the object then has no checksum.
+    UploadPartCopy into an upload with an algorithm gets the copied bytes' checksum."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpn")
+    data = os.urandom(5 * MIB + 99)
+    uid = c.create_multipart_upload(Bucket="mpn", Key="plain")["UploadId"]
+    e1 = c.upload_part(Bucket="mpn", Key="plain", UploadId=uid, PartNumber=1,
+                       Body=data[:5 * MIB])["ETag"]
+    e2 = c.upload_part(Bucket="mpn", Key="plain", UploadId=uid, PartNumber=2,
+                       Body=data[5 * MIB:])["ETag"]
+    r = c.complete_multipart_upload(Bucket="mpn", Key="plain", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    assert "ChecksumCRC32" not in r
+    h = hdrs(c.head_object(Bucket="mpn", Key="plain", ChecksumMode="ENABLED"))
+    assert not any(k.startswith("x-amz-checksum") for k in h)
+    assert sha(c.get_object(Bucket="mpn", Key="plain")["Body"].read()) == sha(data)
+    # Copied parts.
+    c.put_object(Bucket="mpn", Key="src", Body=data)
+    uid = c.create_multipart_upload(Bucket="mpn", Key="cp", ChecksumAlgorithm="CRC32")["UploadId"]
+    r1 = c.upload_part_copy(Bucket="mpn", Key="cp", UploadId=uid, PartNumber=1,
+                            CopySource={"Bucket": "mpn", "Key": "src"},
+                            CopySourceRange="bytes=0-%d" % (5 * MIB - 1))
+    r2 = c.upload_part_copy(Bucket="mpn", Key="cp", UploadId=uid, PartNumber=2,
+                            CopySource={"Bucket": "mpn", "Key": "src"},
+                            CopySourceRange="bytes=%d-%d" % (5 * MIB, len(data) - 1))
+    v1, v2 = b64(digest("CRC32", data[:5 * MIB])), b64(digest("CRC32", data[5 * MIB:]))
+    lp = c.list_parts(Bucket="mpn", Key="cp", UploadId=uid)
+    assert [p.get("ChecksumCRC32") for p in lp["Parts"]] == [v1, v2]
+    done = [(1, r1["CopyPartResult"]["ETag"], v1), (2, r2["CopyPartResult"]["ETag"], v2)]
+    r = complete(c, "mpn", "cp", uid, done, "CRC32")
+    assert r["ChecksumCRC32"] == b64(digest("CRC32", base64.b64decode(v1) +
+                                            base64.b64decode(v2))) + "-2"
+
+
+def test_transfer_manager(server, tmp_path):
+    """boto3's upload_file/download_file in parts: the newest one sends CRC32 checksums by
+    default (create, each part, Complete) and validates what it reads back."""
+    from boto3.s3.transfer import TransferConfig
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpt")
+    data = os.urandom(17 * MIB + 3)
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(data)
+    cfg = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB)
+    c.upload_file(str(src), "mpt", "big", Config=cfg)
+    h = c.head_object(Bucket="mpt", Key="big", ChecksumMode="ENABLED")
+    assert h["ETag"].endswith('-4"')
+    import botocore
+    if tuple(int(v) for v in botocore.__version__.split(".")[:2]) >= (1, 36):
+        # Checksums by default since botocore 1.36: composite CRC32 of the four parts.
+        assert "ChecksumCRC32" in h
+    if "ChecksumCRC32" in h:
+        raw = b"".join(digest("CRC32", p) for p in parts_of(data, 5 * MIB))
+        assert h["ChecksumCRC32"] == b64(digest("CRC32", raw)) + "-4"
+    c.download_file("mpt", "big", str(dst), Config=cfg)
+    assert sha(dst.read_bytes()) == sha(data)
+    # A full-object CRC32 the caller knows: checked by the server at Complete.
+    whole = b64(digest("CRC32", data))
+    try:
+        c.upload_file(str(src), "mpt", "big2", Config=cfg, ExtraArgs={"ChecksumCRC32": whole})
+    except ValueError:
+        assert tuple(int(v) for v in botocore.__version__.split(".")[:2]) < (1, 36)
+        return  # older boto3: not an upload argument
+    h = hdrs(c.head_object(Bucket="mpt", Key="big2", ChecksumMode="ENABLED"))
+    assert h["x-amz-checksum-crc32"] == whole and h["x-amz-checksum-type"] == "FULL_OBJECT"
+
+
+def test_get_part_number(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpp")
+    data = os.urandom(10 * MIB + 4321)
+    uid, done = upload(c, "mpp", "obj", data, "CRC32")
+    complete(c, "mpp", "obj", uid, done, "CRC32")
+    pieces = parts_of(data, 5 * MIB)
+    off = 0
+    for n, p in enumerate(pieces, 1):
+        g = c.get_object(Bucket="mpp", Key="obj", PartNumber=n, ChecksumMode="ENABLED")
+        h = hdrs(g)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206
+        assert g["PartsCount"] == 3
+        assert g["ContentRange"] == "bytes %d-%d/%d" % (off, off + len(p) - 1, len(data))
+        assert h["x-amz-checksum-crc32"] == b64(digest("CRC32", p))  # the part's own
+        assert sha(g["Body"].read()) == sha(p)
+        hd = c.head_object(Bucket="mpp", Key="obj", PartNumber=n)
+        assert hd["ContentLength"] == len(p) and hd["PartsCount"] == 3
+        assert hd["ResponseMetadata"]["HTTPStatusCode"] == 206
+        off += len(p)
+    for bad in (4, 10000):
+        with pytest.raises(ClientError) as e:
+            c.get_object(Bucket="mpp", Key="obj", PartNumber=bad)
+        assert err_code(e) == ("InvalidPartNumber", 416)
+    with pytest.raises(ClientError) as e:
+        c.head_object(Bucket="mpp", Key="obj", PartNumber=4)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+    for q in ("0", "10001", "abc", "-1", ""):
+        st, body, _ = signed_request(server.port, "GET", "/mpp/obj?partNumber=" + q)
+        assert st == 400 and b"<Code>InvalidArgument</Code>" in body, (q, body)
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="mpp", Key="obj", PartNumber=1, Range="bytes=0-9")
+    assert err_code(e) == ("InvalidRequest", 400)
+    # A single-PUT object: part 1 is all of it (206 with its Content-Range), no other part.
+    c.put_object(Bucket="mpp", Key="one", Body=data[:1000], ChecksumAlgorithm="CRC32")
+    g = c.get_object(Bucket="mpp", Key="one", PartNumber=1, ChecksumMode="ENABLED")
+    assert g["ResponseMetadata"]["HTTPStatusCode"] == 206
+    assert g["ContentRange"] == "bytes 0-999/1000" and "PartsCount" not in g
+    assert g["Body"].read() == data[:1000]
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="mpp", Key="one", PartNumber=2)
+    assert err_code(e) == ("InvalidPartNumber", 416)
+    # Parts listed with gaps: part numbers count the object's parts, 1..PartsCount (as SDKs
+    # that download by part expect).
+    d2 = os.urandom(5 * MIB + 5)
+    uid = c.create_multipart_upload(Bucket="mpp", Key="gaps")["UploadId"]
+    e2 = c.upload_part(Bucket="mpp", Key="gaps", UploadId=uid, PartNumber=2,
+                       Body=d2[:5 * MIB])["ETag"]
+    e7 = c.upload_part(Bucket="mpp", Key="gaps", UploadId=uid, PartNumber=7,
+                       Body=d2[5 * MIB:])["ETag"]
+    c.complete_multipart_upload(Bucket="mpp", Key="gaps", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 2, "ETag": e2}, {"PartNumber": 7, "ETag": e7}]})
+    g = c.get_object(Bucket="mpp", Key="gaps", PartNumber=2)
+    assert g["Body"].read() == d2[5 * MIB:] and g["PartsCount"] == 2
+    assert c.get_object(Bucket="mpp", Key="gaps", PartNumber=1)["Body"].read() == d2[:5 * MIB]
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="mpp", Key="gaps", PartNumber=7)
+    assert err_code(e) == ("InvalidPartNumber", 416)
+
+
+def test_attributes_parts_pagination(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mpa")
+    data = os.urandom(15 * MIB + 1)
+    uid, done = upload(c, "mpa", "obj", data, "CRC32C")
+    complete(c, "mpa", "obj", uid, done, "CRC32C")
+    a = attributes(server, "mpa", "obj", {"x-amz-max-parts": "2"})
+    assert "<PartsCount>4</PartsCount>" in a and "<IsTruncated>true</IsTruncated>" in a
+    assert "<NextPartNumberMarker>2</NextPartNumberMarker>" in a
+    assert "<ChecksumCRC32C>%s</ChecksumCRC32C>" % done[1][2] in a
+    assert done[2][2] not in a
+    a = attributes(server, "mpa", "obj", {"x-amz-max-parts": "2",
+                                          "x-amz-part-number-marker": "2"})
+    assert "<IsTruncated>false</IsTruncated>" in a and "<PartNumber>3</PartNumber>" in a
+    assert "<ChecksumCRC32C>%s</ChecksumCRC32C>" % done[3][2] in a
+    if hasattr(c, "get_object_attributes"):
+        r = c.get_object_attributes(Bucket="mpa", Key="obj", MaxParts=3,
+                                    ObjectAttributes=["Checksum", "ObjectParts"])
+        assert r["ObjectParts"]["TotalPartsCount"] == 4
+        assert [p["ChecksumCRC32C"] for p in r["ObjectParts"]["Parts"]] == \
+            [v for _, _, v in done[:3]]
+
+
+def test_under_newest_botocore():
+    run_under_newest_botocore("test_s3_mpu_checksums.py")
+
+
+def chunked(data, trailer):
+    body = b""
+    for i in range(0, len(data), 65536):
+        piece = data[i:i + 65536]
+        body += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return body + b"0\r\n" + trailer + b"\r\n\r\n"
+
+
+def test_part_trailer(server):
+    """UploadPart with the checksum as an aws-chunked trailer (what SDKs send over TLS): checked,
+    kept, and a wrong one refused with nothing kept."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="mptr")
+    data = os.urandom(5 * MIB + 3)
+    uid = c.create_multipart_upload(Bucket="mptr", Key="k", ChecksumAlgorithm="CRC32C")["UploadId"]
+    hd = {"x-amz-trailer": "x-amz-checksum-crc32c", "content-encoding": "aws-chunked",
+          "x-amz-decoded-content-length": str(len(data))}
+    path = "/mptr/k?partNumber=1&uploadId=" + uid
+    good = b64(digest("CRC32C", data))
+    st, body, _ = signed_request(server.port, "PUT", path,
+                                 chunked(data, b"x-amz-checksum-crc32c:" + good[::-1].encode()),
+                                 hd, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"BadDigest" in body, body
+    assert c.list_parts(Bucket="mptr", Key="k", UploadId=uid).get("Parts", []) == []
+    # A trailer of another algorithm than the upload's.
+    st, body, _ = signed_request(server.port, "PUT", path, chunked(
+        data, b"x-amz-checksum-crc32:" + b64(digest("CRC32", data)).encode()),
+        dict(hd, **{"x-amz-trailer": "x-amz-checksum-crc32"}), "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"InvalidRequest" in body, body
+    st, body, h = signed_request(server.port, "PUT", path,
+                                 chunked(data, b"x-amz-checksum-crc32c:" + good.encode()),
+                                 hd, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 200, body
+    etag = {k.lower(): v for k, v in h.items()}["etag"]
+    assert c.list_parts(Bucket="mptr", Key="k", UploadId=uid)["Parts"][0]["ChecksumCRC32C"] == good
+    r = complete(c, "mptr", "k", uid, [(1, etag, good)], "CRC32C")
+    assert r["ChecksumCRC32C"] == b64(digest("CRC32C", digest("CRC32C", data))) + "-1"
+    assert sha(c.get_object(Bucket="mptr", Key="k")["Body"].read()) == sha(data)
