@@ -135,6 +135,61 @@ static void object_op(ctx_t *x)
 }
 
 /*
+ * Sub-resources and settings S3 has and warmlake does not serve: refused
+ * (501), never ignored. Ignored, `DELETE /b?policy` would delete the bucket
+ * and `PUT /b/k?retention` overwrite the object with the XML body; an
+ * SSE or object-lock header would be dropped while the client believes its
+ * data encrypted or locked. Sorted (bsearch).
+ */
+static const char *const unserved_subresources[] = {
+    "accelerate",     "analytics",    "encryption",        "intelligent-tiering",
+    "inventory",      "legal-hold",   "logging",           "metadataTable",
+    "metrics",        "notification", "object-lock",       "ownershipControls",
+    "policy",         "policyStatus", "publicAccessBlock", "replication",
+    "requestPayment", "restore",      "retention",         "select",
+    "session",        "torrent",      "website",
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    const char *const *bb = b;
+    return strcmp(a, *bb);
+}
+
+static int unserved(ctx_t *x)
+{
+    size_t n = sizeof(unserved_subresources) / sizeof(unserved_subresources[0]);
+    for (const char *q = x->query; *q;) {
+        size_t len = strcspn(q, "=&");
+        char name[32];
+        if (len > 0 && len < sizeof(name)) {
+            memcpy(name, q, len);
+            name[len] = 0;
+            if (bsearch(name, unserved_subresources, n, sizeof(unserved_subresources[0]),
+                        cmp_name)) {
+                s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
+                return 1;
+            }
+        }
+        q += strcspn(q, "&");
+        if (*q) q++;
+    }
+    for (int i = 0; i < x->info->nheaders; i++) {
+        const char *h = x->info->headers[i].name;
+        const char *v = x->info->headers[i].value;
+        if (!strncasecmp(h, "x-amz-server-side-encryption", 28) ||
+            !strncasecmp(h, "x-amz-copy-source-server-side-encryption", 40) ||
+            !strncasecmp(h, "x-amz-object-lock-", 18) || !strncasecmp(h, "x-amz-grant-", 12) ||
+            (!strcasecmp(h, "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "true"))) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED,
+                       "Server-side encryption, object lock and ACL grants are not served.");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
  * A GET or HEAD by a signed-in user of a bucket someone else owns: what
  * anyone may read (public-read, AllUsers in S3 includes signed-in users),
  * and nothing else.
@@ -211,6 +266,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     s3_cors_actual(&x);
+    if (unserved(&x)) goto out;
     /* A browser's form upload: authenticated by its signed policy, not a signed request. */
     const char *ct = s3_hdr(info, "content-type");
     if (!strcmp(info->method, "POST") && x.bucket[0] && !x.key[0] && ct &&

@@ -735,3 +735,39 @@ def test_small_s3_mismatches(server):
     meta = {"m%03d" % i: "v" for i in range(80)}
     c.put_object(Bucket="misc", Key="meta", Body=b"m", Metadata=meta)
     assert c.head_object(Bucket="misc", Key="meta")["Metadata"] == meta
+
+
+def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
+    """A sub-resource or setting warmlake does not serve is refused (501): ignored, DELETE
+    ?policy deleted the (empty) bucket and PUT ?retention overwrote the object with its
+    XML body; SSE and object-lock headers were dropped while the client believed them."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="unserved")
+    c.create_bucket(Bucket="empty-one")
+    c.put_object(Bucket="unserved", Key="k", Body=b"precious")
+    for method, path in (("DELETE", "/empty-one?policy"), ("DELETE", "/empty-one?encryption"),
+                         ("DELETE", "/empty-one?website"), ("PUT", "/empty-one?policy"),
+                         ("GET", "/empty-one?publicAccessBlock"),
+                         ("DELETE", "/empty-one?ownershipControls"),
+                         ("PUT", "/unserved/k?retention"), ("PUT", "/unserved/k?legal-hold"),
+                         ("DELETE", "/unserved/k?retention"), ("POST", "/unserved/k?restore"),
+                         ("POST", "/unserved/k?select&select-type=2"),
+                         ("GET", "/unserved/k?torrent")):
+        st, body, _ = signed_request(server.port, method, path, b"<x/>")
+        assert st == 501 and b"NotImplemented" in body, (method, path, st, body)
+    c.head_bucket(Bucket="empty-one")
+    assert c.get_object(Bucket="unserved", Key="k")["Body"].read() == b"precious"
+    for headers in ({"x-amz-server-side-encryption": "AES256"},
+                    {"x-amz-server-side-encryption": "aws:kms"},
+                    {"x-amz-server-side-encryption-customer-algorithm": "AES256"},
+                    {"x-amz-object-lock-mode": "GOVERNANCE"},
+                    {"x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'}):
+        st, body, _ = signed_request(server.port, "PUT", "/unserved/k", b"overwrite", headers)
+        assert st == 501, (headers, st, body)
+    assert c.get_object(Bucket="unserved", Key="k")["Body"].read() == b"precious"
+    st, _, _ = signed_request(server.port, "PUT", "/locked", b"",
+                              {"x-amz-bucket-object-lock-enabled": "true"})
+    assert st == 501
+    # Ordinary parameters clients add (x-id, list parameters) still work.
+    st, _, _ = signed_request(server.port, "GET", "/unserved/k?x-id=GetObject")
+    assert st == 200
