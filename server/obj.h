@@ -100,10 +100,19 @@ typedef struct {
     char if_match[80];  /* the current version's ETag ("*": any); "" for none */
     int64_t if_size;    /* deletes: the current version's size; -1 for none */
     int64_t if_mtime_s; /* deletes: its last-modified second; -1 for none */
+    /*
+     * The very version (the lifecycle worker's deletes: what it decided on,
+     * not a later write of the same bytes or a retagged head): its upload id
+     * ("" for none) and head stamp (0 for none); delete markers included.
+     */
+    char if_upload[33];
+    uint64_t if_stamp;
+    int noncurrent; /* obj_delete_version: the version must not be the current one */
+    int lone;       /* obj_delete_version: ... or be the current one with no other version */
 } obj_cond_t;
 #define OBJ_COND_NONE                                                                              \
     {                                                                                              \
-        0, "", -1, -1                                                                              \
+        .none_match = 0, .if_match = "", .if_size = -1, .if_mtime_s = -1                           \
     }
 /* 0 when cur (NULL: no current version) meets c. */
 int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur);

@@ -161,9 +161,18 @@ int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char 
     return heads;
 }
 
+/* c's identity conditions against v (a delete marker too): 0 or ERR_PRECOND. */
+static int identity_check(const obj_cond_t *c, const obj_info_t *v)
+{
+    if (c->if_upload[0] && (!v || strcmp(v->upload_id, c->if_upload) != 0)) return ERR_PRECOND;
+    if (c->if_stamp && (!v || v->stamp_ns != c->if_stamp)) return ERR_PRECOND;
+    return 0;
+}
+
 int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
 {
     if (!c) return 0;
+    if (identity_check(c, cur)) return ERR_PRECOND;
     if (c->none_match && cur) return ERR_PRECOND;
     if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0) {
         if (!cur) return c->if_match[0] ? ERR_NOT_FOUND : ERR_PRECOND;
@@ -189,6 +198,11 @@ uint64_t obj__now_after(const obj_info_t *cur)
     if (cur && t <= cur->mtime_ns) t = cur->mtime_ns + 1;
     if (cur && t <= cur->stamp_ns) t = cur->stamp_ns + 1;
     return t;
+}
+
+int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
+{
+    return c ? identity_check(c, v) : 0;
 }
 
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,

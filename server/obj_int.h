@@ -115,6 +115,8 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
 /* The same for the head at version position pos ("": the current head). */
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best);
+/* c's if_upload / if_stamp against v (delete markers too; NULL: none): 0 or ERR_PRECOND. */
+int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v);
 /* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
 uint64_t obj__now_after(const obj_info_t *cur);
 /*

@@ -281,14 +281,15 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
 
 /*
  * The current version v goes: the newest noncurrent one takes its place, or
- * nothing does. The successor's noncurrent head stays (a copy of the
+ * nothing does (lone: v must be the only version, else ERR_PRECOND and
+ * nothing written). The successor's noncurrent head stays (a copy of the
  * current one, skipped wherever versions are walked, retired when it goes):
  * a reader that looked for it as noncurrent, just before it became current,
  * still finds it there. Stale null versions found on the way go;
  * *stale and *nstale get them for dropping.
  */
 static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
-                          obj_info_t **stale, int *nstale)
+                          int lone, obj_info_t **stale, int *nstale)
 {
     obj_info_t next;
     int first_err = 0;
@@ -304,6 +305,10 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     uint64_t now = obj__now_after(v);
     if (rc < 0) goto out;
     rc = 0;
+    if (lone && p->found) { /* it must be the key's only version: it is not (any more) */
+        rc = ERR_PRECOND;
+        goto out;
+    }
     if (p->found) {
         if (now <= next.stamp_ns) now = next.stamp_ns + 1;
         next.stamp_ns = now;
@@ -341,9 +346,14 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
     pthread_mutex_lock(lk);
     int rc = obj__locate(s, bucket, key, vid, &v, pos);
     /* Conditions name this version (a delete marker has no ETag or size to match). */
-    if (rc == 0 && c) rc = obj_cond_check(c, v.deleted ? NULL : &v);
+    if (rc == 0 && c) {
+        if ((c->noncurrent && !pos[0]) || (c->lone && pos[0]) || obj__cond_identity(c, &v))
+            rc = ERR_PRECOND;
+        else if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0)
+            rc = obj_cond_check(c, v.deleted ? NULL : &v);
+    }
     if (rc == 0 && !pos[0]) {
-        rc = promote_locked(s, bucket, key, &v, &more, &nmore);
+        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore);
     } else if (rc == 0 && !v.vid[0]) {
         /* The null version, noncurrent: with it any stale copy a crash left. */
         nmore = obj__collect_nulls(s, bucket, key, &more);

@@ -10,8 +10,10 @@
  * paths a client's request takes: a delete of the current version (a
  * delete marker while versioning is on), a delete of a version for good,
  * an abort; under the bucket's lock against the same incarnation, and
- * conditional on the version being the one decided on, so a PUT racing the
- * worker is never the one expired. Space comes back as for any delete: the
+ * conditional, under the key's lock, on the version being the very one
+ * decided on (upload id and head stamp) and still where it was (current,
+ * noncurrent, the only one): a PUT, retag or restore racing the worker is
+ * never what it expires. Space comes back as for any delete: the
  * drives reclaim it by compaction, metered by the endurance budget like
  * every other write.
  *
@@ -29,7 +31,8 @@
 /* One version as the worker needs it (an obj_info_t is 16 KiB: not kept per version). */
 typedef struct {
     char vid[sizeof(((obj_info_t *)0)->vid)];
-    char etag[80];
+    char upload[33]; /* with stamp: the very version decided on */
+    uint64_t stamp;
     uint64_t size;
     int64_t mtime;
     int marker, latest;
@@ -41,8 +44,8 @@ typedef struct {
     char *key;
     lc_action_t act;
     char vid[sizeof(((obj_info_t *)0)->vid)];
-    char etag[80];
-    uint64_t size;
+    char upload[33]; /* the version's (the upload's, for an abort) */
+    uint64_t stamp;
 } wact_t;
 
 typedef struct {
@@ -82,8 +85,8 @@ static void act_add(walk_t *w, const char *key, lc_action_t a, const wver_t *v)
     t->act = a;
     if (v) {
         memcpy(t->vid, v->vid, sizeof(t->vid));
-        memcpy(t->etag, v->etag, sizeof(t->etag));
-        t->size = v->size;
+        memcpy(t->upload, v->upload, sizeof(t->upload));
+        t->stamp = v->stamp;
     }
 }
 
@@ -134,7 +137,8 @@ static int on_version(void *arg, const char *key, const obj_info_t *info, int la
     wver_t *v = &w->v[w->nv++];
     memset(v, 0, sizeof(*v));
     snprintf(v->vid, sizeof(v->vid), "%s", info->vid[0] ? info->vid : "null");
-    snprintf(v->etag, sizeof(v->etag), "%s", info->etag);
+    snprintf(v->upload, sizeof(v->upload), "%s", info->upload_id);
+    v->stamp = info->stamp_ns;
     v->size = info->size;
     v->mtime = (int64_t)(info->mtime_ns / 1000000000ull);
     v->marker = info->deleted;
@@ -151,15 +155,17 @@ static void act_all(walk_t *w, ctx_t *x)
         wact_t *t = &w->acts[i];
         int rc = 0;
         obj_info_t out;
-        if (t->act == LC_ACT_EXPIRE_CURRENT) {
-            /* Only the version decided on: a PUT since then is not expired with it. */
-            obj_cond_t c = OBJ_COND_NONE;
-            snprintf(c.if_match, sizeof(c.if_match), "%s", t->etag);
-            c.if_size = (int64_t)t->size;
-            rc = s3_delete_one(x, t->key, NULL, &c, &out);
-        } else {
-            rc = s3_delete_one(x, t->key, t->vid, NULL, &out);
-        }
+        /*
+         * Only the very version decided on, in the place it was decided in: a write
+         * since (the same bytes again, a retag, a restore, a new null version) is a
+         * different version, or the same one somewhere else, and stays.
+         */
+        obj_cond_t c = OBJ_COND_NONE;
+        memcpy(c.if_upload, t->upload, sizeof(c.if_upload));
+        c.if_stamp = t->stamp;
+        c.noncurrent = t->act == LC_ACT_DELETE_NONCURRENT;
+        c.lone = t->act == LC_ACT_DELETE_MARKER;
+        rc = s3_delete_one(x, t->key, t->act == LC_ACT_EXPIRE_CURRENT ? NULL : t->vid, &c, &out);
         if (rc == 0)
             w->counts[t->act]++;
         else if (rc != ERR_PRECOND && rc != ERR_NOT_FOUND)
@@ -187,7 +193,7 @@ static int on_upload(void *arg, const char *key, const char *upload, const obj_i
         wact_t *t;
         act_add(u->w, key, LC_ACT_ABORT_UPLOAD, NULL);
         t = &u->w->acts[u->w->nacts - 1];
-        snprintf(t->etag, sizeof(t->etag), "%s", upload); /* the upload id rides in etag */
+        snprintf(t->upload, sizeof(t->upload), "%s", upload);
     }
     return 0;
 }
@@ -200,7 +206,7 @@ static void abort_uploads(walk_t *w, ctx_t *x)
         log_warn("event=lifecycle_uploads_failed bucket=%s err=%s", x->bucket, err_name(rc));
     for (int i = 0; i < w->nacts; i++) {
         wact_t *t = &w->acts[i];
-        if (obj_mpu_abort(x->cfg->set, x->ibucket, t->key, t->etag) == 0)
+        if (obj_mpu_abort(x->cfg->set, x->ibucket, t->key, t->upload) == 0)
             w->counts[LC_ACT_ABORT_UPLOAD]++;
         free(t->key);
     }

@@ -631,8 +631,41 @@ static void test_versions(void **state)
     assert_string_equal(out, want);
     assert_int_equal(obj__find_null(e->set, "bkt", "v5", &g), ERR_NOT_FOUND);
 
+    /* The lifecycle worker's conditions: the very version, where it was decided on. */
+    vput(e, "v6", "one", OBJ_VERSIONED, &a);
+    vput(e, "v6", "two", OBJ_VERSIONED, &b);
+    obj_cond_t lc = OBJ_COND_NONE;
+    lc.noncurrent = 1;
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", b.vid, &lc, NULL), ERR_PRECOND);
+    lc = (obj_cond_t)OBJ_COND_NONE;
+    memcpy(lc.if_upload, a.upload_id, sizeof(lc.if_upload));
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v6", a.vid, &g), 0);
+    lc.if_stamp = g.stamp_ns + 1; /* a head rewritten since (a retag) */
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", a.vid, &lc, NULL), ERR_PRECOND);
+    lc.if_stamp = g.stamp_ns;
+    lc.noncurrent = 1;
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", a.vid, &lc, NULL), 0);
+    /* A delete marker goes as "lone" only while nothing is below it. */
+    assert_int_equal(obj_delete_current(e->set, "bkt", "v6", NULL, OBJ_VERSIONED, &m), 0);
+    lc = (obj_cond_t)OBJ_COND_NONE;
+    lc.lone = 1;
+    memcpy(lc.if_upload, m.upload_id, sizeof(lc.if_upload));
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", m.vid, &lc, NULL), ERR_PRECOND);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", b.vid, NULL, NULL), 0);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "v6", m.vid, &lc, NULL), 0);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "v6", NULL, &g), ERR_NOT_FOUND);
+    /* Expiring the current version: the same bytes written again are another version. */
+    vput(e, "v7", "same", OBJ_UNVERSIONED, &a);
+    vput(e, "v7", "same", OBJ_UNVERSIONED, &b);
+    lc = (obj_cond_t)OBJ_COND_NONE;
+    memcpy(lc.if_upload, a.upload_id, sizeof(lc.if_upload));
+    assert_int_equal(obj_delete_current(e->set, "bkt", "v7", &lc, OBJ_UNVERSIONED, NULL),
+                     ERR_PRECOND);
+    vread(e, "v7", NULL, got, sizeof(got));
+    assert_string_equal(got, "same");
+
     assert_false(obj_vid_valid("0123456789ABCDEF"));
-    assert_true(obj_vid_valid("null") && obj_vid_valid(b.vid));
+    assert_true(obj_vid_valid("null") && obj_vid_valid("0123456789abcdef"));
 }
 
 static int count_keys(drive_t *d, const char *bucket)
