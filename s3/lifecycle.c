@@ -674,6 +674,10 @@ size_t lc_expiration_header(const lc_rule_t *r, int64_t expiry, char *out, size_
     int64_t days = expiry / 86400 - (expiry % 86400 < 0), secs = expiry - days * 86400, y;
     int m, d;
     civil_from_days(days, &y, &m, &d);
+    if (y < 1970 || y > 9999) { /* not an HTTP date (Days near 2^31 reach year 5881637) */
+        if (cap) out[0] = 0;
+        return 0;
+    }
     sbuf_t b = {0};
     char head[96];
     (void)snprintf(head, sizeof(head),

@@ -126,7 +126,8 @@ const lc_rule_t *lc_expiry(const lc_config_t *c, const char *key, const char *ta
  * The x-amz-expiration value for rule r and expiry:
  *   expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="picture-deletion-rule"
  * the rule ID URL-encoded (RFC 3986 unreserved characters kept), as S3 does.
- * Returns the length written, or 0 when cap is too small (out then "").
+ * Returns the length written, or 0 when cap is too small or the date is not
+ * one an HTTP date can say (before 1970, after 9999; out then "").
  */
 size_t lc_expiration_header(const lc_rule_t *r, int64_t expiry, char *out, size_t cap);
 

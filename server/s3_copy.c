@@ -221,5 +221,6 @@ void s3_copy_object(ctx_t *x)
         return;
     }
     if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
+    s3_lifecycle_expiration(x, &info, NULL);
     s3_respond_copy_result(x, "CopyObjectResult", &info);
 }

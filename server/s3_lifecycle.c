@@ -296,10 +296,12 @@ void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb)
             log_warn("event=lifecycle_read_failed bucket=%s err=%s", x->bucket, err_name(rc));
         return; /* the header is advice: the request goes on without it */
     }
-    int64_t day_s = x->cfg->lifecycle_day_s > 0 ? x->cfg->lifecycle_day_s : LC_DAY_SECONDS;
+    /* Real days, whatever --lifecycle-day-seconds makes the worker's: the header is S3's
+     * date (RGW's debug interval does the same; suites compare it with real days). */
     int64_t expiry;
-    const lc_rule_t *r = lc_expiry(&c, x->key, s3_umeta_get(info, TAG_META), info->size,
-                                   (int64_t)(info->mtime_ns / 1000000000ull), day_s, &expiry);
+    const lc_rule_t *r =
+        lc_expiry(&c, x->key, s3_umeta_get(info, TAG_META), info->size,
+                  (int64_t)(info->mtime_ns / 1000000000ull), LC_DAY_SECONDS, &expiry);
     /* A rule ID is at most 255 characters, each at most 12 bytes URL-encoded. */
     char v[3200];
     if (r && lc_expiration_header(r, expiry, v, sizeof(v))) {

@@ -37,7 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r) {
             char h[4096];
             size_t n = lc_expiration_header(r, expiry, h, sizeof(h));
-            if (!n || strlen(h) != n) abort();
+            /* Empty only for a date past what an HTTP date can say (year 9999). */
+            if (strlen(h) != n || (!n && expiry < 253402300800ll)) abort();
         }
         for (int k = LC_VER_CURRENT; k <= LC_VER_UPLOAD; k++) {
             lc_version_t v = {(lc_ver_kind_t)k, keys[i],        tags[i], (uint64_t)i,
