@@ -61,6 +61,8 @@
       "schema.")                                                                                   \
     X(MALFORMED_POST, "MalformedPOSTRequest", 400,                                                 \
       "The body of your POST request is not well-formed multipart/form-data.")                     \
+    X(INVALID_POLICY_DOCUMENT, "InvalidPolicyDocument", 400,                                       \
+      "The content of the form does not meet the conditions specified in the policy document.")    \
     X(MAX_POST_PRE_DATA, "MaxPostPreDataLengthExceededError", 400,                                 \
       "Your POST request fields preceding the upload file were too large.")                        \
     X(METADATA_TOO_LARGE, "MetadataTooLarge", 400,                                                 \

@@ -1,7 +1,9 @@
 /*
  * s3_post: browser-based uploads (POST Object): an HTML form posted as
- * multipart/form-data to the bucket, authenticated by a SigV4-signed policy
- * document instead of a signed request.
+ * multipart/form-data to the bucket, authenticated by a signed policy
+ * document instead of a signed request: SigV4 form fields (x-amz-algorithm,
+ * -credential, -date, -signature) or, as S3 still takes them, SigV2 ones
+ * (AWSAccessKeyId, signature: base64 HMAC-SHA1 of the policy).
  *
  * The form's fields before the file are read whole (at most FIELDS_MAX
  * bytes); then the signature over the base64 policy is checked, the
@@ -18,6 +20,7 @@
 
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #define FIELDS_MAX (64u << 10) /* every field before the file, together */
 #define MAX_FIELDS 64
@@ -182,6 +185,15 @@ static int policy_denied(ctx_t *x, const char *why)
     return -1;
 }
 
+/* A policy that is not a policy document (S3: 400 InvalidPolicyDocument, not 403). */
+static int policy_invalid(ctx_t *x, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof(msg), "Invalid Policy: %s", why);
+    s3_err_msg(x, S3E_INVALID_POLICY_DOCUMENT, msg);
+    return -1;
+}
+
 /* The value a policy condition names ("$key" -> the key field; bucket is the request's). */
 static const char *cond_value(const form_t *fm, const char *var)
 {
@@ -203,7 +215,7 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
     int dl = EVP_DecodeBlock(doc, (const unsigned char *)b64, (int)bl);
     if (dl < 0) {
         free(doc);
-        return policy_denied(x, "Policy could not be decoded.");
+        return policy_invalid(x, "Policy could not be decoded.");
     }
     while (dl > 0 && doc[dl - 1] == 0) /* the padding DecodeBlock counts */
         dl--;
@@ -215,8 +227,12 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
     json_t *conds = root ? json_object_get(root, "conditions") : NULL;
     struct tm tm = {0};
     const char *e = exp ? strptime(exp, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-    if (!root || !json_is_array(conds) || !e) {
-        policy_denied(x, "Policy is not a valid policy document.");
+    /* Key names are case-sensitive ("CONDITIONS" is no conditions); a date must be one. */
+    if (!root || !json_is_array(conds) || !e || (*e && *e != '.' && *e != 'Z')) {
+        policy_invalid(x, !root                   ? "Invalid JSON."
+                          : !exp                  ? "Policy missing expiration."
+                          : !json_is_array(conds) ? "Policy missing conditions."
+                                                  : "Invalid 'expiration' value.");
         goto out;
     }
     if (timegm(&tm) < time(NULL)) {
@@ -234,6 +250,12 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
         if (json_is_object(c) && json_object_size(c) == 1) {
             var = json_object_iter_key(json_object_iter(c));
             want = json_string_value(json_object_iter_value(json_object_iter(c)));
+        } else if (json_is_array(c) && json_array_size(c) >= 1 &&
+                   json_is_string(json_array_get(c, 0)) &&
+                   !strcasecmp(json_string_value(json_array_get(c, 0)), "content-length-range") &&
+                   json_array_size(c) != 3) {
+            policy_invalid(x, "Invalid content-length-range condition.");
+            goto out;
         } else if (json_is_array(c) && json_array_size(c) == 3 &&
                    json_is_string(json_array_get(c, 0))) {
             op = json_string_value(json_array_get(c, 0));
@@ -242,7 +264,7 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
                 json_int_t hi = json_integer_value(json_array_get(c, 2));
                 if (!json_is_integer(json_array_get(c, 1)) ||
                     !json_is_integer(json_array_get(c, 2)) || lo < 0 || hi < lo) {
-                    policy_denied(x, "Invalid content-length-range condition.");
+                    policy_invalid(x, "Invalid content-length-range condition.");
                     goto out;
                 }
                 *min = (uint64_t)lo;
@@ -253,7 +275,7 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
             want = json_string_value(json_array_get(c, 2));
         }
         if (!var || !want || (strcasecmp(op, "eq") != 0 && strcasecmp(op, "starts-with") != 0)) {
-            policy_denied(x, "Policy has an invalid condition.");
+            policy_invalid(x, "Policy has an invalid condition.");
             goto out;
         }
         const char *got = cond_value(fm, var);
@@ -278,6 +300,7 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
     for (int k = 0; k < fm->nf; k++) {
         const char *n = fm->f[k].name;
         if (covered[k] || !strcasecmp(n, "policy") || !strcasecmp(n, "x-amz-signature") ||
+            !strcasecmp(n, "signature") || !strcasecmp(n, "awsaccesskeyid") ||
             !strncasecmp(n, "x-ignore-", 9))
             continue;
         char why[200];
@@ -291,10 +314,48 @@ out:
     return rc;
 }
 
+/* SigV2 form fields: base64(HMAC-SHA1(secret, policy)). 0, or -1 with the error sent. */
+static int check_signature_v2(form_t *fm, const char *ak, const char *sig)
+{
+    ctx_t *x = fm->x;
+    const char *policy = field(fm, "policy");
+    if (!policy) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bucket POST must contain a field named 'policy'.");
+        return -1;
+    }
+    const char *secret = s3_secret_of(x, ak);
+    if (!secret) {
+        s3_err(x, S3E_INVALID_ACCESS_KEY);
+        return -1;
+    }
+    uint8_t mac[EVP_MAX_MD_SIZE];
+    unsigned ml = 0;
+    char want[64];
+    HMAC(EVP_sha1(), secret, (int)strlen(secret), (const uint8_t *)policy, strlen(policy), mac,
+         &ml);
+    EVP_EncodeBlock((unsigned char *)want, mac, (int)ml);
+    if (!sigv4_sig_equal(want, sig)) {
+        s3_err(x, S3E_SIGNATURE_MISMATCH);
+        return -1;
+    }
+    snprintf(x->auth.access_key, sizeof(x->auth.access_key), "%s", ak);
+    return 0;
+}
+
 /* Signature, scope and owner: 0, or -1 with the error sent. */
 static int check_signature(form_t *fm)
 {
     ctx_t *x = fm->x;
+    const char *ak2 = field(fm, "awsaccesskeyid"), *sig2 = field(fm, "signature");
+    if (ak2 || sig2) {
+        if (!ak2 || !sig2) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "Bucket POST must contain the fields AWSAccessKeyId, policy and "
+                       "signature.");
+            return -1;
+        }
+        return check_signature_v2(fm, ak2, sig2);
+    }
     const char *alg = field(fm, "x-amz-algorithm"), *cred = field(fm, "x-amz-credential");
     const char *date = field(fm, "x-amz-date"), *sig = field(fm, "x-amz-signature");
     const char *policy = field(fm, "policy");
@@ -397,12 +458,16 @@ static void respond(form_t *fm, const obj_info_t *info, const char *key)
     const char *redirect = field(fm, "success_action_redirect");
     const char *status = field(fm, "success_action_status");
     buf_t h = {0}, b = {0};
-    buf_printf(&h, "x-amz-request-id: %s\r\nETag: \"%s\"\r\nLocation: /%s/", x->id, info->etag,
-               x->bucket);
-    buf_url(&h, key);
-    buf_printf(&h, "\r\n");
-    if (redirect && (!strncmp(redirect, "http://", 7) || !strncmp(redirect, "https://", 8)) &&
-        !strpbrk(redirect, "\r\n")) {
+    int redirecting = redirect &&
+                      (!strncmp(redirect, "http://", 7) || !strncmp(redirect, "https://", 8)) &&
+                      !strpbrk(redirect, "\r\n");
+    buf_printf(&h, "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info->etag);
+    if (!redirecting) { /* one Location: the redirect's, or the object's */
+        buf_printf(&h, "Location: /%s/", x->bucket);
+        buf_url(&h, key);
+        buf_printf(&h, "\r\n");
+    }
+    if (redirecting) {
         buf_printf(&h, "Location: %s%sbucket=", redirect, strchr(redirect, '?') ? "&" : "?");
         buf_url_component(&h, x->bucket);
         buf_printf(&h, "&key=");
@@ -453,7 +518,8 @@ void s3_post_object(ctx_t *x)
     if (read_fields(&fm) != 0) goto out;
     uint64_t min = 0, max = 5ull << 30, size;
     if (!field(&fm, "policy") && !field(&fm, "x-amz-signature") &&
-        !field(&fm, "x-amz-credential")) {
+        !field(&fm, "x-amz-credential") && !field(&fm, "signature") &&
+        !field(&fm, "awsaccesskeyid")) {
         /* No policy and no signature: anyone's upload, into a public-read-write bucket only. */
         obj_info_t bi;
         if (!s3_bucket_exists(x, x->bucket, &bi)) {
