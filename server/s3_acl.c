@@ -1,6 +1,9 @@
 /*
- * s3_acl: canned ACLs (private, public-read) on buckets and objects: Get/Put
- * *Acl, and what an anonymous request may read.
+ * s3_acl: canned ACLs on buckets and objects (private, public-read,
+ * public-read-write, authenticated-read, bucket-owner-read and
+ * bucket-owner-full-control; the last two are private here, where a bucket's
+ * objects are its owner's): Get/Put *Acl, and what an anonymous or another
+ * signed-in user may read.
  */
 
 #include "server/s3_int.h"
@@ -8,6 +11,32 @@
 typedef struct {
     const char *name, *value;
 } acl_set_t;
+
+int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket)
+{
+    static const char *const served[] = {"private",           "public-read",
+                                         "public-read-write", "authenticated-read",
+                                         "bucket-owner-read", "bucket-owner-full-control"};
+    if (!acl) return 0;
+    for (size_t i = 0; i < sizeof(served) / sizeof(served[0]); i++)
+        if (!strcmp(acl, served[i])) {
+            if (bucket && i >= 4) break; /* object ACLs only */
+            return 0;
+        }
+    if (!strcmp(acl, "log-delivery-write") || !strcmp(acl, "aws-exec-read") ||
+        !strncmp(acl, "bucket-owner-", 13)) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This canned ACL is not served.");
+        return -1;
+    }
+    s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid canned ACL.");
+    return -1;
+}
+
+int s3_acl_lets_read(const ctx_t *x, const char *acl)
+{
+    return !strcmp(acl, "public-read") || !strcmp(acl, "public-read-write") ||
+           (!strcmp(acl, "authenticated-read") && !x->anonymous);
+}
 
 /* obj_umeta_fn: the current version's pairs with the ACL entry set (under the key's lock). */
 static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
@@ -35,17 +64,7 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
     const char *canned = s3_hdr(x->info, "x-amz-acl");
     int pub = 0, rc, whole = strcmp(bucket, BUCKETS) == 0;
     if (canned) {
-        /* public-read-write: anyone may also write into the bucket (anonymous POST). */
-        if (strcmp(canned, "private") != 0 && strcmp(canned, "public-read") != 0 &&
-            !(whole && strcmp(canned, "public-read-write") == 0)) {
-            s3_err_msg(
-                x, S3E_NOT_IMPLEMENTED,
-                "Only the private, public-read and (buckets) public-read-write canned ACLs.");
-            return;
-        }
-        pub = strcmp(canned, "public-read") == 0         ? 1
-              : strcmp(canned, "public-read-write") == 0 ? 2
-                                                         : 0;
+        if (s3_canned_acl_check(x, canned, whole) != 0) return;
     } else {
         size_t len;
         char *body = s3_read_small_body(x, 64u << 10, &len);
@@ -73,7 +92,7 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    acl_set_t set = {name, pub == 2 ? "public-read-write" : pub ? "public-read" : "private"};
+    acl_set_t set = {name, canned ? canned : pub ? "public-read" : "private"};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -105,20 +124,24 @@ void s3_respond_acl(ctx_t *x, const char *owner, const char *canned)
     buf_xml(&b, owner);
     buf_printf(&b, "</ID><DisplayName>");
     buf_xml(&b, owner);
-    buf_printf(&b, "</DisplayName></Owner><AccessControlList><Grant><Grantee "
-                   "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+    buf_printf(&b, "</DisplayName></Owner><AccessControlList>");
+    /* The groups' grants, then the owner's (the order conformance suites compare in). */
+    const char *group = !strncmp(canned, "public-read", 11)     ? "global/AllUsers"
+                        : !strcmp(canned, "authenticated-read") ? "global/AuthenticatedUsers"
+                                                                : NULL;
+    for (int w = 0; group && w < 2; w++)
+        if (!w || !strcmp(canned, "public-read-write"))
+            buf_printf(&b,
+                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/%s"
+                       "</URI></Grantee><Permission>%s</Permission></Grant>",
+                       group, w ? "WRITE" : "READ");
+    buf_printf(&b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
                    "xsi:type=\"CanonicalUser\"><ID>");
     buf_xml(&b, owner);
     buf_printf(&b, "</ID><DisplayName>");
     buf_xml(&b, owner);
     buf_printf(&b, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>");
-    for (int w = 0; w < 2; w++)
-        if (!strncmp(canned, "public-read", 11) && (!w || !strcmp(canned, "public-read-write")))
-            buf_printf(&b,
-                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers"
-                       "</URI></Grantee><Permission>%s</Permission></Grant>",
-                       w ? "WRITE" : "READ");
     buf_printf(&b, "</AccessControlList></AccessControlPolicy>");
     s3_respond_xml(x, 200, &b);
 }
@@ -143,14 +166,26 @@ void s3_anonymous_op(ctx_t *x)
         char *sub = s3_qparam(x->query, *q, &present);
         free(sub);
     }
-    if ((get || head) && !present && x->bucket[0] && s3_bucket_exists(x, x->bucket, &bi)) {
+    if ((get || head) && !present && x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi)) {
+        s3_err(x, S3E_NO_SUCH_BUCKET); /* as S3 answers anyone */
+        return;
+    }
+    if ((get || head) && !present && x->bucket[0]) {
         s3_bucket_iname(x->bucket, &bi, x->ibucket);
+        int bucket_readable = s3_acl_lets_read(x, s3_umeta_get(&bi, "acl"));
         if (x->key[0]) {
             /* The version asked for must be public itself. */
             if (s3_version_param(x) != 0) return;
-            if (strlen(x->key) <= MAX_KEY_LEN &&
-                obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi) == 0 &&
-                !oi.deleted && strcmp(s3_umeta_get(&oi, ACL_META), "public-read") == 0) {
+            int rc = strlen(x->key) <= MAX_KEY_LEN
+                         ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
+                         : ERR_NOT_FOUND;
+            if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
+            /* Who may list the bucket may learn a key is not there. */
+            if (rc == ERR_NOT_FOUND && bucket_readable) {
+                s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
+                return;
+            }
+            if (rc == 0 && s3_acl_lets_read(x, s3_umeta_get(&oi, ACL_META))) {
                 if (s3_has_response_overrides(x))
                     s3_err_msg(x, S3E_INVALID_REQUEST,
                                "Request specific response headers cannot be used for anonymous "
@@ -159,8 +194,13 @@ void s3_anonymous_op(ctx_t *x)
                     s3_get_object(x, head);
                 return;
             }
-        } else if (get && strncmp(s3_umeta_get(&bi, "acl"), "public-read", 11) == 0) {
+        } else if (get && bucket_readable) {
             s3_list_objects(x);
+            return;
+        } else if (head && bucket_readable) {
+            char h[128];
+            snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+            (void)http_respond(x->r, 200, h, 0);
             return;
         }
     }

@@ -212,12 +212,7 @@ static void create_bucket(ctx_t *x)
         return;
     }
     const char *acl = s3_hdr(x->info, "x-amz-acl");
-    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0 &&
-        strcmp(acl, "public-read-write") != 0) {
-        s3_err_msg(x, S3E_NOT_IMPLEMENTED,
-                   "Only the private, public-read and public-read-write canned ACLs.");
-        return;
-    }
+    if (s3_canned_acl_check(x, acl, 1) != 0) return;
     uint8_t rnd[8];
     char id[17];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {

@@ -174,9 +174,8 @@ void s3_copy_object(ctx_t *x)
     if (!replace) {
         /* The source's metadata, but never its ACL: the copy gets x-amz-acl's, or private. */
         const char *acl = s3_hdr(x->info, "x-amz-acl");
-        if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
+        if (s3_canned_acl_check(x, acl, 0) != 0) {
             obj_close(rd);
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
             return;
         }
         s3_umeta_with(&si, ACL_META, acl ? acl : "private", &um);

@@ -175,6 +175,10 @@ void s3_list_buckets(ctx_t *x);
 void s3_bucket_op(ctx_t *x);
 
 /* ---- s3_acl.c ---- */
+/* A canned ACL (NULL: none) a bucket (or an object) takes: 0, or -1 with 400/501 sent. */
+int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket);
+/* Whether x's requester may read what carries this canned ACL (owner aside). */
+int s3_acl_lets_read(const ctx_t *x, const char *acl);
 void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name);
 void s3_respond_acl(ctx_t *x, const char *owner, const char *canned);
 void s3_anonymous_op(ctx_t *x);

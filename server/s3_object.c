@@ -113,11 +113,8 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         return -1;
     }
     const char *acl = s3_hdr(x->info, "x-amz-acl");
-    if (acl && strcmp(acl, "private") != 0 && strcmp(acl, "public-read") != 0) {
-        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Only the private and public-read canned ACLs.");
-        return -1;
-    }
-    if (acl && strcmp(acl, "public-read") == 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    if (s3_canned_acl_check(x, acl, 0) != 0) return -1;
+    if (acl && strcmp(acl, "private") != 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
     /* x-amz-tagging: the object's tags, checked and kept in canonical form. */
     const char *tagging = s3_hdr(x->info, "x-amz-tagging");
     if (tagging) {

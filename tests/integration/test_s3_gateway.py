@@ -543,10 +543,15 @@ def test_canned_acls_and_anonymous_reads(server):
     r = anon("/priv/open")
     assert r.read() == b"everyone" and r.headers["x-amz-meta-m"] == "1"
     assert anon("/priv/open", "HEAD").status == 200
-    for path in ("/priv/closed", "/priv/missing", "/priv", "/", "/pub/listed", "/nobucket/k"):
+    for path in ("/priv/closed", "/priv/missing", "/priv", "/", "/pub/listed"):
         with pytest.raises(urllib.error.HTTPError) as e:
             anon(path)
         assert e.value.code == 403, path
+    # As S3 answers anyone: a bucket that is not there, a key missing from a listable one.
+    for path in ("/nobucket/k", "/pub/missing"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            anon(path)
+        assert e.value.code == 404, path
     assert b"<Key>listed</Key>" in anon("/pub").read()
     with pytest.raises(urllib.error.HTTPError) as e:
         anon("/priv/open", "DELETE")
@@ -560,8 +565,11 @@ def test_canned_acls_and_anonymous_reads(server):
     assert {g["Permission"] for g in c.get_bucket_acl(Bucket="pub")["Grants"]} == \
         {"FULL_CONTROL", "READ"}
     assert c.get_bucket_acl(Bucket="priv")["Owner"]["ID"] == AK
+    # On an object public-read-write is public-read (there is nothing to write into).
+    c.put_object(Bucket="priv", Key="w", Body=b"x", ACL="public-read-write")
+    assert anon("/priv/w").read() == b"x"
     with pytest.raises(ClientError) as e:
-        c.put_object(Bucket="priv", Key="w", Body=b"x", ACL="public-read-write")
+        c.put_object(Bucket="priv", Key="w", Body=b"x", ACL="log-delivery-write")
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
 
 

@@ -12,7 +12,7 @@ import urllib.request
 import botocore
 import pytest
 
-from conftest import Server, s3_client, signed_request
+from conftest import AK2, SK2, Server, s3_client, signed_request
 
 
 def sha(b):
@@ -64,8 +64,17 @@ def test_put_acls(server):
                                     "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
                         "Permission": "WRITE"}]})
     assert e.value.response["Error"]["Code"] == "NotImplemented"
-    with pytest.raises(botocore.exceptions.ClientError):
-        c.put_object_acl(Bucket="acl-b", Key="o", ACL="authenticated-read")
+    # authenticated-read: any signed-in user reads, anonymous requests do not.
+    c.put_object_acl(Bucket="acl-b", Key="o", ACL="authenticated-read")
+    assert anon_get(server, "/acl-b/o")[0] == 403
+    other = s3_client(server.endpoint, AK2, SK2)
+    assert other.get_object(Bucket="acl-b", Key="o")["Body"].read()
+    grants = c.get_object_acl(Bucket="acl-b", Key="o")["Grants"]
+    assert grants[0]["Grantee"]["URI"].endswith("/AuthenticatedUsers")
+    assert grants[0]["Permission"] == "READ"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.put_object_acl(Bucket="acl-b", Key="o", ACL="no-such-canned-acl")
+    assert e.value.response["Error"]["Code"] == "InvalidArgument"
     # Bucket ACL: anonymous listing follows it.
     assert anon_get(server, "/acl-b")[0] == 403
     c.put_bucket_acl(Bucket="acl-b", ACL="public-read")
