@@ -190,17 +190,19 @@ static int unserved(ctx_t *x)
 }
 
 /*
- * A GET or HEAD by a signed-in user of a bucket someone else owns: what
- * anyone may read (public-read, AllUsers in S3 includes signed-in users),
- * and nothing else.
+ * A GET, HEAD or PUT by a signed-in user of a bucket someone else owns:
+ * what anyone may read (public-read, AllUsers in S3 includes signed-in
+ * users; authenticated-read) or write (a public-read-write bucket), and
+ * nothing else.
  */
 static int foreign_read(ctx_t *x)
 {
     obj_info_t bi;
     const char *m = x->info->method;
-    if (!x->bucket[0] || (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0) ||
+    if (!x->bucket[0] ||
+        (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 && (strcmp(m, "PUT") || !x->key[0])) ||
         !s3_bucket_exists(x, x->bucket, &bi))
-        return 0;
+        return 0; /* (a PUT of the bucket itself is CreateBucket: BucketAlreadyExists) */
     const char *owner = s3_bucket_owner(&bi);
     return owner[0] && strcmp(owner, x->auth.access_key) != 0;
 }

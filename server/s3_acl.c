@@ -147,9 +147,11 @@ void s3_respond_acl(ctx_t *x, const char *owner, const char *canned)
 }
 
 /*
- * A request without credentials: GET/HEAD of a public-read object, or a
- * listing of a public-read bucket. Anything else, or anything missing, is
- * AccessDenied (which says nothing about what exists).
+ * A request without credentials, or another user's: GET/HEAD of an object
+ * its ACL lets them read, a listing of a bucket whose ACL does, a PUT into a
+ * public-read-write bucket. Anything else is AccessDenied; that a bucket is
+ * not there is said to anyone (as S3 does), that a key is not to whoever
+ * may list the bucket.
  */
 void s3_anonymous_op(ctx_t *x)
 {
@@ -165,6 +167,21 @@ void s3_anonymous_op(ctx_t *x)
          *q && !present; q++) {
         char *sub = s3_qparam(x->query, *q, &present);
         free(sub);
+    }
+    /* A public-read-write bucket takes anyone's plain PUT of an object (the bucket owner's
+     * object then; ACLs as x-amz-acl says). Copies and uploads stay the owner's. */
+    int part_number;
+    char *pq = s3_qparam(x->query, "partNumber", &part_number);
+    free(pq);
+    if (!strcmp(m, "PUT") && !present && !part_number && x->bucket[0] && x->key[0] &&
+        !s3_hdr(x->info, "x-amz-copy-source") && s3_bucket_exists(x, x->bucket, &bi) &&
+        !strcmp(s3_umeta_get(&bi, "acl"), "public-read-write")) {
+        s3_bucket_iname(x->bucket, &bi, x->ibucket);
+        if (strlen(x->key) > MAX_KEY_LEN)
+            s3_err(x, S3E_KEY_TOO_LONG);
+        else
+            s3_put_object(x);
+        return;
     }
     if ((get || head) && !present && x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi)) {
         s3_err(x, S3E_NO_SUCH_BUCKET); /* as S3 answers anyone */

@@ -141,7 +141,7 @@ int s3_authenticate(ctx_t *x)
 
 int s3_body_begin(ctx_t *x)
 {
-    const char *p = x->payload;
+    const char *p = x->payload ? x->payload : SIGV4_UNSIGNED; /* anonymous: nothing signed */
     if (strncmp(p, "STREAMING-", 10) == 0) {
         /* Only the framings warmlake checks: anything else is not taken as unsigned chunks. */
         if (strcmp(p, SIGV4_STREAMING) != 0 && strcmp(p, SIGV4_STREAMING_TRAILER) != 0 &&

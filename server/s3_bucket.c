@@ -15,8 +15,8 @@ int s3_bucket_name_ok(const char *n)
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return 0;
     }
     if (!((n[0] >= 'a' && n[0] <= 'z') || (n[0] >= '0' && n[0] <= '9')) || n[l - 1] == '-' ||
-        n[l - 1] == '.' || strstr(n, ".."))
-        return 0;
+        n[l - 1] == '.' || strstr(n, "..") || strstr(n, ".-") || strstr(n, "-."))
+        return 0; /* labels start and end with a letter or digit */
     /* Not an IP address, and none of the prefixes and suffixes S3 reserves. */
     unsigned a, b, c, d;
     char tail;
@@ -226,10 +226,15 @@ static void create_bucket(ctx_t *x)
     obj_info_t bi;
     if (bucket_read(x, x->bucket, &bi)) {
         pthread_rwlock_unlock(lk);
-        if (!s3_bucket_owner(&bi)[0] || strcmp(s3_bucket_owner(&bi), x->auth.access_key) == 0)
-            s3_err(x, S3E_BUCKET_OWNED);
-        else
-            s3_err(x, S3E_BUCKET_EXISTS);
+        int mine = !s3_bucket_owner(&bi)[0] || !strcmp(s3_bucket_owner(&bi), x->auth.access_key);
+        if (mine && !strcmp(x->cfg->region, "us-east-1")) {
+            /* S3 in us-east-1, for legacy clients: the owner's create again is 200, the
+             * bucket and its objects untouched. */
+            snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+            (void)http_respond_full(x->r, 200, h, NULL, 0);
+        } else {
+            s3_err(x, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS);
+        }
         return;
     }
     buf_t rec = {0};

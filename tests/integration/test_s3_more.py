@@ -369,3 +369,40 @@ def test_bodies_in_pieces_and_pipelined(server):
         s.close()
     assert [st for st, _ in got] == [200, 200, 200, 200]
     assert sha(got[1][1]) == sha(a) and sha(got[3][1]) == sha(b)
+
+
+def test_public_read_write_bucket_takes_anyones_put(server):
+    """A public-read-write bucket takes anyone's plain PUT (anonymous or another user's),
+    as S3's AllUsers WRITE grant does; other buckets do not. The owner creating their
+    bucket again is 200 in us-east-1 (S3's legacy answer there), its objects untouched."""
+    import urllib.error
+    import urllib.request
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="pubw", ACL="public-read-write")
+    c.create_bucket(Bucket="privw")
+    data = os.urandom(100000)
+    req = urllib.request.Request(server.endpoint + "/pubw/anon", data=data, method="PUT")
+    assert urllib.request.urlopen(req, timeout=30).status == 200
+    got = c.get_object(Bucket="pubw", Key="anon")["Body"].read()
+    assert hashlib.md5(got).hexdigest() == hashlib.md5(data).hexdigest()
+    other = s3_client(server.endpoint, AK2, SK2)
+    other.put_object(Bucket="pubw", Key="other", Body=b"other-data")
+    assert c.get_object(Bucket="pubw", Key="other")["Body"].read() == b"other-data"
+    assert other.head_bucket(Bucket="pubw")["ResponseMetadata"]["HTTPStatusCode"] == 200
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        other.put_object(Bucket="privw", Key="x", Body=b"x")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    req = urllib.request.Request(server.endpoint + "/privw/anon", data=b"x", method="PUT")
+    with pytest.raises(urllib.error.HTTPError) as he:
+        urllib.request.urlopen(req, timeout=30)
+    assert he.value.code == 403
+    # Writes only: deleting and subresources stay the owner's.
+    req = urllib.request.Request(server.endpoint + "/pubw/anon", method="DELETE")
+    with pytest.raises(urllib.error.HTTPError) as he:
+        urllib.request.urlopen(req, timeout=30)
+    assert he.value.code == 403
+    assert c.create_bucket(Bucket="pubw")["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert c.get_object(Bucket="pubw", Key="other")["Body"].read() == b"other-data"
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        other.create_bucket(Bucket="pubw")
+    assert e.value.response["Error"]["Code"] == "BucketAlreadyExists"
