@@ -25,7 +25,9 @@
 #define LC_OBJECTS                                                                                 \
     "\x02"                                                                                         \
     "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
-#define LC_MARK "lifecycle" /* bucket record entry: "1" while a configuration is stored */
+/* Bucket record entry while a configuration is stored: the stored object's upload id (its
+ * version: what the parsed-configuration cache is keyed by; "1" from before the cache). */
+#define LC_MARK "lifecycle"
 
 /* The stored configuration of bucket incarnation iname (canonical XML, NUL-terminated): NULL
  * with *err (ERR_NOT_FOUND: none). */
@@ -51,9 +53,10 @@ static char *stored_body(obj_set_t *set, const char *iname, size_t *len, int *er
     return body;
 }
 
-static int store(ctx_t *x, const char *body, size_t len)
+static int store(ctx_t *x, const char *body, size_t len, char token[33])
 {
     int err;
+    obj_info_t info;
     obj_writer_t *w = obj_put_begin(x->cfg->set, LC_OBJECTS, x->ibucket, &err);
     if (!w) return err;
     if ((err = obj_put_write(w, body, len)) != 0) {
@@ -61,7 +64,9 @@ static int store(ctx_t *x, const char *body, size_t len)
         return err;
     }
     /* Under the bucket's lock, against the same incarnation, as every commit into it. */
-    return s3_commit_in_bucket(x, w, "application/xml", NULL, 0, NULL);
+    if ((err = s3_commit_in_bucket(x, w, "application/xml", NULL, 0, &info)) == 0)
+        memcpy(token, info.upload_id, 33);
+    return err;
 }
 
 /* obj_umeta_fn: the bucket record with the LC_MARK entry set (arg non-NULL) or removed. */
@@ -69,7 +74,7 @@ static int mark_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len
 {
     buf_t um = {xmalloc(cur->umeta_len + 1), cur->umeta_len, cur->umeta_len + 1};
     memcpy(um.p, cur->umeta, cur->umeta_len);
-    s3_pairs_set(&um, LC_MARK, arg ? "1" : NULL);
+    s3_pairs_set(&um, LC_MARK, arg);
     int rc = um.len > sizeof(cur->umeta) ? ERR_TOO_LARGE : 0;
     if (!rc) {
         if (um.len) memcpy(out, um.p, um.len);
@@ -81,12 +86,12 @@ static int mark_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len
 
 /* Set or clear the bucket record's entry, exclusive under the bucket's lock, against the
  * request's incarnation (as bucket tags are). */
-static int mark(ctx_t *x, int on)
+static int mark(ctx_t *x, const char *token)
 {
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_wrlock(lk);
     int rc = s3_bucket_current(x, x->bucket, x->ibucket)
-                 ? obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, mark_set, on ? "1" : NULL)
+                 ? obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, mark_set, (void *)token)
                  : S3_ERR_NO_BUCKET;
     pthread_rwlock_unlock(lk);
     return rc == ERR_NOT_FOUND ? S3_ERR_NO_BUCKET : rc;
@@ -238,9 +243,10 @@ static void put_lifecycle(ctx_t *x)
     }
     char *canon = lc_serialize(&c, &len);
     lc_free(&c);
-    rc = store(x, canon, len);
+    char token[33];
+    rc = store(x, canon, len, token);
     free(canon);
-    if (!rc) rc = mark(x, 1);
+    if (!rc) rc = mark(x, token);
     if (rc) {
         s3_engine_error(x, rc);
         return;
@@ -272,7 +278,7 @@ void s3_lifecycle_op(ctx_t *x)
     } else if (strcmp(m, "PUT") == 0) {
         put_lifecycle(x);
     } else if (strcmp(m, "DELETE") == 0) {
-        rc = mark(x, 0);
+        rc = mark(x, NULL);
         if (!rc) rc = obj_delete(x->cfg->set, LC_OBJECTS, x->ibucket);
         if (rc && rc != ERR_NOT_FOUND) {
             s3_engine_error(x, rc);
@@ -285,22 +291,79 @@ void s3_lifecycle_op(ctx_t *x)
     }
 }
 
+/*
+ * Parsed configurations, kept between requests: a GET or HEAD in a bucket
+ * with a configuration would otherwise read and parse it every time (a read
+ * of k+m heads and a stripe, and up to a 1 MiB parse: measured 2.3 ms ->
+ * 18 ms per HEAD with 1000 rules). Keyed by bucket incarnation and the
+ * stored configuration's version (the bucket record's LC_MARK entry, read
+ * with the record anyway), so a new configuration is a new key: nothing
+ * to invalidate. Entries are shared, counted: a request keeps its one while
+ * another replaces it in the table.
+ */
+#define LC_CACHE_SLOTS 64
+
+typedef struct {
+    int refs; /* the table's, and each request's holding it */
+    char iname[INAME_MAX], token[40];
+    lc_config_t c;
+} lc_cached_t;
+
+static pthread_mutex_t lc_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static lc_cached_t *lc_cache[LC_CACHE_SLOTS];
+
+static void cached_put(lc_cached_t *e)
+{
+    if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        lc_free(&e->c);
+        free(e);
+    }
+}
+
+static lc_cached_t *cached_get(ctx_t *x, const char *token)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = x->ibucket; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    lc_cached_t **slot = &lc_cache[h % LC_CACHE_SLOTS], *e;
+    pthread_mutex_lock(&lc_cache_mu);
+    if ((e = *slot) && !strcmp(e->iname, x->ibucket) && !strcmp(e->token, token)) {
+        __atomic_add_fetch(&e->refs, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_unlock(&lc_cache_mu);
+        return e;
+    }
+    pthread_mutex_unlock(&lc_cache_mu);
+    e = xcalloc(1, sizeof(*e));
+    int rc = s3_lifecycle_load(x->cfg->set, x->ibucket, &e->c);
+    if (rc) {
+        if (rc != ERR_NOT_FOUND)
+            log_warn("event=lifecycle_read_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        free(e);
+        return NULL;
+    }
+    snprintf(e->iname, sizeof(e->iname), "%s", x->ibucket);
+    snprintf(e->token, sizeof(e->token), "%s", token);
+    e->refs = 2;
+    pthread_mutex_lock(&lc_cache_mu);
+    lc_cached_t *old = *slot;
+    *slot = e;
+    pthread_mutex_unlock(&lc_cache_mu);
+    cached_put(old);
+    return e;
+}
+
 void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb)
 {
     /* The bucket record is read once per request anyway: without the entry, nothing to do. */
     if (!s3_bucket_exists(x, x->bucket, NULL) || !s3_lifecycle_marked(&x->bucket_rec)) return;
-    lc_config_t c;
-    int rc = s3_lifecycle_load(x->cfg->set, x->ibucket, &c);
-    if (rc) {
-        if (rc != ERR_NOT_FOUND)
-            log_warn("event=lifecycle_read_failed bucket=%s err=%s", x->bucket, err_name(rc));
-        return; /* the header is advice: the request goes on without it */
-    }
+    lc_cached_t *cached = cached_get(x, s3_umeta_get(&x->bucket_rec, LC_MARK));
+    if (!cached) return; /* the header is advice: the request goes on without it */
+    const lc_config_t *cp = &cached->c;
     /* Real days, whatever --lifecycle-day-seconds makes the worker's: the header is S3's
      * date (RGW's debug interval does the same; suites compare it with real days). */
     int64_t expiry;
     const lc_rule_t *r =
-        lc_expiry(&c, x->key, s3_umeta_get(info, TAG_META), info->size,
+        lc_expiry(cp, x->key, s3_umeta_get(info, TAG_META), info->size,
                   (int64_t)(info->mtime_ns / 1000000000ull), LC_DAY_SECONDS, &expiry);
     /* A rule ID is at most 255 characters, each at most 12 bytes URL-encoded. */
     char v[3200];
@@ -314,5 +377,5 @@ void s3_lifecycle_expiration(ctx_t *x, const obj_info_t *info, buf_t *hb)
             free(line.p);
         }
     }
-    lc_free(&c);
+    cached_put(cached);
 }

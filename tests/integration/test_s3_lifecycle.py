@@ -332,6 +332,12 @@ def test_expiration_header(server):
     assert st == 200
     assert hdrs["x-amz-expiration"] == \
         'expiry-date="Tue, 10 Nov 2099 00:00:00 GMT", rule-id="big"'
+    # A new configuration is seen at once (the parsed one is cached by its version).
+    c.put_bucket_lifecycle_configuration(Bucket="lc-exp", LifecycleConfiguration={"Rules": [
+        {"ID": "five", "Filter": {"Prefix": "pics/"}, "Status": "Enabled",
+         "Expiration": {"Days": 5}}]})
+    h = c.head_object(Bucket="lc-exp", Key="pics/a.jpg")
+    assert expiry_of(h["Expiration"]) == (next_midnight(mtime, 5), "five")
     # The configuration gone, the header goes.
     c.delete_bucket_lifecycle(Bucket="lc-exp")
     assert "Expiration" not in c.head_object(Bucket="lc-exp", Key="pics/a.jpg")
