@@ -279,6 +279,8 @@ static int list_part_cb(void *arg, int part, const obj_info_t *info)
     return 0;
 }
 
+static void upload_owner_xml(ctx_t *x, buf_t *b);
+
 void s3_list_parts(ctx_t *x, const char *upload)
 {
     int p1, p2;
@@ -316,6 +318,7 @@ void s3_list_parts(ctx_t *x, const char *upload)
                "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
                "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
                upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
+    upload_owner_xml(x, &b);
     obj_info_t rec;
     if (obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec) == 0)
         s3_mpu_cks_upload_xml(&b, &rec);
@@ -364,41 +367,149 @@ static int up_cmp(const void *a, const void *b)
     return c ? c : (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
 }
 
+/* <Initiator> and <Owner> of an upload: the bucket owner's (only the owner starts uploads). */
+static void upload_owner_xml(ctx_t *x, buf_t *b)
+{
+    obj_info_t bi;
+    const char *o = s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0]
+                        ? s3_bucket_owner(&bi)
+                        : x->auth.access_key;
+    for (int i = 0; i < 2; i++) {
+        buf_printf(b, "<%s><ID>", i ? "Owner" : "Initiator");
+        buf_xml(b, o);
+        buf_printf(b, "</ID><DisplayName>");
+        buf_xml(b, o);
+        buf_printf(b, "</DisplayName></%s>", i ? "Owner" : "Initiator");
+    }
+}
+
+/*
+ * ListMultipartUploads: uploads in key order, then initiation order;
+ * prefix, delimiter (common prefixes), key-marker / upload-id-marker,
+ * max-uploads (at most 1000) and encoding-type, as S3 pages them.
+ */
 void s3_list_uploads(ctx_t *x)
 {
-    int present;
-    char *prefix = s3_qparam(x->query, "prefix", &present);
+    int p1, p2, p3, p4, p5, p6;
+    char *prefix = s3_qparam(x->query, "prefix", &p1);
+    char *delim = s3_qparam(x->query, "delimiter", &p2);
+    char *kmark = s3_qparam(x->query, "key-marker", &p3);
+    char *umark = s3_qparam(x->query, "upload-id-marker", &p4);
+    char *maxs = s3_qparam(x->query, "max-uploads", &p5);
+    char *enc = s3_qparam(x->query, "encoding-type", &p6);
     ups_t u = {NULL, 0, 0, prefix};
-    int rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);
+    int max = 1000, rc = 0;
+    const char *in[] = {prefix, delim, kmark};
+    for (size_t i = 0; !rc && i < sizeof(in) / sizeof(in[0]); i++)
+        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i]))) rc = ERR_INVAL;
+    if (rc || (maxs && num_parse_int(maxs, 0, INT32_MAX, &max) != 0) ||
+        (enc && strcmp(enc, "url") != 0)) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "A listing parameter is not valid.");
+        goto out;
+    }
+    if (max > 1000) max = 1000;
+    rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);
     if (rc < 0) {
-        for (int i = 0; i < u.n; i++)
-            free(u.v[i].key);
-        free(u.v);
-        free(prefix);
         s3_engine_error(x, rc);
-        return;
+        goto out;
     }
     if (u.n) qsort(u.v, (size_t)u.n, sizeof(*u.v), up_cmp);
-    buf_t b = {0};
+    void (*text)(buf_t *, const char *) = enc ? buf_url : buf_xml;
+    const char *dl = delim && delim[0] ? delim : NULL;
+    size_t pl = prefix ? strlen(prefix) : 0;
+    buf_t b = {0}, items = {0}, cps = {0};
+    char *last_cp = NULL;
+    const char *next_key = NULL, *next_up = NULL;
+    int count = 0, truncated = 0, past_umark = 0;
+    for (int i = 0; i < u.n; i++) {
+        const up_t *v = &u.v[i];
+        /* After the markers: keys past key-marker, or its uploads past upload-id-marker
+         * (which counts only with a key-marker). */
+        if (kmark && kmark[0]) {
+            int c = strcmp(v->key, kmark);
+            if (c < 0 || (c == 0 && !(umark && umark[0]))) continue;
+            if (c == 0 && !past_umark) { /* the key's uploads come in initiation order */
+                past_umark = !strcmp(v->upload, umark);
+                continue;
+            }
+        }
+        const char *d = dl ? strstr(v->key + pl, dl) : NULL;
+        if (d) {
+            size_t cl = (size_t)(d - v->key) + strlen(dl);
+            if (last_cp && strlen(last_cp) == cl && !strncmp(last_cp, v->key, cl)) continue;
+            if (kmark && strlen(kmark) == cl && !strncmp(kmark, v->key, cl)) continue;
+            if (count == max) {
+                truncated = 1;
+                break;
+            }
+            free(last_cp);
+            last_cp = xmalloc(cl + 1);
+            memcpy(last_cp, v->key, cl);
+            last_cp[cl] = 0;
+            buf_printf(&cps, "<CommonPrefixes><Prefix>");
+            text(&cps, last_cp);
+            buf_printf(&cps, "</Prefix></CommonPrefixes>");
+            next_key = last_cp;
+            next_up = NULL;
+            count++;
+            continue;
+        }
+        if (count == max) {
+            truncated = 1;
+            break;
+        }
+        char t[32];
+        s3_iso8601(v->mtime_ns, t);
+        buf_printf(&items, "<Upload><Key>");
+        text(&items, v->key);
+        buf_printf(&items, "</Key><UploadId>%s</UploadId>", v->upload);
+        upload_owner_xml(x, &items);
+        buf_printf(&items,
+                   "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>%s</Upload>", t,
+                   v->cks);
+        next_key = v->key;
+        next_up = v->upload;
+        count++;
+    }
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>");
     buf_xml(&b, x->bucket);
-    buf_printf(&b, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>");
-    buf_xml(&b, prefix ? prefix : "");
-    buf_printf(&b, "</Prefix><MaxUploads>10000</MaxUploads><IsTruncated>false</IsTruncated>");
-    for (int i = 0; i < u.n; i++) {
-        char t[32];
-        s3_iso8601(u.v[i].mtime_ns, t);
-        buf_printf(&b, "<Upload><Key>");
-        buf_xml(&b, u.v[i].key);
-        buf_printf(&b,
-                   "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
-                   "<StorageClass>STANDARD</StorageClass>%s</Upload>",
-                   u.v[i].upload, t, u.v[i].cks);
-        free(u.v[i].key);
+    buf_printf(&b, "</Bucket><KeyMarker>");
+    text(&b, kmark ? kmark : "");
+    buf_printf(&b, "</KeyMarker><UploadIdMarker>");
+    buf_xml(&b, umark ? umark : "");
+    buf_printf(&b, "</UploadIdMarker>");
+    if (truncated && next_key) {
+        buf_printf(&b, "<NextKeyMarker>");
+        text(&b, next_key);
+        buf_printf(&b, "</NextKeyMarker><NextUploadIdMarker>%s</NextUploadIdMarker>",
+                   next_up ? next_up : "");
     }
-    buf_printf(&b, "</ListMultipartUploadsResult>");
+    buf_printf(&b, "<Prefix>");
+    text(&b, prefix ? prefix : "");
+    buf_printf(&b, "</Prefix>");
+    if (dl) {
+        buf_printf(&b, "<Delimiter>");
+        text(&b, dl);
+        buf_printf(&b, "</Delimiter>");
+    }
+    if (enc) buf_printf(&b, "<EncodingType>url</EncodingType>");
+    buf_printf(&b,
+               "<MaxUploads>%d</MaxUploads><IsTruncated>%s</IsTruncated>%s%s"
+               "</ListMultipartUploadsResult>",
+               max, truncated ? "true" : "false", items.p ? items.p : "", cps.p ? cps.p : "");
+    free(items.p);
+    free(cps.p);
+    free(last_cp);
+    s3_respond_xml(x, 200, &b);
+out:
+    for (int i = 0; i < u.n; i++)
+        free(u.v[i].key);
     free(u.v);
     free(prefix);
-    s3_respond_xml(x, 200, &b);
+    free(delim);
+    free(kmark);
+    free(umark);
+    free(maxs);
+    free(enc);
 }
