@@ -58,6 +58,48 @@ static void node_stats(ctx_t *x)
     free(b.p);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    const char *const *bb = b;
+    return strcmp(a, *bb);
+}
+
+/*
+ * S3's sub-resources warmlake serves (sorted). A request naming one that its
+ * route does not handle is refused, never taken for the plain operation:
+ * that way DELETE /b/k?acl deleted the object and PUT /b/k?uploads
+ * overwrote it with the request body.
+ */
+static const char *const served_subresources[] = {
+    "acl",     "attributes", "cors",    "delete",    "lifecycle",  "location", "partNumber",
+    "tagging", "uploadId",   "uploads", "versionId", "versioning", "versions",
+};
+
+int s3_stray_subresource(ctx_t *x, const char *const *allowed)
+{
+    size_t n = sizeof(served_subresources) / sizeof(served_subresources[0]);
+    for (const char *q = x->query; *q;) {
+        size_t len = strcspn(q, "=&");
+        char name[32];
+        if (len > 0 && len < sizeof(name)) {
+            memcpy(name, q, len);
+            name[len] = 0;
+            int ok =
+                !bsearch(name, served_subresources, n, sizeof(served_subresources[0]), cmp_name);
+            for (const char *const *a = allowed; !ok && a && *a; a++)
+                ok = !strcmp(name, *a);
+            if (!ok) {
+                s3_err_msg(x, S3E_METHOD_NOT_ALLOWED,
+                           "The specified method is not allowed against this resource.");
+                return 1;
+            }
+        }
+        q += strcspn(q, "&");
+        if (*q) q++;
+    }
+    return 0;
+}
+
 static void object_op(ctx_t *x)
 {
     const char *m = x->info->method;
@@ -119,6 +161,12 @@ static void object_op(ctx_t *x)
             s3_err(x, S3E_NO_SUCH_BUCKET);
     } else if (strcmp(m, "PUT") == 0 && has_acl) {
         s3_put_acl(x, x->ibucket, x->key, ACL_META);
+    } else if (s3_stray_subresource(x, !strcmp(m, "GET") || !strcmp(m, "HEAD")
+                                           ? (const char *const[]){"versionId", "partNumber", NULL}
+                                       : !strcmp(m, "DELETE")
+                                           ? (const char *const[]){"versionId", NULL}
+                                           : NULL)) {
+        ; /* answered */
     } else if (strcmp(m, "PUT") == 0 && s3_hdr(x->info, "x-amz-copy-source")) {
         s3_copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
@@ -149,12 +197,6 @@ static const char *const unserved_subresources[] = {
     "requestPayment", "restore",      "retention",         "select",
     "session",        "torrent",      "website",
 };
-
-static int cmp_name(const void *a, const void *b)
-{
-    const char *const *bb = b;
-    return strcmp(a, *bb);
-}
 
 static int unserved(ctx_t *x)
 {

@@ -114,6 +114,11 @@ typedef struct {
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
 #define S3_USER_META_MAX 2048      /* x-amz-meta-* names and values, as S3 */
 
+/* ---- s3.c ---- */
+/* x's query names a sub-resource of S3's outside allowed (NULL-terminated; NULL: none):
+ * 1 with 405 sent. */
+int s3_stray_subresource(ctx_t *x, const char *const *allowed);
+
 /* ---- s3_util.c ---- */
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */

@@ -41,6 +41,7 @@ typedef struct {
     int nf;
     char filename[256];
     char file_ctype[256];
+    const char *key; /* the key field with ${filename} replaced (what conditions see) */
 } form_t;
 
 static const char *field(const form_t *fm, const char *name)
@@ -199,6 +200,7 @@ static const char *cond_value(const form_t *fm, const char *var)
 {
     if (*var == '$') var++;
     if (strcasecmp(var, "bucket") == 0) return fm->x->bucket;
+    if (strcasecmp(var, "key") == 0 && fm->key) return fm->key;
     return field(fm, var);
 }
 
@@ -517,26 +519,7 @@ void s3_post_object(ctx_t *x)
     fm.dl = (size_t)snprintf(fm.delim, sizeof(fm.delim), "\r\n--%.*s", (int)bl, bd);
     if (read_fields(&fm) != 0) goto out;
     uint64_t min = 0, max = 5ull << 30, size;
-    if (!field(&fm, "policy") && !field(&fm, "x-amz-signature") &&
-        !field(&fm, "x-amz-credential") && !field(&fm, "signature") &&
-        !field(&fm, "awsaccesskeyid")) {
-        /* No policy and no signature: anyone's upload, into a public-read-write bucket only. */
-        obj_info_t bi;
-        if (!s3_bucket_exists(x, x->bucket, &bi)) {
-            s3_err(x, S3E_NO_SUCH_BUCKET);
-            goto out;
-        }
-        if (strcmp(s3_umeta_get(&bi, "acl"), "public-read-write") != 0) {
-            s3_err(x, S3E_ACCESS_DENIED);
-            goto out;
-        }
-        s3_bucket_iname(x->bucket, &bi, x->ibucket);
-    } else {
-        if (check_signature(&fm) != 0) goto out;
-        /* The signer must own the bucket (who may write into it). */
-        if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
-        if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
-    }
+    /* The key as stored (S3 checks the policy's $key conditions against it). */
     const char *k = field(&fm, "key");
     if (!k || !k[0]) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bucket POST must contain a field named 'key'.");
@@ -557,6 +540,27 @@ void s3_post_object(ctx_t *x)
     if (strlen(key) > MAX_KEY_LEN || !s3_xml_text_ok(key, strlen(key))) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "The key is not a valid object key.");
         goto out;
+    }
+    fm.key = key;
+    if (!field(&fm, "policy") && !field(&fm, "x-amz-signature") &&
+        !field(&fm, "x-amz-credential") && !field(&fm, "signature") &&
+        !field(&fm, "awsaccesskeyid")) {
+        /* No policy and no signature: anyone's upload, into a public-read-write bucket only. */
+        obj_info_t bi;
+        if (!s3_bucket_exists(x, x->bucket, &bi)) {
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+            goto out;
+        }
+        if (strcmp(s3_umeta_get(&bi, "acl"), "public-read-write") != 0) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            goto out;
+        }
+        s3_bucket_iname(x->bucket, &bi, x->ibucket);
+    } else {
+        if (check_signature(&fm) != 0) goto out;
+        /* The signer must own the bucket (who may write into it). */
+        if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
+        if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
     }
     free(x->key);
     x->key = xstrdup(key);

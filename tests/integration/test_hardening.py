@@ -771,3 +771,31 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     # Ordinary parameters clients add (x-id, list parameters) still work.
     st, _, _ = signed_request(server.port, "GET", "/unserved/k?x-id=GetObject")
     assert st == 200
+
+
+def test_served_subresources_on_the_wrong_method_are_refused(server):
+    """A sub-resource warmlake serves, named on a method its route does not handle, is
+    refused (405), never taken for the plain operation: DELETE /b/k?acl deleted the
+    object, PUT /b/k?uploads overwrote it, DELETE /b?acl deleted the (empty) bucket."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="strays")
+    c.create_bucket(Bucket="empty-two")
+    c.put_object(Bucket="strays", Key="k", Body=b"precious")
+    for method, path in [("DELETE", "/strays/k?" + q) for q in (
+                             "acl", "uploads", "attributes", "versions", "versioning",
+                             "location", "cors", "lifecycle", "delete", "partNumber=1")] + \
+                        [("PUT", "/strays/k?" + q) for q in (
+                             "uploads", "partNumber=1", "attributes", "versions", "cors",
+                             "lifecycle", "location", "delete", "versionId=null")] + \
+                        [("DELETE", "/empty-two?" + q) for q in (
+                             "acl", "location", "uploads", "versions", "delete",
+                             "partNumber=1", "uploadId=x", "attributes")] + \
+                        [("PUT", "/empty-two?versions"), ("PUT", "/empty-two?uploads")]:
+        st, body, _ = signed_request(server.port, method, path, b"overwrite")
+        assert st in (400, 404, 405), (method, path, st, body)
+    assert c.get_object(Bucket="strays", Key="k")["Body"].read() == b"precious"
+    c.head_bucket(Bucket="empty-two")
+    # What is served still is.
+    assert c.get_object(Bucket="strays", Key="k", VersionId="null")["Body"].read() == b"precious"
+    c.delete_object(Bucket="strays", Key="k", VersionId="null")
+    c.delete_bucket(Bucket="empty-two")

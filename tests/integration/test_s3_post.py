@@ -150,15 +150,16 @@ def v2_form(policy, key="v2/${filename}", sk=None, ak=None):
 
 def test_post_with_sigv2_fields(server):
     """Forms signed the SigV2 way (AWSAccessKeyId, policy, signature), as S3 still takes them
-    and many form builders and suites make them; policy errors as S3 classes them: a policy
-    that is no policy document is 400 InvalidPolicyDocument, a condition not met 403."""
+    and many form builders and suites make them; conditions on $key see the key with
+    ${filename} replaced; policy errors as S3 classes them: a policy that is no policy
+    document is 400 InvalidPolicyDocument, a condition not met 403."""
     import datetime
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="postv2")
     exp = (datetime.datetime.utcnow() + datetime.timedelta(minutes=5)).strftime(
         "%Y-%m-%dT%H:%M:%SZ")
     good = {"expiration": exp, "conditions": [{"bucket": "postv2"},
-                                              ["starts-with", "$key", "v2/"],
+                                              ["starts-with", "$key", "v2/f"],
                                               ["content-length-range", 0, 1 << 20]]}
     data = os.urandom(70000)
     st, body, _ = form_post(server, "postv2", v2_form(good), "f.bin", data)
