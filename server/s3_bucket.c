@@ -148,6 +148,8 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
 typedef struct {
     buf_t *b;
     const char *owner;
+    int max, count, truncated;
+    char *last;
 } lb_t;
 
 static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
@@ -157,30 +159,87 @@ static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
     char t[32];
     const char *owner = s3_bucket_owner(info);
     if (owner[0] && strcmp(owner, l->owner) != 0) return 0;
+    if (l->count == l->max) {
+        l->truncated = 1;
+        return 1;
+    }
     s3_iso8601(info->mtime_ns, t);
     buf_printf(b, "<Bucket><Name>");
     buf_xml(b, key);
     buf_printf(b, "</Name><CreationDate>%s</CreationDate></Bucket>", t);
+    l->count++;
+    free(l->last);
+    l->last = xstrdup(key);
     return 0;
 }
 
+/*
+ * ListBuckets, paginated as S3 now does when asked: max-buckets (1..10000),
+ * an opaque continuation-token (the last name returned, base64), prefix.
+ */
 void s3_list_buckets(ctx_t *x)
 {
+    int p1, p2, p3;
+    char *maxb = s3_qparam(x->query, "max-buckets", &p1);
+    char *tok = s3_qparam(x->query, "continuation-token", &p2);
+    char *prefix = s3_qparam(x->query, "prefix", &p3);
     buf_t b = {0};
+    lb_t l = {&b, x->auth.access_key, 10000, 0, 0, NULL};
+    char after[96] = "";
+    if (tok && tok[0]) {
+        unsigned char raw[96];
+        size_t tl = strlen(tok);
+        int n = tl < 128 && tl % 4 == 0 ? EVP_DecodeBlock(raw, (const unsigned char *)tok, (int)tl)
+                                        : -1;
+        while (n > 0 && tl && tok[--tl] == '=')
+            n--;
+        if (n <= 0 || n >= (int)sizeof(after) || memchr(raw, 0, (size_t)n)) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
+            goto out;
+        }
+        memcpy(after, raw, (size_t)n);
+        after[n] = 0;
+    }
+    if (maxb && num_parse_int(maxb, 1, 10000, &l.max) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-buckets must be an integer from 1 to 10000.");
+        goto out;
+    }
+    if (prefix && !s3_xml_text_ok(prefix, strlen(prefix))) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Listing parameters must be valid UTF-8.");
+        goto out;
+    }
     buf_printf(&b,
                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListAllMyBucketsResult "
                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
                "<DisplayName>%s</DisplayName></Owner><Buckets>",
                x->auth.access_key, x->auth.access_key);
-    lb_t l = {&b, x->auth.access_key};
-    int rc = obj_list(x->cfg->set, BUCKETS, NULL, NULL, list_bucket_cb, &l);
+    int rc = obj_list(x->cfg->set, BUCKETS, prefix ? prefix : NULL, after[0] ? after : NULL,
+                      list_bucket_cb, &l);
     if (rc < 0) {
         free(b.p);
         s3_engine_error(x, rc);
-        return;
+        goto out;
     }
-    buf_printf(&b, "</Buckets></ListAllMyBucketsResult>");
+    buf_printf(&b, "</Buckets>");
+    if (l.truncated && l.last) {
+        size_t n = strlen(l.last);
+        char *enc = xmalloc(4 * ((n + 2) / 3) + 1);
+        EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)l.last, (int)n);
+        buf_printf(&b, "<ContinuationToken>%s</ContinuationToken>", enc);
+        free(enc);
+    }
+    if (prefix) {
+        buf_printf(&b, "<Prefix>");
+        buf_xml(&b, prefix);
+        buf_printf(&b, "</Prefix>");
+    }
+    buf_printf(&b, "</ListAllMyBucketsResult>");
     s3_respond_xml(x, 200, &b);
+out:
+    free(l.last);
+    free(maxb);
+    free(tok);
+    free(prefix);
 }
 
 static int any_object(void *arg, const char *key, const obj_info_t *info)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import socket
+import urllib.parse
 import urllib.request
 
 import botocore
@@ -406,3 +407,31 @@ def test_public_read_write_bucket_takes_anyones_put(server):
     with pytest.raises(botocore.exceptions.ClientError) as e:
         other.create_bucket(Bucket="pubw")
     assert e.value.response["Error"]["Code"] == "BucketAlreadyExists"
+
+
+def test_list_buckets_paginated(server):
+    """ListBuckets pages when asked (max-buckets, an opaque continuation token, prefix)."""
+    import re
+    c = s3_client(server.endpoint)
+    names = ["lb-%02d" % i for i in range(7)] + ["other-b"]
+    for n in names:
+        c.create_bucket(Bucket=n)
+    got, tok = [], None
+    for _ in range(20):
+        q = "/?max-buckets=3" + ("&continuation-token=" + urllib.parse.quote(tok, safe="")
+                                 if tok else "")
+        st, body, _ = signed_request(server.port, "GET", q)
+        assert st == 200, body
+        page = re.findall(rb"<Name>(.*?)</Name>", body)
+        assert len(page) <= 3
+        got += [n.decode() for n in page]
+        m = re.search(rb"<ContinuationToken>(.*?)</ContinuationToken>", body)
+        tok = m.group(1).decode() if m else None
+        if not tok:
+            break
+    assert got == sorted(names)
+    st, body, _ = signed_request(server.port, "GET", "/?prefix=lb-0")
+    assert re.findall(rb"<Name>(.*?)</Name>", body) == [n.encode() for n in names[:7]]
+    assert len(c.list_buckets()["Buckets"]) == len(names)
+    for bad in ("/?max-buckets=0", "/?continuation-token=%21%21"):
+        assert signed_request(server.port, "GET", bad)[0] == 400
