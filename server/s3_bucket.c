@@ -383,11 +383,13 @@ void s3_bucket_op(ctx_t *x)
     if (strcmp(m, "PUT") == 0) {
         char *v = s3_qparam(x->query, "acl", &present);
         free(v);
-        if (present)
-            s3_put_acl(x, BUCKETS, x->bucket, "acl",
-                       s3_bucket_owner(&x->bucket_rec)[0] ? s3_bucket_owner(&x->bucket_rec)
-                                                          : x->auth.access_key);
-        else
+        if (present) {
+            /* A copy: s3_put_acl rereads the record (x->bucket_rec) under the bucket's lock. */
+            const char *o = s3_bucket_owner(&x->bucket_rec);
+            char *owner = xstrdup(o[0] ? o : x->auth.access_key);
+            s3_put_acl(x, BUCKETS, x->bucket, "acl", owner);
+            free(owner);
+        } else
             s3_err(x, S3E_METHOD_NOT_ALLOWED);
     } else if (strcmp(m, "HEAD") == 0) {
         (void)http_respond(x->r, 200, h, 0);
