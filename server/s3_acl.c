@@ -149,6 +149,13 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
     char *val = xmalloc(S3_ACL_STORED_MAX);
     s3_acl_t *a = NULL;
     if (s3_acl_from_headers(x, whole, val, &given) != 0) goto out;
+    const char *cl = s3_hdr(x->info, "content-length");
+    if (given && ((cl && strcmp(cl, "0") != 0) || s3_hdr(x->info, "transfer-encoding"))) {
+        /* Which of the two would the client mean? S3 takes one or the other. */
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Specify an ACL in the request body or in headers, not both.");
+        goto out;
+    }
     if (!given) {
         size_t len;
         char oid[S3_ACL_ID_MAX + 1];

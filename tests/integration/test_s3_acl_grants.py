@@ -324,6 +324,14 @@ def test_refusals(server):
     assert st == 200, resp
     assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
     assert anon(server, "GET", "/rf-b/o") == (200, b"o")
+    # Headers and a body together: refused, the ACL as it was.
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", hundred,
+                                 {"x-amz-grant-read": ID2})
+    assert st == 400 and b"InvalidRequest" in resp
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b?acl", hundred,
+                                 {"x-amz-acl": "private"})
+    assert st == 400 and b"InvalidRequest" in resp
+    assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
     # Too many grant headers.
     st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", b"",
                                  {"x-amz-grant-read": ", ".join(['uri="%s"' % ALL] * 101)})
