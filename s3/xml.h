@@ -25,14 +25,7 @@ typedef struct {
 int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
     __attribute__((warn_unused_result));
 
-/* DeleteObjects: on 0, *keys (free with s3_xml_free_keys), *n, *quiet. ERR_INVAL otherwise. */
-/*
- * AccessControlPolicy (PutBucketAcl/PutObjectAcl bodies) reduced to the two
- * canned ACLs warmlake keeps: *public_read = 1 when AllUsers get READ. Grants
- * to the owner are implied; any other grant is ERR_NOT_FOUND (not
- * supported), malformed XML ERR_INVAL.
- */
-int s3_xml_acl(const char *body, size_t len, int *public_read);
+/* AccessControlPolicy bodies: s3/acl.h (s3_acl_parse_xml). */
 
 /*
  * Length (1-4) of the character at s (n bytes available) when it is valid
@@ -61,6 +54,7 @@ typedef struct {
     long long size;
     char version_id[80]; /* VersionId as sent ("" when absent) */
 } s3_xml_delcond_t;
+/* DeleteObjects: on 0, *keys (free with s3_xml_free_keys), *n, *quiet. ERR_INVAL otherwise. */
 /* conds (may be NULL): on 0, one entry per key (malloc'd, free()). */
 int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet,
                   s3_xml_delcond_t **conds) __attribute__((warn_unused_result));

@@ -146,21 +146,17 @@ static void object_op(ctx_t *x)
         s3_tagging_op(x, 0);
     } else if (strcmp(m, "GET") == 0 && has_attributes) {
         s3_get_object_attributes(x);
-    } else if (strcmp(m, "GET") == 0 && has_acl) {
-        obj_info_t oi, bi;
-        int rc = obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi);
-        if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
-        if (rc && s3_version_missing(x, rc, &oi))
-            ;
-        else if (rc)
-            s3_engine_error(x, rc);
-        else if (s3_bucket_exists(x, x->bucket, &bi))
-            s3_respond_acl(x, s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
-                           s3_umeta_get(&oi, ACL_META));
-        else
+    } else if ((strcmp(m, "GET") == 0 || strcmp(m, "PUT") == 0) && has_acl) {
+        obj_info_t bi;
+        if (!s3_bucket_exists(x, x->bucket, &bi)) {
             s3_err(x, S3E_NO_SUCH_BUCKET);
-    } else if (strcmp(m, "PUT") == 0 && has_acl) {
-        s3_put_acl(x, x->ibucket, x->key, ACL_META);
+        } else {
+            const char *owner = s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key;
+            if (m[0] == 'G')
+                s3_get_object_acl(x, owner);
+            else
+                s3_put_acl(x, x->ibucket, x->key, ACL_META, owner);
+        }
     } else if (s3_stray_subresource(x, !strcmp(m, "GET") || !strcmp(m, "HEAD")
                                            ? (const char *const[]){"versionId", "partNumber", NULL}
                                        : !strcmp(m, "DELETE")
@@ -221,10 +217,11 @@ static int unserved(ctx_t *x)
         const char *v = x->info->headers[i].value;
         if (!strncasecmp(h, "x-amz-server-side-encryption", 28) ||
             !strncasecmp(h, "x-amz-copy-source-server-side-encryption", 40) ||
-            !strncasecmp(h, "x-amz-object-lock-", 18) || !strncasecmp(h, "x-amz-grant-", 12) ||
+            !strncasecmp(h, "x-amz-object-lock-", 18) ||
+            (!strncasecmp(h, "x-amz-grant-", 12) && !s3_grant_header(h)) ||
             (!strcasecmp(h, "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "true"))) {
             s3_err_msg(x, S3E_NOT_IMPLEMENTED,
-                       "Server-side encryption, object lock and ACL grants are not served.");
+                       "Server-side encryption and object lock are not served.");
             return 1;
         }
     }
@@ -232,19 +229,23 @@ static int unserved(ctx_t *x)
 }
 
 /*
- * A GET, HEAD or PUT by a signed-in user of a bucket someone else owns:
- * what anyone may read (public-read, AllUsers in S3 includes signed-in
- * users; authenticated-read) or write (a public-read-write bucket), and
- * nothing else.
+ * A request by a signed-in user of a bucket someone else owns that the ACLs
+ * may grant (s3_foreign.c): GET, HEAD, PUT and DELETE of an object, GET and
+ * HEAD of the bucket, PUT ?acl. The rest (a PUT of the bucket itself is
+ * CreateBucket: BucketAlreadyExists) goes the owner's way and is refused there.
  */
 static int foreign_read(ctx_t *x)
 {
     obj_info_t bi;
     const char *m = x->info->method;
+    int present;
+    char *acl = s3_qparam(x->query, "acl", &present);
+    free(acl);
     if (!x->bucket[0] ||
-        (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 && (strcmp(m, "PUT") || !x->key[0])) ||
+        (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
+         (strcmp(m, "PUT") || (!x->key[0] && !present)) && (strcmp(m, "DELETE") || !x->key[0])) ||
         !s3_bucket_exists(x, x->bucket, &bi))
-        return 0; /* (a PUT of the bucket itself is CreateBucket: BucketAlreadyExists) */
+        return 0;
     const char *owner = s3_bucket_owner(&bi);
     return owner[0] && strcmp(owner, x->auth.access_key) != 0;
 }

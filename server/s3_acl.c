@@ -1,9 +1,14 @@
 /*
- * s3_acl: canned ACLs on buckets and objects (private, public-read,
+ * s3_acl: ACLs on buckets and objects: canned ones (private, public-read,
  * public-read-write, authenticated-read, bucket-owner-read and
  * bucket-owner-full-control; the last two are private here, where a bucket's
- * objects are its owner's): Get/Put *Acl, and what an anonymous or another
- * signed-in user may read.
+ * objects are its owner's) and lists of grants to users and groups (s3/acl.h
+ * parses and stores them), from x-amz-acl / x-amz-grant-* headers or an
+ * AccessControlPolicy body; Get/Put *Acl.
+ *
+ * Who is not the bucket's owner (anonymous or another user) is served by
+ * s3_foreign.c, which asks s3_acl_perms what the ACLs give; the owner's
+ * requests never look at an ACL.
  */
 
 #include "server/s3_int.h"
@@ -32,12 +37,6 @@ int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket)
     return -1;
 }
 
-int s3_acl_lets_read(const ctx_t *x, const char *acl)
-{
-    return !strcmp(acl, "public-read") || !strcmp(acl, "public-read-write") ||
-           (!strcmp(acl, "authenticated-read") && !x->anonymous);
-}
-
 /* obj_umeta_fn: the current version's pairs with the ACL entry set (under the key's lock). */
 static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 {
@@ -54,32 +53,130 @@ static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 }
 
 /*
- * PutBucketAcl / PutObjectAcl: a canned ACL in x-amz-acl or an
- * AccessControlPolicy body, reduced to private or public-read (the ACLs
- * warmlake enforces). The ACL entry (name) of the target's metadata is
- * rewritten; the data is untouched.
+ * Grants parsed from a request into the value to store (out,
+ * S3_ACL_STORED_MAX bytes): every user named must be one of the node's
+ * (S3: 400 InvalidArgument "Invalid id"); e-mail grantees resolve to no one
+ * here (400 UnresolvableGrantByEmailAddress); the LogDelivery group has no
+ * logs to deliver (501). 0, or -1 with the error sent.
  */
-void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
+static int acl_store(ctx_t *x, const s3_acl_t *a, char *out)
+{
+    for (int i = 0; i < a->n; i++) {
+        const s3_grant_t *g = &a->g[i];
+        if (g->type == S3_GRANTEE_EMAIL) {
+            s3_err(x, S3E_UNRESOLVABLE_GRANT);
+            return -1;
+        }
+        if (g->type == S3_GRANTEE_LOG) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Grants to the LogDelivery group are not served.");
+            return -1;
+        }
+        if (g->type == S3_GRANTEE_BAD_ID ||
+            (g->type == S3_GRANTEE_USER && !s3_secret_of(x, g->id))) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid id");
+            return -1;
+        }
+    }
+    if (s3_acl_encode(a, out, S3_ACL_STORED_MAX) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid id");
+        return -1;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *header;
+    int perm;
+} grant_headers[] = {
+    {"x-amz-grant-read", S3_PERM_READ},         {"x-amz-grant-write", S3_PERM_WRITE},
+    {"x-amz-grant-read-acp", S3_PERM_READ_ACP}, {"x-amz-grant-write-acp", S3_PERM_WRITE_ACP},
+    {"x-amz-grant-full-control", S3_PERM_FULL},
+};
+
+int s3_grant_header(const char *name)
+{
+    for (size_t i = 0; i < sizeof(grant_headers) / sizeof(grant_headers[0]); i++)
+        if (!strcasecmp(name, grant_headers[i].header)) return grant_headers[i].perm;
+    return 0;
+}
+
+int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given)
 {
     const char *canned = s3_hdr(x->info, "x-amz-acl");
-    int pub = 0, rc, whole = strcmp(bucket, BUCKETS) == 0;
+    s3_acl_t *a = xmalloc(sizeof(*a));
+    int rc = -1, grants = 0;
+    a->n = 0;
+    *given = 0;
+    /* Every grant header, repeated ones too, in the order sent. */
+    for (int i = 0; i < x->info->nheaders; i++) {
+        int perm = s3_grant_header(x->info->headers[i].name);
+        if (!perm) continue;
+        grants = 1;
+        if (s3_acl_parse_header(x->info->headers[i].value, perm, a) != 0) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       a->n == S3_ACL_MAX_GRANTS ? "Too many grants."
+                                                 : "A grant header is not well-formed.");
+            goto out;
+        }
+    }
+    if (canned && grants) {
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Specifying both Canned ACLs and Header Grants is not allowed");
+        goto out;
+    }
     if (canned) {
-        if (s3_canned_acl_check(x, canned, whole) != 0) return;
-    } else {
+        if (s3_canned_acl_check(x, canned, bucket) != 0) goto out;
+        snprintf(out, S3_ACL_STORED_MAX, "%s", canned);
+    } else if (grants) {
+        if (acl_store(x, a, out) != 0) goto out;
+    }
+    *given = canned || grants;
+    rc = 0;
+out:
+    free(a);
+    return rc;
+}
+
+/*
+ * PutBucketAcl / PutObjectAcl: a canned ACL in x-amz-acl, grants in
+ * x-amz-grant-* headers, or an AccessControlPolicy body naming owner as its
+ * Owner. The ACL entry (name) of the target's metadata is rewritten; the data
+ * is untouched.
+ */
+void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name, const char *owner)
+{
+    int rc, given, whole = strcmp(bucket, BUCKETS) == 0;
+    char *val = xmalloc(S3_ACL_STORED_MAX);
+    s3_acl_t *a = NULL;
+    if (s3_acl_from_headers(x, whole, val, &given) != 0) goto out;
+    const char *cl = s3_hdr(x->info, "content-length");
+    if (given && ((cl && strcmp(cl, "0") != 0) || s3_hdr(x->info, "transfer-encoding"))) {
+        /* Which of the two would the client mean? S3 takes one or the other. */
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "Specify an ACL in the request body or in headers, not both.");
+        goto out;
+    }
+    if (!given) {
         size_t len;
+        char oid[S3_ACL_ID_MAX + 1];
         char *body = s3_read_small_body(x, 64u << 10, &len);
-        if (!body) return;
-        rc = s3_xml_acl(body, len, &pub);
+        if (!body) goto out;
+        a = xmalloc(sizeof(*a));
+        rc = s3_acl_parse_xml(body, len, oid, sizeof(oid), a);
         free(body);
-        if (rc == ERR_INVAL) {
-            s3_err(x, S3E_MALFORMED_ACL);
-            return;
+        if (rc == ERR_NOMEM) {
+            s3_engine_error(x, rc);
+            goto out;
         }
-        if (rc) {
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED,
-                       "Only grants equivalent to the private and public-read canned ACLs.");
-            return;
+        if (rc || !oid[0]) {
+            s3_err(x, S3E_MALFORMED_ACL); /* an Owner is required, as S3 */
+            goto out;
         }
+        if (strcmp(oid, owner) != 0) {
+            s3_err(x, S3E_ACCESS_DENIED); /* no one changes owners through an ACL */
+            goto out;
+        }
+        if (acl_store(x, a, val) != 0) goto out;
     }
     /*
      * The body may have taken a while: the bucket checked before it may be
@@ -92,7 +189,7 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    acl_set_t set = {name, canned ? canned : pub ? "public-read" : "private"};
+    acl_set_t set = {name, val};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -103,20 +200,42 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name)
     if (rc == ERR_NOT_FOUND && whole) rc = S3_ERR_NO_BUCKET;
     if (rc == ERR_NOT_FOUND && x->vid && !whole) {
         s3_err(x, marker ? S3E_METHOD_NOT_ALLOWED : S3E_NO_SUCH_VERSION);
-        return;
+        goto out;
     }
     if (rc) {
         s3_engine_error(x, rc);
-        return;
+        goto out;
     }
     char h[128];
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
+out:
+    free(a);
+    free(val);
 }
 
-/* GetBucketAcl / GetObjectAcl: the owner's full control, READ (and WRITE) for everyone as the
- * canned ACL says. */
-void s3_respond_acl(ctx_t *x, const char *owner, const char *canned)
+static void grant_xml(buf_t *b, const char *type, const char *id, const char *group,
+                      const char *perm)
+{
+    buf_printf(b,
+               "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+               "xsi:type=\"%s\">",
+               type);
+    if (id) {
+        buf_printf(b, "<ID>");
+        buf_xml(b, id);
+        buf_printf(b, "</ID><DisplayName>");
+        buf_xml(b, id);
+        buf_printf(b, "</DisplayName>");
+    } else {
+        buf_printf(b, "<URI>http://acs.amazonaws.com/groups/%s</URI>", group ? group : "");
+    }
+    buf_printf(b, "</Grantee><Permission>%s</Permission></Grant>", perm);
+}
+
+/* GetBucketAcl / GetObjectAcl: a grant list as stored, in its order; a canned ACL as the
+ * groups' grants it makes and the owner's full control. */
+void s3_respond_acl(ctx_t *x, const char *owner, const char *stored)
 {
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
@@ -125,101 +244,49 @@ void s3_respond_acl(ctx_t *x, const char *owner, const char *canned)
     buf_printf(&b, "</ID><DisplayName>");
     buf_xml(&b, owner);
     buf_printf(&b, "</DisplayName></Owner><AccessControlList>");
-    /* The groups' grants, then the owner's (the order conformance suites compare in). */
-    const char *group = !strncmp(canned, "public-read", 11)     ? "global/AllUsers"
-                        : !strcmp(canned, "authenticated-read") ? "global/AuthenticatedUsers"
-                                                                : NULL;
-    for (int w = 0; group && w < 2; w++)
-        if (!w || !strcmp(canned, "public-read-write"))
-            buf_printf(&b,
-                       "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                       "xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/%s"
-                       "</URI></Grantee><Permission>%s</Permission></Grant>",
-                       group, w ? "WRITE" : "READ");
-    buf_printf(&b, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                   "xsi:type=\"CanonicalUser\"><ID>");
-    buf_xml(&b, owner);
-    buf_printf(&b, "</ID><DisplayName>");
-    buf_xml(&b, owner);
-    buf_printf(&b, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>");
+    if (s3_acl_is_grants(stored)) {
+        s3_acl_t *a = xmalloc(sizeof(*a));
+        if (s3_acl_decode(stored, a) != 0) {
+            /* Enforcement reads it as no grants (fail closed); say the same. */
+            log_error("event=acl_corrupt id=%s bucket=%s key=%s", x->id, x->bucket, x->key);
+            a->n = 0;
+        }
+        for (int i = 0; i < a->n; i++) {
+            const s3_grant_t *g = &a->g[i];
+            const char *perm = s3_acl_perm_name(g->perm);
+            if (g->type == S3_GRANTEE_USER)
+                grant_xml(&b, "CanonicalUser", g->id, NULL, perm);
+            else
+                grant_xml(&b, "Group", NULL,
+                          g->type == S3_GRANTEE_ALL ? "global/AllUsers"
+                                                    : "global/AuthenticatedUsers",
+                          perm);
+        }
+        free(a);
+    } else {
+        /* The groups' grants, then the owner's (the order conformance suites compare in). */
+        const char *group = !strncmp(stored, "public-read", 11)     ? "global/AllUsers"
+                            : !strcmp(stored, "authenticated-read") ? "global/AuthenticatedUsers"
+                                                                    : NULL;
+        if (group) grant_xml(&b, "Group", NULL, group, "READ");
+        if (group && !strcmp(stored, "public-read-write"))
+            grant_xml(&b, "Group", NULL, group, "WRITE");
+        grant_xml(&b, "CanonicalUser", owner, NULL, "FULL_CONTROL");
+    }
     buf_printf(&b, "</AccessControlList></AccessControlPolicy>");
     s3_respond_xml(x, 200, &b);
 }
 
-/*
- * A request without credentials, or another user's: GET/HEAD of an object
- * its ACL lets them read, a listing of a bucket whose ACL does, a PUT into a
- * public-read-write bucket. Anything else is AccessDenied; that a bucket is
- * not there is said to anyone (as S3 does), that a key is not to whoever
- * may list the bucket.
- */
-void s3_anonymous_op(ctx_t *x)
+/* GetObjectAcl of the request's object (x->vid: that version), owned by the bucket's owner. */
+void s3_get_object_acl(ctx_t *x, const char *owner)
 {
-    x->public_view = 1;
-    const char *m = x->info->method;
-    int get = strcmp(m, "GET") == 0, head = strcmp(m, "HEAD") == 0, present;
-    obj_info_t bi, oi;
-    /* Sub-resources (ACLs, tags, uploads) are the owner's, whatever the object's ACL. */
-    present = 0;
-    for (const char *const *q =
-             (const char *const[]){"acl", "tagging", "uploads", "uploadId", "versions", "location",
-                                   "attributes", "cors", "versioning", "lifecycle", NULL};
-         *q && !present; q++) {
-        char *sub = s3_qparam(x->query, *q, &present);
-        free(sub);
-    }
-    /* A public-read-write bucket takes anyone's plain PUT of an object (the bucket owner's
-     * object then; ACLs as x-amz-acl says). Copies and uploads stay the owner's. */
-    int part_number;
-    char *pq = s3_qparam(x->query, "partNumber", &part_number);
-    free(pq);
-    if (!strcmp(m, "PUT") && !present && !part_number && x->bucket[0] && x->key[0] &&
-        !s3_hdr(x->info, "x-amz-copy-source") && s3_bucket_exists(x, x->bucket, &bi) &&
-        !strcmp(s3_umeta_get(&bi, "acl"), "public-read-write")) {
-        s3_bucket_iname(x->bucket, &bi, x->ibucket);
-        if (strlen(x->key) > MAX_KEY_LEN)
-            s3_err(x, S3E_KEY_TOO_LONG);
-        else
-            s3_put_object(x);
-        return;
-    }
-    if ((get || head) && !present && x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi)) {
-        s3_err(x, S3E_NO_SUCH_BUCKET); /* as S3 answers anyone */
-        return;
-    }
-    if ((get || head) && !present && x->bucket[0]) {
-        s3_bucket_iname(x->bucket, &bi, x->ibucket);
-        int bucket_readable = s3_acl_lets_read(x, s3_umeta_get(&bi, "acl"));
-        if (x->key[0]) {
-            /* The version asked for must be public itself. */
-            if (s3_version_param(x) != 0) return;
-            int rc = strlen(x->key) <= MAX_KEY_LEN
-                         ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
-                         : ERR_NOT_FOUND;
-            if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
-            /* Who may list the bucket may learn a key is not there. */
-            if (rc == ERR_NOT_FOUND && bucket_readable) {
-                s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
-                return;
-            }
-            if (rc == 0 && s3_acl_lets_read(x, s3_umeta_get(&oi, ACL_META))) {
-                if (s3_has_response_overrides(x))
-                    s3_err_msg(x, S3E_INVALID_REQUEST,
-                               "Request specific response headers cannot be used for anonymous "
-                               "GET requests.");
-                else
-                    s3_get_object(x, head);
-                return;
-            }
-        } else if (get && bucket_readable) {
-            s3_list_objects(x);
-            return;
-        } else if (head && bucket_readable) {
-            char h[128];
-            snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
-            (void)http_respond(x->r, 200, h, 0);
-            return;
-        }
-    }
-    s3_err(x, S3E_ACCESS_DENIED);
+    obj_info_t oi;
+    int rc = obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi);
+    if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
+    if (rc && s3_version_missing(x, rc, &oi))
+        ;
+    else if (rc)
+        s3_engine_error(x, rc);
+    else
+        s3_respond_acl(x, owner, s3_umeta_get(&oi, ACL_META));
 }

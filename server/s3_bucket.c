@@ -270,13 +270,14 @@ static void create_bucket(ctx_t *x)
         s3_err(x, S3E_INVALID_BUCKET_NAME);
         return;
     }
-    const char *acl = s3_hdr(x->info, "x-amz-acl");
-    if (s3_canned_acl_check(x, acl, 1) != 0) return;
+    char *acl = xmalloc(S3_ACL_STORED_MAX);
+    int given;
+    if (s3_acl_from_headers(x, 1, acl, &given) != 0) goto out;
     uint8_t rnd[8];
     char id[17];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
         s3_engine_error(x, ERR_IO);
-        return;
+        goto out;
     }
     for (int i = 0; i < 8; i++)
         snprintf(id + 2 * i, 3, "%02x", rnd[i]);
@@ -294,11 +295,11 @@ static void create_bucket(ctx_t *x)
         } else {
             s3_err(x, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS);
         }
-        return;
+        goto out;
     }
     buf_t rec = {0};
     buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
-               acl ? acl : "private", 0, 0, id, 0);
+               given ? acl : "private", 0, 0, id, 0);
     int err;
     obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
     if (w) err = obj_put_commit(w, NULL, rec.p, rec.len, NULL);
@@ -306,10 +307,12 @@ static void create_bucket(ctx_t *x)
     free(rec.p);
     if (err) {
         s3_engine_error(x, err);
-        return;
+        goto out;
     }
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
+out:
+    free(acl);
 }
 
 /*
@@ -380,9 +383,13 @@ void s3_bucket_op(ctx_t *x)
     if (strcmp(m, "PUT") == 0) {
         char *v = s3_qparam(x->query, "acl", &present);
         free(v);
-        if (present)
-            s3_put_acl(x, BUCKETS, x->bucket, "acl");
-        else
+        if (present) {
+            /* A copy: s3_put_acl rereads the record (x->bucket_rec) under the bucket's lock. */
+            const char *o = s3_bucket_owner(&x->bucket_rec);
+            char *owner = xstrdup(o[0] ? o : x->auth.access_key);
+            s3_put_acl(x, BUCKETS, x->bucket, "acl", owner);
+            free(owner);
+        } else
             s3_err(x, S3E_METHOD_NOT_ALLOWED);
     } else if (strcmp(m, "HEAD") == 0) {
         (void)http_respond(x->r, 200, h, 0);

@@ -172,13 +172,17 @@ void s3_copy_object(ctx_t *x)
     }
     int copy_tags = !tdir || strcasecmp(tdir, "COPY") == 0;
     if (!replace) {
-        /* The source's metadata, but never its ACL: the copy gets x-amz-acl's, or private. */
-        const char *acl = s3_hdr(x->info, "x-amz-acl");
-        if (s3_canned_acl_check(x, acl, 0) != 0) {
+        /* The source's metadata, but never its ACL: the copy gets the headers' ACL, or
+         * private. */
+        char *acl = xmalloc(S3_ACL_STORED_MAX);
+        int given;
+        if (s3_acl_from_headers(x, 0, acl, &given) != 0) {
+            free(acl);
             obj_close(rd);
             return;
         }
-        s3_umeta_with(&si, ACL_META, acl ? acl : "private", &um);
+        s3_umeta_with(&si, ACL_META, given ? acl : "private", &um);
+        free(acl);
         if (!copy_tags) { /* x-amz-tagging's tags, or none */
             const char *tagging = s3_hdr(x->info, "x-amz-tagging");
             buf_t tags = {0};

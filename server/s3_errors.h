@@ -90,6 +90,8 @@
       "The request signature we calculated does not match the signature you provided. Check "      \
       "your key and signing method.")                                                              \
     X(SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")                              \
+    X(UNRESOLVABLE_GRANT, "UnresolvableGrantByEmailAddress", 400,                                  \
+      "The e-mail address you provided does not match any account on record.")                     \
     X(SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400,                                           \
       "The provided 'x-amz-content-sha256' header does not match what was computed.")
 

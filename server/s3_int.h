@@ -5,7 +5,8 @@
  *   s3.c            routing: request id, authentication, naming, dispatch
  *   s3_auth.c       SigV4 (header, presigned), request bodies as signed
  *   s3_bucket.c     buckets: owners, generations, bucket locks, create/delete
- *   s3_acl.c        canned ACLs, anonymous access
+ *   s3_acl.c        ACLs: canned and grants (s3/acl), Get/Put *Acl
+ *   s3_foreign.c    requests by anyone but the bucket's owner, as the ACLs grant
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
  *   s3_object.c     Put/Get/Head object, DeleteObjects, attributes
  *   s3_versioning.c bucket versioning, ?versionId, version headers, DeleteObject
@@ -32,6 +33,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/num.h"
+#include "s3/acl.h"
 #include "s3/checksum.h"
 #include "s3/chunked.h"
 #include "s3/cors.h"
@@ -107,7 +109,8 @@ typedef struct {
     size_t spill_len;
 } dec_t;
 
-/* Canned ACLs: "private" (default) or "public-read"; the object metadata name holding it. */
+/* An object's ACL (a canned name, "private" when absent, or grants: s3/acl.h); a bucket's is
+ * its record's "acl" entry. */
 #define ACL_META         "\001acl"
 #define CKS_META         "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
@@ -182,10 +185,22 @@ void s3_bucket_op(ctx_t *x);
 /* ---- s3_acl.c ---- */
 /* A canned ACL (NULL: none) a bucket (or an object) takes: 0, or -1 with 400/501 sent. */
 int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket);
-/* Whether x's requester may read what carries this canned ACL (owner aside). */
-int s3_acl_lets_read(const ctx_t *x, const char *acl);
-void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name);
-void s3_respond_acl(ctx_t *x, const char *owner, const char *canned);
+/* The S3_PERM_* an x-amz-grant-* header name grants, or 0 when it is none of the five. */
+int s3_grant_header(const char *name);
+/* The ACL x's x-amz-acl or x-amz-grant-* headers ask for (not both: 400), checked, into out
+ * (S3_ACL_STORED_MAX bytes) as it is stored, *given 1; *given 0 when neither is sent. 0, or -1
+ * with the error sent. bucket: for a bucket (canned names differ). */
+int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given);
+/* PutBucketAcl (bucket BUCKETS, key the bucket's name, name "acl") / PutObjectAcl (the
+ * incarnation's iname, the key, ACL_META); owner: the bucket's, whom a body must name. */
+void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name, const char *owner);
+/* GetBucketAcl / GetObjectAcl answer for a stored ACL ("": private). */
+void s3_respond_acl(ctx_t *x, const char *owner, const char *stored);
+/* GetObjectAcl of x's key (x->vid, x->ibucket set). */
+void s3_get_object_acl(ctx_t *x, const char *owner);
+
+/* ---- s3_foreign.c ---- */
+/* A request by anyone but the bucket's owner: what the ACLs grant, else 403. */
 void s3_anonymous_op(ctx_t *x);
 
 /* ---- s3_list.c ---- */

@@ -112,9 +112,15 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         s3_err(x, S3E_METADATA_TOO_LARGE);
         return -1;
     }
-    const char *acl = s3_hdr(x->info, "x-amz-acl");
-    if (s3_canned_acl_check(x, acl, 0) != 0) return -1;
-    if (acl && strcmp(acl, "private") != 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    /* The ACL asked for (a writer's too: the object is the bucket owner's, with this ACL). */
+    char *acl = xmalloc(S3_ACL_STORED_MAX);
+    int given;
+    if (s3_acl_from_headers(x, 0, acl, &given) != 0) {
+        free(acl);
+        return -1;
+    }
+    if (given && strcmp(acl, "private") != 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    free(acl);
     /* x-amz-tagging: the object's tags, checked and kept in canonical form. */
     const char *tagging = s3_hdr(x->info, "x-amz-tagging");
     if (tagging) {

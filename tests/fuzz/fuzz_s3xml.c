@@ -1,15 +1,18 @@
 /*
  * Fuzz the S3 XML bodies (CompleteMultipartUpload, DeleteObjects, Tagging,
- * CORSConfiguration with its matching, VersioningConfiguration) through expat: the first byte picks
+ * CORSConfiguration with its matching, VersioningConfiguration, AccessControlPolicy and the
+ * x-amz-grant-* header values) through expat: the first byte picks
  * the parser. Refusals are fine; crashes, leaks
  * and out-of-bounds results are not.
  */
 #include "common/err.h"
+#include "s3/acl.h"
 #include "s3/checksum.h"
 #include "s3/cors.h"
 #include "s3/xml.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,49 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     (void)cors_wildcard(c.rules[i].origins[j], "https://b.example.org", 0);
             cors_free(&c);
         }
+    } else if (data[0] >= 0xe0 && data[0] < 0xe8) {
+        /* Grants: what parses must store, decode to the same list, and give only what it
+         * names. */
+        static s3_acl_t acl, back;
+        char owner[80], stored[S3_ACL_STORED_MAX];
+        int rc;
+        acl.n = 0;
+        if (data[0] & 1) {
+            char *v = malloc(len + 1);
+            if (!v) return 0;
+            memcpy(v, body, len);
+            v[len] = 0;
+            rc = s3_acl_parse_header(v, S3_PERM_READ << (data[0] >> 1 & 3), &acl);
+            free(v);
+        } else {
+            rc = s3_acl_parse_xml(body, len, owner, sizeof(owner), &acl);
+            if (rc == 0 && strnlen(owner, sizeof(owner)) == sizeof(owner)) abort();
+        }
+        if (acl.n < 0 || acl.n > S3_ACL_MAX_GRANTS) abort();
+        int storable = 1;
+        for (int i = 0; rc == 0 && i < acl.n; i++)
+            storable &= acl.g[i].type == S3_GRANTEE_USER || acl.g[i].type == S3_GRANTEE_ALL ||
+                        acl.g[i].type == S3_GRANTEE_AUTH;
+        if (rc == 0 && storable) {
+            if (s3_acl_encode(&acl, stored, sizeof(stored)) != 0) abort();
+            if (s3_acl_decode(stored, &back) != 0 || back.n != acl.n) abort();
+            for (int i = 0; i < acl.n; i++)
+                if (back.g[i].type != acl.g[i].type || back.g[i].perm != acl.g[i].perm ||
+                    strcmp(back.g[i].id, acl.g[i].id) != 0)
+                    abort();
+            /* No grant to a user: a stranger signed in gets only the groups' permissions. */
+            int groups = 0;
+            for (int i = 0; i < acl.n; i++)
+                if (acl.g[i].type != S3_GRANTEE_USER) groups |= acl.g[i].perm;
+            if (s3_acl_perms(stored, "\x7f-nobody") & ~groups) abort();
+        }
+        /* Any string as a stored value: decoding never reads past it. */
+        char *sv = malloc(len + 1);
+        if (!sv) return 0;
+        memcpy(sv, body, len);
+        sv[len] = 0;
+        (void)s3_acl_perms(sv, "AK");
+        free(sv);
     } else if (data[0] >= 0xe8) {
         int status, mfa;
         if (s3_xml_versioning(body, len, &status, &mfa) == 0 &&

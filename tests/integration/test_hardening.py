@@ -542,7 +542,7 @@ def test_aborted_chunked_puts_do_not_leak_connections(datadir):
 def test_bucket_acl_body_racing_bucket_reuse(server):
     main, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
     main.create_bucket(Bucket="aclr")
-    body = (b'<AccessControlPolicy><Owner><ID>x</ID></Owner><AccessControlList>'
+    body = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner><AccessControlList>'
             b'<Grant><Grantee><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI>'
             b'</Grantee><Permission>READ</Permission></Grant></AccessControlList>'
             b'</AccessControlPolicy>')
@@ -761,7 +761,7 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
                     {"x-amz-server-side-encryption": "aws:kms"},
                     {"x-amz-server-side-encryption-customer-algorithm": "AES256"},
                     {"x-amz-object-lock-mode": "GOVERNANCE"},
-                    {"x-amz-grant-read": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'}):
+                    {"x-amz-grant-everything": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'}):
         st, body, _ = signed_request(server.port, "PUT", "/unserved/k", b"overwrite", headers)
         assert st == 501, (headers, st, body)
     assert c.get_object(Bucket="unserved", Key="k")["Body"].read() == b"precious"

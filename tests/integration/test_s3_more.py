@@ -57,14 +57,15 @@ def test_put_acls(server):
                                 "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
                     "Permission": "READ"}]})
     assert anon_get(server, "/acl-b/o")[0] == 200
-    # A grant warmlake cannot enforce is refused, not silently dropped.
+    # A grant warmlake cannot honour (no logs to deliver) is refused, not silently dropped.
     with pytest.raises(botocore.exceptions.ClientError) as e:
         c.put_object_acl(Bucket="acl-b", Key="o", AccessControlPolicy={
             "Owner": owner,
             "Grants": [{"Grantee": {"Type": "Group",
-                                    "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+                                    "URI": "http://acs.amazonaws.com/groups/s3/LogDelivery"},
                         "Permission": "WRITE"}]})
     assert e.value.response["Error"]["Code"] == "NotImplemented"
+    assert anon_get(server, "/acl-b/o")[0] == 200  # the ACL before it stays
     # authenticated-read: any signed-in user reads, anonymous requests do not.
     c.put_object_acl(Bucket="acl-b", Key="o", ACL="authenticated-read")
     assert anon_get(server, "/acl-b/o")[0] == 403
@@ -397,11 +398,16 @@ def test_public_read_write_bucket_takes_anyones_put(server):
     with pytest.raises(urllib.error.HTTPError) as he:
         urllib.request.urlopen(req, timeout=30)
     assert he.value.code == 403
-    # Writes only: deleting and subresources stay the owner's.
-    req = urllib.request.Request(server.endpoint + "/pubw/anon", method="DELETE")
+    # WRITE deletes too (as S3's: create, overwrite, delete); sub-resources stay the owner's.
+    req = urllib.request.Request(server.endpoint + "/pubw/other?tagging", method="DELETE")
     with pytest.raises(urllib.error.HTTPError) as he:
         urllib.request.urlopen(req, timeout=30)
     assert he.value.code == 403
+    req = urllib.request.Request(server.endpoint + "/pubw/anon", method="DELETE")
+    assert urllib.request.urlopen(req, timeout=30).status == 204
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.head_object(Bucket="pubw", Key="anon")
+    assert e.value.response["Error"]["Code"] == "404"
     assert c.create_bucket(Bucket="pubw")["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert c.get_object(Bucket="pubw", Key="other")["Body"].read() == b"other-data"
     with pytest.raises(botocore.exceptions.ClientError) as e:

@@ -1,0 +1,148 @@
+/*
+ * s3_foreign: requests by anyone but the bucket's owner (anonymous, or
+ * another signed-in user), served as far as the ACLs grant (s3_acl_perms)
+ * and refused (403 AccessDenied) beyond:
+ *
+ *   bucket READ       ListObjects (V1, V2), HeadBucket
+ *   bucket WRITE      PutObject, DeleteObject (the current version: no
+ *                     ?versionId), as S3's WRITE: create, overwrite, delete
+ *   bucket READ_ACP   GetBucketAcl        bucket WRITE_ACP  PutBucketAcl
+ *   object READ       GetObject, HeadObject
+ *   object READ_ACP   GetObjectAcl        object WRITE_ACP  PutObjectAcl
+ *
+ * FULL_CONTROL is all four. Everything else (copies, multipart uploads,
+ * tags, versions, configurations) stays the owner's. That a bucket is not
+ * there is said to anyone (as S3 does), that a key is not only to whoever
+ * may list the bucket. Objects belong to the bucket's owner, whoever wrote
+ * them; a writer's x-amz-acl / x-amz-grant-* set the new object's ACL.
+ */
+
+#include "server/s3_int.h"
+
+static int has_param(ctx_t *x, const char *name)
+{
+    int present;
+    char *v = s3_qparam(x->query, name, &present);
+    free(v);
+    return present;
+}
+
+/* Permission p in what the ACL stored gives x's requester. */
+static int granted(const ctx_t *x, const char *stored, int p)
+{
+    return (s3_acl_perms(stored, x->anonymous ? NULL : x->auth.access_key) & p) == p;
+}
+
+static void respond_ok(ctx_t *x)
+{
+    char h[128];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    (void)http_respond(x->r, 200, h, 0);
+}
+
+/* A bucket-level request (HeadBucket, ListObjects, Get/PutBucketAcl). */
+static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
+{
+    const char *m = x->info->method, *stored = s3_umeta_get(bi, "acl");
+    const char *owner = s3_bucket_owner(bi);
+    if (acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ_ACP))
+        s3_respond_acl(x, owner, stored);
+    else if (acl && !strcmp(m, "PUT") && granted(x, stored, S3_PERM_WRITE_ACP))
+        s3_put_acl(x, BUCKETS, x->bucket, "acl", owner);
+    else if (!acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ))
+        s3_list_objects(x);
+    else if (!acl && !strcmp(m, "HEAD") && granted(x, stored, S3_PERM_READ))
+        respond_ok(x);
+    else
+        s3_err(x, S3E_ACCESS_DENIED);
+}
+
+/* An object-level request. */
+static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
+{
+    const char *m = x->info->method, *bacl = s3_umeta_get(bi, "acl");
+    const char *owner = s3_bucket_owner(bi);
+    int get = !strcmp(m, "GET"), head = !strcmp(m, "HEAD");
+    /* Bucket WRITE: a plain PUT (no copy, no part) or DELETE of the current version. */
+    if (!acl && (!strcmp(m, "PUT") || !strcmp(m, "DELETE"))) {
+        if (has_param(x, "partNumber") || has_param(x, "versionId") ||
+            s3_hdr(x->info, "x-amz-copy-source") || !granted(x, bacl, S3_PERM_WRITE)) {
+            s3_err(x, S3E_ACCESS_DENIED);
+        } else if (strlen(x->key) > MAX_KEY_LEN) {
+            s3_err(x, S3E_KEY_TOO_LONG);
+        } else if (m[0] == 'P') {
+            s3_put_object(x);
+        } else {
+            s3_delete_object(x);
+        }
+        return;
+    }
+    if (!(get || head || (acl && !strcmp(m, "PUT"))) || (acl && head)) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
+    /* The version asked for must be granted itself. */
+    if (s3_version_param(x) != 0) return;
+    obj_info_t oi;
+    int rc = strlen(x->key) <= MAX_KEY_LEN
+                 ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
+                 : ERR_NOT_FOUND;
+    if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND && granted(x, bacl, S3_PERM_READ)) {
+        s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
+        return;
+    }
+    if (rc != 0 && rc != ERR_NOT_FOUND) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    const char *oacl = rc == 0 ? s3_umeta_get(&oi, ACL_META) : "";
+    if (rc != 0) {
+        s3_err(x, S3E_ACCESS_DENIED);
+    } else if (acl && get && granted(x, oacl, S3_PERM_READ_ACP)) {
+        s3_respond_acl(x, owner, oacl);
+    } else if (acl && !get && granted(x, oacl, S3_PERM_WRITE_ACP)) {
+        s3_put_acl(x, x->ibucket, x->key, ACL_META, owner);
+    } else if (!acl && granted(x, oacl, S3_PERM_READ)) {
+        if (s3_has_response_overrides(x))
+            s3_err_msg(x, S3E_INVALID_REQUEST,
+                       "Request specific response headers cannot be used for anonymous "
+                       "GET requests.");
+        else
+            s3_get_object(x, head);
+    } else {
+        s3_err(x, S3E_ACCESS_DENIED);
+    }
+}
+
+void s3_anonymous_op(ctx_t *x)
+{
+    x->public_view = 1;
+    const char *m = x->info->method;
+    /* Sub-resources other than ?acl (tags, uploads, versions, configurations) are the
+     * owner's, whatever the ACLs say. */
+    static const char *const owners[] = {"tagging",   "uploads",    "uploadId", "versions",
+                                         "location",  "attributes", "cors",     "versioning",
+                                         "lifecycle", "delete",     NULL};
+    for (const char *const *q = owners; *q; q++)
+        if (has_param(x, *q)) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            return;
+        }
+    obj_info_t bi;
+    if (!x->bucket[0]) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
+    if (!s3_bucket_exists(x, x->bucket, &bi)) {
+        /* As S3 answers anyone reading; writes learn nothing. */
+        s3_err(x, !strcmp(m, "GET") || !strcmp(m, "HEAD") ? S3E_NO_SUCH_BUCKET : S3E_ACCESS_DENIED);
+        return;
+    }
+    s3_bucket_iname(x->bucket, &bi, x->ibucket);
+    int acl = has_param(x, "acl");
+    if (x->key[0])
+        foreign_object(x, &bi, acl);
+    else
+        foreign_bucket(x, &bi, acl);
+}

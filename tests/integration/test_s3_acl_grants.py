@@ -1,0 +1,450 @@
+"""ACL grants to users and groups against a real warmlaked: each permission granted to the
+second user (AK2) on a bucket and on an object, with everything it allows and everything it
+does not; grants from x-amz-grant-* headers on CreateBucket, PutObject, CopyObject and
+CreateMultipartUpload; AccessControlPolicy bodies round trip in order; refusals (unknown
+user, e-mail grantee, LogDelivery, no or another Owner, too many grants, canned ACL with
+grant headers); revoking all; the AllUsers and AuthenticatedUsers groups, anonymous
+requests included. The owner's access never depends on the ACL."""
+import urllib.error
+import urllib.request
+
+import botocore
+import pytest
+
+from conftest import AK, AK2, SK2, run_under_newest_botocore, s3_client, signed_request
+
+ALL = "http://acs.amazonaws.com/groups/global/AllUsers"
+AUTH = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
+LOG = "http://acs.amazonaws.com/groups/s3/LogDelivery"
+ID2 = 'id="%s"' % AK2
+
+
+def anon_client(endpoint):
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+    return boto3.session.Session().client(
+        "s3", endpoint_url=endpoint, region_name="us-east-1",
+        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"},
+                      retries={"max_attempts": 2}))
+
+
+def code(fn, *args, **kw):
+    """'ok', or the error code of the S3 error the call got ('403' for a HEAD)."""
+    try:
+        fn(*args, **kw)
+        return "ok"
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+
+
+def anon(server, method, path, body=None):
+    req = urllib.request.Request(server.endpoint + path, data=body, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def grants_of(acl):
+    return [(g["Grantee"].get("ID") or g["Grantee"].get("URI"), g["Permission"])
+            for g in acl["Grants"]]
+
+
+def owner_of(c, bucket):
+    return c.get_bucket_acl(Bucket=bucket)["Owner"]
+
+
+def bucket_ops(c, alt, b):
+    """What alt can do at bucket level (and with objects as a bucket permission says)."""
+    c.put_object(Bucket=b, Key="victim", Body=b"v")
+    return {
+        "list": code(alt.list_objects, Bucket=b),
+        "list2": code(alt.list_objects_v2, Bucket=b),
+        "head": code(alt.head_bucket, Bucket=b),
+        "get_acl": code(alt.get_bucket_acl, Bucket=b),
+        "put": code(alt.put_object, Bucket=b, Key="new", Body=b"n"),
+        "delete": code(alt.delete_object, Bucket=b, Key="victim"),
+        "get_obj": code(alt.get_object, Bucket=b, Key="victim"),
+        "copy": code(alt.copy_object, Bucket=b, Key="cp", CopySource={"Bucket": b, "Key": "victim"}),
+        "mpu": code(alt.create_multipart_upload, Bucket=b, Key="m"),
+        "tagging": code(alt.get_bucket_tagging, Bucket=b),
+        "versions": code(alt.list_object_versions, Bucket=b),
+        "delete_bucket": code(alt.delete_bucket, Bucket=b),
+        # Last: it may change the ACL (WRITE_ACP). The owner is named, as S3 requires.
+        "put_acl": code(alt.put_bucket_acl, Bucket=b, AccessControlPolicy={
+            "Owner": owner_of(c, b), "Grants": [
+                {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "READ_ACP"}]}),
+    }
+
+
+DENIED_BUCKET = {"list": "AccessDenied", "list2": "AccessDenied", "head": "403",
+                 "get_acl": "AccessDenied", "put": "AccessDenied", "delete": "AccessDenied",
+                 "get_obj": "AccessDenied", "copy": "AccessDenied", "mpu": "AccessDenied",
+                 "tagging": "AccessDenied", "versions": "AccessDenied",
+                 "delete_bucket": "AccessDenied", "put_acl": "AccessDenied"}
+
+
+@pytest.mark.parametrize("perm,allowed", [
+    ("READ", {"list", "list2", "head"}),
+    ("WRITE", {"put", "delete"}),
+    ("READ_ACP", {"get_acl"}),
+    ("WRITE_ACP", {"put_acl"}),
+    ("FULL_CONTROL", {"list", "list2", "head", "put", "delete", "get_acl", "put_acl"}),
+    ("NONE", set()),
+])
+def test_bucket_permission(server, perm, allowed):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    b = "bp-" + perm.lower().replace("_", "-")
+    c.create_bucket(Bucket=b)
+    if perm != "NONE":
+        c.put_bucket_acl(Bucket=b, **{"Grant" + {"READ": "Read", "WRITE": "Write",
+                                                  "READ_ACP": "ReadACP", "WRITE_ACP": "WriteACP",
+                                                  "FULL_CONTROL": "FullControl"}[perm]: ID2})
+        assert grants_of(c.get_bucket_acl(Bucket=b)) == [(AK2, perm)]
+    got = bucket_ops(c, alt, b)
+    want = {k: ("ok" if k in allowed else v) for k, v in DENIED_BUCKET.items()}
+    if {"list", "delete"} <= allowed:
+        want["get_obj"] = "NoSuchKey"  # alt deleted it, and may list the bucket
+    assert got == want
+    # The owner's access is as it was, whatever alt did.
+    assert c.list_objects(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    if "put" in allowed:
+        assert c.get_object(Bucket=b, Key="new")["Body"].read() == b"n"
+        assert code(c.head_object, Bucket=b, Key="victim") == "404"
+    else:
+        assert c.get_object(Bucket=b, Key="victim")["Body"].read() == b"v"
+    if "put_acl" in allowed:
+        assert grants_of(c.get_bucket_acl(Bucket=b)) == [(AK2, "READ_ACP")]
+    # Nothing reaches a bucket without the grant, nor anonymous requests.
+    c.create_bucket(Bucket=b + "-x")
+    assert bucket_ops(c, alt, b + "-x") == DENIED_BUCKET
+    assert anon(server, "GET", "/" + b)[0] == 403
+    assert anon(server, "PUT", "/%s/anon" % b, b"a")[0] == 403
+
+
+def object_ops(c, alt, b, k):
+    return {
+        "get": code(alt.get_object, Bucket=b, Key=k),
+        "head": code(alt.head_object, Bucket=b, Key=k),
+        "get_acl": code(alt.get_object_acl, Bucket=b, Key=k),
+        "tagging": code(alt.get_object_tagging, Bucket=b, Key=k),
+        "overwrite": code(alt.put_object, Bucket=b, Key=k, Body=b"over"),
+        "delete": code(alt.delete_object, Bucket=b, Key=k),
+        "list": code(alt.list_objects, Bucket=b),
+        "put_acl": code(alt.put_object_acl, Bucket=b, Key=k, ACL="public-read"),
+    }
+
+
+DENIED_OBJECT = {"get": "AccessDenied", "head": "403", "get_acl": "AccessDenied",
+                 "tagging": "AccessDenied", "overwrite": "AccessDenied",
+                 "delete": "AccessDenied", "list": "AccessDenied", "put_acl": "AccessDenied"}
+
+
+@pytest.mark.parametrize("perm,allowed", [
+    ("READ", {"get", "head"}),
+    ("WRITE", set()),  # nothing on an object, as S3
+    ("READ_ACP", {"get_acl"}),
+    ("WRITE_ACP", {"put_acl"}),
+    ("FULL_CONTROL", {"get", "head", "get_acl", "put_acl"}),
+])
+def test_object_permission(server, perm, allowed):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    b = "op-" + perm.lower().replace("_", "-")
+    c.create_bucket(Bucket=b)
+    c.put_object(Bucket=b, Key="o", Body=b"data")
+    c.put_object(Bucket=b, Key="other", Body=b"other")
+    c.put_object_acl(Bucket=b, Key="o", **{"Grant" + {
+        "READ": "Read", "WRITE": "Write", "READ_ACP": "ReadACP", "WRITE_ACP": "WriteACP",
+        "FULL_CONTROL": "FullControl"}[perm]: ID2})
+    assert grants_of(c.get_object_acl(Bucket=b, Key="o")) == [(AK2, perm)]
+    got = object_ops(c, alt, b, "o")
+    want = {k: ("ok" if k in allowed else v) for k, v in DENIED_OBJECT.items()}
+    assert got == want
+    assert c.get_object(Bucket=b, Key="o")["Body"].read() == b"data"
+    # The grant is the object's alone.
+    assert object_ops(c, alt, b, "other") == DENIED_OBJECT
+    if "get" in allowed:
+        assert alt.get_object(Bucket=b, Key="o")["Body"].read() == b"data"
+    if "put_acl" in allowed:  # alt made it public-read
+        assert anon(server, "GET", "/%s/o" % b) == (200, b"data")
+    else:
+        assert anon(server, "GET", "/%s/o" % b)[0] == 403
+
+
+def test_header_grants_on_create_put_copy_and_multipart(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="hg-b", GrantRead=ID2, GrantReadACP='uri="%s"' % AUTH)
+    assert grants_of(c.get_bucket_acl(Bucket="hg-b")) == [(AK2, "READ"), (AUTH, "READ_ACP")]
+    assert code(alt.list_objects, Bucket="hg-b") == "ok"
+    assert code(alt.get_bucket_acl, Bucket="hg-b") == "ok"
+    assert anon(server, "GET", "/hg-b?acl")[0] == 403
+    # PutObject: several grantees in one header, in the order sent.
+    c.put_object(Bucket="hg-b", Key="p", Body=b"p",
+                 GrantRead='id="%s", uri="%s"' % (AK2, ALL), GrantFullControl='id="%s"' % AK)
+    assert grants_of(c.get_object_acl(Bucket="hg-b", Key="p")) == [
+        (AK2, "READ"), (ALL, "READ"), (AK, "FULL_CONTROL")]
+    assert alt.get_object(Bucket="hg-b", Key="p")["Body"].read() == b"p"
+    assert anon(server, "GET", "/hg-b/p") == (200, b"p")
+    # CopyObject: the copy gets the headers' grants, never the source's.
+    c.copy_object(Bucket="hg-b", Key="cp", CopySource={"Bucket": "hg-b", "Key": "p"},
+                  GrantReadACP=ID2)
+    assert grants_of(c.get_object_acl(Bucket="hg-b", Key="cp")) == [(AK2, "READ_ACP")]
+    assert code(alt.get_object, Bucket="hg-b", Key="cp") == "AccessDenied"
+    assert code(alt.get_object_acl, Bucket="hg-b", Key="cp") == "ok"
+    # CreateMultipartUpload: the completed object gets them.
+    up = c.create_multipart_upload(Bucket="hg-b", Key="mp", GrantRead=ID2)["UploadId"]
+    e = c.upload_part(Bucket="hg-b", Key="mp", UploadId=up, PartNumber=1, Body=b"m" * 100)["ETag"]
+    c.complete_multipart_upload(Bucket="hg-b", Key="mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert alt.get_object(Bucket="hg-b", Key="mp")["Body"].read() == b"m" * 100
+    assert grants_of(c.get_object_acl(Bucket="hg-b", Key="mp")) == [(AK2, "READ")]
+    # A canned ACL and grant headers together: 400 InvalidRequest, nothing written.
+    assert code(c.put_object, Bucket="hg-b", Key="both", Body=b"x", ACL="public-read",
+                GrantRead=ID2) == "InvalidRequest"
+    assert code(c.head_object, Bucket="hg-b", Key="both") == "404"
+    assert code(c.create_bucket, Bucket="hg-both-b", ACL="private",
+                GrantRead=ID2) == "InvalidRequest"
+    assert code(c.head_bucket, Bucket="hg-both-b") == "404"
+    assert code(c.put_bucket_acl, Bucket="hg-b", ACL="private", GrantRead=ID2) == "InvalidRequest"
+    assert grants_of(c.get_bucket_acl(Bucket="hg-b")) == [(AK2, "READ"), (AUTH, "READ_ACP")]
+    # Malformed grant headers.
+    for bad in ('id=', 'user="%s"' % AK2, 'uri="http://example.com/group"', 'id="%s",' % AK2):
+        st, body, _ = signed_request(server.port, "PUT", "/hg-b/bad", b"x",
+                                     {"x-amz-grant-read": bad})
+        assert st == 400 and b"InvalidArgument" in body, (bad, body)
+    # A grant header S3 does not have is refused, not ignored.
+    st, body, _ = signed_request(server.port, "PUT", "/hg-b/bad", b"x",
+                                 {"x-amz-grant-everything": ID2})
+    assert st == 501
+    assert code(c.head_object, Bucket="hg-b", Key="bad") == "404"
+
+
+def test_xml_grants_round_trip_in_order(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="rt-b")
+    c.put_object(Bucket="rt-b", Key="o", Body=b"o")
+    owner = owner_of(c, "rt-b")
+    grants = [
+        {"Grantee": {"Type": "Group", "URI": AUTH}, "Permission": "WRITE_ACP"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "FULL_CONTROL"},
+        {"Grantee": {"Type": "Group", "URI": ALL}, "Permission": "READ"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK}, "Permission": "READ_ACP"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "WRITE"},
+    ]
+    want = [(AUTH, "WRITE_ACP"), (AK2, "FULL_CONTROL"), (ALL, "READ"), (AK, "READ_ACP"),
+            (AK2, "WRITE")]
+    c.put_bucket_acl(Bucket="rt-b", AccessControlPolicy={"Owner": owner, "Grants": grants})
+    got = c.get_bucket_acl(Bucket="rt-b")
+    assert got["Owner"]["ID"] == AK and grants_of(got) == want
+    assert [g["Grantee"]["Type"] for g in got["Grants"]] == [
+        "Group", "CanonicalUser", "Group", "CanonicalUser", "CanonicalUser"]
+    c.put_object_acl(Bucket="rt-b", Key="o", AccessControlPolicy={"Owner": owner, "Grants": grants})
+    assert grants_of(c.get_object_acl(Bucket="rt-b", Key="o")) == want
+    # What GetAcl returned goes back in as it is.
+    back = c.get_object_acl(Bucket="rt-b", Key="o")
+    c.put_object_acl(Bucket="rt-b", Key="o", AccessControlPolicy={
+        "Owner": back["Owner"], "Grants": back["Grants"]})
+    assert grants_of(c.get_object_acl(Bucket="rt-b", Key="o")) == want
+    # A canned ACL's answer, put back as a body, is its grants (and still lets anyone read).
+    c.put_object_acl(Bucket="rt-b", Key="o", ACL="public-read")
+    canned = c.get_object_acl(Bucket="rt-b", Key="o")
+    c.put_object_acl(Bucket="rt-b", Key="o", AccessControlPolicy={
+        "Owner": canned["Owner"], "Grants": canned["Grants"]})
+    assert grants_of(c.get_object_acl(Bucket="rt-b", Key="o")) == grants_of(canned)
+    assert anon(server, "GET", "/rt-b/o") == (200, b"o")
+
+
+def test_refusals(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="rf-b", GrantRead=ID2)
+    c.put_object(Bucket="rf-b", Key="o", Body=b"o")
+    owner = owner_of(c, "rf-b")
+
+    def policy(grantee, perm="READ", own=owner):
+        return {"Owner": own, "Grants": [{"Grantee": grantee, "Permission": perm}]}
+
+    def err(fn, **kw):
+        try:
+            fn(**kw)
+        except botocore.exceptions.ClientError as e:
+            return (e.response["ResponseMetadata"]["HTTPStatusCode"],
+                    e.response["Error"]["Code"], e.response["Error"].get("Message"))
+        return "ok"
+
+    for fn, kw in ((c.put_bucket_acl, {"Bucket": "rf-b"}),
+                   (c.put_object_acl, {"Bucket": "rf-b", "Key": "o"})):
+        # A user the node does not know: 400 InvalidArgument "Invalid id" (headers and body).
+        assert err(fn, GrantRead='id="AKIANOSUCHUSER"', **kw) == (400, "InvalidArgument",
+                                                                  "Invalid id")
+        assert err(fn, AccessControlPolicy=policy(
+            {"Type": "CanonicalUser", "ID": "AKIANOSUCHUSER"}), **kw)[:2] == (
+                400, "InvalidArgument")
+        assert err(fn, AccessControlPolicy=policy(
+            {"Type": "CanonicalUser", "ID": AK2.lower()}), **kw)[:2] == (400, "InvalidArgument")
+        # No e-mail addresses here.
+        assert err(fn, GrantRead='emailAddress="someone@example.com"', **kw)[:2] == (
+            400, "UnresolvableGrantByEmailAddress")
+        assert err(fn, AccessControlPolicy=policy(
+            {"Type": "AmazonCustomerByEmail", "EmailAddress": "someone@example.com"}),
+            **kw)[:2] == (400, "UnresolvableGrantByEmailAddress")
+        # LogDelivery: no logs to deliver.
+        assert err(fn, GrantWrite='uri="%s"' % LOG, **kw)[:2] == (501, "NotImplemented")
+        # The Owner must be the owner.
+        assert err(fn, AccessControlPolicy=policy(
+            {"Type": "Group", "URI": ALL}, own={"ID": AK2}), **kw)[:2] == (403, "AccessDenied")
+    # None of it changed anything.
+    assert grants_of(c.get_bucket_acl(Bucket="rf-b")) == [(AK2, "READ")]
+    assert grants_of(c.get_object_acl(Bucket="rf-b", Key="o")) == [(AK, "FULL_CONTROL")]
+    # Bodies: no Owner, malformed, more than 100 grants, a DTD.
+    no_owner = (b'<AccessControlPolicy><AccessControlList><Grant><Grantee><URI>' +
+                ALL.encode() + b'</URI></Grantee><Permission>READ</Permission></Grant>'
+                b'</AccessControlList></AccessControlPolicy>')
+    many = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner>'
+            b'<AccessControlList>' + (b'<Grant><Grantee><URI>' + ALL.encode() +
+                                      b'</URI></Grantee><Permission>READ</Permission></Grant>') * 101 +
+            b'</AccessControlList></AccessControlPolicy>')
+    dtd = (b'<!DOCTYPE a [<!ENTITY e "' + AK.encode() + b'">]><AccessControlPolicy><Owner><ID>&e;'
+           b'</ID></Owner></AccessControlPolicy>')
+    bad_perm = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner>'
+                b'<AccessControlList><Grant><Grantee><URI>' + ALL.encode() + b'</URI></Grantee>'
+                b'<Permission>EVERYTHING</Permission></Grant></AccessControlList>'
+                b'</AccessControlPolicy>')
+    for body in (no_owner, many, dtd, bad_perm, b"<AccessControlPolicy>"):
+        for path in ("/rf-b?acl", "/rf-b/o?acl"):
+            st, resp, _ = signed_request(server.port, "PUT", path, body)
+            assert st == 400 and b"MalformedACLError" in resp, (path, body[:60], resp)
+    assert anon(server, "GET", "/rf-b/o")[0] == 403
+    # 100 grants is S3's limit, and served.
+    grant = (b'<Grant><Grantee><URI>' + ALL.encode() +
+             b'</URI></Grantee><Permission>READ</Permission></Grant>')
+    hundred = many.replace(grant * 101, grant * 100)
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", hundred)
+    assert st == 200, resp
+    assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
+    assert anon(server, "GET", "/rf-b/o") == (200, b"o")
+    # Headers and a body together: refused, the ACL as it was.
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", hundred,
+                                 {"x-amz-grant-read": ID2})
+    assert st == 400 and b"InvalidRequest" in resp
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b?acl", hundred,
+                                 {"x-amz-acl": "private"})
+    assert st == 400 and b"InvalidRequest" in resp
+    assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
+    # Too many grant headers.
+    st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", b"",
+                                 {"x-amz-grant-read": ", ".join(['uri="%s"' % ALL] * 101)})
+    assert st == 400 and b"InvalidArgument" in resp
+    # A grantee alone cannot give the bucket away (another Owner), even with WRITE_ACP.
+    c.put_bucket_acl(Bucket="rf-b", GrantWriteACP=ID2)
+    assert code(alt.put_bucket_acl, Bucket="rf-b", AccessControlPolicy=policy(
+        {"Type": "CanonicalUser", "ID": AK2}, "FULL_CONTROL", {"ID": AK2})) == "AccessDenied"
+    assert grants_of(c.get_bucket_acl(Bucket="rf-b")) == [(AK2, "WRITE_ACP")]
+
+
+def test_revoke_all(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="rv-b", GrantFullControl=ID2, GrantRead='uri="%s"' % ALL)
+    c.put_object(Bucket="rv-b", Key="o", Body=b"o", GrantFullControl=ID2)
+    assert code(alt.list_objects, Bucket="rv-b") == "ok"
+    assert anon(server, "GET", "/rv-b")[0] == 200
+    owner = owner_of(c, "rv-b")
+    c.put_bucket_acl(Bucket="rv-b", AccessControlPolicy={"Owner": owner, "Grants": []})
+    c.put_object_acl(Bucket="rv-b", Key="o", AccessControlPolicy={"Owner": owner, "Grants": []})
+    assert c.get_bucket_acl(Bucket="rv-b").get("Grants", []) == []
+    assert c.get_object_acl(Bucket="rv-b", Key="o").get("Grants", []) == []
+    assert bucket_ops(c, alt, "rv-b") == DENIED_BUCKET
+    assert object_ops(c, alt, "rv-b", "o") == DENIED_OBJECT
+    assert anon(server, "GET", "/rv-b")[0] == 403
+    # The owner keeps everything without any grant.
+    assert c.get_object(Bucket="rv-b", Key="o")["Body"].read() == b"o"
+    c.put_object(Bucket="rv-b", Key="n", Body=b"n")
+    c.put_bucket_acl(Bucket="rv-b", ACL="private")
+    assert grants_of(c.get_bucket_acl(Bucket="rv-b")) == [(AK, "FULL_CONTROL")]
+
+
+def test_canned_acls_still_work(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="cn-b", ACL="public-read")
+    c.put_object(Bucket="cn-b", Key="o", Body=b"o", ACL="authenticated-read")
+    assert anon(server, "GET", "/cn-b")[0] == 200
+    assert anon(server, "GET", "/cn-b/o")[0] == 403
+    assert alt.get_object(Bucket="cn-b", Key="o")["Body"].read() == b"o"
+    assert code(alt.get_object_acl, Bucket="cn-b", Key="o") == "AccessDenied"
+    assert code(alt.get_bucket_acl, Bucket="cn-b") == "AccessDenied"
+    assert code(alt.put_object, Bucket="cn-b", Key="n", Body=b"n") == "AccessDenied"
+    c.put_bucket_acl(Bucket="cn-b", ACL="public-read-write")
+    assert anon(server, "PUT", "/cn-b/anon", b"a")[0] == 200
+    assert grants_of(c.get_bucket_acl(Bucket="cn-b")) == [
+        (ALL, "READ"), (ALL, "WRITE"), (AK, "FULL_CONTROL")]
+    c.put_bucket_acl(Bucket="cn-b", ACL="private")
+    assert anon(server, "GET", "/cn-b")[0] == 403
+    assert code(alt.list_objects, Bucket="cn-b") == "AccessDenied"
+
+
+def test_groups_and_anonymous(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    a = anon_client(server.endpoint)
+    c.create_bucket(Bucket="grp")
+    c.put_object(Bucket="grp", Key="o", Body=b"o")
+    # AuthenticatedUsers: any signed-in user, never an anonymous request.
+    c.put_bucket_acl(Bucket="grp", GrantRead='uri="%s"' % AUTH)
+    c.put_object_acl(Bucket="grp", Key="o", GrantRead='uri="%s"' % AUTH)
+    assert code(alt.list_objects, Bucket="grp") == "ok"
+    assert alt.get_object(Bucket="grp", Key="o")["Body"].read() == b"o"
+    assert code(a.list_objects, Bucket="grp") == "AccessDenied"
+    assert code(a.get_object, Bucket="grp", Key="o") == "AccessDenied"
+    # AllUsers: anyone, each permission as granted.
+    c.put_bucket_acl(Bucket="grp", GrantRead='uri="%s"' % ALL,
+                     GrantReadACP='uri="%s"' % ALL)
+    assert code(a.list_objects_v2, Bucket="grp") == "ok"
+    assert code(a.head_bucket, Bucket="grp") == "ok"
+    assert code(a.get_bucket_acl, Bucket="grp") == "ok"
+    assert code(a.put_object, Bucket="grp", Key="w", Body=b"w") == "AccessDenied"
+    assert code(a.get_object, Bucket="grp", Key="o") == "AccessDenied"  # object's own ACL
+    assert code(a.get_object, Bucket="grp", Key="missing") == "NoSuchKey"  # may list
+    c.put_bucket_acl(Bucket="grp", GrantWrite='uri="%s"' % ALL)
+    assert code(a.put_object, Bucket="grp", Key="w", Body=b"w") == "ok"
+    assert c.get_object(Bucket="grp", Key="w")["Body"].read() == b"w"
+    assert code(a.delete_object, Bucket="grp", Key="w") == "ok"
+    assert code(c.head_object, Bucket="grp", Key="w") == "404"
+    assert code(a.list_objects, Bucket="grp") == "AccessDenied"
+    assert code(a.get_object, Bucket="grp", Key="missing") == "AccessDenied"
+    assert code(a.put_bucket_acl, Bucket="grp", ACL="public-read") == "AccessDenied"
+    c.put_object_acl(Bucket="grp", Key="o", GrantRead='uri="%s"' % ALL,
+                     GrantWriteACP='uri="%s"' % ALL)
+    assert a.get_object(Bucket="grp", Key="o")["Body"].read() == b"o"
+    assert code(a.get_object_acl, Bucket="grp", Key="o") == "AccessDenied"
+    assert code(a.put_object_acl, Bucket="grp", Key="o", ACL="private") == "ok"
+    assert code(a.get_object, Bucket="grp", Key="o") == "AccessDenied"
+    # Multipart and copies stay the owner's, whatever WRITE says.
+    c.put_bucket_acl(Bucket="grp", GrantFullControl='uri="%s"' % ALL)
+    assert code(a.create_multipart_upload, Bucket="grp", Key="m") == "AccessDenied"
+    assert code(alt.copy_object, Bucket="grp", Key="cp",
+                CopySource={"Bucket": "grp", "Key": "o"}) == "AccessDenied"
+    assert code(alt.put_bucket_tagging, Bucket="grp",
+                Tagging={"TagSet": [{"Key": "k", "Value": "v"}]}) == "AccessDenied"
+    assert code(alt.delete_bucket, Bucket="grp") == "AccessDenied"
+    # A bucket that is not there is said to anyone reading it.
+    assert code(a.list_objects, Bucket="no-such-grp") == "NoSuchBucket"
+
+
+def test_versions_keep_their_own_acl(server):
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="vg-b")
+    c.put_bucket_versioning(Bucket="vg-b", VersioningConfiguration={"Status": "Enabled"})
+    v1 = c.put_object(Bucket="vg-b", Key="o", Body=b"one", GrantRead=ID2)["VersionId"]
+    v2 = c.put_object(Bucket="vg-b", Key="o", Body=b"two")["VersionId"]
+    assert code(alt.get_object, Bucket="vg-b", Key="o") == "AccessDenied"
+    assert alt.get_object(Bucket="vg-b", Key="o", VersionId=v1)["Body"].read() == b"one"
+    assert code(alt.get_object, Bucket="vg-b", Key="o", VersionId=v2) == "AccessDenied"
+    # WRITE deletes the current version only (a delete marker); versions stay the owner's.
+    c.put_bucket_acl(Bucket="vg-b", GrantWrite=ID2)
+    assert code(alt.delete_object, Bucket="vg-b", Key="o", VersionId=v1) == "AccessDenied"
+    assert code(alt.delete_object, Bucket="vg-b", Key="o") == "ok"
+    assert c.get_object(Bucket="vg-b", Key="o", VersionId=v2)["Body"].read() == b"two"
+
+
+def test_newest_botocore():
+    run_under_newest_botocore("test_s3_acl_grants.py")
