@@ -15,6 +15,8 @@
 
 typedef struct {
     const char *name, *value;
+    const char *requester; /* not the bucket's owner: its WRITE_ACP is checked at the commit */
+    int foreign;
 } acl_set_t;
 
 int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket)
@@ -41,6 +43,10 @@ int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket)
 static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 {
     acl_set_t *a = arg;
+    /* Under the key's lock, on the very record rewritten: a grant revoked, or a version
+     * written, since the request was let in (its body may have taken minutes) counts. */
+    if (a->foreign && !(s3_acl_perms(s3_umeta_get(cur, a->name), a->requester) & S3_PERM_WRITE_ACP))
+        return ERR_DENIED;
     buf_t um = {0};
     s3_umeta_with(cur, a->name, a->value, &um);
     int rc = um.len > sizeof(cur->umeta) ? ERR_TOO_LARGE : 0;
@@ -189,7 +195,8 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    acl_set_t set = {name, val};
+    int foreign = x->anonymous || strcmp(owner, x->auth.access_key) != 0;
+    acl_set_t set = {name, val, x->anonymous ? NULL : x->auth.access_key, foreign};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -200,6 +207,10 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
     if (rc == ERR_NOT_FOUND && whole) rc = S3_ERR_NO_BUCKET;
     if (rc == ERR_NOT_FOUND && x->vid && !whole) {
         s3_err(x, marker ? S3E_METHOD_NOT_ALLOWED : S3E_NO_SUCH_VERSION);
+        goto out;
+    }
+    if (rc == ERR_DENIED) {
+        s3_err(x, S3E_ACCESS_DENIED);
         goto out;
     }
     if (rc) {

@@ -108,8 +108,10 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
             s3_err_msg(x, S3E_INVALID_REQUEST,
                        "Request specific response headers cannot be used for anonymous "
                        "GET requests.");
-        else
+        else {
+            x->foreign_read = 1; /* checked again on the version actually opened */
             s3_get_object(x, head);
+        }
     } else {
         s3_err(x, S3E_ACCESS_DENIED);
     }

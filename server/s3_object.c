@@ -404,6 +404,15 @@ void s3_get_object(ctx_t *x, int head)
             s3_engine_error(x, err);
         return;
     }
+    /* Another user's (or anonymous) read was let in on the version it looked at: the one
+     * opened (pinned now) may be newer, and must grant READ itself. */
+    if (x->foreign_read &&
+        !(s3_acl_perms(s3_umeta_get(&info, ACL_META), x->anonymous ? NULL : x->auth.access_key) &
+          S3_PERM_READ)) {
+        obj_close(rd);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
     s3_version_headers(x, &info);
     if (pn && (pidx = s3_part_locate(x, rd, &info, pn, &poff, &plen)) < 0) {
         obj_close(rd);

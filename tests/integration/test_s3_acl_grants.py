@@ -446,5 +446,69 @@ def test_versions_keep_their_own_acl(server):
     assert c.get_object(Bucket="vg-b", Key="o", VersionId=v2)["Body"].read() == b"two"
 
 
+def slow_put(server, ak, sk, path, body):
+    """A signed PUT whose body is held back after 5 bytes: returns finish(), which sends the
+    rest and gives the status. The ACL it changes may change meanwhile."""
+    import hashlib
+    import http.client
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    class Signer(S3SigV4Auth):
+        def payload(self, request):
+            return hashlib.sha256(body).hexdigest()
+    host = "127.0.0.1:%d" % server.port
+    req = AWSRequest(method="PUT", url="http://%s%s" % (host, path), data=b"", headers={})
+    Signer(Credentials(ak, sk), "s3", "us-east-1").add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+    conn.putheader("Host", host)
+    for k, v in req.headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders()
+    conn.send(body[:5])
+
+    def finish():
+        conn.send(body[5:])
+        r = conn.getresponse()
+        r.read()
+        conn.close()
+        return r.status
+    return finish
+
+
+def test_acl_changes_are_authorized_at_the_commit(server):
+    """A grantee's PutBucketAcl / PutObjectAcl is decided on the ACL as it is when the change
+    commits, not when the request arrived: a WRITE_ACP revoked, or a new version written,
+    while the body was on its way does not let it through (a probe gave itself FULL_CONTROL
+    back that way, and published a newer private version)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="toctou")
+    me = 'id="%s"' % AK
+    c.put_bucket_acl(Bucket="toctou", GrantFullControl=me, GrantWriteACP=ID2)
+    doc = ('<AccessControlPolicy><Owner><ID>%s</ID></Owner><AccessControlList>'
+           '<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+           'xsi:type="CanonicalUser"><ID>%s</ID></Grantee><Permission>FULL_CONTROL'
+           '</Permission></Grant></AccessControlList></AccessControlPolicy>' % (AK, AK2)).encode()
+    finish = slow_put(server, AK2, SK2, "/toctou?acl", doc)
+    c.put_bucket_acl(Bucket="toctou", ACL="private")
+    assert finish() == 403
+    assert AK2 not in [g for g, _ in grants_of(c.get_bucket_acl(Bucket="toctou"))]
+    # An object: granted on one version, overwritten (private) while the body comes.
+    c.put_object(Bucket="toctou", Key="o", Body=b"old", GrantWriteACP=ID2, GrantFullControl=me)
+    finish = slow_put(server, AK2, SK2, "/toctou/o?acl", doc)
+    c.put_object(Bucket="toctou", Key="o", Body=b"NEW-PRIVATE")
+    assert finish() == 403
+    alt = s3_client(server.endpoint, AK2, SK2)
+    assert code(alt.get_object, Bucket="toctou", Key="o") == "AccessDenied"
+    # Not changed meanwhile: the grant holds.
+    c.put_object(Bucket="toctou", Key="p", Body=b"p", GrantWriteACP=ID2, GrantFullControl=me)
+    finish = slow_put(server, AK2, SK2, "/toctou/p?acl", doc)
+    assert finish() == 200
+    assert alt.get_object(Bucket="toctou", Key="p")["Body"].read() == b"p"
+
+
 def test_newest_botocore():
     run_under_newest_botocore("test_s3_acl_grants.py")
