@@ -224,6 +224,13 @@ static int unserved(ctx_t *x)
                        "Server-side encryption and object lock are not served.");
             return 1;
         }
+        /* A bucket's objects are its owner's (S3's BucketOwnerEnforced, its default):
+         * ObjectWriter ownership would be a promise not kept. */
+        if (!strcasecmp(h, "x-amz-object-ownership") && strcasecmp(v, "BucketOwnerEnforced") &&
+            strcasecmp(v, "BucketOwnerPreferred")) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Objects here are their bucket owner's.");
+            return 1;
+        }
     }
     return 0;
 }

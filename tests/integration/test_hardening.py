@@ -768,6 +768,12 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     st, _, _ = signed_request(server.port, "PUT", "/locked", b"",
                               {"x-amz-bucket-object-lock-enabled": "true"})
     assert st == 501
+    st, _, _ = signed_request(server.port, "PUT", "/writer-owned", b"",
+                              {"x-amz-object-ownership": "ObjectWriter"})
+    assert st == 501
+    st, _, _ = signed_request(server.port, "PUT", "/owner-enforced", b"",
+                              {"x-amz-object-ownership": "BucketOwnerEnforced"})
+    assert st == 200
     # Ordinary parameters clients add (x-id, list parameters) still work.
     st, _, _ = signed_request(server.port, "GET", "/unserved/k?x-id=GetObject")
     assert st == 200
