@@ -75,29 +75,45 @@ static const char *const served_subresources[] = {
     "tagging", "uploadId",   "uploads", "versionId", "versioning", "versions",
 };
 
-int s3_stray_subresource(ctx_t *x, const char *const *allowed)
+/* 1 when one of the query's parameter names is one match(name, arg) takes. */
+static int query_name(const char *q, int (*match)(const char *name, const void *arg),
+                      const void *arg)
 {
-    size_t n = sizeof(served_subresources) / sizeof(served_subresources[0]);
-    for (const char *q = x->query; *q;) {
+    char name[32]; /* every sub-resource name fits; a longer parameter is none of them */
+    for (; *q;) {
         size_t len = strcspn(q, "=&");
-        char name[32];
         if (len > 0 && len < sizeof(name)) {
             memcpy(name, q, len);
             name[len] = 0;
-            int ok =
-                !bsearch(name, served_subresources, n, sizeof(served_subresources[0]), cmp_name);
-            for (const char *const *a = allowed; !ok && a && *a; a++)
-                ok = !strcmp(name, *a);
-            if (!ok) {
-                s3_err_msg(x, S3E_METHOD_NOT_ALLOWED,
-                           "The specified method is not allowed against this resource.");
-                return 1;
-            }
+            if (match(name, arg)) return 1;
         }
         q += strcspn(q, "&");
         if (*q) q++;
     }
     return 0;
+}
+
+static int is_served(const char *name)
+{
+    size_t n = sizeof(served_subresources) / sizeof(served_subresources[0]);
+    return bsearch(name, served_subresources, n, sizeof(served_subresources[0]), cmp_name) != NULL;
+}
+
+/* match: a served sub-resource outside the allowed list (arg). */
+static int stray(const char *name, const void *arg)
+{
+    if (!is_served(name)) return 0;
+    for (const char *const *a = arg; a && *a; a++)
+        if (!strcmp(name, *a)) return 0;
+    return 1;
+}
+
+int s3_stray_subresource(ctx_t *x, const char *const *allowed)
+{
+    if (!query_name(x->query, stray, allowed)) return 0;
+    s3_err_msg(x, S3E_METHOD_NOT_ALLOWED,
+               "The specified method is not allowed against this resource.");
+    return 1;
 }
 
 static void object_op(ctx_t *x)
@@ -194,23 +210,19 @@ static const char *const unserved_subresources[] = {
     "session",        "torrent",      "website",
 };
 
-static int unserved(ctx_t *x)
+static int is_unserved(const char *name, const void *arg)
 {
     size_t n = sizeof(unserved_subresources) / sizeof(unserved_subresources[0]);
-    for (const char *q = x->query; *q;) {
-        size_t len = strcspn(q, "=&");
-        char name[32];
-        if (len > 0 && len < sizeof(name)) {
-            memcpy(name, q, len);
-            name[len] = 0;
-            if (bsearch(name, unserved_subresources, n, sizeof(unserved_subresources[0]),
-                        cmp_name)) {
-                s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
-                return 1;
-            }
-        }
-        q += strcspn(q, "&");
-        if (*q) q++;
+    (void)arg;
+    return bsearch(name, unserved_subresources, n, sizeof(unserved_subresources[0]), cmp_name) !=
+           NULL;
+}
+
+static int unserved(ctx_t *x)
+{
+    if (query_name(x->query, is_unserved, NULL)) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
+        return 1;
     }
     for (int i = 0; i < x->info->nheaders; i++) {
         const char *h = x->info->headers[i].name;

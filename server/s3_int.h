@@ -238,6 +238,9 @@ obj_versioning_t s3_bucket_versioning(ctx_t *x); /* of the request's bucket */
 int s3_version_param(ctx_t *x);
 /* x-amz-version-id (and x-amz-delete-marker) of info on the response. */
 void s3_version_headers(ctx_t *x, const obj_info_t *info);
+/* What the answer to a write names of the version it made: x-amz-version-id (not for a
+ * null version) and x-amz-expiration (PUT, CopyObject, CompleteMultipartUpload). */
+void s3_written_headers(ctx_t *x, const obj_info_t *info);
 /* rc (from opening x->vid, or the current version) names a delete marker or a missing
  * version: 1 with the answer sent (405/404 with the marker's headers, NoSuchVersion). */
 int s3_version_missing(ctx_t *x, int rc, const obj_info_t *info);

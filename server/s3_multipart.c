@@ -218,7 +218,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
         }
         return;
     }
-    s3_lifecycle_expiration(x, &info, NULL);
+    s3_written_headers(x, &info);
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/");
@@ -232,7 +232,6 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", info.etag);
     s3_mpu_cks_object_xml(&b, &info);
     buf_printf(&b, "</CompleteMultipartUploadResult>");
-    if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
     s3_respond_xml(x, 200, &b);
 }
 

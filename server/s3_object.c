@@ -350,8 +350,7 @@ void s3_put_object(ctx_t *x)
         s3_engine_error(x, err);
         return;
     }
-    if (info.vid[0]) s3_version_headers(x, &info); /* none for a null version (S3) */
-    s3_lifecycle_expiration(x, &info, NULL);
+    s3_written_headers(x, &info);
     s3_respond_etag(x, info.etag, cks);
 }
 

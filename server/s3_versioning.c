@@ -47,6 +47,12 @@ void s3_version_headers(ctx_t *x, const obj_info_t *info)
     http_add_headers(x->r, h);
 }
 
+void s3_written_headers(ctx_t *x, const obj_info_t *info)
+{
+    if (info->vid[0]) s3_version_headers(x, info); /* none for a null version (S3) */
+    s3_lifecycle_expiration(x, info, NULL);
+}
+
 int s3_version_missing(ctx_t *x, int rc, const obj_info_t *info)
 {
     if (rc != ERR_NOT_FOUND) return 0;
