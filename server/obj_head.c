@@ -84,12 +84,27 @@ pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload)
     return &s->mpu_locks[fnv1a(2166136261u, upload, strlen(upload)) % KEY_LOCKS];
 }
 
+/* The first store of a key's inline copies (and of its head lookups). */
+static uint32_t inline_first(const obj_set_t *s, const char *bucket, const char *key)
+{
+    return fnv1a(fnv1a(2166136261u, bucket, strlen(bucket) + 1), key, strlen(key)) % (uint32_t)s->n;
+}
+
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best)
 {
     uint8_t meta[HEAD_MAX];
     int found = 0, absent = 0, rc = ERR_NOT_FOUND;
-    for (int i = 0; i < s->n; i++) {
+    /*
+     * m+1 stores that answer are enough: a committed version has heads on
+     * at least k stores, so any m+1 include one of them (or a newer head).
+     * They are the key's inline stores, so an inline object's bytes are
+     * read from a store just asked; a store that fails is replaced by the
+     * next one.
+     */
+    uint32_t first = inline_first(s, bucket, key);
+    for (int j = 0; j < s->n && found + absent <= s->m; j++) {
+        int i = (int)((first + (uint32_t)j) % (uint32_t)s->n);
         drive_id_t id = {bucket, key, pos, (uint32_t)i};
         drive_stat_t st;
         obj_info_t o;
@@ -180,12 +195,6 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
     }
     free(loaded);
     return heads;
-}
-
-/* The first store of a key's inline copies. */
-static uint32_t inline_first(const obj_set_t *s, const char *bucket, const char *key)
-{
-    return fnv1a(fnv1a(2166136261u, bucket, strlen(bucket) + 1), key, strlen(key)) % (uint32_t)s->n;
 }
 
 uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *key)
