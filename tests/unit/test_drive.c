@@ -1,6 +1,7 @@
 /*
- * Drive engine tests: basic operations, IU alignment of every write, crash
- * consistency under SIGKILL (with and without the index), compaction against
+ * Drive engine tests: basic operations, IU alignment of every write (the
+ * segments' and the RocksDB index's), crash consistency under SIGKILL (with
+ * and without the index, and with the index's memtable lost), compaction against
  * a model under concurrent overwrites and deletes, the endurance budget over
  * a simulated day, a full drive, injected I/O errors, group commit, IU
  * detection. More injected faults: test_drive_faults.c.
@@ -15,6 +16,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "storage/drive.h"
+#include "storage/idx.h"
 #include "testlib.h"
 #include "storage/rec.h"
 
@@ -22,12 +24,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -151,6 +155,161 @@ static void test_basic(void **state)
     free(dir);
 }
 
+/*
+ * ---- RocksDB's file writes ----
+ *
+ * The index's writes do not go through drive_io: they are seen by
+ * interposing write(2) and pwrite(2) in this binary (librocksdb calls them
+ * through the PLT; its info LOG, at error level only, goes through stdio and
+ * is checked by size). While iow_dir is set, every write to a file under it
+ * is noted with its offset, length and whether the fd is O_DIRECT.
+ */
+typedef unsigned long long ULL;
+
+typedef struct {
+    char name[64];
+    uint64_t off, len;
+    int direct;
+} iow_t;
+
+static pthread_mutex_t iow_lock = PTHREAD_MUTEX_INITIALIZER;
+static char iow_dir[PATH_MAX];
+static size_t iow_dir_len; /* 0: not tracing */
+static iow_t *iow;
+static size_t iow_n, iow_cap;
+
+static void iow_note(int fd, uint64_t off, size_t len, int positioned)
+{
+    char link[64], path[PATH_MAX];
+    if (!__atomic_load_n(&iow_dir_len, __ATOMIC_ACQUIRE)) return;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n <= 0) return;
+    path[n] = 0;
+    if (strncmp(path, iow_dir, iow_dir_len) != 0 || path[iow_dir_len] != '/') return;
+    if (!positioned) off = (uint64_t)lseek(fd, 0, SEEK_CUR);
+    int fl = fcntl(fd, F_GETFL);
+    pthread_mutex_lock(&iow_lock);
+    if (iow_n == iow_cap)
+        iow = realloc(iow, (iow_cap = iow_cap ? iow_cap * 2 : 256) * sizeof(*iow));
+    iow_t *w = &iow[iow_n++];
+    snprintf(w->name, sizeof(w->name), "%s", path + iow_dir_len + 1);
+    w->off = off;
+    w->len = len;
+    w->direct = fl >= 0 && (fl & O_DIRECT);
+    pthread_mutex_unlock(&iow_lock);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    iow_note(fd, 0, n, 0);
+    return syscall(SYS_write, fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    iow_note(fd, (uint64_t)off, n, 1);
+    return syscall(SYS_pwrite64, fd, buf, n, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    return pwrite(fd, buf, n, off);
+}
+
+static void iow_start(const char *index_dir)
+{
+    char *real = realpath(index_dir, NULL);
+    assert_non_null(real);
+    snprintf(iow_dir, sizeof(iow_dir), "%s", real);
+    free(real);
+    iow_n = 0;
+    __atomic_store_n(&iow_dir_len, strlen(iow_dir), __ATOMIC_RELEASE);
+}
+
+static int iow_cmp(const void *a, const void *b)
+{
+    const iow_t *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->off > y->off) - (x->off < y->off);
+}
+
+static int has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static int has_suffix(const char *s, const char *p)
+{
+    size_t n = strlen(s), m = strlen(p);
+    return n >= m && strcmp(s + n - m, p) == 0;
+}
+
+/*
+ * Stop tracing and check what RocksDB wrote under the index: no WAL at all;
+ * table files (flush and compaction output) only with O_DIRECT, in
+ * IDX_WRITE_CHUNK writes at offsets that are multiples of it, each file
+ * written once front to back; the last write of a file may be shorter
+ * (RocksDB rounds it up to the device's logical block size, then truncates
+ * the file): those are the sub-IU writes it cannot avoid, counted. Besides
+ * those, only its small metadata files (MANIFEST, CURRENT, OPTIONS,
+ * IDENTITY), written buffered: counted.
+ */
+static void iow_check(uint32_t iu, const char *index_dir)
+{
+    uint64_t sst_files = 0, sst_writes = 0, sst_bytes = 0, chunks = 0, sub_iu = 0, sub_iu_bytes = 0;
+    uint64_t meta_writes = 0, meta_bytes = 0;
+    __atomic_store_n(&iow_dir_len, 0, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&iow_lock);
+    qsort(iow, iow_n, sizeof(*iow), iow_cmp);
+    for (size_t i = 0; i < iow_n; i++) {
+        iow_t *w = &iow[i];
+        if (has_suffix(w->name, ".sst")) {
+            int first = i == 0 || strcmp(iow[i - 1].name, w->name) != 0;
+            int last = i + 1 == iow_n || strcmp(iow[i + 1].name, w->name) != 0;
+            if (!w->direct) fail_msg("%s: buffered write of %llu bytes", w->name, (ULL)w->len);
+            if (w->off != (first ? 0 : iow[i - 1].off + iow[i - 1].len) ||
+                w->off % IDX_WRITE_CHUNK != 0 || (!last && w->len != IDX_WRITE_CHUNK) ||
+                w->len > IDX_WRITE_CHUNK || w->len % 512 != 0)
+                fail_msg("%s: write of %llu bytes at %llu", w->name, (ULL)w->len, (ULL)w->off);
+            sst_files += first;
+            sst_writes++;
+            sst_bytes += w->len;
+            chunks += w->len == IDX_WRITE_CHUNK;
+            if (w->len % iu) {
+                sub_iu++;
+                sub_iu_bytes += w->len;
+            }
+        } else if (has_prefix(w->name, "MANIFEST-") || has_prefix(w->name, "OPTIONS-") ||
+                   has_suffix(w->name, ".dbtmp") || !strcmp(w->name, "CURRENT") ||
+                   !strcmp(w->name, "IDENTITY")) {
+            meta_writes++;
+            meta_bytes += w->len;
+        } else {
+            /* The WAL (NNNNNN.log) above all: the index must have none. */
+            fail_msg("index file %s written (%llu bytes at %llu)", w->name, (ULL)w->len,
+                     (ULL)w->off);
+        }
+    }
+    pthread_mutex_unlock(&iow_lock);
+    /* The info log, written through stdio at error level only: nothing. */
+    char p[PATH_MAX + 8];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/LOG", index_dir);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    print_message("iu %u: index table files %llu, writes %llu (%llu of %u KiB), %llu bytes; "
+                  "sub-IU (last of a file) %llu writes, %llu bytes; metadata files (buffered) "
+                  "%llu writes, %llu bytes\n",
+                  iu, (ULL)sst_files, (ULL)sst_writes, (ULL)chunks, IDX_WRITE_CHUNK >> 10,
+                  (ULL)sst_bytes, (ULL)sub_iu, (ULL)sub_iu_bytes, (ULL)meta_writes,
+                  (ULL)meta_bytes);
+    /* The workload made a table file larger than one chunk, and compaction ran. */
+    assert_true(chunks >= 1);
+    assert_true(sst_files >= 4);
+    assert_true(sub_iu <= sst_files);
+}
+
 /* ---- alignment ---- */
 
 static uint32_t trace_iu;
@@ -177,6 +336,10 @@ static void alignment_run(uint32_t iu)
     trace_writes = trace_bad = 0;
     real_pwrite = drive_io.pwrite;
     drive_io.pwrite = tracing_pwrite;
+    char ip[PATH_MAX];
+    snprintf(ip, sizeof(ip), "%s/index", dir);
+    assert_int_equal(mkdir(ip, 0755), 0);
+    iow_start(ip);
     assert_int_equal(drive_open(&c, &d), 0);
     for (int i = 0; i < 160; i++) {
         rng = tl_mix(rng + (uint64_t)i);
@@ -193,8 +356,22 @@ static void alignment_run(uint32_t iu)
         if (i % 40 == 39) (void)drive_compact(d, 0, 1);
     }
     (void)drive_compact(d, 0, 1);
+    /* Index entries with large metadata: a flush of more than one write. */
+    uint8_t *meta = malloc(8 * KiB);
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "meta/%03d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        tl_fill(meta, 8 * KiB, (uint64_t)i);
+        assert_int_equal(drive_put(d, &id, "x", 1, meta, 8 * KiB), 0);
+    }
+    free(meta);
+    assert_int_equal(drive_index_flush(d), 0);
+    drive_close(d);
+    /* Reopen: RocksDB's writes at open (a new MANIFEST, OPTIONS) are counted too. */
+    assert_int_equal(drive_open(&c, &d), 0);
     drive_close(d);
     drive_io.pwrite = real_pwrite;
+    iow_check(iu, ip);
     assert_true(trace_writes > 50);
     assert_int_equal(trace_bad, 0);
     tl_rm_rf(dir);
