@@ -168,6 +168,10 @@ static void phase_append(void)
                 /* One writer waits for each flush: compare with fio doing the same. */
                 row(name, mbs, "MB/s",
                     n == 1 ? "fio_seq_write_1MiB_fdatasync_qd1" : "fio_seq_write_1MiB");
+                /* Like for like: fio appending into fresh preallocated space, as segments are. */
+                if (n == 1 && si == 0)
+                    row("append_1MiB_w1_vs_fresh_file", mbs, "MB/s",
+                        "fio_seq_write_1MiB_fdatasync_qd1_fresh");
             } else {
                 snprintf(name, sizeof(name), "append_%s_w%d_ops", names[si], n);
                 row(name, (double)ops / el, "ops/s", "raw_4KiB_write_fdatasync_ops");
