@@ -184,7 +184,12 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int load_segments(drive_t *d)
+/*
+ * recount: add the bytes found past the recorded tails to the lifetime
+ * counter (0 when the counters come from an index set aside, which counted
+ * them already).
+ */
+static int load_segments(drive_t *d, int recount)
 {
     DIR *dir = opendir(d->seg_dir);
     struct dirent *de;
@@ -246,7 +251,7 @@ static int load_segments(drive_t *d)
              * counted in the counters the index kept: a crash took them.
              */
             uint64_t found = align_up(r.end, d->iu) - s->tail;
-            d->lifetime_host += found;
+            if (recount) d->lifetime_host += found;
             d->replayed_bytes += found;
         }
         if (r.applied > before)
@@ -454,8 +459,12 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->next_seq = 1;
     if ((rc = open_index(d)) != 0) goto fail;
     /* An index of the layout before versioned values is rebuilt, its counters kept. */
-    if ((rc = load_meta(d)) == ERR_AGAIN) rc = index_set_aside(d, "v0");
-    if (rc || (rc = load_segments(d)) != 0) goto fail;
+    int recount = 1;
+    if ((rc = load_meta(d)) == ERR_AGAIN) {
+        rc = index_set_aside(d, "v0");
+        recount = 0;
+    }
+    if (rc || (rc = load_segments(d, recount)) != 0) goto fail;
     d->idx_written_seen = idx_bytes_written(d->idx);
     d->open_ns = d->clock->now_ns(d->clock);
     d->host_at_open = d->lifetime_host;
