@@ -49,7 +49,7 @@ static double now(void)
 
 static void row(const char *name, double v, const char *unit, const char *ceil)
 {
-    printf("ROW\t%s\t%.4f\t%s\t%s\n", name, v, unit, ceil);
+    printf("ROW\t%s\t%.6g\t%s\t%s\n", name, v, unit, ceil);
     fflush(stdout);
 }
 
