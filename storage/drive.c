@@ -417,7 +417,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->direct = !cfg->buffered;
     if (!d->cfg.segment_size) d->cfg.segment_size = 256u << 20;
     if (!d->cfg.max_batch) d->cfg.max_batch = 32u << 20;
-    if (!d->cfg.index_flush_bytes) d->cfg.index_flush_bytes = 1ull << 30;
+    if (!d->cfg.index_flush_bytes) d->cfg.index_flush_bytes = 256ull << 20;
     if (!d->cfg.warranty_years) d->cfg.warranty_years = 5;
     if (!d->cfg.max_delay_ms) d->cfg.max_delay_ms = 2000;
     if (!d->cfg.gc_free_low) d->cfg.gc_free_low = 0.10;
