@@ -899,7 +899,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
 int drive__index_flush(drive_t *d)
 {
     pthread_mutex_lock(&d->lock);
-    d->idx_unflushed = 0;
+    d->idx_unflushed = d->idx_unflushed_recs = 0;
     pthread_mutex_unlock(&d->lock);
     int rc = idx_flush(d->idx);
     if (rc) drive__readonly(d, "index_flush_failed", 0, 0);

@@ -60,9 +60,9 @@ typedef struct {
 
     /*
      * Start an index flush after this many bytes appended to segments (0 =
-     * 256 MiB): bounds what an open after kill -9 rescans (RocksDB flushes a
-     * full memtable sooner). Each flush costs one small table file and a
-     * MANIFEST record: nothing next to the data it covers.
+     * 256 MiB), or after 64k records: bounds what an open after kill -9
+     * rescans. Each flush costs one small table file and a MANIFEST record:
+     * nothing next to the data it covers.
      */
     uint64_t index_flush_bytes;
 } drive_cfg_t;

@@ -6,8 +6,9 @@
  * tail and ONE fdatasync for the lot: the only flush of a commit. Only then
  * does it update the index (RocksDB's memtable, no WAL: the segments are the
  * truth and what a crash takes from the memtable is replayed from them at
- * open) and complete the callers. Every index_flush_bytes appended, it
- * starts an index flush in the background, which bounds that replay. The
+ * open) and complete the callers. Every index_flush_bytes or
+ * INDEX_FLUSH_RECORDS appended, it starts an index flush in the background,
+ * which bounds that replay. The
  * padded tail of an IU is never written again: the next flush starts at the
  * next boundary.
  *
@@ -272,8 +273,10 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         drive__meta_put(d, w->batch);
         rc = idx_write(d->idx, w->batch);
         d->idx_unflushed += wlen;
-        if (d->idx_unflushed >= d->cfg.index_flush_bytes) {
-            d->idx_unflushed = 0;
+        d->idx_unflushed_recs += w->npend;
+        if (d->idx_unflushed >= d->cfg.index_flush_bytes ||
+            d->idx_unflushed_recs >= INDEX_FLUSH_RECORDS) {
+            d->idx_unflushed = d->idx_unflushed_recs = 0;
             flush_index = 1;
         }
         pthread_mutex_unlock(&d->lock);
