@@ -246,11 +246,16 @@ if [ "$LOCAL" = 1 ]; then
   wlb stats >"$JS/stats_after.json"
   python3 - "$JS/stats_before.json" "$JS/stats_after.json" <<'PY'
 import json, sys
-a, b = (json.load(open(p))["total"] for p in sys.argv[1:3])
+ja, jb = (json.load(open(p)) for p in sys.argv[1:3])
+a, b = ja["total"], jb["total"]
 user = b["user_bytes"] - a["user_bytes"]
 host = b["host_bytes"] - a["host_bytes"]
 print("ROW\tdrive_write_amp_over_run\t%.4f\tx\t-" % (host / user if user else 0))
 print("ROW\trelocated_by_compaction\t%.1f\tMB\t-" % ((b["relocated_bytes"] - a["relocated_bytes"]) / 1e6))
+# The RocksDB indexes' own writes (flushes and compactions; no WAL) over the run, all drives.
+idx = sum(d["index_bytes"] for d in jb["drives"]) - sum(d["index_bytes"] for d in ja["drives"])
+print("ROW\tindex_bytes_over_run\t%.3f\tMB\t-" % (idx / 1e6))
+print("ROW\tindex_share_of_host_bytes\t%.6f\tfrac\t-" % (idx / host if host else 0))
 PY
 
   # One STREAM-sized object up and down over one connection, on a fresh
