@@ -44,7 +44,14 @@ static void l_stats(void *ctx, drive_stats_t *st)
     drive_stats(ctx, st);
 }
 
-static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list, l_read_split, l_stats};
+static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    return drive_put_async(ctx, id, data, len, meta, meta_len, done, arg);
+}
+
+static const shard_ops_t local_ops = {l_put,  l_read,       l_stat,  l_del,
+                                      l_list, l_read_split, l_stats, l_put_async};
 
 shard_store_t shard_store_local(drive_t *d)
 {

@@ -2,7 +2,8 @@
  * The object layer over six real drives (4+2): round trips verified by
  * content, overwrites, degraded reads with up to m failing or corrupting
  * stores, m+1 failures refused, writes with failing stores, delete markers
- * that win over a store that missed the delete, listings.
+ * that win over a store that missed the delete, listings. Odd stores take
+ * asynchronous puts (put_async), even ones synchronous puts on the pool.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,8 +84,18 @@ static void f_stats(void *ctx, drive_stats_t *st)
     drive_stats(((faulty_t *)ctx)->d, st);
 }
 
-static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list, f_read_split, f_stats};
-static const shard_ops_t faulty_ops_nosplit = {f_put, f_read, f_stat, f_del, f_list, NULL, f_stats};
+/* Odd stores take asynchronous puts as the gateway's local drives do; even ones go by the pool. */
+static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t ml, drive_done_fn done, void *arg)
+{
+    faulty_t *f = ctx;
+    return f->fail_write ? ERR_IO : drive_put_async(f->d, id, data, len, meta, ml, done, arg);
+}
+
+static const shard_ops_t faulty_ops = {f_put,  f_read,       f_stat,  f_del,
+                                       f_list, f_read_split, f_stats, f_put_async};
+static const shard_ops_t faulty_ops_nosplit = {f_put,  f_read, f_stat,  f_del,
+                                               f_list, NULL,   f_stats, NULL};
 
 typedef struct {
     char *dir;
