@@ -879,6 +879,9 @@ void drive_stats(drive_t *d, drive_stats_t *st)
 {
     drive__charge_index(d);
     memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&d->q_lock);
+    st->queued = (uint64_t)d->q_sync + d->q_async;
+    pthread_mutex_unlock(&d->q_lock);
     pthread_mutex_lock(&d->lock);
     st->iu = d->iu;
     st->capacity = d->cfg.capacity;

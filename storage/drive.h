@@ -88,6 +88,7 @@ typedef struct {
     uint64_t relocated_bytes; /* records copied by compaction */
     uint64_t index_bytes;     /* RocksDB's own writes (WAL, flush, compaction) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
+    uint64_t queued; /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t throttled;     /* appends refused with ERR_THROTTLED */
     uint64_t reads_direct;  /* payload reads the device put straight into the caller's buffer */
