@@ -13,7 +13,7 @@ B=$(cd "$2" && pwd)
 ROUNDS=${3:-2}
 DIR=${BENCH_DIR:?}/storage_ab
 mkdir -p "$DIR"
-trap 'rm -rf "$DIR"' EXIT
+trap 'if [ -n "${KEEP:-}" ]; then cp "$OUT" "$KEEP"; fi; rm -rf "$DIR"' EXIT
 RT=${RT:-5}
 . "$(dirname "$0")/fio.sh"
 OUT=$DIR/rows.txt
