@@ -115,8 +115,9 @@ typedef struct {
 int drive_open(const drive_cfg_t *cfg, drive_t **out) __attribute__((warn_unused_result));
 /*
  * Stop compaction, commit the writes still queued (their callbacks run
- * before it returns), flush state, close. NULL is a no-op. Nothing may
- * submit to the drive once drive_close is called.
+ * before it returns), flush state, close. NULL is a no-op. A write that
+ * races the close is either committed like the rest or refused with
+ * ERR_CLOSED; none may be submitted once it returned (d is gone).
  */
 void drive_close(drive_t *d);
 
@@ -124,7 +125,8 @@ void drive_close(drive_t *d);
  * Store a shard (replacing any previous one with the same identity). meta is
  * an opaque blob kept with the index entry and in the record. Blocks until
  * durable. Returns 0, ERR_INVAL, ERR_TOO_LARGE, ERR_NOSPC, ERR_THROTTLED
- * (retry later), ERR_READONLY (an earlier write or flush failed), ERR_IO.
+ * (retry later), ERR_READONLY (an earlier write or flush failed), ERR_IO,
+ * ERR_CLOSED (drive_close has begun).
  */
 int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, const void *meta,
               size_t meta_len) __attribute__((warn_unused_result));
