@@ -796,6 +796,45 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
     return drive_read_split(d, id, off, buf, len, NULL, 0, NULL);
 }
 
+int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+              void *buf, size_t cap)
+{
+    rec_id_t rid;
+    int rc;
+    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
+    /* Compaction may move the record between lookup and read: look again. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        ent_t e;
+        void *vb = NULL;
+        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
+        if (e.type == REC_TOMBSTONE) {
+            free(vb);
+            return ERR_NOT_FOUND;
+        }
+        st->len = e.payload_len;
+        st->seq = e.seq;
+        st->crc = e.hdr_crc;
+        st->meta_len = e.meta_len;
+        if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+        if (e.payload_len > cap || e.payload_len == 0) {
+            free(vb);
+            return e.payload_len ? ERR_RANGE : 0;
+        }
+        seg_t *s = drive__seg_acquire(d, e.seg);
+        if (!s) {
+            free(vb);
+            continue;
+        }
+        /* The index entry and the record it names are one: read_extent checks the header's
+         * crc and sequence against the entry, so the metadata above is this payload's. */
+        rc = read_extent(d, s, &e, &rid, 0, buf, (size_t)e.payload_len, NULL, 0, NULL);
+        drive__seg_release(d, s);
+        free(vb);
+        return rc;
+    }
+    return ERR_IO;
+}
+
 int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
                drive_list_fn fn, void *arg)
 {

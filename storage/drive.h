@@ -197,6 +197,19 @@ int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
     __attribute__((warn_unused_result));
 
 /*
+ * A whole record in one go: its metadata (as drive_stat: up to meta_cap
+ * bytes into meta, st->meta_len the full length) and its payload (into buf,
+ * which must hold st->len bytes: ERR_RANGE, with *st filled, when cap is
+ * smaller), both of the same record, from one index lookup and one read
+ * when they lie close: a small object stored inline in its head is one
+ * call, with no window in which another write of the identity could pair
+ * one record's metadata with another's bytes. Every chunk is verified.
+ * Returns 0, ERR_NOT_FOUND, ERR_RANGE, ERR_CORRUPT, ERR_IO.
+ */
+int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+              void *buf, size_t cap) __attribute__((warn_unused_result));
+
+/*
  * List shards of a bucket whose key starts with prefix, in key order,
  * starting after `after` (NULL = from the start). The callback gets each
  * identity and stat; returning non-zero stops the walk (and is returned).
