@@ -7,9 +7,14 @@
  *
  * Phases (each on a fresh drive under DIR, removed afterwards):
  *   append     durable put throughput, 1 MiB / 64 KiB / 4 KiB records, 1 and
- *              64 writer threads (group commit), fixed time and byte bounds;
- *              the index's bytes (its flush at the end included) and their
+ *              64 writer threads (group commit; 4 KiB also at 8 and 32),
+ *              fixed time and byte bounds, with records per flush; the
+ *              index's bytes (its flush at the end included) and their
  *              share of host bytes
+ *   async      4 KiB drive_put_async from ONE thread keeping 1, 8 or 32
+ *              writes in flight (how the object layer writes): appends/s and
+ *              records per flush. Left out when built with BENCH_SYNC_ONLY
+ *              (to measure a drive engine without asynchronous writes, A/B)
  *   read       random 64 KiB range reads and 1 MiB record reads, 16 threads
  *   wa         write amplification at steady state, 80% full, compaction on:
  *              (a) warm lake: objects written and deleted in batches plus 10%
@@ -127,16 +132,32 @@ static void *appender(void *arg)
     return NULL;
 }
 
+/*
+ * fio's same-run ceiling for n durable 4 KiB appenders: n jobs doing 4 KiB
+ * write + fdatasync, each on its own file (bench/storage.sh), the 1-job row
+ * for other counts.
+ */
+static const char *small_ceiling(int n, char *buf, size_t cap)
+{
+    if (n == 8 || n == 32)
+        snprintf(buf, cap, "raw_4KiB_write_fdatasync_j%d_ops", n);
+    else
+        snprintf(buf, cap, "raw_4KiB_write_fdatasync_ops");
+    return buf;
+}
+
 static void phase_append(void)
 {
     size_t sizes[] = {1 * MiB, 64 * KiB, 4 * KiB};
     const char *names[] = {"1MiB", "64KiB", "4KiB"};
-    int writers[] = {1, 64};
+    int writers[] = {1, 8, 32, 64};
     double secs = quick ? 1.0 : 3.0;
     uint64_t max_bytes = quick ? 512 * MiB : 2 * GiB;
 
     for (int si = 0; si < 3; si++) {
-        for (int wi = 0; wi < 2; wi++) {
+        for (int wi = 0; wi < 4; wi++) {
+            /* Small records are where concurrency counts: 8 and 32 writers only for them. */
+            if (sizes[si] > 4 * KiB && (writers[wi] == 8 || writers[wi] == 32)) continue;
             char *dir = subdir("append");
             drive_t *d = open_drive(dir, 8 * GiB, 64 * MiB, 0);
             int n = writers[wi];
@@ -173,8 +194,9 @@ static void phase_append(void)
                     row("append_1MiB_w1_vs_fresh_file", mbs, "MB/s",
                         "fio_seq_write_1MiB_fdatasync_qd1_fresh");
             } else {
+                char ceil[64];
                 snprintf(name, sizeof(name), "append_%s_w%d_ops", names[si], n);
-                row(name, (double)ops / el, "ops/s", "raw_4KiB_write_fdatasync_ops");
+                row(name, (double)ops / el, "ops/s", small_ceiling(n, ceil, sizeof(ceil)));
                 snprintf(name, sizeof(name), "append_%s_w%d", names[si], n);
                 row(name, mbs, "MB/s", "fio_seq_write_1MiB");
             }
@@ -194,6 +216,79 @@ static void phase_append(void)
         }
     }
 }
+
+/* ---- async: one thread, many writes in flight ---- */
+
+#ifndef BENCH_SYNC_ONLY
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int inflight;
+    uint64_t done, failed;
+} window_t;
+
+static void window_done(void *arg, int rc)
+{
+    window_t *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->inflight--;
+    w->done++;
+    w->failed += rc != 0;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void phase_async(void)
+{
+    int depths[] = {1, 8, 32};
+    double secs = quick ? 1.0 : 3.0;
+    uint64_t max_ops = (quick ? 512 * MiB : 2 * GiB) / (4 * KiB);
+    uint8_t *buf = malloc(4 * KiB);
+    for (size_t i = 0; i < 4 * KiB; i++)
+        buf[i] = (uint8_t)(i * 131);
+    for (int di = 0; di < 3; di++) {
+        int q = depths[di];
+        char *dir = subdir("async");
+        drive_t *d = open_drive(dir, 8 * GiB, 64 * MiB, 0);
+        window_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
+        uint64_t sent = 0;
+        char key[64];
+        double t0 = now(), until = t0 + secs;
+        while (sent < max_ops && now() < until) {
+            pthread_mutex_lock(&w.mu);
+            while (w.inflight >= q)
+                pthread_cond_wait(&w.cv, &w.mu);
+            w.inflight++;
+            pthread_mutex_unlock(&w.mu);
+            snprintf(key, sizeof(key), "a/%010llu", (unsigned long long)sent);
+            drive_id_t id = {"bench", key, "", 0};
+            int rc = drive_put_async(d, &id, buf, 4 * KiB, NULL, 0, window_done, &w);
+            if (rc) {
+                fprintf(stderr, "async: %s\n", err_str(rc));
+                exit(1);
+            }
+            sent++;
+        }
+        pthread_mutex_lock(&w.mu);
+        while (w.inflight > 0)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        double el = now() - t0;
+        if (w.failed) fprintf(stderr, "async: %llu failed\n", (unsigned long long)w.failed);
+        drive_stats_t st;
+        drive_stats(d, &st);
+        char name[64], ceil[64];
+        snprintf(name, sizeof(name), "append_4KiB_async_q%d_ops", q);
+        row(name, (double)w.done / el, "ops/s", small_ceiling(q, ceil, sizeof(ceil)));
+        snprintf(name, sizeof(name), "append_4KiB_async_q%d_records_per_flush", q);
+        row(name, st.flushes ? (double)st.flush_records / (double)st.flushes : 0, "rec", "-");
+        drive_close(d);
+        rm_rf(dir);
+        free(dir);
+    }
+    free(buf);
+}
+#endif
 
 /* ---- read ---- */
 
@@ -484,6 +579,9 @@ int main(int argc, char **argv)
     for (int i = first; i < argc || all; i++) {
         const char *p = all ? NULL : argv[i];
         if (all || strcmp(p, "append") == 0) phase_append();
+#ifndef BENCH_SYNC_ONLY
+        if (all || strcmp(p, "async") == 0) phase_async();
+#endif
         if (all || strcmp(p, "read") == 0) phase_read();
         if (all || strcmp(p, "wa") == 0) {
             wa_run(0);

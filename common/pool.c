@@ -36,6 +36,21 @@ void latch_wait(latch_t *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+void latch_add(latch_t *l, int n)
+{
+    pthread_mutex_lock(&l->mu);
+    l->left += n;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void latch_done(latch_t *l)
+{
+    /* The waiter may free l once it sees 0: nothing touches l after the unlock. */
+    pthread_mutex_lock(&l->mu);
+    if (--l->left == 0) pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
 void latch_destroy(latch_t *l)
 {
     pthread_mutex_destroy(&l->mu);
@@ -103,11 +118,7 @@ static void *worker(void *arg)
         log_set_request(j->request); /* what the job logs is about its submitter's request */
         j->run(j);
         log_set_request(NULL);
-        if (l) {
-            pthread_mutex_lock(&l->mu);
-            if (--l->left == 0) pthread_cond_broadcast(&l->cv);
-            pthread_mutex_unlock(&l->mu);
-        }
+        if (l) latch_done(l);
         pthread_mutex_lock(&p->mu);
         p->idle++;
     }
@@ -158,11 +169,7 @@ void pool_free(pool_t *p)
 
 void pool_submit(pool_t *p, pool_job_t **jobs, int n, latch_t *l)
 {
-    if (l) {
-        pthread_mutex_lock(&l->mu);
-        l->left += n;
-        pthread_mutex_unlock(&l->mu);
-    }
+    if (l) latch_add(l, n);
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < n; i++) {
         jobs[i]->latch = l;

@@ -30,6 +30,12 @@ typedef struct latch {
 void latch_init(latch_t *l);
 /* Wait until every job submitted on l has run. */
 void latch_wait(latch_t *l);
+/*
+ * Count work that is not a pool job (an asynchronous write's callback):
+ * latch_add before starting it, latch_done once when it finished.
+ */
+void latch_add(latch_t *l, int n);
+void latch_done(latch_t *l);
 void latch_destroy(latch_t *l);
 
 typedef struct pool_job {

@@ -159,7 +159,6 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
     uint8_t meta[HEAD_MAX];
     size_t ml = obj_meta_encode(info, meta, sizeof(meta));
     obj__put_job_t jobs[OBJ_MAX_SHARDS];
-    pool_job_t *q[OBJ_MAX_SHARDS];
     void *loaded = NULL;
     int heads = 0, n = 0;
     *first_err = ml ? 0 : ERR_TOO_LARGE;
@@ -183,10 +182,9 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
                                    .len = carries ? (size_t)info->size : 0,
                                    .meta = meta,
                                    .meta_len = ml};
-        q[n] = &jobs[n].base;
         n++;
     }
-    obj__run_all(s, q, n);
+    obj__put_all(s, jobs, n);
     for (int i = 0; i < n; i++) {
         if (jobs[i].rc == 0)
             heads++;

@@ -56,9 +56,9 @@ struct obj_set {
     uint32_t block;
     uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
     /*
-     * Runs shard I/O in parallel: the k+m block writes of a stripe (so a
-     * PUT waits for one durable write per stripe instead of k+m in a row),
-     * the heads of a commit, and the block reads of a stripe for GETs.
+     * Runs shard I/O in parallel: the block reads of a stripe for GETs, and
+     * the puts of stores without put_async (obj__put_start: the k+m block
+     * writes of a stripe and the heads of a commit are in flight at once).
      */
     pool_t *pool;
     pthread_mutex_t key_locks[KEY_LOCKS];
@@ -69,9 +69,13 @@ struct obj_set {
     bufpool_t *bufs;     /* stripe-sized buffers of PUTs and GETs */
 };
 
-/* One shard put (a block or a head) as a pool job. */
+/*
+ * One shard put (a block or a head): an asynchronous write of a store that
+ * has put_async, else a pool job. st NULL: no put (a store skipped).
+ */
 typedef struct {
     pool_job_t base;
+    latch_t *latch; /* obj__put_start's: counted down when the put finished */
     const shard_store_t *st;
     drive_id_t id;
     const void *data;
@@ -85,6 +89,16 @@ typedef struct {
 
 /* pool_job_t.run of an obj__put_job_t. */
 void obj__run_put(pool_job_t *j);
+/*
+ * Start the puts of jobs[0..n) (those with a store) without waiting: each
+ * goes to its store's put_async, or to the pool for a store without; l
+ * counts them all down as they finish (latch_wait on it). No pool thread
+ * waits for an asynchronous write, so the writes in flight are not capped
+ * by the pool's size and each drive's group commit sees them all.
+ */
+void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l);
+/* obj__put_start and wait for all of them (each job's rc set). */
+void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n);
 /* The pool has jobs waiting: the drives are busy, more depth only lengthens queues. */
 int obj__busy(obj_set_t *s);
 /* Run jobs[0..n) on the set's pool and wait for all of them. */

@@ -3,7 +3,7 @@
  *
  * The body streams through the erasure encoder, hashed (MD5, the ETag) on
  * the way. Two stripe slots take turns: while the k+m block writes of one
- * stripe are in flight on the set's pool, the next is received, hashed and
+ * stripe are in flight (obj__put_start), the next is received, hashed and
  * encoded into the other. A store that fails a write is skipped from then
  * on; up to m may fail. The commit waits for every block to be durable,
  * then writes the heads (obj__commit_heads): the commit point.
@@ -91,8 +91,7 @@ static int slot_wait(obj_writer_t *w, int slot)
 static int flush_stripe(obj_writer_t *w, uint64_t stripe)
 {
     obj_set_t *s = w->s;
-    int slot = (int)(stripe & 1), n = 0;
-    pool_job_t *q[OBJ_MAX_SHARDS];
+    int slot = (int)(stripe & 1);
     for (int i = 0; i < s->n; i++) {
         obj__put_job_t *j = &w->jobs[slot][i];
         memset(j, 0, sizeof(*j));
@@ -103,10 +102,9 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
                              (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i};
         j->data = w->blk[slot] + (size_t)i * (s->block + 4);
         j->len = w->blen[slot][i] + 4;
-        q[n++] = &j->base;
     }
     w->inflight[slot] = 1;
-    pool_submit(s->pool, q, n, &w->latch[slot]);
+    obj__put_start(s, w->jobs[slot], s->n, &w->latch[slot]); /* skipped stores: st NULL */
     return dead_verdict(w);
 }
 

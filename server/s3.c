@@ -12,8 +12,8 @@
 /*
  * GET /_warmlake/stats (any authenticated user; "_" keeps the name out of
  * the bucket namespace): the engine counters of every drive and the node's
- * totals as JSON, so benchmarks and operators read write amplification and
- * space without stopping the node.
+ * totals as JSON, so benchmarks and operators read write amplification,
+ * space and group commit (records per flush) without stopping the node.
  */
 static void node_stats(ctx_t *x)
 {
@@ -30,14 +30,16 @@ static void node_stats(ctx_t *x)
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
-            "\"reads_copied\":%llu,\"readonly\":%d}",
+            "\"reads_copied\":%llu,\"readonly\":%d,\"flushes\":%llu,\"flush_records\":%llu,"
+            "\"flush_max_records\":%llu}",
             i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
             (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
             (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
             (unsigned long long)st.used_bytes, (unsigned long long)st.capacity, st.write_amp,
             (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
             st.projected_years, (unsigned long long)st.reads_direct,
-            (unsigned long long)st.reads_copied, st.readonly);
+            (unsigned long long)st.reads_copied, st.readonly, (unsigned long long)st.flushes,
+            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records);
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;
         t.relocated_bytes += st.relocated_bytes;

@@ -50,6 +50,12 @@ static void l_stats(void *ctx, drive_stats_t *st)
     drive_stats(ctx, st);
 }
 
+static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    return drive_put_async(ctx, id, data, len, meta, meta_len, done, arg);
+}
+
 static const shard_ops_t local_ops = {
     .put = l_put,
     .read = l_read,
@@ -59,6 +65,7 @@ static const shard_ops_t local_ops = {
     .read_split = l_read_split,
     .get = l_get,
     .stats = l_stats,
+    .put_async = l_put_async,
 };
 
 shard_store_t shard_store_local(drive_t *d)

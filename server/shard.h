@@ -39,6 +39,14 @@ typedef struct {
                void *buf, size_t cap);
     /* Engine counters of the drive behind the store (write amplification, space). */
     void (*stats)(void *ctx, drive_stats_t *st);
+    /*
+     * Optional: put without waiting (drive_put_async's contract): 0 and
+     * done(arg, rc) runs once when durable or failed, data and meta kept
+     * valid until then; or an error at once and done never runs. A store
+     * without it has put run on a pool thread that waits.
+     */
+    int (*put_async)(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                     const void *meta, size_t meta_len, drive_done_fn done, void *arg);
 } shard_ops_t;
 
 typedef struct {

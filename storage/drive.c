@@ -428,6 +428,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->bounce = bufpool_new(BOUNCE_KEEP);
     pthread_mutex_init(&d->q_lock, NULL);
     pthread_cond_init(&d->q_cond, NULL);
+    pthread_cond_init(&d->ct_cond, NULL);
     pthread_mutex_init(&d->gc_lock, NULL);
     pthread_mutex_init(&d->bg_lock, NULL);
     pthread_cond_init(&d->bg_cond, NULL);
@@ -473,6 +474,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     if (d->replayed_bytes)
         log_info("event=replay_done path=%s replayed_bytes=%llu", d->path,
                  (unsigned long long)d->replayed_bytes);
+    if ((rc = drive__commit_start(d)) != 0) goto fail;
     if (cfg->compaction && (rc = drive__bg_start(d)) != 0) goto fail;
     *out = d;
     return 0;
@@ -485,6 +487,7 @@ fail:
 void drive_close(drive_t *d)
 {
     if (!d) return;
+    drive__commit_stop(d); /* every queued write committed, every callback run */
     drive__bg_stop(d);
     pthread_mutex_lock(&d->gc_lock);
     (void)drive__writer_flush(d, &d->gw);
@@ -514,6 +517,7 @@ void drive_close(drive_t *d)
     pthread_mutex_destroy(&d->lock);
     pthread_mutex_destroy(&d->q_lock);
     pthread_cond_destroy(&d->q_cond);
+    pthread_cond_destroy(&d->ct_cond);
     pthread_mutex_destroy(&d->gc_lock);
     pthread_mutex_destroy(&d->bg_lock);
     pthread_cond_destroy(&d->bg_cond);
@@ -583,36 +587,96 @@ int drive_dump(drive_t *d, drive_dump_fn fn, void *arg)
 
 /* ---- writes ---- */
 
+/* A data record's request, checked: 0, ERR_INVAL or ERR_TOO_LARGE. */
+static int put_req(drive_t *d, req_t *r, const drive_id_t *id, const void *data, size_t len,
+                   const void *meta, size_t meta_len)
+{
+    int rc;
+    memset(r, 0, sizeof(*r));
+    if ((rc = to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
+    if (meta_len > REC_MAX_META || len > REC_MAX_PAYLOAD ||
+        rec_header_len(&r->id, meta_len, len) + len > d->seg_size - d->iu)
+        return ERR_TOO_LARGE;
+    r->type = REC_DATA;
+    r->data = data;
+    r->len = len;
+    r->meta = meta;
+    r->meta_len = meta_len;
+    return 0;
+}
+
+/* A tombstone's request: 0, ERR_INVAL, or ERR_NOT_FOUND (nothing to delete). */
+static int delete_req(drive_t *d, req_t *r, const drive_id_t *id)
+{
+    ent_t e;
+    void *vb = NULL;
+    int rc;
+    memset(r, 0, sizeof(*r));
+    if ((rc = to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
+    rc = drive__ent_get(d, NULL, &r->id, &e, &vb);
+    free(vb);
+    if (rc) return rc;
+    if (e.type == REC_TOMBSTONE) return ERR_NOT_FOUND;
+    r->type = REC_TOMBSTONE;
+    return 0;
+}
+
+/*
+ * Queue an asynchronous copy of r: the identity's names are copied behind
+ * it (the caller's may go before the commit), data and meta are not.
+ */
+static int submit_copy(drive_t *d, const req_t *r, drive_done_fn done, void *arg)
+{
+    const rec_id_t *id = &r->id;
+    req_t *a = xmalloc(sizeof(*a) + id->bucket_len + id->key_len + id->version_len + 3u);
+    char *p = (char *)(a + 1);
+    *a = *r;
+    a->done_fn = done;
+    a->done_arg = arg;
+    memcpy(p, id->bucket, id->bucket_len);
+    p[id->bucket_len] = 0;
+    a->id.bucket = p;
+    p += id->bucket_len + 1;
+    memcpy(p, id->key, id->key_len);
+    p[id->key_len] = 0;
+    a->id.key = p;
+    p += id->key_len + 1;
+    memcpy(p, id->version, id->version_len);
+    p[id->version_len] = 0;
+    a->id.version = p;
+    int rc = drive__submit_async(d, a);
+    if (rc) free(a);
+    return rc;
+}
+
 int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, const void *meta,
               size_t meta_len)
 {
-    req_t r = {0};
-    int rc;
-    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0) return rc;
-    if (meta_len > REC_MAX_META || len > REC_MAX_PAYLOAD ||
-        rec_header_len(&r.id, meta_len, len) + len > d->seg_size - d->iu)
-        return ERR_TOO_LARGE;
-    r.type = REC_DATA;
-    r.data = data;
-    r.len = len;
-    r.meta = meta;
-    r.meta_len = meta_len;
-    return drive__submit(d, &r);
+    req_t r;
+    int rc = put_req(d, &r, id, data, len, meta, meta_len);
+    return rc ? rc : drive__submit(d, &r);
 }
 
 int drive_delete(drive_t *d, const drive_id_t *id)
 {
-    req_t r = {0};
-    ent_t e;
-    void *vb = NULL;
-    int rc;
-    if ((rc = to_rec_id(id, &r.id)) != 0 || (rc = rec_id_check(&r.id)) != 0) return rc;
-    rc = drive__ent_get(d, NULL, &r.id, &e, &vb);
-    free(vb);
-    if (rc) return rc;
-    if (e.type == REC_TOMBSTONE) return ERR_NOT_FOUND;
-    r.type = REC_TOMBSTONE;
-    return drive__submit(d, &r);
+    req_t r;
+    int rc = delete_req(d, &r, id);
+    return rc ? rc : drive__submit(d, &r);
+}
+
+int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                    const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    req_t r;
+    int rc = put_req(d, &r, id, data, len, meta, meta_len);
+    return rc ? rc : submit_copy(d, &r, done, arg);
+}
+
+int drive_delete_async(drive_t *d, const drive_id_t *id, drive_done_fn done, void *arg)
+{
+    req_t r;
+    int rc = delete_req(d, &r, id);
+    return rc ? rc : submit_copy(d, &r, done, arg);
 }
 
 /* ---- reads ---- */
@@ -892,6 +956,9 @@ void drive_stats(drive_t *d, drive_stats_t *st)
 {
     drive__charge_index(d);
     memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&d->q_lock);
+    st->queued = (uint64_t)d->q_sync + d->q_async;
+    pthread_mutex_unlock(&d->q_lock);
     pthread_mutex_lock(&d->lock);
     st->iu = d->iu;
     st->capacity = d->cfg.capacity;

@@ -20,8 +20,13 @@
  *   - an endurance budget (DWPD) meters every byte written.
  *
  * Threads: a drive_t is shared by any number of threads; every call is
- * thread-safe. drive_put/drive_delete block until durable (or failed).
- * A background thread runs compaction unless cfg.compaction is 0.
+ * thread-safe. drive_put/drive_delete block until durable (or failed);
+ * drive_put_async/drive_delete_async return at once and call back when
+ * durable, so a caller can keep many writes in flight on many drives
+ * without a thread blocked per write. A commit thread per drive runs group
+ * commits for asynchronous submissions (a synchronous caller that finds no
+ * commit under way runs its own, saving the hand-off). A background thread
+ * runs compaction unless cfg.compaction is 0.
  */
 #ifndef WL_DRIVE_H
 #define WL_DRIVE_H
@@ -94,6 +99,7 @@ typedef struct {
     uint64_t relocated_bytes; /* records copied by compaction */
     uint64_t index_bytes;     /* RocksDB's own writes (flush, compaction; there is no WAL) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
+    uint64_t queued; /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t throttled;     /* appends refused with ERR_THROTTLED */
     uint64_t reads_direct;  /* payload reads the device put straight into the caller's buffer */
@@ -124,20 +130,58 @@ typedef struct {
  * ERR_IO.
  */
 int drive_open(const drive_cfg_t *cfg, drive_t **out) __attribute__((warn_unused_result));
-/* Stop compaction, flush state, close. NULL is a no-op. */
+/*
+ * Stop compaction, commit the writes still queued (their callbacks run
+ * before it returns), flush state, close. NULL is a no-op. A write that
+ * races the close is either committed like the rest or refused with
+ * ERR_CLOSED; none may be submitted once it returned (d is gone).
+ */
 void drive_close(drive_t *d);
 
 /*
  * Store a shard (replacing any previous one with the same identity). meta is
  * an opaque blob kept with the index entry and in the record. Blocks until
  * durable. Returns 0, ERR_INVAL, ERR_TOO_LARGE, ERR_NOSPC, ERR_THROTTLED
- * (retry later), ERR_READONLY (an earlier write or flush failed), ERR_IO.
+ * (retry later), ERR_READONLY (an earlier write or flush failed), ERR_IO,
+ * ERR_CLOSED (drive_close has begun).
  */
 int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, const void *meta,
               size_t meta_len) __attribute__((warn_unused_result));
 
 /* Delete: writes a tombstone. ERR_NOT_FOUND when there is nothing to delete. */
 int drive_delete(drive_t *d, const drive_id_t *id) __attribute__((warn_unused_result));
+
+/*
+ * Completion of an asynchronous write: rc is what drive_put (drive_delete)
+ * would have returned. It runs once the record is durable and indexed (or
+ * failed), on the drive's commit thread or inside another caller's
+ * drive_put/drive_delete of the same drive, with no lock of the drive held.
+ * It must be short and must not block: in particular it must not call the
+ * synchronous drive_put/drive_delete (nor drive_close) of that drive, which
+ * would wait for the very commit that runs it. Submitting more
+ * asynchronous writes from it is fine.
+ */
+typedef void (*drive_done_fn)(void *arg, int rc);
+
+/*
+ * drive_put without waiting. Returns 0 when the write is queued: done(arg,
+ * rc) then runs exactly once, and data and meta must stay valid until it
+ * does (id is copied). Returns ERR_INVAL or ERR_TOO_LARGE (checked at once),
+ * or ERR_CLOSED (the drive is closing), and then done is never called.
+ * Writes submitted from one thread are committed in submission order.
+ * drive_close waits for every write queued before it (their callbacks run
+ * before it returns).
+ */
+int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                    const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+
+/*
+ * drive_delete without waiting; as drive_put_async. ERR_NOT_FOUND (nothing
+ * to delete: looked up before returning) is returned at once, done not called.
+ */
+int drive_delete_async(drive_t *d, const drive_id_t *id, drive_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
 
 /*
  * Metadata of a shard. If meta is non-NULL, up to meta_cap bytes of the blob

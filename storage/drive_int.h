@@ -13,16 +13,20 @@
  *   budget.c       the endurance budget (budget.h)
  *
  * Locks, in the order they may be taken:
- *   q_lock     the group-commit queue of user appends
+ *   q_lock     the group-commit queue of user appends, `leader`, `closing`
+ *              (never held across a commit, nor while callbacks run)
  *   gc_lock    one compaction at a time (owns the GC writer)
  *   lock       segment table, accounting, every index read-modify-write,
  *              `failed` (drive__readonly takes it: never call it under lock)
  * Leaves, taken under any of these and taking none: bg_lock (the background
  * thread's sleep), the budget's lock, idx.c's statistics cache lock.
  * The user writer belongs to whichever thread is the commit leader (only one
- * at a time), the GC writer to the holder of gc_lock. No I/O is done under
- * `lock`: the RocksDB writes of index batches done under it go to the
- * memtable only (no WAL), and index flushes are waited for outside it.
+ * at a time: the commit thread, or a synchronous caller that found none),
+ * the GC writer to the holder of gc_lock. No I/O is done under `lock`: the
+ * RocksDB writes of index batches done under it go to the memtable only (no
+ * WAL), and index flushes are waited for outside it. Completion callbacks of
+ * asynchronous writes run on the leader with none of these locks held (they
+ * may take q_lock again, to submit more).
  *
  * The index is durable only as of its last flush (idx.h). Nothing
  * irreversible may be done on disk on the strength of index state that is
@@ -68,7 +72,12 @@ typedef struct seg {
     uint64_t sealed_ns;
 } seg_t;
 
-/* A caller's append waiting in the group-commit queue. */
+/*
+ * A caller's append waiting in the group-commit queue. Synchronous (done_fn
+ * NULL): on the caller's stack, `done` set under q_lock when finished.
+ * Asynchronous: malloc'd by the drive with the identity's names behind it,
+ * freed by the leader after done_fn ran.
+ */
 typedef struct req {
     uint8_t type;
     rec_id_t id;
@@ -78,6 +87,8 @@ typedef struct req {
     size_t meta_len;
     int rc;
     int done;
+    drive_done_fn done_fn;
+    void *done_arg;
     struct req *next;
 } req_t;
 
@@ -124,9 +135,14 @@ struct drive {
     int failed; /* sticky: a write or flush failed, the drive is read-only */
 
     pthread_mutex_t q_lock;
-    pthread_cond_t q_cond;
+    pthread_cond_t q_cond;  /* synchronous callers: a request done, or no leader */
+    pthread_cond_t ct_cond; /* the commit thread: queued work and no leader, or closing */
     req_t *q_head, *q_tail;
     int leader;
+    uint32_t q_sync, q_async; /* queued requests of each kind */
+    int closing;    /* drive_close: submissions refused, the commit thread drains and ends */
+    int ct_running; /* the commit thread was started */
+    pthread_t ct_thread;
     writer_t uw;
 
     pthread_mutex_t gc_lock;
@@ -200,7 +216,13 @@ void drive__writer_free(writer_t *w);
 /* Make room for rec_len bytes (flushing, sealing, opening a segment). */
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);
+/* Queue a synchronous request and wait for it (leading the commit if no one does). */
 int drive__submit(drive_t *d, req_t *r);
+/* Queue an asynchronous request (malloc'd); its done_fn runs once. 0 or ERR_CLOSED. */
+int drive__submit_async(drive_t *d, req_t *r);
+/* The commit thread: start at open; stop at close, after it drained the queue. */
+int drive__commit_start(drive_t *d);
+void drive__commit_stop(drive_t *d);
 /*
  * A write or flush failed: every later write gets ERR_READONLY until the
  * drive is reopened (reads go on); the first call says so in one log line

@@ -12,9 +12,16 @@
  * padded tail of an IU is never written again: the next flush starts at the
  * next boundary.
  *
- * Group commit: callers queue their request; the first to find no leader
- * becomes it and commits everything queued (in batches of max_batch bytes)
- * while the others sleep; each wakes when its own request is done.
+ * Group commit: callers queue their request, and one leader at a time
+ * takes everything queued (in batches of max_batch bytes) into one write
+ * and one fdatasync while more requests queue behind it, so batches grow
+ * with concurrency. Asynchronous requests (drive_put_async) are led by the
+ * drive's commit thread, which runs their callbacks once each batch is
+ * durable and indexed: no thread waits per write in flight, and a caller
+ * that submits to several drives gets their flushes in parallel. A
+ * synchronous caller that finds no leader leads itself (no hand-off at low
+ * concurrency) until its own request is done; one that finds a leader sleeps
+ * until its request is done or the lead is free.
  *
  * Failures: every request of a flush whose write or fdatasync failed gets
  * the error, and the segment takes no more appends. Unless the write failed
@@ -324,45 +331,174 @@ static void commit_user(drive_t *d, req_t *list)
     (void)drive__writer_flush(d, w); /* sets each pending request's rc */
 }
 
-int drive__submit(drive_t *d, req_t *r)
+/* Append r to the queue (q_lock held). */
+static void enqueue(drive_t *d, req_t *r)
 {
-    r->rc = 0;
-    r->done = 0;
     r->next = NULL;
-    pthread_mutex_lock(&d->q_lock);
     if (d->q_tail)
         d->q_tail->next = r;
     else
         d->q_head = r;
     d->q_tail = r;
+    if (r->done_fn)
+        d->q_async++;
+    else
+        d->q_sync++;
+}
+
+/* Take up to max_batch bytes of requests off the queue, at least one (q_lock held). */
+static req_t *take_batch(drive_t *d)
+{
+    req_t *head = d->q_head, *last = head;
+    size_t bytes = last->len;
+    while (last->next && bytes + last->next->len <= d->cfg.max_batch) {
+        last = last->next;
+        bytes += last->len;
+    }
+    d->q_head = last->next;
+    if (!d->q_head) d->q_tail = NULL;
+    last->next = NULL;
+    for (req_t *x = head; x; x = x->next) {
+        if (x->done_fn)
+            d->q_async--;
+        else
+            d->q_sync--;
+    }
+    return head;
+}
+
+/*
+ * Run the callbacks of a committed batch's asynchronous requests (and free
+ * them); return its synchronous ones, still to be marked done under q_lock.
+ * No lock held: a callback may submit again.
+ */
+static req_t *run_callbacks(req_t *list)
+{
+    req_t *sync = NULL;
+    for (req_t *x = list, *nx; x; x = nx) {
+        nx = x->next;
+        if (x->done_fn) {
+            x->done_fn(x->done_arg, x->rc);
+            free(x);
+        } else {
+            x->next = sync;
+            sync = x;
+        }
+    }
+    return sync;
+}
+
+/*
+ * Commit what is queued, batch after batch, as the leader (q_lock held on
+ * entry and on return; the queue not empty on entry). A synchronous caller
+ * (mine) stops leading once its own request is done, so nobody waits on
+ * others' writes for more than the commit that carried its own: what is
+ * still queued goes to the commit thread (asynchronous requests) and to the
+ * synchronous callers waiting (theirs), whoever takes the lead first. The
+ * commit thread (mine NULL) leads until the queue is empty.
+ */
+static void lead(drive_t *d, req_t *mine)
+{
+    d->leader = 1;
+    for (;;) {
+        req_t *head = take_batch(d);
+        pthread_mutex_unlock(&d->q_lock);
+        commit_user(d, head);
+        req_t *sync = run_callbacks(head);
+        pthread_mutex_lock(&d->q_lock);
+        for (req_t *x = sync, *nx; x; x = nx) {
+            nx = x->next;
+            x->done = 1; /* x belongs to its caller again once q_lock is released */
+        }
+        int more = d->q_head && !(mine && mine->done);
+        if (!more) d->leader = 0;
+        /* Wake the callers whose requests are done, and those that may lead now. */
+        if (sync || (!more && d->q_sync)) pthread_cond_broadcast(&d->q_cond);
+        if (more) continue;
+        if (d->q_async || d->closing) pthread_cond_signal(&d->ct_cond);
+        return;
+    }
+}
+
+int drive__submit(drive_t *d, req_t *r)
+{
+    r->rc = 0;
+    r->done = 0;
+    r->done_fn = NULL;
+    pthread_mutex_lock(&d->q_lock);
+    if (d->closing) {
+        pthread_mutex_unlock(&d->q_lock);
+        return ERR_CLOSED;
+    }
+    enqueue(d, r);
     while (!r->done) {
-        if (d->leader) {
+        /* Not done and no leader: r is still queued, so the queue is not empty. */
+        if (!d->leader)
+            lead(d, r);
+        else
             pthread_cond_wait(&d->q_cond, &d->q_lock);
-            continue;
-        }
-        d->leader = 1;
-        while (d->q_head) {
-            /* Take up to max_batch bytes of requests (at least one). */
-            req_t *head = d->q_head, *last = head;
-            size_t bytes = last->len;
-            while (last->next && bytes + last->next->len <= d->cfg.max_batch) {
-                last = last->next;
-                bytes += last->len;
-            }
-            d->q_head = last->next;
-            if (!d->q_head) d->q_tail = NULL;
-            last->next = NULL;
-            pthread_mutex_unlock(&d->q_lock);
-            commit_user(d, head);
-            pthread_mutex_lock(&d->q_lock);
-            for (req_t *x = head, *nx; x; x = nx) {
-                nx = x->next;
-                x->done = 1;
-            }
-            pthread_cond_broadcast(&d->q_cond);
-        }
-        d->leader = 0;
     }
     pthread_mutex_unlock(&d->q_lock);
     return r->rc;
+}
+
+int drive__submit_async(drive_t *d, req_t *r)
+{
+    r->rc = 0;
+    r->done = 0;
+    pthread_mutex_lock(&d->q_lock);
+    if (d->closing) {
+        pthread_mutex_unlock(&d->q_lock);
+        return ERR_CLOSED;
+    }
+    enqueue(d, r);
+    /* A leader at work takes it (or hands it to the commit thread when it stops). */
+    if (!d->leader) pthread_cond_signal(&d->ct_cond);
+    pthread_mutex_unlock(&d->q_lock);
+    return 0;
+}
+
+/*
+ * The commit thread: leads whenever asynchronous requests are queued and no
+ * one else leads; at close, once the queue is empty and no caller leads, it
+ * ends. It never sleeps on a timer: every enqueue without a leader and
+ * every leader that stops with asynchronous work left signals it.
+ */
+static void *commit_main(void *arg)
+{
+    drive_t *d = arg;
+    pthread_mutex_lock(&d->q_lock);
+    for (;;) {
+        if (d->q_head && !d->leader) {
+            lead(d, NULL);
+            continue;
+        }
+        if (d->closing && !d->q_head && !d->leader) break;
+        pthread_cond_wait(&d->ct_cond, &d->q_lock);
+    }
+    pthread_mutex_unlock(&d->q_lock);
+    return NULL;
+}
+
+int drive__commit_start(drive_t *d)
+{
+    int e = pthread_create(&d->ct_thread, NULL, commit_main, d);
+    if (e != 0) {
+        log_error("event=thread_create_failed path=%s thread=wl-commit errno=%d", d->path, e);
+        return e == ENOMEM || e == EAGAIN ? ERR_NOMEM : ERR_IO;
+    }
+    pthread_setname_np(d->ct_thread, "wl-commit");
+    d->ct_running = 1;
+    return 0;
+}
+
+void drive__commit_stop(drive_t *d)
+{
+    pthread_mutex_lock(&d->q_lock);
+    d->closing = 1;
+    pthread_cond_signal(&d->ct_cond);
+    pthread_mutex_unlock(&d->q_lock);
+    if (!d->ct_running) return;
+    pthread_join(d->ct_thread, NULL);
+    d->ct_running = 0;
 }

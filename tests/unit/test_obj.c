@@ -2,7 +2,8 @@
  * The object layer over six real drives (4+2): round trips verified by
  * content, overwrites, degraded reads with up to m failing or corrupting
  * stores, m+1 failures refused, writes with failing stores, delete markers
- * that win over a store that missed the delete, listings.
+ * that win over a store that missed the delete, listings. Odd stores take
+ * asynchronous puts (put_async), even ones synchronous puts on the pool.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,6 +94,14 @@ static void f_stats(void *ctx, drive_stats_t *st)
     drive_stats(((faulty_t *)ctx)->d, st);
 }
 
+/* Odd stores take asynchronous puts as the gateway's local drives do; even ones go by the pool. */
+static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t ml, drive_done_fn done, void *arg)
+{
+    faulty_t *f = ctx;
+    return f->fail_write ? ERR_IO : drive_put_async(f->d, id, data, len, meta, ml, done, arg);
+}
+
 static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read = f_read,
                                        .stat = f_stat,
@@ -100,7 +109,8 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .list = f_list,
                                        .read_split = f_read_split,
                                        .get = f_get,
-                                       .stats = f_stats};
+                                       .stats = f_stats,
+                                       .put_async = f_put_async};
 static const shard_ops_t faulty_ops_nosplit = {
     .put = f_put, .read = f_read, .stat = f_stat, .del = f_del, .list = f_list, .stats = f_stats};
 
