@@ -11,13 +11,14 @@ import pytest
 from conftest import AK, SK, WARMLAKED, Server
 
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
-         "block", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
+         "block", "inline-max", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
          "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
             "[server] max_header", "[server] header_timeout", "[server] idle_timeout",
             "[server] io_timeout", "[server] lifecycle_day_seconds", "[erasure] k", "[erasure] m", "[erasure] block",
+            "[erasure] inline_max",
             "[drives] count", "[drives] capacity", "[drives] segment_size", "[drives] iu",
             "[drives] dwpd", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
             "[drive.N] dwpd", "[user.NAME] access_key", "[user.NAME] secret_key"]
