@@ -44,7 +44,14 @@ static void l_stats(void *ctx, drive_stats_t *st)
     drive_stats(ctx, st);
 }
 
-static const shard_ops_t local_ops = {l_put, l_read, l_stat, l_del, l_list, l_read_split, l_stats};
+static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    return drive_scan(ctx, bucket, prefix, from, fn, arg);
+}
+
+static const shard_ops_t local_ops = {l_put,  l_read,       l_stat,  l_del,
+                                      l_list, l_read_split, l_stats, l_scan};
 
 shard_store_t shard_store_local(drive_t *d)
 {

@@ -32,6 +32,12 @@ typedef struct {
                       size_t tail_len, uint32_t *buf_crc);
     /* Engine counters of the drive behind the store (write amplification, space). */
     void (*stats)(void *ctx, drive_stats_t *st);
+    /*
+     * The ordered listing with each entry's metadata (drive_scan): what a
+     * bucket listing merges, heads and all, without a read per key.
+     */
+    int (*scan)(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                drive_scan_fn fn, void *arg);
 } shard_ops_t;
 
 typedef struct {

@@ -32,6 +32,7 @@
 typedef struct {
     drive_t *d;
     int fail_read, fail_write, corrupt_read;
+    int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -82,9 +83,40 @@ static void f_stats(void *ctx, drive_stats_t *st)
 {
     drive_stats(((faulty_t *)ctx)->d, st);
 }
+/* A scan that can die mid-walk: after scan_left entries (counted over every scan). */
+typedef struct {
+    faulty_t *f;
+    drive_scan_fn fn;
+    void *arg;
+    int died;
+} fscan_t;
+static int f_scan_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    fscan_t *x = arg;
+    if (x->f->scan_left > 0 && --x->f->scan_left == 0) {
+        x->died = 1;
+        return 1;
+    }
+    return x->fn(x->arg, id, st, meta);
+}
+static int f_scan(void *ctx, const char *b, const char *p, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    faulty_t *f = ctx;
+    if (f->fail_read || f->scan_left < 0) return ERR_IO;
+    fscan_t x = {f, fn, arg, 0};
+    int rc = drive_scan(f->d, b, p, from, f_scan_cb, &x);
+    if (x.died) {
+        f->scan_left = -1; /* and dead from then on */
+        return ERR_IO;
+    }
+    return rc;
+}
 
-static const shard_ops_t faulty_ops = {f_put, f_read, f_stat, f_del, f_list, f_read_split, f_stats};
-static const shard_ops_t faulty_ops_nosplit = {f_put, f_read, f_stat, f_del, f_list, NULL, f_stats};
+static const shard_ops_t faulty_ops = {f_put,  f_read,       f_stat,  f_del,
+                                       f_list, f_read_split, f_stats, f_scan};
+static const shard_ops_t faulty_ops_nosplit = {f_put,  f_read, f_stat,  f_del,
+                                               f_list, NULL,   f_stats, f_scan};
 
 typedef struct {
     char *dir;
