@@ -44,6 +44,7 @@
 #define CHUNK_MAX   512          /* entries fetched from a store at a time */
 #define CHUNK_BYTES (256u << 10) /* ... and bytes of names and heads (one entry may exceed it) */
 #define RUN_MAX     16           /* noncurrent heads a plain listing walks past before a seek */
+#define CP_MAX      2            /* entries of one common prefix in a chunk: the rest is skipped */
 
 typedef struct {
     uint32_t key, ver, meta; /* offsets into the arena */
@@ -62,6 +63,9 @@ typedef struct {
     int eof;          /* the walk reached the end: nothing after the chunk's last entry */
     int end;          /* filling stopped at a key other than only_key */
     int run;          /* filling: noncurrent heads in a row (plain listings) */
+    int cp_first;     /* filling: the first entry of the common prefix the last one is under */
+    size_t cp_len;    /* ... its length (0: the last entry was under none) */
+    int cp_count;     /* ... and entries under it so far */
     int rc;           /* the last fetch's result */
     obj_info_t *info; /* its head at the merge point, decoded */
     int decoded;      /* info holds this entry's head */
@@ -72,6 +76,8 @@ typedef struct merge {
     const char *bucket;
     const char *scan_prefix; /* what the stores walk */
     const char *only_key;    /* walk this key alone (NULL: every key) */
+    const char *delim;       /* the listing's delimiter (NULL: none) */
+    size_t plen;             /* ... and its prefix's length */
     int versions;            /* noncurrent heads too */
     int nsrc;
     src_t *src[OBJ_MAX_SHARDS];
@@ -83,6 +89,14 @@ typedef struct merge {
     char ver[256];
     obj_info_t *settled; /* a position whose heads did not all decode */
 } merge_t;
+
+/* The common prefix key rolls up into (its length), 0 for none. */
+static size_t common_prefix(const char *key, size_t pl, const char *delim)
+{
+    if (!delim || !delim[0]) return 0;
+    const char *d = strstr(key + pl, delim);
+    return d ? (size_t)(d - key) + strlen(delim) : 0;
+}
 
 static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
 {
@@ -100,6 +114,20 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
         return ++c->run > RUN_MAX && c->n > 0 ? 1 : 0;
     }
     c->run = 0;
+    if (m->delim) {
+        /* Keys under a common prefix are skipped by a seek once one of them is live: a chunk
+         * holds a few, not every one (a page would read them all, ahead of the merge). */
+        size_t cl = common_prefix(id->key, m->plen, m->delim);
+        if (cl && cl == c->cp_len && c->n > 0 &&
+            memcmp(c->arena + c->e[c->cp_first].key, id->key, cl) == 0) {
+            if (c->cp_count >= CP_MAX) return 1;
+            c->cp_count++;
+        } else {
+            c->cp_len = cl;
+            c->cp_first = c->n;
+            c->cp_count = 1;
+        }
+    }
     size_t kl = strlen(id->key) + 1, vl = strlen(id->version) + 1, need = kl + vl + st->meta_len;
     if (c->n > 0 && (c->n == CHUNK_MAX || c->used + need > CHUNK_BYTES)) return 1;
     if (c->used + need > c->cap) {
@@ -127,6 +155,7 @@ static void fetch_one(void *ctx, unsigned i)
     c->n = c->at = 0;
     c->used = 0;
     c->run = c->end = 0;
+    c->cp_len = 0;
     int rc = st->ops->scan(st->ctx, m->bucket, m->scan_prefix, &from, fill_cb, c);
     c->eof = rc == 0 || c->end;
     c->rc = rc < 0 ? rc : 0;
@@ -266,10 +295,13 @@ static void merge_skip_prefix(merge_t *m, const char *cp, size_t cl)
 }
 
 /* Start (or restart) a walk of scan_prefix from the cursor set by the caller. */
-static void merge_restart(merge_t *m, const char *scan_prefix, const char *only_key)
+static void merge_restart(merge_t *m, const char *scan_prefix, const char *only_key,
+                          const char *prefix, const char *delim)
 {
     m->scan_prefix = scan_prefix;
     m->only_key = only_key;
+    m->delim = delim && delim[0] ? delim : NULL;
+    m->plen = strlen(prefix);
     for (int i = 0; i < m->nsrc; i++) {
         m->src[i]->n = m->src[i]->at = 0;
         m->src[i]->eof = 0;
@@ -321,14 +353,6 @@ static void merge_free(merge_t *m)
     free(m);
 }
 
-/* The common prefix key rolls up into (its length), 0 for none. */
-static size_t common_prefix(const char *key, size_t pl, const char *delim)
-{
-    if (!delim || !delim[0]) return 0;
-    const char *d = strstr(key + pl, delim);
-    return d ? (size_t)(d - key) + strlen(delim) : 0;
-}
-
 int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
                    const char *after, obj_list_fn fn, void *arg)
 {
@@ -338,7 +362,7 @@ int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const c
     const obj_info_t *o;
     int rc;
     merge_after(m, p, delim, after);
-    merge_restart(m, prefix, NULL);
+    merge_restart(m, prefix, NULL, p, delim);
     while ((rc = merge_next(m, &o)) == 1) {
         if (o->deleted) continue; /* a delete marker or tombstone: nothing current */
         size_t cl = common_prefix(m->key, pl, delim);
@@ -453,13 +477,13 @@ int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix
         }
         w->gate_pos = pos;
         merge_after(m, w->prefix, NULL, NULL);
-        merge_restart(m, after, after);
+        merge_restart(m, after, after, w->prefix, w->delim);
         rc = walk_versions(m, w);
         w->gate_pos = NULL;
     }
     if (rc == 0) {
         merge_after(m, w->prefix, w->delim, after);
-        merge_restart(m, prefix, NULL);
+        merge_restart(m, prefix, NULL, w->prefix, w->delim);
         rc = walk_versions(m, w);
     }
     merge_free(m);

@@ -33,6 +33,7 @@ typedef struct {
     drive_t *d;
     int fail_read, fail_write, corrupt_read;
     int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
+    long scanned;  /* entries its listings went by */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -93,6 +94,7 @@ typedef struct {
 static int f_scan_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
 {
     fscan_t *x = arg;
+    x->f->scanned++;
     if (x->f->scan_left > 0 && --x->f->scan_left == 0) {
         x->died = 1;
         return 1;
@@ -1171,6 +1173,208 @@ static void test_meta_corrupt_fields(void **state)
     assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
 }
 
+/* ---- listings from the index (server/obj_list.c) ---- */
+
+static int size_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    char *out = arg;
+    if (info)
+        sprintf(out + strlen(out), "%s=%llu,", key, (unsigned long long)info->size);
+    else
+        sprintf(out + strlen(out), "[%s],", key);
+    return 0;
+}
+
+static int vdelim_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    if (info) return vlist_cb(arg, key, info, latest);
+    sprintf((char *)arg + strlen(arg), "[%s],", key);
+    return 0;
+}
+
+/*
+ * A listing merges m+1 stores (0..m while they work): heads that some of them
+ * missed (never more than m at once: every commit has k heads) are found on
+ * another, and the newest head among them wins.
+ */
+static void test_list_missed_heads(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[64];
+    char out[1024] = "", want[256];
+    obj_info_t a, mk;
+    fill(data, sizeof(data), 7);
+    e->f[0].fail_write = e->f[1].fail_write = 1;
+    put(e, "h/a", data, 10, NULL);
+    e->f[0].fail_write = e->f[1].fail_write = 0;
+    e->f[0].fail_write = e->f[2].fail_write = 1;
+    put(e, "h/b", data, 20, NULL);
+    e->f[0].fail_write = e->f[2].fail_write = 0;
+    put(e, "h/c", data, 30, NULL);
+    put(e, "h/d", data, 40, NULL);
+    /* An overwrite and a delete that stores 1 and 2 missed: they hold the old heads. */
+    e->f[1].fail_write = e->f[2].fail_write = 1;
+    put(e, "h/c", data, 33, NULL);
+    assert_int_equal(obj_delete(e->set, "bkt", "h/d"), 0);
+    e->f[1].fail_write = e->f[2].fail_write = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+    /* A delete marker store 0 missed hides the key from listings, not from versions. */
+    vput(e, "h/v", "one", OBJ_VERSIONED, &a);
+    e->f[0].fail_write = 1;
+    assert_int_equal(obj_delete_current(e->set, "bkt", "h/v", NULL, OBJ_VERSIONED, &mk), 0);
+    e->f[0].fail_write = 0;
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "h/v", NULL, NULL, vlist_cb, out), 0);
+    snprintf(want, sizeof(want), "h/v:%sM*,h/v:%s,", mk.vid, a.vid);
+    assert_string_equal(out, want);
+    /* An unreadable head is settled over every store. */
+    uint8_t junk[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    drive_id_t id = {"bkt", "h/b", "", 2};
+    assert_int_equal(drive_put(e->f[2].d, &id, NULL, 0, junk, sizeof(junk)), 0);
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+}
+
+#define MANY 1200 /* more than two chunks of a store's walk */
+
+typedef struct {
+    int n, bad;
+} seq_t;
+
+/* Keys must come as m/00000, m/00001, ...: none skipped, none twice. */
+static int seq_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    seq_t *q = arg;
+    char want[32];
+    snprintf(want, sizeof(want), "m/%05d", q->n);
+    if (!info || strcmp(key, want) != 0) q->bad++;
+    q->n++;
+    return 0;
+}
+
+static int vseq_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    return latest ? seq_cb(arg, key, info) : 1;
+}
+
+/* Heads of n keys fmt % i with the metadata of one real object (listings read heads only). */
+static void put_heads(env_t *e, const char *fmt, int n)
+{
+    uint8_t data[16];
+    obj_info_t proto;
+    fill(data, sizeof(data), 3);
+    put(e, "proto", data, sizeof(data), &proto);
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        int fe = 0;
+        snprintf(key, sizeof(key), fmt, i);
+        assert_int_equal(obj__write_heads(e->set, "bkt", key, &proto, 0, &fe), N);
+    }
+}
+
+static void test_list_store_fails_midway(void **state)
+{
+    env_t *e = *state;
+    seq_t q = {0, 0};
+    put_heads(e, "m/%05d", MANY);
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* A store that dies mid-walk is replaced; the new one resumes where the merge was. */
+    e->f[1].scan_left = 700;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(e->f[1].scan_left, -1); /* it did die */
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* m of them (one already dead at the start, one mid-walk): still whole. */
+    e->f[0].scan_left = 300;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(e->f[0].scan_left, -1);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* The same for a versions listing. */
+    e->f[0].scan_left = e->f[1].scan_left = 0;
+    e->f[2].scan_left = 400;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list_versions(e->set, "bkt", "m/", NULL, NULL, vseq_cb, &q), 0);
+    assert_int_equal(e->f[2].scan_left, -1);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* More than m: the listing fails, after a good part of it, never short and whole. */
+    e->f[2].scan_left = 0;
+    e->f[0].scan_left = 700; /* in their second chunks */
+    e->f[1].scan_left = 900;
+    e->f[3].scan_left = 100; /* store 3 takes over from one of them, and dies too */
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), ERR_UNRECOVERABLE);
+    assert_true(q.n > 0 && q.n < MANY);
+    assert_int_equal(q.bad, 0);
+    for (int i = 0; i < N; i++)
+        e->f[i].scan_left = 0;
+}
+
+static long scanned(env_t *e)
+{
+    long n = 0;
+    for (int i = 0; i < N; i++)
+        n += e->f[i].scanned;
+    return n;
+}
+
+/* A delimiter's common prefix is listed once, when a live key is under it, and the walk
+ * seeks past it: how many keys it rolls up costs nothing. */
+static void test_list_delimiter(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[8];
+    char out[1024] = "";
+    obj_info_t c;
+    fill(data, sizeof(data), 5);
+    const char *keys[] = {"d/a/1", "d/a/2", "d/a/3", "d/b/1", "d/x/1", "d/y/1", "d/y/2"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        put(e, keys[i], data, 8, NULL);
+    put(e, "d/c", data, 5, &c);
+    assert_int_equal(obj_delete(e->set, "bkt", "d/x/1"), 0);
+    assert_int_equal(obj_delete(e->set, "bkt", "d/y/1"), 0);
+    put_heads(e, "d/big/%04d", 600);
+    long before = scanned(e);
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c=5,[d/y/],");
+    assert_true(scanned(e) - before < 100); /* not the 600 x (m+1) under d/big/ */
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", "d/a/", size_cb, out), 0);
+    assert_string_equal(out, "[d/b/],[d/big/],d/c=5,[d/y/],");
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", "d/big/0007", size_cb, out), 0);
+    assert_string_equal(out, "[d/big/],d/c=5,[d/y/],");
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "", NULL, size_cb, out), 0);
+    assert_true(strncmp(out, "d/a/1=8,d/a/2=8,d/a/3=8,d/b/1=8,d/big/0000=16,", 46) == 0);
+    out[0] = 0;
+    before = scanned(e);
+    assert_int_equal(obj_list_versions_delim(e->set, "bkt", "d/", "/", NULL, NULL, vdelim_cb, out),
+                     0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c:null*,[d/y/],");
+    assert_true(scanned(e) - before < 100);
+    out[0] = 0;
+    assert_int_equal(
+        obj_list_versions_delim(e->set, "bkt", "d/", "/", "d/b/", NULL, vdelim_cb, out), 0);
+    assert_string_equal(out, "[d/big/],d/c:null*,[d/y/],");
+    /* A plain listing walks past a key's many noncurrent versions. */
+    for (int i = 0; i < 40; i++)
+        vput(e, "d/c", "v", OBJ_VERSIONED, &c);
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c=1,[d/y/],");
+}
+
 int main(void)
 {
     log_level = LOG_LVL_ERROR;
@@ -1185,6 +1389,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_missed_heads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_store_fails_midway, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
