@@ -242,8 +242,9 @@ static int merge_next(merge_t *m, const obj_info_t **out)
             if (r <= 0) at[na++] = c;
         }
         if (!na) return 0;
-        snprintf(m->key, sizeof(m->key), "%s", ekey(at[0]));
-        snprintf(m->ver, sizeof(m->ver), "%s", ever(at[0]));
+        const lent_t *e0 = &at[0]->e[at[0]->at];
+        memcpy(m->key, ekey(at[0]), e0->ver - e0->key); /* NULs included */
+        memcpy(m->ver, ever(at[0]), e0->meta - e0->ver);
         m->how = m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY;
         const obj_info_t *best = NULL;
         int bad = 0;

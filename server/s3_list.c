@@ -15,7 +15,45 @@ typedef struct {
     const char *owner; /* entries carry <Owner> (V1 always, V2 with fetch-owner=true) */
     char *last;        /* last key or common prefix returned: the continuation point */
     buf_t prefixes;
+    char tcache[32]; /* list_time's last second */
+    uint64_t tsec;
 } lst_t;
+
+/*
+ * Pieces of a listing entry, without printf: a page is a thousand entries,
+ * and formatting them was most of a listing's time.
+ */
+static void put_s(buf_t *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+static void put_u64(buf_t *b, uint64_t v)
+{
+    char d[24];
+    int i = sizeof(d);
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_put(b, d + i, sizeof(d) - (size_t)i);
+}
+
+/* s3_iso8601, its date and time formatted once per second: keys written together share it. */
+static void list_time(char cache[32], uint64_t *sec, uint64_t ns, char out[32])
+{
+    unsigned ms = (unsigned)(ns / 1000000ull % 1000);
+    if (!cache[0] || *sec != ns / 1000000000ull) {
+        s3_iso8601(ns, cache);
+        *sec = ns / 1000000000ull;
+    }
+    memcpy(out, cache, 20); /* "YYYY-MM-DDTHH:MM:SS." */
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = 0;
+}
 
 /* A key, or (info NULL) a common prefix the object layer rolled up and will seek past. */
 static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
@@ -42,23 +80,27 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
         return 1;
     }
     char t[32];
-    s3_iso8601(info->mtime_ns, t);
-    buf_printf(l->b, "<Contents><Key>");
+    list_time(l->tcache, &l->tsec, info->mtime_ns, t);
+    put_s(l->b, "<Contents><Key>");
     if (l->url)
         buf_url(l->b, key);
     else
         buf_xml(l->b, key);
-    buf_printf(l->b,
-               "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>",
-               t, info->etag, (unsigned long long)info->size);
+    put_s(l->b, "</Key><LastModified>");
+    put_s(l->b, t);
+    put_s(l->b, "</LastModified><ETag>&quot;");
+    put_s(l->b, info->etag);
+    put_s(l->b, "&quot;</ETag><Size>");
+    put_u64(l->b, info->size);
+    put_s(l->b, "</Size>");
     if (l->owner) {
-        buf_printf(l->b, "<Owner><ID>");
+        put_s(l->b, "<Owner><ID>");
         buf_xml(l->b, l->owner);
-        buf_printf(l->b, "</ID><DisplayName>");
+        put_s(l->b, "</ID><DisplayName>");
         buf_xml(l->b, l->owner);
-        buf_printf(l->b, "</DisplayName></Owner>");
+        put_s(l->b, "</DisplayName></Owner>");
     }
-    buf_printf(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
+    put_s(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
     l->count++;
     free(l->last);
     l->last = xstrdup(key);
