@@ -7,6 +7,7 @@
 # change is the binary it changes. Uses BUILD_B's wl-bench for both.
 #
 #   bench/ab.sh /tmp/old/build build 3
+#   ONLY=list bench/ab.sh /tmp/old/build build 3   (the rows whose name holds "list")
 set -euo pipefail
 A=$(cd "$1" && pwd)
 B=$(cd "$2" && pwd)
@@ -50,14 +51,24 @@ rows=(
   "get_1MiB_c8 get mb_per_s --size 1MiB --clients 8 --prefix g1m/ --objects 256 --no-prepare"
   "put_4KiB_c32 put ops_per_s --size 4KiB --clients 32 --prefix p4k/"
   "get_4KiB_c8 get ops_per_s --size 4KiB --clients 8 --prefix g4k/ --objects 2000 --no-prepare"
+  # ListObjectsV2 pages of 1,000 keys (x 1000 = keys/s), 8 clients walking 20,000 empty objects.
+  "list_v2_pages_c8 list ops_per_s --size 0 --clients 8 --prefix lst/ --objects 20000 --no-prepare"
 )
+ONLY=${ONLY:-}
 for n in A B; do
   ep=EP_$n
+  [ -n "$ONLY" ] && [[ $ONLY == list* ]] && continue
   for p in "64MiB g64/ 16" "1MiB g1m/ 256" "4KiB g4k/ 2000"; do
     set -- $p
     "$WLB" get --endpoint "${!ep}" --quiet --size "$1" --prefix "$2" --objects "$3" --clients 8 \
       --ops 1 >/dev/null
   done
+done
+for n in A B; do
+  ep=EP_$n
+  [ -n "$ONLY" ] && [[ list_v2_pages_c8 != *$ONLY* ]] && continue
+  "$WLB" list --endpoint "${!ep}" --quiet --size 0 --prefix lst/ --objects 20000 --clients 8 \
+    --ops 1 >/dev/null
 done
 
 printf '%-14s %-30s %-30s %s\n' row "A ($A)" "B ($B)" "B/A"
@@ -65,6 +76,7 @@ for r in "${rows[@]}"; do
   set -- $r
   name=$1 wl=$2 field=$3
   shift 3
+  [ -n "$ONLY" ] && [[ $name != *$ONLY* ]] && continue
   va=() vb=()
   for i in $(seq "$ROUNDS"); do
     for n in A B; do
