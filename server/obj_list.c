@@ -17,8 +17,10 @@
  * store whose chunk is used up fetches the next one from the merge's
  * cursor (the last position delivered, or past a common prefix rolled up:
  * one seek however many keys sit under it). Chunks are fetched in
- * parallel on the set's pool. Heads a commit wrote alike on every store
- * are byte-identical and decoded once.
+ * parallel on the set's pool, and (without a delimiter) each store's next
+ * chunk is fetched there while the merge works through the current one.
+ * Heads a commit wrote alike on every store are byte-identical and
+ * decoded once.
  *
  * Failures. A store whose walk fails is replaced by one not yet used,
  * which resumes at the cursor: nothing delivered is repeated, nothing
@@ -37,6 +39,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +56,7 @@ typedef struct {
 
 struct merge;
 
-typedef struct {
+typedef struct src {
     struct merge *m;
     int store; /* index into the set */
     lent_t e[CHUNK_MAX];
@@ -69,6 +72,15 @@ typedef struct {
     int rc;           /* the last fetch's result */
     obj_info_t *info; /* its head at the merge point, decoded */
     int decoded;      /* info holds this entry's head */
+    /* Where the fetch starts: the merge's cursor, or (a prefetch) past the other chunk. */
+    drive_from_t from;
+    char fkey[SHARD_MAX_KEY + 1], fver[256];
+    /* Each source is a pair of chunks: the one merged, and the next one fetched meanwhile
+     * on the set's pool (pending), when nothing can make it useless (no delimiter). */
+    struct src *ahead;
+    pool_job_t job;
+    latch_t latch;
+    int pending;
 } src_t;
 
 typedef struct merge {
@@ -79,6 +91,7 @@ typedef struct merge {
     const char *delim;       /* the listing's delimiter (NULL: none) */
     size_t plen;             /* ... and its prefix's length */
     int versions;            /* noncurrent heads too */
+    int ahead_ok;            /* chunks are fetched ahead */
     int nsrc;
     src_t *src[OBJ_MAX_SHARDS];
     uint32_t taken; /* stores listed or failed */
@@ -131,7 +144,9 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
     size_t kl = strlen(id->key) + 1, vl = strlen(id->version) + 1, need = kl + vl + st->meta_len;
     if (c->n > 0 && (c->n == CHUNK_MAX || c->used + need > CHUNK_BYTES)) return 1;
     if (c->used + need > c->cap) {
-        c->cap = c->used + need > CHUNK_BYTES ? c->used + need : CHUNK_BYTES;
+        /* Grown as entries come: a listing of a few keys holds a few KiB, not CHUNK_BYTES. */
+        c->cap = c->cap ? 2 * c->cap : 16384;
+        if (c->cap < c->used + need) c->cap = c->used + need;
         c->arena = xrealloc(c->arena, c->cap);
     }
     lent_t *e = &c->e[c->n++];
@@ -146,20 +161,52 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
     return 0;
 }
 
-static void fetch_one(void *ctx, unsigned i)
+static void fetch_src(src_t *c)
 {
-    src_t *c = ((src_t **)ctx)[i];
     merge_t *m = c->m;
     const shard_store_t *st = &m->s->st[c->store];
-    drive_from_t from = {m->how, m->key, m->ver};
     c->n = c->at = 0;
     c->used = 0;
     c->run = c->end = 0;
     c->cp_len = 0;
-    int rc = st->ops->scan(st->ctx, m->bucket, m->scan_prefix, &from, fill_cb, c);
+    int rc = st->ops->scan(st->ctx, m->bucket, m->scan_prefix, &c->from, fill_cb, c);
     c->eof = rc == 0 || c->end;
     c->rc = rc < 0 ? rc : 0;
     if (c->rc) c->n = 0;
+}
+
+static void fetch_one(void *ctx, unsigned i)
+{
+    fetch_src(((src_t **)ctx)[i]);
+}
+
+static void run_ahead(pool_job_t *j)
+{
+    fetch_src((src_t *)((char *)j - offsetof(src_t, job)));
+}
+
+/* Start fetching c's next chunk in the background: from just past its last entry. */
+static void prefetch(merge_t *m, src_t *c)
+{
+    src_t *a = c->ahead;
+    if (!m->ahead_ok || c->eof || c->n == 0) return;
+    const lent_t *e = &c->e[c->n - 1];
+    memcpy(a->fkey, c->arena + e->key, e->ver - e->key);
+    memcpy(a->fver, c->arena + e->ver, e->meta - e->ver);
+    a->from = (drive_from_t){m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY, a->fkey, a->fver};
+    a->store = c->store;
+    a->pending = 1;
+    a->job.run = run_ahead;
+    pool_job_t *q = &a->job;
+    pool_submit(m->s->pool, &q, 1, &a->latch);
+}
+
+/* Wait for c's chunk fetched ahead, if any (before the pair is reset or freed). */
+static void drain(src_t *c)
+{
+    if (!c->ahead->pending) return;
+    latch_wait(&c->ahead->latch);
+    c->ahead->pending = 0;
 }
 
 /* The next store not taken yet, -1 when none is left. */
@@ -173,29 +220,52 @@ static int take_store(merge_t *m)
     return -1;
 }
 
+/* c's store failed: another takes its place, resuming at the cursor. 0 or an ERR_*. */
+static int src_failed(merge_t *m, src_t *c)
+{
+    if (c->rc == ERR_INVAL) return ERR_INVAL;
+    log_warn("event=list_store_failed shard=%d bucket=%s err=%s", c->store, m->bucket,
+             err_name(c->rc));
+    int next = take_store(m);
+    if (++m->failed > m->s->m || next < 0) return ERR_UNRECOVERABLE;
+    c->store = c->ahead->store = next;
+    c->n = c->at = 0;
+    c->eof = 0;
+    return 0;
+}
+
 /* Every source with more to give has an entry at hand; failing stores replaced. */
 static int refill(merge_t *m)
 {
     for (;;) {
         src_t *need[OBJ_MAX_SHARDS];
         unsigned nn = 0;
-        for (int i = 0; i < m->nsrc; i++)
-            if (m->src[i]->at == m->src[i]->n && !m->src[i]->eof) need[nn++] = m->src[i];
+        for (int i = 0; i < m->nsrc; i++) {
+            src_t *c = m->src[i];
+            if (c->at < c->n || c->eof) continue;
+            if (c->ahead->pending) {
+                /* The next chunk was fetched meanwhile: it is the rest of this one. */
+                drain(c);
+                m->src[i] = c = c->ahead;
+                if (!c->rc) {
+                    prefetch(m, c);
+                    continue;
+                }
+                int rc = src_failed(m, c);
+                if (rc) return rc;
+            }
+            c->from = (drive_from_t){m->how, m->key, m->ver};
+            need[nn++] = c;
+        }
         if (!nn) return 0;
         if (nn == 1)
             fetch_one(need, 0);
         else
             obj__parallel(m->s, nn, fetch_one, need);
         for (unsigned i = 0; i < nn; i++) {
-            src_t *c = need[i];
-            if (!c->rc) continue;
-            if (c->rc == ERR_INVAL) return ERR_INVAL;
-            log_warn("event=list_store_failed shard=%d bucket=%s err=%s", c->store, m->bucket,
-                     err_name(c->rc));
-            int next = take_store(m);
-            if (++m->failed > m->s->m || next < 0) return ERR_UNRECOVERABLE;
-            c->store = next; /* resumes at the cursor on the next round */
-            c->eof = 0;
+            int rc = need[i]->rc ? src_failed(m, need[i]) : 0;
+            if (rc) return rc;
+            if (!need[i]->rc) prefetch(m, need[i]);
         }
     }
 }
@@ -303,7 +373,10 @@ static void merge_restart(merge_t *m, const char *scan_prefix, const char *only_
     m->only_key = only_key;
     m->delim = delim && delim[0] ? delim : NULL;
     m->plen = strlen(prefix);
+    /* A common prefix skipped makes a chunk fetched ahead useless; so does a key's end. */
+    m->ahead_ok = !m->delim && !only_key;
     for (int i = 0; i < m->nsrc; i++) {
+        drain(m->src[i]);
         m->src[i]->n = m->src[i]->at = 0;
         m->src[i]->eof = 0;
     }
@@ -325,6 +398,24 @@ static void merge_after(merge_t *m, const char *prefix, const char *delim, const
     snprintf(m->key, sizeof(m->key), "%s", after);
 }
 
+static src_t *src_new(merge_t *m, int store)
+{
+    src_t *c = xcalloc(1, sizeof(*c));
+    c->m = m;
+    c->store = store;
+    c->info = xmalloc(sizeof(obj_info_t));
+    latch_init(&c->latch);
+    return c;
+}
+
+static void src_free(src_t *c)
+{
+    latch_destroy(&c->latch);
+    free(c->arena);
+    free(c->info);
+    free(c);
+}
+
 static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
 {
     merge_t *m = xcalloc(1, sizeof(*m));
@@ -334,10 +425,9 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
     m->nsrc = s->m + 1 < s->n ? s->m + 1 : s->n;
     m->settled = xmalloc(sizeof(obj_info_t));
     for (int i = 0; i < m->nsrc; i++) {
-        src_t *c = xcalloc(1, sizeof(*c));
-        c->m = m;
-        c->store = take_store(m);
-        c->info = xmalloc(sizeof(obj_info_t));
+        src_t *c = src_new(m, take_store(m));
+        c->ahead = src_new(m, c->store);
+        c->ahead->ahead = c;
         m->src[i] = c;
     }
     return m;
@@ -346,9 +436,9 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
 static void merge_free(merge_t *m)
 {
     for (int i = 0; i < m->nsrc; i++) {
-        free(m->src[i]->arena);
-        free(m->src[i]->info);
-        free(m->src[i]);
+        drain(m->src[i]);
+        src_free(m->src[i]->ahead);
+        src_free(m->src[i]);
     }
     free(m->settled);
     free(m);

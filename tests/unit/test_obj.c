@@ -1376,6 +1376,69 @@ static void test_list_delimiter(void **state)
     assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c=1,[d/y/],");
 }
 
+/* Listings racing writes: a writer overwrites keys that stay and makes and deletes others. */
+typedef struct {
+    env_t *e;
+    int stop, ops, errors;
+} wracer_t;
+
+static void *wracer(void *arg)
+{
+    wracer_t *r = arg;
+    uint8_t data[32];
+    fill(data, sizeof(data), 11);
+    for (int i = 0; i < 400 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); i++) {
+        char key[32];
+        int err;
+        snprintf(key, sizeof(key), i % 2 ? "c/%04d" : "c/%04dx", (i * 37) % 300);
+        obj_writer_t *w = obj_put_begin(r->e->set, "bkt", key, &err);
+        if (!w || obj_put_write(w, data, 1 + (size_t)i % 31) ||
+            obj_put_commit(w, NULL, NULL, 0, NULL))
+            r->errors++;
+        if (i % 2 == 0 && obj_delete(r->e->set, "bkt", key) != 0) r->errors++;
+        __atomic_fetch_add(&r->ops, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+typedef struct {
+    int n, bad;
+    char last[64];
+} stay_t;
+
+/* Every c/NNNN (they stay) once, in order; transient c/NNNNx may or may not be there. */
+static int stay_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    stay_t *q = arg;
+    char want[32];
+    if (!info || (q->last[0] && strcmp(key, q->last) <= 0)) q->bad++;
+    snprintf(q->last, sizeof(q->last), "%s", key);
+    if (key[strlen(key) - 1] == 'x') return 0;
+    snprintf(want, sizeof(want), "c/%04d", q->n);
+    if (strcmp(key, want) != 0) q->bad++;
+    q->n++;
+    return 0;
+}
+
+static void test_list_racing_writes(void **state)
+{
+    env_t *e = *state;
+    put_heads(e, "c/%04d", 300);
+    wracer_t r = {e, 0, 0, 0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, wracer, &r), 0);
+    /* Bounded in count; how many listings overlap the writes does not matter. */
+    for (int round = 0; round < 40 && __atomic_load_n(&r.ops, __ATOMIC_ACQUIRE) < 400; round++) {
+        stay_t q = {0, 0, ""};
+        assert_int_equal(obj_list(e->set, "bkt", "c/", NULL, stay_cb, &q), 0);
+        assert_int_equal(q.bad, 0);
+        assert_int_equal(q.n, 300);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    assert_int_equal(r.errors, 0);
+}
+
 int main(void)
 {
     log_level = LOG_LVL_ERROR;
@@ -1393,6 +1456,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_missed_heads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_store_fails_midway, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
