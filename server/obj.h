@@ -226,10 +226,12 @@ int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *a
  * listing then seeks past every key under it, so a page costs the same
  * however many keys a common prefix rolls up. An `after` that is itself a
  * common prefix (an earlier page ended on it) starts past all of it.
- * Listings read the ordered indexes of m+1 stores (obj_list.c).
+ * want: how many entries the caller will take at most (0: no idea), so that
+ * stores are not read far past the end of a page. Listings read the
+ * ordered indexes of m+1 stores (obj_list.c).
  */
 int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                   const char *after, obj_list_fn fn, void *arg)
+                   const char *after, size_t want, obj_list_fn fn, void *arg)
     __attribute__((warn_unused_result));
 /*
  * Every version and delete marker of a bucket's keys: keys in order, each
@@ -243,8 +245,8 @@ int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, cons
     __attribute__((warn_unused_result));
 /* The same with a delimiter, as obj_list_delim: fn(arg, common_prefix, NULL, 0) for each. */
 int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                            const char *after, const char *after_vid, obj_version_fn fn, void *arg)
-    __attribute__((warn_unused_result));
+                            const char *after, const char *after_vid, size_t want,
+                            obj_version_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an

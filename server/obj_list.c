@@ -70,6 +70,7 @@ typedef struct src {
     size_t cp_len;    /* ... its length (0: the last entry was under none) */
     int cp_count;     /* ... and entries under it so far */
     int rc;           /* the last fetch's result */
+    int limit;        /* entries the fetch takes at most (chunk_len) */
     obj_info_t *info; /* its head at the merge point, decoded */
     int decoded;      /* info holds this entry's head */
     /* Where the fetch starts: the merge's cursor, or (a prefetch) past the other chunk. */
@@ -92,6 +93,7 @@ typedef struct merge {
     size_t plen;             /* ... and its prefix's length */
     int versions;            /* noncurrent heads too */
     int ahead_ok;            /* chunks are fetched ahead */
+    size_t want, got;        /* entries the caller will take (0: unknown), and has taken */
     int nsrc;
     src_t *src[OBJ_MAX_SHARDS];
     uint32_t taken; /* stores listed or failed */
@@ -142,7 +144,7 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
         }
     }
     size_t kl = strlen(id->key) + 1, vl = strlen(id->version) + 1, need = kl + vl + st->meta_len;
-    if (c->n > 0 && (c->n == CHUNK_MAX || c->used + need > CHUNK_BYTES)) return 1;
+    if (c->n > 0 && (c->n == c->limit || c->used + need > CHUNK_BYTES)) return 1;
     if (c->used + need > c->cap) {
         /* Grown as entries come: a listing of a few keys holds a few KiB, not CHUNK_BYTES. */
         c->cap = c->cap ? 2 * c->cap : 16384;
@@ -185,16 +187,29 @@ static void run_ahead(pool_job_t *j)
     fetch_src((src_t *)((char *)j - offsetof(src_t, job)));
 }
 
+/*
+ * How many entries a fetch takes: CHUNK_MAX, or what the caller still wants
+ * (and some for deleted keys), so a page does not read a chunk past its end.
+ */
+static int chunk_len(const merge_t *m, size_t buffered)
+{
+    if (!m->want) return CHUNK_MAX;
+    size_t left = m->want > m->got + buffered ? m->want - m->got - buffered : 0;
+    return left + 64 < CHUNK_MAX ? (int)left + 64 : CHUNK_MAX;
+}
+
 /* Start fetching c's next chunk in the background: from just past its last entry. */
 static void prefetch(merge_t *m, src_t *c)
 {
     src_t *a = c->ahead;
     if (!m->ahead_ok || c->eof || c->n == 0) return;
+    if (m->want && m->got + (size_t)c->n >= m->want) return; /* the page ends in this chunk */
     const lent_t *e = &c->e[c->n - 1];
     memcpy(a->fkey, c->arena + e->key, e->ver - e->key);
     memcpy(a->fver, c->arena + e->ver, e->meta - e->ver);
     a->from = (drive_from_t){m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY, a->fkey, a->fver};
     a->store = c->store;
+    a->limit = chunk_len(m, (size_t)c->n);
     a->pending = 1;
     a->job.run = run_ahead;
     pool_job_t *q = &a->job;
@@ -255,6 +270,7 @@ static int refill(merge_t *m)
                 if (rc) return rc;
             }
             c->from = (drive_from_t){m->how, m->key, m->ver};
+            c->limit = chunk_len(m, 0);
             need[nn++] = c;
         }
         if (!nn) return 0;
@@ -445,12 +461,13 @@ static void merge_free(merge_t *m)
 }
 
 int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                   const char *after, obj_list_fn fn, void *arg)
+                   const char *after, size_t want, obj_list_fn fn, void *arg)
 {
     const char *p = prefix ? prefix : "";
     size_t pl = strlen(p);
     merge_t *m = merge_new(s, bucket, 0);
     const obj_info_t *o;
+    m->want = want;
     int rc;
     merge_after(m, p, delim, after);
     merge_restart(m, prefix, NULL, p, delim);
@@ -461,10 +478,12 @@ int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const c
             char cp[SHARD_MAX_KEY + 1];
             memcpy(cp, m->key, cl);
             cp[cl] = 0;
+            m->got++;
             if (fn(arg, cp, NULL)) break;
             merge_skip_prefix(m, cp, cl);
             continue;
         }
+        m->got++;
         if (fn(arg, m->key, o)) break;
     }
     merge_free(m);
@@ -474,7 +493,7 @@ int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const c
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg)
 {
-    return obj_list_delim(s, bucket, prefix, NULL, after, fn, arg);
+    return obj_list_delim(s, bucket, prefix, NULL, after, 0, fn, arg);
 }
 
 /* ---- versions ---- */
@@ -526,23 +545,27 @@ static int walk_versions(merge_t *m, vwalk_t *w)
             char cp[SHARD_MAX_KEY + 1];
             memcpy(cp, m->key, cl);
             cp[cl] = 0;
+            m->got++;
             if (strcmp(cp, w->last_cp) != 0 && w->fn(w->arg, cp, NULL, 0)) return 1;
             memcpy(w->last_cp, cp, cl + 1);
             merge_skip_prefix(m, cp, cl);
             w->fresh = 1;
             continue;
         }
+        m->got++;
         if (w->fn(w->arg, m->key, o, latest)) return 1;
     }
     return rc;
 }
 
 int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                            const char *after, const char *after_vid, obj_version_fn fn, void *arg)
+                            const char *after, const char *after_vid, size_t want,
+                            obj_version_fn fn, void *arg)
 {
     vwalk_t *w = xcalloc(1, sizeof(*w));
     merge_t *m = merge_new(s, bucket, 1);
     int rc = 0;
+    m->want = want;
     w->fn = fn;
     w->arg = arg;
     w->prefix = prefix ? prefix : "";
@@ -585,5 +608,5 @@ int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix
 int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
                       const char *after_vid, obj_version_fn fn, void *arg)
 {
-    return obj_list_versions_delim(s, bucket, prefix, NULL, after, after_vid, fn, arg);
+    return obj_list_versions_delim(s, bucket, prefix, NULL, after, after_vid, 0, fn, arg);
 }

@@ -203,7 +203,8 @@ void s3_list_objects(ctx_t *x)
         buf_xml(&b, l.prefix);
     buf_printf(&b, "</Prefix>");
     if (l.max > 0)
-        rc = obj_list_delim(x->cfg->set, x->ibucket, l.prefix, l.delim, l.after, list_obj_cb, &l);
+        rc = obj_list_delim(x->cfg->set, x->ibucket, l.prefix, l.delim, l.after, (size_t)l.max + 1,
+                            list_obj_cb, &l);
     if (rc < 0) {
         log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
         s3_engine_error(x, rc); /* never a short list that looks whole */
@@ -390,7 +391,7 @@ void s3_list_versions(ctx_t *x)
                vmarker && marker && marker[0] ? vmarker : "");
     int rc = v.max > 0 ? obj_list_versions_delim(x->cfg->set, x->ibucket, v.prefix, v.delim,
                                                  v.after, vmarker && vmarker[0] ? vmarker : NULL,
-                                                 list_version_cb, &v)
+                                                 (size_t)v.max + 1, list_version_cb, &v)
                        : 0;
     if (rc < 0) {
         free(b.p);
