@@ -7,7 +7,12 @@
 # change is the binary it changes. Uses BUILD_B's wl-bench for both.
 #
 #   bench/ab.sh /tmp/old/build build 3
-#   ONLY=list bench/ab.sh /tmp/old/build build 3   (the rows whose name holds "list")
+#
+# Environment: A_ARGS, B_ARGS: extra warmlaked flags for node A or B (the
+# same binary twice with two settings: A_ARGS="--inline-max 0"); ROWS: rows
+# to run instead of the default ones, one per line ("NAME WORKLOAD FIELD
+# WL-BENCH ARGS..."; a get row reads objects a put row of the same prefix
+# wrote, or add --objects N without --no-prepare); DUR: seconds a run.
 set -euo pipefail
 A=$(cd "$1" && pwd)
 B=$(cd "$2" && pwd)
@@ -27,10 +32,11 @@ cleanup() {
 trap cleanup EXIT
 export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
 
-start() { # start NAME BUILD: a node; sets EP_NAME
+start() { # start NAME BUILD [FLAGS...]: a node; sets EP_NAME
   local name=$1 build=$2 port=""
+  shift 2
   "$build/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/$name" --drives 6 --ec 4+2 \
-    --drive-capacity 24G --log-level warn >"$DIR/$name.log" 2>&1 &
+    --drive-capacity 24G --log-level warn "$@" >"$DIR/$name.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 300); do
     port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/$name.log")
@@ -40,8 +46,10 @@ start() { # start NAME BUILD: a node; sets EP_NAME
   [ -n "$port" ] || { cat "$DIR/$name.log"; exit 1; }
   eval "EP_$name=http://127.0.0.1:$port"
 }
-start A "$A"
-start B "$B"
+# shellcheck disable=SC2086 # the flags split into words
+start A "$A" ${A_ARGS:-}
+# shellcheck disable=SC2086
+start B "$B" ${B_ARGS:-}
 
 # ROW NAME WORKLOAD FIELD ARGS...: FIELD is ops_per_s or mb_per_s of the workload's op.
 rows=(
@@ -54,19 +62,16 @@ rows=(
   # ListObjectsV2 pages of 1,000 keys (x 1000 = keys/s), 8 clients walking 20,000 empty objects.
   "list_v2_pages_c8 list ops_per_s --size 0 --clients 8 --prefix lst/ --objects 20000 --no-prepare"
 )
-ONLY=${ONLY:-}
-for n in A B; do
+if [ -n "${ROWS:-}" ]; then
+  mapfile -t rows <<<"$ROWS"
+fi
+[ -n "${ROWS:-}" ] || for n in A B; do
   ep=EP_$n
-  [ -n "$ONLY" ] && [[ $ONLY == list* ]] && continue
   for p in "64MiB g64/ 16" "1MiB g1m/ 256" "4KiB g4k/ 2000"; do
     set -- $p
     "$WLB" get --endpoint "${!ep}" --quiet --size "$1" --prefix "$2" --objects "$3" --clients 8 \
       --ops 1 >/dev/null
   done
-done
-for n in A B; do
-  ep=EP_$n
-  [ -n "$ONLY" ] && [[ list_v2_pages_c8 != *$ONLY* ]] && continue
   "$WLB" list --endpoint "${!ep}" --quiet --size 0 --prefix lst/ --objects 20000 --clients 8 \
     --ops 1 >/dev/null
 done
@@ -76,7 +81,6 @@ for r in "${rows[@]}"; do
   set -- $r
   name=$1 wl=$2 field=$3
   shift 3
-  [ -n "$ONLY" ] && [[ $name != *$ONLY* ]] && continue
   va=() vb=()
   for i in $(seq "$ROUNDS"); do
     for n in A B; do

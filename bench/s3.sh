@@ -46,10 +46,10 @@ trap cleanup EXIT
 
 if [ "$QUICK" = 1 ]; then
   DUR=2; BIG=16MiB; BIG_OBJ=8; MID_OBJ=64; SMALL_OBJ=500; LIST_KEYS=10000; STREAM=1GiB
-  CLIENTS=(1 8); FIO_SIZE=512M
+  CLIENTS=(1 8); FIO_SIZE=512M; TINY=5000
 else
   DUR=5; BIG=64MiB; BIG_OBJ=32; MID_OBJ=256; SMALL_OBJ=2000; LIST_KEYS=100000; STREAM=10GiB
-  CLIENTS=(1 8 32); FIO_SIZE=2G
+  CLIENTS=(1 8 32); FIO_SIZE=2G; TINY=100000
 fi
 SIZES=("$BIG" 1MiB 4KiB)
 objects_for() { case "$1" in "$BIG") echo $BIG_OBJ ;; 1MiB) echo $MID_OBJ ;; *) echo $SMALL_OBJ ;; esac; }
@@ -183,9 +183,9 @@ LOCAL=0
 if [ -z "$ENDPOINT" ]; then
   LOCAL=1
   AK=wlbench SK=wlbench-secret-key
-  start_node() {
+  start_node() { # start_node [WARMLAKED ARGS...]
     WARMLAKE_ACCESS_KEY=$AK WARMLAKE_SECRET_KEY=$SK "$BUILD/server/warmlaked" --listen 127.0.0.1:0 \
-      --data "$DIR/wl" --drives 6 --ec 4+2 --drive-capacity 24G --log-level warn >"$DIR/wl.log" 2>&1 &
+      --data "$DIR/wl" --drives 6 --ec 4+2 --drive-capacity 24G --log-level warn "$@" >"$DIR/wl.log" 2>&1 &
     WL_PID=$!
     PIDS=("$WL_PID")
     for _ in $(seq 300); do
@@ -311,11 +311,16 @@ fi
 if [ "$LOCAL" = 1 ]; then
   python3 - "$JS/stats_before.json" "$JS/stats_after.json" <<'PY'
 import json, sys
-a, b = (json.load(open(p))["total"] for p in sys.argv[1:3])
+ja, jb = (json.load(open(p)) for p in sys.argv[1:3])
+a, b = ja["total"], jb["total"]
 user = b["user_bytes"] - a["user_bytes"]
 host = b["host_bytes"] - a["host_bytes"]
 print("ROW\tdrive_write_amp_over_run\t%.4f\tx\t-" % (host / user if user else 0))
 print("ROW\trelocated_by_compaction\t%.1f\tMB\t-" % ((b["relocated_bytes"] - a["relocated_bytes"]) / 1e6))
+# The RocksDB indexes' own writes (flushes and compactions; no WAL) over the run, all drives.
+idx = sum(d["index_bytes"] for d in jb["drives"]) - sum(d["index_bytes"] for d in ja["drives"])
+print("ROW\tindex_bytes_over_run\t%.3f\tMB\t-" % (idx / 1e6))
+print("ROW\tindex_share_of_host_bytes\t%.6f\tfrac\t-" % (idx / host if host else 0))
 PY
 
   # One STREAM-sized object up and down over one connection, on a fresh
@@ -339,6 +344,34 @@ PY
   row stream_rss_base "$(python3 -c "print($base/1024)")" MiB -
   row stream_put_peak_rss_growth "$(python3 -c "print(($after_put-$base)/1024)")" MiB -
   row stream_get_peak_rss_growth "$(python3 -c "print(($after_get-$after_put)/1024)")" MiB -
+
+  # Space for tiny objects: TINY one-byte objects PUT by 32 clients onto fresh
+  # drives; the bytes they take on disk, all six drives: segments (records,
+  # heads, padding: everything the engine appended, from the drives' counters)
+  # and the index (its files after a clean stop), per object. Inline (the
+  # default) and erasure-coded (--inline-max 0), next to the issue's target of
+  # 1 KiB per object (a popular erasure-coded store needs 5.17 KB).
+  row tiny_target_bytes 1024 B -
+  for mode in inline ec; do
+    kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+    rm -rf "$DIR/wl"
+    if [ $mode = ec ]; then start_node --inline-max 0; else start_node; fi
+    wlb put --size 1B --clients 32 --ops $TINY --prefix tiny/ --json "$JS/tiny_$mode.json" \
+      >"$JS/tiny_$mode.txt"
+    wlb stats >"$JS/tiny_stats_$mode.json"
+    kill -TERM "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+    idx=$(du -sb --total "$DIR"/wl/drive*/index | tail -1 | cut -f1)
+    python3 - "$JS/tiny_stats_$mode.json" "$JS/tiny_$mode.json" "$idx" $mode <<'PY'
+import json, sys
+st, run = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+n, idx, mode = run["ops"]["put"]["ops"], int(sys.argv[3]), sys.argv[4]
+seg = sum(d["host_bytes"] - d["index_bytes"] for d in st["drives"])
+print("ROW\ttiny_1B_put_c32_%s\t%.0f\tops/s\t-" % (mode, run["ops"]["put"]["ops_per_s"]))
+print("ROW\ttiny_1B_segment_bytes_per_object_%s\t%.0f\tB\t-" % (mode, seg / n))
+print("ROW\ttiny_1B_index_bytes_per_object_%s\t%.0f\tB\t-" % (mode, idx / n))
+print("ROW\ttiny_1B_disk_bytes_per_object_%s\t%.0f\tB\ttiny_target_bytes" % (mode, (seg + idx) / n))
+PY
+  done
 fi
 say "wl-bench JSON of every run: bench/results/s3-runs/"
 rm -rf "${BENCH_RESULTS:?}/s3-runs"

@@ -2,7 +2,7 @@
  * wl-populate: fill a bucket with many keys fast, for listing benchmarks
  * (bench/s3.sh). Writing 10^6..10^7 objects through S3 takes hours here;
  * a listing reads heads only, so this tool writes heads alone, through the
- * object layer (obj__write_heads: the very records a PUT commits, one per
+ * object layer (obj__write_at_data: the very records a PUT commits, one per
  * store), from many threads, into a stopped node's drives:
  *
  *   wl-populate --data DIR --drives 6 --ec 4+2 --bucket NAME --like KEY \
@@ -31,6 +31,7 @@ static struct {
     obj_set_t *set;
     char iname[INAME_MAX];
     obj_info_t proto;
+    void *bytes; /* an inline proto's data, carried by the copies' heads as by its own */
     const char *format;
     unsigned long long start, count;
     unsigned long long next; /* atomically claimed batches */
@@ -43,21 +44,28 @@ static struct {
 
 static void *worker(void *arg)
 {
+    obj_info_t *o = malloc(sizeof(*o));
     (void)arg;
     for (;;) {
         unsigned long long b = __atomic_fetch_add(&g.next, BATCH, __ATOMIC_RELAXED);
-        if (b >= g.count) return NULL;
+        if (b >= g.count) break;
         for (unsigned long long i = b; i < b + BATCH && i < g.count; i++) {
             char key[1100];
             int fe = 0;
             snprintf(key, sizeof(key), g.format, g.start + i);
-            if (obj__write_heads(g.set, g.iname, key, &g.proto, 0, &fe) < obj_set_width(g.set)) {
+            obj_info_copy(o, &g.proto);
+            if (o->inl) o->inl = obj__inline_stores(g.set, g.iname, key); /* the key's own */
+            if (obj__write_at_data(g.set, g.iname, key, "", o, g.bytes, 0, &fe) <
+                obj_set_width(g.set)) {
                 fprintf(stderr, "wl-populate: %s: %s\n", key, err_str(fe));
                 __atomic_store_n(&g.failed, 1, __ATOMIC_RELAXED);
+                free(o);
                 return NULL;
             }
         }
     }
+    free(o);
+    return NULL;
 }
 
 /* Populating needs no durability record by record: one sync at the end (see main). */
@@ -195,6 +203,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "wl-populate: %s/%s: %s\n", bucket, like, err_str(err));
         goto out;
     }
+    if (g.proto.inl && g.proto.size) {
+        g.bytes = malloc(g.proto.size);
+        if ((err = obj__inline_load(g.set, g.iname, like, &g.proto, g.bytes)) != 0) {
+            fprintf(stderr, "wl-populate: %s/%s: %s\n", bucket, like, err_str(err));
+            goto out;
+        }
+    }
     pthread_t th[256];
     double t0 = now_s();
     for (int i = 0; i < threads; i++)
@@ -212,5 +227,6 @@ out:
     for (int i = 0; i < drives; i++)
         drive_close(dv[i]);
     sync(); /* what no_sync skipped, all at once */
+    free(g.bytes);
     return rc;
 }

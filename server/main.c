@@ -45,7 +45,7 @@ typedef struct {
     const char *listen, *data, *domain, *region;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s;
-    uint64_t capacity, segment, block, iu, max_header;
+    uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
     user_conf_t user[MAX_USERS];        /* [user.NAME] */
@@ -84,6 +84,10 @@ static const opt_def_t options[] = {
      "rated sequential drive writes per day; 0: no write budget"},
     {"block", "SIZE", "erasure", "block", OPT_SIZE, 0, 64, ERS_MAX_BLOCK, "1M", C(block, uint64_t),
      "erasure block size, a multiple of 64"},
+    {"inline-max", "SIZE", "erasure", "inline_max", OPT_SIZE, OPT_ZERO_OK, 1, OBJ_INLINE_LIMIT,
+     "64K", C(inline_max, uint64_t),
+     "objects up to this size are stored whole in their heads on m+1 drives\n"
+     "(one durable round, one read); 0: every object erasure-coded"},
     {"workers", "N", "server", "workers", OPT_INT, 0, 1, 4096, "32", C(workers, int64_t),
      "request worker threads"},
     {"max-conns", "N", "server", "max_conns", OPT_INT, 0, 1, 1 << 20, "1024", C(max_conns, int64_t),
@@ -330,6 +334,7 @@ int main(int argc, char **argv)
     }
     int err;
     obj_set_t *set = obj_set_new(st, k, m, (uint32_t)conf.block, &err);
+    if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
     if (!set) {
         fprintf(stderr, "warmlaked: bad erasure configuration: %s\n", err_str(err));
         rc = err;

@@ -45,9 +45,12 @@ typedef struct {
                          and internal entries (names starting with \001: ACL, checksum,
                          standard headers, tags) */
     size_t umeta_len;
-    int deleted;   /* no data: a delete marker (marker), or nothing current (a tombstone) */
-    int marker;    /* with deleted: an S3 delete marker, a version of its own */
-    int multipart; /* made by a multipart upload: upload_id names its parts */
+    int deleted;      /* no data: a delete marker (marker), or nothing current (a tombstone) */
+    int marker;       /* with deleted: an S3 delete marker, a version of its own */
+    int multipart;    /* made by a multipart upload: upload_id names its parts */
+    uint32_t inl;     /* stored inline: the stores whose heads carry the bytes (bitmask); 0:
+                         in blocks */
+    uint32_t inl_crc; /* inline: crc32c of the bytes */
     int nparts;
     char vid[20];      /* the S3 version id, OBJ_VID_LEN hex digits; "" is the null version */
     uint64_t stamp_ns; /* when this head was written: of two heads, the later wins
@@ -75,6 +78,16 @@ void obj_info_copy(obj_info_t *dst, const obj_info_t *src);
 /* stores: n = k+m shard stores (copied). block: the erasure block size. */
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err);
 void obj_set_free(obj_set_t *s);
+
+/*
+ * Objects of at most `bytes` are stored inline: whole, as the payload of
+ * their heads on m+1 of the set's stores (any m may fail), written in one
+ * durable round and read with one lookup and one read on one store. 0 turns
+ * it off; at most OBJ_INLINE_LIMIT. Set before the set is used.
+ */
+#define OBJ_INLINE_DEFAULT (64u << 10)
+#define OBJ_INLINE_LIMIT   (1u << 20)
+void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
 
 /* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
 int obj_set_width(const obj_set_t *s);

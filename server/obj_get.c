@@ -9,7 +9,9 @@
  * Read-ahead fetches the data blocks of the next stripe in the background
  * into the buffer the caller will read it into. A multipart object is read
  * part by part, each part through a reader of its own, in the order of the
- * upload's manifest.
+ * upload's manifest. An inline object is read whole at open, by the calling
+ * thread (one lookup and one read on one store, the next store on a
+ * failure): no pin, no pool, no decoder.
  */
 #include "server/obj_int.h"
 
@@ -54,6 +56,7 @@ struct obj_reader {
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
+    uint8_t *inl; /* an inline object's bytes (info.size of them) */
 };
 
 static void run_ra(pool_job_t *j)
@@ -81,6 +84,7 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     obj_set_t *s = r->s;
     ra_wait(r);
     r->ra_mask = 0;
+    if (r->inl) return; /* in memory already */
     if (r->info.multipart) {
         /* Within the part being read only: the next obj_read opens the next part. */
         if (r->cur_idx < 0) return;
@@ -231,6 +235,7 @@ obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key
     obj_reader_t *r = xcalloc(1, sizeof(*r));
     r->s = s;
     latch_init(&r->ra_latch);
+    r->cur_idx = -1;
     /*
      * Pin the version, then look again: a writer drops the old version only
      * after its new heads are written, so a version still newest after the
@@ -250,6 +255,23 @@ obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key
             free(r);
             return NULL;
         }
+        if (r->info.inl) {
+            /* The bytes are read now, so nothing can take them away: no pin. */
+            r->inl = xmalloc(r->info.size ? r->info.size : 1);
+            *err = obj__inline_load(s, bucket, key, &r->info, r->inl);
+            if (*err == 0) break;
+            free(r->inl);
+            r->inl = NULL;
+            /* Replaced since the look (no store holds it now): look again. */
+            if (*err != ERR_NOT_FOUND || tries == 16) {
+                if (*err == ERR_NOT_FOUND) *err = ERR_AGAIN;
+                if (info) obj_info_clear(info);
+                latch_destroy(&r->ra_latch);
+                free(r);
+                return NULL;
+            }
+            continue;
+        }
         /* No version was dropped since before the look: what it found is still whole. */
         if (obj__pin(s, r->info.upload_id) == e0) break;
         if (stat_readable(s, bucket, key, vid, &again) == 0 &&
@@ -265,8 +287,9 @@ obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key
     }
     obj__blk_bucket(r->bbucket, bucket);
     r->key = xstrdup(key);
-    r->cur_idx = -1;
-    if (r->info.multipart) {
+    if (r->inl) {
+        /* Read whole already. */
+    } else if (r->info.multipart) {
         if ((*err = obj__read_manifest_notes(s, r->info.upload_id, r->info.nparts, &r->parts,
                                              &r->sizes, &r->notes)) != 0) {
             obj_close(r);
@@ -326,6 +349,11 @@ static int read_parts(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 
 int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
 {
+    if (r->inl) {
+        if (off > r->info.size || len > r->info.size - off) return ERR_RANGE;
+        memcpy(buf, r->inl + off, len);
+        return 0;
+    }
     if (r->info.multipart) return read_parts(r, off, buf, len);
     const ers_layout_t *l = &r->info.layout;
     uint64_t sdata = (uint64_t)l->k * l->block_size;
@@ -354,7 +382,10 @@ void obj_close(obj_reader_t *r)
     ra_wait(r); /* no read may still write into the buffers freed below */
     latch_destroy(&r->ra_latch);
     free(r->ra_jobs);
-    obj__unpin(r->s, r->info.upload_id); /* every reader holds a pin from obj_open */
+    if (r->inl)
+        free(r->inl);
+    else
+        obj__unpin(r->s, r->info.upload_id); /* every other reader holds a pin from obj_open */
     ers_decoder_free(r->dec);
     for (int i = 0; r->notes && i < r->info.nparts; i++)
         free(r->notes[i]);

@@ -13,6 +13,7 @@
  */
 #include "server/obj_int.h"
 
+#include "common/crc.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -83,12 +84,27 @@ pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload)
     return &s->mpu_locks[fnv1a(2166136261u, upload, strlen(upload)) % KEY_LOCKS];
 }
 
+/* The first store of a key's inline copies (and of its head lookups). */
+static uint32_t inline_first(const obj_set_t *s, const char *bucket, const char *key)
+{
+    return fnv1a(fnv1a(2166136261u, bucket, strlen(bucket) + 1), key, strlen(key)) % (uint32_t)s->n;
+}
+
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best)
 {
     uint8_t meta[HEAD_MAX];
     int found = 0, absent = 0, rc = ERR_NOT_FOUND;
-    for (int i = 0; i < s->n; i++) {
+    /*
+     * m+1 stores that answer are enough: a committed version has heads on
+     * at least k stores, so any m+1 include one of them (or a newer head).
+     * They are the key's inline stores, so an inline object's bytes are
+     * read from a store just asked; a store that fails is replaced by the
+     * next one.
+     */
+    uint32_t first = inline_first(s, bucket, key);
+    for (int j = 0; j < s->n && found + absent <= s->m; j++) {
+        int i = (int)((first + (uint32_t)j) % (uint32_t)s->n);
         drive_id_t id = {bucket, key, pos, (uint32_t)i};
         drive_stat_t st;
         obj_info_t o;
@@ -134,18 +150,37 @@ int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const ob
 int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                   const obj_info_t *info, uint32_t dead, int *first_err)
 {
+    return obj__write_at_data(s, bucket, key, pos, info, NULL, dead, first_err);
+}
+
+int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       const obj_info_t *info, const void *data, uint32_t dead, int *first_err)
+{
     uint8_t meta[HEAD_MAX];
     size_t ml = obj_meta_encode(info, meta, sizeof(meta));
     obj__put_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
+    void *loaded = NULL;
     int heads = 0, n = 0;
     *first_err = ml ? 0 : ERR_TOO_LARGE;
     if (!ml) return 0;
+    if (info->inl && !data && info->size) {
+        /* The version moves or gets new metadata: its bytes go with its heads. */
+        loaded = xmalloc(info->size);
+        if ((*first_err = obj__inline_load(s, bucket, key, info, loaded)) != 0) {
+            free(loaded);
+            return 0;
+        }
+        data = loaded;
+    }
     for (int i = 0; i < s->n; i++) {
         if (dead & (1u << i)) continue;
+        int carries = (info->inl >> i) & 1;
         jobs[n] = (obj__put_job_t){.base = {.run = obj__run_put},
                                    .st = &s->st[i],
                                    .id = {bucket, key, pos, (uint32_t)i},
+                                   .data = carries ? data : NULL,
+                                   .len = carries ? (size_t)info->size : 0,
                                    .meta = meta,
                                    .meta_len = ml};
         q[n] = &jobs[n].base;
@@ -158,7 +193,76 @@ int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char 
         else if (!*first_err)
             *first_err = jobs[i].rc;
     }
+    free(loaded);
     return heads;
+}
+
+uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *key)
+{
+    /* m+1 neighbours from the key's hash: any m may fail, and keys spread over all stores. */
+    uint32_t h = inline_first(s, bucket, key);
+    uint32_t mask = 0;
+    for (int j = 0; j <= s->m; j++)
+        mask |= 1u << ((h + (uint32_t)j) % (uint32_t)s->n);
+    return mask;
+}
+
+/*
+ * The record of one store at one position, if it is version v: its bytes
+ * into buf, checked against v's crc (rot below the drive's own checks, or a
+ * store that lies, is caught here). 0, ERR_NOT_FOUND (another version, or
+ * none), or the store's error.
+ */
+static int inline_from(obj_set_t *s, int i, const drive_id_t *id, const obj_info_t *v, void *buf)
+{
+    const shard_store_t *st = &s->st[i];
+    uint8_t meta[HEAD_MAX];
+    drive_stat_t ds, again;
+    obj_info_t o;
+    int rc;
+    if (st->ops->get) {
+        rc = st->ops->get(st->ctx, id, &ds, meta, sizeof(meta), buf, v->size);
+    } else if ((rc = st->ops->stat(st->ctx, id, &ds, meta, sizeof(meta))) == 0 &&
+               ds.len == v->size) {
+        /* Without a whole-record read: the same record before and after the bytes. */
+        if (v->size) rc = st->ops->read(st->ctx, id, 0, buf, v->size);
+        if (!rc) rc = st->ops->stat(st->ctx, id, &again, NULL, 0);
+        if (!rc && again.seq != ds.seq) rc = ERR_NOT_FOUND;
+    }
+    if (rc == ERR_RANGE) return ERR_NOT_FOUND; /* a bigger record: another version */
+    if (rc) return rc;
+    if (ds.len != v->size || ds.meta_len > sizeof(meta) || obj_meta_decode(meta, ds.meta_len, &o) ||
+        strcmp(o.upload_id, v->upload_id) != 0 || !o.inl)
+        return ERR_NOT_FOUND;
+    if (crc32c(0, buf, v->size) != v->inl_crc) {
+        log_error("event=inline_crc_mismatch shard=%d key=%s upload=%s", i, id->key, v->upload_id);
+        return ERR_CORRUPT;
+    }
+    return 0;
+}
+
+int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                     void *buf)
+{
+    char pos[2][OBJ_VID_LEN + 1] = {""};
+    int failed = 0;
+    obj__vid_of(pos[1], v->mtime_ns);
+    /* The store the key's copies start at first, then the others in turn; the current
+     * position first, then the version's noncurrent one. */
+    uint32_t h = inline_first(s, bucket, key);
+    for (int p = 0; p < 2; p++)
+        for (uint32_t j = 0; j < (uint32_t)s->n; j++) {
+            int i = (int)((h + j) % (uint32_t)s->n);
+            if (!((v->inl >> i) & 1)) continue;
+            drive_id_t id = {bucket, key, pos[p], (uint32_t)i};
+            int rc = inline_from(s, i, &id, v, buf);
+            if (rc == 0) return 0;
+            if (rc != ERR_NOT_FOUND) {
+                failed++;
+                log_warn("event=inline_read_failed shard=%d key=%s err=%s", i, key, err_name(rc));
+            }
+        }
+    return failed ? ERR_UNRECOVERABLE : ERR_NOT_FOUND;
 }
 
 /* c's identity conditions against v (a delete marker too): 0 or ERR_PRECOND. */
@@ -206,7 +310,8 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
 }
 
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                      obj_versioning_t v, obj_info_t *info, uint32_t dead, int *first_err)
+                      obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                      int *first_err)
 {
     obj_info_t old, *nuls = NULL;
     int drop_old = 0, nnul = 0, heads = -1;
@@ -238,7 +343,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     } else if (cur && (*first_err = obj__archive(s, bucket, key, &old, info->stamp_ns)) != 0) {
         goto out; /* kept as a noncurrent version before anything covers it, or no commit */
     }
-    heads = obj__write_heads(s, bucket, key, info, dead, first_err);
+    heads = obj__write_at_data(s, bucket, key, "", info, data, dead, first_err);
     if (heads >= s->k)
         for (int i = 0; i < nnul; i++)
             obj__retire(s, bucket, key, &nuls[i]);
@@ -302,6 +407,7 @@ uint64_t obj__pin(obj_set_t *s, const char *upload_id)
 static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
                              const obj_info_t *old)
 {
+    if (old->inl) return; /* its bytes went with its heads */
     if (!old->multipart) {
         obj__drop_blocks(s, bucket, key, old->upload_id, ers_stripe_count(&old->layout), 0);
         return;

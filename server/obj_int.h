@@ -55,6 +55,7 @@ struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];
     int k, m, n;
     uint32_t block;
+    uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
     /*
      * Runs shard I/O in parallel: the k+m block writes of a stripe (so a
      * PUT waits for one durable write per stripe instead of k+m in a row),
@@ -126,20 +127,41 @@ uint64_t obj__now_after(const obj_info_t *cur);
  */
 int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
                      uint32_t dead, int *first_err);
-/* The same at version position pos. */
+/*
+ * The same at version position pos. An inline version's heads carry its
+ * bytes on the stores info->inl names: data (info->size bytes), or, when
+ * data is NULL, the bytes of that version read back first (obj__inline_load:
+ * a rewrite of its metadata, a version moved between positions).
+ */
 int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                   const obj_info_t *info, uint32_t dead, int *first_err);
+int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       const obj_info_t *info, const void *data, uint32_t dead, int *first_err);
+/* The m+1 stores whose heads carry the bytes of an inline object of bucket/key. */
+uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *key);
+/*
+ * The bytes of inline version v (info->size of them into buf), from the
+ * first of its stores whose head (current or noncurrent position) is that
+ * very version (upload id) and whose bytes match v's crc: a store that
+ * fails, rots or holds another version is passed over for the next.
+ * ERR_NOT_FOUND when no store holds the version any more (it was replaced
+ * meanwhile), ERR_UNRECOVERABLE when the stores that do all fail.
+ */
+int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                     void *buf);
 /*
  * The commit point of a new version (or delete marker): under the key's
  * lock, check cond, stamp info with an mtime after the newest head's, give
  * it a version id (v), keep the version it covers as noncurrent (v) and
- * write its heads on the stores not in dead. Once the commit stands, the
+ * write its heads on the stores not in dead (with data: an inline object's
+ * bytes, NULL otherwise). Once the commit stands, the
  * version it replaced (unversioned, or the null one) is dropped. Returns
  * the heads written (-1: nothing written); *first_err gets the first
  * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
  */
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                      obj_versioning_t v, obj_info_t *info, uint32_t dead, int *first_err);
+                      obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                      int *first_err);
 /* Delete the blocks of one version on the stores not in dead (best effort). */
 void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       uint64_t stripes, uint32_t dead);

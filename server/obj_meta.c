@@ -1,19 +1,23 @@
 /*
  * obj_meta.c: the head metadata codec (room of the object layer; map in
- * obj_int.h). A head record carries no payload: its metadata blob, below,
- * is the object's whole description, on every store of the set.
+ * obj_int.h). Its metadata blob, below, is the object's whole description,
+ * on every store of the set; a head record carries no payload, except the
+ * object's own bytes on the stores T_INLINE names (a small object inline).
  *
- * The blob, version 1:
- *   u8   version   OBJ_META_VERSION; any other value is refused
+ * The blob, version 1 (or 2: an object stored inline, which a reader of
+ * version 1 must not take for one with blocks):
+ *   u8   version   OBJ_META_VERSION, or OBJ_META_INLINE with T_INLINE;
+ *                  any other value is refused
  *   then fields, each: u8 tag, u16 len (little endian), len bytes of value
  *   and last, the end field: tag T_END, len 0, ending the blob exactly
  * An explicit end: a blob cut short at a field boundary is not taken for
  * whole.
  *
- * Known fields appear in the order of the enum's comments (ranks 1..8),
- * each at most once, and form one of three sets:
+ * Known fields appear in the order of the enum's comments (ranks 1..9),
+ * each at most once, and form one of four sets:
  *   deleted:        MTIME UPLOAD DELETED [MARKER]
  *   object:         MTIME UPLOAD LAYOUT    ETAG CTYPE UMETA
+ *   inline (v2):    MTIME UPLOAD LAYOUT INLINE ETAG CTYPE UMETA
  *   multipart:      MTIME UPLOAD MULTIPART ETAG CTYPE UMETA
  * each followed by [VID] [STAMP] (versioning; absent: the null version,
  * stamp = mtime). Optional fields are written only when they say
@@ -33,6 +37,7 @@
 #include <string.h>
 
 #define OBJ_META_VERSION 1
+#define OBJ_META_INLINE  2
 
 enum {
     /* rank 3, len ERS_LAYOUT_SIZE: ers_layout_encode of the object's layout,
@@ -56,20 +61,24 @@ enum {
     /* rank 3, len 12: u64 LE size, u32 LE number of parts (1..10000): the
      * object is the parts of upload T_UPLOAD, listed in its manifest. */
     T_MULTIPART = 8,
-    /* rank 4, len 0, only with T_DELETED: an S3 delete marker (a version). */
+    /* rank 5, len 0, only with T_DELETED: an S3 delete marker (a version). */
     T_MARKER = 9,
-    /* rank 7, len OBJ_VID_LEN: the version id, lowercase hex. */
+    /* rank 8, len OBJ_VID_LEN: the version id, lowercase hex. */
     T_VID = 10,
-    /* rank 8, len 8: u64 LE, when the head was written, if not at mtime. */
+    /* rank 9, len 8: u64 LE, when the head was written, if not at mtime. */
     T_STAMP = 11,
+    /* rank 4, len 8, version 2 only, after T_LAYOUT: the object's bytes are the
+     * payload of the heads on the stores of u32 LE mask (non-zero, below 1 << n),
+     * whose crc32c is u32 LE crc; there are no blocks. */
+    T_INLINE = 12,
     /* len 0: the end. */
     T_END = 255
 };
 
-static const uint8_t rank_of[T_STAMP + 1] = {
+static const uint8_t rank_of[T_INLINE + 1] = {
     [T_MTIME] = 1,   [T_UPLOAD] = 2, [T_LAYOUT] = 3, [T_MULTIPART] = 3,
-    [T_DELETED] = 3, [T_ETAG] = 4,   [T_MARKER] = 4, [T_CTYPE] = 5,
-    [T_UMETA] = 6,   [T_VID] = 7,    [T_STAMP] = 8,
+    [T_DELETED] = 3, [T_INLINE] = 4, [T_ETAG] = 5,   [T_MARKER] = 5,
+    [T_CTYPE] = 6,   [T_UMETA] = 7,  [T_VID] = 8,    [T_STAMP] = 9,
 };
 
 #define F(t)      (1u << (t))
@@ -109,7 +118,7 @@ static size_t str_len(const char *s, size_t cap)
 
 size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
 {
-    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12], stamp[8];
+    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12], stamp[8], inl[8];
     size_t up = str_len(in->upload_id, sizeof(in->upload_id));
     size_t et = str_len(in->etag, sizeof(in->etag));
     size_t ct = str_len(in->content_type, sizeof(in->content_type));
@@ -117,13 +126,13 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
     /* Nothing is written that obj_meta_decode would refuse. */
     if (cap < 1 || up == SIZE_MAX ||
         (in->vid[0] && (strlen(in->vid) != OBJ_VID_LEN || !obj_vid_valid(in->vid))) ||
-        (in->marker && !in->deleted))
+        (in->marker && !in->deleted) || (in->inl && (in->deleted || in->multipart)))
         return 0;
     if (!in->deleted && (et == SIZE_MAX || ct == SIZE_MAX || !umeta_ok(in->umeta, in->umeta_len) ||
                          (in->multipart ? in->nparts < 1 || in->nparts > OBJ_MPU_MAX_PARTS
                                         : ers_layout_check(&in->layout) != 0)))
         return 0;
-    b[0] = OBJ_META_VERSION;
+    b[0] = in->inl ? OBJ_META_INLINE : OBJ_META_VERSION;
     le_put64(mt, in->mtime_ns);
     pos = put_tlv(b, pos, cap, T_MTIME, mt, 8);
     pos = put_tlv(b, pos, cap, T_UPLOAD, in->upload_id, up);
@@ -138,6 +147,11 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
         } else {
             ers_layout_encode(&in->layout, lay);
             pos = put_tlv(b, pos, cap, T_LAYOUT, lay, sizeof(lay));
+            if (in->inl) {
+                le_put32(inl, in->inl);
+                le_put32(inl + 4, in->inl_crc);
+                pos = put_tlv(b, pos, cap, T_INLINE, inl, sizeof(inl));
+            }
         }
         pos = put_tlv(b, pos, cap, T_ETAG, in->etag, et);
         pos = put_tlv(b, pos, cap, T_CTYPE, in->content_type, ct);
@@ -201,6 +215,11 @@ static int get_field(unsigned tag, const uint8_t *v, size_t n, obj_info_t *o)
         if (n != 8) return ERR_CORRUPT;
         o->stamp_ns = le_get64(v);
         return 0;
+    case T_INLINE:
+        if (n != 8 || le_get32(v) == 0) return ERR_CORRUPT;
+        o->inl = le_get32(v);
+        o->inl_crc = le_get32(v + 4);
+        return 0;
     case T_MULTIPART:
         if (n != 12 || le_get32(v + 8) < 1 || le_get32(v + 8) > OBJ_MPU_MAX_PARTS)
             return ERR_CORRUPT;
@@ -217,7 +236,7 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
     size_t pos = 1;
     unsigned seen = 0, last = 0;
     obj_info_clear(o);
-    if (len < 1 || b[0] != OBJ_META_VERSION) return ERR_CORRUPT;
+    if (len < 1 || (b[0] != OBJ_META_VERSION && b[0] != OBJ_META_INLINE)) return ERR_CORRUPT;
     while (len - pos >= 3) {
         unsigned tag = b[pos];
         size_t n = le_get16(b + pos + 1);
@@ -230,6 +249,11 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
                         core == (BASE | F(T_DELETED) | F(T_MARKER)) ||
                         core == (BASE | F(T_LAYOUT) | LIVE_TAIL) ||
                         core == (BASE | F(T_MULTIPART) | LIVE_TAIL);
+            /* Version 2 is exactly the inline object; version 1 never is. */
+            if (b[0] == OBJ_META_INLINE)
+                whole = core == (BASE | F(T_LAYOUT) | F(T_INLINE) | LIVE_TAIL);
+            else if (seen & F(T_INLINE))
+                whole = 0;
             /* A stamp equal to the mtime is never written: one head, one encoding. */
             if (seen & F(T_STAMP)) {
                 if (o->stamp_ns == o->mtime_ns) return ERR_CORRUPT;

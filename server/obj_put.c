@@ -7,9 +7,15 @@
  * encoded into the other. A store that fails a write is skipped from then
  * on; up to m may fail. The commit waits for every block to be durable,
  * then writes the heads (obj__commit_heads): the commit point.
+ *
+ * A small object never reaches the encoder: its bytes are held until they
+ * pass the set's inline_max (then they are fed to a fresh encoder and the
+ * stream goes on as above) or the commit, which writes them inline, as the
+ * payload of m+1 of the heads: one durable round, no blocks.
  */
 #include "server/obj_int.h"
 
+#include "common/crc.h"
 #include "common/err.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -40,6 +46,9 @@ struct obj_writer {
     int cause;     /* why stores failed, when it says more than "unavailable": throttled, full */
     int err;
     uint64_t stripes;
+    /* The bytes so far, while they fit inline (no encoder yet): small_cap bytes of room. */
+    uint8_t *small;
+    size_t small_len, small_cap;
     char etag[33];       /* set once the MD5 is final; no writes after that */
     char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
     obj_cond_t cond;     /* what the replaced version must be (conditional writes) */
@@ -118,6 +127,22 @@ static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t 
     return shard == (unsigned)s->n - 1 ? flush_stripe(w, stripe) : 0;
 }
 
+/* From here on the bytes stream through the encoder into blocks. */
+static int start_encoder(obj_writer_t *w)
+{
+    obj_set_t *s = w->s;
+    int err = 0;
+    w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, &err);
+    if (!w->enc) return err ? err : ERR_NOMEM;
+    for (int i = 0; i < 2; i++)
+        w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
+    if (w->small_len) err = ers_encoder_write(w->enc, w->small, w->small_len);
+    free(w->small);
+    w->small = NULL;
+    w->small_len = w->small_cap = 0;
+    return err;
+}
+
 obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
                              const char *mpu_upload, int *err)
 {
@@ -134,10 +159,8 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
     w->key = xstrdup(key);
     if (mpu_upload) snprintf(w->mpu_upload, sizeof(w->mpu_upload), "%s", mpu_upload);
     if ((*err = obj__new_upload_id(w->upload)) != 0) goto fail;
-    w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, err);
-    if (!w->enc) goto fail;
-    for (int i = 0; i < 2; i++)
-        w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
+    /* The encoder and stripe slots (tens of MiB) only for what does not fit inline. */
+    if (!s->inline_max && (*err = start_encoder(w)) != 0) goto fail;
     w->md5 = EVP_MD_CTX_new();
     if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
         *err = ERR_NOMEM;
@@ -159,6 +182,19 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     if (w->err) return w->err;
     if (w->etag[0]) return ERR_CLOSED;
     EVP_DigestUpdate(w->md5, data, len);
+    if (!w->enc && len <= w->s->inline_max - w->small_len) {
+        if (w->small_len + len > w->small_cap) {
+            size_t cap = w->small_cap ? w->small_cap : 4096;
+            while (cap < w->small_len + len)
+                cap *= 2;
+            w->small = xrealloc(w->small, cap < w->s->inline_max ? cap : w->s->inline_max);
+            w->small_cap = cap < w->s->inline_max ? cap : w->s->inline_max;
+        }
+        memcpy(w->small + w->small_len, data, len);
+        w->small_len += len;
+        return 0;
+    }
+    if (!w->enc && (w->err = start_encoder(w)) != 0) return w->err;
     return w->err = ers_encoder_write(w->enc, data, len);
 }
 
@@ -185,6 +221,7 @@ static void writer_free(obj_writer_t *w)
         bufpool_put(w->s->bufs, w->blk[i]);
         latch_destroy(&w->latch[i]);
     }
+    free(w->small);
     free(w->key);
     free(w);
 }
@@ -195,7 +232,7 @@ void obj_put_abort(obj_writer_t *w)
     (void)slot_wait(w, 0);
     (void)slot_wait(w, 1);
     /* The encoder may have stored the first block of the next stripe too. */
-    obj__drop_blocks(w->s, w->bucket, w->key, w->upload, w->stripes + 1, w->dead);
+    if (w->enc) obj__drop_blocks(w->s, w->bucket, w->key, w->upload, w->stripes + 1, w->dead);
     writer_free(w);
 }
 
@@ -207,7 +244,14 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     int rc = w->err, first_err = 0;
 
     memset(&info, 0, sizeof(info));
-    if (!rc) rc = ers_encoder_finish(w->enc, &info.layout);
+    if (!rc && !w->enc) {
+        /* Inline: the layout says the size (and the set it was written for); no blocks. */
+        info.layout =
+            (ers_layout_t){(uint8_t)s->k, (uint8_t)s->m, w->small_len ? s->block : 0, w->small_len};
+        info.inl = obj__inline_stores(s, w->bucket, w->key);
+        info.inl_crc = crc32c(0, w->small, w->small_len);
+    }
+    if (!rc && w->enc) rc = ers_encoder_finish(w->enc, &info.layout);
     /* Every block durable before the heads that point at them. */
     if (!rc) rc = slot_wait(w, 0);
     if (!rc) rc = slot_wait(w, 1);
@@ -235,8 +279,9 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         }
     }
     /* The commit point: heads on every store that took the blocks. */
-    int heads = obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL,
-                                  w->versioning, &info, w->dead, &first_err);
+    int heads =
+        obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, w->versioning, &info,
+                          w->enc ? NULL : w->small, w->dead, &first_err);
     if (ul) pthread_mutex_unlock(ul);
     if (heads < s->k) {
         /* A condition that does not hold, or not enough heads to be found reliably: undo. */
@@ -244,6 +289,11 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
             log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads,
                       err_name(first_err));
         obj_put_abort(w);
+        /* Too few heads (an inline object's only round): as for too few blocks, say why in
+         * terms a client can act on (dead_verdict). A condition's verdict stands as it is. */
+        if (heads >= 0 && first_err != ERR_THROTTLED && first_err != ERR_NOSPC &&
+            first_err != ERR_TOO_LARGE)
+            first_err = ERR_UNRECOVERABLE;
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
     if (out) obj_info_copy(out, &info);

@@ -29,6 +29,7 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     s->m = m;
     s->n = k + m;
     s->block = block;
+    s->inline_max = OBJ_INLINE_DEFAULT;
     memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
     pthread_mutex_init(&s->pin_mu, NULL);
     for (int i = 0; i < KEY_LOCKS; i++) {
@@ -56,6 +57,11 @@ void obj_set_free(obj_set_t *s)
     }
     bufpool_free(s->bufs);
     free(s);
+}
+
+void obj_set_inline_max(obj_set_t *s, uint32_t bytes)
+{
+    s->inline_max = bytes < OBJ_INLINE_LIMIT ? bytes : OBJ_INLINE_LIMIT;
 }
 
 bufpool_t *obj_set_buffers(obj_set_t *s)

@@ -273,7 +273,7 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
     m.deleted = m.marker = 1;
     int rc = obj__new_upload_id(m.upload_id);
     if (rc) return rc;
-    if (obj__commit_heads(s, bucket, key, c, v, &m, 0, &first_err) < s->k)
+    if (obj__commit_heads(s, bucket, key, c, v, &m, NULL, 0, &first_err) < s->k)
         return first_err ? first_err : ERR_UNRECOVERABLE;
     if (marker) obj_info_copy(marker, &m);
     return 0;

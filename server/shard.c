@@ -39,6 +39,12 @@ static int l_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
     return drive_read_split(ctx, id, 0, buf, len, tail, tail_len, buf_crc);
 }
 
+static int l_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+                 void *buf, size_t cap)
+{
+    return drive_get(ctx, id, st, meta, meta_cap, buf, cap);
+}
+
 static void l_stats(void *ctx, drive_stats_t *st)
 {
     drive_stats(ctx, st);
@@ -50,8 +56,17 @@ static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive
     return drive_scan(ctx, bucket, prefix, from, fn, arg);
 }
 
-static const shard_ops_t local_ops = {l_put,  l_read,       l_stat,  l_del,
-                                      l_list, l_read_split, l_stats, l_scan};
+static const shard_ops_t local_ops = {
+    .put = l_put,
+    .read = l_read,
+    .stat = l_stat,
+    .del = l_del,
+    .list = l_list,
+    .read_split = l_read_split,
+    .get = l_get,
+    .stats = l_stats,
+    .scan = l_scan,
+};
 
 shard_store_t shard_store_local(drive_t *d)
 {

@@ -30,6 +30,13 @@ typedef struct {
      */
     int (*read_split)(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
                       size_t tail_len, uint32_t *buf_crc);
+    /*
+     * Optional: metadata and payload of one record together (drive_get):
+     * what an object stored inline in its head is read with. Without it,
+     * stat + read + stat again.
+     */
+    int (*get)(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+               void *buf, size_t cap);
     /* Engine counters of the drive behind the store (write amplification, space). */
     void (*stats)(void *ctx, drive_stats_t *st);
     /*

@@ -14,6 +14,16 @@
  * segment still exists. With the index gone that is a full rebuild, by the
  * same code. Every segment found open is sealed: appends always go to fresh
  * segments after a restart, so a torn tail is never written over.
+ *
+ * The index has no WAL (idx.h): after a kill -9 it is the state of its last
+ * flush, a prefix of the batches written. Every batch that moves a
+ * segment's recorded tail carries that segment's accounting, the entries of
+ * the records before it and the drive's counters, so the prefix is
+ * self-consistent and the rescan from its tails is the same replay as after
+ * a power cut. What replay cannot find again is made durable before it is
+ * relied on: a segment is unlinked only after a flush (drive_gc.c). The
+ * drive's lifetime host bytes lost with the memtable are counted again from
+ * the records found past the tails.
  */
 #include "storage/drive_int.h"
 
@@ -78,6 +88,7 @@ typedef struct {
     seg_t *seg;
     idx_batch_t *b;
     uint64_t applied, records;
+    uint64_t end; /* end of the last valid record seen in seg */
 } replay_t;
 
 /* Apply one record found on disk (the replay rule in the file comment). */
@@ -91,6 +102,7 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     (void)raw;
 
     r->records++;
+    if (off + rec_len > r->end) r->end = off + rec_len;
     if (v->seq >= d->next_seq) d->next_seq = v->seq + 1;
     /*
      * A segment's sequence range covers every record in it, dead or alive:
@@ -117,7 +129,7 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
     r->applied++;
     /* Keep the batch bounded during a full rebuild. */
     if (idx_batch_count(r->b) >= 4096) {
-        int rc = idx_write(d->idx, r->b, 0);
+        int rc = idx_write(d->idx, r->b);
         idx_batch_clear(r->b);
         return rc;
     }
@@ -172,13 +184,18 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int load_segments(drive_t *d)
+/*
+ * recount: add the bytes found past the recorded tails to the lifetime
+ * counter (0 when the counters come from an index set aside, which counted
+ * them already).
+ */
+static int load_segments(drive_t *d, int recount)
 {
     DIR *dir = opendir(d->seg_dir);
     struct dirent *de;
     uint32_t *ids = NULL, n = 0, cap = 0;
     int rc = 0;
-    replay_t r = {d, NULL, idx_batch_new(), 0, 0};
+    replay_t r = {d, NULL, idx_batch_new(), 0, 0, 0};
 
     if (!dir) return err_from_errno(errno);
     while ((de = readdir(dir))) {
@@ -226,7 +243,17 @@ static int load_segments(drive_t *d)
         seg_t *s = d->segs[i];
         uint64_t before = r.applied;
         r.seg = s;
+        r.end = 0;
         rc = drive__scan(d, s, s->tail, replay_record, &r);
+        if (r.end > s->tail) {
+            /*
+             * Written (padding included: flushes end on IU boundaries) but not
+             * counted in the counters the index kept: a crash took them.
+             */
+            uint64_t found = align_up(r.end, d->iu) - s->tail;
+            if (recount) d->lifetime_host += found;
+            d->replayed_bytes += found;
+        }
         if (r.applied > before)
             log_info("event=replayed seg=%u from=%llu records=%llu", s->id,
                      (unsigned long long)s->tail, (unsigned long long)(r.applied - before));
@@ -235,8 +262,10 @@ static int load_segments(drive_t *d)
     }
     if (!rc) {
         drive__meta_put(d, r.b);
-        rc = idx_write(d->idx, r.b, 1);
+        rc = idx_write(d->idx, r.b);
     }
+    /* What the replay found, made durable: a crash loop does not redo it each time. */
+    if (!rc && (r.applied || d->replayed_bytes)) rc = drive__index_flush(d);
     idx_batch_free(r.b);
     return rc;
 }
@@ -388,6 +417,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->direct = !cfg->buffered;
     if (!d->cfg.segment_size) d->cfg.segment_size = 256u << 20;
     if (!d->cfg.max_batch) d->cfg.max_batch = 32u << 20;
+    if (!d->cfg.index_flush_bytes) d->cfg.index_flush_bytes = 256ull << 20;
     if (!d->cfg.warranty_years) d->cfg.warranty_years = 5;
     if (!d->cfg.max_delay_ms) d->cfg.max_delay_ms = 2000;
     if (!d->cfg.gc_free_low) d->cfg.gc_free_low = 0.10;
@@ -429,13 +459,20 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     d->next_seq = 1;
     if ((rc = open_index(d)) != 0) goto fail;
     /* An index of the layout before versioned values is rebuilt, its counters kept. */
-    if ((rc = load_meta(d)) == ERR_AGAIN) rc = index_set_aside(d, "v0");
-    if (rc || (rc = load_segments(d)) != 0) goto fail;
+    int recount = 1;
+    if ((rc = load_meta(d)) == ERR_AGAIN) {
+        rc = index_set_aside(d, "v0");
+        recount = 0;
+    }
+    if (rc || (rc = load_segments(d, recount)) != 0) goto fail;
     d->idx_written_seen = idx_bytes_written(d->idx);
     d->open_ns = d->clock->now_ns(d->clock);
     d->host_at_open = d->lifetime_host;
     log_info("event=drive_open path=%s iu=%u segment_size=%llu segments=%u/%u direct=%d", d->path,
              d->iu, (unsigned long long)d->seg_size, d->nsegs, d->slots, d->direct);
+    if (d->replayed_bytes)
+        log_info("event=replay_done path=%s replayed_bytes=%llu", d->path,
+                 (unsigned long long)d->replayed_bytes);
     if (cfg->compaction && (rc = drive__bg_start(d)) != 0) goto fail;
     *out = d;
     return 0;
@@ -459,7 +496,8 @@ void drive_close(drive_t *d)
             drive__seg_meta_put(d, b, d->segs[i]);
         drive__meta_put(d, b);
         pthread_mutex_unlock(&d->lock);
-        if (idx_write(d->idx, b, 1) != 0)
+        /* Flushed, so the next open rescans nothing (RocksDB would flush at close too). */
+        if (idx_write(d->idx, b) != 0 || idx_flush(d->idx) != 0)
             log_error("event=close_index_write_failed path=%s", d->path);
         idx_batch_free(b);
         idx_close(d->idx);
@@ -732,6 +770,45 @@ int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t
     return drive_read_split(d, id, off, buf, len, NULL, 0, NULL);
 }
 
+int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+              void *buf, size_t cap)
+{
+    rec_id_t rid;
+    int rc;
+    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
+    /* Compaction may move the record between lookup and read: look again. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        ent_t e;
+        void *vb = NULL;
+        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
+        if (e.type == REC_TOMBSTONE) {
+            free(vb);
+            return ERR_NOT_FOUND;
+        }
+        st->len = e.payload_len;
+        st->seq = e.seq;
+        st->crc = e.hdr_crc;
+        st->meta_len = e.meta_len;
+        if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+        if (e.payload_len > cap || e.payload_len == 0) {
+            free(vb);
+            return e.payload_len ? ERR_RANGE : 0;
+        }
+        seg_t *s = drive__seg_acquire(d, e.seg);
+        if (!s) {
+            free(vb);
+            continue;
+        }
+        /* The index entry and the record it names are one: read_extent checks the header's
+         * crc and sequence against the entry, so the metadata above is this payload's. */
+        rc = read_extent(d, s, &e, &rid, 0, buf, (size_t)e.payload_len, NULL, 0, NULL);
+        drive__seg_release(d, s);
+        free(vb);
+        return rc;
+    }
+    return ERR_IO;
+}
+
 /*
  * The index key a scan starts at: "o" bucket 0, then what `from` says (see
  * codec.h: key 0 version 0 shard, so key + 0x01 sorts past every version
@@ -902,6 +979,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->throttled = d->throttled;
     st->reads_direct = __atomic_load_n(&d->reads_direct, __ATOMIC_RELAXED);
     st->reads_copied = __atomic_load_n(&d->reads_copied, __ATOMIC_RELAXED);
+    st->replayed_bytes = d->replayed_bytes;
     st->lifetime_host_bytes = d->lifetime_host;
     st->write_amp = d->user_bytes ? (double)d->host_bytes / (double)d->user_bytes : 0;
     uint64_t now = d->clock->now_ns(d->clock);
@@ -918,7 +996,17 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->index_mem_bytes = idx_mem_bytes(d->idx);
 }
 
+int drive__index_flush(drive_t *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->idx_unflushed = d->idx_unflushed_recs = 0;
+    pthread_mutex_unlock(&d->lock);
+    int rc = idx_flush(d->idx);
+    if (rc) drive__readonly(d, "index_flush_failed", 0, 0);
+    return rc;
+}
+
 int drive_index_flush(drive_t *d)
 {
-    return idx_flush(d->idx);
+    return drive__index_flush(d);
 }

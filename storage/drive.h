@@ -11,7 +11,10 @@
  *   - concurrent appends are group-committed: one write and one fdatasync
  *     carry many records, and each append returns only once durable;
  *   - the index is written after the data is durable; the segments are the
- *     source of truth, so the index can be replayed or rebuilt from them;
+ *     source of truth, so the index can be replayed or rebuilt from them:
+ *     it has no write-ahead log of its own, and a kill -9 costs a replay of
+ *     what was appended since its last flush (index_flush_bytes at most,
+ *     memtable aside), never an acknowledged write;
  *   - compaction relocates live records out of mostly-dead segments into GC
  *     segments and releases whole segments;
  *   - an endurance budget (DWPD) meters every byte written.
@@ -54,6 +57,14 @@ typedef struct {
     double gc_reserve;      /* budget fraction kept for foreground (0 = 0.25) */
     int buffered;           /* 1 = no O_DIRECT (testing on tmpfs) */
     wl_clock_t *clock;      /* NULL = real time */
+
+    /*
+     * Start an index flush after this many bytes appended to segments (0 =
+     * 256 MiB), or after 64k records: bounds what an open after kill -9
+     * rescans. Each flush costs one small table file and a MANIFEST record:
+     * nothing next to the data it covers.
+     */
+    uint64_t index_flush_bytes;
 } drive_cfg_t;
 
 /* Identity of a shard on the drive: NUL-terminated strings without NUL inside. */
@@ -81,7 +92,7 @@ typedef struct {
     uint64_t host_bytes;      /* every byte written: records, padding, relocation, index */
     uint64_t padding_bytes;   /* zero fill to IU boundaries */
     uint64_t relocated_bytes; /* records copied by compaction */
-    uint64_t index_bytes;     /* RocksDB's own writes (WAL, flush, compaction) */
+    uint64_t index_bytes;     /* RocksDB's own writes (flush, compaction; there is no WAL) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t throttled;     /* appends refused with ERR_THROTTLED */
@@ -95,6 +106,12 @@ typedef struct {
     uint64_t index_disk_bytes; /* RocksDB SST files */
     uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
     int readonly;              /* a write or flush failed: writes refused until reopened */
+
+    /*
+     * At open: segment bytes past the index's recorded tails that held
+     * records (what a crash took from the index's memtable), rescanned.
+     */
+    uint64_t replayed_bytes;
 } drive_stats_t;
 
 /*
@@ -153,6 +170,19 @@ int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
     __attribute__((warn_unused_result));
 
 /*
+ * A whole record in one go: its metadata (as drive_stat: up to meta_cap
+ * bytes into meta, st->meta_len the full length) and its payload (into buf,
+ * which must hold st->len bytes: ERR_RANGE, with *st filled, when cap is
+ * smaller), both of the same record, from one index lookup and one read
+ * when they lie close: a small object stored inline in its head is one
+ * call, with no window in which another write of the identity could pair
+ * one record's metadata with another's bytes. Every chunk is verified.
+ * Returns 0, ERR_NOT_FOUND, ERR_RANGE, ERR_CORRUPT, ERR_IO.
+ */
+int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+              void *buf, size_t cap) __attribute__((warn_unused_result));
+
+/*
  * List shards of a bucket whose key starts with prefix, in key order,
  * starting after `after` (NULL = from the start). The callback gets each
  * identity and stat; returning non-zero stops the walk (and is returned).
@@ -202,7 +232,7 @@ void drive_compaction_pause(drive_t *d, int paused);
 
 void drive_stats(drive_t *d, drive_stats_t *st);
 
-/* Flush the index's memtables to disk (for tools and benchmarks that size it). */
+/* Flush the index's memtables to disk and wait (tools, benchmarks and tests). */
 int drive_index_flush(drive_t *d) __attribute__((warn_unused_result));
 
 /*

@@ -18,7 +18,7 @@
  * while some other segment may still hold an older record it shadows
  * (conservatively: any segment whose lowest sequence number is below the
  * tombstone's); otherwise it is dropped. The victim is released (index
- * synced, then file unlinked) only when nothing in it is live any more.
+ * flushed, then file unlinked) only when nothing in it is live any more.
  */
 #include "storage/drive_int.h"
 
@@ -68,7 +68,7 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
             idx_batch_delete(b, key, kl);
             g->victim->live -= rec_len;
             drive__seg_meta_put(d, b, g->victim);
-            if ((rc = idx_write(d->idx, b, 0)) != 0) {
+            if ((rc = idx_write(d->idx, b)) != 0) {
                 g->victim->live += rec_len;
             } else {
                 d->tombstones_dropped++;
@@ -99,7 +99,13 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
     return 0;
 }
 
-/* Release a segment with nothing live: index first (synced), then the file. */
+/*
+ * Release a segment with nothing live: index first, then the file. The index
+ * is durable only as of its last flush (no WAL), and the unlink cannot be
+ * replayed back: the flush makes durable the segment's removal and every
+ * entry moved off it before (relocated, overwritten, deleted, dropped
+ * tombstones), so no index a crash can leave names a segment that is gone.
+ */
 static int release(drive_t *d, seg_t *s)
 {
     uint8_t k[SEG_KEY_LEN];
@@ -117,14 +123,25 @@ static int release(drive_t *d, seg_t *s)
     drive__seg_remove(d, s);
     idx_batch_delete(b, k, sizeof(k));
     drive__meta_put(d, b);
-    /* Synced: every earlier index switch away from this segment is durable too. */
-    rc = idx_write(d->idx, b, 1);
+    rc = idx_write(d->idx, b);
     idx_batch_free(b);
     if (rc) {
         drive__seg_insert(d, s);
         pthread_mutex_unlock(&d->lock);
         return rc;
     }
+    pthread_mutex_unlock(&d->lock);
+    /* Waited for outside the lock: appends go on meanwhile (the flush covers what came before). */
+    if ((rc = drive__index_flush(d)) != 0) {
+        /*
+         * The file stays, out of the table (nothing live in it; the drive is
+         * read-only now): the next open finds it, nothing points into it,
+         * and compaction releases it then.
+         */
+        drive__seg_release(d, s);
+        return rc;
+    }
+    pthread_mutex_lock(&d->lock);
     d->segments_released++;
     pthread_mutex_unlock(&d->lock);
     path = drive__seg_path(d, s->id);

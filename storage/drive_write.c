@@ -3,10 +3,14 @@
  *
  * A writer packs records back to back into an aligned buffer, pads the end
  * to the IU with zeros, and issues ONE pwrite at the segment's IU-aligned
- * tail and ONE fdatasync for the lot. Only then does it update the index
- * (RocksDB, unsynced: the segments are the truth and a lost index write is
- * replayed from them at open) and complete the callers. The padded tail of
- * an IU is never written again: the next flush starts at the next boundary.
+ * tail and ONE fdatasync for the lot: the only flush of a commit. Only then
+ * does it update the index (RocksDB's memtable, no WAL: the segments are the
+ * truth and what a crash takes from the memtable is replayed from them at
+ * open) and complete the callers. Every index_flush_bytes or
+ * INDEX_FLUSH_RECORDS appended, it starts an index flush in the background,
+ * which bounds that replay. The
+ * padded tail of an IU is never written again: the next flush starts at the
+ * next boundary.
  *
  * Group commit: callers queue their request; the first to find no leader
  * becomes it and commits everything queued (in batches of max_batch bytes)
@@ -96,7 +100,7 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, w->seg);
         drive__seg_meta_put(d, b, w->seg);
-        rc = idx_write(d->idx, b, 0);
+        rc = idx_write(d->idx, b);
         pthread_mutex_unlock(&d->lock);
         idx_batch_free(b);
         if (rc) drive__readonly(d, "index_write_failed", w->seg->id, 0);
@@ -204,7 +208,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
     seg_t *seg = w->seg;
     size_t wlen;
     ssize_t n = 0;
-    int rc = 0, e = 0;
+    int rc = 0, e = 0, flush_index = 0;
 
     if (w->fill == 0) return 0;
     wlen = align_up(w->fill, d->iu);
@@ -267,10 +271,20 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         if (w->npend > d->flush_max_records) d->flush_max_records = w->npend;
         drive__seg_meta_put(d, w->batch, seg);
         drive__meta_put(d, w->batch);
-        rc = idx_write(d->idx, w->batch, 0);
+        rc = idx_write(d->idx, w->batch);
+        d->idx_unflushed += wlen;
+        d->idx_unflushed_recs += w->npend;
+        if (d->idx_unflushed >= d->cfg.index_flush_bytes ||
+            d->idx_unflushed_recs >= INDEX_FLUSH_RECORDS) {
+            d->idx_unflushed = d->idx_unflushed_recs = 0;
+            flush_index = 1;
+        }
         pthread_mutex_unlock(&d->lock);
         /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
         if (rc) drive__readonly(d, "index_write_failed", seg->id, 0);
+        /* Not waited for: the callers' records are durable already, in the segment. */
+        if (!rc && flush_index && idx_flush_start(d->idx) != 0)
+            drive__readonly(d, "index_flush_failed", seg->id, 0);
     }
     idx_batch_clear(w->batch);
     for (size_t i = 0; i < w->npend; i++)

@@ -2,15 +2,26 @@
  * idx: the drive's RocksDB index (C API), behind a small interface.
  *
  * Tuned for low write amplification on flash: a large memtable, universal
- * compaction, LZ4 blocks with a bloom filter. RocksDB's errptr strings are
- * turned into ERR_IO plus one log line here and freed. Thread-safe as
- * RocksDB is; batches and iterators belong to one thread.
+ * compaction, LZ4 blocks with a bloom filter. No write-ahead log: the
+ * drive's segments are the log, and its replay restores what a crash took
+ * from the memtable. Flushes and compactions write with O_DIRECT in
+ * IDX_WRITE_CHUNK pieces. RocksDB's errptr strings are turned into ERR_IO
+ * plus one log line here and freed. Thread-safe as RocksDB is; batches and
+ * iterators belong to one thread.
+ *
+ * Durability: idx_write applies a batch to the memtable only. What a crash
+ * (kill -9 included) leaves is the state as of the last completed flush: a
+ * prefix of the batches written, in order. Only idx_flush makes a batch
+ * durable.
  */
 #ifndef WL_IDX_H
 #define WL_IDX_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Size of each write of a flush or compaction (the last one of a file: up to this). */
+#define IDX_WRITE_CHUNK (1u << 20)
 
 typedef struct idx idx_t;
 typedef struct idx_batch idx_batch_t;
@@ -35,8 +46,8 @@ void idx_batch_clear(idx_batch_t *b);
 int idx_batch_count(idx_batch_t *b);
 void idx_batch_free(idx_batch_t *b);
 
-/* Apply a batch atomically; sync=1 makes it durable before returning. */
-int idx_write(idx_t *x, idx_batch_t *b, int sync) __attribute__((warn_unused_result));
+/* Apply a batch atomically, to the memtable: durable once a later idx_flush returns. */
+int idx_write(idx_t *x, idx_batch_t *b) __attribute__((warn_unused_result));
 
 /*
  * Iterate keys >= start, in order:
@@ -60,7 +71,7 @@ int idx_iter_status(idx_iter_t *it) __attribute__((warn_unused_result));
 void idx_iter_free(idx_iter_t *it);
 
 /*
- * Bytes RocksDB wrote so far in this process: WAL + flush + compaction.
+ * Bytes RocksDB wrote so far in this process: flush + compaction (no WAL).
  * Reading RocksDB's statistics means formatting all of them as text (the C
  * API of RocksDB 7.8 has no per-ticker read), so the figure is cached and
  * read again only when this index was written through since, or RocksDB was
@@ -72,7 +83,11 @@ uint64_t idx_stats_reads(idx_t *x);
 /* SST + WAL bytes on disk, and memory held (memtables + table readers + cache). */
 uint64_t idx_disk_bytes(idx_t *x);
 uint64_t idx_mem_bytes(idx_t *x);
-/* Flush memtables to SST files (waits). */
+/* Flush memtables to SST files and wait: every batch written before the call is durable. */
 int idx_flush(idx_t *x) __attribute__((warn_unused_result));
+/* Start a flush of what was written so far and return (RocksDB's threads write it). */
+int idx_flush_start(idx_t *x) __attribute__((warn_unused_result));
+/* 1 while a flush is waiting or running (for tests that wait for idx_flush_start's). */
+int idx_flushing(idx_t *x);
 
 #endif

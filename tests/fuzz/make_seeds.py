@@ -94,6 +94,11 @@ if __name__ == "__main__":
           + tlv(8, struct.pack("<QI", 10 << 20, 2)) + tlv(3, b"0123456789abcdef" * 2 + b"-2")
           + tlv(4, b"") + tlv(6, b"") + tlv(255, b""))
     write("objmeta", 3, head[:12] + tlv(9, b"new") + head[12:-3] + tlv(200, b"\0\0") + head[-3:])
+    # An inline object (version 2, tag 12: the stores holding its bytes and their crc).
+    write("objmeta", 4, b"\x02" + tlv(5, struct.pack("<Q", 1234)) + tlv(2, b"00ff00ff")
+          + tlv(1, layout(4, 2, 64, 100)) + tlv(12, struct.pack("<II", 0x7, 0x1234abcd))
+          + tlv(3, b"d41d8cd98f00b204e9800998ecf8427e") + tlv(4, b"text/plain")
+          + tlv(6, b"color\0blue\0") + tlv(255, b""))
     write("s3xml", 0, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
           b"<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part><Part><PartNumber>2"
           b"</PartNumber><ETag>&quot;x&quot;</ETag></Part></CompleteMultipartUpload>")

@@ -246,7 +246,10 @@ def test_kill9_during_puts_keeps_acknowledged(datadir):
         i = 0
         while not stop.is_set() and i < 200:
             key = "t%d/%d" % (t, i)
-            data = blob(random.Random(key).randint(0, 300000), key)
+            # Below, at and above the inline threshold (64 KiB), and well past it.
+            r = random.Random(key)
+            size = r.choice([0, 1, 65535, 65536, 65537, r.randint(0, 300000)])
+            data = blob(size, key)
             try:
                 cl.put_object(Bucket="crash", Key=key, Body=data)
             except Exception:

@@ -548,7 +548,8 @@ static void *index_swap(const char *dir, const void *key, size_t kl, const void 
     assert_int_equal(idx_get(x, NULL, key, kl, &old, old_len), 0);
     idx_batch_t *b = idx_batch_new();
     idx_batch_put(b, key, kl, val, vl);
-    assert_int_equal(idx_write(x, b, 1), 0);
+    assert_int_equal(idx_write(x, b), 0);
+    assert_int_equal(idx_flush(x), 0);
     idx_batch_free(b);
     idx_close(x);
     return old;
