@@ -59,6 +59,8 @@ rows=(
   "get_1MiB_c8 get mb_per_s --size 1MiB --clients 8 --prefix g1m/ --objects 256 --no-prepare"
   "put_4KiB_c32 put ops_per_s --size 4KiB --clients 32 --prefix p4k/"
   "get_4KiB_c8 get ops_per_s --size 4KiB --clients 8 --prefix g4k/ --objects 2000 --no-prepare"
+  # ListObjectsV2 pages of 1,000 keys (x 1000 = keys/s), 8 clients walking 20,000 empty objects.
+  "list_v2_pages_c8 list ops_per_s --size 0 --clients 8 --prefix lst/ --objects 20000 --no-prepare"
 )
 if [ -n "${ROWS:-}" ]; then
   mapfile -t rows <<<"$ROWS"
@@ -70,6 +72,8 @@ fi
     "$WLB" get --endpoint "${!ep}" --quiet --size "$1" --prefix "$2" --objects "$3" --clients 8 \
       --ops 1 >/dev/null
   done
+  "$WLB" list --endpoint "${!ep}" --quiet --size 0 --prefix lst/ --objects 20000 --clients 8 \
+    --ops 1 >/dev/null
 done
 
 printf '%-14s %-30s %-30s %s\n' row "A ($A)" "B ($B)" "B/A"

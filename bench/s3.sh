@@ -7,18 +7,22 @@
 # nginx to show wl-bench is not the bottleneck, memcpy, MD5 and raw ISA-L.
 # Prints ROW lines for bench/report.py. Called by bench/run.sh.
 #
-#   bench/s3.sh BUILD_DIR [--quick] [--endpoint URL --access-key K --secret-key S]
+#   bench/s3.sh BUILD_DIR [--quick] [--full] [--endpoint URL --access-key K --secret-key S]
 #
 # Without --endpoint a fresh warmlaked (6 file-backed drives, EC 4+2) is
 # started on a free loopback port under BENCH_DIR and stopped at the end.
+# --full (or FULL=1) adds the listing of a bucket of FULL_KEYS keys (default
+# 10^7) whole, through S3, by one client; the issue's target is 30 s.
 set -euo pipefail
 BUILD=$1
 shift
 QUICK=${QUICK:-0}
+FULL=${FULL:-0}
 ENDPOINT="" AK="" SK=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
+    --full) FULL=1 ;;
     --endpoint) ENDPOINT=$2; shift ;;
     --access-key) AK=$2; shift ;;
     --secret-key) SK=$2; shift ;;
@@ -239,11 +243,72 @@ row mixed_90get_10put_1MiB_c8 "$(jget "$JS/mixed.json" 'sum(o["mb_per_s"] for o 
 # ListObjectsV2 over LIST_KEYS keys (empty objects), 8 clients walking the prefix.
 wlb list --size 0 --objects $LIST_KEYS --clients 8 --duration $DUR --prefix lst/ --json "$JS/list.json" \
   >"$JS/list.txt"
-row list_v2_keys_per_s "$(jget "$JS/list.json" 'j["list_keys_per_s"]')" keys/s -
+LIST_V2=$(jget "$JS/list.json" 'j["list_keys_per_s"]')
 [ "$(jget "$JS/list.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/list.txt" >&2; exit 1; }
+if [ "$LOCAL" = 0 ]; then
+  row list_v2_keys_per_s "$LIST_V2" keys/s -
+else
+  # Listing rows that need a stopped node's drives (wl-populate): the object
+  # layer's own listing of the same keys by 8 threads in one process (the
+  # ceiling of the S3 row: no HTTP, no XML), and buckets of many keys, whose
+  # heads wl-populate writes through the object layer (PUTs through S3 would
+  # take hours). Keys k/0000000.. : prefix k/0005 is 1,000 of them in any
+  # bucket of 10^4 keys or more.
+  PAGE_SMALL=10000
+  PAGE_BIG=${PAGE_BIG:-$([ "$QUICK" = 1 ] && echo 30000 || echo 100000)}
+  FULL_KEYS=${FULL_KEYS:-10000000}
+  buckets=("wl-list-small $PAGE_SMALL" "wl-list-big $PAGE_BIG")
+  [ "$FULL" = 1 ] && buckets+=("wl-list-full $FULL_KEYS")
+  for b in "${buckets[@]}"; do
+    set -- $b
+    wlb put --bucket "$1" --size 0 --clients 1 --ops 1 --prefix proto/ >/dev/null
+  done
+  wlb stats >"$JS/stats_after.json" # before wl-populate writes heads of its own
+  stop_node() { kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true; PIDS=(); }
+  stop_node
+  POP=("$BUILD/bench/wl-populate" --data "$DIR/wl" --drives 6 --ec 4+2)
+  read -r _ _ _ _ _ _ _ CEIL _ < <("${POP[@]}" --bucket wl-bench --list lst/ --threads 8)
+  row list_objlayer_8threads_keys_per_s "${CEIL#(}" keys/s -
+  row list_v2_keys_per_s "$LIST_V2" keys/s list_objlayer_8threads_keys_per_s
+  for b in "${buckets[@]}"; do
+    set -- $b
+    say "populating $1 with $2 keys"
+    "${POP[@]}" --bucket "$1" --like proto/000000000000 --format 'k/%07llu' --count "$2" --threads 64
+  done
+  start_node
+  # Reopening drives that wl-populate just filled sets RocksDB compacting for a
+  # while: measure once the node is idle (under 5% of a core over 2 s; 300 s at most).
+  for _ in $(seq 150); do
+    a=$(awk '{print $14+$15}' "/proc/$WL_PID/stat")
+    sleep 2
+    [ $(($(awk '{print $14+$15}' "/proc/$WL_PID/stat") - a)) -lt 10 ] && break
+  done
+  # One client, one 1,000-key page (prefix k/0005) over and over: its latency
+  # must not grow with the bucket (ratio: big over small, 1 is flat).
+  for b in "${buckets[@]:0:2}"; do # warm both alike first (index blocks in the cache)
+    set -- $b
+    wlb list --bucket "$1" --prefix k/0005 --objects 1000 --no-prepare --clients 1 --ops 50 >/dev/null
+  done
+  for b in "${buckets[@]:0:2}"; do
+    set -- $b
+    wlb list --bucket "$1" --prefix k/0005 --objects 1000 --no-prepare --clients 1 --duration $DUR \
+      --json "$JS/page_$2.json" >"$JS/page_$2.txt"
+    [ "$(jget "$JS/page_$2.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/page_$2.txt" >&2; exit 1; }
+  done
+  row list_page_1000_in_${PAGE_SMALL}_keys_p50 "$(jget "$JS/page_$PAGE_SMALL.json" \
+    'j["ops"]["list"]["latency_ms"]["p50"]')" ms -
+  row list_page_1000_in_${PAGE_BIG}_keys_p50 "$(jget "$JS/page_$PAGE_BIG.json" \
+    'j["ops"]["list"]["latency_ms"]["p50"]')" ms list_page_1000_in_${PAGE_SMALL}_keys_p50
+  if [ "$FULL" = 1 ]; then
+    # The whole bucket, page after page, by one client: one pass, timed.
+    wlb list --bucket wl-list-full --prefix k/ --objects "$FULL_KEYS" --no-prepare --clients 1 \
+      --ops $((FULL_KEYS / 1000)) --json "$JS/list_full.json" >"$JS/list_full.txt"
+    [ "$(jget "$JS/list_full.json" 'j["mismatches"]')" = 0 ] || { cat "$JS/list_full.txt" >&2; exit 1; }
+    row "list_whole_${FULL_KEYS}_keys" "$(jget "$JS/list_full.json" 'j["duration_s"]')" s 30
+  fi
+fi
 
 if [ "$LOCAL" = 1 ]; then
-  wlb stats >"$JS/stats_after.json"
   python3 - "$JS/stats_before.json" "$JS/stats_after.json" <<'PY'
 import json, sys
 ja, jb = (json.load(open(p)) for p in sys.argv[1:3])

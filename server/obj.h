@@ -233,6 +233,20 @@ typedef int (*obj_list_fn)(void *arg, const char *key, const obj_info_t *info);
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg) __attribute__((warn_unused_result));
 /*
+ * obj_list with a delimiter (NULL or "": none): a key that holds delim past
+ * the prefix is not listed; its common prefix (the key up to and including
+ * that first delim) is, once, as fn(arg, common_prefix, NULL), and the
+ * listing then seeks past every key under it, so a page costs the same
+ * however many keys a common prefix rolls up. An `after` that is itself a
+ * common prefix (an earlier page ended on it) starts past all of it.
+ * want: how many entries the caller will take at most (0: no idea), so that
+ * stores are not read far past the end of a page. Listings read the
+ * ordered indexes of m+1 stores (obj_list.c).
+ */
+int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                   const char *after, size_t want, obj_list_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+/*
  * Every version and delete marker of a bucket's keys: keys in order, each
  * key's versions newest first (the current one first, latest = 1). Starts
  * after key `after` (NULL: at the start), or, with after_vid, after that
@@ -242,6 +256,10 @@ typedef int (*obj_version_fn)(void *arg, const char *key, const obj_info_t *info
 int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
                       const char *after_vid, obj_version_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* The same with a delimiter, as obj_list_delim: fn(arg, common_prefix, NULL, 0) for each. */
+int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                            const char *after, const char *after_vid, size_t want,
+                            obj_version_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an

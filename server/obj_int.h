@@ -14,7 +14,8 @@
  *   obj_version.c  versioning: noncurrent versions, delete markers, finding,
  *               deleting and promoting versions (the layout is described there)
  *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
- *   obj_list.c  listing a bucket's objects and their versions
+ *   obj_list.c  listing a bucket's objects and their versions: the ordered
+ *               indexes of m+1 stores merged (drive_scan), no head read per key
  *
  * Locks, in the order they may be taken:
  *   (the S3 layer's bucket rwlock)

@@ -1,8 +1,37 @@
 /*
- * obj_list.c: listing a bucket's objects (room of the object layer; map in
- * obj_int.h). Every store holds a head of every key, so one store's ordered
- * index lists the bucket; each key it yields is resolved to its newest head
- * over the set (obj_stat), delete markers skipped.
+ * obj_list.c: listing a bucket's objects and their versions (room of the
+ * object layer; map in obj_int.h), from the stores' ordered indexes alone.
+ *
+ * Which stores. A committed version has heads on at least k of the k+m
+ * stores, so any m+1 stores hold at least one head of every committed
+ * version (and of every delete marker or tombstone that covers one). A
+ * listing walks the indexes of m+1 stores side by side and merges them:
+ * at each (key, version position) the newest head among them (by stamp,
+ * then upload id, as obj__newest_at) is the answer. The metadata comes
+ * with the index entry (drive_scan), so a key costs no lookup of its own:
+ * never k+m heads per key, and a page costs what its entries cost, however
+ * large the bucket.
+ *
+ * How. Each store is read in chunks (up to CHUNK_MAX entries after a
+ * cursor); the merge takes the smallest position over the chunks, and a
+ * store whose chunk is used up fetches the next one from the merge's
+ * cursor (the last position delivered, or past a common prefix rolled up:
+ * one seek however many keys sit under it). Chunks are fetched in
+ * parallel on the set's pool, and (without a delimiter) each store's next
+ * chunk is fetched there while the merge works through the current one.
+ * Heads a commit wrote alike on every store are byte-identical and
+ * decoded once.
+ *
+ * Failures. A store whose walk fails is replaced by one not yet used,
+ * which resumes at the cursor: nothing delivered is repeated, nothing
+ * after it skipped. More than m failing stores (or too few left to make
+ * m+1) fail the listing: never a short list that looks whole. A head that
+ * does not decode is settled over every store (obj__newest_at).
+ *
+ * Races. No key locks: each head is one index value, so an entry is one
+ * version's, never a mix; a key acknowledged before the listing and not
+ * deleted until its end has a live head on at least one of the m+1 stores
+ * for the whole walk, newer than any tombstone, so it is listed, once.
  */
 #include "server/obj_int.h"
 
@@ -10,165 +39,539 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define CHUNK_MAX   512          /* entries fetched from a store at a time */
+#define CHUNK_BYTES (256u << 10) /* ... and bytes of names and heads (one entry may exceed it) */
+#define RUN_MAX     16           /* noncurrent heads a plain listing walks past before a seek */
+#define CP_MAX      2            /* entries of one common prefix in a chunk: the rest is skipped */
+
 typedef struct {
+    uint32_t key, ver, meta; /* offsets into the arena */
+    uint32_t meta_len;
+} lent_t;
+
+struct merge;
+
+typedef struct src {
+    struct merge *m;
+    int store; /* index into the set */
+    lent_t e[CHUNK_MAX];
+    int n, at;
+    uint8_t *arena;
+    size_t used, cap;
+    int eof;          /* the walk reached the end: nothing after the chunk's last entry */
+    int end;          /* filling stopped at a key other than only_key */
+    int run;          /* filling: noncurrent heads in a row (plain listings) */
+    int cp_first;     /* filling: the first entry of the common prefix the last one is under */
+    size_t cp_len;    /* ... its length (0: the last entry was under none) */
+    int cp_count;     /* ... and entries under it so far */
+    int rc;           /* the last fetch's result */
+    int limit;        /* entries the fetch takes at most (chunk_len) */
+    obj_info_t *info; /* its head at the merge point, decoded */
+    int decoded;      /* info holds this entry's head */
+    /* Where the fetch starts: the merge's cursor, or (a prefetch) past the other chunk. */
+    drive_from_t from;
+    char fkey[SHARD_MAX_KEY + 1], fver[256];
+    /* Each source is a pair of chunks: the one merged, and the next one fetched meanwhile
+     * on the set's pool (pending), when nothing can make it useless (no delimiter). */
+    struct src *ahead;
+    pool_job_t job;
+    latch_t latch;
+    int pending;
+} src_t;
+
+typedef struct merge {
     obj_set_t *s;
     const char *bucket;
-    obj_list_fn fn;
-    void *arg;
-    uint32_t shard; /* the store being listed holds heads with this shard index */
-    char *last;     /* the last key handed to fn: a store that fails resumes after it */
-    int err;        /* a head that could not be read: the listing cannot go on */
-} list_t;
+    const char *scan_prefix; /* what the stores walk */
+    const char *only_key;    /* walk this key alone (NULL: every key) */
+    const char *delim;       /* the listing's delimiter (NULL: none) */
+    size_t plen;             /* ... and its prefix's length */
+    int versions;            /* noncurrent heads too */
+    int ahead_ok;            /* chunks are fetched ahead */
+    size_t want, got;        /* entries the caller will take (0: unknown), and has taken */
+    int nsrc;
+    src_t *src[OBJ_MAX_SHARDS];
+    uint32_t taken; /* stores listed or failed */
+    int failed;
+    /* The cursor: every position up to it has been merged. */
+    int how; /* DRIVE_FROM_START, DRIVE_PAST_* */
+    char key[SHARD_MAX_KEY + 1];
+    char ver[256];
+    obj_info_t *settled; /* a position whose heads did not all decode */
+} merge_t;
 
-static int list_head(void *arg, const drive_id_t *id, const drive_stat_t *st)
+/* The common prefix key rolls up into (its length), 0 for none. */
+static size_t common_prefix(const char *key, size_t pl, const char *delim)
 {
-    list_t *l = arg;
-    obj_info_t info;
-    (void)st;
-    /* Each store holds one head per key; the listed store's own stands for all. */
-    if (id->version[0] || id->shard != l->shard) return 0;
-    int rc = obj_stat(l->s, l->bucket, id->key, &info);
-    if (rc == ERR_NOT_FOUND) return 0; /* deleted */
-    if (rc) {
-        l->err = rc;
+    if (!delim || !delim[0]) return 0;
+    const char *d = strstr(key + pl, delim);
+    return d ? (size_t)(d - key) + strlen(delim) : 0;
+}
+
+static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    src_t *c = arg;
+    merge_t *m = c->m;
+    if (m->only_key && strcmp(id->key, m->only_key) != 0) {
+        c->end = 1;
         return 1;
     }
-    free(l->last);
-    l->last = xstrdup(id->key);
-    return l->fn(l->arg, id->key, &info);
+    /* Store i holds heads with shard index i; anything else is not this store's head. */
+    if (id->shard != (uint32_t)c->store) return 0;
+    if (!m->versions && id->version[0]) {
+        /* A key's noncurrent heads follow its current one: many of them, and a seek past
+         * the key (the next chunk starts past the cursor) is cheaper than walking on. */
+        return ++c->run > RUN_MAX && c->n > 0 ? 1 : 0;
+    }
+    c->run = 0;
+    if (m->delim) {
+        /* Keys under a common prefix are skipped by a seek once one of them is live: a chunk
+         * holds a few, not every one (a page would read them all, ahead of the merge). */
+        size_t cl = common_prefix(id->key, m->plen, m->delim);
+        if (cl && cl == c->cp_len && c->n > 0 &&
+            memcmp(c->arena + c->e[c->cp_first].key, id->key, cl) == 0) {
+            if (c->cp_count >= CP_MAX) return 1;
+            c->cp_count++;
+        } else {
+            c->cp_len = cl;
+            c->cp_first = c->n;
+            c->cp_count = 1;
+        }
+    }
+    size_t kl = strlen(id->key) + 1, vl = strlen(id->version) + 1, need = kl + vl + st->meta_len;
+    if (c->n > 0 && (c->n == c->limit || c->used + need > CHUNK_BYTES)) return 1;
+    if (c->used + need > c->cap) {
+        /* Grown as entries come: a listing of a few keys holds a few KiB, not CHUNK_BYTES. */
+        c->cap = c->cap ? 2 * c->cap : 16384;
+        if (c->cap < c->used + need) c->cap = c->used + need;
+        c->arena = xrealloc(c->arena, c->cap);
+    }
+    lent_t *e = &c->e[c->n++];
+    e->key = (uint32_t)c->used;
+    memcpy(c->arena + c->used, id->key, kl);
+    e->ver = (uint32_t)(c->used + kl);
+    memcpy(c->arena + e->ver, id->version, vl);
+    e->meta = (uint32_t)(c->used + kl + vl);
+    e->meta_len = st->meta_len;
+    if (st->meta_len) memcpy(c->arena + e->meta, meta, st->meta_len);
+    c->used += need;
+    return 0;
+}
+
+static void fetch_src(src_t *c)
+{
+    merge_t *m = c->m;
+    const shard_store_t *st = &m->s->st[c->store];
+    c->n = c->at = 0;
+    c->used = 0;
+    c->run = c->end = 0;
+    c->cp_len = 0;
+    int rc = st->ops->scan(st->ctx, m->bucket, m->scan_prefix, &c->from, fill_cb, c);
+    c->eof = rc == 0 || c->end;
+    c->rc = rc < 0 ? rc : 0;
+    if (c->rc) c->n = 0;
+}
+
+static void fetch_one(void *ctx, unsigned i)
+{
+    fetch_src(((src_t **)ctx)[i]);
+}
+
+static void run_ahead(pool_job_t *j)
+{
+    fetch_src((src_t *)((char *)j - offsetof(src_t, job)));
+}
+
+/*
+ * How many entries a fetch takes: CHUNK_MAX, or what the caller still wants
+ * (and some for deleted keys), so a page does not read a chunk past its end.
+ */
+static int chunk_len(const merge_t *m, size_t buffered)
+{
+    if (!m->want) return CHUNK_MAX;
+    size_t left = m->want > m->got + buffered ? m->want - m->got - buffered : 0;
+    return left + 64 < CHUNK_MAX ? (int)left + 64 : CHUNK_MAX;
+}
+
+/* Start fetching c's next chunk in the background: from just past its last entry. */
+static void prefetch(merge_t *m, src_t *c)
+{
+    src_t *a = c->ahead;
+    if (!m->ahead_ok || c->eof || c->n == 0) return;
+    if (m->want && m->got + (size_t)c->n >= m->want) return; /* the page ends in this chunk */
+    const lent_t *e = &c->e[c->n - 1];
+    memcpy(a->fkey, c->arena + e->key, e->ver - e->key);
+    memcpy(a->fver, c->arena + e->ver, e->meta - e->ver);
+    a->from = (drive_from_t){m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY, a->fkey, a->fver};
+    a->store = c->store;
+    a->limit = chunk_len(m, (size_t)c->n);
+    a->pending = 1;
+    a->job.run = run_ahead;
+    pool_job_t *q = &a->job;
+    pool_submit(m->s->pool, &q, 1, &a->latch);
+}
+
+/* Wait for c's chunk fetched ahead, if any (before the pair is reset or freed). */
+static void drain(src_t *c)
+{
+    if (!c->ahead->pending) return;
+    latch_wait(&c->ahead->latch);
+    c->ahead->pending = 0;
+}
+
+/* The next store not taken yet, -1 when none is left. */
+static int take_store(merge_t *m)
+{
+    for (int i = 0; i < m->s->n; i++)
+        if (!(m->taken & (1u << i))) {
+            m->taken |= 1u << i;
+            return i;
+        }
+    return -1;
+}
+
+/* c's store failed: another takes its place, resuming at the cursor. 0 or an ERR_*. */
+static int src_failed(merge_t *m, src_t *c)
+{
+    if (c->rc == ERR_INVAL) return ERR_INVAL;
+    log_warn("event=list_store_failed shard=%d bucket=%s err=%s", c->store, m->bucket,
+             err_name(c->rc));
+    int next = take_store(m);
+    if (++m->failed > m->s->m || next < 0) return ERR_UNRECOVERABLE;
+    c->store = c->ahead->store = next;
+    c->n = c->at = 0;
+    c->eof = 0;
+    return 0;
+}
+
+/* Every source with more to give has an entry at hand; failing stores replaced. */
+static int refill(merge_t *m)
+{
+    for (;;) {
+        src_t *need[OBJ_MAX_SHARDS];
+        unsigned nn = 0;
+        for (int i = 0; i < m->nsrc; i++) {
+            src_t *c = m->src[i];
+            if (c->at < c->n || c->eof) continue;
+            if (c->ahead->pending) {
+                /* The next chunk was fetched meanwhile: it is the rest of this one. */
+                drain(c);
+                m->src[i] = c = c->ahead;
+                if (!c->rc) {
+                    prefetch(m, c);
+                    continue;
+                }
+                int rc = src_failed(m, c);
+                if (rc) return rc;
+            }
+            c->from = (drive_from_t){m->how, m->key, m->ver};
+            c->limit = chunk_len(m, 0);
+            need[nn++] = c;
+        }
+        if (!nn) return 0;
+        if (nn == 1)
+            fetch_one(need, 0);
+        else
+            obj__parallel(m->s, nn, fetch_one, need);
+        for (unsigned i = 0; i < nn; i++) {
+            int rc = need[i]->rc ? src_failed(m, need[i]) : 0;
+            if (rc) return rc;
+            if (!need[i]->rc) prefetch(m, need[i]);
+        }
+    }
+}
+
+static const char *ekey(const src_t *c)
+{
+    return (const char *)c->arena + c->e[c->at].key;
+}
+
+static const char *ever(const src_t *c)
+{
+    return (const char *)c->arena + c->e[c->at].ver;
+}
+
+static int pos_cmp(const src_t *a, const src_t *b)
+{
+    int r = strcmp(ekey(a), ekey(b));
+    return r ? r : strcmp(ever(a), ever(b));
+}
+
+static int newer(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns > b->stamp_ns ||
+           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
+}
+
+/*
+ * The next position in order and its newest head: 1 (m->key, m->ver and
+ * *out set, the cursor past it), 0 at the end, or an ERR_*. *out stays
+ * valid until the next call.
+ */
+static int merge_next(merge_t *m, const obj_info_t **out)
+{
+    for (;;) {
+        int rc = refill(m);
+        if (rc) return rc;
+        src_t *at[OBJ_MAX_SHARDS];
+        int na = 0;
+        for (int i = 0; i < m->nsrc; i++) {
+            src_t *c = m->src[i];
+            if (c->at == c->n) continue;
+            int r = na ? pos_cmp(c, at[0]) : -1;
+            if (r < 0) na = 0;
+            if (r <= 0) at[na++] = c;
+        }
+        if (!na) return 0;
+        const lent_t *e0 = &at[0]->e[at[0]->at];
+        memcpy(m->key, ekey(at[0]), e0->ver - e0->key); /* NULs included */
+        memcpy(m->ver, ever(at[0]), e0->meta - e0->ver);
+        m->how = m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY;
+        const obj_info_t *best = NULL;
+        int bad = 0;
+        for (int i = 0; i < na; i++) {
+            src_t *c = at[i];
+            const lent_t *e = &c->e[c->at];
+            const uint8_t *meta = c->arena + e->meta;
+            c->decoded = 0;
+            /* The heads of one commit are the same bytes on every store: decoded once. */
+            for (int j = 0; j < i && !c->decoded; j++) {
+                const lent_t *f = &at[j]->e[at[j]->at];
+                if (at[j]->decoded && f->meta_len == e->meta_len &&
+                    memcmp(at[j]->arena + f->meta, meta, e->meta_len) == 0)
+                    c->decoded = -1; /* a copy of one already counted */
+            }
+            if (!c->decoded) {
+                if (obj_meta_decode(meta, e->meta_len, c->info) != 0) {
+                    bad = 1;
+                } else {
+                    c->decoded = 1;
+                    if (!best || newer(c->info, best)) best = c->info;
+                }
+            }
+            c->at++;
+        }
+        if (bad) {
+            /* Another store may hold the head the unreadable one stands for. */
+            rc = obj__newest_at(m->s, m->bucket, m->key, m->ver, m->settled);
+            if (rc == ERR_NOT_FOUND) continue;
+            if (rc) return rc;
+            best = m->settled;
+        }
+        *out = best;
+        return 1;
+    }
+}
+
+/* Skip every key under cp (a common prefix just delivered): one seek per store. */
+static void merge_skip_prefix(merge_t *m, const char *cp, size_t cl)
+{
+    m->how = DRIVE_PAST_PREFIX;
+    memcpy(m->key, cp, cl);
+    m->key[cl] = 0;
+    for (int i = 0; i < m->nsrc; i++) {
+        src_t *c = m->src[i];
+        while (c->at < c->n && strncmp(ekey(c), cp, cl) == 0)
+            c->at++;
+    }
+}
+
+/* Start (or restart) a walk of scan_prefix from the cursor set by the caller. */
+static void merge_restart(merge_t *m, const char *scan_prefix, const char *only_key,
+                          const char *prefix, const char *delim)
+{
+    m->scan_prefix = scan_prefix;
+    m->only_key = only_key;
+    m->delim = delim && delim[0] ? delim : NULL;
+    m->plen = strlen(prefix);
+    /* A common prefix skipped makes a chunk fetched ahead useless; so does a key's end. */
+    m->ahead_ok = !m->delim && !only_key;
+    for (int i = 0; i < m->nsrc; i++) {
+        drain(m->src[i]);
+        m->src[i]->n = m->src[i]->at = 0;
+        m->src[i]->eof = 0;
+    }
+}
+
+/* The cursor just past `after` (past all of it when it is a common prefix itself). */
+static void merge_after(merge_t *m, const char *prefix, const char *delim, const char *after)
+{
+    m->how = DRIVE_FROM_START;
+    m->key[0] = m->ver[0] = 0;
+    if (!after || !after[0]) return;
+    size_t pl = strlen(prefix), al = strlen(after);
+    m->how = DRIVE_PAST_KEY;
+    if (delim && delim[0] && al > pl && strncmp(after, prefix, pl) == 0) {
+        const char *d = strstr(after + pl, delim);
+        /* That prefix ended an earlier page: every key under it was rolled up there. */
+        if (d && (size_t)(d - after) + strlen(delim) == al) m->how = DRIVE_PAST_PREFIX;
+    }
+    snprintf(m->key, sizeof(m->key), "%s", after);
+}
+
+static src_t *src_new(merge_t *m, int store)
+{
+    src_t *c = xcalloc(1, sizeof(*c));
+    c->m = m;
+    c->store = store;
+    c->info = xmalloc(sizeof(obj_info_t));
+    latch_init(&c->latch);
+    return c;
+}
+
+static void src_free(src_t *c)
+{
+    latch_destroy(&c->latch);
+    free(c->arena);
+    free(c->info);
+    free(c);
+}
+
+static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
+{
+    merge_t *m = xcalloc(1, sizeof(*m));
+    m->s = s;
+    m->bucket = bucket;
+    m->versions = versions;
+    m->nsrc = s->m + 1 < s->n ? s->m + 1 : s->n;
+    m->settled = xmalloc(sizeof(obj_info_t));
+    for (int i = 0; i < m->nsrc; i++) {
+        src_t *c = src_new(m, take_store(m));
+        c->ahead = src_new(m, c->store);
+        c->ahead->ahead = c;
+        m->src[i] = c;
+    }
+    return m;
+}
+
+static void merge_free(merge_t *m)
+{
+    for (int i = 0; i < m->nsrc; i++) {
+        drain(m->src[i]);
+        src_free(m->src[i]->ahead);
+        src_free(m->src[i]);
+    }
+    free(m->settled);
+    free(m);
+}
+
+int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                   const char *after, size_t want, obj_list_fn fn, void *arg)
+{
+    const char *p = prefix ? prefix : "";
+    size_t pl = strlen(p);
+    merge_t *m = merge_new(s, bucket, 0);
+    const obj_info_t *o;
+    m->want = want;
+    int rc;
+    merge_after(m, p, delim, after);
+    merge_restart(m, prefix, NULL, p, delim);
+    while ((rc = merge_next(m, &o)) == 1) {
+        if (o->deleted) continue; /* a delete marker or tombstone: nothing current */
+        size_t cl = common_prefix(m->key, pl, delim);
+        if (cl) {
+            char cp[SHARD_MAX_KEY + 1];
+            memcpy(cp, m->key, cl);
+            cp[cl] = 0;
+            m->got++;
+            if (fn(arg, cp, NULL)) break;
+            merge_skip_prefix(m, cp, cl);
+            continue;
+        }
+        m->got++;
+        if (fn(arg, m->key, o)) break;
+    }
+    merge_free(m);
+    return rc;
 }
 
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
              obj_list_fn fn, void *arg)
 {
-    list_t l = {s, bucket, fn, arg, 0, NULL, 0};
-    int rc = ERR_UNRECOVERABLE;
-    /*
-     * One store lists (heads are on every store); when it fails mid-way the
-     * next one goes on after the last key delivered, so nothing is skipped
-     * or repeated. Only when more than m stores fail is the listing lost.
-     */
-    for (int i = 0, failed = 0; i < s->n; i++) {
-        l.shard = (uint32_t)i;
-        l.err = 0;
-        rc = s->st[i].ops->list(s->st[i].ctx, bucket, prefix, l.last ? l.last : after, list_head,
-                                &l);
-        if (l.err) {
-            rc = l.err;
-            break;
-        }
-        if (rc >= 0 || rc == ERR_INVAL) break;
-        log_warn("event=list_store_failed shard=%d bucket=%s err=%s", i, bucket, err_name(rc));
-        if (++failed > s->m) {
-            rc = ERR_UNRECOVERABLE;
-            break;
-        }
-    }
-    free(l.last);
-    return rc;
+    return obj_list_delim(s, bucket, prefix, NULL, after, 0, fn, arg);
 }
 
 /* ---- versions ---- */
 
 typedef struct {
-    obj_set_t *s;
-    const char *bucket;
     obj_version_fn fn;
     void *arg;
-    uint32_t shard;
-    const char *only_key; /* the walk of one key (the first of a listing after a version) */
-    const char *gate_pos; /* ... whose versions count only past this position ("": current) */
-    char *cur_key;        /* the key being walked, and its current version (for duplicates) */
-    obj_info_t cur;       /* valid when has_cur */
-    int has_cur, seen_null;
-    char *last_key; /* the last head looked at: a store that fails resumes after it */
-    char last_pos[OBJ_VID_LEN + 1];
-    int err, stopped;
-} vlist_t;
+    const char *prefix, *delim;
+    const char *gate_pos;            /* the walk of `after` past a version: positions up to it go */
+    char cur_key[SHARD_MAX_KEY + 1]; /* the key being walked, and its current version */
+    char cur_upload[33], cur_vid[OBJ_VID_LEN + 1];
+    int has_cur, seen_null, fresh;
+    char last_cp[SHARD_MAX_KEY + 1]; /* `after`'s walk may roll up what the next walk does */
+} vwalk_t;
 
-static int list_version(void *arg, const drive_id_t *id, const drive_stat_t *st)
+/* One merged walk: 1 when fn stopped it, 0 at its end, or an ERR_*. */
+static int walk_versions(merge_t *m, vwalk_t *w)
 {
-    vlist_t *l = arg;
-    obj_info_t o;
-    (void)st;
-    if (l->only_key && strcmp(id->key, l->only_key) != 0) return 1; /* the key's walk ends */
-    if (id->shard != l->shard) return 0;
-    if (l->last_key) {
-        int c = strcmp(id->key, l->last_key);
-        if (c < 0 || (c == 0 && strcmp(id->version, l->last_pos) <= 0)) return 0;
+    size_t pl = strlen(w->prefix);
+    const obj_info_t *o;
+    int rc;
+    while ((rc = merge_next(m, &o)) == 1) {
+        if (w->fresh || strcmp(w->cur_key, m->key) != 0) {
+            snprintf(w->cur_key, sizeof(w->cur_key), "%s", m->key);
+            w->has_cur = w->seen_null = w->fresh = 0;
+        }
+        if (o->deleted && !o->marker) continue; /* nothing there (a tombstone) */
+        int latest = !m->ver[0];
+        if (latest) {
+            memcpy(w->cur_upload, o->upload_id, sizeof(w->cur_upload));
+            memcpy(w->cur_vid, o->vid, sizeof(w->cur_vid));
+            w->has_cur = 1;
+        } else if (w->has_cur && strcmp(o->upload_id, w->cur_upload) == 0 &&
+                   strcmp(o->vid, w->cur_vid) == 0) {
+            continue; /* a noncurrent copy of the current version (obj_version.c) */
+        } else if (!o->vid[0] && w->seen_null) {
+            continue; /* a null version below the null one: stale (a crash's leftover) */
+        }
+        if (!o->vid[0]) w->seen_null = 1;
+        /* Before the marker? By the version's own position: the current head may be a version
+         * promoted since the marker was handed out, and must not be skipped for being current. */
+        if (w->gate_pos) {
+            char here[OBJ_VID_LEN + 1];
+            obj__vid_of(here, o->mtime_ns);
+            if (strcmp(here, w->gate_pos) <= 0) continue;
+        }
+        size_t cl = common_prefix(m->key, pl, w->delim);
+        if (cl) {
+            char cp[SHARD_MAX_KEY + 1];
+            memcpy(cp, m->key, cl);
+            cp[cl] = 0;
+            m->got++;
+            if (strcmp(cp, w->last_cp) != 0 && w->fn(w->arg, cp, NULL, 0)) return 1;
+            memcpy(w->last_cp, cp, cl + 1);
+            merge_skip_prefix(m, cp, cl);
+            w->fresh = 1;
+            continue;
+        }
+        m->got++;
+        if (w->fn(w->arg, m->key, o, latest)) return 1;
     }
-    int rc = obj__newest_at(l->s, l->bucket, id->key, id->version, &o);
-    if (rc && rc != ERR_NOT_FOUND) {
-        l->err = rc;
-        return 1;
-    }
-    if (!l->last_key || strcmp(l->last_key, id->key) != 0) {
-        free(l->last_key);
-        l->last_key = xstrdup(id->key);
-    }
-    snprintf(l->last_pos, sizeof(l->last_pos), "%s", id->version);
-    if (!l->cur_key || strcmp(l->cur_key, id->key) != 0) {
-        free(l->cur_key);
-        l->cur_key = xstrdup(id->key);
-        l->has_cur = l->seen_null = 0;
-    }
-    if (rc || (o.deleted && !o.marker)) return 0; /* nothing there (a tombstone) */
-    int latest = !id->version[0];
-    if (latest) {
-        obj_info_copy(&l->cur, &o);
-        l->has_cur = 1;
-    } else if (l->has_cur && strcmp(o.upload_id, l->cur.upload_id) == 0 &&
-               strcmp(o.vid, l->cur.vid) == 0) {
-        return 0; /* a noncurrent copy of the current version (obj_version.c) */
-    } else if (!o.vid[0] && l->seen_null) {
-        return 0; /* a null version below the null one: stale (a crash's leftover) */
-    }
-    if (!o.vid[0]) l->seen_null = 1;
-    /* Before the marker? By the version's own position: the current head may be a version
-     * promoted since the marker was handed out, and must not be skipped for being current. */
-    if (l->gate_pos) {
-        char here[OBJ_VID_LEN + 1];
-        obj__vid_of(here, o.mtime_ns);
-        if (strcmp(here, l->gate_pos) <= 0) return 0;
-    }
-    if (l->fn(l->arg, id->key, &o, latest)) {
-        l->stopped = 1;
-        return 1;
-    }
-    return 0;
+    return rc;
 }
 
-/* One ordered walk, on the first store that can give it whole (failover as obj_list). */
-static int walk_versions(vlist_t *l, const char *prefix, const char *after)
+int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                            const char *after, const char *after_vid, size_t want,
+                            obj_version_fn fn, void *arg)
 {
-    for (int i = 0, failed = 0; i < l->s->n; i++) {
-        l->shard = (uint32_t)i;
-        l->err = 0;
-        int rc = l->s->st[i].ops->list(l->s->st[i].ctx, l->bucket, prefix, after, list_version, l);
-        if (l->err) return l->err;
-        if (l->stopped) return 1;
-        if (rc >= 0) return 0;
-        if (rc == ERR_INVAL) return rc;
-        log_warn("event=list_store_failed shard=%d bucket=%s err=%s", i, l->bucket, err_name(rc));
-        if (++failed > l->s->m) break;
-    }
-    return ERR_UNRECOVERABLE;
-}
-
-int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
-                      const char *after_vid, obj_version_fn fn, void *arg)
-{
-    vlist_t *l = xcalloc(1, sizeof(*l));
+    vwalk_t *w = xcalloc(1, sizeof(*w));
+    merge_t *m = merge_new(s, bucket, 1);
     int rc = 0;
-    l->s = s;
-    l->bucket = bucket;
-    l->fn = fn;
-    l->arg = arg;
-    if (after && after[0] && after_vid && strncmp(after, prefix, strlen(prefix)) == 0) {
+    m->want = want;
+    w->fn = fn;
+    w->arg = arg;
+    w->prefix = prefix ? prefix : "";
+    w->delim = delim && delim[0] ? delim : NULL;
+    w->fresh = 1;
+    if (after && after[0] && after_vid && strncmp(after, w->prefix, strlen(w->prefix)) == 0) {
         /*
          * The rest of `after`'s versions first, then the keys after it. Versions
          * sort by position (a version id is its position), so the marker need
@@ -186,15 +589,24 @@ int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, cons
         } else {
             snprintf(pos, sizeof(pos), "%s", after_vid);
         }
-        l->only_key = after;
-        l->gate_pos = pos;
-        rc = walk_versions(l, after, NULL);
-        l->only_key = NULL;
-        l->gate_pos = NULL;
+        w->gate_pos = pos;
+        merge_after(m, w->prefix, NULL, NULL);
+        merge_restart(m, after, after, w->prefix, w->delim);
+        rc = walk_versions(m, w);
+        w->gate_pos = NULL;
     }
-    if (rc == 0) rc = walk_versions(l, prefix, after);
-    free(l->cur_key);
-    free(l->last_key);
-    free(l);
+    if (rc == 0) {
+        merge_after(m, w->prefix, w->delim, after);
+        merge_restart(m, prefix, NULL, w->prefix, w->delim);
+        rc = walk_versions(m, w);
+    }
+    merge_free(m);
+    free(w);
     return rc;
+}
+
+int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+                      const char *after_vid, obj_version_fn fn, void *arg)
+{
+    return obj_list_versions_delim(s, bucket, prefix, NULL, after, after_vid, 0, fn, arg);
 }

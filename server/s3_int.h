@@ -125,6 +125,7 @@ int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 
 /* ---- s3_util.c ---- */
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_put(buf_t *b, const void *p, size_t n); /* n bytes as they are */
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */
 void buf_url(buf_t *b, const char *s);           /* URL-encoded, '/' kept (encoding-type=url) */
 void buf_url_component(buf_t *b, const char *s); /* URL-encoded, '/' too (query values) */

@@ -10,70 +10,97 @@ typedef struct {
     ctx_t *x;
     buf_t *b;
     const char *prefix, *delim; /* delim NULL: none */
-    const char *after;          /* marker / start-after / token: a common prefix equal to it
-                                   was returned on an earlier page */
+    const char *after;          /* marker / start-after / token */
     int max, count, truncated, url;
     const char *owner; /* entries carry <Owner> (V1 always, V2 with fetch-owner=true) */
     char *last;        /* last key or common prefix returned: the continuation point */
-    char *last_prefix; /* last CommonPrefix, to fold its keys */
     buf_t prefixes;
+    char tcache[32]; /* list_time's last second */
+    uint64_t tsec;
 } lst_t;
 
+/*
+ * Pieces of a listing entry, without printf: a page is a thousand entries,
+ * and formatting them was most of a listing's time.
+ */
+static void put_s(buf_t *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+static void put_u64(buf_t *b, uint64_t v)
+{
+    char d[24];
+    int i = sizeof(d);
+    do {
+        d[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_put(b, d + i, sizeof(d) - (size_t)i);
+}
+
+/* s3_iso8601, its date and time formatted once per second: keys written together share it. */
+static void list_time(char cache[32], uint64_t *sec, uint64_t ns, char out[32])
+{
+    unsigned ms = (unsigned)(ns / 1000000ull % 1000);
+    if (!cache[0] || *sec != ns / 1000000000ull) {
+        s3_iso8601(ns, cache);
+        *sec = ns / 1000000000ull;
+    }
+    memcpy(out, cache, 20); /* "YYYY-MM-DDTHH:MM:SS." */
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = 0;
+}
+
+/* A key, or (info NULL) a common prefix the object layer rolled up and will seek past. */
 static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
 {
     lst_t *l = arg;
-    size_t pl = strlen(l->prefix);
-    if (l->delim) {
-        const char *d = strstr(key + pl, l->delim);
-        if (d) {
-            size_t cl = (size_t)(d - key) + strlen(l->delim);
-            if (l->last_prefix && strlen(l->last_prefix) == cl &&
-                memcmp(l->last_prefix, key, cl) == 0)
-                return 0; /* folded into the common prefix already emitted */
-            if (l->after && strlen(l->after) == cl && memcmp(l->after, key, cl) == 0)
-                return 0; /* that prefix ended the previous page: skip it whole */
-            if (l->count == l->max) {
-                l->truncated = 1;
-                return 1;
-            }
-            free(l->last_prefix);
-            l->last_prefix = xmalloc(cl + 1);
-            memcpy(l->last_prefix, key, cl);
-            l->last_prefix[cl] = 0;
-            buf_printf(&l->prefixes, "<CommonPrefixes><Prefix>");
-            if (l->url)
-                buf_url(&l->prefixes, l->last_prefix);
-            else
-                buf_xml(&l->prefixes, l->last_prefix);
-            buf_printf(&l->prefixes, "</Prefix></CommonPrefixes>");
-            l->count++;
-            free(l->last);
-            l->last = xstrdup(l->last_prefix);
-            return 0;
+    if (!info) {
+        if (l->count == l->max) {
+            l->truncated = 1;
+            return 1;
         }
+        buf_printf(&l->prefixes, "<CommonPrefixes><Prefix>");
+        if (l->url)
+            buf_url(&l->prefixes, key);
+        else
+            buf_xml(&l->prefixes, key);
+        buf_printf(&l->prefixes, "</Prefix></CommonPrefixes>");
+        l->count++;
+        free(l->last);
+        l->last = xstrdup(key);
+        return 0;
     }
     if (l->count == l->max) {
         l->truncated = 1;
         return 1;
     }
     char t[32];
-    s3_iso8601(info->mtime_ns, t);
-    buf_printf(l->b, "<Contents><Key>");
+    list_time(l->tcache, &l->tsec, info->mtime_ns, t);
+    put_s(l->b, "<Contents><Key>");
     if (l->url)
         buf_url(l->b, key);
     else
         buf_xml(l->b, key);
-    buf_printf(l->b,
-               "</Key><LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag><Size>%llu</Size>",
-               t, info->etag, (unsigned long long)info->size);
+    put_s(l->b, "</Key><LastModified>");
+    put_s(l->b, t);
+    put_s(l->b, "</LastModified><ETag>&quot;");
+    put_s(l->b, info->etag);
+    put_s(l->b, "&quot;</ETag><Size>");
+    put_u64(l->b, info->size);
+    put_s(l->b, "</Size>");
     if (l->owner) {
-        buf_printf(l->b, "<Owner><ID>");
+        put_s(l->b, "<Owner><ID>");
         buf_xml(l->b, l->owner);
-        buf_printf(l->b, "</ID><DisplayName>");
+        put_s(l->b, "</ID><DisplayName>");
         buf_xml(l->b, l->owner);
-        buf_printf(l->b, "</DisplayName></Owner>");
+        put_s(l->b, "</DisplayName></Owner>");
     }
-    buf_printf(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
+    put_s(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
     l->count++;
     free(l->last);
     l->last = xstrdup(key);
@@ -175,7 +202,9 @@ void s3_list_objects(ctx_t *x)
     else
         buf_xml(&b, l.prefix);
     buf_printf(&b, "</Prefix>");
-    if (l.max > 0) rc = obj_list(x->cfg->set, x->ibucket, l.prefix, l.after, list_obj_cb, &l);
+    if (l.max > 0)
+        rc = obj_list_delim(x->cfg->set, x->ibucket, l.prefix, l.delim, l.after, (size_t)l.max + 1,
+                            list_obj_cb, &l);
     if (rc < 0) {
         log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
         s3_engine_error(x, rc); /* never a short list that looks whole */
@@ -236,7 +265,6 @@ out:
     free(b.p);
     free(l.prefixes.p);
     free(l.last);
-    free(l.last_prefix);
     free(from_token);
     free(v2);
     free(prefix);
@@ -254,43 +282,31 @@ typedef struct {
     const char *prefix, *delim, *after, *owner;
     int max, count, truncated, url;
     char *last, *last_vid; /* the last entry returned (last_vid NULL: a common prefix) */
-    char *last_prefix;
     buf_t prefixes;
 } ver_t;
 
+/* A version, or (info NULL) a common prefix the object layer rolled up and will seek past. */
 static int list_version_cb(void *arg, const char *key, const obj_info_t *info, int latest)
 {
     ver_t *v = arg;
     char t[32];
-    if (v->delim) {
-        const char *d = strstr(key + strlen(v->prefix), v->delim);
-        if (d) {
-            size_t cl = (size_t)(d - key) + strlen(v->delim);
-            if ((v->last_prefix && strlen(v->last_prefix) == cl &&
-                 !memcmp(v->last_prefix, key, cl)) ||
-                (v->after && strlen(v->after) == cl && !memcmp(v->after, key, cl)))
-                return 0; /* folded, on this page or an earlier one */
-            if (v->count == v->max) {
-                v->truncated = 1;
-                return 1;
-            }
-            free(v->last_prefix);
-            v->last_prefix = xmalloc(cl + 1);
-            memcpy(v->last_prefix, key, cl);
-            v->last_prefix[cl] = 0;
-            buf_printf(&v->prefixes, "<CommonPrefixes><Prefix>");
-            if (v->url)
-                buf_url(&v->prefixes, v->last_prefix);
-            else
-                buf_xml(&v->prefixes, v->last_prefix);
-            buf_printf(&v->prefixes, "</Prefix></CommonPrefixes>");
-            v->count++;
-            free(v->last);
-            free(v->last_vid);
-            v->last = xstrdup(v->last_prefix);
-            v->last_vid = NULL;
-            return 0;
+    if (!info) {
+        if (v->count == v->max) {
+            v->truncated = 1;
+            return 1;
         }
+        buf_printf(&v->prefixes, "<CommonPrefixes><Prefix>");
+        if (v->url)
+            buf_url(&v->prefixes, key);
+        else
+            buf_xml(&v->prefixes, key);
+        buf_printf(&v->prefixes, "</Prefix></CommonPrefixes>");
+        v->count++;
+        free(v->last);
+        free(v->last_vid);
+        v->last = xstrdup(key);
+        v->last_vid = NULL;
+        return 0;
     }
     if (v->count == v->max) {
         v->truncated = 1;
@@ -373,10 +389,10 @@ void s3_list_versions(ctx_t *x)
     (v.url ? buf_url : buf_xml)(&b, marker ? marker : "");
     buf_printf(&b, "</KeyMarker><VersionIdMarker>%s</VersionIdMarker>",
                vmarker && marker && marker[0] ? vmarker : "");
-    int rc = v.max > 0
-                 ? obj_list_versions(x->cfg->set, x->ibucket, v.prefix, v.after,
-                                     vmarker && vmarker[0] ? vmarker : NULL, list_version_cb, &v)
-                 : 0;
+    int rc = v.max > 0 ? obj_list_versions_delim(x->cfg->set, x->ibucket, v.prefix, v.delim,
+                                                 v.after, vmarker && vmarker[0] ? vmarker : NULL,
+                                                 (size_t)v.max + 1, list_version_cb, &v)
+                       : 0;
     if (rc < 0) {
         free(b.p);
         s3_engine_error(x, rc);
@@ -403,7 +419,6 @@ out:
     free(entries.p);
     free(v.last);
     free(v.last_vid);
-    free(v.last_prefix);
     free(v.prefixes.p);
     free(prefix);
     free(marker);

@@ -29,52 +29,75 @@ void buf_printf(buf_t *b, const char *fmt, ...)
     }
 }
 
+void buf_put(buf_t *b, const void *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->cap + n + 1) * 2;
+        b->p = xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = 0; /* as buf_printf leaves it */
+}
+
+/* Runs of characters that need no escaping go in one copy: listings write a key per entry. */
 void buf_xml(buf_t *b, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
+    size_t n = strlen(s), i = 0, run = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        size_t l = 1;
+        switch (c) {
         case '&':
-            buf_printf(b, "&amp;");
+            esc = "&amp;";
             break;
         case '<':
-            buf_printf(b, "&lt;");
+            esc = "&lt;";
             break;
         case '>':
-            buf_printf(b, "&gt;");
+            esc = "&gt;";
             break;
         case '"':
-            buf_printf(b, "&quot;");
+            esc = "&quot;";
             break;
         case '\'':
-            buf_printf(b, "&apos;");
+            esc = "&apos;";
             break;
         case '\r':
-            buf_printf(b, "&#13;"); /* a literal CR would be read back as LF */
+            esc = "&#13;"; /* a literal CR would be read back as LF */
             break;
-        default: {
+        default:
+            if (c >= 0x20 && c < 0x80) break;
             /* Whatever XML cannot carry (bad UTF-8, control bytes) becomes U+FFFD: always
              * well-formed. Keys are checked on the way in, so this is for echoed input. */
-            size_t l = s3_xml_char_len((const unsigned char *)s, strlen(s));
-            if (!l) {
-                buf_printf(b, "\xEF\xBF\xBD");
-            } else {
-                buf_printf(b, "%.*s", (int)l, s);
-                s += l - 1;
-            }
+            l = s3_xml_char_len((const unsigned char *)s + i, n - i);
+            if (!l) esc = "\xEF\xBF\xBD";
         }
+        if (esc) {
+            buf_put(b, s + run, i - run);
+            buf_put(b, esc, strlen(esc));
+            i++;
+            run = i;
+        } else {
+            i += l;
         }
     }
+    buf_put(b, s + run, n - run);
 }
 
 static void url_encode(buf_t *b, const char *s, int keep_slash)
 {
+    static const char hex[] = "0123456789ABCDEF";
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && keep_slash))
-            buf_printf(b, "%c", c);
-        else
-            buf_printf(b, "%%%02X", c);
+            c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && keep_slash)) {
+            buf_put(b, s, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            buf_put(b, e, 3);
+        }
     }
 }
 

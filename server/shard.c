@@ -56,6 +56,12 @@ static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
     return drive_put_async(ctx, id, data, len, meta, meta_len, done, arg);
 }
 
+static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    return drive_scan(ctx, bucket, prefix, from, fn, arg);
+}
+
 static const shard_ops_t local_ops = {
     .put = l_put,
     .read = l_read,
@@ -66,6 +72,7 @@ static const shard_ops_t local_ops = {
     .get = l_get,
     .stats = l_stats,
     .put_async = l_put_async,
+    .scan = l_scan,
 };
 
 shard_store_t shard_store_local(drive_t *d)

@@ -47,6 +47,12 @@ typedef struct {
      */
     int (*put_async)(void *ctx, const drive_id_t *id, const void *data, size_t len,
                      const void *meta, size_t meta_len, drive_done_fn done, void *arg);
+    /*
+     * The ordered listing with each entry's metadata (drive_scan): what a
+     * bucket listing merges, heads and all, without a read per key.
+     */
+    int (*scan)(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                drive_scan_fn fn, void *arg);
 } shard_ops_t;
 
 typedef struct {

@@ -873,28 +873,65 @@ int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, si
     return ERR_IO;
 }
 
-int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
-               drive_list_fn fn, void *arg)
+/*
+ * The index key a scan starts at: "o" bucket 0, then what `from` says (see
+ * codec.h: key 0 version 0 shard, so key + 0x01 sorts past every version
+ * of key, and key 0 version 0x01 past every shard of that version). Past a
+ * prefix: its successor (last byte not 0xff incremented, 0xff bytes
+ * dropped), or past the whole bucket when there is none. Returns the
+ * length, 0 for arguments too long.
+ */
+static size_t scan_start(uint8_t *k, size_t bl, const drive_from_t *from)
+{
+    size_t l = 2 + bl, kl = from->key ? strlen(from->key) : 0;
+    if (from->how == DRIVE_FROM_START) return l;
+    if (kl > REC_MAX_KEY) return 0;
+    memcpy(k + l, from->key ? from->key : "", kl);
+    if (from->how == DRIVE_PAST_KEY) {
+        k[l + kl] = 1;
+        return l + kl + 1;
+    }
+    if (from->how == DRIVE_PAST_VERSION) {
+        size_t vl = from->version ? strlen(from->version) : 0;
+        if (vl > REC_MAX_VERSION) return 0;
+        k[l + kl] = 0;
+        memcpy(k + l + kl + 1, from->version ? from->version : "", vl);
+        k[l + kl + 1 + vl] = 1;
+        return l + kl + vl + 2;
+    }
+    while (kl && k[l + kl - 1] == 0xff)
+        kl--;
+    if (!kl) {
+        k[1 + bl] = 1; /* past the bucket: the walk ends at once */
+        return 2 + bl;
+    }
+    k[l + kl - 1]++;
+    return l + kl;
+}
+
+int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_from_t *from,
+               drive_scan_fn fn, void *arg)
 {
     size_t bl = strlen(bucket), pl = prefix ? strlen(prefix) : 0;
-    uint8_t start[KEY_MAX];
+    uint8_t base[KEY_MAX], start[KEY_MAX];
     size_t sl;
     int rc = 0;
+    static const drive_from_t none = {DRIVE_FROM_START, NULL, NULL};
 
     if (bl == 0 || bl > REC_MAX_BUCKET || pl > REC_MAX_KEY) return ERR_INVAL;
-    start[0] = 'o';
-    memcpy(start + 1, bucket, bl);
-    start[1 + bl] = 0;
-    sl = 2 + bl;
-    if (after && strlen(after) > 0 && (!prefix || strcmp(after, prefix) >= 0)) {
-        size_t al = strlen(after);
-        if (al > REC_MAX_KEY) return ERR_INVAL;
-        memcpy(start + sl, after, al);
-        sl += al;
-        start[sl++] = 1; /* past every version and shard of `after` itself */
-    } else if (pl) {
-        memcpy(start + sl, prefix, pl);
-        sl += pl;
+    if (!from) from = &none;
+    base[0] = 'o';
+    memcpy(base + 1, bucket, bl);
+    base[1 + bl] = 0;
+    memcpy(base + 2 + bl, prefix ? prefix : "", pl);
+    memcpy(start, base, 2 + bl);
+    if ((sl = scan_start(start, bl, from)) == 0) return ERR_INVAL;
+    /* The later of the two starts: the prefix's, or from's. */
+    size_t bls = 2 + bl + pl;
+    int c = memcmp(start, base, sl < bls ? sl : bls);
+    if (c < 0 || (c == 0 && sl < bls)) {
+        memcpy(start, base, bls);
+        sl = bls;
     }
     idx_iter_t *it = idx_iter_new(d->idx, start, sl);
     for (; idx_iter_valid(it); idx_iter_next(it)) {
@@ -904,7 +941,7 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
         rec_id_t rid;
         ent_t e;
         /* Past the bucket: done. Inside it, a key or value that does not decode is an error. */
-        if (kl < 2 + bl || memcmp(k, start, 2 + bl) != 0) break;
+        if (kl < 2 + bl || memcmp(k, base, 2 + bl) != 0) break;
         int bad = codec_key_decode(k, kl, &rid) != 0;
         if (bad)
             why = "key";
@@ -929,12 +966,36 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
         vbuf[rid.version_len] = 0;
         drive_id_t id = {bbuf, kbuf, vbuf, rid.shard};
         drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
-        if ((rc = fn(arg, &id, &st)) != 0) break;
+        if ((rc = fn(arg, &id, &st, e.meta)) != 0) break;
     }
     /* Ended by running out of keys, or by an error (then the listing is short: say so). */
     if (rc == 0) rc = idx_iter_status(it);
     idx_iter_free(it);
     return rc;
+}
+
+typedef struct {
+    drive_list_fn fn;
+    void *arg;
+} list_shim_t;
+
+static int list_shim(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    list_shim_t *l = arg;
+    (void)meta;
+    return l->fn(l->arg, id, st);
+}
+
+int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
+               drive_list_fn fn, void *arg)
+{
+    drive_from_t from = {DRIVE_FROM_START, NULL, NULL};
+    list_shim_t l = {fn, arg};
+    if (after && after[0]) {
+        if (strlen(after) > REC_MAX_KEY) return ERR_INVAL;
+        from = (drive_from_t){DRIVE_PAST_KEY, after, NULL};
+    }
+    return drive_scan(d, bucket, prefix, &from, list_shim, &l);
 }
 
 /* ---- stats ---- */

@@ -241,6 +241,30 @@ int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *a
                drive_list_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /*
+ * drive_list with each entry's metadata blob (the index value holds it, so
+ * it costs no extra read) and finer places to start, for listings that
+ * merge several drives and resume or skip where they left off:
+ *   DRIVE_FROM_START    at the start of the bucket (or prefix)
+ *   DRIVE_PAST_KEY      past every version and shard of from->key
+ *   DRIVE_PAST_VERSION  past every shard of (from->key, from->version)
+ *   DRIVE_PAST_PREFIX   past every key that starts with from->key (a
+ *                       delimiter's common prefix: one seek, however many
+ *                       keys it rolls up)
+ * A start before the prefix starts at the prefix. fn gets meta
+ * (st->meta_len bytes, valid during the call). Returns as drive_list.
+ */
+enum { DRIVE_FROM_START = 0, DRIVE_PAST_KEY, DRIVE_PAST_VERSION, DRIVE_PAST_PREFIX };
+typedef struct {
+    int how;             /* DRIVE_FROM_START, DRIVE_PAST_* */
+    const char *key;     /* DRIVE_PAST_*: a key, or a key prefix */
+    const char *version; /* DRIVE_PAST_VERSION */
+} drive_from_t;
+typedef int (*drive_scan_fn)(void *arg, const drive_id_t *id, const drive_stat_t *st,
+                             const void *meta);
+int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_from_t *from,
+               drive_scan_fn fn, void *arg) __attribute__((warn_unused_result));
+
+/*
  * Run compaction now: release empty segments and relocate at most
  * `max_victims` segments (0 = until nothing qualifies). force=1 ignores the
  * free-space trigger (still honours the budget). Returns segments released

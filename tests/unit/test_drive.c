@@ -155,6 +155,65 @@ static void test_basic(void **state)
     free(dir);
 }
 
+/* ---- drive_scan: where a listing starts, and the metadata it hands over ---- */
+
+static int scan_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    char *out = arg;
+    sprintf(out + strlen(out), "%s:%s=%.*s,", id->key, id->version, (int)st->meta_len,
+            (const char *)meta);
+    return 0;
+}
+
+static void scan(drive_t *d, const char *prefix, int how, const char *key, const char *ver,
+                 char *out)
+{
+    drive_from_t f = {how, key, ver};
+    out[0] = 0;
+    assert_int_equal(drive_scan(d, "bkt", prefix, &f, scan_cb, out), 0);
+}
+
+static void test_scan(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
+    drive_t *d;
+    char out[512];
+    assert_int_equal(drive_open(&c, &d), 0);
+    const char *ids[][2] = {{"a", ""},  {"a", "v1"},   {"a", "v2"},       {"a/b", ""}, {"a/c", ""},
+                            {"a0", ""}, {"b\xff", ""}, {"b\xff\xff", ""}, {"c", ""}};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        drive_id_t id = {"bkt", ids[i][0], ids[i][1], 0};
+        char m[8];
+        snprintf(m, sizeof(m), "m%zu", i);
+        assert_int_equal(drive_put(d, &id, NULL, 0, m, strlen(m)), 0);
+    }
+    scan(d, NULL, DRIVE_FROM_START, NULL, NULL, out);
+    assert_string_equal(out, "a:=m0,a:v1=m1,a:v2=m2,a/b:=m3,a/c:=m4,a0:=m5,b\xff:=m6,"
+                             "b\xff\xff:=m7,c:=m8,");
+    scan(d, NULL, DRIVE_PAST_KEY, "a", NULL, out); /* past every version of a */
+    assert_string_equal(out, "a/b:=m3,a/c:=m4,a0:=m5,b\xff:=m6,b\xff\xff:=m7,c:=m8,");
+    scan(d, NULL, DRIVE_PAST_VERSION, "a", "v1", out);
+    assert_string_equal(out, "a:v2=m2,a/b:=m3,a/c:=m4,a0:=m5,b\xff:=m6,b\xff\xff:=m7,c:=m8,");
+    scan(d, NULL, DRIVE_PAST_PREFIX, "a/", NULL, out); /* every key under a/ skipped */
+    assert_string_equal(out, "a0:=m5,b\xff:=m6,b\xff\xff:=m7,c:=m8,");
+    scan(d, NULL, DRIVE_PAST_PREFIX, "b\xff", NULL, out); /* successor "c": 0xff carried */
+    assert_string_equal(out, "c:=m8,");
+    scan(d, NULL, DRIVE_PAST_PREFIX, "\xff", NULL, out); /* no successor: past the bucket */
+    assert_string_equal(out, "");
+    /* A start before the prefix starts at the prefix; one inside it, there. */
+    scan(d, "a/", DRIVE_PAST_KEY, "", NULL, out);
+    assert_string_equal(out, "a/b:=m3,a/c:=m4,");
+    scan(d, "a/", DRIVE_PAST_PREFIX, "a", NULL, out);
+    assert_string_equal(out, "");
+    scan(d, "a/", DRIVE_PAST_KEY, "a/b", NULL, out);
+    assert_string_equal(out, "a/c:=m4,");
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * ---- RocksDB's file writes ----
  *
@@ -1444,6 +1503,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_detect_iu),
         cmocka_unit_test(test_budget_rating),
         cmocka_unit_test(test_basic),
+        cmocka_unit_test(test_scan),
         cmocka_unit_test(test_corruption_detected),
         cmocka_unit_test(test_direct_reads),
         cmocka_unit_test(test_direct_read_corruption),

@@ -33,6 +33,8 @@
 typedef struct {
     drive_t *d;
     int fail_read, fail_write, corrupt_read;
+    int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
+    long scanned;  /* entries its listings went by */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -93,6 +95,36 @@ static void f_stats(void *ctx, drive_stats_t *st)
 {
     drive_stats(((faulty_t *)ctx)->d, st);
 }
+/* A scan that can die mid-walk: after scan_left entries (counted over every scan). */
+typedef struct {
+    faulty_t *f;
+    drive_scan_fn fn;
+    void *arg;
+    int died;
+} fscan_t;
+static int f_scan_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    fscan_t *x = arg;
+    x->f->scanned++;
+    if (x->f->scan_left > 0 && --x->f->scan_left == 0) {
+        x->died = 1;
+        return 1;
+    }
+    return x->fn(x->arg, id, st, meta);
+}
+static int f_scan(void *ctx, const char *b, const char *p, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    faulty_t *f = ctx;
+    if (f->fail_read || f->scan_left < 0) return ERR_IO;
+    fscan_t x = {f, fn, arg, 0};
+    int rc = drive_scan(f->d, b, p, from, f_scan_cb, &x);
+    if (x.died) {
+        f->scan_left = -1; /* and dead from then on */
+        return ERR_IO;
+    }
+    return rc;
+}
 
 /* Odd stores take asynchronous puts as the gateway's local drives do; even ones go by the pool. */
 static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
@@ -110,9 +142,15 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read_split = f_read_split,
                                        .get = f_get,
                                        .stats = f_stats,
-                                       .put_async = f_put_async};
-static const shard_ops_t faulty_ops_nosplit = {
-    .put = f_put, .read = f_read, .stat = f_stat, .del = f_del, .list = f_list, .stats = f_stats};
+                                       .put_async = f_put_async,
+                                       .scan = f_scan};
+static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
+                                               .read = f_read,
+                                               .stat = f_stat,
+                                               .del = f_del,
+                                               .list = f_list,
+                                               .stats = f_stats,
+                                               .scan = f_scan};
 
 typedef struct {
     char *dir;
@@ -1308,6 +1346,284 @@ static void test_meta_corrupt_fields(void **state)
     assert_int_equal(obj_meta_encode(&x, enc, sizeof(enc)), 0);
 }
 
+/* ---- listings from the index (server/obj_list.c) ---- */
+
+static int size_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    char *out = arg;
+    if (info)
+        sprintf(out + strlen(out), "%s=%llu,", key, (unsigned long long)info->size);
+    else
+        sprintf(out + strlen(out), "[%s],", key);
+    return 0;
+}
+
+static int vdelim_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    if (info) return vlist_cb(arg, key, info, latest);
+    sprintf((char *)arg + strlen(arg), "[%s],", key);
+    return 0;
+}
+
+/*
+ * A listing merges m+1 stores (0..m while they work): heads that some of them
+ * missed (never more than m at once: every commit has k heads) are found on
+ * another, and the newest head among them wins.
+ */
+static void test_list_missed_heads(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[64];
+    char out[1024] = "", want[256];
+    obj_info_t a, mk;
+    fill(data, sizeof(data), 7);
+    e->f[0].fail_write = e->f[1].fail_write = 1;
+    put(e, "h/a", data, 10, NULL);
+    e->f[0].fail_write = e->f[1].fail_write = 0;
+    e->f[0].fail_write = e->f[2].fail_write = 1;
+    put(e, "h/b", data, 20, NULL);
+    e->f[0].fail_write = e->f[2].fail_write = 0;
+    put(e, "h/c", data, 30, NULL);
+    put(e, "h/d", data, 40, NULL);
+    /* An overwrite and a delete that stores 1 and 2 missed: they hold the old heads. */
+    e->f[1].fail_write = e->f[2].fail_write = 1;
+    put(e, "h/c", data, 33, NULL);
+    assert_int_equal(obj_delete(e->set, "bkt", "h/d"), 0);
+    e->f[1].fail_write = e->f[2].fail_write = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+    /* A delete marker store 0 missed hides the key from listings, not from versions. */
+    vput(e, "h/v", "one", OBJ_VERSIONED, &a);
+    e->f[0].fail_write = 1;
+    assert_int_equal(obj_delete_current(e->set, "bkt", "h/v", NULL, OBJ_VERSIONED, &mk), 0);
+    e->f[0].fail_write = 0;
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+    out[0] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "h/v", NULL, NULL, vlist_cb, out), 0);
+    snprintf(want, sizeof(want), "h/v:%sM*,h/v:%s,", mk.vid, a.vid);
+    assert_string_equal(out, want);
+    /* An unreadable head is settled over every store. */
+    uint8_t junk[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    drive_id_t id = {"bkt", "h/b", "", 2};
+    assert_int_equal(drive_put(e->f[2].d, &id, NULL, 0, junk, sizeof(junk)), 0);
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "h/", NULL, size_cb, out), 0);
+    assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
+}
+
+#define MANY 1200 /* more than two chunks of a store's walk */
+
+typedef struct {
+    int n, bad;
+} seq_t;
+
+/* Keys must come as m/00000, m/00001, ...: none skipped, none twice. */
+static int seq_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    seq_t *q = arg;
+    char want[32];
+    snprintf(want, sizeof(want), "m/%05d", q->n);
+    if (!info || strcmp(key, want) != 0) q->bad++;
+    q->n++;
+    return 0;
+}
+
+static int vseq_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    return latest ? seq_cb(arg, key, info) : 1;
+}
+
+/* n keys fmt % i, copies of one real (inline) object, made by writing their heads alone. */
+static void put_heads(env_t *e, const char *fmt, int n)
+{
+    uint8_t data[16];
+    obj_info_t proto, *o = malloc(sizeof(*o));
+    fill(data, sizeof(data), 3);
+    put(e, "proto", data, sizeof(data), &proto);
+    for (int i = 0; i < n; i++) {
+        char key[64];
+        int fe = 0;
+        snprintf(key, sizeof(key), fmt, i);
+        obj_info_copy(o, &proto);
+        if (o->inl) o->inl = obj__inline_stores(e->set, "bkt", key); /* its bytes' stores */
+        assert_int_equal(obj__write_at_data(e->set, "bkt", key, "", o, data, 0, &fe), N);
+    }
+    free(o);
+}
+
+static void test_list_store_fails_midway(void **state)
+{
+    env_t *e = *state;
+    seq_t q = {0, 0};
+    put_heads(e, "m/%05d", MANY);
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* A store that dies mid-walk is replaced; the new one resumes where the merge was. */
+    e->f[1].scan_left = 700;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(e->f[1].scan_left, -1); /* it did die */
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* m of them (one already dead at the start, one mid-walk): still whole. */
+    e->f[0].scan_left = 300;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
+    assert_int_equal(e->f[0].scan_left, -1);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* The same for a versions listing. */
+    e->f[0].scan_left = e->f[1].scan_left = 0;
+    e->f[2].scan_left = 400;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list_versions(e->set, "bkt", "m/", NULL, NULL, vseq_cb, &q), 0);
+    assert_int_equal(e->f[2].scan_left, -1);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    /* want is a hint: a caller that takes more than it said still gets everything. */
+    e->f[2].scan_left = 0;
+    e->f[1].scan_left = 333;
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list_delim(e->set, "bkt", "m/", NULL, NULL, 10, seq_cb, &q), 0);
+    assert_int_equal(e->f[1].scan_left, -1);
+    assert_int_equal(q.n, MANY);
+    assert_int_equal(q.bad, 0);
+    e->f[1].scan_left = 0;
+    /* More than m: the listing fails, after a good part of it, never short and whole. */
+    e->f[2].scan_left = 0;
+    e->f[0].scan_left = 700; /* in their second chunks */
+    e->f[1].scan_left = 900;
+    e->f[3].scan_left = 100; /* store 3 takes over from one of them, and dies too */
+    q = (seq_t){0, 0};
+    assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), ERR_UNRECOVERABLE);
+    assert_true(q.n > 0 && q.n < MANY);
+    assert_int_equal(q.bad, 0);
+    for (int i = 0; i < N; i++)
+        e->f[i].scan_left = 0;
+}
+
+static long scanned(env_t *e)
+{
+    long n = 0;
+    for (int i = 0; i < N; i++)
+        n += e->f[i].scanned;
+    return n;
+}
+
+/* A delimiter's common prefix is listed once, when a live key is under it, and the walk
+ * seeks past it: how many keys it rolls up costs nothing. */
+static void test_list_delimiter(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[8];
+    static char out[32768]; /* the listing without a delimiter lists every key */
+    out[0] = 0;
+    obj_info_t c;
+    fill(data, sizeof(data), 5);
+    const char *keys[] = {"d/a/1", "d/a/2", "d/a/3", "d/b/1", "d/x/1", "d/y/1", "d/y/2"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        put(e, keys[i], data, 8, NULL);
+    put(e, "d/c", data, 5, &c);
+    assert_int_equal(obj_delete(e->set, "bkt", "d/x/1"), 0);
+    assert_int_equal(obj_delete(e->set, "bkt", "d/y/1"), 0);
+    put_heads(e, "d/big/%04d", 600);
+    long before = scanned(e);
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", NULL, 0, size_cb, out), 0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c=5,[d/y/],");
+    assert_true(scanned(e) - before < 100); /* not the 600 x (m+1) under d/big/ */
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", "d/a/", 0, size_cb, out), 0);
+    assert_string_equal(out, "[d/b/],[d/big/],d/c=5,[d/y/],");
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", "d/big/0007", 0, size_cb, out), 0);
+    assert_string_equal(out, "[d/big/],d/c=5,[d/y/],");
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "", NULL, 0, size_cb, out), 0);
+    assert_true(strncmp(out, "d/a/1=8,d/a/2=8,d/a/3=8,d/b/1=8,d/big/0000=16,", 46) == 0);
+    out[0] = 0;
+    before = scanned(e);
+    assert_int_equal(
+        obj_list_versions_delim(e->set, "bkt", "d/", "/", NULL, NULL, 0, vdelim_cb, out), 0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c:null*,[d/y/],");
+    assert_true(scanned(e) - before < 100);
+    out[0] = 0;
+    assert_int_equal(
+        obj_list_versions_delim(e->set, "bkt", "d/", "/", "d/b/", NULL, 0, vdelim_cb, out), 0);
+    assert_string_equal(out, "[d/big/],d/c:null*,[d/y/],");
+    /* A plain listing walks past a key's many noncurrent versions. */
+    for (int i = 0; i < 40; i++)
+        vput(e, "d/c", "v", OBJ_VERSIONED, &c);
+    out[0] = 0;
+    assert_int_equal(obj_list_delim(e->set, "bkt", "d/", "/", NULL, 0, size_cb, out), 0);
+    assert_string_equal(out, "[d/a/],[d/b/],[d/big/],d/c=1,[d/y/],");
+}
+
+/* Listings racing writes: a writer overwrites keys that stay and makes and deletes others. */
+typedef struct {
+    env_t *e;
+    int stop, ops, errors;
+} wracer_t;
+
+static void *wracer(void *arg)
+{
+    wracer_t *r = arg;
+    uint8_t data[32];
+    fill(data, sizeof(data), 11);
+    for (int i = 0; i < 400 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); i++) {
+        char key[32];
+        int err;
+        snprintf(key, sizeof(key), i % 2 ? "c/%04d" : "c/%04dx", (i * 37) % 300);
+        obj_writer_t *w = obj_put_begin(r->e->set, "bkt", key, &err);
+        if (!w || obj_put_write(w, data, 1 + (size_t)i % 31) ||
+            obj_put_commit(w, NULL, NULL, 0, NULL))
+            r->errors++;
+        if (i % 2 == 0 && obj_delete(r->e->set, "bkt", key) != 0) r->errors++;
+        __atomic_fetch_add(&r->ops, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+typedef struct {
+    int n, bad;
+    char last[64];
+} stay_t;
+
+/* Every c/NNNN (they stay) once, in order; transient c/NNNNx may or may not be there. */
+static int stay_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    stay_t *q = arg;
+    char want[32];
+    if (!info || (q->last[0] && strcmp(key, q->last) <= 0)) q->bad++;
+    snprintf(q->last, sizeof(q->last), "%s", key);
+    if (key[strlen(key) - 1] == 'x') return 0;
+    snprintf(want, sizeof(want), "c/%04d", q->n);
+    if (strcmp(key, want) != 0) q->bad++;
+    q->n++;
+    return 0;
+}
+
+static void test_list_racing_writes(void **state)
+{
+    env_t *e = *state;
+    put_heads(e, "c/%04d", 300);
+    wracer_t r = {e, 0, 0, 0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, wracer, &r), 0);
+    /* Bounded in count; how many listings overlap the writes does not matter. */
+    for (int round = 0; round < 40 && __atomic_load_n(&r.ops, __ATOMIC_ACQUIRE) < 400; round++) {
+        stay_t q = {0, 0, ""};
+        assert_int_equal(obj_list(e->set, "bkt", "c/", NULL, stay_cb, &q), 0);
+        assert_int_equal(q.bad, 0);
+        assert_int_equal(q.n, 300);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    assert_int_equal(r.errors, 0);
+}
+
 int main(void)
 {
     log_level = LOG_LVL_ERROR;
@@ -1324,6 +1640,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_missed_heads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_store_fails_midway, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
