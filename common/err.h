@@ -26,7 +26,8 @@
     X(CLOSED, -13, "closed")                                                                       \
     X(RANGE, -14, "range not satisfiable")                                                         \
     X(DENIED, -15, "access denied: bad signature or credentials")                                  \
-    X(PRECOND, -16, "a precondition of the request does not hold")
+    X(PRECOND, -16, "a precondition of the request does not hold")                                 \
+    X(BUSY, -17, "in use by another process")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

@@ -37,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -394,6 +396,24 @@ static int index_set_aside(drive_t *d, const char *reason)
     return idx_open(d->idx_path, &d->idx);
 }
 
+/*
+ * One process per drive: a second one would append to the same segments
+ * and, finding RocksDB's lock taken, take the index for unreadable and set
+ * it aside. ERR_BUSY (logged) when another process holds the drive.
+ */
+static int lock_drive(drive_t *d)
+{
+    char *path = join(d->path, "LOCK");
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int rc = d->lock_fd < 0 ? err_from_errno(errno) : 0;
+    if (!rc && flock(d->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        rc = errno == EWOULDBLOCK ? ERR_BUSY : err_from_errno(errno);
+    if (rc == ERR_BUSY)
+        log_error("event=drive_busy path=%s hint=\"another process has this drive open\"", d->path);
+    free(path);
+    return rc;
+}
+
 static int open_index(drive_t *d)
 {
     int rc = idx_open(d->idx_path, &d->idx);
@@ -435,7 +455,9 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     drive__writer_init(&d->uw, SEG_USER);
     drive__writer_init(&d->gw, SEG_GC);
 
+    d->lock_fd = -1;
     if ((rc = mkdir_p(d->seg_dir)) != 0) goto fail;
+    if ((rc = lock_drive(d)) != 0) goto fail;
     if ((rc = geometry(d, cfg)) != 0) goto fail;
     if (d->iu < 4096 || d->iu > (1u << 20) || (d->iu & (d->iu - 1)) || d->seg_size % d->iu ||
         d->seg_size < 4ull * d->iu) {
@@ -521,6 +543,7 @@ void drive_close(drive_t *d)
     pthread_mutex_destroy(&d->gc_lock);
     pthread_mutex_destroy(&d->bg_lock);
     pthread_cond_destroy(&d->bg_cond);
+    if (d->lock_fd >= 0) close(d->lock_fd); /* the lock goes with it, last */
     free(d->path);
     free(d->seg_dir);
     free(d->idx_path);

@@ -132,7 +132,8 @@ struct drive {
     uint32_t nsegs, cap_segs, creating;
     uint32_t next_seg_id;
     uint64_t next_seq;
-    int failed; /* sticky: a write or flush failed, the drive is read-only */
+    int failed;  /* sticky: a write or flush failed, the drive is read-only */
+    int lock_fd; /* <path>/LOCK, flock'ed while open: one process per drive */
 
     pthread_mutex_t q_lock;
     pthread_cond_t q_cond;  /* synchronous callers: a request done, or no leader */

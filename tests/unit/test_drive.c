@@ -1485,6 +1485,36 @@ static void test_detect_iu(void **state)
     free(dir);
 }
 
+/* A drive open elsewhere is refused, not taken over: its index is not set aside. */
+static void test_one_opener(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/wl-lock-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    drive_cfg_t c = {0};
+    c.path = dir;
+    c.iu = 4096;
+    c.segment_size = 1u << 20;
+    c.capacity = 16u << 20;
+    drive_t *a = NULL, *b = NULL;
+    assert_int_equal(drive_open(&c, &a), 0);
+    drive_id_t id = {"b", "k", "", 0};
+    assert_int_equal(drive_put(a, &id, "x", 1, NULL, 0), 0);
+    assert_int_equal(drive_open(&c, &b), ERR_BUSY);
+    assert_null(b);
+    drive_close(a);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "ls -d %s/index.* 2>/dev/null | grep -q .", dir);
+    assert_int_not_equal(system(cmd), 0);    /* nothing set aside */
+    assert_int_equal(drive_open(&c, &b), 0); /* free again once closed */
+    char got = 0;
+    assert_int_equal(drive_read(b, &id, 0, &got, 1), 0);
+    assert_int_equal(got, 'x');
+    drive_close(b);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     log_level = getenv("WL_LOG_LEVEL") ? log_level_parse(getenv("WL_LOG_LEVEL")) : LOG_LVL_ERROR;
@@ -1516,6 +1546,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_crash_consistency_no_index),
         cmocka_unit_test(test_kill9_unflushed_index),
+        cmocka_unit_test(test_one_opener),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
