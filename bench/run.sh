@@ -6,6 +6,8 @@
 #
 # Suites: storage erasure s3
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
+#   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
+#                           objects)
 #   s3 options: --endpoint URL --access-key K --secret-key S   measure another
 #               S3 server with the same rows instead of a fresh local warmlake
 # Environment: BUILD (build dir, default build), BENCH_DIR (scratch dir on
@@ -24,6 +26,7 @@ s3_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) export QUICK=1 ;;
+    --full) export FULL=1 ;;
     --endpoint | --access-key | --secret-key) s3_args+=("$1" "$2"); shift ;;
     -*) echo "bench/run.sh: unknown option $1" >&2; exit 2 ;;
     *) suites+=("$1") ;;
