@@ -405,6 +405,10 @@ print("ROW\ttiny_1B_put_c32_%s\t%.0f\tops/s\t-" % (mode, run["ops"]["put"]["ops_
 print("ROW\ttiny_1B_segment_bytes_per_object_%s\t%.0f\tB\t-" % (mode, seg / n))
 print("ROW\ttiny_1B_index_bytes_per_object_%s\t%.0f\tB\t-" % (mode, idx / n))
 print("ROW\ttiny_1B_disk_bytes_per_object_%s\t%.0f\tB\ttiny_target_bytes" % (mode, (seg + idx) / n))
+# The records alone, without the IU padding of small group commits: what compaction, which
+# packs live records densely, brings the segments down to.
+live = sum(d["live_bytes"] for d in st["drives"])
+print("ROW\ttiny_1B_live_record_bytes_per_object_%s\t%.0f\tB\t-" % (mode, live / n))
 PY
   done
 fi
