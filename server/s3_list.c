@@ -55,6 +55,17 @@ static void list_time(char cache[32], uint64_t *sec, uint64_t ns, char out[32])
     out[24] = 0;
 }
 
+/* One <CommonPrefixes> entry (url: EncodingType=url). */
+static void put_prefix(buf_t *b, const char *prefix, int url)
+{
+    buf_printf(b, "<CommonPrefixes><Prefix>");
+    if (url)
+        buf_url(b, prefix);
+    else
+        buf_xml(b, prefix);
+    buf_printf(b, "</Prefix></CommonPrefixes>");
+}
+
 /* A key, or (info NULL) a common prefix the object layer rolled up and will seek past. */
 static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
 {
@@ -64,12 +75,7 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
             l->truncated = 1;
             return 1;
         }
-        buf_printf(&l->prefixes, "<CommonPrefixes><Prefix>");
-        if (l->url)
-            buf_url(&l->prefixes, key);
-        else
-            buf_xml(&l->prefixes, key);
-        buf_printf(&l->prefixes, "</Prefix></CommonPrefixes>");
+        put_prefix(&l->prefixes, key, l->url);
         l->count++;
         free(l->last);
         l->last = xstrdup(key);
@@ -295,12 +301,7 @@ static int list_version_cb(void *arg, const char *key, const obj_info_t *info, i
             v->truncated = 1;
             return 1;
         }
-        buf_printf(&v->prefixes, "<CommonPrefixes><Prefix>");
-        if (v->url)
-            buf_url(&v->prefixes, key);
-        else
-            buf_xml(&v->prefixes, key);
-        buf_printf(&v->prefixes, "</Prefix></CommonPrefixes>");
+        put_prefix(&v->prefixes, key, v->url);
         v->count++;
         free(v->last);
         free(v->last_vid);

@@ -1,5 +1,6 @@
 /*
- * drive.c: opening (replay and rebuild), reading, listing and stats.
+ * drive.c: opening (replay and rebuild), closing, writes' entry points and
+ * stats (reads and listings: drive_read.c).
  *
  * Index keys and values are laid out in codec.h: "o"+identity -> entry,
  * "s"+id -> a segment's accounting, "m" -> the drive's counters (drive_seg.c
@@ -68,7 +69,7 @@ int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, voi
     return rc;
 }
 
-static int to_rec_id(const drive_id_t *in, rec_id_t *out)
+int drive__to_rec_id(const drive_id_t *in, rec_id_t *out)
 {
     size_t b = in->bucket ? strlen(in->bucket) : 0, k = in->key ? strlen(in->key) : 0;
     size_t v = in->version ? strlen(in->version) : 0;
@@ -616,7 +617,7 @@ static int put_req(drive_t *d, req_t *r, const drive_id_t *id, const void *data,
 {
     int rc;
     memset(r, 0, sizeof(*r));
-    if ((rc = to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
+    if ((rc = drive__to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
     if (meta_len > REC_MAX_META || len > REC_MAX_PAYLOAD ||
         rec_header_len(&r->id, meta_len, len) + len > d->seg_size - d->iu)
         return ERR_TOO_LARGE;
@@ -635,7 +636,7 @@ static int delete_req(drive_t *d, req_t *r, const drive_id_t *id)
     void *vb = NULL;
     int rc;
     memset(r, 0, sizeof(*r));
-    if ((rc = to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
+    if ((rc = drive__to_rec_id(id, &r->id)) != 0 || (rc = rec_id_check(&r->id)) != 0) return rc;
     rc = drive__ent_get(d, NULL, &r->id, &e, &vb);
     free(vb);
     if (rc) return rc;
@@ -700,325 +701,6 @@ int drive_delete_async(drive_t *d, const drive_id_t *id, drive_done_fn done, voi
     req_t r;
     int rc = delete_req(d, &r, id);
     return rc ? rc : submit_copy(d, &r, done, arg);
-}
-
-/* ---- reads ---- */
-
-int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap)
-{
-    rec_id_t rid;
-    ent_t e;
-    void *vb = NULL;
-    int rc;
-    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
-    if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
-    if (e.type == REC_TOMBSTONE) {
-        free(vb);
-        return ERR_NOT_FOUND;
-    }
-    st->len = e.payload_len;
-    st->seq = e.seq;
-    st->crc = e.hdr_crc;
-    st->meta_len = e.meta_len;
-    if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
-    free(vb);
-    return 0;
-}
-
-/*
- * Read and verify payload [off, off+len+tail_len) of the record described
- * by e: the first len bytes into out, the rest into tail; *out_crc (if
- * asked) the crc32c of out as it ends up.
- *
- * Direct when the payload from off starts on a DIO_ALIGN boundary of the
- * segment and out is aligned: the aligned bulk of out is read by the device
- * straight into it and its chunks are verified there, so the crc of out is
- * the combination of crcs this pass computed anyway. Otherwise through a
- * bounce buffer and a copy, and the crc of out is computed over the copy.
- */
-static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, uint64_t off,
-                       uint8_t *out, size_t len0, uint8_t *tail, size_t tail_len, uint32_t *out_crc)
-{
-    size_t len = len0 + tail_len;
-    uint32_t c0 = (uint32_t)(off / REC_CHUNK), c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
-    uint64_t rec = e->off, pay = rec + e->hdr_len;
-    uint64_t pstart = pay + (uint64_t)c0 * REC_CHUNK;
-    uint64_t pend =
-        pay + ((uint64_t)(c1 + 1) * REC_CHUNK < e->payload_len ? (uint64_t)(c1 + 1) * REC_CHUNK
-                                                               : e->payload_len);
-    int near = pstart - (rec + e->hdr_len) <= (16u << 10); /* one read for header and chunks */
-    size_t direct = 0;
-    uint8_t *hbuf = NULL, *pbuf = NULL, *h, *p, *rest = NULL;
-    rec_view_t v;
-    int rc;
-
-    if (off == (uint64_t)c0 * REC_CHUNK && pstart % DIO_ALIGN == 0 &&
-        (uintptr_t)out % DIO_ALIGN == 0)
-        direct = align_down(len0, DIO_ALIGN);
-    if (direct && near) {
-        rc = drive__pread_around(d, s->fd, rec, pend, out, pstart, direct, &hbuf, &h, &rest);
-        if (rc) return rc;
-    } else if (direct) {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0) return rc;
-        rc = drive__pread_around(d, s->fd, pstart, pend, out, pstart, direct, &pbuf, &p, &rest);
-        if (rc) goto out;
-    } else if (near) {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, pend, &hbuf, &h)) != 0) return rc;
-        p = h + (pstart - rec);
-    } else {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0) return rc;
-        if ((rc = drive__pread_aligned(d, s->fd, pstart, pend, &pbuf, &p)) != 0) goto out;
-    }
-    /* The record must be the one the index names, intact. */
-    rc = ERR_CORRUPT;
-    if (rec_parse_header(h, e->hdr_len, &v) != 0 || v.hdr_crc != e->hdr_crc || v.seq != e->seq ||
-        !rec_id_equal(&v.id, id))
-        goto bad;
-    if (direct) {
-        /* Chunk c covers [x0, x1) of what was read: out below `direct`, rest above. */
-        uint32_t crc = 0;
-        for (uint32_t c = c0; c <= c1; c++) {
-            size_t x0 = (size_t)(c - c0) * REC_CHUNK, x1 = (size_t)(pend - pstart);
-            if (x1 > x0 + REC_CHUNK) x1 = x0 + REC_CHUNK;
-            uint32_t cc = 0;
-            if (x0 < direct) {
-                size_t n = (x1 < direct ? x1 : direct) - x0;
-                cc = crc32c(0, out + x0, n);
-                if (out_crc) crc = crc32c_combine(crc, cc, n);
-            }
-            if (x1 > direct) {
-                size_t from = x0 > direct ? x0 : direct;
-                cc = crc32c(cc, rest + (from - direct), x1 - from);
-            }
-            if (cc != rec_chunk_crc(&v, c)) goto bad;
-        }
-        memcpy(out + direct, rest, len0 - direct);
-        if (tail_len) memcpy(tail, rest + (len0 - direct), tail_len);
-        if (out_crc) *out_crc = crc32c(crc, out + direct, len0 - direct);
-        __atomic_fetch_add(&d->reads_direct, 1, __ATOMIC_RELAXED);
-    } else {
-        if (rec_verify_chunks(&v, p, c0, c1) != 0) goto bad;
-        const uint8_t *src = p + (off - (uint64_t)c0 * REC_CHUNK);
-        memcpy(out, src, len0);
-        if (tail_len) memcpy(tail, src + len0, tail_len);
-        if (out_crc) *out_crc = crc32c(0, out, len0);
-        __atomic_fetch_add(&d->reads_copied, 1, __ATOMIC_RELAXED);
-    }
-    rc = 0;
-    goto out;
-bad:
-    log_error("event=read_corrupt seg=%u off=%llu seq=%llu", s->id, (unsigned long long)e->off,
-              (unsigned long long)e->seq);
-out:
-    drive__bounce_put(d, hbuf);
-    drive__bounce_put(d, pbuf);
-    return rc;
-}
-
-int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
-                     void *tail, size_t tail_len, uint32_t *buf_crc)
-{
-    rec_id_t rid;
-    int rc;
-    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
-    /* Compaction may move the record between lookup and read: look again. */
-    for (int attempt = 0; attempt < 8; attempt++) {
-        ent_t e;
-        void *vb = NULL;
-        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
-        if (e.type == REC_TOMBSTONE) {
-            free(vb);
-            return ERR_NOT_FOUND;
-        }
-        if (off > e.payload_len || len + tail_len > e.payload_len - off) {
-            free(vb);
-            return ERR_RANGE;
-        }
-        if (len + tail_len == 0) {
-            free(vb);
-            if (buf_crc) *buf_crc = 0;
-            return 0;
-        }
-        seg_t *s = drive__seg_acquire(d, e.seg);
-        if (!s) {
-            free(vb);
-            continue;
-        }
-        rc = read_extent(d, s, &e, &rid, off, buf, len, tail, tail_len, buf_crc);
-        drive__seg_release(d, s);
-        free(vb);
-        return rc;
-    }
-    return ERR_IO;
-}
-
-int drive_read(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len)
-{
-    return drive_read_split(d, id, off, buf, len, NULL, 0, NULL);
-}
-
-int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
-              void *buf, size_t cap)
-{
-    rec_id_t rid;
-    int rc;
-    if ((rc = to_rec_id(id, &rid)) != 0) return rc;
-    /* Compaction may move the record between lookup and read: look again. */
-    for (int attempt = 0; attempt < 8; attempt++) {
-        ent_t e;
-        void *vb = NULL;
-        if ((rc = drive__ent_get(d, NULL, &rid, &e, &vb)) != 0) return rc;
-        if (e.type == REC_TOMBSTONE) {
-            free(vb);
-            return ERR_NOT_FOUND;
-        }
-        st->len = e.payload_len;
-        st->seq = e.seq;
-        st->crc = e.hdr_crc;
-        st->meta_len = e.meta_len;
-        if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
-        if (e.payload_len > cap || e.payload_len == 0) {
-            free(vb);
-            return e.payload_len ? ERR_RANGE : 0;
-        }
-        seg_t *s = drive__seg_acquire(d, e.seg);
-        if (!s) {
-            free(vb);
-            continue;
-        }
-        /* The index entry and the record it names are one: read_extent checks the header's
-         * crc and sequence against the entry, so the metadata above is this payload's. */
-        rc = read_extent(d, s, &e, &rid, 0, buf, (size_t)e.payload_len, NULL, 0, NULL);
-        drive__seg_release(d, s);
-        free(vb);
-        return rc;
-    }
-    return ERR_IO;
-}
-
-/*
- * The index key a scan starts at: "o" bucket 0, then what `from` says (see
- * codec.h: key 0 version 0 shard, so key + 0x01 sorts past every version
- * of key, and key 0 version 0x01 past every shard of that version). Past a
- * prefix: its successor (last byte not 0xff incremented, 0xff bytes
- * dropped), or past the whole bucket when there is none. Returns the
- * length, 0 for arguments too long.
- */
-static size_t scan_start(uint8_t *k, size_t bl, const drive_from_t *from)
-{
-    size_t l = 2 + bl, kl = from->key ? strlen(from->key) : 0;
-    if (from->how == DRIVE_FROM_START) return l;
-    if (kl > REC_MAX_KEY) return 0;
-    memcpy(k + l, from->key ? from->key : "", kl);
-    if (from->how == DRIVE_PAST_KEY) {
-        k[l + kl] = 1;
-        return l + kl + 1;
-    }
-    if (from->how == DRIVE_PAST_VERSION) {
-        size_t vl = from->version ? strlen(from->version) : 0;
-        if (vl > REC_MAX_VERSION) return 0;
-        k[l + kl] = 0;
-        memcpy(k + l + kl + 1, from->version ? from->version : "", vl);
-        k[l + kl + 1 + vl] = 1;
-        return l + kl + vl + 2;
-    }
-    while (kl && k[l + kl - 1] == 0xff)
-        kl--;
-    if (!kl) {
-        k[1 + bl] = 1; /* past the bucket: the walk ends at once */
-        return 2 + bl;
-    }
-    k[l + kl - 1]++;
-    return l + kl;
-}
-
-int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_from_t *from,
-               drive_scan_fn fn, void *arg)
-{
-    size_t bl = strlen(bucket), pl = prefix ? strlen(prefix) : 0;
-    uint8_t base[KEY_MAX], start[KEY_MAX];
-    size_t sl;
-    int rc = 0;
-    static const drive_from_t none = {DRIVE_FROM_START, NULL, NULL};
-
-    if (bl == 0 || bl > REC_MAX_BUCKET || pl > REC_MAX_KEY) return ERR_INVAL;
-    if (!from) from = &none;
-    base[0] = 'o';
-    memcpy(base + 1, bucket, bl);
-    base[1 + bl] = 0;
-    memcpy(base + 2 + bl, prefix ? prefix : "", pl);
-    memcpy(start, base, 2 + bl);
-    if ((sl = scan_start(start, bl, from)) == 0) return ERR_INVAL;
-    /* The later of the two starts: the prefix's, or from's. */
-    size_t bls = 2 + bl + pl;
-    int c = memcmp(start, base, sl < bls ? sl : bls);
-    if (c < 0 || (c == 0 && sl < bls)) {
-        memcpy(start, base, bls);
-        sl = bls;
-    }
-    idx_iter_t *it = idx_iter_new(d->idx, start, sl);
-    for (; idx_iter_valid(it); idx_iter_next(it)) {
-        size_t kl, vl;
-        const char *k = idx_iter_key(it, &kl), *v = idx_iter_value(it, &vl);
-        const char *why = NULL;
-        rec_id_t rid;
-        ent_t e;
-        /* Past the bucket: done. Inside it, a key or value that does not decode is an error. */
-        if (kl < 2 + bl || memcmp(k, base, 2 + bl) != 0) break;
-        int bad = codec_key_decode(k, kl, &rid) != 0;
-        if (bad)
-            why = "key";
-        else if (pl && (rid.key_len < pl || memcmp(rid.key, prefix, pl) != 0))
-            break;
-        else
-            bad = codec_ent_decode(v, vl, &e, &why) != 0;
-        if (bad) {
-            log_error("event=list_index_corrupt path=%s key_len=%zu val_len=%zu reason=%s", d->path,
-                      kl, vl, why);
-            rc = ERR_CORRUPT;
-            break;
-        }
-        if (e.type == REC_TOMBSTONE) continue;
-        /* Copy strings out: the callback gets NUL-terminated names. */
-        char kbuf[REC_MAX_KEY + 1], vbuf[REC_MAX_VERSION + 1], bbuf[REC_MAX_BUCKET + 1];
-        memcpy(bbuf, rid.bucket, rid.bucket_len);
-        bbuf[rid.bucket_len] = 0;
-        memcpy(kbuf, rid.key, rid.key_len);
-        kbuf[rid.key_len] = 0;
-        memcpy(vbuf, rid.version, rid.version_len);
-        vbuf[rid.version_len] = 0;
-        drive_id_t id = {bbuf, kbuf, vbuf, rid.shard};
-        drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
-        if ((rc = fn(arg, &id, &st, e.meta)) != 0) break;
-    }
-    /* Ended by running out of keys, or by an error (then the listing is short: say so). */
-    if (rc == 0) rc = idx_iter_status(it);
-    idx_iter_free(it);
-    return rc;
-}
-
-typedef struct {
-    drive_list_fn fn;
-    void *arg;
-} list_shim_t;
-
-static int list_shim(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
-{
-    list_shim_t *l = arg;
-    (void)meta;
-    return l->fn(l->arg, id, st);
-}
-
-int drive_list(drive_t *d, const char *bucket, const char *prefix, const char *after,
-               drive_list_fn fn, void *arg)
-{
-    drive_from_t from = {DRIVE_FROM_START, NULL, NULL};
-    list_shim_t l = {fn, arg};
-    if (after && after[0]) {
-        if (strlen(after) > REC_MAX_KEY) return ERR_INVAL;
-        from = (drive_from_t){DRIVE_PAST_KEY, after, NULL};
-    }
-    return drive_scan(d, bucket, prefix, &from, list_shim, &l);
 }
 
 /* ---- stats ---- */

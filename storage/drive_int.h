@@ -1,7 +1,8 @@
 /*
  * drive_int.h: internals shared by the drive engine's files.
  *
- *   drive.c        open (replay, rebuild), close, read, stat, list, stats
+ *   drive.c        open (replay, rebuild), close, the write entry points, stats
+ *   drive_read.c   stat, reads (ranges, whole records), scans and listings
  *   drive_seg.c    segment files: create, load, refs, scan, the I/O table,
  *                  IU detection
  *   drive_write.c  writers (pack, pad, write, flush, index), group commit,
@@ -232,6 +233,8 @@ void drive__commit_stop(drive_t *d);
 void drive__readonly(drive_t *d, const char *reason, uint32_t seg, int err_no);
 
 /* drive.c */
+/* A caller's identity as the record format's; ERR_INVAL for bad lengths. */
+int drive__to_rec_id(const drive_id_t *in, rec_id_t *out);
 /* Entry of an identity (codec.h); ERR_CORRUPT (logged) when it does not decode. */
 int drive__ent_get(drive_t *d, idx_batch_t *b, const rec_id_t *id, ent_t *e, void **valbuf);
 /* Put identity -> entry into a batch. */
