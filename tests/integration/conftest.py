@@ -31,6 +31,7 @@ class Server:
                 "--segment-size", "64M"] + self.extra
         out = open(self.log, "a")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, env=env)
+        STARTED.append(self.proc)
         deadline = time.time() + 30
         while time.time() < deadline:
             line = self.proc.stdout.readline().decode()
@@ -65,6 +66,22 @@ class Server:
 
     def kill9(self):
         self.stop(signal.SIGKILL)
+
+
+# Every warmlaked a test started: whatever a failing test left running is
+# killed when the test ends (a failure between a restart and its stop used to
+# leave a node behind).
+STARTED = []
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_servers():
+    yield
+    while STARTED:
+        p = STARTED.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 @pytest.fixture
