@@ -409,6 +409,12 @@ print("ROW\ttiny_1B_disk_bytes_per_object_%s\t%.0f\tB\ttiny_target_bytes" % (mod
 # packs live records densely, brings the segments down to.
 live = sum(d["live_bytes"] for d in st["drives"])
 print("ROW\ttiny_1B_live_record_bytes_per_object_%s\t%.0f\tB\t-" % (mode, live / n))
+# ... and with the index: the bytes per object once compaction has packed the segments.
+print("ROW\ttiny_1B_compacted_bytes_per_object_%s\t%.0f\tB\ttiny_target_bytes"
+      % (mode, (live + idx) / n))
+# The padding: IU-sized commits that carried fewer bytes of records than an IU.
+pad = sum(d["padding_bytes"] for d in st["drives"])
+print("ROW\ttiny_1B_padding_bytes_per_object_%s\t%.0f\tB\t-" % (mode, pad / n))
 PY
   done
 fi

@@ -51,6 +51,8 @@ typedef struct {
     uint32_t inl;     /* stored inline: the stores whose heads carry the bytes (bitmask); 0:
                          in blocks */
     uint32_t inl_crc; /* inline: crc32c of the bytes */
+    int sparse;       /* inline: heads only on the stores of inl (none elsewhere at this
+                         position); 0: a head on every store (obj_head.c) */
     int nparts;
     char vid[20];      /* the S3 version id, OBJ_VID_LEN hex digits; "" is the null version */
     uint64_t stamp_ns; /* when this head was written: of two heads, the later wins

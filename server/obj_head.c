@@ -90,6 +90,11 @@ static uint32_t inline_first(const obj_set_t *s, const char *bucket, const char 
     return fnv1a(fnv1a(2166136261u, bucket, strlen(bucket) + 1), key, strlen(key)) % (uint32_t)s->n;
 }
 
+uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *key)
+{
+    return inline_first(s, bucket, key);
+}
+
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best)
 {
@@ -141,39 +146,41 @@ int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info
 }
 
 /* All at once: one durable write's time, not n. */
-int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
                      uint32_t dead, int *first_err)
 {
     return obj__write_at(s, bucket, key, "", info, dead, first_err);
 }
 
 int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                  const obj_info_t *info, uint32_t dead, int *first_err)
+                  obj_info_t *info, uint32_t dead, int *first_err)
 {
     return obj__write_at_data(s, bucket, key, pos, info, NULL, dead, first_err);
 }
 
-int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                       const obj_info_t *info, const void *data, uint32_t dead, int *first_err)
+int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads)
+{
+    return info->sparse ? heads >= __builtin_popcount(info->inl) : heads >= s->k;
+}
+
+/*
+ * One round of heads: on the stores of `to`, the bytes (data) on those of
+ * info->inl. Returns the heads written; the stores that failed join *failed.
+ */
+static int heads_round(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       const obj_info_t *info, const void *data, uint32_t to, uint32_t *failed,
+                       int *first_err)
 {
     uint8_t meta[HEAD_MAX];
     size_t ml = obj_meta_encode(info, meta, sizeof(meta));
     obj__put_job_t jobs[OBJ_MAX_SHARDS];
-    void *loaded = NULL;
     int heads = 0, n = 0;
-    *first_err = ml ? 0 : ERR_TOO_LARGE;
-    if (!ml) return 0;
-    if (info->inl && !data && info->size) {
-        /* The version moves or gets new metadata: its bytes go with its heads. */
-        loaded = xmalloc(info->size);
-        if ((*first_err = obj__inline_load(s, bucket, key, info, loaded)) != 0) {
-            free(loaded);
-            return 0;
-        }
-        data = loaded;
+    if (!ml) {
+        if (!*first_err) *first_err = ERR_TOO_LARGE;
+        return 0;
     }
     for (int i = 0; i < s->n; i++) {
-        if (dead & (1u << i)) continue;
+        if (!((to >> i) & 1)) continue;
         int carries = (info->inl >> i) & 1;
         jobs[n] = (obj__put_job_t){.base = {.run = obj__run_put},
                                    .st = &s->st[i],
@@ -186,11 +193,65 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
     }
     obj__put_all(s, jobs, n);
     for (int i = 0; i < n; i++) {
-        if (jobs[i].rc == 0)
+        if (jobs[i].rc == 0) {
             heads++;
-        else if (!*first_err)
-            *first_err = jobs[i].rc;
+            continue;
+        }
+        *failed |= 1u << jobs[i].id.shard;
+        if (!*first_err) *first_err = jobs[i].rc;
     }
+    return heads;
+}
+
+/* The first m+1 stores from the key's first inline store that are not in `skip`. */
+static uint32_t copies_avoiding(const obj_set_t *s, const char *bucket, const char *key,
+                                uint32_t skip)
+{
+    uint32_t h = inline_first(s, bucket, key), mask = 0;
+    for (int j = 0, got = 0; j < s->n && got <= s->m; j++) {
+        uint32_t i = (h + (uint32_t)j) % (uint32_t)s->n;
+        if ((skip >> i) & 1) continue;
+        mask |= 1u << i;
+        got++;
+    }
+    return mask;
+}
+
+int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       obj_info_t *info, const void *data, uint32_t dead, int *first_err)
+{
+    uint32_t all = (s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1), failed = 0;
+    void *loaded = NULL;
+    int heads;
+    *first_err = 0;
+    if (info->inl && !data && info->size) {
+        /* The version moves or gets new metadata: its bytes go with its heads. */
+        loaded = xmalloc(info->size);
+        if ((*first_err = obj__inline_load(s, bucket, key, info, loaded)) != 0) {
+            free(loaded);
+            return 0;
+        }
+        data = loaded;
+    }
+    if (info->sparse && !(info->inl & dead)) {
+        heads = heads_round(s, bucket, key, pos, info, data, info->inl, &failed, first_err);
+        if (heads == __builtin_popcount(info->inl) || *first_err == ERR_TOO_LARGE) goto out;
+        log_warn("event=sparse_heads_short key=%s heads=%d err=%s", key, heads,
+                 err_name(*first_err));
+    }
+    if (info->sparse || (info->inl & (dead | failed))) {
+        /*
+         * A store of the copies is down: the version takes a head on every
+         * store instead, its bytes on the first m+1 that work (a reader asks
+         * stores in that order, skipping the ones that fail).
+         */
+        info->sparse = 0;
+        info->inl = copies_avoiding(s, bucket, key, dead | failed);
+    }
+    *first_err = 0;
+    heads =
+        heads_round(s, bucket, key, pos, info, data, all & ~(dead | failed), &failed, first_err);
+out:
     free(loaded);
     return heads;
 }
@@ -307,6 +368,43 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
     return c ? identity_check(c, v) : 0;
 }
 
+/*
+ * A commit that fell short: the stores that took the new version's head get
+ * back the one it covered (old), or lose it (no old), so that a failed write
+ * leaves nothing a reader or a listing could find. Best effort: a store that
+ * fails here keeps a head of a version whose PUT was refused (as a crash
+ * mid-commit may).
+ */
+static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
+                       const obj_info_t *old)
+{
+    uint8_t meta[HEAD_MAX];
+    uint32_t took = 0, all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    obj_info_t *o = xmalloc(sizeof(*o));
+    int first_err = 0;
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        if (s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta)) == 0 &&
+            st.meta_len <= sizeof(meta) && obj_meta_decode(meta, st.meta_len, o) == 0 &&
+            strcmp(o->upload_id, nv->upload_id) == 0)
+            took |= 1u << i;
+    }
+    if (took && old) {
+        obj_info_copy(o, old);
+        o->sparse = 0; /* every store that took the new head gets the old one back */
+        (void)obj__write_at_data(s, bucket, key, "", o, NULL, all & ~took, &first_err);
+    } else {
+        for (int i = 0; i < s->n; i++)
+            if ((took >> i) & 1) {
+                drive_id_t id = {bucket, key, "", (uint32_t)i};
+                first_err = s->st[i].ops->del(s->st[i].ctx, &id);
+            }
+    }
+    if (first_err) log_warn("event=commit_undo_incomplete key=%s err=%s", key, err_name(first_err));
+    free(o);
+}
+
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
                       int *first_err)
@@ -341,13 +439,24 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     } else if (cur && (*first_err = obj__archive(s, bucket, key, &old, info->stamp_ns)) != 0) {
         goto out; /* kept as a noncurrent version before anything covers it, or no commit */
     }
+    /*
+     * Sparse heads (only the m+1 copies) when nothing else holds a head at the
+     * current position that a listing could take for this key's: the key is
+     * new, was deleted (a tombstone, older than this), or its current version
+     * is sparse on the same stores. Otherwise every store gets one, and stale
+     * heads of an older version are covered everywhere.
+     */
+    info->sparse = data && info->inl && !(info->inl & dead) &&
+                   (!had_old || old.sparse || (old.deleted && !old.marker));
     heads = obj__write_at_data(s, bucket, key, "", info, data, dead, first_err);
-    if (heads >= s->k)
+    if (obj__enough(s, info, heads))
         for (int i = 0; i < nnul; i++)
             obj__retire(s, bucket, key, &nuls[i]);
+    else if (heads > 0)
+        undo_heads(s, bucket, key, info, had_old ? &old : NULL);
 out:
     pthread_mutex_unlock(lk);
-    if (heads >= s->k) {
+    if (heads >= 0 && obj__enough(s, info, heads)) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
         for (int i = 0; i < nnul; i++) {
             int seen = drop_old && !strcmp(nuls[i].upload_id, old.upload_id);
@@ -491,7 +600,7 @@ int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, 
             /* The rewritten heads must win over any store that misses them; the object's
              * Last-Modified stays (S3 does not change it for tags or ACLs). */
             info.stamp_ns = obj__now_after(&info);
-            if (obj__write_at(s, bucket, key, pos, &info, 0, &first_err) < s->k)
+            if (!obj__enough(s, &info, obj__write_at(s, bucket, key, pos, &info, 0, &first_err)))
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
         }
     }
@@ -522,7 +631,7 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
     int first_err;
     written = obj__write_heads(s, bucket, key, &marker, 0, &first_err);
     pthread_mutex_unlock(lk);
-    if (written < s->k) return ERR_UNRECOVERABLE;
+    if (!obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

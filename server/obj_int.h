@@ -15,7 +15,7 @@
  *               deleting and promoting versions (the layout is described there)
  *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
  *   obj_list.c  listing a bucket's objects and their versions: the ordered
- *               indexes of m+1 stores merged (drive_scan), no head read per key
+ *               indexes of k stores merged (drive_scan), no head read per key
  *
  * Locks, in the order they may be taken:
  *   (the S3 layer's bucket rwlock)
@@ -136,10 +136,14 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v);
 /* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
 uint64_t obj__now_after(const obj_info_t *cur);
 /*
- * A head on every store not in `dead`, all at once. Returns the number
- * written; *first_err gets the first failure.
+ * The heads of a version, all at once, on every store not in `dead`, or
+ * (info->sparse) only on the stores of info->inl. Returns the number
+ * written (obj__enough says whether the version stands); *first_err gets
+ * the first failure. A sparse write that falls short, or finds a store of
+ * its copies dead, becomes a head on every store with the bytes on the
+ * first m+1 stores that work: info->sparse and info->inl say so after.
  */
-int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
                      uint32_t dead, int *first_err);
 /*
  * The same at version position pos. An inline version's heads carry its
@@ -148,9 +152,17 @@ int obj__write_heads(obj_set_t *s, const char *bucket, const char *key, const ob
  * a rewrite of its metadata, a version moved between positions).
  */
 int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                  const obj_info_t *info, uint32_t dead, int *first_err);
+                  obj_info_t *info, uint32_t dead, int *first_err);
 int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                       const obj_info_t *info, const void *data, uint32_t dead, int *first_err);
+                       obj_info_t *info, const void *data, uint32_t dead, int *first_err);
+/*
+ * Whether `heads` heads make version info stand: k of them, or every copy
+ * of a sparse one (m+1 whole copies; any m+1 stores a reader asks, starting
+ * at the key's first inline store, include one of them).
+ */
+int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
+/* The key's first inline store: where its head lookups and its noncurrent walks start. */
+uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *key);
 /* The m+1 stores whose heads carry the bytes of an inline object of bucket/key. */
 uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *key);
 /*

@@ -3,9 +3,10 @@
  * object layer; map in obj_int.h), from the stores' ordered indexes alone.
  *
  * Which stores. A committed version has heads on at least k of the k+m
- * stores, so any m+1 stores hold at least one head of every committed
- * version (and of every delete marker or tombstone that covers one). A
- * listing walks the indexes of m+1 stores side by side and merges them:
+ * stores, or (a sparse inline object, obj_head.c) on its m+1 copies only,
+ * so any k stores hold at least one head of every committed version (k +
+ * m+1 > k+m; and of every delete marker or tombstone that covers one). A
+ * listing walks the indexes of k stores side by side and merges them:
  * at each (key, version position) the newest head among them (by stamp,
  * then upload id, as obj__newest_at) is the answer. The metadata comes
  * with the index entry (drive_scan), so a key costs no lookup of its own:
@@ -25,12 +26,12 @@
  * Failures. A store whose walk fails is replaced by one not yet used,
  * which resumes at the cursor: nothing delivered is repeated, nothing
  * after it skipped. More than m failing stores (or too few left to make
- * m+1) fail the listing: never a short list that looks whole. A head that
+ * k) fail the listing: never a short list that looks whole. A head that
  * does not decode is settled over every store (obj__newest_at).
  *
  * Races. No key locks: each head is one index value, so an entry is one
  * version's, never a mix; a key acknowledged before the listing and not
- * deleted until its end has a live head on at least one of the m+1 stores
+ * deleted until its end has a live head on at least one of the k stores
  * for the whole walk, newer than any tombstone, so it is listed, once.
  */
 #include "server/obj_int.h"
@@ -438,7 +439,7 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
     m->s = s;
     m->bucket = bucket;
     m->versions = versions;
-    m->nsrc = s->m + 1 < s->n ? s->m + 1 : s->n;
+    m->nsrc = s->n - s->m; /* k: they meet every version's heads (above) */
     m->settled = xmalloc(sizeof(obj_info_t));
     for (int i = 0; i < m->nsrc; i++) {
         src_t *c = src_new(m, take_store(m));

@@ -354,7 +354,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     memcpy(info.umeta, rec.umeta, rec.umeta_len);
     info.umeta_len = rec.umeta_len;
     int heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
-    if (heads < s->k) {
+    if (heads < 0 || !obj__enough(s, &info, heads)) {
         obj__drop_object(s, MPU_MANIFEST, upload_id);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }

@@ -281,7 +281,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, w->versioning, &info,
                           w->enc ? NULL : w->small, w->dead, &first_err);
     if (ul) pthread_mutex_unlock(ul);
-    if (heads < s->k) {
+    if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* A condition that does not hold, or not enough heads to be found reliably: undo. */
         if (heads >= 0)
             log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads,

@@ -54,7 +54,7 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     obj_info_copy(&a, cur);
     a.stamp_ns = stamp_ns;
     obj__vid_of(pos, cur->mtime_ns);
-    if (obj__write_at(s, bucket, key, pos, &a, 0, &first_err) >= s->k) return 0;
+    if (obj__enough(s, &a, obj__write_at(s, bucket, key, pos, &a, 0, &first_err))) return 0;
     return first_err ? first_err : ERR_UNRECOVERABLE;
 }
 
@@ -76,7 +76,7 @@ void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_in
             drive_id_t id = {bucket, key, pos, (uint32_t)i};
             (void)s->st[i].ops->del(s->st[i].ctx, &id);
         }
-    } else if (w < s->k) {
+    } else if (!obj__enough(s, &t, w)) {
         log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
                  err_name(first_err));
     }
@@ -122,7 +122,14 @@ static int each_noncurrent(obj_set_t *s, const char *bucket, const char *key, no
                            void *arg)
 {
     walk_t w = {.s = s, .bucket = bucket, .key = key, .fn = fn, .arg = arg};
-    for (int i = 0, failed = 0; i < s->n; i++) {
+    /*
+     * One store's walk sees every version: each has a head on every store,
+     * or (sparse) on the key's m+1 inline stores, which are the first m+1
+     * from obj__first_store: a store that fails is replaced by the next.
+     */
+    uint32_t first = obj__first_store(s, bucket, key);
+    for (int j = 0, failed = 0; j < s->n; j++) {
+        int i = (int)((first + (uint32_t)j) % (uint32_t)s->n);
         w.shard = (uint32_t)i;
         int rc = s->st[i].ops->list(s->st[i].ctx, bucket, key, NULL, walk_one, &w);
         if (w.err) return w.err;
@@ -273,8 +280,8 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
     m.deleted = m.marker = 1;
     int rc = obj__new_upload_id(m.upload_id);
     if (rc) return rc;
-    if (obj__commit_heads(s, bucket, key, c, v, &m, NULL, 0, &first_err) < s->k)
-        return first_err ? first_err : ERR_UNRECOVERABLE;
+    int heads = obj__commit_heads(s, bucket, key, c, v, &m, NULL, 0, &first_err);
+    if (heads < 0 || !obj__enough(s, &m, heads)) return first_err ? first_err : ERR_UNRECOVERABLE;
     if (marker) obj_info_copy(marker, &m);
     return 0;
 }
@@ -319,7 +326,9 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         next.mtime_ns = next.stamp_ns = now;
         if ((rc = obj__new_upload_id(next.upload_id)) != 0) goto out;
     }
-    if (obj__write_heads(s, bucket, key, &next, 0, &first_err) < s->k) {
+    /* A head on every store: the current heads of v (anywhere) are covered. */
+    next.sparse = 0;
+    if (!obj__enough(s, &next, obj__write_heads(s, bucket, key, &next, 0, &first_err))) {
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }

@@ -21,7 +21,7 @@ static int same(const obj_info_t *a, const obj_info_t *b)
            memcmp(a->umeta, b->umeta, a->umeta_len) == 0 && a->deleted == b->deleted &&
            a->multipart == b->multipart && a->nparts == b->nparts && a->marker == b->marker &&
            strcmp(a->vid, b->vid) == 0 && a->stamp_ns == b->stamp_ns && a->inl == b->inl &&
-           a->inl_crc == b->inl_crc;
+           a->inl_crc == b->inl_crc && a->sparse == b->sparse;
 }
 
 /* A blob that decoded: does it hold a field the codec does not know? */
@@ -40,7 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (obj_meta_decode(buf, size, &info) == 0) {
         size_t n = obj_meta_encode(&info, out, sizeof(out));
         if (n == 0) abort();
-        if (!has_unknown(buf, size) && (n != size || memcmp(out, buf, n) != 0)) abort();
+        /* One encoding per object, except version 2 (inline, plain ids), which is read
+         * and re-encoded as version 3. */
+        if (!has_unknown(buf, size) && buf[0] != 2 && (n != size || memcmp(out, buf, n) != 0))
+            abort();
         if (obj_meta_decode(out, n, &again) != 0 || !same(&info, &again)) abort();
         if (obj_meta_encode(&again, out2, sizeof(out2)) != n || memcmp(out, out2, n) != 0) abort();
     }

@@ -99,6 +99,11 @@ if __name__ == "__main__":
           + tlv(1, layout(4, 2, 64, 100)) + tlv(12, struct.pack("<II", 0x7, 0x1234abcd))
           + tlv(3, b"d41d8cd98f00b204e9800998ecf8427e") + tlv(4, b"text/plain")
           + tlv(6, b"color\0blue\0") + tlv(255, b""))
+    # Version 3: sparse (tag 13), upload id and ETag in binary (tags 14, 15).
+    write("objmeta", 5, b"\x03" + tlv(5, struct.pack("<Q", 99)) + tlv(14, bytes(range(16)))
+          + tlv(1, layout(4, 2, 64, 1)) + tlv(12, struct.pack("<II", 0x13, 0x1234abcd))
+          + tlv(13, b"") + tlv(15, bytes(range(16, 32))) + tlv(4, b"binary/octet-stream")
+          + tlv(6, b"") + tlv(255, b""))
     write("s3xml", 0, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
           b"<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part><Part><PartNumber>2"
           b"</PartNumber><ETag>&quot;x&quot;</ETag></Part></CompleteMultipartUpload>")

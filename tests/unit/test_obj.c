@@ -638,7 +638,8 @@ static void test_versions(void **state)
     obj__vid_of(pos, c.mtime_ns);
     obj_info_t dup = c;
     dup.stamp_ns = c.stamp_ns + 1;
-    assert_int_equal(obj__write_at(e->set, "bkt", "v2", pos, &dup, 0, &first_err), N);
+    assert_int_equal(c.sparse, 1); /* a new key's small object: heads on its copies only */
+    assert_int_equal(obj__write_at(e->set, "bkt", "v2", pos, &dup, 0, &first_err), M + 1);
     snprintf(want, sizeof(want), "v2:%s*,", c.vid);
     out[0] = 0;
     assert_int_equal(obj_list_versions(e->set, "bkt", "v2", NULL, NULL, vlist_cb, out), 0);
@@ -677,7 +678,7 @@ static void test_versions(void **state)
     dup.stamp_ns = b.stamp_ns + 1;
     /* (Inline: the crash would have found its bytes still in place; here they are given.) */
     assert_int_equal(obj__write_at_data(e->set, "bkt", "v4", pos, &dup, "old-null", 0, &first_err),
-                     N);
+                     dup.sparse ? M + 1 : N);
     out[0] = 0;
     assert_int_equal(obj_list_versions(e->set, "bkt", "v4", NULL, NULL, vlist_cb, out), 0);
     assert_string_equal(out, "v4:null*,");
@@ -692,7 +693,7 @@ static void test_versions(void **state)
     dup.mtime_ns = a.mtime_ns - 1;
     dup.stamp_ns = b.stamp_ns + 1;
     assert_int_equal(obj__write_at_data(e->set, "bkt", "v5", pos, &dup, "old-null", 0, &first_err),
-                     N);
+                     dup.sparse ? M + 1 : N);
     vput(e, "v5", "suspended", OBJ_SUSPENDED, &c);
     snprintf(want, sizeof(want), "v5:null*,v5:%s,", b.vid);
     out[0] = 0;
@@ -984,7 +985,7 @@ static void test_meta_inline(void **state)
     a.inl_crc = 0xdeadbeef;
     size_t n = obj_meta_encode(&a, buf, sizeof(buf));
     assert_true(n > 0);
-    assert_int_equal(buf[0], 2);
+    assert_int_equal(buf[0], 3);
     assert_int_equal(obj_meta_decode(buf, n, &b), 0);
     assert_int_equal(b.inl, 0x7);
     assert_int_equal(b.inl_crc, 0xdeadbeef);
@@ -998,6 +999,56 @@ static void test_meta_inline(void **state)
     assert_int_equal(buf[0], 1);
     buf[0] = 2; /* version 2 without T_INLINE */
     assert_int_equal(obj_meta_decode(buf, n, &b), ERR_CORRUPT);
+    /* Version 3 keeps hex ids in 16 bytes; other ids plain; a version 2 blob (plain ids)
+     * still reads, and a plain hex id in version 3 is refused (a second encoding). */
+    a.inl = 0x7;
+    n = obj_meta_encode(&a, buf, sizeof(buf)); /* upload id "01", no ETag */
+    strcpy(a.upload_id, "0123456789abcdef0123456789abcdef");
+    strcpy(a.etag, "fedcba9876543210fedcba9876543210");
+    size_t plain = n - 2 + 32 + 32, bin = obj_meta_encode(&a, buf, sizeof(buf));
+    assert_int_equal(bin, n - 2 + 16 + 16); /* "01" was 2 bytes; both ids 16 now */
+    assert_true(bin < plain);
+    assert_int_equal(obj_meta_decode(buf, bin, &b), 0);
+    assert_string_equal(b.upload_id, a.upload_id);
+    assert_string_equal(b.etag, a.etag);
+    uint8_t v2[8192];
+    size_t v2n = 0;
+    v2[v2n++] = 2;
+    for (size_t pos = 1; pos < bin;) { /* the same fields, ids spelled out */
+        uint8_t tag = buf[pos];
+        size_t len = (size_t)(buf[pos + 1] | buf[pos + 2] << 8);
+        const char *s = tag == 14 ? a.upload_id : tag == 15 ? a.etag : NULL;
+        v2[v2n++] = s ? (tag == 14 ? 2 : 3) : tag;
+        v2[v2n++] = (uint8_t)(s ? 32 : len);
+        v2[v2n++] = 0;
+        memcpy(v2 + v2n, s ? (const void *)s : buf + pos + 3, s ? 32 : len);
+        v2n += s ? 32 : len;
+        pos += 3 + len;
+    }
+    assert_int_equal(obj_meta_decode(v2, v2n, &b), 0);
+    assert_string_equal(b.upload_id, a.upload_id);
+    assert_string_equal(b.etag, a.etag);
+    assert_int_equal(obj_meta_encode(&b, again, sizeof(again)), bin);
+    assert_memory_equal(again, buf, bin);
+    v2[0] = 3;
+    assert_int_equal(obj_meta_decode(v2, v2n, &b), ERR_CORRUPT);
+    strcpy(a.upload_id, "01");
+    a.etag[0] = 0;
+    n = obj_meta_encode(&a, buf, sizeof(buf));
+
+    /* Sparse: a field after T_INLINE, round trip exact; only with T_INLINE. */
+    a.inl = 0x7;
+    a.sparse = 1;
+    n = obj_meta_encode(&a, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_int_equal(obj_meta_decode(buf, n, &b), 0);
+    assert_int_equal(b.sparse, 1);
+    assert_int_equal(b.inl, 0x7);
+    assert_int_equal(obj_meta_encode(&b, again, sizeof(again)), n);
+    assert_memory_equal(again, buf, n);
+    a.inl = 0;
+    assert_int_equal(obj_meta_encode(&a, buf, sizeof(buf)), 0);
+    a.sparse = 0;
     a.inl = 1;
     a.deleted = 1; /* a delete marker has no bytes */
     assert_int_equal(obj_meta_encode(&a, buf, sizeof(buf)), 0);
@@ -1105,6 +1156,154 @@ static void test_inline(void **state)
     assert_string_equal(got, "first");
     assert_int_equal(obj_stat_version(e->set, "bkt", "vk", NULL, &g), 0);
     assert_string_equal(g.upload_id, v1.upload_id);
+}
+
+/*
+ * Sparse heads: a small object of a new key (or one whose current version is
+ * sparse or deleted) has heads on its m+1 copies only; any other current
+ * version makes a head on every store. A store of the copies that fails the
+ * write turns the version into one with a head everywhere and its bytes on
+ * m+1 stores that work. Reads, listings and version walks find both kinds
+ * with any m stores failing.
+ */
+static uint32_t heads_at(env_t *e, const char *key, const char *pos)
+{
+    uint32_t mask = 0;
+    for (int j = 0; j < N; j++) {
+        drive_id_t id = {"bkt", key, pos, (uint32_t)j};
+        drive_stat_t st;
+        if (drive_stat(e->f[j].d, &id, &st, NULL, 0) == 0) mask |= 1u << j;
+    }
+    return mask;
+}
+
+static int count_obj_keys(void *arg, const char *key, const obj_info_t *info)
+{
+    (void)key;
+    (void)info;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Every key under prefix listed once, with any M stores failing their walks. */
+static void list_whole(env_t *e, const char *prefix, int want)
+{
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            int n = 0;
+            e->f[a].fail_read = e->f[b].fail_read = 1;
+            assert_int_equal(obj_list(e->set, "bkt", prefix, NULL, count_obj_keys, &n), 0);
+            assert_int_equal(n, want);
+            e->f[a].fail_read = e->f[b].fail_read = 0;
+        }
+}
+
+static void test_inline_sparse(void **state)
+{
+    env_t *e = *state;
+    const uint32_t max = 4096;
+    static uint8_t data[3 * 4096];
+    obj_info_t info, big;
+    char got[64];
+    obj_set_inline_max(e->set, max);
+    fill(data, sizeof(data), 5);
+
+    /* A new key: heads on its copies only. */
+    put(e, "sp/new", data, 100, &info);
+    assert_int_equal(info.sparse, 1);
+    assert_int_equal(info.inl, obj__inline_stores(e->set, "bkt", "sp/new"));
+    assert_int_equal(heads_at(e, "sp/new", ""), info.inl);
+    /* Overwritten by another small one: sparse still, on the same stores. */
+    put(e, "sp/new", data + 1, 200, &info);
+    assert_int_equal(info.sparse, 1);
+    assert_int_equal(heads_at(e, "sp/new", ""), info.inl);
+    /* Any m stores failing: the bytes, and the key in a listing. */
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            e->f[a].fail_read = e->f[b].fail_read = 1;
+            expect(e, "sp/new", data + 1, 200);
+            e->f[a].fail_read = e->f[b].fail_read = 0;
+        }
+
+    /* Over an erasure-coded version: a head everywhere, so no store keeps the old one. */
+    put(e, "sp/was-big", data, 2 * max, &big);
+    put(e, "sp/was-big", data + 2, 50, &info);
+    assert_int_equal(info.sparse, 0);
+    assert_int_equal(heads_at(e, "sp/was-big", ""), (1u << N) - 1);
+    expect(e, "sp/was-big", data + 2, 50);
+    /* Deleted (a tombstone everywhere, older): sparse again, and listed once. */
+    assert_int_equal(obj_delete(e->set, "bkt", "sp/was-big"), 0);
+    put(e, "sp/was-big", data + 3, 60, &info);
+    assert_int_equal(info.sparse, 1);
+    expect(e, "sp/was-big", data + 3, 60);
+    list_whole(e, "sp/", 2);
+
+    /* A store of the copies fails the write: a head on every other store, the bytes
+     * on the first m+1 stores that work. */
+    uint32_t c = obj__inline_stores(e->set, "bkt", "sp/fallback");
+    int bad = __builtin_ctz(c);
+    e->f[bad].fail_write = 1;
+    put(e, "sp/fallback", data + 4, 300, &info);
+    e->f[bad].fail_write = 0;
+    assert_int_equal(info.sparse, 0);
+    assert_int_equal(__builtin_popcount(info.inl), M + 1);
+    assert_false((info.inl >> bad) & 1);
+    assert_int_equal(heads_at(e, "sp/fallback", ""), ((1u << N) - 1) & ~(1u << bad));
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            e->f[a].fail_read = e->f[b].fail_read = 1;
+            expect(e, "sp/fallback", data + 4, 300);
+            e->f[a].fail_read = e->f[b].fail_read = 0;
+        }
+    list_whole(e, "sp/", 3);
+
+    /* A commit that falls short (m+1 stores failing writes) leaves no trace: the
+     * version it would have covered is back where the new heads went, a new key is
+     * absent, listings see exactly what they saw before. */
+    for (int round = 0; round < 2; round++) {
+        const char *key = round ? "sp/failed-new" : "sp/new";
+        for (int j = 0; j <= M; j++)
+            e->f[(j * 2) % N].fail_write = 1;
+        int err;
+        obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data + 9, 77), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), ERR_UNRECOVERABLE);
+        for (int j = 0; j < N; j++)
+            e->f[j].fail_write = 0;
+        if (round == 0) {
+            expect(e, key, data + 1, 200);
+        } else {
+            assert_int_equal(obj_stat(e->set, "bkt", key, &info), ERR_NOT_FOUND);
+            assert_int_equal(heads_at(e, key, ""), 0);
+        }
+        list_whole(e, "sp/", 3);
+    }
+
+    /* Versions: sparse noncurrent heads, found with the key's first store failing. */
+    obj_info_t v1, v2;
+    vput(e, "vsp", "one", OBJ_VERSIONED, &v1);
+    vput(e, "vsp", "two", OBJ_VERSIONED, &v2);
+    assert_true(v1.sparse && v2.sparse);
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, v1.mtime_ns);
+    assert_int_equal(heads_at(e, "vsp", pos), v1.inl);
+    int first = (int)obj__first_store(e->set, "bkt", "vsp");
+    e->f[first].fail_read = 1;
+    vread(e, "vsp", v1.vid, got, sizeof(got));
+    assert_string_equal(got, "one");
+    char out[256] = "";
+    assert_int_equal(obj_list_versions(e->set, "bkt", "vsp", NULL, NULL, vlist_cb, out), 0);
+    char want[256];
+    snprintf(want, sizeof(want), "vsp:%s*,vsp:%s,", v2.vid, v1.vid);
+    assert_string_equal(out, want);
+    /* Deleting the current one promotes v1 with a head everywhere (noncurrent walk from a
+     * store of the copies, the first one failing). */
+    assert_int_equal(obj_delete_version(e->set, "bkt", "vsp", v2.vid, NULL, NULL), 0);
+    e->f[first].fail_read = 0;
+    vread(e, "vsp", NULL, got, sizeof(got));
+    assert_string_equal(got, "one");
+    assert_int_equal(heads_at(e, "vsp", ""), (1u << N) - 1);
 }
 
 /*
@@ -1448,7 +1647,11 @@ static void put_heads(env_t *e, const char *fmt, int n)
         snprintf(key, sizeof(key), fmt, i);
         obj_info_copy(o, &proto);
         if (o->inl) o->inl = obj__inline_stores(e->set, "bkt", key); /* its bytes' stores */
-        assert_int_equal(obj__write_at_data(e->set, "bkt", key, "", o, data, 0, &fe), N);
+        /* Half of them sparse (heads on the copies only), half on every store: a listing
+         * must find both kinds whichever stores it merges. */
+        o->sparse = o->inl && i % 2;
+        assert_int_equal(obj__write_at_data(e->set, "bkt", key, "", o, data, 0, &fe),
+                         o->sparse ? M + 1 : N);
     }
     free(o);
 }
@@ -1494,9 +1697,9 @@ static void test_list_store_fails_midway(void **state)
     e->f[1].scan_left = 0;
     /* More than m: the listing fails, after a good part of it, never short and whole. */
     e->f[2].scan_left = 0;
-    e->f[0].scan_left = 700; /* in their second chunks */
-    e->f[1].scan_left = 900;
-    e->f[3].scan_left = 100; /* store 3 takes over from one of them, and dies too */
+    e->f[0].scan_left = 650; /* in their second chunks (a store holds ~900 of the heads) */
+    e->f[1].scan_left = 750;
+    e->f[3].scan_left = 100; /* store 3 dies early; 4 and 5 take over, until the third dies */
     q = (seq_t){0, 0};
     assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), ERR_UNRECOVERABLE);
     assert_true(q.n > 0 && q.n < MANY);
@@ -1631,6 +1834,7 @@ int main(void)
         cmocka_unit_test(test_meta_codec),
         cmocka_unit_test(test_meta_inline),
         cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
