@@ -378,9 +378,11 @@ static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *le
             if (strspn(bs, "0123456789") != strlen(bs)) return 0;
             b = UINT64_MAX;
         }
+        /* last < first is no range at all (RFC 9110 14.1.1): ignored, as S3 does (200). */
+        if (b < a) return 0;
         if (b >= size) b = size ? size - 1 : 0;
     }
-    if (a >= size || b < a) return -1;
+    if (a >= size) return -1;
     *off = a;
     *len = b - a + 1;
     return 1;

@@ -54,6 +54,11 @@ def test_buckets_and_objects(server):
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="alpha", Key="ranged", Range="bytes=%d-" % (len(data) + 5))
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+    # last < first is no range (RFC 9110): ignored, the whole object with 200, as S3 does.
+    for rng in ("bytes=1-0", "bytes=3-0", "bytes=%d-5" % (len(data) + 9)):
+        g = c.get_object(Bucket="alpha", Key="ranged", Range=rng)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 200, rng
+        assert sha(g["Body"].read()) == sha(data)
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="alpha", Key="missing")
     assert e.value.response["Error"]["Code"] == "NoSuchKey"
