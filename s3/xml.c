@@ -263,11 +263,12 @@ void s3_xml_free_keys(char **keys, int n)
     free(keys);
 }
 
-size_t s3_xml_char_len(const unsigned char *s, size_t n)
+/* A UTF-8 character's length (0: not valid UTF-8); xml: only what XML 1.0 can carry. */
+static size_t char_len(const unsigned char *s, size_t n, int xml)
 {
     if (n == 0) return 0;
     unsigned c = s[0];
-    if (c < 0x80) return c >= 0x20 || c == '\t' || c == '\n' || c == '\r' ? 1 : 0;
+    if (c < 0x80) return c >= 0x20 || c == '\t' || c == '\n' || c == '\r' || (!xml && c) ? 1 : 0;
     size_t len;
     uint32_t cp, min;
     if ((c & 0xE0) == 0xC0) {
@@ -290,9 +291,32 @@ size_t s3_xml_char_len(const unsigned char *s, size_t n)
         if ((s[i] & 0xC0) != 0x80) return 0;
         cp = cp << 6 | (s[i] & 0x3F);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ||
+        (xml && (cp == 0xFFFE || cp == 0xFFFF)))
         return 0;
     return len;
+}
+
+size_t s3_xml_char_len(const unsigned char *s, size_t n)
+{
+    return char_len(s, n, 1);
+}
+
+size_t s3_utf8_char_len(const unsigned char *s, size_t n)
+{
+    return char_len(s, n, 0);
+}
+
+int s3_key_ok(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (n) {
+        size_t l = char_len(p, n, 0);
+        if (!l) return 0;
+        p += l;
+        n -= l;
+    }
+    return 1;
 }
 
 int s3_xml_text_ok(const char *s, size_t n)

@@ -34,8 +34,17 @@ int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
  * otherwise.
  */
 size_t s3_xml_char_len(const unsigned char *s, size_t n);
-/* Whether all of s is such characters: object keys must be (they appear in listings). */
+/* Whether all of s is such characters. */
 int s3_xml_text_ok(const char *s, size_t n);
+/* The same for any valid UTF-8 character but NUL (control characters included). */
+size_t s3_utf8_char_len(const unsigned char *s, size_t n);
+/*
+ * Whether s is an acceptable object key (or listing parameter): valid UTF-8
+ * without NUL. As in S3, control characters are allowed; listings write
+ * what XML 1.0 cannot carry as character references (&#x1;), as S3 does,
+ * and encoding-type=url gives them back exactly.
+ */
+int s3_key_ok(const char *s, size_t n);
 
 /* A TagSet (PutObjectTagging / PutBucketTagging) of at most S3_XML_MAX_TAGS tags. */
 #define S3_XML_MAX_TAGS 64

@@ -320,8 +320,9 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     }
     strcpy(x.bucket, b);
     free(b);
-    /* Keys appear in listings as XML text: only what XML can carry (AWS: 400). */
-    if (!s3_xml_text_ok(x.key, strlen(x.key))) {
+    /* Any UTF-8 but NUL, control characters too, as S3 (listings write them as
+     * character references, or exactly with encoding-type=url). */
+    if (!s3_key_ok(x.key, strlen(x.key))) {
         s3_err_msg(&x, S3E_INVALID_ARGUMENT, "Object key must be valid UTF-8 text.");
         goto out;
     }

@@ -136,7 +136,7 @@ static char *token_decode(const char *tok)
     while (l > 0 && n && tok[--n] == '=') /* DecodeBlock counts the padding as zeros */
         l--;
     out[l] = 0;
-    if ((size_t)l != strlen(out) || !s3_xml_text_ok(out, (size_t)l)) {
+    if ((size_t)l != strlen(out) || !s3_key_ok(out, (size_t)l)) {
         free(out);
         return NULL;
     }
@@ -186,10 +186,10 @@ void s3_list_objects(ctx_t *x)
         }
         l.max = mk > 1000 ? 1000 : (int)mk;
     }
-    /* What is echoed must be XML text; a key never holds anything else. */
+    /* What is echoed must be text a key could hold (buf_xml writes it as XML). */
     const char *in[] = {prefix, delim, start, marker};
     for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i]))) {
+        if (in[i] && !s3_key_ok(in[i], strlen(in[i]))) {
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "Listing parameters must be valid UTF-8.");
             goto out;
         }
@@ -365,10 +365,10 @@ void s3_list_versions(ctx_t *x)
         bad = "Invalid version id specified";
     else if (enc && strcmp(enc, "url") != 0)
         bad = "Invalid Encoding Method specified in Request";
-    /* What is echoed must be XML text; a key never holds anything else. */
+    /* What is echoed must be text a key could hold (buf_xml writes it as XML). */
     const char *in[] = {prefix, delim, marker};
     for (size_t i = 0; !bad && i < sizeof(in) / sizeof(in[0]); i++)
-        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i])))
+        if (in[i] && !s3_key_ok(in[i], strlen(in[i])))
             bad = "Listing parameters must be valid UTF-8.";
     if (bad) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, bad);

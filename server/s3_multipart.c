@@ -400,7 +400,7 @@ void s3_list_uploads(ctx_t *x)
     int max = 1000, rc = 0;
     const char *in[] = {prefix, delim, kmark};
     for (size_t i = 0; !rc && i < sizeof(in) / sizeof(in[0]); i++)
-        if (in[i] && !s3_xml_text_ok(in[i], strlen(in[i]))) rc = ERR_INVAL;
+        if (in[i] && !s3_key_ok(in[i], strlen(in[i]))) rc = ERR_INVAL;
     if (rc || (maxs && num_parse_int(maxs, 0, INT32_MAX, &max) != 0) ||
         (enc && strcmp(enc, "url") != 0)) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "A listing parameter is not valid.");

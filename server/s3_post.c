@@ -537,7 +537,7 @@ void s3_post_object(ctx_t *x)
         }
     }
     key = kb.p;
-    if (strlen(key) > MAX_KEY_LEN || !s3_xml_text_ok(key, strlen(key))) {
+    if (strlen(key) > MAX_KEY_LEN || !s3_key_ok(key, strlen(key))) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "The key is not a valid object key.");
         goto out;
     }

@@ -44,6 +44,7 @@ void buf_put(buf_t *b, const void *p, size_t n)
 void buf_xml(buf_t *b, const char *s)
 {
     size_t n = strlen(s), i = 0, run = 0;
+    char ref[16];
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
@@ -69,15 +70,26 @@ void buf_xml(buf_t *b, const char *s)
             break;
         default:
             if (c >= 0x20 && c < 0x80) break;
-            /* Whatever XML cannot carry (bad UTF-8, control bytes) becomes U+FFFD: always
-             * well-formed. Keys are checked on the way in, so this is for echoed input. */
             l = s3_xml_char_len((const unsigned char *)s + i, n - i);
-            if (!l) esc = "\xEF\xBF\xBD";
+            if (l) break;
+            /* A control character or U+FFFE/U+FFFF (keys may hold them): a character
+             * reference, as S3 writes them (encoding-type=url is the exact way); anything
+             * else (bad UTF-8, echoed input only) becomes U+FFFD. */
+            l = s3_utf8_char_len((const unsigned char *)s + i, n - i);
+            if (l) {
+                unsigned cp =
+                    c < 0x80 ? c : (c & 0x0F) << 12 | (s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+                snprintf(ref, sizeof(ref), "&#x%X;", cp);
+                esc = ref;
+            } else {
+                esc = "\xEF\xBF\xBD";
+                l = 1;
+            }
         }
         if (esc) {
             buf_put(b, s + run, i - run);
             buf_put(b, esc, strlen(esc));
-            i++;
+            i += l;
             run = i;
         } else {
             i += l;
