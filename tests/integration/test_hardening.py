@@ -411,8 +411,8 @@ def test_keys_must_be_utf8(server):
     for bad in ("/utf/loop/%FF%FF", "/utf/%C0%AF", "/utf/%ED%A0%80", "/utf/a%00b"):
         st, body, _ = signed_request(server.port, "PUT", bad, b"x")
         assert st == 400, bad
-    for odd in ("a\x01b", "\uffff"):  # kept apart: the raw listing below must be XML 1.0
-        c.create_bucket(Bucket="utf-odd") if odd == "a\x01b" else None
+    c.create_bucket(Bucket="utf-odd")  # kept apart: the raw listing below must be XML 1.0
+    for odd in ("a\x01b", "\uffff"):
         c.put_object(Bucket="utf-odd", Key=odd, Body=odd.encode())
         assert c.get_object(Bucket="utf-odd", Key=odd)["Body"].read() == odd.encode()
     assert [o["Key"] for o in c.list_objects_v2(Bucket="utf-odd")["Contents"]] == ["a\x01b",
