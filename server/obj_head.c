@@ -613,10 +613,36 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     return obj_delete_if(s, bucket, key, NULL);
 }
 
+/* One store's delete of a key's current head, as a pool job. */
+typedef struct {
+    pool_job_t base;
+    const shard_store_t *st;
+    drive_id_t id;
+    int rc;
+} del_job_t;
+
+static void run_del(pool_job_t *j)
+{
+    del_job_t *d = (del_job_t *)j;
+    d->rc = d->st->ops->del(d->st->ctx, &d->id);
+    if (d->rc == ERR_NOT_FOUND) d->rc = 0; /* nothing there (a sparse object's other stores) */
+}
+
+/*
+ * An unversioned delete removes the key's head records from every store, in
+ * one parallel round: nothing stays behind in the index for listings to
+ * walk past (a delete-heavy bucket does not grow its index). A store that
+ * fails keeps the old head; then the stores that did delete get a
+ * tombstone head, newer than it, and at least k of them must take it (as
+ * any head) for the delete to stand.
+ */
 int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
     obj_info_t old, marker;
-    int written = 0;
+    del_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    uint32_t failed = 0;
+    int written = 0, first_err = 0;
     obj_info_clear(&marker);
     marker.deleted = 1;
     int rc = obj__new_upload_id(marker.upload_id);
@@ -627,11 +653,24 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
         pthread_mutex_unlock(lk);
         return rc;
     }
-    marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
-    int first_err;
-    written = obj__write_heads(s, bucket, key, &marker, 0, &first_err);
+    for (int i = 0; i < s->n; i++) {
+        jobs[i] = (del_job_t){
+            .base = {.run = run_del}, .st = &s->st[i], .id = {bucket, key, "", (uint32_t)i}};
+        q[i] = &jobs[i].base;
+    }
+    obj__run_all(s, q, s->n);
+    for (int i = 0; i < s->n; i++)
+        if (jobs[i].rc) {
+            failed |= 1u << i;
+            log_warn("event=delete_head_failed shard=%d key=%s err=%s", i, key,
+                     err_name(jobs[i].rc));
+        }
+    if (failed) {
+        marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
+        written = obj__write_heads(s, bucket, key, &marker, failed, &first_err);
+    }
     pthread_mutex_unlock(lk);
-    if (!obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    if (failed && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

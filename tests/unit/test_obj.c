@@ -1280,6 +1280,27 @@ static void test_inline_sparse(void **state)
         list_whole(e, "sp/", 3);
     }
 
+    /* An unversioned delete leaves no head behind on any store (nothing for listings
+     * to walk past); with a store failing, the others get tombstones that win over
+     * the head it keeps, whichever m stores a reader is missing. */
+    put(e, "sp/gone", data, 2 * max, &big);
+    assert_int_equal(obj_delete(e->set, "bkt", "sp/gone"), 0);
+    assert_int_equal(heads_at(e, "sp/gone", ""), 0);
+    put(e, "sp/gone", data, 10, &info);
+    e->f[3].fail_write = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "sp/gone"), 0);
+    e->f[3].fail_write = 0;
+    /* Tombstones on all but store 3, which keeps the head if it held one. */
+    uint32_t keeps = obj__inline_stores(e->set, "bkt", "sp/gone") & (1u << 3);
+    assert_int_equal(heads_at(e, "sp/gone", ""), (((1u << N) - 1) & ~(1u << 3)) | keeps);
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            e->f[a].fail_read = e->f[b].fail_read = 1;
+            assert_int_equal(obj_stat(e->set, "bkt", "sp/gone", &info), ERR_NOT_FOUND);
+            e->f[a].fail_read = e->f[b].fail_read = 0;
+        }
+    list_whole(e, "sp/", 3);
+
     /* Versions: sparse noncurrent heads, found with the key's first store failing. */
     obj_info_t v1, v2;
     vput(e, "vsp", "one", OBJ_VERSIONED, &v1);
