@@ -41,7 +41,10 @@ struct idx_batch {
 
 struct idx_iter {
     rocksdb_iterator_t *it;
-    int rc; /* ERR_IO once an error ended the walk */
+    rocksdb_readoptions_t *ro; /* a bounded scan's own (it points at `end`); NULL: the idx's */
+    int rc;                    /* ERR_IO once an error ended the walk */
+    size_t end_len;
+    char end[]; /* a bounded scan's upper bound (exclusive) */
 };
 
 /* One place turns a RocksDB error string into a code and a log line. */
@@ -219,7 +222,29 @@ idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len)
 {
     idx_iter_t *it = xmalloc(sizeof(*it));
     it->it = rocksdb_create_iterator(x->db, x->ro);
+    it->ro = NULL;
     it->rc = 0;
+    it->end_len = 0;
+    rocksdb_iter_seek(it->it, start, len);
+    return it;
+}
+
+idx_iter_t *idx_iter_range(idx_t *x, const void *start, size_t len, const void *end, size_t end_len)
+{
+    idx_iter_t *it = xmalloc(sizeof(*it) + end_len);
+    it->rc = 0;
+    it->end_len = end_len;
+    memcpy(it->end, end, end_len);
+    /*
+     * An upper bound lets RocksDB stop each sorted run at the end of the
+     * range instead of reading on into what follows it (a bucket's block
+     * entries sort right after its heads) and skip the table files wholly
+     * past it. The bound is read through the options for the iterator's
+     * life: options of its own, pointing at the copy above.
+     */
+    it->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->end, end_len);
+    it->it = rocksdb_create_iterator(x->db, it->ro);
     rocksdb_iter_seek(it->it, start, len);
     return it;
 }
@@ -265,6 +290,7 @@ void idx_iter_free(idx_iter_t *it)
 {
     if (!it) return;
     rocksdb_iter_destroy(it->it);
+    if (it->ro) rocksdb_readoptions_destroy(it->ro);
     free(it);
 }
 
