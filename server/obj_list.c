@@ -7,10 +7,11 @@
  * version (and of every delete marker or tombstone that covers one). A
  * listing walks the indexes of m+1 stores side by side and merges them:
  * at each (key, version position) the newest head among them (by stamp,
- * then upload id, as obj__newest_at) is the answer. The metadata comes
- * with the index entry (drive_scan), so a key costs no lookup of its own:
- * never k+m heads per key, and a page costs what its entries cost, however
- * large the bucket.
+ * then upload id, as obj__newest_at) is the answer (list_stores says how
+ * many stores: the one place to change if heads stop being on k stores).
+ * The metadata comes with the index entry (drive_scan), so a key costs no
+ * lookup of its own: never k+m heads per key, and a page costs what its
+ * entries cost, however large the bucket.
  *
  * How. Each store is read in chunks (up to CHUNK_MAX entries after a
  * cursor); the merge takes the smallest position over the chunks, and a
