@@ -8,10 +8,11 @@
  * m+1 > k+m; and of every delete marker or tombstone that covers one). A
  * listing walks the indexes of k stores side by side and merges them:
  * at each (key, version position) the newest head among them (by stamp,
- * then upload id, as obj__newest_at) is the answer. The metadata comes
- * with the index entry (drive_scan), so a key costs no lookup of its own:
- * never k+m heads per key, and a page costs what its entries cost, however
- * large the bucket.
+ * then upload id, as obj__newest_at) is the answer (list_stores says how
+ * many stores: the one place to change if where heads live changes).
+ * The metadata comes with the index entry (drive_scan), so a key costs no
+ * lookup of its own: never k+m heads per key, and a page costs what its
+ * entries cost, however large the bucket.
  *
  * How. Each store is read in chunks (up to CHUNK_MAX entries after a
  * cursor); the merge takes the smallest position over the chunks, and a
@@ -45,8 +46,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK_MAX   512          /* entries fetched from a store at a time */
-#define CHUNK_BYTES (256u << 10) /* ... and bytes of names and heads (one entry may exceed it) */
+#define CHUNK_MAX   1088         /* entries fetched from a store at a time: a page and some */
+#define CHUNK_BYTES (512u << 10) /* ... and bytes of names and heads (one entry may exceed it) */
+#define ENTRY_GUESS 224          /* bytes of a usual entry (name, head): a chunk's first arena */
 #define RUN_MAX     16           /* noncurrent heads a plain listing walks past before a seek */
 #define CP_MAX      2            /* entries of one common prefix in a chunk: the rest is skipped */
 
@@ -106,6 +108,19 @@ typedef struct merge {
     obj_info_t *settled; /* a position whose heads did not all decode */
 } merge_t;
 
+/*
+ * How many stores a listing merges: k, since every committed version has
+ * heads on at least k of the k+m stores or (sparse) on its m+1 copies, and
+ * any k stores share one with either. Everything a listing costs is per
+ * store merged (a walk of its index, its entries copied and compared), so
+ * this is the listing's price: the one place to change when where heads
+ * live changes.
+ */
+static int list_stores(const obj_set_t *s)
+{
+    return s->n - s->m;
+}
+
 /* The common prefix key rolls up into (its length), 0 for none. */
 static size_t common_prefix(const char *key, size_t pl, const char *delim)
 {
@@ -147,8 +162,10 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
     size_t kl = strlen(id->key) + 1, vl = strlen(id->version) + 1, need = kl + vl + st->meta_len;
     if (c->n > 0 && (c->n == c->limit || c->used + need > CHUNK_BYTES)) return 1;
     if (c->used + need > c->cap) {
-        /* Grown as entries come: a listing of a few keys holds a few KiB, not CHUNK_BYTES. */
-        c->cap = c->cap ? 2 * c->cap : 16384;
+        /* Sized for the entries the fetch takes, so a page's chunk is not copied as it grows;
+         * a listing of a few keys holds a few KiB, not CHUNK_BYTES. */
+        size_t guess = (size_t)c->limit * ENTRY_GUESS;
+        c->cap = c->cap ? 2 * c->cap : guess < CHUNK_BYTES ? guess : CHUNK_BYTES;
         if (c->cap < c->used + need) c->cap = c->used + need;
         c->arena = xrealloc(c->arena, c->cap);
     }
@@ -178,14 +195,34 @@ static void fetch_src(src_t *c)
     if (c->rc) c->n = 0;
 }
 
-static void fetch_one(void *ctx, unsigned i)
-{
-    fetch_src(((src_t **)ctx)[i]);
-}
-
 static void run_ahead(pool_job_t *j)
 {
     fetch_src((src_t *)((char *)j - offsetof(src_t, job)));
+}
+
+/*
+ * Fetch the chunks of need[0..n) at once: all but one on the set's pool,
+ * the last on this thread meanwhile (it would only wait otherwise: one
+ * hand-off fewer per round). When the pool has a queue, all here.
+ */
+static void fetch_all(merge_t *m, src_t **need, unsigned n)
+{
+    if (n == 1 || obj__busy(m->s)) {
+        for (unsigned i = 0; i < n; i++)
+            fetch_src(need[i]);
+        return;
+    }
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    latch_t l;
+    latch_init(&l);
+    for (unsigned i = 0; i + 1 < n; i++) {
+        need[i]->job.run = run_ahead;
+        q[i] = &need[i]->job;
+    }
+    pool_submit(m->s->pool, q, (int)n - 1, &l);
+    fetch_src(need[n - 1]);
+    latch_wait(&l);
+    latch_destroy(&l);
 }
 
 /*
@@ -275,10 +312,7 @@ static int refill(merge_t *m)
             need[nn++] = c;
         }
         if (!nn) return 0;
-        if (nn == 1)
-            fetch_one(need, 0);
-        else
-            obj__parallel(m->s, nn, fetch_one, need);
+        fetch_all(m, need, nn);
         for (unsigned i = 0; i < nn; i++) {
             int rc = need[i]->rc ? src_failed(m, need[i]) : 0;
             if (rc) return rc;
@@ -439,7 +473,7 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
     m->s = s;
     m->bucket = bucket;
     m->versions = versions;
-    m->nsrc = s->n - s->m; /* k: they meet every version's heads (above) */
+    m->nsrc = list_stores(s);
     m->settled = xmalloc(sizeof(obj_info_t));
     for (int i = 0; i < m->nsrc; i++) {
         src_t *c = src_new(m, take_store(m));

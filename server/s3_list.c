@@ -14,6 +14,7 @@ typedef struct {
     int max, count, truncated, url;
     const char *owner; /* entries carry <Owner> (V1 always, V2 with fetch-owner=true) */
     char *last;        /* last key or common prefix returned: the continuation point */
+    size_t last_cap;
     buf_t prefixes;
     char tcache[32]; /* list_time's last second */
     uint64_t tsec;
@@ -66,6 +67,17 @@ static void put_prefix(buf_t *b, const char *prefix, int url)
     buf_printf(b, "</Prefix></CommonPrefixes>");
 }
 
+/* The continuation point: copied into one buffer per listing, not a string per entry. */
+static void set_last(char **last, size_t *cap, const char *key)
+{
+    size_t n = strlen(key) + 1;
+    if (n > *cap) {
+        *cap = n < 256 ? 256 : n;
+        *last = xrealloc(*last, *cap);
+    }
+    memcpy(*last, key, n);
+}
+
 /* A key, or (info NULL) a common prefix the object layer rolled up and will seek past. */
 static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
 {
@@ -77,8 +89,7 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
         }
         put_prefix(&l->prefixes, key, l->url);
         l->count++;
-        free(l->last);
-        l->last = xstrdup(key);
+        set_last(&l->last, &l->last_cap, key);
         return 0;
     }
     if (l->count == l->max) {
@@ -108,8 +119,7 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     }
     put_s(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
     l->count++;
-    free(l->last);
-    l->last = xstrdup(key);
+    set_last(&l->last, &l->last_cap, key);
     return 0;
 }
 
@@ -199,6 +209,9 @@ void s3_list_objects(ctx_t *x)
     }
     l.after = is_v2 ? (from_token ? from_token : start) : marker;
     if (l.after && !*l.after) l.after = NULL;
+    /* Room for a page of usual entries up front: growing by doubling copies it all again. */
+    b.cap = 4096 + (size_t)l.max * (l.owner ? 320 : 200);
+    b.p = xmalloc(b.cap);
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");
     buf_xml(&b, x->bucket);

@@ -263,7 +263,14 @@ int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_f
         memcpy(start, base, bls);
         sl = bls;
     }
-    idx_iter_t *it = idx_iter_new(d->idx, start, sl);
+    /* Where the walk ends: past every key under the prefix (past the bucket's heads for none). */
+    uint8_t end[KEY_MAX];
+    size_t el = bls;
+    memcpy(end, base, bls);
+    while (el > 2 + bl && end[el - 1] == 0xff)
+        el--;
+    end[el - 1]++; /* the bucket's 0 when the prefix is all 0xff: "o" bucket 0x01 */
+    idx_iter_t *it = idx_iter_range(d->idx, start, sl, end, el);
     for (; idx_iter_valid(it); idx_iter_next(it)) {
         size_t kl, vl;
         const char *k = idx_iter_key(it, &kl), *v = idx_iter_value(it, &vl);
@@ -286,15 +293,9 @@ int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_f
             break;
         }
         if (e.type == REC_TOMBSTONE) continue;
-        /* Copy strings out: the callback gets NUL-terminated names. */
-        char kbuf[REC_MAX_KEY + 1], vbuf[REC_MAX_VERSION + 1], bbuf[REC_MAX_BUCKET + 1];
-        memcpy(bbuf, rid.bucket, rid.bucket_len);
-        bbuf[rid.bucket_len] = 0;
-        memcpy(kbuf, rid.key, rid.key_len);
-        kbuf[rid.key_len] = 0;
-        memcpy(vbuf, rid.version, rid.version_len);
-        vbuf[rid.version_len] = 0;
-        drive_id_t id = {bbuf, kbuf, vbuf, rid.shard};
+        /* The names as the index key holds them: each ends in the key's 0 separator, so they
+         * are NUL-terminated in place (valid until the iterator moves), no copy. */
+        drive_id_t id = {bucket, rid.key, rid.version, rid.shard};
         drive_stat_t st = {e.payload_len, e.seq, e.hdr_crc, e.meta_len};
         if ((rc = fn(arg, &id, &st, e.meta)) != 0) break;
     }

@@ -62,6 +62,13 @@ int idx_write(idx_t *x, idx_batch_t *b) __attribute__((warn_unused_result));
  * apart. A walk that does not ask may be silently short.
  */
 idx_iter_t *idx_iter_new(idx_t *x, const void *start, size_t len);
+/*
+ * The same over [start, end) only: keys >= end are never read (RocksDB
+ * stops every sorted run at end, so the walk's last step reads nothing past
+ * the range). end is copied. For scans that know where they stop.
+ */
+idx_iter_t *idx_iter_range(idx_t *x, const void *start, size_t len, const void *end,
+                           size_t end_len);
 int idx_iter_valid(idx_iter_t *it) __attribute__((warn_unused_result));
 void idx_iter_next(idx_iter_t *it);
 const char *idx_iter_key(idx_iter_t *it, size_t *len);

@@ -189,9 +189,21 @@ static void test_scan(void **state)
         snprintf(m, sizeof(m), "m%zu", i);
         assert_int_equal(drive_put(d, &id, NULL, 0, m, strlen(m)), 0);
     }
+    /* The bucket that sorts right after bkt's entries (its blocks'): never in bkt's scans. */
+    drive_id_t blk = {"bkt\x01", "a", "", 0};
+    assert_int_equal(drive_put(d, &blk, NULL, 0, "x", 1), 0);
     scan(d, NULL, DRIVE_FROM_START, NULL, NULL, out);
     assert_string_equal(out, "a:=m0,a:v1=m1,a:v2=m2,a/b:=m3,a/c:=m4,a0:=m5,b\xff:=m6,"
                              "b\xff\xff:=m7,c:=m8,");
+    /* A prefix's scan ends where its keys do, 0xff bytes too (the walk's upper bound). */
+    scan(d, "b\xff", DRIVE_FROM_START, NULL, NULL, out);
+    assert_string_equal(out, "b\xff:=m6,b\xff\xff:=m7,");
+    scan(d, "b\xff\xff", DRIVE_FROM_START, NULL, NULL, out);
+    assert_string_equal(out, "b\xff\xff:=m7,");
+    scan(d, "a/", DRIVE_FROM_START, NULL, NULL, out);
+    assert_string_equal(out, "a/b:=m3,a/c:=m4,");
+    scan(d, "c", DRIVE_FROM_START, NULL, NULL, out);
+    assert_string_equal(out, "c:=m8,");
     scan(d, NULL, DRIVE_PAST_KEY, "a", NULL, out); /* past every version of a */
     assert_string_equal(out, "a/b:=m3,a/c:=m4,a0:=m5,b\xff:=m6,b\xff\xff:=m7,c:=m8,");
     scan(d, NULL, DRIVE_PAST_VERSION, "a", "v1", out);

@@ -129,6 +129,47 @@ static void test_iter_exhausted(void **state)
     free(dir);
 }
 
+/* A bounded walk yields exactly [start, end): the bound is exclusive, and copied. */
+static void test_iter_range(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("idx");
+    idx_t *x;
+    fill_index(dir);
+    assert_int_equal(idx_open(dir, &x), 0);
+    char end[16];
+    snprintf(end, sizeof(end), "k%06d", 4321);
+    idx_iter_t *it = idx_iter_range(x, "k000100", 7, end, strlen(end));
+    memset(end, 'z', sizeof(end)); /* the iterator holds its own copy */
+    int n = 100;
+    for (; idx_iter_valid(it); idx_iter_next(it)) {
+        size_t kl;
+        const char *k = idx_iter_key(it, &kl);
+        char want[32];
+        snprintf(want, sizeof(want), "k%06d", n);
+        assert_int_equal(kl, strlen(want));
+        assert_memory_equal(k, want, kl);
+        n++;
+    }
+    assert_int_equal(idx_iter_status(it), 0);
+    assert_int_equal(n, 4321);
+    idx_iter_free(it);
+    /* An empty range, and one past every key. */
+    it = idx_iter_range(x, "k000100", 7, "k000100", 7);
+    assert_false(idx_iter_valid(it));
+    assert_int_equal(idx_iter_status(it), 0);
+    idx_iter_free(it);
+    it = idx_iter_range(x, "k007990", 7, "l", 1);
+    n = 0;
+    for (; idx_iter_valid(it); idx_iter_next(it))
+        n++;
+    assert_int_equal(n, NKEYS - 7990);
+    idx_iter_free(it);
+    idx_close(x);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 static void test_iter_error(void **state)
 {
     (void)state;
@@ -438,9 +479,10 @@ int main(int argc, char **argv)
         rb_child(argv[2], strtoull(argv[3], NULL, 10));
     if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_iter_exhausted),   cmocka_unit_test(test_iter_error),
-        cmocka_unit_test(test_list_error),       cmocka_unit_test(test_stats_cached),
-        cmocka_unit_test(test_stats_idle_drive), cmocka_unit_test(test_replay_bounded),
+        cmocka_unit_test(test_iter_exhausted), cmocka_unit_test(test_iter_range),
+        cmocka_unit_test(test_iter_error),     cmocka_unit_test(test_list_error),
+        cmocka_unit_test(test_stats_cached),   cmocka_unit_test(test_stats_idle_drive),
+        cmocka_unit_test(test_replay_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1633,7 +1633,7 @@ static void test_list_missed_heads(void **state)
     assert_string_equal(out, "h/a=10,h/b=20,h/c=33,");
 }
 
-#define MANY 1200 /* more than two chunks of a store's walk */
+#define MANY 2400 /* more than two chunks of a store's walk (CHUNK_MAX 1088) */
 
 typedef struct {
     int n, bad;
@@ -1686,14 +1686,14 @@ static void test_list_store_fails_midway(void **state)
     assert_int_equal(q.n, MANY);
     assert_int_equal(q.bad, 0);
     /* A store that dies mid-walk is replaced; the new one resumes where the merge was. */
-    e->f[1].scan_left = 700;
+    e->f[1].scan_left = 1500;
     q = (seq_t){0, 0};
     assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
     assert_int_equal(e->f[1].scan_left, -1); /* it did die */
     assert_int_equal(q.n, MANY);
     assert_int_equal(q.bad, 0);
     /* m of them (one already dead at the start, one mid-walk): still whole. */
-    e->f[0].scan_left = 300;
+    e->f[0].scan_left = 1300;
     q = (seq_t){0, 0};
     assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), 0);
     assert_int_equal(e->f[0].scan_left, -1);
@@ -1701,7 +1701,7 @@ static void test_list_store_fails_midway(void **state)
     assert_int_equal(q.bad, 0);
     /* The same for a versions listing. */
     e->f[0].scan_left = e->f[1].scan_left = 0;
-    e->f[2].scan_left = 400;
+    e->f[2].scan_left = 1400;
     q = (seq_t){0, 0};
     assert_int_equal(obj_list_versions(e->set, "bkt", "m/", NULL, NULL, vseq_cb, &q), 0);
     assert_int_equal(e->f[2].scan_left, -1);
@@ -1718,8 +1718,8 @@ static void test_list_store_fails_midway(void **state)
     e->f[1].scan_left = 0;
     /* More than m: the listing fails, after a good part of it, never short and whole. */
     e->f[2].scan_left = 0;
-    e->f[0].scan_left = 650; /* in their second chunks (a store holds ~900 of the heads) */
-    e->f[1].scan_left = 750;
+    e->f[0].scan_left = 1300; /* in their second chunks (a store holds ~1800 of the heads) */
+    e->f[1].scan_left = 1500;
     e->f[3].scan_left = 100; /* store 3 dies early; 4 and 5 take over, until the third dies */
     q = (seq_t){0, 0};
     assert_int_equal(obj_list(e->set, "bkt", "m/", NULL, seq_cb, &q), ERR_UNRECOVERABLE);
