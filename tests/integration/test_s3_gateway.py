@@ -5,7 +5,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import threading
 
 import pytest
@@ -313,7 +312,7 @@ def test_multipart_upload(server, datadir):
             "Parts": [{"PartNumber": 1, "ETag": e2}]})
     assert e.value.response["Error"]["Code"] == "InvalidPart"
     # One part, however small, is a complete object.
-    r = c.complete_multipart_upload(Bucket="mpu", Key="k", UploadId=up, MultipartUpload={
+    c.complete_multipart_upload(Bucket="mpu", Key="k", UploadId=up, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": e1}]})
     assert c.get_object(Bucket="mpu", Key="k")["Body"].read() == b"x" * 100
     up = c.create_multipart_upload(Bucket="mpu", Key="gone")["UploadId"]
