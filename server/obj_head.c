@@ -653,16 +653,20 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
         pthread_mutex_unlock(lk);
         return rc;
     }
+    /* A sparse version has heads on its copies alone (and no other store a live one). */
+    int n = 0;
     for (int i = 0; i < s->n; i++) {
-        jobs[i] = (del_job_t){
+        if (old.sparse && !((old.inl >> i) & 1)) continue;
+        jobs[n] = (del_job_t){
             .base = {.run = run_del}, .st = &s->st[i], .id = {bucket, key, "", (uint32_t)i}};
-        q[i] = &jobs[i].base;
+        q[n] = &jobs[n].base;
+        n++;
     }
-    obj__run_all(s, q, s->n);
-    for (int i = 0; i < s->n; i++)
+    obj__run_all(s, q, n);
+    for (int i = 0; i < n; i++)
         if (jobs[i].rc) {
-            failed |= 1u << i;
-            log_warn("event=delete_head_failed shard=%d key=%s err=%s", i, key,
+            failed |= 1u << jobs[i].id.shard;
+            log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
                      err_name(jobs[i].rc));
         }
     if (failed) {

@@ -1287,12 +1287,24 @@ static void test_inline_sparse(void **state)
     assert_int_equal(obj_delete(e->set, "bkt", "sp/gone"), 0);
     assert_int_equal(heads_at(e, "sp/gone", ""), 0);
     put(e, "sp/gone", data, 10, &info);
-    e->f[3].fail_write = 1;
+    assert_int_equal(info.sparse, 1);
+    int keeper = __builtin_ctz(info.inl); /* a copy that fails to delete */
+    e->f[keeper].fail_write = 1;
     assert_int_equal(obj_delete(e->set, "bkt", "sp/gone"), 0);
-    e->f[3].fail_write = 0;
-    /* Tombstones on all but store 3, which keeps the head if it held one. */
-    uint32_t keeps = obj__inline_stores(e->set, "bkt", "sp/gone") & (1u << 3);
-    assert_int_equal(heads_at(e, "sp/gone", ""), (((1u << N) - 1) & ~(1u << 3)) | keeps);
+    e->f[keeper].fail_write = 0;
+    /* It keeps its head; every other store has a tombstone. */
+    assert_int_equal(heads_at(e, "sp/gone", ""), (1u << N) - 1);
+    drive_id_t kid = {"bkt", "sp/gone", "", (uint32_t)keeper};
+    uint8_t km[HEAD_MAX];
+    drive_stat_t kst;
+    obj_info_t kept;
+    assert_int_equal(drive_stat(e->f[keeper].d, &kid, &kst, km, sizeof(km)), 0);
+    assert_int_equal(obj_meta_decode(km, kst.meta_len, &kept), 0);
+    assert_false(kept.deleted);
+    /* A sparse object's delete touches its copies only: the others hold nothing. */
+    put(e, "sp/gone2", data, 10, &info);
+    assert_int_equal(obj_delete(e->set, "bkt", "sp/gone2"), 0);
+    assert_int_equal(heads_at(e, "sp/gone2", ""), 0);
     for (int a = 0; a < N; a++)
         for (int b = a + 1; b < N; b++) {
             e->f[a].fail_read = e->f[b].fail_read = 1;
