@@ -44,7 +44,7 @@ typedef struct {
 typedef struct {
     const char *listen, *data, *domain, *region;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
-    int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s;
+    int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
@@ -82,6 +82,11 @@ static const opt_def_t options[] = {
      "indirection unit, a power of two; 0: detected, else 4096"},
     {"dwpd", "X", "drives", "dwpd", OPT_REAL, 0, 0, DWPD_MAX, "0", C(dwpd, double),
      "rated sequential drive writes per day; 0: no write budget"},
+    {"commit-gather", "US", "drives", "commit_gather_us", OPT_INT, 0, 0, 100000, "0",
+     C(commit_gather_us, int64_t),
+     "a drive's group commit of less than an IU waits up to this many microseconds\n"
+     "(at most a flush's time) for more records while writers keep several in\n"
+     "flight: less IU padding for small objects; 0: never wait"},
     {"block", "SIZE", "erasure", "block", OPT_SIZE, 0, 64, ERS_MAX_BLOCK, "1M", C(block, uint64_t),
      "erasure block size, a multiple of 64"},
     {"inline-max", "SIZE", "erasure", "inline_max", OPT_SIZE, OPT_ZERO_OK, 1, OBJ_INLINE_LIMIT,
@@ -326,6 +331,7 @@ int main(int argc, char **argv)
         c.iu = (uint32_t)(dc->iu ? dc->iu : conf.iu);
         c.dwpd = dc->dwpd ? dc->dwpd : conf.dwpd;
         c.compaction = 1;
+        c.commit_gather_us = (uint32_t)conf.commit_gather_us;
         if ((rc = drive_open(&c, &dv[i])) != 0) {
             fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", c.path, err_str(rc));
             goto out;

@@ -31,7 +31,7 @@ static void node_stats(ctx_t *x)
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
             "\"reads_copied\":%llu,\"readonly\":%d,\"flushes\":%llu,\"flush_records\":%llu,"
-            "\"flush_max_records\":%llu}",
+            "\"flush_max_records\":%llu,\"commit_gathers\":%llu}",
             i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
             (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
             (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
@@ -39,7 +39,8 @@ static void node_stats(ctx_t *x)
             (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
             st.projected_years, (unsigned long long)st.reads_direct,
             (unsigned long long)st.reads_copied, st.readonly, (unsigned long long)st.flushes,
-            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records);
+            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records,
+            (unsigned long long)st.commit_gathers);
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;
         t.relocated_bytes += st.relocated_bytes;

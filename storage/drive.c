@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -450,6 +451,11 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     pthread_mutex_init(&d->q_lock, NULL);
     pthread_cond_init(&d->q_cond, NULL);
     pthread_cond_init(&d->ct_cond, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->q_more, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&d->gc_lock, NULL);
     pthread_mutex_init(&d->bg_lock, NULL);
     pthread_cond_init(&d->bg_cond, NULL);
@@ -541,6 +547,7 @@ void drive_close(drive_t *d)
     pthread_mutex_destroy(&d->q_lock);
     pthread_cond_destroy(&d->q_cond);
     pthread_cond_destroy(&d->ct_cond);
+    pthread_cond_destroy(&d->q_more);
     pthread_mutex_destroy(&d->gc_lock);
     pthread_mutex_destroy(&d->bg_lock);
     pthread_cond_destroy(&d->bg_cond);
@@ -745,6 +752,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->flush_records = d->flush_records;
     st->flush_bytes = d->flush_bytes;
     st->flush_max_records = d->flush_max_records;
+    st->commit_gathers = __atomic_load_n(&d->commit_gathers, __ATOMIC_RELAXED);
     st->compactions = d->compactions;
     st->segments_released = d->segments_released;
     st->tombstones_dropped = d->tombstones_dropped;

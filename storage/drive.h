@@ -54,14 +54,21 @@ typedef struct {
     uint64_t burst_bytes;   /* budget bucket; 0 = one hour of budget */
     uint64_t max_delay_ms;  /* longest a throttled append waits; 0 = 2000 */
     uint32_t max_batch;     /* bytes per group commit; 0 = 32 MiB */
-    int compaction;         /* 1 = background compaction thread */
-    double gc_free_low;     /* compact when free segments fall below this fraction (0 = 0.10) */
-    double gc_dead_high;    /* ... or a segment is this dead (0 = 0.75) */
-    double gc_max_live;     /* never relocate a segment more live than this unless space is
-                               critical (0 = 0.85) */
-    double gc_reserve;      /* budget fraction kept for foreground (0 = 0.25) */
-    int buffered;           /* 1 = no O_DIRECT (testing on tmpfs) */
-    wl_clock_t *clock;      /* NULL = real time */
+    /*
+     * A group commit of less than an IU waits up to this long (and at most
+     * as long as a flush takes) for more records, while callers keep
+     * several in flight (the last commit carried more than one): fewer
+     * flushes and less IU padding for small records. 0 = never wait.
+     */
+    uint32_t commit_gather_us;
+    int compaction;      /* 1 = background compaction thread */
+    double gc_free_low;  /* compact when free segments fall below this fraction (0 = 0.10) */
+    double gc_dead_high; /* ... or a segment is this dead (0 = 0.75) */
+    double gc_max_live;  /* never relocate a segment more live than this unless space is
+                            critical (0 = 0.85) */
+    double gc_reserve;   /* budget fraction kept for foreground (0 = 0.25) */
+    int buffered;        /* 1 = no O_DIRECT (testing on tmpfs) */
+    wl_clock_t *clock;   /* NULL = real time */
 
     /*
      * Start an index flush after this many bytes appended to segments (0 =
@@ -99,7 +106,8 @@ typedef struct {
     uint64_t relocated_bytes; /* records copied by compaction */
     uint64_t index_bytes;     /* RocksDB's own writes (flush, compaction; there is no WAL) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
-    uint64_t queued; /* appends waiting for a commit to take them (group commit's queue) */
+    uint64_t commit_gathers; /* group commits that waited for more records (commit_gather_us) */
+    uint64_t queued;         /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t throttled;     /* appends refused with ERR_THROTTLED */
     uint64_t reads_direct;  /* payload reads the device put straight into the caller's buffer */

@@ -142,8 +142,13 @@ struct drive {
     req_t *q_head, *q_tail;
     int leader;
     uint32_t q_sync, q_async; /* queued requests of each kind */
-    int closing;    /* drive_close: submissions refused, the commit thread drains and ends */
-    int ct_running; /* the commit thread was started */
+    size_t q_bytes;           /* their record bytes (headers included) */
+    pthread_cond_t q_more;    /* a leader gathering (commit_gather_us): a request came */
+    int gathering;
+    uint32_t last_recs;    /* records of the last group commit */
+    uint64_t flush_ns_avg; /* how long a group commit takes (moving average) */
+    int closing;           /* drive_close: submissions refused, the commit thread drains and ends */
+    int ct_running;        /* the commit thread was started */
     pthread_t ct_thread;
     writer_t uw;
 
@@ -159,6 +164,7 @@ struct drive {
     uint64_t user_bytes, host_bytes, padding_bytes, relocated_bytes, index_bytes;
     uint64_t reads_direct, reads_copied; /* atomic: readers do not take the lock */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
+    uint64_t commit_gathers;
     uint64_t compactions, segments_released, tombstones_dropped, throttled;
     uint64_t lifetime_host; /* persisted across opens */
     uint64_t idx_written_seen;

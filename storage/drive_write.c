@@ -38,6 +38,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void drive__writer_init(writer_t *w, uint8_t kind)
 {
@@ -331,6 +332,12 @@ static void commit_user(drive_t *d, req_t *list)
     (void)drive__writer_flush(d, w); /* sets each pending request's rc */
 }
 
+/* What r puts in a commit: its record, header included (padding aside). */
+static size_t req_bytes(const req_t *r)
+{
+    return rec_header_len(&r->id, r->meta_len, r->len) + r->len;
+}
+
 /* Append r to the queue (q_lock held). */
 static void enqueue(drive_t *d, req_t *r)
 {
@@ -344,6 +351,34 @@ static void enqueue(drive_t *d, req_t *r)
         d->q_async++;
     else
         d->q_sync++;
+    d->q_bytes += req_bytes(r);
+    if (d->gathering) pthread_cond_signal(&d->q_more);
+}
+
+/*
+ * Before a group commit of less than an IU (q_lock held, the leader): while
+ * callers keep several requests in flight (the last commit carried more
+ * than one), wait a little for more, at most commit_gather_us and at most
+ * what a commit takes. The IU is written whole either way; what fills it
+ * instead of padding is records that would otherwise take a flush (and an
+ * IU) of their own. A lone caller never waits.
+ */
+static void gather(drive_t *d)
+{
+    if (!d->cfg.commit_gather_us || d->last_recs < 2 || d->q_bytes >= d->iu || d->closing) return;
+    uint64_t wait = (uint64_t)d->cfg.commit_gather_us * 1000;
+    if (d->flush_ns_avg && d->flush_ns_avg < wait) wait = d->flush_ns_avg; /* 0: not known */
+    /* (A timed wait needs real time: the drive's clock only measures the commits.) */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + wait;
+    until.tv_sec += (time_t)(ns / 1000000000u);
+    until.tv_nsec = (long)(ns % 1000000000u);
+    __atomic_add_fetch(&d->commit_gathers, 1, __ATOMIC_RELAXED);
+    d->gathering = 1;
+    while (d->q_bytes < d->iu && !d->closing)
+        if (pthread_cond_timedwait(&d->q_more, &d->q_lock, &until) == ETIMEDOUT) break;
+    d->gathering = 0;
 }
 
 /* Take up to max_batch bytes of requests off the queue, at least one (q_lock held). */
@@ -358,11 +393,14 @@ static req_t *take_batch(drive_t *d)
     d->q_head = last->next;
     if (!d->q_head) d->q_tail = NULL;
     last->next = NULL;
+    d->last_recs = 0;
     for (req_t *x = head; x; x = x->next) {
         if (x->done_fn)
             d->q_async--;
         else
             d->q_sync--;
+        d->q_bytes -= req_bytes(x);
+        d->last_recs++;
     }
     return head;
 }
@@ -401,11 +439,15 @@ static void lead(drive_t *d, req_t *mine)
 {
     d->leader = 1;
     for (;;) {
+        gather(d);
         req_t *head = take_batch(d);
         pthread_mutex_unlock(&d->q_lock);
+        uint64_t t0 = d->clock->now_ns(d->clock);
         commit_user(d, head);
+        uint64_t took = d->clock->now_ns(d->clock) - t0;
         req_t *sync = run_callbacks(head);
         pthread_mutex_lock(&d->q_lock);
+        d->flush_ns_avg = d->flush_ns_avg ? (d->flush_ns_avg * 7 + took) / 8 : took;
         for (req_t *x = sync, *nx; x; x = nx) {
             nx = x->next;
             x->done = 1; /* x belongs to its caller again once q_lock is released */
@@ -497,6 +539,7 @@ void drive__commit_stop(drive_t *d)
     pthread_mutex_lock(&d->q_lock);
     d->closing = 1;
     pthread_cond_signal(&d->ct_cond);
+    pthread_cond_signal(&d->q_more);
     pthread_mutex_unlock(&d->q_lock);
     if (!d->ct_running) return;
     pthread_join(d->ct_thread, NULL);

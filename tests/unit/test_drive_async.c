@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "storage/drive.h"
@@ -530,6 +531,79 @@ static void test_sync_batches(void **state)
     free(dir);
 }
 
+/* ---- gathering small commits (commit_gather_us) ---- */
+
+/*
+ * While writers keep several records in flight, a commit of less than an IU
+ * waits for more: here the gathering leader's commit ends when an IU's worth
+ * is queued, so three writes take one flush whoever picked up the first. A
+ * lone synchronous writer never waits.
+ */
+static void test_commit_gather(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("async");
+    drive_cfg_t c = cfg_for(dir);
+    /*
+     * A wait is bounded by commit_gather_us and by a commit's time as the drive's
+     * clock measures it: a clock that stands still measures none, so here only an
+     * IU's worth queued (or a close) ends a wait, never the time it took.
+     */
+    wl_sim_clock_t clk;
+    clock_sim_init(&clk, 1);
+    c.clock = &clk.base;
+    c.commit_gather_us = WAIT_S * 1000000;
+    drive_t *d;
+    drive_stats_t st;
+    reset();
+    assert_int_equal(drive_open(&c, &d), 0);
+    for (int i = 0; i < 4; i++) { /* one at a time: never gathered */
+        char key[16];
+        snprintf(key, sizeof(key), "lone%d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        assert_int_equal(drive_put(d, &id, "x", 1, NULL, 0), 0);
+    }
+    drive_stats(d, &st);
+    assert_int_equal(st.commit_gathers, 0);
+    assert_int_equal(st.flushes, 4);
+    /* Several in flight: two small writes queued behind a held flush go out together. */
+    gate_install();
+    gate_arm();
+    wr_make(0, "g0", 1, 100);
+    assert_int_equal(wr_submit(d, 0), 0);
+    gate_wait_held();
+    wr_make(1, "g1", 2, 100);
+    wr_make(2, "g2", 3, 100);
+    assert_int_equal(wr_submit(d, 1), 0);
+    assert_int_equal(wr_submit(d, 2), 0);
+    gate_release(0);
+    wait_finished(3);
+    drive_stats(d, &st);
+    assert_int_equal(st.flushes, 6);
+    /* Now a small write waits for company; an IU's worth ends the wait: one flush. */
+    wr_make(3, "g3", 4, 100);
+    wr_make(4, "g4", 5, 100);
+    wr_make(5, "g5", 6, 4096);
+    for (int i = 3; i <= 5; i++)
+        assert_int_equal(wr_submit(d, i), 0);
+    wait_finished(6);
+    for (int i = 0; i <= 5; i++) {
+        assert_int_equal(W[i].rc, 0);
+        assert_int_equal(wr_check(d, i), 0);
+    }
+    drive_stats(d, &st);
+    assert_int_equal(st.flushes, 7);
+    /* Closing while a leader gathers does not wait out its window. */
+    wr_make(6, "g6", 7, 100);
+    assert_int_equal(wr_submit(d, 6), 0);
+    drive_close(d);
+    wait_finished(7);
+    assert_int_equal(W[6].rc, 0);
+    reset();
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- a failed fdatasync ---- */
 
 static void test_async_fsync_fails(void **state)
@@ -674,6 +748,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sync_batches, gate_remove),
         cmocka_unit_test_teardown(test_async_fsync_fails, gate_remove),
         cmocka_unit_test_teardown(test_async_close_drains, gate_remove),
+        cmocka_unit_test_teardown(test_commit_gather, gate_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
