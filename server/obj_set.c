@@ -170,19 +170,9 @@ void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), voi
             fn(ctx, i);
         return;
     }
-    /*
-     * The caller reads the first block itself while pool threads read the
-     * others: one thread fewer to wake, and the caller works instead of
-     * sleeping at once on the latch.
-     */
-    for (unsigned i = 1; i < n; i++) {
+    for (unsigned i = 0; i < n; i++) {
         jobs[i] = (par_job_t){{.run = run_par}, fn, ctx, i};
-        q[i - 1] = &jobs[i].base;
+        q[i] = &jobs[i].base;
     }
-    latch_t l;
-    latch_init(&l);
-    if (n > 1) pool_submit(s->pool, q, (int)n - 1, &l);
-    if (n > 0) fn(ctx, 0);
-    latch_wait(&l);
-    latch_destroy(&l);
+    obj__run_all(s, q, (int)n);
 }
