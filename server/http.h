@@ -95,6 +95,14 @@ int http_write_borrowed(http_req_t *r, const void *data, size_t len);
 /* Wait until at most at_most borrowed writes are still pending (0: all out, buffers free). */
 int http_wait_borrowed(http_req_t *r, int at_most);
 /*
+ * Instead of waiting for borrowed bytes to go out: fn(arg, p) frees p once
+ * the request is finished, every write of it done or dropped (on the loop
+ * thread, after the handler returned; fn must not block). The handler may
+ * then return with its borrowed writes still pending, and its worker serves
+ * the next request instead of waiting on the socket. Handler thread only.
+ */
+void http_free_after(http_req_t *r, void (*fn)(void *arg, void *p), void *arg, void *p);
+/*
  * Headers every response of this request carries ("Name: value\r\n" lines,
  * copied; call before responding): CORS headers are decided once, early,
  * whatever the handler answers.

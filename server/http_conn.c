@@ -41,6 +41,12 @@ static void on_closed(uv_handle_t *h)
 
 static void req_free(http_req_t *r)
 {
+    /* What the handler left to free once its response is out (http_free_after). */
+    for (http_after_t *a = r->after, *an; a; a = an) {
+        an = a->next;
+        a->fn(a->arg, a->p);
+        free(a);
+    }
     pthread_cond_destroy(&r->cv);
     free(r->in);
     free(r->hcopy);
@@ -48,10 +54,13 @@ static void req_free(http_req_t *r)
     free(r);
 }
 
+static void req_finish(conn_t *c, http_req_t *r);
+
 static void on_write(uv_write_t *w, int status)
 {
     out_chunk_t *o = w->data;
     http_req_t *r = o->req;
+    conn_t *c = r->c;
     pthread_mutex_lock(&r->s->mu);
     r->out_pending -= o->len;
     r->nwrites--;
@@ -59,9 +68,17 @@ static void on_write(uv_write_t *w, int status)
     if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
-    http__post(r); /* completion may now be possible */
+    /*
+     * The last write of a request whose handler is done: finish it here
+     * rather than through the event queue, which would cost the loop a
+     * wake of its own (an eventfd write and another turn) per response.
+     */
+    int done = status >= 0 && !c->closing && r->handler_done && !r->out_head &&
+               r->out_pending == 0 && r->nwrites == 0;
+    if (!done) http__post(r); /* completion may now be possible */
     pthread_mutex_unlock(&r->s->mu);
     free(o);
+    if (done) req_finish(c, r);
 }
 
 static void parse_more(conn_t *c);

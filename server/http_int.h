@@ -71,6 +71,13 @@ typedef struct out_chunk {
 
 typedef struct conn conn_t;
 
+/* One http_free_after: fn(arg, p) once the request is finished (loop thread). */
+typedef struct http_after {
+    struct http_after *next;
+    void (*fn)(void *arg, void *p);
+    void *arg, *p;
+} http_after_t;
+
 struct http_req {
     pool_job_t job; /* the handler's run on a worker (first: a job is its request) */
     conn_t *c;
@@ -101,6 +108,7 @@ struct http_req {
      */
     int waiting;
     uint64_t wait_ms, progress_ms;
+    http_after_t *after; /* worker side until handler_done, then the loop's */
 };
 
 struct conn {

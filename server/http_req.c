@@ -157,7 +157,13 @@ static const char *reason(int status)
 /* The most a response head may take (S3 heads stay far below; a bigger one is a bug). */
 #define HEAD_MAX (64u << 10)
 
-int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
+/*
+ * The head, and body (when not NULL: content_length bytes) in the same
+ * chunk: a small response is one queued chunk, one wake of the loop and
+ * one write on the socket.
+ */
+static int respond(http_req_t *r, int status, const char *headers, int64_t content_length,
+                   const void *body)
 {
     char date[64];
     time_t t = time(NULL);
@@ -168,8 +174,8 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
      * with a 500 without the extra headers) still answers. */
     size_t hl = (headers ? strlen(headers) : 0) + (r->extra ? strlen(r->extra) : 0);
     if (hl >= HEAD_MAX - 256) return ERR_TOO_LARGE;
-    size_t cap = hl + 256;
-    char *head = xmalloc(cap);
+    size_t blen = body ? (size_t)content_length : 0, cap = hl + 256;
+    char *head = xmalloc(cap + blen);
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     r->chunked = content_length < 0;
@@ -200,9 +206,15 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
         r->close_after = 1;
         pthread_mutex_unlock(&r->s->mu);
     }
-    int rc = queue_out(r, head, (size_t)n);
+    if (blen) memcpy(head + n, body, blen);
+    int rc = queue_out(r, head, (size_t)n + blen);
     free(head);
     return rc;
+}
+
+int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
+{
+    return respond(r, status, headers, content_length, NULL);
 }
 
 int http_write(http_req_t *r, const void *data, size_t len)
@@ -265,9 +277,15 @@ int http_wait_borrowed(http_req_t *r, int at_most)
 
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
 {
-    int rc = http_respond(r, status, headers, (int64_t)len);
-    if (!rc && len) rc = queue_out(r, body, len);
-    return rc;
+    return respond(r, status, headers, (int64_t)len, len ? body : NULL);
+}
+
+void http_free_after(http_req_t *r, void (*fn)(void *arg, void *p), void *arg, void *p)
+{
+    /* Only the handler touches r->after until handler_done hands r to the loop (s->mu). */
+    http_after_t *a = xmalloc(sizeof(*a));
+    *a = (http_after_t){r->after, fn, arg, p};
+    r->after = a;
 }
 
 void http_abort(http_req_t *r)

@@ -128,6 +128,15 @@ pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload);
  * say absent, ERR_UNRECOVERABLE when failing stores leave it open.
  */
 int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best);
+/*
+ * obj__newest_head, and the bytes of an inline object with it when the
+ * first store asked holds them (its record read whole into buf, cap bytes:
+ * one lookup on that store, not two). *have: whether buf holds best's
+ * bytes, checked against its crc; else they are to be read
+ * (obj__inline_load), if best is inline.
+ */
+int obj__newest_inline(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                       void *buf, size_t cap, int *have);
 /* The same for the head at version position pos ("": the current head). */
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best);

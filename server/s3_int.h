@@ -53,7 +53,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define IO_CHUNK (1u << 20)
+#define IO_CHUNK        (1u << 20)
+/* A GET body up to this size is sent in one chunk with its head, copied (s3_get_object). */
+#define S3_GET_COPY_MAX (16u << 10)
 #define BUCKETS                                                                                    \
     "\x02"                                                                                         \
     "buckets" /* internal: one object per bucket */

@@ -388,6 +388,12 @@ static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *le
     return 1;
 }
 
+/* http_free_after's: a GET's piece back to the set's buffers once it is out. */
+static void put_buf(void *pool, void *buf)
+{
+    bufpool_put(pool, buf);
+}
+
 void s3_get_object(ctx_t *x, int head)
 {
     obj_info_t info;
@@ -501,6 +507,15 @@ void s3_get_object(ctx_t *x, int head)
         s3_engine_error(x, err);
         return;
     }
+    if (!head && step == len && len <= S3_GET_COPY_MAX) {
+        /* A small body goes with the head, copied: one chunk, one write, and the worker is done
+         * (a borrowed buffer would hold it until the loop has written it). */
+        obj_close(rd);
+        (void)http_respond_full(x->r, status, hb.p, buf, (size_t)len);
+        free(hb.p);
+        bufpool_put(pool, buf);
+        return;
+    }
     int rc = http_respond(x->r, status, hb.p, (int64_t)len);
     free(hb.p);
     if (rc != 0 || head) {
@@ -535,10 +550,14 @@ void s3_get_object(ctx_t *x, int head)
                            s3_next_piece(off + step, len - step, unit));
         }
     }
-    (void)http_wait_borrowed(x->r, 0); /* nothing lent may be freed before it is out */
-    obj_close(rd);                     /* nor before a read-ahead into it is done */
+    obj_close(rd); /* no read-ahead may still write into the buffers */
+    /*
+     * Nothing lent may be freed before it is out, but the worker need not
+     * wait for that: the buffers go back to the pool when the response is
+     * finished, and the worker takes the next request now.
+     */
     for (int i = 0; i < 3; i++)
-        bufpool_put(pool, bufs[i]);
+        if (bufs[i]) http_free_after(x->r, put_buf, pool, bufs[i]);
 }
 
 /* DeleteObjects: up to 1000 keys, each optionally conditional. */

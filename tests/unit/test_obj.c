@@ -35,6 +35,7 @@ typedef struct {
     int fail_read, fail_write, corrupt_read;
     int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
     long scanned;  /* entries its listings went by */
+    long n_stat, n_get, n_read; /* calls (test_inline_one_lookup) */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -46,6 +47,7 @@ static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, 
 static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_read, 1, __ATOMIC_RELAXED);
     if (f->fail_read) return ERR_IO;
     int rc = drive_read(f->d, id, off, buf, len);
     if (rc == 0 && f->corrupt_read && len > 0)
@@ -68,6 +70,7 @@ static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
 static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_stat, 1, __ATOMIC_RELAXED);
     return f->fail_read ? ERR_IO : drive_stat(f->d, id, st, meta, cap);
 }
 static int f_del(void *ctx, const drive_id_t *id)
@@ -86,6 +89,7 @@ static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, 
                  void *buf, size_t bcap)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_get, 1, __ATOMIC_RELAXED);
     if (f->fail_read) return ERR_IO;
     int rc = drive_get(f->d, id, st, meta, cap, buf, bcap);
     if (rc == 0 && f->corrupt_read && st->len > 0) ((uint8_t *)buf)[st->len / 2] ^= 0x01;
@@ -1340,6 +1344,52 @@ static void test_inline_sparse(void **state)
 }
 
 /*
+ * A GET of an inline object whose first store has whole-record reads: that
+ * store's lookup reads the bytes too (one get there, a stat on each of the
+ * m others, nothing else). A copy rotting there, or a version whose copies
+ * are elsewhere, still reads right from another store.
+ */
+static void test_inline_one_lookup(void **state)
+{
+    env_t *e = *state;
+    obj_set_inline_max(e->set, 4096);
+    static uint8_t data[1000];
+    obj_info_t info;
+    int tried = 0;
+    fill(data, sizeof(data), 5);
+    for (int k = 0; k < 40; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "one%d", k);
+        put(e, key, data + k, sizeof(data) - (size_t)k, &info);
+        uint32_t mask = obj__inline_stores(e->set, "bkt", key);
+        int first = -1;
+        for (int j = 0; j < N; j++)
+            if (((mask >> j) & 1) && !((mask >> ((j + N - 1) % N)) & 1)) first = j;
+        assert_true(first >= 0);
+        if (first % 2 == 0) continue; /* even stores have no get: stat, then stat + read + stat */
+        tried++;
+        for (int j = 0; j < N; j++)
+            e->f[j].n_stat = e->f[j].n_get = e->f[j].n_read = 0;
+        expect(e, key, data + k, sizeof(data) - (size_t)k);
+        long gets = 0, stats = 0, reads = 0;
+        for (int j = 0; j < N; j++) {
+            gets += e->f[j].n_get;
+            stats += e->f[j].n_stat;
+            reads += e->f[j].n_read;
+        }
+        assert_int_equal(e->f[first].n_get, 1);
+        assert_int_equal(gets, 1);
+        assert_int_equal(stats, M);
+        assert_int_equal(reads, 0);
+        /* Its copy there rots: the crc catches it, another copy answers. */
+        e->f[first].corrupt_read = 1;
+        expect(e, key, data + k, sizeof(data) - (size_t)k);
+        e->f[first].corrupt_read = 0;
+    }
+    assert_true(tried > 0);
+}
+
+/*
  * The head metadata format field by field (server/obj_meta.c): a blob is
  * built here from its fields, then each field is corrupted in turn (wrong
  * length, bad value, missing, repeated, out of order, in a head of the
@@ -1868,6 +1918,7 @@ int main(void)
         cmocka_unit_test(test_meta_inline),
         cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
