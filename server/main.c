@@ -82,7 +82,7 @@ static const opt_def_t options[] = {
      "indirection unit, a power of two; 0: detected, else 4096"},
     {"dwpd", "X", "drives", "dwpd", OPT_REAL, 0, 0, DWPD_MAX, "0", C(dwpd, double),
      "rated sequential drive writes per day; 0: no write budget"},
-    {"commit-gather", "US", "drives", "commit_gather_us", OPT_INT, 0, 0, 100000, "0",
+    {"commit-gather", "US", "drives", "commit_gather_us", OPT_INT, 0, 0, 100000, "1000",
      C(commit_gather_us, int64_t),
      "a drive's group commit of less than an IU waits up to this many microseconds\n"
      "(at most a flush's time) for more records while writers keep several in\n"

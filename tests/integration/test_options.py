@@ -11,7 +11,7 @@ import pytest
 from conftest import AK, SK, WARMLAKED, Server
 
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
-         "block", "inline-max", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
+         "block", "inline-max", "commit-gather", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
          "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
@@ -20,7 +20,7 @@ INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] ma
             "[server] io_timeout", "[server] lifecycle_day_seconds", "[erasure] k", "[erasure] m", "[erasure] block",
             "[erasure] inline_max",
             "[drives] count", "[drives] capacity", "[drives] segment_size", "[drives] iu",
-            "[drives] dwpd", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
+            "[drives] dwpd", "[drives] commit_gather_us", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
             "[drive.N] dwpd", "[user.NAME] access_key", "[user.NAME] secret_key"]
 
 
@@ -67,6 +67,8 @@ def test_help_lists_every_option(datadir):
     (["--ec", "5+2"], "--ec 5+2 ([erasure] k, m) must add up to --drives 6"),
     (["--block", "100"], "--block 100 ([erasure] block) must be a multiple of 64"),
     (["--iu", "6000"], "--iu 6000 ([drives] iu) must be a power of two"),
+    (["--commit-gather", "100001"],
+     "--commit-gather: bad value '100001': want a whole number in 0..100000"),
     (["--io-timeout", "0"], "--io-timeout: bad value '0': want a whole number in 1..86400"),
     (["--io-timeout", "86401"], "--io-timeout: bad value"),
     (["--lifecycle-day-seconds", "-1"], "--lifecycle-day-seconds: bad value '-1'"),
