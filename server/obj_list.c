@@ -34,6 +34,10 @@
  * version's, never a mix; a key acknowledged before the listing and not
  * deleted until its end has a live head on at least one of the k stores
  * for the whole walk, newer than any tombstone, so it is listed, once.
+ * A head that fewer of the merged stores hold than its commit would have
+ * put there (a commit in flight or cut short by a crash, a store that
+ * missed a write) is settled as a GET settles it (obj__newest_at on the
+ * key's own stores): a listing never shows a key a GET would not find.
  */
 #include "server/obj_int.h"
 
@@ -344,6 +348,27 @@ static int newer(const obj_info_t *a, const obj_info_t *b)
 }
 
 /*
+ * Whether fewer of the merged stores hold best (the newest head at this
+ * position) than would if its commit stood whole: a sparse head on every
+ * merged store among its copies, any other on every merged store. at[0..na)
+ * are the stores with a head here; copy_of[i] the one whose decoded head
+ * at[i]'s bytes repeat (i itself when it decoded its own).
+ */
+static int short_of_heads(const merge_t *m, src_t *const *at, int na, const int *copy_of,
+                          const obj_info_t *best)
+{
+    int holders = 0, want = 0;
+    for (int i = 0; i < na; i++) {
+        const obj_info_t *o = at[copy_of[i]]->info;
+        if (o == best || (o->stamp_ns == best->stamp_ns && !strcmp(o->upload_id, best->upload_id)))
+            holders++;
+    }
+    for (int i = 0; i < m->nsrc; i++)
+        if (!best->sparse || ((best->inl >> m->src[i]->store) & 1)) want++;
+    return holders < want;
+}
+
+/*
  * The next position in order and its newest head: 1 (m->key, m->ver and
  * *out set, the cursor past it), 0 at the end, or an ERR_*. *out stays
  * valid until the next call.
@@ -368,18 +393,21 @@ static int merge_next(merge_t *m, const obj_info_t **out)
         memcpy(m->ver, ever(at[0]), e0->meta - e0->ver);
         m->how = m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY;
         const obj_info_t *best = NULL;
-        int bad = 0;
+        int bad = 0, copy_of[OBJ_MAX_SHARDS];
         for (int i = 0; i < na; i++) {
             src_t *c = at[i];
             const lent_t *e = &c->e[c->at];
             const uint8_t *meta = c->arena + e->meta;
             c->decoded = 0;
+            copy_of[i] = i;
             /* The heads of one commit are the same bytes on every store: decoded once. */
             for (int j = 0; j < i && !c->decoded; j++) {
                 const lent_t *f = &at[j]->e[at[j]->at];
-                if (at[j]->decoded && f->meta_len == e->meta_len &&
-                    memcmp(at[j]->arena + f->meta, meta, e->meta_len) == 0)
+                if (at[j]->decoded > 0 && f->meta_len == e->meta_len &&
+                    memcmp(at[j]->arena + f->meta, meta, e->meta_len) == 0) {
                     c->decoded = -1; /* a copy of one already counted */
+                    copy_of[i] = j;
+                }
             }
             if (!c->decoded) {
                 if (obj_meta_decode(meta, e->meta_len, c->info) != 0) {
@@ -390,6 +418,18 @@ static int merge_next(merge_t *m, const obj_info_t **out)
                 }
             }
             c->at++;
+        }
+        if (!bad && short_of_heads(m, at, na, copy_of, best)) {
+            /*
+             * Fewer of the merged stores hold this head than a committed one
+             * leaves there: a commit in flight or cut short, or a store that
+             * missed a write. A GET asks the key's own stores: the listing
+             * takes their answer, so it never lists what a GET would not find
+             * (or the other way round). If they cannot answer, the merge's.
+             */
+            rc = obj__newest_at(m->s, m->bucket, m->key, m->ver, m->settled);
+            if (rc == ERR_NOT_FOUND) continue;
+            if (rc == 0) best = m->settled;
         }
         if (bad) {
             /* Another store may hold the head the unreadable one stands for. */
