@@ -246,6 +246,12 @@ static int heads_round(obj_set_t *s, const char *bucket, const char *key, const 
     return heads;
 }
 
+/* Every store of the set, as a mask. */
+static uint32_t all_stores(const obj_set_t *s)
+{
+    return s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+}
+
 /* The first m+1 stores from the key's first inline store that are not in `skip`. */
 static uint32_t copies_avoiding(const obj_set_t *s, const char *bucket, const char *key,
                                 uint32_t skip)
@@ -263,7 +269,7 @@ static uint32_t copies_avoiding(const obj_set_t *s, const char *bucket, const ch
 int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        obj_info_t *info, const void *data, uint32_t dead, int *first_err)
 {
-    uint32_t all = (s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1), failed = 0;
+    uint32_t all = all_stores(s), failed = 0;
     void *loaded = NULL;
     int heads;
     *first_err = 0;
@@ -302,11 +308,7 @@ out:
 uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *key)
 {
     /* m+1 neighbours from the key's hash: any m may fail, and keys spread over all stores. */
-    uint32_t h = inline_first(s, bucket, key);
-    uint32_t mask = 0;
-    for (int j = 0; j <= s->m; j++)
-        mask |= 1u << ((h + (uint32_t)j) % (uint32_t)s->n);
-    return mask;
+    return copies_avoiding(s, bucket, key, 0);
 }
 
 /*
@@ -422,7 +424,7 @@ static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const 
                        const obj_info_t *old)
 {
     uint8_t meta[HEAD_MAX];
-    uint32_t took = 0, all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    uint32_t took = 0, all = all_stores(s);
     obj_info_t *o = xmalloc(sizeof(*o));
     int first_err = 0;
     for (int i = 0; i < s->n; i++) {

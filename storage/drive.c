@@ -688,6 +688,17 @@ int drive_put(drive_t *d, const drive_id_t *id, const void *data, size_t len, co
     return rc ? rc : drive__submit(d, &r);
 }
 
+int drive__thread_start(drive_t *d, pthread_t *th, void *(*fn)(void *), const char *name)
+{
+    int e = pthread_create(th, NULL, fn, d);
+    if (e != 0) {
+        log_error("event=thread_create_failed path=%s thread=%s errno=%d", d->path, name, e);
+        return e == ENOMEM || e == EAGAIN ? ERR_NOMEM : ERR_IO;
+    }
+    pthread_setname_np(*th, name);
+    return 0;
+}
+
 int drive_delete(drive_t *d, const drive_id_t *id)
 {
     req_t r;

@@ -310,14 +310,9 @@ static void *bg_main(void *arg)
 
 int drive__bg_start(drive_t *d)
 {
-    int e = pthread_create(&d->bg_thread, NULL, bg_main, d);
-    if (e != 0) {
-        log_error("event=thread_create_failed path=%s thread=wl-compact errno=%d", d->path, e);
-        return e == ENOMEM || e == EAGAIN ? ERR_NOMEM : ERR_IO;
-    }
-    pthread_setname_np(d->bg_thread, "wl-compact");
-    d->bg_running = 1;
-    return 0;
+    int rc = drive__thread_start(d, &d->bg_thread, bg_main, "wl-compact");
+    d->bg_running = rc == 0;
+    return rc;
 }
 
 void drive__bg_stop(drive_t *d)

@@ -228,6 +228,8 @@ int drive__writer_flush(drive_t *d, writer_t *w);
 int drive__submit(drive_t *d, req_t *r);
 /* Queue an asynchronous request (malloc'd); its done_fn runs once. 0 or ERR_CLOSED. */
 int drive__submit_async(drive_t *d, req_t *r);
+/* A drive's thread fn(d), named (logged when it cannot start). 0, ERR_NOMEM or ERR_IO. */
+int drive__thread_start(drive_t *d, pthread_t *th, void *(*fn)(void *), const char *name);
 /* The commit thread: start at open; stop at close, after it drained the queue. */
 int drive__commit_start(drive_t *d);
 void drive__commit_stop(drive_t *d);

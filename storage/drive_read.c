@@ -16,6 +16,16 @@
 
 /* ---- reads ---- */
 
+/* What drive_stat and drive_get say of a record from its index entry. */
+static void stat_fill(const ent_t *e, drive_stat_t *st, void *meta, size_t meta_cap)
+{
+    st->len = e->payload_len;
+    st->seq = e->seq;
+    st->crc = e->hdr_crc;
+    st->meta_len = e->meta_len;
+    if (meta && e->meta_len) memcpy(meta, e->meta, e->meta_len < meta_cap ? e->meta_len : meta_cap);
+}
+
 int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap)
 {
     rec_id_t rid;
@@ -28,11 +38,7 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
         free(vb);
         return ERR_NOT_FOUND;
     }
-    st->len = e.payload_len;
-    st->seq = e.seq;
-    st->crc = e.hdr_crc;
-    st->meta_len = e.meta_len;
-    if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+    stat_fill(&e, st, meta, meta_cap);
     free(vb);
     return 0;
 }
@@ -187,11 +193,7 @@ int drive_get(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, si
     int rc;
     if ((rc = drive__to_rec_id(id, &rid)) != 0 || (rc = record_acquire(d, &rid, &e, &vb, &s)) != 0)
         return rc;
-    st->len = e.payload_len;
-    st->seq = e.seq;
-    st->crc = e.hdr_crc;
-    st->meta_len = e.meta_len;
-    if (meta && e.meta_len) memcpy(meta, e.meta, e.meta_len < meta_cap ? e.meta_len : meta_cap);
+    stat_fill(&e, st, meta, meta_cap);
     /* The index entry and the record it names are one: read_extent checks the header's crc
      * and sequence against the entry, so the metadata above is this payload's. */
     if (e.payload_len > cap)

@@ -524,14 +524,9 @@ static void *commit_main(void *arg)
 
 int drive__commit_start(drive_t *d)
 {
-    int e = pthread_create(&d->ct_thread, NULL, commit_main, d);
-    if (e != 0) {
-        log_error("event=thread_create_failed path=%s thread=wl-commit errno=%d", d->path, e);
-        return e == ENOMEM || e == EAGAIN ? ERR_NOMEM : ERR_IO;
-    }
-    pthread_setname_np(d->ct_thread, "wl-commit");
-    d->ct_running = 1;
-    return 0;
+    int rc = drive__thread_start(d, &d->ct_thread, commit_main, "wl-commit");
+    d->ct_running = rc == 0;
+    return rc;
 }
 
 void drive__commit_stop(drive_t *d)
