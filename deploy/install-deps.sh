@@ -8,11 +8,12 @@ PKGS=(
   # build
   build-essential cmake pkg-config git
   libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev
-  libxxhash-dev libexpat1-dev node-llhttp libinih-dev libjansson-dev
+  libxxhash-dev libexpat1-dev node-llhttp libinih-dev libjansson-dev libcurl4-openssl-dev
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-boto3 s3cmd rclone
   chromium  # CORS seen from a real browser (test_s3_cors.py)
+  etcd-server  # the cluster's control plane (test_cluster.py starts its own)
   # bench ceilings
   fio nginx wrk
 )

@@ -11,10 +11,12 @@
  * value, flag or setting exits with status 2 and a message naming it; a
  * store that cannot start (drives, address) exits with status 1.
  */
+#include "cluster/map.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
 #include "server/http.h"
+#include "server/member.h"
 #include "server/options.h"
 #include "server/s3.h"
 
@@ -43,6 +45,7 @@ typedef struct {
 /* Settings: defaults, then the config files, then flags. */
 typedef struct {
     const char *listen, *data, *domain, *region;
+    const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
@@ -121,6 +124,20 @@ static const opt_def_t options[] = {
      DAY_S, "0", C(lifecycle_day_s, int64_t),
      "length of a lifecycle day, for tests (as Ceph's rgw_lc_debug_interval);\n"
      "0: a real day (86400)"},
+    {"cluster", "FILE", "cluster", "map", OPT_STR, 0, 1, 0, NULL, C(cluster_map, STR),
+     "join a cluster: its map (JSON, see cluster/map.h); this node serves S3 and\n"
+     "the node protocol on the map's addresses, with the map's drive count and sets"},
+    {"etcd", "URLS", "cluster", "etcd", OPT_STR, 0, 1, 0, NULL, C(etcd, STR),
+     "join a cluster whose map lives in etcd (http://HOST:PORT[,...]): wait until\n"
+     "the map lists this node, hold a lease on its registration, apply new epochs"},
+    {"etcd-prefix", "KEY", "cluster", "etcd_prefix", OPT_STR, 0, 1, 200, "/warmlake",
+     C(etcd_prefix, STR), "where the cluster's keys live in etcd"},
+    {"node", "ID", "cluster", "node", OPT_NAME, 0, 1, CMAP_MAX_ID, NULL, C(node, STR),
+     "this node's id in the cluster map"},
+    {"cluster-secret-file", "FILE", "cluster", "secret_file", OPT_STR, 0, 1, 0, NULL,
+     C(cluster_secret_file, STR),
+     "file holding the cluster secret peers authenticate with (at least 16 bytes;\n"
+     "or WARMLAKE_CLUSTER_SECRET)"},
     {"config", "FILE", NULL, NULL, OPT_CONFIG, 0, 0, 0, NULL, 0,
      "INI file: [section] key = value, as listed here; flags override it"},
     {"help", NULL, NULL, NULL, OPT_HELP, 0, 0, 0, NULL, 0, "this text"},
@@ -187,10 +204,12 @@ static void *conf_section(void *arg, const char *sec, const char **pattern, char
 }
 
 static http_server_t *server;
+static volatile int stop_asked; /* a signal came (ends a wait for the cluster map) */
 
 static void on_signal(int sig)
 {
     (void)sig;
+    stop_asked = 1;
     if (server) http_server_stop(server);
 }
 
@@ -237,8 +256,39 @@ int main(int argc, char **argv)
 
     /* What no single value can say. */
     int drives = (int)conf.drives, k = (int)conf.k, m = (int)conf.m;
-    char bad[160] = "";
-    if (k + m != drives)
+    char bad[400] = "";
+    member_t *member = NULL;
+    const cmap_t *map = NULL;
+    int me = -1, clustered = conf.cluster_map || conf.etcd;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
+        signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+        fprintf(stderr, "warmlaked: cannot set signal handlers: %s\n", strerror(errno));
+        opt_free(&oc);
+        return 1;
+    }
+    if (clustered) {
+        member_cfg_t mc = {conf.cluster_map,         conf.etcd, conf.etcd_prefix, conf.node,
+                           conf.cluster_secret_file, conf.data};
+        int lr = member_load(&mc, &stop_asked, &member, bad, sizeof(bad));
+        if (lr == 1) {
+            fprintf(stderr, "warmlaked: %s\n", bad);
+            opt_free(&oc);
+            return 1;
+        }
+        if (lr == 0) {
+            map = member_map(member);
+            me = member_self(member);
+            drives = map->nodes[me].drives;
+            k = map->sets[0].k;
+            m = map->sets[0].m;
+            conf.listen = map->nodes[me].s3;
+        }
+    }
+    if (bad[0])
+        ;
+    else if (!clustered && k + m != drives)
         snprintf(bad, sizeof(bad),
                  "--ec %d+%d ([erasure] k, m) must add up to --drives %d "
                  "([drives] count)",
@@ -255,6 +305,7 @@ int main(int argc, char **argv)
                      (unsigned long long)conf.drive[i].iu);
     if (bad[0]) {
         fprintf(stderr, "warmlaked: %s\n", bad);
+        member_free(member);
         opt_free(&oc);
         return 2;
     }
@@ -306,7 +357,7 @@ int main(int argc, char **argv)
 
     /* Drives. */
     drive_t *dv[OBJ_MAX_SHARDS] = {0};
-    shard_store_t st[OBJ_MAX_SHARDS];
+    shard_store_t st[OBJ_MAX_SHARDS] = {0};
     int made_data = 0;
     for (int i = 0; i < drives; i++) {
         char path[4096];
@@ -336,8 +387,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", c.path, err_str(rc));
             goto out;
         }
-        st[i] = shard_store_local(dv[i]);
+        if (!clustered) st[i] = shard_store_local(dv[i]);
     }
+    if (member && (rc = member_join(member, dv, st)) != 0) goto out;
     int err;
     obj_set_t *set = obj_set_new(st, k, m, (uint32_t)conf.block, &err);
     if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
@@ -354,6 +406,7 @@ int main(int argc, char **argv)
     s3.max_skew_s = 900;
     s3.domain = conf.domain;
     s3.lifecycle_day_s = (long)conf.lifecycle_day_s;
+    s3.fenced = member ? member_fenced(member) : NULL;
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;
@@ -370,21 +423,19 @@ int main(int argc, char **argv)
         obj_set_free(set);
         goto out;
     }
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0 ||
-        signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
-        fprintf(stderr, "warmlaked: cannot set signal handlers: %s\n", strerror(errno));
-        rc = 1;
-    } else {
+    {
         const char *colon = strrchr(conf.listen, ':'); /* OPT_ADDR: there is one */
         printf("warmlaked: serving S3 on http://%.*s:%d with %d drives under %s, EC %d+%d\n",
                (int)(colon - conf.listen), conf.listen, http_server_port(server), drives, conf.data,
                k, m);
+        if (map)
+            printf("warmlaked: node %s of cluster %s (epoch %llu, %d nodes), peers on %s\n",
+                   map->nodes[me].id, map->cluster, (unsigned long long)map->epoch, map->nnodes,
+                   map->nodes[me].proto);
         printf("warmlaked: ready port=%d\n", http_server_port(server));
         fflush(stdout);
         s3_lc_worker_t *lc = s3_lifecycle_start(&s3);
-        rc = http_server_run(server);
+        rc = stop_asked ? 0 : http_server_run(server); /* a signal may have come first */
         s3_lifecycle_stop(lc);
         if (rc) fprintf(stderr, "warmlaked: server stopped: %s\n", err_str(rc));
     }
@@ -393,10 +444,12 @@ int main(int argc, char **argv)
     obj_set_free(set);
     log_info("event=shutdown");
 out:
+    member_leave(member, st, k + m);
     for (int i = 0; i < drives; i++)
         if (dv[i]) drive_close(dv[i]);
 out_users:
     free(more);
+    member_free(member);
     opt_free(&oc);
     return status ? status : rc ? 1 : 0;
 }

@@ -303,6 +303,13 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         s3_err_msg(&x, S3E_INVALID_REQUEST, "Bad request target.");
         goto out;
     }
+    if (x.cfg->fenced && atomic_load(x.cfg->fenced)) {
+        /* A map change this node cannot apply: answering from the old layout could be wrong. */
+        s3_err_msg(
+            &x, S3E_SERVICE_UNAVAILABLE,
+            "This node is fenced: the cluster map changed its layout; a restart applies it.");
+        goto out;
+    }
     /* Virtual-host style (Host: bucket.domain) when a domain is set, else path style. */
     const char *p = t + 1, *pe = q ? q : t + strlen(t);
     char *b = vhost_bucket(&x);

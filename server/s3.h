@@ -15,6 +15,8 @@
 #include "server/http.h"
 #include "server/obj.h"
 
+#include <stdatomic.h>
+
 typedef struct {
     const char *access_key, *secret;
 } s3_user_t;
@@ -28,6 +30,8 @@ typedef struct {
     const char *domain; /* virtual-host style for BUCKET.domain; NULL: path style only */
     /* Seconds a lifecycle day lasts; 0: 86400 (--lifecycle-day-seconds, shorter only for tests). */
     long lifecycle_day_s;
+    /* A cluster member's fence (server/member.h): while 1, every request answers 503. */
+    const _Atomic int *fenced;
 } s3_cfg_t;
 
 /*

@@ -36,7 +36,8 @@ int s3_bucket_name_ok(const char *n)
 static int bucket_read(ctx_t *x, const char *name, obj_info_t *info)
 {
     obj_info_t tmp, *dst = info ? info : &tmp;
-    int found = obj_stat(x->cfg->set, BUCKETS, name, dst) == 0;
+    int rc = obj_stat(x->cfg->set, BUCKETS, name, dst), found = rc == 0;
+    if (rc && rc != ERR_NOT_FOUND) x->bucket_lookup_failed = 1;
     if (strcmp(name, x->bucket) == 0) {
         x->bucket_seen = found ? 1 : -1;
         if (found) obj_info_copy(&x->bucket_rec, dst);

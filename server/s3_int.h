@@ -81,6 +81,9 @@ typedef struct {
     /* The request's bucket record, read once (routing, access, CORS, listing owner all ask):
      * 0 not read yet, 1 read, -1 absent. Decisions under a bucket lock read it afresh. */
     int bucket_seen;
+    /* A bucket lookup failed (too many stores unreachable), not "absent": a NoSuchBucket
+     * this request would answer is a guess, so it answers 503 instead (s3_err_detail). */
+    int bucket_lookup_failed;
     obj_info_t bucket_rec;
     char bucket[64];
     char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */

@@ -26,6 +26,10 @@ const s3_err_info_t *s3_err_info(s3_err_t e)
 
 void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
 {
+    if (e == S3E_NO_SUCH_BUCKET && x->bucket_lookup_failed) {
+        e = S3E_SERVICE_UNAVAILABLE; /* the bucket could not be looked up: not known absent */
+        msg = NULL;
+    }
     const s3_err_info_t *ei = s3_err_info(e);
     buf_t b = {0};
     char h[256];

@@ -138,3 +138,25 @@ if __name__ == "__main__":
     write("chunked", 0, b"\x02\x07" + b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n")
     write("chunked", 1, b"\x00\x03" + b"3\r\nabc\r\n0\r\n\r\n")
     write("chunked", 2, b"\x01\xff" + b"3;chunk-signature=" + b"0" * 64 + b"\r\nabc\r\n")
+    # Node protocol frames (proto/wire.h): a header with a valid crc, then a request payload.
+    pstr = lambda v: struct.pack("<H", len(v)) + v
+    pid = lambda b, k, v, sh: pstr(b) + pstr(k) + pstr(v) + struct.pack("<I", sh)
+
+    def frame(typ, payload, rid=1, flags=0, status=0):
+        h = struct.pack("<IBBHQIi", 0x31504C57, 1, typ, flags, rid, len(payload), status)
+        return h + struct.pack("<II", crc32c(payload, crc32c(h)), 0) + payload
+    put = (struct.pack("<I", 1) + pid(b"bkt", b"key", b"", 3) + struct.pack("<I", 4) + b"meta"
+           + struct.pack("<I", 5) + b"hello")
+    write("wire", 0, frame(3, put))
+    write("wire", 1, frame(1, struct.pack("<H", 1) + pstr(b"lake") + pstr(b"n1")
+                           + struct.pack("<Q", 7) + bytes(range(16))))
+    write("wire", 2, frame(9, struct.pack("<I", 0) + pstr(b"bkt") + pstr(b"pre") + b"\x02"
+                           + pstr(b"from") + pstr(b"v") + struct.pack("<I", 100) + b"\x01"))
+    write("wire", 3, frame(4, struct.pack("<I", 2) + pid(b"b\x01", b"k", b"0f", 33)
+                           + struct.pack("<QI", 4096, 65536), rid=9, flags=1, status=-4))
+    write("cmap", 0, b'{"cluster":"lake","epoch":2,"nodes":['
+          b'{"id":"n1","s3":"127.0.0.1:9001","proto":"127.0.0.1:9101","drives":2},'
+          b'{"id":"n2","s3":"127.0.0.1:9002","proto":"127.0.0.1:9102","drives":2},'
+          b'{"id":"n3","s3":"127.0.0.1:9003","proto":"127.0.0.1:9103","drives":2}]}')
+    write("cmap", 1, b'{"cluster":"c","epoch":1,"nodes":[{"id":"a","s3":"h:1","proto":"h:2",'
+          b'"drives":3}],"sets":[{"ec":"2+1","drives":["a/2","a/0","a/1"]}]}')

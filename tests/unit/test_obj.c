@@ -4,6 +4,11 @@
  * stores, m+1 failures refused, writes with failing stores, delete markers
  * that win over a store that missed the delete, listings. Odd stores take
  * asynchronous puts (put_async), even ones synchronous puts on the pool.
+ *
+ * "test_obj remote" runs every test with the drives behind proto/: a
+ * protocol server in this process serves them, and the set's stores are
+ * remote stores (server/peer.h) talking to it over loopback TCP, as a
+ * gateway reaches the drives of other nodes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +20,7 @@
 #include "common/le.h"
 #include "common/log.h"
 #include "server/obj_int.h"
+#include "server/peer.h"
 
 #define _XOPEN_SOURCE_EXTRA
 #include <ftw.h>
@@ -32,7 +38,8 @@
 
 /* A shard store in front of a real drive that can fail or rot on demand. */
 typedef struct {
-    drive_t *d;
+    drive_t *d;       /* the drive itself (the tests look at it directly) */
+    shard_store_t in; /* how the set reaches it: a local store, or a remote one */
     int fail_read, fail_write, corrupt_read;
     int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
     long scanned;  /* entries its listings went by */
@@ -43,14 +50,14 @@ static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, 
                  size_t ml)
 {
     faulty_t *f = ctx;
-    return f->fail_write ? ERR_IO : drive_put(f->d, id, data, len, meta, ml);
+    return f->fail_write ? ERR_IO : f->in.ops->put(f->in.ctx, id, data, len, meta, ml);
 }
 static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_read, 1, __ATOMIC_RELAXED);
     if (f->fail_read) return ERR_IO;
-    int rc = drive_read(f->d, id, off, buf, len);
+    int rc = f->in.ops->read(f->in.ctx, id, off, buf, len);
     if (rc == 0 && f->corrupt_read && len > 0)
         ((uint8_t *)buf)[len / 2] ^= 0x01; /* bitrot below the drive's own checks */
     return rc;
@@ -61,7 +68,7 @@ static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
 {
     faulty_t *f = ctx;
     if (f->fail_read) return ERR_IO;
-    int rc = drive_read_split(f->d, id, 0, buf, len, tail, tail_len, buf_crc);
+    int rc = f->in.ops->read_split(f->in.ctx, id, buf, len, tail, tail_len, buf_crc);
     if (rc == 0 && f->corrupt_read && len > 0) {
         ((uint8_t *)buf)[len / 2] ^= 0x01;
         *buf_crc = crc32c(0, buf, len); /* what lies in buf now: the gateway must compare */
@@ -72,18 +79,18 @@ static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_stat, 1, __ATOMIC_RELAXED);
-    return f->fail_read ? ERR_IO : drive_stat(f->d, id, st, meta, cap);
+    return f->fail_read ? ERR_IO : f->in.ops->stat(f->in.ctx, id, st, meta, cap);
 }
 static int f_del(void *ctx, const drive_id_t *id)
 {
     faulty_t *f = ctx;
-    return f->fail_write ? ERR_IO : drive_delete(f->d, id);
+    return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
 }
 static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
                   void *arg)
 {
     faulty_t *f = ctx;
-    return f->fail_read ? ERR_IO : drive_list(f->d, b, p, a, fn, arg);
+    return f->fail_read ? ERR_IO : f->in.ops->list(f->in.ctx, b, p, a, fn, arg);
 }
 /* A whole record (inline objects); odd stores go without it (stat + read + stat). */
 static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap,
@@ -92,13 +99,14 @@ static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, 
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_get, 1, __ATOMIC_RELAXED);
     if (f->fail_read) return ERR_IO;
-    int rc = drive_get(f->d, id, st, meta, cap, buf, bcap);
+    int rc = f->in.ops->get(f->in.ctx, id, st, meta, cap, buf, bcap);
     if (rc == 0 && f->corrupt_read && st->len > 0) ((uint8_t *)buf)[st->len / 2] ^= 0x01;
     return rc;
 }
 static void f_stats(void *ctx, drive_stats_t *st)
 {
-    drive_stats(((faulty_t *)ctx)->d, st);
+    faulty_t *f = ctx;
+    f->in.ops->stats(f->in.ctx, st);
 }
 /* A scan that can die mid-walk: after scan_left entries (counted over every scan). */
 typedef struct {
@@ -123,7 +131,7 @@ static int f_scan(void *ctx, const char *b, const char *p, const drive_from_t *f
     faulty_t *f = ctx;
     if (f->fail_read || f->scan_left < 0) return ERR_IO;
     fscan_t x = {f, fn, arg, 0};
-    int rc = drive_scan(f->d, b, p, from, f_scan_cb, &x);
+    int rc = f->in.ops->scan(f->in.ctx, b, p, from, f_scan_cb, &x);
     if (x.died) {
         f->scan_left = -1; /* and dead from then on */
         return ERR_IO;
@@ -136,7 +144,8 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
                        const void *meta, size_t ml, drive_done_fn done, void *arg)
 {
     faulty_t *f = ctx;
-    return f->fail_write ? ERR_IO : drive_put_async(f->d, id, data, len, meta, ml, done, arg);
+    return f->fail_write ? ERR_IO
+                         : f->in.ops->put_async(f->in.ctx, id, data, len, meta, ml, done, arg);
 }
 
 static const shard_ops_t faulty_ops = {.put = f_put,
@@ -161,7 +170,43 @@ typedef struct {
     char *dir;
     faulty_t f[N];
     obj_set_t *set;
+    drive_t *drives[N];
+    proto_net_t *server, *client; /* remote mode */
+    peer_serve_t *serve;
 } env_t;
+
+static int remote; /* "test_obj remote": the stores are behind proto/ */
+
+static const char secret[] = "a test cluster secret";
+
+/* Serve the drives over loopback and make each faulty store's inner store a remote one. */
+static void go_remote(env_t *e)
+{
+    for (int i = 0; i < N; i++)
+        e->drives[i] = e->f[i].d;
+    assert_non_null(e->serve = peer_serve_new(e->drives, N, 8));
+    proto_net_cfg_t c = {.listen = "127.0.0.1:0",
+                         .cluster = "test",
+                         .node = "srv",
+                         .secret = secret,
+                         .secret_len = sizeof(secret) - 1,
+                         .epoch = 1,
+                         .handle = peer_serve_handle,
+                         .arg = e->serve};
+    assert_int_equal(proto_net_start(&c, &e->server), 0);
+    proto_net_cfg_t cc = {.cluster = "test",
+                          .node = "gw",
+                          .secret = secret,
+                          .secret_len = sizeof(secret) - 1,
+                          .epoch = 1};
+    assert_int_equal(proto_net_start(&cc, &e->client), 0);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", proto_net_port(e->server));
+    proto_peer_t *p = proto_net_peer(e->client, "srv", addr);
+    assert_non_null(p);
+    for (int i = 0; i < N; i++)
+        e->f[i].in = peer_store_new(p, (uint32_t)i);
+}
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -186,8 +231,10 @@ static int setup(void **state)
         c.segment_size = 8u << 20;
         c.capacity = 256u << 20;
         assert_int_equal(drive_open(&c, &e->f[i].d), 0);
+        e->f[i].in = shard_store_local(e->f[i].d);
         st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
     }
+    if (remote) go_remote(e);
     int err;
     e->set = obj_set_new(st, K, M, B, &err);
     assert_non_null(e->set);
@@ -199,6 +246,13 @@ static int teardown(void **state)
 {
     env_t *e = *state;
     obj_set_free(e->set);
+    if (remote) {
+        proto_net_stop(e->client);
+        proto_net_stop(e->server);
+        peer_serve_free(e->serve);
+        for (int i = 0; i < N; i++)
+            peer_store_free(&e->f[i].in);
+    }
     for (int i = 0; i < N; i++)
         drive_close(e->f[i].d);
     nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
@@ -1938,9 +1992,10 @@ static void test_list_racing_writes(void **state)
     assert_int_equal(r.errors, 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     log_level = LOG_LVL_ERROR;
+    remote = argc > 1 && strcmp(argv[1], "remote") == 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meta_codec),
         cmocka_unit_test(test_meta_inline),

@@ -1,0 +1,426 @@
+/*
+ * wl-admin: shows and edits a cluster whose map lives in etcd.
+ *
+ *   wl-admin [--etcd URLS] [--prefix KEY] COMMAND [ARGS]
+ *     cluster init --map FILE    store the first map (refused if there is one)
+ *     cluster show               print the map
+ *     map set --map FILE         replace the map (epoch: at least the stored one + 1)
+ *     node add --id ID --s3 HOST:PORT --proto HOST:PORT --drives N
+ *     node remove --id ID        (refused while a set uses its drives)
+ *     status [--json]            nodes (registered = alive), sets and their health,
+ *                                and with the cluster secret each drive's space and
+ *                                endurance (asked over the node protocol)
+ *
+ * URLS default to $WARMLAKE_ETCD, else http://127.0.0.1:2379; the prefix to
+ * /warmlake. Every edit is a compare-and-swap on the map's revision with a
+ * new epoch, checked by the same parser the nodes use before it is stored:
+ * two admins editing at once cannot lose an edit, and a bad map never
+ * reaches the nodes. Exit status: 0, 1 (etcd or a node unreachable), 2 (a
+ * bad command or a change that is refused).
+ */
+#include "cluster/etcd.h"
+#include "cluster/map.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "proto/net.h"
+#include "server/peer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *prefix = "/warmlake";
+static etcd_t *etcd;
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: wl-admin [--etcd URLS] [--prefix KEY] COMMAND\n"
+                    "  cluster init --map FILE | cluster show | map set --map FILE\n"
+                    "  node add --id ID --s3 HOST:PORT --proto HOST:PORT --drives N\n"
+                    "  node remove --id ID | status [--json]\n");
+    return 2;
+}
+
+/* The value of --name in argv[from..argc), or NULL. */
+static const char *arg(int argc, char **argv, int from, const char *name)
+{
+    for (int i = from; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0) return argv[i + 1];
+    return NULL;
+}
+
+static int flag(int argc, char **argv, int from, const char *name)
+{
+    for (int i = from; i < argc; i++)
+        if (strcmp(argv[i], name) == 0) return 1;
+    return 0;
+}
+
+static void map_key(char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/map", prefix);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    *len = 0;
+    for (;;) {
+        if (*len == cap) {
+            cap = cap ? cap * 2 : 4096;
+            buf = realloc(buf, cap + 1);
+            if (!buf) abort();
+        }
+        size_t got = fread(buf + *len, 1, cap - *len, f);
+        if (!got) break;
+        *len += got;
+    }
+    fclose(f);
+    if (buf) buf[*len] = 0;
+    return buf;
+}
+
+/* Check text as the nodes will; 0 or 2 (printed). */
+static int check(const char *text, size_t len)
+{
+    cmap_t m;
+    char err[300];
+    if (cmap_parse(text, len, &m, err, sizeof(err)) != 0) {
+        fprintf(stderr, "wl-admin: refused: %s\n", err);
+        return 2;
+    }
+    cmap_free(&m);
+    return 0;
+}
+
+static int cluster_init(const char *path)
+{
+    size_t len;
+    char *text = read_file(path, &len), key[300];
+    if (!text) {
+        fprintf(stderr, "wl-admin: cannot read %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    int rc = check(text, len);
+    map_key(key, sizeof(key));
+    if (!rc) rc = etcd_put_if(etcd, key, text, len, 0);
+    free(text);
+    if (rc == ERR_PRECOND) {
+        fprintf(stderr, "wl-admin: %s already holds a map (wl-admin map set replaces it)\n", key);
+        return 2;
+    }
+    if (rc == 0) printf("wl-admin: map stored at %s\n", key);
+    return rc == 0 ? 0 : rc == 2 ? 2 : 1;
+}
+
+/* The stored map as JSON and its revision: 0, 1 (etcd), 2 (none). */
+static int load(json_t **doc, int64_t *rev)
+{
+    char key[300], *val;
+    size_t len;
+    map_key(key, sizeof(key));
+    int rc = etcd_get(etcd, key, &val, &len, rev);
+    if (rc == ERR_NOT_FOUND) {
+        fprintf(stderr, "wl-admin: no map at %s (wl-admin cluster init)\n", key);
+        return 2;
+    }
+    if (rc) return 1;
+    json_error_t je;
+    *doc = json_loadb(val, len, 0, &je);
+    free(val);
+    if (!*doc) {
+        fprintf(stderr, "wl-admin: the stored map is not JSON: %s\n", je.text);
+        return 2;
+    }
+    return 0;
+}
+
+/*
+ * Apply edit to the stored map with a new epoch, check it, store it if the
+ * map did not change meanwhile (else again, a few times). 0, 1 or 2.
+ */
+static int edit(int (*fn)(json_t *doc, void *arg), void *arg)
+{
+    for (int attempt = 0; attempt < 5; attempt++) {
+        json_t *doc;
+        int64_t rev;
+        int rc = load(&doc, &rev);
+        if (rc) return rc;
+        json_int_t epoch = json_integer_value(json_object_get(doc, "epoch"));
+        if ((rc = fn(doc, arg)) != 0) {
+            json_decref(doc);
+            return rc;
+        }
+        json_int_t want = json_integer_value(json_object_get(doc, "epoch"));
+        json_object_set_new(doc, "epoch", json_integer(want > epoch ? want : epoch + 1));
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER), key[300];
+        json_decref(doc);
+        rc = check(text, strlen(text));
+        map_key(key, sizeof(key));
+        if (!rc) rc = etcd_put_if(etcd, key, text, strlen(text), rev);
+        free(text);
+        if (rc == 0) {
+            printf("wl-admin: map stored, epoch %lld\n",
+                   (long long)(want > epoch ? want : epoch + 1));
+            return 0;
+        }
+        if (rc != ERR_PRECOND) return rc == 2 ? 2 : 1;
+    }
+    fprintf(stderr, "wl-admin: the map kept changing under this edit; try again\n");
+    return 1;
+}
+
+typedef struct {
+    const char *id, *s3, *proto;
+    long drives;
+    json_t *replacement;
+} node_edit_t;
+
+static int add_node(json_t *doc, void *arg)
+{
+    node_edit_t *e = arg;
+    json_t *nodes = json_object_get(doc, "nodes");
+    json_array_append_new(nodes, json_pack("{s:s,s:s,s:s,s:i}", "id", e->id, "s3", e->s3, "proto",
+                                           e->proto, "drives", (int)e->drives));
+    if (!json_object_get(doc, "sets")) {
+        /* An automatic set would take the new node's drives: the set would change under
+           the data it holds. Pin the current layout first. */
+        fprintf(stderr, "wl-admin: refused: this map's set is automatic (all drives); adding a "
+                        "node would change it. List \"sets\" explicitly first (map set)\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int remove_node(json_t *doc, void *arg)
+{
+    node_edit_t *e = arg;
+    json_t *nodes = json_object_get(doc, "nodes"), *n;
+    size_t i;
+    json_array_foreach(nodes, i, n)
+    {
+        if (strcmp(json_string_value(json_object_get(n, "id")) ?: "", e->id) != 0) continue;
+        json_array_remove(nodes, i);
+        return 0; /* a set that names its drives fails the check: refused */
+    }
+    fprintf(stderr, "wl-admin: no node %s in the map\n", e->id);
+    return 2;
+}
+
+static int replace_map(json_t *doc, void *arg)
+{
+    node_edit_t *e = arg;
+    json_object_clear(doc);
+    json_object_update(doc, e->replacement);
+    return 0;
+}
+
+/* ---- status ---- */
+
+typedef struct {
+    json_t *regs; /* node id -> registration */
+} regs_t;
+
+static int collect_reg(void *arg, const char *key, const char *val, size_t len)
+{
+    regs_t *r = arg;
+    const char *id = strrchr(key, '/');
+    json_error_t je;
+    json_t *o = json_loadb(val, len, 0, &je);
+    if (id && o) json_object_set_new(r->regs, id + 1, o);
+    return 0;
+}
+
+static int status(int as_json)
+{
+    json_t *doc;
+    int64_t rev;
+    int rc = load(&doc, &rev);
+    if (rc) return rc;
+    char *text = json_dumps(doc, JSON_COMPACT), err[300], key[300];
+    cmap_t m;
+    rc = cmap_parse(text, strlen(text), &m, err, sizeof(err));
+    free(text);
+    json_decref(doc);
+    if (rc) {
+        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
+        return 2;
+    }
+    regs_t r = {json_object()};
+    snprintf(key, sizeof(key), "%s/nodes/", prefix);
+    int reach = etcd_list(etcd, key, collect_reg, &r) == 0;
+    /* Drive counters over the node protocol, when this shell holds the cluster secret. */
+    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
+    proto_net_t *net = NULL;
+    if (secret && strlen(secret) >= 16) {
+        proto_net_cfg_t pc = {.cluster = m.cluster,
+                              .node = "wl-admin",
+                              .secret = secret,
+                              .secret_len = strlen(secret),
+                              .epoch = m.epoch,
+                              .timeout_ms = 3000};
+        if (proto_net_start(&pc, &net) != 0) net = NULL;
+    }
+    json_t *out = json_pack("{s:s,s:I,s:[],s:[]}", "cluster", m.cluster, "epoch",
+                            (json_int_t)m.epoch, "nodes", "sets");
+    int *alive = calloc((size_t)m.nnodes, sizeof(int));
+    if (!alive) abort();
+    for (int i = 0; i < m.nnodes; i++) {
+        const cmap_node_t *n = &m.nodes[i];
+        json_t *reg = json_object_get(r.regs, n->id);
+        alive[i] = reg != NULL;
+        json_t *drives = json_array();
+        proto_peer_t *p = net ? proto_net_peer(net, n->id, n->proto) : NULL;
+        for (int d = 0; d < n->drives; d++) {
+            json_t *dj = json_pack("{s:i}", "drive", d);
+            if (p && reg) {
+                shard_store_t st = peer_store_new(p, (uint32_t)d);
+                drive_stats_t ds;
+                st.ops->stats(st.ctx, &ds);
+                peer_store_free(&st);
+                if (ds.capacity)
+                    json_object_update_new(
+                        dj,
+                        json_pack("{s:I,s:I,s:I,s:f,s:f,s:b}", "capacity", (json_int_t)ds.capacity,
+                                  "used_bytes", (json_int_t)ds.used_bytes, "live_bytes",
+                                  (json_int_t)ds.live_bytes, "write_amp", ds.write_amp,
+                                  "projected_years", ds.projected_years, "readonly", ds.readonly));
+            }
+            json_array_append_new(drives, dj);
+        }
+        json_array_append_new(json_object_get(out, "nodes"),
+                              json_pack("{s:s,s:s,s:s,s:b,s:o}", "id", n->id, "s3", n->s3, "proto",
+                                        n->proto, "alive", reg != NULL, "drives", drives));
+    }
+    for (int s = 0; s < m.nsets; s++) {
+        const cmap_set_t *set = &m.sets[s];
+        int down = 0;
+        json_t *dr = json_array();
+        for (int i = 0; i < set->k + set->m; i++) {
+            char name[CMAP_MAX_ID + 16];
+            snprintf(name, sizeof(name), "%s/%d", m.nodes[set->d[i].node].id, set->d[i].drive);
+            json_array_append_new(dr, json_string(name));
+            down += !alive[set->d[i].node];
+        }
+        const char *health = !down ? "ok" : down <= set->m ? "degraded" : "unavailable";
+        char ec[32];
+        snprintf(ec, sizeof(ec), "%d+%d", set->k, set->m);
+        json_array_append_new(json_object_get(out, "sets"),
+                              json_pack("{s:s,s:o,s:i,s:s}", "ec", ec, "drives", dr, "shards_down",
+                                        down, "health", health));
+    }
+    proto_net_stop(net);
+    if (as_json) {
+        char *t = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+    } else {
+        printf("cluster %s, epoch %llu%s\n", m.cluster, (unsigned long long)m.epoch,
+               reach ? "" : " (registrations unreadable)");
+        json_t *n;
+        size_t i;
+        json_array_foreach(json_object_get(out, "nodes"), i, n)
+        {
+            printf("  node %-12s %-6s s3 %s  proto %s\n",
+                   json_string_value(json_object_get(n, "id")),
+                   json_is_true(json_object_get(n, "alive")) ? "up" : "DOWN",
+                   json_string_value(json_object_get(n, "s3")),
+                   json_string_value(json_object_get(n, "proto")));
+            json_t *d;
+            size_t j;
+            json_array_foreach(json_object_get(n, "drives"), j, d)
+            {
+                if (!json_object_get(d, "capacity")) continue;
+                double years = json_real_value(json_object_get(d, "projected_years"));
+                char life[64] = "no DWPD budget set";
+                if (years >= 0) snprintf(life, sizeof(life), "%.1f years of endurance left", years);
+                printf("    drive %lld: %.1f of %.1f GiB used, write amp %.2f, %s%s\n",
+                       (long long)json_integer_value(json_object_get(d, "drive")),
+                       (double)json_integer_value(json_object_get(d, "used_bytes")) / (1 << 30),
+                       (double)json_integer_value(json_object_get(d, "capacity")) / (1 << 30),
+                       json_real_value(json_object_get(d, "write_amp")), life,
+                       json_is_true(json_object_get(d, "readonly")) ? ", READ-ONLY" : "");
+            }
+        }
+        json_array_foreach(json_object_get(out, "sets"), i, n)
+        {
+            printf("  set %zu: %s, %s (%lld shards down)\n", i,
+                   json_string_value(json_object_get(n, "ec")),
+                   json_string_value(json_object_get(n, "health")),
+                   (long long)json_integer_value(json_object_get(n, "shards_down")));
+        }
+    }
+    json_decref(out);
+    json_decref(r.regs);
+    free(alive);
+    cmap_free(&m);
+    return reach ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    log_level = LOG_LVL_ERROR;
+    const char *urls = getenv("WARMLAKE_ETCD") ? getenv("WARMLAKE_ETCD") : "http://127.0.0.1:2379";
+    int i = 1;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        if (i + 1 >= argc) return usage();
+        if (strcmp(argv[i], "--etcd") == 0)
+            urls = argv[i + 1];
+        else if (strcmp(argv[i], "--prefix") == 0)
+            prefix = argv[i + 1];
+        else
+            return usage();
+    }
+    if (i >= argc) return usage();
+    if (!(etcd = etcd_new(urls))) {
+        fprintf(stderr, "wl-admin: --etcd %s: want http://HOST:PORT[,...]\n", urls);
+        return 2;
+    }
+    const char *cmd = argv[i], *sub = i + 1 < argc ? argv[i + 1] : "";
+    node_edit_t e = {arg(argc, argv, i, "--id"), arg(argc, argv, i, "--s3"),
+                     arg(argc, argv, i, "--proto"), 0, NULL};
+    int rc;
+    if (strcmp(cmd, "cluster") == 0 && strcmp(sub, "init") == 0 && arg(argc, argv, i, "--map")) {
+        rc = cluster_init(arg(argc, argv, i, "--map"));
+    } else if (strcmp(cmd, "cluster") == 0 && strcmp(sub, "show") == 0) {
+        json_t *doc;
+        int64_t rev;
+        if ((rc = load(&doc, &rev)) == 0) {
+            char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            printf("%s\n", t);
+            free(t);
+            json_decref(doc);
+        }
+    } else if (strcmp(cmd, "map") == 0 && strcmp(sub, "set") == 0 && arg(argc, argv, i, "--map")) {
+        size_t len;
+        char *text = read_file(arg(argc, argv, i, "--map"), &len);
+        json_error_t je;
+        e.replacement = text ? json_loadb(text, len, 0, &je) : NULL;
+        free(text);
+        if (!e.replacement) {
+            fprintf(stderr, "wl-admin: cannot read the map %s\n", arg(argc, argv, i, "--map"));
+            rc = 2;
+        } else {
+            rc = edit(replace_map, &e);
+            json_decref(e.replacement);
+        }
+    } else if (strcmp(cmd, "node") == 0 && strcmp(sub, "add") == 0 && e.id && e.s3 && e.proto &&
+               arg(argc, argv, i, "--drives")) {
+        e.drives = strtol(arg(argc, argv, i, "--drives"), NULL, 10);
+        rc = edit(add_node, &e);
+    } else if (strcmp(cmd, "node") == 0 && strcmp(sub, "remove") == 0 && e.id) {
+        rc = edit(remove_node, &e);
+    } else if (strcmp(cmd, "status") == 0) {
+        rc = status(flag(argc, argv, i, "--json"));
+    } else {
+        rc = usage();
+    }
+    etcd_free(etcd);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/*
+ * net: a node's end of the node-to-node protocol: one libuv loop thread
+ * that serves the frames peers send (a listener) and carries this node's
+ * requests to its peers (client connections), both authenticated with the
+ * cluster secret. It knows frames and the handshake, not what requests
+ * mean: a server-side handler (server/peer_serve.c) answers them, and
+ * client callers (server/peer_store.c) encode and decode their payloads
+ * with proto/wire.h.
+ *
+ * Handshake, on every connection before anything else:
+ *   client: HELLO {version, cluster id, node id, epoch, nonce_c}
+ *   server: refuses (ERR_DENIED, a log line naming why) another cluster id,
+ *           another protocol version or an older epoch than its own; else
+ *           {node id, epoch, nonce_s, HMAC-SHA256(secret, "wlp1 server" |
+ *           cluster | nonce_c | nonce_s)}
+ *   client: checks that mac and that the server's epoch is not older, then
+ *           AUTH {HMAC-SHA256(secret, "wlp1 client" | cluster | nonce_s |
+ *           nonce_c)}; the server checks it and answers AUTH 0.
+ * So each side proves it holds the secret over a fresh nonce of the other,
+ * and no request is served before both have.
+ *
+ * Requests are multiplexed over a few connections per peer (ids, responses
+ * in any order). Memory stays bounded: the server stops reading a
+ * connection while the requests it is serving hold more than a budget of
+ * bytes, and a client keeps at most a bounded number of calls in flight per
+ * peer (the rest wait in order). Every call has a deadline: past it the
+ * call fails with ERR_IO and its late answer is dropped. A peer's health
+ * (up, suspect after a timeout, down after a failed connect or a lost
+ * connection) is kept for placement and reads; a down peer's calls fail at
+ * once until a reconnect succeeds: tried 50 ms after the failure, then at
+ * doubling intervals up to the retry interval.
+ *
+ * Threads: proto_net_* calls and proto_call* are thread-safe, except where
+ * said. Handlers and call callbacks run on the loop thread and must not
+ * block.
+ */
+#ifndef WL_NET_H
+#define WL_NET_H
+
+#include "proto/wire.h"
+
+#include <uv.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct proto_net proto_net_t;
+typedef struct proto_peer proto_peer_t;
+typedef struct proto_conn proto_conn_t;
+
+/* One request received by the server, owned by the handler until proto_reply. */
+typedef struct proto_inbound {
+    proto_hdr_t hdr;
+    proto_req_t req;               /* decoded; its pointers into payload */
+    const uint8_t *payload;        /* hdr.len bytes */
+    char peer[PROTO_MAX_NAME + 1]; /* the authenticated peer's node id */
+    proto_conn_t *conn;            /* net's */
+    struct proto_inbound *next;    /* net's */
+    uint8_t *reply;                /* proto_reply_buf's */
+    size_t reply_cap, reply_len;
+    int status;
+} proto_inbound_t;
+
+typedef struct {
+    const char *listen;  /* HOST:PORT to serve on (port 0: any); NULL: no server */
+    const char *cluster; /* cluster id */
+    const char *node;    /* this node's id */
+    const void *secret;  /* cluster secret, secret_len bytes (at least 16) */
+    size_t secret_len;
+    uint64_t epoch;      /* cluster map epoch (proto_net_set_epoch) */
+    int conns_per_peer;  /* connections per peer; 0 = 2 */
+    uint32_t timeout_ms; /* a call's deadline; 0 = 10000 */
+    uint32_t retry_ms;   /* a down peer is retried 50 ms on, doubling up to this; 0 = 1000 */
+    size_t serve_budget; /* request bytes being served before reading pauses; 0 = 256 MiB */
+    int max_inflight;    /* calls in flight per peer (more wait); 0 = 256 */
+    /*
+     * A request arrived (loop thread; must not block). The handler answers
+     * it with proto_reply_buf + proto_reply, from any thread, exactly once.
+     */
+    void (*handle)(void *arg, proto_inbound_t *in);
+    void *arg;
+} proto_net_cfg_t;
+
+/*
+ * Start the loop thread (and the listener, cfg->listen). 0, ERR_INVAL (bad
+ * config), ERR_IO (cannot listen: logged), ERR_NOMEM. Strings are copied.
+ */
+int proto_net_start(const proto_net_cfg_t *cfg, proto_net_t **out)
+    __attribute__((warn_unused_result));
+/*
+ * Stop: close every connection (calls in flight fail with ERR_CLOSED),
+ * wait for the handlers' outstanding replies, end the thread, free. NULL:
+ * no-op. No call may be made once it began; peers are freed with it.
+ */
+void proto_net_stop(proto_net_t *n);
+/* The port the listener is bound to (0: none). */
+int proto_net_port(const proto_net_t *n);
+/* A new map epoch: peers older than it are refused from now on. */
+void proto_net_set_epoch(proto_net_t *n, uint64_t epoch);
+
+/*
+ * The peer at addr (HOST:PORT), expected to be node `node`: made on first
+ * use, connected lazily. Owned by the net. NULL: ERR_NOMEM / bad address
+ * (logged).
+ */
+proto_peer_t *proto_net_peer(proto_net_t *n, const char *node, const char *addr);
+
+typedef enum { PROTO_PEER_UP = 0, PROTO_PEER_SUSPECT, PROTO_PEER_DOWN } proto_health_t;
+proto_health_t proto_peer_health(const proto_peer_t *p);
+const char *proto_peer_node(const proto_peer_t *p);
+
+/*
+ * A call: one request and its response. The caller fills type, the
+ * payload (fields, then optional data sent after them without a copy: the
+ * frame's payload is fields followed by data) and on_resp; both must stay
+ * valid until the call completed.
+ */
+typedef struct proto_call {
+    uint8_t type;
+    const void *fields;
+    size_t fields_len;
+    const void *data;
+    size_t data_len;
+    /*
+     * The response arrived (loop thread, before completion): decode it into
+     * the caller's places. Returns the call's result (status, or
+     * ERR_CORRUPT for a payload that does not decode). NULL: the result is
+     * the status.
+     */
+    int (*on_resp)(struct proto_call *c, int status, const uint8_t *payload, size_t len);
+    void *arg;
+    /* proto_call_async: runs once, on the loop thread (or at once, in the caller, on refusal). */
+    void (*done)(struct proto_call *c, int rc);
+    int rc;
+    /* net's */
+    uint64_t id;
+    uint64_t deadline_ms;
+    uint8_t hdr[PROTO_HDR];
+    int stage; /* bits: written, answered */
+    proto_peer_t *peer;
+    proto_conn_t *conn;
+    struct proto_call *next;
+    void *wait; /* a synchronous caller's */
+    uv_write_t write_req;
+    uv_buf_t bufs[3];
+} proto_call_t;
+
+/* Run a call and wait for it: its result (0, the response's ERR_*, ERR_IO, ERR_CLOSED). */
+int proto_call(proto_peer_t *p, proto_call_t *c) __attribute__((warn_unused_result));
+/* Start a call; c->done runs when it completed. */
+void proto_call_async(proto_peer_t *p, proto_call_t *c);
+
+/*
+ * A reply's payload room (cap bytes) for in, valid until proto_reply. The
+ * payload is written there and its length given to proto_reply. NULL only
+ * for cap 0.
+ */
+uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap);
+/* Answer in (from any thread) with status and len payload bytes of proto_reply_buf; frees in. */
+void proto_reply(proto_inbound_t *in, int status, size_t len);
+
+/* Counters, for tests and stats. */
+typedef struct {
+    uint64_t calls, call_errors, timeouts, frames_in, frames_out, bad_frames, refused;
+    uint64_t serving_bytes, paused_reads;
+} proto_net_stats_t;
+void proto_net_stats(proto_net_t *n, proto_net_stats_t *st);
+
+#endif

@@ -1,0 +1,410 @@
+/*
+ * member: a node's membership in its cluster (contract in member.h).
+ */
+#include "server/member.h"
+
+#include "cluster/etcd.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+#include "server/peer.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEASE_TTL_S   10
+#define KEEPALIVE_S   3
+#define SERVE_THREADS 16
+#define PEER_WAIT_MS  10000 /* at start, how long to wait for the set's other nodes */
+
+struct member {
+    member_cfg_t cfg;
+    char prefix[256];
+    cmap_t map; /* as loaded: the layout this node serves */
+    int me;
+    _Atomic int fenced;
+    _Atomic uint64_t epoch; /* the newest map epoch applied */
+    etcd_t *etcd;
+    int64_t map_rev; /* the map's etcd mod revision when loaded */
+    int64_t lease;
+    etcd_watch_t *watch;
+    pthread_t keeper;
+    int keeper_running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;
+    proto_net_t *net;
+    peer_serve_t *serving;
+};
+
+static int load_etcd(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
+{
+    char key[300];
+    snprintf(key, sizeof(key), "%s/map", m->prefix);
+    time_t said = 0;
+    for (;;) {
+        char *val = NULL, err[300] = "";
+        size_t len;
+        int rc = etcd_get(m->etcd, key, &val, &len, &m->map_rev);
+        if (rc == 0) {
+            rc = cmap_parse(val, len, &m->map, err, sizeof(err));
+            free(val);
+            if (rc) {
+                snprintf(bad, cap, "the map at %s in etcd does not parse: %s", key, err);
+                return 2;
+            }
+            if ((m->me = cmap_node_index(&m->map, m->cfg.node)) >= 0) return 0;
+            cmap_free(&m->map);
+        }
+        if (time(NULL) - said >= 5) {
+            said = time(NULL);
+            fprintf(stderr, "warmlaked: waiting for %s in etcd %s %s\n", key, m->cfg.etcd,
+                    rc == ERR_NOT_FOUND ? "(not there yet: wl-admin cluster init)"
+                    : rc == 0           ? "to list this node (wl-admin node add)"
+                                        : "(etcd unreachable)");
+        }
+        for (int i = 0; i < 10; i++) {
+            if (*wait_stop) {
+                snprintf(bad, cap, "stopped while waiting for the cluster map");
+                return 1;
+            }
+            usleep(100 * 1000);
+        }
+    }
+}
+
+int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t **out, char *bad,
+                size_t cap)
+{
+    if (!c->node) {
+        snprintf(bad, cap, "--cluster and --etcd need --node (this node's id in the map)");
+        return 2;
+    }
+    if (c->map_file && c->etcd) {
+        snprintf(bad, cap, "--cluster FILE and --etcd: give one (the map lives in one place)");
+        return 2;
+    }
+    member_t *m = xcalloc(1, sizeof(*m));
+    m->cfg = *c;
+    m->me = -1;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    snprintf(m->prefix, sizeof(m->prefix), "%s", c->etcd_prefix ? c->etcd_prefix : "/warmlake");
+    size_t pl = strlen(m->prefix);
+    while (pl > 1 && m->prefix[pl - 1] == '/')
+        m->prefix[--pl] = 0;
+    int rc = 0;
+    if (c->etcd) {
+        if (!(m->etcd = etcd_new(c->etcd))) {
+            snprintf(bad, cap, "--etcd %s: want http://HOST:PORT[,http://HOST:PORT...]", c->etcd);
+            rc = 2;
+        } else {
+            rc = load_etcd(m, wait_stop, bad, cap);
+        }
+    } else {
+        char err[300];
+        if (cmap_load(c->map_file, &m->map, err, sizeof(err)) != 0) {
+            snprintf(bad, cap, "--cluster %s: %s", c->map_file, err);
+            rc = 2;
+        } else if ((m->me = cmap_node_index(&m->map, c->node)) < 0) {
+            snprintf(bad, cap, "node %s is not in the cluster map %s: it serves no data", c->node,
+                     c->map_file);
+            rc = 2;
+        }
+    }
+    if (!rc && m->map.nsets != 1) {
+        snprintf(bad, cap, "the cluster map has %d erasure sets; this version serves one",
+                 m->map.nsets);
+        rc = 2;
+    }
+    if (rc) {
+        member_free(m);
+        return rc;
+    }
+    atomic_store(&m->epoch, m->map.epoch);
+    *out = m;
+    return 0;
+}
+
+const cmap_t *member_map(const member_t *m)
+{
+    return &m->map;
+}
+
+int member_self(const member_t *m)
+{
+    return m->me;
+}
+
+const _Atomic int *member_fenced(const member_t *m)
+{
+    return &m->fenced;
+}
+
+/* The cluster secret: the file or WARMLAKE_CLUSTER_SECRET. Its length, or -1 (printed). */
+static int read_secret(const member_cfg_t *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (c->secret_file) {
+        FILE *f = fopen(c->secret_file, "rb");
+        if (!f) {
+            fprintf(stderr, "warmlaked: cannot read %s: %s\n", c->secret_file, strerror(errno));
+            return -1;
+        }
+        n = fread(out, 1, cap, f);
+        fclose(f);
+        while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+            n--;
+    } else if (getenv("WARMLAKE_CLUSTER_SECRET")) {
+        n = strlen(getenv("WARMLAKE_CLUSTER_SECRET"));
+        if (n > cap) n = cap;
+        memcpy(out, getenv("WARMLAKE_CLUSTER_SECRET"), n);
+    }
+    if (n < 16) {
+        fprintf(stderr, "warmlaked: a cluster needs a secret of at least 16 bytes "
+                        "(--cluster-secret-file or WARMLAKE_CLUSTER_SECRET)\n");
+        return -1;
+    }
+    return (int)n;
+}
+
+/* ---- etcd: registration and the map watch ---- */
+
+static int put_registration(member_t *m)
+{
+    const cmap_node_t *n = &m->map.nodes[m->me];
+    char key[400];
+    snprintf(key, sizeof(key), "%s/nodes/%s", m->prefix, n->id);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I}", "id", n->id, "s3", n->s3, "proto", n->proto,
+                  "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(), "epoch",
+                  (json_int_t)atomic_load(&m->epoch), "started", (json_int_t)time(NULL));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    int rc = etcd_put(m->etcd, key, text, strlen(text), m->lease);
+    free(text);
+    return rc;
+}
+
+/* Renew the lease every few seconds; when it was lost (etcd was away too long), take a new one. */
+static void *keep_alive(void *arg)
+{
+    member_t *m = arg;
+    int down = 0;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += KEEPALIVE_S;
+        pthread_cond_timedwait(&m->cv, &m->mu, &until);
+        if (m->stopping) break;
+        pthread_mutex_unlock(&m->mu);
+        int rc = etcd_lease_keepalive(m->etcd, m->lease);
+        if (rc == ERR_NOT_FOUND) {
+            log_warn("event=member_lease_lost node=%s: registering again", m->cfg.node);
+            int64_t id;
+            rc = etcd_lease_grant(m->etcd, LEASE_TTL_S, &id);
+            if (rc == 0) {
+                m->lease = id;
+                rc = put_registration(m);
+            }
+        }
+        if (rc && !down) log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
+        if (!rc && down) log_info("event=member_etcd_back node=%s", m->cfg.node);
+        down = rc != 0;
+        pthread_mutex_lock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* Whether b keeps a's set (same coding, drives, and the same nodes at the same addresses). */
+static int same_layout(const cmap_t *a, int me_a, const cmap_t *b, int me_b)
+{
+    if (me_b < 0 || b->nsets != a->nsets || strcmp(a->cluster, b->cluster) != 0) return 0;
+    if (strcmp(a->nodes[me_a].proto, b->nodes[me_b].proto) ||
+        strcmp(a->nodes[me_a].s3, b->nodes[me_b].s3) ||
+        a->nodes[me_a].drives != b->nodes[me_b].drives)
+        return 0;
+    for (int s = 0; s < a->nsets; s++) {
+        const cmap_set_t *x = &a->sets[s], *y = &b->sets[s];
+        if (x->k != y->k || x->m != y->m) return 0;
+        for (int i = 0; i < x->k + x->m; i++) {
+            const cmap_node_t *nx = &a->nodes[x->d[i].node], *ny = &b->nodes[y->d[i].node];
+            if (x->d[i].drive != y->d[i].drive || strcmp(nx->id, ny->id) ||
+                strcmp(nx->proto, ny->proto))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static void on_map(void *arg, const char *val, size_t len, int64_t rev, int deleted)
+{
+    member_t *m = arg;
+    if (deleted) {
+        log_error("event=member_map_deleted node=%s: fenced (no S3 data served)", m->cfg.node);
+        atomic_store(&m->fenced, 1);
+        return;
+    }
+    cmap_t nm;
+    char err[300];
+    if (cmap_parse(val, len, &nm, err, sizeof(err)) != 0) {
+        log_error("event=member_map_bad rev=%lld err=\"%s\": ignored", (long long)rev, err);
+        return;
+    }
+    uint64_t cur = atomic_load(&m->epoch);
+    if (nm.epoch <= cur) {
+        if (nm.epoch < cur)
+            log_warn("event=member_map_older epoch=%llu ours=%llu: ignored",
+                     (unsigned long long)nm.epoch, (unsigned long long)cur);
+        cmap_free(&nm);
+        return;
+    }
+    int me = cmap_node_index(&nm, m->cfg.node);
+    if (!same_layout(&m->map, m->me, &nm, me)) {
+        log_error("event=member_fenced node=%s epoch=%llu why=\"%s\": no S3 data served until a "
+                  "restart applies the new map",
+                  m->cfg.node, (unsigned long long)nm.epoch,
+                  me < 0 ? "this node left the map" : "the map changes this node's erasure set");
+        atomic_store(&m->fenced, 1);
+        cmap_free(&nm);
+        return;
+    }
+    atomic_store(&m->epoch, nm.epoch);
+    proto_net_set_epoch(m->net, nm.epoch);
+    log_info("event=member_epoch node=%s epoch=%llu nodes=%d", m->cfg.node,
+             (unsigned long long)nm.epoch, nm.nnodes);
+    cmap_free(&nm);
+}
+
+/* ---- joining ---- */
+
+/*
+ * Wait until every peer answers a PING, at most PEER_WAIT_MS: a node that
+ * says "ready" can then reach its set (nodes started together find each
+ * other), and one whose peers stay away says so and serves what it can.
+ */
+static void wait_peers(proto_peer_t **peers, int n)
+{
+    int up[ERS_MAX_SHARDS] = {0}, left = n;
+    for (int t = 0; left && t < PEER_WAIT_MS / 100; t++) {
+        for (int i = 0; i < n; i++) {
+            proto_call_t c = {.type = PROTO_PING};
+            if (!up[i] && proto_call(peers[i], &c) == 0) {
+                up[i] = 1;
+                left--;
+            }
+        }
+        if (left) usleep(100 * 1000);
+    }
+    for (int i = 0; i < n; i++)
+        if (!up[i])
+            log_warn("event=member_peer_unreachable peer=%s: serving without it",
+                     proto_peer_node(peers[i]));
+}
+
+int member_join(member_t *m, drive_t **dv, shard_store_t *st)
+{
+    char secret[1024];
+    int slen = read_secret(&m->cfg, secret, sizeof(secret));
+    if (slen < 0) return 1;
+    const cmap_node_t *self = &m->map.nodes[m->me];
+    m->serving = peer_serve_new(dv, self->drives, SERVE_THREADS);
+    proto_net_cfg_t pc = {0};
+    pc.listen = self->proto;
+    pc.cluster = m->map.cluster;
+    pc.node = self->id;
+    pc.secret = secret;
+    pc.secret_len = (size_t)slen;
+    pc.epoch = m->map.epoch;
+    pc.handle = peer_serve_handle;
+    pc.arg = m->serving;
+    int rc = m->serving ? proto_net_start(&pc, &m->net) : ERR_NOMEM;
+    memset(secret, 0, sizeof(secret));
+    if (rc) {
+        fprintf(stderr, "warmlaked: cannot serve peers on %s: %s\n", pc.listen, err_str(rc));
+        return 1;
+    }
+    const cmap_set_t *set = &m->map.sets[0];
+    proto_peer_t *peers[ERS_MAX_SHARDS];
+    int npeers = 0;
+    for (int i = 0; i < set->k + set->m; i++) {
+        const cmap_node_t *n = &m->map.nodes[set->d[i].node];
+        if (set->d[i].node == m->me) {
+            st[i] = shard_store_local(dv[set->d[i].drive]);
+            continue;
+        }
+        proto_peer_t *p = proto_net_peer(m->net, n->id, n->proto);
+        if (!p) {
+            fprintf(stderr, "warmlaked: peer %s at %s: bad address\n", n->id, n->proto);
+            return 1;
+        }
+        st[i] = peer_store_new(p, (uint32_t)set->d[i].drive);
+        int seen = 0;
+        for (int j = 0; j < npeers; j++)
+            seen |= peers[j] == p;
+        if (!seen) peers[npeers++] = p;
+    }
+    wait_peers(peers, npeers);
+    if (!m->etcd) return 0;
+    if (etcd_lease_grant(m->etcd, LEASE_TTL_S, &m->lease) != 0 || put_registration(m) != 0) {
+        fprintf(stderr, "warmlaked: cannot register in etcd %s\n", m->cfg.etcd);
+        return 1;
+    }
+    if (pthread_create(&m->keeper, NULL, keep_alive, m) != 0) {
+        fprintf(stderr, "warmlaked: cannot start the lease keeper\n");
+        return 1;
+    }
+    m->keeper_running = 1;
+    char key[300];
+    snprintf(key, sizeof(key), "%s/map", m->prefix);
+    if (!(m->watch = etcd_watch_start(m->etcd, key, m->map_rev + 1, on_map, m))) {
+        fprintf(stderr, "warmlaked: cannot watch the cluster map\n");
+        return 1;
+    }
+    log_info("event=member_registered node=%s lease=%lld epoch=%llu", self->id, (long long)m->lease,
+             (unsigned long long)m->map.epoch);
+    return 0;
+}
+
+void member_leave(member_t *m, shard_store_t *st, int n)
+{
+    if (!m) return;
+    etcd_watch_stop(m->watch);
+    m->watch = NULL;
+    if (m->keeper_running) {
+        pthread_mutex_lock(&m->mu);
+        m->stopping = 1;
+        pthread_cond_broadcast(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+        pthread_join(m->keeper, NULL);
+        m->keeper_running = 0;
+    }
+    if (m->lease && etcd_lease_revoke(m->etcd, m->lease) != 0)
+        log_warn("event=member_deregister_failed node=%s: the lease expires by itself",
+                 m->cfg.node);
+    m->lease = 0;
+    proto_net_stop(m->net);
+    m->net = NULL;
+    peer_serve_free(m->serving);
+    m->serving = NULL;
+    for (int i = 0; i < n; i++)
+        if (st[i].ctx) peer_store_free(&st[i]);
+}
+
+void member_free(member_t *m)
+{
+    if (!m) return;
+    cmap_free(&m->map);
+    etcd_free(m->etcd);
+    pthread_mutex_destroy(&m->mu);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+}

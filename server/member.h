@@ -1,0 +1,62 @@
+/*
+ * member: this node's membership in a cluster. It finds the map (a file,
+ * or etcd, where it waits until the map lists this node), serves the local
+ * drives to peers (proto/ + peer_serve), makes the erasure set's stores
+ * (local drives for this node's shards, remote stores for the others'),
+ * and with etcd holds a lease on its registration and watches the map:
+ *
+ *   PREFIX/map          the cluster map (cluster/map.h), edited by wl-admin
+ *   PREFIX/nodes/ID     this node's registration, alive while its lease is
+ *                       (TTL 10 s, renewed every 3 s)
+ *
+ * A new map epoch is applied without a restart when it leaves this node's
+ * set as it is (nodes added, addresses of nodes outside the set, any
+ * other change of the document): peers then handshake at the new epoch
+ * and refuse those still at the old one. A map that changes this node's
+ * set, or drops this node, fences it: every S3 request answers 503 from
+ * then on, and the log says that a restart applies the new layout. Until
+ * placement over several sets moves objects (issue 13), that is the safe
+ * answer: a node must never serve with a layout the others no longer use.
+ */
+#ifndef WL_MEMBER_H
+#define WL_MEMBER_H
+
+#include "cluster/map.h"
+#include "server/shard.h"
+
+#include <stdatomic.h>
+
+typedef struct member member_t;
+
+typedef struct {
+    const char *map_file;    /* --cluster FILE, or */
+    const char *etcd;        /* --etcd URL[,URL] */
+    const char *etcd_prefix; /* keys under it (default "/warmlake") */
+    const char *node;        /* --node ID */
+    const char *secret_file; /* --cluster-secret-file (else WARMLAKE_CLUSTER_SECRET) */
+    const char *data;        /* for the registration: where the drives live */
+} member_cfg_t;
+
+/*
+ * Load the map and find this node in it: 0, or 2 with a message in bad (a
+ * setting or map that cannot work), or 1 (etcd unreachable past its wait:
+ * also in bad). *wait_stop, when set by a signal, ends an etcd wait (1).
+ */
+int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t **out, char *bad,
+                size_t cap);
+const cmap_t *member_map(const member_t *m);
+int member_self(const member_t *m); /* this node's index in the map */
+/* 1 once a map change fenced this node: answer no S3 request with data. */
+const _Atomic int *member_fenced(const member_t *m);
+
+/*
+ * Serve drives dv (the node's, borrowed) to peers and fill st[0..k+m)
+ * with the set's stores; with etcd, register and start watching. 0, or 1
+ * with the reason printed.
+ */
+int member_join(member_t *m, drive_t **dv, shard_store_t *st);
+/* Stop watching, deregister (the lease revoked), stop serving peers, free the remote stores. */
+void member_leave(member_t *m, shard_store_t *st, int n);
+void member_free(member_t *m);
+
+#endif

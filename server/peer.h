@@ -1,0 +1,46 @@
+/*
+ * peer: drives on other nodes, over proto/.
+ *
+ *   peer_store.c  a shard store (server/shard.h) whose drive is on another
+ *                 node: each call is a proto/ call to that node
+ *   peer_serve.c  the other side: answers peers' calls from this node's
+ *                 local drives, off the protocol's loop thread
+ *
+ * A remote store behaves as a local one to the object layer: the same
+ * calls, the same ERR_* results, plus ERR_IO when the node cannot be
+ * reached or does not answer in time (the object layer already treats a
+ * failing store as a missing shard).
+ */
+#ifndef WL_PEER_H
+#define WL_PEER_H
+
+#include "proto/net.h"
+#include "server/shard.h"
+
+/* A store for drive number `drive` of the node behind peer (freed with peer_store_free). */
+shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
+void peer_store_free(shard_store_t *st);
+
+/* drive_stats_t's fields in the order a STATS response carries them (integers, then doubles). */
+#define PEER_STATS_INT(X)                                                                          \
+    X(iu)                                                                                          \
+    X(capacity) X(segment_size) X(segments) X(segments_free) X(segments_gc) X(live_bytes)          \
+        X(used_bytes) X(user_bytes) X(host_bytes) X(padding_bytes) X(relocated_bytes)              \
+            X(index_bytes) X(flushes) X(flush_records) X(flush_bytes) X(flush_max_records)         \
+                X(commit_gathers) X(queued) X(compactions) X(segments_released)                    \
+                    X(tombstones_dropped) X(throttled) X(reads_direct) X(reads_copied)             \
+                        X(lifetime_host_bytes) X(index_disk_bytes) X(index_mem_bytes)              \
+                            X(replayed_bytes) X(readonly)
+#define PEER_STATS_REAL(X) X(write_amp) X(budget_left) X(budget_rate) X(projected_years)
+
+typedef struct peer_serve peer_serve_t;
+/*
+ * Serve drives[0..n) (borrowed) to peers: returns the handler and its arg
+ * for proto_net_cfg_t. threads: pool threads running the drive calls.
+ */
+peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads);
+void peer_serve_handle(void *arg, proto_inbound_t *in);
+/* After proto_net_stop (no request is in flight any more). NULL: no-op. */
+void peer_serve_free(peer_serve_t *sv);
+
+#endif

@@ -1,0 +1,421 @@
+/*
+ * peer_store: a shard store whose drive is on another node (server/peer.h).
+ *
+ * Each operation is one proto/ call (a SCAN, one call per page). Requests
+ * are encoded on the caller's thread into a buffer on its stack; a PUT's
+ * data goes out from the caller's memory without a copy. Responses are
+ * decoded on the protocol's loop thread straight into the caller's places
+ * (on_resp), except SCAN and STATS pages, which are copied out and walked
+ * on the caller's thread, where the scan callback may take its time.
+ */
+#include "server/peer.h"
+
+#include "common/err.h"
+#include "common/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FIELDS_MAX (4 + 3 * 2 + 2 * 255 + 1024 + 4 + 32) /* drive, id, small fields */
+#define SCAN_LIMIT 1000                                  /* entries a page asks for */
+
+typedef struct {
+    proto_peer_t *peer;
+    uint32_t drive;
+} remote_t;
+
+/* The fields every per-record request starts with. */
+static void w_head(proto_w_t *w, const remote_t *r, const drive_id_t *id)
+{
+    proto_w_u32(w, r->drive);
+    proto_w_id(w, id->bucket, id->key, id->version, id->shard);
+}
+
+static int run(const remote_t *r, proto_call_t *c, const proto_w_t *w)
+{
+    if (w->err) return ERR_INVAL; /* a name longer than the wire takes */
+    c->fields = w->p;
+    c->fields_len = w->len;
+    return proto_call(r->peer, c);
+}
+
+static int r_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                 size_t meta_len)
+{
+    remote_t *r = ctx;
+    uint8_t f[FIELDS_MAX + 8];
+    uint8_t *fields = meta_len ? xmalloc(FIELDS_MAX + 8 + meta_len) : f;
+    proto_w_t w;
+    proto_w_init(&w, fields, FIELDS_MAX + 8 + meta_len);
+    w_head(&w, r, id);
+    proto_w_blob(&w, meta, meta_len);
+    proto_w_blob_len(&w, len);
+    proto_call_t c = {.type = PROTO_PUT, .data = data, .data_len = len};
+    int rc = run(r, &c, &w);
+    if (fields != f) free(fields);
+    return rc;
+}
+
+/* ---- asynchronous put ---- */
+
+typedef struct {
+    proto_call_t call;
+    drive_done_fn done;
+    void *arg;
+    uint8_t fields[];
+} async_put_t;
+
+static void put_done(proto_call_t *c, int rc)
+{
+    async_put_t *a = (async_put_t *)c;
+    drive_done_fn done = a->done;
+    void *arg = a->arg;
+    free(a);
+    done(arg, rc);
+}
+
+static int r_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    remote_t *r = ctx;
+    async_put_t *a = xmalloc(sizeof(*a) + FIELDS_MAX + 8 + meta_len);
+    proto_w_t w;
+    proto_w_init(&w, a->fields, FIELDS_MAX + 8 + meta_len);
+    w_head(&w, r, id);
+    proto_w_blob(&w, meta, meta_len);
+    proto_w_blob_len(&w, len);
+    if (w.err) {
+        free(a);
+        return ERR_INVAL;
+    }
+    memset(&a->call, 0, sizeof(a->call));
+    a->call.type = PROTO_PUT;
+    a->call.fields = a->fields;
+    a->call.fields_len = w.len;
+    a->call.data = data;
+    a->call.data_len = len;
+    a->call.done = put_done;
+    a->done = done;
+    a->arg = arg;
+    proto_call_async(r->peer, &a->call);
+    return 0;
+}
+
+/* ---- reads ---- */
+
+typedef struct {
+    void *buf, *tail, *meta;
+    size_t len, tail_len, meta_cap, cap;
+    uint32_t *buf_crc;
+    drive_stat_t *st;
+} dest_t;
+
+static int read_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    dest_t *d = c->arg;
+    if (status) return status;
+    proto_r_t r;
+    uint32_t n;
+    proto_r_init(&r, p, len);
+    const uint8_t *b = proto_r_blob(&r, &n);
+    if (proto_r_end(&r) || n != d->len) return ERR_CORRUPT;
+    memcpy(d->buf, b, n);
+    return 0;
+}
+
+static int r_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    remote_t *r = ctx;
+    if (len > PROTO_MAX_PAYLOAD - 4) return ERR_TOO_LARGE;
+    uint8_t f[FIELDS_MAX + 12];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    proto_w_u64(&w, off);
+    proto_w_u32(&w, (uint32_t)len);
+    dest_t d = {.buf = buf, .len = len};
+    proto_call_t c = {.type = PROTO_READ, .on_resp = read_resp, .arg = &d};
+    return run(r, &c, &w);
+}
+
+static int split_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    dest_t *d = c->arg;
+    if (status) return status;
+    proto_r_t r;
+    uint32_t n;
+    proto_r_init(&r, p, len);
+    uint32_t crc = proto_r_u32(&r);
+    const uint8_t *b = proto_r_blob(&r, &n);
+    if (proto_r_end(&r) || n != d->len + d->tail_len) return ERR_CORRUPT;
+    memcpy(d->buf, b, d->len);
+    memcpy(d->tail, b + d->len, d->tail_len);
+    if (d->buf_crc) *d->buf_crc = crc;
+    return 0;
+}
+
+static int r_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                        size_t tail_len, uint32_t *buf_crc)
+{
+    remote_t *r = ctx;
+    if (len + tail_len > PROTO_MAX_PAYLOAD - 8) return ERR_TOO_LARGE;
+    uint8_t f[FIELDS_MAX + 8];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    proto_w_u32(&w, (uint32_t)len);
+    proto_w_u32(&w, (uint32_t)tail_len);
+    dest_t d = {.buf = buf, .len = len, .tail = tail, .tail_len = tail_len, .buf_crc = buf_crc};
+    proto_call_t c = {.type = PROTO_READ_SPLIT, .on_resp = split_resp, .arg = &d};
+    return run(r, &c, &w);
+}
+
+static void stat_out(drive_stat_t *st, const proto_stat_t *ps)
+{
+    st->len = ps->len;
+    st->seq = ps->seq;
+    st->crc = ps->crc;
+    st->meta_len = ps->meta_len;
+}
+
+/* A blob of metadata for a stat: at most meta_cap bytes into d->meta (the stat says the length). */
+static void r_meta(proto_r_t *r, const proto_stat_t *ps, dest_t *d)
+{
+    uint32_t n;
+    const uint8_t *m = proto_r_blob(r, &n);
+    if (r->err) return;
+    if (n != (ps->meta_len < d->meta_cap ? ps->meta_len : d->meta_cap)) {
+        r->err = ERR_CORRUPT;
+        return;
+    }
+    stat_out(d->st, ps);
+    if (n) memcpy(d->meta, m, n);
+}
+
+static int stat_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    dest_t *d = c->arg;
+    if (status) return status;
+    proto_r_t r;
+    proto_stat_t ps;
+    proto_r_init(&r, p, len);
+    proto_r_stat(&r, &ps);
+    r_meta(&r, &ps, d);
+    return proto_r_end(&r) ? ERR_CORRUPT : 0;
+}
+
+static int r_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap)
+{
+    remote_t *r = ctx;
+    uint8_t f[FIELDS_MAX + 4];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    if (!meta) meta_cap = 0;
+    proto_w_u32(&w, (uint32_t)(meta_cap < UINT32_MAX ? meta_cap : UINT32_MAX));
+    dest_t d = {.st = st, .meta = meta, .meta_cap = meta_cap};
+    proto_call_t c = {.type = PROTO_STAT, .on_resp = stat_resp, .arg = &d};
+    return run(r, &c, &w);
+}
+
+/* GET: stat, blob data, blob meta; ERR_RANGE carries the stat and meta (no data). */
+static int get_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    dest_t *d = c->arg;
+    if (status && status != ERR_RANGE) return status;
+    proto_r_t r;
+    proto_stat_t ps;
+    uint32_t n;
+    proto_r_init(&r, p, len);
+    proto_r_stat(&r, &ps);
+    const uint8_t *b = proto_r_blob(&r, &n);
+    r_meta(&r, &ps, d);
+    if (proto_r_end(&r)) return ERR_CORRUPT;
+    if (status) return n ? ERR_CORRUPT : status;
+    if (n != ps.len || n > d->cap) return ERR_CORRUPT;
+    memcpy(d->buf, b, n);
+    return 0;
+}
+
+static int r_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
+                 void *buf, size_t cap)
+{
+    remote_t *r = ctx;
+    uint8_t f[FIELDS_MAX + 8];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    if (!meta) meta_cap = 0;
+    if (meta_cap > 1u << 20) meta_cap = 1u << 20;
+    if (cap > PROTO_MAX_PAYLOAD - (1u << 20) - 64) cap = PROTO_MAX_PAYLOAD - (1u << 20) - 64;
+    proto_w_u32(&w, (uint32_t)meta_cap);
+    proto_w_u32(&w, (uint32_t)cap);
+    dest_t d = {.st = st, .meta = meta, .meta_cap = meta_cap, .buf = buf, .cap = cap};
+    proto_call_t c = {.type = PROTO_GET, .on_resp = get_resp, .arg = &d};
+    return run(r, &c, &w);
+}
+
+static int r_del(void *ctx, const drive_id_t *id)
+{
+    remote_t *r = ctx;
+    uint8_t f[FIELDS_MAX];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    proto_call_t c = {.type = PROTO_DEL};
+    return run(r, &c, &w);
+}
+
+/* ---- pages: copied out, walked on the caller's thread ---- */
+
+typedef struct {
+    uint8_t *p;
+    size_t len;
+} page_t;
+
+static int page_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    page_t *pg = c->arg;
+    if (status) return status;
+    pg->p = xmalloc(len ? len : 1);
+    memcpy(pg->p, p, len);
+    pg->len = len;
+    return 0;
+}
+
+/* Walk one SCAN page: fn per entry; *more and the last entry's key and version for the next. */
+static int walk_page(const page_t *pg, const char *bucket, drive_scan_fn fn, drive_list_fn lfn,
+                     void *arg, int *more, char *last_key, char *last_ver)
+{
+    proto_r_t r;
+    proto_r_init(&r, pg->p, pg->len);
+    uint32_t n = proto_r_u32(&r);
+    proto_id_t *id = xmalloc(sizeof(*id));
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !r.err; i++) {
+        proto_stat_t ps;
+        uint32_t ml;
+        proto_r_str(&r, id->key, sizeof(id->key));
+        proto_r_str(&r, id->version, sizeof(id->version));
+        id->shard = proto_r_u32(&r);
+        proto_r_stat(&r, &ps);
+        const uint8_t *meta = proto_r_blob(&r, &ml);
+        if (r.err || (fn && ml != ps.meta_len)) break;
+        drive_id_t did = {bucket, id->key, id->version, id->shard};
+        drive_stat_t st;
+        stat_out(&st, &ps);
+        snprintf(last_key, PROTO_MAX_KEY + 1, "%s", id->key);
+        snprintf(last_ver, PROTO_MAX_NAME + 1, "%s", id->version);
+        rc = fn ? fn(arg, &did, &st, meta) : lfn(arg, &did, &st);
+        if (rc) break;
+    }
+    if (!rc) {
+        *more = proto_r_u8(&r);
+        if (proto_r_end(&r)) rc = ERR_CORRUPT;
+    }
+    free(id);
+    return rc;
+}
+
+static int scan_all(remote_t *r, const char *bucket, const char *prefix, const drive_from_t *from,
+                    drive_scan_fn fn, drive_list_fn lfn, void *arg)
+{
+    char *last_key = xmalloc(PROTO_MAX_KEY + 1);
+    char *last_ver = xmalloc(PROTO_MAX_NAME + 1);
+    uint8_t *f = xmalloc(FIELDS_MAX + 2 * PROTO_MAX_KEY + 300);
+    drive_from_t at = from ? *from : (drive_from_t){DRIVE_FROM_START, NULL, NULL};
+    int rc, more = 1;
+    do {
+        proto_w_t w;
+        proto_w_init(&w, f, FIELDS_MAX + 2 * PROTO_MAX_KEY + 300);
+        proto_w_u32(&w, r->drive);
+        proto_w_str(&w, bucket);
+        proto_w_str(&w, prefix ? prefix : "");
+        proto_w_u8(&w, (uint8_t)at.how);
+        proto_w_str(&w, at.how != DRIVE_FROM_START && at.key ? at.key : "");
+        proto_w_str(&w, at.how == DRIVE_PAST_VERSION && at.version ? at.version : "");
+        proto_w_u32(&w, SCAN_LIMIT);
+        proto_w_u8(&w, fn != NULL);
+        page_t pg = {0};
+        proto_call_t c = {.type = PROTO_SCAN, .on_resp = page_resp, .arg = &pg};
+        rc = run(r, &c, &w);
+        if (rc) break;
+        rc = walk_page(&pg, bucket, fn, lfn, arg, &more, last_key, last_ver);
+        free(pg.p);
+        /* A page ends between (key, version) pairs: go on past the last one. */
+        at = (drive_from_t){DRIVE_PAST_VERSION, last_key, last_ver};
+    } while (!rc && more);
+    free(f);
+    free(last_key);
+    free(last_ver);
+    return rc;
+}
+
+static int r_scan(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    return scan_all(ctx, bucket, prefix, from, fn, NULL, arg);
+}
+
+static int r_list(void *ctx, const char *bucket, const char *prefix, const char *after,
+                  drive_list_fn fn, void *arg)
+{
+    drive_from_t from = {DRIVE_FROM_START, NULL, NULL};
+    if (after && after[0]) from = (drive_from_t){DRIVE_PAST_KEY, after, NULL};
+    return scan_all(ctx, bucket, prefix, &from, NULL, fn, arg);
+}
+
+static void r_stats(void *ctx, drive_stats_t *st)
+{
+    remote_t *r = ctx;
+    memset(st, 0, sizeof(*st));
+    uint8_t f[4];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    proto_w_u32(&w, r->drive);
+    page_t pg = {0};
+    proto_call_t c = {.type = PROTO_STATS, .on_resp = page_resp, .arg = &pg};
+    if (run(r, &c, &w) != 0) return; /* an unreachable drive reports nothing */
+    proto_r_t rd;
+    proto_r_init(&rd, pg.p, pg.len);
+    uint32_t n = proto_r_u32(&rd), i = 0;
+#define GET_INT(f)                                                                                 \
+    if (i++ < n) st->f = (__typeof__(st->f))proto_r_u64(&rd);
+#define GET_REAL(f)                                                                                \
+    if (i++ < n) {                                                                                 \
+        uint64_t bits = proto_r_u64(&rd);                                                          \
+        memcpy(&st->f, &bits, sizeof(double));                                                     \
+    }
+    PEER_STATS_INT(GET_INT)
+    PEER_STATS_REAL(GET_REAL)
+#undef GET_INT
+#undef GET_REAL
+    free(pg.p);
+}
+
+static const shard_ops_t remote_ops = {
+    .put = r_put,
+    .read = r_read,
+    .stat = r_stat,
+    .del = r_del,
+    .list = r_list,
+    .read_split = r_read_split,
+    .get = r_get,
+    .stats = r_stats,
+    .put_async = r_put_async,
+    .scan = r_scan,
+};
+
+shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)
+{
+    remote_t *r = xmalloc(sizeof(*r));
+    r->peer = peer;
+    r->drive = drive;
+    return (shard_store_t){&remote_ops, r};
+}
+
+void peer_store_free(shard_store_t *st)
+{
+    if (st->ops == &remote_ops) free(st->ctx);
+    st->ctx = NULL;
+}

@@ -1,0 +1,399 @@
+"""A cluster of real warmlaked processes on loopback: three nodes of two
+file-backed drives each, one 4+2 erasure set spanning them (cluster/map.h),
+the drives of other nodes reached over proto/. Objects written through any
+node are read back through every node and checked by hash; a node killed
+with SIGKILL (two of six shards: m) costs no acknowledged object, and
+writes go on without it; nodes with another secret, another cluster id or
+no place in the map are refused."""
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import AK, AK2, SK, SK2, STARTED, WARMLAKED, s3_client
+
+SECRET = "integration-test-cluster-secret"
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Node:
+    def __init__(self, root, node_id, map_path, secret=SECRET, extra=()):
+        self.id, self.map_path, self.secret, self.extra = node_id, map_path, secret, list(extra)
+        self.data = os.path.join(root, node_id)
+        os.makedirs(self.data, exist_ok=True)
+        self.log = os.path.join(self.data, "warmlaked.log")
+        self.proc = None
+        self.port = None
+
+    def start(self, expect_ready=True):
+        self.launch()
+        if expect_ready:
+            self.wait_ready()
+        return self
+
+    def launch(self):
+        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
+                   WARMLAKE_USERS="%s:%s" % (AK2, SK2), WARMLAKE_CLUSTER_SECRET=self.secret)
+        args = [WARMLAKED, "--cluster", self.map_path, "--node", self.id, "--data", self.data,
+                "--drive-capacity", "2G", "--segment-size", "64M"] + self.extra
+        out = open(self.log, "a")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, env=env)
+        STARTED.append(self.proc)
+        return self
+
+    def wait_ready(self):
+        """Until the node says ready: it waits (up to 10 s) for its set's peers first."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if not line:
+                break
+            if "ready port=" in line:
+                self.port = int(line.split("ready port=")[1])
+                break
+        if not self.port:
+            self.stop()
+            raise RuntimeError("node %s did not start; see %s" % (self.id, self.log))
+        return self
+
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def s3(self):
+        return s3_client(self.endpoint)
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        with open(self.log, errors="replace") as f:
+            log = f.read()
+        for marker in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
+            assert marker not in log, "sanitizer report in %s:\n%s" % (self.log, log[-4000:])
+
+    def read_log(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+
+def start_all(nodes):
+    """Launch every node, then wait for each: nodes started together find each other."""
+    for n in nodes:
+        n.launch()
+    for n in nodes:
+        n.wait_ready()
+    return nodes
+
+
+def write_map(root, nodes, cluster="itc", epoch=1, drives=2, sets=None):
+    ports = free_ports(2 * len(nodes))
+    doc = {"cluster": cluster, "epoch": epoch, "nodes": [
+        {"id": n, "s3": "127.0.0.1:%d" % ports[2 * i], "proto": "127.0.0.1:%d" % ports[2 * i + 1],
+         "drives": drives} for i, n in enumerate(nodes)]}
+    if sets:
+        doc["sets"] = sets
+    path = os.path.join(root, "map-%s-%d.json" % (cluster, epoch))
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path, doc
+
+
+@pytest.fixture
+def cluster(datadir):
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    nodes = start_all([Node(datadir, n, path) for n in ("n1", "n2", "n3")])
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+def md5(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def body(n, seed):
+    out, x = bytearray(), seed
+    while len(out) < n:
+        x = hashlib.sha256(x.to_bytes(8, "little") + b"wl").digest()
+        out += x * 64
+        x = int.from_bytes(x[:8], "little")
+    return bytes(out[:n])
+
+
+SIZES = [0, 1, 1000, 65536, 65537, 300000, 1500000, 4 * 1048576 + 3]
+
+
+def test_objects_written_anywhere_read_everywhere(cluster):
+    c = [n.s3() for n in cluster]
+    c[0].create_bucket(Bucket="lake")
+    want = {}
+    for i, size in enumerate(SIZES):
+        data = body(size, i + 1)
+        key = "obj/%d" % size
+        c[i % 3].put_object(Bucket="lake", Key=key, Body=data)
+        want[key] = md5(data)
+    # A multipart upload through one node, completed through another.
+    part = body(5 * 1048576, 99)
+    mpu = c[1].create_multipart_upload(Bucket="lake", Key="mpu")
+    etags = []
+    for pn in (1, 2):
+        r = c[pn].upload_part(Bucket="lake", Key="mpu", UploadId=mpu["UploadId"], PartNumber=pn,
+                              Body=part)
+        etags.append({"PartNumber": pn, "ETag": r["ETag"]})
+    c[2].complete_multipart_upload(Bucket="lake", Key="mpu", UploadId=mpu["UploadId"],
+                                   MultipartUpload={"Parts": etags})
+    want["mpu"] = md5(part + part)
+    for cl in c:
+        for key, h in want.items():
+            assert md5(cl.get_object(Bucket="lake", Key=key)["Body"].read()) == h, key
+        listed = sorted(o["Key"] for o in cl.list_objects_v2(Bucket="lake")["Contents"])
+        assert listed == sorted(want)
+    # Overwrite and delete through one node: every node sees it.
+    c[2].put_object(Bucket="lake", Key="obj/1", Body=b"new")
+    c[0].delete_object(Bucket="lake", Key="obj/1000")
+    for cl in c:
+        assert cl.get_object(Bucket="lake", Key="obj/1")["Body"].read() == b"new"
+        with pytest.raises(ClientError) as e:
+            cl.head_object(Bucket="lake", Key="obj/1000")
+        assert e.value.response["Error"]["Code"] == "404"
+
+
+def test_node_killed_loses_nothing_acknowledged(cluster):
+    n1, n2, n3 = cluster
+    c1 = n1.s3()
+    c1.create_bucket(Bucket="lake")
+    want = {}
+    for i, size in enumerate(SIZES):
+        data = body(size, 100 + i)
+        c1.put_object(Bucket="lake", Key="before/%d" % i, Body=data)
+        want["before/%d" % i] = md5(data)
+    n3.stop(signal.SIGKILL)  # two of the six shards of every object
+    c2 = n2.s3()
+    for key, h in want.items():
+        assert md5(c2.get_object(Bucket="lake", Key=key)["Body"].read()) == h, key
+    # Writes go on with four stores of six (k): acknowledged, then read back.
+    for i, size in enumerate(SIZES):
+        data = body(size, 200 + i)
+        c2.put_object(Bucket="lake", Key="during/%d" % i, Body=data)
+        want["during/%d" % i] = md5(data)
+    for key, h in want.items():
+        assert md5(c1.get_object(Bucket="lake", Key=key)["Body"].read()) == h, key
+    # A second node lost: more shards than parity; reads fail, never with wrong bytes.
+    n2.stop(signal.SIGKILL)
+    with pytest.raises(ClientError) as e:
+        c1.get_object(Bucket="lake", Key="before/6")["Body"].read()
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] >= 500
+    # Both back: everything acknowledged is there, through every node.
+    start_all([n2, n3])
+    for n in cluster:
+        cl = n.s3()
+        for key, h in want.items():
+            assert md5(cl.get_object(Bucket="lake", Key=key)["Body"].read()) == h, (n.id, key)
+
+
+def test_refused_peers(datadir):
+    path, doc = write_map(datadir, ["n1", "n2", "n3"])
+    # n3 holds another secret: the others refuse it and it refuses them.
+    n1, n2, n3 = start_all([Node(datadir, "n1", path), Node(datadir, "n2", path),
+                            Node(datadir, "n3", path, secret="not-the-cluster-secret-at-all")])
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="lake")
+        data = body(200000, 5)
+        c.put_object(Bucket="lake", Key="k", Body=data)  # four stores of six answer
+        assert md5(n2.s3().get_object(Bucket="lake", Key="k")["Body"].read()) == md5(data)
+        # n3 reaches no other drive: it cannot serve the object.
+        with pytest.raises(ClientError) as e:
+            n3.s3().get_object(Bucket="lake", Key="k")["Body"].read()
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] >= 500
+        assert "proto_peer_refused" in n1.read_log() + n2.read_log() + n3.read_log()
+    finally:
+        n3.stop()
+        n2.stop()
+        n1.stop()
+    # A node of another cluster id is refused by the others' handshake.
+    other = dict(doc, cluster="other")
+    opath = os.path.join(datadir, "other.json")
+    with open(opath, "w") as f:
+        json.dump(other, f)
+    n1, x = start_all([Node(datadir, "n1", path), Node(datadir, "n2", opath)])
+    try:
+        with pytest.raises(ClientError):
+            x.s3().get_object(Bucket="lake", Key="k")["Body"].read()
+        assert "cluster id other" in n1.read_log()
+    finally:
+        x.stop()
+        n1.stop()
+
+
+def test_bad_maps_refuse_to_start(datadir):
+    path, doc = write_map(datadir, ["n1", "n2"])
+    for args, why in [(["--node", "n9"], "not in the cluster map"),
+                      ([], "need --node")]:
+        env = dict(os.environ, WARMLAKE_CLUSTER_SECRET=SECRET)
+        r = subprocess.run([WARMLAKED, "--cluster", path, "--data", datadir] + args, env=env,
+                           capture_output=True, timeout=30)
+        assert r.returncode == 2 and why in r.stderr.decode(), r.stderr
+    bad = os.path.join(datadir, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"cluster": "x", "epoch": 1, "nodes": []}')
+    r = subprocess.run([WARMLAKED, "--cluster", bad, "--node", "n1", "--data", datadir],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 2 and b"nodes" in r.stderr
+    # No secret, or one too short.
+    for env in ({}, {"WARMLAKE_CLUSTER_SECRET": "short"}):
+        e = {k: v for k, v in os.environ.items() if k != "WARMLAKE_CLUSTER_SECRET"}
+        e.update(env)
+        r = subprocess.run([WARMLAKED, "--cluster", path, "--node", "n1", "--data", datadir],
+                           env=e, capture_output=True, timeout=30)
+        assert r.returncode != 0 and b"secret" in r.stderr
+
+
+# ---- the map in etcd ----
+
+ADMIN = os.path.join(os.path.dirname(WARMLAKED), "..", "cluster", "wl-admin")
+
+
+@pytest.fixture
+def etcd(datadir):
+    """A real etcd (Debian's etcd-server) on free loopback ports, stopped by pid."""
+    import shutil
+    exe = shutil.which("etcd")
+    if not exe:
+        pytest.fail("etcd missing: deploy/install-deps.sh installs etcd-server")
+    client, peer = free_ports(2)
+    url = "http://127.0.0.1:%d" % client
+    log = open(os.path.join(datadir, "etcd.log"), "a")
+    p = subprocess.Popen([exe, "--data-dir", os.path.join(datadir, "etcd"),
+                          "--listen-client-urls", url, "--advertise-client-urls", url,
+                          "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
+                          "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
+                          "--initial-cluster", "default=http://127.0.0.1:%d" % peer],
+                         stdout=log, stderr=log)
+    STARTED.append(p)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if admin(url, "cluster", "show").returncode == 2:  # answers: "no map"
+            break
+        time.sleep(0.2)
+    else:
+        p.kill()
+        pytest.fail("etcd did not start")
+    yield url
+    p.terminate()
+    p.wait(timeout=30)
+
+
+def admin(url, *args, env=None):
+    e = dict(os.environ, WARMLAKE_CLUSTER_SECRET=SECRET)
+    e.update(env or {})
+    return subprocess.run([ADMIN, "--etcd", url] + list(args), capture_output=True, text=True,
+                          timeout=60, env=e)
+
+
+class EtcdNode(Node):
+    def __init__(self, root, node_id, url):
+        super().__init__(root, node_id, None, extra=["--etcd", url])
+
+    def launch(self):
+        # No --cluster FILE: the node reads the map from etcd.
+        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
+                   WARMLAKE_CLUSTER_SECRET=self.secret)
+        args = [WARMLAKED, "--node", self.id, "--data", self.data, "--drive-capacity", "2G",
+                "--segment-size", "64M"] + self.extra
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(self.log, "a"),
+                                     env=env)
+        STARTED.append(self.proc)
+        return self
+
+
+def wait_for(pred, what, timeout=60):
+    """Poll pred until true (bounded): lease expiry and watches are asynchronous."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_map_in_etcd(datadir, etcd):
+    path, doc = write_map(datadir, ["n1", "n2", "n3"], sets=[
+        {"ec": "4+2", "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}])
+    assert admin(etcd, "status").returncode == 2  # nothing there yet
+    r = admin(etcd, "cluster", "init", "--map", path)
+    assert r.returncode == 0, r.stderr
+    r = admin(etcd, "cluster", "init", "--map", path)
+    assert r.returncode == 2 and "already holds a map" in r.stderr
+    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")])
+    try:
+        st = json.loads(admin(etcd, "status", "--json").stdout)
+        assert st["epoch"] == 1 and [n["alive"] for n in st["nodes"]] == [True] * 3
+        assert st["sets"][0]["health"] == "ok"
+        assert all(d["capacity"] == 2 << 30 for n in st["nodes"] for d in n["drives"])
+        c = nodes[0].s3()
+        c.create_bucket(Bucket="lake")
+        data = body(3000000, 7)
+        c.put_object(Bucket="lake", Key="k", Body=data)
+        # A node added to the map: every member applies the new epoch without a restart,
+        # and the new node (a gateway: none of its drives is in the set) serves the object.
+        p4 = free_ports(2)
+        r = admin(etcd, "node", "add", "--id", "n4", "--s3", "127.0.0.1:%d" % p4[0],
+                  "--proto", "127.0.0.1:%d" % p4[1], "--drives", "1")
+        assert r.returncode == 0 and "epoch 2" in r.stdout, r.stderr
+        for n in nodes:
+            wait_for(lambda: "event=member_epoch node=%s epoch=2" % n.id in n.read_log(),
+                     n.id + " to apply epoch 2")
+        n4 = start_all([EtcdNode(datadir, "n4", etcd)])[0]
+        nodes.append(n4)
+        assert md5(n4.s3().get_object(Bucket="lake", Key="k")["Body"].read()) == md5(data)
+        assert md5(nodes[1].s3().get_object(Bucket="lake", Key="k")["Body"].read()) == md5(data)
+        # A node killed: its lease runs out and status says so; the set is degraded.
+        nodes[2].stop(signal.SIGKILL)
+        wait_for(lambda: json.loads(admin(etcd, "status", "--json").stdout)["nodes"][2]["alive"]
+                 is False, "n3's lease to expire")
+        st = json.loads(admin(etcd, "status", "--json").stdout)
+        assert st["sets"][0]["health"] == "degraded" and st["sets"][0]["shards_down"] == 2
+        assert md5(n4.s3().get_object(Bucket="lake", Key="k")["Body"].read()) == md5(data)
+        # Removing a node whose drives the set uses is refused; the map is unchanged.
+        r = admin(etcd, "node", "remove", "--id", "n3")
+        assert r.returncode == 2 and "n3" in r.stderr
+        assert json.loads(admin(etcd, "cluster", "show").stdout)["epoch"] == 2
+        # A map that moves this set's shards fences the members: 503, never old-layout answers.
+        new = json.loads(admin(etcd, "cluster", "show").stdout)
+        new["sets"][0]["drives"] = ["n1/1", "n2/0", "n3/0", "n1/0", "n2/1", "n3/1"]
+        mp = os.path.join(datadir, "moved.json")
+        with open(mp, "w") as f:
+            json.dump(new, f)
+        assert admin(etcd, "map", "set", "--map", mp).returncode == 0
+        wait_for(lambda: "event=member_fenced node=n1" in nodes[0].read_log(), "n1's fence")
+        with pytest.raises(ClientError) as e:
+            c.get_object(Bucket="lake", Key="k")
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    finally:
+        for n in nodes:
+            n.stop()

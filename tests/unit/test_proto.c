@@ -1,0 +1,471 @@
+/*
+ * proto/: the frame and message codec (round trips, every truncation and a
+ * flipped bit refused), and the connections between two nets in one
+ * process: the handshake (the secret, the cluster id, the epoch, the node
+ * a peer answers as), calls in flight in any order, a peer that is down,
+ * garbage on the wire, a server that pauses reading under its budget and a
+ * call that is never answered. Plus the cluster map's parser (cluster/map.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cluster/map.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "proto/net.h"
+#include "proto/wire.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- the codec ---- */
+
+static void test_header_round_trip(void **state)
+{
+    (void)state;
+    uint8_t payload[100], hdr[PROTO_HDR];
+    for (int i = 0; i < 100; i++)
+        payload[i] = (uint8_t)(i * 7);
+    proto_hdr_t h = {.type = PROTO_READ,
+                     .flags = PROTO_F_RESP,
+                     .id = 0x1122334455667788ull,
+                     .len = 100,
+                     .status = ERR_NOT_FOUND};
+    proto_hdr_seal(hdr, &h, payload);
+    proto_hdr_t g;
+    assert_int_equal(proto_hdr_decode(hdr, PROTO_HDR, &g), 0);
+    assert_int_equal(g.type, PROTO_READ);
+    assert_int_equal(g.flags, PROTO_F_RESP);
+    assert_true(g.id == h.id);
+    assert_int_equal(g.len, 100);
+    assert_int_equal(g.status, ERR_NOT_FOUND);
+    assert_true(proto_frame_ok(hdr, payload, 100));
+    /* Every bit of header (crc'd part) and payload matters. */
+    for (int i = 0; i < 24 * 8; i++) {
+        hdr[i / 8] ^= (uint8_t)(1 << (i % 8));
+        assert_false(proto_frame_ok(hdr, payload, 100));
+        hdr[i / 8] ^= (uint8_t)(1 << (i % 8));
+    }
+    for (int i = 0; i < 100 * 8; i += 13) {
+        payload[i / 8] ^= (uint8_t)(1 << (i % 8));
+        assert_false(proto_frame_ok(hdr, payload, 100));
+        payload[i / 8] ^= (uint8_t)(1 << (i % 8));
+    }
+    assert_int_equal(proto_hdr_decode(hdr, PROTO_HDR - 1, &g), ERR_AGAIN);
+    /* Bad magic, version, type, flags, length, positive status, reserved bytes. */
+    const int bad_at[] = {0, 4, 5, 6, 19, 23, 28};
+    const uint8_t bad_val[] = {'X', 2, 99, 0x80, 0x10, 0x7f, 1};
+    for (size_t i = 0; i < sizeof(bad_at) / sizeof(bad_at[0]); i++) {
+        uint8_t copy[PROTO_HDR];
+        memcpy(copy, hdr, PROTO_HDR);
+        copy[bad_at[i]] = bad_val[i];
+        if (bad_at[i] == 23) copy[20] = copy[21] = copy[22] = 0; /* status 0x7f000000 */
+        assert_int_equal(proto_hdr_decode(copy, PROTO_HDR, &g), ERR_CORRUPT);
+    }
+}
+
+static void test_request_codec(void **state)
+{
+    (void)state;
+    uint8_t buf[4096];
+    proto_w_t w;
+    proto_w_init(&w, buf, sizeof(buf));
+    proto_w_u32(&w, 3);
+    proto_w_id(&w, "bkt", "a/key", "v1", 7);
+    proto_w_blob(&w, "meta", 4);
+    proto_w_blob(&w, "data!", 5);
+    assert_int_equal(w.err, 0);
+    proto_req_t *q = malloc(sizeof(*q));
+    assert_int_equal(proto_req_decode(PROTO_PUT, buf, w.len, q), 0);
+    assert_int_equal(q->drive, 3);
+    assert_string_equal(q->id.bucket, "bkt");
+    assert_string_equal(q->id.key, "a/key");
+    assert_string_equal(q->id.version, "v1");
+    assert_int_equal(q->id.shard, 7);
+    assert_int_equal(q->meta_len, 4);
+    assert_memory_equal(q->meta, "meta", 4);
+    assert_int_equal(q->data_len, 5);
+    assert_memory_equal(q->data, "data!", 5);
+    /* Every truncation, and one byte too many, is refused. */
+    for (size_t n = 0; n < w.len; n++)
+        assert_int_equal(proto_req_decode(PROTO_PUT, buf, n, q), ERR_CORRUPT);
+    buf[w.len] = 0;
+    assert_int_equal(proto_req_decode(PROTO_PUT, buf, w.len + 1, q), ERR_CORRUPT);
+    /* A NUL inside a name. */
+    proto_w_init(&w, buf, sizeof(buf));
+    proto_w_u32(&w, 0);
+    proto_w_u16(&w, 3);
+    proto_w_bytes(&w, "a\0b", 3);
+    proto_w_str(&w, "k");
+    proto_w_str(&w, "");
+    proto_w_u32(&w, 0);
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
+    /* A key longer than the wire allows. */
+    char *longkey = malloc(PROTO_MAX_KEY + 2);
+    memset(longkey, 'k', PROTO_MAX_KEY + 1);
+    longkey[PROTO_MAX_KEY + 1] = 0;
+    proto_w_init(&w, buf, sizeof(buf));
+    proto_w_u32(&w, 0);
+    proto_w_id(&w, "b", longkey, "", 0);
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
+    /* SCAN, with its flags checked. */
+    proto_w_init(&w, buf, sizeof(buf));
+    proto_w_u32(&w, 1);
+    proto_w_str(&w, "bkt");
+    proto_w_str(&w, "pre");
+    proto_w_u8(&w, 2);
+    proto_w_str(&w, "from");
+    proto_w_str(&w, "ver");
+    proto_w_u32(&w, 50);
+    proto_w_u8(&w, 1);
+    assert_int_equal(proto_req_decode(PROTO_SCAN, buf, w.len, q), 0);
+    assert_string_equal(q->prefix, "pre");
+    assert_string_equal(q->from_key, "from");
+    assert_string_equal(q->from_version, "ver");
+    assert_int_equal(q->how, 2);
+    assert_int_equal(q->limit, 50);
+    buf[w.len - 1] = 2;
+    assert_int_equal(proto_req_decode(PROTO_SCAN, buf, w.len, q), ERR_CORRUPT);
+    assert_int_equal(proto_req_decode(PROTO_TYPE_END, buf, 0, q), ERR_INVAL);
+    /* The writer refuses to overflow. */
+    proto_w_init(&w, buf, 3);
+    proto_w_u32(&w, 1);
+    assert_int_equal(w.err, ERR_TOO_LARGE);
+    free(longkey);
+    free(q);
+}
+
+/* ---- two nets ---- */
+
+static const char secret[] = "sixteen bytes or more of secret";
+
+/* Echo server: PING answers at once; READ answers with its payload reversed; STAT never. */
+typedef struct {
+    pthread_mutex_t mu;
+    proto_inbound_t *held[64];
+    int nheld;
+} echo_t;
+
+static void echo_handle(void *arg, proto_inbound_t *in)
+{
+    echo_t *e = arg;
+    if (in->req.type == PROTO_STAT) {
+        pthread_mutex_lock(&e->mu);
+        e->held[e->nheld++] = in;
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    if (in->req.type == PROTO_READ) {
+        /* The id's key, reversed, as the payload: tells apart answers that crossed. */
+        size_t n = strlen(in->req.id.key);
+        uint8_t *b = proto_reply_buf(in, n);
+        for (size_t i = 0; i < n; i++)
+            b[i] = (uint8_t)in->req.id.key[n - 1 - i];
+        proto_reply(in, 0, n);
+        return;
+    }
+    proto_reply(in, in->req.type == PROTO_PING ? 0 : ERR_INVAL, 0);
+}
+
+static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, const char *sec,
+                          uint64_t epoch, size_t budget)
+{
+    proto_net_cfg_t c = {.listen = "127.0.0.1:0",
+                         .cluster = cluster,
+                         .node = node,
+                         .secret = sec,
+                         .secret_len = strlen(sec),
+                         .epoch = epoch,
+                         .handle = echo_handle,
+                         .arg = e,
+                         .serve_budget = budget,
+                         .timeout_ms = 400,
+                         .retry_ms = 100};
+    proto_net_t *n;
+    assert_int_equal(proto_net_start(&c, &n), 0);
+    return n;
+}
+
+static proto_net_t *client(const char *cluster, const char *sec, uint64_t epoch)
+{
+    proto_net_cfg_t c = {.cluster = cluster,
+                         .node = "gw",
+                         .secret = sec,
+                         .secret_len = strlen(sec),
+                         .epoch = epoch,
+                         .timeout_ms = 400,
+                         .retry_ms = 100};
+    proto_net_t *n;
+    assert_int_equal(proto_net_start(&c, &n), 0);
+    return n;
+}
+
+static proto_peer_t *peer_of(proto_net_t *cl, proto_net_t *srv, const char *node)
+{
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", proto_net_port(srv));
+    proto_peer_t *p = proto_net_peer(cl, node, addr);
+    assert_non_null(p);
+    return p;
+}
+
+static int ping(proto_peer_t *p)
+{
+    proto_call_t c = {.type = PROTO_PING};
+    return proto_call(p, &c);
+}
+
+typedef struct {
+    char want[64];
+    int ok;
+} rev_t;
+
+static int rev_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    rev_t *r = c->arg;
+    if (status) return status;
+    size_t n = strlen(r->want);
+    r->ok = len == n;
+    for (size_t i = 0; r->ok && i < n; i++)
+        r->ok = p[i] == (uint8_t)r->want[n - 1 - i];
+    return 0;
+}
+
+typedef struct {
+    proto_peer_t *p;
+    int t, rounds, bad;
+} worker_t;
+
+static void *reads(void *arg)
+{
+    worker_t *w = arg;
+    for (int i = 0; i < w->rounds; i++) {
+        uint8_t f[512];
+        proto_w_t wr;
+        rev_t r = {.ok = 0};
+        snprintf(r.want, sizeof(r.want), "key-%d-%d", w->t, i);
+        proto_w_init(&wr, f, sizeof(f));
+        proto_w_u32(&wr, 0);
+        proto_w_id(&wr, "b", r.want, "", 0);
+        proto_w_u64(&wr, 0);
+        proto_w_u32(&wr, 0);
+        proto_call_t c = {
+            .type = PROTO_READ, .fields = f, .fields_len = wr.len, .on_resp = rev_resp, .arg = &r};
+        if (proto_call(w->p, &c) != 0 || !r.ok) w->bad++;
+    }
+    return NULL;
+}
+
+static void test_calls_and_budget(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    /* A budget of one byte: the server pauses reading after every request. */
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 1, 1);
+    proto_net_t *cl = client("c1", secret, 1);
+    proto_peer_t *p = peer_of(cl, srv, "s1");
+    assert_int_equal(ping(p), 0);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_UP);
+    worker_t w[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (worker_t){p, i, 200, 0};
+        pthread_create(&th[i], NULL, reads, &w[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].bad, 0);
+    }
+    proto_net_stats_t st;
+    proto_net_stats(srv, &st);
+    assert_true(st.paused_reads > 0);
+    assert_int_equal(st.bad_frames, 0);
+    /* A request the server never answers fails at its deadline; the peer is suspect. */
+    uint8_t f[64];
+    proto_w_t wr;
+    proto_w_init(&wr, f, sizeof(f));
+    proto_w_u32(&wr, 0);
+    proto_w_id(&wr, "b", "k", "", 0);
+    proto_w_u32(&wr, 0);
+    proto_call_t c = {.type = PROTO_STAT, .fields = f, .fields_len = wr.len};
+    assert_int_equal(proto_call(p, &c), ERR_IO);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_SUSPECT);
+    proto_net_stats(cl, &st);
+    assert_int_equal(st.timeouts, 1);
+    /* Its late answer is dropped; the connection goes on. */
+    pthread_mutex_lock(&e.mu);
+    proto_reply(e.held[0], 0, 0);
+    e.nheld = 0;
+    pthread_mutex_unlock(&e.mu);
+    assert_int_equal(ping(p), 0);
+    proto_net_stop(cl);
+    proto_net_stop(srv);
+    pthread_mutex_destroy(&e.mu);
+}
+
+static void test_handshake_refusals(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 5, 0);
+    proto_net_stats_t st;
+    struct {
+        const char *cluster, *secret, *node;
+        uint64_t epoch;
+    } bad[] = {
+        {"c1", "another secret, long enough", "s1", 5}, /* secret */
+        {"c2", secret, "s1", 5},                        /* cluster id */
+        {"c1", secret, "s1", 4},                        /* older epoch */
+        {"c1", secret, "s9", 5},                        /* another node answers */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        proto_net_t *cl = client(bad[i].cluster, bad[i].secret, bad[i].epoch);
+        proto_peer_t *p = peer_of(cl, srv, bad[i].node);
+        assert_int_equal(ping(p), ERR_IO);
+        assert_int_equal(proto_peer_health(p), PROTO_PEER_DOWN);
+        proto_net_stats(cl, &st);
+        assert_true(st.refused >= 1 || i == 0);
+        proto_net_stop(cl);
+    }
+    proto_net_stats(srv, &st);
+    assert_true(st.refused >=
+                2); /* cluster, epoch: the server said no (the client saw the bad mac) */
+    /* A client of a newer epoch refuses the older server in turn, until it has caught up. */
+    proto_net_t *cl = client("c1", secret, 6);
+    assert_int_equal(ping(peer_of(cl, srv, "s1")), ERR_IO);
+    proto_net_stop(cl);
+    proto_net_set_epoch(srv, 6);
+    cl = client("c1", secret, 6);
+    assert_int_equal(ping(peer_of(cl, srv, "s1")), 0);
+    proto_net_stop(cl);
+    proto_net_stop(srv);
+    pthread_mutex_destroy(&e.mu);
+}
+
+static void test_garbage_and_down_peer(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 1, 0);
+    int port = proto_net_port(srv);
+    /* Garbage, then a frame before any handshake: both connections are closed. */
+    for (int round = 0; round < 2; round++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        uint8_t junk[PROTO_HDR] = "GET / HTTP/1.1\r\n\r\n";
+        if (round == 1) {
+            proto_hdr_t h = {.type = PROTO_PING};
+            proto_hdr_seal(junk, &h, NULL);
+        }
+        assert_int_equal(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+        char b[64];
+        ssize_t n;
+        while ((n = read(fd, b, sizeof(b))) > 0) /* a refusal frame may come first */
+            ;
+        assert_int_equal(n, 0); /* closed by the server */
+        close(fd);
+    }
+    proto_net_t *cl = client("c1", secret, 1);
+    proto_peer_t *p = peer_of(cl, srv, "s1");
+    assert_int_equal(ping(p), 0);
+    /* The server goes: calls fail, the peer is down; a peer with no listener likewise. */
+    proto_net_stop(srv);
+    assert_int_equal(ping(p), ERR_IO);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_DOWN);
+    proto_peer_t *nobody = proto_net_peer(cl, "s2", "127.0.0.1:1");
+    assert_int_equal(ping(nobody), ERR_IO);
+    assert_int_equal(proto_peer_health(nobody), PROTO_PEER_DOWN);
+    proto_net_stop(cl);
+    pthread_mutex_destroy(&e.mu);
+}
+
+/* ---- the cluster map ---- */
+
+static int parse(const char *json, cmap_t *m, char *err)
+{
+    return cmap_parse(json, strlen(json), m, err, 300);
+}
+
+#define NODES3                                                                                     \
+    "\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:11\",\"drives\":2},"                    \
+    "{\"id\":\"b\",\"s3\":\"h:2\",\"proto\":\"h:12\",\"drives\":2},"                               \
+    "{\"id\":\"c\",\"s3\":\"h:3\",\"proto\":\"h:13\",\"drives\":2}]"
+
+static void test_cluster_map(void **state)
+{
+    (void)state;
+    cmap_t m;
+    char err[300];
+    /* The automatic set: 4+2, consecutive shards on different nodes. */
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":3," NODES3 "}", &m, err), 0);
+    assert_int_equal(m.nsets, 1);
+    assert_int_equal(m.sets[0].k, 4);
+    assert_int_equal(m.sets[0].m, 2);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(m.sets[0].d[i].node, i % 3);
+        assert_int_equal(m.sets[0].d[i].drive, i / 3);
+    }
+    assert_true(m.epoch == 3);
+    assert_int_equal(cmap_node_index(&m, "c"), 2);
+    cmap_free(&m);
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"3+3\"," NODES3 "}", &m, err),
+                     0);
+    assert_int_equal(m.sets[0].k, 3);
+    cmap_free(&m);
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"sets\":[{\"ec\":\"2+1\","
+                           "\"drives\":[\"c/1\",\"a/0\",\"b/1\"]}]}",
+                           &m, err),
+                     0);
+    assert_int_equal(m.sets[0].d[0].node, 2);
+    assert_int_equal(m.sets[0].d[0].drive, 1);
+    cmap_free(&m);
+    /* Each mistake is named. */
+    const char *bad[] = {
+        "[1]",
+        "{\"cluster\":\"x y\",\"epoch\":1," NODES3 "}",
+        "{\"cluster\":\"x\",\"epoch\":0," NODES3 "}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[]}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"4+1\"," NODES3 "}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:0\","
+        "\"drives\":1}]}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:2\","
+        "\"drives\":1},{\"id\":\"a\",\"s3\":\"h:3\",\"proto\":\"h:4\",\"drives\":1}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3
+        ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\",\"a/0\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3
+        ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\",\"z/0\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3
+        ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\",\"b/2\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3
+        ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\"]}]}",
+        "{\"cluster\":\"x\",\"cluster\":\"y\",\"epoch\":1," NODES3 "}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(parse(bad[i], &m, err), ERR_INVAL);
+        assert_true(err[0] != 0);
+    }
+}
+
+int main(void)
+{
+    log_level = LOG_LVL_ERROR;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header_round_trip),     cmocka_unit_test(test_request_codec),
+        cmocka_unit_test(test_calls_and_budget),      cmocka_unit_test(test_handshake_refusals),
+        cmocka_unit_test(test_garbage_and_down_peer), cmocka_unit_test(test_cluster_map),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
