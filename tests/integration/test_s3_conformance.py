@@ -12,7 +12,7 @@ import socket
 import xml.etree.ElementTree as ET
 
 
-from conftest import AK, SK, s3_client
+from conftest import AK, SK, s3_client, signed_request
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
@@ -31,6 +31,31 @@ def lower(h):
 
 def keys_of(c, bucket):
     return [o["Key"] for o in c.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+def test_query_parameters_with_nul_or_bad_escape_refused(server):
+    """A listing parameter holding %00 was dropped as if absent (prefix=zzz%00 listed
+    everything); like %FF it is refused, and so is a bad escape, in any parameter."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="nul")
+    c.put_object(Bucket="nul", Key="a", Body=b"1")
+    c.put_object(Bucket="nul", Key="zzz", Body=b"2")
+    for q in ("prefix=zzz%00", "delimiter=%00", "marker=a%00", "list-type=2&prefix=zzz%00",
+              "list-type=2&start-after=%00", "list-type=2&continuation-token=%00",
+              "list-type=2&delimiter=a%00", "versions&prefix=zzz%00", "versions&key-marker=a%00",
+              "versions&delimiter=%00", "versions&version-id-marker=%00&key-marker=a",
+              "prefix=zzz%FF", "prefix=%zz", "prefix=a%2", "encoding-type=url%00"):
+        st, body, _ = signed_request(server.port, "GET", "/nul?" + q)
+        assert st == 400 and code_of(body) == "InvalidArgument", (q, st, body)
+    # On an object too (a version id, a response-* override).
+    for q in ("versionId=%00", "response-content-type=text%00"):
+        st, body, _ = signed_request(server.port, "GET", "/nul/a?" + q)
+        assert st == 400 and code_of(body) == "InvalidArgument", (q, st, body)
+    # What is valid still lists as before.
+    st, body, _ = signed_request(server.port, "GET", "/nul?list-type=2&prefix=zzz")
+    assert st == 200
+    assert [k.text for k in ET.fromstring(body).iter(NS + "Key")] == ["zzz"]
+    assert c.get_object(Bucket="nul", Key="a")["Body"].read() == b"1"
 
 
 def signed_head(port, method, path, extra):
