@@ -477,9 +477,19 @@ void s3_get_object(ctx_t *x, int head)
         rr = 1;
     }
     if (rr < 0) {
+        /* As S3: the size in Content-Range (RFC 9110 15.5.17) and in the error. */
+        char cr[64];
+        buf_t extra = {0};
         obj_close(rd);
         free(hb.p);
-        s3_err(x, S3E_INVALID_RANGE);
+        snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n", (unsigned long long)info.size);
+        http_add_headers(x->r, cr);
+        buf_printf(&extra, "<RangeRequested>");
+        buf_xml(&extra, s3_hdr(x->info, "range"));
+        buf_printf(&extra, "</RangeRequested><ActualObjectSize>%llu</ActualObjectSize>",
+                   (unsigned long long)info.size);
+        s3_err_detail(x, S3E_INVALID_RANGE, NULL, extra.p);
+        free(extra.p);
         return;
     }
     if (rr > 0) {

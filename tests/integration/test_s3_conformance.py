@@ -11,6 +11,8 @@ import os
 import socket
 import xml.etree.ElementTree as ET
 
+import pytest
+from botocore.exceptions import ClientError
 
 from conftest import AK, SK, s3_client, signed_request
 
@@ -56,6 +58,33 @@ def test_query_parameters_with_nul_or_bad_escape_refused(server):
     assert st == 200
     assert [k.text for k in ET.fromstring(body).iter(NS + "Key")] == ["zzz"]
     assert c.get_object(Bucket="nul", Key="a")["Body"].read() == b"1"
+
+
+def test_invalid_range_carries_content_range(server):
+    """416 InvalidRange tells the object's size in Content-Range: bytes */SIZE, as S3, and
+    in the error (ActualObjectSize, RangeRequested)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="rng")
+    data = os.urandom(1000)
+    c.put_object(Bucket="rng", Key="o", Body=data)
+    c.put_object(Bucket="rng", Key="empty", Body=b"")
+    for key, rng, size in (("o", "bytes=1000-", 1000), ("o", "bytes=5000-6000", 1000),
+                           ("empty", "bytes=0-0", 0), ("empty", "bytes=-5", 0)):
+        st, body, h = signed_request(server.port, "GET", "/rng/" + key, headers={"Range": rng})
+        h = lower(h)
+        assert st == 416 and code_of(body) == "InvalidRange", (key, rng, st, body)
+        assert h["content-range"] == "bytes */%d" % size, (key, rng, h)
+        root = ET.fromstring(body)
+        assert root.findtext("ActualObjectSize") == str(size)
+        assert root.findtext("RangeRequested") == rng
+        st, _, h = signed_request(server.port, "HEAD", "/rng/" + key, headers={"Range": rng})
+        assert st == 416 and lower(h)["content-range"] == "bytes */%d" % size
+    # A satisfiable range is unchanged.
+    r = c.get_object(Bucket="rng", Key="o", Range="bytes=990-2000")
+    assert r["ContentRange"] == "bytes 990-999/1000" and sha(r["Body"].read()) == sha(data[990:])
+    with pytest.raises(ClientError) as e:
+        c.get_object(Bucket="rng", Key="o", Range="bytes=1000-")
+    assert e.value.response["Error"]["Code"] == "InvalidRange"
 
 
 def signed_head(port, method, path, extra):
