@@ -21,6 +21,33 @@ static time_t parse_amz_date(const char *s)
     return timegm(&tm);
 }
 
+/*
+ * Whether a request signed by header also carries a query's credentials:
+ * S3 takes one mechanism only (400 InvalidArgument, naming the header);
+ * 0, or -1 with that answer sent.
+ */
+static int one_auth_mechanism(ctx_t *x, const char *authz)
+{
+    static const char *const query_auth[] = {"X-Amz-Algorithm", "X-Amz-Signature", "Signature"};
+    for (size_t i = 0; i < sizeof(query_auth) / sizeof(query_auth[0]); i++) {
+        int present;
+        free(s3_qparam(x->query, query_auth[i], &present));
+        if (!present) continue;
+        buf_t e = {0};
+        buf_printf(&e, "<ArgumentName>Authorization</ArgumentName><ArgumentValue>");
+        buf_xml(&e, authz);
+        buf_printf(&e, "</ArgumentValue>");
+        s3_err_detail(x, S3E_INVALID_ARGUMENT,
+                      "Only one auth mechanism allowed; only the X-Amz-Algorithm query "
+                      "parameter, Signature query string parameter or the Authorization header "
+                      "should be specified",
+                      e.p);
+        free(e.p);
+        return -1;
+    }
+    return 0;
+}
+
 /* 0 when authenticated; otherwise the error response has been sent. */
 int s3_authenticate(ctx_t *x)
 {
@@ -30,6 +57,7 @@ int s3_authenticate(ctx_t *x)
     size_t plen = q ? (size_t)(q - target) : strlen(target);
     int rc;
 
+    if (authz && one_auth_mechanism(x, authz) != 0) return -1;
     if (authz)
         rc = sigv4_parse_header(authz, strlen(authz), &x->auth);
     else

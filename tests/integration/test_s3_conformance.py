@@ -87,6 +87,38 @@ def test_invalid_range_carries_content_range(server):
     assert e.value.response["Error"]["Code"] == "InvalidRange"
 
 
+def test_one_auth_mechanism_only(server):
+    """An Authorization header with X-Amz-Algorithm, X-Amz-Signature or Signature in the
+    query: S3 refuses it (400 InvalidArgument, "Only one auth mechanism allowed")."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="auth2")
+    c.put_object(Bucket="auth2", Key="o", Body=b"x")
+    for q in ("X-Amz-Algorithm=AWS4-HMAC-SHA256", "X-Amz-Signature=00",
+              "Signature=abc", "X-Amz-Credential=x&X-Amz-Algorithm=AWS4-HMAC-SHA256"):
+        st, body, _ = signed_request(server.port, "GET", "/auth2/o?" + q)
+        assert st == 400 and code_of(body) == "InvalidArgument", (q, st, body)
+        assert b"Only one auth mechanism allowed" in body
+        assert ET.fromstring(body).findtext("ArgumentName") == "Authorization"
+    # A presigned URL sent with an Authorization header as well.
+    import boto3
+    from botocore.config import Config
+    p = boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        region_name="us-east-1", config=Config(s3={"addressing_style": "path"},
+                                               signature_version="s3v4"))
+    url = p.generate_presigned_url("get_object", Params={"Bucket": "auth2", "Key": "o"})
+    assert "X-Amz-Algorithm=" in url
+    path = url[url.index("/auth2"):]
+    st, body, _ = signed_request(server.port, "GET", path)
+    assert st == 400 and code_of(body) == "InvalidArgument"
+    # Each alone still works.
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=30) as r:
+        assert r.read() == b"x"
+    st, body, _ = signed_request(server.port, "GET", "/auth2/o")
+    assert st == 200 and body == b"x"
+
+
 def signed_head(port, method, path, extra):
     """Request head bytes signed with UNSIGNED-PAYLOAD (the body is sent as given)."""
     from botocore.auth import S3SigV4Auth
