@@ -119,6 +119,55 @@ def test_one_auth_mechanism_only(server):
     assert st == 200 and body == b"x"
 
 
+def raw_get(port, path, headers):
+    """A signed GET whose response head is returned as raw bytes (no header decoding)."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    host = "127.0.0.1:%d" % port
+    req = AWSRequest(method="GET", url="http://%s%s" % (host, path), data=b"", headers=headers)
+    S3SigV4Auth(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    head = "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % (path, host)
+    head += "".join("%s: %s\r\n" % kv for kv in req.headers.items()) + "\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sk:
+        sk.sendall(head.encode())
+        out = b""
+        while True:
+            d = sk.recv(65536)
+            if not d:
+                break
+            out += d
+    return out.split(b"\r\n\r\n", 1)
+
+
+def test_response_overrides_must_be_latin1_header_text(server):
+    """response-* values go out as ISO-8859-1 header text, as S3: UTF-8 that maps to it is
+    sent as those bytes; invalid UTF-8, characters past U+00FF and control characters are
+    400 InvalidArgument, and no raw invalid byte, CR or LF ever reaches a header."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ovr")
+    data = os.urandom(300)
+    c.put_object(Bucket="ovr", Key="o", Body=data)
+    for q in ("response-expires=%FF", "response-content-disposition=a%C3", "response-cache-control=%80",
+              "response-content-language=%E2%80%93", "response-content-type=a%0D%0AX-Evil%3A%201",
+              "response-content-encoding=%7F", "response-expires=%ED%A0%80",
+              "response-content-disposition=%C0%AF"):
+        head, body = raw_get(server.port, "/ovr/o?" + q, {})
+        assert head.startswith(b"HTTP/1.1 400"), (q, head)
+        assert code_of(body) == "InvalidArgument", (q, body)
+        assert all(0x20 <= b < 0x7F for b in head.replace(b"\r\n", b"")), (q, head)
+        assert b"X-Evil" not in head
+    # Latin-1 text (here U+00E9) goes out as its one ISO-8859-1 byte, the body untouched.
+    head, body = raw_get(server.port, "/ovr/o?response-content-disposition=attachment%3B%20"
+                         "filename%3D%22caf%C3%A9.txt%22", {})
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b'\r\nContent-Disposition: attachment; filename="caf\xe9.txt"' in head, head
+    assert sha(body) == sha(data)
+    r = c.get_object(Bucket="ovr", Key="o", ResponseContentLanguage="de-CH",
+                     ResponseExpires="Thu, 01 Jan 2037 00:00:00 GMT")
+    assert r["ContentLanguage"] == "de-CH" and sha(r["Body"].read()) == sha(data)
+
+
 def signed_head(port, method, path, extra):
     """Request head bytes signed with UNSIGNED-PAYLOAD (the body is sent as given)."""
     from botocore.auth import S3SigV4Auth
