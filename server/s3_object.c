@@ -612,11 +612,12 @@ void s3_get_object(ctx_t *x, int head)
         if (bufs[i]) http_free_after(x->r, put_buf, pool, bufs[i]);
 }
 
-/* DeleteObjects: up to 1000 keys, each optionally conditional. */
+/* DeleteObjects: up to 1000 keys, each optionally conditional; the body comes with its digest
+ * (Content-MD5 or x-amz-checksum-*), which S3 requires. */
 void s3_delete_objects(ctx_t *x)
 {
     size_t len;
-    char *body = s3_read_small_body(x, 2u << 20, &len);
+    char *body = s3_read_digested_body(x, 2u << 20, &len);
     if (!body) return;
     char **keys = NULL;
     s3_xml_delcond_t *conds = NULL;

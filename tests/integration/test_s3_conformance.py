@@ -6,15 +6,17 @@ a copy source that is no UTF-8 text, and DeleteObjects keys holding control
 characters. Runs under Debian's boto3 and, through test_with_newest_botocore,
 again under the newest botocore on this machine (which sends DeleteObjects with
 x-amz-checksum-* instead of Content-MD5)."""
+import base64
 import hashlib
 import os
 import socket
 import xml.etree.ElementTree as ET
+import zlib
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, SK, s3_client, signed_request
+from conftest import AK, SK, run_under_newest_botocore, s3_client, signed_request
 
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
@@ -29,6 +31,14 @@ def code_of(body):
 
 def lower(h):
     return {k.lower(): v for k, v in h.items()}
+
+
+def md5_of(b):
+    return base64.b64encode(hashlib.md5(b).digest()).decode()
+
+
+def crc32_of(b):
+    return base64.b64encode(zlib.crc32(b).to_bytes(4, "big")).decode()
 
 
 def keys_of(c, bucket):
@@ -168,6 +178,50 @@ def test_response_overrides_must_be_latin1_header_text(server):
     assert r["ContentLanguage"] == "de-CH" and sha(r["Body"].read()) == sha(data)
 
 
+def test_delete_objects_needs_a_digest(server):
+    """DeleteObjects without Content-MD5 or x-amz-checksum-*: 400 InvalidRequest, nothing
+    deleted; a digest that does not match the body: 400 BadDigest; each kind that matches
+    deletes."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="dig")
+    for k in ("a", "b", "c", "d"):
+        c.put_object(Bucket="dig", Key=k, Body=k.encode())
+
+    def doc(*keys):
+        return ("<Delete>%s</Delete>" % "".join(
+            "<Object><Key>%s</Key></Object>" % k for k in keys)).encode()
+
+    xml = doc("a")
+    st, body, _ = signed_request(server.port, "POST", "/dig?delete", xml)
+    assert st == 400 and code_of(body) == "InvalidRequest", body
+    assert b"Missing required header for this request: Content-MD5" in body
+    for hdrs, code in (({"Content-MD5": md5_of(b"other")}, "BadDigest"),
+                       ({"Content-MD5": "notbase64"}, "InvalidDigest"),
+                       ({"x-amz-checksum-crc32": crc32_of(b"other")}, "BadDigest"),
+                       ({"x-amz-checksum-crc32": crc32_of(xml),
+                         "x-amz-checksum-sha256": "x"}, "InvalidRequest")):
+        st, body, _ = signed_request(server.port, "POST", "/dig?delete", xml, headers=hdrs)
+        assert st == 400 and code_of(body) == code, (hdrs, body)
+    assert keys_of(c, "dig") == ["a", "b", "c", "d"]
+    st, body, _ = signed_request(server.port, "POST", "/dig?delete", xml,
+                                 headers={"Content-MD5": md5_of(xml)})
+    assert st == 200 and b"<Deleted><Key>a</Key>" in body
+    xml = doc("b")
+    st, body, _ = signed_request(server.port, "POST", "/dig?delete", xml,
+                                 headers={"x-amz-checksum-crc32": crc32_of(xml)})
+    assert st == 200 and b"<Deleted><Key>b</Key>" in body
+    xml = doc("c")
+    sha256 = base64.b64encode(hashlib.sha256(xml).digest()).decode()
+    st, body, _ = signed_request(server.port, "POST", "/dig?delete", xml,
+                                 headers={"x-amz-checksum-sha256": sha256})
+    assert st == 200 and b"<Deleted><Key>c</Key>" in body
+    assert keys_of(c, "dig") == ["d"]
+    # boto3 as it is (Debian's sends Content-MD5, the newest x-amz-checksum-crc32/crc64nvme).
+    r = c.delete_objects(Bucket="dig", Delete={"Objects": [{"Key": "d"}, {"Key": "none"}]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == ["d", "none"]
+    assert keys_of(c, "dig") == []
+
+
 def signed_head(port, method, path, extra):
     """Request head bytes signed with UNSIGNED-PAYLOAD (the body is sent as given)."""
     from botocore.auth import S3SigV4Auth
@@ -223,3 +277,8 @@ def test_malformed_chunked_body_answered_400(server):
         out = sk.recv(65536)
     assert out.startswith(b"HTTP/1.1 200"), out
     assert sha(c.get_object(Bucket="chunked", Key="ok")["Body"].read()) == sha(data)
+
+
+def test_with_newest_botocore(server):
+    """The same tests under the newest botocore (DeleteObjects with x-amz-checksum-*)."""
+    run_under_newest_botocore("test_s3_conformance.py")
