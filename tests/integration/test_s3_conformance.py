@@ -279,6 +279,32 @@ def test_malformed_chunked_body_answered_400(server):
     assert sha(c.get_object(Bucket="chunked", Key="ok")["Body"].read()) == sha(data)
 
 
+def test_copy_source_not_utf8_is_invalid_argument(server):
+    """x-amz-copy-source that decodes to no UTF-8 text (or holds NUL, or a bad escape):
+    400 InvalidArgument, as S3 ("Invalid copy source encoding"), not 404 NoSuchKey."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cpsrc")
+    data = os.urandom(2000)
+    c.put_object(Bucket="cpsrc", Key="src", Body=data)
+    for src in ("/cpsrc/%FF", "/cpsrc/a%C0%AF", "cpsrc/a%00b", "/cpsrc/%zz", "/cp%FF/src", "/cpsrc/%ED%A0%80"):
+        st, body, _ = signed_request(server.port, "PUT", "/cpsrc/dst",
+                                     headers={"x-amz-copy-source": src})
+        assert st == 400 and code_of(body) == "InvalidArgument", (src, st, body)
+        # UploadPartCopy reads it the same way.
+        up = c.create_multipart_upload(Bucket="cpsrc", Key="mp")["UploadId"]
+        st, body, _ = signed_request(server.port, "PUT",
+                                     "/cpsrc/mp?partNumber=1&uploadId=" + up,
+                                     headers={"x-amz-copy-source": src})
+        assert st == 400 and code_of(body) == "InvalidArgument", (src, st, body)
+        c.abort_multipart_upload(Bucket="cpsrc", Key="mp", UploadId=up)
+    assert keys_of(c, "cpsrc") == ["src"]
+    c.copy_object(Bucket="cpsrc", Key="dst", CopySource={"Bucket": "cpsrc", "Key": "src"})
+    assert sha(c.get_object(Bucket="cpsrc", Key="dst")["Body"].read()) == sha(data)
+    st, body, _ = signed_request(server.port, "PUT", "/cpsrc/none",
+                                 headers={"x-amz-copy-source": "/cpsrc/missing%C3%A9"})
+    assert st == 404 and code_of(body) == "NoSuchKey"
+
+
 def test_with_newest_botocore(server):
     """The same tests under the newest botocore (DeleteObjects with x-amz-checksum-*)."""
     run_under_newest_botocore("test_s3_conformance.py")
