@@ -137,7 +137,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     conn_unref(c); /* the tcp and timer handles still hold c */
     if (close_after) {
         /* A client still sending a body it will never get to finish: answer, then linger. */
-        if (!r_gone && !c->s->stopping && !body_done)
+        if (!r_gone && !c->s->stopping && !body_done && !c->peer_eof)
             conn_linger(c);
         else
             conn_close(c);
@@ -512,10 +512,38 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(c->pend + c->pend_len, (unsigned)room);
 }
 
+/*
+ * EOF from a client whose request's body has not all come (a malformed
+ * chunked body the parser gave up on, or one cut short), after which it may
+ * still be reading: the handler is told the body is bad (it answers 400) and
+ * reading stops; req_finish closes once the answer is out. Closing at once
+ * left such a client with no answer at all. 0 when the body was complete
+ * (nothing is owed a client that left between requests).
+ */
+static int body_cut_short(conn_t *c)
+{
+    http_req_t *r = c->req;
+    pthread_mutex_lock(&c->s->mu);
+    int cut = !r->body_complete;
+    if (cut) {
+        r->body_error = 1;
+        r->close_after = 1;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&c->s->mu);
+    if (!cut) return 0;
+    c->peer_eof = 1;
+    c->paused = 1; /* nothing more to parse: nothing restarts reading */
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    c->reading = 0;
+    return 1;
+}
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     conn_t *c = st->data;
     (void)buf;
+    if (n == UV_EOF && c->req && !c->lingering && body_cut_short(c)) return;
     if (n < 0) {
         conn_close(c);
         return;

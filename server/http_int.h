@@ -129,6 +129,12 @@ struct conn {
      * our FIN with a reset that destroys the response before it is read.
      */
     int lingering;
+    /*
+     * The client shut its write side (EOF) while a request's body was still
+     * coming: the body is cut short there, its handler answers that, and the
+     * connection closes after the answer instead of lingering.
+     */
+    int peer_eof;
     uint64_t linger_until, linger_bytes;
     uv_shutdown_t shutdown;
     uint64_t last_activity, msg_begin, last_done;

@@ -272,6 +272,25 @@ static int foreign_read(ctx_t *x)
     return owner[0] && strcmp(owner, x->auth.access_key) != 0;
 }
 
+/*
+ * Whether every query parameter decodes: no bad escape, no NUL. s3_qparam
+ * reads such a value as absent, so prefix=zzz%00 listed the whole bucket:
+ * the request is refused instead (400, as a listing parameter that is not
+ * UTF-8 is).
+ */
+static int query_decodes(const char *q)
+{
+    while (*q) {
+        size_t len = strcspn(q, "&");
+        char *d = s3_pdecode(q, len, 1);
+        if (!d) return 0;
+        free(d);
+        q += len;
+        if (*q) q++;
+    }
+    return 1;
+}
+
 /* The bucket named by a Host of the form BUCKET.DOMAIN[:port], or NULL (malloc'd). */
 static char *vhost_bucket(ctx_t *x)
 {
@@ -332,6 +351,11 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
      * character references, or exactly with encoding-type=url). */
     if (!s3_key_ok(x.key, strlen(x.key))) {
         s3_err_msg(&x, S3E_INVALID_ARGUMENT, "Object key must be valid UTF-8 text.");
+        goto out;
+    }
+    if (!query_decodes(x.query)) {
+        s3_err_msg(&x, S3E_INVALID_ARGUMENT,
+                   "Query parameters must be percent-encoded text without NUL.");
         goto out;
     }
     /* CORS: a preflight is answered from the bucket's rules, unauthenticated (browsers send

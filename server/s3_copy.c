@@ -29,8 +29,15 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
         src++;
         sl--;
     }
+    /* A bad escape, a NUL, or bytes that are no UTF-8 text: S3's 400, not a key to look for. */
     char *path = s3_pdecode(src, sl, 0);
-    char *slash = path ? strchr(path, '/') : NULL;
+    if (!path || !s3_key_ok(path, strlen(path))) {
+        free(path);
+        free(vid);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid copy source encoding");
+        return NULL;
+    }
+    char *slash = strchr(path, '/');
     if (!slash || slash == path || !slash[1]) {
         free(path);
         free(vid);

@@ -174,6 +174,9 @@ long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st);
 int s3_body_end(ctx_t *x);
 /* A small body whole (at most cap bytes), NUL-terminated; NULL with the error sent. */
 char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len);
+/* The same for a request S3 asks for the body's digest (Content-MD5 or x-amz-checksum-*,
+ * checked against the body): NULL with 400 sent when there is none or it does not match. */
+char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len);
 
 /* ---- s3_bucket.c ---- */
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info);

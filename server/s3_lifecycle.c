@@ -127,104 +127,11 @@ void s3_lifecycle_forget(ctx_t *x)
         log_warn("event=lifecycle_drop_failed bucket=%s err=%s", x->bucket, err_name(rc));
 }
 
-/*
- * S3 asks PutBucketLifecycleConfiguration for the body's digest: a
- * Content-MD5 or an x-amz-checksum-* (a header, or a trailer of an
- * aws-chunked body). Whether the request announces one (before the body is
- * read)...
- */
-static int digest_present(ctx_t *x)
-{
-    char name[40];
-    if (s3_hdr(x->info, "content-md5") || s3_hdr(x->info, "x-amz-trailer")) return 1;
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
-        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
-        if (s3_hdr(x->info, name)) return 1;
-    }
-    return 0;
-}
-
-/* ...and whether what it announced matches the body: 0, or -1 with the error sent. */
-static int digest_check(ctx_t *x, const char *body, size_t len)
-{
-    const char *cmd5 = s3_hdr(x->info, "content-md5");
-    if (cmd5) {
-        uint8_t want[24], got[EVP_MAX_MD_SIZE];
-        unsigned gl = 0;
-        /* 16 bytes are 24 base64 characters, the last two "==" padding. */
-        if (strlen(cmd5) != 24 || strchr(cmd5, '=') != cmd5 + 22 || cmd5[23] != '=' ||
-            EVP_DecodeBlock(want, (const unsigned char *)cmd5, 24) != 18) {
-            s3_err(x, S3E_INVALID_DIGEST);
-            return -1;
-        }
-        if (!EVP_Digest(body, len, got, &gl, EVP_md5(), NULL) || gl != 16 ||
-            memcmp(want, got, 16) != 0) {
-            s3_err(x, S3E_BAD_DIGEST);
-            return -1;
-        }
-    }
-    char name[40];
-    const char *expect = NULL;
-    int algo = CKS_NONE, n = 0;
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
-        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
-        const char *v = s3_hdr(x->info, name);
-        if (v && !algo) {
-            algo = a;
-            expect = v;
-        }
-        n += v != NULL;
-    }
-    const char *trailer = s3_hdr(x->info, "x-amz-trailer");
-    if (!algo && trailer) {
-        algo = cks_algo(trailer);
-        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", algo ? cks_name(algo) : "");
-        expect = algo && x->chunked ? s3_chunked_trailer(x->chunked, name) : NULL;
-        if (!expect) {
-            s3_err_msg(x, S3E_INVALID_REQUEST, "The announced checksum trailer is missing.");
-            return -1;
-        }
-    }
-    if (n > 1) {
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
-                   "allowed.");
-        return -1;
-    }
-    if (!algo) return 0;
-    cks_t ck;
-    char got[64];
-    if (cks_init(&ck, algo) != 0) {
-        s3_engine_error(x, ERR_NOMEM);
-        return -1;
-    }
-    cks_update(&ck, body, len);
-    cks_final(&ck, got, sizeof(got));
-    if (strcmp(got, expect) != 0) {
-        char msg[128];
-        (void)snprintf(msg, sizeof(msg),
-                       "The %s you specified did not match the calculated checksum.",
-                       cks_name(algo));
-        s3_err_msg(x, S3E_BAD_DIGEST, msg);
-        return -1;
-    }
-    return 0;
-}
-
 static void put_lifecycle(ctx_t *x)
 {
-    if (!digest_present(x)) {
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Missing required header for this request: Content-MD5 OR x-amz-checksum-*");
-        return;
-    }
     size_t len;
-    char *body = s3_read_small_body(x, LC_BODY_MAX + 1, &len);
+    char *body = s3_read_digested_body(x, LC_BODY_MAX + 1, &len);
     if (!body) return;
-    if (digest_check(x, body, len) != 0) {
-        free(body);
-        return;
-    }
     lc_config_t c;
     lc_error_t e;
     int rc = lc_parse(body, len, &c, &e);

@@ -34,33 +34,68 @@ static void content_encoding(const char *v, buf_t *out)
             buf_printf(out, "%s%.*s", out->len ? "," : "", (int)l, item);
 }
 
+/*
+ * A response-* value as its header carries it. S3 sends these as ISO-8859-1:
+ * the parameter's UTF-8 text must map to it (else 400 "Header value cannot be
+ * represented using ISO-8859-1.", which is also what bytes that are no UTF-8
+ * get) and goes out as those bytes. Control characters (CR and LF would end
+ * the line or the head and let a presigned URL built from user input set
+ * headers) and values over 1 KiB are refused too. Returns the header text
+ * (malloc'd), or NULL with *why set.
+ */
+static char *header_text(const char *v, const char **why)
+{
+    size_t n = strlen(v);
+    char *out = xmalloc(n + 1), *o = out;
+    *why = "A response-* override is not a valid header value.";
+    for (size_t i = 0, l; i < n; i += l) {
+        const unsigned char *p = (const unsigned char *)v + i;
+        l = s3_utf8_char_len(p, n - i);
+        unsigned cp = l == 1 ? p[0] : l == 2 ? (unsigned)(p[0] & 0x1f) << 6 | (p[1] & 0x3f) : 0x100;
+        if (!l || cp > 0xff) {
+            *why = "Header value cannot be represented using ISO-8859-1.";
+            free(out);
+            return NULL;
+        }
+        if ((cp < 0x20 && cp != '\t') || (cp >= 0x7f && cp < 0xa0)) {
+            free(out);
+            return NULL;
+        }
+        *o++ = (char)cp;
+    }
+    *o = 0;
+    if (o - out > 1024) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The header text of the request's response-* parameter name, or NULL (none, or none valid:
+ * s3_check_response_overrides has refused those). Malloc'd. */
+static char *override_text(ctx_t *x, const char *name)
+{
+    int present;
+    const char *why;
+    char *v = s3_qparam(x->query, name, &present);
+    char *t = v ? header_text(v, &why) : NULL;
+    free(v);
+    return t;
+}
+
 /* Content-Type and the kept standard headers of info, or what the request's response-*
  * parameters put instead. */
 static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
 {
-    int present;
-    char *v = s3_qparam(x->query, "response-content-type", &present);
+    char *v = override_text(x, "response-content-type");
     buf_printf(hb, "Content-Type: %s\r\n", v ? v : info->content_type);
     free(v);
     for (size_t i = 0; i < N_STD_HDRS; i++) {
-        v = s3_qparam(x->query, std_hdrs[i].param, &present);
+        v = override_text(x, std_hdrs[i].param);
         const char *kept = s3_umeta_get(info, std_hdrs[i].meta);
         if (v || kept[0]) buf_printf(hb, "%s: %s\r\n", std_hdrs[i].name, v ? v : kept);
         free(v);
     }
-}
-
-/*
- * A response-* value goes into a header line: anything that could end the
- * line or the head (CR, LF, other control bytes) or make it too long is
- * refused (it would let a presigned URL built from user input set headers).
- */
-static int header_value_ok(const char *v)
-{
-    size_t n = 0;
-    for (; v[n]; n++)
-        if ((unsigned char)v[n] < 0x20 && v[n] != '\t') return 0;
-    return n <= 1024;
 }
 
 /* 0 when every response-* parameter can be a header value; else the error was sent. */
@@ -72,14 +107,21 @@ int s3_check_response_overrides(ctx_t *x)
         names[i + 1] = std_hdrs[i].param;
     for (size_t i = 0; i <= N_STD_HDRS; i++) {
         int present;
+        const char *why = "A response-* override is not a valid header value.";
         char *v = s3_qparam(x->query, names[i], &present);
-        int ok = !v || header_value_ok(v);
-        free(v);
-        if (!ok || (present && !v)) {
-            s3_err_msg(x, S3E_INVALID_ARGUMENT,
-                       "A response-* override is not a valid header value.");
+        char *t = v ? header_text(v, &why) : NULL;
+        if (present && !t) {
+            buf_t e = {0};
+            buf_printf(&e, "<ArgumentName>%s</ArgumentName><ArgumentValue>", names[i]);
+            buf_xml(&e, v ? v : "");
+            buf_printf(&e, "</ArgumentValue>");
+            s3_err_detail(x, S3E_INVALID_ARGUMENT, why, e.p);
+            free(e.p);
+            free(v);
             return -1;
         }
+        free(t);
+        free(v);
     }
     return 0;
 }
@@ -477,9 +519,19 @@ void s3_get_object(ctx_t *x, int head)
         rr = 1;
     }
     if (rr < 0) {
+        /* As S3: the size in Content-Range (RFC 9110 15.5.17) and in the error. */
+        char cr[64];
+        buf_t extra = {0};
         obj_close(rd);
         free(hb.p);
-        s3_err(x, S3E_INVALID_RANGE);
+        snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu\r\n", (unsigned long long)info.size);
+        http_add_headers(x->r, cr);
+        buf_printf(&extra, "<RangeRequested>");
+        buf_xml(&extra, s3_hdr(x->info, "range"));
+        buf_printf(&extra, "</RangeRequested><ActualObjectSize>%llu</ActualObjectSize>",
+                   (unsigned long long)info.size);
+        s3_err_detail(x, S3E_INVALID_RANGE, NULL, extra.p);
+        free(extra.p);
         return;
     }
     if (rr > 0) {
@@ -560,11 +612,12 @@ void s3_get_object(ctx_t *x, int head)
         if (bufs[i]) http_free_after(x->r, put_buf, pool, bufs[i]);
 }
 
-/* DeleteObjects: up to 1000 keys, each optionally conditional. */
+/* DeleteObjects: up to 1000 keys, each optionally conditional; the body comes with its digest
+ * (Content-MD5 or x-amz-checksum-*), which S3 requires. */
 void s3_delete_objects(ctx_t *x)
 {
     size_t len;
-    char *body = s3_read_small_body(x, 2u << 20, &len);
+    char *body = s3_read_digested_body(x, 2u << 20, &len);
     if (!body) return;
     char **keys = NULL;
     s3_xml_delcond_t *conds = NULL;
