@@ -202,6 +202,15 @@ int pool_queued(pool_t *p)
     return q;
 }
 
+int pool_spare(pool_t *p)
+{
+    /* A job just queued has woken an idle thread that has not taken it yet: not spare. */
+    pthread_mutex_lock(&p->mu);
+    int spare = p->idle > p->queued ? p->idle - p->queued : 0;
+    pthread_mutex_unlock(&p->mu);
+    return spare;
+}
+
 void pool_block_begin(pool_t *p)
 {
     pthread_mutex_lock(&p->mu);
