@@ -6,8 +6,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,17 +22,62 @@ void sigv4_hex(const uint8_t *in, size_t n, char *out)
     out[2 * n] = 0;
 }
 
+/*
+ * SHA-256 fetched from the provider once. OpenSSL 3's one-shot HMAC() and
+ * SHA256() look the digest up again on every call: an HMAC of a string to
+ * sign took ~3 us that way against ~0.6 us over a digest fetched once.
+ */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256(void)
+{
+    (void)pthread_once(&sha256_once, sha256_fetch);
+    return sha256_md ? sha256_md : EVP_sha256();
+}
+
+static void digest(EVP_MD_CTX *c, const void *a, size_t al, const void *b, size_t bl,
+                   uint8_t out[32])
+{
+    unsigned int n = 32;
+    EVP_DigestInit_ex(c, sha256(), NULL);
+    EVP_DigestUpdate(c, a, al);
+    if (bl) EVP_DigestUpdate(c, b, bl);
+    EVP_DigestFinal_ex(c, out, &n);
+}
+
 void sigv4_sha256_hex(const void *buf, size_t len, char out[65])
 {
     uint8_t h[32];
-    SHA256(buf, len, h);
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    digest(c, buf, len, NULL, 0, h);
+    EVP_MD_CTX_free(c);
     sigv4_hex(h, 32, out);
 }
 
+/* HMAC-SHA256 (RFC 2104) over the fetched digest. */
 static void hmac(const uint8_t *key, size_t klen, const void *msg, size_t mlen, uint8_t out[32])
 {
-    unsigned int n = 32;
-    HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &n);
+    uint8_t k[64] = {0}, pad[64], inner[32];
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    if (klen > sizeof(k))
+        digest(c, key, klen, NULL, 0, k); /* a key longer than a block is hashed first */
+    else
+        memcpy(k, key, klen);
+    for (size_t i = 0; i < sizeof(k); i++)
+        pad[i] = k[i] ^ 0x36;
+    digest(c, pad, sizeof(pad), msg, mlen, inner);
+    for (size_t i = 0; i < sizeof(k); i++)
+        pad[i] = k[i] ^ 0x5c;
+    digest(c, pad, sizeof(pad), inner, sizeof(inner), out);
+    EVP_MD_CTX_free(c);
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
 }
 
 int sigv4_sig_equal(const char *a, const char *b)

@@ -16,6 +16,8 @@
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -136,6 +138,43 @@ static void test_key_cache(void **state)
     sigv4_key_cache_free(one);
     sigv4_key_cache_free(c);
     sigv4_key_cache_free(NULL);
+}
+
+/*
+ * The HMAC chain of sigv4_signing_key and sigv4_sha256_hex against OpenSSL's
+ * one-shot HMAC() and SHA256(), for secrets and inputs of every length
+ * around SHA-256's 64-byte block (a longer HMAC key is hashed first).
+ */
+static void ref_hmac(const uint8_t *k, size_t kl, const char *m, uint8_t out[32])
+{
+    unsigned int n = 32;
+    assert_non_null(HMAC(EVP_sha256(), k, (int)kl, (const uint8_t *)m, strlen(m), out, &n));
+}
+
+static void test_hmac_reference(void **state)
+{
+    (void)state;
+    char secret[201];
+    for (size_t len = 0; len < sizeof(secret); len++) {
+        for (size_t i = 0; i < len; i++)
+            secret[i] = (char)('!' + (i * 7 + len) % 90);
+        secret[len] = 0;
+        char k0[256];
+        uint8_t a[32], b[32], want[32], got[32];
+        int n = snprintf(k0, sizeof(k0), "AWS4%s", secret);
+        ref_hmac((const uint8_t *)k0, (size_t)n, "20130524", a);
+        ref_hmac(a, 32, "us-east-1", b);
+        ref_hmac(b, 32, "s3", a);
+        ref_hmac(a, 32, "aws4_request", want);
+        sigv4_signing_key(secret, "20130524", "us-east-1", "s3", got);
+        assert_memory_equal(got, want, 32);
+        char hex[65], whex[65];
+        uint8_t h[32];
+        SHA256((const uint8_t *)secret, len, h);
+        sigv4_hex(h, 32, whex);
+        sigv4_sha256_hex(secret, len, hex);
+        assert_string_equal(hex, whex);
+    }
 }
 
 /* Threads sharing a cache of two slots among four identities: never a neighbour's key. */
@@ -572,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_xml_text),
         cmocka_unit_test(test_cors),
         cmocka_unit_test(test_key_cache),
+        cmocka_unit_test(test_hmac_reference),
         cmocka_unit_test(test_key_cache_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
