@@ -120,6 +120,10 @@ http {
   # The same files with the page cache kept out: O_DIRECT reads in a thread
   # pool, as warmlake reads its drives. Dropping the cache once is not enough:
   # a run re-reads its objects many times, so after the first pass it is warm.
+  # nginx reads a file smaller than its output buffer without O_DIRECT (as the
+  # unaligned rest of a direct read), so each smaller size gets one buffer of
+  # its own size: with 2m buffers its 1 MiB and 4 KiB files came from the page
+  # cache (the disk saw 1 MB read while nginx sent 8 GB).
   server {
     listen 127.0.0.1:$NPORT_DISK;
     root $DIR/www;
@@ -127,6 +131,12 @@ http {
     directio_alignment 4k;
     aio threads;
     output_buffers 4 2m;
+$(for s in "${SIZES[@]}"; do
+    case "$s" in
+      1MiB) echo "    location /wl/g$s/ { output_buffers 1 1m; }" ;;
+      4KiB) echo "    location /wl/g$s/ { output_buffers 1 4k; }" ;;
+    esac
+  done)
   }
 }
 CONF

@@ -183,14 +183,18 @@ void pool_submit(pool_t *p, pool_job_t **jobs, int n, latch_t *l)
         p->queued++;
     }
     int saturated = grow(p);
+    pthread_mutex_unlock(&p->mu);
     /*
      * Wake one idle thread per job, not all of them: a broadcast woke every
      * idle thread of a 48-thread pool to fight over the lock and sleep
-     * again, ~0.35 ms of a 2-core machine per submit.
+     * again, ~0.35 ms of a 2-core machine per submit. And wake them once the
+     * lock is free: woken under it, each went straight back to sleep on the
+     * lock (a 1 MiB GET at 8 clients: 16.4 -> 13.6 context switches and 31 ->
+     * 20 futex calls; a 4 KiB GET 3.7 -> 3.0 switches). No wake-up is lost:
+     * a thread tests for jobs under the lock, and the jobs were queued there.
      */
     for (int i = 0; i < n; i++)
         pthread_cond_signal(&p->job_cv);
-    pthread_mutex_unlock(&p->mu);
     if (saturated) p->cfg.on_saturated(p->cfg.arg);
 }
 
@@ -200,6 +204,15 @@ int pool_queued(pool_t *p)
     int q = p->queued;
     pthread_mutex_unlock(&p->mu);
     return q;
+}
+
+int pool_spare(pool_t *p)
+{
+    /* A job just queued has woken an idle thread that has not taken it yet: not spare. */
+    pthread_mutex_lock(&p->mu);
+    int spare = p->idle > p->queued ? p->idle - p->queued : 0;
+    pthread_mutex_unlock(&p->mu);
+    return spare;
 }
 
 void pool_block_begin(pool_t *p)

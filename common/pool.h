@@ -62,8 +62,14 @@ void pool_free(pool_t *p);
 
 /* Queue n jobs; l (may be NULL) counts them down as they finish. */
 void pool_submit(pool_t *p, pool_job_t **jobs, int n, latch_t *l);
-/* Jobs waiting for a thread (a hint: the pool is busy). */
+/* Jobs waiting for a thread. */
 int pool_queued(pool_t *p);
+/*
+ * Idle threads that no queued job is waiting for: what a submit now would
+ * find free at once (0: every thread is running a job or about to take a
+ * queued one, the pool is saturated). A hint; it may change at any time.
+ */
+int pool_spare(pool_t *p);
 
 /* The calling job waits on something outside the pool (see above). Pairs nest. */
 void pool_block_begin(pool_t *p);

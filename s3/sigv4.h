@@ -71,6 +71,31 @@ void sigv4_signing_key(const char *secret, const char *date, const char *region,
                        const char *service, uint8_t key[32]);
 
 /*
+ * A cache of signing keys. A key depends on the secret, the date, the
+ * region and the service alone, so the four HMACs that derive it are done
+ * once a day per user instead of on every request (the fifth, over the
+ * string to sign, stays per request). Entries are found by all four inputs
+ * compared whole (the secret in constant time): a changed secret or another
+ * day is a miss and is derived afresh, never served a neighbour's key. A
+ * fixed number of slots, each holding the last key that hashed there: the
+ * memory is bounded whatever the requests. Any thread; one mutex, held only
+ * to compare and copy a slot, never while an HMAC is computed.
+ */
+typedef struct sigv4_key_cache sigv4_key_cache_t;
+
+#define SIGV4_CACHE_SECRET_MAX 128 /* longer secrets are not cached (derived every time) */
+
+/* A cache of `slots` keys (at least 1, rounded up to a power of two, at most 4096). */
+sigv4_key_cache_t *sigv4_key_cache_new(unsigned slots);
+/* Frees c (NULL-safe), the secrets and keys it held wiped first. */
+void sigv4_key_cache_free(sigv4_key_cache_t *c);
+/* sigv4_signing_key through c (NULL: derived, no cache). */
+void sigv4_key_cache_get(sigv4_key_cache_t *c, const char *secret, const char *date,
+                         const char *region, const char *service, uint8_t key[32]);
+/* Lookups that found their key, and keys derived (tests, stats). */
+void sigv4_key_cache_counts(sigv4_key_cache_t *c, uint64_t *hits, uint64_t *misses);
+
+/*
  * The canonical request (malloc'd, NUL-terminated; caller frees) for the
  * given signed header list. Presigned requests leave X-Amz-Signature out of
  * the query. Returns NULL when a signed header is missing from the request
@@ -89,6 +114,10 @@ void sigv4_signature(const uint8_t key[32], const char *amz_date, const char *sc
  */
 int sigv4_verify(const sigv4_request_t *r, const sigv4_auth_t *a, const char *secret,
                  uint8_t key_out[32]) __attribute__((warn_unused_result));
+/* sigv4_verify with the signing key from cache (NULL: derived). */
+int sigv4_verify_cached(const sigv4_request_t *r, const sigv4_auth_t *a, const char *secret,
+                        sigv4_key_cache_t *cache, uint8_t key_out[32])
+    __attribute__((warn_unused_result));
 
 /*
  * Every x-amz-* header the request carries must be signed, and so must

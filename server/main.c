@@ -19,6 +19,7 @@
 #include "server/member.h"
 #include "server/options.h"
 #include "server/s3.h"
+#include "s3/sigv4.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -407,6 +408,8 @@ int main(int argc, char **argv)
     s3.domain = conf.domain;
     s3.lifecycle_day_s = (long)conf.lifecycle_day_s;
     s3.fenced = member ? member_fenced(member) : NULL;
+    /* A key per user and day (and region, service): slots to spare for every user at once. */
+    s3.keys = sigv4_key_cache_new(4 * MAX_USERS);
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;
@@ -420,6 +423,7 @@ int main(int argc, char **argv)
     hc.arg = &s3;
     if ((rc = http_server_new(&hc, &server)) != 0) {
         fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
+        sigv4_key_cache_free(s3.keys);
         obj_set_free(set);
         goto out;
     }
@@ -441,6 +445,7 @@ int main(int argc, char **argv)
     }
     http_server_free(server);
     server = NULL;
+    sigv4_key_cache_free(s3.keys);
     obj_set_free(set);
     log_info("event=shutdown");
 out:

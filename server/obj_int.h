@@ -100,7 +100,7 @@ void obj__run_put(pool_job_t *j);
 void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l);
 /* obj__put_start and wait for all of them (each job's rc set). */
 void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n);
-/* The pool has jobs waiting: the drives are busy, more depth only lengthens queues. */
+/* The pool has no spare thread: the drives are busy, more depth only lengthens queues. */
 int obj__busy(obj_set_t *s);
 /* Run jobs[0..n) on the set's pool and wait for all of them. */
 void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n);

@@ -132,7 +132,13 @@ void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n)
 
 int obj__busy(obj_set_t *s)
 {
-    return pool_queued(s->pool) > 0;
+    /*
+     * Saturated, not merely "a job queued": a job another GET queued a moment
+     * ago and whose thread is still waking made a fifth of the 1 MiB GETs
+     * at 8 clients read their four blocks one after another on a pool of 48
+     * mostly idle threads (p90 latency 15-18 ms against 10-11 ms in parallel).
+     */
+    return pool_spare(s->pool) == 0;
 }
 
 void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n)
@@ -170,9 +176,20 @@ void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), voi
             fn(ctx, i);
         return;
     }
-    for (unsigned i = 0; i < n; i++) {
+    /*
+     * The caller reads the first block itself while pool threads read the
+     * others: a thread fewer to wake, and the caller, which would only wait,
+     * often finds the others done and does not sleep at all (context switches
+     * per 1 MiB GET at 8 clients 13.6 -> 11.9).
+     */
+    latch_t l;
+    latch_init(&l);
+    for (unsigned i = 1; i < n; i++) {
         jobs[i] = (par_job_t){{.run = run_par}, fn, ctx, i};
-        q[i] = &jobs[i].base;
+        q[i - 1] = &jobs[i].base;
     }
-    obj__run_all(s, q, (int)n);
+    if (n > 1) pool_submit(s->pool, q, (int)n - 1, &l);
+    if (n) fn(ctx, 0);
+    latch_wait(&l);
+    latch_destroy(&l);
 }

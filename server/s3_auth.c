@@ -160,7 +160,7 @@ int s3_authenticate(ctx_t *x)
         free(e.p);
         return -1;
     }
-    if (sigv4_verify(&req, &x->auth, secret, x->key_bytes) != 0) {
+    if (sigv4_verify_cached(&req, &x->auth, secret, x->cfg->keys, x->key_bytes) != 0) {
         s3_err(x, S3E_SIGNATURE_MISMATCH);
         return -1;
     }

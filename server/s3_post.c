@@ -383,7 +383,7 @@ static int check_signature(form_t *fm)
     }
     uint8_t key[32];
     char want[65];
-    sigv4_signing_key(secret, x->auth.date, x->auth.region, "s3", key);
+    sigv4_key_cache_get(x->cfg->keys, secret, x->auth.date, x->auth.region, "s3", key);
     sigv4_post_signature(key, policy, want);
     if (!sigv4_sig_equal(want, sig)) {
         s3_err(x, S3E_SIGNATURE_MISMATCH);

@@ -214,6 +214,58 @@ static void test_pool(void **state)
     pool_free(p);
 }
 
+/* pool_spare: idle threads no queued job waits for; 0 once every thread has work. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_open, held;
+
+static void hold_run(pool_job_t *j)
+{
+    (void)j;
+    pthread_mutex_lock(&hold_mu);
+    held++;
+    pthread_cond_broadcast(&hold_cv);
+    while (!hold_open)
+        pthread_cond_wait(&hold_cv, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void test_pool_spare(void **state)
+{
+    (void)state;
+    int err;
+    pool_cfg_t cfg = {"wl-test", 3, 0, NULL, NULL};
+    pool_t *p = pool_new(&cfg, &err);
+    assert_non_null(p);
+    assert_int_equal(pool_spare(p), 3);
+    pool_job_t jobs[4], *q[4];
+    latch_t l;
+    latch_init(&l);
+    for (int i = 0; i < 4; i++) {
+        jobs[i] = (pool_job_t){.run = hold_run};
+        q[i] = &jobs[i];
+    }
+    /* Two jobs queued: whether or not their threads took them yet, one thread is spare. */
+    pool_submit(p, q, 2, &l);
+    assert_int_equal(pool_spare(p), 1);
+    pthread_mutex_lock(&hold_mu);
+    while (held < 2)
+        pthread_cond_wait(&hold_cv, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+    assert_int_equal(pool_spare(p), 1);
+    /* Two more: three run, one waits; none spare. */
+    pool_submit(p, &q[2], 2, &l);
+    assert_int_equal(pool_spare(p), 0);
+    pthread_mutex_lock(&hold_mu);
+    hold_open = 1;
+    pthread_cond_broadcast(&hold_cv);
+    pthread_mutex_unlock(&hold_mu);
+    latch_wait(&l);
+    assert_int_equal(held, 4);
+    latch_destroy(&l);
+    pool_free(p);
+}
+
 static void test_err_strings(void **state)
 {
     (void)state;
@@ -241,7 +293,7 @@ int main(void)
         cmocka_unit_test(test_crc32c_vectors), cmocka_unit_test(test_crc32c_combine),
         cmocka_unit_test(test_bufpool),        cmocka_unit_test(test_err_strings),
         cmocka_unit_test(test_sim_clock),      cmocka_unit_test(test_num_parse),
-        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_pool),           cmocka_unit_test(test_pool_spare),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

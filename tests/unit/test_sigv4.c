@@ -16,7 +16,10 @@
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +51,164 @@ static void check(const char *method, const char *path, const char *query, const
     /* One flipped character of the secret or the signature is refused. */
     assert_int_equal(sigv4_verify(&r, &a, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", NULL),
                      ERR_DENIED);
+    /* The same through a cache of one slot: the flipped secret, asked right after the key of
+     * the right one was cached, is refused; the right one is a hit and still accepted. */
+    sigv4_key_cache_t *c = sigv4_key_cache_new(1);
+    uint64_t hits, misses;
+    assert_int_equal(sigv4_verify_cached(&r, &a, SK, c, NULL), 0);
+    assert_int_equal(sigv4_verify_cached(&r, &a, SK, c, NULL), 0);
+    assert_int_equal(
+        sigv4_verify_cached(&r, &a, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", c, NULL),
+        ERR_DENIED);
+    assert_int_equal(sigv4_verify_cached(&r, &a, SK, c, NULL), 0);
+    sigv4_key_cache_counts(c, &hits, &misses);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 3);
     a.signature[10] = a.signature[10] == 'a' ? 'b' : 'a';
     assert_int_equal(sigv4_verify(&r, &a, SK, NULL), ERR_DENIED);
+    assert_int_equal(sigv4_verify_cached(&r, &a, SK, c, NULL), ERR_DENIED);
+    sigv4_key_cache_free(c);
+}
+
+/*
+ * The signing key cache serves exactly the key sigv4_signing_key derives for
+ * the four inputs asked: another secret (even one sharing a long prefix), another
+ * date, region or service is derived afresh, whatever the slots held.
+ */
+static void expect_key(sigv4_key_cache_t *c, const char *secret, const char *date,
+                       const char *region, const char *service)
+{
+    uint8_t want[32], got[32];
+    sigv4_signing_key(secret, date, region, service, want);
+    sigv4_key_cache_get(c, secret, date, region, service, got);
+    assert_memory_equal(got, want, 32);
+}
+
+static void test_key_cache(void **state)
+{
+    (void)state;
+    uint64_t hits, misses;
+    /* Derived once (check() holds it to the documentation's signatures), then served. */
+    uint8_t doc[32];
+    sigv4_signing_key(SK, "20130524", "us-east-1", "s3", doc);
+    sigv4_key_cache_t *c = sigv4_key_cache_new(8);
+    uint8_t k[32];
+    sigv4_key_cache_get(c, SK, "20130524", "us-east-1", "s3", k);
+    assert_memory_equal(k, doc, 32);
+    sigv4_key_cache_get(c, SK, "20130524", "us-east-1", "s3", k);
+    assert_memory_equal(k, doc, 32);
+    sigv4_key_cache_counts(c, &hits, &misses);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 1);
+    /* A changed secret, date, region or service: each a miss with its own key. */
+    const char *alt[][4] = {
+        {"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", "20130524", "us-east-1", "s3"},
+        {SK "x", "20130524", "us-east-1", "s3"},
+        {"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKE", "20130524", "us-east-1", "s3"},
+        {SK, "20130525", "us-east-1", "s3"},
+        {SK, "20130524", "eu-west-1", "s3"},
+        {SK, "20130524", "us-east-1", "s4"},
+        {"", "20130524", "us-east-1", "s3"},
+    };
+    int n = (int)(sizeof(alt) / sizeof(alt[0]));
+    for (int i = 0; i < n; i++)
+        expect_key(c, alt[i][0], alt[i][1], alt[i][2], alt[i][3]);
+    sigv4_key_cache_counts(c, &hits, &misses);
+    assert_int_equal(hits, 1);
+    assert_int_equal(misses, 1 + n);
+    /* Again, in another order, through caches of 1 and 8 slots: always each one's own key. */
+    sigv4_key_cache_t *one = sigv4_key_cache_new(1);
+    for (int round = 0; round < 3; round++)
+        for (int i = n - 1; i >= 0; i--) {
+            expect_key(c, alt[i][0], alt[i][1], alt[i][2], alt[i][3]);
+            expect_key(one, alt[i][0], alt[i][1], alt[i][2], alt[i][3]);
+            expect_key(one, SK, "20130524", "us-east-1", "s3");
+        }
+    sigv4_key_cache_counts(one, &hits, &misses);
+    assert_int_equal(hits, 0); /* one slot, a different identity every time */
+    /* Too long to cache: still the right key, derived every time. */
+    char longsk[SIGV4_CACHE_SECRET_MAX + 2];
+    memset(longsk, 'k', sizeof(longsk) - 1);
+    longsk[sizeof(longsk) - 1] = 0;
+    expect_key(c, longsk, "20130524", "us-east-1", "s3");
+    longsk[0] = 'j';
+    expect_key(c, longsk, "20130524", "us-east-1", "s3");
+    /* NULL: no cache at all. */
+    expect_key(NULL, SK, "20130524", "us-east-1", "s3");
+    sigv4_key_cache_free(one);
+    sigv4_key_cache_free(c);
+    sigv4_key_cache_free(NULL);
+}
+
+/*
+ * The HMAC chain of sigv4_signing_key and sigv4_sha256_hex against OpenSSL's
+ * one-shot HMAC() and SHA256(), for secrets and inputs of every length
+ * around SHA-256's 64-byte block (a longer HMAC key is hashed first).
+ */
+static void ref_hmac(const uint8_t *k, size_t kl, const char *m, uint8_t out[32])
+{
+    unsigned int n = 32;
+    assert_non_null(HMAC(EVP_sha256(), k, (int)kl, (const uint8_t *)m, strlen(m), out, &n));
+}
+
+static void test_hmac_reference(void **state)
+{
+    (void)state;
+    char secret[201];
+    for (size_t len = 0; len < sizeof(secret); len++) {
+        for (size_t i = 0; i < len; i++)
+            secret[i] = (char)('!' + (i * 7 + len) % 90);
+        secret[len] = 0;
+        char k0[256];
+        uint8_t a[32], b[32], want[32], got[32];
+        int n = snprintf(k0, sizeof(k0), "AWS4%s", secret);
+        ref_hmac((const uint8_t *)k0, (size_t)n, "20130524", a);
+        ref_hmac(a, 32, "us-east-1", b);
+        ref_hmac(b, 32, "s3", a);
+        ref_hmac(a, 32, "aws4_request", want);
+        sigv4_signing_key(secret, "20130524", "us-east-1", "s3", got);
+        assert_memory_equal(got, want, 32);
+        char hex[65], whex[65];
+        uint8_t h[32];
+        SHA256((const uint8_t *)secret, len, h);
+        sigv4_hex(h, 32, whex);
+        sigv4_sha256_hex(secret, len, hex);
+        assert_string_equal(hex, whex);
+    }
+}
+
+/* Threads sharing a cache of two slots among four identities: never a neighbour's key. */
+typedef struct {
+    sigv4_key_cache_t *c;
+    int id;
+} kc_arg_t;
+
+static void *kc_thread(void *arg)
+{
+    kc_arg_t *a = arg;
+    char secret[32], date[16];
+    for (int i = 0; i < 2000; i++) {
+        int who = (a->id + i) % 4;
+        snprintf(secret, sizeof(secret), "secret-%d", who);
+        snprintf(date, sizeof(date), "2013052%d", who % 2);
+        expect_key(a->c, secret, date, "us-east-1", "s3");
+    }
+    return NULL;
+}
+
+static void test_key_cache_threads(void **state)
+{
+    (void)state;
+    sigv4_key_cache_t *c = sigv4_key_cache_new(2);
+    pthread_t t[4];
+    kc_arg_t a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (kc_arg_t){c, i};
+        assert_int_equal(pthread_create(&t[i], NULL, kc_thread, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    sigv4_key_cache_free(c);
 }
 
 static void test_get_object(void **state)
@@ -451,6 +610,9 @@ int main(void)
         cmocka_unit_test(test_presigned_expires),
         cmocka_unit_test(test_xml_text),
         cmocka_unit_test(test_cors),
+        cmocka_unit_test(test_key_cache),
+        cmocka_unit_test(test_hmac_reference),
+        cmocka_unit_test(test_key_cache_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
