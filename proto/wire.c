@@ -298,6 +298,15 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
     case PROTO_PUT:
         q->drive = proto_r_u32(&r);
         proto_r_id(&r, &q->id);
+        q->cond_mode = proto_r_u8(&r);
+        q->cond_stamp = 0;
+        q->cond_upload[0] = q->cond_self[0] = 0;
+        if (q->cond_mode > 3) r.err = ERR_CORRUPT;
+        if (q->cond_mode) {
+            q->cond_stamp = proto_r_u64(&r);
+            proto_r_str(&r, q->cond_upload, sizeof(q->cond_upload));
+            proto_r_str(&r, q->cond_self, sizeof(q->cond_self));
+        }
         q->meta = proto_r_blob(&r, &q->meta_len);
         q->data = proto_r_blob(&r, &q->data_len);
         break;

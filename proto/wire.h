@@ -31,7 +31,9 @@
  *              16 bytes nonce
  *          ->  str node id, u64 epoch, 16 bytes nonce, 32 bytes mac
  *   AUTH       32 bytes mac                    ->  (empty)
- *   PUT        u32 drive, id, blob meta, blob data  -> (empty)
+ *   PUT        u32 drive, id, u8 cond (0: none, else a head's condition,
+ *              server/shard.h), [u64 stamp, str upload, str self: with a cond],
+ *              blob meta, blob data  -> (empty); ERR_PRECOND: cond refused
  *   READ       u32 drive, id, u64 off, u32 len      -> blob data
  *   READ_SPLIT u32 drive, id, u32 len, u32 tail_len -> u32 crc of the first
  *              len bytes, blob data (len + tail_len bytes)
@@ -192,6 +194,11 @@ typedef struct {
     uint32_t len, tail_len, meta_cap, cap, limit;
     const uint8_t *meta, *data;
     uint32_t meta_len, data_len;
+    /* PUT of a head: its condition (cond_mode 0: none) */
+    uint8_t cond_mode;
+    uint64_t cond_stamp;
+    char cond_upload[PROTO_MAX_NAME + 1];
+    char cond_self[PROTO_MAX_NAME + 1];
     /* SCAN */
     char prefix[PROTO_MAX_KEY + 1];
     uint8_t how, with_meta;

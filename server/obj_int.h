@@ -83,6 +83,7 @@ typedef struct {
     size_t len;
     const void *meta; /* heads: metadata only */
     size_t meta_len;
+    const shard_cond_t *cond; /* a head's condition (put_head), or NULL */
     int rc;
 } obj__put_job_t;
 
@@ -164,6 +165,16 @@ int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char 
                   obj_info_t *info, uint32_t dead, int *first_err);
 int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        obj_info_t *info, const void *data, uint32_t dead, int *first_err);
+/*
+ * obj__write_at_data with the stores' condition for each head (server/
+ * shard.h: the stores decide between writers on different nodes): cond, or
+ * when NULL, at the current position, SHARD_IF_NEWER of info (a store that
+ * holds a newer head keeps it). A store that refuses is not a failure:
+ * *refused counts them (a newer version, or not the one a condition named).
+ */
+int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
+                       int *refused, int *first_err);
 /*
  * Whether `heads` heads make version info stand: k of them, or every copy
  * of a sparse one (m+1 whole copies; any m+1 stores a reader asks, starting

@@ -108,6 +108,14 @@ void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l)
         if (!j->st) continue;
         j->base.run = obj__run_put;
         j->rc = 0;
+        if (j->cond && j->st->ops->put_head) {
+            j->latch = l;
+            latch_add(l, 1);
+            int rc = j->st->ops->put_head(j->st->ctx, &j->id, j->data, j->len, j->meta, j->meta_len,
+                                          j->cond, put_done, j);
+            if (rc) put_done(j, rc); /* refused at once (ERR_PRECOND): no callback will come */
+            continue;
+        }
         if (!j->st->ops->put_async) {
             q[nq++] = &j->base;
             continue;

@@ -136,7 +136,20 @@ static void serve(pool_job_t *j)
     int rc;
     switch (q->type) {
     case PROTO_PUT:
-        rc = drive_put_async(d, &id, q->data, q->data_len, q->meta, q->meta_len, put_done, in);
+        if (q->cond_mode) {
+            shard_cond_t c = {.mode = q->cond_mode, .stamp = q->cond_stamp};
+            size_t ul = strlen(q->cond_upload), sl = strlen(q->cond_self);
+            if (ul >= sizeof(c.upload) || sl >= sizeof(c.self)) { /* ids are 32 hex digits */
+                proto_reply(in, ERR_INVAL, 0);
+                return;
+            }
+            memcpy(c.upload, q->cond_upload, ul + 1);
+            memcpy(c.self, q->cond_self, sl + 1);
+            rc = shard_put_head_local(d, &id, q->data, q->data_len, q->meta, q->meta_len, &c,
+                                      put_done, in);
+        } else {
+            rc = drive_put_async(d, &id, q->data, q->data_len, q->meta, q->meta_len, put_done, in);
+        }
         if (rc) proto_reply(in, rc, 0);
         return;
     case PROTO_READ: {

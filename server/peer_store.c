@@ -48,6 +48,7 @@ static int r_put(void *ctx, const drive_id_t *id, const void *data, size_t len, 
     proto_w_t w;
     proto_w_init(&w, fields, FIELDS_MAX + 8 + meta_len);
     w_head(&w, r, id);
+    proto_w_u8(&w, 0);
     proto_w_blob(&w, meta, meta_len);
     proto_w_blob_len(&w, len);
     proto_call_t c = {.type = PROTO_PUT, .data = data, .data_len = len};
@@ -74,14 +75,38 @@ static void put_done(proto_call_t *c, int rc)
     done(arg, rc);
 }
 
+/* A head's condition over the wire: it is checked by the drive's node (shard_put_head_local). */
+static int put_async(remote_t *r, const drive_id_t *id, const void *data, size_t len,
+                     const void *meta, size_t meta_len, const shard_cond_t *cond,
+                     drive_done_fn done, void *arg);
+
 static int r_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
                        const void *meta, size_t meta_len, drive_done_fn done, void *arg)
 {
-    remote_t *r = ctx;
-    async_put_t *a = xmalloc(sizeof(*a) + FIELDS_MAX + 8 + meta_len);
+    return put_async(ctx, id, data, len, meta, meta_len, NULL, done, arg);
+}
+
+static int r_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                      const void *meta, size_t meta_len, const shard_cond_t *cond,
+                      drive_done_fn done, void *arg)
+{
+    return put_async(ctx, id, data, len, meta, meta_len, cond, done, arg);
+}
+
+static int put_async(remote_t *r, const drive_id_t *id, const void *data, size_t len,
+                     const void *meta, size_t meta_len, const shard_cond_t *cond,
+                     drive_done_fn done, void *arg)
+{
+    async_put_t *a = xmalloc(sizeof(*a) + FIELDS_MAX + 64 + meta_len);
     proto_w_t w;
-    proto_w_init(&w, a->fields, FIELDS_MAX + 8 + meta_len);
+    proto_w_init(&w, a->fields, FIELDS_MAX + 64 + meta_len);
     w_head(&w, r, id);
+    proto_w_u8(&w, cond ? (uint8_t)cond->mode : 0);
+    if (cond) {
+        proto_w_u64(&w, cond->stamp);
+        proto_w_str(&w, cond->upload);
+        proto_w_str(&w, cond->self);
+    }
     proto_w_blob(&w, meta, meta_len);
     proto_w_blob_len(&w, len);
     if (w.err) {
@@ -404,6 +429,7 @@ static const shard_ops_t remote_ops = {
     .stats = r_stats,
     .put_async = r_put_async,
     .scan = r_scan,
+    .put_head = r_put_head,
 };
 
 shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)

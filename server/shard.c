@@ -1,6 +1,13 @@
 #include "server/shard.h"
 
+#include "common/err.h"
+#include "common/mem.h"
+#include "server/obj_int.h"
 #include "storage/rec.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The gateway's limits are the local drive's: a name that one takes, the other does too. */
 _Static_assert(SHARD_MAX_BUCKET == REC_MAX_BUCKET, "SHARD_MAX_BUCKET must match storage/rec.h");
@@ -62,6 +69,134 @@ static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive
     return drive_scan(ctx, bucket, prefix, from, fn, arg);
 }
 
+/* ---- conditional heads ---- */
+
+/*
+ * One lock per identity (striped, shared by all drives): held from the
+ * check of a head put until it is durable and indexed, so the next check
+ * of that identity sees it. Taken by one thread and given back by another
+ * (the drive's completion), hence a flag under a mutex, not a mutex.
+ */
+#define HEAD_STRIPES 4096
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int busy;
+} stripe_t;
+static stripe_t stripes[HEAD_STRIPES];
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static void stripes_init(void)
+{
+    for (int i = 0; i < HEAD_STRIPES; i++) {
+        pthread_mutex_init(&stripes[i].mu, NULL);
+        pthread_cond_init(&stripes[i].cv, NULL);
+    }
+}
+
+static uint64_t mix(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static stripe_t *stripe_of(const drive_t *d, const drive_id_t *id)
+{
+    uint64_t h = mix(14695981039346656037ull, &d, sizeof(d));
+    h = mix(h, id->bucket, strlen(id->bucket) + 1);
+    h = mix(h, id->key, strlen(id->key) + 1);
+    h = mix(h, id->version, strlen(id->version) + 1);
+    h = mix(h, &id->shard, sizeof(id->shard));
+    return &stripes[h % HEAD_STRIPES];
+}
+
+static void stripe_take(stripe_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->busy)
+        pthread_cond_wait(&s->cv, &s->mu);
+    s->busy = 1;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void stripe_give(stripe_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->busy = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* 1 when what the drive holds at id lets a put under c replace it, 0 when not, or an error. */
+static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c)
+{
+    uint8_t *meta = xmalloc(HEAD_MAX);
+    obj_info_t *o = xmalloc(sizeof(*o));
+    drive_stat_t st;
+    int rc = drive_stat(d, id, &st, meta, HEAD_MAX), holds;
+    int head = rc == 0 && st.meta_len <= HEAD_MAX && obj_meta_decode(meta, st.meta_len, o) == 0;
+    if (rc && rc != ERR_NOT_FOUND)
+        holds = rc; /* cannot tell: the put fails as a failing store */
+    else if (c->mode == SHARD_IF_UPLOAD)
+        holds = head && strcmp(o->upload_id, c->upload) == 0;
+    else if (c->mode == SHARD_IF_AT_MOST)
+        holds = !head || o->stamp_ns < c->stamp ||
+                (o->stamp_ns == c->stamp && strcmp(o->upload_id, c->upload) <= 0) ||
+                (c->self[0] && strcmp(o->upload_id, c->self) == 0);
+    else
+        holds = !head || c->stamp > o->stamp_ns ||
+                (c->stamp == o->stamp_ns && strcmp(c->upload, o->upload_id) >= 0);
+    free(meta);
+    free(o);
+    return holds;
+}
+
+typedef struct {
+    stripe_t *s;
+    drive_done_fn done;
+    void *arg;
+} held_t;
+
+static void held_done(void *arg, int rc)
+{
+    held_t *h = arg;
+    drive_done_fn done = h->done;
+    void *darg = h->arg;
+    stripe_give(h->s);
+    free(h);
+    done(darg, rc);
+}
+
+int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                         const void *meta, size_t meta_len, const shard_cond_t *cond,
+                         drive_done_fn done, void *arg)
+{
+    pthread_once(&stripes_once, stripes_init);
+    stripe_t *s = stripe_of(d, id);
+    stripe_take(s);
+    int rc = cond_holds(d, id, cond);
+    if (rc <= 0) {
+        stripe_give(s);
+        return rc ? rc : ERR_PRECOND;
+    }
+    held_t *h = xmalloc(sizeof(*h));
+    *h = (held_t){s, done, arg};
+    if ((rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h)) != 0) {
+        stripe_give(s);
+        free(h);
+    }
+    return rc;
+}
+
+static int l_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                      const void *meta, size_t meta_len, const shard_cond_t *cond,
+                      drive_done_fn done, void *arg)
+{
+    return shard_put_head_local(ctx, id, data, len, meta, meta_len, cond, done, arg);
+}
+
 static const shard_ops_t local_ops = {
     .put = l_put,
     .read = l_read,
@@ -73,6 +208,7 @@ static const shard_ops_t local_ops = {
     .stats = l_stats,
     .put_async = l_put_async,
     .scan = l_scan,
+    .put_head = l_put_head,
 };
 
 shard_store_t shard_store_local(drive_t *d)

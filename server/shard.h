@@ -15,6 +15,32 @@
 #define SHARD_MAX_BUCKET 255
 #define SHARD_MAX_KEY    1024
 
+/*
+ * The condition of a head put (put_head): what the store must find at the
+ * identity for the put to replace it. The store decides, atomically with
+ * the write, so that gateways on different nodes committing one key end
+ * with every store holding the same winner ("the set's shards decide"):
+ *   SHARD_IF_NEWER   nothing, a record that is no head, or a head older by
+ *                    (stamp, upload id) than (stamp, upload): the order a
+ *                    reader picks the newest head by, so every store keeps
+ *                    the newest version whatever order writes arrive in
+ *   SHARD_IF_UPLOAD  the head of version `upload`: undoing a commit only
+ *                    where its own head still stands
+ *   SHARD_IF_AT_MOST nothing, a record that is no head, a head no newer
+ *                    than (stamp, upload), or the head of version `self`
+ *                    (the one being written, again): a commit replaces
+ *                    what it read as current (or anything older), never
+ *                    what another writer put there meanwhile
+ * Otherwise the put is refused with ERR_PRECOND and nothing is written.
+ */
+enum { SHARD_IF_NEWER = 1, SHARD_IF_UPLOAD = 2, SHARD_IF_AT_MOST = 3 };
+typedef struct {
+    int mode;
+    uint64_t stamp;
+    char upload[33];
+    char self[33]; /* SHARD_IF_AT_MOST: the version being written ("": none) */
+} shard_cond_t;
+
 typedef struct {
     int (*put)(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                size_t meta_len);
@@ -53,6 +79,13 @@ typedef struct {
      */
     int (*scan)(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
                 drive_scan_fn fn, void *arg);
+    /*
+     * Optional: put_async of a head under cond (see shard_cond_t): 0 and
+     * done later, or an error at once (ERR_PRECOND: the condition does not
+     * hold) and done never runs. Without it a head is put unconditionally.
+     */
+    int (*put_head)(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                    size_t meta_len, const shard_cond_t *cond, drive_done_fn done, void *arg);
 } shard_ops_t;
 
 typedef struct {
@@ -62,5 +95,15 @@ typedef struct {
 
 /* A store backed by a local drive (borrowed; the caller closes it). */
 shard_store_t shard_store_local(drive_t *d);
+
+/*
+ * put_head on a local drive: what the local store does, and what a node
+ * does for its peers (server/peer_serve.c), so that both go through one
+ * lock per identity: the check and the write are one step for every
+ * writer of the drive, local or remote.
+ */
+int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                         const void *meta, size_t meta_len, const shard_cond_t *cond,
+                         drive_done_fn done, void *arg) __attribute__((warn_unused_result));
 
 #endif

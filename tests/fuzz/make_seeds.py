@@ -145,7 +145,8 @@ if __name__ == "__main__":
     def frame(typ, payload, rid=1, flags=0, status=0):
         h = struct.pack("<IBBHQIi", 0x31504C57, 1, typ, flags, rid, len(payload), status)
         return h + struct.pack("<II", crc32c(payload, crc32c(h)), 0) + payload
-    put = (struct.pack("<I", 1) + pid(b"bkt", b"key", b"", 3) + struct.pack("<I", 4) + b"meta"
+    put = (struct.pack("<I", 1) + pid(b"bkt", b"key", b"", 3) + b"\x01" + struct.pack("<Q", 99)
+           + pstr(b"0123abcd") + pstr(b"4567") + struct.pack("<I", 4) + b"meta"
            + struct.pack("<I", 5) + b"hello")
     write("wire", 0, frame(3, put))
     write("wire", 1, frame(1, struct.pack("<H", 1) + pstr(b"lake") + pstr(b"n1")

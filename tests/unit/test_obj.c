@@ -148,6 +148,16 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
                          : f->in.ops->put_async(f->in.ctx, id, data, len, meta, ml, done, arg);
 }
 
+/* Heads under a condition (shard.h): decided by the store behind (local, or a remote node). */
+static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                      const void *meta, size_t ml, const shard_cond_t *cond, drive_done_fn done,
+                      void *arg)
+{
+    faulty_t *f = ctx;
+    return f->fail_write ? ERR_IO
+                         : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
+}
+
 static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read = f_read,
                                        .stat = f_stat,
@@ -157,14 +167,16 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .get = f_get,
                                        .stats = f_stats,
                                        .put_async = f_put_async,
-                                       .scan = f_scan};
+                                       .scan = f_scan,
+                                       .put_head = f_put_head};
 static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,
                                                .del = f_del,
                                                .list = f_list,
                                                .stats = f_stats,
-                                               .scan = f_scan};
+                                               .scan = f_scan,
+                                               .put_head = f_put_head};
 
 typedef struct {
     char *dir;
@@ -477,6 +489,184 @@ static void test_concurrent_writers_one_key(void **state)
     }
     free(got);
     free(want);
+}
+
+/* ---- two gateways (two sets over the same stores, as two nodes): the stores decide ---- */
+
+typedef struct {
+    obj_set_t *set;
+    int id, rounds, conditional, versioned, ok, refused;
+    const char *key;
+} gw_t;
+
+static size_t gw_size(int id, int round)
+{
+    return (id + round) % 2 ? 3000 + (size_t)id : K * B + 77 + (size_t)id; /* inline, blocks */
+}
+
+static void *gw_writer(void *arg)
+{
+    gw_t *g = arg;
+    uint8_t *data = malloc(K * B + 100);
+    for (int i = 0; i < g->rounds; i++) {
+        size_t n = gw_size(g->id, i);
+        fill(data, n, (uint32_t)(g->id * 1000 + i));
+        int err;
+        obj_writer_t *w = obj_put_begin(g->set, "bkt", g->key, &err);
+        assert_non_null(w);
+        if (g->versioned) obj_put_set_versioning(w, OBJ_VERSIONED);
+        obj_cond_t c = {.none_match = 1, .if_size = -1, .if_mtime_s = -1};
+        if (g->conditional) obj_put_set_cond(w, &c);
+        assert_int_equal(obj_put_write(w, data, n), 0);
+        int rc = obj_put_commit(w, NULL, NULL, 0, NULL);
+        if (rc == 0)
+            g->ok++;
+        else if (rc == ERR_PRECOND || rc == ERR_THROTTLED)
+            g->refused++;
+        else
+            fail_msg("commit: %s", err_name(rc));
+    }
+    free(data);
+    return NULL;
+}
+
+/* Whatever the key reads must be exactly one write of one of the writers, whole. */
+static void gw_check_read(obj_set_t *set, const char *key, int writers, int rounds)
+{
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open(set, "bkt", key, &info, &err);
+    assert_non_null(r);
+    uint8_t *got = malloc(info.size + 1), *want = malloc(K * B + 100);
+    assert_int_equal(obj_read(r, 0, got, info.size), 0);
+    obj_close(r);
+    int match = 0;
+    for (int id = 0; id < writers && !match; id++)
+        for (int i = 0; i < rounds && !match; i++) {
+            size_t n = gw_size(id, i);
+            fill(want, n, (uint32_t)(id * 1000 + i));
+            match = n == info.size && memcmp(got, want, n) == 0;
+        }
+    assert_true(match);
+    char md5[33];
+    md5hex(got, info.size, md5);
+    assert_string_equal(md5, info.etag);
+    free(got);
+    free(want);
+}
+
+/*
+ * The current heads of key once writers are done: one version stands (its
+ * heads on k stores, or on all its copies) and every other head a store
+ * holds is older (an undone commit may leave an older version's head where
+ * the winner, sparse, put none): no reader can pick anything but the winner.
+ */
+static void gw_check_converged(env_t *e, const char *key)
+{
+    uint8_t meta[HEAD_MAX];
+    obj_info_t *o = malloc(sizeof(*o) * N);
+    int have[N] = {0}, top = -1;
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", key, "", (uint32_t)i};
+        drive_stat_t st;
+        if (drive_stat(e->f[i].d, &id, &st, meta, sizeof(meta)) != 0) continue;
+        assert_int_equal(obj_meta_decode(meta, st.meta_len, &o[i]), 0);
+        have[i] = 1;
+        if (top < 0 || o[i].stamp_ns > o[top].stamp_ns) top = i;
+    }
+    assert_true(top >= 0);
+    int count = 0;
+    for (int i = 0; i < N; i++) {
+        if (!have[i]) continue;
+        if (!strcmp(o[i].upload_id, o[top].upload_id))
+            count++;
+        else
+            assert_true(o[i].stamp_ns < o[top].stamp_ns);
+    }
+    assert_true(count >= (o[top].sparse ? __builtin_popcount(o[top].inl) : K));
+    free(o);
+}
+
+static int gw_counts[2]; /* versions listed, of which latest */
+
+static int gw_count_version(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)arg;
+    (void)key;
+    if (!info || strcmp(key, "vrace") != 0) return 0;
+    gw_counts[0]++;
+    gw_counts[1] += latest;
+    return 0;
+}
+
+static void test_two_gateways(void **state)
+{
+    env_t *e = *state;
+    shard_store_t st[N];
+    for (int i = 0; i < N; i++)
+        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
+    int err;
+    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
+    assert_non_null(other);
+    obj_set_t *sets[2] = {e->set, other};
+    /* Unconditional writes racing on one key, two writers through each gateway. */
+    gw_t g[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        g[i] = (gw_t){.set = sets[i % 2], .id = i, .rounds = 12, .key = "race"};
+        pthread_create(&th[i], NULL, gw_writer, &g[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    int ok = 0;
+    for (int i = 0; i < 4; i++)
+        ok += g[i].ok;
+    assert_true(ok > 0);
+    gw_check_converged(e, "race");
+    gw_check_read(e->set, "race", 4, 12);
+    gw_check_read(other, "race", 4, 12);
+    /* At most the winner's blocks are left (the losers' went, and what each replaced). */
+    int blocks = 0;
+    assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "race", NULL, count_cb, &blocks), 0);
+    assert_true(blocks <= 2);
+    /* Versioned: every acknowledged write is a version, none lost between the gateways. */
+    for (int i = 0; i < 4; i++) {
+        g[i] = (gw_t){.set = sets[i % 2], .id = i, .rounds = 6, .key = "vrace", .versioned = 1};
+        pthread_create(&th[i], NULL, gw_writer, &g[i]);
+    }
+    ok = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ok += g[i].ok;
+    }
+    gw_check_converged(e, "vrace");
+    int versions = 0, latest = 0;
+    gw_counts[0] = gw_counts[1] = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "vrace", NULL, NULL, gw_count_version, NULL),
+                     0);
+    versions = gw_counts[0];
+    latest = gw_counts[1];
+    assert_int_equal(versions, ok);
+    assert_int_equal(latest, 1);
+    /* Conditional creates (If-None-Match: *) racing through both: exactly one wins. */
+    for (int round = 0; round < 10; round++) {
+        char key[32];
+        snprintf(key, sizeof(key), "cond%d", round);
+        gw_t c[2];
+        pthread_t ct[2];
+        for (int i = 0; i < 2; i++) {
+            c[i] = (gw_t){.set = sets[i], .id = i, .rounds = 1, .key = key, .conditional = 1};
+            pthread_create(&ct[i], NULL, gw_writer, &c[i]);
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_join(ct[i], NULL);
+        assert_true(c[0].ok + c[1].ok <= 1);
+        if (c[0].ok + c[1].ok == 1) {
+            gw_check_converged(e, key);
+            gw_check_read(other, key, 2, 1);
+        }
+    }
+    obj_set_free(other);
 }
 
 static void test_degraded_reads(void **state)
@@ -2008,6 +2198,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_gateways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),

@@ -79,6 +79,10 @@ static void test_request_codec(void **state)
     proto_w_init(&w, buf, sizeof(buf));
     proto_w_u32(&w, 3);
     proto_w_id(&w, "bkt", "a/key", "v1", 7);
+    proto_w_u8(&w, 1); /* a head's condition */
+    proto_w_u64(&w, 12345);
+    proto_w_str(&w, "00ff");
+    proto_w_str(&w, "abcd");
     proto_w_blob(&w, "meta", 4);
     proto_w_blob(&w, "data!", 5);
     assert_int_equal(w.err, 0);
@@ -93,6 +97,9 @@ static void test_request_codec(void **state)
     assert_memory_equal(q->meta, "meta", 4);
     assert_int_equal(q->data_len, 5);
     assert_memory_equal(q->data, "data!", 5);
+    assert_int_equal(q->cond_mode, 1);
+    assert_true(q->cond_stamp == 12345);
+    assert_string_equal(q->cond_upload, "00ff");
     /* Every truncation, and one byte too many, is refused. */
     for (size_t n = 0; n < w.len; n++)
         assert_int_equal(proto_req_decode(PROTO_PUT, buf, n, q), ERR_CORRUPT);
