@@ -4,7 +4,8 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3
+# Suites: storage erasure s3 cluster (cluster: not in the default set; it
+#         compares one node with a 3-node cluster on this machine, bench/cluster.sh)
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
 #   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
 #                           objects)
@@ -51,8 +52,11 @@ for s in "${suites[@]}"; do
     s3)
       bash bench/s3.sh "$BUILD" "${s3_args[@]}" | python3 bench/report.py s3 "$RESULTS"
       ;;
+    cluster)
+      bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/cluster.md"
+      ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster)" >&2
       exit 2
       ;;
   esac

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# bench/cluster.sh BUILD [ROUNDS]: what reaching drives over the node
+# protocol costs. Two deployments on the same disk, the same rows, in the
+# same run: A, one node with 6 local drives (EC 4+2); B, a cluster of 3
+# nodes with 2 drives each (one 4+2 set spanning them), measured through
+# node n1, which reaches 4 of the 6 drives over proto/ (loopback TCP). Rows
+# alternate A, B, A, B... (ROUNDS each, default 2), so the disk's swings fall
+# on both alike; prints each row's figures and B/A (the ceiling of the
+# cluster is the same store on one node).
+#
+# Environment: ROWS (one per line, "NAME WORKLOAD FIELD WL-BENCH ARGS..."),
+# DUR (seconds a run, default 5), BENCH_DIR (scratch dir on the disk).
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd)
+ROUNDS=${2:-2}
+DUR=${DUR:-5}
+cd "$(dirname "$0")/.."
+DIR=${BENCH_DIR:-$PWD/bench/results/scratch}/cluster
+WLB=$B/bench/wlbench/wl-bench
+rm -rf "$DIR"
+mkdir -p "$DIR/json"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
+export WARMLAKE_CLUSTER_SECRET=bench-cluster-secret-0123456789
+
+wait_ready() { # wait_ready LOG: the port it serves S3 on
+  local port=""
+  for _ in $(seq 600); do
+    port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$1")
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$1" >&2; exit 1; }
+  echo "$port"
+}
+
+"$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/single" --drives 6 --ec 4+2 \
+  --drive-capacity 24G --log-level warn >"$DIR/single.log" 2>&1 &
+PIDS+=($!)
+read -r -a ports <<<"$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(6)]
+[s.bind(("127.0.0.1",0)) for s in ss]
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+python3 - "$DIR/map.json" "${ports[@]}" <<'PY'
+import json, sys
+p = sys.argv[2:]
+json.dump({"cluster": "bench", "epoch": 1, "nodes": [
+    {"id": "n%d" % (i + 1), "s3": "127.0.0.1:%s" % p[2 * i], "proto": "127.0.0.1:%s" % p[2 * i + 1],
+     "drives": 2} for i in range(3)]}, open(sys.argv[1], "w"))
+PY
+for i in 1 2 3; do
+  "$B/server/warmlaked" --cluster "$DIR/map.json" --node "n$i" --data "$DIR/n$i" \
+    --drive-capacity 8G --log-level warn >"$DIR/n$i.log" 2>&1 &
+  PIDS+=($!)
+done
+EP_A=http://127.0.0.1:$(wait_ready "$DIR/single.log")
+for i in 1 2 3; do port=$(wait_ready "$DIR/n$i.log"); [ $i = 1 ] && EP_B=http://127.0.0.1:$port; done
+
+rows=(
+  "put_1MiB_c8 put mb_per_s --size 1MiB --clients 8 --prefix p1m/"
+  "get_1MiB_c8 get mb_per_s --size 1MiB --clients 8 --prefix g1m/ --objects 256 --no-prepare"
+  "put_4KiB_c32 put ops_per_s --size 4KiB --clients 32 --prefix p4k/"
+  "get_4KiB_c8 get ops_per_s --size 4KiB --clients 8 --prefix g4k/ --objects 2000 --no-prepare"
+  "put_64MiB_c4 put mb_per_s --size 64MiB --clients 4 --prefix p64/"
+  "list_v2_pages_c8 list ops_per_s --size 0 --clients 8 --prefix lst/ --objects 20000 --no-prepare"
+)
+if [ -n "${ROWS:-}" ]; then
+  mapfile -t rows <<<"$ROWS"
+fi
+[ -n "${ROWS:-}" ] || for n in A B; do
+  ep=EP_$n
+  for p in "1MiB g1m/ 256" "4KiB g4k/ 2000"; do
+    set -- $p
+    "$WLB" get --endpoint "${!ep}" --quiet --size "$1" --prefix "$2" --objects "$3" --clients 8 \
+      --ops 1 >/dev/null
+  done
+  "$WLB" list --endpoint "${!ep}" --quiet --size 0 --prefix lst/ --objects 20000 --clients 8 \
+    --ops 1 >/dev/null
+done
+
+printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 3 nodes x 2 (via n1)" "B/A"
+for r in "${rows[@]}"; do
+  set -- $r
+  name=$1 wl=$2 field=$3
+  shift 3
+  va=() vb=()
+  for i in $(seq "$ROUNDS"); do
+    for n in A B; do
+      ep=EP_$n
+      f=$DIR/json/${name}_${n}_$i.json
+      "$WLB" "$wl" --endpoint "${!ep}" --quiet --duration "$DUR" --json "$f" "$@" >/dev/null
+      v=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mismatches']==0; \
+print(round(j['ops'][sys.argv[2]][sys.argv[3]], 1))" "$f" "$wl" "$field")
+      if [ $n = A ]; then va+=("$v"); else vb+=("$v"); fi
+    done
+  done
+  ratio=$(python3 -c "import sys; a=[float(x) for x in sys.argv[1].split()]; \
+b=[float(x) for x in sys.argv[2].split()]; print('%.3f' % ((sum(b)/len(b))/(sum(a)/len(a))))" \
+    "${va[*]}" "${vb[*]}")
+  printf '%-17s %-28s %-28s %s\n' "$name" "${va[*]}" "${vb[*]}" "$ratio"
+done
