@@ -285,6 +285,8 @@ static void create_bucket(ctx_t *x)
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_wrlock(lk);
     obj_info_t bi;
+    int err = 0, raced = 0;
+again:
     if (bucket_read(x, x->bucket, &bi)) {
         pthread_rwlock_unlock(lk);
         int mine = !s3_bucket_owner(&bi)[0] || !strcmp(s3_bucket_owner(&bi), x->auth.access_key);
@@ -301,11 +303,22 @@ static void create_bucket(ctx_t *x)
     buf_t rec = {0};
     buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
                given ? acl : "private", 0, 0, id, 0);
-    int err;
     obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
-    if (w) err = obj_put_commit(w, NULL, rec.p, rec.len, NULL);
-    pthread_rwlock_unlock(lk);
+    /*
+     * Created only if no bucket of that name exists when the record commits:
+     * the bucket lock is this node's, so of creates racing through other
+     * nodes the set's stores pick one (obj.h's conditional commit); the
+     * others find its record and answer as for any existing bucket.
+     */
+    obj_cond_t none = {.none_match = 1, .if_size = -1, .if_mtime_s = -1};
+    if (w) {
+        obj_put_set_cond(w, &none);
+        err = obj_put_commit(w, NULL, rec.p, rec.len, NULL);
+    }
     free(rec.p);
+    rec = (buf_t){0};
+    if (err == ERR_PRECOND && !raced++) goto again;
+    pthread_rwlock_unlock(lk);
     if (err) {
         s3_engine_error(x, err);
         goto out;

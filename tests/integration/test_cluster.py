@@ -283,6 +283,73 @@ def test_racing_writers_on_two_nodes(cluster):
                 assert md5(n.s3().get_object(Bucket="race", Key=key)["Body"].read()) == results[0]
 
 
+def test_racing_bucket_creates_one_owner(cluster):
+    """Two users create one bucket name at once through two nodes: one owns it,
+    the other gets BucketAlreadyExists, and every node says the same."""
+    import threading
+    n1, n2, n3 = cluster
+    for round_ in range(5):
+        name = "contested-%d" % round_
+        out = {}
+
+        def create(node, ak, sk):
+            try:
+                s3_client(node.endpoint, ak, sk).create_bucket(Bucket=name)
+                out[ak] = 200
+            except ClientError as e:
+                out[ak] = e.response["Error"]["Code"]
+        ts = [threading.Thread(target=create, args=a) for a in ((n1, AK, SK), (n2, AK2, SK2))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert sorted(out.values(), key=str) == [200, "BucketAlreadyExists"], out
+        owner = AK if out[AK] == 200 else AK2
+        secret = SK if owner == AK else SK2
+        for n in cluster:  # the owner writes and reads through any node; the other is refused
+            c = s3_client(n.endpoint, owner, secret)
+            c.put_object(Bucket=name, Key="k", Body=b"mine")
+            assert c.get_object(Bucket=name, Key="k")["Body"].read() == b"mine"
+            other = s3_client(n.endpoint, AK2 if owner == AK else AK, SK2 if owner == AK else SK)
+            with pytest.raises(ClientError):
+                other.get_object(Bucket=name, Key="k")
+
+
+def test_node_killed_mid_stream(cluster):
+    """A node killed with SIGKILL while PUTs stream through the others: every
+    acknowledged object reads back whole, by hash, through every node."""
+    import threading
+    n1, n2, n3 = cluster
+    n1.s3().create_bucket(Bucket="stream")
+    acked, stop = {}, threading.Event()
+
+    def writer(node, wid):
+        c = node.s3()
+        for i in range(400):
+            if stop.is_set():
+                break
+            data = body(2000 if i % 3 else 300000, 10000 * wid + i)
+            try:
+                c.put_object(Bucket="stream", Key="w%d/%d" % (wid, i), Body=data)
+                acked["w%d/%d" % (wid, i)] = md5(data)
+            except ClientError:
+                pass  # refused while the node goes: not acknowledged, nothing promised
+    ts = [threading.Thread(target=writer, args=(n, w)) for w, n in enumerate((n1, n2, n1, n2))]
+    for t in ts:
+        t.start()
+    wait_for(lambda: len(acked) >= 40, "40 acknowledged PUTs")
+    n3.stop(signal.SIGKILL)
+    wait_for(lambda: len(acked) >= 80, "40 more PUTs with n3 gone")
+    stop.set()
+    for t in ts:
+        t.join()
+    start_all([n3])
+    for n in cluster:
+        c = n.s3()
+        for key, h in acked.items():
+            assert md5(c.get_object(Bucket="stream", Key=key)["Body"].read()) == h, (n.id, key)
+
+
 def test_refused_peers(datadir):
     path, doc = write_map(datadir, ["n1", "n2", "n3"])
     # n3 holds another secret: the others refuse it and it refuses them.
