@@ -226,6 +226,21 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
                        const obj_cond_t *c, obj_info_t *gone) __attribute__((warn_unused_result));
 
 /*
+ * Heal one object's current version: its heads put back on the stores that
+ * lack them (or hold an older one), its blocks verified stripe by stripe and
+ * the missing or rotten ones rebuilt and rewritten; a multipart object's
+ * parts each the same way. Counts add up in *rep. 0 (also for a key with no
+ * current version), or ERR_UNRECOVERABLE (fewer than k good blocks in a
+ * stripe: nothing to rebuild from), ERR_IO... A store still failing is
+ * counted in rep->failed and left for another pass.
+ */
+typedef struct {
+    uint32_t objects, heads_fixed, blocks_checked, blocks_fixed, failed;
+} obj_heal_report_t;
+int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
+    __attribute__((warn_unused_result));
+
+/*
  * Objects of a bucket in key order (delete markers skipped). fn returns 0 to
  * go on, 1 to stop. Returns 0 at the end, 1 when fn stopped, or a negative
  * ERR_* when the listing could not be completed (more than m stores failed,

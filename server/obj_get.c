@@ -121,8 +121,8 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     if (n) pool_submit(s->pool, q, n, &r->ra_latch);
 }
 
-static int block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
-                        ers_crc_t *crc)
+int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                      ers_crc_t *crc)
 {
     obj_reader_t *r = arg;
     obj_set_t *s = r->s;
@@ -389,7 +389,7 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     uint64_t sdata = (uint64_t)l->k * l->block_size;
     ra_wait(r); /* its blocks are used below (block_source checks where they are), or stale */
     if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
-    int rc = ers_decoder_read(r->dec, off, len, buf, block_source, r);
+    int rc = ers_decoder_read(r->dec, off, len, buf, obj__block_source, r);
     r->missing = rc ? ers_decoder_missing(r->dec) : 0;
     r->ra_mask = 0;
     return rc;
@@ -440,4 +440,14 @@ const char *obj_read_part_note(const obj_reader_t *r, int i)
 {
     if (!r->info.multipart || !r->notes || i < 0 || i >= r->info.nparts || !r->notes[i]) return "";
     return r->notes[i];
+}
+
+ers_decoder_t *obj__reader_decoder(obj_reader_t *r)
+{
+    return r->dec;
+}
+
+const uint8_t *obj__reader_inline(const obj_reader_t *r)
+{
+    return r->inl;
 }

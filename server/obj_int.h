@@ -181,6 +181,25 @@ int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const 
  * at the key's first inline store, include one of them).
  */
 int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
+/*
+ * One round of info's heads at the current position on the stores of `to`
+ * (its bytes, data, on those of info->inl), each under cond: what the
+ * healer puts back. Returns the heads written; failures join *failed,
+ * refusals count in *refused.
+ */
+int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
+                  const void *data, uint32_t to, const shard_cond_t *cond, uint32_t *failed,
+                  int *refused, int *first_err);
+
+/* ---- obj_get.c, for the healer ---- */
+
+/* The reader's decoder (NULL for an inline or multipart object) and its block source. */
+ers_decoder_t *obj__reader_decoder(obj_reader_t *r);
+int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
+                      ers_crc_t *crc);
+/* An inline object's bytes as the reader holds them (NULL otherwise). */
+const uint8_t *obj__reader_inline(const obj_reader_t *r);
+
 /* The key's first inline store: where its head lookups and its noncurrent walks start. */
 uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *key);
 /* The m+1 stores whose heads carry the bytes of an inline object of bucket/key. */

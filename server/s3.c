@@ -15,6 +15,80 @@
  * totals as JSON, so benchmarks and operators read write amplification,
  * space and group commit (records per flush) without stopping the node.
  */
+/* Keys of one listing page, for healing between pages (no I/O inside a listing). */
+typedef struct {
+    char **keys;
+    int n, cap;
+} page_keys_t;
+
+static int collect_key(void *arg, const char *key, const obj_info_t *info)
+{
+    page_keys_t *p = arg;
+    (void)info;
+    p->keys[p->n++] = xstrdup(key);
+    return p->n == p->cap; /* 1: the page is full */
+}
+
+/*
+ * POST /_warmlake/heal?bucket=NAME (the bucket's owner): heal every current
+ * object of the bucket (obj_heal: heads and blocks its stores miss, rebuilt
+ * from the others), and the bucket's own record; answers the counts as
+ * JSON. What a store still failing misses is counted and left for another
+ * pass.
+ */
+static void node_heal(ctx_t *x)
+{
+    int present;
+    char *name = s3_qparam(x->query, "bucket", &present);
+    char iname[INAME_MAX];
+    if (!name || !name[0]) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Name the bucket to heal: ?bucket=NAME.");
+        free(name);
+        return;
+    }
+    if (strlen(name) >= sizeof(x->bucket) || s3_bucket_access(x, name, iname) != 0) {
+        if (strlen(name) >= sizeof(x->bucket)) s3_err(x, S3E_NO_SUCH_BUCKET);
+        free(name);
+        return;
+    }
+    obj_heal_report_t rep = {0};
+    int rc = obj_heal(x->cfg->set, BUCKETS, name, &rep);
+    page_keys_t pg = {.cap = 1000};
+    pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
+    char *after = NULL;
+    for (int more = 1; more && !rc;) {
+        pg.n = 0;
+        int lr = obj_list(x->cfg->set, iname, "", after, collect_key, &pg);
+        if (lr < 0) rc = lr;
+        more = lr == 1;
+        for (int i = 0; i < pg.n; i++) {
+            int hr = rc ? 0 : obj_heal(x->cfg->set, iname, pg.keys[i], &rep);
+            if (hr && hr != ERR_UNRECOVERABLE) rc = hr; /* an object past repair: go on */
+            if (hr == ERR_UNRECOVERABLE) rep.failed++;
+            free(after);
+            after = pg.keys[i];
+        }
+    }
+    free(after);
+    free(pg.keys);
+    free(name);
+    if (rc) {
+        s3_engine_error(x, rc);
+        return;
+    }
+    log_info("event=heal bucket=%s objects=%u heads_fixed=%u blocks_fixed=%u failed=%u", x->bucket,
+             rep.objects, rep.heads_fixed, rep.blocks_fixed, rep.failed);
+    buf_t b = {0};
+    buf_printf(&b,
+               "{\"objects\":%u,\"heads_fixed\":%u,\"blocks_checked\":%u,\"blocks_fixed\":%u,"
+               "\"failed\":%u}\n",
+               rep.objects, rep.heads_fixed, rep.blocks_checked, rep.blocks_fixed, rep.failed);
+    char h[160];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/json\r\n", x->id);
+    (void)http_respond_full(x->r, 200, h, b.p, b.len);
+    free(b.p);
+}
+
 static void node_stats(ctx_t *x)
 {
     buf_t b = {0};
@@ -381,6 +455,9 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     } else if (!strcmp(x.bucket, "_warmlake") && !strcmp(x.key, "stats") &&
                !strcmp(info->method, "GET")) {
         node_stats(&x);
+    } else if (!strcmp(x.bucket, "_warmlake") && !strcmp(x.key, "heal") &&
+               !strcmp(info->method, "POST")) {
+        node_heal(&x);
     } else if (!x.bucket[0]) {
         if (strcmp(info->method, "GET") == 0)
             s3_list_buckets(&x);

@@ -669,6 +669,48 @@ static void test_two_gateways(void **state)
     obj_set_free(other);
 }
 
+/* A store that missed a write gets its head and blocks back from obj_heal; a second pass has
+ * nothing to do; afterwards m other stores may fail and the object still reads. */
+static void test_heal(void **state)
+{
+    env_t *e = *state;
+    size_t n = 2 * K * B + 999; /* three stripes */
+    uint8_t *data = malloc(n);
+    fill(data, n, 77);
+    e->f[2].fail_write = 1;
+    put(e, "healme", data, n, NULL);
+    e->f[2].fail_write = 0;
+    /* Without healing, store 2 plus two others failing is one too many. */
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open(e->set, "bkt", "healme", &info, &err);
+    uint8_t *got = malloc(n);
+    assert_true(!r || obj_read(r, 0, got, n) != 0);
+    if (r) obj_close(r);
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", "healme", &rep), 0);
+    assert_int_equal(rep.objects, 1);
+    assert_int_equal(rep.heads_fixed, 1);
+    assert_int_equal(rep.blocks_fixed, 3);
+    assert_int_equal(rep.failed, 0);
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_heal(e->set, "bkt", "healme", &rep), 0);
+    assert_int_equal(rep.heads_fixed + rep.blocks_fixed, 0);
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    expect(e, "healme", data, n);
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    /* A block that rots on its drive is rewritten too. */
+    e->f[4].corrupt_read = 1;
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_heal(e->set, "bkt", "healme", &rep), 0);
+    e->f[4].corrupt_read = 0;
+    assert_int_equal(rep.blocks_fixed, 3);
+    free(got);
+    free(data);
+}
+
 static void test_degraded_reads(void **state)
 {
     env_t *e = *state;
@@ -2199,6 +2241,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_gateways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
