@@ -22,17 +22,17 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
 void peer_store_free(shard_store_t *st);
 
 /* drive_stats_t's fields in the order a STATS response carries them (integers, then doubles). */
-#define PEER_STATS_INT(X)                                                                          \
-    X(iu)                                                                                          \
-    X(capacity)                                                                                    \
-    X(segment_size)                                                                                \
-    X(segments) X(segments_free) X(segments_gc) X(live_bytes) X(used_bytes) X(user_bytes)          \
-        X(host_bytes) X(padding_bytes) X(relocated_bytes) X(index_bytes) X(flushes)                \
-            X(flush_records) X(flush_bytes) X(flush_max_records) X(commit_gathers) X(queued)       \
-                X(compactions) X(segments_released) X(tombstones_dropped) X(throttled)             \
-                    X(reads_direct) X(reads_copied) X(lifetime_host_bytes) X(index_disk_bytes)     \
-                        X(index_mem_bytes) X(replayed_bytes) X(readonly)
+/* clang-format off */
+#define PEER_STATS_INT(X) \
+    X(iu) X(capacity) X(segment_size) X(segments) X(segments_free) X(segments_gc) \
+    X(live_bytes) X(used_bytes) X(user_bytes) X(host_bytes) X(padding_bytes) \
+    X(relocated_bytes) X(index_bytes) X(flushes) X(flush_records) X(flush_bytes) \
+    X(flush_max_records) X(commit_gathers) X(queued) X(compactions) \
+    X(segments_released) X(tombstones_dropped) X(throttled) X(reads_direct) \
+    X(reads_copied) X(lifetime_host_bytes) X(index_disk_bytes) X(index_mem_bytes) \
+    X(replayed_bytes) X(readonly)
 #define PEER_STATS_REAL(X) X(write_amp) X(budget_left) X(budget_rate) X(projected_years)
+/* clang-format on */
 
 typedef struct peer_serve peer_serve_t;
 /*
