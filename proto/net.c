@@ -37,10 +37,13 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define STAGE        (64u << 10)
-#define CALL_BUCKETS 64
-#define MAX_CONNS    8
-#define TICK_MS      100
+#define STAGE         (64u << 10)
+#define CALL_BUCKETS  64
+#define MAX_CONNS     8
+#define TICK_MS       100
+#define HANDSHAKE_MAX 1024 /* a HELLO or AUTH frame's payload is far smaller */
+#define CONN_INFLIGHT 256  /* requests a connection may have being served before reading pauses */
+#define SUSPECT_MS    1000 /* a suspect peer's calls: a short deadline until one is answered */
 
 #define WRITTEN  1
 #define ANSWERED 2
@@ -62,8 +65,10 @@ struct proto_conn {
     size_t frame_len, frame_need;
     proto_call_t *calls[CALL_BUCKETS]; /* client: in flight, by id */
     int ncalls;
-    int refs;   /* the handle (until its close callback) + inbounds not yet replied */
-    int paused; /* server: reading stopped (serve budget) */
+    int refs;     /* the handle (until its close callback) + inbounds not yet replied */
+    int paused;   /* server: reading stopped (serve budget, or too many requests in flight) */
+    int inflight; /* server: requests received whose replies are not yet written */
+    uint64_t progress_ms; /* when the frame being read in place last grew */
     struct proto_conn *next;
 };
 
@@ -301,6 +306,9 @@ static void on_response(proto_conn_t *c, const proto_hdr_t *h, const uint8_t *pa
         call->rc = ERR_CORRUPT;
     } else {
         call->rc = call->on_resp ? call->on_resp(call, h->status, payload, h->len) : h->status;
+        int was = PROTO_PEER_SUSPECT;
+        if (atomic_compare_exchange_strong(&c->peer->health, &was, PROTO_PEER_UP))
+            log_info("event=proto_peer_up peer=%s why=answered", c->peer->node);
     }
     call_stage(call, ANSWERED);
 }
@@ -408,6 +416,14 @@ static void drain_stage(proto_conn_t *c)
             conn_close(c, ERR_CORRUPT);
             return;
         }
+        if (c->state != C_READY && h.len > HANDSHAKE_MAX) {
+            /* Before the handshake nobody gets to make this node hold a large frame. */
+            atomic_fetch_add(&c->net->st.bad_frames, 1);
+            log_warn("event=proto_bad_frame peer=? why=\"%u-byte frame before the handshake\"",
+                     h.len);
+            conn_close(c, ERR_CORRUPT);
+            return;
+        }
         size_t total = PROTO_HDR + (size_t)h.len;
         if (c->stage_len - at >= total) {
             handle_frame(c, &h, c->stage + at, 0);
@@ -415,6 +431,7 @@ static void drain_stage(proto_conn_t *c)
             continue;
         }
         if (total > STAGE) {
+            c->progress_ms = now_ms(c->net);
             c->frame = xmalloc(total);
             c->frame_need = total;
             c->frame_len = c->stage_len - at;
@@ -440,6 +457,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (c->frame) {
         c->frame_len += (size_t)nread;
+        if (nread) c->progress_ms = now_ms(c->net);
         if (c->frame_len < c->frame_need) return;
         uint8_t *f = c->frame;
         c->frame = NULL;
@@ -521,8 +539,14 @@ static void server_handshake(proto_conn_t *c, const proto_hdr_t *h, const uint8_
     if (h->type == PROTO_HELLO) {
         char why[400] = "";
         uint64_t epoch = atomic_load(&n->epoch);
-        snprintf(c->peer_node, sizeof(c->peer_node), "%s", q->node);
-        if (q->version != PROTO_VERSION)
+        int id_ok = q->node[0] != 0;
+        for (const char *p = q->node; *p && id_ok; p++)
+            id_ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_';
+        snprintf(c->peer_node, sizeof(c->peer_node), "%s", id_ok ? q->node : "?");
+        if (!id_ok)
+            snprintf(why, sizeof(why), "node id not of letters, digits, '.', '-', '_'");
+        else if (q->version != PROTO_VERSION)
             snprintf(why, sizeof(why), "protocol version %u, not %u", q->version, PROTO_VERSION);
         else if (strcmp(q->cluster, n->cluster) != 0)
             snprintf(why, sizeof(why), "cluster id %.255s, not %.100s", q->cluster, n->cluster);
@@ -631,7 +655,7 @@ static void client_handshake(proto_conn_t *c, const proto_hdr_t *h, const uint8_
 static void serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int owned)
 {
     proto_net_t *n = c->net;
-    if (h->flags & PROTO_F_RESP || h->type == PROTO_HELLO || h->type == PROTO_AUTH) {
+    if (h->flags & PROTO_F_RESP || h->type == PROTO_HELLO || h->type == PROTO_AUTH || h->status) {
         if (owned) free(frame);
         conn_close(c, ERR_CORRUPT);
         return;
@@ -651,9 +675,10 @@ static void serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, i
     in->status = 0;
     snprintf(in->peer, sizeof(in->peer), "%s", c->peer_node);
     c->refs++;
+    c->inflight++;
     n->inbounds++;
     n->serving += PROTO_HDR + (size_t)h->len;
-    if (n->serving > n->cfg.serve_budget && !c->paused) {
+    if ((n->serving > n->cfg.serve_budget || c->inflight >= CONN_INFLIGHT) && !c->paused) {
         c->paused = 1;
         atomic_fetch_add(&n->st.paused_reads, 1);
         uv_read_stop((uv_stream_t *)&c->tcp);
@@ -715,7 +740,7 @@ static void conn_unref(proto_conn_t *c)
 static void resume_paused(proto_net_t *n)
 {
     for (proto_conn_t *c = n->conns; c && n->serving <= n->cfg.serve_budget; c = c->next) {
-        if (!c->paused || c->state == C_CLOSING) continue;
+        if (!c->paused || c->state == C_CLOSING || c->inflight >= CONN_INFLIGHT) continue;
         c->paused = 0;
         drain_stage(c);
         if (c->state != C_CLOSING && !c->paused)
@@ -728,10 +753,17 @@ static void reply_written(uv_write_t *req, int status)
     ctl_write_t *w = req->data;
     proto_inbound_t *in = w->in;
     proto_conn_t *c = in->conn;
+    proto_net_t *n = c->net;
+    /* Memory a request holds is counted until its reply is on the wire, not just queued:
+       a peer that stops reading its replies pauses itself. */
+    n->serving -= PROTO_HDR + (size_t)in->hdr.len + in->reply_cap;
+    n->inbounds--;
+    c->inflight--;
     free(w->buf);
     free(w);
     free((uint8_t *)in->payload - PROTO_HDR);
     free(in);
+    if (!n->closed) resume_paused(n);
     conn_unref(c);
 }
 
@@ -739,8 +771,7 @@ static void reply_written(uv_write_t *req, int status)
 static void send_reply(proto_net_t *n, proto_inbound_t *in)
 {
     proto_conn_t *c = in->conn;
-    n->inbounds--;
-    n->serving -= PROTO_HDR + (size_t)in->hdr.len;
+    n->serving += in->reply_cap; /* the reply's memory, until it is written */
     uint8_t *buf = in->reply ? in->reply : xmalloc(PROTO_HDR);
     size_t len = in->reply_len; /* an error may carry a payload too (GET's ERR_RANGE) */
     proto_hdr_t h = {.type = in->hdr.type,
@@ -866,6 +897,13 @@ static void on_tick(uv_timer_t *t)
             conn_close(c, ERR_IO);
             continue;
         }
+        if (c->frame && now - c->progress_ms > n->cfg.timeout_ms) {
+            /* A frame that stopped arriving holds its whole allocation: the peer is stuck. */
+            log_warn("event=proto_frame_stalled peer=%s", c->peer_node[0] ? c->peer_node : "?");
+            conn_close(c, ERR_IO);
+            continue;
+        }
+        int stuck = 0;
         for (int b = 0; b < CALL_BUCKETS; b++)
             for (proto_call_t **pp = &c->calls[b]; *pp;) {
                 proto_call_t *call = *pp;
@@ -879,8 +917,15 @@ static void on_tick(uv_timer_t *t)
                 if (atomic_exchange(&c->peer->health, PROTO_PEER_SUSPECT) == PROTO_PEER_UP)
                     log_warn("event=proto_peer_suspect peer=%s type=%s why=timeout", c->peer->node,
                              proto_type_name(call->type));
+                /* Its bytes still not on the wire: the peer stopped reading. Only closing
+                   the connection gives the call's buffers back (and the caller with them). */
+                stuck |= !(call->stage & WRITTEN);
                 call_fail(call, ERR_IO);
             }
+        if (stuck) {
+            log_warn("event=proto_peer_stuck peer=%s: closing", c->peer->node);
+            conn_close(c, ERR_IO);
+        }
     }
     pthread_mutex_lock(&n->mu);
     proto_peer_t *peers = n->peers;
@@ -946,7 +991,10 @@ static void on_wake(uv_async_t *a)
         proto_peer_t *p = call->peer;
         call->next = NULL;
         call->conn = NULL;
-        call->deadline_ms = now + n->cfg.timeout_ms;
+        /* A suspect peer (a call of it timed out) gets a short deadline until it answers. */
+        uint32_t limit = n->cfg.timeout_ms;
+        if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && limit > SUSPECT_MS) limit = SUSPECT_MS;
+        call->deadline_ms = now + limit;
         if (p->pending_tail)
             p->pending_tail->next = call;
         else

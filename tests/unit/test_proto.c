@@ -384,6 +384,44 @@ static void test_garbage_and_down_peer(void **state)
         assert_int_equal(n, 0); /* closed by the server */
         close(fd);
     }
+    /* A frame announcing a large payload before the handshake is refused on its header (no
+     * allocation of its size); so is a HELLO with a node id that could forge log fields. */
+    proto_net_stats_t st0, st1;
+    proto_net_stats(srv, &st0);
+    for (int round = 0; round < 2; round++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        uint8_t f[PROTO_HDR + 128];
+        size_t len = PROTO_HDR;
+        if (round == 0) {
+            proto_hdr_t h = {.type = PROTO_HELLO, .len = 64u << 20};
+            proto_hdr_encode(f, &h);
+        } else {
+            proto_w_t w;
+            uint8_t nonce[PROTO_NONCE] = {0};
+            proto_w_init(&w, f + PROTO_HDR, sizeof(f) - PROTO_HDR);
+            proto_w_u16(&w, PROTO_VERSION);
+            proto_w_str(&w, "c1");
+            proto_w_str(&w, "n1 level=error x=\"");
+            proto_w_u64(&w, 1);
+            proto_w_bytes(&w, nonce, PROTO_NONCE);
+            proto_hdr_t h = {.type = PROTO_HELLO, .len = (uint32_t)w.len};
+            proto_hdr_seal(f, &h, f + PROTO_HDR);
+            len += w.len;
+        }
+        assert_int_equal(write(fd, f, len), (ssize_t)len);
+        char b[64];
+        ssize_t n;
+        while ((n = read(fd, b, sizeof(b))) > 0)
+            ;
+        assert_int_equal(n, 0);
+        close(fd);
+    }
+    proto_net_stats(srv, &st1);
+    assert_true(st1.bad_frames >= st0.bad_frames + 1);
+    assert_true(st1.refused >= st0.refused + 1);
     proto_net_t *cl = client("c1", secret, 1);
     proto_peer_t *p = peer_of(cl, srv, "s1");
     assert_int_equal(ping(p), 0);
