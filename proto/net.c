@@ -833,13 +833,7 @@ static void conn_close(proto_conn_t *c, int why)
     if (c->state == C_CLOSING && uv_is_closing((uv_handle_t *)&c->tcp)) return;
     c->state = C_CLOSING;
     int rc = why == ERR_CLOSED ? ERR_CLOSED : ERR_IO;
-    for (int b = 0; b < CALL_BUCKETS; b++)
-        while (c->calls[b]) {
-            proto_call_t *call = c->calls[b];
-            c->calls[b] = call->next;
-            c->ncalls--;
-            call_fail(call, rc);
-        }
+    /* The peer's state first: a caller woken by its call failing sees the peer as it is now. */
     proto_peer_t *p = c->peer;
     if (p) {
         for (int i = 0; i < p->nconns; i++)
@@ -858,6 +852,13 @@ static void conn_close(proto_conn_t *c, int why)
             if (!p->connecting) fail_pending(p, rc);
         }
     }
+    for (int b = 0; b < CALL_BUCKETS; b++)
+        while (c->calls[b]) {
+            proto_call_t *call = c->calls[b];
+            c->calls[b] = call->next;
+            c->ncalls--;
+            call_fail(call, rc);
+        }
     if (!uv_is_closing((uv_handle_t *)&c->tcp)) uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
