@@ -439,7 +439,10 @@ int main(int argc, char **argv)
         printf("warmlaked: ready port=%d\n", http_server_port(server));
         fflush(stdout);
         s3_lc_worker_t *lc = s3_lifecycle_start(&s3);
-        rc = stop_asked ? 0 : http_server_run(server); /* a signal may have come first */
+        /* A signal that came before the server existed: stop it now (run returns at once,
+           its loop's handles closed as on any stop). */
+        if (stop_asked) http_server_stop(server);
+        rc = http_server_run(server);
         s3_lifecycle_stop(lc);
         if (rc) fprintf(stderr, "warmlaked: server stopped: %s\n", err_str(rc));
     }
