@@ -7,6 +7,9 @@
  *   obj_meta.c  the head metadata codec (the format is laid out there)
  *   obj_head.c  heads: the newest one, writing them, key and upload locks,
  *               pins and deferred drops, delete, in-place metadata rewrite
+ *   obj_commit.c  the commit of a version's heads (the stores decide between
+ *               gateways: read what stands, write under a condition, undo
+ *               and retry on a refusal) and the conditions it checks
  *   obj_put.c   the writer: streamed encode, double-buffered stripe writes,
  *               the commit
  *   obj_get.c   the reader: block source, read-ahead, multipart manifests
@@ -141,10 +144,6 @@ int obj__newest_inline(obj_set_t *s, const char *bucket, const char *key, obj_in
 /* The same for the head at version position pos ("": the current head). */
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best);
-/* c's if_upload / if_stamp against v (delete markers too; NULL: none): 0 or ERR_PRECOND. */
-int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v);
-/* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
-uint64_t obj__now_after(const obj_info_t *cur);
 /*
  * The heads of a version, all at once, on every store not in `dead`, or
  * (info->sparse) only on the stores of info->inl. Returns the number
@@ -214,6 +213,24 @@ uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *
  */
 int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                      void *buf);
+/* Delete the blocks of one version on the stores not in dead (best effort). */
+void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      uint64_t stripes, uint32_t dead);
+/* Delete an internal object; a failure only leaves space behind and is logged. */
+void obj__drop_object(obj_set_t *s, const char *bucket, const char *key);
+/* Pin a version against drops; returns the drop epoch seen under the pin lock. */
+uint64_t obj__pin(obj_set_t *s, const char *upload_id);
+/* Unpin; the last reader runs the drops handed to the pin meanwhile. */
+void obj__unpin(obj_set_t *s, const char *upload_id);
+/* Free the storage of a replaced or deleted version, now or when its last reader closes. */
+void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old);
+
+/* ---- obj_commit.c ---- */
+
+/* c's if_upload / if_stamp against v (delete markers too; NULL: none): 0 or ERR_PRECOND. */
+int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v);
+/* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
+uint64_t obj__now_after(const obj_info_t *cur);
 /*
  * The commit point of a new version (or delete marker): under the key's
  * lock, check cond, stamp info with an mtime after the newest head's, give
@@ -227,17 +244,6 @@ int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const ob
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
                       int *first_err);
-/* Delete the blocks of one version on the stores not in dead (best effort). */
-void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                      uint64_t stripes, uint32_t dead);
-/* Delete an internal object; a failure only leaves space behind and is logged. */
-void obj__drop_object(obj_set_t *s, const char *bucket, const char *key);
-/* Pin a version against drops; returns the drop epoch seen under the pin lock. */
-uint64_t obj__pin(obj_set_t *s, const char *upload_id);
-/* Unpin; the last reader runs the drops handed to the pin meanwhile. */
-void obj__unpin(obj_set_t *s, const char *upload_id);
-/* Free the storage of a replaced or deleted version, now or when its last reader closes. */
-void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *old);
 
 /* ---- obj_version.c ---- (under the key's lock, unless said) */
 

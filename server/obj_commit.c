@@ -1,0 +1,340 @@
+/*
+ * obj_commit.c: committing a version's heads (room of the object layer; map
+ * in obj_int.h), and the conditions a commit checks.
+ *
+ * No lock spans nodes: the stores decide. A commit reads every store's
+ * head to find the version that stands (heads on k stores, or on every
+ * copy of a sparse one), then writes its own heads under SHARD_IF_AT_MOST
+ * of that version: a store holding anything newer refuses. A commit that
+ * falls short is undone where it landed and tried again from the new
+ * current version, so racing writers through different gateways end with
+ * one winner on every store and no acknowledged version lost between them
+ * (docs/design-notes.md, "conditions at the stores").
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* c's identity conditions against v (a delete marker too): 0 or ERR_PRECOND. */
+static int identity_check(const obj_cond_t *c, const obj_info_t *v)
+{
+    if (c->if_upload[0] && (!v || strcmp(v->upload_id, c->if_upload) != 0)) return ERR_PRECOND;
+    if (c->if_stamp && (!v || v->stamp_ns != c->if_stamp)) return ERR_PRECOND;
+    return 0;
+}
+
+int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
+{
+    if (!c) return 0;
+    if (identity_check(c, cur)) return ERR_PRECOND;
+    if (c->none_match && cur) return ERR_PRECOND;
+    if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0) {
+        if (!cur) return c->if_match[0] ? ERR_NOT_FOUND : ERR_PRECOND;
+        const char *e = c->if_match;
+        size_t el = strlen(e);
+        if (el >= 2 && e[0] == '"' && e[el - 1] == '"') {
+            e++;
+            el -= 2;
+        }
+        if (c->if_match[0] && !(el == 1 && e[0] == '*') &&
+            (el == 0 || strlen(cur->etag) != el || memcmp(cur->etag, e, el)))
+            return ERR_PRECOND; /* an empty ETag matches nothing */
+        if (c->if_size >= 0 && (uint64_t)c->if_size != cur->size) return ERR_PRECOND;
+        if (c->if_mtime_s >= 0 && (uint64_t)c->if_mtime_s != cur->mtime_ns / 1000000000ull)
+            return ERR_PRECOND;
+    }
+    return 0;
+}
+
+uint64_t obj__now_after(const obj_info_t *cur)
+{
+    uint64_t t = wall_ns();
+    if (cur && t <= cur->mtime_ns) t = cur->mtime_ns + 1;
+    if (cur && t <= cur->stamp_ns) t = cur->stamp_ns + 1;
+    return t;
+}
+
+int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
+{
+    return c ? identity_check(c, v) : 0;
+}
+
+/*
+ * A commit that fell short: the stores that took the new version's head get
+ * back the one it covered (old), or lose it (no old), so that a failed write
+ * leaves nothing a reader or a listing could find. Best effort: a store that
+ * fails here keeps a head of a version whose PUT was refused (as a crash
+ * mid-commit may).
+ */
+static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
+                       const obj_info_t *old)
+{
+    uint8_t meta[HEAD_MAX];
+    uint32_t took = 0;
+    obj_info_t *o = xmalloc(sizeof(*o));
+    int first_err = 0;
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        if (s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta)) == 0 &&
+            st.meta_len <= sizeof(meta) && obj_meta_decode(meta, st.meta_len, o) == 0 &&
+            strcmp(o->upload_id, nv->upload_id) == 0)
+            took |= 1u << i;
+    }
+    /*
+     * Each store that took the new head gets back what it had: the old
+     * head where the old version had one (all stores, or a sparse one's
+     * copies; as it was, sparse or not, bytes and all), and nothing where it
+     * had none. Only where the new head still stands: a newer one that came
+     * meanwhile stays. When the old version is gone meanwhile (replaced
+     * through another node: an inline one's bytes with it), the new heads
+     * just go.
+     */
+    uint32_t back = old ? (old->sparse ? took & old->inl : took) : 0, gone = took & ~back;
+    void *bytes = NULL;
+    if (back && old->inl && old->size) {
+        bytes = xmalloc(old->size);
+        if (obj__inline_load(s, bucket, key, old, bytes) != 0) {
+            gone = took;
+            back = 0;
+        }
+    }
+    if (back) {
+        shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
+        memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
+        uint32_t failed = 0;
+        int refused = 0;
+        obj__heads_to(s, bucket, key, old, bytes, back, &mine, &failed, &refused, &first_err);
+    }
+    free(bytes);
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        if (((gone >> i) & 1) &&
+            s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta)) == 0 &&
+            st.meta_len <= sizeof(meta) && obj_meta_decode(meta, st.meta_len, o) == 0 &&
+            strcmp(o->upload_id, nv->upload_id) == 0) {
+            int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+            if (rc && !first_err) first_err = rc;
+        }
+    }
+    if (first_err) log_warn("event=commit_undo_incomplete key=%s err=%s", key, err_name(first_err));
+    free(o);
+}
+
+/*
+ * What a commit replaces, read from every store: *best, the newest version
+ * that stands (heads on k stores, or on every copy of a sparse one; a
+ * failing store counts for it: it may hold one), and *anywhere, the newest
+ * head any store holds, standing or not: another gateway's commit in
+ * flight, or one cut short by a crash. Such a head is never *best: its
+ * blocks are its writer's to keep or drop, not this commit's. 0,
+ * ERR_NOT_FOUND (no version stands and more than m stores hold no head),
+ * ERR_UNRECOVERABLE (failing stores leave it open).
+ */
+static int current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                              shard_cond_t *anywhere)
+{
+    uint8_t meta[HEAD_MAX];
+    obj_info_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0, rc = ERR_NOT_FOUND;
+    for (int i = 0; i < s->n; i++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)i};
+        drive_stat_t st;
+        int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
+        if (src == ERR_NOT_FOUND) {
+            absent++;
+            continue;
+        }
+        if (src || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &h[i])) {
+            failed += src != 0;
+            continue;
+        }
+        have[i] = 1;
+        if (h[i].stamp_ns > anywhere->stamp ||
+            (h[i].stamp_ns == anywhere->stamp && strcmp(h[i].upload_id, anywhere->upload) > 0)) {
+            anywhere->stamp = h[i].stamp_ns;
+            memcpy(anywhere->upload, h[i].upload_id, sizeof(anywhere->upload));
+        }
+    }
+    /* Newest first: the first version that stands is the current one. */
+    for (;;) {
+        int top = -1;
+        for (int i = 0; i < s->n; i++)
+            if (have[i] && (top < 0 || h[i].stamp_ns > h[top].stamp_ns ||
+                            (h[i].stamp_ns == h[top].stamp_ns &&
+                             strcmp(h[i].upload_id, h[top].upload_id) > 0)))
+                top = i;
+        if (top < 0) break;
+        int count = 0;
+        for (int i = 0; i < s->n; i++)
+            if (have[i] && h[i].stamp_ns == h[top].stamp_ns &&
+                !strcmp(h[i].upload_id, h[top].upload_id)) {
+                count++;
+                have[i] = 0;
+            }
+        if (count + failed >= (h[top].sparse ? __builtin_popcount(h[top].inl) : s->k)) {
+            obj_info_copy(best, &h[top]);
+            rc = 0;
+            break;
+        }
+    }
+    free(h);
+    if (rc && absent <= s->m) rc = ERR_UNRECOVERABLE;
+    return rc;
+}
+
+#define COMMIT_TRIES    10
+#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
+
+/*
+ * Another writer is in the way of a commit: wait a random while, longer
+ * each time (two racers rarely meet again). 0 when the tries are spent.
+ */
+static int backoff(const char *key, int attempt, int heads, int refused)
+{
+    log_info("event=commit_conflict key=%s attempt=%d heads=%d refused=%d", key, attempt + 1, heads,
+             refused);
+    if (attempt + 1 >= COMMIT_TRIES) return 0;
+    uint32_t r;
+    if (getrandom(&r, sizeof(r), 0) != sizeof(r)) r = (uint32_t)attempt * 7919u;
+    usleep(200 + r % (500u << (attempt < 8 ? attempt : 8)));
+    return 1;
+}
+
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                      obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                      int *first_err)
+{
+    obj_info_t old, *nuls = NULL;
+    int drop_old = 0, nnul = 0, heads = -1, had_old = 0;
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    /*
+     * The key lock orders this process's commits; the stores order those of
+     * every gateway: each head replaces only what is no newer than the head
+     * this commit read as current (SHARD_IF_AT_MOST). A store that refuses
+     * holds a head another node wrote meanwhile: this commit is undone
+     * where it landed and made again from the new current version (its
+     * condition checked again, the version it now covers kept or dropped),
+     * so racing writers end with one winner on every store and no version
+     * lost between them.
+     */
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST};
+    for (int attempt = 0;; attempt++) {
+        shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+        drop_old = 0;
+        free(nuls);
+        nuls = NULL;
+        nnul = 0;
+        heads = -1;
+        had_old = current_for_commit(s, bucket, key, &old, &anywhere) == 0;
+        /*
+         * Replace the version that stands and nothing newer. A newer head
+         * that does not stand is another writer's commit in flight: it
+         * stands soon (then this commit covers it, keeping or dropping it as
+         * it should) or is undone, so wait for it. One that stays short for
+         * longer than any commit takes (COMMIT_STALE_NS by its stamp) was
+         * left by a crash, never acknowledged: it is covered.
+         */
+        bound.stamp = had_old ? old.stamp_ns : 0;
+        memcpy(bound.upload, had_old ? old.upload_id : "", had_old ? sizeof(bound.upload) : 1);
+        int in_way = anywhere.stamp > bound.stamp ||
+                     (anywhere.stamp == bound.stamp && strcmp(anywhere.upload, bound.upload) > 0);
+        if (in_way && anywhere.stamp + COMMIT_STALE_NS > wall_ns()) {
+            if (!backoff(key, attempt, 0, 0)) {
+                *first_err = ERR_THROTTLED;
+                break;
+            }
+            continue;
+        }
+        if (in_way) bound = anywhere;
+        /* A version or a delete marker (not a tombstone: nothing current). */
+        int cur = had_old && (!old.deleted || old.marker);
+        /* The condition decides here, where the version it names cannot change. */
+        int crc = obj_cond_check(cond, had_old && !old.deleted ? &old : NULL);
+        if (crc) {
+            *first_err = crc;
+            break;
+        }
+        /* Later than anything the key holds: versions sort by it (obj_version.c). */
+        obj_info_t *after = xmalloc(sizeof(*after));
+        obj_info_clear(after);
+        /* ... and than any head in the way, so that readers prefer it to one left behind. */
+        after->stamp_ns = after->mtime_ns =
+            anywhere.stamp > bound.stamp ? anywhere.stamp : bound.stamp;
+        info->mtime_ns = info->stamp_ns = obj__now_after(after);
+        free(after);
+        info->vid[0] = 0;
+        if (v == OBJ_VERSIONED) obj__vid_of(info->vid, info->mtime_ns);
+        /* Suspended: the write is the null version; noncurrent null ones go once it stands
+         * (found first, so that the window between the two writes is short). */
+        if (v == OBJ_SUSPENDED && (nnul = obj__collect_nulls(s, bucket, key, &nuls)) < 0) {
+            *first_err = nnul;
+            nnul = 0;
+            break;
+        }
+        if (v == OBJ_UNVERSIONED || (cur && !old.vid[0] && v == OBJ_SUSPENDED)) {
+            /* The version current now is the null one: it is replaced. */
+            drop_old = cur && !old.deleted && strcmp(old.upload_id, info->upload_id) != 0;
+        } else if (cur && (*first_err = obj__archive(s, bucket, key, &old, info->stamp_ns)) != 0) {
+            /* Kept as a noncurrent version before anything covers it, or no commit; gone
+               (an inline one replaced meanwhile, through another node): look again. */
+            if (*first_err != ERR_NOT_FOUND || attempt + 1 == COMMIT_TRIES) break;
+            *first_err = 0;
+            continue;
+        }
+        /*
+         * Sparse heads (only the m+1 copies) when nothing else holds a head at the
+         * current position that a listing could take for this key's: the key is
+         * new, was deleted (a tombstone, older than this), or its current version
+         * is sparse on the same stores. Otherwise every store gets one, and stale
+         * heads of an older version are covered everywhere.
+         */
+        info->sparse = data && info->inl && !(info->inl & dead) &&
+                       (!had_old || old.sparse || (old.deleted && !old.marker));
+        memcpy(bound.self, info->upload_id, sizeof(bound.self)); /* its own rounds rewrite it */
+        int refused = 0;
+        heads =
+            obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &refused, first_err);
+        if (obj__enough(s, info, heads)) {
+            for (int i = 0; i < nnul; i++)
+                obj__retire(s, bucket, key, &nuls[i]);
+            break;
+        }
+        if (heads > 0) undo_heads(s, bucket, key, info, had_old ? &old : NULL);
+        if (!refused) break; /* failing stores, not another writer: the commit fails */
+        if (!backoff(key, attempt, heads, refused)) {
+            *first_err = ERR_THROTTLED; /* writers keep racing on this key: the client retries */
+            break;
+        }
+    }
+    pthread_mutex_unlock(lk);
+    if (heads >= 0 && obj__enough(s, info, heads)) {
+        if (drop_old) obj__drop_version(s, bucket, key, &old);
+        for (int i = 0; i < nnul; i++) {
+            int seen = drop_old && !strcmp(nuls[i].upload_id, old.upload_id);
+            for (int j = 0; j < i && !seen; j++)
+                seen = !strcmp(nuls[i].upload_id, nuls[j].upload_id); /* a crash's duplicate */
+            if (!nuls[i].deleted && !seen) obj__drop_version(s, bucket, key, &nuls[i]);
+        }
+    }
+    free(nuls);
+    return heads;
+}
