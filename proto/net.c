@@ -44,6 +44,7 @@
 #define HANDSHAKE_MAX 1024 /* a HELLO or AUTH frame's payload is far smaller */
 #define CONN_INFLIGHT 256  /* requests a connection may have being served before reading pauses */
 #define SUSPECT_MS    1000 /* a suspect peer's calls: a short deadline until one is answered */
+#define PROBE_MS      500  /* a suspect peer is pinged this often: its answer makes it up again */
 
 #define WRITTEN  1
 #define ANSWERED 2
@@ -84,6 +85,14 @@ struct proto_peer {
     uint64_t retry_at_ms; /* down: no reconnect before */
     int fails;            /* connections lost or refused in a row: the backoff doubles */
     _Atomic int health;
+    /*
+     * Readers avoid a suspect peer, so its own calls may never come to say
+     * it answers again: the loop pings it (one PING in flight at most).
+     */
+    proto_call_t probe;
+    int probing;
+    uint64_t probe_ms;                /* when the last probe went */
+    _Atomic uint64_t calls, timeouts; /* calls made to it (probes aside), and those timed out */
     struct proto_peer *next;
 };
 
@@ -109,8 +118,8 @@ struct proto_net {
     _Atomic uint64_t epoch;
     _Atomic uint64_t next_id;
     struct {
-        _Atomic uint64_t calls, call_errors, timeouts, frames_in, frames_out, bad_frames, refused,
-            paused_reads;
+        _Atomic uint64_t calls, call_errors, timeouts, probes, probe_timeouts, frames_in,
+            frames_out, bad_frames, refused, paused_reads;
     } st;
 };
 
@@ -130,6 +139,8 @@ typedef struct {
 
 static void conn_close(proto_conn_t *c, int why);
 static void peer_pump(proto_peer_t *p);
+static void enqueue(proto_net_t *n, proto_call_t *call, uint64_t now);
+static int call_prepare(proto_peer_t *p, proto_call_t *c);
 
 /* ---- helpers ---- */
 
@@ -225,7 +236,7 @@ static proto_call_t **call_slot(proto_conn_t *c, uint64_t id)
 static void call_complete(proto_call_t *call)
 {
     proto_peer_t *p = call->peer;
-    if (call->rc) atomic_fetch_add(&p->net->st.call_errors, 1);
+    if (call->rc && call != &p->probe) atomic_fetch_add(&p->net->st.call_errors, 1);
     if (call->wait) {
         waiter_t *w = call->wait;
         pthread_mutex_lock(&w->mu);
@@ -886,6 +897,23 @@ static void on_accept(uv_stream_t *server, int status)
 
 /* ---- the loop ---- */
 
+static void probe_done(proto_call_t *c, int rc)
+{
+    (void)rc; /* an answer made the peer up (on_response); a failure leaves it suspect */
+    ((proto_peer_t *)c->arg)->probing = 0;
+}
+
+/* Ping a suspect peer (loop thread). */
+static void probe(proto_net_t *n, proto_peer_t *p, uint64_t now)
+{
+    p->probe = (proto_call_t){.type = PROTO_PING, .done = probe_done, .arg = p};
+    if (call_prepare(p, &p->probe) != 0) return;
+    p->probing = 1;
+    p->probe_ms = now;
+    atomic_fetch_add(&n->st.probes, 1);
+    enqueue(n, &p->probe, now);
+}
+
 static void on_tick(uv_timer_t *t)
 {
     proto_net_t *n = t->data;
@@ -914,10 +942,14 @@ static void on_tick(uv_timer_t *t)
                 }
                 *pp = call->next;
                 c->ncalls--;
-                atomic_fetch_add(&n->st.timeouts, 1);
-                if (atomic_exchange(&c->peer->health, PROTO_PEER_SUSPECT) == PROTO_PEER_UP)
+                atomic_fetch_add(call == &c->peer->probe ? &n->st.probe_timeouts : &n->st.timeouts,
+                                 1);
+                if (call != &c->peer->probe) atomic_fetch_add(&c->peer->timeouts, 1);
+                if (atomic_exchange(&c->peer->health, PROTO_PEER_SUSPECT) == PROTO_PEER_UP) {
+                    c->peer->probe_ms = now; /* its first probe a while from now */
                     log_warn("event=proto_peer_suspect peer=%s type=%s why=timeout", c->peer->node,
                              proto_type_name(call->type));
+                }
                 /* Its bytes still not on the wire: the peer stopped reading. Only closing
                    the connection gives the call's buffers back (and the caller with them). */
                 stuck |= !(call->stage & WRITTEN);
@@ -942,13 +974,17 @@ static void on_tick(uv_timer_t *t)
             *pp = call->next;
             call->conn = NULL;
             call->stage = WRITTEN;
-            atomic_fetch_add(&n->st.timeouts, 1);
+            atomic_fetch_add(call == &p->probe ? &n->st.probe_timeouts : &n->st.timeouts, 1);
+            if (call != &p->probe) atomic_fetch_add(&p->timeouts, 1);
             call_fail(call, ERR_IO);
         }
         p->pending_tail = NULL;
         for (proto_call_t *call = p->pending; call; call = call->next)
             p->pending_tail = call;
         peer_pump(p);
+        if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && !p->probing &&
+            now - p->probe_ms >= PROBE_MS && !n->closed)
+            probe(n, p, now);
     }
 }
 
@@ -966,6 +1002,24 @@ static void close_all(proto_net_t *n)
     for (proto_peer_t *p = peers; p; p = p->next)
         fail_pending(p, ERR_CLOSED);
     if (!uv_is_closing((uv_handle_t *)&n->tick)) uv_close((uv_handle_t *)&n->tick, NULL);
+}
+
+/* A submitted call joins its peer's queue (loop thread). */
+static void enqueue(proto_net_t *n, proto_call_t *call, uint64_t now)
+{
+    proto_peer_t *p = call->peer;
+    call->next = NULL;
+    call->conn = NULL;
+    /* A suspect peer (a call of it timed out) gets a short deadline until it answers. */
+    uint32_t limit = n->cfg.timeout_ms;
+    if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && limit > SUSPECT_MS) limit = SUSPECT_MS;
+    call->deadline_ms = now + limit;
+    if (p->pending_tail)
+        p->pending_tail->next = call;
+    else
+        p->pending = call;
+    p->pending_tail = call;
+    peer_pump(p);
 }
 
 static void on_wake(uv_async_t *a)
@@ -989,19 +1043,7 @@ static void on_wake(uv_async_t *a)
     while (calls) {
         proto_call_t *call = calls;
         calls = call->next;
-        proto_peer_t *p = call->peer;
-        call->next = NULL;
-        call->conn = NULL;
-        /* A suspect peer (a call of it timed out) gets a short deadline until it answers. */
-        uint32_t limit = n->cfg.timeout_ms;
-        if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && limit > SUSPECT_MS) limit = SUSPECT_MS;
-        call->deadline_ms = now + limit;
-        if (p->pending_tail)
-            p->pending_tail->next = call;
-        else
-            p->pending = call;
-        p->pending_tail = call;
-        peer_pump(p);
+        enqueue(n, call, now);
     }
     maybe_finish(n);
 }
@@ -1164,6 +1206,7 @@ static int call_submit(proto_peer_t *p, proto_call_t *c)
 {
     proto_net_t *n = p->net;
     atomic_fetch_add(&n->st.calls, 1);
+    atomic_fetch_add(&p->calls, 1);
     c->next = NULL;
     pthread_mutex_lock(&n->mu);
     if (n->stopping) {
@@ -1212,11 +1255,27 @@ void proto_call_async(proto_peer_t *p, proto_call_t *c)
     }
 }
 
+int proto_net_peers(proto_net_t *n, proto_peer_info_t *out, int cap)
+{
+    int i = 0;
+    pthread_mutex_lock(&n->mu);
+    for (proto_peer_t *p = n->peers; p && i < cap; p = p->next, i++) {
+        snprintf(out[i].node, sizeof(out[i].node), "%s", p->node);
+        out[i].health = (proto_health_t)atomic_load(&p->health);
+        out[i].calls = atomic_load(&p->calls);
+        out[i].timeouts = atomic_load(&p->timeouts);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return i;
+}
+
 void proto_net_stats(proto_net_t *n, proto_net_stats_t *st)
 {
     st->calls = atomic_load(&n->st.calls);
     st->call_errors = atomic_load(&n->st.call_errors);
     st->timeouts = atomic_load(&n->st.timeouts);
+    st->probes = atomic_load(&n->st.probes);
+    st->probe_timeouts = atomic_load(&n->st.probe_timeouts);
     st->frames_in = atomic_load(&n->st.frames_in);
     st->frames_out = atomic_load(&n->st.frames_out);
     st->bad_frames = atomic_load(&n->st.bad_frames);

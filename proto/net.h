@@ -162,8 +162,18 @@ void proto_reply(proto_inbound_t *in, int status, size_t len);
 /* Counters, for tests and stats. */
 typedef struct {
     uint64_t calls, call_errors, timeouts, frames_in, frames_out, bad_frames, refused;
+    uint64_t probes, probe_timeouts; /* pings of suspect peers (not in calls or timeouts) */
     uint64_t serving_bytes, paused_reads;
 } proto_net_stats_t;
 void proto_net_stats(proto_net_t *n, proto_net_stats_t *st);
+
+/* One peer's state and counters (calls made to it and those timed out; probes aside). */
+typedef struct {
+    char node[PROTO_MAX_NAME + 1];
+    proto_health_t health;
+    uint64_t calls, timeouts;
+} proto_peer_info_t;
+/* Up to cap peers into out, in no particular order; returns how many. */
+int proto_net_peers(proto_net_t *n, proto_peer_info_t *out, int cap);
 
 #endif

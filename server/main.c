@@ -49,6 +49,7 @@ typedef struct {
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
+    int64_t peer_timeout_ms;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
@@ -135,6 +136,10 @@ static const opt_def_t options[] = {
      C(etcd_prefix, STR), "where the cluster's keys live in etcd"},
     {"node", "ID", "cluster", "node", OPT_NAME, 0, 1, CMAP_MAX_ID, NULL, C(node, STR),
      "this node's id in the cluster map"},
+    {"peer-timeout-ms", "MS", "cluster", "peer_timeout_ms", OPT_INT, 0, 100, 600000, "10000",
+     C(peer_timeout_ms, int64_t),
+     "deadline of a call to another node; a node past it is suspect: reads go\n"
+     "around its drives, and it is pinged until it answers again"},
     {"cluster-secret-file", "FILE", "cluster", "secret_file", OPT_STR, 0, 1, 0, NULL,
      C(cluster_secret_file, STR),
      "file holding the cluster secret peers authenticate with (at least 16 bytes;\n"
@@ -270,8 +275,13 @@ int main(int argc, char **argv)
         return 1;
     }
     if (clustered) {
-        member_cfg_t mc = {conf.cluster_map,         conf.etcd, conf.etcd_prefix, conf.node,
-                           conf.cluster_secret_file, conf.data};
+        member_cfg_t mc = {conf.cluster_map,
+                           conf.etcd,
+                           conf.etcd_prefix,
+                           conf.node,
+                           conf.cluster_secret_file,
+                           conf.data,
+                           (uint32_t)conf.peer_timeout_ms};
         int lr = member_load(&mc, &stop_asked, &member, bad, sizeof(bad));
         if (lr == 1) {
             fprintf(stderr, "warmlaked: %s\n", bad);
@@ -408,6 +418,7 @@ int main(int argc, char **argv)
     s3.domain = conf.domain;
     s3.lifecycle_day_s = (long)conf.lifecycle_day_s;
     s3.fenced = member ? member_fenced(member) : NULL;
+    s3.net = member ? member_net(member) : NULL;
     /* A key per user and day (and region, service): slots to spare for every user at once. */
     s3.keys = sigv4_key_cache_new(4 * MAX_USERS);
     http_cfg_t hc = {0};

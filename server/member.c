@@ -142,6 +142,11 @@ int member_self(const member_t *m)
     return m->me;
 }
 
+struct proto_net *member_net(const member_t *m)
+{
+    return m->net;
+}
+
 const _Atomic int *member_fenced(const member_t *m)
 {
     return &m->fenced;
@@ -324,6 +329,7 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
     pc.secret = secret;
     pc.secret_len = (size_t)slen;
     pc.epoch = m->map.epoch;
+    pc.timeout_ms = m->cfg.peer_timeout_ms;
     pc.handle = peer_serve_handle;
     pc.arg = m->serving;
     int rc = m->serving ? proto_net_start(&pc, &m->net) : ERR_NOMEM;

@@ -29,12 +29,13 @@
 typedef struct member member_t;
 
 typedef struct {
-    const char *map_file;    /* --cluster FILE, or */
-    const char *etcd;        /* --etcd URL[,URL] */
-    const char *etcd_prefix; /* keys under it (default "/warmlake") */
-    const char *node;        /* --node ID */
-    const char *secret_file; /* --cluster-secret-file (else WARMLAKE_CLUSTER_SECRET) */
-    const char *data;        /* for the registration: where the drives live */
+    const char *map_file;     /* --cluster FILE, or */
+    const char *etcd;         /* --etcd URL[,URL] */
+    const char *etcd_prefix;  /* keys under it (default "/warmlake") */
+    const char *node;         /* --node ID */
+    const char *secret_file;  /* --cluster-secret-file (else WARMLAKE_CLUSTER_SECRET) */
+    const char *data;         /* for the registration: where the drives live */
+    uint32_t peer_timeout_ms; /* a call's deadline (proto_net_cfg_t.timeout_ms; 0: its default) */
 } member_cfg_t;
 
 /*
@@ -48,6 +49,8 @@ const cmap_t *member_map(const member_t *m);
 int member_self(const member_t *m); /* this node's index in the map */
 /* 1 once a map change fenced this node: answer no S3 request with data. */
 const _Atomic int *member_fenced(const member_t *m);
+/* The node's protocol endpoint (its counters: /_warmlake/stats); NULL before member_join. */
+struct proto_net *member_net(const member_t *m);
 
 /*
  * Serve drives dv (the node's, borrowed) to peers and fill st[0..k+m)

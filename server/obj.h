@@ -94,6 +94,8 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
 /* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
 int obj_set_width(const obj_set_t *s);
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
+/* How the way to store i is doing (shard_health_t: up, suspect, down); no I/O. */
+int obj_set_health(const obj_set_t *s, int i);
 /*
  * The set's pool of stripe-sized buffers (PUT slots, GET pieces): page-
  * aligned, so drives read blocks into them directly. Up to OBJ_BUF_KEEP

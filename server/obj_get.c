@@ -56,6 +56,13 @@ struct obj_reader {
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
+    /*
+     * Stores skipped for this read (not up: their blocks are rebuilt from
+     * parity instead of waiting for a silent node); 0 when more than m are
+     * not up, or for the healer (ask_all), which wants every block's answer.
+     */
+    uint32_t skip;
+    int ask_all;
     uint8_t *inl;    /* an inline object's bytes (info.size of them) */
     obj_info_t info; /* last: obj_open clears the fields before it and info without its umeta */
 };
@@ -105,7 +112,8 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
         return;
     for (unsigned j = 0; j < l->k; j++)
         if (!s->st[j].ops->read_split) return;
-    if (obj__busy(s)) return;
+    /* A data store that is not up is read around (obj_read), not ahead. */
+    if (obj__busy(s) || (obj__unhealthy(s) & ((1u << l->k) - 1))) return;
     pool_job_t *q[OBJ_MAX_SHARDS];
     int n = 0;
     if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
@@ -135,6 +143,7 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
      */
     uint8_t c[4];
     int rc;
+    if ((r->skip >> shard) & 1) return ERR_IO; /* not up: rebuilt from the others */
     if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len &&
         buf == r->ra_buf + (size_t)shard * r->info.layout.block_size) {
         /* Read ahead into this very place: obj_read waited for it. */
@@ -389,6 +398,8 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     uint64_t sdata = (uint64_t)l->k * l->block_size;
     ra_wait(r); /* its blocks are used below (block_source checks where they are), or stale */
     if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
+    r->skip = r->ask_all ? 0 : obj__unhealthy(r->s);
+    if (__builtin_popcount(r->skip) > (int)l->m) r->skip = 0; /* cannot do without them */
     int rc = ers_decoder_read(r->dec, off, len, buf, obj__block_source, r);
     r->missing = rc ? ers_decoder_missing(r->dec) : 0;
     r->ra_mask = 0;
@@ -440,6 +451,11 @@ const char *obj_read_part_note(const obj_reader_t *r, int i)
 {
     if (!r->info.multipart || !r->notes || i < 0 || i >= r->info.nparts || !r->notes[i]) return "";
     return r->notes[i];
+}
+
+void obj__reader_ask_all(obj_reader_t *r)
+{
+    r->ask_all = 1;
 }
 
 ers_decoder_t *obj__reader_decoder(obj_reader_t *r)

@@ -107,11 +107,13 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      * at least k stores, so any m+1 include one of them (or a newer head).
      * They are the key's inline stores, so an inline object's bytes are
      * read from a store just asked; a store that fails is replaced by the
-     * next one.
+     * next one. Stores that are not up go last: one whose node went silent
+     * is asked only when the others cannot settle it.
      */
-    uint32_t first = inline_first(s, bucket, key);
-    for (int j = 0; j < s->n && found + absent <= s->m; j++) {
-        int i = (int)((first + (uint32_t)j) % (uint32_t)s->n);
+    int order[OBJ_MAX_SHARDS];
+    int no = obj__ask_order(s, UINT32_MAX, inline_first(s, bucket, key), order);
+    for (int j = 0; j < no && found + absent <= s->m; j++) {
+        int i = order[j];
         drive_id_t id = {bucket, key, pos, (uint32_t)i};
         drive_stat_t st;
         obj_info_t o;
@@ -375,12 +377,12 @@ int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const ob
     int failed = 0;
     obj__vid_of(pos[1], v->mtime_ns);
     /* The store the key's copies start at first, then the others in turn; the current
-     * position first, then the version's noncurrent one. */
-    uint32_t h = inline_first(s, bucket, key);
+     * position first, then the version's noncurrent one; stores that are not up last. */
+    int order[OBJ_MAX_SHARDS];
+    int no = obj__ask_order(s, v->inl, inline_first(s, bucket, key), order);
     for (int p = 0; p < 2; p++)
-        for (uint32_t j = 0; j < (uint32_t)s->n; j++) {
-            int i = (int)((h + j) % (uint32_t)s->n);
-            if (!((v->inl >> i) & 1)) continue;
+        for (int j = 0; j < no; j++) {
+            int i = order[j];
             drive_id_t id = {bucket, key, pos[p], (uint32_t)i};
             int rc = inline_from(s, i, &id, v, buf);
             if (rc == 0) return 0;

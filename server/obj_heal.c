@@ -88,6 +88,7 @@ int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted: nothing to heal */
     }
     rep->objects++;
+    obj__reader_ask_all(r);
     uint32_t missing = heads_missing(s, bucket, key, info);
     if (missing) {
         shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};

@@ -106,6 +106,17 @@ void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l);
 void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n);
 /* The pool has no spare thread: the drives are busy, more depth only lengthens queues. */
 int obj__busy(obj_set_t *s);
+/*
+ * The stores that are not up (shard_ops_t.health), as a mask: asked last.
+ * Cheap (no I/O); a store may change state right after.
+ */
+uint32_t obj__unhealthy(const obj_set_t *s);
+/*
+ * The stores in `from` (a mask), in the order to ask them: those that are
+ * up first, each group starting at store `first` and going round. Returns
+ * how many went into order.
+ */
+int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[OBJ_MAX_SHARDS]);
 /* Run jobs[0..n) on the set's pool and wait for all of them. */
 void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n);
 /* ers_parallel_fn on the set's pool (arg: the set). */
@@ -198,6 +209,8 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
                       ers_crc_t *crc);
 /* An inline object's bytes as the reader holds them (NULL otherwise). */
 const uint8_t *obj__reader_inline(const obj_reader_t *r);
+/* Ask every store for its block, up or not (the healer: it wants each one's answer). */
+void obj__reader_ask_all(obj_reader_t *r);
 
 /* The key's first inline store: where its head lookups and its noncurrent walks start. */
 uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *key);

@@ -266,15 +266,14 @@ static void drain(src_t *c)
     c->ahead->pending = 0;
 }
 
-/* The next store not taken yet, -1 when none is left. */
+/* The next store not taken yet (one that is up, while any is left), -1 when none is left. */
 static int take_store(merge_t *m)
 {
-    for (int i = 0; i < m->s->n; i++)
-        if (!(m->taken & (1u << i))) {
-            m->taken |= 1u << i;
-            return i;
-        }
-    return -1;
+    int order[OBJ_MAX_SHARDS];
+    int no = obj__ask_order(m->s, ~m->taken, 0, order);
+    if (!no) return -1;
+    m->taken |= 1u << order[0];
+    return order[0];
 }
 
 /* c's store failed: another takes its place, resuming at the cursor. 0 or an ERR_*. */

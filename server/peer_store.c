@@ -418,6 +418,18 @@ static void r_stats(void *ctx, drive_stats_t *st)
     free(pg.p);
 }
 
+static int r_health(void *ctx)
+{
+    switch (proto_peer_health(((remote_t *)ctx)->peer)) {
+    case PROTO_PEER_UP:
+        return SHARD_UP;
+    case PROTO_PEER_SUSPECT:
+        return SHARD_SUSPECT;
+    default:
+        return SHARD_DOWN;
+    }
+}
+
 static const shard_ops_t remote_ops = {
     .put = r_put,
     .read = r_read,
@@ -430,6 +442,7 @@ static const shard_ops_t remote_ops = {
     .put_async = r_put_async,
     .scan = r_scan,
     .put_head = r_put_head,
+    .health = r_health,
 };
 
 shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)

@@ -9,6 +9,8 @@
 
 #include "server/s3_int.h"
 
+#include "proto/net.h"
+
 /*
  * GET /_warmlake/stats (any authenticated user; "_" keeps the name out of
  * the bucket namespace): the engine counters of every drive and the node's
@@ -95,26 +97,38 @@ static void node_stats(ctx_t *x)
     drive_stats_t t = {0};
     int n = obj_set_width(x->cfg->set);
     buf_printf(&b, "{\"drives\":[");
+    static const char *const health[] = {"up", "suspect", "down"};
+    int first = 1;
     for (int i = 0; i < n; i++) {
         drive_stats_t st;
+        int h = obj_set_health(x->cfg->set, i);
+        if (h != SHARD_UP) {
+            /* Its node does not answer now: say so rather than wait for it. */
+            buf_printf(&b, "%s{\"index\":%d,\"health\":\"%s\"}", first ? "" : ",", i,
+                       health[h == SHARD_SUSPECT ? 1 : 2]);
+            first = 0;
+            continue;
+        }
         if (obj_set_stats(x->cfg->set, i, &st) != 0) continue;
         buf_printf(
             &b,
-            "%s{\"index\":%d,\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_bytes\":%llu,"
+            "%s{\"index\":%d,\"health\":\"up\",\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_"
+            "bytes\":%llu,"
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
             "\"reads_copied\":%llu,\"readonly\":%d,\"flushes\":%llu,\"flush_records\":%llu,"
             "\"flush_max_records\":%llu,\"commit_gathers\":%llu}",
-            i ? "," : "", i, (unsigned long long)st.user_bytes, (unsigned long long)st.host_bytes,
-            (unsigned long long)st.relocated_bytes, (unsigned long long)st.padding_bytes,
-            (unsigned long long)st.index_bytes, (unsigned long long)st.live_bytes,
-            (unsigned long long)st.used_bytes, (unsigned long long)st.capacity, st.write_amp,
-            (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
-            st.projected_years, (unsigned long long)st.reads_direct,
-            (unsigned long long)st.reads_copied, st.readonly, (unsigned long long)st.flushes,
-            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records,
-            (unsigned long long)st.commit_gathers);
+            first ? "" : ",", i, (unsigned long long)st.user_bytes,
+            (unsigned long long)st.host_bytes, (unsigned long long)st.relocated_bytes,
+            (unsigned long long)st.padding_bytes, (unsigned long long)st.index_bytes,
+            (unsigned long long)st.live_bytes, (unsigned long long)st.used_bytes,
+            (unsigned long long)st.capacity, st.write_amp, (unsigned long long)st.compactions,
+            (unsigned long long)st.throttled, st.budget_rate, st.projected_years,
+            (unsigned long long)st.reads_direct, (unsigned long long)st.reads_copied, st.readonly,
+            (unsigned long long)st.flushes, (unsigned long long)st.flush_records,
+            (unsigned long long)st.flush_max_records, (unsigned long long)st.commit_gathers);
+        first = 0;
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;
         t.relocated_bytes += st.relocated_bytes;
@@ -124,11 +138,33 @@ static void node_stats(ctx_t *x)
     }
     buf_printf(&b,
                "],\"total\":{\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_bytes\":%llu,"
-               "\"live_bytes\":%llu,\"capacity\":%llu,\"throttled\":%llu,\"write_amp\":%.4f}}\n",
+               "\"live_bytes\":%llu,\"capacity\":%llu,\"throttled\":%llu,\"write_amp\":%.4f}",
                (unsigned long long)t.user_bytes, (unsigned long long)t.host_bytes,
                (unsigned long long)t.relocated_bytes, (unsigned long long)t.live_bytes,
                (unsigned long long)t.capacity, (unsigned long long)t.throttled,
                t.user_bytes ? (double)t.host_bytes / (double)t.user_bytes : 0.0);
+    if (x->cfg->net) {
+        proto_net_stats_t ps;
+        proto_net_stats(x->cfg->net, &ps);
+        buf_printf(&b,
+                   ",\"proto\":{\"calls\":%llu,\"call_errors\":%llu,\"timeouts\":%llu,"
+                   "\"probes\":%llu,\"probe_timeouts\":%llu,\"refused\":%llu}",
+                   (unsigned long long)ps.calls, (unsigned long long)ps.call_errors,
+                   (unsigned long long)ps.timeouts, (unsigned long long)ps.probes,
+                   (unsigned long long)ps.probe_timeouts, (unsigned long long)ps.refused);
+        proto_peer_info_t pi[64];
+        int np = proto_net_peers(x->cfg->net, pi, 64);
+        buf_printf(&b, ",\"peers\":[");
+        for (int i = 0; i < np; i++)
+            buf_printf(&b, "%s{\"node\":\"%s\",\"health\":\"%s\",\"calls\":%llu,\"timeouts\":%llu}",
+                       i ? "," : "", pi[i].node,
+                       health[pi[i].health == PROTO_PEER_UP        ? 0
+                              : pi[i].health == PROTO_PEER_SUSPECT ? 1
+                                                                   : 2],
+                       (unsigned long long)pi[i].calls, (unsigned long long)pi[i].timeouts);
+        buf_printf(&b, "]");
+    }
+    buf_printf(&b, "}\n");
     char h[256];
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/json\r\n", x->id);
     (void)http_respond_full(x->r, 200, h, b.p, b.len);

@@ -32,6 +32,8 @@ typedef struct {
     long lifecycle_day_s;
     /* A cluster member's fence (server/member.h): while 1, every request answers 503. */
     const _Atomic int *fenced;
+    /* A cluster member's protocol endpoint (its counters in /_warmlake/stats); NULL alone. */
+    struct proto_net *net;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */
     struct sigv4_key_cache *keys;
 } s3_cfg_t;

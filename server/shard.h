@@ -86,7 +86,22 @@ typedef struct {
      */
     int (*put_head)(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                     size_t meta_len, const shard_cond_t *cond, drive_done_fn done, void *arg);
+    /*
+     * Optional: how the way to the store is doing (shard_health_t), cheap
+     * (no I/O). Without it the store is up. Readers ask stores that are up
+     * first and one that is not only when the others cannot do without it:
+     * a node that stopped answering costs its call deadline once (it turns
+     * suspect), not on every request.
+     */
+    int (*health)(void *ctx);
 } shard_ops_t;
+
+/* A store's health (shard_ops_t.health). */
+typedef enum {
+    SHARD_UP = 0,
+    SHARD_SUSPECT = 1, /* a call timed out, none answered since */
+    SHARD_DOWN = 2     /* no connection (reconnects are being tried) */
+} shard_health_t;
 
 typedef struct {
     const shard_ops_t *ops;

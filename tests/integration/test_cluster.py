@@ -407,6 +407,67 @@ def test_heal_puts_back_what_a_node_missed(cluster):
     start_all([n2])
 
 
+def node_stats(node):
+    status, text, _ = signed_request(node.port, "GET", "/_warmlake/stats")
+    assert status == 200, text
+    return json.loads(text)
+
+
+def test_silent_node_is_read_around(datadir):
+    """A node that stops answering but keeps its connections (SIGSTOP) turns
+    suspect at its first call's deadline; from then on reads go around its
+    drives (blocks rebuilt from parity, heads from the others) and make no
+    call to it at all; it is pinged, and once it answers again it is up."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    nodes = start_all([Node(datadir, n, path, extra=["--peer-timeout-ms", "1500"])
+                       for n in ("n1", "n2", "n3")])
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="quiet")
+        want = {}
+        for i, size in enumerate([1000, 300000, 3 * 1048576 + 5]):
+            data = body(size, 700 + i)
+            c.put_object(Bucket="quiet", Key="k%d" % i, Body=data)
+            want["k%d" % i] = md5(data)
+        os.kill(n3.proc.pid, signal.SIGSTOP)
+
+        def read_all():
+            for k, h in want.items():
+                assert md5(c.get_object(Bucket="quiet", Key=k)["Body"].read()) == h, k
+            keys = [o["Key"] for o in c.list_objects_v2(Bucket="quiet").get("Contents", [])]
+            assert keys == sorted(want), keys
+
+        def n3_not_up():
+            read_all()  # whatever n3's state, every read is whole
+            return sum(d["health"] != "up" for d in node_stats(n1)["drives"]) == 2
+
+        wait_for(n3_not_up, "n3's drives seen not up from n1", timeout=120)
+        stores = node_stats(n1)["drives"]
+        sick = [d["index"] for d in stores if d["health"] != "up"]
+        assert len(sick) == 2, stores
+        def n3_calls():
+            st = node_stats(n1)
+            peer = [p for p in st["peers"] if p["node"] == "n3"][0]
+            return peer["calls"], peer["timeouts"], st["proto"]["probes"]
+
+        before = n3_calls()
+        for _ in range(5):
+            read_all()
+        after = n3_calls()
+        # No call of these reads went to n3 (it was pinged meanwhile, perhaps).
+        assert after[:2] == before[:2], (before, after)
+        os.kill(n3.proc.pid, signal.SIGCONT)
+        wait_for(lambda: all(d["health"] == "up" for d in node_stats(n1)["drives"]),
+                 "n3's drives up again from n1", timeout=120)
+        read_all()
+    finally:
+        if n3.proc:
+            os.kill(n3.proc.pid, signal.SIGCONT)
+        for n in nodes:
+            n.stop()
+
+
 def test_refused_peers(datadir):
     path, doc = write_map(datadir, ["n1", "n2", "n3"])
     # n3 holds another secret: the others refuse it and it refuses them.

@@ -44,6 +44,8 @@ typedef struct {
     int scan_left; /* > 0: listings fail (ERR_IO) once this many more entries went by */
     long scanned;  /* entries its listings went by */
     long n_stat, n_get, n_read; /* calls (test_inline_one_lookup) */
+    int sick;                   /* health says suspect (the store itself still answers) */
+    long n_split;               /* read_split calls */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -67,6 +69,7 @@ static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
                         size_t tail_len, uint32_t *buf_crc)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_split, 1, __ATOMIC_RELAXED);
     if (f->fail_read) return ERR_IO;
     int rc = f->in.ops->read_split(f->in.ctx, id, buf, len, tail, tail_len, buf_crc);
     if (rc == 0 && f->corrupt_read && len > 0) {
@@ -102,6 +105,10 @@ static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, 
     int rc = f->in.ops->get(f->in.ctx, id, st, meta, cap, buf, bcap);
     if (rc == 0 && f->corrupt_read && st->len > 0) ((uint8_t *)buf)[st->len / 2] ^= 0x01;
     return rc;
+}
+static int f_health(void *ctx)
+{
+    return ((faulty_t *)ctx)->sick ? SHARD_SUSPECT : SHARD_UP;
 }
 static void f_stats(void *ctx, drive_stats_t *st)
 {
@@ -168,7 +175,8 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .stats = f_stats,
                                        .put_async = f_put_async,
                                        .scan = f_scan,
-                                       .put_head = f_put_head};
+                                       .put_head = f_put_head,
+                                       .health = f_health};
 static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,
@@ -176,7 +184,8 @@ static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .list = f_list,
                                                .stats = f_stats,
                                                .scan = f_scan,
-                                               .put_head = f_put_head};
+                                               .put_head = f_put_head,
+                                               .health = f_health};
 
 typedef struct {
     char *dir;
@@ -783,6 +792,54 @@ static int list_cb(void *arg, const char *key, const obj_info_t *info)
     strcat(out, key);
     strcat(out, ",");
     return 0;
+}
+
+static long asked(const faulty_t *f)
+{
+    return f->n_stat + f->n_get + f->n_read + f->n_split + f->scanned;
+}
+
+/*
+ * A store whose node went silent (suspect) is read around: blocks rebuilt
+ * from parity, heads and inline bytes from the other stores, listings from
+ * the others; asked only when more than m stores are not up.
+ */
+static void test_reads_avoid_sick_stores(void **state)
+{
+    env_t *e = *state;
+    obj_set_inline_max(e->set, 4096);
+    size_t big = 3 * K * B + 123;
+    uint8_t *data = malloc(big);
+    fill(data, big, 77);
+    put(e, "sick/big", data, big, NULL);
+    put(e, "sick/small", data + 5, 1000, NULL);
+    for (int sick = 0; sick < N; sick++) {
+        for (int j = 0; j < N; j++) {
+            e->f[j].sick = j == sick;
+            e->f[j].n_stat = e->f[j].n_get = e->f[j].n_read = e->f[j].n_split = 0;
+            e->f[j].scanned = 0;
+        }
+        expect(e, "sick/big", data, big);
+        expect(e, "sick/small", data + 5, 1000);
+        char out[256] = "";
+        assert_int_equal(obj_list(e->set, "bkt", "sick/", NULL, list_cb, out), 0);
+        assert_string_equal(out, "sick/big,sick/small,");
+        assert_int_equal(asked(&e->f[sick]), 0);
+    }
+    /* More than m not up: they are asked (the read cannot do without them). */
+    for (int j = 0; j < N; j++) {
+        e->f[j].sick = j <= M;
+        e->f[j].n_stat = e->f[j].n_get = e->f[j].n_read = e->f[j].n_split = 0;
+    }
+    expect(e, "sick/big", data, big);
+    expect(e, "sick/small", data + 5, 1000);
+    long sick_asked = 0;
+    for (int j = 0; j <= M; j++)
+        sick_asked += asked(&e->f[j]);
+    assert_true(sick_asked > 0);
+    for (int j = 0; j < N; j++)
+        e->f[j].sick = 0;
+    free(data);
 }
 
 static void test_delete_and_list(void **state)
@@ -2234,6 +2291,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
