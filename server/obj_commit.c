@@ -85,18 +85,13 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
 static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
                        const obj_info_t *old)
 {
-    uint8_t meta[HEAD_MAX];
     uint32_t took = 0;
-    obj_info_t *o = xmalloc(sizeof(*o));
-    int first_err = 0;
-    for (int i = 0; i < s->n; i++) {
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        drive_stat_t st;
-        if (s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta)) == 0 &&
-            st.meta_len <= sizeof(meta) && obj_meta_decode(meta, st.meta_len, o) == 0 &&
-            strcmp(o->upload_id, nv->upload_id) == 0)
-            took |= 1u << i;
-    }
+    int first_err = 0, stores[OBJ_MAX_SHARDS];
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int n = obj__stores_in(s, UINT32_MAX, stores);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) took |= 1u << stores[j];
     /*
      * Each store that took the new head gets back what it had: the old
      * head where the old version had one (all stores, or a sparse one's
@@ -123,19 +118,18 @@ static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const 
         obj__heads_to(s, bucket, key, old, bytes, back, &mine, &failed, &refused, &first_err);
     }
     free(bytes);
-    for (int i = 0; i < s->n; i++) {
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        drive_stat_t st;
-        if (((gone >> i) & 1) &&
-            s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta)) == 0 &&
-            st.meta_len <= sizeof(meta) && obj_meta_decode(meta, st.meta_len, o) == 0 &&
-            strcmp(o->upload_id, nv->upload_id) == 0) {
-            int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+    /* Where the new head still stands (looked at again: a newer one may have come). */
+    n = obj__stores_in(s, gone, stores);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n; j++) {
+        drive_id_t id = {bucket, key, "", (uint32_t)stores[j]};
+        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) {
+            int rc = s->st[stores[j]].ops->del(s->st[stores[j]].ctx, &id);
             if (rc && !first_err) first_err = rc;
         }
     }
     if (first_err) log_warn("event=commit_undo_incomplete key=%s err=%s", key, err_name(first_err));
-    free(o);
+    free(h);
 }
 
 /*
@@ -151,46 +145,46 @@ static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const 
 static int current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
                               shard_cond_t *anywhere)
 {
-    uint8_t meta[HEAD_MAX];
-    obj_info_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0, rc = ERR_NOT_FOUND;
-    for (int i = 0; i < s->n; i++) {
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        drive_stat_t st;
-        int src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
-        if (src == ERR_NOT_FOUND) {
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0;
+    int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX, stores);
+    obj__read_heads(s, bucket, key, "", stores, n, h); /* all at once */
+    for (int i = 0; i < n; i++) {
+        if (h[i].rc == ERR_NOT_FOUND) {
             absent++;
             continue;
         }
-        if (src || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &h[i])) {
-            failed += src != 0;
+        if (!h[i].ok) {
+            failed += h[i].rc != 0;
             continue;
         }
         have[i] = 1;
-        if (h[i].stamp_ns > anywhere->stamp ||
-            (h[i].stamp_ns == anywhere->stamp && strcmp(h[i].upload_id, anywhere->upload) > 0)) {
-            anywhere->stamp = h[i].stamp_ns;
-            memcpy(anywhere->upload, h[i].upload_id, sizeof(anywhere->upload));
+        if (h[i].info.stamp_ns > anywhere->stamp ||
+            (h[i].info.stamp_ns == anywhere->stamp &&
+             strcmp(h[i].info.upload_id, anywhere->upload) > 0)) {
+            anywhere->stamp = h[i].info.stamp_ns;
+            memcpy(anywhere->upload, h[i].info.upload_id, sizeof(anywhere->upload));
         }
     }
     /* Newest first: the first version that stands is the current one. */
     for (;;) {
         int top = -1;
-        for (int i = 0; i < s->n; i++)
-            if (have[i] && (top < 0 || h[i].stamp_ns > h[top].stamp_ns ||
-                            (h[i].stamp_ns == h[top].stamp_ns &&
-                             strcmp(h[i].upload_id, h[top].upload_id) > 0)))
+        for (int i = 0; i < n; i++)
+            if (have[i] && (top < 0 || h[i].info.stamp_ns > h[top].info.stamp_ns ||
+                            (h[i].info.stamp_ns == h[top].info.stamp_ns &&
+                             strcmp(h[i].info.upload_id, h[top].info.upload_id) > 0)))
                 top = i;
         if (top < 0) break;
         int count = 0;
-        for (int i = 0; i < s->n; i++)
-            if (have[i] && h[i].stamp_ns == h[top].stamp_ns &&
-                !strcmp(h[i].upload_id, h[top].upload_id)) {
+        for (int i = 0; i < n; i++)
+            if (have[i] && h[i].info.stamp_ns == h[top].info.stamp_ns &&
+                !strcmp(h[i].info.upload_id, h[top].info.upload_id)) {
                 count++;
                 have[i] = 0;
             }
-        if (count + failed >= (h[top].sparse ? __builtin_popcount(h[top].inl) : s->k)) {
-            obj_info_copy(best, &h[top]);
+        const obj_info_t *t = &h[top].info;
+        if (count + failed >= (t->sparse ? __builtin_popcount(t->inl) : s->k)) {
+            obj_info_copy(best, t);
             rc = 0;
             break;
         }

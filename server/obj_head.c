@@ -87,6 +87,90 @@ uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *ke
     return inline_first(s, bucket, key);
 }
 
+/* ---- heads read from several stores at once ---- */
+
+typedef struct {
+    latch_t *latch;
+    int rc;
+    drive_stat_t st;
+    uint8_t meta[HEAD_MAX];
+} head_job_t;
+
+static void head_done(void *arg, int rc)
+{
+    head_job_t *j = arg;
+    j->rc = rc;
+    latch_done(j->latch);
+}
+
+static void head_decode(obj__head_t *h, int rc, const drive_stat_t *st, const uint8_t *meta)
+{
+    h->rc = rc;
+    h->ok =
+        rc == 0 && st->meta_len <= HEAD_MAX && obj_meta_decode(meta, st->meta_len, &h->info) == 0;
+}
+
+void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, const char *key,
+                      const char *pos, const int *stores, int n, obj__head_t *out)
+{
+    *rd = (obj__heads_rd_t){
+        .s = s, .bucket = bucket, .key = key, .pos = pos, .stores = stores, .n = n, .out = out};
+    for (int j = 0; j < n; j++) {
+        const shard_store_t *st = &s->st[stores[j]];
+        if (!st->ops->stat_async) continue;
+        if (!rd->async) {
+            latch_init(&rd->latch);
+            rd->async = 1;
+        }
+        head_job_t *hj = rd->jobs[j] = xmalloc(sizeof(*hj));
+        hj->latch = &rd->latch;
+        drive_id_t id = {bucket, key, pos, (uint32_t)stores[j]};
+        latch_add(&rd->latch, 1);
+        int rc =
+            st->ops->stat_async(st->ctx, &id, &hj->st, hj->meta, sizeof(hj->meta), head_done, hj);
+        if (rc) head_done(hj, rc);
+    }
+}
+
+void obj__heads_finish(obj__heads_rd_t *rd)
+{
+    uint8_t meta[HEAD_MAX];
+    obj_set_t *s = rd->s;
+    /* The stores without stat_async (local drives: a lookup each) while the others answer. */
+    for (int j = 0; j < rd->n; j++) {
+        if (rd->jobs[j]) continue;
+        const shard_store_t *st = &s->st[rd->stores[j]];
+        drive_id_t id = {rd->bucket, rd->key, rd->pos, (uint32_t)rd->stores[j]};
+        drive_stat_t ds;
+        int rc = st->ops->stat(st->ctx, &id, &ds, meta, sizeof(meta));
+        head_decode(&rd->out[j], rc, &ds, meta);
+    }
+    if (!rd->async) return;
+    latch_wait(&rd->latch);
+    for (int j = 0; j < rd->n; j++) {
+        head_job_t *hj = rd->jobs[j];
+        if (!hj) continue;
+        head_decode(&rd->out[j], hj->rc, &hj->st, hj->meta);
+        free(hj);
+    }
+    latch_destroy(&rd->latch);
+}
+
+void obj__read_heads(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                     const int *stores, int n, obj__head_t *out)
+{
+    obj__heads_rd_t rd;
+    obj__heads_start(s, &rd, bucket, key, pos, stores, n, out);
+    obj__heads_finish(&rd);
+}
+
+/* Whether a is newer than b in the order readers pick heads by: stamp, then upload id. */
+static int newer(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns > b->stamp_ns ||
+           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
+}
+
 /*
  * obj__newest_at; with ibuf (cap bytes), the first store is asked for its
  * record's payload too (drive_get: the same lookup, and one read), and
@@ -108,39 +192,50 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      * They are the key's inline stores, so an inline object's bytes are
      * read from a store just asked; a store that fails is replaced by the
      * next one. Stores that are not up go last: one whose node went silent
-     * is asked only when the others cannot settle it.
+     * is asked only when the others cannot settle it. The stores of a
+     * round are asked at once (remote ones answer together).
      */
     int order[OBJ_MAX_SHARDS];
     int no = obj__ask_order(s, UINT32_MAX, inline_first(s, bucket, key), order);
-    for (int j = 0; j < no && found + absent <= s->m; j++) {
-        int i = order[j];
-        drive_id_t id = {bucket, key, pos, (uint32_t)i};
-        drive_stat_t st;
-        obj_info_t o;
-        int src = ERR_RANGE;
-        if (ibuf && j == 0 && s->st[i].ops->get) {
-            src = s->st[i].ops->get(s->st[i].ctx, &id, &st, meta, sizeof(meta), ibuf, cap);
-            if (src == 0) ifrom = i;
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)(s->m + 1));
+    for (int next = 0; next < no && found + absent <= s->m;) {
+        int from = next, want = s->m + 1 - found - absent;
+        int gi = ibuf && from == 0 && s->st[order[0]].ops->get ? order[0] : -1, g = gi >= 0;
+        next = from + want < no ? from + want : no;
+        obj__heads_rd_t rd;
+        obj__heads_start(s, &rd, bucket, key, pos, order + from + g, next - from - g, h + g);
+        if (gi >= 0) {
+            /* On this thread, while the others answer. */
+            drive_id_t id = {bucket, key, pos, (uint32_t)gi};
+            drive_stat_t st;
+            const shard_store_t *gs = &s->st[gi];
+            int src = gs->ops->get(gs->ctx, &id, &st, meta, sizeof(meta), ibuf, cap);
+            if (src == 0) {
+                ifrom = gi;
+                ilen = st.len;
+            }
+            /* A payload bigger than any inline object, or a failure: stat's answer stands (it is
+             * what every other head lookup goes by). */
+            if (src != 0 && src != ERR_NOT_FOUND)
+                src = gs->ops->stat(gs->ctx, &id, &st, meta, sizeof(meta));
+            head_decode(&h[0], src, &st, meta);
         }
-        /* No get, a payload bigger than any inline object, or a failure (stat's answer
-         * stands: it is what every other head lookup goes by). */
-        if (src != 0 && src != ERR_NOT_FOUND)
-            src = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
-        if (src == ERR_NOT_FOUND) absent++;
-        if (src != 0 || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, &o)) {
-            ifrom = ifrom == i ? -1 : ifrom;
-            continue;
+        obj__heads_finish(&rd);
+        for (int j = 0; j < next - from; j++) {
+            int i = order[from + j];
+            obj__head_t *r = &h[j];
+            if (r->rc == ERR_NOT_FOUND) absent++;
+            if (!r->ok) {
+                if (ifrom == i) ifrom = -1;
+                continue;
+            }
+            if (ifrom == i && r->info.inl) snprintf(iup, sizeof(iup), "%s", r->info.upload_id);
+            if (!found || newer(&r->info, best)) obj_info_copy(best, &r->info);
+            found++;
+            rc = 0;
         }
-        if (ifrom == i && o.inl) {
-            ilen = st.len;
-            snprintf(iup, sizeof(iup), "%s", o.upload_id);
-        }
-        if (!found || o.stamp_ns > best->stamp_ns ||
-            (o.stamp_ns == best->stamp_ns && strcmp(o.upload_id, best->upload_id) > 0))
-            obj_info_copy(best, &o);
-        found++;
-        rc = 0;
     }
+    free(h);
     /*
      * A committed version has heads on at least k stores: when more than m
      * say "absent" it cannot exist; fewer means failing stores hide the

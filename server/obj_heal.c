@@ -24,26 +24,22 @@
 static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
                               const obj_info_t *info)
 {
-    uint8_t meta[HEAD_MAX];
-    obj_info_t *o = xmalloc(sizeof(*o));
-    uint32_t want = info->sparse ? info->inl : (s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
-    uint32_t missing = 0;
-    for (int i = 0; i < s->n; i++) {
-        if (!((want >> i) & 1)) continue;
-        drive_id_t id = {bucket, key, "", (uint32_t)i};
-        drive_stat_t st;
-        int rc = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, sizeof(meta));
-        if (rc == ERR_NOT_FOUND) {
-            missing |= 1u << i;
+    uint32_t want = info->sparse ? info->inl : UINT32_MAX, missing = 0;
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, want, stores);
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n; j++) {
+        if (h[j].rc == ERR_NOT_FOUND) {
+            missing |= 1u << stores[j];
             continue;
         }
-        if (rc || st.meta_len > sizeof(meta) || obj_meta_decode(meta, st.meta_len, o) != 0)
-            continue; /* a failing store: nothing to do there now */
+        if (!h[j].ok) continue; /* a failing store: nothing to do there now */
+        const obj_info_t *o = &h[j].info;
         if (o->stamp_ns < info->stamp_ns ||
             (o->stamp_ns == info->stamp_ns && strcmp(o->upload_id, info->upload_id) < 0))
-            missing |= 1u << i;
+            missing |= 1u << stores[j];
     }
-    free(o);
+    free(h);
     return missing;
 }
 

@@ -152,6 +152,36 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
  */
 int obj__newest_inline(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
                        void *buf, size_t cap, int *have);
+/*
+ * Heads of one identity read from several stores at once: stat_async on
+ * the stores that have it (remote ones: their calls in flight together),
+ * stat on the others (local drives: a lookup each, on this thread, while
+ * the remote ones answer). out[j] is store stores[j]'s answer.
+ */
+typedef struct {
+    int rc;          /* the store's answer: 0, ERR_NOT_FOUND, or its failure */
+    int ok;          /* rc 0 and the head decoded into info */
+    obj_info_t info; /* (16 KiB: allocate arrays of these) */
+} obj__head_t;
+typedef struct {
+    obj_set_t *s;
+    const char *bucket, *key, *pos;
+    const int *stores;
+    int n, async;
+    obj__head_t *out;
+    latch_t latch;
+    void *jobs[OBJ_MAX_SHARDS];
+} obj__heads_rd_t;
+/* Send the asynchronous ones (the others are asked in finish); the caller may work meanwhile. */
+void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, const char *key,
+                      const char *pos, const int *stores, int n, obj__head_t *out);
+/* Ask the rest, wait for all: out[] filled. */
+void obj__heads_finish(obj__heads_rd_t *rd);
+/* The stores of mask (bits at or above the set's width ignored) into stores; returns how many. */
+int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]);
+/* Both. */
+void obj__read_heads(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                     const int *stores, int n, obj__head_t *out);
 /* The same for the head at version position pos ("": the current head). */
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best);

@@ -163,6 +163,14 @@ uint32_t obj__unhealthy(const obj_set_t *s)
     return mask;
 }
 
+int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS])
+{
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if ((mask >> i) & 1) stores[n++] = i;
+    return n;
+}
+
 int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[OBJ_MAX_SHARDS])
 {
     uint32_t sick = obj__unhealthy(s);

@@ -243,6 +243,50 @@ static int r_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
     return run(r, &c, &w);
 }
 
+typedef struct {
+    proto_call_t call;
+    dest_t d;
+    drive_done_fn done;
+    void *arg;
+    uint8_t fields[FIELDS_MAX + 4];
+} async_stat_t;
+
+static void stat_done(proto_call_t *c, int rc)
+{
+    async_stat_t *a = (async_stat_t *)c;
+    drive_done_fn done = a->done;
+    void *arg = a->arg;
+    free(a);
+    done(arg, rc);
+}
+
+static int r_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
+                        size_t meta_cap, drive_done_fn done, void *arg)
+{
+    remote_t *r = ctx;
+    async_stat_t *a = xmalloc(sizeof(*a));
+    proto_w_t w;
+    proto_w_init(&w, a->fields, sizeof(a->fields));
+    w_head(&w, r, id);
+    if (!meta) meta_cap = 0;
+    proto_w_u32(&w, (uint32_t)(meta_cap < UINT32_MAX ? meta_cap : UINT32_MAX));
+    if (w.err) {
+        free(a);
+        return ERR_INVAL;
+    }
+    a->d = (dest_t){.st = st, .meta = meta, .meta_cap = meta_cap};
+    a->call = (proto_call_t){.type = PROTO_STAT,
+                             .fields = a->fields,
+                             .fields_len = w.len,
+                             .on_resp = stat_resp,
+                             .arg = &a->d,
+                             .done = stat_done};
+    a->done = done;
+    a->arg = arg;
+    proto_call_async(r->peer, &a->call);
+    return 0;
+}
+
 /* GET: stat, blob data, blob meta; ERR_RANGE carries the stat and meta (no data). */
 static int get_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
 {
@@ -443,6 +487,7 @@ static const shard_ops_t remote_ops = {
     .scan = r_scan,
     .put_head = r_put_head,
     .health = r_health,
+    .stat_async = r_stat_async,
 };
 
 shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)

@@ -94,6 +94,15 @@ typedef struct {
      * suspect), not on every request.
      */
     int (*health)(void *ctx);
+    /*
+     * Optional: stat without waiting (a store behind the network): 0 and
+     * done(arg, rc) runs once, any thread, after st and meta were filled
+     * (rc 0) or with the failure; or an error at once and done never runs.
+     * st and meta stay valid until done. Stores without it are asked with
+     * stat, one after another.
+     */
+    int (*stat_async)(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
+                      size_t meta_cap, drive_done_fn done, void *arg);
 } shard_ops_t;
 
 /* A store's health (shard_ops_t.health). */

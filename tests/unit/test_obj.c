@@ -84,6 +84,18 @@ static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
     __atomic_fetch_add(&f->n_stat, 1, __ATOMIC_RELAXED);
     return f->fail_read ? ERR_IO : f->in.ops->stat(f->in.ctx, id, st, meta, cap);
 }
+/* Asynchronous when the inner store is (remote), else answered at once: both paths of the set. */
+static int f_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap,
+                        drive_done_fn done, void *arg)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_stat, 1, __ATOMIC_RELAXED);
+    if (f->fail_read) return ERR_IO;
+    if (f->in.ops->stat_async)
+        return f->in.ops->stat_async(f->in.ctx, id, st, meta, cap, done, arg);
+    done(arg, f->in.ops->stat(f->in.ctx, id, st, meta, cap));
+    return 0;
+}
 static int f_del(void *ctx, const drive_id_t *id)
 {
     faulty_t *f = ctx;
@@ -176,7 +188,8 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .put_async = f_put_async,
                                        .scan = f_scan,
                                        .put_head = f_put_head,
-                                       .health = f_health};
+                                       .health = f_health,
+                                       .stat_async = f_stat_async};
 static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,
