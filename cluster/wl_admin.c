@@ -237,6 +237,36 @@ static int collect_reg(void *arg, const char *key, const char *val, size_t len)
     return 0;
 }
 
+/* A NODE_STATS answer: the node's JSON text, copied. */
+typedef struct {
+    char *text;
+} node_state_t;
+
+static int state_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    node_state_t *st = c->arg;
+    if (status) return status;
+    st->text = malloc(len + 1);
+    if (!st->text) return ERR_NOMEM;
+    memcpy(st->text, p, len);
+    st->text[len] = 0;
+    return 0;
+}
+
+/* The node's heal queue and heal scanner (NULL: not reachable, or too old to say). */
+static json_t *node_state(proto_peer_t *p)
+{
+    node_state_t st = {NULL};
+    proto_call_t c = {.type = PROTO_NODE_STATS, .on_resp = state_resp, .arg = &st};
+    if (proto_call(p, &c) != 0) {
+        free(st.text);
+        return NULL;
+    }
+    json_t *j = json_loads(st.text, 0, NULL);
+    free(st.text);
+    return j;
+}
+
 static int status(int as_json)
 {
     json_t *doc;
@@ -294,9 +324,16 @@ static int status(int as_json)
             }
             json_array_append_new(drives, dj);
         }
-        json_array_append_new(json_object_get(out, "nodes"),
-                              json_pack("{s:s,s:s,s:s,s:b,s:o}", "id", n->id, "s3", n->s3, "proto",
-                                        n->proto, "alive", reg != NULL, "drives", drives));
+        json_t *nj = json_pack("{s:s,s:s,s:s,s:b,s:o}", "id", n->id, "s3", n->s3, "proto", n->proto,
+                               "alive", reg != NULL, "drives", drives);
+        json_t *state = p && reg ? node_state(p) : NULL;
+        if (state) {
+            json_t *v;
+            if ((v = json_object_get(state, "heal"))) json_object_set(nj, "heal_queue", v);
+            if ((v = json_object_get(state, "scrub"))) json_object_set(nj, "heal_scanner", v);
+            json_decref(state);
+        }
+        json_array_append_new(json_object_get(out, "nodes"), nj);
     }
     for (int s = 0; s < m.nsets; s++) {
         const cmap_set_t *set = &m.sets[s];
@@ -346,6 +383,34 @@ static int status(int as_json)
                        (double)json_integer_value(json_object_get(d, "capacity")) / (1 << 30),
                        json_real_value(json_object_get(d, "write_amp")), life,
                        json_is_true(json_object_get(d, "readonly")) ? ", READ-ONLY" : "");
+            }
+            json_t *hq = json_object_get(n, "heal_queue"), *sc = json_object_get(n, "heal_scanner");
+            if (hq)
+                printf("    heal queue: %lld pending, %lld healed, %lld retried, %lld dropped\n",
+                       (long long)json_integer_value(json_object_get(hq, "pending")),
+                       (long long)json_integer_value(json_object_get(hq, "healed")),
+                       (long long)json_integer_value(json_object_get(hq, "retries")),
+                       (long long)json_integer_value(json_object_get(hq, "dropped")));
+            if (sc && json_integer_value(json_object_get(sc, "running"))) {
+                double done = (double)json_integer_value(json_object_get(sc, "bytes")),
+                       total = (double)json_integer_value(json_object_get(sc, "total_est"));
+                printf("    heal scanner: pass %lld under way%s: %lld objects, %.1f of ~%.1f GB "
+                       "(%.0f%%), %.1f MB/s, ETA %lld s\n",
+                       (long long)json_integer_value(json_object_get(sc, "passes")) + 1,
+                       json_integer_value(json_object_get(sc, "waiting"))
+                           ? " (waiting for a drive to be up)"
+                           : "",
+                       (long long)json_integer_value(json_object_get(sc, "objects")), done / 1e9,
+                       total / 1e9, total > 0 ? 100.0 * done / total : 0.0,
+                       json_real_value(json_object_get(sc, "mb_s")),
+                       (long long)json_integer_value(json_object_get(sc, "eta_s")));
+            } else if (sc) {
+                printf("    heal scanner: %lld passes, the last %.0f s; fixed %lld heads, %lld "
+                       "blocks\n",
+                       (long long)json_integer_value(json_object_get(sc, "passes")),
+                       json_real_value(json_object_get(sc, "last_pass_s")),
+                       (long long)json_integer_value(json_object_get(sc, "heads_fixed")),
+                       (long long)json_integer_value(json_object_get(sc, "blocks_fixed")));
             }
         }
         json_array_foreach(json_object_get(out, "sets"), i, n)

@@ -985,6 +985,11 @@ static void on_tick(uv_timer_t *t)
         if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && !p->probing &&
             now - p->probe_ms >= PROBE_MS && !n->closed)
             probe(n, p, now);
+        /* A down peer is reconnected on its backoff even when no call waits for it (readers
+           avoid it, so none might ever come to find it back). */
+        if (atomic_load(&p->health) == PROTO_PEER_DOWN && !n->closed && !p->nconns &&
+            !p->connecting && now >= p->retry_at_ms)
+            peer_connect(p);
     }
 }
 

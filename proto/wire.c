@@ -21,6 +21,7 @@ static const char *const type_names[PROTO_TYPE_END] = {
     [PROTO_SCAN] = "SCAN",
     [PROTO_STATS] = "STATS",
     [PROTO_PING] = "PING",
+    [PROTO_NODE_STATS] = "NODE_STATS",
 };
 
 const char *proto_type_name(unsigned type)
@@ -352,6 +353,7 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
         q->drive = proto_r_u32(&r);
         break;
     case PROTO_PING:
+    case PROTO_NODE_STATS:
         break;
     default:
         return ERR_INVAL;

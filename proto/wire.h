@@ -49,6 +49,8 @@
  *   STATS      u32 drive                       ->  u32 n, n x u64 (the
  *              drive's counters in proto_stats order; doubles as IEEE bits)
  *   PING       (empty)                         ->  (empty)
+ *   NODE_STATS (empty)                         ->  the node's own state as
+ *              JSON text (its heal queue and heal scanner), for wl-admin
  *
  * A SCAN page ends only between two (key, version) pairs, so the next page
  * starts PAST_VERSION of its last entry without losing a shard of it.
@@ -81,6 +83,7 @@ typedef enum {
     PROTO_SCAN,
     PROTO_STATS,
     PROTO_PING,
+    PROTO_NODE_STATS,
     PROTO_TYPE_END
 } proto_type_t;
 

@@ -49,7 +49,8 @@ typedef struct {
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
-    int64_t peer_timeout_ms;
+    int64_t peer_timeout_ms, write_quorum, scrub_interval_s;
+    uint64_t scrub_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
@@ -136,6 +137,17 @@ static const opt_def_t options[] = {
      C(etcd_prefix, STR), "where the cluster's keys live in etcd"},
     {"node", "ID", "cluster", "node", OPT_NAME, 0, 1, CMAP_MAX_ID, NULL, C(node, STR),
      "this node's id in the cluster map"},
+    {"write-quorum", "N", "erasure", "write_quorum", OPT_INT, OPT_ZERO_OK, 1, OBJ_MAX_SHARDS, "0",
+     C(write_quorum, int64_t),
+     "drives (shards) a write needs durable before it is acknowledged, k..k+m;\n"
+     "0: k+1 when m > 0 (an acknowledged object survives one more loss before\n"
+     "healing), else k. k keeps writes going with m drives (or their nodes) away"},
+    {"scrub-interval", "SEC", "erasure", "scrub_interval", OPT_INT, OPT_ZERO_OK, 1, 366 * DAY_S,
+     "604800", C(scrub_interval_s, int64_t),
+     "the heal scanner verifies every bucket's objects (rebuilding missing and\n"
+     "rotten blocks) once this often; 0: never (the heal call and queue remain)"},
+    {"scrub-rate", "BYTES", "erasure", "scrub_rate", OPT_SIZE, 0, 1 << 20, 1ll << 40, "64M",
+     C(scrub_rate, uint64_t), "object bytes the heal scanner verifies per second, at most"},
     {"peer-timeout-ms", "MS", "cluster", "peer_timeout_ms", OPT_INT, 0, 100, 600000, "10000",
      C(peer_timeout_ms, int64_t),
      "deadline of a call to another node; a node past it is suspect: reads go\n"
@@ -404,6 +416,19 @@ int main(int argc, char **argv)
     int err;
     obj_set_t *set = obj_set_new(st, k, m, (uint32_t)conf.block, &err);
     if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
+    if (set) {
+        int wq = conf.write_quorum ? (int)conf.write_quorum : m > 0 ? k + 1 : k;
+        if (obj_set_write_quorum(set, wq) != 0) {
+            fprintf(stderr, "warmlaked: --write-quorum %d is outside k..k+m (%d..%d)\n", wq, k,
+                    k + m);
+            obj_set_free(set);
+            rc = 2;
+            goto out;
+        }
+        log_info("event=write_quorum stores=%d of=%d", wq, k + m);
+        if (obj_set_heal_start(set) != 0)
+            log_error("event=heal_queue_off: writes short of a store wait for a bucket heal");
+    }
     if (!set) {
         fprintf(stderr, "warmlaked: bad erasure configuration: %s\n", err_str(err));
         rc = err;
@@ -421,6 +446,9 @@ int main(int argc, char **argv)
     s3.net = member ? member_net(member) : NULL;
     /* A key per user and day (and region, service): slots to spare for every user at once. */
     s3.keys = sigv4_key_cache_new(4 * MAX_USERS);
+    s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
+    s3.scrub = scrub;
+    if (member) member_node_stats(member, s3_node_state, &s3);
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;
@@ -434,6 +462,8 @@ int main(int argc, char **argv)
     hc.arg = &s3;
     if ((rc = http_server_new(&hc, &server)) != 0) {
         fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
+        if (member) member_node_stats(member, NULL, NULL);
+        s3_scrub_stop(scrub);
         sigv4_key_cache_free(s3.keys);
         obj_set_free(set);
         goto out;
@@ -459,6 +489,8 @@ int main(int argc, char **argv)
     }
     http_server_free(server);
     server = NULL;
+    if (member) member_node_stats(member, NULL, NULL); /* s3 and the set go now */
+    s3_scrub_stop(scrub);
     sigv4_key_cache_free(s3.keys);
     obj_set_free(set);
     log_info("event=shutdown");

@@ -90,9 +90,20 @@ void obj_set_free(obj_set_t *s);
 #define OBJ_INLINE_DEFAULT (64u << 10)
 #define OBJ_INLINE_LIMIT   (1u << 20)
 void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
+/*
+ * Stores a write needs durable before it is acknowledged (blocks and heads
+ * alike): k..k+m, default k. With more than k an acknowledged object keeps
+ * redundancy however the write went (k+1 survives one more failure before
+ * healing); with k a set keeps taking writes with m stores away. A write
+ * that cannot reach the quorum fails and leaves nothing behind. ERR_INVAL
+ * outside k..k+m. Before the set is used.
+ */
+int obj_set_write_quorum(obj_set_t *s, int stores) __attribute__((warn_unused_result));
 
 /* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
 int obj_set_width(const obj_set_t *s);
+/* k: the data stores of a stripe. */
+int obj_set_data_width(const obj_set_t *s);
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
 /* How the way to store i is doing (shard_health_t: up, suspect, down); no I/O. */
 int obj_set_health(const obj_set_t *s, int i);
@@ -241,6 +252,30 @@ typedef struct {
 } obj_heal_report_t;
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
     __attribute__((warn_unused_result));
+
+/*
+ * The heal queue: a write acknowledged with fewer than k+m stores (some
+ * were away: a quorum write, a dead drive, a node down) leaves its key here
+ * at once, and a background thread heals it (obj_heal) when every store is
+ * up again, retrying later (1 s, doubling to a minute) while a store still
+ * fails, up to OBJ_HEAL_TRIES times. The queue is in memory and bounded
+ * (OBJ_HEAL_QUEUE_MAX keys; more are counted as dropped and logged): what
+ * a restart or an overflow loses is found by healing the bucket
+ * (POST /_warmlake/heal). Keys are queued only once the thread runs
+ * (obj_set_heal_start: warmlaked starts it; tests may not).
+ */
+#define OBJ_HEAL_QUEUE_MAX (1u << 18)
+#define OBJ_HEAL_TRIES     20
+int obj_set_heal_start(obj_set_t *s) __attribute__((warn_unused_result));
+typedef struct {
+    uint64_t queued;  /* keys taken into the queue */
+    uint64_t healed;  /* healed whole (nothing left failing) */
+    uint64_t retries; /* passes that left a store failing, tried again later */
+    uint64_t dropped; /* not queued (full) or given up after OBJ_HEAL_TRIES */
+    uint64_t pending; /* in the queue now */
+    uint64_t heads_fixed, blocks_fixed;
+} obj_heal_stats_t;
+void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st);
 
 /*
  * Objects of a bucket in key order (delete markers skipped). fn returns 0 to

@@ -79,12 +79,13 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
  * A commit that fell short: the stores that took the new version's head get
  * back the one it covered (old), or lose it (no old), so that a failed write
  * leaves nothing a reader or a listing could find. Best effort: a store that
- * fails here keeps a head of a version whose PUT was refused (as a crash
- * mid-commit may).
+ * fails here may keep a head of a version whose PUT was refused (as a crash
+ * mid-commit may). Returns those stores (0: the undo is whole).
  */
-static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
-                       const obj_info_t *old)
+static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
+                           const obj_info_t *old)
 {
+    uint32_t left = 0; /* stores where the new head may still stand */
     uint32_t took = 0;
     int first_err = 0, stores[OBJ_MAX_SHARDS];
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
@@ -116,6 +117,7 @@ static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const 
         uint32_t failed = 0;
         int refused = 0;
         obj__heads_to(s, bucket, key, old, bytes, back, &mine, &failed, &refused, &first_err);
+        left |= failed;
     }
     free(bytes);
     /* Where the new head still stands (looked at again: a newer one may have come). */
@@ -126,10 +128,16 @@ static void undo_heads(obj_set_t *s, const char *bucket, const char *key, const 
         if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) {
             int rc = s->st[stores[j]].ops->del(s->st[stores[j]].ctx, &id);
             if (rc && !first_err) first_err = rc;
+            if (rc) left |= 1u << stores[j];
+        } else if (!h[j].ok && h[j].rc != ERR_NOT_FOUND) {
+            left |= 1u << stores[j]; /* cannot tell */
         }
     }
-    if (first_err) log_warn("event=commit_undo_incomplete key=%s err=%s", key, err_name(first_err));
+    if (left)
+        log_warn("event=commit_undo_incomplete key=%s upload=%s left=0x%x err=%s", key,
+                 nv->upload_id, left, err_name(first_err));
     free(h);
+    return left;
 }
 
 /*
@@ -312,7 +320,18 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                 obj__retire(s, bucket, key, &nuls[i]);
             break;
         }
-        if (heads > 0) undo_heads(s, bucket, key, info, had_old ? &old : NULL);
+        if (heads > 0 && undo_heads(s, bucket, key, info, had_old ? &old : NULL) && !refused) {
+            /*
+             * Failing stores kept heads of this version: a reader may find it.
+             * Its blocks must stay (a head without them would be a listed object
+             * that cannot be read) and the heal queue finishes what the commit
+             * began; the client is told it failed, as S3 may answer a write
+             * that took effect (a 5xx says the outcome is unknown: it retries).
+             */
+            *first_err = ERR_UNRECOVERABLE;
+            heads = OBJ__COMMIT_IN_DOUBT;
+            break;
+        }
         if (!refused) break; /* failing stores, not another writer: the commit fails */
         if (!backoff(key, attempt, heads, refused)) {
             *first_err = ERR_THROTTLED; /* writers keep racing on this key: the client retries */
@@ -320,6 +339,10 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         }
     }
     pthread_mutex_unlock(lk);
+    /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
+    if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
+        heads == OBJ__COMMIT_IN_DOUBT)
+        obj__heal_note(s, bucket, key);
     if (heads >= 0 && obj__enough(s, info, heads)) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
         for (int i = 0; i < nnul; i++) {

@@ -292,7 +292,7 @@ int obj__write_at(obj_set_t *s, const char *bucket, const char *key, const char 
 
 int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads)
 {
-    return info->sparse ? heads >= __builtin_popcount(info->inl) : heads >= s->k;
+    return info->sparse ? heads >= __builtin_popcount(info->inl) : heads >= s->wq;
 }
 
 /*

@@ -9,6 +9,11 @@
  * dropped under it; heads go under the stores' condition that nothing newer
  * is there (a version committed meanwhile is never covered), blocks are
  * plain puts of records whose identity names this version alone.
+ *
+ * The heal queue (obj.h) feeds it the keys of writes acknowledged short of
+ * some stores: a FIFO of keys (a hash finds one already queued), drained by
+ * one thread that waits while any store is not up (healing then would only
+ * fail against it) and puts a key that still fails back at the tail, later.
  */
 #include "server/obj_int.h"
 
@@ -17,8 +22,11 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The stores that should hold info's head and hold none, or an older one. */
 static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
@@ -114,4 +122,224 @@ int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_
     if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
     free(info);
     return rc;
+}
+
+/* ---- the heal queue ---- */
+
+#define HQ_BUCKETS 65536
+
+typedef struct heal_ent {
+    char *bucket, *key;
+    int tries;
+    uint64_t not_before_ns;
+    struct heal_ent *next;  /* FIFO */
+    struct heal_ent *hnext; /* hash chain */
+} heal_ent_t;
+
+typedef struct heal_q {
+    obj_set_t *s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int stop;
+    heal_ent_t *head, *tail;
+    heal_ent_t **hash; /* HQ_BUCKETS chains */
+    obj_heal_stats_t st;
+} heal_q_t;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t ent_hash(const char *bucket, const char *key)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = bucket; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    h = (h ^ 0xffu) * 16777619u;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return h % HQ_BUCKETS;
+}
+
+static heal_ent_t **ent_slot(heal_q_t *q, const char *bucket, const char *key)
+{
+    heal_ent_t **pp = &q->hash[ent_hash(bucket, key)];
+    while (*pp && (strcmp((*pp)->bucket, bucket) != 0 || strcmp((*pp)->key, key) != 0))
+        pp = &(*pp)->hnext;
+    return pp;
+}
+
+/* Under mu: append e at the tail (and into the hash). */
+static void ent_push(heal_q_t *q, heal_ent_t *e)
+{
+    e->next = NULL;
+    if (q->tail)
+        q->tail->next = e;
+    else
+        q->head = e;
+    q->tail = e;
+    heal_ent_t **slot = ent_slot(q, e->bucket, e->key);
+    e->hnext = NULL;
+    *slot = e;
+    q->st.pending++;
+}
+
+static void ent_free(heal_ent_t *e)
+{
+    free(e->bucket);
+    free(e->key);
+    free(e);
+}
+
+void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
+{
+    heal_q_t *q = s->healq;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    if (*ent_slot(q, bucket, key)) {
+        pthread_mutex_unlock(&q->mu); /* queued already: one heal covers both writes */
+        return;
+    }
+    if (q->st.pending >= OBJ_HEAL_QUEUE_MAX) {
+        if (q->st.dropped++ % 10000 == 0)
+            log_warn("event=heal_queue_full pending=%llu dropped=%llu: heal the bucket later",
+                     (unsigned long long)q->st.pending, (unsigned long long)q->st.dropped);
+        pthread_mutex_unlock(&q->mu);
+        return;
+    }
+    heal_ent_t *e = xcalloc(1, sizeof(*e));
+    e->bucket = xstrdup(bucket);
+    e->key = xstrdup(key);
+    ent_push(q, e);
+    q->st.queued++;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Under mu: wait until woken or ns pass. */
+static void wait_ns(heal_q_t *q, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec = (time_t)(t / 1000000000ull);
+    ts.tv_nsec = (long)(t % 1000000000ull);
+    pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+}
+
+static void *heal_main(void *arg)
+{
+    heal_q_t *q = arg;
+    obj_set_t *s = q->s;
+    pthread_mutex_lock(&q->mu);
+    while (!q->stop) {
+        heal_ent_t *e = q->head;
+        uint64_t now = mono_ns();
+        if (!e) {
+            pthread_cond_wait(&q->cv, &q->mu);
+            continue;
+        }
+        if (e->not_before_ns > now) {
+            wait_ns(q, e->not_before_ns - now);
+            continue;
+        }
+        if (obj__unhealthy(s)) {
+            /* A store is away: healing now would fail against it. Look again in a while. */
+            wait_ns(q, 500000000ull);
+            continue;
+        }
+        q->head = e->next;
+        if (!q->head) q->tail = NULL;
+        *ent_slot(q, e->bucket, e->key) = e->hnext;
+        q->st.pending--;
+        pthread_mutex_unlock(&q->mu);
+
+        obj_heal_report_t rep = {0};
+        int rc = obj_heal(s, e->bucket, e->key, &rep);
+
+        pthread_mutex_lock(&q->mu);
+        q->st.heads_fixed += rep.heads_fixed;
+        q->st.blocks_fixed += rep.blocks_fixed;
+        if (rc == 0 && rep.failed == 0) {
+            q->st.healed++;
+            ent_free(e);
+            continue;
+        }
+        if (++e->tries >= OBJ_HEAL_TRIES || *ent_slot(q, e->bucket, e->key)) {
+            /* Given up (the bucket heal finds it), or noted again meanwhile (that one stays). */
+            if (e->tries >= OBJ_HEAL_TRIES) {
+                q->st.dropped++;
+                log_warn("event=heal_gave_up key=%s tries=%d err=%s failed=%u", e->key, e->tries,
+                         err_name(rc), rep.failed);
+            }
+            ent_free(e);
+            continue;
+        }
+        q->st.retries++;
+        int shift = e->tries < 6 ? e->tries : 6;
+        e->not_before_ns = mono_ns() + (1000000000ull << shift); /* 2 s .. 64 s */
+        ent_push(q, e);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+int obj_set_heal_start(obj_set_t *s)
+{
+    if (s->healq) return 0;
+    heal_q_t *q = xcalloc(1, sizeof(*q));
+    q->s = s;
+    q->hash = xcalloc(HQ_BUCKETS, sizeof(*q->hash));
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&q->thread, NULL, heal_main, q);
+    if (rc != 0) {
+        log_error("event=heal_thread_failed err=%s", strerror(rc));
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        free(q->hash);
+        free(q);
+        return ERR_IO;
+    }
+    pthread_setname_np(q->thread, "wl-heal");
+    s->healq = q;
+    return 0;
+}
+
+void obj__heal_stop(obj_set_t *s)
+{
+    heal_q_t *q = s->healq;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    q->stop = 1;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+    s->healq = NULL;
+    for (heal_ent_t *e = q->head, *next; e; e = next) {
+        next = e->next;
+        ent_free(e);
+    }
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    free(q->hash);
+    free(q);
+}
+
+void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st)
+{
+    heal_q_t *q = s->healq;
+    memset(st, 0, sizeof(*st));
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    *st = q->st;
+    pthread_mutex_unlock(&q->mu);
 }

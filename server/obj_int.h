@@ -57,6 +57,7 @@
 struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];
     int k, m, n;
+    int wq; /* write quorum: stores a write needs (obj_set_write_quorum) */
     uint32_t block;
     uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
     /*
@@ -68,9 +69,10 @@ struct obj_set {
     pthread_mutex_t key_locks[KEY_LOCKS];
     pthread_mutex_t mpu_locks[KEY_LOCKS];
     pthread_mutex_t pin_mu;
-    struct pin *pins;    /* versions being read (obj_head.c) */
-    uint64_t drop_epoch; /* versions dropped at once (unpinned); under pin_mu */
-    bufpool_t *bufs;     /* stripe-sized buffers of PUTs and GETs */
+    struct pin *pins;     /* versions being read (obj_head.c) */
+    uint64_t drop_epoch;  /* versions dropped at once (unpinned); under pin_mu */
+    bufpool_t *bufs;      /* stripe-sized buffers of PUTs and GETs */
+    struct heal_q *healq; /* the heal queue and its thread (obj_heal.c); NULL: not started */
 };
 
 /*
@@ -216,9 +218,11 @@ int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const 
                        obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
                        int *refused, int *first_err);
 /*
- * Whether `heads` heads make version info stand: k of them, or every copy
- * of a sparse one (m+1 whole copies; any m+1 stores a reader asks, starting
- * at the key's first inline store, include one of them).
+ * Whether `heads` heads let a write of version info be acknowledged: the
+ * write quorum of them (k or more, obj_set_write_quorum), or every copy of
+ * a sparse one (m+1 whole copies; any m+1 stores a reader asks, starting at
+ * the key's first inline store, include one of them). A version stands for
+ * readers with k heads (obj_commit.c): the quorum is the writers' margin.
  */
 int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
 /*
@@ -230,6 +234,13 @@ int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
 int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
                   const void *data, uint32_t to, const shard_cond_t *cond, uint32_t *failed,
                   int *refused, int *first_err);
+
+/* ---- obj_heal.c ---- */
+
+/* A write of bucket/key was acknowledged short of some stores: heal it soon (no-op unstarted). */
+void obj__heal_note(obj_set_t *s, const char *bucket, const char *key);
+/* Stop the heal thread and free the queue (obj_set_free). */
+void obj__heal_stop(obj_set_t *s);
 
 /* ---- obj_get.c, for the healer ---- */
 
@@ -281,9 +292,12 @@ uint64_t obj__now_after(const obj_info_t *cur);
  * write its heads on the stores not in dead (with data: an inline object's
  * bytes, NULL otherwise). Once the commit stands, the
  * version it replaced (unversioned, or the null one) is dropped. Returns
- * the heads written (-1: nothing written); *first_err gets the first
+ * the heads written (-1: nothing written; OBJ__COMMIT_IN_DOUBT: failed, but
+ * failing stores kept heads of it that the undo could not take back, so its
+ * blocks must stay: the heal queue completes it); *first_err gets the first
  * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
  */
+#define OBJ__COMMIT_IN_DOUBT (-2) /* failed, but heads of it stayed: keep its blocks */
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
                       int *first_err);

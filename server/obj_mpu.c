@@ -355,7 +355,8 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     info.umeta_len = rec.umeta_len;
     int heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
     if (heads < 0 || !obj__enough(s, &info, heads)) {
-        obj__drop_object(s, MPU_MANIFEST, upload_id);
+        /* In doubt: heads of it stayed on failing stores, and they name the manifest. */
+        if (heads != OBJ__COMMIT_IN_DOUBT) obj__drop_object(s, MPU_MANIFEST, upload_id);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
     /* Parts uploaded but not listed are garbage now; so is the upload record. */

@@ -57,13 +57,13 @@ struct obj_writer {
 };
 
 /*
- * More than m stores failed: the PUT fails. Say why in the terms a client
- * can act on: throttled (retry later: 503 SlowDown), full (507), else the
- * drives are unavailable.
+ * More stores failed than the write quorum leaves room for: the PUT fails. Say why in the terms a
+ * client can act on: throttled (retry later: 503 SlowDown), full (507), else the drives are
+ * unavailable.
  */
 static int dead_verdict(const obj_writer_t *w)
 {
-    if (__builtin_popcount(w->dead) <= w->s->m) return 0;
+    if (__builtin_popcount(w->dead) <= w->s->n - w->s->wq) return 0;
     return w->cause ? w->cause : ERR_UNRECOVERABLE;
 }
 
@@ -281,6 +281,12 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, w->versioning, &info,
                           w->enc ? NULL : w->small, w->dead, &first_err);
     if (ul) pthread_mutex_unlock(ul);
+    if (heads == OBJ__COMMIT_IN_DOUBT) {
+        /* Failed, but failing stores kept heads of it: its blocks stay for them. */
+        log_error("event=commit_in_doubt key=%s upload=%s", w->key, w->upload);
+        writer_free(w);
+        return ERR_UNRECOVERABLE;
+    }
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* A condition that does not hold, or not enough heads to be found reliably: undo. */
         if (heads >= 0)

@@ -31,6 +31,7 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     s->k = k;
     s->m = m;
     s->n = k + m;
+    s->wq = k;
     s->block = block;
     s->inline_max = OBJ_INLINE_DEFAULT;
     memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
@@ -52,6 +53,7 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
 void obj_set_free(obj_set_t *s)
 {
     if (!s) return;
+    obj__heal_stop(s); /* it uses the pool */
     pool_free(s->pool);
     pthread_mutex_destroy(&s->pin_mu);
     for (int i = 0; i < KEY_LOCKS; i++) {
@@ -67,6 +69,13 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes)
     s->inline_max = bytes < OBJ_INLINE_LIMIT ? bytes : OBJ_INLINE_LIMIT;
 }
 
+int obj_set_write_quorum(obj_set_t *s, int stores)
+{
+    if (stores < s->k || stores > s->n) return ERR_INVAL;
+    s->wq = stores;
+    return 0;
+}
+
 bufpool_t *obj_set_buffers(obj_set_t *s)
 {
     return s->bufs;
@@ -75,6 +84,11 @@ bufpool_t *obj_set_buffers(obj_set_t *s)
 int obj_set_width(const obj_set_t *s)
 {
     return s->n;
+}
+
+int obj_set_data_width(const obj_set_t *s)
+{
+    return s->k;
 }
 
 int obj_set_health(const obj_set_t *s, int i)

@@ -41,6 +41,13 @@ typedef struct peer_serve peer_serve_t;
  */
 peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads);
 void peer_serve_handle(void *arg, proto_inbound_t *in);
+/*
+ * What a NODE_STATS request answers: fn(arg) returns the node's state as
+ * JSON text (malloc'd; the server frees it), on a pool thread. Unset or
+ * NULL: ERR_NOT_FOUND. Once it was set to NULL, fn runs no more (a call
+ * under way finished first).
+ */
+void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg);
 /* After proto_net_stop (no request is in flight any more). NULL: no-op. */
 void peer_serve_free(peer_serve_t *sv);
 

@@ -15,6 +15,8 @@
 #include "common/log.h"
 #include "common/mem.h"
 #include "common/pool.h"
+
+#include <pthread.h>
 #include "storage/rec.h"
 
 #include <stdlib.h>
@@ -28,6 +30,9 @@ struct peer_serve {
     drive_t **drives;
     int n;
     pool_t *pool;
+    pthread_mutex_t stats_mu;       /* held while node_stats runs: unset, it runs no more */
+    char *(*node_stats)(void *arg); /* peer_serve_node_stats */
+    void *node_stats_arg;
 };
 
 typedef struct {
@@ -121,6 +126,16 @@ static void serve(pool_job_t *j)
     free(sj);
     if (q->type == PROTO_PING) {
         proto_reply(in, 0, 0);
+        return;
+    }
+    if (q->type == PROTO_NODE_STATS) {
+        pthread_mutex_lock(&sv->stats_mu);
+        char *text = sv->node_stats ? sv->node_stats(sv->node_stats_arg) : NULL;
+        pthread_mutex_unlock(&sv->stats_mu);
+        size_t len = text ? strlen(text) : 0;
+        if (len) memcpy(proto_reply_buf(in, len), text, len);
+        free(text);
+        proto_reply(in, text ? 0 : ERR_NOT_FOUND, len);
         return;
     }
     if (q->drive >= (uint32_t)sv->n) {
@@ -267,18 +282,29 @@ peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads)
     peer_serve_t *sv = xcalloc(1, sizeof(*sv));
     sv->drives = drives;
     sv->n = n;
+    pthread_mutex_init(&sv->stats_mu, NULL);
     int err;
     pool_cfg_t pc = {.name = "wl-peer", .threads = threads > 0 ? threads : 8};
     if (!(sv->pool = pool_new(&pc, &err))) {
+        pthread_mutex_destroy(&sv->stats_mu);
         free(sv);
         return NULL;
     }
     return sv;
 }
 
+void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&sv->stats_mu);
+    sv->node_stats = fn;
+    sv->node_stats_arg = arg;
+    pthread_mutex_unlock(&sv->stats_mu);
+}
+
 void peer_serve_free(peer_serve_t *sv)
 {
     if (!sv) return;
     pool_free(sv->pool);
+    pthread_mutex_destroy(&sv->stats_mu);
     free(sv);
 }

@@ -17,20 +17,6 @@
  * totals as JSON, so benchmarks and operators read write amplification,
  * space and group commit (records per flush) without stopping the node.
  */
-/* Keys of one listing page, for healing between pages (no I/O inside a listing). */
-typedef struct {
-    char **keys;
-    int n, cap;
-} page_keys_t;
-
-static int collect_key(void *arg, const char *key, const obj_info_t *info)
-{
-    page_keys_t *p = arg;
-    (void)info;
-    p->keys[p->n++] = xstrdup(key);
-    return p->n == p->cap; /* 1: the page is full */
-}
-
 /*
  * POST /_warmlake/heal?bucket=NAME (the bucket's owner): heal every current
  * object of the bucket (obj_heal: heads and blocks its stores miss, rebuilt
@@ -54,25 +40,7 @@ static void node_heal(ctx_t *x)
         return;
     }
     obj_heal_report_t rep = {0};
-    int rc = obj_heal(x->cfg->set, BUCKETS, name, &rep);
-    page_keys_t pg = {.cap = 1000};
-    pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
-    char *after = NULL;
-    for (int more = 1; more && !rc;) {
-        pg.n = 0;
-        int lr = obj_list(x->cfg->set, iname, "", after, collect_key, &pg);
-        if (lr < 0) rc = lr;
-        more = lr == 1;
-        for (int i = 0; i < pg.n; i++) {
-            int hr = rc ? 0 : obj_heal(x->cfg->set, iname, pg.keys[i], &rep);
-            if (hr && hr != ERR_UNRECOVERABLE) rc = hr; /* an object past repair: go on */
-            if (hr == ERR_UNRECOVERABLE) rep.failed++;
-            free(after);
-            after = pg.keys[i];
-        }
-    }
-    free(after);
-    free(pg.keys);
+    int rc = s3_heal_bucket(x->cfg, name, iname, &rep, NULL, NULL);
     free(name);
     if (rc) {
         s3_engine_error(x, rc);
@@ -89,6 +57,42 @@ static void node_heal(ctx_t *x)
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/json\r\n", x->id);
     (void)http_respond_full(x->r, 200, h, b.p, b.len);
     free(b.p);
+}
+
+/* ,"heal":{...} (the queue) and ,"scrub":{...} (the scanner, when it runs) into b. */
+static void heal_json(const s3_cfg_t *cfg, buf_t *b)
+{
+    obj_heal_stats_t hs;
+    obj_heal_stats(cfg->set, &hs);
+    buf_printf(b,
+               ",\"heal\":{\"pending\":%llu,\"queued\":%llu,\"healed\":%llu,\"retries\":%llu,"
+               "\"dropped\":%llu,\"heads_fixed\":%llu,\"blocks_fixed\":%llu}",
+               (unsigned long long)hs.pending, (unsigned long long)hs.queued,
+               (unsigned long long)hs.healed, (unsigned long long)hs.retries,
+               (unsigned long long)hs.dropped, (unsigned long long)hs.heads_fixed,
+               (unsigned long long)hs.blocks_fixed);
+    if (cfg->scrub) {
+        s3_scrub_stats_t ss;
+        s3_scrub_stats(cfg->scrub, &ss);
+        buf_printf(
+            b,
+            ",\"scrub\":{\"passes\":%llu,\"running\":%d,\"waiting\":%d,\"objects\":%llu,"
+            "\"bytes\":%llu,\"total_est\":%llu,\"mb_s\":%.1f,\"eta_s\":%lld,"
+            "\"last_pass_s\":%.1f,\"heads_fixed\":%llu,\"blocks_fixed\":%llu,\"failed\":%llu}",
+            (unsigned long long)ss.passes, ss.running, ss.waiting, (unsigned long long)ss.objects,
+            (unsigned long long)ss.bytes, (unsigned long long)ss.total_est, ss.mb_s,
+            (long long)ss.eta_s, ss.last_pass_s, (unsigned long long)ss.heads_fixed,
+            (unsigned long long)ss.blocks_fixed, (unsigned long long)ss.failed);
+    }
+}
+
+char *s3_node_state(void *cfg)
+{
+    buf_t b = {0};
+    buf_printf(&b, "{\"format\":1");
+    heal_json(cfg, &b);
+    buf_printf(&b, "}");
+    return b.p;
 }
 
 static void node_stats(ctx_t *x)
@@ -143,6 +147,7 @@ static void node_stats(ctx_t *x)
                (unsigned long long)t.relocated_bytes, (unsigned long long)t.live_bytes,
                (unsigned long long)t.capacity, (unsigned long long)t.throttled,
                t.user_bytes ? (double)t.host_bytes / (double)t.user_bytes : 0.0);
+    heal_json(x->cfg, &b);
     if (x->cfg->net) {
         proto_net_stats_t ps;
         proto_net_stats(x->cfg->net, &ps);

@@ -34,6 +34,8 @@ typedef struct {
     const _Atomic int *fenced;
     /* A cluster member's protocol endpoint (its counters in /_warmlake/stats); NULL alone. */
     struct proto_net *net;
+    /* The heal scanner, for its progress in /_warmlake/stats (NULL: none). */
+    struct s3_scrub *scrub;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */
     struct sigv4_key_cache *keys;
 } s3_cfg_t;
@@ -48,6 +50,35 @@ s3_lc_worker_t *s3_lifecycle_start(const s3_cfg_t *cfg);
 void s3_lifecycle_stop(s3_lc_worker_t *w); /* waits for a pass under way; NULL-safe */
 /* One pass now, as at time `now` (seconds since the epoch): for tests and tools. */
 void s3_lifecycle_pass(const s3_cfg_t *cfg, int64_t now);
+
+/*
+ * The heal scanner (s3_scrub.c): a thread that heals every bucket's current
+ * objects (obj_heal) in a pass every interval_s seconds (the first one
+ * interval_s after the start), verifying at most rate object bytes a second
+ * (0: 64 MB/s) and waiting while a store is not up. NULL when interval_s
+ * is 0 (no scanner) or the thread cannot start (logged). stop waits for
+ * the object under way; NULL-safe.
+ */
+typedef struct s3_scrub s3_scrub_t;
+typedef struct {
+    uint64_t passes;         /* passes finished */
+    int running, waiting;    /* a pass is under way; it waits for a store to be up */
+    uint64_t objects, bytes; /* this pass (or the last) so far */
+    uint64_t total_est;      /* object bytes a pass covers, estimated from the drives */
+    double mb_s;             /* this pass's rate */
+    int64_t eta_s;           /* to the end of this pass at that rate (0: none running) */
+    double last_pass_s;      /* how long the last pass took */
+    uint64_t heads_fixed, blocks_fixed, failed; /* over every pass */
+} s3_scrub_stats_t;
+s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
+void s3_scrub_stop(s3_scrub_t *sc);
+void s3_scrub_stats(s3_scrub_t *sc, s3_scrub_stats_t *st);
+
+/*
+ * The node's own state as JSON (malloc'd text: the heal queue and the heal
+ * scanner), for wl-admin over the node protocol; cfg is a const s3_cfg_t *.
+ */
+char *s3_node_state(void *cfg);
 
 /* The http handler; arg is a const s3_cfg_t *. */
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info);

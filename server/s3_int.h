@@ -186,6 +186,15 @@ pthread_rwlock_t *s3_bucket_lock(const char *name);
 int s3_bucket_current(ctx_t *x, const char *name, const char *iname);
 /* The caller's bucket: 0 and iname filled (may be NULL); else the error was sent. */
 int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX]);
+/*
+ * Heal bucket name (its objects under iname): its record, then every
+ * current object (obj_heal), a listing page at a time; pace (may be NULL)
+ * runs after each object with its size and returns 1 to stop. 0, or the
+ * first error that ends the walk (an object past repair counts in
+ * rep->failed and the walk goes on). s3_scrub.c.
+ */
+int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
+                   int (*pace)(void *arg, uint64_t bytes), void *arg);
 /* Commit w into x's bucket if it (this incarnation) still exists; else S3_ERR_NO_BUCKET. */
 int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
                         obj_info_t *info);

@@ -122,10 +122,24 @@ def write_map(root, nodes, cluster="itc", epoch=1, drives=2, sets=None):
     return path, doc
 
 
+def three_nodes(datadir, extra=()):
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    return start_all([Node(datadir, n, path, extra=extra) for n in ("n1", "n2", "n3")])
+
+
 @pytest.fixture
 def cluster(datadir):
-    path, _ = write_map(datadir, ["n1", "n2", "n3"])
-    nodes = start_all([Node(datadir, n, path) for n in ("n1", "n2", "n3")])
+    """Three nodes with the default write quorum (k+1: five stores of six)."""
+    nodes = three_nodes(datadir)
+    yield nodes
+    for n in nodes:
+        n.stop()
+
+
+@pytest.fixture
+def cluster_k(datadir):
+    """Three nodes whose writes need k stores (four of six): they go on with a node away."""
+    nodes = three_nodes(datadir, extra=["--write-quorum", "4"])
     yield nodes
     for n in nodes:
         n.stop()
@@ -182,8 +196,8 @@ def test_objects_written_anywhere_read_everywhere(cluster):
         assert e.value.response["Error"]["Code"] == "404"
 
 
-def test_node_killed_loses_nothing_acknowledged(cluster):
-    n1, n2, n3 = cluster
+def test_node_killed_loses_nothing_acknowledged(cluster_k):
+    n1, n2, n3 = cluster = cluster_k
     c1 = n1.s3()
     c1.create_bucket(Bucket="lake")
     want = {}
@@ -315,11 +329,11 @@ def test_racing_bucket_creates_one_owner(cluster):
                 other.get_object(Bucket=name, Key="k")
 
 
-def test_node_killed_mid_stream(cluster):
+def test_node_killed_mid_stream(cluster_k):
     """A node killed with SIGKILL while PUTs stream through the others: every
     acknowledged object reads back whole, by hash, through every node."""
     import threading
-    n1, n2, n3 = cluster
+    n1, n2, n3 = cluster = cluster_k
     n1.s3().create_bucket(Bucket="stream")
     acked, stop = {}, threading.Event()
 
@@ -356,11 +370,13 @@ def heal(node, bucket):
     return json.loads(text)
 
 
-def test_heal_puts_back_what_a_node_missed(cluster):
+def test_heal_puts_back_what_a_node_missed(cluster_k):
     """Objects written while a node is down miss their shards on its drives.
     Healing the bucket rebuilds them there: afterwards another node can go and
-    every object still reads whole; a bucket not healed cannot lose that node."""
-    n1, n2, n3 = cluster
+    every object still reads whole; a bucket not healed cannot lose that node.
+    (The heal queue would heal them by itself: the queue's test; here n1's queue
+    is emptied by a restart, so that the heal call is what heals them.)"""
+    n1, n2, n3 = cluster_k
     c = n1.s3()
     for b in ("healed", "unhealed"):
         c.create_bucket(Bucket=b)
@@ -379,7 +395,9 @@ def test_heal_puts_back_what_a_node_missed(cluster):
         c.complete_multipart_upload(Bucket=b, Key="mp", UploadId=mpu["UploadId"],
                                     MultipartUpload={"Parts": etags})
         want[(b, "mp")] = md5(part + part)
-    start_all([n3])
+    n1.stop()  # its heal queue (in memory) goes with it
+    start_all([n1, n3])
+    c = n1.s3()
     # n1 finds n3 back on its next connect (a down peer is retried after a short backoff):
     # heal until a pass reaches every store, adding up what the passes fixed.
     total = {"heads_fixed": 0, "blocks_fixed": 0}
@@ -468,10 +486,61 @@ def test_silent_node_is_read_around(datadir):
             n.stop()
 
 
+def test_write_quorum_and_heal_queue(datadir):
+    """With the default write quorum (k+1 = five stores of six), a PUT with a
+    node away (two stores) fails cleanly and leaves nothing; with k it is
+    acknowledged, its key queued, and healed by the queue once the node is
+    back, with no heal call: then another node can go."""
+    strict = three_nodes(datadir)
+    try:
+        c = strict[0].s3()
+        c.create_bucket(Bucket="strict")
+        strict[2].stop(signal.SIGKILL)
+        for size in (1000, 300000):
+            with pytest.raises(ClientError) as e:
+                c.put_object(Bucket="strict", Key="k%d" % size, Body=body(size, size))
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert c.list_objects_v2(Bucket="strict").get("KeyCount") == 0
+        for size in (1000, 300000):
+            with pytest.raises(ClientError):
+                c.head_object(Bucket="strict", Key="k%d" % size)
+    finally:
+        for n in strict:
+            n.stop()
+
+    root = os.path.join(datadir, "queue")
+    os.makedirs(root)
+    n1, n2, n3 = nodes = three_nodes(root, extra=["--write-quorum", "4"])
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="queued")
+        n3.stop(signal.SIGKILL)
+        want = {}
+        for i, size in enumerate([1000, 70000, 300000, 2500000]):
+            data = body(size, 900 + i)
+            c.put_object(Bucket="queued", Key="o%d" % i, Body=data)
+            want["o%d" % i] = md5(data)
+        st = node_stats(n1)["heal"]
+        assert st["pending"] >= len(want) and st["healed"] == 0, st
+        start_all([n3])
+        wait_for(lambda: node_stats(n1)["heal"]["pending"] == 0, "n1's heal queue drained: %s"
+                 % (node_stats(n1), ), timeout=60)
+        st = node_stats(n1)["heal"]
+        assert st["healed"] >= len(want) and st["blocks_fixed"] > 0, st
+        n2.stop(signal.SIGKILL)  # two more stores: n1's and n3's must do
+        for k, h in want.items():
+            assert md5(c.get_object(Bucket="queued", Key=k)["Body"].read()) == h, k
+        start_all([n2])
+    finally:
+        for n in nodes:
+            n.stop()
+
+
 def test_refused_peers(datadir):
     path, doc = write_map(datadir, ["n1", "n2", "n3"])
     # n3 holds another secret: the others refuse it and it refuses them.
-    n1, n2, n3 = start_all([Node(datadir, "n1", path), Node(datadir, "n2", path),
+    k = ["--write-quorum", "4"]  # n3's drives are out of reach: writes need only four stores
+    n1, n2, n3 = start_all([Node(datadir, "n1", path, extra=k), Node(datadir, "n2", path, extra=k),
                             Node(datadir, "n3", path, secret="not-the-cluster-secret-at-all")])
     try:
         c = n1.s3()
@@ -608,6 +677,9 @@ def test_map_in_etcd(datadir, etcd):
         assert st["epoch"] == 1 and [n["alive"] for n in st["nodes"]] == [True] * 3
         assert st["sets"][0]["health"] == "ok"
         assert all(d["capacity"] == 2 << 30 for n in st["nodes"] for d in n["drives"])
+        # Each node's heal queue and scanner, asked over the node protocol.
+        assert all(n["heal_queue"]["pending"] == 0 and n["heal_scanner"]["passes"] == 0
+                   for n in st["nodes"]), st
         c = nodes[0].s3()
         c.create_bucket(Bucket="lake")
         data = body(3000000, 7)

@@ -40,12 +40,15 @@ def drive_stats(server):
     return json.loads(body)["drives"]
 
 
-def put_many(c, n, sizes, tag):
-    """PUT n objects; returns {key: sha} of those acknowledged and the error codes of the rest."""
+def put_many(c, n, sizes, tag, tried=None):
+    """PUT n objects; returns {key: sha} of those acknowledged and the error codes of the rest
+    (tried, when given, gets {key: sha} of every PUT sent)."""
     acked, errors = {}, []
     for i in range(n):
         body = os.urandom(sizes[i % len(sizes)])
         key = "%s-%03d" % (tag, i)
+        if tried is not None:
+            tried[key] = sha(body)
         try:
             c.put_object(Bucket="flt", Key=key, Body=body)
             acked[key] = sha(body)
@@ -108,14 +111,18 @@ def test_more_failing_drives_than_parity_fail_cleanly(datadir, need_shim):
     try:
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="flt")
-        acked, errors = put_many(c, 30, SIZES, "b")
+        tried = {}
+        acked, errors = put_many(c, 30, SIZES, "b", tried)
         assert errors, "three of six drives failing must fail PUTs"
         for status, code in errors:
             assert status == 503 and code == "ServiceUnavailable", (status, code)
         check_all(c, acked)
-        # A failed PUT leaves nothing visible.
+        # A failed PUT leaves nothing visible that does not read whole: a drive that failed
+        # while its commit was undone may keep a head of it, and then the object stays,
+        # whole (a 5xx leaves the outcome open, as in S3); nothing else is listed.
         listed = {o["Key"] for o in c.list_objects_v2(Bucket="flt").get("Contents", [])}
-        assert listed == set(acked)
+        assert set(acked) <= listed <= set(tried)
+        check_all(c, {k: tried[k] for k in listed})
     finally:
         s = restart_clean(s, datadir)
     try:

@@ -807,6 +807,86 @@ static int list_cb(void *arg, const char *key, const obj_info_t *info)
     return 0;
 }
 
+/* A write quorum of k+1: acknowledged with one store away, refused (and gone) with two. */
+static void test_write_quorum(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_write_quorum(e->set, K - 1), ERR_INVAL);
+    assert_int_equal(obj_set_write_quorum(e->set, N + 1), ERR_INVAL);
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    obj_set_inline_max(e->set, 4096);
+    size_t big = 2 * K * B + 77;
+    uint8_t *data = malloc(big);
+    fill(data, big, 91);
+    e->f[3].fail_write = 1;
+    put(e, "q/one-away", data, big, NULL);
+    put(e, "q/one-away-small", data, 1000, NULL);
+    e->f[1].fail_write = 1;
+    size_t sizes[] = {big, 1000};
+    const char *keys[] = {"q/two-away", "q/two-away-small"};
+    for (int i = 0; i < 2; i++) {
+        int err;
+        obj_writer_t *w = obj_put_begin(e->set, "bkt", keys[i], &err);
+        assert_non_null(w);
+        int rc = obj_put_write(w, data, sizes[i]);
+        if (rc == 0)
+            rc = obj_put_commit(w, "application/x-test", NULL, 0, NULL);
+        else
+            obj_put_abort(w);
+        assert_int_equal(rc, ERR_UNRECOVERABLE);
+        obj_info_t info;
+        assert_int_equal(obj_stat(e->set, "bkt", keys[i], &info), ERR_NOT_FOUND);
+    }
+    e->f[1].fail_write = e->f[3].fail_write = 0;
+    expect(e, "q/one-away", data, big);
+    expect(e, "q/one-away-small", data, 1000);
+    free(data);
+}
+
+/*
+ * Writes acknowledged short of a store are healed by the queue once it is
+ * back, with no heal call: afterwards two other stores can go.
+ */
+static void test_heal_queue(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj_set_inline_max(e->set, 4096);
+    size_t big = 3 * K * B + 5;
+    uint8_t *data = malloc(big);
+    fill(data, big, 17);
+    /* A small key whose copies include store 2 (else it is written whole without it). */
+    char small[32];
+    for (int i = 0;; i++) {
+        snprintf(small, sizeof(small), "hq/small%d", i);
+        if ((obj__inline_stores(e->set, "bkt", small) >> 2) & 1) break;
+    }
+    e->f[2].fail_write = 1;
+    e->f[2].sick = 1; /* away: the queue waits for it */
+    put(e, "hq/big", data, big, NULL);
+    put(e, small, data + 9, 2000, NULL);
+    put(e, "hq/big", data, big, NULL); /* again: one entry */
+    obj_heal_stats_t st;
+    obj_heal_stats(e->set, &st);
+    assert_int_equal(st.pending, 2);
+    assert_int_equal(st.healed, 0);
+    e->f[2].fail_write = 0;
+    e->f[2].sick = 0;
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, &st);
+        if (st.pending == 0 && st.healed >= 2) break;
+        usleep(50000);
+    }
+    assert_int_equal(st.pending, 0);
+    assert_true(st.healed >= 2);
+    assert_true(st.blocks_fixed > 0 && st.heads_fixed >= 2);
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    expect(e, "hq/big", data, big);
+    expect(e, small, data + 9, 2000);
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    free(data);
+}
+
 static long asked(const faulty_t *f)
 {
     return f->n_stat + f->n_get + f->n_read + f->n_split + f->scanned;
@@ -2305,6 +2385,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),

@@ -190,10 +190,12 @@ static void echo_handle(void *arg, proto_inbound_t *in)
     proto_reply(in, ERR_INVAL, 0);
 }
 
+static const char *serve_on = "127.0.0.1:0"; /* where serve listens */
+
 static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, const char *sec,
                           uint64_t epoch, size_t budget)
 {
-    proto_net_cfg_t c = {.listen = "127.0.0.1:0",
+    proto_net_cfg_t c = {.listen = serve_on,
                          .cluster = cluster,
                          .node = node,
                          .secret = sec,
@@ -447,6 +449,8 @@ static void test_garbage_and_down_peer(void **state)
     proto_peer_t *p = peer_of(cl, srv, "s1");
     assert_int_equal(ping(p), 0);
     /* The server goes: calls fail, the peer is down; a peer with no listener likewise. */
+    char at[64];
+    snprintf(at, sizeof(at), "127.0.0.1:%d", proto_net_port(srv));
     proto_net_stop(srv);
     /* Each of the peer's connections finds out in its own time (two per peer): a call on
      * the last one left sees the peer down. */
@@ -457,6 +461,16 @@ static void test_garbage_and_down_peer(void **state)
     proto_peer_t *nobody = proto_net_peer(cl, "s2", "127.0.0.1:1");
     assert_int_equal(ping(nobody), ERR_IO);
     assert_int_equal(proto_peer_health(nobody), PROTO_PEER_DOWN);
+    /* It comes back where it was: the peer is up again with no call made to find out
+     * (readers avoid a down peer's stores: nothing else would). */
+    serve_on = at;
+    srv = serve(&e, "c1", "s1", secret, 1, 0);
+    serve_on = "127.0.0.1:0";
+    for (int i = 0; i < 400 && proto_peer_health(p) != PROTO_PEER_UP; i++)
+        usleep(25000);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_UP);
+    assert_int_equal(ping(p), 0);
+    proto_net_stop(srv);
     proto_net_stop(cl);
     pthread_mutex_destroy(&e.mu);
 }

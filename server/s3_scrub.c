@@ -1,0 +1,283 @@
+/*
+ * s3_scrub: the heal scanner, and healing a bucket (the heal room of the S3
+ * layer: it knows the buckets, the object layer knows how to heal one key).
+ *
+ * Healing a bucket heals its record, then each current object, a listing
+ * page at a time (obj_heal runs between pages, never inside a store's
+ * walk): heads put back where a store lacks them, every stripe verified
+ * and the blocks missing or failing their crc rebuilt from the others. The
+ * heal call (POST /_warmlake/heal) runs it once, for one bucket.
+ *
+ * The scanner is a thread that runs a pass over every bucket each interval
+ * (--scrub-interval; 0: never). It is paced: the object bytes it verifies
+ * per second stay under --scrub-rate, so that a pass reads the drives at a
+ * bounded share of their bandwidth, and it waits while any store is not up
+ * (a heal then only fails against it; the heal queue covers recent writes,
+ * the scanner covers rot and what a restart or a full queue lost). Its
+ * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
+ * bytes) is in /_warmlake/stats. Noncurrent versions are not scanned yet.
+ */
+#include "server/s3_int.h"
+
+#include <pthread.h>
+#include <time.h>
+
+/* Keys of one listing page (with their sizes), healed between pages. */
+typedef struct {
+    char **keys;
+    uint64_t *sizes;
+    int n, cap;
+} page_keys_t;
+
+static int collect_key(void *arg, const char *key, const obj_info_t *info)
+{
+    page_keys_t *p = arg;
+    p->sizes[p->n] = info->size;
+    p->keys[p->n++] = xstrdup(key);
+    return p->n == p->cap; /* 1: the page is full */
+}
+
+int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
+                   int (*pace)(void *arg, uint64_t bytes), void *arg)
+{
+    int rc = obj_heal(cfg->set, BUCKETS, name, rep);
+    page_keys_t pg = {.cap = 1000};
+    pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
+    pg.sizes = xcalloc((size_t)pg.cap, sizeof(uint64_t));
+    char *after = NULL;
+    int stopped = 0;
+    for (int more = 1; more && !rc && !stopped;) {
+        pg.n = 0;
+        int lr = obj_list(cfg->set, iname, "", after, collect_key, &pg);
+        if (lr < 0) rc = lr;
+        more = lr == 1;
+        for (int i = 0; i < pg.n; i++) {
+            int hr = rc || stopped ? 0 : obj_heal(cfg->set, iname, pg.keys[i], rep);
+            if (hr && hr != ERR_UNRECOVERABLE) rc = hr; /* an object past repair: go on */
+            if (hr == ERR_UNRECOVERABLE) rep->failed++;
+            if (!rc && !stopped && pace) stopped = pace(arg, pg.sizes[i]);
+            free(after);
+            after = pg.keys[i];
+        }
+    }
+    free(after);
+    free(pg.keys);
+    free(pg.sizes);
+    return rc;
+}
+
+/* ---- the scanner ---- */
+
+struct s3_scrub {
+    const s3_cfg_t *cfg;
+    long interval_s;
+    double rate; /* object bytes per second */
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int stop;
+    s3_scrub_stats_t st; /* under mu */
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Under mu: wait up to s seconds or until stopped. Returns stop. */
+static int nap(s3_scrub_t *sc, double s)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + s;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    if (!sc->stop) pthread_cond_timedwait(&sc->cv, &sc->mu, &ts);
+    return sc->stop;
+}
+
+static int all_up(const obj_set_t *s)
+{
+    for (int i = 0; i < obj_set_width(s); i++)
+        if (obj_set_health(s, i) != SHARD_UP) return 0;
+    return 1;
+}
+
+typedef struct {
+    s3_scrub_t *sc;
+    double t0;
+    uint64_t bytes;
+} pacer_t;
+
+/* After each object: count it, keep under the rate, wait while a store is away. 1: stop. */
+static int pace(void *arg, uint64_t bytes)
+{
+    pacer_t *p = arg;
+    s3_scrub_t *sc = p->sc;
+    p->bytes += bytes;
+    pthread_mutex_lock(&sc->mu);
+    sc->st.objects++;
+    sc->st.bytes += bytes;
+    double el = mono_s() - p->t0;
+    sc->st.mb_s = el > 0 ? (double)p->bytes / el / 1e6 : 0;
+    if (sc->st.total_est > sc->st.bytes && sc->st.mb_s > 0)
+        sc->st.eta_s = (int64_t)((double)(sc->st.total_est - sc->st.bytes) / (sc->st.mb_s * 1e6));
+    else
+        sc->st.eta_s = 0;
+    /* Ahead of the rate: sleep it off (in naps, so that stop is heard). */
+    for (double ahead = (double)p->bytes / sc->rate - (mono_s() - p->t0); ahead > 0 && !sc->stop;
+         ahead = (double)p->bytes / sc->rate - (mono_s() - p->t0))
+        nap(sc, ahead < 1 ? ahead : 1);
+    while (!sc->stop && !all_up(sc->cfg->set)) {
+        sc->st.waiting = 1;
+        nap(sc, 1);
+    }
+    sc->st.waiting = 0;
+    int stop = sc->stop;
+    pthread_mutex_unlock(&sc->mu);
+    return stop;
+}
+
+static int on_bucket(void *arg, const char *key, const obj_info_t *info)
+{
+    char ***names = arg;
+    (void)info;
+    size_t n = 0;
+    while ((*names)[n])
+        n++;
+    *names = xrealloc(*names, (n + 2) * sizeof(char *));
+    (*names)[n] = xstrdup(key);
+    (*names)[n + 1] = NULL;
+    return 0;
+}
+
+/* The user bytes the drives hold, roughly (live bytes times k/n): the pass's ETA. */
+static uint64_t estimate_total(const s3_cfg_t *cfg)
+{
+    int n = obj_set_width(cfg->set);
+    uint64_t live = 0;
+    for (int i = 0; i < n; i++) {
+        drive_stats_t ds;
+        if (obj_set_health(cfg->set, i) == SHARD_UP && obj_set_stats(cfg->set, i, &ds) == 0)
+            live += ds.live_bytes;
+    }
+    return n ? live / (uint64_t)n * (uint64_t)obj_set_data_width(cfg->set) : 0;
+}
+
+static void scrub_pass(s3_scrub_t *sc)
+{
+    const s3_cfg_t *cfg = sc->cfg;
+    char **names = xcalloc(1, sizeof(char *));
+    int rc = obj_list(cfg->set, BUCKETS, NULL, NULL, on_bucket, &names);
+    if (rc < 0) log_warn("event=scrub_buckets_failed err=%s", err_name(rc));
+    pthread_mutex_lock(&sc->mu);
+    sc->st.running = 1;
+    sc->st.objects = sc->st.bytes = 0;
+    sc->st.mb_s = 0;
+    sc->st.eta_s = 0;
+    pthread_mutex_unlock(&sc->mu);
+    uint64_t total = estimate_total(cfg);
+    pthread_mutex_lock(&sc->mu);
+    sc->st.total_est = total;
+    pthread_mutex_unlock(&sc->mu);
+    pacer_t p = {.sc = sc, .t0 = mono_s()};
+    obj_heal_report_t rep = {0};
+    for (int i = 0; names[i]; i++) {
+        if (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
+            ctx_t x = {0};
+            x.cfg = cfg;
+            snprintf(x.id, sizeof(x.id), "scrub");
+            obj_info_t bi;
+            if (s3_bucket_exists(&x, names[i], &bi)) {
+                char iname[INAME_MAX];
+                s3_bucket_iname(names[i], &bi, iname);
+                int hr = s3_heal_bucket(cfg, names[i], iname, &rep, pace, &p);
+                if (hr)
+                    log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    double el = mono_s() - p.t0;
+    pthread_mutex_lock(&sc->mu);
+    sc->st.running = 0;
+    sc->st.eta_s = 0;
+    sc->st.heads_fixed += rep.heads_fixed;
+    sc->st.blocks_fixed += rep.blocks_fixed;
+    sc->st.failed += rep.failed;
+    if (!sc->stop) {
+        sc->st.passes++;
+        sc->st.last_pass_s = el;
+    }
+    pthread_mutex_unlock(&sc->mu);
+    log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
+             "failed=%u",
+             rep.objects, (unsigned long long)p.bytes, el, rep.heads_fixed, rep.blocks_fixed,
+             rep.failed);
+}
+
+static void *scrub_main(void *arg)
+{
+    s3_scrub_t *sc = arg;
+    pthread_mutex_lock(&sc->mu);
+    /* The first pass one interval after the start, then one interval after each began. */
+    while (!nap(sc, (double)sc->interval_s)) {
+        pthread_mutex_unlock(&sc->mu);
+        double t0 = mono_s();
+        scrub_pass(sc);
+        pthread_mutex_lock(&sc->mu);
+        double left = (double)sc->interval_s - (mono_s() - t0);
+        if (left > 0 && nap(sc, left)) break;
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return NULL;
+}
+
+s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate)
+{
+    if (interval_s <= 0) return NULL;
+    s3_scrub_t *sc = xcalloc(1, sizeof(*sc));
+    sc->cfg = cfg;
+    sc->interval_s = interval_s;
+    sc->rate = rate ? (double)rate : 64e6;
+    pthread_mutex_init(&sc->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&sc->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&sc->thread, NULL, scrub_main, sc) != 0) {
+        log_error("event=scrub_not_started");
+        pthread_mutex_destroy(&sc->mu);
+        pthread_cond_destroy(&sc->cv);
+        free(sc);
+        return NULL;
+    }
+    pthread_setname_np(sc->thread, "wl-scrub");
+    return sc;
+}
+
+void s3_scrub_stop(s3_scrub_t *sc)
+{
+    if (!sc) return;
+    pthread_mutex_lock(&sc->mu);
+    __atomic_store_n(&sc->stop, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+    pthread_join(sc->thread, NULL);
+    pthread_mutex_destroy(&sc->mu);
+    pthread_cond_destroy(&sc->cv);
+    free(sc);
+}
+
+void s3_scrub_stats(s3_scrub_t *sc, s3_scrub_stats_t *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (!sc) return;
+    pthread_mutex_lock(&sc->mu);
+    *st = sc->st;
+    pthread_mutex_unlock(&sc->mu);
+}
