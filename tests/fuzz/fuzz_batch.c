@@ -52,7 +52,8 @@ static int run(const uint8_t *d, size_t n, uint32_t entries, size_t step, acc_t 
     batch_parser_t *p;
     if (batch_parser_new(&cb, entries, &p) != 0) abort();
     int rc = 0;
-    for (size_t o = 0; o < n && rc == 0; o += step)
+    /* Bytes after the end frame are fed too: they must be refused whatever the split. */
+    for (size_t o = 0; o < n && rc >= 0; o += step)
         rc = batch_feed(p, d + o, n - o < step ? n - o : step);
     if (rc == 0 && n == 0) rc = batch_feed(p, d, 0);
     *done = batch_done(p);

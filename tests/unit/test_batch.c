@@ -295,9 +295,12 @@ static void test_request_body(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_any_split), cmocka_unit_test(test_empty_object_and_no_entries),
-        cmocka_unit_test(test_cut),            cmocka_unit_test(test_corrupt),
-        cmocka_unit_test(test_refused),        cmocka_unit_test(test_request_body),
+        cmocka_unit_test(test_good_any_split),
+        cmocka_unit_test(test_empty_object_and_no_entries),
+        cmocka_unit_test(test_cut),
+        cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_request_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
