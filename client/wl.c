@@ -371,6 +371,7 @@ int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err)
     int attempts = call->no_retry ? 1 : c->cfg.max_attempts;
     for (int attempt = 0; attempt < attempts; attempt++) {
         if (attempt > 0) {
+            atomic_fetch_add(&c->n_retries, 1);
             long cap = (long)c->cfg.backoff_ms << (attempt - 1 < 16 ? attempt - 1 : 16);
             if (cap > BACKOFF_CAP_MS) cap = BACKOFF_CAP_MS;
             long ms = (long)(rand_r(&seed) % (unsigned)(cap + 1));
@@ -387,6 +388,7 @@ int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err)
         memset(err, 0, sizeof(*err));
         rc = s3c_do(s, &call->req, &call->resp);
         s3c_resp_t *r = &call->resp;
+        if (rc == 0) atomic_fetch_add(&c->n_requests, 1);
         if (rc == 0 && r->status >= 200 && r->status < 300 && call->expect_range) {
             /* A ranged GET must return the bytes asked (fewer only at the object's end). */
             uint64_t want = call->range_len;
@@ -432,10 +434,33 @@ int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err)
             rc = wl__fail(err, WL_EIO, "%s: connection failed (%s)", what, e->url);
             continue;
         }
-        if (r->status >= 200 && r->status < 300) return WL_OK;
+        if (r->status >= 200 && r->status < 300) {
+            uint64_t moved = 0;
+            if (!strcmp(call->req.method, "GET")) {
+                moved = r->body_bytes;
+                atomic_fetch_add(&c->n_in, moved);
+            } else if (!strcmp(call->req.method, "PUT")) {
+                moved = call->req.body_len;
+                atomic_fetch_add(&c->n_out, moved);
+            }
+            if (moved && c->cfg.on_bytes) c->cfg.on_bytes(c->cfg.on_bytes_arg, moved);
+            return WL_OK;
+        }
         fill_from_resp(err, r, what);
         err->code = rc = wl__status_code(r->status);
         if (!retryable_status(r->status)) return rc;
     }
     return rc;
+}
+
+void wl_client_stats(wl_client_t *c, wl_stats_t *out)
+{
+    out->requests = atomic_load(&c->n_requests);
+    out->retries = atomic_load(&c->n_retries);
+    out->bytes_in = atomic_load(&c->n_in);
+    out->bytes_out = atomic_load(&c->n_out);
+    out->batch_requests = atomic_load(&c->n_batch);
+    out->batch_entries = atomic_load(&c->n_batch_entries);
+    out->single_gets = atomic_load(&c->n_single);
+    out->batch_unsupported = atomic_load(&c->batch_unsupported);
 }

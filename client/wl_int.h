@@ -56,6 +56,7 @@ struct wl_client {
     int n_ep;
     atomic_uint rr; /* round robin */
     atomic_int batch_unsupported;
+    atomic_uint_fast64_t n_requests, n_retries, n_in, n_out, n_batch, n_batch_entries, n_single;
 
     pthread_mutex_t tmu;
     pthread_cond_t tcv;

@@ -368,6 +368,7 @@ static void get_one_run(wl_task_t *t)
 {
     get_one_t *p = (get_one_t *)t;
     wl_item_t *it = p->it;
+    atomic_fetch_add(&p->c->n_single, 1);
     wl_stat_t st;
     wl_error_t err = {0};
     size_t got = 0;
@@ -465,6 +466,8 @@ static int bt_end(void *arg, const batch_entry_t *e)
             it->code = 0;
             it->got = (size_t)e->payload_len;
             it->s3_code[0] = 0;
+            atomic_fetch_add(&b->c->n_in, e->payload_len);
+            if (b->c->cfg.on_bytes) b->c->cfg.on_bytes(b->c->cfg.on_bytes_arg, e->payload_len);
         }
     } else {
         it->code = wl__status_code(e->status);
@@ -520,8 +523,13 @@ static void batch_run(wl_task_t *t)
                               .sink = bt_sink,
                               .sink_arg = b},
                       .no_retry = 1};
+    atomic_fetch_add(&b->c->n_batch, 1);
     int rc = wl__request(b->c, &call, &b->err);
     int st = call.resp.status;
+    uint32_t delivered = 0;
+    for (size_t i = 0; i < b->n; i++)
+        delivered += b->done[i];
+    atomic_fetch_add(&b->c->n_batch_entries, delivered);
     if (rc && st == 403) {
         b->rc = rc;
     } else if (rc && st >= 400 && st < 500) {

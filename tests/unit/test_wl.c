@@ -928,6 +928,12 @@ static void test_batch_get(void **state)
     check_items(it, bufs);
     assert_true(atomic_load(&f->batch_posts) >= 1);
     assert_int_equal(atomic_load(&f->gets), 0);
+    wl_stats_t ws;
+    wl_client_stats(c, &ws);
+    assert_int_equal(ws.batch_entries, NB);
+    assert_int_equal(ws.single_gets, 0);
+    assert_int_equal(ws.batch_requests, (uint64_t)atomic_load(&f->batch_posts));
+    assert_int_equal(ws.batch_unsupported, 0);
     /* A stream cut mid-entry, and one with a corrupt entry: the rest come singly. */
     for (int mode = 2; mode <= 3; mode++) {
         atomic_store(&f->batch_mode, mode);
@@ -955,6 +961,10 @@ static void test_batch_get(void **state)
     }
     int posts = atomic_load(&f->batch_posts);
     assert_true(posts >= 1 && posts <= 4); /* the first call's batches only */
+    wl_client_stats(c, &ws);
+    assert_int_equal(ws.batch_unsupported, 1);
+    assert_int_equal(ws.single_gets, 2 * NB);
+    assert_int_equal(ws.batch_entries, 0);
     wl_client_free(c);
     /* Batch GET turned off: never tried. */
     atomic_store(&f->batch_mode, 1);

@@ -69,6 +69,10 @@ typedef struct {
     int timeout_ms;         /* per socket operation; default 120000 */
     int no_batch;           /* 1: never try warmlake's batch GET (plain S3) */
     int no_verify;          /* 1: do not compute MD5s of uploads */
+    /* Called (from any of the client's threads, or the caller's) after each successful
+       request with the body bytes it moved: progress meters. May be NULL. */
+    void (*on_bytes)(void *arg, uint64_t n);
+    void *on_bytes_arg;
 } wl_config_t;
 
 typedef struct {
@@ -93,6 +97,20 @@ const char *wl_strerror(int code);
 int wl_client_new(const wl_config_t *cfg, wl_client_t **out);
 /* Closes connections and stops threads. No call may be running. NULL is a no-op. */
 void wl_client_free(wl_client_t *c);
+
+/* Counters since the client was made (any thread; each read is a snapshot). */
+typedef struct {
+    uint64_t requests;       /* responses received, any status */
+    uint64_t retries;        /* attempts after the first */
+    uint64_t bytes_in;       /* body bytes of successful GETs */
+    uint64_t bytes_out;      /* body bytes of successful PUTs */
+    uint64_t batch_requests; /* batch GET POSTs sent */
+    uint64_t batch_entries;  /* entries delivered by batch GET */
+    uint64_t single_gets;    /* entries fetched with single GETs by wl_get_many/wl_get_batch */
+    int batch_unsupported;   /* 1 once a server refused batch GET */
+} wl_stats_t;
+
+void wl_client_stats(wl_client_t *c, wl_stats_t *out);
 
 typedef struct {
     uint64_t size;
