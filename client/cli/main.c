@@ -703,11 +703,11 @@ static int cmd_sync(int argc, char **argv)
         if (!is_dir(argv[0])) return usage_err("sync: %s is not a directory", argv[0]);
         rc = walk(argv[0], "", rd.key, &all);
         if (list_all(rd.bucket, rd.key, &es)) return 1;
-        qsort(es.v, es.n, sizeof(ent_t), cmp_key);
+        if (es.n) qsort(es.v, es.n, sizeof(ent_t), cmp_key);
         todo.bucket = rd.bucket;
         for (size_t i = 0; i < all.n; i++) {
             ent_t k = {.key = all.v[i].key};
-            ent_t *r = bsearch(&k, es.v, es.n, sizeof(ent_t), cmp_key);
+            ent_t *r = es.n ? bsearch(&k, es.v, es.n, sizeof(ent_t), cmp_key) : NULL;
             struct stat st;
             if (r && stat(all.v[i].local, &st) == 0 && r->size == all.v[i].size &&
                 st.st_mtime <= parse_time(r->date))
@@ -718,11 +718,11 @@ static int cmd_sync(int argc, char **argv)
     } else {
         rc = remote_jobs(&rs, argv[1], &all);
         if (list_all(rs.bucket, rs.key, &es)) return 1;
-        qsort(es.v, es.n, sizeof(ent_t), cmp_key);
+        if (es.n) qsort(es.v, es.n, sizeof(ent_t), cmp_key);
         todo.bucket = rs.bucket;
         for (size_t i = 0; i < all.n; i++) {
             ent_t k = {.key = all.v[i].key};
-            ent_t *r = bsearch(&k, es.v, es.n, sizeof(ent_t), cmp_key);
+            ent_t *r = es.n ? bsearch(&k, es.v, es.n, sizeof(ent_t), cmp_key) : NULL;
             struct stat st;
             if (r && stat(all.v[i].local, &st) == 0 && (uint64_t)st.st_size == r->size &&
                 st.st_mtime >= parse_time(r->date))
