@@ -298,8 +298,11 @@ class ShardDataset(IterableDataset):
             yield b
 
     def observe(self, batch):
+        """Record the samples of one batch (or one sample) as consumed."""
         if isinstance(batch, dict):
             gids, seqs = batch["__gid__"], batch["__seq__"]
+            if isinstance(gids, int) or (torch.is_tensor(gids) and gids.dim() == 0):
+                gids, seqs = [gids], [seqs]  # one sample (batch_size=None)
             pairs = zip([int(g) for g in gids], [int(s) for s in seqs])
         elif isinstance(batch, (list, tuple)):
             pairs = [(int(s["__gid__"]), int(s["__seq__"])) for s in batch]
