@@ -390,17 +390,25 @@ int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err)
         s3c_resp_t *r = &call->resp;
         if (rc == 0) atomic_fetch_add(&c->n_requests, 1);
         if (rc == 0 && r->status >= 200 && r->status < 300 && call->expect_range) {
-            /* A ranged GET must return the bytes asked (fewer only at the object's end). */
-            uint64_t want = call->range_len;
-            if (r->range_total && call->range_off + want > r->range_total)
-                want = r->range_total > call->range_off ? r->range_total - call->range_off : 0;
-            if (r->status == 206 && (r->range_start != call->range_off || r->body_bytes != want)) {
+            /* A ranged GET must return the bytes asked (fewer only at the object's end). A
+               200 is the whole object: acceptable only as the first bytes of a range from 0. */
+            const char *bad = NULL;
+            if (r->status == 206) {
+                uint64_t end = call->range_len ? call->range_off + call->range_len : UINT64_MAX;
+                if (r->range_total && end > r->range_total) end = r->range_total;
+                uint64_t want = end > call->range_off ? end - call->range_off : 0;
+                if (r->range_start != call->range_off || r->body_bytes != want)
+                    bad = "a Content-Range other than asked";
+            } else if (!call->whole_ok && (call->range_off != 0 ||
+                                           (call->range_len && r->body_bytes > call->range_len))) {
+                bad = "the whole object for a range";
+            }
+            if (bad) {
                 s3c_close(s);
                 conn_put(e, s);
-                rc =
-                    wl__fail(err, WL_ECORRUPT, "%s: asked bytes %llu+%llu, got %llu+%llu", what,
-                             (unsigned long long)call->range_off, (unsigned long long)want,
-                             (unsigned long long)r->range_start, (unsigned long long)r->body_bytes);
+                rc = wl__fail(err, WL_ECORRUPT, "%s: asked bytes %llu+%llu, got %s", what,
+                              (unsigned long long)call->range_off,
+                              (unsigned long long)call->range_len, bad);
                 continue;
             }
         }

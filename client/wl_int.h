@@ -70,9 +70,9 @@ struct wl_client {
 typedef struct {
     s3c_req_t req;
     s3c_resp_t resp;
-    /* statuses that are not failures besides 2xx (e.g. 404 for a HEAD probe): none */
-    int expect_range; /* a ranged GET: the body must be exactly range_len bytes */
+    int expect_range; /* a ranged GET (range_len 0: to the end): the body must be that range */
     uint64_t range_off, range_len;
+    int whole_ok;    /* a 200 with the whole object answers the range well too */
     char *body_copy; /* the kept response body copied out (want_body), malloc'd */
     size_t body_copy_len;
     int want_body;
@@ -113,6 +113,10 @@ void wl__submit_task(wl_client_t *c, wl_task_t *t);
 /* Single GET into a buffer (wl_obj.c), error into err. */
 int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
             void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err);
+/* The same; whole_ok: a 200 with the whole object is a good answer to the range (the first
+   part of a whole-object read). */
+int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
+               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err);
 int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st, wl_error_t *err);
 /* Single PUT from a buffer or a fill callback. */
 int wl__put_one(wl_client_t *c, const char *path, const char *query, const void *buf,

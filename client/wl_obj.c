@@ -44,6 +44,12 @@ int wl_stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st)
 int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
             void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err)
 {
+    return wl__get_ex(c, bucket, key, off, len, 0, buf, cap, got, st, err);
+}
+
+int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
+               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err)
+{
     char path[WL_PATH_MAX], range[64];
     if (got) *got = 0;
     if (wl__path(bucket, key, path)) return wl__fail(err, WL_EINVAL, "bucket or key too long");
@@ -59,7 +65,8 @@ int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, u
     }
     wl_call_t call = {
         .req = {.method = "GET", .path = path, .headers = hdrs, .dst = buf, .dst_cap = cap},
-        .expect_range = len != 0,
+        .expect_range = off || len,
+        .whole_ok = whole_ok,
         .range_off = off,
         .range_len = len};
     int rc = wl__request(c, &call, err);

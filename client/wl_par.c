@@ -111,11 +111,11 @@ static int get_whole(wl_client_t *c, const char *bucket, const char *key, char *
     char *tmp = NULL;
     if (got) *got = 0;
     if (buf) {
-        rc = wl__get(c, bucket, key, 0, P, buf, cap, &first, &st, err);
+        rc = wl__get_ex(c, bucket, key, 0, P, 1, buf, cap, &first, &st, err);
     } else {
         tmp = malloc((size_t)P);
         if (!tmp) return wl__fail(err, WL_ENOMEM, "out of memory");
-        rc = wl__get(c, bucket, key, 0, P, tmp, (size_t)P, &first, &st, err);
+        rc = wl__get_ex(c, bucket, key, 0, P, 1, tmp, (size_t)P, &first, &st, err);
     }
     if (rc == WL_ERANGE) /* an empty object has no byte 0 */
         rc =

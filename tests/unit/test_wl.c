@@ -111,6 +111,7 @@ typedef struct {
     atomic_int fail_503, fail_reset, fail_short, fail_part;
     atomic_int delay_us;   /* every GET waits this long */
     atomic_int etag_flip;  /* ranges after byte 0 carry another ETag */
+    atomic_int no_ranges;  /* Range is ignored: 200 and the whole object */
     atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt */
     atomic_int batch_at;   /* the entry cut or corrupted */
     atomic_int req_seq;
@@ -381,7 +382,8 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
             reply_error(f, fd, 404, "NoSuchKey", head);
         } else {
             unsigned long long a = 0, b = o->len ? o->len - 1 : 0;
-            int ranged = range && sscanf(range, "bytes=%llu-%llu", &a, &b) >= 1;
+            int ranged = range && !atomic_load(&f->no_ranges) &&
+                         sscanf(range, "bytes=%llu-%llu", &a, &b) >= 1;
             if (ranged && b >= o->len) b = o->len - 1;
             char extra[512];
             const char *etag = ranged && a > 0 && atomic_load(&f->etag_flip) ? "other" : o->etag;
@@ -784,6 +786,18 @@ static void test_ranged_assembly(void **state)
     atomic_store(&f->etag_flip, 1);
     size_t got;
     assert_int_equal(wl_get_parallel(c, "bkt", "obj", buf, 18u << 20, &got, NULL), WL_ECORRUPT);
+    atomic_store(&f->etag_flip, 0);
+    /* A server that ignores Range: its whole object is never taken for a range... */
+    atomic_store(&f->no_ranges, 1);
+    assert_int_equal(wl_get(c, "bkt", "obj", 10, 5, buf, 18u << 20, &got, NULL), WL_ECORRUPT);
+    assert_int_equal(wl_get(c, "bkt", "obj", 10, 0, buf, 18u << 20, &got, NULL), WL_ECORRUPT);
+    /* ...but is a whole-object read done in one part. */
+    size_t n = (17u << 20) + 12345;
+    uint8_t *data = pattern(n, 15);
+    assert_int_equal(wl_get_parallel(c, "bkt", "obj", buf, 18u << 20, &got, NULL), WL_OK);
+    assert_int_equal(got, n);
+    assert_memory_equal(buf, data, n);
+    free(data);
     wl_client_free(c);
     fake_stop(f);
     free(buf);
