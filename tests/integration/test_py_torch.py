@@ -235,3 +235,18 @@ def test_checkpoint_round_trip_and_torn(server, client):
     client.put("trn", data[0], b"\0" * 40)
     with pytest.raises(warmlake.WarmlakeError):
         wt.load_checkpoint(client, "trn", "ck/step1")
+
+
+def test_spawned_workers(server, client):
+    """Datasets and clients cross into spawned processes as their configuration."""
+    import pickle
+    import warmlake.torch as wt
+    for i in range(10):
+        client.put("trn", "sp/%d" % i, sample_bytes(i))
+    c2 = pickle.loads(pickle.dumps(client))
+    assert c2.get("trn", "sp/3") == sample_bytes(3)
+    c2.close()
+    ds = wt.ObjectDataset("trn", prefix="sp/", client=client)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context="spawn")
+    assert sorted(loader) == sorted(sample_bytes(i) for i in range(10))

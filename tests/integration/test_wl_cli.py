@@ -211,3 +211,37 @@ def test_config_files_and_node_list(server, tmp, mode):
     wl(server, "cp", "-r", "wl://cfg/n", os.path.join(tmp, "dst"), mode=mode,
        env={"WARMLAKE_ENDPOINTS": nodes}, endpoint=False)
     assert tree_hashes(os.path.join(tmp, "dst")) == want
+
+
+def test_progress_on_terminal(server, tmp):
+    """On a terminal the meter draws (bytes, total, rate); --quiet and --json keep it off."""
+    import pty
+    src = os.path.join(tmp, "f")
+    with open(src, "wb") as f:
+        f.write(os.urandom(3_000_000))
+    wl(server, "mb", "wl://tty")
+
+    def run(*args):
+        master, slave = pty.openpty()
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=AK, AWS_SECRET_ACCESS_KEY=SK,
+                   AWS_ENDPOINT_URL=server.endpoint)
+        p = subprocess.Popen([WL] + list(args), stdout=subprocess.PIPE, stderr=slave, env=env)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                b = os.read(master, 4096)
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+        p.wait(timeout=60)
+        os.close(master)
+        assert p.returncode == 0
+        return out.decode(errors="replace")
+
+    err = run("cp", src, "wl://tty/f")
+    assert "/ 2.9 MiB" in err and "/s" in err
+    assert run("--quiet", "cp", src, "wl://tty/g") == ""
+    assert run("--json", "cp", "wl://tty/f", os.path.join(tmp, "back")) == ""
