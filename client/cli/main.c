@@ -613,6 +613,18 @@ static int walk(const char *dir, const char *rel, const char *prefix, jobs_t *j)
     return rc;
 }
 
+/* Whether a relative path has a ".." component (or an empty one: "a//b"). */
+static int escapes(const char *rel)
+{
+    for (const char *p = rel; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.')) return 1;
+        p += n;
+        if (*p) p++;
+    }
+    return 0;
+}
+
 /* Remote keys under prefix as downloads into dir. */
 static int remote_jobs(const rpath_t *rp, const char *dir, jobs_t *j)
 {
@@ -623,8 +635,12 @@ static int remote_jobs(const rpath_t *rp, const char *dir, jobs_t *j)
         const char *rel = es.v[i].key + pl;
         while (*rel == '/')
             rel++;
-        if (!*rel || strstr(rel, "..") || es.v[i].key[strlen(es.v[i].key) - 1] == '/')
-            continue; /* a directory marker, or a key that would leave dir */
+        if (!*rel || es.v[i].key[strlen(es.v[i].key) - 1] == '/' || escapes(rel)) {
+            /* A directory marker, or a key that would land outside dir. */
+            if (*rel && escapes(rel))
+                fprintf(stderr, "wl: skipping %s: it would land outside %s\n", es.v[i].key, dir);
+            continue;
+        }
         char path[PATH_MAX * 2];
         snprintf(path, sizeof(path), "%s/%s", dir, rel);
         jobs_add(j, path, es.v[i].key, es.v[i].size);

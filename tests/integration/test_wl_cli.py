@@ -245,3 +245,16 @@ def test_progress_on_terminal(server, tmp):
     assert "/ 2.9 MiB" in err and "/s" in err
     assert run("--quiet", "cp", src, "wl://tty/g") == ""
     assert run("--json", "cp", "wl://tty/f", os.path.join(tmp, "back")) == ""
+
+
+def test_download_never_leaves_target(server, tmp, mode):
+    """Keys with '..' components are skipped (reported), not written outside the target."""
+    s3 = s3_client(server.endpoint)
+    wl(server, "mb", "wl://esc", mode=mode)
+    s3.put_object(Bucket="esc", Key="up/ok..name", Body=b"fine")
+    s3.put_object(Bucket="esc", Key="up/../evil", Body=b"evil")
+    s3.put_object(Bucket="esc", Key="up/a/../../evil2", Body=b"evil")
+    dst = os.path.join(tmp, "inner", "dst")
+    _, err = wl(server, "cp", "-r", "wl://esc/up", dst, mode=mode)
+    assert tree_hashes(os.path.join(tmp, "inner")) == {"dst/ok..name": sha(b"fine")}
+    assert "up/a/../../evil2" in err
