@@ -84,7 +84,7 @@ typedef struct {
  * came (and the body checks held); else the code, with err filled. Any
  * thread.
  */
-int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err);
+int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err) WL_MUST_CHECK;
 
 /* Code for an error status. */
 int wl__status_code(int status);
@@ -112,17 +112,20 @@ void wl__submit_task(wl_client_t *c, wl_task_t *t);
 
 /* Single GET into a buffer (wl_obj.c), error into err. */
 int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
-            void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err);
+            void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err) WL_MUST_CHECK;
 /* The same; whole_ok: a 200 with the whole object is a good answer to the range (the first
    part of a whole-object read). */
 int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
-               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err);
-int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st, wl_error_t *err);
+               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st,
+               wl_error_t *err) WL_MUST_CHECK;
+int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st,
+             wl_error_t *err) WL_MUST_CHECK;
 /* Single PUT from a buffer or a fill callback. */
 int wl__put_one(wl_client_t *c, const char *path, const char *query, const void *buf,
                 s3c_fill_fn fill, void *fill_arg, uint64_t len, const char *content_type,
-                char *etag, wl_error_t *err);
+                char *etag, wl_error_t *err) WL_MUST_CHECK;
 /* MD5 of the bytes given by fill (or buf) as hex into hex[33]; 0 or WL_ENOMEM. */
-int wl__md5(const void *buf, s3c_fill_fn fill, void *fill_arg, uint64_t len, char hex[33]);
+int wl__md5(const void *buf, s3c_fill_fn fill, void *fill_arg, uint64_t len,
+            char hex[33]) WL_MUST_CHECK;
 
 #endif

@@ -306,11 +306,16 @@ static int multipart(wl_client_t *c, const char *path, const src_t *src, uint64_
     free(done.body_copy);
     if (rc == 0) goto out;
 abort:;
-    /* Parts left behind would hold space until a lifecycle rule found them. */
-    wl_error_t ignored = {0};
+    /* Parts left behind would hold space until a lifecycle rule found them. The upload's
+       own error is what the caller gets; a failed abort is added to its message. */
+    wl_error_t abort_err = {0};
     snprintf(q, sizeof(q), "uploadId=%s", eid);
     wl_call_t ab = {.req = {.method = "DELETE", .path = path, .query = q}};
-    (void)wl__request(c, &ab, &ignored);
+    if (wl__request(c, &ab, &abort_err) != 0) {
+        size_t ml = strlen(err->message);
+        snprintf(err->message + ml, sizeof(err->message) - ml, "; abort failed too: %s",
+                 abort_err.message);
+    }
 out:
     free(parts);
     free(body);

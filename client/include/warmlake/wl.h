@@ -41,6 +41,13 @@
 extern "C" {
 #endif
 
+/* Results that must be looked at (every int-returning function here). */
+#if defined(__GNUC__) || defined(__clang__)
+#define WL_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define WL_MUST_CHECK
+#endif
+
 /* Return codes (the values of warmlake's common/err.h, plus WL_ESERVER). */
 #define WL_OK        0
 #define WL_ENOMEM    (-1)   /* out of memory */
@@ -94,7 +101,7 @@ const char *wl_strerror(int code);
  * WL_OK with *out set, WL_EINVAL (no endpoint, a malformed one) or
  * WL_ENOMEM. No connection is made until the first request.
  */
-int wl_client_new(const wl_config_t *cfg, wl_client_t **out);
+int wl_client_new(const wl_config_t *cfg, wl_client_t **out) WL_MUST_CHECK;
 /* Closes connections and stops threads. No call may be running. NULL is a no-op. */
 void wl_client_free(wl_client_t *c);
 
@@ -120,7 +127,7 @@ typedef struct {
 } wl_stat_t;
 
 /* HEAD: size, ETag, dates. WL_ENOTFOUND when absent. */
-int wl_stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st);
+int wl_stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st) WL_MUST_CHECK;
 
 /*
  * One GET of bytes off..off+len-1 (len 0: from off to the end; off 0 len 0:
@@ -129,7 +136,7 @@ int wl_stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st);
  * WL_ETOOLARGE when the body is larger than cap (nothing useful in buf).
  */
 int wl_get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
-           void *buf, size_t cap, size_t *got, wl_stat_t *st);
+           void *buf, size_t cap, size_t *got, wl_stat_t *st) WL_MUST_CHECK;
 
 /*
  * The whole object into buf in parallel ranged parts of part_size: the first
@@ -137,11 +144,12 @@ int wl_get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, ui
  * carry the first part's ETag. Same results as wl_get.
  */
 int wl_get_parallel(wl_client_t *c, const char *bucket, const char *key, void *buf, size_t cap,
-                    size_t *got, wl_stat_t *st);
+                    size_t *got, wl_stat_t *st) WL_MUST_CHECK;
 
 /* The whole object written to fd (pwrite at offsets, parallel parts as above; the file
    is not truncated). WL_EIO also when a pwrite fails. */
-int wl_get_fd(wl_client_t *c, const char *bucket, const char *key, int fd, wl_stat_t *st);
+int wl_get_fd(wl_client_t *c, const char *bucket, const char *key, int fd,
+              wl_stat_t *st) WL_MUST_CHECK;
 
 /*
  * PUT len bytes of buf. Up to part_size it is one PUT; larger, a multipart
@@ -149,16 +157,16 @@ int wl_get_fd(wl_client_t *c, const char *bucket, const char *key, int fd, wl_st
  * left behind). etag (may be NULL, 128 bytes): the ETag returned.
  */
 int wl_put(wl_client_t *c, const char *bucket, const char *key, const void *buf, size_t len,
-           const char *content_type, char *etag);
+           const char *content_type, char *etag) WL_MUST_CHECK;
 /* The same reading size bytes from fd (pread at offsets). */
 int wl_put_fd(wl_client_t *c, const char *bucket, const char *key, int fd, uint64_t size,
-              const char *content_type, char *etag);
+              const char *content_type, char *etag) WL_MUST_CHECK;
 
 /* DELETE an object (S3: no error when it is absent). */
-int wl_delete(wl_client_t *c, const char *bucket, const char *key);
+int wl_delete(wl_client_t *c, const char *bucket, const char *key) WL_MUST_CHECK;
 /* Create / delete a bucket. */
-int wl_bucket_create(wl_client_t *c, const char *bucket);
-int wl_bucket_delete(wl_client_t *c, const char *bucket);
+int wl_bucket_create(wl_client_t *c, const char *bucket) WL_MUST_CHECK;
+int wl_bucket_delete(wl_client_t *c, const char *bucket) WL_MUST_CHECK;
 
 typedef struct {
     char *key; /* a bucket's name for wl_list_buckets */
@@ -182,9 +190,9 @@ typedef struct {
  * at most max_keys (0: server default). *out is the caller's: wl_list_free.
  */
 int wl_list(wl_client_t *c, const char *bucket, const char *prefix, const char *delimiter,
-            const char *token, int max_keys, wl_list_t **out);
+            const char *token, int max_keys, wl_list_t **out) WL_MUST_CHECK;
 /* The buckets (objects[i].key is the name). */
-int wl_list_buckets(wl_client_t *c, wl_list_t **out);
+int wl_list_buckets(wl_client_t *c, wl_list_t **out) WL_MUST_CHECK;
 void wl_list_free(wl_list_t *l);
 
 /* One entry of a multi-object GET. */
@@ -206,7 +214,7 @@ typedef struct {
  * the number of items that failed (their code says why), or a negative code
  * when the call could not run at all (WL_ENOMEM).
  */
-int wl_get_many(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n);
+int wl_get_many(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n) WL_MUST_CHECK;
 
 /*
  * The same through warmlake's batch GET: a few POST ?batch-get requests
@@ -216,7 +224,7 @@ int wl_get_many(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n);
  * Entries a cut stream did not deliver are fetched singly. A 403 on the
  * batch itself fails the call with WL_EDENIED.
  */
-int wl_get_batch(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n);
+int wl_get_batch(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n) WL_MUST_CHECK;
 
 /*
  * Presigned URL for method ("GET", "PUT" ...) on bucket/key valid for
@@ -224,7 +232,7 @@ int wl_get_batch(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n)
  * without credentials or when out is short.
  */
 int wl_presign(wl_client_t *c, const char *method, const char *bucket, const char *key,
-               long expires, char *out, size_t cap);
+               long expires, char *out, size_t cap) WL_MUST_CHECK;
 
 /*
  * A prefetch queue: GETs pushed in order run ahead of the consumer, at most
@@ -235,16 +243,17 @@ int wl_presign(wl_client_t *c, const char *method, const char *bucket, const cha
 typedef struct wl_prefetch wl_prefetch_t;
 
 int wl_prefetch_new(wl_client_t *c, const char *bucket, int depth, size_t mem_bound,
-                    wl_prefetch_t **out);
+                    wl_prefetch_t **out) WL_MUST_CHECK;
 /* Queue a GET of key (len 0: whole object; its size found by HEAD). tag comes back. */
-int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len, void *tag);
+int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                     void *tag) WL_MUST_CHECK;
 /*
  * The oldest pushed entry, waiting for it. *data is malloc'd and becomes the
  * caller's (free() it; it no longer counts against mem_bound); *len its
  * length; *tag the push's tag. Returns the entry's code (*data NULL on
  * failure), or WL_EINVAL when nothing is queued.
  */
-int wl_prefetch_next(wl_prefetch_t *pf, void **data, size_t *len, void **tag);
+int wl_prefetch_next(wl_prefetch_t *pf, void **data, size_t *len, void **tag) WL_MUST_CHECK;
 /* Waits for running entries, drops the rest. NULL is a no-op. */
 void wl_prefetch_free(wl_prefetch_t *pf);
 
