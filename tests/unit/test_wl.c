@@ -115,6 +115,10 @@ typedef struct {
     atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt */
     atomic_int batch_at;   /* the entry cut or corrupted */
     atomic_int req_seq;
+    /* open connections, shut down by fake_stop, which waits for their threads */
+    pthread_mutex_t cmu;
+    int cfds[256];
+    int nconns;
 } fake_t;
 
 typedef struct {
@@ -491,7 +495,12 @@ static void *conn_main(void *arg)
     size_t have = 0;
     while (!atomic_load(&ca->f->stop) && serve_one(ca->f, ca->fd, buf, &have) == 0) {
     }
+    fake_t *f = ca->f;
+    pthread_mutex_lock(&f->cmu);
+    for (int i = 0; i < f->nconns; i++)
+        if (f->cfds[i] == ca->fd) f->cfds[i] = f->cfds[--f->nconns];
     close(ca->fd);
+    pthread_mutex_unlock(&f->cmu);
     free(buf);
     free(ca);
     return NULL;
@@ -511,6 +520,10 @@ static void *accept_main(void *arg)
         conn_arg_t *ca = malloc(sizeof(*ca));
         ca->f = f;
         ca->fd = fd;
+        pthread_mutex_lock(&f->cmu);
+        assert_true(f->nconns < 256);
+        f->cfds[f->nconns++] = fd;
+        pthread_mutex_unlock(&f->cmu);
         pthread_t t;
         assert_int_equal(pthread_create(&t, NULL, conn_main, ca), 0);
         pthread_detach(t);
@@ -521,6 +534,7 @@ static void *accept_main(void *arg)
 static fake_t *fake_start(void)
 {
     fake_t *f = calloc(1, sizeof(*f));
+    pthread_mutex_init(&f->cmu, NULL);
     f->lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(bind(f->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
@@ -532,13 +546,24 @@ static fake_t *fake_start(void)
     return f;
 }
 
-/* Stops accepting; connections still open end when their client closes them. */
+/* Stops accepting, shuts the open connections down and waits for their threads. */
 static void fake_stop(fake_t *f)
 {
     atomic_store(&f->stop, 1);
     shutdown(f->lfd, SHUT_RDWR);
     pthread_join(f->th, NULL);
     close(f->lfd);
+    for (int i = 0;; i++) {
+        pthread_mutex_lock(&f->cmu);
+        int n = f->nconns;
+        for (int j = 0; j < n; j++)
+            shutdown(f->cfds[j], SHUT_RDWR);
+        pthread_mutex_unlock(&f->cmu);
+        if (n == 0) break;
+        assert_true(i < 10000); /* 10 s */
+        usleep(1000);
+    }
+    pthread_mutex_destroy(&f->cmu);
     free(f);
 }
 
