@@ -161,6 +161,37 @@ int wl__put_one(wl_client_t *c, const char *path, const char *query, const void 
     return 0;
 }
 
+int wl_copy(wl_client_t *c, const char *src_bucket, const char *src_key, const char *bucket,
+            const char *key, char *etag)
+{
+    wl_error_t err = {0};
+    char path[WL_PATH_MAX], src[WL_PATH_MAX];
+    if (!key || !*key || !src_key || !*src_key || wl__path(bucket, key, path) ||
+        wl__path(src_bucket, src_key, src))
+        return wl__ret(&err, wl__fail(&err, WL_EINVAL, "bad bucket or key"));
+    const char *hdrs[] = {"x-amz-copy-source", src, NULL};
+    wl_call_t call = {.req = {.method = "PUT", .path = path, .headers = hdrs}, .want_body = 1};
+    int rc = wl__request(c, &call, &err);
+    if (rc == 0) {
+        char code[64], tag[128];
+        const char *b = call.body_copy ? call.body_copy : "";
+        s3c_xml_text(b, call.body_copy_len, "Code", code, sizeof(code));
+        s3c_xml_text(b, call.body_copy_len, "ETag", tag, sizeof(tag));
+        if (code[0]) {
+            snprintf(err.s3_code, sizeof(err.s3_code), "%s", code);
+            rc = wl__fail(&err, WL_ESERVER, "copy to %s: %s", path, code);
+        } else if (etag) {
+            size_t tl = strlen(tag);
+            if (tl >= 2 && tag[0] == '"' && tag[tl - 1] == '"')
+                snprintf(etag, 128, "%.*s", (int)tl - 2, tag + 1);
+            else
+                snprintf(etag, 128, "%s", tag);
+        }
+    }
+    free(call.body_copy);
+    return wl__ret(&err, rc);
+}
+
 /* ---- DELETE, buckets ---- */
 
 static int simple(wl_client_t *c, const char *method, const char *bucket, const char *key)

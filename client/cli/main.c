@@ -649,6 +649,64 @@ static int remote_jobs(const rpath_t *rp, const char *dir, jobs_t *j)
     return 0;
 }
 
+typedef struct {
+    const rpath_t *src, *dst;
+    ents_t *es;
+} cp_t;
+
+static int copy_one(void *arg, size_t i)
+{
+    cp_t *x = arg;
+    const char *key = x->es->v[i].key;
+    char dkey[2048], what[2400], etag[128];
+    const char *rel = key + strlen(x->src->key);
+    while (*rel == '/')
+        rel++;
+    if (!*rel) /* a single copy to a named key */
+        snprintf(dkey, sizeof(dkey), "%s", x->dst->key);
+    else if (join_key(x->dst->key, rel, dkey, sizeof(dkey)) != 0)
+        return 1;
+    snprintf(what, sizeof(what), "copy wl://%s/%s", x->src->bucket, key);
+    if (wl_copy(cl, x->src->bucket, key, x->dst->bucket, dkey, etag) != WL_OK) return fail(what);
+    char src[1400], dst[2400];
+    snprintf(src, sizeof(src), "wl://%s/%s", x->src->bucket, key);
+    snprintf(dst, sizeof(dst), "wl://%s/%s", x->dst->bucket, dkey);
+    report("copy", src, dst, x->es->v[i].size, etag);
+    return 0;
+}
+
+/* wl:// to wl://: server-side copies, a key or (-r) every key under a prefix. */
+static int copy_remote(const rpath_t *src, const rpath_t *dst)
+{
+    ents_t es = {0};
+    rpath_t d = *dst;
+    if (opt.recursive) {
+        if (list_all(src->bucket, src->key, &es)) return 1;
+    } else {
+        if (!src->key[0]) return usage_err("cp: want wl://BUCKET/KEY (or -r)");
+        size_t dl = strlen(d.key);
+        es.v = calloc(1, sizeof(ent_t));
+        es.n = es.cap = 1;
+        es.v[0].key = strdup(src->key);
+        if (!es.v[0].key) return usage_err("out of memory");
+        /* Into a "directory": the source's base name under it. */
+        rpath_t s = *src;
+        snprintf(s.key, sizeof(s.key), "%.*s", (int)(base_name(src->key) - src->key), src->key);
+        if (dl && d.key[dl - 1] != '/') {
+            /* A named target: copy_one joins the empty remainder to it. */
+            snprintf(s.key, sizeof(s.key), "%s", src->key);
+        }
+        cp_t x = {&s, &d, &es};
+        size_t failed = xfer_run(1, 1, copy_one, &x);
+        ents_free(&es);
+        return failed ? 1 : 0;
+    }
+    cp_t x = {src, &d, &es};
+    size_t failed = xfer_run(es.n, opt.jobs * 4, copy_one, &x);
+    ents_free(&es);
+    return failed ? 1 : 0;
+}
+
 static int cmd_cp(int argc, char **argv)
 {
     if (argc != 2) return usage_err("cp: want SRC DST");
@@ -656,7 +714,7 @@ static int cmd_cp(int argc, char **argv)
     int sr = remote(argv[0], &rs), dr = remote(argv[1], &rd);
     jobs_t j = {0};
     int rc;
-    if (sr && dr) return usage_err("cp: copies between two wl:// paths are not supported");
+    if (sr && dr) return copy_remote(&rs, &rd);
     if (!sr && !dr) return usage_err("cp: one side must be a wl:// path");
     if (!sr) {
         j.bucket = rd.bucket;

@@ -73,6 +73,9 @@ def test_errors_list_delete(client):
     assert keys == ["l/%02d" % i for i in range(25)] + ["l/sub/a"]
     rolled = list(client.list("pyb", "l/", delimiter="/", page_size=10))
     assert {"prefix": "l/sub/"} in rolled and len(rolled) == 26
+    client.copy("pyb", "l/05", "pyb", "l/copy")
+    assert client.get("pyb", "l/copy") == b"x" * 5
+    client.delete("pyb", "l/copy")
     client.delete("pyb", "l/00")
     assert len(list(client.list("pyb", "l/"))) == 25
     url = client.presign("pyb", "l/03")

@@ -258,3 +258,24 @@ def test_download_never_leaves_target(server, tmp, mode):
     _, err = wl(server, "cp", "-r", "wl://esc/up", dst, mode=mode)
     assert tree_hashes(os.path.join(tmp, "inner")) == {"dst/ok..name": sha(b"fine")}
     assert "up/a/../../evil2" in err
+
+
+def test_copy_between_buckets(server, tmp, mode):
+    """wl:// to wl://: server-side copies of a key (named, or into a prefix) and of a tree."""
+    s3 = s3_client(server.endpoint)
+    for b in ("cpa", "cpb"):
+        wl(server, "mb", "wl://" + b, mode=mode)
+    blobs = {"t/x": os.urandom(100), "t/d/y": os.urandom(7_000_000), "t/z": b""}
+    for k, v in blobs.items():
+        s3.put_object(Bucket="cpa", Key=k, Body=v)
+    wl(server, "cp", "wl://cpa/t/x", "wl://cpb/named", mode=mode)
+    wl(server, "cp", "wl://cpa/t/x", "wl://cpb/into/", mode=mode)
+    out, _ = wl(server, "--json", "cp", "-r", "wl://cpa/t", "wl://cpb/tree", mode=mode)
+    assert len(out.splitlines()) == 3
+    got = {o["Key"]: sha(s3.get_object(Bucket="cpb", Key=o["Key"])["Body"].read())
+           for o in s3.list_objects_v2(Bucket="cpb")["Contents"]}
+    want = {"named": sha(blobs["t/x"]), "into/x": sha(blobs["t/x"])}
+    want.update({"tree/" + k[2:]: sha(v) for k, v in blobs.items()})
+    assert got == want
+    _, err = wl(server, "cp", "wl://cpa/none", "wl://cpb/n", mode=mode, expect=1)
+    assert "NoSuchKey" in err or "404" in err

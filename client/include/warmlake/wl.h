@@ -162,6 +162,15 @@ int wl_put(wl_client_t *c, const char *bucket, const char *key, const void *buf,
 int wl_put_fd(wl_client_t *c, const char *bucket, const char *key, int fd, uint64_t size,
               const char *content_type, char *etag) WL_MUST_CHECK;
 
+/*
+ * Server-side copy of src_bucket/src_key to bucket/key (PUT with
+ * x-amz-copy-source: no bytes pass through the client; S3 allows this up
+ * to 5 GiB). etag (may be NULL, 128 bytes): the new object's ETag. S3 may
+ * answer 200 with an error in the body: that is an error here too.
+ */
+int wl_copy(wl_client_t *c, const char *src_bucket, const char *src_key, const char *bucket,
+            const char *key, char *etag) WL_MUST_CHECK;
+
 /* DELETE an object (S3: no error when it is absent). */
 int wl_delete(wl_client_t *c, const char *bucket, const char *key) WL_MUST_CHECK;
 /* Create / delete a bucket. */

@@ -119,6 +119,7 @@ def _load():
         "wl_put": [P, S, S, P, sz, S, ctypes.c_char_p],
         "wl_put_fd": [P, S, S, I, U64, S, ctypes.c_char_p],
         "wl_delete": [P, S, S],
+        "wl_copy": [P, S, S, S, S, ctypes.c_char_p],
         "wl_bucket_create": [P, S],
         "wl_bucket_delete": [P, S],
         "wl_list": [P, S, S, S, S, I, ctypes.POINTER(ctypes.POINTER(_List))],
@@ -305,6 +306,14 @@ class Client:
             size = os.fstat(f.fileno()).st_size
             rc = _load().wl_put_fd(self._h(), _b(bucket), _b(key), f.fileno(), size,
                                    _b(content_type) if content_type else None, etag)
+        if rc:
+            _raise(rc)
+        return etag.value.decode()
+
+    def copy(self, src_bucket, src_key, bucket, key):
+        """Server-side copy (no bytes through this process). Returns the new ETag."""
+        etag = ctypes.create_string_buffer(128)
+        rc = _load().wl_copy(self._h(), _b(src_bucket), _b(src_key), _b(bucket), _b(key), etag)
         if rc:
             _raise(rc)
         return etag.value.decode()
