@@ -2,7 +2,7 @@
  * wl: the warmlake command line, over libwarmlake.
  *
  *   wl ls [wl://BUCKET[/PREFIX]] [-r]     buckets, or keys (rolled up at '/' unless -r)
- *   wl cp [-r] SRC DST                    upload, download (local <-> wl://BUCKET/KEY)
+ *   wl cp [-r] SRC DST                    upload, download, or copy server-side (wl:// to wl://)
  *   wl cat wl://BUCKET/KEY                object to stdout (ranged parts read ahead)
  *   wl rm [-r] wl://BUCKET/KEY            delete a key, or every key under a prefix
  *   wl stat wl://BUCKET/KEY               size, ETag, date, type
