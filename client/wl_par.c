@@ -802,3 +802,8 @@ void wl_prefetch_free(wl_prefetch_t *pf)
     free(pf->bucket);
     free(pf);
 }
+
+void wl_free(void *p)
+{
+    free(p);
+}

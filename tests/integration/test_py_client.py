@@ -111,3 +111,19 @@ def test_get_batch(client, server, batch):
         assert st["batch_requests"] == 0
     assert st["batch_entries"] + st["single_gets"] == 34
     c2.close()
+
+
+def test_read_ahead(client):
+    import warmlake
+    blobs = [os.urandom(1000 + i) for i in range(12)]
+    for i, b in enumerate(blobs):
+        client.put("pyb", "ra/%d" % i, b)
+    items = ["ra/%d" % i for i in range(12)]
+    items[5] = ("ra/5", 10, 20)
+    got = list(client.read_ahead("pyb", items, depth=3, mem_bound=5000))
+    want = list(blobs)
+    want[5] = blobs[5][10:30]
+    assert got == want
+    with pytest.raises(warmlake.NotFoundError):
+        list(client.read_ahead("pyb", ["ra/0", "ra/none", "ra/1"]))
+    assert list(client.read_ahead("pyb", [])) == []

@@ -265,6 +265,8 @@ int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t 
 int wl_prefetch_next(wl_prefetch_t *pf, void **data, size_t *len, void **tag) WL_MUST_CHECK;
 /* Waits for running entries, drops the rest. NULL is a no-op. */
 void wl_prefetch_free(wl_prefetch_t *pf);
+/* free() for the data wl_prefetch_next returns, for callers with another allocator (ctypes). */
+void wl_free(void *p);
 
 #ifdef __cplusplus
 }

@@ -127,11 +127,17 @@ def _load():
         "wl_get_many": [P, S, ctypes.POINTER(_Item), sz],
         "wl_get_batch": [P, S, ctypes.POINTER(_Item), sz],
         "wl_presign": [P, S, S, S, ctypes.c_long, ctypes.c_char_p, sz],
+        "wl_prefetch_new": [P, S, I, sz, ctypes.POINTER(P)],
+        "wl_prefetch_push": [P, S, U64, U64, P],
+        "wl_prefetch_next": [P, ctypes.POINTER(P), psz, ctypes.POINTER(P)],
+        "wl_prefetch_free": [P],
+        "wl_free": [P],
     }
     for name, args in sigs.items():
         f = getattr(L, name)
         f.argtypes = args
-        f.restype = None if name in ("wl_client_free", "wl_list_free", "wl_client_stats") else I
+        f.restype = None if name in ("wl_client_free", "wl_list_free", "wl_client_stats",
+                                     "wl_prefetch_free", "wl_free") else I
     L.wl_last_error.restype = ctypes.POINTER(_Err)
     L.wl_last_error.argtypes = []
     _lib = L
@@ -407,6 +413,47 @@ class Client:
                 out.append(memoryview(bufs[i]).cast("B")[:it.got])
         del keep
         return out
+
+    def read_ahead(self, bucket, items, depth=4, mem_bound=256 << 20):
+        """Yield the bytes of items in order while up to depth GETs run ahead (libwarmlake's
+        prefetch queue, at most mem_bound bytes held). items: keys (whole objects) or
+        (key, offset, length) tuples. A failed item raises its error when its turn comes."""
+        L = _load()
+        pf = ctypes.c_void_p()
+        rc = L.wl_prefetch_new(self._h(), _b(bucket), depth, mem_bound, ctypes.byref(pf))
+        if rc:
+            _raise(rc)
+        try:
+            it = iter(items)
+            pushed = taken = 0
+            done = False
+            while True:
+                while not done and pushed - taken < depth * 2:
+                    try:
+                        x = next(it)
+                    except StopIteration:
+                        done = True
+                        break
+                    key, off, ln = (x, 0, 0) if isinstance(x, (str, bytes)) else x
+                    rc = L.wl_prefetch_push(pf, _b(key), off, ln, None)
+                    if rc:
+                        _raise(rc)
+                    pushed += 1
+                if taken == pushed:
+                    return
+                data, n, tag = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_void_p()
+                rc = L.wl_prefetch_next(pf, ctypes.byref(data), ctypes.byref(n),
+                                        ctypes.byref(tag))
+                taken += 1
+                if rc:
+                    _raise(rc)
+                try:
+                    out = ctypes.string_at(data, n.value) if n.value else b""
+                finally:
+                    L.wl_free(data)
+                yield out
+        finally:
+            L.wl_prefetch_free(pf)
 
     def stats(self):
         s = _Stats()

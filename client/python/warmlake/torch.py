@@ -30,7 +30,6 @@ import io
 import json
 import os
 import random
-import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -237,34 +236,12 @@ class ShardDataset(IterableDataset):
         return order
 
     def _read(self, key):
-        """A shard's bytes in part_size chunks, the next one fetched while this one is used."""
+        """A shard's bytes in part_size chunks, in order, with the next parts in flight
+        (libwarmlake's prefetch queue)."""
         c = self._h.get()
         size = c.stat(self.bucket, key)["size"]
-        offs = list(range(0, size, self.part_size))
-        if not offs:
-            return
-        box = {}
-
-        def fetch(i):
-            try:
-                o = offs[i]
-                box[i] = c.get(self.bucket, key, o, min(self.part_size, size - o))
-            except Exception as e:  # surfaced in the consumer
-                box[i] = e
-
-        t = threading.Thread(target=fetch, args=(0,))
-        t.start()
-        for i in range(len(offs)):
-            t.join()
-            if i + 1 < len(offs):
-                t = threading.Thread(target=fetch, args=(i + 1,))
-                t.start()
-            part = box.pop(i)
-            if isinstance(part, Exception):
-                if i + 1 < len(offs):
-                    t.join()
-                raise part
-            yield part
+        parts = [(key, o, min(self.part_size, size - o)) for o in range(0, size, self.part_size)]
+        yield from c.read_ahead(self.bucket, parts, depth=3, mem_bound=4 * self.part_size)
 
     def __iter__(self):
         gid, total = self._gid()
