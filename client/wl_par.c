@@ -537,7 +537,8 @@ static void batch_run(wl_task_t *t)
     atomic_fetch_add(&b->c->n_batch_entries, delivered);
     if (rc && st == 403) {
         b->rc = rc;
-    } else if (rc && st >= 400 && st < 500 && strcmp(b->err.s3_code, "NoSuchBucket") != 0) {
+    } else if (rc && ((st >= 400 && st < 500) || st == 501) &&
+               strcmp(b->err.s3_code, "NoSuchBucket") != 0) {
         /* A server without the extension (a missing bucket is no sign of that: the single
            GETs report it per entry). */
         b->unsupported = 1;

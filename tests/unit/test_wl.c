@@ -112,7 +112,7 @@ typedef struct {
     atomic_int delay_us;   /* every GET waits this long */
     atomic_int etag_flip;  /* ranges after byte 0 carry another ETag */
     atomic_int no_ranges;  /* Range is ignored: 200 and the whole object */
-    atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt */
+    atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt, 4: 501 */
     atomic_int batch_at;   /* the entry cut or corrupted */
     atomic_int req_seq;
     /* open connections, shut down by fake_stop, which waits for their threads */
@@ -371,6 +371,8 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
         atomic_fetch_add(&f->batch_posts, 1);
         if (atomic_load(&f->batch_mode) == 0)
             reply_error(f, fd, 400, "InvalidRequest", 0);
+        else if (atomic_load(&f->batch_mode) == 4)
+            reply_error(f, fd, 501, "NotImplemented", 0);
         else
             rc = serve_batch(f, fd, body);
     } else if (!strcmp(method, "GET") || head) {
@@ -989,22 +991,25 @@ static void test_batch_get(void **state)
     assert_int_equal(wl_get_many(c, "bkt", it, NB), 1);
     check_items(it, bufs);
     wl_client_free(c);
-    /* A server without the extension: 400, then parallel GETs; the client remembers. */
-    atomic_store(&f->batch_mode, 0);
-    atomic_store(&f->batch_posts, 0);
-    c = client_for(&f, 1, 3, 0);
-    for (int round = 0; round < 2; round++) {
-        batch_items(it, bufs);
-        assert_int_equal(wl_get_batch(c, "bkt", it, NB), 1);
-        check_items(it, bufs);
+    /* A server without the extension: 400 (or 501), then parallel GETs; the client
+       remembers. */
+    for (int mode = 0; mode <= 4; mode += 4) {
+        atomic_store(&f->batch_mode, mode);
+        atomic_store(&f->batch_posts, 0);
+        c = client_for(&f, 1, 3, 0);
+        for (int round = 0; round < 2; round++) {
+            batch_items(it, bufs);
+            assert_int_equal(wl_get_batch(c, "bkt", it, NB), 1);
+            check_items(it, bufs);
+        }
+        int posts = atomic_load(&f->batch_posts);
+        assert_true(posts >= 1 && posts <= 4); /* the first call's batches only */
+        wl_client_stats(c, &ws);
+        assert_int_equal(ws.batch_unsupported, 1);
+        assert_int_equal(ws.single_gets, 2 * NB);
+        assert_int_equal(ws.batch_entries, 0);
+        wl_client_free(c);
     }
-    int posts = atomic_load(&f->batch_posts);
-    assert_true(posts >= 1 && posts <= 4); /* the first call's batches only */
-    wl_client_stats(c, &ws);
-    assert_int_equal(ws.batch_unsupported, 1);
-    assert_int_equal(ws.single_gets, 2 * NB);
-    assert_int_equal(ws.batch_entries, 0);
-    wl_client_free(c);
     /* Batch GET turned off: never tried. */
     atomic_store(&f->batch_mode, 1);
     atomic_store(&f->batch_posts, 0);

@@ -228,7 +228,7 @@ int wl_get_many(wl_client_t *c, const char *bucket, wl_item_t *items, size_t n) 
 /*
  * The same through warmlake's batch GET: a few POST ?batch-get requests
  * carry all the items and return them as one framed stream each. A server
- * answering the batch with a 4xx other than 403 lacks the extension: the
+ * answering the batch with a 4xx other than 403 (or 501) lacks the extension: the
  * client remembers that and uses wl_get_many (as it does with no_batch).
  * Entries a cut stream did not deliver are fetched singly. A 403 on the
  * batch itself fails the call with WL_EDENIED.
