@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -519,6 +520,8 @@ static void *accept_main(void *arg)
         }
         struct timeval tv = {10, 0};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        int one = 1; /* head and body go in separate sends: no Nagle wait between them */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         conn_arg_t *ca = malloc(sizeof(*ca));
         ca->f = f;
         ca->fd = fd;
@@ -1104,6 +1107,83 @@ static void test_prefetch(void **state)
     objs_clear();
 }
 
+typedef struct {
+    wl_client_t *c;
+    int id, ok;
+} hammer_t;
+
+static void *hammer(void *arg)
+{
+    hammer_t *h = arg;
+    uint8_t buf[5000];
+    for (int i = 0; i < 40; i++) {
+        char k[32];
+        int o = (h->id * 7 + i) % 20;
+        snprintf(k, sizeof(k), "h/%d", o);
+        size_t got;
+        if (wl_get(h->c, "bkt", k, 0, 0, buf, sizeof(buf), &got, NULL) != WL_OK) return NULL;
+        uint8_t *want = pattern(1000 + (size_t)o, 300 + (uint64_t)o);
+        int same = got == 1000 + (size_t)o && !memcmp(buf, want, got);
+        free(want);
+        if (!same) return NULL;
+        /* The last error is per thread: a failure here leaves the others' alone. */
+        if (i % 10 == 0 && (wl_stat(h->c, "bkt", "h/none", NULL) != WL_ENOTFOUND ||
+                            wl_last_error()->http_status != 404))
+            return NULL;
+    }
+    h->ok = 1;
+    return NULL;
+}
+
+/* Many caller threads on one client with few connections: every answer right, connections
+   shared (callers wait for one), parallel reads running alongside. */
+static void test_threads(void **state)
+{
+    (void)state;
+    fake_t *f = fake_start();
+    for (int i = 0; i < 20; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "h/%d", i);
+        uint8_t *d = pattern(1000 + (size_t)i, 300 + (uint64_t)i);
+        obj_put(k, d, 1000 + (size_t)i, NULL);
+        free(d);
+    }
+    uint8_t *big = pattern(12u << 20, 9);
+    obj_put("big", big, 12u << 20, NULL);
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", f->port);
+    wl_config_t cfg = {.endpoints = ep,
+                       .access_key = AK,
+                       .secret_key = SK,
+                       .conns_per_endpoint = 2,
+                       .threads = 3,
+                       .part_size = 5u << 20};
+    wl_client_t *c;
+    assert_int_equal(wl_client_new(&cfg, &c), WL_OK);
+    hammer_t h[8];
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++) {
+        h[i] = (hammer_t){c, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, hammer, &h[i]), 0);
+    }
+    uint8_t *buf = malloc(12u << 20);
+    for (int r = 0; r < 3; r++) {
+        size_t got;
+        assert_int_equal(wl_get_parallel(c, "bkt", "big", buf, 12u << 20, &got, NULL), WL_OK);
+        assert_memory_equal(buf, big, 12u << 20);
+    }
+    for (int i = 0; i < 8; i++) {
+        pthread_join(th[i], NULL);
+        assert_true(h[i].ok);
+    }
+    assert_int_equal(atomic_load(&f->auth_bad), 0);
+    wl_client_free(c);
+    fake_stop(f);
+    free(buf);
+    free(big);
+    objs_clear();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1112,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_retries),     cmocka_unit_test(test_ranged_assembly),
         cmocka_unit_test(test_multipart),   cmocka_unit_test(test_round_robin),
         cmocka_unit_test(test_batch_get),   cmocka_unit_test(test_prefetch),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
