@@ -150,6 +150,8 @@ def test_object_dataset_batch(server, client):
     client.put("trn", "obj/000", b"grown" * 1000)
     client.put("trn", "obj/001", b"s")
     assert ds[0] == ("obj/000", b"grown" * 1000) and ds[1] == ("obj/001", b"s")
+    assert ds[[0, 1, 2]] == [("obj/000", b"grown" * 1000), ("obj/001", b"s"),
+                             ("obj/002", sample_bytes(2))]
 
 
 def test_device_loader_cpu():

@@ -116,7 +116,9 @@ class ObjectDataset(Dataset):
                                       sizes=[self.sizes[i] for i in idxs])
         out = []
         for i, r in zip(idxs, res):
-            if isinstance(r, Exception):
+            if isinstance(r, WarmlakeError) and r.code == -11:
+                r = self._h.get().get(self.bucket, self.keys[i])  # grew since the listing
+            elif isinstance(r, Exception):
                 raise r
             out.append(self._out(bytes(r), i))
         return out
