@@ -338,21 +338,42 @@ class DeviceLoader:
             return type(b)(self._move(v) for v in b)
         return b
 
+    def _record(self, b, stream):
+        """Tell the caching allocator that b is used on stream (it was made on the side one)."""
+        if torch.is_tensor(b):
+            if b.is_cuda:
+                b.record_stream(stream)
+        elif isinstance(b, dict):
+            for v in b.values():
+                self._record(v, stream)
+        elif isinstance(b, (list, tuple)):
+            for v in b:
+                self._record(v, stream)
+
     def __iter__(self):
         if not self.cuda:
             yield from self.loader
             return
-        stream = torch.cuda.Stream()
-        nxt = None
-        for b in self.loader:
-            with torch.cuda.stream(stream):
-                moved = self._move(b)
-            if nxt is not None:
-                yield nxt
-            torch.cuda.current_stream().wait_stream(stream)
-            nxt = moved
-        if nxt is not None:
-            yield nxt
+        side = torch.cuda.Stream()
+        it = iter(self.loader)
+        end = object()
+
+        def prep():
+            try:
+                b = next(it)
+            except StopIteration:
+                return end
+            with torch.cuda.stream(side):
+                return self._move(b)
+
+        nxt = prep()
+        while nxt is not end:
+            main = torch.cuda.current_stream()
+            main.wait_stream(side)  # the consumer's work on cur waits for its copy
+            cur = nxt
+            self._record(cur, main)
+            nxt = prep()  # the next copy runs while the consumer uses cur
+            yield cur
 
     def __len__(self):
         return len(self.loader)
