@@ -6,14 +6,21 @@
  *              thread pool, one request with retries (wl__request), errors
  *   wl_obj.c   single-request operations: stat, get, put, delete, buckets,
  *              list, presign
- *   wl_par.c   parallel operations: ranged GET, multipart PUT, many GETs,
- *              batch GET, prefetch queue
+ *   wl_range.c whole-object GET in parallel ranged parts (memory or file)
+ *   wl_mpu.c   PUT: single or multipart with parallel parts
+ *   wl_many.c  many objects: parallel single GETs, batch GET with fallback
+ *   wl_prefetch.c  the prefetch queue
  *   batch.c    batch GET body and response parser (pure)
  *   s3c.c      one blocking keep-alive connection
  *
+ * Parallel operations run as tasks on the client's threads (wl__submit); a
+ * task does its requests alone and records its result in its own struct;
+ * the caller waits on a group, so no task ever waits for another (the pool
+ * cannot deadlock).
+ *
  * Locks: each endpoint's pool mutex, the thread pool's queue mutex, a
- * group's mutex, a prefetch queue's mutex; none is held while another is
- * taken, and none across I/O.
+ * group's mutex, a prefetch queue's mutex. Only the prefetch queue's is held
+ * while another is taken (the thread pool's, to submit); none across I/O.
  */
 #ifndef WL_WL_INT_H
 #define WL_WL_INT_H

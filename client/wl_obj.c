@@ -1,7 +1,7 @@
 /*
  * wl_obj: the operations of libwarmlake that are one request each (stat,
  * get, put, delete, buckets, list) and presigned URLs. Parallel ones are in
- * wl_par.c.
+ * wl_range.c, wl_mpu.c, wl_many.c and wl_prefetch.c.
  */
 #include "client/wl_int.h"
 
