@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -419,6 +420,22 @@ int wl__request(wl_client_t *c, wl_call_t *call, wl_error_t *err)
             conn_put(e, s);
             rc = wl__fail(err, WL_EIO, "%s: short body", what);
             continue;
+        }
+        if (rc == 0 && call->verify_md5 && r->status == 200 && call->req.dst &&
+            wl__md5_like(r->etag)) {
+            char md5[33];
+            int mrc = wl__md5(call->req.dst, NULL, NULL, r->body_bytes, md5);
+            if (mrc) {
+                conn_put(e, s);
+                return wl__fail(err, mrc, "out of memory");
+            }
+            if (strcasecmp(md5, r->etag) != 0) {
+                /* Another attempt (on the next endpoint) may read good bytes. */
+                conn_put(e, s);
+                rc =
+                    wl__fail(err, WL_ECORRUPT, "%s: bytes hash to %s, ETag %s", what, md5, r->etag);
+                continue;
+            }
         }
         if (rc == 0 && call->want_body && r->body_len) {
             free(call->body_copy);

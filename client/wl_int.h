@@ -83,7 +83,8 @@ typedef struct {
     char *body_copy; /* the kept response body copied out (want_body), malloc'd */
     size_t body_copy_len;
     int want_body;
-    int no_retry; /* one attempt only (a streamed body cannot be fed twice) */
+    int no_retry;   /* one attempt only (a streamed body cannot be fed twice) */
+    int verify_md5; /* a 200 into dst: its bytes must hash to an MD5 ETag (when it is one) */
 } wl_call_t;
 
 /*
@@ -131,6 +132,8 @@ int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st,
 int wl__put_one(wl_client_t *c, const char *path, const char *query, const void *buf,
                 s3c_fill_fn fill, void *fill_arg, uint64_t len, const char *content_type,
                 char *etag, wl_error_t *err) WL_MUST_CHECK;
+/* Whether an ETag looks like an MD5 (32 hex digits): multipart and SSE ones do not. */
+int wl__md5_like(const char *etag);
 /* MD5 of the bytes given by fill (or buf) as hex into hex[33]; 0 or WL_ENOMEM. */
 int wl__md5(const void *buf, s3c_fill_fn fill, void *fill_arg, uint64_t len,
             char hex[33]) WL_MUST_CHECK;

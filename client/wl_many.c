@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct {
     wl_task_t task;
@@ -122,6 +123,12 @@ static int bt_end(void *arg, const batch_entry_t *e)
 {
     batch_task_t *b = arg;
     wl_item_t *it = &b->items[e->index];
+    if (e->status == 200 && b->c->cfg.verify_get && e->payload_len <= it->cap &&
+        wl__md5_like(e->etag)) {
+        char md5[33];
+        if (wl__md5(it->buf, NULL, NULL, e->payload_len, md5) != 0 || strcasecmp(md5, e->etag) != 0)
+            return 0; /* not done: fetched again singly (and checked again) */
+    }
     if (e->status == 200 || e->status == 206) {
         if (e->payload_len > it->cap) {
             it->code = WL_ETOOLARGE;

@@ -66,6 +66,7 @@ int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off
     wl_call_t call = {
         .req = {.method = "GET", .path = path, .headers = hdrs, .dst = buf, .dst_cap = cap},
         .expect_range = off || len,
+        .verify_md5 = c->cfg.verify_get && !off && !len,
         .whole_ok = whole_ok,
         .range_off = off,
         .range_len = len};
@@ -120,8 +121,7 @@ out:
     return rc;
 }
 
-/* Whether an ETag looks like an MD5 (32 hex digits): multipart and SSE ones do not. */
-static int md5_like(const char *etag)
+int wl__md5_like(const char *etag)
 {
     if (strlen(etag) != 32) return 0;
     for (const char *p = etag; *p; p++)
@@ -154,7 +154,7 @@ int wl__put_one(wl_client_t *c, const char *path, const char *query, const void 
                               .fill_arg = fill_arg}};
     int rc = wl__request(c, &call, err);
     if (rc) return rc;
-    if (md5[0] && md5_like(call.resp.etag) && strcasecmp(md5, call.resp.etag) != 0)
+    if (md5[0] && wl__md5_like(call.resp.etag) && strcasecmp(md5, call.resp.etag) != 0)
         return wl__fail(err, WL_ECORRUPT, "PUT %s: ETag %s, MD5 sent %s", path, call.resp.etag,
                         md5);
     if (etag) snprintf(etag, 128, "%s", call.resp.etag);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 typedef struct {
@@ -132,6 +133,15 @@ static int get_whole(wl_client_t *c, const char *bucket, const char *key, char *
                         (unsigned long long)st.size, cap);
     if (first < st.size) rc = get_rest(c, bucket, key, &st, first, buf, buf ? -1 : fd, err);
     if (rc) return rc;
+    if (buf && c->cfg.verify_get && wl__md5_like(st.etag)) {
+        /* The parts all carried this ETag; together they must hash to it. */
+        char md5[33];
+        rc = wl__md5(buf, NULL, NULL, st.size, md5);
+        if (rc) return wl__fail(err, rc, "out of memory");
+        if (strcasecmp(md5, st.etag) != 0)
+            return wl__fail(err, WL_ECORRUPT, "%s/%s: bytes hash to %s, ETag %s", bucket, key, md5,
+                            st.etag);
+    }
     if (got) *got = (size_t)st.size;
     if (st_out) *st_out = st;
     return 0;

@@ -21,7 +21,7 @@
 
 /* Options of the command line (main.c). */
 typedef struct {
-    int json, recursive, jobs, quiet, stats, force, no_batch;
+    int json, recursive, jobs, quiet, stats, force, no_batch, verify;
     long expires;
     const char *method, *content_type;
     uint64_t part_size;

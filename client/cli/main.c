@@ -12,7 +12,8 @@
  *   wl presign wl://BUCKET/KEY [--expires S] [--method M]
  *
  * Options: --endpoint URL[,URL...] --profile P --region R --json --no-batch
- * -j/--jobs N (files at once, default 4) --part-size MiB --quiet --stats.
+ * -j/--jobs N (files at once, default 4) --part-size MiB --quiet --stats
+ * --verify (downloads into memory checked against MD5 ETags).
  * Configuration as the aws CLI (config.h). --json prints one JSON object
  * per line for every listed object or transfer. Downloads of many small
  * objects go through batch GET (falling back to single GETs on servers
@@ -41,7 +42,8 @@ static void usage(FILE *f)
         "  stat wl://B/K   mb wl://B   rb [--force] wl://B   sync SRC DST   du wl://B[/P]\n"
         "  presign [--expires S] [--method M] wl://B/K\n"
         "options: --endpoint URL[,URL..] --profile P --region R --json --no-batch\n"
-        "  -r/--recursive -j/--jobs N --part-size MiB --content-type T -q/--quiet --stats\n"
+        "  -r/--recursive -j/--jobs N --part-size MiB --content-type T -q/--quiet --stats "
+        "--verify\n"
         "environment: AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL AWS_PROFILE\n"
         "  AWS_REGION WARMLAKE_ENDPOINTS WARMLAKE_NO_BATCH; files ~/.aws/{credentials,config}\n");
 }
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
         {"force", no_argument, 0, 'f'},
         {"quiet", no_argument, 0, 'q'},
         {"stats", no_argument, 0, 'S'},
+        {"verify", no_argument, 0, 'V'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -114,6 +117,9 @@ int main(int argc, char **argv)
         case 'S':
             cli__opt.stats = 1;
             break;
+        case 'V':
+            cli__opt.verify = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -142,7 +148,8 @@ int main(int argc, char **argv)
                       .no_batch = cli__opt.no_batch || cc.no_batch,
                       .conns_per_endpoint = 4 * cli__opt.jobs + 8,
                       .threads = 8,
-                      .on_bytes = xfer_bytes};
+                      .on_bytes = xfer_bytes,
+                      .verify_get = cli__opt.verify};
     if (wl_client_new(&wc, &cli__cl) != WL_OK) return cli__fail("client");
     int rc;
     if (!strcmp(cmd, "ls"))

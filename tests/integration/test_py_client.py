@@ -90,7 +90,8 @@ def test_get_batch(client, server, batch):
     for k, v in blobs.items():
         client.put("pyb", k, v)
     keys = list(blobs) + ["b/missing"]
-    c2 = warmlake.Client(server.endpoint, access_key=AK, secret_key=SK, no_batch=not batch)
+    c2 = warmlake.Client(server.endpoint, access_key=AK, secret_key=SK, no_batch=not batch,
+                         verify_get=True)
     res = c2.get_batch("pyb", keys, sizes=[len(blobs.get(k, b"")) + 10 for k in keys])
     for k, r in zip(keys, res):
         if k == "b/missing":

@@ -98,7 +98,7 @@ def test_cp_tree_round_trip(server, tmp, mode):
     # The 11 MB file went up in parts.
     assert s3.head_object(Bucket="tree", Key="up/a/b/c/big")["ETag"].strip('"').endswith("-3")
     # And down again, through batch GET or single GETs.
-    out, err = wl(server, "--stats", "cp", "-r", "wl://tree/up", dst, mode=mode)
+    out, err = wl(server, "--stats", "--verify", "cp", "-r", "wl://tree/up", dst, mode=mode)
     assert tree_hashes(dst) == want
     stats = json.loads(err.strip().splitlines()[-1])
     if mode == "plain":

@@ -113,7 +113,9 @@ typedef struct {
     atomic_int delay_us;   /* every GET waits this long */
     atomic_int etag_flip;  /* ranges after byte 0 carry another ETag */
     atomic_int no_ranges;  /* Range is ignored: 200 and the whole object */
-    atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt, 4: 501 */
+    atomic_int bad_bytes;  /* GET bodies with a byte changed (framing and ETag intact) */
+    atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt, 4: 501,
+                              5: entry batch_at has wrong bytes under a good crc */
     atomic_int batch_at;   /* the entry cut or corrupted */
     atomic_int req_seq;
     /* open connections, shut down by fake_stop, which waits for their threads */
@@ -259,6 +261,12 @@ static int serve_batch(fake_t *f, int fd, const char *body)
             if (a + l > o->len) l = a < o->len ? o->len - a : 0;
             batch_frame(&fr, &fl, (uint32_t)i, 206, keys[i], o->etag, o->len, o->data + a, l,
                         mode == 3 && i == at);
+        } else if (mode == 5 && i == at && o->len) {
+            uint8_t *bad = malloc(o->len);
+            memcpy(bad, o->data, o->len);
+            bad[0] ^= 1;
+            batch_frame(&fr, &fl, (uint32_t)i, 200, keys[i], o->etag, o->len, bad, o->len, 0);
+            free(bad);
         } else {
             batch_frame(&fr, &fl, (uint32_t)i, 200, keys[i], o->etag, o->len, o->data, o->len,
                         mode == 3 && i == at);
@@ -401,6 +409,7 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
                 size_t n = ranged ? (size_t)(b - a + 1) : o->len;
                 uint8_t *copy = malloc(n ? n : 1);
                 memcpy(copy, o->data + a, n);
+                if (n && !head && take(&f->bad_bytes)) copy[n / 2] ^= 0x20;
                 size_t total = o->len;
                 pthread_mutex_unlock(&objs_mu);
                 if (ranged)
@@ -1184,6 +1193,78 @@ static void test_threads(void **state)
     objs_clear();
 }
 
+/* verify_get: whole objects whose bytes do not hash to their MD5 ETag are read again, or
+   refused; never returned as good. */
+static void test_verify_get(void **state)
+{
+    (void)state;
+    fake_t *f = fake_start();
+    char ep[64];
+    snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", f->port);
+    wl_config_t cfg = {.endpoints = ep,
+                       .access_key = AK,
+                       .secret_key = SK,
+                       .part_size = 5u << 20,
+                       .backoff_ms = 1,
+                       .max_attempts = 3,
+                       .verify_get = 1};
+    wl_client_t *c;
+    assert_int_equal(wl_client_new(&cfg, &c), WL_OK);
+    size_t n = 12u << 20;
+    uint8_t *data = pattern(n, 21), *buf = malloc(n);
+    obj_put("v", data, 100000, NULL);
+    size_t got;
+    atomic_store(&f->requests, 0);
+    atomic_store(&f->bad_bytes, 1);
+    assert_int_equal(wl_get(c, "bkt", "v", 0, 0, buf, n, &got, NULL), WL_OK);
+    assert_memory_equal(buf, data, 100000);
+    assert_int_equal(atomic_load(&f->requests), 2);
+    atomic_store(&f->bad_bytes, 3);
+    assert_int_equal(wl_get(c, "bkt", "v", 0, 0, buf, n, &got, NULL), WL_ECORRUPT);
+    assert_non_null(strstr(wl_last_error()->message, "hash"));
+    /* Assembled from parts: checked whole. */
+    obj_put("big", data, n, NULL);
+    atomic_store(&f->bad_bytes, 0);
+    assert_int_equal(wl_get_parallel(c, "bkt", "big", buf, n, &got, NULL), WL_OK);
+    atomic_store(&f->bad_bytes, 1);
+    assert_int_equal(wl_get_parallel(c, "bkt", "big", buf, n, &got, NULL), WL_ECORRUPT);
+    /* A batch entry with wrong bytes under a good frame crc is fetched again singly. */
+    for (int i = 0; i < 8; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "e/%d", i);
+        obj_put(k, data + i, 1000, NULL);
+    }
+    atomic_store(&f->batch_mode, 5);
+    atomic_store(&f->batch_at, 3);
+    atomic_store(&f->gets, 0);
+    wl_item_t it[8];
+    uint8_t bufs[8][1000];
+    static char keys[8][16];
+    memset(it, 0, sizeof(it));
+    for (int i = 0; i < 8; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "e/%d", i);
+        it[i].key = keys[i];
+        it[i].buf = bufs[i];
+        it[i].cap = sizeof(bufs[i]);
+    }
+    assert_int_equal(wl_get_batch(c, "bkt", it, 8), 0);
+    for (int i = 0; i < 8; i++)
+        assert_memory_equal(bufs[i], data + i, 1000);
+    assert_int_equal(atomic_load(&f->gets), 1);
+    /* Without verify_get the same bad bytes would pass: the check is what caught them. */
+    wl_client_free(c);
+    cfg.verify_get = 0;
+    assert_int_equal(wl_client_new(&cfg, &c), WL_OK);
+    atomic_store(&f->bad_bytes, 1);
+    assert_int_equal(wl_get(c, "bkt", "v", 0, 0, buf, n, &got, NULL), WL_OK);
+    assert_memory_not_equal(buf, data, 100000);
+    wl_client_free(c);
+    fake_stop(f);
+    free(data);
+    free(buf);
+    objs_clear();
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1192,7 +1273,7 @@ int main(void)
         cmocka_unit_test(test_retries),     cmocka_unit_test(test_ranged_assembly),
         cmocka_unit_test(test_multipart),   cmocka_unit_test(test_round_robin),
         cmocka_unit_test(test_batch_get),   cmocka_unit_test(test_prefetch),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_threads),     cmocka_unit_test(test_verify_get),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,11 @@ typedef struct {
        request with the body bytes it moved: progress meters. May be NULL. */
     void (*on_bytes)(void *arg, uint64_t n);
     void *on_bytes_arg;
+    /* 1: whole objects read into buffers (wl_get of a whole object, wl_get_parallel, items
+       of wl_get_many / wl_get_batch) are checked against an MD5 ETag when the server gives
+       one (not multipart ones): a mismatch is retried, then fails with WL_ECORRUPT. Costs an
+       MD5 pass over the bytes. */
+    int verify_get;
 } wl_config_t;
 
 typedef struct {

@@ -48,7 +48,8 @@ class _Cfg(ctypes.Structure):
                 ("part_size", ctypes.c_uint64), ("max_attempts", ctypes.c_int),
                 ("backoff_ms", ctypes.c_int), ("timeout_ms", ctypes.c_int),
                 ("no_batch", ctypes.c_int), ("no_verify", ctypes.c_int),
-                ("on_bytes", ctypes.c_void_p), ("on_bytes_arg", ctypes.c_void_p)]
+                ("on_bytes", ctypes.c_void_p), ("on_bytes_arg", ctypes.c_void_p),
+                ("verify_get", ctypes.c_int)]
 
 
 class _Err(ctypes.Structure):
@@ -197,7 +198,7 @@ class Client:
 
     def __init__(self, endpoints=None, access_key=None, secret_key=None, region=None,
                  threads=8, conns_per_endpoint=16, part_size=8 << 20, max_attempts=5,
-                 no_batch=None):
+                 no_batch=None, verify_get=False):
         L = _load()
         if endpoints is None:
             endpoints = _env_endpoints()
@@ -210,10 +211,12 @@ class Client:
             no_batch = os.environ.get("WARMLAKE_NO_BATCH", "0") not in ("", "0")
         self.config = dict(endpoints=endpoints, access_key=access_key, secret_key=secret_key,
                            region=region, threads=threads, conns_per_endpoint=conns_per_endpoint,
-                           part_size=part_size, max_attempts=max_attempts, no_batch=no_batch)
+                           part_size=part_size, max_attempts=max_attempts, no_batch=no_batch,
+                           verify_get=verify_get)
         cfg = _Cfg(_b(endpoints), _b(access_key) if access_key else None,
                    _b(secret_key) if secret_key else None, _b(region) if region else None,
-                   conns_per_endpoint, threads, part_size, max_attempts, 0, 0, int(no_batch), 0)
+                   conns_per_endpoint, threads, part_size, max_attempts, 0, 0, int(no_batch), 0,
+                   None, None, int(verify_get))
         self._c = ctypes.c_void_p()
         self._pid = os.getpid()
         rc = L.wl_client_new(ctypes.byref(cfg), ctypes.byref(self._c))
