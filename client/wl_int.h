@@ -122,10 +122,11 @@ void wl__submit_task(wl_client_t *c, wl_task_t *t);
 int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
             void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err) WL_MUST_CHECK;
 /* The same; whole_ok: a 200 with the whole object is a good answer to the range (the first
-   part of a whole-object read). */
+   part of a whole-object read); if_match (NULL: none): the object must still carry this ETag
+   (WL_EPRECOND otherwise). */
 int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
-               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st,
-               wl_error_t *err) WL_MUST_CHECK;
+               int whole_ok, const char *if_match, void *buf, size_t cap, size_t *got,
+               wl_stat_t *st, wl_error_t *err) WL_MUST_CHECK;
 int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st,
              wl_error_t *err) WL_MUST_CHECK;
 /* Single PUT from a buffer or a fill callback. */

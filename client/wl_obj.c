@@ -44,24 +44,32 @@ int wl_stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st)
 int wl__get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
             void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err)
 {
-    return wl__get_ex(c, bucket, key, off, len, 0, buf, cap, got, st, err);
+    return wl__get_ex(c, bucket, key, off, len, 0, NULL, buf, cap, got, st, err);
 }
 
 int wl__get_ex(wl_client_t *c, const char *bucket, const char *key, uint64_t off, uint64_t len,
-               int whole_ok, void *buf, size_t cap, size_t *got, wl_stat_t *st, wl_error_t *err)
+               int whole_ok, const char *if_match, void *buf, size_t cap, size_t *got,
+               wl_stat_t *st, wl_error_t *err)
 {
-    char path[WL_PATH_MAX], range[64];
+    char path[WL_PATH_MAX], range[64], im[132];
     if (got) *got = 0;
     if (wl__path(bucket, key, path)) return wl__fail(err, WL_EINVAL, "bucket or key too long");
-    const char *hdrs[3] = {NULL};
+    const char *hdrs[5] = {NULL};
+    int nh = 0;
     if (off || len) {
         if (len)
             snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)off,
                      (unsigned long long)(off + len - 1));
         else
             snprintf(range, sizeof(range), "bytes=%llu-", (unsigned long long)off);
-        hdrs[0] = "range";
-        hdrs[1] = range;
+        hdrs[nh++] = "range";
+        hdrs[nh++] = range;
+    }
+    if (if_match && *if_match) {
+        if (snprintf(im, sizeof(im), "\"%s\"", if_match) >= (int)sizeof(im))
+            return wl__fail(err, WL_EINVAL, "ETag too long");
+        hdrs[nh++] = "if-match";
+        hdrs[nh++] = im;
     }
     wl_call_t call = {
         .req = {.method = "GET", .path = path, .headers = hdrs, .dst = buf, .dst_cap = cap},

@@ -17,6 +17,7 @@ typedef struct pf_entry {
     struct wl_prefetch *pf;
     struct pf_entry *next;
     char *key;
+    char *etag; /* If-Match, or NULL */
     uint64_t off, len;
     void *tag;
     int state;
@@ -24,6 +25,7 @@ typedef struct pf_entry {
     char *data;
     size_t dlen;
     int code;
+    wl_error_t err; /* the failure's details */
 } pf_entry_t;
 
 struct wl_prefetch {
@@ -61,8 +63,8 @@ static void pf_run(wl_task_t *t)
         if (!data) rc = WL_ENOMEM;
     }
     if (rc == 0)
-        rc = wl__get(pf->c, pf->bucket, e->key, e->off, e->len, data, (size_t)size, &got, NULL,
-                     &err);
+        rc = wl__get_ex(pf->c, pf->bucket, e->key, e->off, e->len, 0, e->etag, data, (size_t)size,
+                        &got, NULL, &err);
     if (rc) {
         free(data);
         data = NULL;
@@ -75,6 +77,7 @@ static void pf_run(wl_task_t *t)
     e->data = data;
     e->dlen = got;
     e->code = rc;
+    e->err = err;
     e->state = PF_DONE;
     pf->running--;
     pf_kick(pf);
@@ -118,10 +121,17 @@ int wl_prefetch_new(wl_client_t *c, const char *bucket, int depth, size_t mem_bo
 
 int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len, void *tag)
 {
+    return wl_prefetch_push_if(pf, key, off, len, NULL, tag);
+}
+
+int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                        const char *etag, void *tag)
+{
     wl_error_t err = {0};
     if (len == 0 && off != 0) return wl__ret(&err, wl__fail(&err, WL_EINVAL, "off without len"));
     pf_entry_t *e = calloc(1, sizeof(*e));
-    if (!e || !(e->key = strdup(key))) {
+    if (!e || !(e->key = strdup(key)) || (etag && *etag && !(e->etag = strdup(etag)))) {
+        if (e) free(e->key);
         free(e);
         return wl__ret(&err, wl__fail(&err, WL_ENOMEM, "out of memory"));
     }
@@ -163,8 +173,13 @@ int wl_prefetch_next(wl_prefetch_t *pf, void **data, size_t *len, void **tag)
     *len = e->dlen;
     if (tag) *tag = e->tag;
     int rc = e->code;
-    if (rc) wl__fail(&err, rc, "GET %s/%s: %s", pf->bucket, e->key, wl_strerror(rc));
+    if (rc) {
+        err = e->err;
+        if (!err.message[0])
+            wl__fail(&err, rc, "GET %s/%s: %s", pf->bucket, e->key, wl_strerror(rc));
+    }
     free(e->key);
+    free(e->etag);
     free(e);
     return wl__ret(&err, rc);
 }
@@ -182,6 +197,7 @@ void wl_prefetch_free(wl_prefetch_t *pf)
         n = e->next;
         free(e->data);
         free(e->key);
+        free(e->etag);
         free(e);
     }
     pthread_mutex_destroy(&pf->mu);

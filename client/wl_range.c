@@ -40,8 +40,9 @@ static void get_part_run(wl_task_t *t)
         p->rc = wl__fail(&p->err, WL_ENOMEM, "out of memory");
         goto out;
     }
-    p->rc =
-        wl__get(p->c, p->bucket, p->key, p->off, p->len, dst, (size_t)p->len, &got, &st, &p->err);
+    /* If-Match: a server honouring it refuses another version's bytes outright. */
+    p->rc = wl__get_ex(p->c, p->bucket, p->key, p->off, p->len, 0, p->etag[0] ? p->etag : NULL, dst,
+                       (size_t)p->len, &got, &st, &p->err);
     if (p->rc == 0 && strcmp(st.etag, p->etag) != 0)
         p->rc = wl__fail(&p->err, WL_ECORRUPT, "%s/%s changed while read (ETag %s, then %s)",
                          p->bucket, p->key, p->etag, st.etag);
@@ -109,11 +110,11 @@ static int get_whole(wl_client_t *c, const char *bucket, const char *key, char *
     char *tmp = NULL;
     if (got) *got = 0;
     if (buf) {
-        rc = wl__get_ex(c, bucket, key, 0, P, 1, buf, cap, &first, &st, err);
+        rc = wl__get_ex(c, bucket, key, 0, P, 1, NULL, buf, cap, &first, &st, err);
     } else {
         tmp = malloc((size_t)P);
         if (!tmp) return wl__fail(err, WL_ENOMEM, "out of memory");
-        rc = wl__get_ex(c, bucket, key, 0, P, 1, tmp, (size_t)P, &first, &st, err);
+        rc = wl__get_ex(c, bucket, key, 0, P, 1, NULL, tmp, (size_t)P, &first, &st, err);
     }
     if (rc == WL_ERANGE) /* an empty object has no byte 0 */
         rc =

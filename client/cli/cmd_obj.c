@@ -124,7 +124,8 @@ int cli__cmd_cat(int argc, char **argv)
     while (written < st.size && rc == 0) {
         while (pushed < st.size && pushed < written + 4 * part) {
             uint64_t n = st.size - pushed < part ? st.size - pushed : part;
-            if (wl_prefetch_push(pf, rp.key, pushed, n, NULL) != WL_OK) {
+            /* If-Match: every part from the version stat saw, never a mix. */
+            if (wl_prefetch_push_if(pf, rp.key, pushed, n, st.etag, NULL) != WL_OK) {
                 rc = cli__fail("cat");
                 break;
             }

@@ -128,3 +128,10 @@ def test_read_ahead(client):
     with pytest.raises(warmlake.NotFoundError):
         list(client.read_ahead("pyb", ["ra/0", "ra/none", "ra/1"]))
     assert list(client.read_ahead("pyb", [])) == []
+    # If-Match per part: the version asked for, or a refusal from the server.
+    etag = client.stat("pyb", "ra/2")["etag"]
+    assert list(client.read_ahead("pyb", [("ra/2", 0, 10, etag), ("ra/2", 10, 10, etag)])) == \
+        [blobs[2][:10], blobs[2][10:20]]
+    with pytest.raises(warmlake.WarmlakeError) as e:
+        list(client.read_ahead("pyb", [("ra/2", 0, 10, "0" * 32)]))
+    assert e.value.http_status == 412

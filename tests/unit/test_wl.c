@@ -110,13 +110,14 @@ typedef struct {
     atomic_int requests, gets, batch_posts, auth_bad, aborts, inflight, max_inflight;
     /* what it does to the next requests: each counts down */
     atomic_int fail_503, fail_reset, fail_short, fail_part;
-    atomic_int delay_us;   /* every GET waits this long */
-    atomic_int etag_flip;  /* ranges after byte 0 carry another ETag */
-    atomic_int no_ranges;  /* Range is ignored: 200 and the whole object */
-    atomic_int bad_bytes;  /* GET bodies with a byte changed (framing and ETag intact) */
-    atomic_int batch_mode; /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt, 4: 501,
-                              5: entry batch_at has wrong bytes under a good crc */
-    atomic_int batch_at;   /* the entry cut or corrupted */
+    atomic_int delay_us;    /* every GET waits this long */
+    atomic_int etag_flip;   /* ranges after byte 0 carry another ETag */
+    atomic_int no_ranges;   /* Range is ignored: 200 and the whole object */
+    atomic_int bad_bytes;   /* GET bodies with a byte changed (framing and ETag intact) */
+    atomic_int no_if_match; /* If-Match is ignored */
+    atomic_int batch_mode;  /* 0: 400 (no extension), 1: serve, 2: cut, 3: corrupt, 4: 501,
+                               5: entry batch_at has wrong bytes under a good crc */
+    atomic_int batch_at;    /* the entry cut or corrupted */
     atomic_int req_seq;
     /* open connections, shut down by fake_stop, which waits for their threads */
     pthread_mutex_t cmu;
@@ -307,7 +308,7 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
     char *names[32], *vals[32];
     int nh = 0;
     size_t clen = 0;
-    const char *range = NULL;
+    const char *range = NULL, *if_match = NULL;
     for (char *line = strstr(buf, "\r\n"); line && nh < 32;) {
         line += 2;
         char *next = strstr(line, "\r\n");
@@ -322,6 +323,7 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
             vals[nh++] = v;
             if (!strcasecmp(line, "content-length")) clen = strtoul(v, NULL, 10);
             if (!strcasecmp(line, "range")) range = v;
+            if (!strcasecmp(line, "if-match")) if_match = v;
         }
         line = next;
     }
@@ -402,7 +404,12 @@ static int serve_one(fake_t *f, int fd, char *buf, size_t *have)
             if (ranged && b >= o->len) b = o->len - 1;
             char extra[512];
             const char *etag = ranged && a > 0 && atomic_load(&f->etag_flip) ? "other" : o->etag;
-            if (ranged && a >= o->len) {
+            char quoted[64];
+            snprintf(quoted, sizeof(quoted), "\"%s\"", etag);
+            if (if_match && strcmp(if_match, quoted) != 0 && !atomic_load(&f->no_if_match)) {
+                pthread_mutex_unlock(&objs_mu);
+                reply_error(f, fd, 412, "PreconditionFailed", head);
+            } else if (ranged && a >= o->len) {
                 pthread_mutex_unlock(&objs_mu);
                 reply_error(f, fd, 416, "InvalidRange", head);
             } else {
@@ -821,10 +828,15 @@ static void test_ranged_assembly(void **state)
         free(dir);
         free(data);
     }
-    /* The object changes between parts: refused. */
+    /* The object changes between parts: refused by the server (If-Match), or by the client
+       when the server ignores If-Match. */
     atomic_store(&f->etag_flip, 1);
     size_t got;
+    assert_int_equal(wl_get_parallel(c, "bkt", "obj", buf, 18u << 20, &got, NULL), WL_EPRECOND);
+    assert_int_equal(wl_last_error()->http_status, 412);
+    atomic_store(&f->no_if_match, 1);
     assert_int_equal(wl_get_parallel(c, "bkt", "obj", buf, 18u << 20, &got, NULL), WL_ECORRUPT);
+    atomic_store(&f->no_if_match, 0);
     atomic_store(&f->etag_flip, 0);
     /* A server that ignores Range: its whole object is never taken for a range... */
     atomic_store(&f->no_ranges, 1);
@@ -1107,6 +1119,22 @@ static void test_prefetch(void **state)
         free(data);
     }
     assert_int_equal(atomic_load(&f->max_inflight), 1);
+    /* If-Match: the version asked for, or a refusal. */
+    char et[64];
+    pthread_mutex_lock(&objs_mu);
+    snprintf(et, sizeof(et), "%s", obj_find("p/3")->etag);
+    pthread_mutex_unlock(&objs_mu);
+    assert_int_equal(wl_prefetch_push_if(pf, "p/3", 0, 10, et, NULL), WL_OK);
+    assert_int_equal(wl_prefetch_push_if(pf, "p/3", 10, 10, "stale", NULL), WL_OK);
+    void *d3;
+    size_t l3;
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_OK);
+    assert_int_equal(l3, 10);
+    free(d3);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_EPRECOND);
+    assert_null(d3);
+    assert_int_equal(wl_last_error()->http_status, 412); /* the entry's details come along */
+    assert_string_equal(wl_last_error()->s3_code, "PreconditionFailed");
     /* Freed with entries still queued and running. */
     for (int i = 0; i < 10; i++)
         assert_int_equal(wl_prefetch_push(pf, "p/1", 0, 0, NULL), WL_OK);

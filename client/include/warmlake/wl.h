@@ -15,10 +15,12 @@
  * 502, 503 or 504 is sent again, at most max_attempts times in all, after a
  * randomised exponential backoff (full jitter; Retry-After respected up to
  * the cap). Verification: a GET's body must match its Content-Length (and
- * a part its Content-Range); every part of a parallel read must carry the
- * ETag of the first (an object replaced mid-read fails with WL_ECORRUPT
- * instead of mixing versions); a PUT's MD5 must match the ETag returned when
- * the server gives an MD5 ETag.
+ * a part its Content-Range); every part of a parallel read is asked with
+ * If-Match: the first part's ETag, and must carry it (an object replaced
+ * mid-read fails with WL_EPRECOND, or WL_ECORRUPT from a server that ignores
+ * If-Match, instead of mixing versions); a PUT's MD5 must match the ETag
+ * returned when the server gives an MD5 ETag; with verify_get, whole reads
+ * must hash to an MD5 ETag.
  *
  * Errors: every function returns WL_OK (0) or a negative WL_E* code. The
  * failing call leaves the details (HTTP status, S3 error code, request id, a
@@ -145,8 +147,9 @@ int wl_get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, ui
 
 /*
  * The whole object into buf in parallel ranged parts of part_size: the first
- * part tells the size, the others run on the client's threads; each must
- * carry the first part's ETag. Same results as wl_get.
+ * part tells the size, the others run on the client's threads, asked with
+ * If-Match: its ETag. Same results as wl_get, and WL_EPRECOND / WL_ECORRUPT
+ * when the object changed mid-read.
  */
 int wl_get_parallel(wl_client_t *c, const char *bucket, const char *key, void *buf, size_t cap,
                     size_t *got, wl_stat_t *st) WL_MUST_CHECK;
@@ -261,6 +264,10 @@ int wl_prefetch_new(wl_client_t *c, const char *bucket, int depth, size_t mem_bo
 /* Queue a GET of key (len 0: whole object; its size found by HEAD). tag comes back. */
 int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
                      void *tag) WL_MUST_CHECK;
+/* The same, sent with If-Match: etag (unquoted; copied): parts of one object read in
+   several entries all come from the version that carried etag (WL_EPRECOND otherwise). */
+int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                        const char *etag, void *tag) WL_MUST_CHECK;
 /*
  * The oldest pushed entry, waiting for it. *data is malloc'd and becomes the
  * caller's (free() it; it no longer counts against mem_bound); *len its

@@ -130,6 +130,7 @@ def _load():
         "wl_presign": [P, S, S, S, ctypes.c_long, ctypes.c_char_p, sz],
         "wl_prefetch_new": [P, S, I, sz, ctypes.POINTER(P)],
         "wl_prefetch_push": [P, S, U64, U64, P],
+        "wl_prefetch_push_if": [P, S, U64, U64, S, P],
         "wl_prefetch_next": [P, ctypes.POINTER(P), psz, ctypes.POINTER(P)],
         "wl_prefetch_free": [P],
         "wl_free": [P],
@@ -419,8 +420,10 @@ class Client:
 
     def read_ahead(self, bucket, items, depth=4, mem_bound=256 << 20):
         """Yield the bytes of items in order while up to depth GETs run ahead (libwarmlake's
-        prefetch queue, at most mem_bound bytes held). items: keys (whole objects) or
-        (key, offset, length) tuples. A failed item raises its error when its turn comes."""
+        prefetch queue, at most mem_bound bytes held). items: keys (whole objects), or
+        (key, offset, length) or (key, offset, length, etag) tuples (etag: sent as If-Match,
+        so parts of one object all come from one version). A failed item raises its error
+        when its turn comes."""
         L = _load()
         pf = ctypes.c_void_p()
         rc = L.wl_prefetch_new(self._h(), _b(bucket), depth, mem_bound, ctypes.byref(pf))
@@ -437,8 +440,12 @@ class Client:
                     except StopIteration:
                         done = True
                         break
-                    key, off, ln = (x, 0, 0) if isinstance(x, (str, bytes)) else x
-                    rc = L.wl_prefetch_push(pf, _b(key), off, ln, None)
+                    if isinstance(x, (str, bytes)):
+                        x = (x, 0, 0)
+                    key, off, ln = x[:3]
+                    etag = x[3] if len(x) > 3 else None
+                    rc = L.wl_prefetch_push_if(pf, _b(key), off, ln,
+                                               _b(etag) if etag else None, None)
                     if rc:
                         _raise(rc)
                     pushed += 1

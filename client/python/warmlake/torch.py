@@ -241,8 +241,11 @@ class ShardDataset(IterableDataset):
         """A shard's bytes in part_size chunks, in order, with the next parts in flight
         (libwarmlake's prefetch queue)."""
         c = self._h.get()
-        size = c.stat(self.bucket, key)["size"]
-        parts = [(key, o, min(self.part_size, size - o)) for o in range(0, size, self.part_size)]
+        st = c.stat(self.bucket, key)
+        size = st["size"]
+        # If-Match: a shard replaced while read fails instead of splicing two versions.
+        parts = [(key, o, min(self.part_size, size - o), st["etag"])
+                 for o in range(0, size, self.part_size)]
         yield from c.read_ahead(self.bucket, parts, depth=3, mem_bound=4 * self.part_size)
 
     def __iter__(self):
