@@ -4,8 +4,10 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3 cluster (cluster: not in the default set; it
-#         compares one node with a 3-node cluster on this machine, bench/cluster.sh)
+# Suites: storage erasure s3 cluster reader (cluster: not in the default set; it
+#         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
+#         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
+#         bench/reader.py)
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
 #   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
 #                           objects)
@@ -52,11 +54,14 @@ for s in "${suites[@]}"; do
     s3)
       bash bench/s3.sh "$BUILD" "${s3_args[@]}" | python3 bench/report.py s3 "$RESULTS"
       ;;
+    reader)
+      /usr/bin/python3 bench/reader.py | python3 bench/report.py reader "$RESULTS"
+      ;;
     cluster)
       bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/cluster.md"
       ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3 cluster)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster reader)" >&2
       exit 2
       ;;
   esac

@@ -43,14 +43,18 @@ struct s3c {
     const s3c_req_t *req;
     char hname[64];
     size_t hname_len;
-    int hfield; /* which header is being collected: 0 none, 1 etag, 2 content-range, 3 retry-after
-                 */
+    int hfield; /* which header is being collected: 0 none, else an H_* below */
     char hval[256];
     size_t hval_len;
     int in_value;
     int done, is_head, keep_over;
+    int nomem;     /* a kept body could not grow */
+    int too_large; /* a 2xx body does not fit req->dst */
+    int direct;    /* the body is a Content-Length one landing in req->dst: recv straight there */
     struct timespec t0;
 };
+
+enum { H_NONE, H_ETAG, H_RANGE, H_RETRY, H_REQID, H_LASTMOD, H_CTYPE };
 
 static int64_t now_ns(void)
 {
@@ -66,19 +70,28 @@ static void header_done(s3c_t *c)
     if (!c->hfield) return;
     c->hval[c->hval_len] = 0;
     s3c_resp_t *r = c->resp;
-    if (c->hfield == 1) {
+    if (c->hfield == H_ETAG) {
         const char *v = c->hval;
         size_t n = c->hval_len;
         if (n >= 2 && v[0] == '"' && v[n - 1] == '"') v++, n -= 2;
         snprintf(r->etag, sizeof(r->etag), "%.*s", (int)n, v);
-    } else if (c->hfield == 2) {
+    } else if (c->hfield == H_RANGE) {
         unsigned long long a, b, t;
         if (sscanf(c->hval, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
             r->range_start = a;
             r->range_total = t;
         }
-    } else if (c->hfield == 3) {
+    } else if (c->hfield == H_RETRY) {
         r->retry_after = strtol(c->hval, NULL, 10);
+    } else if (c->hfield == H_REQID) {
+        snprintf(r->request_id, sizeof(r->request_id), "%.*s", (int)sizeof(r->request_id) - 1,
+                 c->hval);
+    } else if (c->hfield == H_LASTMOD) {
+        snprintf(r->last_modified, sizeof(r->last_modified), "%.*s",
+                 (int)sizeof(r->last_modified) - 1, c->hval);
+    } else if (c->hfield == H_CTYPE) {
+        snprintf(r->content_type, sizeof(r->content_type), "%.*s", (int)sizeof(r->content_type) - 1,
+                 c->hval);
     }
     c->hfield = 0;
 }
@@ -105,10 +118,16 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         c->in_value = 1;
         c->hname[c->hname_len] = 0;
         c->hval_len = 0;
-        c->hfield = !strcasecmp(c->hname, "etag")            ? 1
-                    : !strcasecmp(c->hname, "content-range") ? 2
-                    : !strcasecmp(c->hname, "retry-after")   ? 3
-                                                             : 0;
+        static const char *const names[] = {"",
+                                            "etag",
+                                            "content-range",
+                                            "retry-after",
+                                            "x-amz-request-id",
+                                            "last-modified",
+                                            "content-type"};
+        c->hfield = H_NONE;
+        for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+            if (!strcasecmp(c->hname, names[i])) c->hfield = i;
     }
     if (c->hfield) {
         size_t n =
@@ -131,7 +150,16 @@ static int on_headers_complete(llhttp_t *p)
     if (p->flags & F_CONTENT_LENGTH) r->content_length = p->content_length;
     if (!r->range_total) r->range_total = r->content_length;
     /* A HEAD response announces a length but carries no body. */
-    return c->is_head ? 1 : 0;
+    if (c->is_head) return 1;
+    const s3c_req_t *q = c->req;
+    if (q->dst && r->status >= 200 && r->status < 300) {
+        if ((p->flags & F_CONTENT_LENGTH) && p->content_length > q->dst_cap) {
+            c->too_large = 1;
+            return -1;
+        }
+        c->direct = (p->flags & F_CONTENT_LENGTH) && !(p->flags & F_CHUNKED);
+    }
+    return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
@@ -140,6 +168,15 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     s3c_resp_t *r = c->resp;
     uint64_t off = r->body_bytes;
     r->body_bytes += len;
+    if (c->req->dst && r->status >= 200 && r->status < 300) {
+        if (off + len > c->req->dst_cap) {
+            c->too_large = 1;
+            return -1;
+        }
+        /* Bytes received straight into dst (read_response) are already in place. */
+        if (at != (const char *)c->req->dst + off) memcpy((char *)c->req->dst + off, at, len);
+        return 0;
+    }
     /* Error bodies are always kept so that the S3 error code can be read. */
     if (c->req->sink && r->status < 300) {
         c->req->sink(c->req->sink_arg, off, at, len);
@@ -153,7 +190,12 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         size_t cap = c->keep_cap ? c->keep_cap : 65536;
         while (cap < off + len + 1)
             cap *= 2;
-        c->keep = xrealloc(c->keep, cap);
+        char *k = realloc(c->keep, cap);
+        if (!k) {
+            c->nomem = 1;
+            return -1;
+        }
+        c->keep = k;
         c->keep_cap = cap;
     }
     memcpy(c->keep + off, at, len);
@@ -209,7 +251,15 @@ static int parse_endpoint(s3c_t *c, const char *ep)
 
 s3c_t *s3c_new(const s3c_cfg_t *cfg)
 {
-    s3c_t *c = xcalloc(1, sizeof(*c));
+    s3c_t *c = NULL;
+    return s3c_open(cfg, &c) == 0 ? c : NULL;
+}
+
+int s3c_open(const s3c_cfg_t *cfg, s3c_t **out)
+{
+    *out = NULL;
+    s3c_t *c = calloc(1, sizeof(*c));
+    if (!c) return ERR_NOMEM;
     c->cfg = *cfg;
     if (!c->cfg.region) c->cfg.region = "us-east-1";
     if (c->cfg.timeout_ms <= 0) c->cfg.timeout_ms = 120000;
@@ -217,18 +267,25 @@ s3c_t *s3c_new(const s3c_cfg_t *cfg)
     if (parse_endpoint(c, cfg->endpoint) != 0) {
         log_error("s3c: bad endpoint %s (want http://host:port)", cfg->endpoint);
         free(c);
-        return NULL;
+        return ERR_INVAL;
     }
     c->fd = -1;
-    c->rbuf = xmalloc(RBUF_SIZE);
-    c->wbuf = xmalloc(WBUF_SIZE);
+    c->rbuf = malloc(RBUF_SIZE);
+    c->wbuf = malloc(WBUF_SIZE);
+    c->keep = malloc(65536);
+    c->keep_cap = 65536;
+    if (!c->rbuf || !c->wbuf || !c->keep) {
+        s3c_free(c);
+        return ERR_NOMEM;
+    }
     llhttp_settings_init(&c->settings);
     c->settings.on_header_field = on_header_field;
     c->settings.on_header_value = on_header_value;
     c->settings.on_headers_complete = on_headers_complete;
     c->settings.on_body = on_body;
     c->settings.on_message_complete = on_message_complete;
-    return c;
+    *out = c;
+    return 0;
 }
 
 void s3c_close(s3c_t *c)
@@ -400,6 +457,9 @@ static void resp_begin(s3c_t *c)
     c->hname_len = 0;
     c->hfield = 0;
     c->keep_over = 0;
+    c->nomem = 0;
+    c->too_large = 0;
+    c->direct = 0;
 }
 
 /* Feed response bytes: 1 when the response is complete, 0 for more, ERR_INVAL when malformed. */
@@ -408,6 +468,8 @@ static int resp_feed(s3c_t *c, const char *buf, size_t n)
     llhttp_errno_t e = llhttp_execute(&c->parser, buf, n);
     if (e == HPE_PAUSED) return 1;
     if (e != HPE_OK) {
+        if (c->nomem) return ERR_NOMEM;
+        if (c->too_large) return ERR_TOO_LARGE;
         log_warn("s3c: bad response: %s", llhttp_get_error_reason(&c->parser));
         return ERR_INVAL;
     }
@@ -419,12 +481,8 @@ static void resp_end(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp)
 {
     if (resp->content_length == 0) resp->content_length = resp->body_bytes;
     if (!resp->range_total) resp->range_total = resp->content_length;
-    if (!req->sink || resp->status >= 300) {
+    if ((!req->sink && !req->dst) || resp->status < 200 || resp->status >= 300) {
         size_t kept = c->keep_over ? 0 : (size_t)resp->body_bytes;
-        if (!c->keep) {
-            c->keep = xmalloc(65536);
-            c->keep_cap = 65536;
-        }
         c->keep[kept] = 0;
         resp->body = c->keep;
         resp->body_len = kept;
@@ -448,6 +506,19 @@ static int read_response(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp, int *
         int rc = resp_feed(c, c->rbuf, (size_t)n);
         if (rc < 0) return rc;
         if (rc == 1) break;
+        /* The rest of a Content-Length body goes from the socket into dst, then llhttp
+           walks over it in place (on_body sees its own bytes and copies nothing). */
+        while (c->direct && !c->done) {
+            uint64_t left = resp->content_length - resp->body_bytes;
+            if (left == 0) break;
+            char *to = (char *)req->dst + resp->body_bytes;
+            n = recv(c->fd, to, left < (1u << 30) ? (size_t)left : (1u << 30), 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return ERR_IO;
+            rc = resp_feed(c, to, (size_t)n);
+            if (rc < 0) return rc;
+        }
+        if (c->done) break;
     }
     if (!llhttp_should_keep_alive(&c->parser)) s3c_close(c);
     resp_end(c, req, resp);
@@ -514,6 +585,7 @@ typedef struct {
     void (*fn)(void *, const char *, size_t);
     void *arg;
     int count;
+    int nomem;
     XML_Parser p;
 } xml_scan_t;
 
@@ -543,8 +615,15 @@ static void xs_text(void *ud, const char *s, int len)
     xml_scan_t *x = ud;
     if (!x->depth_in) return;
     if (x->len + (size_t)len + 1 > x->cap) {
-        x->cap = (x->len + (size_t)len + 1) * 2;
-        x->text = xrealloc(x->text, x->cap);
+        size_t cap = (x->len + (size_t)len + 1) * 2;
+        char *t = realloc(x->text, cap);
+        if (!t) {
+            x->nomem = 1;
+            XML_StopParser(x->p, XML_FALSE);
+            return;
+        }
+        x->text = t;
+        x->cap = cap;
     }
     memcpy(x->text + x->len, s, (size_t)len);
     x->len += (size_t)len;
@@ -570,7 +649,7 @@ int s3c_xml_each(const char *body, size_t len, const char *name,
     XML_SetCharacterDataHandler(p, xs_text);
     XML_SetEntityDeclHandler(p, xs_no_entities);
     XML_SetUserData(p, &x);
-    int ok = XML_Parse(p, body, (int)len, XML_TRUE) == XML_STATUS_OK;
+    int ok = XML_Parse(p, body, (int)len, XML_TRUE) == XML_STATUS_OK && !x.nomem;
     XML_ParserFree(p);
     free(x.text);
     return ok ? x.count : -1;

@@ -35,6 +35,9 @@ typedef struct {
     char etag[128];          /* without quotes */
     char code[64];           /* S3 error code of an error body ("" if none) */
     long retry_after;        /* Retry-After seconds, -1 if absent */
+    char request_id[128];    /* x-amz-request-id ("" if absent) */
+    char last_modified[64];  /* Last-Modified as sent */
+    char content_type[128];
     const char *body; /* kept body (no sink given): NUL-terminated, valid until the next call */
     size_t body_len;
 } s3c_resp_t;
@@ -56,17 +59,28 @@ typedef struct {
     const void *body; /* body bytes when fill is NULL */
     s3c_sink_fn sink; /* NULL: the body is kept in resp->body (up to max_body_keep) */
     void *sink_arg;
+    /* A 2xx body lands here instead (sink unused): a Content-Length body is received
+       straight into it, no copy. A body larger than dst_cap fails with ERR_TOO_LARGE (the
+       connection is dropped). Error bodies are still kept in resp->body. */
+    void *dst;
+    size_t dst_cap;
 } s3c_req_t;
 
-/* Parses the endpoint and resolves it. NULL on a bad endpoint (the reason goes to the log). */
+/* Parses the endpoint and resolves it. NULL on a bad endpoint (the reason goes to the log)
+   or when memory is short. */
 s3c_t *s3c_new(const s3c_cfg_t *cfg);
+/* The same with the reason: 0, ERR_INVAL (bad endpoint) or ERR_NOMEM; *out NULL on failure. */
+int s3c_open(const s3c_cfg_t *cfg, s3c_t **out) __attribute__((warn_unused_result));
 void s3c_free(s3c_t *c);
 
 /*
  * Send one request and read its response. A stale keep-alive connection is
  * reopened and the request retried once when nothing of the response came
  * back. 0 when a response was read (any status), ERR_IO when the connection
- * failed (resp->status 0), ERR_INVAL for a response llhttp refuses.
+ * failed or closed before the response ended (a short body), ERR_INVAL for a
+ * response llhttp refuses, ERR_TOO_LARGE when a body does not fit req->dst,
+ * ERR_NOMEM when a kept body cannot grow. On any failure the connection is
+ * dropped.
  */
 int s3c_do(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp) __attribute__((warn_unused_result));
 

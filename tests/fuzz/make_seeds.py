@@ -129,6 +129,21 @@ if __name__ == "__main__":
     write("s3c", 2, b"\x02\x05HTTP/1.1 206 Partial\r\nContent-Range: bytes 2-4/10\r\n"
           b"Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
     write("s3c", 3, b"\x01\x01HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+    # Batch GET response streams (client/batch.h): n entries, a feed step, then the frames.
+
+    def bframe(index, status, key, etag, size, payload):
+        h = struct.pack("<4sIHHHHQQ", b"WLB1", index, status, len(key), len(etag), 0, size,
+                        len(payload))
+        h += struct.pack("<II", crc32c(h), 0)
+        return h + key + etag + payload + struct.pack("<I", crc32c(payload))
+    bend = bframe(0xFFFFFFFF, 200, b"", b"", 0, b"")
+    write("batch", 0, b"\x03\x05" + bframe(0, 200, b"a/1.jpg", b"e1", 5, b"hello")
+          + bframe(1, 206, b"b.bin", b"e2", 100, b"ran") + bframe(2, 404, b"c", b"", 0, b"NoSuchKey")
+          + bend)
+    write("batch", 1, b"\x00\x01" + bend)
+    write("batch", 2, b"\x02\x11" + bframe(0, 200, b"big", b"d41d", 3000, bytes(range(256)) * 11
+                                            + bytes(184)) + bframe(1, 200, b"cut", b"x", 5, b"01234")[:-3])
+    write("batch", 3, b"\x01\x02" + bframe(0, 503, b"k", b"", 0, b"SlowDown") + bend)
     write("http", 0, b"\x05GET /b/k?list-type=2 HTTP/1.1\r\nHost: x\r\n\r\n"
           b"PUT /b/k HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc")
     write("http", 1, b"\x00POST /b?delete HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"

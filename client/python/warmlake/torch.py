@@ -1,0 +1,483 @@
+"""PyTorch datasets and checkpoints over warmlake.
+
+ObjectDataset: map-style, one object per sample. ds[i] is one GET; ds[[i, j,
+...]] (what a DataLoader asks with batch_size=None and a BatchSampler as its
+sampler, or torch >= 2's __getitems__) is one batch GET for all of them.
+
+ShardDataset: iterable over tar / webdataset-style shards. Each shard is
+read in large sequential ranged parts (the next part in flight while the
+current one is split into samples). Per epoch the shard order is shuffled by
+(seed, epoch), then samples pass a bounded shuffle buffer seeded by (seed,
+epoch, worker): the same (seed, epoch) gives the same order. Shards are dealt
+to the global workers (rank x DataLoader worker; rank and world size from
+torch.distributed when initialised, else RANK / WORLD_SIZE): every sample
+exactly once per epoch. Samples carry __gid__ (global worker) and __seq__
+(position in that worker's stream); passing the loader through ds.track()
+records what was consumed, state_dict() / load_state_dict() resume mid-epoch
+at the next unseen sample of every worker (same world size and workers).
+
+DeviceLoader: batches to a device; with CUDA, tensors are pinned and copied
+non_blocking on a side stream one batch ahead; on CPU, batches pass
+unchanged.
+
+save_checkpoint / load_checkpoint: a state dict's tensors as one object each
+(written in parallel; large ones as multipart uploads with parallel parts),
+non-tensor values pickled into one more object, and a manifest written last.
+Every save writes under a fresh id, so a save that dies midway leaves the
+previous manifest, and its data, intact: a torn checkpoint is never loaded.
+"""
+import io
+import json
+import os
+import random
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from . import Client, NotFoundError, WarmlakeError
+
+__all__ = ["ObjectDataset", "ShardDataset", "DeviceLoader", "save_checkpoint",
+           "load_checkpoint", "rank_world"]
+
+
+def rank_world():
+    """(rank, world_size): torch.distributed when initialised, else RANK / WORLD_SIZE."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except Exception:
+        pass
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+class _ClientHolder:
+    """A client per process: made on first use from a config (DataLoader workers make their
+    own; a client never crosses a fork)."""
+
+    def __init__(self, client=None, **cfg):
+        self._cfg = client.config if client is not None else cfg
+        self._client = client
+        self._pid = os.getpid() if client is not None else None
+
+    def get(self):
+        if self._client is None or self._pid != os.getpid():
+            self._client = Client(**self._cfg)
+            self._pid = os.getpid()
+        return self._client
+
+    def __getstate__(self):
+        return {"_cfg": self._cfg, "_client": None, "_pid": None}
+
+
+class ObjectDataset(Dataset):
+    """Samples = objects under prefix (or the keys given). transform(bytes, key) -> sample
+    (default: the bytes)."""
+
+    def __init__(self, bucket, prefix="", keys=None, client=None, transform=None, **cfg):
+        self.bucket, self.transform = bucket, transform
+        self._h = _ClientHolder(client, **cfg)
+        if keys is None:
+            objs = [o for o in self._h.get().list(bucket, prefix) if "key" in o]
+            self.keys = [o["key"] for o in objs]
+            self.sizes = [o["size"] for o in objs]
+        else:
+            self.keys = list(keys)
+            self.sizes = [self._h.get().stat(bucket, k)["size"] for k in self.keys]
+
+    def __len__(self):
+        return len(self.keys)
+
+    def _out(self, data, i):
+        return self.transform(data, self.keys[i]) if self.transform else data
+
+    def __getitem__(self, idx):
+        if isinstance(idx, (list, tuple)) or (torch.is_tensor(idx) and idx.dim() == 1):
+            return self.__getitems__([int(i) for i in idx])
+        i = int(idx)
+        c = self._h.get()
+        # The size listed saves a HEAD: one GET into a buffer of that size (an object that
+        # grew since the listing is read again at its new size).
+        buf = bytearray(self.sizes[i])
+        try:
+            n = c.get_into(self.bucket, self.keys[i], buf) if self.sizes[i] else None
+        except WarmlakeError as e:
+            if e.code != -11:
+                raise
+            n = None
+        data = bytes(buf) if n == len(buf) else c.get(self.bucket, self.keys[i])
+        return self._out(data, i)
+
+    def __getitems__(self, idxs):
+        """Many samples with one batch GET."""
+        res = self._h.get().get_batch(self.bucket, [self.keys[i] for i in idxs],
+                                      sizes=[self.sizes[i] for i in idxs])
+        out = []
+        for i, r in zip(idxs, res):
+            if isinstance(r, WarmlakeError) and r.code == -11:
+                r = self._h.get().get(self.bucket, self.keys[i])  # grew since the listing
+            elif isinstance(r, Exception):
+                raise r
+            out.append(self._out(bytes(r), i))
+        return out
+
+
+# ---- tar shards ----
+
+def _tar_members(chunks):
+    """(name, bytes) of the regular files of a tar stream given as an iterator of byte
+    chunks, parsed incrementally (a member may span chunks)."""
+    buf = bytearray()
+    it = iter(chunks)
+    eof = False
+
+    def need(n):
+        nonlocal eof
+        while len(buf) < n and not eof:
+            try:
+                buf.extend(next(it))
+            except StopIteration:
+                eof = True
+        return len(buf) >= n
+
+    longname = None
+    while need(512):
+        h = bytes(buf[:512])
+        if h == bytes(512):
+            return  # end of archive
+        if h[257:262] not in (b"ustar", b"\0\0\0\0\0") and sum(h) == 0:
+            return
+        chk = int(h[148:156].split(b"\0")[0].strip() or b"0", 8)
+        if chk != sum(h[:148]) + 256 + sum(h[156:]):
+            raise ValueError("tar: bad header checksum")
+        name = h[0:100].split(b"\0")[0].decode()
+        prefix = h[345:500].split(b"\0")[0].decode() if h[257:262] == b"ustar" else ""
+        if prefix:
+            name = prefix + "/" + name
+        size = int(h[124:136].split(b"\0")[0].strip() or b"0", 8)
+        typ = h[156:157]
+        padded = (size + 511) // 512 * 512
+        if not need(512 + padded):
+            raise ValueError("tar: cut member %s" % name)
+        data = bytes(buf[512:512 + size])
+        del buf[:512 + padded]
+        if typ == b"L":  # GNU long name for the next member
+            longname = data.split(b"\0")[0].decode()
+            continue
+        if longname:
+            name, longname = longname, None
+        if typ in (b"0", b"\0", b"7"):
+            yield name, data
+
+
+def _samples(members):
+    """Group consecutive members into webdataset samples: key = path up to the first dot of
+    the base name; each member becomes a field named by the rest."""
+    cur, key = None, None
+    for name, data in members:
+        d, base = os.path.split(name)
+        if "." in base:
+            stem, ext = base.split(".", 1)
+        else:
+            stem, ext = base, ""
+        k = os.path.join(d, stem)
+        if k != key:
+            if cur is not None:
+                yield cur
+            cur, key = {"__key__": k}, k
+        cur[ext] = data
+    if cur is not None:
+        yield cur
+
+
+def _seed(*parts):
+    return int.from_bytes(json.dumps(parts).encode(), "little") % (1 << 61)
+
+
+class ShardDataset(IterableDataset):
+    """Samples from tar shards (keys given, or every key under prefix ending in .tar)."""
+
+    def __init__(self, bucket, shards=None, prefix="", seed=0, shuffle_buffer=1000,
+                 part_size=16 << 20, shuffle=True, client=None, rank=None, world_size=None,
+                 **cfg):
+        self.bucket, self.seed, self.shuffle = bucket, seed, shuffle
+        self.shuffle_buffer, self.part_size = max(1, shuffle_buffer), part_size
+        self._h = _ClientHolder(client, **cfg)
+        if shards is None:
+            shards = [o["key"] for o in self._h.get().list(bucket, prefix)
+                      if "key" in o and o["key"].endswith(".tar")]
+        self.shards = sorted(shards)
+        self.epoch = 0
+        self._rank, self._world = rank, world_size
+        self._skip = {}   # gid -> samples of that worker's stream to drop (resume)
+        self._next = {}   # gid -> next unseen sample, as tracked
+        self._total = None
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+        self._skip, self._next = {}, {}
+
+    def _rw(self):
+        if self._rank is not None:
+            return self._rank, self._world or 1
+        return rank_world()
+
+    def _gid(self):
+        rank, world = self._rw()
+        wi = get_worker_info()
+        wid, nw = (wi.id, wi.num_workers) if wi else (0, 1)
+        return rank * nw + wid, world * nw
+
+    def shard_order(self, epoch=None):
+        """The shards in the order of an epoch."""
+        order = list(self.shards)
+        if self.shuffle:
+            random.Random(_seed(self.seed, self.epoch if epoch is None else epoch)).shuffle(order)
+        return order
+
+    def _read(self, key):
+        """A shard's bytes in part_size chunks, in order, with the next parts in flight
+        (libwarmlake's prefetch queue)."""
+        c = self._h.get()
+        st = c.stat(self.bucket, key)
+        size = st["size"]
+        # If-Match: a shard replaced while read fails instead of splicing two versions.
+        parts = [(key, o, min(self.part_size, size - o), st["etag"])
+                 for o in range(0, size, self.part_size)]
+        yield from c.read_ahead(self.bucket, parts, depth=3, mem_bound=4 * self.part_size)
+
+    def __iter__(self):
+        gid, total = self._gid()
+        mine = self.shard_order()[gid::total]
+        rng = random.Random(_seed(self.seed, self.epoch, gid))
+        skip = self._skip.get(gid, 0)
+        seq = 0
+
+        def stream():
+            for key in mine:
+                yield from _samples(_tar_members(self._read(key)))
+
+        buf = []
+        for s in stream():
+            if not self.shuffle:
+                out = [s]
+            elif len(buf) < self.shuffle_buffer:
+                buf.append(s)
+                continue
+            else:
+                j = rng.randrange(len(buf))
+                out, buf[j] = [buf[j]], s
+            for o in out:
+                if seq >= skip:
+                    o["__gid__"], o["__seq__"] = gid, seq
+                    yield o
+                seq += 1
+        rng.shuffle(buf)
+        for o in buf:
+            if seq >= skip:
+                o["__gid__"], o["__seq__"] = gid, seq
+                yield o
+            seq += 1
+
+    # -- resume --
+
+    def track(self, batches):
+        """Pass batches (collated dicts, or lists of samples) through, recording the samples
+        consumed so that state_dict() can resume after them."""
+        for b in batches:
+            self.observe(b)
+            yield b
+
+    def observe(self, batch):
+        """Record the samples of one batch (or one sample) as consumed."""
+        if isinstance(batch, dict):
+            gids, seqs = batch["__gid__"], batch["__seq__"]
+            if isinstance(gids, int) or (torch.is_tensor(gids) and gids.dim() == 0):
+                gids, seqs = [gids], [seqs]  # one sample (batch_size=None)
+            pairs = zip([int(g) for g in gids], [int(s) for s in seqs])
+        elif isinstance(batch, (list, tuple)):
+            pairs = [(int(s["__gid__"]), int(s["__seq__"])) for s in batch]
+        else:
+            raise TypeError("observe: a collated dict or a list of samples")
+        for g, s in pairs:
+            if s + 1 > self._next.get(g, 0):
+                self._next[g] = s + 1
+
+    def state_dict(self):
+        nxt = dict(self._skip)
+        for g, n in self._next.items():
+            nxt[g] = max(n, nxt.get(g, 0))
+        rank, world = self._rw()
+        return {"seed": self.seed, "epoch": self.epoch, "next": {str(g): n for g, n in
+                                                                 nxt.items()}}
+
+    def load_state_dict(self, sd):
+        self.seed, self.epoch = sd["seed"], sd["epoch"]
+        self._skip = {int(g): int(n) for g, n in sd["next"].items()}
+        self._next = {}
+
+
+class DeviceLoader:
+    """Batches from loader moved to device. With CUDA: tensors pinned and copied non_blocking
+    on a side stream, one batch ahead. Without: batches unchanged."""
+
+    def __init__(self, loader, device=None):
+        self.loader = loader
+        self.cuda = torch.cuda.is_available() and (device is None or
+                                                   torch.device(device).type == "cuda")
+        self.device = torch.device(device) if device else (
+            torch.device("cuda") if self.cuda else torch.device("cpu"))
+
+    def _move(self, b):
+        if torch.is_tensor(b):
+            if not b.is_pinned():
+                b = b.pin_memory()
+            return b.to(self.device, non_blocking=True)
+        if isinstance(b, dict):
+            return {k: self._move(v) for k, v in b.items()}
+        if isinstance(b, (list, tuple)):
+            return type(b)(self._move(v) for v in b)
+        return b
+
+    def _record(self, b, stream):
+        """Tell the caching allocator that b is used on stream (it was made on the side one)."""
+        if torch.is_tensor(b):
+            if b.is_cuda:
+                b.record_stream(stream)
+        elif isinstance(b, dict):
+            for v in b.values():
+                self._record(v, stream)
+        elif isinstance(b, (list, tuple)):
+            for v in b:
+                self._record(v, stream)
+
+    def __iter__(self):
+        if not self.cuda:
+            yield from self.loader
+            return
+        side = torch.cuda.Stream()
+        it = iter(self.loader)
+        end = object()
+
+        def prep():
+            try:
+                b = next(it)
+            except StopIteration:
+                return end
+            with torch.cuda.stream(side):
+                return self._move(b)
+
+        nxt = prep()
+        while nxt is not end:
+            main = torch.cuda.current_stream()
+            main.wait_stream(side)  # the consumer's work on cur waits for its copy
+            cur = nxt
+            self._record(cur, main)
+            nxt = prep()  # the next copy runs while the consumer uses cur
+            yield cur
+
+    def __len__(self):
+        return len(self.loader)
+
+
+# ---- checkpoints ----
+
+def _flatten(sd, path=()):
+    for k, v in sd.items():
+        if isinstance(v, dict) and all(isinstance(x, str) for x in v):
+            yield from _flatten(v, path + (k,))
+        else:
+            yield path + (k,), v
+
+
+def _put_path(sd, path, v):
+    for p in path[:-1]:
+        sd = sd.setdefault(p, {})
+    sd[path[-1]] = v
+
+
+def save_checkpoint(client, bucket, prefix, state_dict, threads=8, progress=None):
+    """Write state_dict under prefix: tensors in parallel, the manifest last. progress(name)
+    is called after each tensor is written. Returns the manifest."""
+    ckpt = uuid.uuid4().hex
+    data = "%s/data/%s/" % (prefix.rstrip("/"), ckpt)
+    tensors, extra = [], {}
+    for path, v in _flatten(state_dict):
+        if not all(isinstance(p, str) for p in path):
+            raise TypeError("state dict keys must be strings")
+        if torch.is_tensor(v):
+            tensors.append((path, v))
+        else:
+            extra[json.dumps(path)] = v
+
+    def put(i):
+        path, t = tensors[i]
+        t = t.detach().contiguous().cpu()
+        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+        key = data + str(i)
+        etag = client.put(bucket, key, raw)
+        if progress:
+            progress(".".join(path))
+        return {"path": list(path), "dtype": str(t.dtype).split(".")[1],
+                "shape": list(t.shape), "nbytes": int(t.numel() * t.element_size()),
+                "key": key, "etag": etag}
+
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        entries = list(ex.map(put, range(len(tensors))))
+    manifest = {"format": 1, "id": ckpt, "tensors": entries}
+    if extra:
+        b = io.BytesIO()
+        torch.save(extra, b)
+        manifest["extra"] = {"key": data + "extra.pt",
+                             "etag": client.put(bucket, data + "extra.pt", b.getvalue()),
+                             "nbytes": len(b.getvalue())}
+    client.put(bucket, "%s/manifest.json" % prefix.rstrip("/"),
+               json.dumps(manifest).encode(), content_type="application/json")
+    # The data of earlier saves under this prefix is no longer named by the manifest.
+    for o in client.list(bucket, "%s/data/" % prefix.rstrip("/")):
+        if "key" in o and not o["key"].startswith(data):
+            try:
+                client.delete(bucket, o["key"])
+            except WarmlakeError:
+                pass
+    return manifest
+
+
+def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
+    """The state dict saved under prefix. NotFoundError when no save completed there;
+    WarmlakeError when its data does not match the manifest."""
+    prefix = prefix.rstrip("/")
+    try:
+        manifest = json.loads(client.get(bucket, prefix + "/manifest.json"))
+    except NotFoundError:
+        raise NotFoundError(-4, 404, "NoSuchKey", message="no complete checkpoint at %s/%s" %
+                            (bucket, prefix))
+    listed = {o["key"]: o for o in client.list(bucket, "%s/data/%s/" % (prefix, manifest["id"]))
+              if "key" in o}
+
+    def get(e):
+        o = listed.get(e["key"])
+        if o is None or o["size"] != e["nbytes"] or o["etag"] != e["etag"]:
+            raise WarmlakeError(-5, message="checkpoint %s/%s: %s missing or changed" %
+                                (bucket, prefix, e["key"]))
+        dtype = getattr(torch, e["dtype"])
+        if e["nbytes"] == 0:
+            return e, torch.empty(e["shape"], dtype=dtype)
+        raw = torch.empty(e["nbytes"], dtype=torch.uint8)
+        n = client.get_into(bucket, e["key"], raw.numpy())
+        if n != e["nbytes"]:
+            raise WarmlakeError(-5, message="checkpoint tensor %s short" % e["key"])
+        t = raw.view(dtype).reshape(e["shape"])
+        return e, t.to(map_location) if map_location else t
+
+    out = {}
+    with ThreadPoolExecutor(max_workers=threads) as ex:
+        for e, t in ex.map(get, manifest["tensors"]):
+            _put_path(out, tuple(e["path"]), t)
+    if "extra" in manifest:
+        extra = torch.load(io.BytesIO(client.get(bucket, manifest["extra"]["key"])))
+        for path, v in extra.items():
+            _put_path(out, tuple(json.loads(path)), v)
+    return out

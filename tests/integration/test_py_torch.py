@@ -1,0 +1,254 @@
+"""warmlake.torch on CPU (Debian's python3-torch) against a real warmlaked:
+every sample exactly once per epoch across 2 ranks x 2 DataLoader workers,
+shuffles that differ per epoch and repeat per seed, resume mid-epoch with
+exactly the remaining samples, tar shard parsing, map-style samples through
+batch GET, checkpoints bit-exact, and a save killed midway never loaded
+while the previous one still is."""
+import hashlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from conftest import AK, ROOT, SK
+from pyclient import LIB, need_lib
+
+torch = pytest.importorskip("torch")
+
+NSHARDS, PER = 8, 25  # 200 samples
+
+
+@pytest.fixture
+def client(server):
+    need_lib()
+    import warmlake
+    c = warmlake.Client(server.endpoint, access_key=AK, secret_key=SK)
+    c.create_bucket("trn")
+    yield c
+    c.close()
+
+
+def sample_bytes(i):
+    return hashlib.sha256(b"sample %d" % i).digest() * (1 + i % 7)
+
+
+@pytest.fixture
+def shards(client):
+    """NSHARDS tar shards of PER webdataset samples (.cls, .bin), odd sizes."""
+    keys = []
+    for s in range(NSHARDS):
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for j in range(PER):
+                i = s * PER + j
+                for ext, data in (("cls", str(i).encode()), ("bin", sample_bytes(i))):
+                    info = tarfile.TarInfo("d%d/s%04d.%s" % (s, i, ext))
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+        key = "shards/%02d.tar" % s
+        client.put("trn", key, b.getvalue())
+        keys.append(key)
+    return keys
+
+
+def epoch_samples(server, rank, world, workers, epoch, seed=7, state=None, stop=None):
+    """The samples one rank sees in an epoch, in order: (key, cls). state: resume from;
+    stop: consume only this many, then return (samples, state_dict)."""
+    import warmlake.torch as wt
+    ds = wt.ShardDataset("trn", prefix="shards/", seed=seed, shuffle_buffer=10,
+                         part_size=5000, rank=rank, world_size=world,
+                         endpoints=server.endpoint, access_key=AK, secret_key=SK)
+    ds.set_epoch(epoch)
+    if state:
+        ds.load_state_dict(state)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    out = []
+    for s in ds.track(loader):
+        i = int(s["cls"])
+        assert s["bin"] == sample_bytes(i)  # bytes verified
+        assert s["__key__"] == "d%d/s%04d" % (i // PER, i)
+        out.append(i)
+        if stop is not None and len(out) == stop:
+            break
+    return out, ds.state_dict()
+
+
+def test_exactly_once_shuffle_resume(server, shards):
+    seen = []
+    per_rank = {}
+    for rank in range(2):
+        got, _ = epoch_samples(server, rank, 2, 2, epoch=0)
+        per_rank[rank] = got
+        seen += got
+    assert sorted(seen) == list(range(NSHARDS * PER))  # each sample once over 2 x 2 workers
+    # The same (seed, epoch) repeats; another epoch or seed shuffles differently.
+    again, _ = epoch_samples(server, 0, 2, 2, epoch=0)
+    assert again == per_rank[0]
+    other, _ = epoch_samples(server, 0, 2, 2, epoch=1)
+    assert other != per_rank[0]
+    assert sorted(other + epoch_samples(server, 1, 2, 2, epoch=1)[0]) == \
+        list(range(NSHARDS * PER))
+    reseeded, _ = epoch_samples(server, 0, 2, 2, epoch=0, seed=8)
+    assert reseeded != per_rank[0]
+    # Resume mid-epoch: the rest, exactly, for each rank.
+    for rank in range(2):
+        first, state = epoch_samples(server, rank, 2, 2, epoch=3, stop=17)
+        rest, _ = epoch_samples(server, rank, 2, 2, epoch=3, state=state)
+        full, _ = epoch_samples(server, rank, 2, 2, epoch=3)
+        assert not set(first) & set(rest)
+        assert sorted(first + rest) == sorted(full)
+        assert len(first) == 17
+
+
+def test_tar_parsing_pieces():
+    need_lib()
+    import warmlake.torch as wt
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.GNU_FORMAT) as t:
+        names = ["a/x.jpg", "a/x.json", "b" * 150 + "/long.name.txt", "c", "d.bin"]
+        for n in names:
+            data = n.encode() * 3
+            info = tarfile.TarInfo(n)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        d = tarfile.TarInfo("dir")
+        d.type = tarfile.DIRTYPE
+        t.addfile(d)
+    raw = b.getvalue()
+    for step in (1, 7, 512, 513, len(raw)):
+        chunks = (raw[i:i + step] for i in range(0, len(raw), step))
+        members = list(wt._tar_members(chunks))
+        assert [m[0] for m in members] == names
+        assert all(d == n.encode() * 3 for n, d in members)
+    samples = list(wt._samples(wt._tar_members([raw])))
+    assert samples[0] == {"__key__": "a/x", "jpg": b"a/x.jpg" * 3, "json": b"a/x.json" * 3}
+    assert samples[1]["__key__"] == "b" * 150 + "/long"
+    assert samples[1]["name.txt"] == names[2].encode() * 3
+    with pytest.raises(ValueError):
+        list(wt._tar_members([raw[:700]]))  # cut inside a member
+
+
+def test_object_dataset_batch(server, client):
+    import warmlake.torch as wt
+    for i in range(40):
+        client.put("trn", "obj/%03d" % i, sample_bytes(i))
+    ds = wt.ObjectDataset("trn", prefix="obj/", endpoints=server.endpoint, access_key=AK,
+                          secret_key=SK, transform=lambda b, k: (k, b))
+    assert len(ds) == 40
+    assert ds[3] == ("obj/003", sample_bytes(3))
+    # A BatchSampler as the sampler: each step is one batch GET of its indices.
+    sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(40)), 6, False)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2)
+    got = [kb for batch in loader for kb in batch]
+    assert sorted(k for k, _ in got) == ["obj/%03d" % i for i in range(40)]
+    assert all(b == sample_bytes(int(k[4:])) for k, b in got)
+    # Objects that changed size since the listing are read whole all the same.
+    client.put("trn", "obj/000", b"grown" * 1000)
+    client.put("trn", "obj/001", b"s")
+    assert ds[0] == ("obj/000", b"grown" * 1000) and ds[1] == ("obj/001", b"s")
+    assert ds[[0, 1, 2]] == [("obj/000", b"grown" * 1000), ("obj/001", b"s"),
+                             ("obj/002", sample_bytes(2))]
+
+
+def test_device_loader_cpu():
+    need_lib()
+    import warmlake.torch as wt
+    batches = [{"x": torch.arange(4)}, [torch.ones(2)]]
+    out = list(wt.DeviceLoader(batches, device="cpu"))
+    assert torch.equal(out[0]["x"], torch.arange(4)) and torch.equal(out[1][0], torch.ones(2))
+
+
+def state():
+    g = torch.Generator().manual_seed(5)
+    return {
+        "model": {"w": torch.randn(1024, 1024 * 3, generator=g),  # 12 MiB: multipart
+                  "b": torch.randn(7, generator=g).to(torch.bfloat16),
+                  "i": torch.arange(10, dtype=torch.int64),
+                  "m": torch.rand(5, generator=g) > 0.5,
+                  "e": torch.empty(0, 3)},
+        "step": 42, "name": "run-1", "lr": [0.1, 0.01],
+    }
+
+
+def same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], dict):
+            same(a[k], b[k])
+        elif torch.is_tensor(a[k]):
+            assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape
+            assert torch.equal(a[k].view(-1).view(torch.uint8) if a[k].numel() else a[k],
+                               b[k].view(-1).view(torch.uint8) if b[k].numel() else b[k])
+        else:
+            assert a[k] == b[k]
+
+
+KILLER = r"""
+import sys, time, torch
+sys.path.insert(0, sys.argv[1])
+import warmlake, warmlake.torch as wt
+c = warmlake.Client(sys.argv[2], access_key=sys.argv[3], secret_key=sys.argv[4])
+sd = {"t%d" % i: torch.full((1000,), float(i)) for i in range(6)}
+def progress(name):
+    print("wrote", name, flush=True)
+    time.sleep(60)  # killed here: some tensors written, no manifest
+wt.save_checkpoint(c, "trn", sys.argv[5], sd, threads=1, progress=progress)
+"""
+
+
+def kill_mid_save(server, prefix):
+    p = subprocess.Popen([sys.executable, "-c", KILLER, os.path.join(ROOT, "client", "python"),
+                          server.endpoint, AK, SK, prefix], stdout=subprocess.PIPE,
+                         env=dict(os.environ, WARMLAKE_LIB=LIB))
+    try:
+        line = p.stdout.readline()
+        assert line.startswith(b"wrote"), line
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+
+
+def test_checkpoint_round_trip_and_torn(server, client):
+    import warmlake
+    import warmlake.torch as wt
+    sd = state()
+    m = wt.save_checkpoint(client, "trn", "ck/step1", sd)
+    assert len(m["tensors"]) == 5
+    same(sd, wt.load_checkpoint(client, "trn", "ck/step1"))
+    # A save killed midway: nothing loadable there; the previous checkpoint still is.
+    kill_mid_save(server, "ck/step2")
+    with pytest.raises(warmlake.NotFoundError):
+        wt.load_checkpoint(client, "trn", "ck/step2")
+    same(sd, wt.load_checkpoint(client, "trn", "ck/step1"))
+    # Killed while overwriting the same prefix: the old checkpoint is what loads.
+    kill_mid_save(server, "ck/step1")
+    same(sd, wt.load_checkpoint(client, "trn", "ck/step1"))
+    # A completed save replaces it, and the old data goes.
+    sd2 = {"x": torch.arange(5)}
+    wt.save_checkpoint(client, "trn", "ck/step1", sd2)
+    same(sd2, wt.load_checkpoint(client, "trn", "ck/step1"))
+    data = [o["key"] for o in client.list("trn", "ck/step1/data/")]
+    assert len(data) == 1
+    # Data changed under a manifest: refused, not loaded.
+    client.put("trn", data[0], b"\0" * 40)
+    with pytest.raises(warmlake.WarmlakeError):
+        wt.load_checkpoint(client, "trn", "ck/step1")
+
+
+def test_spawned_workers(server, client):
+    """Datasets and clients cross into spawned processes as their configuration."""
+    import pickle
+    import warmlake.torch as wt
+    for i in range(10):
+        client.put("trn", "sp/%d" % i, sample_bytes(i))
+    c2 = pickle.loads(pickle.dumps(client))
+    assert c2.get("trn", "sp/3") == sample_bytes(3)
+    c2.close()
+    ds = wt.ObjectDataset("trn", prefix="sp/", client=client)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context="spawn")
+    assert sorted(loader) == sorted(sample_bytes(i) for i in range(10))
