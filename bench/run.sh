@@ -4,10 +4,11 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3 cluster reader (cluster: not in the default set; it
+# Suites: storage erasure s3 cluster reader heal (cluster: not in the default set; it
 #         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
 #         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
-#         bench/reader.py)
+#         bench/reader.py; heal: not in the default set; a replaced drive refilled by
+#         the heal scanner against fio's sequential write, bench/heal.sh)
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
 #   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
 #                           objects)
@@ -60,8 +61,11 @@ for s in "${suites[@]}"; do
     cluster)
       bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/cluster.md"
       ;;
+    heal)
+      bash bench/heal.sh "$BUILD" | tee "$RESULTS/heal.md"
+      ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3 cluster reader)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster reader heal)" >&2
       exit 2
       ;;
   esac

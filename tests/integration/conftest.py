@@ -23,16 +23,29 @@ class Server:
         self.port = None
         self.log = os.path.join(data, "warmlaked.log")
 
-    def start(self):
-        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
-                   WARMLAKE_USERS="%s:%s" % (AK2, SK2))
-        args = [WARMLAKED, "--listen", "127.0.0.1:0", "--data", self.data,
+    def env(self):
+        return dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
+                    WARMLAKE_USERS="%s:%s" % (AK2, SK2))
+
+    def args(self):
+        return [WARMLAKED, "--listen", "127.0.0.1:0", "--data", self.data,
                 "--drives", str(self.drives), "--ec", self.ec, "--drive-capacity", "2G",
                 "--segment-size", "64M"] + self.extra
+
+    def start(self):
+        return self.launch().wait_ready()
+
+    def launch(self):
+        """Start the process (not waiting for it: nodes started together find each other)."""
         out = open(self.log, "a")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, env=env)
+        self.port = None
+        self.proc = subprocess.Popen(self.args(), stdout=subprocess.PIPE, stderr=out,
+                                     env=self.env())
         STARTED.append(self.proc)
-        deadline = time.time() + 30
+        return self
+
+    def wait_ready(self, timeout=30):
+        deadline = time.time() + timeout
         while time.time() < deadline:
             line = self.proc.stdout.readline().decode()
             if not line:
@@ -44,6 +57,10 @@ class Server:
             self.stop()
             raise RuntimeError("warmlaked did not start; see %s" % self.log)
         return self
+
+    def read_log(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
 
     @property
     def endpoint(self):

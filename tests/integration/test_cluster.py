@@ -16,7 +16,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, AK2, SK, SK2, STARTED, WARMLAKED, s3_client, signed_request
+from conftest import AK, AK2, SK, SK2, STARTED, WARMLAKED, Server, s3_client, signed_request
 
 SECRET = "integration-test-cluster-secret"
 
@@ -33,14 +33,21 @@ def free_ports(n):
     return ports
 
 
-class Node:
+class Node(Server):
+    """A cluster member: conftest.Server with the map, its id and the cluster secret."""
+
     def __init__(self, root, node_id, map_path, secret=SECRET, extra=()):
-        self.id, self.map_path, self.secret, self.extra = node_id, map_path, secret, list(extra)
-        self.data = os.path.join(root, node_id)
-        os.makedirs(self.data, exist_ok=True)
-        self.log = os.path.join(self.data, "warmlaked.log")
-        self.proc = None
-        self.port = None
+        data = os.path.join(root, node_id)
+        os.makedirs(data, exist_ok=True)
+        super().__init__(data, extra=extra)
+        self.id, self.map_path, self.secret = node_id, map_path, secret
+
+    def env(self):
+        return dict(super().env(), WARMLAKE_CLUSTER_SECRET=self.secret)
+
+    def args(self):
+        return [WARMLAKED, "--cluster", self.map_path, "--node", self.id, "--data", self.data,
+                "--drive-capacity", "2G", "--segment-size", "64M"] + self.extra
 
     def start(self, expect_ready=True):
         self.launch()
@@ -48,56 +55,15 @@ class Node:
             self.wait_ready()
         return self
 
-    def launch(self):
-        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
-                   WARMLAKE_USERS="%s:%s" % (AK2, SK2), WARMLAKE_CLUSTER_SECRET=self.secret)
-        args = [WARMLAKED, "--cluster", self.map_path, "--node", self.id, "--data", self.data,
-                "--drive-capacity", "2G", "--segment-size", "64M"] + self.extra
-        out = open(self.log, "a")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=out, env=env)
-        STARTED.append(self.proc)
-        return self
-
-    def wait_ready(self):
+    def wait_ready(self, timeout=60):
         """Until the node says ready: it waits (up to 10 s) for its set's peers first."""
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            line = self.proc.stdout.readline().decode()
-            if not line:
-                break
-            if "ready port=" in line:
-                self.port = int(line.split("ready port=")[1])
-                break
-        if not self.port:
-            self.stop()
+        try:
+            return super().wait_ready(timeout)
+        except RuntimeError:
             raise RuntimeError("node %s did not start; see %s" % (self.id, self.log))
-        return self
-
-
-    @property
-    def endpoint(self):
-        return "http://127.0.0.1:%d" % self.port
 
     def s3(self):
         return s3_client(self.endpoint)
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-        with open(self.log, errors="replace") as f:
-            log = f.read()
-        for marker in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
-            assert marker not in log, "sanitizer report in %s:\n%s" % (self.log, log[-4000:])
-
-    def read_log(self):
-        with open(self.log, errors="replace") as f:
-            return f.read()
 
 
 def start_all(nodes):
@@ -641,16 +607,10 @@ class EtcdNode(Node):
     def __init__(self, root, node_id, url):
         super().__init__(root, node_id, None, extra=["--etcd", url])
 
-    def launch(self):
+    def args(self):
         # No --cluster FILE: the node reads the map from etcd.
-        env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK,
-                   WARMLAKE_CLUSTER_SECRET=self.secret)
-        args = [WARMLAKED, "--node", self.id, "--data", self.data, "--drive-capacity", "2G",
+        return [WARMLAKED, "--node", self.id, "--data", self.data, "--drive-capacity", "2G",
                 "--segment-size", "64M"] + self.extra
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(self.log, "a"),
-                                     env=env)
-        STARTED.append(self.proc)
-        return self
 
 
 def wait_for(pred, what, timeout=60):

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/heal.sh BUILD: how fast the heal scanner refills a replaced drive,
+# against the disk's own sequential write rate measured in the same run.
+#
+# A node of 6 file-backed drives (4+2) is filled with SIZE objects (default
+# 4 MiB, TOTAL bytes in all, default 1 GiB); it stops, drive 2 is replaced by
+# an empty one, and it starts again with the scanner on at an unbounded
+# rate. One pass rebuilds drive 2's blocks from the other five; the row is
+# the bytes written to drive 2 (its host bytes) over the pass's time, and
+# the ceiling is fio writing 1 MiB blocks sequentially with O_DIRECT on the
+# same file system (what a drive refill in large sequential segments could
+# reach). Also printed: the pass's object rate and its MB/s of object data.
+#
+# Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes).
+set -euo pipefail
+B=$(cd "${1:-build}" && pwd)
+cd "$(dirname "$0")/.."
+source bench/fio.sh
+DIR=${BENCH_DIR:-$PWD/bench/results/scratch}/heal
+TOTAL=${TOTAL:-$((1 << 30))}
+SIZE=${SIZE:-$((4 << 20))}
+[ "${QUICK:-0}" = 1 ] && TOTAL=$((256 << 20))
+N=$((TOTAL / SIZE))
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+rm -rf "$DIR"
+mkdir -p "$DIR/data"
+export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
+
+start() { # start ARGS...: the node, its S3 port in $PORT
+  "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/data" --drives 6 --ec 4+2 \
+    --drive-capacity 4G --segment-size 64M "$@" >"$DIR/out" 2>>"$DIR/log" &
+  PID=$!
+  PORT=
+  for _ in $(seq 600); do
+    PORT=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/out")
+    [ -n "$PORT" ] && break
+    sleep 0.1
+  done
+  [ -n "$PORT" ] || { cat "$DIR/log" >&2; exit 1; }
+}
+stop() {
+  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
+}
+
+# The ceiling: sequential 1 MiB direct writes, flushed at the end.
+read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" --size="$TOTAL" \
+  --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 --end_fsync=1)
+rm -f "$DIR/fio.dat"
+
+start --scrub-interval 0
+"$B/bench/wlbench/wl-bench" put --endpoint "http://127.0.0.1:$PORT" --bucket heal \
+  --size "$SIZE" --objects "$N" --order seq --ops "$N" --clients 4 --duration 600 --quiet \
+  --json "$DIR/put.json" >/dev/null
+stop
+rm -rf "$DIR/data/drive2"
+start --scrub-interval 1 --scrub-rate 1T
+stats() { "$B/bench/wlbench/wl-bench" stats --endpoint "http://127.0.0.1:$PORT"; }
+for _ in $(seq 3000); do
+  passes=$(stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["scrub"]["passes"])')
+  [ "$passes" -ge 1 ] && break
+  sleep 0.2
+done
+stats | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+sc, d2 = st["scrub"], st["drives"][2]
+secs = sc["last_pass_s"]
+fio = float(sys.argv[1])
+mb = d2["host_bytes"] / secs / 1e6 if secs else 0
+print("heal refill: drive 2 rebuilt, %.0f MB in %.1f s: %.1f MB/s written to it "
+      "(%.0f objects/s, %.1f MB/s of objects verified); blocks fixed %d" % (
+          d2["host_bytes"] / 1e6, secs, mb, sc["objects"] / secs if secs else 0,
+          sc["bytes"] / secs / 1e6 if secs else 0, sc["blocks_fixed"]))
+print("ceiling fio sequential 1 MiB direct write: %.1f MB/s; ratio %.3f (target 0.5)" % (
+      fio, mb / fio if fio else 0))
+' "$fio_mb"
+stop
