@@ -4,8 +4,9 @@
  *
  * Healing a bucket heals its record, then each current object, a listing
  * page at a time (obj_heal runs between pages, never inside a store's
- * walk): heads put back where a store lacks them, every stripe verified
- * and the blocks missing or failing their crc rebuilt from the others. The
+ * walk; a page's objects four at a time): heads put back where a store
+ * lacks them, every stripe verified and the blocks missing or failing their
+ * crc rebuilt from the others. The
  * heal call (POST /_warmlake/heal) runs it once, for one bucket.
  *
  * The scanner is a thread that runs a pass over every bucket each interval
@@ -37,6 +38,43 @@ static int collect_key(void *arg, const char *key, const obj_info_t *info)
     return p->n == p->cap; /* 1: the page is full */
 }
 
+#define HEAL_THREADS 4 /* objects of a page healed at once */
+
+/* One page's keys healed by a few threads: each takes the next key. */
+typedef struct {
+    const s3_cfg_t *cfg;
+    const char *iname;
+    page_keys_t *pg;
+    int (*pace)(void *arg, uint64_t bytes);
+    void *pace_arg;
+    pthread_mutex_t mu;
+    int next, rc, stopped;
+    obj_heal_report_t rep;
+} page_heal_t;
+
+static void *heal_some(void *arg)
+{
+    page_heal_t *h = arg;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        int i = h->next < h->pg->n && !h->rc && !h->stopped ? h->next++ : -1;
+        pthread_mutex_unlock(&h->mu);
+        if (i < 0) return NULL;
+        obj_heal_report_t rep = {0};
+        int hr = obj_heal(h->cfg->set, h->iname, h->pg->keys[i], &rep);
+        int stop = !hr && h->pace ? h->pace(h->pace_arg, h->pg->sizes[i]) : 0;
+        pthread_mutex_lock(&h->mu);
+        h->rep.objects += rep.objects;
+        h->rep.heads_fixed += rep.heads_fixed;
+        h->rep.blocks_checked += rep.blocks_checked;
+        h->rep.blocks_fixed += rep.blocks_fixed;
+        h->rep.failed += rep.failed + (hr == ERR_UNRECOVERABLE); /* past repair: go on */
+        if (hr && hr != ERR_UNRECOVERABLE && !h->rc) h->rc = hr;
+        h->stopped |= stop;
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
 int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
                    int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
@@ -51,11 +89,28 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
         int lr = obj_list(cfg->set, iname, "", after, collect_key, &pg);
         if (lr < 0) rc = lr;
         more = lr == 1;
+        if (!rc && pg.n) {
+            /* Objects one after another leave the drives idle between a stripe's reads and
+             * the next object's lookups: a few at once keep them busy. */
+            page_heal_t h = {.cfg = cfg, .iname = iname, .pg = &pg, .pace = pace, .pace_arg = arg};
+            pthread_mutex_init(&h.mu, NULL);
+            pthread_t th[HEAL_THREADS];
+            int nt = 0;
+            for (; nt < HEAL_THREADS && nt < pg.n; nt++)
+                if (pthread_create(&th[nt], NULL, heal_some, &h) != 0) break;
+            if (nt == 0) heal_some(&h); /* no thread: this one does it */
+            for (int t = 0; t < nt; t++)
+                pthread_join(th[t], NULL);
+            pthread_mutex_destroy(&h.mu);
+            rc = h.rc;
+            stopped = h.stopped;
+            rep->objects += h.rep.objects;
+            rep->heads_fixed += h.rep.heads_fixed;
+            rep->blocks_checked += h.rep.blocks_checked;
+            rep->blocks_fixed += h.rep.blocks_fixed;
+            rep->failed += h.rep.failed;
+        }
         for (int i = 0; i < pg.n; i++) {
-            int hr = rc || stopped ? 0 : obj_heal(cfg->set, iname, pg.keys[i], rep);
-            if (hr && hr != ERR_UNRECOVERABLE) rc = hr; /* an object past repair: go on */
-            if (hr == ERR_UNRECOVERABLE) rep->failed++;
-            if (!rc && !stopped && pace) stopped = pace(arg, pg.sizes[i]);
             free(after);
             after = pg.keys[i];
         }
@@ -116,8 +171,8 @@ static int pace(void *arg, uint64_t bytes)
 {
     pacer_t *p = arg;
     s3_scrub_t *sc = p->sc;
+    pthread_mutex_lock(&sc->mu); /* the healing threads of a page pace together */
     p->bytes += bytes;
-    pthread_mutex_lock(&sc->mu);
     sc->st.objects++;
     sc->st.bytes += bytes;
     double el = mono_s() - p->t0;
