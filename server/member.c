@@ -41,7 +41,32 @@ struct member {
     int stopping;
     proto_net_t *net;
     peer_serve_t *serving;
+    /* The node ids of the newest map applied (under mu): who may use this node's drives. */
+    char (*ids)[CMAP_MAX_ID + 1];
+    int nids;
 };
+
+/* Under mu: the members of map to take requests from. */
+static void set_members(member_t *m, const cmap_t *map)
+{
+    free(m->ids);
+    m->ids = xcalloc((size_t)map->nnodes + 1, sizeof(*m->ids));
+    for (int i = 0; i < map->nnodes; i++)
+        snprintf(m->ids[i], sizeof(m->ids[i]), "%s", map->nodes[i].id);
+    m->nids = map->nnodes;
+}
+
+/* peer_serve's gate: a node of the newest map applied. */
+static int is_member(void *arg, const char *node)
+{
+    member_t *m = arg;
+    int yes = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int i = 0; i < m->nids && !yes; i++)
+        yes = strcmp(m->ids[i], node) == 0;
+    pthread_mutex_unlock(&m->mu);
+    return yes;
+}
 
 static int load_etcd(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
 {
@@ -287,6 +312,9 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
         cmap_free(&nm);
         return;
     }
+    pthread_mutex_lock(&m->mu);
+    set_members(m, &nm);
+    pthread_mutex_unlock(&m->mu);
     atomic_store(&m->epoch, nm.epoch);
     proto_net_set_epoch(m->net, nm.epoch);
     log_info("event=member_epoch node=%s epoch=%llu nodes=%d", m->cfg.node,
@@ -327,6 +355,10 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
     if (slen < 0) return 1;
     const cmap_node_t *self = &m->map.nodes[m->me];
     m->serving = peer_serve_new(dv, self->drives, SERVE_THREADS);
+    pthread_mutex_lock(&m->mu);
+    set_members(m, &m->map);
+    pthread_mutex_unlock(&m->mu);
+    if (m->serving) peer_serve_gate(m->serving, is_member, m);
     proto_net_cfg_t pc = {0};
     pc.listen = self->proto;
     pc.cluster = m->map.cluster;
@@ -413,6 +445,7 @@ void member_leave(member_t *m, shard_store_t *st, int n)
 void member_free(member_t *m)
 {
     if (!m) return;
+    free(m->ids);
     cmap_free(&m->map);
     etcd_free(m->etcd);
     pthread_mutex_destroy(&m->mu);

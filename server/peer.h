@@ -48,6 +48,14 @@ void peer_serve_handle(void *arg, proto_inbound_t *in);
  * under way finished first).
  */
 void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg);
+/*
+ * Serve only members: fn(arg, node) says whether the authenticated peer
+ * `node` is in the cluster map; others (an admin tool, a node removed from
+ * the map that still holds the secret) may only PING and read counters
+ * (STATS, NODE_STATS), and get ERR_DENIED otherwise. fn runs on pool
+ * threads. Set before serving.
+ */
+void peer_serve_gate(peer_serve_t *sv, int (*fn)(void *arg, const char *node), void *arg);
 /* After proto_net_stop (no request is in flight any more). NULL: no-op. */
 void peer_serve_free(peer_serve_t *sv);
 

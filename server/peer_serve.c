@@ -33,7 +33,15 @@ struct peer_serve {
     pthread_mutex_t stats_mu;       /* held while node_stats runs: unset, it runs no more */
     char *(*node_stats)(void *arg); /* peer_serve_node_stats */
     void *node_stats_arg;
+    int (*gate)(void *arg, const char *node); /* peer_serve_gate */
+    void *gate_arg;
 };
+
+/* Requests an admin tool (not a member) may make: it reads counters, nothing else. */
+static int admin_type(int type)
+{
+    return type == PROTO_PING || type == PROTO_STATS || type == PROTO_NODE_STATS;
+}
 
 typedef struct {
     pool_job_t job;
@@ -124,6 +132,14 @@ static void serve(pool_job_t *j)
     const proto_req_t *q = &in->req;
     peer_serve_t *sv = sj->sv;
     free(sj);
+    if (sv->gate && !sv->gate(sv->gate_arg, in->peer) && !admin_type(q->type)) {
+        /* It holds the secret but is not in the map (removed, or never added): its handshake
+         * proves who it is, not that it may touch these drives. */
+        log_warn("event=peer_not_member peer=%s type=%s: refused", in->peer,
+                 proto_type_name(q->type));
+        proto_reply(in, ERR_DENIED, 0);
+        return;
+    }
     if (q->type == PROTO_PING) {
         proto_reply(in, 0, 0);
         return;
@@ -299,6 +315,12 @@ void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg)
     sv->node_stats = fn;
     sv->node_stats_arg = arg;
     pthread_mutex_unlock(&sv->stats_mu);
+}
+
+void peer_serve_gate(peer_serve_t *sv, int (*fn)(void *arg, const char *node), void *arg)
+{
+    sv->gate_arg = arg;
+    sv->gate = fn;
 }
 
 void peer_serve_free(peer_serve_t *sv)

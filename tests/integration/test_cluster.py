@@ -536,6 +536,27 @@ def test_refused_peers(datadir):
     finally:
         x.stop()
         n1.stop()
+    # A node that holds the secret but is not in the others' map (removed, or never added):
+    # it passes the handshake, and may read counters, but its requests for drives are refused.
+    ports = free_ports(2)
+    rogue = dict(doc, nodes=doc["nodes"] + [{"id": "n9", "s3": "127.0.0.1:%d" % ports[0],
+                                             "proto": "127.0.0.1:%d" % ports[1], "drives": 2}],
+                 sets=[{"ec": "4+2", "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n9/0"]}])
+    rpath = os.path.join(datadir, "rogue.json")
+    with open(rpath, "w") as f:
+        json.dump(rogue, f)
+    k = ["--write-quorum", "4"]
+    nodes = start_all([Node(datadir, "n1", path, extra=k), Node(datadir, "n2", path, extra=k),
+                       Node(datadir, "n3", path, extra=k), Node(datadir, "n9", rpath)])
+    try:
+        assert md5(nodes[1].s3().get_object(Bucket="lake", Key="k")["Body"].read()) == md5(data)
+        with pytest.raises(ClientError) as e:
+            nodes[3].s3().get_object(Bucket="lake", Key="k")["Body"].read()
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] >= 500
+        assert "event=peer_not_member peer=n9" in "".join(n.read_log() for n in nodes[:3])
+    finally:
+        for n in nodes:
+            n.stop()
 
 
 def test_bad_maps_refuse_to_start(datadir):
