@@ -250,6 +250,8 @@ void proto_r_id(proto_r_t *r, proto_id_t *id)
     proto_r_str(r, id->key, sizeof(id->key));
     proto_r_str(r, id->version, sizeof(id->version));
     id->shard = proto_r_u32(r);
+    /* Every record has a bucket and a key (the version may be empty: a head's position). */
+    if (!r->err && (!id->bucket[0] || !id->key[0])) r->err = ERR_CORRUPT;
 }
 
 void proto_w_stat(proto_w_t *w, const proto_stat_t *st)

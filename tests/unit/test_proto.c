@@ -122,6 +122,14 @@ static void test_request_codec(void **state)
     proto_w_u32(&w, 0);
     proto_w_id(&w, "b", longkey, "", 0);
     assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
+    /* Every record has a bucket and a key. */
+    const char *empty[][2] = {{"", "k"}, {"b", ""}};
+    for (int i = 0; i < 2; i++) {
+        proto_w_init(&w, buf, sizeof(buf));
+        proto_w_u32(&w, 0);
+        proto_w_id(&w, empty[i][0], empty[i][1], "", 0);
+        assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
+    }
     /* SCAN, with its flags checked. */
     proto_w_init(&w, buf, sizeof(buf));
     proto_w_u32(&w, 1);
