@@ -180,3 +180,14 @@ def test_ini_with_overriding_flags(datadir):
         assert c.get_object(Bucket="from-ini", Key="k")["Body"].read() == b"x" * 300000
     finally:
         s.stop()
+
+
+def test_write_quorum_outside_k_to_n_refused(datadir):
+    env = dict(os.environ, WARMLAKE_ACCESS_KEY="wq-test-key", WARMLAKE_SECRET_KEY="wq-test-secret-0")
+    for q in ("3", "7"):
+        r = subprocess.run([WARMLAKED, "--listen", "127.0.0.1:0", "--data",
+                            os.path.join(datadir, "d"), "--drive-capacity", "256M",
+                            "--segment-size", "16M", "--write-quorum", q],
+                           capture_output=True, text=True, timeout=20, env=env)
+        assert r.returncode != 0, r.stderr
+        assert "--write-quorum %s is outside k..k+m (4..6)" % q in r.stderr, r.stderr
