@@ -1,0 +1,140 @@
+/*
+ * net_serve.c: serving the frames peers send: a request copied (or kept, when
+ * read in place) into its own allocation and handed to the handler; the
+ * serve budget (reading a connection stops while the requests being served
+ * hold more than serve_budget bytes, or the connection has too many), reads
+ * resumed as replies are written; replies queued by any thread and sent by
+ * the loop. Design, file map and thread map: net_int.h.
+ */
+#include "proto/net_int.h"
+
+#include "common/err.h"
+#include "common/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CONN_INFLIGHT 256 /* requests a connection may have being served before reading pauses */
+
+/* ---- serving ---- */
+
+void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int owned)
+{
+    proto_net_t *n = c->net;
+    if (h->flags & PROTO_F_RESP || h->type == PROTO_HELLO || h->type == PROTO_AUTH || h->status) {
+        if (owned) free(frame);
+        net__conn_close(c, ERR_CORRUPT);
+        return;
+    }
+    if (!owned) {
+        uint8_t *copy = xmalloc(PROTO_HDR + (size_t)h->len);
+        memcpy(copy, frame, PROTO_HDR + (size_t)h->len);
+        frame = copy;
+    }
+    proto_inbound_t *in = xmalloc(sizeof(*in));
+    in->hdr = *h;
+    in->payload = frame + PROTO_HDR;
+    in->conn = c;
+    in->next = NULL;
+    in->reply = NULL;
+    in->reply_cap = in->reply_len = 0;
+    in->status = 0;
+    snprintf(in->peer, sizeof(in->peer), "%s", c->peer_node);
+    c->refs++;
+    c->inflight++;
+    n->inbounds++;
+    n->serving += PROTO_HDR + (size_t)h->len;
+    if ((n->serving > n->cfg.serve_budget || c->inflight >= CONN_INFLIGHT) && !c->paused) {
+        c->paused = 1;
+        atomic_fetch_add(&n->st.paused_reads, 1);
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+    int rc = proto_req_decode(h->type, in->payload, h->len, &in->req);
+    if (rc) {
+        proto_reply(in, rc == ERR_INVAL ? ERR_INVAL : ERR_CORRUPT, 0);
+        return;
+    }
+    n->cfg.handle(n->cfg.arg, in);
+}
+
+void net__resume_paused(proto_net_t *n)
+{
+    for (proto_conn_t *c = n->conns; c && n->serving <= n->cfg.serve_budget; c = c->next) {
+        if (!c->paused || c->state == C_CLOSING || c->inflight >= CONN_INFLIGHT) continue;
+        c->paused = 0;
+        net__drain_stage(c);
+        if (c->state != C_CLOSING && !c->paused)
+            uv_read_start((uv_stream_t *)&c->tcp, net__on_alloc, net__on_read);
+    }
+}
+
+static void reply_written(uv_write_t *req, int status)
+{
+    ctl_write_t *w = req->data;
+    proto_inbound_t *in = w->in;
+    proto_conn_t *c = in->conn;
+    proto_net_t *n = c->net;
+    /* Memory a request holds is counted until its reply is on the wire, not just queued:
+       a peer that stops reading its replies pauses itself. */
+    n->serving -= PROTO_HDR + (size_t)in->hdr.len + in->reply_cap;
+    n->inbounds--;
+    c->inflight--;
+    free(w->buf);
+    free(w);
+    free((uint8_t *)in->payload - PROTO_HDR);
+    free(in);
+    if (!n->closed) net__resume_paused(n);
+    net__conn_unref(c);
+}
+
+/* Loop: send (or drop, on a closed connection) one reply. */
+void net__send_reply(proto_net_t *n, proto_inbound_t *in)
+{
+    proto_conn_t *c = in->conn;
+    n->serving += in->reply_cap; /* the reply's memory, until it is written */
+    uint8_t *buf = in->reply ? in->reply : xmalloc(PROTO_HDR);
+    size_t len = in->reply_len; /* an error may carry a payload too (GET's ERR_RANGE) */
+    proto_hdr_t h = {.type = in->hdr.type,
+                     .flags = PROTO_F_RESP,
+                     .id = in->hdr.id,
+                     .len = (uint32_t)len,
+                     .status = in->status};
+    proto_hdr_seal(buf, &h, buf + PROTO_HDR);
+    ctl_write_t *w = xmalloc(sizeof(*w));
+    w->buf = buf;
+    w->in = in;
+    w->close_after = NULL;
+    w->req.data = w;
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)(PROTO_HDR + len));
+    if (c->state == C_CLOSING ||
+        uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, reply_written) != 0) {
+        reply_written(&w->req, UV_ECANCELED);
+        return;
+    }
+    atomic_fetch_add(&n->st.frames_out, 1);
+}
+
+uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap)
+{
+    if (!cap) return NULL;
+    free(in->reply);
+    in->reply = xmalloc(PROTO_HDR + cap);
+    in->reply_cap = cap;
+    return in->reply + PROTO_HDR;
+}
+
+void proto_reply(proto_inbound_t *in, int status, size_t len)
+{
+    proto_net_t *n = in->conn->net;
+    in->status = status;
+    in->reply_len = len <= in->reply_cap ? len : 0;
+    in->next = NULL;
+    pthread_mutex_lock(&n->mu);
+    if (n->replies_tail)
+        n->replies_tail->next = in;
+    else
+        n->replies = in;
+    n->replies_tail = in;
+    pthread_mutex_unlock(&n->mu);
+    uv_async_send(&n->wake);
+}
