@@ -225,7 +225,18 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                       int *first_err)
 {
     obj_info_t old, *nuls = NULL;
-    int drop_old = 0, nnul = 0, heads = -1, had_old = 0;
+    int drop_old = 0, nnul = 0, heads = -1, had_old = 0, stands = 0;
+    /*
+     * Stores known to be away (not up, or failed this write's blocks) that
+     * leave fewer than the write quorum: refused before anything is written,
+     * so the failure is clean. An inline object whose copies all avoid them
+     * goes on: its m+1 whole copies are its quorum.
+     */
+    uint32_t away = obj__unhealthy(s) | dead;
+    if (__builtin_popcount(away) > s->n - s->wq && !(data && info->inl && !(info->inl & away))) {
+        *first_err = ERR_UNRECOVERABLE;
+        return -1;
+    }
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     /*
@@ -315,9 +326,22 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         int refused = 0;
         heads =
             obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &refused, first_err);
-        if (obj__enough(s, info, heads)) {
+        /*
+         * Short of the write quorum but on k stores (not a sparse one: its copies
+         * are its quorum), the version stands for every reader and writer
+         * (current_for_commit): another commit may already cover it, keeping it
+         * as noncurrent. Undoing it now would pull a version from under them.
+         * It stays, as if acknowledged, and is healed; the client is told the
+         * write failed (a 5xx leaves the outcome open, as in S3).
+         */
+        stands = obj__enough(s, info, heads) || (!info->sparse && heads >= s->k);
+        if (stands) {
             for (int i = 0; i < nnul; i++)
                 obj__retire(s, bucket, key, &nuls[i]);
+            if (!obj__enough(s, info, heads)) {
+                if (!*first_err) *first_err = ERR_UNRECOVERABLE;
+                heads = OBJ__COMMIT_IN_DOUBT;
+            }
             break;
         }
         if (heads > 0 && undo_heads(s, bucket, key, info, had_old ? &old : NULL) && !refused) {
@@ -343,7 +367,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
         heads == OBJ__COMMIT_IN_DOUBT)
         obj__heal_note(s, bucket, key);
-    if (heads >= 0 && obj__enough(s, info, heads)) {
+    if (stands) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
         for (int i = 0; i < nnul; i++) {
             int seen = drop_old && !strcmp(nuls[i].upload_id, old.upload_id);
