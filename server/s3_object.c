@@ -397,7 +397,7 @@ void s3_put_object(ctx_t *x)
 }
 
 /* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
-static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
+int s3_parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
 {
     uint64_t a, b;
     if (!v || strncmp(v, "bytes=", 6) != 0 || strchr(v, ',')) return 0;
@@ -512,7 +512,7 @@ void s3_get_object(ctx_t *x, int head)
     if (pn && info.multipart) buf_printf(&hb, "x-amz-mp-parts-count: %d\r\n", info.nparts);
     uint64_t off = 0, len = info.size;
     int status = 200;
-    int rr = pn ? 0 : parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    int rr = pn ? 0 : s3_parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
     if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
         off = poff;
         len = plen;
