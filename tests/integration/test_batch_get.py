@@ -4,6 +4,7 @@ asked, each entry with its own status. The frames are parsed here, by this
 file's own parser, and every payload is checked against what was stored (by
 hash) and against its frame crc32c."""
 import ctypes
+import os
 import hashlib
 import http.client
 import random
@@ -349,3 +350,88 @@ def test_client_disconnects_mid_stream(server, s3):
         stalled.close()
     time.sleep(0.5)
     assert server.proc.poll() is None
+
+
+def corrupt_block(datadir, data, off):
+    """Flip bytes of the block holding data[off:off + 4096] where a drive stores it."""
+    import glob
+    snippet = data[off:off + 4096]
+    hits = 0
+    for path in glob.glob("%s/drive*/**/*" % datadir, recursive=True):
+        if not os.path.isfile(path):
+            continue
+        with open(path, "r+b") as f:
+            content = f.read()
+            i = content.find(snippet)
+            while i >= 0:
+                f.seek(i + 100)
+                f.write(bytes(b ^ 0xFF for b in content[i + 100:i + 110]))
+                hits += 1
+                i = content.find(snippet, i + 1)
+    assert hits, "block not found"
+
+
+def read_raw(sock):
+    out = b""
+    while True:
+        b = sock.recv(1 << 20)
+        if not b:
+            return out
+        out += b
+
+
+def dechunk(raw):
+    """The chunked body of a raw response: (bytes, whether the last chunk came)."""
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"Transfer-Encoding: chunked" in head
+    out = b""
+    while rest:
+        line, sep, after = rest.partition(b"\r\n")
+        if not sep:
+            break
+        n = int(line, 16)
+        if n == 0:
+            return out, True
+        if len(after) < n + 2:
+            out += after[:n]
+            break
+        out += after[:n]
+        rest = after[n + 2:]
+    return out, False
+
+
+def test_lost_stripes_error_frame_or_cut(server, s3, datadir):
+    """A stripe lost before an entry's payload began is an error frame and the batch goes on;
+    one lost after it began cuts the stream: entries sent before are good, the cut entry has
+    no crc, there is no end frame, and the chunked body has no last chunk."""
+    early, late = blob(9 * MIB, 21), blob(9 * MIB, 22)
+    s3.put_object(Bucket="bat", Key="first", Body=b"first")
+    s3.put_object(Bucket="bat", Key="early", Body=early)
+    s3.put_object(Bucket="bat", Key="late", Body=late)
+    # Three of a stripe's four data blocks (4+2, 1 MiB blocks): more than parity rebuilds.
+    for j in range(3):
+        corrupt_block(datadir, early, j * MIB)
+        corrupt_block(datadir, late, 4 * MIB + j * MIB)
+    s = raw_batch(server.port, body_of(["first", "early", "first", "late", "first"]))
+    try:
+        data, ended = dechunk(read_raw(s))
+    finally:
+        s.close()
+    assert not ended
+    frames, off = [], 0
+    while len(data) - off >= 40:
+        _, index, status, klen, elen, _, size, plen, _, _ = \
+            struct.unpack("<4sIHHHHQQII", data[off:off + 40])
+        start = off + 40 + klen + elen
+        if len(data) < start + plen + 4:
+            frames.append((index, status, "cut"))
+            break
+        payload = data[start:start + plen]
+        assert struct.unpack("<I", data[start + plen:start + plen + 4])[0] == crc32c(payload)
+        frames.append((index, status, payload))
+        off = start + plen + 4
+    assert frames[:3] == [(0, 200, b"first"), (1, 503, b"ServiceUnavailable"), (2, 200, b"first")]
+    assert frames[3][:2] == (3, 200) and frames[3][2] == "cut"
+    assert len(frames) == 4
+    # The node goes on serving.
+    assert ok_batch(server.port, "bat", ["first"])[0]["payload"] == b"first"
