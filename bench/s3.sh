@@ -245,6 +245,15 @@ for s in "${SIZES[@]}"; do
 done
 row get_4KiB_c8_p99 "$(jget "$JS/get_4KiB_c8.json" 'j["ops"]["get"]["latency_ms"]["p99"]')" ms nginx_get_4KiB_c8_p99
 
+# Batch GET (warmlake's extension, docs/batch-get.md) against per-object GETs of the same
+# 16 KiB objects from the same clients (one keep-alive connection each): objects/s, the ratio
+# is the speedup. Only against a local warmlake (another S3 server has no batch GET).
+if [ "$LOCAL" = 1 ]; then
+  for c in 1 8; do
+    "$BUILD/bench/bench_batch" "$ENDPOINT" "$SMALL_OBJ" 16384 "$c" "$DUR" 256
+  done
+fi
+
 # Mixed 90/10 GET/PUT of 1 MiB objects at 8 clients.
 wlb mixed --mix get:90,put:10 --size 1MiB --clients 8 --duration $DUR --prefix get1MiB/ \
   --objects $MID_OBJ --no-prepare --json "$JS/mixed.json" >"$JS/mixed.txt"
