@@ -38,8 +38,8 @@ typedef struct {
     struct s3_scrub *scrub;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */
     struct sigv4_key_cache *keys;
-    /* Runs batch GET entries' reads ahead of their sending (s3_batch.c); NULL: each entry is
-     * read by the handler itself, one after another. */
+    /* Runs batch GET entries' reads ahead of their sending (s3_batch.c); NULL: batch GET is
+     * not served (501). */
     struct pool *batch;
 } s3_cfg_t;
 

@@ -7,27 +7,31 @@
  * frame, never a failed batch.
  *
  * Design. The handler's worker is the sender; the entries are fetched ahead
- * of it by jobs on the batch pool (s3_cfg_t.batch), at most BATCH_AHEAD
- * entries and BATCH_AHEAD_BYTES of payload past the one being sent, so many
- * small entries are read from the drives at once while memory stays bounded
- * whatever the batch holds and however slowly the client reads. A job opens
- * its entry as a GET would (the version pinned, the ACL of the version
- * opened checked for a caller who is not the bucket's owner), and reads the
- * payload whole when it is at most BATCH_WHOLE_MAX and fits what the window
- * still has room for; otherwise it leaves the reader open and the sender
- * streams it stripe by stripe (obj_read_unit, one stripe read ahead), held
- * back by the socket (http_write blocks above HTTP_HIGH_WATER). A pool job
- * never waits on the HTTP pool or on another batch job, and the object
- * layer's own pool is a different one: no job can wait on a thread its own
- * kind holds.
+ * of it by fetchers, jobs on the batch pool (s3_cfg_t.batch; up to
+ * BATCH_FETCHERS per batch), at most BATCH_AHEAD entries and
+ * BATCH_AHEAD_BYTES of payload past the one being sent, so many small
+ * entries are read from the drives at once while memory stays bounded
+ * whatever the batch holds and however slowly the client reads. A fetcher
+ * claims the next entry, fetches it, and claims another while the window
+ * has room, so a busy batch does not cost a thread wake-up per entry
+ * (16 KiB entries, 1 client: 12.3k -> 21.9k objects/s against one job per
+ * entry). Fetching opens the entry as a GET would (the version pinned, the
+ * ACL of the version opened checked for a caller who is not the bucket's
+ * owner) and reads the payload whole when it is at most BATCH_WHOLE_MAX and
+ * fits what the window still has room for; otherwise the reader stays open
+ * and the sender streams it stripe by stripe (obj_read_unit, one stripe
+ * read ahead), held back by the socket (http_write blocks above
+ * HTTP_HIGH_WATER). A fetcher never waits on the HTTP pool or on another
+ * fetcher, and the object layer's pool is another pool: no job waits on a
+ * thread its own kind holds.
  *
  * Errors. An entry that fails before any of its payload is out (not found,
  * refused, the first stripe unreadable) is an error frame. One that fails
  * after (a stripe lost mid-entry) aborts the response: the chunked body is
  * left unterminated and the connection closed, so the client sees a cut
  * frame, never wrong bytes presented as good. A client that goes away stops
- * the sender at its next write; jobs still queued find the batch cancelled
- * and return at once, and nothing is freed before every job has run.
+ * the sender at its next write; fetchers then claim nothing more, and
+ * nothing is freed before every fetcher has returned (the batch's latch).
  */
 #include "server/s3_int.h"
 
@@ -36,20 +40,20 @@
 #include "s3/batch.h"
 
 #define BATCH_AHEAD       32           /* entries fetched ahead of the one being sent */
+#define BATCH_FETCHERS    16           /* batch pool jobs fetching one batch's entries at once */
 #define BATCH_AHEAD_BYTES (8u << 20)   /* payload bytes held ahead, read and not yet sent */
-#define BATCH_WHOLE_MAX   (1u << 20)   /* an entry read whole by its job: at most this */
+#define BATCH_WHOLE_MAX   (1u << 20)   /* an entry read whole by its fetcher: at most this */
 #define BATCH_BODY_MAX    (4u << 20)   /* the request body */
 #define BATCH_GATHER      (256u << 10) /* frames gathered into one chunk before a write */
 #define BATCH_SMALL       (64u << 10)  /* payloads up to this in plain malloc'd memory */
 
 typedef struct batch batch_t;
 
-/* One entry being fetched or sent. Its job's until done (under b->mu), the sender's after. */
+/* One entry being fetched or sent: its fetcher's until done (b->mu), the sender's after. */
 typedef struct {
-    pool_job_t job; /* first: a job is its slot */
-    batch_t *b;
+    int used;   /* an entry was claimed into it (what the end releases) */
     int i;      /* the entry's index in the request */
-    int done;   /* the job finished (b->mu) */
+    int done;   /* fetched (b->mu) */
     int status; /* 200, 206, or err's status */
     s3_err_t err;
     obj_reader_t *rd; /* open, for the sender to stream [off, off+len); NULL when data holds it */
@@ -59,17 +63,29 @@ typedef struct {
     size_t held; /* bytes of b->held this slot accounts for */
 } slot_t;
 
+/* A fetcher: a batch pool job that opens and reads entries while the window has room. */
+typedef struct {
+    pool_job_t job; /* first: a job is its fetcher */
+    batch_t *b;
+    int busy; /* queued or running (b->mu): the sender may not submit it again */
+} fetcher_t;
+
 struct batch {
     ctx_t *x;
     const s3_xml_batch_entry_t *e;
     int n;
-    int foreign;              /* the caller is not the bucket's owner: each object's ACL decides */
-    int bucket_read;          /* foreign: the bucket's ACL lets the caller list it (404 vs 403) */
-    pthread_mutex_t mu;       /* guards held, cancel and the slots' done */
-    pthread_cond_t cv;        /* a slot is done */
-    size_t held;              /* payload bytes read (or reserved) ahead and not yet sent */
-    int cancel;               /* the client went away: jobs not started do nothing */
-    latch_t latch;            /* every job submitted, counted down by the pool */
+    int foreign;     /* the caller is not the bucket's owner: each object's ACL decides */
+    int bucket_read; /* foreign: the bucket's ACL lets the caller list it (404 vs 403) */
+    /* Under mu: */
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a slot is done */
+    int next;          /* the first entry no fetcher has claimed */
+    int limit;         /* claims stay below it: the sender's entry + BATCH_AHEAD */
+    size_t held;       /* payload bytes read (or reserved) ahead and not yet sent */
+    int cancel;        /* the sender stopped: fetchers claim nothing more */
+    int fetchers;      /* fetchers queued or running */
+    latch_t latch;     /* every fetcher submitted, counted down by the pool */
+    fetcher_t f[BATCH_FETCHERS];
     slot_t slot[BATCH_AHEAD]; /* entry i's is slot[i % BATCH_AHEAD] */
 };
 
@@ -82,7 +98,7 @@ static void slot_fail(slot_t *s, s3_err_t e)
 /*
  * Open entry s->i as a GET of it would be, and find its payload's range.
  * On success s->rd is open and s->status 200 or 206; otherwise s->err says
- * why and nothing is held. Blocks (drive reads); runs on a batch job.
+ * why and nothing is held. Blocks (drive reads); runs on a fetcher.
  */
 static void entry_open(batch_t *b, slot_t *s)
 {
@@ -139,58 +155,85 @@ static uint8_t *payload_alloc(size_t len)
     return xaligned_alloc(4096, align_up(len, 4096));
 }
 
-/* A batch job: open the entry and, when it is small and the window has room, read it. */
-static void fetch(pool_job_t *j)
+/* Open slot s's entry and, when it is small and the window has room, read it whole. */
+static void fetch_one(batch_t *b, slot_t *s)
 {
-    slot_t *s = (slot_t *)j;
-    batch_t *b = s->b;
+    entry_open(b, s);
+    if (!s->rd || s->len > BATCH_WHOLE_MAX) return;
+    /* Read whole only within the window's bytes; past them the sender streams it. */
     pthread_mutex_lock(&b->mu);
-    int cancel = b->cancel;
-    pthread_mutex_unlock(&b->mu);
-    if (!cancel) entry_open(b, s);
-    if (s->rd && s->len <= BATCH_WHOLE_MAX) {
-        /* Read whole only within the window's bytes; past them the sender streams it. */
-        pthread_mutex_lock(&b->mu);
-        int room = b->held + s->len <= BATCH_AHEAD_BYTES;
-        if (room) {
-            b->held += s->len;
-            s->held = s->len;
-        }
-        pthread_mutex_unlock(&b->mu);
-        if (room) {
-            s->data = payload_alloc((size_t)s->len);
-            int rc = obj_read(s->rd, s->off, s->data, (size_t)s->len);
-            if (rc) {
-                /* Nothing of it is out yet: an error frame, not a cut stream. */
-                log_error("event=batch_get_failed key=%s err=%s missing=0x%x", b->e[s->i].key,
-                          err_name(rc), obj_read_missing(s->rd));
-                free(s->data);
-                s->data = NULL;
-                slot_fail(s, s3_engine_err_of(rc));
-            }
-            obj_close(s->rd);
-            s->rd = NULL;
-        }
+    int room = b->held + s->len <= BATCH_AHEAD_BYTES;
+    if (room) {
+        b->held += s->len;
+        s->held = s->len;
     }
+    pthread_mutex_unlock(&b->mu);
+    if (!room) return;
+    s->data = payload_alloc((size_t)s->len);
+    int rc = obj_read(s->rd, s->off, s->data, (size_t)s->len);
+    if (rc) {
+        /* Nothing of it is out yet: an error frame, not a cut stream. */
+        log_error("event=batch_get_failed key=%s err=%s missing=0x%x", b->e[s->i].key, err_name(rc),
+                  obj_read_missing(s->rd));
+        free(s->data);
+        s->data = NULL;
+        slot_fail(s, s3_engine_err_of(rc));
+    }
+    obj_close(s->rd);
+    s->rd = NULL;
+}
+
+/* Under b->mu: an entry a fetcher may claim now (in the window, within its bytes). */
+static int claimable(const batch_t *b)
+{
+    return !b->cancel && b->next < b->n && b->next < b->limit && b->held < BATCH_AHEAD_BYTES;
+}
+
+/*
+ * A fetcher's run: claim the next entry, fetch it, mark it done, and go on
+ * while there is one to claim; a thread that keeps finding work is not put
+ * to sleep and woken once per entry. Returns when the window is full (the
+ * sender starts fetchers again as it frees room).
+ */
+static void fetcher_run(pool_job_t *j)
+{
+    fetcher_t *f = (fetcher_t *)j;
+    batch_t *b = f->b;
     pthread_mutex_lock(&b->mu);
-    s->done = 1;
-    pthread_cond_broadcast(&b->cv);
+    while (claimable(b)) {
+        int i = b->next++;
+        slot_t *s = &b->slot[i % BATCH_AHEAD];
+        memset(s, 0, sizeof(*s));
+        s->used = 1;
+        s->i = i;
+        pthread_mutex_unlock(&b->mu);
+        fetch_one(b, s);
+        pthread_mutex_lock(&b->mu);
+        s->done = 1;
+        pthread_cond_broadcast(&b->cv);
+    }
+    b->fetchers--;
+    f->busy = 0; /* the sender may submit f again: nothing below touches it */
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Entry i's job, on the batch pool (or, without one, run here). */
-static void submit(batch_t *b, int i)
+/* Under b->mu: start fetchers for what may be claimed now, up to one per entry and
+ * BATCH_FETCHERS in all. */
+static void start_fetchers(batch_t *b)
 {
-    slot_t *s = &b->slot[i % BATCH_AHEAD];
-    memset(s, 0, sizeof(*s));
-    s->job.run = fetch;
-    s->b = b;
-    s->i = i;
-    pool_job_t *q = &s->job;
-    if (b->x->cfg->batch)
-        pool_submit(b->x->cfg->batch, &q, 1, &b->latch);
-    else
-        fetch(q);
+    pool_t *pool = b->x->cfg->batch;
+    int want = b->limit - b->next;
+    if (want > b->n - b->next) want = b->n - b->next;
+    for (int k = 0; k < BATCH_FETCHERS && b->fetchers < want && claimable(b); k++) {
+        fetcher_t *f = &b->f[k];
+        if (f->busy) continue;
+        f->b = b;
+        f->busy = 1;
+        f->job.run = fetcher_run;
+        b->fetchers++;
+        pool_job_t *q = &f->job;
+        pool_submit(pool, &q, 1, &b->latch);
+    }
 }
 
 /* Gathered frames out as one chunk: 0, or ERR_CLOSED when the client is gone. */
@@ -323,26 +366,24 @@ static void slot_release(batch_t *b, slot_t *s)
 static int send_all(batch_t *b)
 {
     buf_t out = {0};
-    int rc = 0, next = 0; /* next: the first entry not submitted yet */
+    int rc = 0;
     for (int i = 0; i < b->n && !rc; i++) {
         slot_t *s = &b->slot[i % BATCH_AHEAD];
-        /* Keep the window full: entries ahead up to BATCH_AHEAD and BATCH_AHEAD_BYTES. */
-        for (;;) {
-            pthread_mutex_lock(&b->mu);
-            int more = next < b->n && next < i + BATCH_AHEAD && b->held < BATCH_AHEAD_BYTES &&
-                       (b->x->cfg->batch || next == i);
-            pthread_mutex_unlock(&b->mu);
-            if (!more) break;
-            submit(b, next++);
-        }
         pthread_mutex_lock(&b->mu);
-        if (!s->done) {
+        b->limit = i + BATCH_AHEAD;
+        /* Keep the window full; but a fetcher started for every freed slot would be a wake per
+         * entry again: wait until a quarter of it is free, unless the fetchers fell behind. */
+        if (b->next - i <= BATCH_AHEAD - BATCH_AHEAD / 4 || b->next == i) start_fetchers(b);
+        if (!(b->next > i && s->done)) {
             /* What is gathered goes out before waiting: the client reads while we fetch. */
             pthread_mutex_unlock(&b->mu);
             rc = flush(b, &out);
             pthread_mutex_lock(&b->mu);
-            while (!s->done)
+            while (!(b->next > i && s->done)) {
+                start_fetchers(b); /* the entry's bytes may have been all the window held */
+                if (b->next > i && s->done) break;
                 pthread_cond_wait(&b->cv, &b->mu);
+            }
         }
         pthread_mutex_unlock(&b->mu);
         if (!rc) rc = send_slot(b, s, &out);
@@ -354,13 +395,13 @@ static int send_all(batch_t *b)
         rc = flush(b, &out);
     }
     free(out.p);
-    /* Cut short: entries fetched ahead are dropped; jobs not started yet do nothing. */
+    /* Cut short: entries fetched ahead are dropped; fetchers claim nothing more. */
     pthread_mutex_lock(&b->mu);
     b->cancel = 1;
     pthread_mutex_unlock(&b->mu);
     latch_wait(&b->latch);
     for (int i = 0; i < BATCH_AHEAD; i++)
-        if (b->slot[i].b) slot_release(b, &b->slot[i]);
+        if (b->slot[i].used) slot_release(b, &b->slot[i]);
     return rc;
 }
 
@@ -370,6 +411,10 @@ void s3_batch_get(ctx_t *x)
     s3_xml_batch_entry_t *e = NULL;
     int n = 0;
     char *body = NULL;
+    if (!x->cfg->batch) {
+        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Batch GET is not served by this node.");
+        goto out;
+    }
     if (!s3_bucket_exists(x, x->bucket, bi)) {
         s3_err(x, S3E_NO_SUCH_BUCKET);
         goto out;
