@@ -5,6 +5,9 @@
 # wl-bench in plain-GET mode; page cache warm, and kept out with O_DIRECT as
 # warmlake reads; warmlake GETs get a ratio against each), wrk against
 # nginx to show wl-bench is not the bottleneck, memcpy, MD5 and raw ISA-L.
+# Batch GET rows (bench_batch, local warmlake only) have the per-object GET
+# rate of the same objects and clients as their reference: the ratio is the
+# speedup.
 # Prints ROW lines for bench/report.py. Called by bench/run.sh.
 #
 #   bench/s3.sh BUILD_DIR [--quick] [--full] [--endpoint URL --access-key K --secret-key S]
