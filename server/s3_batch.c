@@ -124,9 +124,7 @@ static void entry_open(batch_t *b, slot_t *s)
         goto out;
     }
     /* Another user's (or anonymous) read: the version opened must grant READ itself. */
-    if (b->foreign &&
-        !(s3_acl_perms(s3_umeta_get(info, ACL_META), x->anonymous ? NULL : x->auth.access_key) &
-          S3_PERM_READ)) {
+    if (b->foreign && !s3_foreign_may_read(x, s3_umeta_get(info, ACL_META))) {
         obj_close(s->rd);
         s->rd = NULL;
         slot_fail(s, S3E_ACCESS_DENIED);
@@ -422,9 +420,7 @@ void s3_batch_get(ctx_t *x)
     s3_bucket_iname(x->bucket, bi, x->ibucket);
     const char *owner = s3_bucket_owner(bi);
     int foreign = x->anonymous || (owner[0] && strcmp(owner, x->auth.access_key) != 0);
-    int bucket_read =
-        (s3_acl_perms(s3_umeta_get(bi, "acl"), x->anonymous ? NULL : x->auth.access_key) &
-         S3_PERM_READ) != 0;
+    int bucket_read = s3_foreign_may_read(x, s3_umeta_get(bi, "acl"));
     size_t len;
     /* One byte past the limit: a body that reaches it is too large (s3_read_small_body). */
     if (!(body = s3_read_small_body(x, BATCH_BODY_MAX + 1, &len))) goto out;

@@ -224,6 +224,9 @@ void s3_get_object_acl(ctx_t *x, const char *owner);
 /* ---- s3_foreign.c ---- */
 /* A request by anyone but the bucket's owner: what the ACLs grant, else 403. */
 void s3_anonymous_op(ctx_t *x);
+/* Whether the ACL stored (an object's ACL_META, a bucket's "acl") lets x's requester (another
+ * user, or anonymous) read: GET an object version, list a bucket. */
+int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
 
 /* ---- s3_list.c ---- */
 void s3_list_objects(ctx_t *x);

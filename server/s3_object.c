@@ -455,9 +455,7 @@ void s3_get_object(ctx_t *x, int head)
     }
     /* Another user's (or anonymous) read was let in on the version it looked at: the one
      * opened (pinned now) may be newer, and must grant READ itself. */
-    if (x->foreign_read &&
-        !(s3_acl_perms(s3_umeta_get(&info, ACL_META), x->anonymous ? NULL : x->auth.access_key) &
-          S3_PERM_READ)) {
+    if (x->foreign_read && !s3_foreign_may_read(x, s3_umeta_get(&info, ACL_META))) {
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;
