@@ -410,7 +410,8 @@ void s3_batch_get(ctx_t *x)
     int n = 0;
     char *body = NULL;
     if (!x->cfg->batch) {
-        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Batch GET is not served by this node.");
+        /* 4xx, as a server without the extension answers: clients fall back to GETs. */
+        s3_err_msg(x, S3E_METHOD_NOT_ALLOWED, "Batch GET is not served by this node.");
         goto out;
     }
     if (!s3_bucket_exists(x, x->bucket, bi)) {
