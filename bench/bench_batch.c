@@ -11,7 +11,7 @@
  * Every byte is checked (wl-bench's generated content; each frame's crc32c
  * and order). Prints bench/report.py ROW lines: the GET rate, and the batch
  * rate with the GET row as its reference, so the ratio column is the
- * speedup.
+ * speedup. BENCH_BATCH_ONLY=1 skips the GET phase.
  */
 #include "bench/wlbench/gen.h"
 #include "client/s3c.h"
@@ -230,7 +230,9 @@ int main(int argc, char **argv)
         }
     }
     s3c_free(c);
-    double get = measure(clients, 0), bat = measure(clients, 1);
+    /* BENCH_BATCH_ONLY=1: the batch phase alone (to profile the server under it). */
+    const char *only = getenv("BENCH_BATCH_ONLY");
+    double get = only && only[0] == '1' ? 0 : measure(clients, 0), bat = measure(clients, 1);
     if (atomic_load(&failed)) {
         fprintf(stderr, "bench_batch: %d failures\n", atomic_load(&failed));
         return 1;
