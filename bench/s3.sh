@@ -5,6 +5,9 @@
 # wl-bench in plain-GET mode; page cache warm, and kept out with O_DIRECT as
 # warmlake reads; warmlake GETs get a ratio against each), wrk against
 # nginx to show wl-bench is not the bottleneck, memcpy, MD5 and raw ISA-L.
+# Batch GET rows (bench_batch, local warmlake only) have the per-object GET
+# rate of the same objects and clients as their reference: the ratio is the
+# speedup.
 # Prints ROW lines for bench/report.py. Called by bench/run.sh.
 #
 #   bench/s3.sh BUILD_DIR [--quick] [--full] [--endpoint URL --access-key K --secret-key S]
@@ -244,6 +247,15 @@ for s in "${SIZES[@]}"; do
   done
 done
 row get_4KiB_c8_p99 "$(jget "$JS/get_4KiB_c8.json" 'j["ops"]["get"]["latency_ms"]["p99"]')" ms nginx_get_4KiB_c8_p99
+
+# Batch GET (warmlake's extension, docs/batch-get.md) against per-object GETs of the same
+# 16 KiB objects from the same clients (one keep-alive connection each): objects/s, the ratio
+# is the speedup. Only against a local warmlake (another S3 server has no batch GET).
+if [ "$LOCAL" = 1 ]; then
+  for c in 1 8; do
+    "$BUILD/bench/bench_batch" "$ENDPOINT" "$SMALL_OBJ" 16384 "$c" "$DUR" 256
+  done
+fi
 
 # Mixed 90/10 GET/PUT of 1 MiB objects at 8 clients.
 wlb mixed --mix get:90,put:10 --size 1MiB --clients 8 --duration $DUR --prefix get1MiB/ \

@@ -476,3 +476,123 @@ int s3_xml_versioning(const char *body, size_t len, int *status, int *mfa_delete
     *mfa_delete = v.mfa;
     return 0;
 }
+
+typedef struct {
+    base_t b;
+    s3_xml_batch_entry_t *e;
+    int n, cap, depth, field, too_many; /* field: 1 Key, 2 Range, 3 VersionId */
+    int open;                           /* e[n] is an Object being read */
+    int seen;                           /* fields of the Object being read (bits 1 << field) */
+    char text[S3_XML_MAX_KEY + 1];
+    size_t tl;
+} bat_t;
+
+static void XMLCALL bat_start(void *ud, const XML_Char *name, const XML_Char **attrs)
+{
+    bat_t *t = ud;
+    (void)attrs;
+    t->depth++;
+    t->tl = 0;
+    t->field = 0;
+    if ((t->depth == 1 && strcmp(name, "BatchGet") != 0) ||
+        (t->depth == 2 && strcmp(name, "Object") != 0) || t->depth > 3) {
+        stop(&t->b);
+        return;
+    }
+    if (t->depth == 2) {
+        if (t->n == S3_XML_BATCH_MAX) {
+            t->too_many = 1;
+            stop(&t->b);
+            return;
+        }
+        if (t->n == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 16;
+            t->e = xrealloc(t->e, (size_t)t->cap * sizeof(*t->e));
+        }
+        memset(&t->e[t->n], 0, sizeof(*t->e));
+        t->open = 1;
+        t->seen = 0;
+    } else if (t->depth == 3) {
+        t->field = !strcmp(name, "Key")         ? 1
+                   : !strcmp(name, "Range")     ? 2
+                   : !strcmp(name, "VersionId") ? 3
+                                                : 0;
+        /* Each field at most once, and nothing S3 would read as something else. */
+        if (!t->field || (t->seen & (1 << t->field))) {
+            stop(&t->b);
+            return;
+        }
+        t->seen |= 1 << t->field;
+    }
+}
+
+static void XMLCALL bat_text(void *ud, const XML_Char *s, int len)
+{
+    bat_t *t = ud;
+    if (!t->field) return;
+    size_t cap = t->field == 1 ? S3_XML_MAX_KEY + 1 : S3_XML_BATCH_FIELD;
+    if (t->tl + (size_t)len >= cap) {
+        stop(&t->b);
+        return;
+    }
+    memcpy(t->text + t->tl, s, (size_t)len);
+    t->tl += (size_t)len;
+}
+
+static void XMLCALL bat_end(void *ud, const XML_Char *name)
+{
+    bat_t *t = ud;
+    (void)name;
+    s3_xml_batch_entry_t *e = t->open ? &t->e[t->n] : NULL;
+    if (t->depth == 3 && t->field && e) {
+        t->text[t->tl] = 0;
+        /* An empty key or version id names nothing (S3 refuses both). A key holds no NUL:
+         * expat never gives one (XML cannot carry it). */
+        if (t->tl == 0 && t->field != 2) {
+            stop(&t->b);
+        } else if (t->field == 1) {
+            e->key = xmalloc(t->tl + 1);
+            memcpy(e->key, t->text, t->tl + 1);
+        } else if (t->field == 2) {
+            memcpy(e->range, t->text, t->tl + 1);
+        } else {
+            memcpy(e->vid, t->text, t->tl + 1);
+            e->has_vid = 1;
+        }
+        t->field = 0;
+    } else if (t->depth == 2 && e) {
+        if (!e->key) {
+            stop(&t->b); /* an Object without a Key */
+        } else {
+            t->open = 0;
+            t->n++;
+        }
+    }
+    t->depth--;
+}
+
+int s3_xml_batch_get(const char *body, size_t len, s3_xml_batch_entry_t **entries, int *n)
+{
+    bat_t t = {0};
+    t.b.p = XML_ParserCreate(NULL);
+    if (!t.b.p) return ERR_NOMEM;
+    XML_SetElementHandler(t.b.p, bat_start, bat_end);
+    XML_SetCharacterDataHandler(t.b.p, bat_text);
+    int rc = run(&t.b, body, len);
+    if (rc != 0) {
+        /* The Object being read when the parse stopped may hold a key of its own. */
+        if (t.open) free(t.e[t.n].key);
+        s3_xml_batch_free(t.e, t.n);
+        return t.too_many ? ERR_TOO_LARGE : ERR_INVAL;
+    }
+    *entries = t.e;
+    *n = t.n;
+    return 0;
+}
+
+void s3_xml_batch_free(s3_xml_batch_entry_t *entries, int n)
+{
+    for (int i = 0; entries && i < n; i++)
+        free(entries[i].key);
+    free(entries);
+}

@@ -70,6 +70,26 @@ int s3_xml_delete(const char *body, size_t len, char ***keys, int *n, int *quiet
 void s3_xml_free_keys(char **keys, int n);
 
 /*
+ * A batch GET (docs/batch-get.md): <BatchGet> of <Object> elements, each
+ * with exactly one non-empty <Key> (at most S3_XML_MAX_KEY bytes) and at
+ * most one <Range> and one <VersionId>; nothing else. An empty batch is
+ * valid (n 0).
+ */
+#define S3_XML_BATCH_MAX   10000
+#define S3_XML_BATCH_FIELD 128 /* a Range or VersionId value, NUL included */
+typedef struct {
+    char *key;                      /* malloc'd (s3_xml_batch_free) */
+    char range[S3_XML_BATCH_FIELD]; /* as sent; "" when absent */
+    char vid[S3_XML_BATCH_FIELD];   /* as sent; "" when absent (present but empty: refused) */
+    int has_vid;
+} s3_xml_batch_entry_t;
+/* On 0, *entries (free with s3_xml_batch_free; NULL when n is 0) and *n. ERR_TOO_LARGE for
+ * more than S3_XML_BATCH_MAX entries, ERR_INVAL when malformed, ERR_NOMEM. */
+int s3_xml_batch_get(const char *body, size_t len, s3_xml_batch_entry_t **entries, int *n)
+    __attribute__((warn_unused_result));
+void s3_xml_batch_free(s3_xml_batch_entry_t *entries, int n);
+
+/*
  * VersioningConfiguration (PutBucketVersioning): *status 1 Enabled,
  * 2 Suspended, 0 not given; *mfa_delete 1 when MfaDelete is Enabled.
  * ERR_INVAL when malformed or a value is neither of S3's.

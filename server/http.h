@@ -111,7 +111,8 @@ void http_add_headers(http_req_t *r, const char *lines);
 /* A complete small response in one call. */
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len);
 /* The response cannot be completed (e.g. storage failed mid-body): close the connection
- * when the handler returns, so the client sees a short body, never a wrong one. */
+ * when the handler returns, so the client sees a short body, never a wrong one (a chunked
+ * body is left without its last chunk: cut, not ended). */
 void http_abort(http_req_t *r);
 /* Whether the response has been started. */
 int http_responded(const http_req_t *r);

@@ -98,6 +98,7 @@ struct http_req {
     int borrowed;                     /* borrowed chunks not yet written or dropped */
     int nwrites;                      /* uv_writes not yet called back */
     int handler_done, responded, chunked, keep_alive, close_after;
+    int aborted; /* http_abort: a chunked body is not terminated (the client sees it cut) */
     int in_events;
     struct http_req *ev_next;
     /*

@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/pool.h"
 #include "server/http.h"
 #include "server/member.h"
 #include "server/options.h"
@@ -446,6 +447,16 @@ int main(int argc, char **argv)
     s3.net = member ? member_net(member) : NULL;
     /* A key per user and day (and region, service): slots to spare for every user at once. */
     s3.keys = sigv4_key_cache_new(4 * MAX_USERS);
+    /* Batch GET entries read ahead of their sending: I/O-bound jobs, two windows' worth. */
+    pool_cfg_t bpc = {.name = "wl-batch", .threads = 64, .max_blocked = 0};
+    s3.batch = pool_new(&bpc, &err);
+    if (!s3.batch) {
+        fprintf(stderr, "warmlaked: cannot start the batch pool: %s\n", err_str(err));
+        sigv4_key_cache_free(s3.keys);
+        obj_set_free(set);
+        rc = err;
+        goto out;
+    }
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
     s3.scrub = scrub;
     if (member) member_node_stats(member, s3_node_state, &s3);
@@ -464,6 +475,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
         if (member) member_node_stats(member, NULL, NULL);
         s3_scrub_stop(scrub);
+        pool_free(s3.batch);
         sigv4_key_cache_free(s3.keys);
         obj_set_free(set);
         goto out;
@@ -491,6 +503,7 @@ int main(int argc, char **argv)
     server = NULL;
     if (member) member_node_stats(member, NULL, NULL); /* s3 and the set go now */
     s3_scrub_stop(scrub);
+    pool_free(s3.batch); /* no handler runs now: no batch job is queued */
     sigv4_key_cache_free(s3.keys);
     obj_set_free(set);
     log_info("event=shutdown");

@@ -189,8 +189,8 @@ static int cmp_name(const void *a, const void *b)
  * overwrote it with the request body.
  */
 static const char *const served_subresources[] = {
-    "acl",     "attributes", "cors",    "delete",    "lifecycle",  "location", "partNumber",
-    "tagging", "uploadId",   "uploads", "versionId", "versioning", "versions",
+    "acl",        "attributes", "batch-get", "cors",    "delete",    "lifecycle",  "location",
+    "partNumber", "tagging",    "uploadId",  "uploads", "versionId", "versioning", "versions",
 };
 
 /* 1 when one of the query's parameter names is one match(name, arg) takes. */
@@ -491,7 +491,15 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (x.anonymous || foreign_read(&x)) {
+    int batch_get;
+    free(s3_qparam(x.query, "batch-get", &batch_get));
+    if (batch_get && x.bucket[0] && !x.key[0]) {
+        /* Anyone's, the owner's or not: each entry is decided as a GET of it would be. */
+        if (strcmp(info->method, "POST") == 0)
+            s3_batch_get(&x);
+        else
+            s3_err(&x, S3E_METHOD_NOT_ALLOWED);
+    } else if (x.anonymous || foreign_read(&x)) {
         s3_anonymous_op(&x);
     } else if (!strcmp(x.bucket, "_warmlake") && !strcmp(x.key, "stats") &&
                !strcmp(info->method, "GET")) {

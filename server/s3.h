@@ -38,6 +38,9 @@ typedef struct {
     struct s3_scrub *scrub;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */
     struct sigv4_key_cache *keys;
+    /* Runs batch GET entries' reads ahead of their sending (s3_batch.c); NULL: batch GET is
+     * not served (405, as by a server without it). */
+    struct pool *batch;
 } s3_cfg_t;
 
 /*

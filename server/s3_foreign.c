@@ -33,6 +33,11 @@ static int granted(const ctx_t *x, const char *stored, int p)
     return (s3_acl_perms(stored, x->anonymous ? NULL : x->auth.access_key) & p) == p;
 }
 
+int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
+{
+    return granted(x, stored_acl, S3_PERM_READ);
+}
+
 static void respond_ok(ctx_t *x)
 {
     char h[128];
@@ -88,7 +93,7 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
                  ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
                  : ERR_NOT_FOUND;
     if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
-    if (rc == ERR_NOT_FOUND && granted(x, bacl, S3_PERM_READ)) {
+    if (rc == ERR_NOT_FOUND && s3_foreign_may_read(x, bacl)) {
         s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
         return;
     }
@@ -103,7 +108,7 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         s3_respond_acl(x, owner, oacl);
     } else if (acl && !get && granted(x, oacl, S3_PERM_WRITE_ACP)) {
         s3_put_acl(x, x->ibucket, x->key, ACL_META, owner);
-    } else if (!acl && granted(x, oacl, S3_PERM_READ)) {
+    } else if (!acl && s3_foreign_may_read(x, oacl)) {
         if (s3_has_response_overrides(x))
             s3_err_msg(x, S3E_INVALID_REQUEST,
                        "Request specific response headers cannot be used for anonymous "

@@ -18,6 +18,7 @@
  *   s3_lifecycle.c  lifecycle configuration, x-amz-expiration (rules: s3/lifecycle)
  *   s3_lc_worker.c  the lifecycle worker: passes over buckets carrying the rules out
  *   s3_post.c       browser form uploads (POST Object, signed policies)
+ *   s3_batch.c      batch GET (POST ?batch-get, warmlake's: docs/batch-get.md)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
  *
@@ -155,8 +156,10 @@ void s3_respond_xml(ctx_t *x, int status, buf_t *body); /* takes body->p */
 void s3_err(ctx_t *x, s3_err_t e);
 void s3_err_msg(ctx_t *x, s3_err_t e, const char *msg);
 void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra);
-/* An engine ERR_* (or S3_ERR_NO_BUCKET) as the S3 error a client can act on. */
+/* An engine ERR_* (or S3_ERR_NO_BUCKET) as the S3 error a client can act on: sent, or
+ * only named (a batch GET's entry). */
 void s3_engine_error(ctx_t *x, int rc);
+s3_err_t s3_engine_err_of(int rc);
 /* 200 with an ETag and the kept checksum header (PutObject, UploadPart). */
 void s3_respond_etag(ctx_t *x, const char *etag, const char *cks);
 /* CopyObjectResult / CopyPartResult. */
@@ -221,6 +224,9 @@ void s3_get_object_acl(ctx_t *x, const char *owner);
 /* ---- s3_foreign.c ---- */
 /* A request by anyone but the bucket's owner: what the ACLs grant, else 403. */
 void s3_anonymous_op(ctx_t *x);
+/* Whether the ACL stored (an object's ACL_META, a bucket's "acl") lets x's requester (another
+ * user, or anonymous) read: GET an object version, list a bucket. */
+int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
 
 /* ---- s3_list.c ---- */
 void s3_list_objects(ctx_t *x);
@@ -240,6 +246,10 @@ int s3_write_cond(ctx_t *x, obj_cond_t *c);
 int s3_copy_source_cond(ctx_t *x, const obj_info_t *si);
 void s3_put_object(ctx_t *x);
 void s3_get_object(ctx_t *x, int head);
+/* A Range header's value (NULL: none) against an object of size bytes: 1 with *off, *len
+ * set, 0 when there is none or it is ignored (several ranges, malformed: the whole object,
+ * as S3), -1 when unsatisfiable (416). */
+int s3_parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len);
 void s3_get_object_attributes(ctx_t *x);
 obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
 /* Copy [off, off+len) of rd into w; with x->cks_default, that checksum of the bytes into
@@ -279,6 +289,10 @@ void s3_tagging_op(ctx_t *x, int bucket_level);
 
 /* ---- s3_post.c ---- */
 void s3_post_object(ctx_t *x); /* POST multipart/form-data to a bucket: browser uploads */
+
+/* ---- s3_batch.c ---- */
+/* POST /BUCKET?batch-get: by the owner, or (foreign) as each object's ACL grants. */
+void s3_batch_get(ctx_t *x);
 
 /* ---- s3_cors.c ---- */
 void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucket */

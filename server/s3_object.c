@@ -397,7 +397,7 @@ void s3_put_object(ctx_t *x)
 }
 
 /* Parse "bytes=a-b", "bytes=a-", "bytes=-n". 1 = range set, 0 = none/ignored, -1 = 416. */
-static int parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
+int s3_parse_range(const char *v, uint64_t size, uint64_t *off, uint64_t *len)
 {
     uint64_t a, b;
     if (!v || strncmp(v, "bytes=", 6) != 0 || strchr(v, ',')) return 0;
@@ -455,9 +455,7 @@ void s3_get_object(ctx_t *x, int head)
     }
     /* Another user's (or anonymous) read was let in on the version it looked at: the one
      * opened (pinned now) may be newer, and must grant READ itself. */
-    if (x->foreign_read &&
-        !(s3_acl_perms(s3_umeta_get(&info, ACL_META), x->anonymous ? NULL : x->auth.access_key) &
-          S3_PERM_READ)) {
+    if (x->foreign_read && !s3_foreign_may_read(x, s3_umeta_get(&info, ACL_META))) {
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;
@@ -512,7 +510,7 @@ void s3_get_object(ctx_t *x, int head)
     if (pn && info.multipart) buf_printf(&hb, "x-amz-mp-parts-count: %d\r\n", info.nparts);
     uint64_t off = 0, len = info.size;
     int status = 200;
-    int rr = pn ? 0 : parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    int rr = pn ? 0 : s3_parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
     if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
         off = poff;
         len = plen;

@@ -65,38 +65,36 @@ void s3_err(ctx_t *x, s3_err_t e)
     s3_err_detail(x, e, NULL, NULL);
 }
 
-/* Map an engine error to the S3 answer. */
-void s3_engine_error(ctx_t *x, int rc)
+/* The S3 error an engine ERR_* (or S3_ERR_NO_BUCKET) is to a client. */
+s3_err_t s3_engine_err_of(int rc)
 {
     switch (rc) {
     case ERR_NOT_FOUND:
-        s3_err(x, S3E_NO_SUCH_KEY);
-        break;
+        return S3E_NO_SUCH_KEY;
     case S3_ERR_NO_BUCKET:
-        s3_err(x, S3E_NO_SUCH_BUCKET);
-        break;
+        return S3E_NO_SUCH_BUCKET;
     case ERR_THROTTLED:
     case ERR_AGAIN: /* an object overwritten faster than a reader could open it */
-        s3_err(x, S3E_SLOW_DOWN);
-        break;
+        return S3E_SLOW_DOWN;
     case ERR_NOSPC:
-        s3_err(x, S3E_INSUFFICIENT_STORAGE);
-        break;
+        return S3E_INSUFFICIENT_STORAGE;
     case ERR_UNRECOVERABLE:
-        s3_err(x, S3E_SERVICE_UNAVAILABLE);
-        break;
+        return S3E_SERVICE_UNAVAILABLE;
     case ERR_TOO_LARGE:
-        s3_err(x, S3E_ENTITY_TOO_LARGE);
-        break;
+        return S3E_ENTITY_TOO_LARGE;
     case ERR_INVAL:
-        s3_err(x, S3E_INVALID_ARGUMENT);
-        break;
+        return S3E_INVALID_ARGUMENT;
     case ERR_PRECOND:
-        s3_err(x, S3E_PRECONDITION_FAILED);
-        break;
+        return S3E_PRECONDITION_FAILED;
     default:
-        s3_err(x, S3E_INTERNAL);
+        return S3E_INTERNAL;
     }
+}
+
+/* Map an engine error to the S3 answer. */
+void s3_engine_error(ctx_t *x, int rc)
+{
+    s3_err(x, s3_engine_err_of(rc));
 }
 
 /* CopyObjectResult / CopyPartResult: the new object's (or part's) date and ETag. */

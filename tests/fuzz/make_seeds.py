@@ -176,3 +176,22 @@ if __name__ == "__main__":
           b'{"id":"n3","s3":"127.0.0.1:9003","proto":"127.0.0.1:9103","drives":2}]}')
     write("cmap", 1, b'{"cluster":"c","epoch":1,"nodes":[{"id":"a","s3":"h:1","proto":"h:2",'
           b'"drives":3}],"sets":[{"ec":"2+1","drives":["a/2","a/0","a/1"]}]}')
+    # Batch GET, the gateway's side (s3/batch.h, fuzz_s3batch): request bodies (first byte
+    # even), response streams (odd).
+    write("s3batch", 0, b"\x00<BatchGet><Object><Key>a/1.jpg</Key></Object><Object><Key>b.bin"
+          b"</Key><Range>bytes=0-1023</Range></Object><Object><Key>c</Key><VersionId>"
+          b"0123456789abcdef</VersionId></Object></BatchGet>")
+    write("s3batch", 1, b"\x02<?xml version=\"1.0\"?>\n<BatchGet xmlns=\"urn:x\"/>")
+
+    def s3bframe(index, status, key, etag, size, payload):
+        h = struct.pack("<4sIHHHHQQ", b"WLB1", index, status, len(key), len(etag), 0, size,
+                        len(payload))
+        return (h + struct.pack("<II", crc32c(h), 0) + key + etag + payload
+                + struct.pack("<I", crc32c(payload)))
+    write("s3batch", 2, b"\x01" + s3bframe(0, 200, b"a/1.jpg", b"900150983cd24fb0d6963f7d28e17f72",
+                                       3, b"abc")
+          + s3bframe(1, 206, b"b.bin", b"e2fc714c4727ee9395f324cd2e7f331f", 4, b"bc")
+          + s3bframe(2, 404, b"c", b"", 0, b"NoSuchKey")
+          + s3bframe(0xFFFFFFFF, 200, b"", b"", 0, b""))
+    write("s3batch", 3, b"\x03" + s3bframe(0, 403, b"k", b"", 0, b"AccessDenied")
+          + s3bframe(1, 200, b"k2", b"e", 5, b"hel"))
