@@ -90,9 +90,16 @@ static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
     return o;
 }
 
-static int queue_out(http_req_t *r, const void *data, size_t len)
+/*
+ * Queue pre, then data, then post (pre and post NUL-terminated, may be NULL)
+ * as one piece: a chunk's size line and CRLF go with its bytes, one
+ * allocation and one wake of the loop. Waits above the high-water mark.
+ */
+static int queue_framed(http_req_t *r, const char *pre, const void *data, size_t len,
+                        const char *post)
 {
     http_server_t *s = r->s;
+    size_t pl = pre ? strlen(pre) : 0, ql = post ? strlen(post) : 0;
     int rc = 0;
     pthread_mutex_lock(&s->mu);
     if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
@@ -103,11 +110,19 @@ static int queue_out(http_req_t *r, const void *data, size_t len)
     }
     if (r->client_gone) {
         rc = ERR_CLOSED;
-    } else if (len) {
-        memcpy(enqueue(r, NULL, len)->data, data, len); /* the loop runs it only after s->mu */
+    } else if (pl + len + ql) {
+        char *d = enqueue(r, NULL, pl + len + ql)->data; /* the loop runs it only after s->mu */
+        if (pl) memcpy(d, pre, pl);
+        if (len) memcpy(d + pl, data, len);
+        if (ql) memcpy(d + pl + len, post, ql);
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+static int queue_out(http_req_t *r, const void *data, size_t len)
+{
+    return queue_framed(r, NULL, data, len, NULL);
 }
 
 static const char *reason(int status)
@@ -220,29 +235,10 @@ int http_respond(http_req_t *r, int status, const char *headers, int64_t content
 int http_write(http_req_t *r, const void *data, size_t len)
 {
     if (!r->chunked || len == 0) return len ? queue_out(r, data, len) : 0;
-    /* One queued piece per chunk, its size line and CRLF around the bytes: one allocation
-     * and one wake of the loop, not three (a batch GET writes many small chunks). */
+    /* One queued piece per chunk (a batch GET writes many small chunks). */
     char hdr[32];
-    int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
-    http_server_t *s = r->s;
-    int rc = 0;
-    pthread_mutex_lock(&s->mu);
-    if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
-        stall_begin(r);
-        while (r->out_pending > HTTP_HIGH_WATER && !r->client_gone)
-            pthread_cond_wait(&r->cv, &s->mu);
-        stall_end(r);
-    }
-    if (r->client_gone) {
-        rc = ERR_CLOSED;
-    } else {
-        char *d = enqueue(r, NULL, (size_t)n + len + 2)->data;
-        memcpy(d, hdr, (size_t)n);
-        memcpy(d + n, data, len);
-        memcpy(d + n + len, "\r\n", 2);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
+    snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+    return queue_framed(r, hdr, data, len, "\r\n");
 }
 
 int http_write_borrowed(http_req_t *r, const void *data, size_t len)

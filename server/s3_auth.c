@@ -275,10 +275,15 @@ int s3_body_end(ctx_t *x)
 /* Read a small request body whole (at most cap bytes). NULL and a response sent on error. */
 char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
 {
+    *len = 0;
+    if (!x->chunked && x->info->content_length >= (int64_t)cap) {
+        /* Announced too large: refused now, not after reading cap bytes of it. */
+        s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was too large.");
+        return NULL;
+    }
     char *body = xmalloc(cap + 1);
     dec_t st = {0};
     long n;
-    *len = 0;
     if (s3_body_begin(x) != 0) {
         free(body);
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");

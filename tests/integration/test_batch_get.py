@@ -286,6 +286,12 @@ def test_limits(server, s3):
     body = b"<BatchGet>" + b" " * (4 * MIB) + b"</BatchGet>"
     st, _, data = batch(server.port, "bat", body)
     assert st == 400 and b"MalformedXML" in data
+    # One announced over 4 MiB is refused before any of it is sent (nothing is read first).
+    sk = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sk.sendall(b"POST /bat?batch-get HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n")
+    head = sk.recv(4096)
+    sk.close()
+    assert head.startswith(b"HTTP/1.1 400"), head
     # Other methods on ?batch-get are not ListObjects.
     st, _, data = batch(server.port, "bat", b"", method="GET")
     assert st == 405 and b"MethodNotAllowed" in data

@@ -807,6 +807,20 @@ static int list_cb(void *arg, const char *key, const obj_info_t *info)
     return 0;
 }
 
+/* A PUT of one piece, its result (put() asserts success). */
+static int put_rc(env_t *e, const char *key, const uint8_t *data, size_t n)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    int rc = obj_put_write(w, data, n);
+    if (rc == 0)
+        rc = obj_put_commit(w, "application/x-test", NULL, 0, NULL);
+    else
+        obj_put_abort(w);
+    return rc;
+}
+
 /* A write quorum of k+1: acknowledged with one store away, refused (and gone) with two. */
 static void test_write_quorum(void **state)
 {
@@ -825,15 +839,7 @@ static void test_write_quorum(void **state)
     size_t sizes[] = {big, 1000};
     const char *keys[] = {"q/two-away", "q/two-away-small"};
     for (int i = 0; i < 2; i++) {
-        int err;
-        obj_writer_t *w = obj_put_begin(e->set, "bkt", keys[i], &err);
-        assert_non_null(w);
-        int rc = obj_put_write(w, data, sizes[i]);
-        if (rc == 0)
-            rc = obj_put_commit(w, "application/x-test", NULL, 0, NULL);
-        else
-            obj_put_abort(w);
-        assert_int_equal(rc, ERR_UNRECOVERABLE);
+        assert_int_equal(put_rc(e, keys[i], data, sizes[i]), ERR_UNRECOVERABLE);
         /*
          * The blocks of the large one failed on two stores: nothing was committed.
          * The small one's only round (its heads) found the two failing: its heads
@@ -849,15 +855,7 @@ static void test_write_quorum(void **state)
     /* Stores known to be away before the write: refused before anything is written. */
     e->f[1].sick = e->f[3].sick = 1;
     for (int i = 0; i < 2; i++) {
-        int err;
-        obj_writer_t *w = obj_put_begin(e->set, "bkt", "q/sick-away", &err);
-        assert_non_null(w);
-        int rc = obj_put_write(w, data, sizes[i]);
-        if (rc == 0)
-            rc = obj_put_commit(w, "application/x-test", NULL, 0, NULL);
-        else
-            obj_put_abort(w);
-        assert_int_equal(rc, ERR_UNRECOVERABLE);
+        assert_int_equal(put_rc(e, "q/sick-away", data, sizes[i]), ERR_UNRECOVERABLE);
         obj_info_t info;
         assert_int_equal(obj_stat(e->set, "bkt", "q/sick-away", &info), ERR_NOT_FOUND);
     }
