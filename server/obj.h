@@ -169,6 +169,16 @@ void obj_put_abort(obj_writer_t *w);
 int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
     __attribute__((warn_unused_result));
 /*
+ * The version that stands (heads on k stores, or on every copy of a sparse
+ * one), read from every store as a commit reads it: never a head another
+ * gateway's commit left short (in flight, or not wholly undone). For
+ * decisions that must agree with the stores' conditional commits (who owns
+ * a bucket a create raced for); costs a head read on all n stores.
+ * ERR_NOT_FOUND when none stands or it is deleted.
+ */
+int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+    __attribute__((warn_unused_result));
+/*
  * One version: vid NULL for the current one, "null" for the null version,
  * else a version id. Delete markers are found too (info->deleted and
  * info->marker set). ERR_NOT_FOUND when there is no such version (and no
@@ -272,7 +282,7 @@ typedef struct {
     uint64_t healed;  /* healed whole (nothing left failing) */
     uint64_t retries; /* passes that left a store failing, tried again later */
     uint64_t dropped; /* not queued (full) or given up after OBJ_HEAL_TRIES */
-    uint64_t pending; /* in the queue now */
+    uint64_t pending; /* in the queue now or being healed */
     uint64_t heads_fixed, blocks_fixed;
 } obj_heal_stats_t;
 void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st);

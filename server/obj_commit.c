@@ -202,6 +202,14 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
+int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+{
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    int rc = current_for_commit(s, bucket, key, info, &anywhere);
+    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
+    return rc;
+}
+
 #define COMMIT_TRIES    10
 #define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
 
@@ -226,6 +234,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
 {
     obj_info_t old, *nuls = NULL;
     int drop_old = 0, nnul = 0, heads = -1, had_old = 0, stands = 0;
+    uint32_t ghost = 0; /* stores where an attempt's undo left this version's head */
     /*
      * Stores known to be away (not up, or failed this write's blocks) that
      * leave fewer than the write quorum: refused before anything is written,
@@ -344,7 +353,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             }
             break;
         }
-        if (heads > 0 && undo_heads(s, bucket, key, info, had_old ? &old : NULL) && !refused) {
+        if (heads > 0) ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL);
+        if (ghost && !refused) {
             /*
              * Failing stores kept heads of this version: a reader may find it.
              * Its blocks must stay (a head without them would be a listed object
@@ -361,6 +371,16 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             *first_err = ERR_THROTTLED; /* writers keep racing on this key: the client retries */
             break;
         }
+    }
+    if (ghost && !stands && heads != OBJ__COMMIT_IN_DOUBT) {
+        /*
+         * An attempt that lost to another writer left heads of this version
+         * where its undo failed, and the commit ended without it (the
+         * condition now fails, or the tries are spent): those heads would
+         * show a refused write to readers (a racing CreateBucket's owner).
+         * Once more, now that the stores have had a moment.
+         */
+        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL); /* logs what stays */
     }
     pthread_mutex_unlock(lk);
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */

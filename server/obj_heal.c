@@ -255,13 +255,13 @@ static void *heal_main(void *arg)
         q->head = e->next;
         if (!q->head) q->tail = NULL;
         *ent_slot(q, e->bucket, e->key) = e->hnext;
-        q->st.pending--;
-        pthread_mutex_unlock(&q->mu);
+        pthread_mutex_unlock(&q->mu); /* still counted pending until its heal is done */
 
         obj_heal_report_t rep = {0};
         int rc = obj_heal(s, e->bucket, e->key, &rep);
 
         pthread_mutex_lock(&q->mu);
+        q->st.pending--;
         q->st.heads_fixed += rep.heads_fixed;
         q->st.blocks_fixed += rep.blocks_fixed;
         if (rc == 0 && rep.failed == 0) {

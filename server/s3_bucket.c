@@ -32,17 +32,29 @@ int s3_bucket_name_ok(const char *n)
     return 1;
 }
 
-/* The bucket record as it is now (for decisions under the bucket's lock); refreshes the cache. */
-static int bucket_read(ctx_t *x, const char *name, obj_info_t *info)
+/*
+ * The bucket record as it is now (for decisions under the bucket's lock);
+ * refreshes the cache. standing: the version that stands, as the stores'
+ * conditional commit sees it (CreateBucket), not the newest head of m+1
+ * stores, which may be a racing create's that never stood.
+ */
+static int bucket_read_as(ctx_t *x, const char *name, obj_info_t *info, int standing)
 {
     obj_info_t tmp, *dst = info ? info : &tmp;
-    int rc = obj_stat(x->cfg->set, BUCKETS, name, dst), found = rc == 0;
+    int rc = standing ? obj_stat_standing(x->cfg->set, BUCKETS, name, dst)
+                      : obj_stat(x->cfg->set, BUCKETS, name, dst),
+        found = rc == 0;
     if (rc && rc != ERR_NOT_FOUND) x->bucket_lookup_failed = 1;
     if (strcmp(name, x->bucket) == 0) {
         x->bucket_seen = found ? 1 : -1;
         if (found) obj_info_copy(&x->bucket_rec, dst);
     }
     return found;
+}
+
+static int bucket_read(ctx_t *x, const char *name, obj_info_t *info)
+{
+    return bucket_read_as(x, name, info, 0);
 }
 
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
@@ -287,7 +299,7 @@ static void create_bucket(ctx_t *x)
     obj_info_t bi;
     int err = 0, raced = 0;
 again:
-    if (bucket_read(x, x->bucket, &bi)) {
+    if (bucket_read_as(x, x->bucket, &bi, 1)) {
         pthread_rwlock_unlock(lk);
         int mine = !s3_bucket_owner(&bi)[0] || !strcmp(s3_bucket_owner(&bi), x->auth.access_key);
         if (mine && !strcmp(x->cfg->region, "us-east-1")) {
