@@ -91,34 +91,50 @@ static int parse_nodes(json_t *arr, cmap_t *m, char *err, size_t errlen)
     return 0;
 }
 
-/* One set of every drive, consecutive shards on different nodes. */
+/*
+ * Sets of every drive: the drives taken round-robin over the nodes (each
+ * node's drive 0, then each one's drive 1, ...), cut into sets of k+m, so
+ * consecutive shards sit on different nodes and each set spans as many
+ * nodes as it can. With "ec", the drives must be a multiple of k+m; without
+ * it, one set of every drive (m = 2 from 4 drives).
+ */
 static int auto_set(cmap_t *m, json_t *ec, char *err, size_t errlen)
 {
-    int total = 0, most = 0;
+    int total = 0, most = 0, k, mm;
     for (int i = 0; i < m->nnodes; i++) {
         total += m->nodes[i].drives;
         if (m->nodes[i].drives > most) most = m->nodes[i].drives;
     }
-    if (total > ERS_MAX_SHARDS)
-        return fail(err, errlen, "%d drives in all: list \"sets\" (at most %d drives a set)", total,
-                    ERS_MAX_SHARDS);
-    cmap_set_t *s = xcalloc(1, sizeof(*s));
-    m->sets = s;
-    m->nsets = 1;
     if (ec) {
-        if (!json_is_string(ec) || !parse_ec(json_string_value(ec), &s->k, &s->m))
+        if (!json_is_string(ec) || !parse_ec(json_string_value(ec), &k, &mm))
             return fail(err, errlen, "bad \"ec\" (want K+M)");
-        if (s->k + s->m != total)
-            return fail(err, errlen, "\"ec\" %d+%d does not cover the %d drives", s->k, s->m,
+        if (total % (k + mm))
+            return fail(err, errlen, "\"ec\" %d+%d does not divide the %d drives into sets", k, mm,
                         total);
+        if (total / (k + mm) > CMAP_MAX_SETS)
+            return fail(err, errlen, "%d drives make more than %d sets of %d+%d", total,
+                        CMAP_MAX_SETS, k, mm);
     } else {
-        s->m = total >= 4 ? 2 : total >= 2 ? 1 : 0;
-        s->k = total - s->m;
+        if (total > ERS_MAX_SHARDS)
+            return fail(err, errlen,
+                        "%d drives in all: give \"ec\" or list \"sets\" (at most %d drives a "
+                        "set)",
+                        total, ERS_MAX_SHARDS);
+        mm = total >= 4 ? 2 : total >= 2 ? 1 : 0;
+        k = total - mm;
     }
+    m->nsets = total / (k + mm);
+    m->sets = xcalloc((size_t)m->nsets, sizeof(*m->sets));
     int n = 0;
     for (int d = 0; d < most; d++)
         for (int i = 0; i < m->nnodes; i++)
-            if (d < m->nodes[i].drives) s->d[n++] = (cmap_drive_t){i, d};
+            if (d < m->nodes[i].drives) {
+                cmap_set_t *s = &m->sets[n / (k + mm)];
+                s->k = k;
+                s->m = mm;
+                s->d[n % (k + mm)] = (cmap_drive_t){i, d};
+                n++;
+            }
     return 0;
 }
 
@@ -126,6 +142,8 @@ static int parse_sets(json_t *arr, cmap_t *m, char *err, size_t errlen)
 {
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return fail(err, errlen, "\"sets\" must be a non-empty array");
+    if (json_array_size(arr) > CMAP_MAX_SETS)
+        return fail(err, errlen, "more than %d sets", CMAP_MAX_SETS);
     m->nsets = (int)json_array_size(arr);
     m->sets = xcalloc((size_t)m->nsets, sizeof(*m->sets));
     for (int i = 0; i < m->nsets; i++) {

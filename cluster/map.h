@@ -12,15 +12,17 @@
  *       {"id": "n1", "s3": "127.0.0.1:9001", "proto": "127.0.0.1:9101", "drives": 2},
  *       ...
  *     ],
- *     "sets": [                      optional: without it, one set of every
- *       {"ec": "4+2",                drive, taken round-robin over the nodes
+ *     "sets": [                      optional: without it, the drives taken
+ *       {"ec": "4+2",                round-robin over the nodes, cut into
  *        "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}
- *     ],
- *     "ec": "4+2"                    the automatic set's coding (default:
- *   }                                m = 2 when it has at least 4 drives)
+ *     ],                             sets of k+m
+ *     "ec": "4+2"                    the automatic sets' coding (default: one
+ *   }                                set of every drive, m = 2 from 4 drives)
  *
  * A node's drive NODE/I is its I-th local drive (DATA/driveI). A set names
- * k+m distinct drives; its shard i lives on its i-th drive. The automatic
+ * k+m distinct drives; its shard i lives on its i-th drive. Each object
+ * lives on one set (placement: server/obj_multi.c), so the sets of a
+ * cluster never change once it holds data. The automatic
  * layout puts consecutive shards on different nodes, so a set spans as many
  * nodes as it can and losing one node loses as few shards as it can.
  */
@@ -34,6 +36,7 @@
 
 #define CMAP_MAX_ID   64
 #define CMAP_MAX_ADDR 300
+#define CMAP_MAX_SETS 64 /* the object layer's OBJ_MAX_SETS */
 
 typedef struct {
     char id[CMAP_MAX_ID + 1];

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Several warmlake nodes on this machine serving one S3 namespace: N nodes
 # (default 3) of D file-backed drives each (default 2), one erasure set over
-# all N x D drives (4+2 for 3 x 2), node i serving S3 on 127.0.0.1:(9000+i)
+# all N x D drives (4+2 for 3 x 2), or with -e K+M sets of K+M cut from them
+# (-n 3 -d 4 -e 4+2: two sets, each across all three nodes), node i serving
+# S3 on 127.0.0.1:(9000+i)
 # and its peers on 127.0.0.1:(9100+i). Writes DIR/map.json (the cluster map,
 # cluster/map.h) and DIR/secret once, starts every node, prints the
 # endpoints, and stops them all (by pid) on Ctrl-C or when one exits.
 #
-#   deploy/run-cluster.sh [-n NODES] [-d DRIVES] [-p BASE_PORT] [-D DIR] [-- WARMLAKED ARGS]
+#   deploy/run-cluster.sh [-n NODES] [-d DRIVES] [-e K+M] [-p BASE_PORT] [-D DIR] [-- WARMLAKED ARGS]
 #
 # Builds first (deploy/install-deps.sh, cmake) unless WL_BUILD names a build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=3 D=2 BASE=9000 DIR=./cluster-data
-while getopts "n:d:p:D:" o; do
+N=3 D=2 EC='' BASE=9000 DIR=./cluster-data
+while getopts "n:d:e:p:D:" o; do
   case $o in
-    n) N=$OPTARG ;; d) D=$OPTARG ;; p) BASE=$OPTARG ;; D) DIR=$OPTARG ;;
-    *) sed -n '2,12p' "$0"; exit 2 ;;
+    n) N=$OPTARG ;; d) D=$OPTARG ;; e) EC=$OPTARG ;; p) BASE=$OPTARG ;; D) DIR=$OPTARG ;;
+    *) sed -n '2,14p' "$0"; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -40,7 +42,9 @@ set -a
 set +a
 if [ ! -f "$DIR/map.json" ]; then
   {
-    printf '{"cluster": "local", "epoch": 1, "nodes": [\n'
+    printf '{"cluster": "local", "epoch": 1,'
+    [ -n "$EC" ] && printf ' "ec": "%s",' "$EC"
+    printf ' "nodes": [\n'
     for i in $(seq 1 "$N"); do
       sep=","; [ "$i" = "$N" ] && sep=""
       printf '  {"id": "n%d", "s3": "127.0.0.1:%d", "proto": "127.0.0.1:%d", "drives": %d}%s\n' \

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_USERS 64
 
@@ -80,7 +81,8 @@ static const opt_def_t options[] = {
     {"drives", "N", "drives", "count", OPT_INT, 0, 1, OBJ_MAX_SHARDS, "6", C(drives, int64_t),
      "number of file-backed drives"},
     {"ec", "K+M", "erasure", "k+m", OPT_PAIR, 0, 0, 0, NULL, 0,
-     "erasure coding: K data + M parity shards, K+M = drives"},
+     "erasure coding: K data + M parity shards; the drives form sets of K+M\n"
+     "(a multiple of it; each object lives on one set)"},
     {"drive-capacity", "SIZE", "drives", "capacity", OPT_SIZE, 0, CAP_MIN, CAP_MAX, "16G",
      C(capacity, uint64_t), "bytes each drive may use"},
     {"segment-size", "SIZE", "drives", "segment_size", OPT_SIZE, OPT_ZERO_OK, 1 << 20, 4ll << 30,
@@ -252,6 +254,90 @@ static int add_user(s3_user_t *users, int *n, const char *ak, const char *sk, co
     return 0;
 }
 
+/*
+ * Where keys live depends on how many sets there are (obj_set_multi), so a
+ * data directory keeps the layout it was made with: DATA/layout records it
+ * on the first start, and a later start with another layout is refused
+ * (its keys would be looked for on other sets). A data directory from
+ * before the file existed held one set. 0, or 2 with the reason printed.
+ */
+static int check_layout(const char *data, int drives, int k, int m, int nsets)
+{
+    char path[4096], want[128], had[128] = "";
+    snprintf(want, sizeof(want), "sets %d ec %d+%d\n", nsets, k, m);
+    if ((size_t)snprintf(path, sizeof(path), "%s/layout", data) >= sizeof(path)) {
+        fprintf(stderr, "warmlaked: --data %s: path too long\n", data);
+        return 2;
+    }
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(had, sizeof(had), f)) had[0] = 0;
+        fclose(f);
+        had[strcspn(had, "\n")] = 0;
+    } else {
+        char d0[4096];
+        struct stat sb;
+        snprintf(d0, sizeof(d0), "%s/drive0", data);
+        if (stat(d0, &sb) == 0) snprintf(had, sizeof(had), "sets 1 ec %d+%d", k, m);
+    }
+    int hs = 0;
+    if (had[0] && (sscanf(had, "sets %d", &hs) != 1 || hs != nsets)) {
+        fprintf(stderr,
+                "warmlaked: %s holds data laid out as \"%s\", "
+                "but --drives %d with --ec %d+%d makes %d set(s): its objects would not be found. "
+                "Start with the layout it was made with.\n",
+                data, had, drives, k, m, nsets);
+        return 2;
+    }
+    if (f) return 0;
+    if (mkdir(data, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "warmlaked: cannot create %s: %s\n", data, strerror(errno));
+        return 1;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *o = fopen(tmp, "w");
+    int bad = !o || fputs(want, o) < 0 || fflush(o) != 0 || fsync(fileno(o)) != 0;
+    if (o && fclose(o) != 0) bad = 1;
+    if (bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "warmlaked: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* The placement seed of a cluster: its id's FNV-1a (fixed: placement depends on it). */
+static uint64_t placement_seed(const char *cluster)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = cluster; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return h;
+}
+
+/* The object layer over nsets sets of k+m stores each (set j: st[j*(k+m)...]). */
+static obj_set_t *make_sets(const shard_store_t *st, int nsets, int k, int m, uint32_t block,
+                            uint64_t seed, int *err)
+{
+    if (nsets == 1) return obj_set_new(st, k, m, block, err);
+    if (nsets > OBJ_MAX_SETS) {
+        *err = ERR_INVAL;
+        return NULL;
+    }
+    obj_set_t *sets[OBJ_MAX_SETS];
+    for (int j = 0; j < nsets; j++)
+        if (!(sets[j] = obj_set_new(st + j * (k + m), k, m, block, err))) {
+            while (j--)
+                obj_set_free(sets[j]);
+            return NULL;
+        }
+    obj_set_t *s = obj_set_multi(sets, nsets, seed, err);
+    if (!s)
+        for (int j = 0; j < nsets; j++)
+            obj_set_free(sets[j]);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     static conf_t conf;
@@ -274,7 +360,7 @@ int main(int argc, char **argv)
     log_level = (int)conf.log_level;
 
     /* What no single value can say. */
-    int drives = (int)conf.drives, k = (int)conf.k, m = (int)conf.m;
+    int drives = (int)conf.drives, k = (int)conf.k, m = (int)conf.m, nsets = 1;
     char bad[400] = "";
     member_t *member = NULL;
     const cmap_t *map = NULL;
@@ -307,16 +393,17 @@ int main(int argc, char **argv)
             drives = map->nodes[me].drives;
             k = map->sets[0].k;
             m = map->sets[0].m;
+            nsets = map->nsets;
             conf.listen = map->nodes[me].s3;
         }
     }
     if (bad[0])
         ;
-    else if (!clustered && k + m != drives)
+    else if (!clustered && drives % (k + m))
         snprintf(bad, sizeof(bad),
-                 "--ec %d+%d ([erasure] k, m) must add up to --drives %d "
-                 "([drives] count)",
-                 k, m, drives);
+                 "--drives %d ([drives] count) must be a multiple of --ec %d+%d ([erasure] k, m): "
+                 "the drives form sets of k+m",
+                 drives, k, m);
     else if (conf.block % 64)
         snprintf(bad, sizeof(bad), "--block %llu ([erasure] block) must be a multiple of 64",
                  (unsigned long long)conf.block);
@@ -380,9 +467,11 @@ int main(int argc, char **argv)
     }
 
     /* Drives. */
+    if (!clustered) nsets = drives / (k + m);
     drive_t *dv[OBJ_MAX_SHARDS] = {0};
-    shard_store_t st[OBJ_MAX_SHARDS] = {0};
+    shard_store_t *st = xcalloc((size_t)nsets * (size_t)(k + m), sizeof(*st));
     int made_data = 0;
+    if (!clustered && (rc = check_layout(conf.data, drives, k, m, nsets)) != 0) goto out;
     for (int i = 0; i < drives; i++) {
         char path[4096];
         const drive_conf_t *dc = &conf.drive[i];
@@ -415,7 +504,8 @@ int main(int argc, char **argv)
     }
     if (member && (rc = member_join(member, dv, st)) != 0) goto out;
     int err;
-    obj_set_t *set = obj_set_new(st, k, m, (uint32_t)conf.block, &err);
+    obj_set_t *set = make_sets(st, nsets, k, m, (uint32_t)conf.block,
+                               map ? placement_seed(map->cluster) : 0, &err);
     if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
     if (set) {
         int wq = conf.write_quorum ? (int)conf.write_quorum : m > 0 ? k + 1 : k;
@@ -482,9 +572,10 @@ int main(int argc, char **argv)
     }
     {
         const char *colon = strrchr(conf.listen, ':'); /* OPT_ADDR: there is one */
-        printf("warmlaked: serving S3 on http://%.*s:%d with %d drives under %s, EC %d+%d\n",
+        printf("warmlaked: serving S3 on http://%.*s:%d with %d drives under %s, EC %d+%d, "
+               "%d set%s\n",
                (int)(colon - conf.listen), conf.listen, http_server_port(server), drives, conf.data,
-               k, m);
+               k, m, nsets, nsets == 1 ? "" : "s");
         if (map)
             printf("warmlaked: node %s of cluster %s (epoch %llu, %d nodes), peers on %s\n",
                    map->nodes[me].id, map->cluster, (unsigned long long)map->epoch, map->nnodes,
@@ -508,7 +599,8 @@ int main(int argc, char **argv)
     obj_set_free(set);
     log_info("event=shutdown");
 out:
-    member_leave(member, st, k + m);
+    member_leave(member, st, nsets * (k + m));
+    free(st);
     for (int i = 0; i < drives; i++)
         if (dv[i]) drive_close(dv[i]);
 out_users:

@@ -143,11 +143,14 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
             rc = 2;
         }
     }
-    if (!rc && m->map.nsets != 1) {
-        snprintf(bad, cap, "the cluster map has %d erasure sets; this version serves one",
-                 m->map.nsets);
-        rc = 2;
-    }
+    for (int j = 1; !rc && j < m->map.nsets; j++)
+        if (m->map.sets[j].k != m->map.sets[0].k || m->map.sets[j].m != m->map.sets[0].m) {
+            snprintf(bad, cap,
+                     "the cluster map's sets are coded %d+%d and %d+%d: all its sets "
+                     "must have one coding",
+                     m->map.sets[0].k, m->map.sets[0].m, m->map.sets[j].k, m->map.sets[j].m);
+            rc = 2;
+        }
     if (rc) {
         member_free(m);
         return rc;
@@ -331,7 +334,7 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
  */
 static void wait_peers(proto_peer_t **peers, int n)
 {
-    int up[ERS_MAX_SHARDS] = {0}, left = n;
+    int *up = xcalloc((size_t)n + 1, sizeof(*up)), left = n;
     for (int t = 0; left && t < PEER_WAIT_MS / 100; t++) {
         for (int i = 0; i < n; i++) {
             proto_call_t c = {.type = PROTO_PING};
@@ -346,6 +349,7 @@ static void wait_peers(proto_peer_t **peers, int n)
         if (!up[i])
             log_warn("event=member_peer_unreachable peer=%s: serving without it",
                      proto_peer_node(peers[i]));
+    free(up);
 }
 
 int member_join(member_t *m, drive_t **dv, shard_store_t *st)
@@ -375,27 +379,31 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
         fprintf(stderr, "warmlaked: cannot serve peers on %s: %s\n", pc.listen, err_str(rc));
         return 1;
     }
-    const cmap_set_t *set = &m->map.sets[0];
-    proto_peer_t *peers[ERS_MAX_SHARDS];
+    proto_peer_t **peers = xcalloc((size_t)m->map.nnodes, sizeof(*peers));
     int npeers = 0;
-    for (int i = 0; i < set->k + set->m; i++) {
-        const cmap_node_t *n = &m->map.nodes[set->d[i].node];
-        if (set->d[i].node == m->me) {
-            st[i] = shard_store_local(dv[set->d[i].drive]);
-            continue;
+    for (int j = 0, at = 0; j < m->map.nsets; j++) {
+        const cmap_set_t *set = &m->map.sets[j];
+        for (int i = 0; i < set->k + set->m; i++, at++) {
+            const cmap_node_t *n = &m->map.nodes[set->d[i].node];
+            if (set->d[i].node == m->me) {
+                st[at] = shard_store_local(dv[set->d[i].drive]);
+                continue;
+            }
+            proto_peer_t *p = proto_net_peer(m->net, n->id, n->proto);
+            if (!p) {
+                fprintf(stderr, "warmlaked: peer %s at %s: bad address\n", n->id, n->proto);
+                free(peers);
+                return 1;
+            }
+            st[at] = peer_store_new(p, (uint32_t)set->d[i].drive);
+            int seen = 0;
+            for (int q = 0; q < npeers; q++)
+                seen |= peers[q] == p;
+            if (!seen) peers[npeers++] = p;
         }
-        proto_peer_t *p = proto_net_peer(m->net, n->id, n->proto);
-        if (!p) {
-            fprintf(stderr, "warmlaked: peer %s at %s: bad address\n", n->id, n->proto);
-            return 1;
-        }
-        st[i] = peer_store_new(p, (uint32_t)set->d[i].drive);
-        int seen = 0;
-        for (int j = 0; j < npeers; j++)
-            seen |= peers[j] == p;
-        if (!seen) peers[npeers++] = p;
     }
     wait_peers(peers, npeers);
+    free(peers);
     if (!m->etcd) return 0;
     if (etcd_lease_grant(m->etcd, LEASE_TTL_S, &m->lease) != 0 || put_registration(m) != 0) {
         fprintf(stderr, "warmlaked: cannot register in etcd %s\n", m->cfg.etcd);

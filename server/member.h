@@ -55,9 +55,10 @@ struct proto_net *member_net(const member_t *m);
 void member_node_stats(member_t *m, char *(*fn)(void *arg), void *arg);
 
 /*
- * Serve drives dv (the node's, borrowed) to peers and fill st[0..k+m)
- * with the set's stores; with etcd, register and start watching. 0, or 1
- * with the reason printed.
+ * Serve drives dv (the node's, borrowed) to peers and fill st with the
+ * stores of every set in map order (set j's store i at j*(k+m) + i; room
+ * for nsets * (k+m)); with etcd, register and start watching. 0, or 1 with
+ * the reason printed.
  */
 int member_join(member_t *m, drive_t **dv, shard_store_t *st);
 /* Stop watching, deregister (the lease revoked), stop serving peers, free the remote stores. */

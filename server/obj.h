@@ -82,6 +82,23 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
 void obj_set_free(obj_set_t *s);
 
 /*
+ * Several erasure sets as one (a pool): each key lives on one of them,
+ * picked by placement (XXH64 of bucket and key under seed, modulo nsets),
+ * so the sets and the seed must stay what they were when data was written.
+ * Takes the sets (freed with the result); all must have the same k, m and
+ * block. The result serves every call of this header: those naming a key
+ * go to its set, listings merge the sets' in order, counters and health
+ * number the stores of all sets in turn (set j's store i is j*(k+m) + i),
+ * settings (inline size, write quorum, heal queue) apply to every set.
+ * NULL with ERR_INVAL when the sets do not fit.
+ */
+#define OBJ_MAX_SETS 64
+obj_set_t *obj_set_multi(obj_set_t **sets, int nsets, uint64_t seed, int *err);
+/* How many sets (1 for a plain set), and the one bucket/key lives on (0..count-1). */
+int obj_set_count(const obj_set_t *s);
+int obj_set_place(const obj_set_t *s, const char *bucket, const char *key);
+
+/*
  * Objects of at most `bytes` are stored inline: whole, as the payload of
  * their heads on m+1 of the set's stores (any m may fail), written in one
  * durable round and read with one lookup and one read on one store. 0 turns
@@ -100,7 +117,8 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
  */
 int obj_set_write_quorum(obj_set_t *s, int stores) __attribute__((warn_unused_result));
 
-/* Number of stores (k+m), and the engine counters of store i: 0 or ERR_NOT_FOUND. */
+/* Number of stores (k+m, times the sets), and the engine counters of store i: 0 or
+ * ERR_NOT_FOUND. */
 int obj_set_width(const obj_set_t *s);
 /* k: the data stores of a stripe. */
 int obj_set_data_width(const obj_set_t *s);
@@ -404,7 +422,8 @@ int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const
 typedef int (*obj_part_fn)(void *arg, int part, const obj_info_t *info);
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                        obj_part_fn fn, void *arg) __attribute__((warn_unused_result));
-/* Uploads in progress for a bucket: fn(arg, key, upload_id, info of the upload record). */
+/* Uploads in progress for a bucket: fn(arg, key, upload_id, info of the upload record), in no
+ * order to rely on (set by set). */
 typedef int (*obj_upload_fn)(void *arg, const char *key, const char *upload_id,
                              const obj_info_t *info);
 int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)

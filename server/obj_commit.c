@@ -204,6 +204,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 
 int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
+    s = obj__route(s, bucket, key);
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     int rc = current_for_commit(s, bucket, key, info, &anywhere);
     if (rc == 0 && info->deleted) return ERR_NOT_FOUND;

@@ -260,6 +260,7 @@ static int look(obj_set_t *s, const char *bucket, const char *key, const char *v
 obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                                obj_info_t *info, int *err)
 {
+    s = obj__route(s, bucket, key);
     /* Not calloc: that cleared the 16 KiB of info.umeta on every GET, for a few bytes used. */
     obj_reader_t *r = xmalloc(sizeof(*r));
     memset(r, 0, offsetof(obj_reader_t, info));

@@ -272,6 +272,7 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
 
 int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
+    s = obj__route(s, bucket, key);
     int rc = obj__newest_head(s, bucket, key, info);
     if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
     return rc;
@@ -600,6 +601,7 @@ int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umet
 int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                              obj_umeta_fn fn, void *arg, int *marker)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t info;
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
@@ -658,6 +660,7 @@ static void run_del(pool_job_t *j)
  */
 int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t old, marker;
     del_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];

@@ -84,6 +84,7 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
 
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t *info = xmalloc(sizeof(*info));
     int err;
     obj_reader_t *r = obj_open(s, bucket, key, info, &err);
@@ -290,6 +291,11 @@ static void *heal_main(void *arg)
 
 int obj_set_heal_start(obj_set_t *s)
 {
+    for (int j = 0; j < s->nsub; j++) {
+        int rc = obj_set_heal_start(s->sub[j]);
+        if (rc) return rc;
+    }
+    if (s->nsub) return 0;
     if (s->healq) return 0;
     heal_q_t *q = xcalloc(1, sizeof(*q));
     q->s = s;
@@ -338,6 +344,20 @@ void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st)
 {
     heal_q_t *q = s->healq;
     memset(st, 0, sizeof(*st));
+    if (s->nsub) {
+        for (int j = 0; j < s->nsub; j++) {
+            obj_heal_stats_t one;
+            obj_heal_stats(s->sub[j], &one);
+            st->queued += one.queued;
+            st->healed += one.healed;
+            st->retries += one.retries;
+            st->dropped += one.dropped;
+            st->pending += one.pending;
+            st->heads_fixed += one.heads_fixed;
+            st->blocks_fixed += one.blocks_fixed;
+        }
+        return;
+    }
     if (!q) return;
     pthread_mutex_lock(&q->mu);
     *st = q->st;

@@ -19,6 +19,8 @@
  *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
  *   obj_list.c  listing a bucket's objects and their versions: the ordered
  *               indexes of k stores merged (drive_scan), no head read per key
+ *   obj_multi.c several sets as one: placement of a key on its set, set-wide
+ *               counters, listings merged over the sets
  *
  * Locks, in the order they may be taken:
  *   (the S3 layer's bucket rwlock)
@@ -73,7 +75,32 @@ struct obj_set {
     uint64_t drop_epoch;  /* versions dropped at once (unpinned); under pin_mu */
     bufpool_t *bufs;      /* stripe-sized buffers of PUTs and GETs */
     struct heal_q *healq; /* the heal queue and its thread (obj_heal.c); NULL: not started */
+    int bufs_shared;      /* bufs is another set's (obj_set_multi) */
+    /* Several sets as one (obj_multi.c): nsub > 0, and nothing above but k, m, n, block. */
+    int nsub;
+    struct obj_set **sub;
+    uint64_t seed;
 };
+
+/* ---- obj_multi.c ---- */
+
+/* The set a key lives on (s has sets). */
+obj_set_t *obj__place(obj_set_t *s, const char *bucket, const char *key);
+/* Where every call that names a key starts: the key's own set. */
+static inline obj_set_t *obj__route(obj_set_t *s, const char *bucket, const char *key)
+{
+    return s->nsub ? obj__place(s, bucket, key) : s;
+}
+void obj__multi_free(obj_set_t *s);
+/* Store *i of all the sets' (set j's store i is j*n + i): its set, *i made its index there;
+ * NULL when out of range. */
+obj_set_t *obj__store_set(const obj_set_t *s, int *i);
+/* The listings of obj_list_delim and obj_list_versions_delim, merged over s's sets. */
+int obj__multi_list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                    const char *after, size_t want, obj_list_fn fn, void *arg);
+int obj__multi_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                        const char *after, const char *after_vid, size_t want, obj_version_fn fn,
+                        void *arg);
 
 /*
  * One shard put (a block or a head): an asynchronous write of a store that

@@ -537,6 +537,7 @@ static void merge_free(merge_t *m)
 int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
                    const char *after, size_t want, obj_list_fn fn, void *arg)
 {
+    if (s->nsub) return obj__multi_list(s, bucket, prefix, delim, after, want, fn, arg);
     const char *p = prefix ? prefix : "";
     size_t pl = strlen(p);
     merge_t *m = merge_new(s, bucket, 0);
@@ -636,6 +637,8 @@ int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix
                             const char *after, const char *after_vid, size_t want,
                             obj_version_fn fn, void *arg)
 {
+    if (s->nsub)
+        return obj__multi_versions(s, bucket, prefix, delim, after, after_vid, want, fn, arg);
     vwalk_t *w = xcalloc(1, sizeof(*w));
     merge_t *m = merge_new(s, bucket, 1);
     int rc = 0;

@@ -65,6 +65,7 @@ static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const ch
 int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char *content_type,
                    const char *umeta, size_t umeta_len, char upload_id[33])
 {
+    s = obj__route(s, bucket, key);
     int rc = obj__new_upload_id(upload_id);
     if (rc) return rc;
     size_t bl = strlen(bucket), kl = strlen(key);
@@ -87,6 +88,7 @@ obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *k
 obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
                                      const char *upload_id, int part, obj_info_t *rec, int *err)
 {
+    s = obj__route(s, bucket, key);
     char pk[64];
     if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
         *err = ERR_INVAL;
@@ -175,6 +177,7 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
 int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                         obj_info_t *rec)
 {
+    s = obj__route(s, bucket, key);
     return mpu_check(s, bucket, key, upload_id, rec);
 }
 
@@ -183,6 +186,7 @@ int obj_mpu_complete_hooked(obj_set_t *s, const char *bucket, const char *key,
                             uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
                             const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
+    s = obj__route(s, bucket, key);
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
         *why = OBJ_MPU_NO_UPLOAD;
@@ -378,6 +382,7 @@ static int drop_part(void *arg, int part, const char *key, const obj_info_t *inf
 
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t rec;
     if (strlen(upload_id) != 32) return ERR_NOT_FOUND;
     /*
@@ -411,6 +416,7 @@ static int list_part(void *arg, int part, const char *key, const obj_info_t *inf
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                        obj_part_fn fn, void *arg)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t rec;
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
     if (rc) return rc;
@@ -446,6 +452,11 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
 
 int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
 {
+    for (int j = 0; j < s->nsub; j++) { /* set by set: callers sort (no order promised) */
+        int rc = obj_mpu_list_uploads(s->sub[j], bucket, fn, arg);
+        if (rc) return rc;
+    }
+    if (s->nsub) return 0;
     uploads_t u = {s, bucket, fn, arg};
     return obj_list(s, MPU_UPLOADS, NULL, NULL, list_upload, &u);
 }

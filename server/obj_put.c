@@ -172,6 +172,7 @@ fail:
 
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err)
 {
+    s = obj__route(s, bucket, key);
     return obj__put_begin(s, bucket, key, NULL, err);
 }
 

@@ -53,6 +53,10 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
 void obj_set_free(obj_set_t *s)
 {
     if (!s) return;
+    if (s->nsub) {
+        obj__multi_free(s);
+        return;
+    }
     obj__heal_stop(s); /* it uses the pool */
     pool_free(s->pool);
     pthread_mutex_destroy(&s->pin_mu);
@@ -60,30 +64,34 @@ void obj_set_free(obj_set_t *s)
         pthread_mutex_destroy(&s->key_locks[i]);
         pthread_mutex_destroy(&s->mpu_locks[i]);
     }
-    bufpool_free(s->bufs);
+    if (!s->bufs_shared) bufpool_free(s->bufs);
     free(s);
 }
 
 void obj_set_inline_max(obj_set_t *s, uint32_t bytes)
 {
+    for (int j = 0; j < s->nsub; j++)
+        obj_set_inline_max(s->sub[j], bytes);
     s->inline_max = bytes < OBJ_INLINE_LIMIT ? bytes : OBJ_INLINE_LIMIT;
 }
 
 int obj_set_write_quorum(obj_set_t *s, int stores)
 {
     if (stores < s->k || stores > s->n) return ERR_INVAL;
+    for (int j = 0; j < s->nsub; j++)
+        s->sub[j]->wq = stores;
     s->wq = stores;
     return 0;
 }
 
 bufpool_t *obj_set_buffers(obj_set_t *s)
 {
-    return s->bufs;
+    return s->nsub ? s->sub[0]->bufs : s->bufs;
 }
 
 int obj_set_width(const obj_set_t *s)
 {
-    return s->n;
+    return s->nsub ? s->n * s->nsub : s->n;
 }
 
 int obj_set_data_width(const obj_set_t *s)
@@ -93,12 +101,20 @@ int obj_set_data_width(const obj_set_t *s)
 
 int obj_set_health(const obj_set_t *s, int i)
 {
+    if (s->nsub) {
+        const obj_set_t *sub = obj__store_set(s, &i);
+        return sub ? obj_set_health(sub, i) : SHARD_UP;
+    }
     if (i < 0 || i >= s->n || !s->st[i].ops->health) return SHARD_UP;
     return s->st[i].ops->health(s->st[i].ctx);
 }
 
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
 {
+    if (s->nsub) {
+        obj_set_t *sub = obj__store_set(s, &i);
+        return sub ? obj_set_stats(sub, i, st) : ERR_NOT_FOUND;
+    }
     if (i < 0 || i >= s->n || !s->st[i].ops->stats) return ERR_NOT_FOUND;
     s->st[i].ops->stats(s->st[i].ctx, st);
     return 0;

@@ -261,6 +261,7 @@ int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *v
 int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                      obj_info_t *info)
 {
+    s = obj__route(s, bucket, key);
     char pos[OBJ_VID_LEN + 1];
     /* No lock: a version moves to noncurrent before anything covers it, and to current
      * before its noncurrent head goes, so a reader finds it in one place or the other. */
@@ -270,6 +271,7 @@ int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const ch
 int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c,
                        obj_versioning_t v, obj_info_t *marker)
 {
+    s = obj__route(s, bucket, key);
     if (v == OBJ_UNVERSIONED) {
         if (marker) obj_info_clear(marker);
         return obj_delete_if(s, bucket, key, c);
@@ -348,6 +350,7 @@ out:
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                        const obj_cond_t *c, obj_info_t *gone)
 {
+    s = obj__route(s, bucket, key);
     obj_info_t v, *more = NULL;
     int nmore = 0;
     char pos[OBJ_VID_LEN + 1];

@@ -516,6 +516,19 @@ static void test_cluster_map(void **state)
                      0);
     assert_int_equal(m.sets[0].k, 3);
     cmap_free(&m);
+    /* Drives a multiple of "ec": sets cut from the round-robin order, each across the nodes. */
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"2+1\"," NODES3 "}", &m, err),
+                     0);
+    assert_int_equal(m.nsets, 2);
+    for (int j = 0; j < 2; j++) {
+        assert_int_equal(m.sets[j].k, 2);
+        assert_int_equal(m.sets[j].m, 1);
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(m.sets[j].d[i].node, i);
+            assert_int_equal(m.sets[j].d[i].drive, j);
+        }
+    }
+    cmap_free(&m);
     assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"sets\":[{\"ec\":\"2+1\","
                            "\"drives\":[\"c/1\",\"a/0\",\"b/1\"]}]}",
                            &m, err),
@@ -530,6 +543,7 @@ static void test_cluster_map(void **state)
         "{\"cluster\":\"x\",\"epoch\":0," NODES3 "}",
         "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[]}",
         "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"4+1\"," NODES3 "}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"4+4\"," NODES3 "}",
         "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:0\","
         "\"drives\":1}]}",
         "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:2\","

@@ -1,0 +1,482 @@
+/*
+ * Several erasure sets as one (server/obj_multi.c): placement, every call
+ * on the key's own set, listings merged over the sets (pages, delimiters,
+ * versions), multipart uploads, counters.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "common/err.h"
+#include "common/log.h"
+#include "server/obj.h"
+#include "storage/drive.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SETS 3
+#define K    4
+#define M    2
+#define N    (K + M)
+#define B    (16u * 1024)
+
+typedef struct {
+    char *dir;
+    drive_t *d[SETS * N];
+    obj_set_t *sets[SETS]; /* owned by multi */
+    obj_set_t *multi;
+} env_t;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    env_t *e = calloc(1, sizeof(*e));
+    e->dir = strdup("/tmp/wl-multi-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    for (int j = 0; j < SETS; j++) {
+        shard_store_t st[N];
+        for (int i = 0; i < N; i++) {
+            char p[256];
+            snprintf(p, sizeof(p), "%s/d%d", e->dir, j * N + i);
+            drive_cfg_t c = {0};
+            c.path = p;
+            c.iu = 4096;
+            c.segment_size = 4u << 20;
+            c.capacity = 128u << 20;
+            assert_int_equal(drive_open(&c, &e->d[j * N + i]), 0);
+            st[i] = shard_store_local(e->d[j * N + i]);
+        }
+        int err;
+        assert_non_null(e->sets[j] = obj_set_new(st, K, M, B, &err));
+    }
+    int err;
+    assert_non_null(e->multi = obj_set_multi(e->sets, SETS, 0x5eed, &err));
+    obj_set_inline_max(e->multi, 1024);
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    env_t *e = *state;
+    obj_set_free(e->multi);
+    for (int i = 0; i < SETS * N; i++)
+        drive_close(e->d[i]);
+    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    free(e->dir);
+    free(e);
+    return 0;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
+static void put_v(obj_set_t *s, const char *key, size_t n, uint32_t seed, obj_versioning_t v,
+                  obj_info_t *out)
+{
+    uint8_t *data = malloc(n ? n : 1);
+    fill(data, n, seed);
+    int err;
+    obj_writer_t *w = obj_put_begin(s, "bkt", key, &err);
+    assert_non_null(w);
+    obj_put_set_versioning(w, v);
+    assert_int_equal(obj_put_write(w, data, n), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, out), 0);
+    free(data);
+}
+
+static void check(obj_set_t *s, const char *key, size_t n, uint32_t seed)
+{
+    uint8_t *want = malloc(n + 1), *got = malloc(n + 1);
+    fill(want, n, seed);
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open(s, "bkt", key, &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, n);
+    assert_int_equal(obj_read(r, 0, got, n), 0);
+    assert_memory_equal(got, want, n);
+    obj_close(r);
+    free(want);
+    free(got);
+}
+
+static void test_placement(void **state)
+{
+    env_t *e = *state;
+    int count[SETS] = {0};
+    char key[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(key, sizeof(key), "key-%d", i);
+        int p = obj_set_place(e->multi, "bkt", key);
+        assert_true(p >= 0 && p < SETS);
+        assert_int_equal(obj_set_place(e->multi, "bkt", key), p); /* stable */
+        count[p]++;
+    }
+    for (int j = 0; j < SETS; j++)
+        assert_true(count[j] > 800 && count[j] < 1200); /* spread evenly */
+    /* Bucket and key are not run together: "ab"/"c" and "a"/"bc" may differ. */
+    int differ = 0;
+    for (int i = 0; i < 64; i++) {
+        char b1[16], bb[16];
+        snprintf(b1, sizeof(b1), "b%dx", i);
+        snprintf(bb, sizeof(bb), "b%d", i);
+        differ += obj_set_place(e->multi, b1, "k") != obj_set_place(e->multi, bb, "xk");
+    }
+    assert_true(differ > 0);
+    assert_int_equal(obj_set_count(e->multi), SETS);
+    assert_int_equal(obj_set_count(e->sets[0]), 1);
+    assert_int_equal(obj_set_width(e->multi), SETS * N);
+    for (int i = 0; i < SETS * N; i++) {
+        drive_stats_t st;
+        assert_int_equal(obj_set_stats(e->multi, i, &st), 0);
+        assert_int_equal(obj_set_health(e->multi, i), SHARD_UP);
+    }
+    drive_stats_t st;
+    assert_int_equal(obj_set_stats(e->multi, SETS * N, &st), ERR_NOT_FOUND);
+    assert_int_equal(obj_set_stats(e->multi, -1, &st), ERR_NOT_FOUND);
+}
+
+/* Objects (inline and erasure-coded) live on their own set alone, and read back whole. */
+static void test_round_trip(void **state)
+{
+    env_t *e = *state;
+    char key[32];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "obj-%02d", i);
+        put_v(e->multi, key, i % 2 ? 200 : 100000 + (size_t)i, (uint32_t)i, OBJ_UNVERSIONED, NULL);
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "obj-%02d", i);
+        check(e->multi, key, i % 2 ? 200 : 100000 + (size_t)i, (uint32_t)i);
+        int home = obj_set_place(e->multi, "bkt", key);
+        for (int j = 0; j < SETS; j++) {
+            obj_info_t info;
+            assert_int_equal(obj_stat(e->sets[j], "bkt", key, &info),
+                             j == home ? 0 : ERR_NOT_FOUND);
+        }
+    }
+    /* Deletes and conditions go to the key's set too. */
+    assert_int_equal(obj_delete(e->multi, "bkt", "obj-03"), 0);
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->multi, "bkt", "obj-03", &info), ERR_NOT_FOUND);
+    int err;
+    obj_writer_t *w = obj_put_begin(e->multi, "bkt", "obj-04", &err);
+    obj_cond_t none = {.none_match = 1, .if_size = -1, .if_mtime_s = -1};
+    obj_put_set_cond(w, &none);
+    assert_int_equal(obj_put_write(w, "x", 1), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), ERR_PRECOND);
+    check(e->multi, "obj-04", 100004, 4);
+}
+
+typedef struct {
+    char (*keys)[64];
+    int n, cap, page, taken;
+    int cps;
+} coll_t;
+
+static int collect(void *arg, const char *key, const obj_info_t *info)
+{
+    coll_t *c = arg;
+    assert_true(c->n < c->cap);
+    snprintf(c->keys[c->n++], 64, "%s", key);
+    if (!info) c->cps++;
+    return c->page && ++c->taken >= c->page;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* A merged listing is every set's keys in order, whole, and pages resume exactly. */
+static void test_merged_listing(void **state)
+{
+    env_t *e = *state;
+    enum { KEYS = 150 };
+    char want[KEYS + 20][64];
+    int nw = 0;
+    int on[SETS] = {0};
+    for (int i = 0; i < KEYS; i++) {
+        snprintf(want[nw], 64, "k%03d", (i * 37) % KEYS);
+        on[obj_set_place(e->multi, "bkt", want[nw])]++;
+        put_v(e->multi, want[nw++], 10, (uint32_t)i, OBJ_UNVERSIONED, NULL);
+    }
+    for (int j = 0; j < SETS; j++)
+        assert_true(on[j] > 0); /* the merge has something to merge */
+    /* Keys under common prefixes, spread over the sets. */
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 5; i++) {
+            char k[64];
+            snprintf(k, sizeof(k), "dir%d/f%d", d, i);
+            put_v(e->multi, k, 10, 999, OBJ_UNVERSIONED, NULL);
+            snprintf(want[nw++], 64, "%s", k);
+        }
+    qsort(want, (size_t)nw, sizeof(want[0]), cmp_str);
+
+    char(*got)[64] = calloc(4 * (KEYS + 20), 64);
+    coll_t c = {got, 0, 4 * (KEYS + 20), 0, 0, 0};
+    assert_int_equal(obj_list(e->multi, "bkt", NULL, NULL, collect, &c), 0);
+    assert_int_equal(c.n, nw);
+    for (int i = 0; i < nw; i++)
+        assert_string_equal(got[i], want[i]);
+
+    /* In rounds of a few entries per set (a set ending while others go on keeps the rest of
+     * its last batch for the next round). */
+    for (size_t wantn = 5; wantn <= 40; wantn += 7) {
+        c = (coll_t){got, 0, 4 * (KEYS + 20), 0, 0, 0};
+        assert_int_equal(obj_list_delim(e->multi, "bkt", NULL, NULL, NULL, wantn, collect, &c), 0);
+        assert_int_equal(c.n, nw);
+        for (int i = 0; i < nw; i++)
+            assert_string_equal(got[i], want[i]);
+    }
+
+    /* Pages of 7 (want = 7): resumed after the last key, the same list. */
+    for (size_t wantn = 1; wantn <= 16; wantn += 15) {
+        c = (coll_t){got, 0, 4 * (KEYS + 20), 7, 0, 0};
+        const char *after = NULL;
+        char last[64];
+        for (int guard = 0; guard < 200; guard++) {
+            c.taken = 0;
+            int before = c.n;
+            int rc = obj_list_delim(e->multi, "bkt", NULL, NULL, after, wantn, collect, &c);
+            assert_true(rc == 0 || rc == 1);
+            if (c.n == before) break;
+            snprintf(last, sizeof(last), "%s", got[c.n - 1]);
+            after = last;
+            if (rc == 0) break;
+        }
+        assert_int_equal(c.n, nw);
+        for (int i = 0; i < nw; i++)
+            assert_string_equal(got[i], want[i]);
+    }
+
+    /* A prefix, and a delimiter: each common prefix once though several sets hold it. */
+    c = (coll_t){got, 0, 4 * (KEYS + 20), 0, 0, 0};
+    assert_int_equal(obj_list_delim(e->multi, "bkt", "", "/", NULL, 0, collect, &c), 0);
+    assert_int_equal(c.cps, 3);
+    assert_int_equal(c.n, KEYS + 3);
+    for (int i = 1; i < c.n; i++)
+        assert_true(strcmp(got[i - 1], got[i]) < 0);
+    assert_string_equal(got[0], "dir0/"); /* "dir" sorts before "k" */
+    assert_string_equal(got[3], "k000");
+    /* ... paged one entry at a time, resuming after a common prefix. */
+    c = (coll_t){got, 0, 4 * (KEYS + 20), 1, 0, 0};
+    char last[64] = "";
+    for (int guard = 0; guard < 400; guard++) {
+        c.taken = 0;
+        int before = c.n;
+        int rc = obj_list_delim(e->multi, "bkt", "d", "/", last[0] ? last : NULL, 1, collect, &c);
+        if (c.n == before || rc == 0) break;
+        snprintf(last, sizeof(last), "%s", got[c.n - 1]);
+    }
+    assert_int_equal(c.n, 3);
+    assert_string_equal(got[0], "dir0/");
+    assert_string_equal(got[2], "dir2/");
+    free(got);
+}
+
+typedef struct {
+    char key[64], vid[24];
+    int latest, marker;
+} ver_t;
+
+typedef struct {
+    ver_t *v;
+    int n, cap, page, taken;
+} vcoll_t;
+
+static int vcollect(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    vcoll_t *c = arg;
+    assert_true(c->n < c->cap);
+    ver_t *v = &c->v[c->n++];
+    snprintf(v->key, sizeof(v->key), "%s", key);
+    snprintf(v->vid, sizeof(v->vid), "%s", info && info->vid[0] ? info->vid : "null");
+    v->latest = latest;
+    v->marker = info && info->marker;
+    return c->page && ++c->taken >= c->page;
+}
+
+/* Versions: each key's versions newest first, keys in order, and pages resume mid-key. */
+static void test_merged_versions(void **state)
+{
+    env_t *e = *state;
+    enum { KEYS = 24, VERS = 3 };
+    for (int v = 0; v < VERS; v++)
+        for (int i = 0; i < KEYS; i++) {
+            char k[16];
+            snprintf(k, sizeof(k), "v%02d", i);
+            put_v(e->multi, k, v == 1 ? 30000 : 20, (uint32_t)(v * 100 + i), OBJ_VERSIONED, NULL);
+        }
+    /* One key with a delete marker on top, one with a null version under versions. */
+    obj_info_t mk;
+    assert_int_equal(obj_delete_current(e->multi, "bkt", "v05", NULL, OBJ_VERSIONED, &mk), 0);
+    vcoll_t all = {calloc(200, sizeof(ver_t)), 0, 200, 0, 0};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", NULL, NULL, NULL, vcollect, &all), 0);
+    assert_int_equal(all.n, KEYS * VERS + 1);
+    for (int i = 0; i < all.n; i++) {
+        if (i) assert_true(strcmp(all.v[i - 1].key, all.v[i].key) <= 0);
+        int first = !i || strcmp(all.v[i - 1].key, all.v[i].key) != 0;
+        assert_int_equal(all.v[i].latest, first);
+        /* Newest first (a version id is its position: ~mtime, so newer sorts lower). */
+        if (i && !first) assert_true(strcmp(all.v[i - 1].vid, all.v[i].vid) < 0);
+    }
+    assert_true(all.v[5 * VERS].marker);
+
+    /* Pages of 2 resumed at (key, version id): the same listing. */
+    for (size_t wantn = 2; wantn <= 9; wantn += 7) {
+        vcoll_t pg = {calloc(200, sizeof(ver_t)), 0, 200, 2, 0};
+        char ak[64] = "", av[24] = "";
+        for (int guard = 0; guard < 200; guard++) {
+            pg.taken = 0;
+            int before = pg.n;
+            int rc = obj_list_versions_delim(e->multi, "bkt", NULL, NULL, ak[0] ? ak : NULL,
+                                             ak[0] ? av : NULL, wantn, vcollect, &pg);
+            assert_true(rc == 0 || rc == 1);
+            if (pg.n == before || rc == 0) break;
+            snprintf(ak, sizeof(ak), "%s", pg.v[pg.n - 1].key);
+            snprintf(av, sizeof(av), "%s", pg.v[pg.n - 1].vid);
+        }
+        assert_int_equal(pg.n, all.n);
+        for (int i = 0; i < all.n; i++) {
+            assert_string_equal(pg.v[i].key, all.v[i].key);
+            assert_string_equal(pg.v[i].vid, all.v[i].vid);
+            assert_int_equal(pg.v[i].latest, all.v[i].latest);
+        }
+        free(pg.v);
+    }
+    free(all.v);
+}
+
+static int count_upload(void *arg, const char *key, const char *upload_id, const obj_info_t *info)
+{
+    (void)key;
+    (void)upload_id;
+    (void)info;
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* Uploads live with their key's set; their listing covers every set. */
+static void test_multipart(void **state)
+{
+    env_t *e = *state;
+    char ids[8][33];
+    int homes = 0;
+    for (int u = 0; u < 8; u++) {
+        char k[16];
+        snprintf(k, sizeof(k), "mpu-%d", u);
+        homes |= 1 << obj_set_place(e->multi, "bkt", k);
+        assert_int_equal(obj_mpu_create(e->multi, "bkt", k, NULL, NULL, 0, ids[u]), 0);
+    }
+    assert_true(__builtin_popcount((unsigned)homes) > 1);
+    int n = 0;
+    assert_int_equal(obj_mpu_list_uploads(e->multi, "bkt", count_upload, &n), 0);
+    assert_int_equal(n, 8);
+    /* Two parts and a Complete on one; the object reads back across its parts. */
+    uint8_t *data = malloc(300000);
+    fill(data, 300000, 77);
+    obj_mpu_part_t parts[2];
+    for (int p = 0; p < 2; p++) {
+        int err;
+        obj_writer_t *w = obj_mpu_part_begin(e->multi, "bkt", "mpu-3", ids[3], p + 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data + p * 150000, 150000), 0);
+        obj_info_t pi;
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        parts[p].part = p + 1;
+        snprintf(parts[p].etag, sizeof(parts[p].etag), "%s", pi.etag);
+    }
+    obj_info_t out;
+    int why = 0;
+    assert_int_equal(obj_mpu_complete(e->multi, "bkt", "mpu-3", ids[3], parts, 2, 0, NULL,
+                                      OBJ_UNVERSIONED, &out, &why),
+                     0);
+    uint8_t *got = malloc(300000);
+    int err;
+    obj_reader_t *r = obj_open(e->multi, "bkt", "mpu-3", &out, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, 300000), 0);
+    assert_memory_equal(got, data, 300000);
+    obj_close(r);
+    /* A heal of it goes to its set (nothing to fix). */
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->multi, "bkt", "mpu-3", &rep), 0);
+    assert_int_equal(rep.blocks_fixed + rep.heads_fixed, 0);
+    assert_true(rep.objects >= 1);
+    for (int u = 0; u < 8; u++) {
+        char k[16];
+        snprintf(k, sizeof(k), "mpu-%d", u);
+        if (u != 3) assert_int_equal(obj_mpu_abort(e->multi, "bkt", k, ids[u]), 0);
+    }
+    n = 0;
+    assert_int_equal(obj_mpu_list_uploads(e->multi, "bkt", count_upload, &n), 0);
+    assert_int_equal(n, 0);
+    free(data);
+    free(got);
+}
+
+static void test_refuses_mixed_sets(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/wl-multi-mix-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    drive_t *d[N + 4];
+    shard_store_t st[N + 4];
+    for (int i = 0; i < N + 4; i++) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/d%d", dir, i);
+        drive_cfg_t c = {0};
+        c.path = p;
+        c.iu = 4096;
+        c.segment_size = 4u << 20;
+        c.capacity = 64u << 20;
+        assert_int_equal(drive_open(&c, &d[i]), 0);
+        st[i] = shard_store_local(d[i]);
+    }
+    int err;
+    obj_set_t *a = obj_set_new(st, K, M, B, &err), *b = obj_set_new(st + N, 2, 2, B, &err);
+    obj_set_t *two[2] = {a, b};
+    assert_null(obj_set_multi(two, 2, 1, &err));
+    assert_int_equal(err, ERR_INVAL);
+    assert_null(obj_set_multi(two, 0, 1, &err));
+    obj_set_free(a);
+    obj_set_free(b);
+    for (int i = 0; i < N + 4; i++)
+        drive_close(d[i]);
+    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+    log_level = LOG_LVL_ERROR;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merged_listing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merged_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test(test_refuses_mixed_sets),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
