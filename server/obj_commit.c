@@ -155,7 +155,11 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0;
-    int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX, stores);
+    /* Stores not up are not asked (a silent node would hold every commit for its deadline):
+     * each counts as failing, for every version (it may hold a head). */
+    uint32_t away = obj__unhealthy(s);
+    int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX & ~away, stores);
+    failed = __builtin_popcount(away);
     obj__read_heads(s, bucket, key, "", stores, n, h); /* all at once */
     for (int i = 0; i < n; i++) {
         if (h[i].rc == ERR_NOT_FOUND) {
@@ -247,6 +251,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         *first_err = ERR_UNRECOVERABLE;
         return -1;
     }
+    dead = away; /* not written: a head there would wait out a silent node's deadline */
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     /*

@@ -495,6 +495,9 @@ void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const c
 {
     char bb[SHARD_MAX_BUCKET + 2];
     obj__blk_bucket(bb, bucket);
+    /* Not on a store that is not up: each delete would wait out its deadline. Its blocks
+     * of this version stay behind there, unreferenced (space a reaper must find). */
+    dead |= obj__unhealthy(s);
     for (uint64_t st = 0; st < stripes; st++)
         for (int i = 0; i < s->n; i++) {
             if (dead & (1u << i)) continue;
@@ -676,10 +679,17 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
         pthread_mutex_unlock(lk);
         return rc;
     }
-    /* A sparse version has heads on its copies alone (and no other store a live one). */
+    /* A sparse version has heads on its copies alone (and no other store a live one). A
+     * store not up is not asked (it would hold the delete for its deadline): it keeps the
+     * old head, as one that fails, and the tombstone covers it. */
     int n = 0;
+    uint32_t away = obj__unhealthy(s);
     for (int i = 0; i < s->n; i++) {
         if (old.sparse && !((old.inl >> i) & 1)) continue;
+        if ((away >> i) & 1) {
+            failed |= 1u << i;
+            continue;
+        }
         jobs[n] = (del_job_t){
             .base = {.run = run_del}, .st = &s->st[i], .id = {bucket, key, "", (uint32_t)i}};
         q[n] = &jobs[n].base;

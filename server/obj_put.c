@@ -157,6 +157,13 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
     w->key = xstrdup(key);
     if (mpu_upload) snprintf(w->mpu_upload, sizeof(w->mpu_upload), "%s", mpu_upload);
     if ((*err = obj__new_upload_id(w->upload)) != 0) goto fail;
+    /*
+     * Stores known not to be up (a node that stopped answering) are skipped
+     * from the start, as if they had failed: each write to one would wait
+     * out its deadline. The write goes on if the rest make the quorum, and
+     * what they missed is healed once they are back.
+     */
+    w->dead = obj__unhealthy(s);
     /* The encoder and stripe slots (tens of MiB) only for what does not fit inline. */
     if (!s->inline_max && (*err = start_encoder(w)) != 0) goto fail;
     w->md5 = EVP_MD_CTX_new();

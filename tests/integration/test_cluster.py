@@ -408,9 +408,12 @@ def test_silent_node_is_read_around(datadir):
     """A node that stops answering but keeps its connections (SIGSTOP) turns
     suspect at its first call's deadline; from then on reads go around its
     drives (blocks rebuilt from parity, heads from the others) and make no
-    call to it at all; it is pinged, and once it answers again it is up."""
+    call to it at all; so do writes, overwrites and deletes (quorum k: they
+    stand on the rest); it is pinged, and once it answers again it is up
+    and the heal queue puts back what it missed."""
     path, _ = write_map(datadir, ["n1", "n2", "n3"])
-    nodes = start_all([Node(datadir, n, path, extra=["--peer-timeout-ms", "1500"])
+    nodes = start_all([Node(datadir, n, path,
+                            extra=["--peer-timeout-ms", "1500", "--write-quorum", "4"])
                        for n in ("n1", "n2", "n3")])
     n1, n2, n3 = nodes
     try:
@@ -445,13 +448,27 @@ def test_silent_node_is_read_around(datadir):
         before = n3_calls()
         for _ in range(5):
             read_all()
+        for i, size in enumerate([700, 200000, 2 * 1048576 + 9]):  # new, and overwrites
+            for key in ("w%d" % i, "k%d" % i):
+                data = body(size, 800 + i)
+                c.put_object(Bucket="quiet", Key=key, Body=data)
+                want[key] = md5(data)
+        c.delete_object(Bucket="quiet", Key="w0")
+        del want["w0"]
+        read_all()
         after = n3_calls()
-        # No call of these reads went to n3 (it was pinged meanwhile, perhaps).
+        # No call of these reads and writes went to n3 (it was pinged meanwhile, perhaps).
         assert after[:2] == before[:2], (before, after)
         os.kill(n3.proc.pid, signal.SIGCONT)
         wait_for(lambda: all(d["health"] == "up" for d in node_stats(n1)["drives"]),
                  "n3's drives up again from n1", timeout=120)
+        wait_for(lambda: node_stats(n1)["heal"]["pending"] == 0, "n1's heal queue drained",
+                 timeout=120)
+        assert node_stats(n1)["heal"]["healed"] >= 5, node_stats(n1)["heal"]
         read_all()
+        c2 = n2.s3()
+        for k, h in want.items():
+            assert md5(c2.get_object(Bucket="quiet", Key=k)["Body"].read()) == h, k
     finally:
         if n3.proc:
             os.kill(n3.proc.pid, signal.SIGCONT)

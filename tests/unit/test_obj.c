@@ -46,12 +46,15 @@ typedef struct {
     long n_stat, n_get, n_read; /* calls (test_inline_one_lookup) */
     int sick;                   /* health says suspect (the store itself still answers) */
     long n_split;               /* read_split calls */
+    long n_put;                 /* writes of any kind (put, put_async, put_head) */
+    long n_del;                 /* deletes */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                  size_t ml)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO : f->in.ops->put(f->in.ctx, id, data, len, meta, ml);
 }
 static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
@@ -99,6 +102,7 @@ static int f_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void 
 static int f_del(void *ctx, const drive_id_t *id)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
 }
 static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
@@ -163,6 +167,7 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
                        const void *meta, size_t ml, drive_done_fn done, void *arg)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO
                          : f->in.ops->put_async(f->in.ctx, id, data, len, meta, ml, done, arg);
 }
@@ -173,6 +178,7 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
                       void *arg)
 {
     faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO
                          : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
 }
@@ -955,6 +961,69 @@ static void test_reads_avoid_sick_stores(void **state)
     assert_true(sick_asked > 0);
     for (int j = 0; j < N; j++)
         e->f[j].sick = 0;
+    free(data);
+}
+
+/*
+ * Writes skip stores that are not up (a silent node would hold each write
+ * for its deadline): nothing is sent there, the object stands on the rest
+ * and reads back whole, and a heal puts back what the store missed.
+ */
+static void test_writes_skip_sick_stores(void **state)
+{
+    env_t *e = *state;
+    obj_set_inline_max(e->set, 4096);
+    assert_int_equal(obj_set_write_quorum(e->set, K), 0);
+    size_t big = 2 * K * B + 77;
+    uint8_t *data = malloc(big);
+    fill(data, big, 91);
+    put(e, "skip/seed", data, 10, NULL); /* overwritten below: commits that cover a version */
+    e->f[1].sick = e->f[4].sick = 1;
+    e->f[1].n_put = e->f[4].n_put = e->f[1].n_del = e->f[4].n_del = e->f[0].n_del = 0;
+    put(e, "skip/big", data, big, NULL);
+    put(e, "skip/small", data + 3, 1000, NULL);
+    put(e, "skip/seed", data + 1, 2000, NULL);
+    assert_int_equal(obj_delete(e->set, "bkt", "skip/small"), 0);
+    put(e, "skip/small", data + 4, 900, NULL);
+    put(e, "skip/big", data, big, NULL); /* the old version's blocks are dropped */
+    assert_int_equal(e->f[1].n_put + e->f[4].n_put + e->f[1].n_del + e->f[4].n_del, 0);
+    assert_true(e->f[0].n_del > 0); /* (the stores that are up did see deletes) */
+    expect(e, "skip/big", data, big);
+    expect(e, "skip/small", data + 4, 900);
+    expect(e, "skip/seed", data + 1, 2000);
+    /* Back up: a heal fills them in, and then they carry reads on their own. */
+    e->f[1].sick = e->f[4].sick = 0;
+    const char *keys[] = {"skip/big", "skip/small", "skip/seed"};
+    for (int i = 0; i < 3; i++) {
+        obj_heal_report_t rep = {0};
+        assert_int_equal(obj_heal(e->set, "bkt", keys[i], &rep), 0);
+        assert_int_equal(rep.failed, 0);
+    }
+    assert_true(e->f[1].n_put > 0 && e->f[4].n_put > 0);
+    for (int j = 0; j < N; j++)
+        e->f[j].fail_read = j != 1 && j != 4 && j != 0 && j != 2; /* m stores away */
+    expect(e, "skip/big", data, big);
+    expect(e, "skip/small", data + 4, 900);
+    expect(e, "skip/seed", data + 1, 2000);
+    for (int j = 0; j < N; j++)
+        e->f[j].fail_read = 0;
+    /* More stores away than the quorum allows: refused before anything is written. */
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    e->f[1].sick = e->f[4].sick = 1;
+    e->f[1].n_put = e->f[4].n_put = 0;
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", "skip/refused", &err);
+    assert_non_null(w);
+    int rc = obj_put_write(w, data, big);
+    if (rc == 0)
+        rc = obj_put_commit(w, NULL, NULL, 0, NULL);
+    else
+        obj_put_abort(w);
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    assert_int_equal(e->f[1].n_put + e->f[4].n_put, 0);
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->set, "bkt", "skip/refused", &info), ERR_NOT_FOUND);
+    e->f[1].sick = e->f[4].sick = 0;
     free(data);
 }
 
@@ -2408,6 +2477,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writes_skip_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
