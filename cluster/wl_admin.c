@@ -40,7 +40,8 @@ static int usage(void)
     fprintf(stderr, "usage: wl-admin [--etcd URLS] [--prefix KEY] COMMAND\n"
                     "  cluster init --map FILE | cluster show | map set --map FILE\n"
                     "  node add --id ID --s3 HOST:PORT --proto HOST:PORT --drives N\n"
-                    "  node remove --id ID | status [--json]\n");
+                    "  node remove --id ID | status [--json]\n"
+                    "  drive replace NODE/N   (an empty drive took its place: refill it now)\n");
     return 2;
 }
 
@@ -267,6 +268,74 @@ static json_t *node_state(proto_peer_t *p)
     return j;
 }
 
+/*
+ * drive replace NODE/N: the operator put an empty drive in place of NODE's
+ * drive N (and restarted the node with it). The node's heal scanner starts
+ * a pass at once rather than at its next interval: every set's objects are
+ * verified and what the new drive lacks is rebuilt onto it, paced by the
+ * node's --scrub-rate; `status` shows the pass. Needs the cluster secret
+ * (WARMLAKE_CLUSTER_SECRET): only the cluster's own may ask.
+ */
+static int drive_replace(const char *spec)
+{
+    json_t *doc;
+    int64_t rev;
+    int rc = load(&doc, &rev);
+    if (rc) return rc;
+    char *text = json_dumps(doc, JSON_COMPACT), err[300];
+    cmap_t m;
+    rc = cmap_parse(text, strlen(text), &m, err, sizeof(err));
+    free(text);
+    json_decref(doc);
+    if (rc) {
+        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
+        return 2;
+    }
+    const char *slash = strrchr(spec, '/');
+    char node[CMAP_MAX_ID + 1] = "", tail;
+    int drive = -1, ni = -1;
+    if (slash && (size_t)(slash - spec) <= CMAP_MAX_ID) {
+        memcpy(node, spec, (size_t)(slash - spec));
+        node[slash - spec] = 0;
+        ni = cmap_node_index(&m, node);
+        if (sscanf(slash + 1, "%d%c", &drive, &tail) != 1) drive = -1;
+    }
+    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
+    if (ni < 0 || drive < 0 || drive >= m.nodes[ni].drives) {
+        fprintf(stderr, "wl-admin: drive replace %s: no such drive in the map (want NODE/N)\n",
+                spec);
+        rc = 2;
+    } else if (!secret || strlen(secret) < 16) {
+        fprintf(stderr, "wl-admin: drive replace needs the cluster secret in "
+                        "WARMLAKE_CLUSTER_SECRET\n");
+        rc = 2;
+    } else {
+        proto_net_cfg_t pc = {.cluster = m.cluster,
+                              .node = "wl-admin",
+                              .secret = secret,
+                              .secret_len = strlen(secret),
+                              .epoch = m.epoch,
+                              .timeout_ms = 10000};
+        proto_net_t *net = NULL;
+        proto_peer_t *p = NULL;
+        if (proto_net_start(&pc, &net) == 0) p = proto_net_peer(net, node, m.nodes[ni].proto);
+        proto_call_t c = {.type = PROTO_HEAL_NOW};
+        rc = p ? proto_call(p, &c) : ERR_IO;
+        if (rc == 0)
+            printf("%s: heal pass started; it rebuilds what drive %d lacks (wl-admin status "
+                   "shows its progress)\n",
+                   node, drive);
+        else if (rc == ERR_NOT_FOUND)
+            fprintf(stderr, "wl-admin: %s runs no heal scanner (--scrub-interval 0)\n", node);
+        else
+            fprintf(stderr, "wl-admin: %s at %s: %s\n", node, m.nodes[ni].proto, err_str(rc));
+        rc = rc ? 1 : 0;
+        proto_net_stop(net);
+    }
+    cmap_free(&m);
+    return rc;
+}
+
 static int status(int as_json)
 {
     json_t *doc;
@@ -481,6 +550,8 @@ int main(int argc, char **argv)
         rc = edit(add_node, &e);
     } else if (strcmp(cmd, "node") == 0 && strcmp(sub, "remove") == 0 && e.id) {
         rc = edit(remove_node, &e);
+    } else if (strcmp(cmd, "drive") == 0 && strcmp(sub, "replace") == 0 && i + 2 < argc) {
+        rc = drive_replace(argv[i + 2]);
     } else if (strcmp(cmd, "status") == 0) {
         rc = status(flag(argc, argv, i, "--json"));
     } else {

@@ -22,6 +22,7 @@ static const char *const type_names[PROTO_TYPE_END] = {
     [PROTO_STATS] = "STATS",
     [PROTO_PING] = "PING",
     [PROTO_NODE_STATS] = "NODE_STATS",
+    [PROTO_HEAL_NOW] = "HEAL_NOW",
 };
 
 const char *proto_type_name(unsigned type)
@@ -356,6 +357,7 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
         break;
     case PROTO_PING:
     case PROTO_NODE_STATS:
+    case PROTO_HEAL_NOW:
         break;
     default:
         return ERR_INVAL;

@@ -51,6 +51,9 @@
  *   PING       (empty)                         ->  (empty)
  *   NODE_STATS (empty)                         ->  the node's own state as
  *              JSON text (its heal queue and heal scanner), for wl-admin
+ *   HEAL_NOW   (empty)                         ->  (empty): the node's heal
+ *              scanner starts a pass now (wl-admin drive replace);
+ *              ERR_NOT_FOUND when its scanner is off
  *
  * A SCAN page ends only between two (key, version) pairs, so the next page
  * starts PAST_VERSION of its last entry without losing a shard of it.
@@ -84,6 +87,7 @@ typedef enum {
     PROTO_STATS,
     PROTO_PING,
     PROTO_NODE_STATS,
+    PROTO_HEAL_NOW,
     PROTO_TYPE_END
 } proto_type_t;
 

@@ -549,7 +549,7 @@ int main(int argc, char **argv)
     }
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
     s3.scrub = scrub;
-    if (member) member_node_stats(member, s3_node_state, &s3);
+    if (member) member_node_stats(member, s3_node_state, s3_heal_now, &s3);
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;
@@ -563,7 +563,7 @@ int main(int argc, char **argv)
     hc.arg = &s3;
     if ((rc = http_server_new(&hc, &server)) != 0) {
         fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
-        if (member) member_node_stats(member, NULL, NULL);
+        if (member) member_node_stats(member, NULL, NULL, NULL);
         s3_scrub_stop(scrub);
         pool_free(s3.batch);
         sigv4_key_cache_free(s3.keys);
@@ -592,7 +592,7 @@ int main(int argc, char **argv)
     }
     http_server_free(server);
     server = NULL;
-    if (member) member_node_stats(member, NULL, NULL); /* s3 and the set go now */
+    if (member) member_node_stats(member, NULL, NULL, NULL); /* s3 and the set go now */
     s3_scrub_stop(scrub);
     pool_free(s3.batch); /* no handler runs now: no batch job is queued */
     sigv4_key_cache_free(s3.keys);

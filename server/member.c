@@ -170,9 +170,9 @@ int member_self(const member_t *m)
     return m->me;
 }
 
-void member_node_stats(member_t *m, char *(*fn)(void *arg), void *arg)
+void member_node_stats(member_t *m, char *(*fn)(void *arg), int (*heal_now)(void *arg), void *arg)
 {
-    if (m->serving) peer_serve_node_stats(m->serving, fn, arg);
+    if (m->serving) peer_serve_node_stats(m->serving, fn, heal_now, arg);
 }
 
 struct proto_net *member_net(const member_t *m)

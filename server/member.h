@@ -51,8 +51,9 @@ int member_self(const member_t *m); /* this node's index in the map */
 const _Atomic int *member_fenced(const member_t *m);
 /* The node's protocol endpoint (its counters: /_warmlake/stats); NULL before member_join. */
 struct proto_net *member_net(const member_t *m);
-/* What this node answers wl-admin's NODE_STATS with (peer_serve_node_stats); after member_join. */
-void member_node_stats(member_t *m, char *(*fn)(void *arg), void *arg);
+/* What this node answers wl-admin's NODE_STATS with, and runs for its HEAL_NOW
+ * (peer_serve_node_stats); after member_join. */
+void member_node_stats(member_t *m, char *(*fn)(void *arg), int (*heal_now)(void *arg), void *arg);
 
 /*
  * Serve drives dv (the node's, borrowed) to peers and fill st with the

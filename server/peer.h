@@ -43,11 +43,13 @@ peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads);
 void peer_serve_handle(void *arg, proto_inbound_t *in);
 /*
  * What a NODE_STATS request answers: fn(arg) returns the node's state as
- * JSON text (malloc'd; the server frees it), on a pool thread. Unset or
- * NULL: ERR_NOT_FOUND. Once it was set to NULL, fn runs no more (a call
+ * JSON text (malloc'd; the server frees it), on a pool thread; and what a
+ * HEAL_NOW request runs: heal_now(arg), 0 or an ERR_*. Unset or NULL:
+ * ERR_NOT_FOUND. Once they were set to NULL, they run no more (a call
  * under way finished first).
  */
-void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg);
+void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), int (*heal_now)(void *arg),
+                           void *arg);
 /*
  * Serve only members: fn(arg, node) says whether the authenticated peer
  * `node` is in the cluster map; others (an admin tool, a node removed from

@@ -32,15 +32,18 @@ struct peer_serve {
     pool_t *pool;
     pthread_mutex_t stats_mu;       /* held while node_stats runs: unset, it runs no more */
     char *(*node_stats)(void *arg); /* peer_serve_node_stats */
+    int (*heal_now)(void *arg);     /* ... and what HEAL_NOW runs */
     void *node_stats_arg;
     int (*gate)(void *arg, const char *node); /* peer_serve_gate */
     void *gate_arg;
 };
 
-/* Requests an admin tool (not a member) may make: it reads counters, nothing else. */
+/* Requests an admin tool (not a member, but holding the secret) may make: it reads counters
+ * and may start a heal pass, nothing else. */
 static int admin_type(int type)
 {
-    return type == PROTO_PING || type == PROTO_STATS || type == PROTO_NODE_STATS;
+    return type == PROTO_PING || type == PROTO_STATS || type == PROTO_NODE_STATS ||
+           type == PROTO_HEAL_NOW;
 }
 
 typedef struct {
@@ -152,6 +155,14 @@ static void serve(pool_job_t *j)
         if (len) memcpy(proto_reply_buf(in, len), text, len);
         free(text);
         proto_reply(in, text ? 0 : ERR_NOT_FOUND, len);
+        return;
+    }
+    if (q->type == PROTO_HEAL_NOW) {
+        pthread_mutex_lock(&sv->stats_mu);
+        int rc = sv->heal_now ? sv->heal_now(sv->node_stats_arg) : ERR_NOT_FOUND;
+        pthread_mutex_unlock(&sv->stats_mu);
+        log_info("event=heal_now_asked peer=%s rc=%s", in->peer, err_name(rc));
+        proto_reply(in, rc, 0);
         return;
     }
     if (q->drive >= (uint32_t)sv->n) {
@@ -309,10 +320,12 @@ peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads)
     return sv;
 }
 
-void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), void *arg)
+void peer_serve_node_stats(peer_serve_t *sv, char *(*fn)(void *arg), int (*heal_now)(void *arg),
+                           void *arg)
 {
     pthread_mutex_lock(&sv->stats_mu);
     sv->node_stats = fn;
+    sv->heal_now = heal_now;
     sv->node_stats_arg = arg;
     pthread_mutex_unlock(&sv->stats_mu);
 }

@@ -82,6 +82,10 @@ void s3_scrub_stats(s3_scrub_t *sc, s3_scrub_stats_t *st);
  * scanner), for wl-admin over the node protocol; cfg is a const s3_cfg_t *.
  */
 char *s3_node_state(void *cfg);
+/* Start a heal scanner pass now (cfg: the s3_cfg_t): 0, or ERR_NOT_FOUND with the scanner off. */
+int s3_heal_now(void *cfg);
+/* The same on a scanner: the pass starts now, or right after the one running. */
+int s3_scrub_kick(s3_scrub_t *sc);
 
 /* The http handler; arg is a const s3_cfg_t *. */
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info);

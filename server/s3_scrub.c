@@ -131,6 +131,7 @@ struct s3_scrub {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int stop;
+    int kick;            /* a pass was asked for now (s3_scrub_kick); under mu */
     s3_scrub_stats_t st; /* under mu */
 };
 
@@ -278,17 +279,39 @@ static void *scrub_main(void *arg)
 {
     s3_scrub_t *sc = arg;
     pthread_mutex_lock(&sc->mu);
-    /* The first pass one interval after the start, then one interval after each began. */
-    while (!nap(sc, (double)sc->interval_s)) {
+    /* The first pass one interval after the start, then one interval after each began, or
+     * at once when kicked (s3_scrub_kick). */
+    double next = mono_s() + (double)sc->interval_s;
+    while (!sc->stop) {
+        double wait = next - mono_s();
+        if (!sc->kick && wait > 0) {
+            nap(sc, wait);
+            continue;
+        }
+        sc->kick = 0;
         pthread_mutex_unlock(&sc->mu);
-        double t0 = mono_s();
+        next = mono_s() + (double)sc->interval_s;
         scrub_pass(sc);
         pthread_mutex_lock(&sc->mu);
-        double left = (double)sc->interval_s - (mono_s() - t0);
-        if (left > 0 && nap(sc, left)) break;
     }
     pthread_mutex_unlock(&sc->mu);
     return NULL;
+}
+
+int s3_scrub_kick(s3_scrub_t *sc)
+{
+    if (!sc) return ERR_NOT_FOUND;
+    pthread_mutex_lock(&sc->mu);
+    sc->kick = 1;
+    pthread_cond_signal(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+    log_info("event=scrub_kicked");
+    return 0;
+}
+
+int s3_heal_now(void *cfg)
+{
+    return s3_scrub_kick(((s3_cfg_t *)cfg)->scrub);
 }
 
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate)

@@ -8,6 +8,7 @@ no place in the map are refused."""
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -724,6 +725,50 @@ def test_map_in_etcd(datadir, etcd):
         with pytest.raises(ClientError) as e:
             c.get_object(Bucket="lake", Key="k")
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_drive_replace_refills_now(datadir, etcd):
+    """A drive replaced by an empty one: `wl-admin drive replace NODE/N` starts that
+    node's heal scanner at once (its interval is a week), which rebuilds what the drive
+    lacks; then another node can go and everything still reads whole."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")])
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="swap")
+        want = {}
+        for i, size in enumerate([500, 90000, 2 * 1048576 + 3]):
+            data = body(size, 300 + i)
+            c.put_object(Bucket="swap", Key="k%d" % i, Body=data)
+            want["k%d" % i] = md5(data)
+        # Mistakes are named, nothing asked.
+        for bad, why in (("n9/0", "no such drive"), ("n2/7", "no such drive"),
+                         ("n2", "no such drive")):
+            r = admin(etcd, "drive", "replace", bad)
+            assert r.returncode == 2 and why in r.stderr, r.stderr
+        r = admin(etcd, "drive", "replace", "n2/1", env={"WARMLAKE_CLUSTER_SECRET": ""})
+        assert r.returncode == 2 and "secret" in r.stderr
+        n2.stop()
+        shutil.rmtree(os.path.join(n2.data, "drive1"))
+        n2.start()
+        r = admin(etcd, "drive", "replace", "n2/1")
+        assert r.returncode == 0 and "heal pass started" in r.stdout, r.stderr
+
+        def n2_pass():
+            st = json.loads(admin(etcd, "status", "--json").stdout)
+            return st["nodes"][1].get("heal_scanner", {}).get("passes", 0) >= 1
+        wait_for(n2_pass, "n2's heal pass", timeout=120)
+        sc = json.loads(admin(etcd, "status", "--json").stdout)["nodes"][1]["heal_scanner"]
+        assert sc["blocks_fixed"] > 0 and sc["failed"] == 0, sc
+        # Two more shards of every stripe gone: the refilled drive stands in.
+        n3.stop(signal.SIGKILL)
+        for k, h in want.items():
+            assert md5(c.get_object(Bucket="swap", Key=k)["Body"].read()) == h, k
     finally:
         for n in nodes:
             n.stop()
