@@ -965,6 +965,47 @@ static void test_reads_avoid_sick_stores(void **state)
 }
 
 /*
+ * A head left on one store by a commit that never stood (its undo failed):
+ * the newest head of m+1 stores may be it, the version that stands is not.
+ * obj_stat_standing answers what a commit would replace (CreateBucket's
+ * owner), and a conditional create still sees the standing version.
+ */
+static void test_stat_standing(void **state)
+{
+    env_t *e = *state;
+    size_t big = 100000; /* erasure-coded: a head on every store */
+    uint8_t *data = malloc(big);
+    fill(data, big, 5);
+    obj_info_t v1, ghost, got;
+    put(e, "stand", data, 300, &v1); /* inline first: which stores readers ask (its copies) */
+    int first = __builtin_ctz(v1.inl);
+    put(e, "stand", data, big, &v1);
+    assert_int_equal(v1.inl, 0);
+    /* The ghost: newer, another upload, on one of the stores readers ask, nowhere else. */
+    obj_info_copy(&ghost, &v1);
+    memset(ghost.upload_id, 'f', 32);
+    ghost.upload_id[32] = 0;
+    ghost.stamp_ns = ghost.mtime_ns = v1.stamp_ns + 1000;
+    uint8_t meta[20480];
+    size_t ml = obj_meta_encode(&ghost, meta, sizeof(meta));
+    assert_true(ml > 0);
+    drive_id_t id = {"bkt", "stand", "", (uint32_t)first};
+    assert_int_equal(e->f[first].in.ops->put(e->f[first].in.ctx, &id, NULL, 0, meta, ml), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "stand", &got), 0);
+    assert_string_equal(got.upload_id, ghost.upload_id); /* what a plain read may see */
+    assert_int_equal(obj_stat_standing(e->set, "bkt", "stand", &got), 0);
+    assert_string_equal(got.upload_id, v1.upload_id);
+    /* A key with no standing version (the ghost alone): not found. */
+    drive_id_t id2 = {"bkt", "lonely", "", (uint32_t)first};
+    assert_int_equal(e->f[first].in.ops->put(e->f[first].in.ctx, &id2, NULL, 0, meta, ml), 0);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", "lonely", &got), ERR_NOT_FOUND);
+    /* Deleted: not found either. */
+    assert_int_equal(obj_delete(e->set, "bkt", "stand"), 0);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", "stand", &got), ERR_NOT_FOUND);
+    free(data);
+}
+
+/*
  * Writes skip stores that are not up (a silent node would hold each write
  * for its deadline): nothing is sent there, the object stands on the rest
  * and reads back whole, and a heal puts back what the store missed.
@@ -2478,6 +2519,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_skip_sick_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stat_standing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
