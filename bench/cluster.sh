@@ -8,6 +8,10 @@
 # on both alike; prints each row's figures and B/A (the ceiling of the
 # cluster is the same store on one node).
 #
+# B_LAYOUT=sets: B is instead one node with 12 drives, two 4+2 sets (every
+# key on one of them, listings merged over both): what placement and the
+# merge cost against the one-set node.
+#
 # Environment: ROWS (one per line, "NAME WORKLOAD FIELD WL-BENCH ARGS..."),
 # DUR (seconds a run, default 5), BENCH_DIR (scratch dir on the disk).
 set -euo pipefail
@@ -54,13 +58,24 @@ json.dump({"cluster": "bench", "epoch": 1, "nodes": [
     {"id": "n%d" % (i + 1), "s3": "127.0.0.1:%s" % p[2 * i], "proto": "127.0.0.1:%s" % p[2 * i + 1],
      "drives": 2} for i in range(3)]}, open(sys.argv[1], "w"))
 PY
-for i in 1 2 3; do
-  "$B/server/warmlaked" --cluster "$DIR/map.json" --node "n$i" --data "$DIR/n$i" \
-    --drive-capacity 8G --log-level warn >"$DIR/n$i.log" 2>&1 &
+LAYOUT=${B_LAYOUT:-cluster}
+if [ "$LAYOUT" = sets ]; then
+  "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/sets" --drives 12 --ec 4+2 \
+    --drive-capacity 12G --log-level warn >"$DIR/sets.log" 2>&1 &
   PIDS+=($!)
-done
+else
+  for i in 1 2 3; do
+    "$B/server/warmlaked" --cluster "$DIR/map.json" --node "n$i" --data "$DIR/n$i" \
+      --drive-capacity 8G --log-level warn >"$DIR/n$i.log" 2>&1 &
+    PIDS+=($!)
+  done
+fi
 EP_A=http://127.0.0.1:$(wait_ready "$DIR/single.log")
-for i in 1 2 3; do port=$(wait_ready "$DIR/n$i.log"); [ $i = 1 ] && EP_B=http://127.0.0.1:$port; done
+if [ "$LAYOUT" = sets ]; then
+  EP_B=http://127.0.0.1:$(wait_ready "$DIR/sets.log")
+else
+  for i in 1 2 3; do port=$(wait_ready "$DIR/n$i.log"); [ $i = 1 ] && EP_B=http://127.0.0.1:$port; done
+fi
 
 rows=(
   "put_1MiB_c8 put mb_per_s --size 1MiB --clients 8 --prefix p1m/"
@@ -84,7 +99,11 @@ fi
     --ops 1 >/dev/null
 done
 
-printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 3 nodes x 2 (via n1)" "B/A"
+if [ "$LAYOUT" = sets ]; then
+  printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 1 node, 12 drives, 2 sets" "B/A"
+else
+  printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 3 nodes x 2 (via n1)" "B/A"
+fi
 for r in "${rows[@]}"; do
   set -- $r
   name=$1 wl=$2 field=$3

@@ -4,8 +4,9 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3 cluster reader heal (cluster: not in the default set; it
+# Suites: storage erasure s3 cluster sets reader heal (cluster: not in the default set; it
 #         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
+#         sets: likewise, one node of one set against one node of two sets;
 #         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
 #         bench/reader.py; heal: not in the default set; a replaced drive refilled by
 #         the heal scanner against fio's sequential write, bench/heal.sh)
@@ -61,11 +62,14 @@ for s in "${suites[@]}"; do
     cluster)
       bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/cluster.md"
       ;;
+    sets)
+      B_LAYOUT=sets bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/sets.md"
+      ;;
     heal)
       bash bench/heal.sh "$BUILD" | tee "$RESULTS/heal.md"
       ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3 cluster reader heal)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster sets reader heal)" >&2
       exit 2
       ;;
   esac
