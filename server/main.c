@@ -255,16 +255,18 @@ static int add_user(s3_user_t *users, int *n, const char *ak, const char *sk, co
 }
 
 /*
- * Where keys live depends on how many sets there are (obj_set_multi), so a
- * data directory keeps the layout it was made with: DATA/layout records it
- * on the first start, and a later start with another layout is refused
- * (its keys would be looked for on other sets). A data directory from
- * before the file existed held one set. 0, or 2 with the reason printed.
+ * Where keys live depends on the sets (obj_set_multi: how many, and in a
+ * cluster which drives each holds), so a data directory keeps the layout it
+ * was made with: DATA/layout records it on the first start ("sets 2 ec
+ * 4+2", and for a cluster member its id and a digest of the map's sets),
+ * and a later start with another layout is refused (its keys would be
+ * looked for on other sets). A single node compares the number of sets. A
+ * data directory from before the file existed held one set. 0, or 2 with
+ * the reason printed.
  */
-static int check_layout(const char *data, int drives, int k, int m, int nsets)
+static int check_layout(const char *data, const char *want, int single, int nsets)
 {
-    char path[4096], want[128], had[128] = "";
-    snprintf(want, sizeof(want), "sets %d ec %d+%d\n", nsets, k, m);
+    char path[4096], had[512] = "";
     if ((size_t)snprintf(path, sizeof(path), "%s/layout", data) >= sizeof(path)) {
         fprintf(stderr, "warmlaked: --data %s: path too long\n", data);
         return 2;
@@ -278,15 +280,15 @@ static int check_layout(const char *data, int drives, int k, int m, int nsets)
         char d0[4096];
         struct stat sb;
         snprintf(d0, sizeof(d0), "%s/drive0", data);
-        if (stat(d0, &sb) == 0) snprintf(had, sizeof(had), "sets 1 ec %d+%d", k, m);
+        if (stat(d0, &sb) == 0 && nsets != 1) snprintf(had, sizeof(had), "sets 1");
     }
-    int hs = 0;
-    if (had[0] && (sscanf(had, "sets %d", &hs) != 1 || hs != nsets)) {
+    int hs = 0,
+        same = single ? sscanf(had, "sets %d", &hs) == 1 && hs == nsets : strcmp(had, want) == 0;
+    if (had[0] && !same) {
         fprintf(stderr,
-                "warmlaked: %s holds data laid out as \"%s\", "
-                "but --drives %d with --ec %d+%d makes %d set(s): its objects would not be found. "
-                "Start with the layout it was made with.\n",
-                data, had, drives, k, m, nsets);
+                "warmlaked: %s holds data laid out as \"%s\", but this start makes \"%s\": its "
+                "objects would not be found. Start with the layout it was made with.\n",
+                data, had, want);
         return 2;
     }
     if (f) return 0;
@@ -297,13 +299,30 @@ static int check_layout(const char *data, int drives, int k, int m, int nsets)
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     FILE *o = fopen(tmp, "w");
-    int bad = !o || fputs(want, o) < 0 || fflush(o) != 0 || fsync(fileno(o)) != 0;
+    int bad = !o || fprintf(o, "%s\n", want) < 0 || fflush(o) != 0 || fsync(fileno(o)) != 0;
     if (o && fclose(o) != 0) bad = 1;
     if (bad || rename(tmp, path) != 0) {
         fprintf(stderr, "warmlaked: cannot write %s: %s\n", path, strerror(errno));
         return 1;
     }
     return 0;
+}
+
+/* A cluster member's layout line: the cluster, its sets' coding, and a digest of which
+ * drive (node id and number) holds each shard of each set. */
+static void cluster_layout(const cmap_t *map, char *out, size_t cap)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int j = 0; j < map->nsets; j++)
+        for (int i = 0; i < map->sets[j].k + map->sets[j].m; i++) {
+            char d[CMAP_MAX_ID + 16];
+            snprintf(d, sizeof(d), "%s/%d;", map->nodes[map->sets[j].d[i].node].id,
+                     map->sets[j].d[i].drive);
+            for (const char *p = d; *p; p++)
+                h = (h ^ (uint8_t)*p) * 1099511628211ull;
+        }
+    snprintf(out, cap, "cluster %s sets %d ec %d+%d drives %016llx", map->cluster, map->nsets,
+             map->sets[0].k, map->sets[0].m, (unsigned long long)h);
 }
 
 /* The placement seed of a cluster: its id's FNV-1a (fixed: placement depends on it). */
@@ -471,7 +490,14 @@ int main(int argc, char **argv)
     drive_t *dv[OBJ_MAX_SHARDS] = {0};
     shard_store_t *st = xcalloc((size_t)nsets * (size_t)(k + m), sizeof(*st));
     int made_data = 0;
-    if (!clustered && (rc = check_layout(conf.data, drives, k, m, nsets)) != 0) goto out;
+    {
+        char want[512];
+        if (clustered)
+            cluster_layout(map, want, sizeof(want));
+        else
+            snprintf(want, sizeof(want), "sets %d ec %d+%d", nsets, k, m);
+        if ((rc = check_layout(conf.data, want, !clustered, nsets)) != 0) goto out;
+    }
     for (int i = 0; i < drives; i++) {
         char path[4096];
         const drive_conf_t *dc = &conf.drive[i];

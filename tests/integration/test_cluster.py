@@ -553,7 +553,8 @@ def test_refused_peers(datadir):
     opath = os.path.join(datadir, "other.json")
     with open(opath, "w") as f:
         json.dump(other, f)
-    n1, x = start_all([Node(datadir, "n1", path), Node(datadir, "n2", opath)])
+    # (Its own data directory: n2's remembers the cluster it was written in, and refuses.)
+    n1, x = start_all([Node(datadir, "n1", path), Node(os.path.join(datadir, "x"), "n2", opath)])
     try:
         with pytest.raises(ClientError):
             x.s3().get_object(Bucket="lake", Key="k")["Body"].read()

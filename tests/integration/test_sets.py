@@ -200,6 +200,15 @@ def test_cluster_two_sets(datadir):
             c.put_object(Bucket="spread", Key="after/%d" % i, Body=data)
             assert md5(s3_client(nodes[0].endpoint).get_object(
                 Bucket="spread", Key="after/%d" % i)["Body"].read()) == md5(data)
+        # A map whose sets differ (another coding cuts other sets) is refused at a restart:
+        # the data directory remembers the sets it was written under.
+        nodes[0].stop()
+        doc["ec"] = "2+1"
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        nodes[0].launch()
+        assert nodes[0].proc.wait(timeout=60) != 0
+        assert "laid out" in nodes[0].read_log(), nodes[0].read_log()
     finally:
         for n in nodes:
             n.stop()
