@@ -225,8 +225,15 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
     obj_set_t *s = ml->s;
     int ns = s->nsub, rc = 0;
     ml->b = xcalloc((size_t)ns, sizeof(*ml->b));
+    /*
+     * A set's share of a page, and some: keys spread evenly over the sets, so
+     * a page of `want` takes about want/ns from each; fetching `want` from
+     * every set would read ns times the page. A set that runs short of its
+     * share is fetched again from the cursor in the next round.
+     */
+    size_t want = ml->want ? ml->want : 1000, share = want * 5 / (4 * (size_t)ns) + 16;
     for (int j = 0; j < ns; j++)
-        ml->b[j].limit = ml->want ? ml->want : 1000;
+        ml->b[j].limit = share < want ? share : want;
     int *going = xcalloc((size_t)ns, sizeof(*going));
     for (int j = 0; j < ns; j++)
         going[j] = 1;
