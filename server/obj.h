@@ -280,6 +280,14 @@ typedef struct {
 } obj_heal_report_t;
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
     __attribute__((warn_unused_result));
+/* The same for one version (vid as for obj_stat_version: a noncurrent one too). A delete
+ * marker, or no such version: 0, nothing done. */
+int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                     obj_heal_report_t *rep) __attribute__((warn_unused_result));
+/* The same for an upload in progress: its record and every part uploaded so far.
+ * ERR_NOT_FOUND: no such upload. */
+int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                    obj_heal_report_t *rep) __attribute__((warn_unused_result));
 
 /*
  * The heal queue: a write acknowledged with fewer than k+m stores (some

@@ -116,7 +116,7 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
         memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
         uint32_t failed = 0;
         int refused = 0;
-        obj__heads_to(s, bucket, key, old, bytes, back, &mine, &failed, &refused, &first_err);
+        obj__heads_to(s, bucket, key, "", old, bytes, back, &mine, &failed, &refused, &first_err);
         left |= failed;
     }
     free(bytes);

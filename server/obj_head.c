@@ -341,11 +341,11 @@ static int heads_round(obj_set_t *s, const char *bucket, const char *key, const 
     return heads;
 }
 
-int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
-                  const void *data, uint32_t to, const shard_cond_t *cond, uint32_t *failed,
-                  int *refused, int *first_err)
+int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                  const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
+                  uint32_t *failed, int *refused, int *first_err)
 {
-    return heads_round(s, bucket, key, "", info, data, to, cond, failed, refused, first_err);
+    return heads_round(s, bucket, key, pos, info, data, to, cond, failed, refused, first_err);
 }
 
 /* Every store of the set, as a mask. */

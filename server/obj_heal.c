@@ -28,14 +28,14 @@
 #include <string.h>
 #include <time.h>
 
-/* The stores that should hold info's head and hold none, or an older one. */
-static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
+/* The stores that should hold info's head at pos and hold none, or an older one. */
+static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                               const obj_info_t *info)
 {
     uint32_t want = info->sparse ? info->inl : UINT32_MAX, missing = 0;
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, want, stores);
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    obj__read_heads(s, bucket, key, "", stores, n, h);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
     for (int j = 0; j < n; j++) {
         if (h[j].rc == ERR_NOT_FOUND) {
             missing |= 1u << stores[j];
@@ -82,27 +82,38 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
     return rc;
 }
 
-int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
+/*
+ * Heal one version: vid NULL for the current one (its heads at the current
+ * position), else that version wherever it lives (obj__locate: a
+ * noncurrent one's heads at its own position).
+ */
+static int heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                        obj_heal_report_t *rep)
 {
-    s = obj__route(s, bucket, key);
     obj_info_t *info = xmalloc(sizeof(*info));
-    int err;
-    obj_reader_t *r = obj_open(s, bucket, key, info, &err);
+    char pos[OBJ_VID_LEN + 1] = "";
+    int err = 0;
+    if (vid && (err = obj__locate(s, bucket, key, vid, info, pos)) != 0) {
+        free(info);
+        return err == ERR_NOT_FOUND ? 0 : err; /* deleted meanwhile */
+    }
+    obj_reader_t *r = vid ? obj_open_version(s, bucket, key, vid, info, &err)
+                          : obj_open(s, bucket, key, info, &err);
     if (!r) {
         free(info);
-        return err == ERR_NOT_FOUND ? 0 : err; /* deleted: nothing to heal */
+        return err == ERR_NOT_FOUND ? 0 : err; /* deleted (or a delete marker): nothing to heal */
     }
     rep->objects++;
     obj__reader_ask_all(r);
-    uint32_t missing = heads_missing(s, bucket, key, info);
+    uint32_t missing = heads_missing(s, bucket, key, pos, info);
     if (missing) {
         shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
         memcpy(c.upload, info->upload_id, sizeof(c.upload));
         memcpy(c.self, info->upload_id, sizeof(c.self));
         uint32_t failed = 0;
         int refused = 0, first_err = 0;
-        int n = obj__heads_to(s, bucket, key, info, obj__reader_inline(r), missing, &c, &failed,
-                              &refused, &first_err);
+        int n = obj__heads_to(s, bucket, key, pos, info, obj__reader_inline(r), missing, &c,
+                              &failed, &refused, &first_err);
         rep->heads_fixed += (uint32_t)n;
         rep->failed += (uint32_t)__builtin_popcount(failed);
     }
@@ -111,10 +122,13 @@ int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_
         const int *nums;
         const uint64_t *sizes;
         int nparts = obj_read_parts(r, &nums, &sizes);
+        /* Its manifest too: without it no part can be found (one of m+1 copies lost per
+         * replaced drive, and never put back, it would go with the m+1st). */
+        rc = heal_version(s, MPU_MANIFEST, info->upload_id, NULL, rep);
         for (int i = 0; i < nparts && !rc; i++) {
             char pk[64];
             obj__part_key(pk, sizeof(pk), info->upload_id, nums[i]);
-            rc = obj_heal(s, MPU_PARTS, pk, rep);
+            rc = heal_version(s, MPU_PARTS, pk, NULL, rep);
         }
     } else if (!info->inl && obj__reader_decoder(r)) {
         rc = heal_blocks(s, r, bucket, key, info, rep);
@@ -123,6 +137,19 @@ int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_
     if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
     free(info);
     return rc;
+}
+
+int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
+{
+    s = obj__route(s, bucket, key);
+    return heal_version(s, bucket, key, NULL, rep);
+}
+
+int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                     obj_heal_report_t *rep)
+{
+    s = obj__route(s, bucket, key);
+    return heal_version(s, bucket, key, vid, rep);
 }
 
 /* ---- the heal queue ---- */

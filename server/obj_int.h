@@ -253,14 +253,14 @@ int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const 
  */
 int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
 /*
- * One round of info's heads at the current position on the stores of `to`
- * (its bytes, data, on those of info->inl), each under cond: what the
- * healer puts back. Returns the heads written; failures join *failed,
- * refusals count in *refused.
+ * One round of info's heads at position pos ("": the current one) on the
+ * stores of `to` (its bytes, data, on those of info->inl), each under cond:
+ * what the healer puts back. Returns the heads written; failures join
+ * *failed, refusals count in *refused.
  */
-int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *info,
-                  const void *data, uint32_t to, const shard_cond_t *cond, uint32_t *failed,
-                  int *refused, int *first_err);
+int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                  const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
+                  uint32_t *failed, int *refused, int *first_err);
 
 /* ---- obj_heal.c ---- */
 

@@ -425,6 +425,44 @@ int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const 
 }
 
 typedef struct {
+    char **keys;
+    int n, cap;
+} part_keys_t;
+
+static int collect_part(void *arg, int part, const char *key, const obj_info_t *info)
+{
+    part_keys_t *p = arg;
+    (void)info;
+    if (!part) return 0;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->keys = xrealloc(p->keys, sizeof(*p->keys) * (size_t)p->cap);
+    }
+    p->keys[p->n++] = xstrdup(key);
+    return 0;
+}
+
+int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                    obj_heal_report_t *rep)
+{
+    s = obj__route(s, bucket, key);
+    obj_info_t rec;
+    int rc = mpu_check(s, bucket, key, upload_id, &rec);
+    if (rc) return rc;
+    if ((rc = obj_heal(s, MPU_UPLOADS, upload_id, rep)) != 0) return rc;
+    /* The parts' keys first, healed after the walk (a heal never runs inside a store's walk). */
+    part_keys_t p = {0};
+    rc = each_part(s, upload_id, collect_part, &p);
+    for (int i = 0; i < p.n; i++) {
+        int hr = rc < 0 ? 0 : obj_heal(s, MPU_PARTS, p.keys[i], rep);
+        if (hr && rc >= 0) rc = hr;
+        free(p.keys[i]);
+    }
+    free(p.keys);
+    return rc < 0 ? rc : 0;
+}
+
+typedef struct {
     obj_set_t *s;
     const char *bucket;
     obj_upload_fn fn;

@@ -2,12 +2,14 @@
  * s3_scrub: the heal scanner, and healing a bucket (the heal room of the S3
  * layer: it knows the buckets, the object layer knows how to heal one key).
  *
- * Healing a bucket heals its record, then each current object, a listing
- * page at a time (obj_heal runs between pages, never inside a store's
- * walk; a page's objects four at a time): heads put back where a store
- * lacks them, every stripe verified and the blocks missing or failing their
- * crc rebuilt from the others. The
- * heal call (POST /_warmlake/heal) runs it once, for one bucket.
+ * Healing a bucket heals its record, then every version of every object
+ * (the current ones and the noncurrent ones a versioned bucket keeps), a
+ * listing page at a time (obj_heal runs between pages, never inside a
+ * store's walk; a page's objects four at a time): heads put back where a
+ * store lacks them, every stripe verified and the blocks missing or failing
+ * their crc rebuilt from the others; a multipart object's manifest and
+ * parts with it. Then each upload in progress: its record and its parts.
+ * The heal call (POST /_warmlake/heal) runs it once, for one bucket.
  *
  * The scanner is a thread that runs a pass over every bucket each interval
  * (--scrub-interval; 0: never). It is paced: the object bytes it verifies
@@ -16,24 +18,35 @@
  * (a heal then only fails against it; the heal queue covers recent writes,
  * the scanner covers rot and what a restart or a full queue lost). Its
  * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
- * bytes) is in /_warmlake/stats. Noncurrent versions are not scanned yet.
+ * bytes) is in /_warmlake/stats.
  */
 #include "server/s3_int.h"
 
 #include <pthread.h>
 #include <time.h>
 
-/* Keys of one listing page (with their sizes), healed between pages. */
+/* Versions of one listing page (with their sizes), healed between pages. */
 typedef struct {
     char **keys;
+    char (*vids)[20]; /* "" for the current version (healed as such) */
     uint64_t *sizes;
     int n, cap;
+    char *last_key;    /* the listing's last entry (a delete marker too) ... */
+    char last_vid[20]; /* ... and its version ("null": the null one) */
 } page_keys_t;
 
-static int collect_key(void *arg, const char *key, const obj_info_t *info)
+static int collect_version(void *arg, const char *key, const obj_info_t *info, int latest)
 {
     page_keys_t *p = arg;
+    free(p->last_key);
+    p->last_key = xstrdup(key);
+    snprintf(p->last_vid, sizeof(p->last_vid), "%s", info->vid[0] ? info->vid : "null");
+    if (info->marker) return 0; /* a delete marker: a head alone, nothing to verify */
     p->sizes[p->n] = info->size;
+    snprintf(p->vids[p->n], sizeof(p->vids[p->n]), "%s",
+             latest         ? ""
+             : info->vid[0] ? info->vid
+                            : "null");
     p->keys[p->n++] = xstrdup(key);
     return p->n == p->cap; /* 1: the page is full */
 }
@@ -61,7 +74,9 @@ static void *heal_some(void *arg)
         pthread_mutex_unlock(&h->mu);
         if (i < 0) return NULL;
         obj_heal_report_t rep = {0};
-        int hr = obj_heal(h->cfg->set, h->iname, h->pg->keys[i], &rep);
+        const char *vid = h->pg->vids[i];
+        int hr = vid[0] ? obj_heal_version(h->cfg->set, h->iname, h->pg->keys[i], vid, &rep)
+                        : obj_heal(h->cfg->set, h->iname, h->pg->keys[i], &rep);
         int stop = !hr && h->pace ? h->pace(h->pace_arg, h->pg->sizes[i]) : 0;
         pthread_mutex_lock(&h->mu);
         h->rep.objects += rep.objects;
@@ -75,18 +90,75 @@ static void *heal_some(void *arg)
     }
 }
 
+static void add_report(obj_heal_report_t *to, const obj_heal_report_t *r)
+{
+    to->objects += r->objects;
+    to->heads_fixed += r->heads_fixed;
+    to->blocks_checked += r->blocks_checked;
+    to->blocks_fixed += r->blocks_fixed;
+    to->failed += r->failed;
+}
+
+/* Uploads in progress, collected (healed after the walk). */
+typedef struct {
+    char **keys, **ids;
+    int n, cap;
+} uploads_t;
+
+static int collect_upload(void *arg, const char *key, const char *upload_id, const obj_info_t *info)
+{
+    uploads_t *u = arg;
+    (void)info;
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 16;
+        u->keys = xrealloc(u->keys, sizeof(*u->keys) * (size_t)u->cap);
+        u->ids = xrealloc(u->ids, sizeof(*u->ids) * (size_t)u->cap);
+    }
+    u->keys[u->n] = xstrdup(key);
+    u->ids[u->n++] = xstrdup(upload_id);
+    return 0;
+}
+
+static int heal_uploads(const s3_cfg_t *cfg, const char *iname, obj_heal_report_t *rep,
+                        int (*pace)(void *arg, uint64_t bytes), void *arg)
+{
+    uploads_t u = {0};
+    int rc = obj_mpu_list_uploads(cfg->set, iname, collect_upload, &u), stop = 0;
+    if (rc > 0) rc = 0;
+    for (int i = 0; i < u.n; i++) {
+        if (!rc && !stop) {
+            obj_heal_report_t r = {0};
+            int hr = obj_heal_upload(cfg->set, iname, u.keys[i], u.ids[i], &r);
+            add_report(rep, &r);
+            if (hr == ERR_UNRECOVERABLE)
+                rep->failed++;
+            else if (hr && hr != ERR_NOT_FOUND) /* (completed or aborted meanwhile) */
+                rc = hr;
+            if (pace) stop = pace(arg, 0);
+        }
+        free(u.keys[i]);
+        free(u.ids[i]);
+    }
+    free(u.keys);
+    free(u.ids);
+    return rc;
+}
+
 int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
                    int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
     int rc = obj_heal(cfg->set, BUCKETS, name, rep);
     page_keys_t pg = {.cap = 1000};
     pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
+    pg.vids = xcalloc((size_t)pg.cap, sizeof(*pg.vids));
     pg.sizes = xcalloc((size_t)pg.cap, sizeof(uint64_t));
-    char *after = NULL;
+    char *after = NULL, after_vid[20] = "";
     int stopped = 0;
     for (int more = 1; more && !rc && !stopped;) {
         pg.n = 0;
-        int lr = obj_list(cfg->set, iname, "", after, collect_key, &pg);
+        pg.last_vid[0] = 0;
+        int lr = obj_list_versions(cfg->set, iname, "", after, after ? after_vid : NULL,
+                                   collect_version, &pg);
         if (lr < 0) rc = lr;
         more = lr == 1;
         if (!rc && pg.n) {
@@ -104,20 +176,24 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
             pthread_mutex_destroy(&h.mu);
             rc = h.rc;
             stopped = h.stopped;
-            rep->objects += h.rep.objects;
-            rep->heads_fixed += h.rep.heads_fixed;
-            rep->blocks_checked += h.rep.blocks_checked;
-            rep->blocks_fixed += h.rep.blocks_fixed;
-            rep->failed += h.rep.failed;
+            add_report(rep, &h.rep);
         }
-        for (int i = 0; i < pg.n; i++) {
+        /* The next page starts after the last version the listing gave (markers too). */
+        if (pg.last_key) {
             free(after);
-            after = pg.keys[i];
+            after = pg.last_key;
+            pg.last_key = NULL;
+            snprintf(after_vid, sizeof(after_vid), "%s", pg.last_vid);
         }
+        for (int i = 0; i < pg.n; i++)
+            free(pg.keys[i]);
     }
     free(after);
+    free(pg.last_key);
     free(pg.keys);
+    free(pg.vids);
     free(pg.sizes);
+    if (!rc && !stopped) rc = heal_uploads(cfg, iname, rep, pace, arg);
     return rc;
 }
 

@@ -1,6 +1,9 @@
 """The heal scanner (--scrub-interval) on one node: a drive replaced by an
 empty one is refilled by the scanner with no heal call, after which two
-other drives can go and every object still reads whole (by MD5)."""
+other drives can go and every object still reads whole (by MD5): current
+versions, the noncurrent versions of a versioned bucket, a multipart
+object (manifest and parts), and the parts of an upload still in progress,
+which then completes."""
 import hashlib
 import json
 import os
@@ -38,6 +41,31 @@ def test_scanner_refills_a_replaced_drive(datadir):
         data = os.urandom(size)
         c.put_object(Bucket="scrubbed", Key="o%d" % i, Body=data)
         want["o%d" % i] = md5(data)
+    # Versions kept by a versioned bucket (inline and erasure-coded), one under a marker.
+    c.create_bucket(Bucket="kept")
+    c.put_bucket_versioning(Bucket="kept", VersioningConfiguration={"Status": "Enabled"})
+    versions = {}
+    for v in range(3):
+        for i, size in enumerate([300, 200000]):
+            data = os.urandom(size + v)
+            r = c.put_object(Bucket="kept", Key="v%d" % i, Body=data)
+            versions[("v%d" % i, r["VersionId"])] = md5(data)
+    c.delete_object(Bucket="kept", Key="v0")
+    # A multipart object, and an upload left open with two parts.
+    parts_data = [os.urandom(5 << 20), os.urandom(3 << 20)]
+
+    def upload(key, complete):
+        up = c.create_multipart_upload(Bucket="scrubbed", Key=key)["UploadId"]
+        parts = [{"PartNumber": n + 1, "ETag": c.upload_part(
+            Bucket="scrubbed", Key=key, UploadId=up, PartNumber=n + 1, Body=d)["ETag"]}
+            for n, d in enumerate(parts_data)]
+        if complete:
+            c.complete_multipart_upload(Bucket="scrubbed", Key=key, UploadId=up,
+                                        MultipartUpload={"Parts": parts})
+        return up, parts
+    upload("mp-done", True)
+    want["mp-done"] = md5(b"".join(parts_data))
+    open_up, open_parts = upload("mp-open", False)
     srv.stop()
     # Drive 2 is replaced by an empty one.
     shutil.rmtree(os.path.join(datadir, "drive2"))
@@ -56,5 +84,11 @@ def test_scanner_refills_a_replaced_drive(datadir):
     c = s3_client(srv.endpoint)
     for k, h in want.items():
         assert md5(c.get_object(Bucket="scrubbed", Key=k)["Body"].read()) == h, k
+    for (k, vid), h in versions.items():
+        assert md5(c.get_object(Bucket="kept", Key=k, VersionId=vid)["Body"].read()) == h, (k, vid)
+    c.complete_multipart_upload(Bucket="scrubbed", Key="mp-open", UploadId=open_up,
+                                MultipartUpload={"Parts": open_parts})
+    assert md5(c.get_object(Bucket="scrubbed", Key="mp-open")["Body"].read()) == \
+        md5(b"".join(parts_data))
     assert "scrub" not in stats(srv)
     srv.stop()
