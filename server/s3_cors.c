@@ -8,9 +8,6 @@
  */
 #include "server/s3_int.h"
 
-#define CORS_OBJECTS                                                                               \
-    "\x02"                                                                                         \
-    "cors" /* internal: one object per bucket incarnation, its CORSConfiguration */
 #define CORS_BODY_MAX (64u << 10)
 
 /* The bucket's rules: 0 (c filled), ERR_NOT_FOUND when it has none, or an engine error. */

@@ -60,6 +60,12 @@
 #define BUCKETS                                                                                    \
     "\x02"                                                                                         \
     "buckets" /* internal: one object per bucket */
+#define CORS_OBJECTS                                                                               \
+    "\x02"                                                                                         \
+    "cors" /* internal: one object per bucket incarnation, its CORSConfiguration */
+#define LC_OBJECTS                                                                                 \
+    "\x02"                                                                                         \
+    "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
 #define MAX_KEY_LEN        1024
 /*
  * A bucket's objects, uploads and parts are stored under "NAME\x04ID", ID

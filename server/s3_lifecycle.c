@@ -22,9 +22,6 @@
  */
 #include "server/s3_int.h"
 
-#define LC_OBJECTS                                                                                 \
-    "\x02"                                                                                         \
-    "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
 /* Bucket record entry while a configuration is stored: the stored object's upload id (its
  * version: what the parsed-configuration cache is keyed by; "1" from before the cache). */
 #define LC_MARK "lifecycle"

@@ -335,17 +335,79 @@ typedef struct {
     char cks[112]; /* <ChecksumAlgorithm> and <ChecksumType> of the upload, "" if none */
 } up_t;
 
+/*
+ * The uploads come in no useful order (by upload id, set by set), so the
+ * page is picked from all of them: those before key-marker are dropped as
+ * they come, and whenever many are held they are sorted and cut to what
+ * the page can use (the uploads of the marker's key, one upload for each
+ * common prefix, and max+1 page entries after them), everything after the
+ * last one kept then dropped as it comes: memory stays a few pages however
+ * many uploads the bucket holds, and no upload is beyond reach.
+ */
 typedef struct {
     up_t *v;
     int n, cap;
-    const char *prefix;
+    const char *prefix, *kmark, *delim;
+    int max;
+    char *bound; /* uploads of later keys cannot make this page (after a cut) */
 } ups_t;
+
+static int up_cmp(const void *a, const void *b);
+
+static void up_free(up_t *v)
+{
+    free(v->key);
+    v->key = NULL;
+}
+
+/* The common prefix key rolls up into under delim (its length), 0 for none. */
+static size_t up_cp(const ups_t *u, const char *key)
+{
+    size_t pl = u->prefix ? strlen(u->prefix) : 0;
+    const char *d = u->delim && u->delim[0] ? strstr(key + pl, u->delim) : NULL;
+    return d ? (size_t)(d - key) + strlen(u->delim) : 0;
+}
+
+static void ups_cut(ups_t *u)
+{
+    qsort(u->v, (size_t)u->n, sizeof(*u->v), up_cmp);
+    int w = 0, items = 0, full = 0;
+    const char *last_cp = NULL;
+    size_t last_cl = 0;
+    for (int i = 0; i < u->n; i++) {
+        up_t *v = &u->v[i];
+        size_t cl = up_cp(u, v->key);
+        int marker = u->kmark && (!strcmp(v->key, u->kmark) ||
+                                  (cl && strlen(u->kmark) == cl && !strncmp(u->kmark, v->key, cl)));
+        if (cl && last_cp && cl == last_cl && !strncmp(last_cp, v->key, cl)) {
+            up_free(v); /* its common prefix is held already */
+            continue;
+        }
+        if (full && !marker) {
+            up_free(v);
+            continue;
+        }
+        if (cl) {
+            last_cp = v->key;
+            last_cl = cl;
+        }
+        if (!marker && ++items == u->max + 1) full = 1;
+        u->v[w++] = *v;
+    }
+    u->n = w;
+    if (full) {
+        free(u->bound);
+        u->bound = xstrdup(u->v[w - 1].key);
+    }
+}
 
 static int list_upload_cb(void *arg, const char *key, const char *upload, const obj_info_t *info)
 {
     ups_t *u = arg;
     if (u->prefix && strncmp(key, u->prefix, strlen(u->prefix)) != 0) return 0;
-    if (u->n == 10000) return 1;
+    if (u->kmark && strcmp(key, u->kmark) < 0) return 0;
+    if (u->bound && strcmp(key, u->bound) > 0) return 0;
+    if (u->n >= 4 * (u->max + 1) + 64) ups_cut(u);
     if (u->n == u->cap)
         u->v = xrealloc(u->v, (size_t)(u->cap = u->cap ? u->cap * 2 : 16) * sizeof(*u->v));
     u->v[u->n].key = xstrdup(key);
@@ -396,7 +458,7 @@ void s3_list_uploads(ctx_t *x)
     char *umark = s3_qparam(x->query, "upload-id-marker", &p4);
     char *maxs = s3_qparam(x->query, "max-uploads", &p5);
     char *enc = s3_qparam(x->query, "encoding-type", &p6);
-    ups_t u = {NULL, 0, 0, prefix};
+    ups_t u = {.prefix = prefix, .kmark = kmark && kmark[0] ? kmark : NULL, .delim = delim};
     int max = 1000, rc = 0;
     const char *in[] = {prefix, delim, kmark};
     for (size_t i = 0; !rc && i < sizeof(in) / sizeof(in[0]); i++)
@@ -407,6 +469,7 @@ void s3_list_uploads(ctx_t *x)
         goto out;
     }
     if (max > 1000) max = 1000;
+    u.max = max;
     rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);
     if (rc < 0) {
         s3_engine_error(x, rc);
@@ -505,6 +568,7 @@ out:
     for (int i = 0; i < u.n; i++)
         free(u.v[i].key);
     free(u.v);
+    free(u.bound);
     free(prefix);
     free(delim);
     free(kmark);

@@ -148,6 +148,9 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
                    int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
     int rc = obj_heal(cfg->set, BUCKETS, name, rep);
+    /* Its configurations stored apart from its record (CORS rules, lifecycle rules). */
+    if (!rc) rc = obj_heal(cfg->set, CORS_OBJECTS, iname, rep);
+    if (!rc) rc = obj_heal(cfg->set, LC_OBJECTS, iname, rep);
     page_keys_t pg = {.cap = 1000};
     pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
     pg.vids = xcalloc((size_t)pg.cap, sizeof(*pg.vids));

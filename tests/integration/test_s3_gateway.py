@@ -651,6 +651,43 @@ def test_list_parts_and_uploads(server):
     assert [x["Key"] for x in r["Uploads"]] == ["dir/one"]
 
 
+def test_many_uploads_paged_whole(server):
+    """More uploads than a page holds many times over (the server cuts what it holds to a
+    few pages as it collects): paging with key-marker / upload-id-marker reaches every
+    upload, in key then initiation order, and the delimiter's common prefixes once each."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="manyup")
+    want = []
+    for i in range(150):
+        key = "k%02d" % (i % 60) if i % 5 else "d%d/x%03d" % (i % 3, i)
+        want.append((key, c.create_multipart_upload(Bucket="manyup", Key=key)["UploadId"]))
+    order = {u: n for n, (_, u) in enumerate(want)}  # initiation order
+    want.sort(key=lambda e: (e[0], order[e[1]]))
+    for page in (1, 3, 7, 1000):
+        got, km, um = [], None, None
+        for _ in range(200):
+            args = dict(Bucket="manyup", MaxUploads=page)
+            if km is not None:
+                args.update(KeyMarker=km, UploadIdMarker=um)
+            r = c.list_multipart_uploads(**args)
+            got += [(u["Key"], u["UploadId"]) for u in r.get("Uploads", [])]
+            if not r["IsTruncated"]:
+                break
+            km, um = r["NextKeyMarker"], r["NextUploadIdMarker"]
+        assert got == want, page
+        prefixes, km = [], None
+        for _ in range(200):
+            args = dict(Bucket="manyup", MaxUploads=page, Delimiter="/")
+            if km is not None:
+                args.update(KeyMarker=km, UploadIdMarker=um)
+            r = c.list_multipart_uploads(**args)
+            prefixes += [p["Prefix"] for p in r.get("CommonPrefixes", [])]
+            if not r["IsTruncated"]:
+                break
+            km, um = r["NextKeyMarker"], r.get("NextUploadIdMarker", "")
+        assert prefixes == ["d0/", "d1/", "d2/"], (page, prefixes)
+
+
 def test_truncated_and_malformed_requests_leave_nothing(server):
     import socket
     import boto3

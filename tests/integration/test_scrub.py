@@ -92,3 +92,45 @@ def test_scanner_refills_a_replaced_drive(datadir):
         md5(b"".join(parts_data))
     assert "scrub" not in stats(srv)
     srv.stop()
+
+
+def test_every_drive_replaced_in_turn(datadir):
+    """Each of the six drives replaced by an empty one in turn, the scanner's pass between:
+    every copy of everything has been lost once, so only what the scanner puts back is
+    left: the bucket's records and configurations (CORS, lifecycle), current and noncurrent
+    versions, all read back by hash."""
+    srv = Server(datadir).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="turns")
+    c.put_bucket_versioning(Bucket="turns", VersioningConfiguration={"Status": "Enabled"})
+    cors = {"CORSRules": [{"AllowedMethods": ["GET"], "AllowedOrigins": ["https://a.example"]}]}
+    c.put_bucket_cors(Bucket="turns", CORSConfiguration=cors)
+    lc = {"Rules": [{"ID": "old", "Status": "Enabled", "Filter": {"Prefix": "tmp/"},
+                     "Expiration": {"Days": 30}}]}
+    c.put_bucket_lifecycle_configuration(Bucket="turns", LifecycleConfiguration=lc)
+    want = {}
+    for v in range(2):
+        for i, size in enumerate([100, 150000]):
+            data = os.urandom(size + v)
+            r = c.put_object(Bucket="turns", Key="k%d" % i, Body=data)
+            want[("k%d" % i, r["VersionId"])] = md5(data)
+    srv.stop()
+    srv.extra = ["--scrub-interval", "1", "--scrub-rate", "512M"]
+    for d in range(6):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+        srv.start()
+        wait_for(lambda: stats(srv)["scrub"]["passes"] >= 1, "a scanner pass")
+        assert stats(srv)["scrub"]["failed"] == 0, stats(srv)["scrub"]
+        srv.stop()
+    srv.extra = ["--scrub-interval", "0"]
+    srv.start()
+    try:
+        c = s3_client(srv.endpoint)
+        for (k, vid), h in want.items():
+            assert md5(c.get_object(Bucket="turns", Key=k, VersionId=vid)["Body"].read()) == h
+        assert c.get_bucket_cors(Bucket="turns")["CORSRules"][0]["AllowedOrigins"] == \
+            ["https://a.example"]
+        assert c.get_bucket_lifecycle_configuration(Bucket="turns")["Rules"][0]["ID"] == "old"
+        assert c.get_bucket_versioning(Bucket="turns")["Status"] == "Enabled"
+    finally:
+        srv.stop()
