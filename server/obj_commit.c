@@ -83,13 +83,15 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
  * mid-commit may). Returns those stores (0: the undo is whole).
  */
 static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
-                           const obj_info_t *old)
+                           const obj_info_t *old, uint32_t never)
 {
     uint32_t left = 0; /* stores where the new head may still stand */
     uint32_t took = 0;
     int first_err = 0, stores[OBJ_MAX_SHARDS];
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int n = obj__stores_in(s, UINT32_MAX, stores);
+    /* Not the stores no head of it was sent to (`never`: away when it was written, and
+     * perhaps silent now: asking would wait out their deadline). */
+    int n = obj__stores_in(s, UINT32_MAX & ~never, stores);
     obj__read_heads(s, bucket, key, "", stores, n, h);
     for (int j = 0; j < n; j++)
         if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) took |= 1u << stores[j];
@@ -359,7 +361,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             }
             break;
         }
-        if (heads > 0) ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL);
+        if (heads > 0) ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, dead);
         if (ghost && !refused) {
             /*
              * Failing stores kept heads of this version: a reader may find it.
@@ -386,7 +388,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
          * show a refused write to readers (a racing CreateBucket's owner).
          * Once more, now that the stores have had a moment.
          */
-        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL); /* logs what stays */
+        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, dead); /* logs what stays */
     }
     pthread_mutex_unlock(lk);
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
