@@ -132,6 +132,37 @@ def test_tar_parsing_pieces():
         list(wt._tar_members([raw[:700]]))  # cut inside a member
 
 
+def test_tar_parsing_reused_chunks():
+    """Chunks that are views of buffers refilled as soon as the next chunk is asked for (as
+    read_ahead with buffers gives them): the members are still right, so the parser keeps
+    nothing of a chunk past it."""
+    need_lib()
+    import warmlake.torch as wt
+    b = io.BytesIO()
+    blobs = [os.urandom(n) for n in (0, 1, 511, 512, 513, 5000, 20000, 3)]
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.GNU_FORMAT) as t:
+        for i, d in enumerate(blobs):
+            info = tarfile.TarInfo(("x" * 120 if i == 5 else "") + "m%d.bin" % i)
+            info.size = len(d)
+            t.addfile(info, io.BytesIO(d))
+    raw = b.getvalue()
+
+    def scribbled(step):
+        bufs = [bytearray(step) for _ in range(2)]
+        for n, i in enumerate(range(0, len(raw), step)):
+            buf = bufs[n % 2]
+            piece = raw[i:i + step]
+            buf[:len(piece)] = piece
+            yield memoryview(buf)[:len(piece)]
+            buf[:] = b"\xff" * step  # refilled: what was handed out is gone
+
+    for step in (1, 100, 512, 700, 4096, 9999, len(raw)):
+        members = list(wt._tar_members(scribbled(step)))
+        assert [d for _, d in members] == blobs
+        assert all(type(d) is bytes for _, d in members)
+        assert members[5][0] == "x" * 120 + "m5.bin"
+
+
 def test_object_dataset_batch(server, client):
     import warmlake.torch as wt
     for i in range(40):
@@ -144,6 +175,7 @@ def test_object_dataset_batch(server, client):
     sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(40)), 6, False)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2)
     got = [kb for batch in loader for kb in batch]
+    assert all(type(b) is bytes for _, b in got)
     assert sorted(k for k, _ in got) == ["obj/%03d" % i for i in range(40)]
     assert all(b == sample_bytes(int(k[4:])) for k, b in got)
     # Objects that changed size since the listing are read whole all the same.

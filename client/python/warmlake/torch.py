@@ -98,54 +98,103 @@ class ObjectDataset(Dataset):
             return self.__getitems__([int(i) for i in idx])
         i = int(idx)
         c = self._h.get()
-        # The size listed saves a HEAD: one GET into a buffer of that size (an object that
-        # grew since the listing is read again at its new size).
-        buf = bytearray(self.sizes[i])
-        try:
-            n = c.get_into(self.bucket, self.keys[i], buf) if self.sizes[i] else None
-        except WarmlakeError as e:
-            if e.code != -11:
-                raise
-            n = None
-        data = bytes(buf) if n == len(buf) else c.get(self.bucket, self.keys[i])
+        # The size listed saves a HEAD: one GET straight into bytes of that size (an object
+        # that grew or shrank since the listing is read again at its new size).
+        data = None
+        if self.sizes[i]:
+            try:
+                data = c.get_bytes(self.bucket, self.keys[i], self.sizes[i])
+            except WarmlakeError as e:
+                if e.code != -11:
+                    raise
+        if data is None or len(data) != self.sizes[i]:
+            data = c.get(self.bucket, self.keys[i])
         return self._out(data, i)
 
     def __getitems__(self, idxs):
         """Many samples with one batch GET."""
         res = self._h.get().get_batch(self.bucket, [self.keys[i] for i in idxs],
-                                      sizes=[self.sizes[i] for i in idxs])
+                                      sizes=[self.sizes[i] for i in idxs], as_bytes=True)
         out = []
         for i, r in zip(idxs, res):
             if isinstance(r, WarmlakeError) and r.code == -11:
                 r = self._h.get().get(self.bucket, self.keys[i])  # grew since the listing
             elif isinstance(r, Exception):
                 raise r
-            out.append(self._out(bytes(r), i))
+            out.append(self._out(r, i))
         return out
 
 
 # ---- tar shards ----
 
+class _Chunks:
+    """A byte stream given as an iterator of chunks (bytes-like), read in order. A chunk may
+    be a view of a buffer that is reused once the next chunk is asked for (read_ahead with
+    buffers): nothing here keeps a reference to one across that."""
+
+    def __init__(self, chunks):
+        self._it = iter(chunks)
+        self._mv = memoryview(b"")
+        self._pos = 0
+
+    def _more(self):
+        try:
+            c = next(self._it)
+        except StopIteration:
+            self._mv, self._pos = memoryview(b""), 0
+            return False
+        self._mv, self._pos = memoryview(c).cast("B"), 0
+        return True
+
+    def read(self, n):
+        """The next n bytes as bytes (fewer at the end of the stream). Bytes within one chunk
+        are copied once, straight from it."""
+        mv, pos = self._mv, self._pos
+        if len(mv) - pos >= n:
+            self._pos = pos + n
+            return bytes(mv[pos:pos + n])
+        pieces, want = [], n
+        while want:
+            avail = len(self._mv) - self._pos
+            if avail >= want:
+                pieces.append(self._mv[self._pos:self._pos + want])
+                self._pos += want
+                break
+            if avail:
+                # Copied now: this chunk's buffer may be refilled once the next is asked for.
+                pieces.append(bytes(self._mv[self._pos:]))
+                want -= avail
+            if not self._more():
+                break
+        return b"".join(pieces)
+
+    def skip(self, n):
+        """Drop the next n bytes; whether there were that many."""
+        while n:
+            avail = len(self._mv) - self._pos
+            if avail >= n:
+                self._pos += n
+                return True
+            n -= avail
+            if not self._more():
+                return False
+        return True
+
+
+_ZERO_BLOCK = bytes(512)
+
+
 def _tar_members(chunks):
     """(name, bytes) of the regular files of a tar stream given as an iterator of byte
-    chunks, parsed incrementally (a member may span chunks)."""
-    buf = bytearray()
-    it = iter(chunks)
-    eof = False
-
-    def need(n):
-        nonlocal eof
-        while len(buf) < n and not eof:
-            try:
-                buf.extend(next(it))
-            except StopIteration:
-                eof = True
-        return len(buf) >= n
-
+    chunks, parsed incrementally (a member may span chunks; each member's bytes are copied
+    once out of its chunk)."""
+    st = _Chunks(chunks)
     longname = None
-    while need(512):
-        h = bytes(buf[:512])
-        if h == bytes(512):
+    while True:
+        h = st.read(512)
+        if len(h) < 512:
+            return
+        if h == _ZERO_BLOCK:
             return  # end of archive
         if h[257:262] not in (b"ustar", b"\0\0\0\0\0") and sum(h) == 0:
             return
@@ -159,10 +208,9 @@ def _tar_members(chunks):
         size = int(h[124:136].split(b"\0")[0].strip() or b"0", 8)
         typ = h[156:157]
         padded = (size + 511) // 512 * 512
-        if not need(512 + padded):
+        data = st.read(size)
+        if len(data) < size or not st.skip(padded - size):
             raise ValueError("tar: cut member %s" % name)
-        data = bytes(buf[512:512 + size])
-        del buf[:512 + padded]
         if typ == b"L":  # GNU long name for the next member
             longname = data.split(b"\0")[0].decode()
             continue
@@ -237,16 +285,18 @@ class ShardDataset(IterableDataset):
             random.Random(_seed(self.seed, self.epoch if epoch is None else epoch)).shuffle(order)
         return order
 
-    def _read(self, key):
+    def _read(self, key, buffers=None):
         """A shard's bytes in part_size chunks, in order, with the next parts in flight
-        (libwarmlake's prefetch queue)."""
+        (libwarmlake's prefetch queue). buffers (at least 2 of part_size): the parts are read
+        into them in turn and yielded as views, each valid until the next is asked for."""
         c = self._h.get()
         st = c.stat(self.bucket, key)
         size = st["size"]
         # If-Match: a shard replaced while read fails instead of splicing two versions.
         parts = [(key, o, min(self.part_size, size - o), st["etag"])
                  for o in range(0, size, self.part_size)]
-        yield from c.read_ahead(self.bucket, parts, depth=3, mem_bound=4 * self.part_size)
+        yield from c.read_ahead(self.bucket, parts, depth=3, mem_bound=4 * self.part_size,
+                                buffers=buffers)
 
     def __iter__(self):
         gid, total = self._gid()
@@ -256,8 +306,11 @@ class ShardDataset(IterableDataset):
         seq = 0
 
         def stream():
+            # One set of part buffers for every shard of this worker: parts land in memory
+            # already mapped, and each sample's bytes are copied out of them once.
+            bufs = [bytearray(self.part_size) for _ in range(4)] if mine else None
             for key in mine:
-                yield from _samples(_tar_members(self._read(key)))
+                yield from _samples(_tar_members(self._read(key, bufs)))
 
         buf = []
         for s in stream():
@@ -445,6 +498,35 @@ def save_checkpoint(client, bucket, prefix, state_dict, threads=8, progress=None
     return manifest
 
 
+_HUGE = 2 << 20
+_madvise = None
+
+
+def _empty_for_read(nbytes):
+    """An uninitialised uint8 tensor of nbytes to receive into. A large one is asked for
+    transparent huge pages (madvise, where the kernel leaves it to the program): its first
+    touch, by the receiving threads, then takes a fault per 2 MiB instead of per 4 KiB page,
+    which is where a fresh buffer's read time went."""
+    global _madvise
+    t = torch.empty(nbytes, dtype=torch.uint8)
+    if nbytes >= 2 * _HUGE:
+        if _madvise is None:
+            try:
+                import ctypes
+                f = ctypes.CDLL(None, use_errno=True).madvise
+                f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], \
+                    ctypes.c_int
+                _madvise = f
+            except (AttributeError, OSError):
+                _madvise = False
+        if _madvise:
+            a = t.data_ptr()
+            lo, hi = (a + _HUGE - 1) // _HUGE * _HUGE, (a + nbytes) // _HUGE * _HUGE
+            if hi > lo:
+                _madvise(lo, hi - lo, 14)  # MADV_HUGEPAGE; a refusal changes nothing
+    return t
+
+
 def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
     """The state dict saved under prefix. NotFoundError when no save completed there;
     WarmlakeError when its data does not match the manifest."""
@@ -465,7 +547,7 @@ def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
         dtype = getattr(torch, e["dtype"])
         if e["nbytes"] == 0:
             return e, torch.empty(e["shape"], dtype=dtype)
-        raw = torch.empty(e["nbytes"], dtype=torch.uint8)
+        raw = _empty_for_read(e["nbytes"])
         n = client.get_into(bucket, e["key"], raw.numpy())
         if n != e["nbytes"]:
             raise WarmlakeError(-5, message="checkpoint tensor %s short" % e["key"])
