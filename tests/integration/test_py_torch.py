@@ -186,6 +186,40 @@ def test_object_dataset_batch(server, client):
                              ("obj/002", sample_bytes(2))]
 
 
+def test_as_tensor(server, client, shards):
+    """as_tensor=True: samples are uint8 tensors with the same bytes (from workers, through
+    shared memory), for objects (single and batch, grown and shrunk since the listing) and
+    shard members."""
+    import warmlake.torch as wt
+    for i in range(20):
+        client.put("trn", "tobj/%03d" % i, sample_bytes(i))
+    client.put("trn", "tobj/empty", b"")
+    ds = wt.ObjectDataset("trn", prefix="tobj/", client=client, as_tensor=True,
+                          transform=lambda t, k: (k, t))
+    k, t = ds[3]
+    assert torch.is_tensor(t) and t.dtype == torch.uint8 and bytes(t.numpy()) == sample_bytes(3)
+    assert bytes(ds[len(ds) - 1][1].numpy()) == b""
+    sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(len(ds))), 6,
+                                            False)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2)
+    got = {k: bytes(t.numpy()) for batch in loader for k, t in batch}
+    assert got == dict({"tobj/%03d" % i: sample_bytes(i) for i in range(20)},
+                       **{"tobj/empty": b""})
+    client.put("trn", "tobj/000", b"grown" * 1000)
+    client.put("trn", "tobj/001", b"s")
+    assert [bytes(t.numpy()) for _, t in ds[[0, 1, 2]]] == [b"grown" * 1000, b"s",
+                                                           sample_bytes(2)]
+    assert bytes(ds[0][1].numpy()) == b"grown" * 1000 and bytes(ds[1][1].numpy()) == b"s"
+    sds = wt.ShardDataset("trn", shards=shards, part_size=5000, shuffle_buffer=10,
+                          client=client, as_tensor=True)
+    n = 0
+    for s in torch.utils.data.DataLoader(sds, batch_size=None, num_workers=2):
+        i = int(bytes(s["cls"].numpy()))
+        assert torch.is_tensor(s["bin"]) and bytes(s["bin"].numpy()) == sample_bytes(i)
+        n += 1
+    assert n == NSHARDS * PER
+
+
 def test_device_loader_cpu():
     need_lib()
     import warmlake.torch as wt
