@@ -567,35 +567,6 @@ def save_checkpoint(client, bucket, prefix, state_dict, threads=8, progress=None
     return manifest
 
 
-_HUGE = 2 << 20
-_madvise = None
-
-
-def _empty_for_read(nbytes):
-    """An uninitialised uint8 tensor of nbytes to receive into. A large one is asked for
-    transparent huge pages (madvise, where the kernel leaves it to the program): its first
-    touch, by the receiving threads, then takes a fault per 2 MiB instead of per 4 KiB page,
-    which is where a fresh buffer's read time went."""
-    global _madvise
-    t = torch.empty(nbytes, dtype=torch.uint8)
-    if nbytes >= 2 * _HUGE:
-        if _madvise is None:
-            try:
-                import ctypes
-                f = ctypes.CDLL(None, use_errno=True).madvise
-                f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], \
-                    ctypes.c_int
-                _madvise = f
-            except (AttributeError, OSError):
-                _madvise = False
-        if _madvise:
-            a = t.data_ptr()
-            lo, hi = (a + _HUGE - 1) // _HUGE * _HUGE, (a + nbytes) // _HUGE * _HUGE
-            if hi > lo:
-                _madvise(lo, hi - lo, 14)  # MADV_HUGEPAGE; a refusal changes nothing
-    return t
-
-
 def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
     """The state dict saved under prefix. NotFoundError when no save completed there;
     WarmlakeError when its data does not match the manifest."""
@@ -616,7 +587,7 @@ def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
         dtype = getattr(torch, e["dtype"])
         if e["nbytes"] == 0:
             return e, torch.empty(e["shape"], dtype=dtype)
-        raw = _empty_for_read(e["nbytes"])
+        raw = torch.empty(e["nbytes"], dtype=torch.uint8)
         n = client.get_into(bucket, e["key"], raw.numpy())
         if n != e["nbytes"]:
             raise WarmlakeError(-5, message="checkpoint tensor %s short" % e["key"])
