@@ -92,8 +92,10 @@ def _tensor_of(data):
 class ObjectDataset(Dataset):
     """Samples = objects under prefix (or the keys given). transform(data, key) -> sample
     (default: the data). data is bytes, or with as_tensor=True a 1-D torch.uint8 tensor read
-    straight into (shared memory in a DataLoader worker: the cheap way to the main
-    process)."""
+    straight into (shared memory in a DataLoader worker, passed to the main process as a
+    file descriptor). Measured (bench/reader.py, 4 workers, batches of 64, two runs):
+    as_tensor gave 2.8-3.9x the bytes rate for 1 MiB samples, 0.45-1.1x at 100 KiB and a
+    quarter of it at 16 KiB (each tensor's descriptor is a round trip)."""
 
     def __init__(self, bucket, prefix="", keys=None, client=None, transform=None,
                  as_tensor=False, **cfg):
@@ -312,7 +314,9 @@ def _seed(*parts):
 class ShardDataset(IterableDataset):
     """Samples from tar shards (keys given, or every key under prefix ending in .tar). A
     sample's fields are bytes, or with as_tensor=True 1-D torch.uint8 tensors (shared memory
-    in a DataLoader worker: the cheap way to the main process)."""
+    in a DataLoader worker, passed as file descriptors). Measured with batch_size=None (one
+    sample per message): bytes were faster (534-670 against 240-310 MB/s for 1 MiB
+    members)."""
 
     def __init__(self, bucket, shards=None, prefix="", seed=0, shuffle_buffer=1000,
                  part_size=16 << 20, shuffle=True, client=None, rank=None, world_size=None,
