@@ -10,7 +10,9 @@ Rows (bench/report.py format), for 16 KiB, 100 KiB and 1 MiB samples:
 and tar shards (256 MiB; --quick 32 MiB) through ShardDataset against
 wl-bench GET of objects that size; checkpoint save and load of a state dict
 (2 GiB; --quick 256 MiB) against wl-bench multipart PUT and GET of the same
-size. Samples/s and MB/s; ratio columns against (b) and (c).
+size. Samples/s and MB/s; ratio columns against (b) and (c). The *_tensor rows: the same
+warmlake.torch reads with as_tensor=True (samples as uint8 tensors in shared memory, handed to
+the main process as file descriptors, where bytes are pickled through a pipe).
 """
 import io
 import json
@@ -118,6 +120,10 @@ def samples(ep, client):
         sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(keys), 64, False)
         a_ops, a_mb = timed(torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler,
                                                         num_workers=WORKERS))
+        sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(keys), 64, False)
+        t_ops, t_mb = timed(torch.utils.data.DataLoader(
+            wt.ObjectDataset("reader", keys=keys, client=client, as_tensor=True),
+            batch_size=None, sampler=sampler, num_workers=WORKERS))
         b_ops, b_mb = timed(torch.utils.data.DataLoader(
             boto3_dataset(ep, keys), batch_size=64, num_workers=WORKERS,
             collate_fn=lambda x: x, shuffle=True))
@@ -126,6 +132,9 @@ def samples(ep, client):
         row("warmlake_dataset_%s" % label, a_ops, "samples/s", "wlbench_get_%s" % label)
         row("warmlake_vs_boto3_%s" % label, a_ops / b_ops, "ratio", 1)
         row("warmlake_dataset_%s_MBps" % label, a_mb, "MB/s", c_mb)
+        row("warmlake_dataset_tensor_%s" % label, t_ops, "samples/s", "wlbench_get_%s" % label)
+        row("warmlake_tensor_vs_boto3_%s" % label, t_ops / b_ops, "ratio", 1)
+        row("warmlake_dataset_tensor_%s_MBps" % label, t_mb, "MB/s", c_mb)
 
 
 def shards(ep, client):
@@ -145,17 +154,24 @@ def shards(ep, client):
                 t.addfile(info, io.BytesIO(data))
         keys.append("shards/%02d.tar" % s)
         client.put("reader", keys[-1], b.getvalue())
-    ds = wt.ShardDataset("reader", shards=keys, client=client, shuffle_buffer=64)
-    t = None
-    nb = 0
-    for s in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=min(WORKERS, nshards)):
-        if t is None:
-            t = time.time()  # from the first sample on: worker start-up is not reading
-            continue
-        nb += len(s["bin"])
-    mb = nb / (time.time() - t) / 1e6
+    mbs = {}
+    for as_tensor in (False, True):
+        ds = wt.ShardDataset("reader", shards=keys, client=client, shuffle_buffer=64,
+                             as_tensor=as_tensor)
+        t = None
+        nb = 0
+        for s in torch.utils.data.DataLoader(ds, batch_size=None,
+                                             num_workers=min(WORKERS, nshards)):
+            if t is None:
+                t = time.time()  # from the first sample on: worker start-up is not reading
+                continue
+            nb += len(s["bin"])
+        mbs[as_tensor] = nb / (time.time() - t) / 1e6
     row("wlbench_get_%dMiB" % (size >> 20), c_mb, "MB/s")
-    row("warmlake_shards_%dMiB" % (size >> 20), mb, "MB/s", "wlbench_get_%dMiB" % (size >> 20))
+    row("warmlake_shards_%dMiB" % (size >> 20), mbs[False], "MB/s",
+        "wlbench_get_%dMiB" % (size >> 20))
+    row("warmlake_shards_tensor_%dMiB" % (size >> 20), mbs[True], "MB/s",
+        "wlbench_get_%dMiB" % (size >> 20))
 
 
 def checkpoint(ep, client):

@@ -60,8 +60,13 @@ static void put_part_run(wl_task_t *t)
     put_part_t *p = (put_part_t *)t;
     char query[1200];
     snprintf(query, sizeof(query), "partNumber=%d&uploadId=%s", p->number, p->upload_id);
-    p->rc =
-        wl__put_one(p->c, p->path, query, NULL, src_fill, &p->src, p->len, NULL, p->etag, &p->err);
+    /* A part of a buffer is hashed and sent from where it lies; a file's through src_fill. */
+    if (p->src.buf)
+        p->rc = wl__put_one(p->c, p->path, query, p->src.buf + p->src.base, NULL, NULL, p->len,
+                            NULL, p->etag, &p->err);
+    else
+        p->rc = wl__put_one(p->c, p->path, query, NULL, src_fill, &p->src, p->len, NULL, p->etag,
+                            &p->err);
     if (p->rc == 0 && p->src.err)
         p->rc = wl__fail(&p->err, WL_EIO, "read: %s", strerror(p->src.err));
     wl__group_done(p->g);

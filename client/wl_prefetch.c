@@ -20,6 +20,8 @@ typedef struct pf_entry {
     char *etag; /* If-Match, or NULL */
     uint64_t off, len;
     void *tag;
+    char *ubuf; /* the caller's buffer (wl_prefetch_push_into), or NULL: malloc'd here */
+    size_t ucap;
     int state;
     size_t reserved; /* bytes counted against mem_bound */
     char *data;
@@ -51,7 +53,13 @@ static void pf_run(wl_task_t *t)
     wl_error_t err = {0};
     uint64_t size = e->len;
     int rc = 0;
-    if (!size) {
+    if (e->ubuf) {
+        /* The caller's buffer: no HEAD for a whole object, the GET fails if it is larger. */
+        size = e->len ? e->len : e->ucap;
+        if (size > e->ucap)
+            rc = wl__fail(&err, WL_ETOOLARGE, "%s: %llu bytes asked, buffer %zu", e->key,
+                          (unsigned long long)size, e->ucap);
+    } else if (!size) {
         wl_stat_t st;
         rc = wl__stat(pf->c, pf->bucket, e->key, &st, &err);
         size = st.size;
@@ -59,14 +67,14 @@ static void pf_run(wl_task_t *t)
     char *data = NULL;
     size_t got = 0;
     if (rc == 0) {
-        data = malloc(size ? (size_t)size : 1);
+        data = e->ubuf ? e->ubuf : malloc(size ? (size_t)size : 1);
         if (!data) rc = WL_ENOMEM;
     }
     if (rc == 0)
         rc = wl__get_ex(pf->c, pf->bucket, e->key, e->off, e->len, 0, e->etag, data, (size_t)size,
                         &got, NULL, &err);
     if (rc) {
-        free(data);
+        if (!e->ubuf) free(data);
         data = NULL;
         got = 0;
     }
@@ -90,7 +98,7 @@ static void pf_kick(wl_prefetch_t *pf)
 {
     for (pf_entry_t *e = pf->head; e && pf->running < pf->depth; e = e->next) {
         if (e->state != PF_QUEUED) continue;
-        size_t want = e->len ? (size_t)e->len : PF_GUESS;
+        size_t want = e->len ? (size_t)e->len : e->ubuf ? e->ucap : PF_GUESS;
         if (pf->held > 0 && pf->held + want > pf->mem_bound) break;
         e->state = PF_RUNNING;
         e->reserved = want;
@@ -124,8 +132,8 @@ int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t 
     return wl_prefetch_push_if(pf, key, off, len, NULL, tag);
 }
 
-int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
-                        const char *etag, void *tag)
+static int push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len, const char *etag,
+                void *ubuf, size_t ucap, void *tag)
 {
     wl_error_t err = {0};
     if (len == 0 && off != 0) return wl__ret(&err, wl__fail(&err, WL_EINVAL, "off without len"));
@@ -140,6 +148,8 @@ int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64
     e->off = off;
     e->len = len;
     e->tag = tag;
+    e->ubuf = ubuf;
+    e->ucap = ucap;
     pthread_mutex_lock(&pf->mu);
     if (pf->tail)
         pf->tail->next = e;
@@ -149,6 +159,22 @@ int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64
     pf_kick(pf);
     pthread_mutex_unlock(&pf->mu);
     return wl__ret(&err, 0);
+}
+
+int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                        const char *etag, void *tag)
+{
+    return push(pf, key, off, len, etag, NULL, 0, tag);
+}
+
+int wl_prefetch_push_into(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                          const char *etag, void *buf, size_t cap, void *tag)
+{
+    if (!buf && cap) {
+        wl_error_t err = {0};
+        return wl__ret(&err, wl__fail(&err, WL_EINVAL, "no buffer"));
+    }
+    return push(pf, key, off, len, etag, buf ? buf : (void *)"", cap, tag);
 }
 
 int wl_prefetch_next(wl_prefetch_t *pf, void **data, size_t *len, void **tag)
@@ -195,7 +221,7 @@ void wl_prefetch_free(wl_prefetch_t *pf)
     pthread_mutex_unlock(&pf->mu);
     for (pf_entry_t *e = pf->head, *n; e; e = n) {
         n = e->next;
-        free(e->data);
+        if (!e->ubuf) free(e->data);
         free(e->key);
         free(e->etag);
         free(e);

@@ -135,3 +135,64 @@ def test_read_ahead(client):
     with pytest.raises(warmlake.WarmlakeError) as e:
         list(client.read_ahead("pyb", [("ra/2", 0, 10, "0" * 32)]))
     assert e.value.http_status == 412
+
+
+def test_read_ahead_into_buffers(client):
+    """read_ahead(buffers=...): items land in the buffers given, in turn, and come out as
+    views of them; the buffers are read into again only after their view was given up."""
+    import warmlake
+    blobs = [os.urandom(3000 + 17 * i) for i in range(10)]
+    for i, b in enumerate(blobs):
+        client.put("pyb", "rb/%d" % i, b)
+    bufs = [bytearray(4000) for _ in range(3)]
+    ids = {id(b) for b in bufs}
+    items = ["rb/%d" % i for i in range(10)]
+    items[4] = ("rb/4", 100, 50, client.stat("pyb", "rb/4")["etag"])
+    seen = []
+    for i, v in enumerate(client.read_ahead("pyb", items, depth=8, buffers=bufs)):
+        assert isinstance(v, memoryview) and id(v.obj) in ids
+        want = blobs[i][100:150] if i == 4 else blobs[i]
+        assert bytes(v) == want
+        # The views handed out before this one (but the last) were reused for later items.
+        seen.append((v.obj, want))
+        v.release()
+    assert {id(o) for o, _ in seen} == ids
+    # More than the buffers hold: WL_ETOOLARGE for that item, when its turn comes.
+    with pytest.raises(warmlake.WarmlakeError) as e:
+        list(client.read_ahead("pyb", ["rb/0", "rb/9"], buffers=[bytearray(3100)] * 2))
+    assert e.value.code == -11
+    with pytest.raises(warmlake.WarmlakeError) as e:
+        list(client.read_ahead("pyb", [("rb/2", 0, 10, "0" * 32)], buffers=bufs))
+    assert e.value.http_status == 412
+    with pytest.raises(ValueError):
+        list(client.read_ahead("pyb", ["rb/0"], buffers=[bytearray(4000)]))
+    assert list(client.read_ahead("pyb", [], buffers=bufs)) == []
+
+
+def test_get_bytes(client):
+    """get / get_bytes / get_batch(as_bytes=True): bytes received straight into the object
+    returned, cut when shorter than asked, refused when larger."""
+    import warmlake
+    data = os.urandom(100000)
+    client.put("pyb", "gb", data)
+    got = client.get_bytes("pyb", "gb", len(data))
+    assert type(got) is bytes and got == data and hash(got) == hash(data)
+    assert client.get_bytes("pyb", "gb", len(data) + 5000) == data  # cut to what came
+    assert client.get_bytes("pyb", "gb", 9000, offset=10, length=9000) == data[10:9010]
+    assert client.get_bytes("pyb", "gb", 10, offset=10, length=10) == data[10:20]  # small
+    with pytest.raises(warmlake.WarmlakeError) as e:
+        client.get_bytes("pyb", "gb", len(data) - 1)
+    assert e.value.code == -11
+    assert client.get("pyb", "gb") == data and client.get("pyb", "gb", 99990) == data[99990:]
+    # Two reads give two objects: nothing is shared between them.
+    a, b = client.get("pyb", "gb"), client.get("pyb", "gb")
+    assert a == b and a is not b
+    client.put("pyb", "gb2", data[:5000])
+    res = client.get_batch("pyb", ["gb", "gb2", "gb-none", "gb"],
+                           sizes=[len(data), 6000, 10, 10], as_bytes=True)
+    assert type(res[0]) is bytes and res[0] == data
+    assert type(res[1]) is bytes and res[1] == data[:5000]
+    assert isinstance(res[2], warmlake.NotFoundError)
+    assert isinstance(res[3], warmlake.WarmlakeError) and res[3].code == -11
+    with pytest.raises(ValueError):
+        client.get_batch("pyb", ["gb"], bufs=[bytearray(10)], as_bytes=True)

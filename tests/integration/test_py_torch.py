@@ -132,6 +132,37 @@ def test_tar_parsing_pieces():
         list(wt._tar_members([raw[:700]]))  # cut inside a member
 
 
+def test_tar_parsing_reused_chunks():
+    """Chunks that are views of buffers refilled as soon as the next chunk is asked for (as
+    read_ahead with buffers gives them): the members are still right, so the parser keeps
+    nothing of a chunk past it."""
+    need_lib()
+    import warmlake.torch as wt
+    b = io.BytesIO()
+    blobs = [os.urandom(n) for n in (0, 1, 511, 512, 513, 5000, 20000, 3)]
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.GNU_FORMAT) as t:
+        for i, d in enumerate(blobs):
+            info = tarfile.TarInfo(("x" * 120 if i == 5 else "") + "m%d.bin" % i)
+            info.size = len(d)
+            t.addfile(info, io.BytesIO(d))
+    raw = b.getvalue()
+
+    def scribbled(step):
+        bufs = [bytearray(step) for _ in range(2)]
+        for n, i in enumerate(range(0, len(raw), step)):
+            buf = bufs[n % 2]
+            piece = raw[i:i + step]
+            buf[:len(piece)] = piece
+            yield memoryview(buf)[:len(piece)]
+            buf[:] = b"\xff" * step  # refilled: what was handed out is gone
+
+    for step in (1, 100, 512, 700, 4096, 9999, len(raw)):
+        members = list(wt._tar_members(scribbled(step)))
+        assert [d for _, d in members] == blobs
+        assert all(type(d) is bytes for _, d in members)
+        assert members[5][0] == "x" * 120 + "m5.bin"
+
+
 def test_object_dataset_batch(server, client):
     import warmlake.torch as wt
     for i in range(40):
@@ -144,6 +175,7 @@ def test_object_dataset_batch(server, client):
     sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(40)), 6, False)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2)
     got = [kb for batch in loader for kb in batch]
+    assert all(type(b) is bytes for _, b in got)
     assert sorted(k for k, _ in got) == ["obj/%03d" % i for i in range(40)]
     assert all(b == sample_bytes(int(k[4:])) for k, b in got)
     # Objects that changed size since the listing are read whole all the same.
@@ -152,6 +184,40 @@ def test_object_dataset_batch(server, client):
     assert ds[0] == ("obj/000", b"grown" * 1000) and ds[1] == ("obj/001", b"s")
     assert ds[[0, 1, 2]] == [("obj/000", b"grown" * 1000), ("obj/001", b"s"),
                              ("obj/002", sample_bytes(2))]
+
+
+def test_as_tensor(server, client, shards):
+    """as_tensor=True: samples are uint8 tensors with the same bytes (from workers, through
+    shared memory), for objects (single and batch, grown and shrunk since the listing) and
+    shard members."""
+    import warmlake.torch as wt
+    for i in range(20):
+        client.put("trn", "tobj/%03d" % i, sample_bytes(i))
+    client.put("trn", "tobj/empty", b"")
+    ds = wt.ObjectDataset("trn", prefix="tobj/", client=client, as_tensor=True,
+                          transform=lambda t, k: (k, t))
+    k, t = ds[3]
+    assert torch.is_tensor(t) and t.dtype == torch.uint8 and bytes(t.numpy()) == sample_bytes(3)
+    assert bytes(ds[len(ds) - 1][1].numpy()) == b""
+    sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(len(ds))), 6,
+                                            False)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2)
+    got = {k: bytes(t.numpy()) for batch in loader for k, t in batch}
+    assert got == dict({"tobj/%03d" % i: sample_bytes(i) for i in range(20)},
+                       **{"tobj/empty": b""})
+    client.put("trn", "tobj/000", b"grown" * 1000)
+    client.put("trn", "tobj/001", b"s")
+    assert [bytes(t.numpy()) for _, t in ds[[0, 1, 2]]] == [b"grown" * 1000, b"s",
+                                                           sample_bytes(2)]
+    assert bytes(ds[0][1].numpy()) == b"grown" * 1000 and bytes(ds[1][1].numpy()) == b"s"
+    sds = wt.ShardDataset("trn", shards=shards, part_size=5000, shuffle_buffer=10,
+                          client=client, as_tensor=True)
+    n = 0
+    for s in torch.utils.data.DataLoader(sds, batch_size=None, num_workers=2):
+        i = int(bytes(s["cls"].numpy()))
+        assert torch.is_tensor(s["bin"]) and bytes(s["bin"].numpy()) == sample_bytes(i)
+        n += 1
+    assert n == NSHARDS * PER
 
 
 def test_device_loader_cpu():

@@ -1135,9 +1135,46 @@ static void test_prefetch(void **state)
     assert_null(d3);
     assert_int_equal(wl_last_error()->http_status, 412); /* the entry's details come along */
     assert_string_equal(wl_last_error()->s3_code, "PreconditionFailed");
-    /* Freed with entries still queued and running. */
-    for (int i = 0; i < 10; i++)
+    /* Into the caller's buffers: the entry's data is the buffer itself, filled; a whole
+       object needs no HEAD; one larger than its buffer fails alone; a stale If-Match too. */
+    static uint8_t ub[4][20000];
+    assert_int_equal(wl_prefetch_push_into(pf, "p/7", 0, 0, NULL, ub[0], sizeof(ub[0]), NULL),
+                     WL_OK);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/8", 3, 50, et, ub[1], sizeof(ub[1]), NULL),
+                     WL_OK);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/9", 0, 0, NULL, ub[2], 100, NULL), WL_OK);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/3", 0, 10, "stale", ub[3], 10, NULL), WL_OK);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/3", 0, 10, et, ub[3], 10, NULL), WL_OK);
+    uint8_t *w7 = pattern(10007, 207), *w8 = pattern(10008, 208), *w3 = pattern(10003, 203);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_OK);
+    assert_ptr_equal(d3, ub[0]);
+    assert_int_equal(l3, 10007);
+    assert_memory_equal(ub[0], w7, 10007);
+    /* p/8 carries another ETag than p/3's: refused by If-Match. */
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_EPRECOND);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_ETOOLARGE);
+    assert_null(d3);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_EPRECOND);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_OK);
+    assert_ptr_equal(d3, ub[3]);
+    assert_int_equal(l3, 10);
+    assert_memory_equal(ub[3], w3, 10);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/8", 3, 50, NULL, ub[1], sizeof(ub[1]), NULL),
+                     WL_OK);
+    assert_int_equal(wl_prefetch_next(pf, &d3, &l3, NULL), WL_OK);
+    assert_ptr_equal(d3, ub[1]);
+    assert_int_equal(l3, 50);
+    assert_memory_equal(ub[1], w8 + 3, 50);
+    free(w7);
+    free(w8);
+    free(w3);
+    assert_int_equal(wl_prefetch_push_into(pf, "p/1", 0, 0, NULL, NULL, 5, NULL), WL_EINVAL);
+    /* Freed with entries still queued and running (the caller's buffers are not freed). */
+    for (int i = 0; i < 10; i++) {
         assert_int_equal(wl_prefetch_push(pf, "p/1", 0, 0, NULL), WL_OK);
+        assert_int_equal(wl_prefetch_push_into(pf, "p/1", 0, 0, NULL, ub[i % 4], 20000, NULL),
+                         WL_OK);
+    }
     wl_prefetch_free(pf);
     wl_client_free(c);
     fake_stop(f);

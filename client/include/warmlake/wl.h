@@ -268,9 +268,18 @@ int wl_prefetch_push(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t 
    several entries all come from the version that carried etag (WL_EPRECOND otherwise). */
 int wl_prefetch_push_if(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
                         const char *etag, void *tag) WL_MUST_CHECK;
+/* The same into the caller's buffer buf (cap bytes) instead of one malloc'd per entry: a
+   consumer that reads a stream of parts can cycle a few buffers (no allocation, no page
+   faults per part). len 0 reads the whole object (no HEAD; WL_ETOOLARGE when it is larger
+   than cap); etag may be NULL. wl_prefetch_next returns buf itself as *data (not to be
+   freed). buf must stay valid, and be neither read nor written, until the entry has come
+   out of wl_prefetch_next or the queue is freed. */
+int wl_prefetch_push_into(wl_prefetch_t *pf, const char *key, uint64_t off, uint64_t len,
+                          const char *etag, void *buf, size_t cap, void *tag) WL_MUST_CHECK;
 /*
  * The oldest pushed entry, waiting for it. *data is malloc'd and becomes the
- * caller's (free() it; it no longer counts against mem_bound); *len its
+ * caller's (free() it; it no longer counts against mem_bound), or is the buffer
+ * given to wl_prefetch_push_into; *len its
  * length; *tag the push's tag. Returns the entry's code (*data NULL on
  * failure), or WL_EINVAL when nothing is queued.
  */

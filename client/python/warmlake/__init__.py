@@ -131,6 +131,7 @@ def _load():
         "wl_prefetch_new": [P, S, I, sz, ctypes.POINTER(P)],
         "wl_prefetch_push": [P, S, U64, U64, P],
         "wl_prefetch_push_if": [P, S, U64, U64, S, P],
+        "wl_prefetch_push_into": [P, S, U64, U64, S, P, sz, P],
         "wl_prefetch_next": [P, ctypes.POINTER(P), psz, ctypes.POINTER(P)],
         "wl_prefetch_free": [P],
         "wl_free": [P],
@@ -182,6 +183,47 @@ def _addr(buf, writable=True):
             return _addr(b, writable=False)
     c = (ctypes.c_char * n).from_buffer(mv.cast("B"))
     return ctypes.addressof(c), n, (c, mv)
+
+
+_new_bytes_fn = None
+_FRESH_MIN = 4096  # below this a copy costs less than the call that avoids it
+
+
+def _fresh_bytes(n):
+    """(a new bytes object of n bytes, the address of its contents) for the library to read
+    into, or None where this Python cannot make one (then a bytearray and a copy it is). The
+    object is filled before any other code sees it (CPython's PyBytes_FromStringAndSize(NULL,
+    n) contract: an object nobody else holds may be written), so the bytes handed out are
+    the ones received, not a copy of them."""
+    global _new_bytes_fn
+    if n < _FRESH_MIN:
+        return None
+    if _new_bytes_fn is None:
+        try:
+            f = ctypes.pythonapi.PyBytes_FromStringAndSize
+            f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_ssize_t], ctypes.py_object
+            _new_bytes_fn = f
+        except (AttributeError, OSError):
+            _new_bytes_fn = False
+    if not _new_bytes_fn:
+        return None
+    b = _new_bytes_fn(None, n)
+    return b, ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p).value
+
+
+def _read_bytes(n, read):
+    """bytes of up to n bytes filled by read(address, capacity, keepalive) -> bytes read:
+    straight into a new bytes object where one can be made, else via a bytearray."""
+    fb = _fresh_bytes(n)
+    if fb is None:
+        buf = bytearray(n)
+        addr, cap, keep = _addr(buf)
+        got = read(addr, cap)
+        del keep
+        return bytes(buf) if got == n else bytes(memoryview(buf)[:got])
+    b, addr = fb
+    got = read(addr, n)
+    return b if got == n else b[:got]
 
 
 def _env_endpoints():
@@ -280,17 +322,32 @@ class Client:
 
     def get(self, bucket, key, offset=0, length=None):
         """The object (or a range) as bytes."""
+        whole = False
         if length is None:
             length = self.stat(bucket, key)["size"] - offset
             if length <= 0:
                 return b""
-            if offset == 0:
-                buf = bytearray(length)
-                n = self.get_into(bucket, key, buf)
-                return bytes(buf[:n]) if n != length else bytes(buf)
-        buf = bytearray(length)
-        n = self.get_into(bucket, key, buf, offset, length)
-        return bytes(memoryview(buf)[:n])
+            whole = offset == 0
+        return self.get_bytes(bucket, key, length, offset=0 if whole else offset,
+                              length=None if whole else length)
+
+    def get_bytes(self, bucket, key, size, offset=0, length=None):
+        """Like get_into, into a new bytes object of size bytes (received into it, not copied)
+        that is returned, cut to the bytes read. WarmlakeError code -11 (WL_ETOOLARGE) when
+        the object (or range) is larger than size."""
+        b, k = _b(bucket), _b(key)
+
+        def read(addr, cap):
+            got = ctypes.c_size_t()
+            if offset == 0 and length is None:
+                rc = _load().wl_get_parallel(self._h(), b, k, addr, cap, ctypes.byref(got), None)
+            else:
+                rc = _load().wl_get(self._h(), b, k, offset, length or 0, addr, cap,
+                                    ctypes.byref(got), None)
+            if rc:
+                _raise(rc)
+            return got.value
+        return _read_bytes(size, read)
 
     def get_file(self, bucket, key, path):
         with open(path, "wb") as f:
@@ -379,23 +436,36 @@ class Client:
 
     # -- many objects --
 
-    def get_batch(self, bucket, keys, sizes=None, bufs=None, ranges=None, batch=True):
+    def get_batch(self, bucket, keys, sizes=None, bufs=None, ranges=None, batch=True,
+                  as_bytes=False):
         """Read many objects in one go: warmlake's batch GET (single GETs in parallel on
         servers without it, or with batch=False). keys: list of str. Either bufs (writable
         buffers, one per key: filled, nothing copied) or sizes (the capacity of each; a
         bytearray is made) must be given. ranges: optional list of (offset, length) or None.
         Returns a list, per key, of a memoryview of the bytes read (into its buffer), or the
-        WarmlakeError of that key."""
+        WarmlakeError of that key. as_bytes (with sizes): bytes objects instead, received
+        straight into (not copied) when the size given was the size read."""
         n = len(keys)
+        addrs = [None] * n
         if bufs is None:
             if sizes is None:
                 raise ValueError("give sizes or bufs")
-            bufs = [bytearray(max(int(s), 0)) for s in sizes]
+            bufs = []
+            for i, s in enumerate(sizes):
+                s = max(int(s), 0)
+                fb = _fresh_bytes(s) if as_bytes else None
+                if fb is None:
+                    bufs.append(bytearray(s))
+                else:
+                    bufs.append(fb[0])
+                    addrs[i] = fb[1], s, None
+        elif as_bytes:
+            raise ValueError("as_bytes is for sizes, not bufs")
         items = (_Item * n)()
         keep = []
         bkeys = [_b(k) for k in keys]
         for i in range(n):
-            addr, cap, k = _addr(bufs[i])
+            addr, cap, k = addrs[i] or _addr(bufs[i])
             keep.append(k)
             items[i].key = bkeys[i]
             items[i].buf = addr
@@ -413,17 +483,30 @@ class Client:
                 cls = NotFoundError if it.code == WL_ENOTFOUND else WarmlakeError
                 out.append(cls(it.code, it.http_status, it.s3_code.decode(errors="replace"),
                                message="GET %s/%s" % (bucket, keys[i])))
+            elif as_bytes:
+                b = bufs[i]
+                out.append(b if isinstance(b, bytes) and it.got == len(b) else
+                           bytes(memoryview(b)[:it.got]))
             else:
                 out.append(memoryview(bufs[i]).cast("B")[:it.got])
         del keep
         return out
 
-    def read_ahead(self, bucket, items, depth=4, mem_bound=256 << 20):
+    def read_ahead(self, bucket, items, depth=4, mem_bound=256 << 20, buffers=None):
         """Yield the bytes of items in order while up to depth GETs run ahead (libwarmlake's
         prefetch queue, at most mem_bound bytes held). items: keys (whole objects), or
         (key, offset, length) or (key, offset, length, etag) tuples (etag: sent as If-Match,
         so parts of one object all come from one version). A failed item raises its error
-        when its turn comes."""
+        when its turn comes.
+
+        buffers: a list of at least 2 writable buffers, each large enough for any item, to
+        read into in turn instead of new bytes per item (no allocation, no copy): each item
+        is then yielded as a memoryview into its buffer, valid only until the next item is
+        asked for (its buffer is then read into again); at most len(buffers) - 1 GETs run
+        ahead."""
+        if buffers is not None:
+            yield from self._read_ahead_into(bucket, items, depth, mem_bound, buffers)
+            return
         L = _load()
         pf = ctypes.c_void_p()
         rc = L.wl_prefetch_new(self._h(), _b(bucket), depth, mem_bound, ctypes.byref(pf))
@@ -464,6 +547,54 @@ class Client:
                 yield out
         finally:
             L.wl_prefetch_free(pf)
+
+    def _read_ahead_into(self, bucket, items, depth, mem_bound, buffers):
+        L = _load()
+        if len(buffers) < 2:
+            raise ValueError("read_ahead: give at least 2 buffers")
+        bufs = [_addr(b) for b in buffers]  # (address, capacity, keepalive)
+        views = [memoryview(b).cast("B") for b in buffers]
+        depth = max(1, min(depth, len(bufs) - 1))
+        pf = ctypes.c_void_p()
+        rc = L.wl_prefetch_new(self._h(), _b(bucket), depth, mem_bound, ctypes.byref(pf))
+        if rc:
+            _raise(rc)
+        try:
+            it = iter(items)
+            pushed = taken = 0
+            done = False
+            while True:
+                # Buffer i % n is free once item i - n has been consumed (taken): the consumer
+                # of item taken - 1 has asked for the next, so at most n - 1 are held or read.
+                while not done and pushed - taken < depth:
+                    try:
+                        x = next(it)
+                    except StopIteration:
+                        done = True
+                        break
+                    if isinstance(x, (str, bytes)):
+                        x = (x, 0, 0)
+                    key, off, ln = x[:3]
+                    etag = x[3] if len(x) > 3 else None
+                    addr, cap, _ = bufs[pushed % len(bufs)]
+                    rc = L.wl_prefetch_push_into(pf, _b(key), off, ln,
+                                                 _b(etag) if etag else None, addr, cap, None)
+                    if rc:
+                        _raise(rc)
+                    pushed += 1
+                if taken == pushed:
+                    return
+                data, n, tag = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_void_p()
+                rc = L.wl_prefetch_next(pf, ctypes.byref(data), ctypes.byref(n),
+                                        ctypes.byref(tag))
+                i = taken % len(bufs)
+                taken += 1
+                if rc:
+                    _raise(rc)
+                yield views[i][:n.value]
+        finally:
+            L.wl_prefetch_free(pf)
+            del bufs
 
     def stats(self):
         s = _Stats()
