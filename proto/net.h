@@ -107,6 +107,13 @@ proto_peer_t *proto_net_peer(proto_net_t *n, const char *node, const char *addr)
 
 typedef enum { PROTO_PEER_UP = 0, PROTO_PEER_SUSPECT, PROTO_PEER_DOWN } proto_health_t;
 proto_health_t proto_peer_health(const proto_peer_t *p);
+/*
+ * What the control plane says (the node's etcd lease is gone, or back): while
+ * away, the peer's health is down whatever its connections say, so readers
+ * and writers go around it at once instead of each waiting out a deadline.
+ * Calls made to it anyway go as before.
+ */
+void proto_peer_set_away(proto_peer_t *p, int away);
 const char *proto_peer_node(const proto_peer_t *p);
 
 /*

@@ -290,7 +290,19 @@ proto_peer_t *proto_net_peer(proto_net_t *n, const char *node, const char *addr)
 
 proto_health_t proto_peer_health(const proto_peer_t *p)
 {
-    return (proto_health_t)atomic_load(&((proto_peer_t *)p)->health);
+    proto_peer_t *q = (proto_peer_t *)p;
+    if (atomic_load(&q->away)) return PROTO_PEER_DOWN;
+    return (proto_health_t)atomic_load(&q->health);
+}
+
+void proto_peer_set_away(proto_peer_t *p, int away)
+{
+    if (atomic_exchange(&p->away, away ? 1 : 0) == (away ? 1 : 0)) return;
+    if (away)
+        log_warn("event=proto_peer_away peer=%s: its lease is gone; read and written around",
+                 p->node);
+    else
+        log_info("event=proto_peer_back peer=%s: registered again", p->node);
 }
 
 const char *proto_peer_node(const proto_peer_t *p)

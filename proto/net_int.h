@@ -115,6 +115,7 @@ struct proto_peer {
     uint64_t retry_at_ms; /* down: no reconnect before */
     int fails;            /* connections lost or refused in a row: the backoff doubles */
     _Atomic int health;
+    _Atomic int away; /* the control plane says the node is gone (proto_peer_set_away) */
     /*
      * Readers avoid a suspect peer, so its own calls may never come to say
      * it answers again: the loop pings it (one PING in flight at most).

@@ -44,6 +44,9 @@ struct member {
     /* The node ids of the newest map applied (under mu): who may use this node's drives. */
     char (*ids)[CMAP_MAX_ID + 1];
     int nids;
+    /* The peers whose drives this node's sets use (owned by net): their leases are watched. */
+    proto_peer_t **peers;
+    int npeers;
 };
 
 /* Under mu: the members of map to take requests from. */
@@ -230,6 +233,48 @@ static int put_registration(member_t *m)
     return rc;
 }
 
+typedef struct {
+    char (*ids)[CMAP_MAX_ID + 1];
+    int n, cap;
+} regs_t;
+
+static int collect_reg(void *arg, const char *key, const char *val, size_t len)
+{
+    regs_t *r = arg;
+    (void)val;
+    (void)len;
+    const char *id = strrchr(key, '/');
+    if (!id || strlen(id + 1) > CMAP_MAX_ID) return 0;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 16;
+        r->ids = xrealloc(r->ids, sizeof(*r->ids) * (size_t)r->cap);
+    }
+    snprintf(r->ids[r->n++], sizeof(r->ids[0]), "%s", id + 1);
+    return 0;
+}
+
+/*
+ * The peers whose registration (their lease) is gone are away: health down,
+ * so reads and writes go around them at once rather than each waiting out a
+ * call deadline (a node frozen or cut off holds its connections open). When
+ * etcd cannot be read, nobody is called away: health then comes from the
+ * calls alone.
+ */
+static void check_leases(member_t *m)
+{
+    char key[300];
+    regs_t r = {0};
+    snprintf(key, sizeof(key), "%s/nodes/", m->prefix);
+    int ok = etcd_list(m->etcd, key, collect_reg, &r) == 0;
+    for (int i = 0; i < m->npeers; i++) {
+        int found = 0;
+        for (int j = 0; j < r.n && !found; j++)
+            found = strcmp(r.ids[j], proto_peer_node(m->peers[i])) == 0;
+        proto_peer_set_away(m->peers[i], ok && !found);
+    }
+    free(r.ids);
+}
+
 /* Renew the lease every few seconds; when it was lost (etcd was away too long), take a new one. */
 static void *keep_alive(void *arg)
 {
@@ -256,6 +301,7 @@ static void *keep_alive(void *arg)
         if (rc && !down) log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
         if (!rc && down) log_info("event=member_etcd_back node=%s", m->cfg.node);
         down = rc != 0;
+        check_leases(m);
         pthread_mutex_lock(&m->mu);
     }
     pthread_mutex_unlock(&m->mu);
@@ -403,7 +449,8 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
         }
     }
     wait_peers(peers, npeers);
-    free(peers);
+    m->peers = peers; /* (the net owns the peers; this array is ours) */
+    m->npeers = npeers;
     if (!m->etcd) return 0;
     if (etcd_lease_grant(m->etcd, LEASE_TTL_S, &m->lease) != 0 || put_registration(m) != 0) {
         fprintf(stderr, "warmlaked: cannot register in etcd %s\n", m->cfg.etcd);
@@ -442,6 +489,7 @@ void member_leave(member_t *m, shard_store_t *st, int n)
         log_warn("event=member_deregister_failed node=%s: the lease expires by itself",
                  m->cfg.node);
     m->lease = 0;
+    m->npeers = 0; /* the net frees them */
     proto_net_stop(m->net);
     m->net = NULL;
     peer_serve_free(m->serving);
@@ -453,6 +501,7 @@ void member_leave(member_t *m, shard_store_t *st, int n)
 void member_free(member_t *m)
 {
     if (!m) return;
+    free(m->peers);
     free(m->ids);
     cmap_free(&m->map);
     etcd_free(m->etcd);

@@ -773,3 +773,53 @@ def test_drive_replace_refills_now(datadir, etcd):
     finally:
         for n in nodes:
             n.stop()
+
+
+def test_lease_gone_is_read_and_written_around(datadir, etcd):
+    """A node frozen (SIGSTOP) keeps its connections but loses its etcd lease: the others
+    take it as down from its lease alone (the call deadline is a minute, and no call of
+    theirs waits on it), read and write around it, and take it back once it registers
+    again."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    nodes = [EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")]
+    for n in nodes:
+        n.extra += ["--peer-timeout-ms", "60000", "--write-quorum", "4"]
+    start_all(nodes)
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="leases")
+        want = {}
+        for i, size in enumerate([800, 250000]):
+            data = body(size, 40 + i)
+            c.put_object(Bucket="leases", Key="k%d" % i, Body=data)
+            want["k%d" % i] = md5(data)
+        os.kill(n3.proc.pid, signal.SIGSTOP)
+        # (Not by polling n1's stats: until then they would ask n3 and wait a minute.)
+        wait_for(lambda: "event=proto_peer_away peer=n3" in n1.read_log(),
+                 "n1 to take n3 as away by its lease", timeout=60)
+        assert sum(d["health"] != "up" for d in node_stats(n1)["drives"]) == 2
+        peer = [p for p in node_stats(n1)["peers"] if p["node"] == "n3"][0]
+        assert peer["timeouts"] == 0, peer  # no call deadline told it
+        before = peer["calls"]
+        for i, size in enumerate([600, 300000]):
+            data = body(size, 60 + i)
+            c.put_object(Bucket="leases", Key="w%d" % i, Body=data)
+            want["w%d" % i] = md5(data)
+        for k, h in want.items():
+            assert md5(c.get_object(Bucket="leases", Key=k)["Body"].read()) == h, k
+        peer = [p for p in node_stats(n1)["peers"] if p["node"] == "n3"][0]
+        assert peer["calls"] == before and peer["timeouts"] == 0, peer
+        os.kill(n3.proc.pid, signal.SIGCONT)
+        wait_for(lambda: all(d["health"] == "up" for d in node_stats(n1)["drives"]),
+                 "n3 back up from n1 once it registers again", timeout=60)
+        assert "event=proto_peer_back peer=n3" in n1.read_log()
+        wait_for(lambda: node_stats(n1)["heal"]["pending"] == 0, "n1's heal queue drained")
+        for k, h in want.items():
+            assert md5(n2.s3().get_object(Bucket="leases", Key=k)["Body"].read()) == h, k
+    finally:
+        if n3.proc:
+            os.kill(n3.proc.pid, signal.SIGCONT)
+        for n in nodes:
+            n.stop()
