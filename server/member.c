@@ -46,6 +46,7 @@ struct member {
     int nids;
     /* The peers whose drives this node's sets use (owned by net): their leases are watched. */
     proto_peer_t **peers;
+    int *registered; /* per peer: seen registered (a node that never was is not "gone") */
     int npeers;
 };
 
@@ -254,9 +255,10 @@ static int collect_reg(void *arg, const char *key, const char *val, size_t len)
 }
 
 /*
- * The peers whose registration (their lease) is gone are away: health down,
- * so reads and writes go around them at once rather than each waiting out a
- * call deadline (a node frozen or cut off holds its connections open). When
+ * The peers whose registration (their lease) is gone, once it was seen (a
+ * node still starting is not gone), are away: health down, so reads and
+ * writes go around them at once rather than each waiting out a call
+ * deadline (a node frozen or cut off holds its connections open). When
  * etcd cannot be read, nobody is called away: health then comes from the
  * calls alone.
  */
@@ -270,7 +272,9 @@ static void check_leases(member_t *m)
         int found = 0;
         for (int j = 0; j < r.n && !found; j++)
             found = strcmp(r.ids[j], proto_peer_node(m->peers[i])) == 0;
-        proto_peer_set_away(m->peers[i], ok && !found);
+        if (found) m->registered[i] = 1;
+        /* Gone once seen: a node still starting (not registered yet) is not away. */
+        proto_peer_set_away(m->peers[i], ok && !found && m->registered[i]);
     }
     free(r.ids);
 }
@@ -450,6 +454,7 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
     }
     wait_peers(peers, npeers);
     m->peers = peers; /* (the net owns the peers; this array is ours) */
+    m->registered = xcalloc((size_t)npeers + 1, sizeof(*m->registered));
     m->npeers = npeers;
     if (!m->etcd) return 0;
     if (etcd_lease_grant(m->etcd, LEASE_TTL_S, &m->lease) != 0 || put_registration(m) != 0) {
@@ -502,6 +507,7 @@ void member_free(member_t *m)
 {
     if (!m) return;
     free(m->peers);
+    free(m->registered);
     free(m->ids);
     cmap_free(&m->map);
     etcd_free(m->etcd);
