@@ -350,6 +350,15 @@ int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, cons
 int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
                             const char *after, const char *after_vid, size_t want,
                             obj_version_fn fn, void *arg) __attribute__((warn_unused_result));
+/*
+ * obj_list_versions over every store of the set rather than k: for
+ * healers. After a drive was replaced by an empty one, k stores that
+ * include it may miss a version whose heads are on the others (an inline
+ * object's m+1 copies less the lost one); n cannot. n walks instead of k.
+ */
+int obj_list_versions_all(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+                          const char *after_vid, obj_version_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an
@@ -435,6 +444,9 @@ int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const 
 typedef int (*obj_upload_fn)(void *arg, const char *key, const char *upload_id,
                              const obj_info_t *info);
 int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+/* The same from every store's index rather than k (for healers: obj_list_versions_all). */
+int obj_mpu_list_uploads_all(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
     __attribute__((warn_unused_result));
 
 /* Abort: drop every part and the upload. ERR_NOT_FOUND: no such upload. */

@@ -95,12 +95,26 @@ void obj__multi_free(obj_set_t *s);
 /* Store *i of all the sets' (set j's store i is j*n + i): its set, *i made its index there;
  * NULL when out of range. */
 obj_set_t *obj__store_set(const obj_set_t *s, int *i);
-/* The listings of obj_list_delim and obj_list_versions_delim, merged over s's sets. */
+/* The listings of obj__list and obj__list_versions, merged over s's sets. */
 int obj__multi_list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                    const char *after, size_t want, obj_list_fn fn, void *arg);
+                    const char *after, size_t want, int wide, obj_list_fn fn, void *arg);
 int obj__multi_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                        const char *after, const char *after_vid, size_t want, obj_version_fn fn,
-                        void *arg);
+                        const char *after, const char *after_vid, size_t want, int wide,
+                        obj_version_fn fn, void *arg);
+
+/* ---- obj_list.c ---- */
+
+/*
+ * obj_list_delim and obj_list_versions_delim; wide: merge every store of
+ * the set, not k (what a healer walks: a store emptied by a drive replaced
+ * holds nothing, and k stores that include it may miss a version whose
+ * heads are on the rest, an inline one's m+1 copies).
+ */
+int obj__list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+              const char *after, size_t want, int wide, obj_list_fn fn, void *arg);
+int obj__list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                       const char *after, const char *after_vid, size_t want, int wide,
+                       obj_version_fn fn, void *arg);
 
 /*
  * One shard put (a block or a head): an asynchronous write of a store that

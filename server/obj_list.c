@@ -506,13 +506,13 @@ static void src_free(src_t *c)
     free(c);
 }
 
-static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions)
+static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions, int wide)
 {
     merge_t *m = xcalloc(1, sizeof(*m));
     m->s = s;
     m->bucket = bucket;
     m->versions = versions;
-    m->nsrc = list_stores(s);
+    m->nsrc = wide ? s->n : list_stores(s);
     m->settled = xmalloc(sizeof(obj_info_t));
     for (int i = 0; i < m->nsrc; i++) {
         src_t *c = src_new(m, take_store(m));
@@ -534,13 +534,13 @@ static void merge_free(merge_t *m)
     free(m);
 }
 
-int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                   const char *after, size_t want, obj_list_fn fn, void *arg)
+int obj__list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+              const char *after, size_t want, int wide, obj_list_fn fn, void *arg)
 {
-    if (s->nsub) return obj__multi_list(s, bucket, prefix, delim, after, want, fn, arg);
+    if (s->nsub) return obj__multi_list(s, bucket, prefix, delim, after, want, wide, fn, arg);
     const char *p = prefix ? prefix : "";
     size_t pl = strlen(p);
-    merge_t *m = merge_new(s, bucket, 0);
+    merge_t *m = merge_new(s, bucket, 0, wide);
     const obj_info_t *o;
     m->want = want;
     int rc;
@@ -563,6 +563,12 @@ int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const c
     }
     merge_free(m);
     return rc;
+}
+
+int obj_list_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                   const char *after, size_t want, obj_list_fn fn, void *arg)
+{
+    return obj__list(s, bucket, prefix, delim, after, want, 0, fn, arg);
 }
 
 int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
@@ -633,14 +639,14 @@ static int walk_versions(merge_t *m, vwalk_t *w)
     return rc;
 }
 
-int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                            const char *after, const char *after_vid, size_t want,
-                            obj_version_fn fn, void *arg)
+int obj__list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                       const char *after, const char *after_vid, size_t want, int wide,
+                       obj_version_fn fn, void *arg)
 {
     if (s->nsub)
-        return obj__multi_versions(s, bucket, prefix, delim, after, after_vid, want, fn, arg);
+        return obj__multi_versions(s, bucket, prefix, delim, after, after_vid, want, wide, fn, arg);
     vwalk_t *w = xcalloc(1, sizeof(*w));
-    merge_t *m = merge_new(s, bucket, 1);
+    merge_t *m = merge_new(s, bucket, 1, wide);
     int rc = 0;
     m->want = want;
     w->fn = fn;
@@ -680,6 +686,19 @@ int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix
     merge_free(m);
     free(w);
     return rc;
+}
+
+int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
+                            const char *after, const char *after_vid, size_t want,
+                            obj_version_fn fn, void *arg)
+{
+    return obj__list_versions(s, bucket, prefix, delim, after, after_vid, want, 0, fn, arg);
+}
+
+int obj_list_versions_all(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
+                          const char *after_vid, obj_version_fn fn, void *arg)
+{
+    return obj__list_versions(s, bucket, prefix, NULL, after, after_vid, 0, 1, fn, arg);
 }
 
 int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,

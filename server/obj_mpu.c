@@ -119,12 +119,17 @@ static int each_one(void *arg, const char *key, const obj_info_t *info)
  * The parts of an upload that committed, in part order: fn(arg, part, key
  * in MPU_PARTS, info); part 0 for a key under the upload that is not a part.
  */
-static int each_part(obj_set_t *s, const char *upload, part_fn fn, void *arg)
+static int each_part_of(obj_set_t *s, const char *upload, int wide, part_fn fn, void *arg)
 {
     char prefix[40];
     each_t e = {fn, arg};
     snprintf(prefix, sizeof(prefix), "%s/", upload);
-    return obj_list(s, MPU_PARTS, prefix, NULL, each_one, &e);
+    return obj__list(s, MPU_PARTS, prefix, NULL, NULL, 0, wide, each_one, &e);
+}
+
+static int each_part(obj_set_t *s, const char *upload, part_fn fn, void *arg)
+{
+    return each_part_of(s, upload, 0, fn, arg);
 }
 
 static int hexbyte(const char *p)
@@ -452,7 +457,7 @@ int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const cha
     if ((rc = obj_heal(s, MPU_UPLOADS, upload_id, rep)) != 0) return rc;
     /* The parts' keys first, healed after the walk (a heal never runs inside a store's walk). */
     part_keys_t p = {0};
-    rc = each_part(s, upload_id, collect_part, &p);
+    rc = each_part_of(s, upload_id, 1, collect_part, &p); /* every store: a healer's walk */
     for (int i = 0; i < p.n; i++) {
         int hr = rc < 0 ? 0 : obj_heal(s, MPU_PARTS, p.keys[i], rep);
         if (hr && rc >= 0) rc = hr;
@@ -488,13 +493,23 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
     return rc;
 }
 
-int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+static int list_uploads(obj_set_t *s, const char *bucket, int wide, obj_upload_fn fn, void *arg)
 {
     for (int j = 0; j < s->nsub; j++) { /* set by set: callers sort (no order promised) */
-        int rc = obj_mpu_list_uploads(s->sub[j], bucket, fn, arg);
+        int rc = list_uploads(s->sub[j], bucket, wide, fn, arg);
         if (rc) return rc;
     }
     if (s->nsub) return 0;
     uploads_t u = {s, bucket, fn, arg};
-    return obj_list(s, MPU_UPLOADS, NULL, NULL, list_upload, &u);
+    return obj__list(s, MPU_UPLOADS, NULL, NULL, NULL, 0, wide, list_upload, &u);
+}
+
+int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+{
+    return list_uploads(s, bucket, 0, fn, arg);
+}
+
+int obj_mpu_list_uploads_all(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+{
+    return list_uploads(s, bucket, 1, fn, arg);
 }

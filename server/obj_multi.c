@@ -188,6 +188,7 @@ typedef struct {
     mkind_t kind;
     const char *bucket, *prefix, *delim;
     size_t want;
+    int wide;
     obj_list_fn lfn;
     obj_version_fn vfn;
     void *arg;
@@ -211,10 +212,10 @@ static int fetch(mlist_t *ml, int j, const char *after, const char *after_vid)
     b->n = b->at = 0;
     b->used = 0;
     int rc = ml->kind == M_OBJECTS
-                 ? obj_list_delim(ml->s->sub[j], ml->bucket, ml->prefix, ml->delim, after, b->limit,
-                                  col_obj, b)
-                 : obj_list_versions_delim(ml->s->sub[j], ml->bucket, ml->prefix, ml->delim, after,
-                                           after_vid, b->limit, col_ver, b);
+                 ? obj__list(ml->s->sub[j], ml->bucket, ml->prefix, ml->delim, after, b->limit,
+                             ml->wide, col_obj, b)
+                 : obj__list_versions(ml->s->sub[j], ml->bucket, ml->prefix, ml->delim, after,
+                                      after_vid, b->limit, ml->wide, col_ver, b);
     if (rc < 0) return rc;
     b->done = rc == 0;
     return 0;
@@ -312,9 +313,10 @@ out:
 }
 
 int obj__multi_list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                    const char *after, size_t want, obj_list_fn fn, void *arg)
+                    const char *after, size_t want, int wide, obj_list_fn fn, void *arg)
 {
     mlist_t ml = {.s = s,
+                  .wide = wide,
                   .kind = M_OBJECTS,
                   .bucket = bucket,
                   .prefix = prefix,
@@ -326,10 +328,11 @@ int obj__multi_list(obj_set_t *s, const char *bucket, const char *prefix, const 
 }
 
 int obj__multi_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
-                        const char *after, const char *after_vid, size_t want, obj_version_fn fn,
-                        void *arg)
+                        const char *after, const char *after_vid, size_t want, int wide,
+                        obj_version_fn fn, void *arg)
 {
     mlist_t ml = {.s = s,
+                  .wide = wide,
                   .kind = M_VERSIONS,
                   .bucket = bucket,
                   .prefix = prefix,

@@ -123,7 +123,7 @@ static int heal_uploads(const s3_cfg_t *cfg, const char *iname, obj_heal_report_
                         int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
     uploads_t u = {0};
-    int rc = obj_mpu_list_uploads(cfg->set, iname, collect_upload, &u), stop = 0;
+    int rc = obj_mpu_list_uploads_all(cfg->set, iname, collect_upload, &u), stop = 0;
     if (rc > 0) rc = 0;
     for (int i = 0; i < u.n; i++) {
         if (!rc && !stop) {
@@ -160,8 +160,10 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
     for (int more = 1; more && !rc && !stopped;) {
         pg.n = 0;
         pg.last_vid[0] = 0;
-        int lr = obj_list_versions(cfg->set, iname, "", after, after ? after_vid : NULL,
-                                   collect_version, &pg);
+        /* Every store's index (not k): a store emptied by a replaced drive must not hide a
+         * version whose other heads are on the rest. */
+        int lr = obj_list_versions_all(cfg->set, iname, "", after, after ? after_vid : NULL,
+                                       collect_version, &pg);
         if (lr < 0) rc = lr;
         more = lr == 1;
         if (!rc && pg.n) {
@@ -275,10 +277,10 @@ static int pace(void *arg, uint64_t bytes)
     return stop;
 }
 
-static int on_bucket(void *arg, const char *key, const obj_info_t *info)
+static int on_bucket(void *arg, const char *key, const obj_info_t *info, int latest)
 {
     char ***names = arg;
-    (void)info;
+    if (!latest || info->deleted) return 0;
     size_t n = 0;
     while ((*names)[n])
         n++;
@@ -305,7 +307,7 @@ static void scrub_pass(s3_scrub_t *sc)
 {
     const s3_cfg_t *cfg = sc->cfg;
     char **names = xcalloc(1, sizeof(char *));
-    int rc = obj_list(cfg->set, BUCKETS, NULL, NULL, on_bucket, &names);
+    int rc = obj_list_versions_all(cfg->set, BUCKETS, NULL, NULL, NULL, on_bucket, &names);
     if (rc < 0) log_warn("event=scrub_buckets_failed err=%s", err_name(rc));
     pthread_mutex_lock(&sc->mu);
     sc->st.running = 1;

@@ -68,7 +68,7 @@ def test_help_lists_every_option(datadir):
     (["--max-header", "2M"], "--max-header: bad value '2M': want a size in 1K..1M"),
     (["--dwpd", "1e3"], "--dwpd: bad value '1e3': want a number in 0..1000"),
     (["--ec", "4+x"], "--ec: bad value '4+x': want K+M, K 1..16, M 0..4"),
-    (["--ec", "5+2"], "--ec 5+2 ([erasure] k, m) must add up to --drives 6"),
+    (["--ec", "5+2"], "--drives 6 ([drives] count) must be a multiple of --ec 5+2"),
     (["--block", "100"], "--block 100 ([erasure] block) must be a multiple of 64"),
     (["--iu", "6000"], "--iu 6000 ([drives] iu) must be a power of two"),
     (["--commit-gather", "100001"],

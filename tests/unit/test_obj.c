@@ -1005,6 +1005,55 @@ static void test_stat_standing(void **state)
     free(data);
 }
 
+static int version_list_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    return list_cb(arg, key, info);
+}
+
+/*
+ * A drive replaced by an empty one: an inline object keeps two of its m+1
+ * copies. A listing merges k stores, which may be the empty one and stores
+ * holding no copy: it misses the key. What a healer walks
+ * (obj_list_versions_all: every store) finds it, and a heal puts the copy
+ * back, after which the ordinary listing finds it again.
+ */
+static void test_heal_walk_sees_all_stores(void **state)
+{
+    env_t *e = *state;
+    uint8_t data[200];
+    fill(data, sizeof(data), 8);
+    obj_info_t info;
+    char key[32];
+    uint32_t last = (1u << N) - (1u << (N - M - 1)); /* the last m+1 stores */
+    for (int i = 0;; i++) {
+        assert_true(i < 2000);
+        snprintf(key, sizeof(key), "walk/%d", i);
+        put(e, key, data, sizeof(data), &info);
+        if (info.sparse && info.inl == last) break;
+        assert_int_equal(obj_delete(e->set, "bkt", key), 0);
+    }
+    /* The lowest copy's store loses everything of this key (its drive was replaced). */
+    int lost = __builtin_ctz(last);
+    drive_id_t id = {"bkt", key, "", (uint32_t)lost};
+    assert_int_equal(e->f[lost].in.ops->del(e->f[lost].in.ctx, &id), 0);
+    char out[256] = "";
+    assert_int_equal(obj_list(e->set, "bkt", "walk/", NULL, list_cb, out), 0);
+    assert_string_equal(out, ""); /* the k stores merged hold no copy now */
+    out[0] = 0;
+    assert_int_equal(
+        obj_list_versions_all(e->set, "bkt", "walk/", NULL, NULL, version_list_cb, out), 0);
+    char want[64];
+    snprintf(want, sizeof(want), "%s,", key);
+    assert_string_equal(out, want);
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
+    assert_int_equal(rep.heads_fixed, 1);
+    out[0] = 0;
+    assert_int_equal(obj_list(e->set, "bkt", "walk/", NULL, list_cb, out), 0);
+    assert_string_equal(out, want);
+}
+
 /*
  * Writes skip stores that are not up (a silent node would hold each write
  * for its deadline): nothing is sent there, the object stands on the rest
@@ -2520,6 +2569,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_skip_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_standing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_walk_sees_all_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
