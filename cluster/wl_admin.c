@@ -268,6 +268,24 @@ static json_t *node_state(proto_peer_t *p)
     return j;
 }
 
+/* The stored map, parsed: 0, or what load returns, or 2 (it does not parse: said). */
+static int load_map(cmap_t *m)
+{
+    json_t *doc;
+    int64_t rev;
+    int rc = load(&doc, &rev);
+    if (rc) return rc;
+    char *text = json_dumps(doc, JSON_COMPACT), err[300];
+    rc = cmap_parse(text, strlen(text), m, err, sizeof(err));
+    free(text);
+    json_decref(doc);
+    if (rc) {
+        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
 /*
  * drive replace NODE/N: the operator put an empty drive in place of NODE's
  * drive N (and restarted the node with it). The node's heal scanner starts
@@ -278,19 +296,9 @@ static json_t *node_state(proto_peer_t *p)
  */
 static int drive_replace(const char *spec)
 {
-    json_t *doc;
-    int64_t rev;
-    int rc = load(&doc, &rev);
-    if (rc) return rc;
-    char *text = json_dumps(doc, JSON_COMPACT), err[300];
     cmap_t m;
-    rc = cmap_parse(text, strlen(text), &m, err, sizeof(err));
-    free(text);
-    json_decref(doc);
-    if (rc) {
-        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
-        return 2;
-    }
+    int rc = load_map(&m);
+    if (rc) return rc;
     const char *slash = strrchr(spec, '/');
     char node[CMAP_MAX_ID + 1] = "", tail;
     int drive = -1, ni = -1;
@@ -338,19 +346,10 @@ static int drive_replace(const char *spec)
 
 static int status(int as_json)
 {
-    json_t *doc;
-    int64_t rev;
-    int rc = load(&doc, &rev);
-    if (rc) return rc;
-    char *text = json_dumps(doc, JSON_COMPACT), err[300], key[300];
+    char key[300];
     cmap_t m;
-    rc = cmap_parse(text, strlen(text), &m, err, sizeof(err));
-    free(text);
-    json_decref(doc);
-    if (rc) {
-        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
-        return 2;
-    }
+    int rc = load_map(&m);
+    if (rc) return rc;
     regs_t r = {json_object()};
     snprintf(key, sizeof(key), "%s/nodes/", prefix);
     int reach = etcd_list(etcd, key, collect_reg, &r) == 0;
