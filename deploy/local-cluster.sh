@@ -25,7 +25,8 @@
 # as run-cluster.sh does (deploy/install-deps.sh, cmake). etcd: Debian's
 # etcd-server (ETCD=/path/to/etcd to use another).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# Paths given (--dir, WL_BUILD) are taken from where it is run.
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 STARTING=0
 die() { echo "local-cluster: $*" >&2; exit 1; }
@@ -76,10 +77,16 @@ pid_of() { # pid_of NAME: the pid if that process is ours and alive, else nothin
   tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$DIR/" || return 0
   echo "$p"
 }
-names() { # every process name up may have started: etcd first, then the nodes
+names() { # every process up may have started: etcd first, then the map's nodes (and any pid file)
   echo etcd
-  local f
-  for f in "$DIR"/n*.pid; do [ -e "$f" ] && basename "$f" .pid; done | sort -V
+  {
+    [ -f "$DIR/map.json" ] && python3 -c '
+import json, sys
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    print(n["id"])' "$DIR/map.json" 2>/dev/null
+    local f
+    for f in "$DIR"/*.pid; do [ -e "$f" ] && basename "$f" .pid; done
+  } | grep -vx etcd | sort -uV
 }
 
 stop_some() { # stop_some NAME...: SIGTERM, a bounded wait, then SIGKILL
@@ -119,10 +126,11 @@ stop_all() {
 
 binaries() {
   if [ -z "${WL_BUILD:-}" ]; then
-    deploy/install-deps.sh
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build build -j"$(nproc)"
-    WL_BUILD=build
+    ( cd "$ROOT"
+      deploy/install-deps.sh
+      cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+      cmake --build build -j"$(nproc)" )
+    WL_BUILD=$ROOT/build
   fi
   WL_BUILD=$(cd "$WL_BUILD" && pwd)
   WARMLAKED=$WL_BUILD/server/warmlaked
@@ -157,6 +165,8 @@ if [ "$CMD" = status ]; then
   echo
   rc=0
   WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret") "$ADMIN" --etcd "$(etcd_url)" status || rc=$?
+  # wl-admin says nothing when etcd does not answer (exit 1): say it here.
+  [ "$rc" != 1 ] || echo "local-cluster: etcd at $(etcd_url) not answering (wl-admin status: exit 1)" >&2
   exit "$rc"
 fi
 
