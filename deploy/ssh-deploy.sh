@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts a warmlake cluster on real hosts over ssh, from its map
-# (cluster/map.h: each node's host is taken from its "s3" address).
+# (cluster/map.h: each node's host is taken from its "s3" address, an IP
+# address, which is also what ssh connects to).
 #
 #   deploy/ssh-deploy.sh MAP [--dry-run] [--ssh-user U] [--ssh-opt OPT]...
 #       [--build DIR] [--etcd-hosts H1,H2,H3] [--etcd-port P] [--etcd-peer-port P]
@@ -36,7 +37,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "ssh-deploy: $*" >&2; exit 1; }
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 MAP='' DRY=0 SSH_USER='' BUILD=${WL_BUILD:-$ROOT/build} ETCD_HOSTS='' ETCD_PORT=2379 PEER_PORT=2380
 BIN_DIR=/usr/local/bin DATA_ROOT=/var/lib/warmlake STATE='' WL_ARGS='' APT=1
@@ -107,7 +108,13 @@ def split(addr, where):
     host, port = mt.group(1), int(mt.group(2))
     if not 1 <= port <= 65535:
         fail("%s %r: port out of 1..65535" % (where, addr))
-    if host in ("0.0.0.0", "::") or not (HOST.match(host) or ":" in host):
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        # warmlaked listens on (and peers dial) the map's addresses as IP literals.
+        fail("%s %r: want an IP address (warmlaked listens on it; host names are not "
+             "resolved)" % (where, addr))
+    if ip.is_unspecified:
         fail("%s %r: the host must be an address ssh can reach (not a wildcard)" % (where, addr))
     return host, port
 

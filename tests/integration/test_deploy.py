@@ -208,7 +208,7 @@ def free_pair():
 MAP3 = {"cluster": "lake1", "epoch": 1, "nodes": [
     {"id": "n1", "s3": "10.9.0.1:9000", "proto": "10.9.0.1:9100", "drives": 2},
     {"id": "n2", "s3": "10.9.0.2:9000", "proto": "10.9.0.2:9100", "drives": 2},
-    {"id": "n3", "s3": "storage-3.example:9000", "proto": "storage-3.example:9100", "drives": 3}]}
+    {"id": "n3", "s3": "10.9.0.3:9000", "proto": "10.9.0.3:9100", "drives": 3}]}
 
 FAKE = r"""#!/usr/bin/python3
 # Records its argv and what came on stdin; fails when FAKE_FAIL names it.
@@ -279,7 +279,7 @@ def test_ssh_deploy_dry_run(deploy_env):
         assert s not in out + r.stderr, "a secret was printed"
     cmds = [ln for ln in out.splitlines() if ln and not ln.startswith("#")]
     assert all(c.split()[0] in ("ssh", "scp") for c in cmds), cmds
-    for host, nid in (("10.9.0.1", "n1"), ("10.9.0.2", "n2"), ("storage-3.example", "n3")):
+    for host, nid in (("10.9.0.1", "n1"), ("10.9.0.2", "n2"), ("10.9.0.3", "n3")):
         mine = [c for c in cmds if "admin@" + host in c]
         assert any(c.startswith("scp ") and "warmlaked@.service" in c for c in mine), host
         assert any("install -D -m 0644 .wl-deploy/warmlaked@.service "
@@ -305,7 +305,7 @@ def test_ssh_deploy_dry_run(deploy_env):
     assert "/var/lib/warmlake/n3/drive2" in out and "/var/lib/warmlake/n3/drive3" not in out
     init = [c for c in cmds if "cluster init --map /etc/warmlake/map.json" in c]
     assert len(init) == 1 and "admin@10.9.0.1" in init[0]
-    assert ("--etcd http://10.9.0.1:2379,http://10.9.0.2:2379,http://storage-3.example:2379"
+    assert ("--etcd http://10.9.0.1:2379,http://10.9.0.2:2379,http://10.9.0.3:2379"
             in init[0])
 
 
@@ -355,6 +355,8 @@ def test_ssh_deploy_fails_fast(deploy_env):
                     "want HOST:PORT"),
         "wildcard": (json.dumps(dict(MAP3, nodes=[dict(MAP3["nodes"][0], s3="0.0.0.0:9000")])),
                      "wildcard"),
+        "host name": (json.dumps(dict(MAP3, nodes=[dict(MAP3["nodes"][0], proto="h1.lan:9100")])),
+                      "want an IP address"),
         "set": (json.dumps(dict(MAP3, sets=[{"ec": "2+1", "drives": ["n1/0", "n2/0", "n9/0"]}])),
                 "no drive n9/0"),
     }
