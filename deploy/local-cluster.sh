@@ -145,8 +145,8 @@ if [ "$CMD" = down ]; then
   stop_all
   if [ "$WIPE" = 1 ]; then
     # Only what up writes: the directory itself may hold other files of the user.
-    rm -rf "$DIR"/etcd "$DIR"/n[0-9]* "$DIR"/map.json "$DIR"/secret "$DIR"/credentials \
-      "$DIR"/etcd.conf "$DIR"/*.log
+    for name in $(names); do rm -rf "${DIR:?}/$name" "$DIR/$name.log" "$DIR/$name.pid"; done
+    rm -f "$DIR"/map.json "$DIR"/map.json.tmp "$DIR"/secret "$DIR"/credentials "$DIR"/etcd.conf
     rmdir "$DIR" 2>/dev/null || true
     echo "local-cluster: stopped; data wiped"
   else
