@@ -101,12 +101,15 @@ wait_gone() { # PID SECONDS: 0 once it is gone
   done
   return 1
 }
-stop_pid() { # PID WHAT: TERM, up to 10 s, then KILL
-  kill -TERM "$1" 2>/dev/null || return 0
-  wait_gone "$1" 10 && return 0
-  echo "netns-cluster: $2 (pid $1) still up after 10 s: SIGKILL" >&2
-  kill -KILL "$1" 2>/dev/null || true
-  wait_gone "$1" 5 || echo "netns-cluster: $2 (pid $1) did not die" >&2
+stop_pids() { # "PID:WHAT"...: TERM to all, up to 10 s for each, then KILL
+  local pw
+  for pw in "$@"; do kill -TERM "${pw%%:*}" 2>/dev/null || true; done
+  for pw in "$@"; do
+    wait_gone "${pw%%:*}" 10 && continue
+    echo "netns-cluster: ${pw#*:} (pid ${pw%%:*}) still up after 10 s: SIGKILL" >&2
+    kill -KILL "${pw%%:*}" 2>/dev/null || true
+    wait_gone "${pw%%:*}" 5 || echo "netns-cluster: ${pw#*:} (pid ${pw%%:*}) did not die" >&2
+  done
 }
 
 # ---- down ----
@@ -115,21 +118,22 @@ down() {
   [ -f "$DIR/runid" ] || { echo "netns-cluster: nothing up in $DIR"; return 0; }
   RID=$(cat "$DIR/runid")
   N=$(cat "$DIR/nodes" 2>/dev/null || echo 0)
-  local i name pid ns
+  local i name pid ns stop=()
   for ((i = 1; i <= N; i++)); do
     pid=$(our_pid "n$i" "$WARMLAKED" "wl$RID-n$i")
-    [ -n "$pid" ] && stop_pid "$pid" "node n$i"
-    rm -f "$DIR/n$i.pid"
+    [ -z "$pid" ] || stop+=("$pid:node n$i")
   done
+  [ ${#stop[@]} -eq 0 ] || stop_pids "${stop[@]}" # the nodes first, all at once; then etcd
+  rm -f "$DIR"/n*.pid
   pid=$(our_pid etcd "$(command -v etcd || echo /usr/bin/etcd)" "wl$RID-etcd")
-  [ -n "$pid" ] && stop_pid "$pid" etcd
+  [ -z "$pid" ] || stop_pids "$pid:etcd"
   rm -f "$DIR/etcd.pid"
   # Whatever else runs in our namespaces was started by this script (a pid
   # file lost to a failed up): stop it too, by pid, before the namespaces go.
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^wl$RID-" || true); do
     for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
       name=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60 || true)
-      stop_pid "$pid" "left in $ns: $name"
+      stop_pids "$pid:left in $ns: $name"
     done
     ip netns del "$ns" 2>/dev/null || echo "netns-cluster: could not delete namespace $ns" >&2
   done
