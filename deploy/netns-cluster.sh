@@ -2,7 +2,8 @@
 # A warmlake cluster on this machine with every node in its own network
 # namespace, so that faults can be injected into the network between them:
 #
-#   deploy/netns-cluster.sh [--dir DIR] up N [--drives D] [--ec K+M] [--capacity SIZE] [-- WARMLAKED ARGS]
+#   deploy/netns-cluster.sh [--dir DIR] up N [--drives D] [--ec K+M] [--capacity SIZE]
+#                                         [--subnet 10.213.X] [-- WARMLAKED ARGS]
 #   deploy/netns-cluster.sh [--dir DIR] down | status
 #   deploy/netns-cluster.sh [--dir DIR] kill NODE | partition NODE | heal NODE
 #   deploy/netns-cluster.sh [--dir DIR] slow NODE MS | throttle NODE RATE
@@ -35,7 +36,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=./netns-cluster
-usage() { sed -n '2,8p' "$0" >&2; exit 2; }
+usage() { sed -n '2,9p' "$0" >&2; exit 2; }
 die() { echo "netns-cluster: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -145,9 +146,12 @@ down() {
 
 # ---- up ----
 
+subnets_used() {
+  (ip -4 -o addr show; ip -4 route show table all) 2>/dev/null | grep -oE '10\.213\.[0-9]+\.' | sort -u || true
+}
 pick_subnet() {
   local x used
-  used=$( (ip -4 -o addr show; ip -4 route show table all) 2>/dev/null | grep -oE '10\.213\.[0-9]+\.' | sort -u || true)
+  used=$(subnets_used)
   for x in $(seq 0 255); do
     grep -qxF "10.213.$x." <<<"$used" || { echo "10.213.$x"; return 0; }
   done
@@ -185,7 +189,10 @@ up() {
   # Two ups at once must not pick one subnet: a lock from the pick to the address.
   { exec 9>/run/lock/warmlake-netns.lock && flock -w 30 9; } 2>/dev/null || true
   NET=${NET_OPT:-$(pick_subnet)}
-  [[ $NET =~ ^10\.213\.[0-9]+$ ]] || die "--subnet must be 10.213.X"
+  if ! [[ $NET =~ ^10\.213\.([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -gt 255 ]; then
+    die "--subnet must be 10.213.X"
+  fi
+  if [ -n "$NET_OPT" ] && subnets_used | grep -qxF "$NET."; then die "$NET.0/24 is in use here"; fi
   echo "$NET" >"$DIR/subnet"
 
   ip netns add "$BR"

@@ -304,7 +304,8 @@ def test_no_write_quorum_leaves_nothing(cluster):
     want = put_all(c1, "quorum", "ok", [1000, 300000], 90)
     for n in ("n2", "n3", "n4"):
         cluster.ctl("partition", n)
-    # Each takes seconds to fail (see the README's note on it): one inline, one coded.
+    # One inline, one coded. Each takes seconds to fail (about four peer deadlines here,
+    # even once the others' leases are gone): two are enough.
     keys = ["lost/%d" % size for size in (1000, 300000)]
     for i, key in enumerate(keys):
         with pytest.raises(ClientError) as e:
