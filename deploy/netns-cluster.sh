@@ -187,7 +187,8 @@ up() {
   echo "$N" >"$DIR/nodes"
   trap 'rc=$?; if [ $rc -ne 0 ]; then echo "netns-cluster: up failed; taking down what it made" >&2; down >&2 || true; fi' EXIT
   # Two ups at once must not pick one subnet: a lock from the pick to the address.
-  { exec 9>/run/lock/warmlake-netns.lock && flock -w 30 9; } 2>/dev/null || true
+  # (The lock is on this script's own file: no lock file to leave behind.)
+  { exec 9<"$0" && flock -w 30 9; } 2>/dev/null || true
   NET=${NET_OPT:-$(pick_subnet)}
   if ! [[ $NET =~ ^10\.213\.([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -gt 255 ]; then
     die "--subnet must be 10.213.X"
@@ -298,8 +299,7 @@ status() {
     ns=$(ns_of "$m")
     if [ "$m" = etcd ]; then pid=$(our_pid etcd "$(command -v etcd)" "$ns")
     else pid=$(our_pid "$m" "$WARMLAKED" "$ns"); fi
-    state="pid $(cat "$DIR/$m.pid" 2>/dev/null || echo -) ${pid:+alive}"
-    [ -n "$pid" ] || state="$state dead"
+    state="pid $(cat "$DIR/$m.pid" 2>/dev/null || echo -) $([ -n "$pid" ] && echo alive || echo dead)"
     port=$(ip -n "$BR" -br link show "v$m" 2>/dev/null | awk '{print $2}')
     [ "$port" = DOWN ] && state="$state, partitioned"
     if ip netns exec "$ns" tc qdisc show dev eth0 2>/dev/null | grep -qE 'netem|tbf'; then
