@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# A warmlake cluster on this machine with every node in its own network
+# namespace, so that faults can be injected into the network between them:
+#
+#   deploy/netns-cluster.sh [--dir DIR] up N [--drives D] [--ec K+M] [--capacity SIZE]
+#                                         [--subnet 10.213.X] [-- WARMLAKED ARGS]
+#   deploy/netns-cluster.sh [--dir DIR] down | status
+#   deploy/netns-cluster.sh [--dir DIR] kill NODE | partition NODE | heal NODE
+#   deploy/netns-cluster.sh [--dir DIR] slow NODE MS | throttle NODE RATE
+#
+# NODE is n1..nN (or 1..N). DIR (default ./netns-cluster) holds the state:
+# runid, pids, map.json, secret, credentials, env, logs, the nodes' data and
+# etcd's. WL_BUILD names the build (server/warmlaked, cluster/wl-admin;
+# default ./build).
+#
+# Layout (RID: a random run id, so that nothing collides with anything else):
+#   namespace wlRID-br     a bridge br0, nothing else (no address)
+#   namespace wlRID-etcd   etcd on 10.213.X.2:2379 (eth0 on the bridge)
+#   namespace wlRID-nI     node nI: S3 on 10.213.X.(10+I):9000, node protocol :9100
+#   root: one veth wlRID-h, 10.213.X.1/24, the other end on the bridge, so
+#         that aws/boto3 and wl-admin on this machine reach every node.
+# The bridge has a namespace of its own so that the root namespace gains
+# one interface only (and its connected route, for a /24 no route of the
+# machine covers), no bridge (bridged frames never meet the machine's
+# bridge netfilter hooks) and no sysctl; deleting the namespaces deletes
+# every veth with them, the root end included. X: the first 10.213.X.0/24
+# no address or route of the machine uses (or --subnet 10.213.X).
+#
+# Faults: kill (SIGKILL by the pid file), partition (the node's port on the
+# bridge set down: its packets go nowhere, as with a cable pulled; its TCP
+# connections are not reset), heal (port up, qdiscs removed), slow (netem
+# delay on the node's interface; fails, exit 3, where the kernel has no
+# netem), throttle (tbf rate limit both ways: a slow link, not a delay).
+# Every wait is bounded. down stops what up started (by pid), deletes the
+# namespaces and the veth; it is safe to run twice and after a failed up.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR=./netns-cluster
+usage() { sed -n '2,9p' "$0" >&2; exit 2; }
+die() { echo "netns-cluster: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dir) DIR=${2:?}; shift 2 ;;
+    --dir=*) DIR=${1#--dir=}; shift ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] || usage
+CMD=$1; shift
+WL_BUILD=${WL_BUILD:-$ROOT/build}
+WARMLAKED=$WL_BUILD/server/warmlaked
+ADMIN=$WL_BUILD/cluster/wl-admin
+
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
+command -v ip >/dev/null || die "needs iproute2 (ip)"
+
+# ---- state ----
+
+load() { # the run's id and subnet, or fail
+  [ -f "$DIR/runid" ] || die "no cluster in $DIR (no runid): run up first"
+  RID=$(cat "$DIR/runid")
+  NET=$(cat "$DIR/subnet")
+  N=$(cat "$DIR/nodes" 2>/dev/null || echo 0)
+  BR=wl$RID-br
+}
+ns_of() { echo "wl$RID-$1"; }
+node_id() { # n2 or 2 -> n2, checked against the cluster
+  local id=$1
+  [[ $id =~ ^[0-9]+$ ]] && id=n$id
+  if ! [[ $id =~ ^n([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -lt 1 ] || [ "${BASH_REMATCH[1]}" -gt "$N" ]; then
+    die "no node $1 (n1..n$N)"
+  fi
+  echo "$id"
+}
+addr_of() { # etcd -> .2, nI -> .(10+I)
+  case $1 in
+    etcd) echo "$NET.2" ;;
+    n*) echo "$NET.$((10 + ${1#n}))" ;;
+  esac
+}
+
+# A pid from DIR/NAME.pid if it is still the process we started: alive,
+# running EXE, in namespace NS. Empty otherwise (never a reused pid).
+our_pid() { # NAME EXE NS
+  local f=$DIR/$1.pid pid exe
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 0
+  [ "${exe% (deleted)}" = "$(readlink -f "$2")" ] || return 0
+  [ "$(ip netns identify "$pid" 2>/dev/null)" = "$3" ] || return 0
+  echo "$pid"
+}
+wait_gone() { # PID SECONDS: 0 once it is gone
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [ -d "/proc/$1" ] || return 0
+    # a zombie child of ours is gone too
+    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+stop_pids() { # "PID:WHAT"...: TERM to all, up to 10 s for each, then KILL
+  local pw
+  for pw in "$@"; do kill -TERM "${pw%%:*}" 2>/dev/null || true; done
+  for pw in "$@"; do
+    wait_gone "${pw%%:*}" 10 && continue
+    echo "netns-cluster: ${pw#*:} (pid ${pw%%:*}) still up after 10 s: SIGKILL" >&2
+    kill -KILL "${pw%%:*}" 2>/dev/null || true
+    wait_gone "${pw%%:*}" 5 || echo "netns-cluster: ${pw#*:} (pid ${pw%%:*}) did not die" >&2
+  done
+}
+
+# ---- down ----
+
+down() {
+  [ -f "$DIR/runid" ] || { echo "netns-cluster: nothing up in $DIR"; return 0; }
+  RID=$(cat "$DIR/runid")
+  N=$(cat "$DIR/nodes" 2>/dev/null || echo 0)
+  local i name pid ns stop=()
+  for ((i = 1; i <= N; i++)); do
+    pid=$(our_pid "n$i" "$WARMLAKED" "wl$RID-n$i")
+    [ -z "$pid" ] || stop+=("$pid:node n$i")
+  done
+  [ ${#stop[@]} -eq 0 ] || stop_pids "${stop[@]}" # the nodes first, all at once; then etcd
+  rm -f "$DIR"/n*.pid
+  pid=$(our_pid etcd "$(command -v etcd || echo /usr/bin/etcd)" "wl$RID-etcd")
+  [ -z "$pid" ] || stop_pids "$pid:etcd"
+  rm -f "$DIR/etcd.pid"
+  # Whatever else runs in our namespaces was started by this script (a pid
+  # file lost to a failed up): stop it too, by pid, before the namespaces go.
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^wl$RID-" || true); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
+      name=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60 || true)
+      stop_pids "$pid:left in $ns: $name"
+    done
+    ip netns del "$ns" 2>/dev/null || echo "netns-cluster: could not delete namespace $ns" >&2
+  done
+  # The root end goes with its peer in wlRID-br; in case up failed between the two:
+  if ip link show "wl$RID-h" >/dev/null 2>&1; then ip link del "wl$RID-h" || true; fi
+  rm -f "$DIR/runid" "$DIR/subnet" "$DIR/nodes" "$DIR/env"
+  echo "netns-cluster: down ($DIR)"
+}
+
+# ---- up ----
+
+subnets_used() {
+  (ip -4 -o addr show; ip -4 route show table all) 2>/dev/null | grep -oE '10\.213\.[0-9]+\.' | sort -u || true
+}
+pick_subnet() {
+  local x used
+  used=$(subnets_used)
+  for x in $(seq 0 255); do
+    grep -qxF "10.213.$x." <<<"$used" || { echo "10.213.$x"; return 0; }
+  done
+  die "no free 10.213.X.0/24"
+}
+
+up() {
+  [ $# -ge 1 ] || usage
+  N=$1; shift
+  if ! [[ $N =~ ^[0-9]+$ ]] || [ "$N" -lt 1 ] || [ "$N" -gt 64 ]; then die "up: N must be 1..64"; fi
+  local D=3 EC=4+2 CAP=2G NET_OPT=''
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --drives) D=${2:?}; shift 2 ;;
+      --ec) EC=${2:?}; shift 2 ;;
+      --capacity) CAP=${2:?}; shift 2 ;;
+      --subnet) NET_OPT=${2:?}; shift 2 ;;
+      --) shift; break ;;
+      *) usage ;;
+    esac
+  done
+  [ -x "$WARMLAKED" ] || die "no $WARMLAKED: set WL_BUILD"
+  [ -x "$ADMIN" ] || die "no $ADMIN: set WL_BUILD"
+  local ETCD
+  ETCD=$(command -v etcd) || die "no etcd: deploy/install-deps.sh installs etcd-server"
+  mkdir -p "$DIR"
+  DIR=$(cd "$DIR" && pwd)
+  [ -f "$DIR/runid" ] && die "$DIR already holds a cluster (wl$(cat "$DIR/runid")-*): run down first"
+  RID=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  BR=wl$RID-br
+  # From here on a failure takes down whatever was made.
+  echo "$RID" >"$DIR/runid"
+  echo "$N" >"$DIR/nodes"
+  trap 'rc=$?; if [ $rc -ne 0 ]; then echo "netns-cluster: up failed; taking down what it made" >&2; down >&2 || true; fi' EXIT
+  # Two ups at once must not pick one subnet: a lock from the pick to the address.
+  # (The lock is on this script's own file: no lock file to leave behind.)
+  { exec 9<"$0" && flock -w 30 9; } 2>/dev/null || true
+  NET=${NET_OPT:-$(pick_subnet)}
+  if ! [[ $NET =~ ^10\.213\.([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -gt 255 ]; then
+    die "--subnet must be 10.213.X"
+  fi
+  if [ -n "$NET_OPT" ] && subnets_used | grep -qxF "$NET."; then die "$NET.0/24 is in use here"; fi
+  echo "$NET" >"$DIR/subnet"
+
+  ip netns add "$BR"
+  ip -n "$BR" link set lo up
+  ip -n "$BR" link add br0 type bridge
+  ip -n "$BR" link set br0 up
+  ip link add "wl$RID-h" type veth peer name host netns "$BR"
+  ip -n "$BR" link set host master br0 up
+  ip addr add "$NET.1/24" dev "wl$RID-h"
+  ip link set "wl$RID-h" up
+  exec 9>&-
+  local m ns i
+  for m in etcd $(seq -f 'n%g' 1 "$N"); do
+    ns=$(ns_of "$m")
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip -n "$BR" link add "v$m" type veth peer name eth0 netns "$ns"
+    ip -n "$BR" link set "v$m" master br0 up
+    ip -n "$ns" addr add "$(addr_of "$m")/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+
+  ( umask 077
+    [ -s "$DIR/secret" ] || tr -dc 'A-Za-z0-9' </dev/urandom | head -c 48 >"$DIR/secret" || true
+    if [ ! -s "$DIR/credentials" ]; then
+      ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
+      sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
+      printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$DIR/credentials"
+    fi )
+  set -a
+  # shellcheck disable=SC1091
+  . "$DIR/credentials"
+  set +a
+  WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret")
+  export WARMLAKE_CLUSTER_SECRET
+
+  # etcd: a fresh data directory each run (the map is put there below).
+  local url="http://$NET.2:2379"
+  rm -rf "$DIR/etcd"
+  ip netns exec "$(ns_of etcd)" setsid "$ETCD" --name default --data-dir "$DIR/etcd" \
+    --listen-client-urls "$url" --advertise-client-urls "$url" \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster default=http://127.0.0.1:2380 </dev/null >"$DIR/etcd.log" 2>&1 &
+  echo $! >"$DIR/etcd.pid"
+  echo "$url" >"$DIR/etcd.url"
+  local ok='' rc
+  for ((i = 0; i < 150; i++)); do
+    rc=0; timeout 5 "$ADMIN" --etcd "$url" cluster show >/dev/null 2>&1 || rc=$?
+    [ "$rc" = 2 ] && { ok=1; break; } # answers: no map yet
+    [ -d "/proc/$(cat "$DIR/etcd.pid")" ] || { tail -20 "$DIR/etcd.log" >&2; die "etcd exited"; }
+    sleep 0.2
+  done
+  [ -n "$ok" ] || { tail -20 "$DIR/etcd.log" >&2; die "etcd did not answer on $url in 30 s"; }
+
+  {
+    printf '{"cluster": "netns-%s", "epoch": 1, "ec": "%s", "nodes": [\n' "$RID" "$EC"
+    for ((i = 1; i <= N; i++)); do
+      printf '  {"id": "n%d", "s3": "%s:9000", "proto": "%s:9100", "drives": %d}%s\n' \
+        "$i" "$(addr_of "n$i")" "$(addr_of "n$i")" "$D" "$([ "$i" = "$N" ] || echo ,)"
+    done
+    printf ']}\n'
+  } >"$DIR/map.json"
+  timeout 30 "$ADMIN" --etcd "$url" cluster init --map "$DIR/map.json" >"$DIR/init.log" 2>&1 ||
+    { cat "$DIR/init.log" >&2; die "wl-admin cluster init failed"; }
+
+  for ((i = 1; i <= N; i++)); do
+    mkdir -p "$DIR/n$i"
+    ip netns exec "$(ns_of "n$i")" setsid "$WARMLAKED" --etcd "$url" --node "n$i" \
+      --data "$DIR/n$i" --drive-capacity "$CAP" "$@" </dev/null >"$DIR/n$i.log" 2>&1 &
+    echo $! >"$DIR/n$i.pid"
+  done
+  local deadline=$((SECONDS + 60))
+  for ((i = 1; i <= N; i++)); do
+    until grep -q "ready port=" "$DIR/n$i.log" 2>/dev/null; do
+      [ -d "/proc/$(cat "$DIR/n$i.pid")" ] || { tail -20 "$DIR/n$i.log" >&2; die "node n$i exited"; }
+      [ $SECONDS -lt $deadline ] || { tail -20 "$DIR/n$i.log" >&2; die "node n$i not ready in 60 s"; }
+      sleep 0.1
+    done
+  done
+  {
+    printf 'ETCD=%s\n' "$url"
+    for ((i = 1; i <= N; i++)); do printf 'S3_N%d=http://%s:9000\n' "$i" "$(addr_of "n$i")"; done
+    printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\nAWS_DEFAULT_REGION=us-east-1\n' \
+      "$WARMLAKE_ACCESS_KEY" "$WARMLAKE_SECRET_KEY"
+  } >"$DIR/env"
+  trap - EXIT
+  printf 'warmlake cluster netns-%s: %d nodes x %d drives, ec %s, etcd %s\n' "$RID" "$N" "$D" "$EC" "$url"
+  for ((i = 1; i <= N; i++)); do
+    printf '  n%d  http://%s:9000  namespace %s  pid %s\n' "$i" "$(addr_of "n$i")" \
+      "$(ns_of "n$i")" "$(cat "$DIR/n$i.pid")"
+  done
+  printf 'access key %s\nsecret key %s\n' "$WARMLAKE_ACCESS_KEY" "$WARMLAKE_SECRET_KEY"
+  printf '(all of it in %s/env; then: aws --endpoint-url http://%s:9000 s3 ls)\n' "$DIR" "$(addr_of n1)"
+}
+
+# ---- status and faults ----
+
+status() {
+  load
+  local i pid state ns port
+  echo "cluster netns-$RID in $DIR: $N nodes, subnet $NET.0/24, etcd $(cat "$DIR/etcd.url")"
+  for m in etcd $(seq -f 'n%g' 1 "$N"); do
+    ns=$(ns_of "$m")
+    if [ "$m" = etcd ]; then pid=$(our_pid etcd "$(command -v etcd)" "$ns")
+    else pid=$(our_pid "$m" "$WARMLAKED" "$ns"); fi
+    state="pid $(cat "$DIR/$m.pid" 2>/dev/null || echo -) $([ -n "$pid" ] && echo alive || echo dead)"
+    port=$(ip -n "$BR" -br link show "v$m" 2>/dev/null | awk '{print $2}')
+    [ "$port" = DOWN ] && state="$state, partitioned"
+    if ip netns exec "$ns" tc qdisc show dev eth0 2>/dev/null | grep -qE 'netem|tbf'; then
+      state="$state, $(ip netns exec "$ns" tc qdisc show dev eth0 | grep -oE '(netem|tbf).*' | head -1)"
+    fi
+    printf '  %-5s %-15s namespace %-14s %s\n' "$m" "$(addr_of "$m")" "$ns" "$state"
+  done
+  WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret") timeout 20 "$ADMIN" --etcd "$(cat "$DIR/etcd.url")" status ||
+    echo "(wl-admin status failed: rc $?)"
+}
+
+kill_node() {
+  load
+  local id pid
+  id=$(node_id "${1:?NODE}")
+  pid=$(our_pid "$id" "$WARMLAKED" "$(ns_of "$id")")
+  [ -n "$pid" ] || die "$id is not running"
+  kill -KILL "$pid"
+  wait_gone "$pid" 10 || die "$id (pid $pid) survived SIGKILL for 10 s"
+  echo "killed $id (pid $pid)"
+}
+
+partition() {
+  load
+  local id
+  id=$(node_id "${1:?NODE}")
+  ip -n "$BR" link set "v$id" down
+  echo "partitioned $id (its bridge port is down)"
+}
+
+heal() {
+  load
+  local id ns
+  id=$(node_id "${1:?NODE}")
+  ns=$(ns_of "$id")
+  ip -n "$BR" link set "v$id" up
+  ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+  ip netns exec "$BR" tc qdisc del dev "v$id" root 2>/dev/null || true
+  echo "healed $id"
+}
+
+slow() {
+  load
+  local id ms err
+  id=$(node_id "${1:?NODE}")
+  ms=${2:?MS}
+  [[ $ms =~ ^[0-9]+$ ]] || die "slow: MS must be a number of milliseconds"
+  command -v tc >/dev/null || { echo "netns-cluster: slow: no tc (iproute2)" >&2; exit 3; }
+  if ! err=$(ip netns exec "$(ns_of "$id")" tc qdisc replace dev eth0 root netem delay "${ms}ms" 2>&1); then
+    echo "netns-cluster: slow: netem is not available in this kernel ($err);" \
+      "no delay can be injected here (partition works; throttle NODE RATE limits bandwidth)" >&2
+    exit 3
+  fi
+  echo "slowed $id: every packet it sends is delayed ${ms} ms"
+}
+
+throttle() {
+  load
+  local id rate
+  id=$(node_id "${1:?NODE}")
+  rate=${2:?RATE (tc units: 1mbit, 500kbit)}
+  command -v tc >/dev/null || die "throttle: no tc (iproute2)"
+  # Both directions: what it sends (its eth0) and what it is sent (its bridge port).
+  ip netns exec "$(ns_of "$id")" tc qdisc replace dev eth0 root tbf rate "$rate" burst 16kb latency 5s
+  ip netns exec "$BR" tc qdisc replace dev "v$id" root tbf rate "$rate" burst 16kb latency 5s
+  echo "throttled $id to $rate each way"
+}
+
+case $CMD in
+  up) up "$@" ;;
+  down) down ;;
+  status) status ;;
+  kill) kill_node "$@" ;;
+  partition) partition "$@" ;;
+  heal) heal "$@" ;;
+  slow) slow "$@" ;;
+  throttle) throttle "$@" ;;
+  *) usage ;;
+esac
