@@ -27,7 +27,8 @@
     X(RANGE, -14, "range not satisfiable")                                                         \
     X(DENIED, -15, "access denied: bad signature or credentials")                                  \
     X(PRECOND, -16, "a precondition of the request does not hold")                                 \
-    X(BUSY, -17, "in use by another process")
+    X(BUSY, -17, "in use by another process")                                                      \
+    X(CANCELED, -18, "given up: no longer needed")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

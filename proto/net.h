@@ -41,6 +41,7 @@
 
 #include <uv.h>
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -156,6 +157,29 @@ typedef struct proto_call {
 int proto_call(proto_peer_t *p, proto_call_t *c) __attribute__((warn_unused_result));
 /* Start a call; c->done runs when it completed. */
 void proto_call_async(proto_peer_t *p, proto_call_t *c);
+
+/*
+ * Calls that can be given up on (hedged reads): a token, owned by whoever may
+ * give up, and a call made with it. proto_cancel (any thread, any time, even
+ * before the call starts or after it ended) makes the call end at once with
+ * ERR_CANCELED unless its response was already taken: a call that ends with
+ * ERR_CANCELED never ran on_resp, so it wrote nothing into the caller's places.
+ * One call at a time per token; proto_cancel_init again before reuse.
+ */
+typedef struct proto_cancel {
+    pthread_mutex_t mu;
+    int canceled;
+    proto_peer_t *peer; /* the call in flight with it, if any */
+    uint64_t id;
+} proto_cancel_t;
+void proto_cancel_init(proto_cancel_t *t);
+void proto_cancel_destroy(proto_cancel_t *t);
+void proto_cancel(proto_cancel_t *t);
+/* 1 while a call made with t is in flight: giving up on it would free its caller. */
+int proto_cancel_in_flight(proto_cancel_t *t);
+/* proto_call with a token: ERR_CANCELED at once if t was canceled already. */
+int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
+    __attribute__((warn_unused_result));
 
 /*
  * A reply's payload room (cap bytes) for in, valid until proto_reply. The

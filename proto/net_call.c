@@ -73,6 +73,7 @@ static void call_written(uv_write_t *req, int status)
 {
     proto_call_t *call = req->data;
     proto_conn_t *c = call->conn;
+    if (status >= 0) c->wrote_ms = net__now_ms(c->net); /* bytes left: the link is live */
     if (status < 0 && !(call->stage & ANSWERED)) {
         /* Still in the table: the connection failing answers it. */
         call->stage |= WRITTEN;
@@ -126,6 +127,41 @@ void net__on_response(proto_conn_t *c, const proto_hdr_t *h, const uint8_t *payl
             log_info("event=proto_peer_up peer=%s why=answered", c->peer->node);
     }
     call_stage(call, ANSWERED);
+}
+
+/*
+ * Calls given up on (loop thread): each still waiting for a connection or for
+ * its response ends now with ERR_CANCELED; a late response finds no call and
+ * is dropped. One that ended meanwhile is not found: nothing to do.
+ */
+void net__cancel(net_cancel_t *cl)
+{
+    while (cl) {
+        net_cancel_t *x = cl;
+        cl = x->next;
+        proto_peer_t *p = x->peer;
+        proto_call_t *found = NULL;
+        for (proto_call_t **pp = &p->pending; *pp; pp = &(*pp)->next)
+            if ((*pp)->id == x->id) {
+                found = *pp;
+                *pp = found->next;
+                p->pending_tail = NULL;
+                for (proto_call_t *c = p->pending; c; c = c->next)
+                    p->pending_tail = c;
+                found->conn = NULL;
+                found->stage = WRITTEN;
+                break;
+            }
+        for (int i = 0; !found && i < p->nconns; i++) {
+            proto_call_t **slot = call_slot(p->conns[i], x->id);
+            if ((found = *slot) != NULL) {
+                *slot = found->next;
+                p->conns[i]->ncalls--;
+            }
+        }
+        if (found) net__call_fail(found, ERR_CANCELED);
+        free(x);
+    }
 }
 
 proto_conn_t *net__pick_conn(proto_peer_t *p)
@@ -247,9 +283,12 @@ void net__enqueue(proto_net_t *n, proto_call_t *call, uint64_t now)
     proto_peer_t *p = call->peer;
     call->next = NULL;
     call->conn = NULL;
-    /* A suspect peer (a call of it timed out) gets a short deadline until it answers. */
+    /* A suspect peer (a call of it timed out) gets a short deadline until it answers; so does
+     * one the control plane says is gone (asked only when the others cannot settle a read). */
     uint32_t limit = n->cfg.timeout_ms;
-    if (atomic_load(&p->health) == PROTO_PEER_SUSPECT && limit > SUSPECT_MS) limit = SUSPECT_MS;
+    if ((atomic_load(&p->health) == PROTO_PEER_SUSPECT || atomic_load(&p->away)) &&
+        limit > SUSPECT_MS)
+        limit = SUSPECT_MS;
     call->deadline_ms = now + limit;
     if (p->pending_tail)
         p->pending_tail->next = call;
@@ -367,6 +406,79 @@ int proto_call(proto_peer_t *p, proto_call_t *c)
         pthread_mutex_unlock(&w.mu);
         rc = c->rc;
     }
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
+    return rc;
+}
+
+void proto_cancel_init(proto_cancel_t *t)
+{
+    pthread_mutex_init(&t->mu, NULL);
+    t->canceled = 0;
+    t->peer = NULL;
+    t->id = 0;
+}
+
+void proto_cancel_destroy(proto_cancel_t *t)
+{
+    pthread_mutex_destroy(&t->mu);
+}
+
+void proto_cancel(proto_cancel_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->canceled = 1;
+    proto_peer_t *p = t->peer;
+    if (p) {
+        /* The loop finds the call by id: by the time it looks, the call may have ended. */
+        net_cancel_t *x = xmalloc(sizeof(*x));
+        x->peer = p;
+        x->id = t->id;
+        proto_net_t *n = p->net;
+        pthread_mutex_lock(&n->mu);
+        x->next = n->cancels;
+        n->cancels = x;
+        pthread_mutex_unlock(&n->mu);
+        uv_async_send(&n->wake);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+int proto_cancel_in_flight(proto_cancel_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int r = t->peer != NULL;
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
+{
+    int rc = call_prepare(p, c);
+    if (rc) return rc;
+    waiter_t w = {.done = 0};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    c->wait = &w;
+    pthread_mutex_lock(&t->mu);
+    if (t->canceled) {
+        rc = ERR_CANCELED;
+    } else {
+        t->peer = p;
+        t->id = c->id;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (rc == 0) rc = call_submit(p, c);
+    if (rc == 0) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        rc = c->rc;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->peer = NULL;
+    pthread_mutex_unlock(&t->mu);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
     return rc;

@@ -262,11 +262,22 @@ static void on_tick(uv_timer_t *t)
             net__conn_close(c, ERR_IO);
             continue;
         }
+        /*
+         * A slow but live link is not a dead peer: while bytes move on the connection (a
+         * response arriving, or requests leaving) within the deadline, its calls wait on.
+         * A call's deadline is for a peer that went silent, not for a long transfer.
+         */
+        size_t wq =
+            c->state == C_READY ? uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) : 0;
+        if (wq < c->wq_bytes) c->wrote_ms = now;
+        c->wq_bytes = wq;
+        int live = (c->frame && now - c->progress_ms < n->cfg.timeout_ms) ||
+                   (wq && now - c->wrote_ms < n->cfg.timeout_ms);
         int stuck = 0;
         for (int b = 0; b < CALL_BUCKETS; b++)
             for (proto_call_t **pp = &c->calls[b]; *pp;) {
                 proto_call_t *call = *pp;
-                if (call->deadline_ms > now) {
+                if (call->deadline_ms > now || live) {
                     pp = &call->next;
                     continue;
                 }
@@ -347,6 +358,8 @@ static void on_wake(uv_async_t *a)
     proto_inbound_t *replies = n->replies;
     n->submit = n->submit_tail = NULL;
     n->replies = n->replies_tail = NULL;
+    net_cancel_t *cancels = n->cancels;
+    n->cancels = NULL;
     int stopping = n->stopping;
     pthread_mutex_unlock(&n->mu);
     uint64_t now = net__now_ms(n);
@@ -362,6 +375,8 @@ static void on_wake(uv_async_t *a)
         calls = call->next;
         net__enqueue(n, call, now);
     }
+    /* After the submits: a call given up on may have been submitted in the same wake. */
+    net__cancel(cancels);
     maybe_finish(n);
 }
 
@@ -440,6 +455,10 @@ void proto_net_stop(proto_net_t *n)
     uv_async_send(&n->wake);
     uv_thread_join(&n->thread);
     uv_loop_close(&n->loop);
+    for (net_cancel_t *x = n->cancels, *next; x; x = next) {
+        next = x->next;
+        free(x);
+    }
     for (proto_peer_t *p = n->peers, *next; p; p = next) {
         next = p->next;
         free(p);

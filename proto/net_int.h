@@ -100,6 +100,8 @@ struct proto_conn {
     int paused;   /* server: reading stopped (serve budget, or too many requests in flight) */
     int inflight; /* server: requests received whose replies are not yet written */
     uint64_t progress_ms; /* when the frame being read in place last grew */
+    size_t wq_bytes;      /* the write queue's size at the last tick */
+    uint64_t wrote_ms;    /* when the write queue last shrank (bytes leaving) */
     struct proto_conn *next;
 };
 
@@ -140,6 +142,7 @@ struct proto_net {
     pthread_mutex_t mu;
     proto_call_t *submit, *submit_tail;      /* under mu */
     proto_inbound_t *replies, *replies_tail; /* under mu */
+    struct net_cancel *cancels;              /* under mu: calls given up on (proto_cancel) */
     int stopping;                            /* under mu */
     proto_peer_t *peers;                     /* under mu (the list; peers live until stop) */
     proto_conn_t *conns;                     /* loop */
@@ -167,6 +170,13 @@ static inline uint64_t net__now_ms(proto_net_t *n)
     return uv_now(&n->loop);
 }
 
+/* A call given up on, by id (the call itself may be gone by the time the loop looks). */
+typedef struct net_cancel {
+    proto_peer_t *peer;
+    uint64_t id;
+    struct net_cancel *next;
+} net_cancel_t;
+
 /* net_conn.c */
 int net__parse_addr(const char *addr, struct sockaddr_storage *sa);
 void net__on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf);
@@ -184,6 +194,7 @@ void net__peer_connect(proto_peer_t *p);
 void net__peer_pump(proto_peer_t *p);
 void net__probe(proto_net_t *n, proto_peer_t *p, uint64_t now);
 void net__enqueue(proto_net_t *n, proto_call_t *call, uint64_t now);
+void net__cancel(net_cancel_t *cl);
 
 /* net_serve.c */
 void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int owned);
