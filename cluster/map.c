@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
 #include <string.h>
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -37,13 +38,29 @@ static int id_ok(const char *s)
 }
 
 /* HOST:PORT with a port of 1..65535 (a map names real addresses: no port 0). */
+/*
+ * IPv4:PORT or [IPv6]:PORT: an address literal, as nodes listen and connect
+ * with them (no name is resolved: a host name here parsed, and the node then
+ * could not start).
+ */
 static int addr_ok(const char *s)
 {
     const char *colon = strrchr(s, ':');
     if (!colon || colon == s || strlen(s) >= CMAP_MAX_ADDR) return 0;
     char *end;
     long port = strtol(colon + 1, &end, 10);
-    return *end == 0 && end != colon + 1 && port >= 1 && port <= 65535;
+    if (*end != 0 || end == colon + 1 || port < 1 || port > 65535) return 0;
+    char host[CMAP_MAX_ADDR];
+    size_t hl = (size_t)(colon - s);
+    unsigned char bin[16];
+    if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+        memcpy(host, s + 1, hl - 2);
+        host[hl - 2] = 0;
+        return inet_pton(AF_INET6, host, bin) == 1;
+    }
+    memcpy(host, s, hl);
+    host[hl] = 0;
+    return inet_pton(AF_INET, host, bin) == 1;
 }
 
 static int parse_ec(const char *s, int *k, int *m)

@@ -498,7 +498,7 @@ static int status(int as_json)
 
 int main(int argc, char **argv)
 {
-    log_level = LOG_LVL_ERROR;
+    log_level = LOG_LVL_WARN; /* an etcd that does not answer says why (etcd_call_failed) */
     const char *urls = getenv("WARMLAKE_ETCD") ? getenv("WARMLAKE_ETCD") : "http://127.0.0.1:2379";
     int i = 1;
     for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {

@@ -491,9 +491,9 @@ static int parse(const char *json, cmap_t *m, char *err)
 }
 
 #define NODES3                                                                                     \
-    "\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:11\",\"drives\":2},"                    \
-    "{\"id\":\"b\",\"s3\":\"h:2\",\"proto\":\"h:12\",\"drives\":2},"                               \
-    "{\"id\":\"c\",\"s3\":\"h:3\",\"proto\":\"h:13\",\"drives\":2}]"
+    "\"nodes\":[{\"id\":\"a\",\"s3\":\"10.0.0.9:1\",\"proto\":\"10.0.0.9:11\",\"drives\":2},"      \
+    "{\"id\":\"b\",\"s3\":\"10.0.0.9:2\",\"proto\":\"10.0.0.9:12\",\"drives\":2},"                 \
+    "{\"id\":\"c\",\"s3\":\"10.0.0.9:3\",\"proto\":\"10.0.0.9:13\",\"drives\":2}]"
 
 static void test_cluster_map(void **state)
 {
@@ -536,6 +536,12 @@ static void test_cluster_map(void **state)
     assert_int_equal(m.sets[0].d[0].node, 2);
     assert_int_equal(m.sets[0].d[0].drive, 1);
     cmap_free(&m);
+    /* IPv6 literals in brackets. */
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":"
+                           "\"[::1]:1\",\"proto\":\"[::1]:2\",\"drives\":1}]}",
+                           &m, err),
+                     0);
+    cmap_free(&m);
     /* Each mistake is named. */
     const char *bad[] = {
         "[1]",
@@ -544,10 +550,13 @@ static void test_cluster_map(void **state)
         "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[]}",
         "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"4+1\"," NODES3 "}",
         "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"4+4\"," NODES3 "}",
-        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:0\","
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"10.0.0.9:1\",\"proto\":"
+        "\"10.0.0.9:0\","
         "\"drives\":1}]}",
-        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"h:1\",\"proto\":\"h:2\","
-        "\"drives\":1},{\"id\":\"a\",\"s3\":\"h:3\",\"proto\":\"h:4\",\"drives\":1}]}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"10.0.0.9:1\",\"proto\":"
+        "\"10.0.0.9:2\","
+        "\"drives\":1},{\"id\":\"a\",\"s3\":\"10.0.0.9:3\",\"proto\":\"10.0.0.9:4\",\"drives\":1}]"
+        "}",
         "{\"cluster\":\"x\",\"epoch\":1," NODES3
         ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\",\"a/0\"]}]}",
         "{\"cluster\":\"x\",\"epoch\":1," NODES3
@@ -557,6 +566,11 @@ static void test_cluster_map(void **state)
         "{\"cluster\":\"x\",\"epoch\":1," NODES3
         ",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\"]}]}",
         "{\"cluster\":\"x\",\"cluster\":\"y\",\"epoch\":1," NODES3 "}",
+        /* A host name: nodes listen and connect with address literals only. */
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"localhost:1\","
+        "\"proto\":\"10.0.0.9:2\",\"drives\":1}]}",
+        "{\"cluster\":\"x\",\"epoch\":1,\"nodes\":[{\"id\":\"a\",\"s3\":\"10.0.0.9:1\","
+        "\"proto\":\"[zz::1]:2\",\"drives\":1}]}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = 0;
