@@ -129,7 +129,8 @@ static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t 
 static int start_encoder(obj_writer_t *w)
 {
     obj_set_t *s = w->s;
-    int err = 0;
+    int err = dead_verdict(w); /* too big for inline copies: the quorum decides now */
+    if (err) return err;
     w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, &err);
     if (!w->enc) return err ? err : ERR_NOMEM;
     for (int i = 0; i < 2; i++)
@@ -164,6 +165,18 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
      * what they missed is healed once they are back.
      */
     w->dead = obj__unhealthy(s);
+    /*
+     * Too few up for the write quorum: fail now (503), before a byte is taken or a head read
+     * waits on a store that is away; unless the object may turn out small and its m+1 inline
+     * copies avoid them (its copies are its quorum), which start_encoder checks again.
+     */
+    if ((*err = dead_verdict(w)) != 0 &&
+        (!s->inline_max || (obj__inline_stores(s, bucket, key) & w->dead))) {
+        log_warn("event=put_refused key=%s up=%d quorum=%d: too few stores up", key,
+                 s->n - __builtin_popcount(w->dead), s->wq);
+        goto fail;
+    }
+    *err = 0;
     /* The encoder and stripe slots (tens of MiB) only for what does not fit inline. */
     if (!s->inline_max && (*err = start_encoder(w)) != 0) goto fail;
     w->md5 = EVP_MD_CTX_new();
