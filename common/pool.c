@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,29 @@ struct pool {
 
 void latch_init(latch_t *l)
 {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* latch_wait_ms: a clock that only goes on */
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
     l->left = 0;
+}
+
+int latch_wait_ms(latch_t *l, uint32_t ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)ms * 1000000ull;
+    dl.tv_sec += (time_t)(ns / 1000000000ull);
+    dl.tv_nsec = (long)(ns % 1000000000ull);
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    while (l->left > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&l->cv, &l->mu, &dl);
+    int open = l->left <= 0;
+    pthread_mutex_unlock(&l->mu);
+    return open ? 0 : ERR_AGAIN;
 }
 
 void latch_wait(latch_t *l)

@@ -20,6 +20,7 @@
 #define WL_POOL_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 typedef struct latch {
     pthread_mutex_t mu;
@@ -30,6 +31,8 @@ typedef struct latch {
 void latch_init(latch_t *l);
 /* Wait until every job submitted on l has run. */
 void latch_wait(latch_t *l);
+/* latch_wait for at most ms milliseconds: 0 when it opened, ERR_AGAIN when the time passed. */
+int latch_wait_ms(latch_t *l, uint32_t ms);
 /*
  * Count work that is not a pool job (an asynchronous write's callback):
  * latch_add before starting it, latch_done once when it finished.

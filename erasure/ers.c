@@ -382,15 +382,34 @@ struct ers_decoder {
     uint8_t *tables; /* fallback when the pattern cache is full */
     uint32_t missing;
     uint32_t suspect; /* shards that failed in an earlier stripe of this decoder */
+    uint32_t avoid;   /* shards read around (ers_decoder_avoid) */
     ers_stats_t stats;
     ers_parallel_fn par;
     void *par_arg;
+    ers_hedged_fn hedged;
+    void *hedged_arg;
 };
 
 void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg)
 {
     d->par = run;
     d->par_arg = arg;
+}
+
+void ers_decoder_set_hedged(ers_decoder_t *d, ers_hedged_fn run, void *arg)
+{
+    d->hedged = run;
+    d->hedged_arg = arg;
+}
+
+void ers_decoder_avoid(ers_decoder_t *d, uint32_t shards)
+{
+    d->avoid = shards;
+}
+
+uint32_t ers_decoder_suspects(const ers_decoder_t *d)
+{
+    return d->suspect;
 }
 
 ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
@@ -470,6 +489,12 @@ static void batch_fetch(void *ctx, unsigned i)
     b->rc[i] = rc;
 }
 
+static int batch_fetch_rc(void *ctx, unsigned i)
+{
+    batch_fetch(ctx, i);
+    return ((batch_t *)ctx)->rc[i];
+}
+
 static void batch_run(batch_t *b)
 {
     if (b->d->par && b->n > 1)
@@ -508,7 +533,8 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
         /* Shards that did not fail before first, suspects last. */
         for (int i = 0; i < 2 * n && have + (int)bt.n < k; i++) {
             int s = i % n;
-            if ((int)((d->suspect >> s) & 1) != i / n || ((surv | tried) & (1u << s))) continue;
+            if ((int)(((d->suspect | d->avoid) >> s) & 1) != i / n || ((surv | tried) & (1u << s)))
+                continue;
             tried |= 1u << s;
             uint32_t len = ers_block_len(l, stripe, (unsigned)s);
             if (len == 0) { /* an empty block of a short stripe: zeros, nothing to read */
@@ -591,7 +617,7 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
          * same round instead, so a degraded read costs one round, not two.
          * Suspects are asked again every 16 stripes, in case they are back.
          */
-        uint32_t skip = stripe % 16 ? d->suspect : 0, skipped = 0;
+        uint32_t skip = (stripe % 16 ? d->suspect : 0) | d->avoid, skipped = 0;
         batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
         for (unsigned j = (unsigned)((off - sstart) / B); j < l->k; j++) {
             uint64_t bstart = sstart + j * B;
@@ -617,9 +643,34 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
             tried |= 1u << p;
             skipped--;
         }
-        batch_run(&bt);
+        if (d->hedged && l->m > 0 && bt.n == l->k && !skipped) {
+            /* A whole stripe, every data shard asked: parity may stand in for slow ones. */
+            unsigned spare = 0;
+            for (unsigned i = 0; i < bt.n; i++)
+                bt.rc[i] = ERR_CANCELED; /* until fetched */
+            for (unsigned p = l->k; p < (unsigned)(l->k + l->m) && spare < l->k; p++, spare++) {
+                bt.shard[bt.n] = p;
+                bt.dst[bt.n] = scratch(d, p);
+                bt.len[bt.n] = plen;
+                bt.rc[bt.n++] = ERR_CANCELED;
+            }
+            d->hedged(d->hedged_arg, l->k, spare, l->k, batch_fetch_rc, &bt);
+            for (unsigned i = l->k; i < bt.n; i++)
+                if (bt.rc[i] != ERR_CANCELED) tried |= 1u << bt.shard[i];
+        } else {
+            batch_run(&bt);
+        }
         for (unsigned i = 0; i < bt.n; i++) {
             unsigned j = bt.shard[i];
+            if (bt.rc[i] == ERR_CANCELED) {
+                /* Given up on (slow): read around from now on, as a failed shard is. */
+                if (j < l->k) {
+                    d->stats.given_up++;
+                    d->suspect |= 1u << j;
+                    direct = 0;
+                }
+                continue;
+            }
             if (bt.rc[i] != 0) {
                 d->stats.blocks_bad++;
                 d->suspect |= 1u << j;

@@ -128,6 +128,7 @@ typedef struct {
     uint64_t blocks_read;   /* source calls that returned data */
     uint64_t blocks_bad;    /* missing, failed or checksum mismatch */
     uint64_t reconstructed; /* blocks rebuilt by decoding */
+    uint64_t given_up;      /* slow fetches given up on once parity stood in (hedged reads) */
 } ers_stats_t;
 
 ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err);
@@ -151,6 +152,30 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
 typedef void (*ers_parallel_fn)(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i),
                                 void *ctx);
 void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg);
+
+/*
+ * Hedged reads: a runner that may give up on slow fetches. It runs fetches
+ * 0..n-1 (the data blocks of a whole stripe) in parallel; while some are
+ * slow it may also run spares n..n+spare-1 (parity blocks), and once `need`
+ * fetches succeeded it may give up on the rest. It returns when every fetch
+ * it started has ended; a fetch given up on or never started reports
+ * ERR_CANCELED (fn returns each fetch's result) and must have written
+ * nothing. With one set, the decoder uses it for whole stripes whose data
+ * shards are not known to fail (the parallel runner for everything else):
+ * a slow shard costs the runner's delay, not its full latency, and is then
+ * read around like a failed one.
+ */
+typedef void (*ers_hedged_fn)(void *arg, unsigned n, unsigned spare, unsigned need,
+                              int (*fn)(void *ctx, unsigned i), void *ctx);
+void ers_decoder_set_hedged(ers_decoder_t *d, ers_hedged_fn run, void *arg);
+/*
+ * Shards to read around from now on (a store known not to be up, or slow):
+ * each stripe asks as many parity shards in their place in the same round,
+ * and asks them only when the others cannot do without. Replaces the last.
+ */
+void ers_decoder_avoid(ers_decoder_t *d, uint32_t shards);
+/* Shards that failed (or were given up on) in an earlier stripe of this decoder. */
+uint32_t ers_decoder_suspects(const ers_decoder_t *d);
 
 /* Bitmask of shards that failed in the last failing stripe. */
 uint32_t ers_decoder_missing(const ers_decoder_t *d);

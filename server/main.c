@@ -51,7 +51,7 @@ typedef struct {
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
-    int64_t peer_timeout_ms, write_quorum, scrub_interval_s;
+    int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s;
     uint64_t scrub_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
@@ -155,6 +155,11 @@ static const opt_def_t options[] = {
      C(peer_timeout_ms, int64_t),
      "deadline of a call to another node; a node past it is suspect: reads go\n"
      "around its drives, and it is pinged until it answers again"},
+    {"hedge-ms", "MS", "cluster", "hedge_ms", OPT_INT, OPT_ZERO_OK, 1, 600000, "50",
+     C(hedge_ms, int64_t),
+     "a block read from another node still out after this long gets a parity read\n"
+     "beside it, and is given up on once the parity is in (that node is then read\n"
+     "around for 2 s): one slow node costs a GET this, not its latency; 0: off"},
     {"cluster-secret-file", "FILE", "cluster", "secret_file", OPT_STR, 0, 1, 0, NULL,
      C(cluster_secret_file, STR),
      "file holding the cluster secret peers authenticate with (at least 16 bytes;\n"
@@ -533,6 +538,7 @@ int main(int argc, char **argv)
     obj_set_t *set = make_sets(st, nsets, k, m, (uint32_t)conf.block,
                                map ? placement_seed(map->cluster) : 0, &err);
     if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
+    if (set) obj_set_hedge_ms(set, (uint32_t)conf.hedge_ms);
     if (set) {
         int wq = conf.write_quorum ? (int)conf.write_quorum : m > 0 ? k + 1 : k;
         if (obj_set_write_quorum(set, wq) != 0) {

@@ -108,6 +108,20 @@ int obj_set_place(const obj_set_t *s, const char *bucket, const char *key);
 #define OBJ_INLINE_LIMIT   (1u << 20)
 void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
 /*
+ * Hedged reads: a whole stripe's block read from another node that has not
+ * answered after `ms` is given up on once parity read from other stores
+ * stands in for it (shard_ops_t.read_split_cancelable), and that store is
+ * read around for a while (OBJ_SLOW_MS) by every reader of the set: one slow
+ * node costs a GET this delay, not its own latency. 0 turns it off. Local
+ * drives are never given up on (their reads cannot be). Before the set is used.
+ */
+#define OBJ_HEDGE_DEFAULT_MS 50
+#define OBJ_SLOW_MS          2000
+void obj_set_hedge_ms(obj_set_t *s, uint32_t ms);
+/* Reads given up on (hedged) since the set started, over all its sets. */
+uint64_t obj_set_hedged(const obj_set_t *s);
+
+/*
  * Stores a write needs durable before it is acknowledged (blocks and heads
  * alike): k..k+m, default k. With more than k an acknowledged object keeps
  * redundancy however the write went (k+1 survives one more failure before

@@ -113,7 +113,9 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     for (unsigned j = 0; j < l->k; j++)
         if (!s->st[j].ops->read_split) return;
     /* A data store that is not up is read around (obj_read), not ahead. */
-    if (obj__busy(s) || (obj__unhealthy(s) & ((1u << l->k) - 1))) return;
+    if (obj__busy(s) || ((obj__unhealthy(s) | obj__slow(s)) & ((1u << l->k) - 1))) return;
+    /* Nor while a data shard of this object failed or was slow (read around, not ahead). */
+    if (ers_decoder_suspects(r->dec) & ((1u << l->k) - 1)) return;
     pool_job_t *q[OBJ_MAX_SHARDS];
     int n = 0;
     if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
@@ -151,15 +153,21 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
         return r->ra_jobs[shard].rc;
     }
     if (st->ops->read_split) {
-        /* Straight into the caller's buffer; only the crc goes elsewhere. */
-        if ((rc = st->ops->read_split(st->ctx, &id, buf, len, c, 4, &crc->actual)) != 0) return rc;
+        /* Straight into the caller's buffer; only the crc goes elsewhere. A hedged read's may be
+         * given up on once parity stood in for it (obj__hedged): its store was slow. */
+        rc = st->ops->read_split(st->ctx, &id, buf, len, c, 4, &crc->actual);
+        if (rc == ERR_CANCELED) obj__mark_slow(s, shard);
+        if (rc) return rc;
         crc->stored = le_get32(c);
         crc->computed = 1;
         return 0;
     }
     if (!r->blk[shard]) r->blk[shard] = bufpool_get(s->bufs, (size_t)r->info.layout.block_size + 4);
     uint8_t *b = r->blk[shard];
-    if ((rc = st->ops->read(st->ctx, &id, 0, b, (size_t)len + 4)) != 0) return rc;
+    if ((rc = st->ops->read(st->ctx, &id, 0, b, (size_t)len + 4)) != 0) {
+        if (rc == ERR_CANCELED) obj__mark_slow(s, shard);
+        return rc;
+    }
     memcpy(buf, b, len);
     crc->stored = le_get32(b + len);
     return 0;
@@ -347,6 +355,7 @@ obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key
             return NULL;
         }
         ers_decoder_set_parallel(r->dec, obj__parallel, s);
+        if (s->hedge_ms) ers_decoder_set_hedged(r->dec, obj__hedged, s);
     }
     if (info) obj_info_copy(info, &r->info);
     return r;
@@ -401,6 +410,10 @@ int obj_read(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     if (r->ra_mask && (len == 0 || off / sdata != r->ra_stripe)) r->ra_mask = 0;
     r->skip = r->ask_all ? 0 : obj__unhealthy(r->s);
     if (__builtin_popcount(r->skip) > (int)l->m) r->skip = 0; /* cannot do without them */
+    /* Parity is asked in their place in the same round; a slow store is still asked when the
+     * others cannot do without it (one not up fails at once, above). */
+    uint32_t avoid = r->ask_all ? 0 : r->skip | obj__slow(r->s);
+    ers_decoder_avoid(r->dec, __builtin_popcount(avoid) > (int)l->m ? r->skip : avoid);
     int rc = ers_decoder_read(r->dec, off, len, buf, obj__block_source, r);
     r->missing = rc ? ers_decoder_missing(r->dec) : 0;
     r->ra_mask = 0;

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,14 +93,23 @@ uint32_t obj__first_store(const obj_set_t *s, const char *bucket, const char *ke
 typedef struct {
     latch_t *latch;
     int rc;
+    /* HJ_OUT until answered (HJ_ANSWERED) or given up on by the reader (HJ_GIVEN_UP: the
+     * answer, when it comes, frees the job and touches nothing else). */
+    _Atomic int state;
     drive_stat_t st;
     uint8_t meta[HEAD_MAX];
 } head_job_t;
+enum { HJ_OUT = 0, HJ_ANSWERED, HJ_GIVEN_UP };
 
 static void head_done(void *arg, int rc)
 {
     head_job_t *j = arg;
     j->rc = rc;
+    int was = HJ_OUT;
+    if (!atomic_compare_exchange_strong(&j->state, &was, HJ_ANSWERED)) {
+        free(j); /* its reader went on without it */
+        return;
+    }
     latch_done(j->latch);
 }
 
@@ -124,6 +134,7 @@ void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, con
         }
         head_job_t *hj = rd->jobs[j] = xmalloc(sizeof(*hj));
         hj->latch = &rd->latch;
+        atomic_init(&hj->state, HJ_OUT);
         drive_id_t id = {bucket, key, pos, (uint32_t)stores[j]};
         latch_add(&rd->latch, 1);
         int rc =
@@ -133,6 +144,11 @@ void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, con
 }
 
 void obj__heads_finish(obj__heads_rd_t *rd)
+{
+    obj__heads_finish_hedged(rd, 0);
+}
+
+void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms)
 {
     uint8_t meta[HEAD_MAX];
     obj_set_t *s = rd->s;
@@ -146,6 +162,20 @@ void obj__heads_finish(obj__heads_rd_t *rd)
         head_decode(&rd->out[j], rc, &ds, meta);
     }
     if (!rd->async) return;
+    if (hedge_ms && latch_wait_ms(&rd->latch, hedge_ms) != 0) {
+        /* Calls still out past the delay: go on without them (the caller asks other stores
+         * in their place), and read around their stores for a while. */
+        for (int j = 0; j < rd->n; j++) {
+            head_job_t *hj = rd->jobs[j];
+            int was = HJ_OUT;
+            if (!hj || !atomic_compare_exchange_strong(&hj->state, &was, HJ_GIVEN_UP)) continue;
+            rd->jobs[j] = NULL;
+            rd->out[j].rc = ERR_CANCELED;
+            rd->out[j].ok = 0;
+            obj__mark_slow(s, (unsigned)rd->stores[j]);
+            latch_done(&rd->latch);
+        }
+    }
     latch_wait(&rd->latch);
     for (int j = 0; j < rd->n; j++) {
         head_job_t *hj = rd->jobs[j];
@@ -169,6 +199,24 @@ static int newer(const obj_info_t *a, const obj_info_t *b)
 {
     return a->stamp_ns > b->stamp_ns ||
            (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
+}
+
+/* The first store's record, head and payload (newest_at), as a hedged fetch. */
+typedef struct {
+    const shard_store_t *st;
+    const drive_id_t *id;
+    drive_stat_t *ds;
+    uint8_t *meta;
+    void *buf;
+    size_t cap;
+    int rc;
+} first_get_t;
+
+static int first_get(void *ctx, unsigned i)
+{
+    (void)i;
+    first_get_t *g = ctx;
+    return g->rc = g->st->ops->get(g->st->ctx, g->id, g->ds, g->meta, HEAD_MAX, g->buf, g->cap);
 }
 
 /*
@@ -209,18 +257,29 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
             drive_id_t id = {bucket, key, pos, (uint32_t)gi};
             drive_stat_t st;
             const shard_store_t *gs = &s->st[gi];
-            int src = gs->ops->get(gs->ctx, &id, &st, meta, sizeof(meta), ibuf, cap);
+            int src;
+            if (gs->ops->stat_async && s->hedge_ms) {
+                /* Behind the network: given up on if slow (the next round asks another store,
+                 * the bytes come from a copy); on a pool thread, as this one must keep time. */
+                first_get_t fg = {gs, &id, &st, meta, ibuf, cap, ERR_CANCELED};
+                obj__hedged_run(s, 1, 0, 1, first_get, &fg, 1);
+                src = fg.rc;
+                if (src == ERR_CANCELED) obj__mark_slow(s, (unsigned)gi);
+            } else {
+                src = gs->ops->get(gs->ctx, &id, &st, meta, sizeof(meta), ibuf, cap);
+            }
             if (src == 0) {
                 ifrom = gi;
                 ilen = st.len;
             }
             /* A payload bigger than any inline object, or a failure: stat's answer stands (it is
              * what every other head lookup goes by). */
-            if (src != 0 && src != ERR_NOT_FOUND)
+            if (src != 0 && src != ERR_NOT_FOUND && src != ERR_CANCELED)
                 src = gs->ops->stat(gs->ctx, &id, &st, meta, sizeof(meta));
             head_decode(&h[0], src, &st, meta);
         }
-        obj__heads_finish(&rd);
+        /* Hedged while other stores are left to ask in place of a slow one. */
+        obj__heads_finish_hedged(&rd, next < no ? s->hedge_ms : 0);
         for (int j = 0; j < next - from; j++) {
             int i = order[from + j];
             obj__head_t *r = &h[j];
@@ -466,6 +525,52 @@ static int inline_from(obj_set_t *s, int i, const drive_id_t *id, const obj_info
     return 0;
 }
 
+/* The copies of an inline version at its current position, read hedged (obj__inline_load). */
+typedef struct {
+    obj_set_t *s;
+    const int *order;
+    const char *bucket, *key;
+    const obj_info_t *v;
+    uint8_t *bufs[OBJ_MAX_SHARDS];
+    int rc[OBJ_MAX_SHARDS];
+} copies_t;
+
+static int copy_fetch(void *ctx, unsigned j)
+{
+    copies_t *c = ctx;
+    drive_id_t id = {c->bucket, c->key, "", (uint32_t)c->order[j]};
+    return c->rc[j] = inline_from(c->s, c->order[j], &id, c->v, c->bufs[j]);
+}
+
+/*
+ * The first copy from a store behind the network, with the next ones as
+ * spares: a copy on a slow node costs the hedge delay, then another copy's
+ * read. 0 when a copy came in (into buf); else the caller asks in turn.
+ */
+static int inline_hedged(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                         void *buf, const int *order, int no)
+{
+    copies_t c = {.s = s, .order = order, .bucket = bucket, .key = key, .v = v};
+    unsigned spare = (unsigned)(no - 1 < s->m ? no - 1 : s->m);
+    c.bufs[0] = buf;
+    c.rc[0] = ERR_CANCELED;
+    for (unsigned j = 1; j <= spare; j++) {
+        c.bufs[j] = xmalloc(v->size ? v->size : 1);
+        c.rc[j] = ERR_CANCELED;
+    }
+    obj__hedged_run(s, 1, spare, 1, copy_fetch, &c, 0);
+    if (c.rc[0] == ERR_CANCELED) obj__mark_slow(s, (unsigned)order[0]);
+    int rc = c.rc[0] == 0 ? 0 : ERR_NOT_FOUND;
+    for (unsigned j = 1; j <= spare; j++) {
+        if (rc != 0 && c.rc[j] == 0) {
+            memcpy(buf, c.bufs[j], v->size);
+            rc = 0;
+        }
+        free(c.bufs[j]);
+    }
+    return rc;
+}
+
 int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                      void *buf)
 {
@@ -476,6 +581,10 @@ int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const ob
      * position first, then the version's noncurrent one; stores that are not up last. */
     int order[OBJ_MAX_SHARDS];
     int no = obj__ask_order(s, v->inl, inline_first(s, bucket, key), order);
+    if (s->hedge_ms && no > 1 && s->st[order[0]].ops->stat_async) {
+        if (inline_hedged(s, bucket, key, v, buf, order, no) == 0) return 0;
+        no = obj__ask_order(s, v->inl, inline_first(s, bucket, key), order); /* slow ones last */
+    }
     for (int p = 0; p < 2; p++)
         for (int j = 0; j < no; j++) {
             int i = order[j];

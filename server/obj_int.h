@@ -62,6 +62,10 @@ struct obj_set {
     int wq; /* write quorum: stores a write needs (obj_set_write_quorum) */
     uint32_t block;
     uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
+    uint32_t hedge_ms;   /* obj_set_hedge_ms; 0: reads wait for every block they asked */
+    /* Per store: read around until this time (ms, CLOCK_MONOTONIC): a read was given up on. */
+    _Atomic uint64_t slow_until[OBJ_MAX_SHARDS];
+    _Atomic uint64_t hedged; /* reads given up on */
     /*
      * Runs shard I/O in parallel: the block reads of a stripe for GETs, and
      * the puts of stores without put_async (obj__put_start: the k+m block
@@ -164,6 +168,20 @@ int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[
 void obj__run_all(obj_set_t *s, pool_job_t **jobs, int n);
 /* ers_parallel_fn on the set's pool (arg: the set). */
 void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx);
+/* ers_hedged_fn on the set's pool (arg: the set): waits hedge_ms before spares. */
+void obj__hedged(void *arg, unsigned n, unsigned spare, unsigned need,
+                 int (*fn)(void *ctx, unsigned i), void *ctx);
+/*
+ * obj__hedged; alone: also when there is no spare to start, the fetches
+ * still out after hedge_ms as calls to other nodes are given up on (the
+ * caller asks elsewhere in their place).
+ */
+void obj__hedged_run(obj_set_t *s, unsigned n, unsigned spare, unsigned need,
+                     int (*fn)(void *ctx, unsigned i), void *ctx, int alone);
+/* Store i's read was given up on: read around it for OBJ_SLOW_MS. */
+void obj__mark_slow(obj_set_t *s, unsigned i);
+/* Stores read around because they were slow (obj__mark_slow), as a mask. */
+uint32_t obj__slow(const obj_set_t *s);
 
 /* ---- obj_meta.c ---- */
 
@@ -220,6 +238,12 @@ void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, con
                       const char *pos, const int *stores, int n, obj__head_t *out);
 /* Ask the rest, wait for all: out[] filled. */
 void obj__heads_finish(obj__heads_rd_t *rd);
+/*
+ * obj__heads_finish, but calls still out after hedge_ms (0: wait for all)
+ * are given up on: their out[] say ERR_CANCELED, and their stores are
+ * marked slow (obj__mark_slow).
+ */
+void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms);
 /* The stores of mask (bits at or above the set's width ignored) into stores; returns how many. */
 int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]);
 /* Both. */

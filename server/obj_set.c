@@ -16,9 +16,13 @@
 
 #include "common/err.h"
 #include "common/mem.h"
+#include "proto/net.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block, int *err)
 {
@@ -73,6 +77,21 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes)
     for (int j = 0; j < s->nsub; j++)
         obj_set_inline_max(s->sub[j], bytes);
     s->inline_max = bytes < OBJ_INLINE_LIMIT ? bytes : OBJ_INLINE_LIMIT;
+}
+
+void obj_set_hedge_ms(obj_set_t *s, uint32_t ms)
+{
+    for (int j = 0; j < s->nsub; j++)
+        obj_set_hedge_ms(s->sub[j], ms);
+    s->hedge_ms = ms;
+}
+
+uint64_t obj_set_hedged(const obj_set_t *s)
+{
+    uint64_t n = atomic_load(&((obj_set_t *)s)->hedged);
+    for (int j = 0; j < s->nsub; j++)
+        n += obj_set_hedged(s->sub[j]);
+    return n;
 }
 
 int obj_set_write_quorum(obj_set_t *s, int stores)
@@ -203,7 +222,7 @@ int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]
 
 int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[OBJ_MAX_SHARDS])
 {
-    uint32_t sick = obj__unhealthy(s);
+    uint32_t sick = obj__unhealthy(s) | obj__slow(s); /* slow ones: last too */
     int n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int j = 0; j < s->n; j++) {
@@ -264,4 +283,148 @@ void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), voi
     if (n) fn(ctx, 0);
     latch_wait(&l);
     latch_destroy(&l);
+}
+
+/* ---- hedged reads ---- */
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+void obj__mark_slow(obj_set_t *s, unsigned i)
+{
+    if (i >= OBJ_MAX_SHARDS) return;
+    atomic_store(&s->slow_until[i], now_ms() + OBJ_SLOW_MS);
+    atomic_fetch_add(&s->hedged, 1);
+}
+
+uint32_t obj__slow(const obj_set_t *s)
+{
+    uint32_t mask = 0;
+    uint64_t now = 0;
+    for (int i = 0; i < s->n; i++) {
+        uint64_t until = atomic_load(&((obj_set_t *)s)->slow_until[i]);
+        if (!until) continue;
+        if (!now) now = now_ms();
+        if (until > now) mask |= 1u << i;
+    }
+    return mask;
+}
+
+typedef struct hedge hedge_t;
+typedef struct {
+    pool_job_t base;
+    hedge_t *h;
+    unsigned i;
+    proto_cancel_t tok;
+} hedge_job_t;
+
+struct hedge {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* a fetch ended */
+    unsigned ended, ok;
+    uint32_t done; /* fetches ended, as a mask */
+    int (*fn)(void *ctx, unsigned i);
+    void *ctx;
+    hedge_job_t job[OBJ_MAX_SHARDS];
+};
+
+static void run_hedge(pool_job_t *j)
+{
+    hedge_job_t *hj = (hedge_job_t *)j;
+    hedge_t *h = hj->h;
+    shard_set_hedge_token(&hj->tok);
+    int rc = h->fn(h->ctx, hj->i);
+    shard_set_hedge_token(NULL);
+    pthread_mutex_lock(&h->mu);
+    h->done |= 1u << hj->i;
+    h->ended++;
+    h->ok += rc == 0;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/*
+ * The block reads of a whole stripe, hedged. The data blocks are read as by
+ * obj__parallel; those still out after hedge_ms whose read is a call to
+ * another node in flight (a local read cannot be given up on, so waiting for
+ * parity beside it would only add reads) get as many parity reads beside
+ * them; once k blocks are in, the reads still out are given up on (their
+ * calls end with ERR_CANCELED, having written nothing) and waited for, which
+ * is at once. The store of a read given up on is marked slow by the reader.
+ */
+void obj__hedged(void *arg, unsigned n, unsigned spare, unsigned need,
+                 int (*fn)(void *ctx, unsigned i), void *ctx)
+{
+    obj__hedged_run(arg, n, spare, need, fn, ctx, 0);
+}
+
+void obj__hedged_run(obj_set_t *s, unsigned n, unsigned spare, unsigned need,
+                     int (*fn)(void *ctx, unsigned i), void *ctx, int alone)
+{
+    hedge_t h;
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    if (n + spare > OBJ_MAX_SHARDS) spare = OBJ_MAX_SHARDS - n;
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    h.ended = h.ok = 0;
+    h.done = 0;
+    h.fn = fn;
+    h.ctx = ctx;
+    for (unsigned i = 0; i < n + spare; i++) {
+        h.job[i] = (hedge_job_t){.base = {.run = run_hedge}, .h = &h, .i = i};
+        proto_cancel_init(&h.job[i].tok);
+        q[i] = &h.job[i].base;
+    }
+    latch_t l;
+    latch_init(&l);
+    unsigned started = n;
+    if (obj__busy(s)) {
+        /* No spare thread: one after another, as obj__parallel does; nothing to hedge with. */
+        for (unsigned i = 0; i < n; i++)
+            run_hedge(q[i]);
+    } else {
+        pool_submit(s->pool, q, (int)n, &l);
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)s->hedge_ms * 1000000ull;
+        dl.tv_sec += (time_t)(ns / 1000000000ull);
+        dl.tv_nsec = (long)(ns % 1000000000ull);
+        pthread_mutex_lock(&h.mu);
+        while (h.ended < n && pthread_cond_timedwait(&h.cv, &h.mu, &dl) != ETIMEDOUT) {
+        }
+        unsigned slow = 0;
+        for (unsigned i = 0; i < n && h.ended < n; i++)
+            if (!((h.done >> i) & 1) && proto_cancel_in_flight(&h.job[i].tok)) slow++;
+        unsigned add = slow < spare ? slow : spare;
+        if (alone && slow && !add) {
+            /* Nothing to stand in here: the caller goes on without the slow ones. */
+            for (unsigned i = 0; i < n; i++)
+                if (!((h.done >> i) & 1)) proto_cancel(&h.job[i].tok);
+        } else if (add) {
+            pthread_mutex_unlock(&h.mu);
+            pool_submit(s->pool, q + n, (int)add, &l);
+            started += add;
+            pthread_mutex_lock(&h.mu);
+            while (h.ok < need && h.ended < started)
+                pthread_cond_wait(&h.cv, &h.mu);
+            /* Enough in (or all ended): give up on the rest; a call that ended ignores it. */
+            for (unsigned i = 0; i < started; i++)
+                if (!((h.done >> i) & 1)) proto_cancel(&h.job[i].tok);
+        }
+        pthread_mutex_unlock(&h.mu);
+    }
+    latch_wait(&l);
+    latch_destroy(&l);
+    for (unsigned i = 0; i < n + spare; i++)
+        proto_cancel_destroy(&h.job[i].tok);
+    pthread_cond_destroy(&h.cv);
+    pthread_mutex_destroy(&h.mu);
 }

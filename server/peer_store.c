@@ -36,7 +36,9 @@ static int run(const remote_t *r, proto_call_t *c, const proto_w_t *w)
     if (w->err) return ERR_INVAL; /* a name longer than the wire takes */
     c->fields = w->p;
     c->fields_len = w->len;
-    return proto_call(r->peer, c);
+    /* A hedged read's: it may be given up on (shard_hedge_token). */
+    proto_cancel_t *tok = shard_hedge_token();
+    return tok ? proto_call_cancelable(r->peer, c, tok) : proto_call(r->peer, c);
 }
 
 static int r_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,

@@ -19,6 +19,18 @@ static int l_put(void *ctx, const drive_id_t *id, const void *data, size_t len, 
     return drive_put(ctx, id, data, len, meta, meta_len);
 }
 
+static __thread struct proto_cancel *hedge_token;
+
+struct proto_cancel *shard_hedge_token(void)
+{
+    return hedge_token;
+}
+
+void shard_set_hedge_token(struct proto_cancel *t)
+{
+    hedge_token = t;
+}
+
 static int l_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
 {
     return drive_read(ctx, id, off, buf, len);

@@ -8,6 +8,8 @@
 
 #include "storage/drive.h"
 
+struct proto_cancel; /* proto/net.h: shard_hedge_token */
+
 /*
  * Longest bucket and key names a store takes (bytes, without the NUL): the
  * record format's limits (shard.c checks that they match).
@@ -116,6 +118,17 @@ typedef struct {
     const shard_ops_t *ops;
     void *ctx;
 } shard_store_t;
+
+/*
+ * Reads that can be given up on (hedged reads): while a thread has a token
+ * set, the calls a store behind the network makes for it are made with that
+ * token (proto/net.h, proto_cancel): after proto_cancel(token) such a call
+ * ends with ERR_CANCELED unless its answer had already come, and then it has
+ * written nothing into the caller's places. A local drive's read cannot be
+ * given up on: local stores ignore the token. NULL: none (the default).
+ */
+struct proto_cancel *shard_hedge_token(void);
+void shard_set_hedge_token(struct proto_cancel *t);
 
 /* A store backed by a local drive (borrowed; the caller closes it). */
 shard_store_t shard_store_local(drive_t *d);

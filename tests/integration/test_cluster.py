@@ -477,6 +477,64 @@ def test_silent_node_is_read_around(datadir):
             n.stop()
 
 
+def test_frozen_node_is_hedged(datadir):
+    """Hedged reads: a node that stops answering (SIGSTOP) while its calls'
+    deadline is a minute away does not hold up reads for that minute. Heads
+    asked of it are given up on after --hedge-ms and asked of other stores;
+    its blocks of a stripe are given up on once parity read beside them is
+    in; its stores are then read around. Every GET returns the exact bytes
+    well inside a client timeout shorter than the deadline, and no call to it
+    timed out: the reads gave up on them first."""
+    from botocore.config import Config
+    import boto3
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    nodes = start_all([Node(datadir, n, path, extra=["--peer-timeout-ms", "60000",
+                                                     "--hedge-ms", "50"])
+                       for n in ("n1", "n2", "n3")])
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="hedge")
+        want = {}
+        # Small objects (inline, copies on three of six stores: some keys' first copy is on
+        # n3) and erasure-coded ones.
+        for i, size in enumerate([1000, 300000, 1048576, 3 * 1048576 + 5] + [100 + j for j in range(8)]):
+            data = body(size, 900 + i)
+            c.put_object(Bucket="hedge", Key="k%d" % i, Body=data)
+            want["k%d" % i] = md5(data)
+        os.kill(n3.proc.pid, signal.SIGSTOP)
+        # A client that gives up long before a call to n3 would (20 s against 60 s), and does
+        # not retry: a read that waited for n3 fails here.
+        impatient = boto3.session.Session().client(
+            "s3", endpoint_url=n1.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+            region_name="us-east-1",
+            config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                          read_timeout=20, connect_timeout=5))
+        for _ in range(3):
+            for k, h in want.items():
+                got = impatient.get_object(Bucket="hedge", Key=k)["Body"].read()
+                assert md5(got) == h, k
+            r = impatient.get_object(Bucket="hedge", Key="k3", Range="bytes=1048000-2100000")
+            assert r["Body"].read() == body(3 * 1048576 + 5, 903)[1048000:2100001]
+        keys = [o["Key"] for o in impatient.list_objects_v2(Bucket="hedge").get("Contents", [])]
+        assert keys == sorted(want), keys
+        os.kill(n3.proc.pid, signal.SIGCONT)
+        st = node_stats(n1)
+        assert st["proto"]["hedged_reads"] >= 1, st["proto"]
+        peer = [p for p in st["peers"] if p["node"] == "n3"][0]
+        assert peer["timeouts"] == 0, peer  # given up on, not waited out
+        # n3 answers the calls given up on late; they are dropped, and it serves as before.
+        c3 = n3.s3()
+        for k, h in want.items():
+            assert md5(c3.get_object(Bucket="hedge", Key=k)["Body"].read()) == h, k
+            assert md5(c.get_object(Bucket="hedge", Key=k)["Body"].read()) == h, k
+    finally:
+        if n3.proc:
+            os.kill(n3.proc.pid, signal.SIGCONT)
+        for n in nodes:
+            n.stop()
+
+
 def test_write_quorum_and_heal_queue(datadir):
     """With the default write quorum (k+1 = five stores of six), a PUT with a
     node away (two stores) fails cleanly and leaves nothing; with k it is
