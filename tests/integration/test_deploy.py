@@ -23,6 +23,9 @@ LOCAL = os.path.join(ROOT, "deploy", "local-cluster.sh")
 SSH_DEPLOY = os.path.join(ROOT, "deploy", "ssh-deploy.sh")
 ADMIN = os.path.join(BUILD, "cluster", "wl-admin")
 SANITIZED = os.environ.get("WL_SANITIZED") == "1"
+# The scripts are what this file tests, and they do not change with the build: once (the
+# Release pass of tests/run.sh) is enough; the nodes under ASan are test_cluster's.
+pytestmark = pytest.mark.skipif(SANITIZED, reason="deploy scripts are tested in the Release pass")
 
 
 def sha(b):
