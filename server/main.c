@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,18 +261,81 @@ static int add_user(s3_user_t *users, int *n, const char *ak, const char *sk, co
 }
 
 /*
+ * Replaced drives. A drive directory without its engine's files, on a node
+ * whose other drives (or layout) show that data was written before, is an
+ * empty drive that took a failed one's place: until the heal scanner has
+ * refilled it, it holds none of the heads and inline copies the set expects
+ * of it, and a listing that merged it among k stores could miss objects. It
+ * is marked (DRIVE/refilling, kept across restarts, and drive_set_refilling:
+ * readers take it last), the scanner is started at once, and the marks go
+ * when a pass ends with nothing it could not make whole.
+ */
+typedef struct {
+    drive_t **dv;
+    char (*path)[4096];
+    int n;
+} refill_t;
+
+static int drive_is_fresh(const char *path)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/segments", path);
+    return stat(p, &sb) != 0 && errno == ENOENT;
+}
+
+static void refill_mark(const char *path, drive_t *d)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/refilling", path);
+    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) != 0)
+        log_error("event=refill_mark_failed path=%s err=%s", p, strerror(errno));
+    if (fd >= 0) close(fd);
+    drive_set_refilling(d, 1);
+}
+
+static int refill_marked(const char *path)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/refilling", path);
+    return stat(p, &sb) == 0;
+}
+
+/* s3_cfg_t.scrub_done: a whole pass refilled every marked drive. */
+static void refill_done(void *arg, unsigned failed)
+{
+    refill_t *r = arg;
+    if (failed) return; /* not whole yet: the next pass tries again */
+    for (int i = 0; i < r->n; i++) {
+        if (!r->dv[i] || !drive_refilling(r->dv[i])) continue;
+        char p[4200];
+        snprintf(p, sizeof(p), "%s/refilling", r->path[i]);
+        if (unlink(p) != 0 && errno != ENOENT) {
+            log_error("event=refill_unmark_failed path=%s err=%s", p, strerror(errno));
+            continue;
+        }
+        drive_set_refilling(r->dv[i], 0);
+        log_info("event=drive_refilled path=%s", r->path[i]);
+    }
+}
+
+/*
  * Where keys live depends on the sets (obj_set_multi: how many, and in a
  * cluster which drives each holds), so a data directory keeps the layout it
  * was made with: DATA/layout records it on the first start ("sets 2 ec
  * 4+2", and for a cluster member its id and a digest of the map's sets),
  * and a later start with another layout is refused (its keys would be
  * looked for on other sets). A single node compares the number of sets. A
- * data directory from before the file existed held one set. 0, or 2 with
- * the reason printed.
+ * data directory from before the file existed held one set. *existed: a
+ * layout was there already (data was written before). 0, or 2 with the
+ * reason printed.
  */
-static int check_layout(const char *data, const char *want, int single, int nsets)
+static int check_layout(const char *data, const char *want, int single, int nsets, int *existed)
 {
     char path[4096], had[512] = "";
+    *existed = 0;
     if ((size_t)snprintf(path, sizeof(path), "%s/layout", data) >= sizeof(path)) {
         fprintf(stderr, "warmlaked: --data %s: path too long\n", data);
         return 2;
@@ -287,6 +351,7 @@ static int check_layout(const char *data, const char *want, int single, int nset
         snprintf(d0, sizeof(d0), "%s/drive0", data);
         if (stat(d0, &sb) == 0 && nsets != 1) snprintf(had, sizeof(had), "sets 1");
     }
+    *existed = had[0] != 0;
     int hs = 0,
         same = single ? sscanf(had, "sets %d", &hs) == 1 && hs == nsets : strcmp(had, want) == 0;
     if (had[0] && !same) {
@@ -494,15 +559,17 @@ int main(int argc, char **argv)
     if (!clustered) nsets = drives / (k + m);
     drive_t *dv[OBJ_MAX_SHARDS] = {0};
     shard_store_t *st = xcalloc((size_t)nsets * (size_t)(k + m), sizeof(*st));
-    int made_data = 0;
+    int made_data = 0, had_layout = 0;
     {
         char want[512];
         if (clustered)
             cluster_layout(map, want, sizeof(want));
         else
             snprintf(want, sizeof(want), "sets %d ec %d+%d", nsets, k, m);
-        if ((rc = check_layout(conf.data, want, !clustered, nsets)) != 0) goto out;
+        if ((rc = check_layout(conf.data, want, !clustered, nsets, &had_layout)) != 0) goto out;
     }
+    static char dpath[OBJ_MAX_SHARDS][4096]; /* each drive's directory (refill_t) */
+    int fresh[OBJ_MAX_SHARDS] = {0}, nfresh = 0;
     for (int i = 0; i < drives; i++) {
         char path[4096];
         const drive_conf_t *dc = &conf.drive[i];
@@ -521,6 +588,8 @@ int main(int argc, char **argv)
         }
         drive_cfg_t c = {0};
         c.path = dc->path ? dc->path : path;
+        snprintf(dpath[i], sizeof(dpath[i]), "%s", c.path);
+        nfresh += fresh[i] = drive_is_fresh(c.path);
         c.capacity = dc->capacity ? dc->capacity : capacity;
         c.segment_size = segment;
         c.iu = (uint32_t)(dc->iu ? dc->iu : conf.iu);
@@ -533,6 +602,20 @@ int main(int argc, char **argv)
         }
         if (!clustered) st[i] = shard_store_local(dv[i]);
     }
+    /* Drives fresh while others are not (or the layout was written before): replaced. */
+    int refilling = 0;
+    for (int i = 0; i < drives; i++) {
+        if (fresh[i] && (nfresh < drives || had_layout)) {
+            log_warn("event=drive_replaced path=%s: empty where data was; refilled by the heal "
+                     "scanner, read last until then",
+                     dpath[i]);
+            refill_mark(dpath[i], dv[i]);
+        } else if (refill_marked(dpath[i])) {
+            drive_set_refilling(dv[i], 1);
+        }
+        refilling += drive_refilling(dv[i]);
+    }
+    refill_t refill = {dv, dpath, drives};
     if (member && (rc = member_join(member, dv, st)) != 0) goto out;
     int err;
     obj_set_t *set = make_sets(st, nsets, k, m, (uint32_t)conf.block,
@@ -579,8 +662,11 @@ int main(int argc, char **argv)
         rc = err;
         goto out;
     }
+    s3.scrub_done = refill_done;
+    s3.scrub_done_arg = &refill;
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
     s3.scrub = scrub;
+    if (refilling && scrub) s3_scrub_kick(scrub); /* a replaced drive: refill it now */
     if (member) member_node_stats(member, s3_node_state, s3_heal_now, &s3);
     http_cfg_t hc = {0};
     hc.listen = conf.listen;

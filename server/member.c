@@ -48,7 +48,21 @@ struct member {
     proto_peer_t **peers;
     int *registered; /* per peer: seen registered (a node that never was is not "gone") */
     int npeers;
+    /* This node's drives and every store of the sets (member_join's), for the refill marks. */
+    drive_t **dv;
+    shard_store_t *st;
+    uint32_t reg_refill; /* own drives marked refilling, as last registered */
+    time_t started;      /* the first registration's time (kept when it is rewritten) */
 };
+
+/* This node's drives marked refilling (drive_refilling), as a mask. */
+static uint32_t own_refilling(member_t *m)
+{
+    uint32_t mask = 0;
+    for (int i = 0; m->dv && i < m->map.nodes[m->me].drives && i < 32; i++)
+        if (m->dv[i] && drive_refilling(m->dv[i])) mask |= 1u << i;
+    return mask;
+}
 
 /* Under mu: the members of map to take requests from. */
 static void set_members(member_t *m, const cmap_t *map)
@@ -223,35 +237,68 @@ static int put_registration(member_t *m)
     const cmap_node_t *n = &m->map.nodes[m->me];
     char key[400];
     snprintf(key, sizeof(key), "%s/nodes/%s", m->prefix, n->id);
-    json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I}", "id", n->id, "s3", n->s3, "proto", n->proto,
-                  "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(), "epoch",
-                  (json_int_t)atomic_load(&m->epoch), "started", (json_int_t)time(NULL));
+    uint32_t refill = own_refilling(m);
+    if (!m->started) m->started = time(NULL);
+    /* Its drives being refilled (replaced, not yet whole): other nodes read them last too. */
+    json_t *ra = json_array();
+    for (int i = 0; i < 32; i++)
+        if ((refill >> i) & 1) json_array_append_new(ra, json_integer(i));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o}", "id", n->id, "s3", n->s3, "proto",
+                          n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(),
+                          "epoch", (json_int_t)atomic_load(&m->epoch), "started",
+                          (json_int_t)m->started, "refilling", ra);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     int rc = etcd_put(m->etcd, key, text, strlen(text), m->lease);
     free(text);
+    if (rc == 0) m->reg_refill = refill;
     return rc;
 }
 
 typedef struct {
     char (*ids)[CMAP_MAX_ID + 1];
+    uint32_t *refill; /* each one's drives being refilled */
     int n, cap;
 } regs_t;
 
 static int collect_reg(void *arg, const char *key, const char *val, size_t len)
 {
     regs_t *r = arg;
-    (void)val;
-    (void)len;
     const char *id = strrchr(key, '/');
     if (!id || strlen(id + 1) > CMAP_MAX_ID) return 0;
     if (r->n == r->cap) {
         r->cap = r->cap ? 2 * r->cap : 16;
         r->ids = xrealloc(r->ids, sizeof(*r->ids) * (size_t)r->cap);
+        r->refill = xrealloc(r->refill, sizeof(*r->refill) * (size_t)r->cap);
     }
+    uint32_t mask = 0;
+    json_t *o = json_loadb(val, len, 0, NULL);
+    json_t *ra = o ? json_object_get(o, "refilling") : NULL;
+    for (size_t i = 0; json_is_array(ra) && i < json_array_size(ra); i++) {
+        json_int_t d = json_integer_value(json_array_get(ra, i));
+        if (d >= 0 && d < 32) mask |= 1u << d;
+    }
+    json_decref(o);
+    r->refill[r->n] = mask;
     snprintf(r->ids[r->n++], sizeof(r->ids[0]), "%s", id + 1);
     return 0;
+}
+
+/* The stores of other nodes' drives being refilled, as their registrations say: read last. */
+static void mark_refilling(member_t *m, const regs_t *r)
+{
+    if (!m->st) return;
+    for (int j = 0, at = 0; j < m->map.nsets; j++) {
+        const cmap_set_t *set = &m->map.sets[j];
+        for (int i = 0; i < set->k + set->m; i++, at++) {
+            if (set->d[i].node == m->me) continue;
+            const char *id = m->map.nodes[set->d[i].node].id;
+            int on = 0;
+            for (int q = 0; q < r->n; q++)
+                if (strcmp(r->ids[q], id) == 0) on = (r->refill[q] >> set->d[i].drive) & 1;
+            peer_store_set_refilling(&m->st[at], on);
+        }
+    }
 }
 
 /*
@@ -276,7 +323,9 @@ static void check_leases(member_t *m)
         /* Gone once seen: a node still starting (not registered yet) is not away. */
         proto_peer_set_away(m->peers[i], ok && !found && m->registered[i]);
     }
+    if (ok) mark_refilling(m, &r);
     free(r.ids);
+    free(r.refill);
 }
 
 /* Renew the lease every few seconds; when it was lost (etcd was away too long), take a new one. */
@@ -302,6 +351,8 @@ static void *keep_alive(void *arg)
                 rc = put_registration(m);
             }
         }
+        /* A drive refilled (or marked) since the registration was written: say so. */
+        if (rc == 0 && own_refilling(m) != m->reg_refill) rc = put_registration(m);
         if (rc && !down) log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
         if (!rc && down) log_info("event=member_etcd_back node=%s", m->cfg.node);
         down = rc != 0;
@@ -453,6 +504,8 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
         }
     }
     wait_peers(peers, npeers);
+    m->dv = dv;
+    m->st = st;
     m->peers = peers; /* (the net owns the peers; this array is ours) */
     m->registered = xcalloc((size_t)npeers + 1, sizeof(*m->registered));
     m->npeers = npeers;

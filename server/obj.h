@@ -137,6 +137,8 @@ int obj_set_width(const obj_set_t *s);
 /* k: the data stores of a stripe. */
 int obj_set_data_width(const obj_set_t *s);
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
+/* Store i is a replaced drive not yet refilled, as this node knows it (shard_ops_t.refilling). */
+int obj_set_refilling(const obj_set_t *s, int i);
 /* How the way to store i is doing (shard_health_t: up, suspect, down); no I/O. */
 int obj_set_health(const obj_set_t *s, int i);
 /*

@@ -158,10 +158,12 @@ int obj__busy(obj_set_t *s);
  * Cheap (no I/O); a store may change state right after.
  */
 uint32_t obj__unhealthy(const obj_set_t *s);
+/* The stores replaced and not yet refilled (shard_ops_t.refilling), as a mask. */
+uint32_t obj__refilling(const obj_set_t *s);
 /*
  * The stores in `from` (a mask), in the order to ask them: those that are
- * up first, each group starting at store `first` and going round. Returns
- * how many went into order.
+ * up (and not slow, and not being refilled) first, each group starting at
+ * store `first` and going round. Returns how many went into order.
  */
 int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[OBJ_MAX_SHARDS]);
 /* Run jobs[0..n) on the set's pool and wait for all of them. */

@@ -139,6 +139,16 @@ int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
     return 0;
 }
 
+int obj_set_refilling(const obj_set_t *s, int i)
+{
+    if (s->nsub) {
+        obj_set_t *sub = obj__store_set(s, &i);
+        return sub ? obj_set_refilling(sub, i) : 0;
+    }
+    if (i < 0 || i >= s->n || !s->st[i].ops->refilling) return 0;
+    return s->st[i].ops->refilling(s->st[i].ctx);
+}
+
 void obj__run_put(pool_job_t *j)
 {
     obj__put_job_t *p = (obj__put_job_t *)j;
@@ -212,6 +222,14 @@ uint32_t obj__unhealthy(const obj_set_t *s)
     return mask;
 }
 
+uint32_t obj__refilling(const obj_set_t *s)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->st[i].ops->refilling && s->st[i].ops->refilling(s->st[i].ctx)) mask |= 1u << i;
+    return mask;
+}
+
 int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS])
 {
     int n = 0;
@@ -222,7 +240,8 @@ int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]
 
 int obj__ask_order(const obj_set_t *s, uint32_t from, uint32_t first, int order[OBJ_MAX_SHARDS])
 {
-    uint32_t sick = obj__unhealthy(s) | obj__slow(s); /* slow ones: last too */
+    /* Slow ones last too, and drives not yet refilled (they may lack what is asked). */
+    uint32_t sick = obj__unhealthy(s) | obj__slow(s) | obj__refilling(s);
     int n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int j = 0; j < s->n; j++) {

@@ -19,6 +19,11 @@
 
 /* A store for drive number `drive` of the node behind peer (freed with peer_store_free). */
 shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
+/*
+ * The remote drive is being refilled (its node's registration says so):
+ * readers take it last (shard_ops_t.refilling). A local store: no effect.
+ */
+void peer_store_set_refilling(shard_store_t *s, int on);
 void peer_store_free(shard_store_t *st);
 
 /* drive_stats_t's fields in the order a STATS response carries them (integers, then doubles). */

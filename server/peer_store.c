@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "common/mem.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 typedef struct {
     proto_peer_t *peer;
     uint32_t drive;
+    _Atomic int refilling; /* peer_store_set_refilling */
 } remote_t;
 
 /* The fields every per-record request starts with. */
@@ -476,6 +478,11 @@ static int r_health(void *ctx)
     }
 }
 
+static int r_refilling(void *ctx)
+{
+    return atomic_load(&((remote_t *)ctx)->refilling);
+}
+
 static const shard_ops_t remote_ops = {
     .put = r_put,
     .read = r_read,
@@ -483,6 +490,7 @@ static const shard_ops_t remote_ops = {
     .del = r_del,
     .list = r_list,
     .read_split = r_read_split,
+    .refilling = r_refilling,
     .get = r_get,
     .stats = r_stats,
     .put_async = r_put_async,
@@ -497,6 +505,7 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)
     remote_t *r = xmalloc(sizeof(*r));
     r->peer = peer;
     r->drive = drive;
+    atomic_init(&r->refilling, 0);
     return (shard_store_t){&remote_ops, r};
 }
 
@@ -504,4 +513,9 @@ void peer_store_free(shard_store_t *st)
 {
     if (st->ops == &remote_ops) free(st->ctx);
     st->ctx = NULL;
+}
+
+void peer_store_set_refilling(shard_store_t *s, int on)
+{
+    if (s->ops == &remote_ops) atomic_store(&((remote_t *)s->ctx)->refilling, on ? 1 : 0);
 }

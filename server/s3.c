@@ -121,7 +121,8 @@ static void node_stats(ctx_t *x)
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
-            "\"reads_copied\":%llu,\"readonly\":%d,\"flushes\":%llu,\"flush_records\":%llu,"
+            "\"reads_copied\":%llu,\"readonly\":%d,\"refilling\":%d,\"flushes\":%llu,\"flush_"
+            "records\":%llu,"
             "\"flush_max_records\":%llu,\"commit_gathers\":%llu}",
             first ? "" : ",", i, (unsigned long long)st.user_bytes,
             (unsigned long long)st.host_bytes, (unsigned long long)st.relocated_bytes,
@@ -130,8 +131,9 @@ static void node_stats(ctx_t *x)
             (unsigned long long)st.capacity, st.write_amp, (unsigned long long)st.compactions,
             (unsigned long long)st.throttled, st.budget_rate, st.projected_years,
             (unsigned long long)st.reads_direct, (unsigned long long)st.reads_copied, st.readonly,
-            (unsigned long long)st.flushes, (unsigned long long)st.flush_records,
-            (unsigned long long)st.flush_max_records, (unsigned long long)st.commit_gathers);
+            obj_set_refilling(x->cfg->set, i), (unsigned long long)st.flushes,
+            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records,
+            (unsigned long long)st.commit_gathers);
         first = 0;
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;

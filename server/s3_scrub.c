@@ -345,11 +345,13 @@ static void scrub_pass(s3_scrub_t *sc)
     sc->st.heads_fixed += rep.heads_fixed;
     sc->st.blocks_fixed += rep.blocks_fixed;
     sc->st.failed += rep.failed;
-    if (!sc->stop) {
+    int done = !sc->stop;
+    if (done) {
         sc->st.passes++;
         sc->st.last_pass_s = el;
     }
     pthread_mutex_unlock(&sc->mu);
+    if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
              "failed=%u",
              rep.objects, (unsigned long long)p.bytes, el, rep.heads_fixed, rep.blocks_fixed,

@@ -31,6 +31,11 @@ void shard_set_hedge_token(struct proto_cancel *t)
     hedge_token = t;
 }
 
+static int l_refilling(void *ctx)
+{
+    return drive_refilling(ctx);
+}
+
 static int l_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
 {
     return drive_read(ctx, id, off, buf, len);
@@ -221,6 +226,7 @@ static const shard_ops_t local_ops = {
     .put_async = l_put_async,
     .scan = l_scan,
     .put_head = l_put_head,
+    .refilling = l_refilling,
 };
 
 shard_store_t shard_store_local(drive_t *d)

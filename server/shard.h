@@ -105,6 +105,12 @@ typedef struct {
      */
     int (*stat_async)(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
                       size_t meta_cap, drive_done_fn done, void *arg);
+    /*
+     * Optional: 1 while the store holds less than the set expects (a replaced
+     * drive not yet refilled: drive_refilling). Readers that merge some
+     * stores' indexes take it last; writers write it as any other.
+     */
+    int (*refilling)(void *ctx);
 } shard_ops_t;
 
 /* A store's health (shard_ops_t.health). */

@@ -780,6 +780,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     double left = rated - (double)d->lifetime_host;
     st->projected_years = rate > 0 ? (left > 0 ? left : 0) / rate / 365.0 : -1;
     st->readonly = d->failed != 0;
+    st->refilling = atomic_load(&d->refilling);
     pthread_mutex_unlock(&d->lock);
     st->budget_left = budget_tokens(&d->budget);
     st->budget_rate = d->budget.rate;
@@ -800,4 +801,14 @@ int drive__index_flush(drive_t *d)
 int drive_index_flush(drive_t *d)
 {
     return drive__index_flush(d);
+}
+
+void drive_set_refilling(drive_t *d, int on)
+{
+    atomic_store(&d->refilling, on ? 1 : 0);
+}
+
+int drive_refilling(drive_t *d)
+{
+    return atomic_load(&d->refilling);
 }

@@ -120,6 +120,7 @@ typedef struct {
     uint64_t index_disk_bytes; /* RocksDB SST files */
     uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
     int readonly;              /* a write or flush failed: writes refused until reopened */
+    int refilling;             /* drive_set_refilling: replaced, not yet refilled */
 
     /*
      * At open: segment bytes past the index's recorded tails that held
@@ -323,5 +324,14 @@ typedef struct {
     int (*fallocate)(int fd, int mode, off_t off, off_t len);
 } drive_io_t;
 extern drive_io_t drive_io;
+
+/*
+ * The drive holds less than its set expects: it replaced one that failed and
+ * the heal scanner has not refilled it yet. A mark for readers that merge
+ * some stores' indexes (a listing takes k of them): they take it last. Not
+ * persisted by the engine (the server keeps a marker file beside it).
+ */
+void drive_set_refilling(drive_t *d, int on);
+int drive_refilling(drive_t *d);
 
 #endif

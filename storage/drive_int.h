@@ -45,6 +45,7 @@
 #include "storage/rec.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define DIO_ALIGN     4096u      /* O_DIRECT buffer/offset alignment for reads */
@@ -113,6 +114,7 @@ typedef struct {
 
 struct drive {
     drive_cfg_t cfg;
+    _Atomic int refilling; /* drive_set_refilling */
     char *path, *seg_dir, *idx_path;
     uint32_t iu;
     uint64_t seg_size;

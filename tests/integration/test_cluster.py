@@ -833,6 +833,54 @@ def test_drive_replace_refills_now(datadir, etcd):
             n.stop()
 
 
+def test_replaced_drive_is_listed_last_by_every_node(datadir, etcd):
+    """A node that finds one of its drives replaced by an empty one says so in its
+    registration in etcd ("refilling"); every other node then takes that store
+    last, as its own node does, so a listing through any node merges k stores
+    that hold what they should. Here n1's drive 0 (store 0 of 4+2, which a listing
+    takes first) is replaced with no scanner to refill it, and small objects,
+    whose heads and bytes are on three stores of six, are listed through n3."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    nodes = [EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")]
+    for n in nodes:
+        n.extra = n.extra + ["--scrub-interval", "0"]
+    start_all(nodes)
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="marks")
+        want = {}
+        for i in range(48):
+            data = body(300 + i, 1300 + i)
+            c.put_object(Bucket="marks", Key="s%02d" % i, Body=data)
+            want["s%02d" % i] = md5(data)
+        n1.stop()
+        shutil.rmtree(os.path.join(n1.data, "drive0"))
+        n1.start()
+
+        def seen_by_n3():
+            return [d.get("refilling") for d in node_stats(n3)["drives"]] == [1, 0, 0, 0, 0, 0]
+        wait_for(seen_by_n3, "n3 taking n1's replaced drive as refilling", timeout=60)
+        c3 = n3.s3()
+        keys, token = [], None
+        while True:
+            kw = {"Bucket": "marks", "MaxKeys": 10}
+            if token:
+                kw["ContinuationToken"] = token
+            r = c3.list_objects_v2(**kw)
+            keys += [o["Key"] for o in r.get("Contents", [])]
+            if not r.get("IsTruncated"):
+                break
+            token = r["NextContinuationToken"]
+        assert keys == sorted(want)
+        for k, h in want.items():
+            assert md5(c3.get_object(Bucket="marks", Key=k)["Body"].read()) == h, k
+    finally:
+        for n in nodes:
+            n.stop()
+
+
 def test_lease_gone_is_read_and_written_around(datadir, etcd):
     """A node frozen (SIGSTOP) keeps its connections but loses its etcd lease: the others
     take it as down from its lease alone (the call deadline is a minute, and no call of

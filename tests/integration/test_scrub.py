@@ -134,3 +134,59 @@ def test_every_drive_replaced_in_turn(datadir):
         assert c.get_bucket_versioning(Bucket="turns")["Status"] == "Enabled"
     finally:
         srv.stop()
+
+
+def test_replaced_drive_is_listed_last(datadir):
+    """An empty drive in a failed one's place holds none of the heads the set
+    expects of it: small objects keep their heads and bytes on three stores
+    of six (m+1), and a listing merges four (k). Until the scanner has refilled
+    it, the drive is marked (DRIVE/refilling, `refilling` in the stats) and
+    listings take it last: every key is listed, with no scanner at all. Once a
+    scanner pass (started at once when a node finds a replaced drive) ends
+    with nothing left to fix, the mark goes."""
+    srv = Server(datadir, extra=["--scrub-interval", "0"]).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="relist")
+    want = {}
+    for i in range(48):
+        data = os.urandom(500 + i)
+        c.put_object(Bucket="relist", Key="s%02d" % i, Body=data)
+        want["s%02d" % i] = md5(data)
+    big = os.urandom(700000)
+    c.put_object(Bucket="relist", Key="big", Body=big)
+    want["big"] = md5(big)
+    srv.stop()
+    shutil.rmtree(os.path.join(datadir, "drive0"))
+    srv.start()  # no scanner: the drive stays empty
+
+    def listed():
+        keys, token = [], None
+        while True:
+            kw = {"Bucket": "relist", "MaxKeys": 10}
+            if token:
+                kw["ContinuationToken"] = token
+            r = c.list_objects_v2(**kw)
+            keys += [o["Key"] for o in r.get("Contents", [])]
+            if not r.get("IsTruncated"):
+                return keys
+            token = r["NextContinuationToken"]
+
+    c = s3_client(srv.endpoint)
+    assert listed() == sorted(want)
+    drives = stats(srv)["drives"]
+    assert [d["refilling"] for d in drives] == [1, 0, 0, 0, 0, 0], drives
+    assert os.path.exists(os.path.join(datadir, "drive0", "refilling"))
+    for k, h in want.items():
+        assert md5(c.get_object(Bucket="relist", Key=k)["Body"].read()) == h, k
+    srv.stop()
+    # With the scanner on (a week between passes): the mark makes it start now.
+    srv.extra = ["--scrub-interval", "604800", "--scrub-rate", "512M"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 1, "a scanner pass")
+    drives = stats(srv)["drives"]
+    assert [d["refilling"] for d in drives] == [0] * 6, drives
+    assert drives[0]["live_bytes"] > 0, drives[0]
+    assert not os.path.exists(os.path.join(datadir, "drive0", "refilling"))
+    c = s3_client(srv.endpoint)
+    assert listed() == sorted(want)
+    srv.stop()
