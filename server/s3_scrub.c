@@ -51,7 +51,22 @@ static int collect_version(void *arg, const char *key, const obj_info_t *info, i
     return p->n == p->cap; /* 1: the page is full */
 }
 
-#define HEAL_THREADS 4 /* objects of a page healed at once */
+#define HEAL_THREADS   4  /* objects of a page healed at once */
+#define REFILL_THREADS 12 /* ... while a replaced drive is being refilled */
+
+/*
+ * A replaced drive takes one block (or copy) per object, each a durable
+ * write of its own: more objects at once give its group commit more to
+ * batch. Same run, a 2 GiB refill of one of six drives (bench/heal.sh),
+ * twice each: 4 threads 67.6, 65.9 MB/s written to it; 12 threads 83.0,
+ * 79.4 MB/s. Memory: a stripe's blocks and the decoder's per thread.
+ */
+static int heal_threads(const s3_cfg_t *cfg)
+{
+    for (int i = 0; i < obj_set_width(cfg->set); i++)
+        if (obj_set_refilling(cfg->set, i)) return REFILL_THREADS;
+    return HEAL_THREADS;
+}
 
 /* One page's keys healed by a few threads: each takes the next key. */
 typedef struct {
@@ -171,9 +186,9 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
              * the next object's lookups: a few at once keep them busy. */
             page_heal_t h = {.cfg = cfg, .iname = iname, .pg = &pg, .pace = pace, .pace_arg = arg};
             pthread_mutex_init(&h.mu, NULL);
-            pthread_t th[HEAL_THREADS];
-            int nt = 0;
-            for (; nt < HEAL_THREADS && nt < pg.n; nt++)
+            pthread_t th[REFILL_THREADS];
+            int nt = 0, want = heal_threads(cfg);
+            for (; nt < want && nt < pg.n; nt++)
                 if (pthread_create(&th[nt], NULL, heal_some, &h) != 0) break;
             if (nt == 0) heal_some(&h); /* no thread: this one does it */
             for (int t = 0; t < nt; t++)
