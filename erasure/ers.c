@@ -635,6 +635,7 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
             bt.dst[bt.n] = whole ? out + (bstart - off) : scratch(d, j);
             bt.len[bt.n++] = blen;
         }
+        unsigned skipped_data = skipped; /* data shards not asked (parity asked instead) */
         for (unsigned p = l->k; p < (unsigned)(l->k + l->m) && skipped > 0; p++) {
             if (skip & (1u << p)) continue;
             bt.shard[bt.n] = p;
@@ -643,12 +644,18 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
             tried |= 1u << p;
             skipped--;
         }
-        if (d->hedged && l->m > 0 && bt.n == l->k && !skipped) {
-            /* A whole stripe, every data shard asked: parity may stand in for slow ones. */
+        if (d->hedged && l->m > 0 && bt.n == l->k && !skipped_data) {
+            /*
+             * A whole stripe, every data shard asked (none read around): parity not read
+             * around may stand in for slow ones. Each spare is a shard not in the batch, so
+             * k fetches in are k distinct shards.
+             */
             unsigned spare = 0;
             for (unsigned i = 0; i < bt.n; i++)
                 bt.rc[i] = ERR_CANCELED; /* until fetched */
-            for (unsigned p = l->k; p < (unsigned)(l->k + l->m) && spare < l->k; p++, spare++) {
+            for (unsigned p = l->k; p < (unsigned)(l->k + l->m) && spare < l->k; p++) {
+                if (skip & (1u << p)) continue;
+                spare++;
                 bt.shard[bt.n] = p;
                 bt.dst[bt.n] = scratch(d, p);
                 bt.len[bt.n] = plen;
@@ -663,10 +670,12 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
         for (unsigned i = 0; i < bt.n; i++) {
             unsigned j = bt.shard[i];
             if (bt.rc[i] == ERR_CANCELED) {
-                /* Given up on (slow): read around from now on, as a failed shard is. */
+                /* Given up on (slow): read around from now on, as a failed shard is; the
+                 * decode may still ask it, last, if the others cannot do without it. */
                 if (j < l->k) {
                     d->stats.given_up++;
                     d->suspect |= 1u << j;
+                    tried &= ~(1u << j);
                     direct = 0;
                 }
                 continue;

@@ -152,14 +152,23 @@ void net__cancel(net_cancel_t *cl)
                 found->stage = WRITTEN;
                 break;
             }
+        proto_conn_t *stuck = NULL;
         for (int i = 0; !found && i < p->nconns; i++) {
             proto_call_t **slot = call_slot(p->conns[i], x->id);
             if ((found = *slot) != NULL) {
                 *slot = found->next;
                 p->conns[i]->ncalls--;
+                /* Its bytes still not on the wire: the peer stopped reading. Only closing the
+                 * connection gives the call's buffers back (as for a call timed out). */
+                if (!(found->stage & WRITTEN)) stuck = p->conns[i];
             }
         }
         if (found) net__call_fail(found, ERR_CANCELED);
+        if (stuck) {
+            log_warn("event=proto_peer_stuck peer=%s: a call given up on was never sent; closing",
+                     p->node);
+            net__conn_close(stuck, ERR_IO);
+        }
         free(x);
     }
 }
@@ -460,15 +469,18 @@ int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     c->wait = &w;
+    /* Submitted under the token's lock (then the net's, as proto_cancel takes them): a cancel
+     * either comes first (nothing is sent) or finds the call queued for the loop, which
+     * handles submits before cancels. */
     pthread_mutex_lock(&t->mu);
     if (t->canceled) {
         rc = ERR_CANCELED;
     } else {
         t->peer = p;
         t->id = c->id;
+        rc = call_submit(p, c);
     }
     pthread_mutex_unlock(&t->mu);
-    if (rc == 0) rc = call_submit(p, c);
     if (rc == 0) {
         pthread_mutex_lock(&w.mu);
         while (!w.done)

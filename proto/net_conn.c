@@ -277,7 +277,10 @@ static void on_tick(uv_timer_t *t)
         for (int b = 0; b < CALL_BUCKETS; b++)
             for (proto_call_t **pp = &c->calls[b]; *pp;) {
                 proto_call_t *call = *pp;
-                if (call->deadline_ms > now || live) {
+                /* Live: a few deadlines more at most (traffic for other calls must not keep
+                 * one whose answer never comes waiting forever). */
+                if (call->deadline_ms > now ||
+                    (live && now < call->deadline_ms + 3ull * n->cfg.timeout_ms)) {
                     pp = &call->next;
                     continue;
                 }

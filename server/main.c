@@ -284,15 +284,21 @@ static int drive_is_fresh(const char *path)
     return stat(p, &sb) != 0 && errno == ENOENT;
 }
 
-static void refill_mark(const char *path, drive_t *d)
+/* DRIVE/refilling, durable (the file and its name) before the drive's engine writes a byte. */
+static void refill_mark(const char *path)
 {
     char p[4200];
     snprintf(p, sizeof(p), "%s/refilling", path);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
     int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0 || fsync(fd) != 0)
         log_error("event=refill_mark_failed path=%s err=%s", p, strerror(errno));
     if (fd >= 0) close(fd);
-    drive_set_refilling(d, 1);
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0)
+        log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
+    if (dfd >= 0) close(dfd);
 }
 
 static int refill_marked(const char *path)
@@ -571,6 +577,22 @@ int main(int argc, char **argv)
     static char dpath[OBJ_MAX_SHARDS][4096]; /* each drive's directory (refill_t) */
     int fresh[OBJ_MAX_SHARDS] = {0}, nfresh = 0;
     for (int i = 0; i < drives; i++) {
+        if (conf.drive[i].path)
+            snprintf(dpath[i], sizeof(dpath[i]), "%s", conf.drive[i].path);
+        else
+            snprintf(dpath[i], sizeof(dpath[i]), "%s/drive%d", conf.data, i);
+        nfresh += fresh[i] = drive_is_fresh(dpath[i]);
+    }
+    /* Drives fresh while others are not (or the layout was written before): replaced. Marked
+     * before they are opened, so that no crash leaves one written to and unmarked. */
+    for (int i = 0; i < drives; i++) {
+        if (!fresh[i] || (nfresh == drives && !had_layout)) continue;
+        log_warn("event=drive_replaced path=%s: empty where data was; refilled by the heal "
+                 "scanner, read last until then",
+                 dpath[i]);
+        refill_mark(dpath[i]);
+    }
+    for (int i = 0; i < drives; i++) {
         char path[4096];
         const drive_conf_t *dc = &conf.drive[i];
         if (!dc->path) {
@@ -588,8 +610,6 @@ int main(int argc, char **argv)
         }
         drive_cfg_t c = {0};
         c.path = dc->path ? dc->path : path;
-        snprintf(dpath[i], sizeof(dpath[i]), "%s", c.path);
-        nfresh += fresh[i] = drive_is_fresh(c.path);
         c.capacity = dc->capacity ? dc->capacity : capacity;
         c.segment_size = segment;
         c.iu = (uint32_t)(dc->iu ? dc->iu : conf.iu);
@@ -602,17 +622,9 @@ int main(int argc, char **argv)
         }
         if (!clustered) st[i] = shard_store_local(dv[i]);
     }
-    /* Drives fresh while others are not (or the layout was written before): replaced. */
     int refilling = 0;
     for (int i = 0; i < drives; i++) {
-        if (fresh[i] && (nfresh < drives || had_layout)) {
-            log_warn("event=drive_replaced path=%s: empty where data was; refilled by the heal "
-                     "scanner, read last until then",
-                     dpath[i]);
-            refill_mark(dpath[i], dv[i]);
-        } else if (refill_marked(dpath[i])) {
-            drive_set_refilling(dv[i], 1);
-        }
+        if (refill_marked(dpath[i])) drive_set_refilling(dv[i], 1);
         refilling += drive_refilling(dv[i]);
     }
     refill_t refill = {dv, dpath, drives};

@@ -145,10 +145,10 @@ void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, con
 
 void obj__heads_finish(obj__heads_rd_t *rd)
 {
-    obj__heads_finish_hedged(rd, 0);
+    obj__heads_finish_hedged(rd, 0, 0);
 }
 
-void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms)
+void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms, int spare)
 {
     uint8_t meta[HEAD_MAX];
     obj_set_t *s = rd->s;
@@ -162,9 +162,17 @@ void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms)
         head_decode(&rd->out[j], rc, &ds, meta);
     }
     if (!rd->async) return;
-    if (hedge_ms && latch_wait_ms(&rd->latch, hedge_ms) != 0) {
-        /* Calls still out past the delay: go on without them (the caller asks other stores
-         * in their place), and read around their stores for a while. */
+    int out = 0;
+    if (hedge_ms && spare > 0 && latch_wait_ms(&rd->latch, hedge_ms) != 0) {
+        for (int j = 0; j < rd->n; j++) {
+            head_job_t *hj = rd->jobs[j];
+            out += hj && atomic_load(&hj->state) == HJ_OUT;
+        }
+    }
+    if (out && out <= spare) {
+        /* Calls still out past the delay, no more than stores left to ask in their place: go
+         * on without them (the caller asks those), and read around their stores for a while.
+         * More than that, and the verdict would rest on fewer than m+1 answers: wait. */
         for (int j = 0; j < rd->n; j++) {
             head_job_t *hj = rd->jobs[j];
             int was = HJ_OUT;
@@ -252,19 +260,21 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
         next = from + want < no ? from + want : no;
         obj__heads_rd_t rd;
         obj__heads_start(s, &rd, bucket, key, pos, order + from + g, next - from - g, h + g);
+        int gave = 0; /* the first store's read given up on */
         if (gi >= 0) {
             /* On this thread, while the others answer. */
             drive_id_t id = {bucket, key, pos, (uint32_t)gi};
             drive_stat_t st;
             const shard_store_t *gs = &s->st[gi];
             int src;
-            if (gs->ops->stat_async && s->hedge_ms) {
+            if (gs->ops->stat_async && s->hedge_ms && next < no) {
                 /* Behind the network: given up on if slow (the next round asks another store,
                  * the bytes come from a copy); on a pool thread, as this one must keep time. */
                 first_get_t fg = {gs, &id, &st, meta, ibuf, cap, ERR_CANCELED};
                 obj__hedged_run(s, 1, 0, 1, first_get, &fg, 1);
                 src = fg.rc;
                 if (src == ERR_CANCELED) obj__mark_slow(s, (unsigned)gi);
+                gave = src == ERR_CANCELED;
             } else {
                 src = gs->ops->get(gs->ctx, &id, &st, meta, sizeof(meta), ibuf, cap);
             }
@@ -278,8 +288,9 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
                 src = gs->ops->stat(gs->ctx, &id, &st, meta, sizeof(meta));
             head_decode(&h[0], src, &st, meta);
         }
-        /* Hedged while other stores are left to ask in place of a slow one. */
-        obj__heads_finish_hedged(&rd, next < no ? s->hedge_ms : 0);
+        /* Hedged while other stores are left to ask in place of slow ones (one fewer when the
+         * first store's was given up on already). */
+        obj__heads_finish_hedged(&rd, s->hedge_ms, no - next - gave);
         for (int j = 0; j < next - from; j++) {
             int i = order[from + j];
             obj__head_t *r = &h[j];

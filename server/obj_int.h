@@ -242,10 +242,11 @@ void obj__heads_start(obj_set_t *s, obj__heads_rd_t *rd, const char *bucket, con
 void obj__heads_finish(obj__heads_rd_t *rd);
 /*
  * obj__heads_finish, but calls still out after hedge_ms (0: wait for all)
- * are given up on: their out[] say ERR_CANCELED, and their stores are
- * marked slow (obj__mark_slow).
+ * are given up on, if there are no more of them than `spare` (the stores
+ * left for the caller to ask in their place; else it waits for all): their
+ * out[] say ERR_CANCELED, and their stores are marked slow (obj__mark_slow).
  */
-void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms);
+void obj__heads_finish_hedged(obj__heads_rd_t *rd, uint32_t hedge_ms, int spare);
 /* The stores of mask (bits at or above the set's width ignored) into stores; returns how many. */
 int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]);
 /* Both. */

@@ -419,25 +419,37 @@ void obj__hedged_run(obj_set_t *s, unsigned n, unsigned spare, unsigned need,
         pthread_mutex_lock(&h.mu);
         while (h.ended < n && pthread_cond_timedwait(&h.cv, &h.mu, &dl) != ETIMEDOUT) {
         }
-        unsigned slow = 0;
-        for (unsigned i = 0; i < n && h.ended < n; i++)
-            if (!((h.done >> i) & 1) && proto_cancel_in_flight(&h.job[i].tok)) slow++;
-        unsigned add = slow < spare ? slow : spare;
-        if (alone && slow && !add) {
-            /* Nothing to stand in here: the caller goes on without the slow ones. */
+        /*
+         * Past the delay. Slow: fetches 0..n-1 still out as calls to other nodes (spares are
+         * not hedged in turn). Enough spares run to reach `need` without the slow ones, given
+         * what else may still come; one that fails is replaced while spares are left. Once
+         * `need` are in, the slow ones are given up on. With no slow one, this only waits.
+         */
+        int give_up = 0;
+        while (h.ok < need && h.ended < started) {
+            unsigned slow = 0;
             for (unsigned i = 0; i < n; i++)
-                if (!((h.done >> i) & 1)) proto_cancel(&h.job[i].tok);
-        } else if (add) {
-            pthread_mutex_unlock(&h.mu);
-            pool_submit(s->pool, q + n, (int)add, &l);
-            started += add;
-            pthread_mutex_lock(&h.mu);
-            while (h.ok < need && h.ended < started)
-                pthread_cond_wait(&h.cv, &h.mu);
-            /* Enough in (or all ended): give up on the rest; a call that ended ignores it. */
-            for (unsigned i = 0; i < started; i++)
-                if (!((h.done >> i) & 1)) proto_cancel(&h.job[i].tok);
+                if (!((h.done >> i) & 1) && proto_cancel_in_flight(&h.job[i].tok)) slow++;
+            if (slow && alone && !spare) {
+                give_up = 1; /* nothing to stand in here: the caller asks elsewhere */
+                break;
+            }
+            unsigned other = started - h.ended - slow; /* may still come */
+            unsigned short_by = need > h.ok + other ? need - h.ok - other : 0;
+            unsigned left = n + spare - started, add = short_by < left ? short_by : left;
+            if (slow && add) {
+                unsigned from = started;
+                started += add; /* before they can end: ended never passes it */
+                pthread_mutex_unlock(&h.mu);
+                pool_submit(s->pool, q + from, (int)add, &l);
+                pthread_mutex_lock(&h.mu);
+                continue;
+            }
+            pthread_cond_wait(&h.cv, &h.mu);
         }
+        if (h.ok >= need || give_up)
+            for (unsigned i = 0; i < started; i++) /* a call that ended ignores it */
+                if (!((h.done >> i) & 1)) proto_cancel(&h.job[i].tok);
         pthread_mutex_unlock(&h.mu);
     }
     latch_wait(&l);

@@ -37,7 +37,8 @@ typedef struct {
     /* The heal scanner, for its progress in /_warmlake/stats (NULL: none). */
     struct s3_scrub *scrub;
     /* A heal scanner's pass ended (not stopped), with `failed` objects it could not make
-     * whole: what was waiting for a whole pass (a replaced drive's mark) may go. NULL: none. */
+     * whole or listings it could not go through: when 0, what was waiting for a whole pass
+     * (a replaced drive's mark) may go. NULL: none. */
     void (*scrub_done)(void *arg, unsigned failed);
     void *scrub_done_arg;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */

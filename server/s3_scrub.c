@@ -323,6 +323,9 @@ static void scrub_pass(s3_scrub_t *sc)
     const s3_cfg_t *cfg = sc->cfg;
     char **names = xcalloc(1, sizeof(char *));
     int rc = obj_list_versions_all(cfg->set, BUCKETS, NULL, NULL, NULL, on_bucket, &names);
+    /* What the pass could not go through (a listing that failed): not whole, whatever it
+     * healed; what waits for a whole pass (a replaced drive's mark) waits on. */
+    unsigned incomplete = rc < 0;
     if (rc < 0) log_warn("event=scrub_buckets_failed err=%s", err_name(rc));
     pthread_mutex_lock(&sc->mu);
     sc->st.running = 1;
@@ -348,6 +351,7 @@ static void scrub_pass(s3_scrub_t *sc)
                 int hr = s3_heal_bucket(cfg, names[i], iname, &rep, pace, &p);
                 if (hr)
                     log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
+                incomplete += hr != 0;
             }
         }
         free(names[i]);
@@ -366,7 +370,7 @@ static void scrub_pass(s3_scrub_t *sc)
         sc->st.last_pass_s = el;
     }
     pthread_mutex_unlock(&sc->mu);
-    if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed);
+    if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
              "failed=%u",
              rep.objects, (unsigned long long)p.bytes, el, rep.heads_fixed, rep.blocks_fixed,

@@ -1044,6 +1044,20 @@ static void test_hedged_block_reads(void **state)
     expect(e, "hedge/big", data, big);
     atomic_store(&e->set->slow_until[1], 0);
     expect(e, "hedge/big", data, big);
+    /*
+     * A slow store and a failing one in the same stripe: both parity blocks must stand in
+     * (one spare per slow call would leave the stripe a block short, waiting on the held one
+     * for ever). Then the held reads are answered late again.
+     */
+    e->f[3].fail_read = 1;
+    pthread_mutex_lock(&hold_mu);
+    hold_drive = 1;
+    pthread_mutex_unlock(&hold_mu);
+    expect(e, "hedge/big", data, big);
+    release_held(e->serve);
+    e->f[3].fail_read = 0;
+    atomic_store(&e->set->slow_until[1], 0);
+    expect(e, "hedge/big", data, big);
     free(data);
 }
 
