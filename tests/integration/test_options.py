@@ -13,7 +13,7 @@ from conftest import AK, SK, WARMLAKED, Server
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
          "block", "inline-max", "commit-gather", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
-         "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms",
+         "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms",
          "write-quorum", "scrub-interval", "scrub-rate", "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
