@@ -399,27 +399,6 @@ static int call_submit(proto_peer_t *p, proto_call_t *c)
     return 0;
 }
 
-int proto_call(proto_peer_t *p, proto_call_t *c)
-{
-    int rc = call_prepare(p, c);
-    if (rc) return rc;
-    waiter_t w = {.done = 0};
-    pthread_mutex_init(&w.mu, NULL);
-    pthread_cond_init(&w.cv, NULL);
-    c->wait = &w;
-    rc = call_submit(p, c);
-    if (rc == 0) {
-        pthread_mutex_lock(&w.mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        rc = c->rc;
-    }
-    pthread_mutex_destroy(&w.mu);
-    pthread_cond_destroy(&w.cv);
-    return rc;
-}
-
 void proto_cancel_init(proto_cancel_t *t)
 {
     pthread_mutex_init(&t->mu, NULL);
@@ -461,7 +440,8 @@ int proto_cancel_in_flight(proto_cancel_t *t)
     return r;
 }
 
-int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
+/* A call run and waited for; with a token t (may be NULL), one that can be given up on. */
+static int call_wait(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
 {
     int rc = call_prepare(p, c);
     if (rc) return rc;
@@ -469,18 +449,22 @@ int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     c->wait = &w;
-    /* Submitted under the token's lock (then the net's, as proto_cancel takes them): a cancel
-     * either comes first (nothing is sent) or finds the call queued for the loop, which
-     * handles submits before cancels. */
-    pthread_mutex_lock(&t->mu);
-    if (t->canceled) {
-        rc = ERR_CANCELED;
-    } else {
-        t->peer = p;
-        t->id = c->id;
+    if (!t) {
         rc = call_submit(p, c);
+    } else {
+        /* Submitted under the token's lock (then the net's, as proto_cancel takes them): a
+         * cancel either comes first (nothing is sent) or finds the call queued for the loop,
+         * which handles submits before cancels. */
+        pthread_mutex_lock(&t->mu);
+        if (t->canceled) {
+            rc = ERR_CANCELED;
+        } else {
+            t->peer = p;
+            t->id = c->id;
+            rc = call_submit(p, c);
+        }
+        pthread_mutex_unlock(&t->mu);
     }
-    pthread_mutex_unlock(&t->mu);
     if (rc == 0) {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
@@ -488,12 +472,24 @@ int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
         pthread_mutex_unlock(&w.mu);
         rc = c->rc;
     }
-    pthread_mutex_lock(&t->mu);
-    t->peer = NULL;
-    pthread_mutex_unlock(&t->mu);
+    if (t) {
+        pthread_mutex_lock(&t->mu);
+        t->peer = NULL;
+        pthread_mutex_unlock(&t->mu);
+    }
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
     return rc;
+}
+
+int proto_call(proto_peer_t *p, proto_call_t *c)
+{
+    return call_wait(p, c, NULL);
+}
+
+int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
+{
+    return call_wait(p, c, t);
 }
 
 void proto_call_async(proto_peer_t *p, proto_call_t *c)
