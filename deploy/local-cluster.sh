@@ -25,6 +25,8 @@
 # as run-cluster.sh does (deploy/install-deps.sh, cmake). etcd: Debian's
 # etcd-server (ETCD=/path/to/etcd to use another).
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Paths given (--dir, WL_BUILD) are taken from where it is run.
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -126,10 +128,7 @@ stop_all() {
 
 binaries() {
   if [ -z "${WL_BUILD:-}" ]; then
-    ( cd "$ROOT"
-      deploy/install-deps.sh
-      cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-      cmake --build build -j"$(nproc)" )
+    wl_build "$ROOT"
     WL_BUILD=$ROOT/build
   fi
   WL_BUILD=$(cd "$WL_BUILD" && pwd)
@@ -146,7 +145,8 @@ if [ "$CMD" = down ]; then
   if [ "$WIPE" = 1 ]; then
     # Only what up writes: the directory itself may hold other files of the user.
     for name in $(names); do rm -rf "${DIR:?}/$name" "$DIR/$name.log" "$DIR/$name.pid"; done
-    rm -f "$DIR"/map.json "$DIR"/map.json.tmp "$DIR"/secret "$DIR"/credentials "$DIR"/etcd.conf
+    rm -f "$DIR"/map.json "$DIR"/map.json.tmp "$DIR"/secret "$DIR"/credentials "$DIR"/etcd.conf \
+      "$DIR"/secret.tmp.* "$DIR"/credentials.tmp.* # (temp files of wl_make_*, left by a crash)
     rmdir "$DIR" 2>/dev/null || true
     echo "local-cluster: stopped; data wiped"
   else
@@ -187,13 +187,9 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
-( umask 077
-  [ -s "$DIR/secret" ] || { tr -dc 'A-Za-z0-9' </dev/urandom | head -c 48 >"$DIR/secret" || true; }
-  if [ ! -s "$DIR/credentials" ]; then
-    ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
-    sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
-    printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$DIR/credentials"
-  fi )
+wl_make_secret "$DIR/secret"
+wl_make_credentials "$DIR/credentials"
+# New ones are made 0600; this is for ones that were there before (put by hand).
 chmod 0600 "$DIR/secret" "$DIR/credentials"
 
 if [ ! -f "$DIR/etcd.conf" ]; then
@@ -235,9 +231,6 @@ fi
 STARTING=1
 trap '[ $? = 0 ] || [ "$STARTING" = 0 ] || echo "local-cluster: up failed; what it started keeps running: deploy/local-cluster.sh down --dir $DIR" >&2' EXIT
 
-since_ready() { # since_ready LOG OFFSET: the log since OFFSET says ready
-  tail -c "+$(($2 + 1))" "$1" 2>/dev/null | grep -q "ready port="
-}
 fsize() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
 if [ -z "$(pid_of etcd)" ]; then
@@ -260,10 +253,7 @@ if [ "$rc" = 2 ]; then
   "$ADMIN" --etcd "$URL" cluster init --map "$DIR/map.json" >/dev/null || die "wl-admin cluster init failed"
 fi
 
-set -a
-# shellcheck disable=SC1091
-. "$DIR/credentials"
-set +a
+wl_load_credentials "$DIR/credentials"
 WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret")
 export WARMLAKE_CLUSTER_SECRET
 declare -A OFF
@@ -278,14 +268,14 @@ done
 unset WARMLAKE_CLUSTER_SECRET
 for i in $(seq 1 "$N"); do
   [ -n "${OFF[$i]:-}" ] || continue # was already running
-  until since_ready "$DIR/n$i.log" "${OFF[$i]}"; do
-    if [ -z "$(pid_of "n$i")" ]; then
-      tail -20 "$DIR/n$i.log" >&2
-      die "node n$i exited; see $DIR/n$i.log"
-    fi
-    [ "$SECONDS" -lt "$deadline" ] || die "node n$i not ready after ${WL_UP_TIMEOUT:-90}s; see $DIR/n$i.log"
-    sleep 0.2
-  done
+  # Ready since this up started it (the log is appended to, run after run).
+  rc=0
+  wl_wait_ready "$DIR/n$i.log" "$(pid_of "n$i")" "$deadline" "${OFF[$i]}" || rc=$?
+  if [ "$rc" = 1 ]; then
+    tail -20 "$DIR/n$i.log" >&2
+    die "node n$i exited; see $DIR/n$i.log"
+  fi
+  [ "$rc" = 0 ] || die "node n$i not ready after ${WL_UP_TIMEOUT:-90}s; see $DIR/n$i.log"
 done
 STARTING=0
 
@@ -301,10 +291,6 @@ done
 E1=http://${S3[0]#* }
 EN=http://${S3[$((N - 1))]#* }
 printf '\nTo use it (any node serves every object):\n\n'
-printf '  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=us-east-1\n' \
-  "$WARMLAKE_ACCESS_KEY" "$WARMLAKE_SECRET_KEY"
-printf '  aws --endpoint-url %s s3 mb s3://demo\n' "$E1"
-printf '  aws --endpoint-url %s s3 cp ./README.md s3://demo/\n' "$E1"
-printf '  aws --endpoint-url %s s3 ls s3://demo\n' "$EN"
+wl_print_aws_howto "$E1" "$EN"
 printf '\n  deploy/local-cluster.sh status --dir %s\n' "$DIR"
 printf '  deploy/local-cluster.sh down --dir %s [--wipe]\n\n' "$DIR"

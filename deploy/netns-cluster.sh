@@ -34,6 +34,8 @@
 # Every wait is bounded. down stops what up started (by pid), deletes the
 # namespaces and the veth; it is safe to run twice and after a failed up.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=./netns-cluster
 usage() { sed -n '2,9p' "$0" >&2; exit 2; }
@@ -216,17 +218,9 @@ up() {
     ip -n "$ns" link set eth0 up
   done
 
-  ( umask 077
-    [ -s "$DIR/secret" ] || tr -dc 'A-Za-z0-9' </dev/urandom | head -c 48 >"$DIR/secret" || true
-    if [ ! -s "$DIR/credentials" ]; then
-      ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
-      sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
-      printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$DIR/credentials"
-    fi )
-  set -a
-  # shellcheck disable=SC1091
-  . "$DIR/credentials"
-  set +a
+  wl_make_secret "$DIR/secret"
+  wl_make_credentials "$DIR/credentials"
+  wl_load_credentials "$DIR/credentials"
   WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret")
   export WARMLAKE_CLUSTER_SECRET
 
@@ -267,11 +261,11 @@ up() {
   done
   local deadline=$((SECONDS + 60))
   for ((i = 1; i <= N; i++)); do
-    until grep -q "ready port=" "$DIR/n$i.log" 2>/dev/null; do
-      [ -d "/proc/$(cat "$DIR/n$i.pid")" ] || { tail -20 "$DIR/n$i.log" >&2; die "node n$i exited"; }
-      [ $SECONDS -lt $deadline ] || { tail -20 "$DIR/n$i.log" >&2; die "node n$i not ready in 60 s"; }
-      sleep 0.1
-    done
+    rc=0
+    wl_wait_ready "$DIR/n$i.log" "$(cat "$DIR/n$i.pid")" "$deadline" || rc=$?
+    [ "$rc" = 0 ] || tail -20 "$DIR/n$i.log" >&2
+    [ "$rc" != 1 ] || die "node n$i exited"
+    [ "$rc" != 2 ] || die "node n$i not ready in 60 s"
   done
   {
     printf 'ETCD=%s\n' "$url"

@@ -12,6 +12,8 @@
 #
 # Builds first (deploy/install-deps.sh, cmake) unless WL_BUILD names a build.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # before the cd: the path may be relative
 cd "$(dirname "$0")/.."
 N=3 D=2 EC='' BASE=9000 DIR=./cluster-data
 while getopts "n:d:e:p:D:" o; do
@@ -23,23 +25,13 @@ done
 shift $((OPTIND - 1))
 [ "${1:-}" = "--" ] && shift
 if [ -z "${WL_BUILD:-}" ]; then
-  deploy/install-deps.sh
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build -j"$(nproc)"
+  wl_build .
   WL_BUILD=build
 fi
 mkdir -p "$DIR"
-( umask 077
-  [ -f "$DIR/secret" ] || tr -dc 'A-Za-z0-9' </dev/urandom | head -c 48 >"$DIR/secret" || true
-  if [ ! -f "$DIR/credentials" ]; then
-    ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
-    sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
-    printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$DIR/credentials"
-  fi )
-set -a
-# shellcheck disable=SC1091
-. "$DIR/credentials"
-set +a
+wl_make_secret "$DIR/secret"
+wl_make_credentials "$DIR/credentials"
+wl_load_credentials "$DIR/credentials"
 if [ ! -f "$DIR/map.json" ]; then
   {
     printf '{"cluster": "local", "epoch": 1,'
@@ -65,19 +57,16 @@ for i in $(seq 1 "$N"); do
   PIDS+=($!)
 done
 for i in $(seq 1 "$N"); do
-  for _ in $(seq 1 300); do
-    grep -q "ready port=" "$DIR/n$i.log" 2>/dev/null && break
-    kill -0 "${PIDS[$((i - 1))]}" 2>/dev/null || { cat "$DIR/n$i.log"; exit 1; }
-    sleep 0.1
-  done
+  # Up to 30 s for each node; one still starting after that is listed all the
+  # same (its log says when it is ready). One that exited ends it all.
+  rc=0
+  wl_wait_ready "$DIR/n$i.log" "${PIDS[$((i - 1))]}" $((SECONDS + 30)) || rc=$?
+  [ "$rc" != 1 ] || { cat "$DIR/n$i.log"; exit 1; }
 done
 printf '\nwarmlake cluster "local": %d nodes x %d drives, map %s\n' "$N" "$D" "$DIR/map.json"
 for i in $(seq 1 "$N"); do printf '  node n%d: http://127.0.0.1:%d  (log %s)\n' "$i" $((BASE + i)) "$DIR/n$i.log"; done
 printf '\nIn another shell (any node serves every object):\n\n'
-printf '  export AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY=%s AWS_DEFAULT_REGION=us-east-1\n' \
-  "$WARMLAKE_ACCESS_KEY" "$WARMLAKE_SECRET_KEY"
-printf '  aws --endpoint-url http://127.0.0.1:%d s3 mb s3://demo\n' $((BASE + 1))
-printf '  aws --endpoint-url http://127.0.0.1:%d s3 cp ./README.md s3://demo/\n' $((BASE + 1))
-printf '  aws --endpoint-url http://127.0.0.1:%d s3 ls s3://demo\n\n' $((BASE + N))
+wl_print_aws_howto "http://127.0.0.1:$((BASE + 1))" "http://127.0.0.1:$((BASE + N))"
+echo
 wait -n "${PIDS[@]}" || true
 echo "run-cluster: a node exited; stopping the others" >&2

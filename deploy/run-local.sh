@@ -5,24 +5,16 @@
 # `build/server/warmlaked --help`). Credentials come from WARMLAKE_ACCESS_KEY /
 # WARMLAKE_SECRET_KEY, else a pair is generated once into ./data/credentials.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # before the cd: the path may be relative
 cd "$(dirname "$0")/.."
-deploy/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+wl_build .
 
 DATA=./data
 mkdir -p "$DATA"
 if [ -z "${WARMLAKE_ACCESS_KEY:-}" ] || [ -z "${WARMLAKE_SECRET_KEY:-}" ]; then
-  if [ ! -f "$DATA/credentials" ]; then
-    ( umask 077
-      ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
-      sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
-      printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$DATA/credentials" )
-  fi
-  set -a
-  # shellcheck disable=SC1091
-  . "$DATA/credentials"
-  set +a
+  wl_make_credentials "$DATA/credentials"
+  wl_load_credentials "$DATA/credentials"
 fi
 
 printf '\nwarmlake is starting on http://127.0.0.1:9000 (Ctrl-C stops it cleanly).\n'

@@ -34,6 +34,8 @@
 # Binaries: --build DIR, else WL_BUILD, else ./build (server/warmlaked,
 # cluster/wl-admin), built for the hosts' Debian release.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # (here only: nothing of it goes to the hosts)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "ssh-deploy: $*" >&2; exit 1; }
@@ -253,15 +255,11 @@ if [ ! -s "$STATE/cluster-secret" ] || [ ! -s "$STATE/credentials" ]; then
   note "generate $STATE/cluster-secret and $STATE/credentials (mode 0600, once)"
   if [ "$DRY" = 0 ]; then
     mkdir -p "$STATE"
-    ( umask 077
-      [ -s "$STATE/cluster-secret" ] || { tr -dc 'A-Za-z0-9' </dev/urandom | head -c 48 >"$STATE/cluster-secret" || true; }
-      if [ ! -s "$STATE/credentials" ]; then
-        ak=$(tr -dc 'A-Z0-9' </dev/urandom | head -c 20 || true)
-        sk=$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40 || true)
-        printf 'WARMLAKE_ACCESS_KEY=%s\nWARMLAKE_SECRET_KEY=%s\n' "$ak" "$sk" >"$STATE/credentials"
-      fi )
+    wl_make_secret "$STATE/cluster-secret"
+    wl_make_credentials "$STATE/credentials"
   fi
 fi
+# New ones are made 0600; this is for ones that were there before (put by hand).
 [ "$DRY" = 1 ] || chmod 0600 "$STATE/cluster-secret" "$STATE/credentials"
 
 FILES=()
