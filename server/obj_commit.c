@@ -352,6 +352,24 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
          * write failed (a 5xx leaves the outcome open, as in S3).
          */
         stands = obj__enough(s, info, heads) || (!info->sparse && heads >= s->k);
+        /*
+         * Standing, but short of the quorum because another writer's heads
+         * refused it on some stores: that writer finds this version standing
+         * and undoes its heads (or covers this one). Written again where
+         * they are gone, the version is acknowledged instead of answered "in
+         * doubt" (a 503 whose retry would find the version the client wrote
+         * and, for a conditional create, refuse it: a racing CreateBucket
+         * with no winner).
+         */
+        for (int fill = 0; stands && refused && !obj__enough(s, info, heads) &&
+                           backoff(key, fill, heads, refused);
+             fill++) {
+            int again = 0, err2 = 0;
+            int h2 =
+                obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &again, &err2);
+            if (h2 > heads) heads = h2;
+            refused = again;
+        }
         if (stands) {
             for (int i = 0; i < nnul; i++)
                 obj__retire(s, bucket, key, &nuls[i]);

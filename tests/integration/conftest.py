@@ -105,7 +105,8 @@ def _no_leftover_servers():
 def datadir():
     d = tempfile.mkdtemp(prefix="wl-it-", dir=os.environ.get("WL_TEST_DIR", "/tmp"))
     yield d
-    shutil.rmtree(d, ignore_errors=True)
+    if not os.environ.get("WL_KEEP_DATA"):  # set: kept for a look at the nodes' logs
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture
