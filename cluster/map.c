@@ -108,19 +108,30 @@ static int parse_nodes(json_t *arr, cmap_t *m, char *err, size_t errlen)
     return 0;
 }
 
+/* A new set at the end of m's (room for CMAP_MAX_SETS), or NULL with a message. */
+static cmap_set_t *new_set(cmap_t *m, char *err, size_t errlen)
+{
+    if (m->nsets >= CMAP_MAX_SETS) {
+        fail(err, errlen, "more than %d sets", CMAP_MAX_SETS);
+        return NULL;
+    }
+    return &m->sets[m->nsets++];
+}
+
 /*
- * Sets of every drive: the drives taken round-robin over the nodes (each
- * node's drive 0, then each one's drive 1, ...), cut into sets of k+m, so
- * consecutive shards sit on different nodes and each set spans as many
- * nodes as it can. With "ec", the drives must be a multiple of k+m; without
- * it, one set of every drive (m = 2 from 4 drives).
+ * Sets of every drive of the nodes nodes[0..nn): the drives taken
+ * round-robin over the nodes (each node's drive 0, then each one's drive
+ * 1, ...), cut into sets of k+m, so consecutive shards sit on different
+ * nodes and each set spans as many nodes as it can. With "ec", the drives
+ * must be a multiple of k+m; without it, one set of every drive (m = 2
+ * from 4 drives).
  */
-static int auto_set(cmap_t *m, json_t *ec, char *err, size_t errlen)
+static int auto_sets(cmap_t *m, const int *nodes, int nn, json_t *ec, char *err, size_t errlen)
 {
     int total = 0, most = 0, k, mm;
-    for (int i = 0; i < m->nnodes; i++) {
-        total += m->nodes[i].drives;
-        if (m->nodes[i].drives > most) most = m->nodes[i].drives;
+    for (int i = 0; i < nn; i++) {
+        total += m->nodes[nodes[i]].drives;
+        if (m->nodes[nodes[i]].drives > most) most = m->nodes[nodes[i]].drives;
     }
     if (ec) {
         if (!json_is_string(ec) || !parse_ec(json_string_value(ec), &k, &mm))
@@ -128,7 +139,7 @@ static int auto_set(cmap_t *m, json_t *ec, char *err, size_t errlen)
         if (total % (k + mm))
             return fail(err, errlen, "\"ec\" %d+%d does not divide the %d drives into sets", k, mm,
                         total);
-        if (total / (k + mm) > CMAP_MAX_SETS)
+        if (m->nsets + total / (k + mm) > CMAP_MAX_SETS)
             return fail(err, errlen, "%d drives make more than %d sets of %d+%d", total,
                         CMAP_MAX_SETS, k, mm);
     } else {
@@ -140,16 +151,15 @@ static int auto_set(cmap_t *m, json_t *ec, char *err, size_t errlen)
         mm = total >= 4 ? 2 : total >= 2 ? 1 : 0;
         k = total - mm;
     }
-    m->nsets = total / (k + mm);
-    m->sets = xcalloc((size_t)m->nsets, sizeof(*m->sets));
-    int n = 0;
+    int first = m->nsets, n = 0;
+    m->nsets += total / (k + mm);
     for (int d = 0; d < most; d++)
-        for (int i = 0; i < m->nnodes; i++)
-            if (d < m->nodes[i].drives) {
-                cmap_set_t *s = &m->sets[n / (k + mm)];
+        for (int i = 0; i < nn; i++)
+            if (d < m->nodes[nodes[i]].drives) {
+                cmap_set_t *s = &m->sets[first + n / (k + mm)];
                 s->k = k;
                 s->m = mm;
-                s->d[n % (k + mm)] = (cmap_drive_t){i, d};
+                s->d[n % (k + mm)] = (cmap_drive_t){nodes[i], d};
                 n++;
             }
     return 0;
@@ -159,19 +169,16 @@ static int parse_sets(json_t *arr, cmap_t *m, char *err, size_t errlen)
 {
     if (!json_is_array(arr) || json_array_size(arr) == 0)
         return fail(err, errlen, "\"sets\" must be a non-empty array");
-    if (json_array_size(arr) > CMAP_MAX_SETS)
-        return fail(err, errlen, "more than %d sets", CMAP_MAX_SETS);
-    m->nsets = (int)json_array_size(arr);
-    m->sets = xcalloc((size_t)m->nsets, sizeof(*m->sets));
-    for (int i = 0; i < m->nsets; i++) {
-        json_t *o = json_array_get(arr, (size_t)i);
-        cmap_set_t *s = &m->sets[i];
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *o = json_array_get(arr, i);
+        cmap_set_t *s = new_set(m, err, errlen);
+        if (!s) return ERR_INVAL;
         const char *ec = json_string_value(json_object_get(o, "ec"));
         json_t *dr = json_object_get(o, "drives");
         if (!ec || !parse_ec(ec, &s->k, &s->m))
-            return fail(err, errlen, "set %d: bad or missing \"ec\" (want K+M)", i);
+            return fail(err, errlen, "set %d: bad or missing \"ec\" (want K+M)", m->nsets - 1);
         if (!json_is_array(dr) || json_array_size(dr) != (size_t)(s->k + s->m))
-            return fail(err, errlen, "set %d: \"drives\" must list k+m = %d drives", i,
+            return fail(err, errlen, "set %d: \"drives\" must list k+m = %d drives", m->nsets - 1,
                         s->k + s->m);
         for (int j = 0; j < s->k + s->m; j++) {
             const char *name = json_string_value(json_array_get(dr, (size_t)j));
@@ -181,21 +188,111 @@ static int parse_sets(json_t *arr, cmap_t *m, char *err, size_t errlen)
             const char *slash = name ? strrchr(name, '/') : NULL;
             if (!slash || (size_t)(slash - name) > CMAP_MAX_ID ||
                 sscanf(slash + 1, "%d%c", &drive, &tail) != 1)
-                return fail(err, errlen, "set %d: drive %d is not NODE/NUMBER", i, j);
+                return fail(err, errlen, "set %d: drive %d is not NODE/NUMBER", m->nsets - 1, j);
             memcpy(node, name, (size_t)(slash - name));
             node[slash - name] = 0;
             int ni = cmap_node_index(m, node);
-            if (ni < 0) return fail(err, errlen, "set %d: drive %s: no node %s", i, name, node);
+            if (ni < 0)
+                return fail(err, errlen, "set %d: drive %s: no node %s", m->nsets - 1, name, node);
             if (drive < 0 || drive >= m->nodes[ni].drives)
-                return fail(err, errlen, "set %d: node %s has no drive %d", i, node, drive);
-            for (int a = 0; a <= i; a++)
-                for (int b = 0; b < (a == i ? j : m->sets[a].k + m->sets[a].m); b++)
-                    if (m->sets[a].d[b].node == ni && m->sets[a].d[b].drive == drive)
-                        return fail(err, errlen, "drive %s is in two places", name);
+                return fail(err, errlen, "set %d: node %s has no drive %d", m->nsets - 1, node,
+                            drive);
             s->d[j] = (cmap_drive_t){ni, drive};
         }
     }
     return 0;
+}
+
+int cmap_pool_index(const cmap_t *m, const char *id)
+{
+    for (int i = 0; i < m->npools; i++)
+        if (strcmp(m->pools[i].id, id) == 0) return i;
+    return -1;
+}
+
+/* One pool of "pools": its sets (listed, or automatic over its nodes) at the end of m's. */
+static int parse_pool(json_t *o, cmap_t *m, char *err, size_t errlen)
+{
+    cmap_pool_t *p = &m->pools[m->npools];
+    const char *id = json_string_value(json_object_get(o, "id"));
+    json_t *sets = json_object_get(o, "sets"), *nodes = json_object_get(o, "nodes"),
+           *ec = json_object_get(o, "ec"), *w = json_object_get(o, "weight"),
+           *state = json_object_get(o, "state");
+    if (!json_is_object(o)) return fail(err, errlen, "pool %d is not an object", m->npools);
+    if (!id || !id_ok(id)) return fail(err, errlen, "pool %d: bad or missing \"id\"", m->npools);
+    if (cmap_pool_index(m, id) >= 0) return fail(err, errlen, "pool %s listed twice", id);
+    snprintf(p->id, sizeof(p->id), "%s", id);
+    p->weight = 1;
+    if (w) {
+        if (!json_is_integer(w) || json_integer_value(w) < 1 || json_integer_value(w) > 1000000)
+            return fail(err, errlen, "pool %s: \"weight\" must be 1..1000000", id);
+        p->weight = (uint32_t)json_integer_value(w);
+    }
+    if (state) {
+        const char *sv = json_string_value(state);
+        if (!sv || (strcmp(sv, "active") != 0 && strcmp(sv, "draining") != 0))
+            return fail(err, errlen, "pool %s: \"state\" is \"active\" or \"draining\"", id);
+        p->draining = strcmp(sv, "draining") == 0;
+    }
+    p->first = m->nsets;
+    int rc;
+    if (sets && (nodes || ec))
+        return fail(err, errlen, "pool %s: \"sets\" or \"nodes\" (with \"ec\"), not both", id);
+    if (sets) {
+        rc = parse_sets(sets, m, err, errlen);
+    } else {
+        if (!json_is_array(nodes) || json_array_size(nodes) == 0 ||
+            json_array_size(nodes) > (size_t)m->nnodes)
+            return fail(err, errlen, "pool %s: give \"sets\", or \"nodes\" (a list of node ids)",
+                        id);
+        int *ni = xcalloc(json_array_size(nodes), sizeof(*ni)), nn = 0;
+        rc = 0;
+        for (size_t i = 0; i < json_array_size(nodes) && !rc; i++) {
+            const char *nid = json_string_value(json_array_get(nodes, i));
+            int x = nid ? cmap_node_index(m, nid) : -1;
+            if (x < 0)
+                rc = fail(err, errlen, "pool %s: no node %s", id, nid ? nid : "(not a string)");
+            for (int j = 0; j < nn && !rc; j++)
+                if (ni[j] == x) rc = fail(err, errlen, "pool %s: node %s listed twice", id, nid);
+            ni[nn++] = x;
+        }
+        if (!rc) rc = auto_sets(m, ni, nn, ec, err, errlen);
+        free(ni);
+    }
+    if (rc) return rc;
+    p->nsets = m->nsets - p->first;
+    m->npools++;
+    return 0;
+}
+
+/* Every drive in one place at most, and one coding for every set (pools share stripe buffers). */
+static int check_sets(const cmap_t *m, char *err, size_t errlen)
+{
+    for (int a = 0; a < m->nsets; a++) {
+        const cmap_set_t *x = &m->sets[a];
+        if (x->k != m->sets[0].k || x->m != m->sets[0].m)
+            return fail(err, errlen, "set %d is %d+%d, set 0 %d+%d: every set has one coding", a,
+                        x->k, x->m, m->sets[0].k, m->sets[0].m);
+        for (int i = 0; i < x->k + x->m; i++)
+            for (int b = a; b < m->nsets; b++)
+                for (int j = b == a ? i + 1 : 0; j < m->sets[b].k + m->sets[b].m; j++)
+                    if (m->sets[b].d[j].node == x->d[i].node &&
+                        m->sets[b].d[j].drive == x->d[i].drive)
+                        return fail(err, errlen, "drive %s/%d is in two places",
+                                    m->nodes[x->d[i].node].id, x->d[i].drive);
+    }
+    return 0;
+}
+
+int cmap_same_set(const cmap_t *x, int a, const cmap_t *y, int b)
+{
+    const cmap_set_t *sa = &x->sets[a], *sb = &y->sets[b];
+    if (sa->k != sb->k || sa->m != sb->m) return 0;
+    for (int i = 0; i < sa->k + sa->m; i++)
+        if (sa->d[i].drive != sb->d[i].drive ||
+            strcmp(x->nodes[sa->d[i].node].id, y->nodes[sb->d[i].node].id) != 0)
+            return 0;
+    return 1;
 }
 
 int cmap_parse(const char *json, size_t len, cmap_t *out, char *err, size_t errlen)
@@ -207,7 +304,7 @@ int cmap_parse(const char *json, size_t len, cmap_t *out, char *err, size_t errl
     int rc = 0;
     const char *cluster = json_string_value(json_object_get(root, "cluster"));
     json_t *epoch = json_object_get(root, "epoch");
-    json_t *sets = json_object_get(root, "sets");
+    json_t *sets = json_object_get(root, "sets"), *pools = json_object_get(root, "pools");
     if (!json_is_object(root))
         rc = fail(err, errlen, "the map must be a JSON object");
     else if (!cluster || !id_ok(cluster))
@@ -221,9 +318,38 @@ int cmap_parse(const char *json, size_t len, cmap_t *out, char *err, size_t errl
     }
     if (!rc && sets && json_object_get(root, "ec"))
         rc = fail(err, errlen, "give \"ec\" inside each set when \"sets\" are listed");
-    if (!rc)
-        rc = sets ? parse_sets(sets, out, err, errlen)
-                  : auto_set(out, json_object_get(root, "ec"), err, errlen);
+    if (!rc && pools && (sets || json_object_get(root, "ec")))
+        rc = fail(err, errlen, "a map with \"pools\" gives its sets and \"ec\" in its pools");
+    if (!rc) {
+        out->sets = xcalloc(CMAP_MAX_SETS, sizeof(*out->sets));
+        out->pools = xcalloc(CMAP_MAX_POOLS, sizeof(*out->pools));
+    }
+    if (!rc && pools) {
+        if (!json_is_array(pools) || json_array_size(pools) == 0 ||
+            json_array_size(pools) > CMAP_MAX_POOLS)
+            rc = fail(err, errlen, "\"pools\" must be an array of 1..%d pools", CMAP_MAX_POOLS);
+        for (size_t i = 0; !rc && i < json_array_size(pools); i++)
+            rc = parse_pool(json_array_get(pools, i), out, err, errlen);
+        int active = 0;
+        for (int i = 0; !rc && i < out->npools; i++)
+            active += !out->pools[i].draining;
+        if (!rc && !active) rc = fail(err, errlen, "every pool is draining: new objects have none");
+    } else if (!rc) {
+        cmap_pool_t *p = &out->pools[out->npools++];
+        snprintf(p->id, sizeof(p->id), "p0");
+        p->weight = 1;
+        if (sets) {
+            rc = parse_sets(sets, out, err, errlen);
+        } else {
+            int *all = xcalloc((size_t)out->nnodes, sizeof(*all));
+            for (int i = 0; i < out->nnodes; i++)
+                all[i] = i;
+            rc = auto_sets(out, all, out->nnodes, json_object_get(root, "ec"), err, errlen);
+            free(all);
+        }
+        p->nsets = out->nsets;
+    }
+    if (!rc) rc = check_sets(out, err, errlen);
     json_decref(root);
     if (rc) cmap_free(out);
     return rc;
@@ -256,9 +382,21 @@ int cmap_load(const char *path, cmap_t *out, char *err, size_t errlen)
     return rc;
 }
 
+void cmap_copy(cmap_t *dst, const cmap_t *src)
+{
+    *dst = *src;
+    dst->nodes = xcalloc((size_t)src->nnodes, sizeof(*dst->nodes));
+    memcpy(dst->nodes, src->nodes, sizeof(*dst->nodes) * (size_t)src->nnodes);
+    dst->sets = xcalloc(CMAP_MAX_SETS, sizeof(*dst->sets));
+    memcpy(dst->sets, src->sets, sizeof(*dst->sets) * (size_t)src->nsets);
+    dst->pools = xcalloc(CMAP_MAX_POOLS, sizeof(*dst->pools));
+    memcpy(dst->pools, src->pools, sizeof(*dst->pools) * (size_t)src->npools);
+}
+
 void cmap_free(cmap_t *m)
 {
     free(m->nodes);
     free(m->sets);
+    free(m->pools);
     memset(m, 0, sizeof(*m));
 }

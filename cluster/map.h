@@ -19,6 +19,25 @@
  *     "ec": "4+2"                    the automatic sets' coding (default: one
  *   }                                set of every drive, m = 2 from 4 drives)
  *
+ * Pools. Capacity grows by pools: groups of sets that new objects go to,
+ * while every object stays in the pool it was written to (nothing moves
+ * when a pool is added). A map with pools lists them instead of top-level
+ * "sets" and "ec":
+ *
+ *     "pools": [
+ *       {"id": "p0", "sets": [ ...as above... ]},
+ *       {"id": "p1", "ec": "4+2", "nodes": ["n4", "n5", "n6"],  automatic sets
+ *        "weight": 2, "state": "draining"}                      over these nodes
+ *     ]                                                         (all their drives)
+ *
+ * "weight" (default 1) is the pool's share of new objects (server/obj_pool.c:
+ * a new key's pool is a weighted rendezvous hash, the same on every node
+ * of one epoch); "state" is "active" (default) or "draining" (no new
+ * objects). Every pool has the same coding (one pool of stripe buffers
+ * serves them all). A map without "pools" is one pool, "p0", of its sets.
+ * The sets are numbered across the pools in order: pool p's are
+ * sets[first .. first + nsets).
+ *
  * A node's drive NODE/I is its I-th local drive (DATA/driveI). A set names
  * k+m distinct drives; its shard i lives on its i-th drive. Each object
  * lives on one set (placement: server/obj_multi.c), so the sets of a
@@ -34,9 +53,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CMAP_MAX_ID   64
-#define CMAP_MAX_ADDR 300
-#define CMAP_MAX_SETS 64 /* the object layer's OBJ_MAX_SETS */
+#define CMAP_MAX_ID    64
+#define CMAP_MAX_ADDR  300
+#define CMAP_MAX_SETS  64 /* the object layer's OBJ_MAX_SETS */
+#define CMAP_MAX_POOLS 8  /* the object layer's OBJ_MAX_POOLS */
 
 typedef struct {
     char id[CMAP_MAX_ID + 1];
@@ -56,12 +76,21 @@ typedef struct {
 } cmap_set_t;
 
 typedef struct {
+    char id[CMAP_MAX_ID + 1];
+    int first, nsets; /* its sets: sets[first .. first + nsets) */
+    uint32_t weight;  /* share of new objects (1 .. 1000000) */
+    int draining;     /* no new objects */
+} cmap_pool_t;
+
+typedef struct {
     char cluster[CMAP_MAX_ID + 1];
     uint64_t epoch;
     cmap_node_t *nodes;
     int nnodes;
     cmap_set_t *sets;
     int nsets;
+    cmap_pool_t *pools; /* at least one */
+    int npools;
 } cmap_t;
 
 /*
@@ -74,7 +103,12 @@ int cmap_parse(const char *json, size_t len, cmap_t *out, char *err, size_t errl
 int cmap_load(const char *path, cmap_t *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 void cmap_free(cmap_t *m);
+void cmap_copy(cmap_t *dst, const cmap_t *src); /* a deep copy, freed with cmap_free */
 /* The index of node id, or -1. */
 int cmap_node_index(const cmap_t *m, const char *id);
+/* The index of pool id, or -1. */
+int cmap_pool_index(const cmap_t *m, const char *id);
+/* Whether set a of x and set b of y are the same: coding, and drives on the same node ids. */
+int cmap_same_set(const cmap_t *x, int a, const cmap_t *y, int b);
 
 #endif

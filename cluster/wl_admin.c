@@ -7,6 +7,14 @@
  *     map set --map FILE         replace the map (epoch: at least the stored one + 1)
  *     node add --id ID --s3 HOST:PORT --proto HOST:PORT --drives N
  *     node remove --id ID        (refused while a set uses its drives)
+ *     pool add --id P --nodes N1,N2,.. [--ec K+M] [--weight W]
+ *                                a pool of sets over these nodes' drives (the
+ *                                nodes added first); new objects go to it, in
+ *                                proportion to its weight; nothing moves
+ *     pool drain|activate --id P no new objects to P, or again
+ *     pool weight --id P --weight W
+ *     pool weigh                 every pool's weight from its free space (the
+ *                                nodes asked; needs the cluster secret)
  *     status [--json]            nodes (registered = alive), sets and their health,
  *                                and with the cluster secret each drive's space and
  *                                endurance (asked over the node protocol)
@@ -41,6 +49,9 @@ static int usage(void)
                     "  cluster init --map FILE | cluster show | map set --map FILE\n"
                     "  node add --id ID --s3 HOST:PORT --proto HOST:PORT --drives N\n"
                     "  node remove --id ID | status [--json]\n"
+                    "  pool add --id P --nodes N1,N2,.. [--ec K+M] [--weight W]\n"
+                    "  pool drain --id P | pool activate --id P | pool weight --id P --weight W\n"
+                    "  pool weigh             (every pool's weight from its free space)\n"
                     "  drive replace NODE/N   (an empty drive took its place: refill it now)\n");
     return 2;
 }
@@ -189,7 +200,7 @@ static int add_node(json_t *doc, void *arg)
     json_t *nodes = json_object_get(doc, "nodes");
     json_array_append_new(nodes, json_pack("{s:s,s:s,s:s,s:i}", "id", e->id, "s3", e->s3, "proto",
                                            e->proto, "drives", (int)e->drives));
-    if (!json_object_get(doc, "sets")) {
+    if (!json_object_get(doc, "sets") && !json_object_get(doc, "pools")) {
         /* An automatic set would take the new node's drives: the set would change under
            the data it holds. Pin the current layout first. */
         fprintf(stderr, "wl-admin: refused: this map's set is automatic (all drives); adding a "
@@ -212,6 +223,119 @@ static int remove_node(json_t *doc, void *arg)
     }
     fprintf(stderr, "wl-admin: no node %s in the map\n", e->id);
     return 2;
+}
+
+/* ---- pools ---- */
+
+typedef struct {
+    const char *id, *ec, *nodes;
+    long weight;      /* 0: as it is (a new pool: 1) */
+    int state;        /* -1: as it is, 0 active, 1 draining */
+    uint32_t *weighs; /* pool weigh: a weight per pool, in order */
+    int nweighs;
+} pool_edit_t;
+
+/*
+ * A map without "pools" is one pool of its sets: written out as such, its
+ * sets named drive by drive (an automatic layout pinned: a pool added
+ * later must not change it).
+ */
+static int pin_pools(json_t *doc)
+{
+    if (json_object_get(doc, "pools")) return 0;
+    char *text = json_dumps(doc, JSON_COMPACT), err[300];
+    cmap_t m;
+    int rc = cmap_parse(text, strlen(text), &m, err, sizeof(err));
+    free(text);
+    if (rc) {
+        fprintf(stderr, "wl-admin: the stored map does not parse: %s\n", err);
+        return 2;
+    }
+    json_t *sets = json_array();
+    for (int j = 0; j < m.nsets; j++) {
+        char ec[32];
+        snprintf(ec, sizeof(ec), "%d+%d", m.sets[j].k, m.sets[j].m);
+        json_t *dr = json_array();
+        for (int i = 0; i < m.sets[j].k + m.sets[j].m; i++) {
+            char name[CMAP_MAX_ID + 16];
+            snprintf(name, sizeof(name), "%s/%d", m.nodes[m.sets[j].d[i].node].id,
+                     m.sets[j].d[i].drive);
+            json_array_append_new(dr, json_string(name));
+        }
+        json_array_append_new(sets, json_pack("{s:s,s:o}", "ec", ec, "drives", dr));
+    }
+    cmap_free(&m);
+    json_object_del(doc, "sets");
+    json_object_del(doc, "ec");
+    json_object_set_new(doc, "pools", json_pack("[{s:s,s:o}]", "id", "p0", "sets", sets));
+    return 0;
+}
+
+static json_t *find_pool(json_t *doc, const char *id)
+{
+    json_t *p;
+    size_t i;
+    json_array_foreach(json_object_get(doc, "pools"), i, p)
+    {
+        if (strcmp(json_string_value(json_object_get(p, "id")) ?: "", id) == 0) return p;
+    }
+    return NULL;
+}
+
+static int add_pool(json_t *doc, void *arg)
+{
+    pool_edit_t *e = arg;
+    int rc = pin_pools(doc);
+    if (rc) return rc;
+    if (find_pool(doc, e->id)) {
+        fprintf(stderr, "wl-admin: pool %s is in the map already\n", e->id);
+        return 2;
+    }
+    json_t *nodes = json_array(), *pool = json_pack("{s:s}", "id", e->id);
+    char *list = strdup(e->nodes), *save = NULL;
+    if (!list) abort();
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        json_array_append_new(nodes, json_string(t));
+    free(list);
+    if (e->ec) json_object_set_new(pool, "ec", json_string(e->ec));
+    json_object_set_new(pool, "nodes", nodes);
+    if (e->weight) json_object_set_new(pool, "weight", json_integer(e->weight));
+    json_array_append_new(json_object_get(doc, "pools"), pool);
+    return 0; /* a node not in the map, or a drive some pool has, fails the check: refused */
+}
+
+static int set_pool(json_t *doc, void *arg)
+{
+    pool_edit_t *e = arg;
+    int rc = pin_pools(doc);
+    if (rc) return rc;
+    json_t *pool = find_pool(doc, e->id);
+    if (!pool) {
+        fprintf(stderr, "wl-admin: no pool %s in the map\n", e->id);
+        return 2;
+    }
+    if (e->state >= 0)
+        json_object_set_new(pool, "state", json_string(e->state ? "draining" : "active"));
+    if (e->weight) json_object_set_new(pool, "weight", json_integer(e->weight));
+    return 0;
+}
+
+static int weigh_pools(json_t *doc, void *arg)
+{
+    pool_edit_t *e = arg;
+    int rc = pin_pools(doc);
+    if (rc) return rc;
+    json_t *p;
+    size_t i;
+    if (json_array_size(json_object_get(doc, "pools")) != (size_t)e->nweighs) {
+        fprintf(stderr, "wl-admin: the pools changed while they were weighed; try again\n");
+        return 1;
+    }
+    json_array_foreach(json_object_get(doc, "pools"), i, p)
+    {
+        json_object_set_new(p, "weight", json_integer(e->weighs[i]));
+    }
+    return 0;
 }
 
 static int replace_map(json_t *doc, void *arg)
@@ -344,6 +468,72 @@ static int drive_replace(const char *spec)
     return rc;
 }
 
+/*
+ * pool weigh: every pool's weight set from its free space (capacity less
+ * live bytes over its drives, as the nodes report them), the pool with the
+ * most getting 1000000: new objects then go to the pools in proportion to
+ * what they can still take. Needs the cluster secret and every drive to
+ * answer (a guess would skew the shares): otherwise nothing changes.
+ */
+static int pool_weigh(void)
+{
+    cmap_t m;
+    int rc = load_map(&m);
+    if (rc) return rc;
+    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
+    if (!secret || strlen(secret) < 16) {
+        fprintf(stderr,
+                "wl-admin: pool weigh needs the cluster secret in WARMLAKE_CLUSTER_SECRET\n");
+        cmap_free(&m);
+        return 2;
+    }
+    proto_net_cfg_t pc = {.cluster = m.cluster,
+                          .node = "wl-admin",
+                          .secret = secret,
+                          .secret_len = strlen(secret),
+                          .epoch = m.epoch,
+                          .timeout_ms = 5000};
+    proto_net_t *net = NULL;
+    if (proto_net_start(&pc, &net) != 0) {
+        cmap_free(&m);
+        return 1;
+    }
+    double freeb[CMAP_MAX_POOLS] = {0}, most = 0;
+    for (int p = 0; p < m.npools && !rc; p++) {
+        const cmap_pool_t *pool = &m.pools[p];
+        for (int j = pool->first; j < pool->first + pool->nsets && !rc; j++)
+            for (int i = 0; i < m.sets[j].k + m.sets[j].m && !rc; i++) {
+                const cmap_node_t *n = &m.nodes[m.sets[j].d[i].node];
+                proto_peer_t *peer = proto_net_peer(net, n->id, n->proto);
+                drive_stats_t ds = {0};
+                if (peer) {
+                    shard_store_t st = peer_store_new(peer, (uint32_t)m.sets[j].d[i].drive);
+                    st.ops->stats(st.ctx, &ds);
+                    peer_store_free(&st);
+                }
+                if (!ds.capacity) {
+                    fprintf(stderr, "wl-admin: %s drive %d did not answer: weights unchanged\n",
+                            n->id, m.sets[j].d[i].drive);
+                    rc = 1;
+                    break;
+                }
+                freeb[p] += ds.capacity > ds.live_bytes ? (double)(ds.capacity - ds.live_bytes) : 0;
+            }
+        if (freeb[p] > most) most = freeb[p];
+    }
+    proto_net_stop(net);
+    uint32_t w[CMAP_MAX_POOLS];
+    for (int p = 0; p < m.npools && !rc; p++) {
+        double x = most > 0 ? freeb[p] * 1000000.0 / most : 1;
+        w[p] = x < 1 ? 1 : (uint32_t)(x + 0.5);
+        printf("pool %s: %.2f GB free, weight %u\n", m.pools[p].id, freeb[p] / 1e9, w[p]);
+    }
+    pool_edit_t e = {.weighs = w, .nweighs = m.npools};
+    if (!rc) rc = edit(weigh_pools, &e);
+    cmap_free(&m);
+    return rc;
+}
+
 static int status(int as_json)
 {
     char key[300];
@@ -365,8 +555,14 @@ static int status(int as_json)
                               .timeout_ms = 3000};
         if (proto_net_start(&pc, &net) != 0) net = NULL;
     }
-    json_t *out = json_pack("{s:s,s:I,s:[],s:[]}", "cluster", m.cluster, "epoch",
-                            (json_int_t)m.epoch, "nodes", "sets");
+    json_t *out = json_pack("{s:s,s:I,s:[],s:[],s:[]}", "cluster", m.cluster, "epoch",
+                            (json_int_t)m.epoch, "nodes", "pools", "sets");
+    for (int p = 0; p < m.npools; p++)
+        json_array_append_new(json_object_get(out, "pools"),
+                              json_pack("{s:s,s:i,s:i,s:i,s:s}", "id", m.pools[p].id, "first_set",
+                                        m.pools[p].first, "sets", m.pools[p].nsets, "weight",
+                                        (int)m.pools[p].weight, "state",
+                                        m.pools[p].draining ? "draining" : "active"));
     int *alive = calloc((size_t)m.nnodes, sizeof(int));
     if (!alive) abort();
     for (int i = 0; i < m.nnodes; i++) {
@@ -481,6 +677,15 @@ static int status(int as_json)
                        (long long)json_integer_value(json_object_get(sc, "blocks_fixed")));
             }
         }
+        json_array_foreach(json_object_get(out, "pools"), i, n)
+        {
+            int first = (int)json_integer_value(json_object_get(n, "first_set")),
+                ns = (int)json_integer_value(json_object_get(n, "sets"));
+            printf("  pool %s: sets %d..%d, weight %lld, %s\n",
+                   json_string_value(json_object_get(n, "id")), first, first + ns - 1,
+                   (long long)json_integer_value(json_object_get(n, "weight")),
+                   json_string_value(json_object_get(n, "state")));
+        }
         json_array_foreach(json_object_get(out, "sets"), i, n)
         {
             printf("  set %zu: %s, %s (%lld shards down)\n", i,
@@ -549,6 +754,24 @@ int main(int argc, char **argv)
         rc = edit(add_node, &e);
     } else if (strcmp(cmd, "node") == 0 && strcmp(sub, "remove") == 0 && e.id) {
         rc = edit(remove_node, &e);
+    } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "add") == 0 && e.id &&
+               arg(argc, argv, i, "--nodes")) {
+        pool_edit_t pe = {
+            e.id, arg(argc, argv, i, "--ec"), arg(argc, argv, i, "--nodes"), 0, -1, NULL, 0};
+        const char *w = arg(argc, argv, i, "--weight");
+        pe.weight = w ? strtol(w, NULL, 10) : 0;
+        rc = w && pe.weight < 1 ? usage() : edit(add_pool, &pe);
+    } else if (strcmp(cmd, "pool") == 0 &&
+               (strcmp(sub, "drain") == 0 || strcmp(sub, "activate") == 0) && e.id) {
+        pool_edit_t pe = {.id = e.id, .state = strcmp(sub, "drain") == 0};
+        rc = edit(set_pool, &pe);
+    } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "weight") == 0 && e.id &&
+               arg(argc, argv, i, "--weight")) {
+        pool_edit_t pe = {
+            .id = e.id, .state = -1, .weight = strtol(arg(argc, argv, i, "--weight"), NULL, 10)};
+        rc = pe.weight < 1 ? usage() : edit(set_pool, &pe);
+    } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "weigh") == 0) {
+        rc = pool_weigh();
     } else if (strcmp(cmd, "drive") == 0 && strcmp(sub, "replace") == 0 && i + 2 < argc) {
         rc = drive_replace(argv[i + 2]);
     } else if (strcmp(cmd, "status") == 0) {

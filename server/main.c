@@ -340,7 +340,7 @@ static void refill_done(void *arg, unsigned failed)
  */
 static int check_layout(const char *data, const char *want, int single, int nsets, int *existed)
 {
-    char path[4096], had[512] = "";
+    char path[4096], had[4096] = "";
     *existed = 0;
     if ((size_t)snprintf(path, sizeof(path), "%s/layout", data) >= sizeof(path)) {
         fprintf(stderr, "warmlaked: --data %s: path too long\n", data);
@@ -348,9 +348,11 @@ static int check_layout(const char *data, const char *want, int single, int nset
     }
     FILE *f = fopen(path, "r");
     if (f) {
-        if (!fgets(had, sizeof(had), f)) had[0] = 0;
+        size_t got = fread(had, 1, sizeof(had) - 1, f);
+        had[got] = 0;
         fclose(f);
-        had[strcspn(had, "\n")] = 0;
+        while (got && had[got - 1] == '\n')
+            had[--got] = 0;
     } else {
         char d0[4096];
         struct stat sb;
@@ -358,8 +360,10 @@ static int check_layout(const char *data, const char *want, int single, int nset
         if (stat(d0, &sb) == 0 && nsets != 1) snprintf(had, sizeof(had), "sets 1");
     }
     *existed = had[0] != 0;
-    int hs = 0,
-        same = single ? sscanf(had, "sets %d", &hs) == 1 && hs == nsets : strcmp(had, want) == 0;
+    /* A cluster's layout may grow by pools (a line each): what was recorded must begin it. */
+    size_t hl = strlen(had);
+    int hs = 0, same = single ? sscanf(had, "sets %d", &hs) == 1 && hs == nsets
+                              : strncmp(had, want, hl) == 0 && (!want[hl] || want[hl] == '\n');
     if (had[0] && !same) {
         fprintf(stderr,
                 "warmlaked: %s holds data laid out as \"%s\", but this start makes \"%s\": its "
@@ -367,7 +371,7 @@ static int check_layout(const char *data, const char *want, int single, int nset
                 data, had, want);
         return 2;
     }
-    if (f) return 0;
+    if (f && strcmp(had, want) == 0) return 0;
     if (mkdir(data, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "warmlaked: cannot create %s: %s\n", data, strerror(errno));
         return 1;
@@ -384,21 +388,36 @@ static int check_layout(const char *data, const char *want, int single, int nset
     return 0;
 }
 
-/* A cluster member's layout line: the cluster, its sets' coding, and a digest of which
- * drive (node id and number) holds each shard of each set. */
+/*
+ * A cluster member's layout: a line per pool. The first names the cluster,
+ * the coding, pool 0's sets and a digest of which drive (node id and
+ * number) holds each shard of each of them (a map without pools is one
+ * pool: its line is what it was before pools); each further pool a line of
+ * its id, sets and digest.
+ */
 static void cluster_layout(const cmap_t *map, char *out, size_t cap)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (int j = 0; j < map->nsets; j++)
-        for (int i = 0; i < map->sets[j].k + map->sets[j].m; i++) {
-            char d[CMAP_MAX_ID + 16];
-            snprintf(d, sizeof(d), "%s/%d;", map->nodes[map->sets[j].d[i].node].id,
-                     map->sets[j].d[i].drive);
-            for (const char *p = d; *p; p++)
-                h = (h ^ (uint8_t)*p) * 1099511628211ull;
-        }
-    snprintf(out, cap, "cluster %s sets %d ec %d+%d drives %016llx", map->cluster, map->nsets,
-             map->sets[0].k, map->sets[0].m, (unsigned long long)h);
+    size_t at = 0;
+    out[0] = 0;
+    for (int p = 0; p < map->npools && at < cap; p++) {
+        const cmap_pool_t *pool = &map->pools[p];
+        uint64_t h = 1469598103934665603ull;
+        for (int j = pool->first; j < pool->first + pool->nsets; j++)
+            for (int i = 0; i < map->sets[j].k + map->sets[j].m; i++) {
+                char d[CMAP_MAX_ID + 16];
+                snprintf(d, sizeof(d), "%s/%d;", map->nodes[map->sets[j].d[i].node].id,
+                         map->sets[j].d[i].drive);
+                for (const char *c = d; *c; c++)
+                    h = (h ^ (uint8_t)*c) * 1099511628211ull;
+            }
+        if (p == 0)
+            at += (size_t)snprintf(out + at, cap - at, "cluster %s sets %d ec %d+%d drives %016llx",
+                                   map->cluster, pool->nsets, map->sets[0].k, map->sets[0].m,
+                                   (unsigned long long)h);
+        else
+            at += (size_t)snprintf(out + at, cap - at, "\npool %s sets %d drives %016llx", pool->id,
+                                   pool->nsets, (unsigned long long)h);
+    }
 }
 
 /* The placement seed of a cluster: its id's FNV-1a (fixed: placement depends on it). */
@@ -410,27 +429,87 @@ static uint64_t placement_seed(const char *cluster)
     return h;
 }
 
-/* The object layer over nsets sets of k+m stores each (set j: st[j*(k+m)...]). */
-static obj_set_t *make_sets(const shard_store_t *st, int nsets, int k, int m, uint32_t block,
-                            uint64_t seed, int *err)
+/* nsets sets of k+m stores each (set j: st[j*(k+m)...]) into sets[]: 0, or an ERR_*. */
+static int new_sets(const shard_store_t *st, int nsets, int k, int m, uint32_t block,
+                    obj_set_t **sets)
 {
-    if (nsets == 1) return obj_set_new(st, k, m, block, err);
-    if (nsets > OBJ_MAX_SETS) {
+    int err = 0;
+    for (int j = 0; j < nsets; j++)
+        if (!(sets[j] = obj_set_new(st + j * (k + m), k, m, block, &err))) {
+            while (j--)
+                obj_set_free(sets[j]);
+            return err;
+        }
+    return 0;
+}
+
+/*
+ * The object layer over nsets sets of k+m stores each (set j: st[j*(k+m)...]);
+ * with a map, its pools (a cluster's layer is always several sets as one,
+ * even of one set: a pool may be added while it runs).
+ */
+static obj_set_t *make_sets(const shard_store_t *st, int nsets, int k, int m, uint32_t block,
+                            uint64_t seed, const cmap_t *map, int *err)
+{
+    if (nsets == 1 && !map) return obj_set_new(st, k, m, block, err);
+    if (nsets > OBJ_MAX_SETS || (map && map->npools > OBJ_MAX_POOLS)) {
         *err = ERR_INVAL;
         return NULL;
     }
     obj_set_t *sets[OBJ_MAX_SETS];
-    for (int j = 0; j < nsets; j++)
-        if (!(sets[j] = obj_set_new(st + j * (k + m), k, m, block, err))) {
-            while (j--)
-                obj_set_free(sets[j]);
-            return NULL;
-        }
-    obj_set_t *s = obj_set_multi(sets, nsets, seed, err);
-    if (!s)
+    if ((*err = new_sets(st, nsets, k, m, block, sets)) != 0) return NULL;
+    int first = map ? map->pools[0].nsets : nsets;
+    obj_set_t *s = obj_set_multi(sets, first, seed, err);
+    if (!s) {
         for (int j = 0; j < nsets; j++)
             obj_set_free(sets[j]);
+        return NULL;
+    }
+    for (int p = 0; map && p < map->npools; p++) {
+        const cmap_pool_t *pool = &map->pools[p];
+        *err =
+            p ? obj_set_add_pool(s, sets + pool->first, pool->nsets, pool->weight, pool->draining)
+              : obj_set_pool_state(s, 0, pool->weight, pool->draining);
+        if (*err) {
+            for (int j = pool->first; p && j < nsets; j++) /* those not taken yet */
+                obj_set_free(sets[j]);
+            obj_set_free(s);
+            return NULL;
+        }
+    }
     return s;
+}
+
+/* A pool added to the cluster's map while the node runs (member_pools_t). */
+typedef struct {
+    obj_set_t *set;
+    const char *data;
+    uint32_t block;
+} pools_ctx_t;
+
+static int pool_added(void *arg, const cmap_t *map, int p, const shard_store_t *st)
+{
+    pools_ctx_t *c = arg;
+    const cmap_pool_t *pool = &map->pools[p];
+    int k = map->sets[0].k, m = map->sets[0].m, existed, rc;
+    if (p != obj_set_pools(c->set)) return ERR_INVAL; /* pools come in order */
+    /* Recorded first: a restart with the map that lacks it would not find its objects. */
+    char want[4096];
+    cluster_layout(map, want, sizeof(want));
+    if (check_layout(c->data, want, 0, 0, &existed) != 0) return ERR_IO;
+    obj_set_t *sets[OBJ_MAX_SETS];
+    if ((rc = new_sets(st, pool->nsets, k, m, c->block, sets)) != 0) return rc;
+    if ((rc = obj_set_add_pool(c->set, sets, pool->nsets, pool->weight, pool->draining)) != 0)
+        for (int j = 0; j < pool->nsets; j++)
+            obj_set_free(sets[j]);
+    return rc;
+}
+
+static void pool_state(void *arg, int p, uint32_t weight, int draining)
+{
+    pools_ctx_t *c = arg;
+    if (obj_set_pool_state(c->set, p, weight, draining) == 0)
+        log_info("event=pool_state pool=%d weight=%u%s", p, weight, draining ? " draining" : "");
 }
 
 int main(int argc, char **argv)
@@ -567,7 +646,7 @@ int main(int argc, char **argv)
     shard_store_t *st = xcalloc((size_t)nsets * (size_t)(k + m), sizeof(*st));
     int made_data = 0, had_layout = 0;
     {
-        char want[512];
+        char want[4096];
         if (clustered)
             cluster_layout(map, want, sizeof(want));
         else
@@ -631,7 +710,7 @@ int main(int argc, char **argv)
     if (member && (rc = member_join(member, dv, st)) != 0) goto out;
     int err;
     obj_set_t *set = make_sets(st, nsets, k, m, (uint32_t)conf.block,
-                               map ? placement_seed(map->cluster) : 0, &err);
+                               map ? placement_seed(map->cluster) : 0, map, &err);
     if (set) obj_set_inline_max(set, (uint32_t)conf.inline_max);
     if (set) obj_set_hedge_ms(set, (uint32_t)conf.hedge_ms);
     if (set) {
@@ -646,6 +725,12 @@ int main(int argc, char **argv)
         log_info("event=write_quorum stores=%d of=%d", wq, k + m);
         if (obj_set_heal_start(set) != 0)
             log_error("event=heal_queue_off: writes short of a store wait for a bucket heal");
+    }
+    static pools_ctx_t pools_ctx;
+    if (set && member) {
+        pools_ctx = (pools_ctx_t){set, conf.data, (uint32_t)conf.block};
+        member_pools_t cb = {pool_added, pool_state, &pools_ctx};
+        member_on_pools(member, &cb);
     }
     if (!set) {
         fprintf(stderr, "warmlaked: bad erasure configuration: %s\n", err_str(err));
@@ -670,6 +755,7 @@ int main(int argc, char **argv)
     if (!s3.batch) {
         fprintf(stderr, "warmlaked: cannot start the batch pool: %s\n", err_str(err));
         sigv4_key_cache_free(s3.keys);
+        if (member) member_on_pools(member, NULL); /* no pool added to a set freed */
         obj_set_free(set);
         rc = err;
         goto out;
@@ -697,6 +783,7 @@ int main(int argc, char **argv)
         s3_scrub_stop(scrub);
         pool_free(s3.batch);
         sigv4_key_cache_free(s3.keys);
+        if (member) member_on_pools(member, NULL); /* no pool added to a set freed */
         obj_set_free(set);
         goto out;
     }
@@ -726,6 +813,7 @@ int main(int argc, char **argv)
     s3_scrub_stop(scrub);
     pool_free(s3.batch); /* no handler runs now: no batch job is queued */
     sigv4_key_cache_free(s3.keys);
+    if (member) member_on_pools(member, NULL); /* no pool added to a set freed */
     obj_set_free(set);
     log_info("event=shutdown");
 out:

@@ -53,6 +53,13 @@ struct member {
     shard_store_t *st;
     uint32_t reg_refill; /* own drives marked refilling, as last registered */
     time_t started;      /* the first registration's time (kept when it is rewritten) */
+    /* The map whose layout is served (the watch thread's): m->map and the pools added since. */
+    cmap_t applied;
+    member_pools_t pools;     /* under pools_mu, held while one runs */
+    pthread_mutex_t pools_mu; /* (member_on_pools waits for a callback running) */
+    /* The stores of the pools added since the start (freed by member_leave). */
+    shard_store_t *xst[CMAP_MAX_POOLS];
+    int nxst[CMAP_MAX_POOLS], nx;
 };
 
 /* This node's drives marked refilling (drive_refilling), as a mask. */
@@ -137,6 +144,7 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
     m->cfg = *c;
     m->me = -1;
     pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->pools_mu, NULL);
     pthread_cond_init(&m->cv, NULL);
     snprintf(m->prefix, sizeof(m->prefix), "%s", c->etcd_prefix ? c->etcd_prefix : "/warmlake");
     size_t pl = strlen(m->prefix);
@@ -173,6 +181,7 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
         member_free(m);
         return rc;
     }
+    cmap_copy(&m->applied, &m->map);
     atomic_store(&m->epoch, m->map.epoch);
     *out = m;
     return 0;
@@ -363,25 +372,88 @@ static void *keep_alive(void *arg)
     return NULL;
 }
 
-/* Whether b keeps a's set (same coding, drives, and the same nodes at the same addresses). */
-static int same_layout(const cmap_t *a, int me_a, const cmap_t *b, int me_b)
+/*
+ * Whether b keeps a's layout: this node at the same addresses with the
+ * same drives, and a's pools as b's first ones, each with the same sets on
+ * the same drives of nodes at the same protocol addresses. b may add pools.
+ */
+static int keeps_layout(const cmap_t *a, int me_a, const cmap_t *b, int me_b)
 {
-    if (me_b < 0 || b->nsets != a->nsets || strcmp(a->cluster, b->cluster) != 0) return 0;
+    if (me_b < 0 || b->npools < a->npools || strcmp(a->cluster, b->cluster) != 0) return 0;
     if (strcmp(a->nodes[me_a].proto, b->nodes[me_b].proto) ||
         strcmp(a->nodes[me_a].s3, b->nodes[me_b].s3) ||
         a->nodes[me_a].drives != b->nodes[me_b].drives)
         return 0;
+    for (int p = 0; p < a->npools; p++)
+        if (a->pools[p].first != b->pools[p].first || a->pools[p].nsets != b->pools[p].nsets)
+            return 0;
     for (int s = 0; s < a->nsets; s++) {
+        if (!cmap_same_set(a, s, b, s)) return 0;
         const cmap_set_t *x = &a->sets[s], *y = &b->sets[s];
-        if (x->k != y->k || x->m != y->m) return 0;
-        for (int i = 0; i < x->k + x->m; i++) {
-            const cmap_node_t *nx = &a->nodes[x->d[i].node], *ny = &b->nodes[y->d[i].node];
-            if (x->d[i].drive != y->d[i].drive || strcmp(nx->id, ny->id) ||
-                strcmp(nx->proto, ny->proto))
-                return 0;
-        }
+        for (int i = 0; i < x->k + x->m; i++)
+            if (strcmp(a->nodes[x->d[i].node].proto, b->nodes[y->d[i].node].proto)) return 0;
     }
     return 1;
+}
+
+/*
+ * The stores of pool p of map (k+m per set, in set order) into st: this
+ * node's drives local, the others' remote. 0, or ERR_INVAL (a bad peer
+ * address: logged).
+ */
+static int pool_stores(member_t *m, const cmap_t *map, int me, int p, shard_store_t *st)
+{
+    const cmap_pool_t *pool = &map->pools[p];
+    for (int j = 0, at = 0; j < pool->nsets; j++) {
+        const cmap_set_t *set = &map->sets[pool->first + j];
+        for (int i = 0; i < set->k + set->m; i++, at++) {
+            const cmap_node_t *n = &map->nodes[set->d[i].node];
+            if (set->d[i].node == me) {
+                st[at] = shard_store_local(m->dv[set->d[i].drive]);
+                continue;
+            }
+            proto_peer_t *peer = proto_net_peer(m->net, n->id, n->proto);
+            if (!peer) return ERR_INVAL;
+            st[at] = peer_store_new(peer, (uint32_t)set->d[i].drive);
+        }
+    }
+    return 0;
+}
+
+/* Serve the pools that nm adds to m->applied (the object layer takes them). 0, or fenced. */
+static int add_pools_locked(member_t *m, const cmap_t *nm, int me)
+{
+    member_pools_t cb = m->pools;
+    for (int p = m->applied.npools; p < nm->npools; p++) {
+        const cmap_pool_t *pool = &nm->pools[p];
+        int k = nm->sets[pool->first].k, mm = nm->sets[pool->first].m, n = pool->nsets * (k + mm);
+        if (!cb.add || m->nx >= CMAP_MAX_POOLS) return 1;
+        shard_store_t *st = xcalloc((size_t)n, sizeof(*st));
+        int rc = pool_stores(m, nm, me, p, st);
+        if (!rc) rc = cb.add(cb.arg, nm, p, st);
+        if (rc) {
+            log_error("event=member_pool_failed pool=%s err=%s", pool->id, err_name(rc));
+            for (int i = 0; i < n; i++)
+                if (st[i].ctx) peer_store_free(&st[i]);
+            free(st);
+            return 1;
+        }
+        m->xst[m->nx] = st;
+        m->nxst[m->nx++] = n;
+        log_info("event=member_pool_added pool=%s sets=%d weight=%u%s", pool->id, pool->nsets,
+                 pool->weight, pool->draining ? " draining" : "");
+    }
+    for (int p = 0; cb.state && p < nm->npools; p++)
+        cb.state(cb.arg, p, nm->pools[p].weight, nm->pools[p].draining);
+    return 0;
+}
+
+static int add_pools(member_t *m, const cmap_t *nm, int me)
+{
+    pthread_mutex_lock(&m->pools_mu);
+    int rc = add_pools_locked(m, nm, me);
+    pthread_mutex_unlock(&m->pools_mu);
+    return rc;
 }
 
 static void on_map(void *arg, const char *val, size_t len, int64_t rev, int deleted)
@@ -407,23 +479,39 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
         return;
     }
     int me = cmap_node_index(&nm, m->cfg.node);
-    if (!same_layout(&m->map, m->me, &nm, me)) {
+    const char *why =
+        me < 0 ? "this node left the map"
+        : !keeps_layout(&m->applied, cmap_node_index(&m->applied, m->cfg.node), &nm, me)
+            ? "the map changes the sets this node serves"
+            : NULL;
+    /* Peers at the new epoch first: a new pool's nodes refuse calls from an older one. */
+    if (!why) {
+        pthread_mutex_lock(&m->mu);
+        set_members(m, &nm);
+        pthread_mutex_unlock(&m->mu);
+        atomic_store(&m->epoch, nm.epoch);
+        proto_net_set_epoch(m->net, nm.epoch);
+        if (add_pools(m, &nm, me) != 0) why = "a pool it adds could not be served";
+    }
+    if (why) {
         log_error("event=member_fenced node=%s epoch=%llu why=\"%s\": no S3 data served until a "
                   "restart applies the new map",
-                  m->cfg.node, (unsigned long long)nm.epoch,
-                  me < 0 ? "this node left the map" : "the map changes this node's erasure set");
+                  m->cfg.node, (unsigned long long)nm.epoch, why);
         atomic_store(&m->fenced, 1);
         cmap_free(&nm);
         return;
     }
-    pthread_mutex_lock(&m->mu);
-    set_members(m, &nm);
-    pthread_mutex_unlock(&m->mu);
-    atomic_store(&m->epoch, nm.epoch);
-    proto_net_set_epoch(m->net, nm.epoch);
-    log_info("event=member_epoch node=%s epoch=%llu nodes=%d", m->cfg.node,
-             (unsigned long long)nm.epoch, nm.nnodes);
-    cmap_free(&nm);
+    log_info("event=member_epoch node=%s epoch=%llu nodes=%d pools=%d", m->cfg.node,
+             (unsigned long long)nm.epoch, nm.nnodes, nm.npools);
+    cmap_free(&m->applied);
+    m->applied = nm; /* (moved) */
+}
+
+void member_on_pools(member_t *m, const member_pools_t *cb)
+{
+    pthread_mutex_lock(&m->pools_mu);
+    m->pools = cb ? *cb : (member_pools_t){0};
+    pthread_mutex_unlock(&m->pools_mu);
 }
 
 /* ---- joining ---- */
@@ -554,6 +642,12 @@ void member_leave(member_t *m, shard_store_t *st, int n)
     m->serving = NULL;
     for (int i = 0; i < n; i++)
         if (st[i].ctx) peer_store_free(&st[i]);
+    for (int x = 0; x < m->nx; x++) {
+        for (int i = 0; i < m->nxst[x]; i++)
+            if (m->xst[x][i].ctx) peer_store_free(&m->xst[x][i]);
+        free(m->xst[x]);
+    }
+    m->nx = 0;
 }
 
 void member_free(member_t *m)
@@ -563,6 +657,8 @@ void member_free(member_t *m)
     free(m->registered);
     free(m->ids);
     cmap_free(&m->map);
+    cmap_free(&m->applied);
+    pthread_mutex_destroy(&m->pools_mu);
     etcd_free(m->etcd);
     pthread_mutex_destroy(&m->mu);
     pthread_cond_destroy(&m->cv);

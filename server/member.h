@@ -9,14 +9,15 @@
  *   PREFIX/nodes/ID     this node's registration, alive while its lease is
  *                       (TTL 10 s, renewed every 3 s)
  *
- * A new map epoch is applied without a restart when it leaves this node's
- * set as it is (nodes added, addresses of nodes outside the set, any
- * other change of the document): peers then handshake at the new epoch
- * and refuse those still at the old one. A map that changes this node's
- * set, or drops this node, fences it: every S3 request answers 503 from
- * then on, and the log says that a restart applies the new layout. Until
- * placement over several sets moves objects (issue 13), that is the safe
- * answer: a node must never serve with a layout the others no longer use.
+ * A new map epoch is applied without a restart when it keeps the sets
+ * served as they are (nodes added, pools added or their weights and states
+ * changed, addresses of nodes outside the sets, any other change of the
+ * document): peers then handshake at the new epoch and refuse those still
+ * at the old one. A map that changes a set already served, this node's
+ * addresses or drive count, or drops this node, fences it: every S3
+ * request answers 503 from then on, and the log says that a restart
+ * applies the new layout (a node must never serve with a layout the others
+ * no longer use; sets never change under their data).
  */
 #ifndef WL_MEMBER_H
 #define WL_MEMBER_H
@@ -62,6 +63,20 @@ void member_node_stats(member_t *m, char *(*fn)(void *arg), int (*heal_now)(void
  * the reason printed.
  */
 int member_join(member_t *m, drive_t **dv, shard_store_t *st);
+/*
+ * A new epoch that adds pools (the sets served so far kept as they are) is
+ * applied without a restart: add(arg, map, p, st) for each pool p added,
+ * st its sets' stores (k+m per set, in order; the member's until
+ * member_leave), then state(arg, p, weight, draining) for every pool of the
+ * map. add failing (not 0) fences the node. cb NULL: none from then on
+ * (returns once a callback running has returned).
+ */
+typedef struct {
+    int (*add)(void *arg, const cmap_t *map, int pool, const shard_store_t *st);
+    void (*state)(void *arg, int pool, uint32_t weight, int draining);
+    void *arg;
+} member_pools_t;
+void member_on_pools(member_t *m, const member_pools_t *cb);
 /* Stop watching, deregister (the lease revoked), stop serving peers, free the remote stores. */
 void member_leave(member_t *m, shard_store_t *st, int n);
 void member_free(member_t *m);

@@ -99,6 +99,28 @@ int obj_set_count(const obj_set_t *s);
 int obj_set_place(const obj_set_t *s, const char *bucket, const char *key);
 
 /*
+ * Pools (server/obj_pool.c): capacity grows by groups of sets that new
+ * objects go to, while an object stays in the pool that holds it. The
+ * sets given to obj_set_multi are pool 0 (weight 1, active);
+ * obj_set_add_pool appends nsets more sets (the same k, m and block) as
+ * pool obj_set_pools() - 1, while the set is in use: calls that started
+ * before it see the pools they started with. A key held by a pool (any
+ * version, delete marker or head) is served by that pool; a new key goes
+ * to an active pool picked by a rendezvous hash weighted by the pools'
+ * weights (the same pool on every node that has the same weights).
+ * Placement within a pool is obj_set_place's, with that pool's sets. 0, or
+ * ERR_INVAL (not a multi set, too many pools or sets, another geometry).
+ */
+#define OBJ_MAX_POOLS 8
+int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight, int draining)
+    __attribute__((warn_unused_result));
+/* Pool p's share of new objects, and whether it takes none (draining). 0 or ERR_INVAL. */
+int obj_set_pool_state(obj_set_t *s, int p, uint32_t weight, int draining);
+int obj_set_pools(const obj_set_t *s); /* 1 for a plain set */
+/* The pool bucket/key lives in, or would be written to when none holds it. */
+int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key);
+
+/*
  * Objects of at most `bytes` are stored inline: whole, as the payload of
  * their heads on m+1 of the set's stores (any m may fail), written in one
  * durable round and read with one lookup and one read on one store. 0 turns

@@ -81,15 +81,34 @@ struct obj_set {
     struct heal_q *healq; /* the heal queue and its thread (obj_heal.c); NULL: not started */
     int bufs_shared;      /* bufs is another set's (obj_set_multi) */
     /* Several sets as one (obj_multi.c): nsub > 0, and nothing above but k, m, n, block. */
-    int nsub;
+    _Atomic int nsub; /* grows when a pool is added (obj_pool.c); sub has OBJ_MAX_SETS */
     struct obj_set **sub;
     uint64_t seed;
+    /* Pools of the sets (obj_pool.c): pool p is sub[first .. first + n). */
+    _Atomic int npool;
+    struct obj_pool {
+        int first, n;
+        _Atomic uint32_t weight;
+        _Atomic int draining;
+    } pools[OBJ_MAX_POOLS];
+    pthread_mutex_t pools_mu; /* obj_set_add_pool's */
 };
 
 /* ---- obj_multi.c ---- */
 
-/* The set a key lives on (s has sets). */
+/* The set a key lives on (s has sets): obj__pool_route's when s has pools. */
 obj_set_t *obj__place(obj_set_t *s, const char *bucket, const char *key);
+/* Set j of pool p's placement of bucket/key (obj_multi.c). */
+int obj__in_pool(const obj_set_t *s, int p, const char *bucket, const char *key);
+
+/* ---- obj_pool.c ---- */
+
+/* The set of the pool holding bucket/key (the newest head's, if several do), else of the pool
+ * a new key goes to. */
+obj_set_t *obj__pool_route(obj_set_t *s, const char *bucket, const char *key);
+/* The set of the pool holding upload_id (for bucket/key), else obj__route's. */
+obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
+                             const char *upload_id);
 /* Where every call that names a key starts: the key's own set. */
 static inline obj_set_t *obj__route(obj_set_t *s, const char *bucket, const char *key)
 {

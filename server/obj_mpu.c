@@ -88,7 +88,7 @@ obj_writer_t *obj_mpu_part_begin(obj_set_t *s, const char *bucket, const char *k
 obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const char *key,
                                      const char *upload_id, int part, obj_info_t *rec, int *err)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     char pk[64];
     if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
         *err = ERR_INVAL;
@@ -182,7 +182,7 @@ int obj_mpu_complete(obj_set_t *s, const char *bucket, const char *key, const ch
 int obj_mpu_upload_stat(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                         obj_info_t *rec)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     return mpu_check(s, bucket, key, upload_id, rec);
 }
 
@@ -191,7 +191,7 @@ int obj_mpu_complete_hooked(obj_set_t *s, const char *bucket, const char *key,
                             uint64_t min_part, const obj_cond_t *cond, obj_versioning_t v,
                             const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     *why = OBJ_MPU_OK;
     if (strlen(upload_id) != 32) {
         *why = OBJ_MPU_NO_UPLOAD;
@@ -387,7 +387,7 @@ static int drop_part(void *arg, int part, const char *key, const obj_info_t *inf
 
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     obj_info_t rec;
     if (strlen(upload_id) != 32) return ERR_NOT_FOUND;
     /*
@@ -421,7 +421,7 @@ static int list_part(void *arg, int part, const char *key, const obj_info_t *inf
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                        obj_part_fn fn, void *arg)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     obj_info_t rec;
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
     if (rc) return rc;
@@ -450,7 +450,7 @@ static int collect_part(void *arg, int part, const char *key, const obj_info_t *
 int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
                     obj_heal_report_t *rep)
 {
-    s = obj__route(s, bucket, key);
+    s = obj__route_upload(s, bucket, key, upload_id);
     obj_info_t rec;
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
     if (rc) return rc;

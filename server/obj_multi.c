@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "common/mem.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +46,14 @@ obj_set_t *obj_set_multi(obj_set_t **sets, int nsets, uint64_t seed, int *err)
             return NULL;
     obj_set_t *s = xcalloc(1, sizeof(*s));
     s->nsub = nsets;
-    s->sub = xcalloc((size_t)nsets, sizeof(*s->sub));
+    s->sub = xcalloc(OBJ_MAX_SETS, sizeof(*s->sub)); /* room for the pools added later */
     memcpy(s->sub, sets, sizeof(*sets) * (size_t)nsets);
     s->seed = seed;
+    s->npool = 1;
+    s->pools[0].first = 0;
+    s->pools[0].n = nsets;
+    s->pools[0].weight = 1;
+    pthread_mutex_init(&s->pools_mu, NULL);
     /* The same geometry: one pool of stripe buffers serves every set. */
     for (int j = 1; j < nsets; j++) {
         bufpool_free(s->sub[j]->bufs);
@@ -68,6 +74,7 @@ void obj__multi_free(obj_set_t *s)
     for (int j = s->nsub - 1; j >= 0; j--)
         obj_set_free(s->sub[j]);
     free(s->sub);
+    pthread_mutex_destroy(&s->pools_mu);
     free(s);
 }
 
@@ -76,25 +83,31 @@ int obj_set_count(const obj_set_t *s)
     return s->nsub ? s->nsub : 1;
 }
 
-int obj_set_place(const obj_set_t *s, const char *bucket, const char *key)
+int obj__in_pool(const obj_set_t *s, int p, const char *bucket, const char *key)
 {
-    if (!s->nsub) return 0;
     XXH64_state_t st;
     XXH64_reset(&st, s->seed);
     XXH64_update(&st, bucket, strlen(bucket) + 1); /* the NUL: "ab"+"c" is not "a"+"bc" */
     XXH64_update(&st, key, strlen(key));
-    return (int)(XXH64_digest(&st) % (uint64_t)s->nsub);
+    return s->pools[p].first + (int)(XXH64_digest(&st) % (uint64_t)s->pools[p].n);
+}
+
+int obj_set_place(const obj_set_t *s, const char *bucket, const char *key)
+{
+    if (!s->nsub) return 0;
+    return obj__in_pool(s, obj_set_pool_of((obj_set_t *)s, bucket, key), bucket, key);
 }
 
 obj_set_t *obj__place(obj_set_t *s, const char *bucket, const char *key)
 {
-    return s->sub[obj_set_place(s, bucket, key)];
+    if (atomic_load(&s->npool) > 1) return obj__pool_route(s, bucket, key);
+    return s->sub[obj__in_pool(s, 0, bucket, key)];
 }
 
 obj_set_t *obj__store_set(const obj_set_t *s, int *i)
 {
     int n = s->sub[0]->n;
-    if (*i < 0 || *i >= n * s->nsub) return NULL;
+    if (*i < 0 || *i >= n * atomic_load(&s->nsub)) return NULL;
     obj_set_t *sub = s->sub[*i / n];
     *i %= n;
     return sub;
@@ -193,6 +206,7 @@ typedef struct {
     obj_version_fn vfn;
     void *arg;
     mbatch_t *b;
+    int ns; /* the sets listed (more may come meanwhile: a pool added) */
 } mlist_t;
 
 static int col_obj(void *arg, const char *key, const obj_info_t *info)
@@ -221,10 +235,40 @@ static int fetch(mlist_t *ml, int j, const char *after, const char *after_vid)
     return 0;
 }
 
+/*
+ * A key that two sets hold (two pools each took it: writes racing on
+ * nodes with other pool weights): the set with the newest head is listed,
+ * as obj__pool_route serves it; the others' entries of the key are
+ * passed. best's entry is an object; o is scratch.
+ */
+static int newest_of_key(mlist_t *ml, int best, const char *bound, int lim, const int *going,
+                         obj_info_t *o)
+{
+    mbatch_t *bb = &ml->b[best];
+    const char *key = ent_key(bb, bb->at);
+    uint64_t stamp = ent_info(bb, bb->at, o)->stamp_ns;
+    for (int j = 0; j < ml->ns; j++) {
+        mbatch_t *b = &ml->b[j];
+        if (j == best || !going[j] || b->at >= b->n || b->e[b->at].info == SIZE_MAX ||
+            strcmp(ent_key(b, b->at), key) != 0)
+            continue;
+        if (bound && j != lim && strcmp(key, bound) > 0) continue;
+        uint64_t st = ent_info(b, b->at, o)->stamp_ns;
+        if (st > stamp) {
+            ml->b[best].at++; /* the older entry, passed */
+            best = j;
+            stamp = st;
+        } else {
+            b->at++;
+        }
+    }
+    return best;
+}
+
 static int merged(mlist_t *ml, const char *after, const char *after_vid)
 {
     obj_set_t *s = ml->s;
-    int ns = s->nsub, rc = 0;
+    int ns = ml->ns = atomic_load(&s->nsub), rc = 0;
     ml->b = xcalloc((size_t)ns, sizeof(*ml->b));
     /*
      * A set's share of a page, and some: keys spread evenly over the sets, so
@@ -266,6 +310,8 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
                     best = j;
             }
             if (best < 0) break;
+            if (ml->kind == M_OBJECTS && ml->b[best].e[ml->b[best].at].info != SIZE_MAX)
+                best = newest_of_key(ml, best, bound, lim, going, o);
             mbatch_t *b = &ml->b[best];
             int i = b->at++;
             const char *key = ent_key(b, i);
@@ -315,6 +361,8 @@ out:
 int obj__multi_list(obj_set_t *s, const char *bucket, const char *prefix, const char *delim,
                     const char *after, size_t want, int wide, obj_list_fn fn, void *arg)
 {
+    if (atomic_load(&s->nsub) == 1)
+        return obj__list(s->sub[0], bucket, prefix, delim, after, want, wide, fn, arg);
     mlist_t ml = {.s = s,
                   .wide = wide,
                   .kind = M_OBJECTS,
@@ -331,6 +379,9 @@ int obj__multi_versions(obj_set_t *s, const char *bucket, const char *prefix, co
                         const char *after, const char *after_vid, size_t want, int wide,
                         obj_version_fn fn, void *arg)
 {
+    if (atomic_load(&s->nsub) == 1)
+        return obj__list_versions(s->sub[0], bucket, prefix, delim, after, after_vid, want, wide,
+                                  fn, arg);
     mlist_t ml = {.s = s,
                   .wide = wide,
                   .kind = M_VERSIONS,

@@ -929,3 +929,109 @@ def test_lease_gone_is_read_and_written_around(datadir, etcd):
             os.kill(n3.proc.pid, signal.SIGCONT)
         for n in nodes:
             n.stop()
+
+
+def pool_bytes(node, first, last):
+    """User bytes on the node's view of stores first..last (a pool's: set j's store i is
+    j*(k+m)+i in /_warmlake/stats)."""
+    return sum(d["user_bytes"] for d in node_stats(node)["drives"][first:last])
+
+
+def test_pool_added_live(datadir, etcd):
+    """A pool added to a running cluster (`wl-admin pool add`): every node applies it
+    without a restart, nothing moves, old keys stay where they are (overwrites too),
+    new keys go to both pools, every node reads every object; a draining pool takes no
+    new key but keeps serving its own; `pool weigh` sets the weights from free space; a
+    node restarted with the grown map finds its layout and everything still reads."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"], sets=[
+        {"ec": "2+1", "drives": ["n1/0", "n2/0", "n3/0"]},
+        {"ec": "2+1", "drives": ["n1/1", "n2/1", "n3/1"]}])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    old = [EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")]
+    nodes = list(old)
+    start_all(old)
+    try:
+        c1 = old[0].s3()
+        c1.create_bucket(Bucket="grow")
+        want = {}
+        for i in range(24):
+            data = body([500, 70000, 1500000][i % 3] + i, 4000 + i)
+            c1.put_object(Bucket="grow", Key="old-%02d" % i, Body=data)
+            want["old-%02d" % i] = md5(data)
+        ports = free_ports(6)
+        for j, n in enumerate(("n4", "n5", "n6")):
+            r = admin(etcd, "node", "add", "--id", n, "--s3", "127.0.0.1:%d" % ports[2 * j],
+                      "--proto", "127.0.0.1:%d" % ports[2 * j + 1], "--drives", "1")
+            assert r.returncode == 0, r.stderr
+        r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,x")
+        assert r.returncode == 2 and "no node x" in r.stderr
+        r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,n6", "--ec", "2+1")
+        assert r.returncode == 0, r.stderr
+        st = json.loads(admin(etcd, "status", "--json").stdout)
+        assert [(p["id"], p["first_set"], p["sets"], p["state"]) for p in st["pools"]] == [
+            ("p0", 0, 2, "active"), ("p1", 2, 1, "active")]
+        for n in old:
+            wait_for(lambda: "event=member_pool_added pool=p1" in n.read_log(),
+                     n.id + " to add pool p1")
+        new = start_all([EtcdNode(datadir, n, etcd) for n in ("n4", "n5", "n6")])
+        nodes += new
+        assert all("member_fenced" not in n.read_log() for n in old)
+        # Old keys stay in pool 0, overwritten through a node of pool 1 included.
+        for i in range(0, 24, 3):
+            data = body(2000 + i, 5000 + i)
+            new[1].s3().put_object(Bucket="grow", Key="old-%02d" % i, Body=data)
+            want["old-%02d" % i] = md5(data)
+        assert pool_bytes(old[0], 6, 9) == 0
+        # New keys: both pools take some.
+        for i in range(30):
+            data = body([300, 90000][i % 2] + i, 6000 + i)
+            nodes[i % 6].s3().put_object(Bucket="grow", Key="new-%02d" % i, Body=data)
+            want["new-%02d" % i] = md5(data)
+        in_p1 = pool_bytes(old[0], 6, 9)
+        assert in_p1 > 0 and pool_bytes(old[0], 0, 6) > 0
+        assert pool_bytes(new[0], 6, 9) == in_p1  # every node counts the same stores
+        for n in nodes:
+            cl = n.s3()
+            keys, token = [], None
+            while True:
+                kw = {"Bucket": "grow", "MaxKeys": 17}
+                if token:
+                    kw["ContinuationToken"] = token
+                r = cl.list_objects_v2(**kw)
+                keys += [o["Key"] for o in r.get("Contents", [])]
+                if not r.get("IsTruncated"):
+                    break
+                token = r["NextContinuationToken"]
+            assert keys == sorted(want), n.id
+            for k, h in want.items():
+                assert md5(cl.get_object(Bucket="grow", Key=k)["Body"].read()) == h, (n.id, k)
+        # Draining p1: new keys all go to p0; p1's own keys are read and overwritten in place.
+        r = admin(etcd, "pool", "drain", "--id", "p1")
+        assert r.returncode == 0, r.stderr
+        for n in nodes:
+            wait_for(lambda: "event=pool_state pool=1 weight=1 draining" in n.read_log(),
+                     n.id + " to drain p1")
+        before = pool_bytes(old[1], 6, 9)
+        for i in range(20):
+            data = body(400 + i, 7000 + i)
+            nodes[i % 6].s3().put_object(Bucket="grow", Key="late-%02d" % i, Body=data)
+            want["late-%02d" % i] = md5(data)
+        assert pool_bytes(old[1], 6, 9) == before
+        for k, h in want.items():
+            assert md5(new[2].s3().get_object(Bucket="grow", Key=k)["Body"].read()) == h, k
+        assert admin(etcd, "pool", "activate", "--id", "p1").returncode == 0
+        # Weighed from free space: p0's six drives have about twice the room of p1's three.
+        r = admin(etcd, "pool", "weigh")
+        assert r.returncode == 0, r.stderr
+        pools = json.loads(admin(etcd, "status", "--json").stdout)["pools"]
+        assert pools[0]["weight"] == 1000000 and 400000 < pools[1]["weight"] < 600000, pools
+        r = admin(etcd, "pool", "weigh", env={"WARMLAKE_CLUSTER_SECRET": ""})
+        assert r.returncode == 2
+        # A restart with the grown map: the layout recorded grew with it.
+        old[0].stop()
+        old[0].start()
+        for k, h in want.items():
+            assert md5(old[0].s3().get_object(Bucket="grow", Key=k)["Body"].read()) == h, k
+    finally:
+        for n in nodes:
+            n.stop()

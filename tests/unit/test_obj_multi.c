@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "server/obj.h"
+#include "server/obj_int.h" /* obj__in_pool: where a pool places a key */
 #include "storage/drive.h"
 
 #include <ftw.h>
@@ -29,6 +30,8 @@ typedef struct {
     drive_t *d[SETS * N];
     obj_set_t *sets[SETS]; /* owned by multi */
     obj_set_t *multi;
+    drive_t *pd[2 * N];  /* a second pool's drives (test_pools) */
+    obj_set_t *psets[2]; /* its sets (owned by multi once added) */
 } env_t;
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -73,6 +76,8 @@ static int teardown(void **state)
     obj_set_free(e->multi);
     for (int i = 0; i < SETS * N; i++)
         drive_close(e->d[i]);
+    for (int i = 0; i < 2 * N; i++)
+        if (e->pd[i]) drive_close(e->pd[i]);
     nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
     free(e->dir);
     free(e);
@@ -436,6 +441,154 @@ static void test_multipart(void **state)
     free(got);
 }
 
+/* Pool 1 of two sets, added to e->multi while it holds data. */
+static void add_pool(env_t *e, uint32_t weight)
+{
+    for (int j = 0; j < 2; j++) {
+        shard_store_t st[N];
+        for (int i = 0; i < N; i++) {
+            char p[256];
+            snprintf(p, sizeof(p), "%s/p%d", e->dir, j * N + i);
+            drive_cfg_t c = {0};
+            c.path = p;
+            c.iu = 4096;
+            c.segment_size = 4u << 20;
+            c.capacity = 128u << 20;
+            assert_int_equal(drive_open(&c, &e->pd[j * N + i]), 0);
+            st[i] = shard_store_local(e->pd[j * N + i]);
+        }
+        int err;
+        assert_non_null(e->psets[j] = obj_set_new(st, K, M, B, &err));
+    }
+    assert_int_equal(obj_set_add_pool(e->multi, e->psets, 2, weight, 0), 0);
+}
+
+/* How many of the n keys "<pfx>N" pool p holds, by asking its sets directly. */
+static int held_by_pool1(env_t *e, const char *key)
+{
+    obj_info_t info;
+    return obj_stat(e->psets[0], "bkt", key, &info) == 0 ||
+           obj_stat(e->psets[1], "bkt", key, &info) == 0;
+}
+
+/*
+ * Pools: a pool added while the sets hold data moves nothing; old keys stay
+ * (overwrites included), new ones spread by weight, a draining pool takes
+ * no new key but serves its own, listings merge every pool, an upload
+ * stays in its pool whatever the weights do meanwhile, and a key that two
+ * pools hold (writes racing over a weight change) is served by the newest.
+ */
+static void test_pools(void **state)
+{
+    env_t *e = *state;
+    enum { OLD = 60, NEW = 200 };
+    char key[32];
+    for (int i = 0; i < OLD; i++) {
+        snprintf(key, sizeof(key), "old-%03d", i);
+        put_v(e->multi, key, i % 3 ? 300 : 70000, (uint32_t)i, OBJ_UNVERSIONED, NULL);
+    }
+    assert_int_equal(obj_set_pools(e->multi), 1);
+    add_pool(e, 1);
+    assert_int_equal(obj_set_pools(e->multi), 2);
+    assert_int_equal(obj_set_count(e->multi), SETS + 2);
+    assert_int_equal(obj_set_width(e->multi), (SETS + 2) * N);
+    for (int i = 0; i < OLD; i++) {
+        snprintf(key, sizeof(key), "old-%03d", i);
+        assert_int_equal(obj_set_pool_of(e->multi, "bkt", key), 0);
+        check(e->multi, key, i % 3 ? 300 : 70000, (uint32_t)i);
+        /* Overwritten: still in pool 0, whatever placement would pick for a new key. */
+        put_v(e->multi, key, 500, (uint32_t)i + 1000, OBJ_UNVERSIONED, NULL);
+        assert_false(held_by_pool1(e, key));
+        check(e->multi, key, 500, (uint32_t)i + 1000);
+    }
+    int in1 = 0;
+    for (int i = 0; i < NEW; i++) {
+        snprintf(key, sizeof(key), "new-%03d", i);
+        put_v(e->multi, key, i % 4 ? 100 : 40000, (uint32_t)i + 5000, OBJ_UNVERSIONED, NULL);
+        int p = obj_set_pool_of(e->multi, "bkt", key);
+        assert_int_equal(p, held_by_pool1(e, key));
+        in1 += p;
+    }
+    assert_true(in1 > NEW / 4 && in1 < NEW * 3 / 4); /* equal weights: about half each */
+    for (int i = 0; i < NEW; i++) {
+        snprintf(key, sizeof(key), "new-%03d", i);
+        check(e->multi, key, i % 4 ? 100 : 40000, (uint32_t)i + 5000);
+    }
+    /* A listing merges both pools: every key once, in order. */
+    char(*got)[64] = calloc(OLD + NEW + 8, 64);
+    coll_t c = {got, 0, OLD + NEW + 8, 0, 0, 0};
+    assert_int_equal(obj_list(e->multi, "bkt", NULL, NULL, collect, &c), 0);
+    assert_int_equal(c.n, OLD + NEW);
+    for (int i = 1; i < c.n; i++)
+        assert_true(strcmp(got[i - 1], got[i]) < 0);
+
+    /* Weights: pool 1 at 9 to 1 takes about 90% of new keys. */
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 9, 0), 0);
+    int w1 = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "w-%04d", i);
+        w1 += obj_set_pool_of(e->multi, "bkt", key);
+    }
+    assert_true(w1 > 820 && w1 < 970);
+
+    /* Draining pool 1: new keys go to pool 0 alone; its own keys stay readable and writable. */
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 9, 1), 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "late-%03d", i);
+        put_v(e->multi, key, 100, (uint32_t)i, OBJ_UNVERSIONED, NULL);
+        assert_false(held_by_pool1(e, key));
+    }
+    for (int i = 0; i < NEW; i++) {
+        snprintf(key, sizeof(key), "new-%03d", i);
+        if (!held_by_pool1(e, key)) continue;
+        put_v(e->multi, key, 200, (uint32_t)i + 7000, OBJ_UNVERSIONED, NULL);
+        assert_true(held_by_pool1(e, key));
+        check(e->multi, key, 200, (uint32_t)i + 7000);
+    }
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
+
+    /* An upload stays in its pool: created with pool 1 active, finished with it draining. */
+    const char *mk = NULL;
+    for (int i = 0; i < 100 && !mk; i++) {
+        snprintf(key, sizeof(key), "mpu-%03d", i);
+        if (obj_set_pool_of(e->multi, "bkt", key) == 1) mk = key;
+    }
+    assert_non_null(mk);
+    char id[33];
+    assert_int_equal(obj_mpu_create(e->multi, "bkt", mk, NULL, NULL, 0, id), 0);
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 1), 0);
+    uint8_t part[1000];
+    fill(part, sizeof(part), 3);
+    int err;
+    obj_writer_t *w = obj_mpu_part_begin(e->multi, "bkt", mk, id, 1, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, part, sizeof(part)), 0);
+    obj_info_t pi;
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+    obj_mpu_part_t mp = {.part = 1};
+    snprintf(mp.etag, sizeof(mp.etag), "%s", pi.etag);
+    int why = 0;
+    obj_info_t out;
+    assert_int_equal(
+        obj_mpu_complete(e->multi, "bkt", mk, id, &mp, 1, 0, NULL, OBJ_UNVERSIONED, &out, &why), 0);
+    assert_true(held_by_pool1(e, mk));
+    check(e->multi, mk, sizeof(part), 3);
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
+
+    /* One key in both pools (written to each pool's set directly, pool 1's later): the newest
+     * is what every call and the listing see. */
+    obj_set_t *p0 = e->sets[obj__in_pool(e->multi, 0, "bkt", "twice")],
+              *p1 = e->psets[obj__in_pool(e->multi, 1, "bkt", "twice") - SETS];
+    put_v(p0, "twice", 111, 1, OBJ_UNVERSIONED, NULL);
+    put_v(p1, "twice", 222, 2, OBJ_UNVERSIONED, NULL);
+    check(e->multi, "twice", 222, 2);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "twice"), 1);
+    c = (coll_t){got, 0, OLD + NEW + 8, 0, 0, 0};
+    assert_int_equal(obj_list(e->multi, "bkt", "twice", NULL, collect, &c), 0);
+    assert_int_equal(c.n, 1);
+    free(got);
+}
+
 static void test_refuses_mixed_sets(void **state)
 {
     (void)state;
@@ -476,6 +629,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_merged_listing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_merged_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
         cmocka_unit_test(test_refuses_mixed_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

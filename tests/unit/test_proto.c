@@ -579,6 +579,81 @@ static void test_cluster_map(void **state)
     }
 }
 
+/* Pools: listed sets or automatic ones over named nodes, numbered across the pools. */
+static void test_cluster_map_pools(void **state)
+{
+    (void)state;
+    cmap_t m, c;
+    char err[300];
+    assert_int_equal(
+        parse("{\"cluster\":\"x\",\"epoch\":2," NODES3 ",\"pools\":["
+              "{\"id\":\"p0\",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/0\",\"b/0\"]}]},"
+              "{\"id\":\"p1\",\"ec\":\"1+1\",\"nodes\":[\"c\"],\"weight\":7,\"state\":\"draining\"}"
+              "]}",
+              &m, err),
+        0);
+    assert_int_equal(m.npools, 2);
+    assert_int_equal(m.nsets, 2);
+    assert_string_equal(m.pools[0].id, "p0");
+    assert_int_equal(m.pools[0].first, 0);
+    assert_int_equal(m.pools[0].nsets, 1);
+    assert_int_equal(m.pools[0].weight, 1);
+    assert_int_equal(m.pools[0].draining, 0);
+    assert_int_equal(m.pools[1].first, 1);
+    assert_int_equal(m.pools[1].nsets, 1);
+    assert_int_equal(m.pools[1].weight, 7);
+    assert_int_equal(m.pools[1].draining, 1);
+    assert_int_equal(m.sets[1].d[0].node, 2);
+    assert_int_equal(m.sets[1].d[1].node, 2);
+    assert_int_equal(m.sets[1].d[1].drive, 1);
+    assert_int_equal(cmap_pool_index(&m, "p1"), 1);
+    cmap_copy(&c, &m);
+    assert_true(cmap_same_set(&m, 1, &c, 1));
+    assert_false(cmap_same_set(&m, 0, &c, 1));
+    cmap_free(&c);
+    cmap_free(&m);
+    /* A map without pools is one, p0, of all its sets. */
+    assert_int_equal(parse("{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"2+1\"," NODES3 "}", &m, err),
+                     0);
+    assert_int_equal(m.npools, 1);
+    assert_string_equal(m.pools[0].id, "p0");
+    assert_int_equal(m.pools[0].nsets, 2);
+    cmap_free(&m);
+    const char *bad[] = {
+        /* a drive in two pools */
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"]},{\"id\":\"p1\",\"sets\":[{\"ec\":\"1+1\",\"drives\":[\"a/1\","
+        "\"b/1\"]}]}]}",
+        /* two codings */
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"]},{\"id\":\"p1\",\"ec\":\"3+1\",\"nodes\":[\"b\",\"c\"]}]}",
+        /* every pool draining */
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"],\"state\":\"draining\"}]}",
+        /* pools and top-level sets */
+        "{\"cluster\":\"x\",\"epoch\":1,\"ec\":\"1+1\"," NODES3 ",\"pools\":[{\"id\":\"p0\","
+        "\"ec\":\"1+1\",\"nodes\":[\"a\"]}]}",
+        /* a pool id twice, a node twice, an unknown node, a bad weight, a bad state */
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"]},{\"id\":\"p0\",\"ec\":\"1+1\",\"nodes\":[\"b\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\",\"a\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"q\"]}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"],\"weight\":0}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\",\"ec\":\"1+1\","
+        "\"nodes\":[\"a\"],\"state\":\"gone\"}]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[]}",
+        "{\"cluster\":\"x\",\"epoch\":1," NODES3 ",\"pools\":[{\"id\":\"p0\"}]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(parse(bad[i], &m, err), ERR_INVAL);
+        assert_true(err[0] != 0);
+    }
+}
+
 int main(void)
 {
     log_level = LOG_LVL_ERROR;
@@ -586,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_header_round_trip),     cmocka_unit_test(test_request_codec),
         cmocka_unit_test(test_calls_and_budget),      cmocka_unit_test(test_handshake_refusals),
         cmocka_unit_test(test_garbage_and_down_peer), cmocka_unit_test(test_cluster_map),
+        cmocka_unit_test(test_cluster_map_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
