@@ -103,6 +103,28 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
         free(info);
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted (or a delete marker): nothing to heal */
     }
+    if (!vid) {
+        /*
+         * The newest head a read finds may be another gateway's commit in
+         * flight, or the leftover of one that lost a race and is being
+         * undone: healed into place, it would cover the version that stands
+         * (acknowledged, and never archived: lost from a versioned key).
+         * When another version stands, the key is tried again later, once
+         * the commit settled. When none does (a sparse version that lost a
+         * copy with its drive stands no more, and is what must be healed),
+         * the newest head is healed as it always was.
+         */
+        obj_info_t *st = xmalloc(sizeof(*st));
+        int src = obj_stat_standing(s, bucket, key, st);
+        int other = src == 0 &&
+                    (st->stamp_ns != info->stamp_ns || strcmp(st->upload_id, info->upload_id) != 0);
+        free(st);
+        if (other || src == ERR_UNRECOVERABLE) {
+            obj_close(r);
+            free(info);
+            return other ? ERR_THROTTLED : src;
+        }
+    }
     rep->objects++;
     obj__reader_ask_all(r);
     uint32_t missing = heads_missing(s, bucket, key, pos, info);

@@ -1286,6 +1286,71 @@ static void vlist(env_t *e, const char *after, const char *after_vid, char *out)
     assert_int_equal(obj_list_versions(e->set, "bkt", "v", after, after_vid, vlist_cb, out), 0);
 }
 
+/*
+ * A heal never puts a head that does not stand into place: another
+ * gateway's commit left short (it lost a race and is being undone) holds
+ * the newest head on one store, the one a read asks first. Healed into
+ * place, it would cover the version that stands, never archived (an
+ * acknowledged version lost). The heal waits instead (ERR_THROTTLED: the
+ * queue tries again), and the standing version stays whole.
+ */
+static void test_heal_skips_a_head_that_does_not_stand(void **state)
+{
+    env_t *e = *state;
+    enum { SZ = 100000 }; /* erasure-coded: heads on every store */
+    uint8_t *data = malloc(SZ), *got = malloc(SZ);
+    obj_info_t a, b, *part = malloc(sizeof(*part));
+    int first = (int)obj__first_store(e->set, "bkt", "hv"), err;
+    for (int v = 0; v < 2; v++) {
+        /* "second" lands short of the store the key's reads ask first (it failed then). */
+        e->f[first].fail_write = v == 1;
+        fill(data, SZ, 40 + (uint32_t)v);
+        obj_writer_t *w = obj_put_begin(e->set, "bkt", "hv", &err);
+        assert_non_null(w);
+        obj_put_set_versioning(w, OBJ_VERSIONED);
+        assert_int_equal(obj_put_write(w, data, SZ), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, v ? &b : &a), 0);
+    }
+    e->f[first].fail_write = 0;
+    /* The loser of a race over "second" read "first" as current: its head lands where
+     * "second"'s is not (the conditional commit refuses it elsewhere), and stands nowhere. */
+    obj_info_copy(part, &b);
+    part->mtime_ns = part->stamp_ns = b.stamp_ns + 1000;
+    obj__vid_of(part->vid, part->mtime_ns);
+    strcpy(part->upload_id, "0123456789abcdef0123456789abcdef");
+    int fe = 0;
+    assert_int_equal(obj__write_at_data(e->set, "bkt", "hv", "", part, NULL,
+                                        ((1u << N) - 1) & ~(1u << first), &fe),
+                     1);
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", "hv", &rep), ERR_THROTTLED);
+    assert_int_equal(rep.heads_fixed, 0);
+    obj_info_t cur;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", "hv", &cur), 0);
+    assert_string_equal(cur.upload_id, b.upload_id);
+    /* Its writer's undo takes the stray head away: the heal then puts "second" there, and
+     * both versions read whole. */
+    drive_id_t id = {"bkt", "hv", "", (uint32_t)first};
+    assert_int_equal(drive_delete(e->f[first].d, &id), 0);
+    rep = (obj_heal_report_t){0};
+    assert_int_equal(obj_heal(e->set, "bkt", "hv", &rep), 0);
+    assert_int_equal(rep.heads_fixed, 1);
+    for (int v = 0; v < 2; v++) {
+        obj_info_t info;
+        obj_reader_t *r = obj_open_version(e->set, "bkt", "hv", v ? b.vid : a.vid, &info, &err);
+        assert_non_null(r);
+        assert_int_equal(obj_read(r, 0, got, SZ), 0);
+        fill(data, SZ, 40 + (uint32_t)v);
+        assert_memory_equal(got, data, SZ);
+        obj_close(r);
+    }
+    assert_int_equal(obj_stat(e->set, "bkt", "hv", &cur), 0);
+    assert_string_equal(cur.upload_id, b.upload_id);
+    free(part);
+    free(data);
+    free(got);
+}
+
 static void test_versions(void **state)
 {
     env_t *e = *state;
@@ -2678,6 +2743,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_gateways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_skips_a_head_that_does_not_stand, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_with_failing_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_list, setup, teardown),
