@@ -183,13 +183,14 @@ static void on_closed(uv_handle_t *h)
     net__conn_unref(h->data);
 }
 
-/* Close c: its calls fail with why (ERR_IO to callers: the peer is lost), its peer forgets it. */
+/* Close c: its calls fail (ERR_IO: the peer is lost; ERR_CLOSED, ERR_DENIED: as why), its peer
+ * forgets it. */
 void net__conn_close(proto_conn_t *c, int why)
 {
     proto_net_t *n = c->net;
     if (c->state == C_CLOSING && uv_is_closing((uv_handle_t *)&c->tcp)) return;
     c->state = C_CLOSING;
-    int rc = why == ERR_CLOSED ? ERR_CLOSED : ERR_IO;
+    int rc = why == ERR_CLOSED || why == ERR_DENIED ? why : ERR_IO; /* refused: said as such */
     /* The peer's state first: a caller woken by its call failing sees the peer as it is now. */
     proto_peer_t *p = c->peer;
     if (p) {

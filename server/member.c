@@ -527,17 +527,19 @@ static void wait_peers(proto_peer_t **peers, int n)
     for (int t = 0; left && t < PEER_WAIT_MS / 100; t++) {
         for (int i = 0; i < n; i++) {
             proto_call_t c = {.type = PROTO_PING};
-            if (!up[i] && proto_call(peers[i], &c) == 0) {
-                up[i] = 1;
+            if (up[i]) continue;
+            int rc = proto_call(peers[i], &c);
+            if (rc == 0 || rc == ERR_DENIED) { /* up; or refusing us (said), not starting */
+                up[i] = rc == 0 ? 1 : -1;
                 left--;
             }
         }
         if (left) usleep(100 * 1000);
     }
     for (int i = 0; i < n; i++)
-        if (!up[i])
-            log_warn("event=member_peer_unreachable peer=%s: serving without it",
-                     proto_peer_node(peers[i]));
+        if (up[i] <= 0)
+            log_warn("event=member_peer_%s peer=%s: serving without it",
+                     up[i] ? "refusing" : "unreachable", proto_peer_node(peers[i]));
     free(up);
 }
 
