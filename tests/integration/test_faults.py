@@ -85,7 +85,7 @@ SIZES = [1000, 300_000, 2 << 20]
 def test_one_failing_drive_loses_nothing(datadir, need_shim, rule):
     s = faulty_server(datadir, rule)
     try:
-        c = s3_client(s.endpoint)
+        c = s3_client(s.endpoint, retry=False)
         c.create_bucket(Bucket="flt")
         acked, errors = put_many(c, 24, SIZES, "a")
         # One drive of 4+2 failing costs no PUT.
@@ -109,7 +109,7 @@ def test_more_failing_drives_than_parity_fail_cleanly(datadir, need_shim):
     rule = ",".join("pwrite:drive%d/segments/:6:EIO" % d for d in (0, 1, 2))
     s = faulty_server(datadir, rule)
     try:
-        c = s3_client(s.endpoint)
+        c = s3_client(s.endpoint, retry=False)
         c.create_bucket(Bucket="flt")
         tried = {}
         acked, errors = put_many(c, 30, SIZES, "b", tried)
@@ -135,7 +135,7 @@ def test_full_drives_answer_507(datadir, need_shim):
     rule = ",".join("pwrite:drive%d/segments/:8:ENOSPC" % d for d in range(6))
     s = faulty_server(datadir, rule)
     try:
-        c = s3_client(s.endpoint)
+        c = s3_client(s.endpoint, retry=False)
         c.create_bucket(Bucket="flt")
         acked, errors = put_many(c, 30, SIZES, "c")
         assert errors

@@ -185,7 +185,7 @@ def test_slowdown_when_budget_spent(datadir):
 
 
 def test_insufficient_storage_when_full(datadir):
-    s = Server(datadir, extra=["--drive-capacity", "192M", "--segment-size", "16M"]).start()
+    s = Server(datadir, extra=["--drive-capacity", "96M", "--segment-size", "8M"]).start()
     try:
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="full")
