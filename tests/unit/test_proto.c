@@ -368,7 +368,7 @@ static void test_handshake_refusals(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         proto_net_t *cl = client(bad[i].cluster, bad[i].secret, bad[i].epoch);
         proto_peer_t *p = peer_of(cl, srv, bad[i].node);
-        assert_int_equal(ping(p), ERR_IO);
+        assert_int_equal(ping(p), ERR_DENIED); /* refused: said as such */
         assert_int_equal(proto_peer_health(p), PROTO_PEER_DOWN);
         proto_net_stats(cl, &st);
         assert_true(st.refused >= 1 || i == 0);
@@ -379,7 +379,7 @@ static void test_handshake_refusals(void **state)
                 2); /* cluster, epoch: the server said no (the client saw the bad mac) */
     /* A client of a newer epoch refuses the older server in turn, until it has caught up. */
     proto_net_t *cl = client("c1", secret, 6);
-    assert_int_equal(ping(peer_of(cl, srv, "s1")), ERR_IO);
+    assert_int_equal(ping(peer_of(cl, srv, "s1")), ERR_DENIED);
     proto_net_stop(cl);
     proto_net_set_epoch(srv, 6);
     cl = client("c1", secret, 6);
