@@ -150,6 +150,8 @@ static int auto_sets(cmap_t *m, const int *nodes, int nn, json_t *ec, char *err,
                         total, ERS_MAX_SHARDS);
         mm = total >= 4 ? 2 : total >= 2 ? 1 : 0;
         k = total - mm;
+        if (m->nsets + 1 > CMAP_MAX_SETS)
+            return fail(err, errlen, "more than %d sets", CMAP_MAX_SETS);
     }
     int first = m->nsets, n = 0;
     m->nsets += total / (k + mm);

@@ -194,19 +194,18 @@ typedef struct {
     json_t *replacement;
 } node_edit_t;
 
+static int pin_pools(json_t *doc);
+
 static int add_node(json_t *doc, void *arg)
 {
     node_edit_t *e = arg;
+    /* An automatic layout would take the new node's drives: the sets would change under the
+       data they hold. Written out first (pool p0 of its sets, drive by drive). */
+    int rc = json_object_get(doc, "sets") ? 0 : pin_pools(doc);
+    if (rc) return rc;
     json_t *nodes = json_object_get(doc, "nodes");
     json_array_append_new(nodes, json_pack("{s:s,s:s,s:s,s:i}", "id", e->id, "s3", e->s3, "proto",
                                            e->proto, "drives", (int)e->drives));
-    if (!json_object_get(doc, "sets") && !json_object_get(doc, "pools")) {
-        /* An automatic set would take the new node's drives: the set would change under
-           the data it holds. Pin the current layout first. */
-        fprintf(stderr, "wl-admin: refused: this map's set is automatic (all drives); adding a "
-                        "node would change it. List \"sets\" explicitly first (map set)\n");
-        return 2;
-    }
     return 0;
 }
 
@@ -360,6 +359,34 @@ static int collect_reg(void *arg, const char *key, const char *val, size_t len)
     json_t *o = json_loadb(val, len, 0, &je);
     if (id && o) json_object_set_new(r->regs, id + 1, o);
     return 0;
+}
+
+/*
+ * Every node of a new pool must be up (registered) before the pool is
+ * added: the nodes serve every key's lookups from then on, and a pool that
+ * cannot answer holds up each new key's PUT (it might hold the key) and
+ * every listing. So: `node add`, start the node (it serves no set yet),
+ * then `pool add`, which every running node applies at once. 0, or 1/2.
+ */
+static int pool_nodes_up(const char *list)
+{
+    char key[300], *ids = strdup(list), *save = NULL;
+    if (!ids) abort();
+    snprintf(key, sizeof(key), "%s/nodes/", prefix);
+    regs_t r = {json_object()};
+    int rc = etcd_list(etcd, key, collect_reg, &r) == 0 ? 0 : 1;
+    for (char *t = strtok_r(ids, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save))
+        if (!json_object_get(r.regs, t)) {
+            fprintf(stderr,
+                    "wl-admin: node %s is not up (no registration): start it first (warmlaked "
+                    "--etcd ... --node %s); a pool whose nodes cannot answer holds up new keys' "
+                    "writes and every listing\n",
+                    t, t);
+            rc = 2;
+        }
+    json_decref(r.regs);
+    free(ids);
+    return rc;
 }
 
 /* A NODE_STATS answer: the node's JSON text, copied. */
@@ -760,7 +787,8 @@ int main(int argc, char **argv)
             e.id, arg(argc, argv, i, "--ec"), arg(argc, argv, i, "--nodes"), 0, -1, NULL, 0};
         const char *w = arg(argc, argv, i, "--weight");
         pe.weight = w ? strtol(w, NULL, 10) : 0;
-        rc = w && pe.weight < 1 ? usage() : edit(add_pool, &pe);
+        rc = w && pe.weight < 1 ? usage() : pool_nodes_up(pe.nodes);
+        if (!rc) rc = edit(add_pool, &pe);
     } else if (strcmp(cmd, "pool") == 0 &&
                (strcmp(sub, "drain") == 0 || strcmp(sub, "activate") == 0) && e.id) {
         pool_edit_t pe = {.id = e.id, .state = strcmp(sub, "drain") == 0};

@@ -371,7 +371,7 @@ static int check_layout(const char *data, const char *want, int single, int nset
                 data, had, want);
         return 2;
     }
-    if (f && strcmp(had, want) == 0) return 0;
+    if (f && (single || strcmp(had, want) == 0)) return 0; /* (a cluster's grew by a pool) */
     if (mkdir(data, 0755) != 0 && errno != EEXIST) {
         fprintf(stderr, "warmlaked: cannot create %s: %s\n", data, strerror(errno));
         return 1;

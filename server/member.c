@@ -55,6 +55,8 @@ struct member {
     time_t started;      /* the first registration's time (kept when it is rewritten) */
     /* The map whose layout is served (the watch thread's): m->map and the pools added since. */
     cmap_t applied;
+    cmap_t pending;           /* a newer map whose pools wait for member_on_pools (has_pending) */
+    int has_pending;          /* (both under pools_mu) */
     member_pools_t pools;     /* under pools_mu, held while one runs */
     pthread_mutex_t pools_mu; /* (member_on_pools waits for a callback running) */
     /* The stores of the pools added since the start (freed by member_leave). */
@@ -293,20 +295,33 @@ static int collect_reg(void *arg, const char *key, const char *val, size_t len)
     return 0;
 }
 
-/* The stores of other nodes' drives being refilled, as their registrations say: read last. */
-static void mark_refilling(member_t *m, const regs_t *r)
+/* The stores st of sets [first, first + n) of map: those of other nodes' drives being
+ * refilled, as their registrations say, are read last. */
+static void mark_sets(const cmap_t *map, int me, int first, int n, shard_store_t *st,
+                      const regs_t *r)
 {
-    if (!m->st) return;
-    for (int j = 0, at = 0; j < m->map.nsets; j++) {
-        const cmap_set_t *set = &m->map.sets[j];
+    for (int j = first, at = 0; j < first + n; j++) {
+        const cmap_set_t *set = &map->sets[j];
         for (int i = 0; i < set->k + set->m; i++, at++) {
-            if (set->d[i].node == m->me) continue;
-            const char *id = m->map.nodes[set->d[i].node].id;
+            if (set->d[i].node == me) continue;
+            const char *id = map->nodes[set->d[i].node].id;
             int on = 0;
             for (int q = 0; q < r->n; q++)
                 if (strcmp(r->ids[q], id) == 0) on = (r->refill[q] >> set->d[i].drive) & 1;
-            peer_store_set_refilling(&m->st[at], on);
+            peer_store_set_refilling(&st[at], on);
         }
+    }
+}
+
+/* Under pools_mu: the sets served from the start, and the pools added since. */
+static void mark_refilling(member_t *m, const regs_t *r)
+{
+    if (!m->st) return;
+    mark_sets(&m->map, m->me, 0, m->map.nsets, m->st, r);
+    int me = cmap_node_index(&m->applied, m->cfg.node);
+    for (int x = 0; x < m->nx && m->map.npools + x < m->applied.npools; x++) {
+        const cmap_pool_t *pool = &m->applied.pools[m->map.npools + x];
+        mark_sets(&m->applied, me, pool->first, pool->nsets, m->xst[x], r);
     }
 }
 
@@ -324,6 +339,7 @@ static void check_leases(member_t *m)
     regs_t r = {0};
     snprintf(key, sizeof(key), "%s/nodes/", m->prefix);
     int ok = etcd_list(m->etcd, key, collect_reg, &r) == 0;
+    pthread_mutex_lock(&m->pools_mu); /* the peers and stores of pools added meanwhile */
     for (int i = 0; i < m->npeers; i++) {
         int found = 0;
         for (int j = 0; j < r.n && !found; j++)
@@ -333,6 +349,7 @@ static void check_leases(member_t *m)
         proto_peer_set_away(m->peers[i], ok && !found && m->registered[i]);
     }
     if (ok) mark_refilling(m, &r);
+    pthread_mutex_unlock(&m->pools_mu);
     free(r.ids);
     free(r.refill);
 }
@@ -385,7 +402,8 @@ static int keeps_layout(const cmap_t *a, int me_a, const cmap_t *b, int me_b)
         a->nodes[me_a].drives != b->nodes[me_b].drives)
         return 0;
     for (int p = 0; p < a->npools; p++)
-        if (a->pools[p].first != b->pools[p].first || a->pools[p].nsets != b->pools[p].nsets)
+        if (a->pools[p].first != b->pools[p].first || a->pools[p].nsets != b->pools[p].nsets ||
+            (p && strcmp(a->pools[p].id, b->pools[p].id) != 0)) /* (DATA/layout names them) */
             return 0;
     for (int s = 0; s < a->nsets; s++) {
         if (!cmap_same_set(a, s, b, s)) return 0;
@@ -415,6 +433,17 @@ static int pool_stores(member_t *m, const cmap_t *map, int me, int p, shard_stor
             proto_peer_t *peer = proto_net_peer(m->net, n->id, n->proto);
             if (!peer) return ERR_INVAL;
             st[at] = peer_store_new(peer, (uint32_t)set->d[i].drive);
+            /* Its lease watched from now on, as the first sets' peers are (check_leases). */
+            int seen = 0;
+            for (int q = 0; q < m->npeers && !seen; q++)
+                seen = m->peers[q] == peer;
+            if (!seen) {
+                m->peers = xrealloc(m->peers, sizeof(*m->peers) * (size_t)(m->npeers + 1));
+                m->registered =
+                    xrealloc(m->registered, sizeof(*m->registered) * (size_t)(m->npeers + 1));
+                m->registered[m->npeers] = 0;
+                m->peers[m->npeers++] = peer;
+            }
         }
     }
     return 0;
@@ -427,7 +456,8 @@ static int add_pools_locked(member_t *m, const cmap_t *nm, int me)
     for (int p = m->applied.npools; p < nm->npools; p++) {
         const cmap_pool_t *pool = &nm->pools[p];
         int k = nm->sets[pool->first].k, mm = nm->sets[pool->first].m, n = pool->nsets * (k + mm);
-        if (!cb.add || m->nx >= CMAP_MAX_POOLS) return 1;
+        if (!cb.add) return 2; /* the object layer is not up yet: applied once it is */
+        if (m->nx >= CMAP_MAX_POOLS) return 1;
         shard_store_t *st = xcalloc((size_t)n, sizeof(*st));
         int rc = pool_stores(m, nm, me, p, st);
         if (!rc) rc = cb.add(cb.arg, nm, p, st);
@@ -446,14 +476,6 @@ static int add_pools_locked(member_t *m, const cmap_t *nm, int me)
     for (int p = 0; cb.state && p < nm->npools; p++)
         cb.state(cb.arg, p, nm->pools[p].weight, nm->pools[p].draining);
     return 0;
-}
-
-static int add_pools(member_t *m, const cmap_t *nm, int me)
-{
-    pthread_mutex_lock(&m->pools_mu);
-    int rc = add_pools_locked(m, nm, me);
-    pthread_mutex_unlock(&m->pools_mu);
-    return rc;
 }
 
 static void on_map(void *arg, const char *val, size_t len, int64_t rev, int deleted)
@@ -478,7 +500,8 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
         cmap_free(&nm);
         return;
     }
-    int me = cmap_node_index(&nm, m->cfg.node);
+    int me = cmap_node_index(&nm, m->cfg.node), rc = 0;
+    pthread_mutex_lock(&m->pools_mu); /* applied, pending, the callbacks */
     const char *why =
         me < 0 ? "this node left the map"
         : !keeps_layout(&m->applied, cmap_node_index(&m->applied, m->cfg.node), &nm, me)
@@ -491,9 +514,10 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
         pthread_mutex_unlock(&m->mu);
         atomic_store(&m->epoch, nm.epoch);
         proto_net_set_epoch(m->net, nm.epoch);
-        if (add_pools(m, &nm, me) != 0) why = "a pool it adds could not be served";
+        if ((rc = add_pools_locked(m, &nm, me)) == 1) why = "a pool it adds could not be served";
     }
     if (why) {
+        pthread_mutex_unlock(&m->pools_mu);
         log_error("event=member_fenced node=%s epoch=%llu why=\"%s\": no S3 data served until a "
                   "restart applies the new map",
                   m->cfg.node, (unsigned long long)nm.epoch, why);
@@ -501,16 +525,35 @@ static void on_map(void *arg, const char *val, size_t len, int64_t rev, int dele
         cmap_free(&nm);
         return;
     }
-    log_info("event=member_epoch node=%s epoch=%llu nodes=%d pools=%d", m->cfg.node,
-             (unsigned long long)nm.epoch, nm.nnodes, nm.npools);
-    cmap_free(&m->applied);
-    m->applied = nm; /* (moved) */
+    log_info("event=member_epoch node=%s epoch=%llu nodes=%d pools=%d%s", m->cfg.node,
+             (unsigned long long)nm.epoch, nm.nnodes, nm.npools,
+             rc == 2 ? " (its pools once the node serves)" : "");
+    cmap_t *into = rc == 2 ? &m->pending : &m->applied;
+    cmap_free(into);
+    *into = nm; /* (moved) */
+    m->has_pending = rc == 2;
+    pthread_mutex_unlock(&m->pools_mu);
 }
 
 void member_on_pools(member_t *m, const member_pools_t *cb)
 {
     pthread_mutex_lock(&m->pools_mu);
     m->pools = cb ? *cb : (member_pools_t){0};
+    if (cb && m->has_pending) {
+        /* A map that added pools came while the node started: applied now. */
+        int rc = add_pools_locked(m, &m->pending, cmap_node_index(&m->pending, m->cfg.node));
+        if (rc) {
+            log_error("event=member_fenced node=%s epoch=%llu why=\"a pool it adds could not be "
+                      "served\": no S3 data served until a restart applies the new map",
+                      m->cfg.node, (unsigned long long)m->pending.epoch);
+            atomic_store(&m->fenced, 1);
+        } else {
+            cmap_free(&m->applied);
+            m->applied = m->pending; /* (moved) */
+            memset(&m->pending, 0, sizeof(m->pending));
+        }
+        m->has_pending = 0;
+    }
     pthread_mutex_unlock(&m->pools_mu);
 }
 
@@ -660,6 +703,7 @@ void member_free(member_t *m)
     free(m->ids);
     cmap_free(&m->map);
     cmap_free(&m->applied);
+    cmap_free(&m->pending);
     pthread_mutex_destroy(&m->pools_mu);
     etcd_free(m->etcd);
     pthread_mutex_destroy(&m->mu);

@@ -82,9 +82,10 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
 void obj_set_free(obj_set_t *s);
 
 /*
- * Several erasure sets as one (a pool): each key lives on one of them,
- * picked by placement (XXH64 of bucket and key under seed, modulo nsets),
- * so the sets and the seed must stay what they were when data was written.
+ * Several erasure sets as one (pool 0, more added by obj_set_add_pool):
+ * each key lives on one of them, picked by placement (XXH64 of bucket and
+ * key under seed, modulo the sets of the key's pool), so the sets and the
+ * seed must stay what they were when data was written.
  * Takes the sets (freed with the result); all must have the same k, m and
  * block. The result serves every call of this header: those naming a key
  * go to its set, listings merge the sets' in order, counters and health
@@ -94,7 +95,8 @@ void obj_set_free(obj_set_t *s);
  */
 #define OBJ_MAX_SETS 64
 obj_set_t *obj_set_multi(obj_set_t **sets, int nsets, uint64_t seed, int *err);
-/* How many sets (1 for a plain set), and the one bucket/key lives on (0..count-1). */
+/* How many sets (1 for a plain set), and the one bucket/key lives on (0..count-1; with
+ * several pools, found by obj_set_pool_of: a head lookup in each pool). */
 int obj_set_count(const obj_set_t *s);
 int obj_set_place(const obj_set_t *s, const char *bucket, const char *key);
 
@@ -117,7 +119,9 @@ int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight,
 /* Pool p's share of new objects, and whether it takes none (draining). 0 or ERR_INVAL. */
 int obj_set_pool_state(obj_set_t *s, int p, uint32_t weight, int draining);
 int obj_set_pools(const obj_set_t *s); /* 1 for a plain set */
-/* The pool bucket/key lives in, or would be written to when none holds it. */
+/* The pool bucket/key lives in (the newest head's when several hold it), else the first pool
+ * that could not say (more than m stores of its lookup failed), else the pool a new key goes
+ * to. A head lookup in every pool. */
 int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key);
 
 /*

@@ -781,9 +781,33 @@ static void run_del(pool_job_t *j)
  * tombstone head, newer than it, and at least k of them must take it (as
  * any head) for the delete to stand.
  */
+static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c);
+
 int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
+    obj_set_t *top = s;
     s = obj__route(s, bucket, key);
+    int rc = delete_if(s, bucket, key, c);
+    if (rc || obj_set_pools(top) < 2) return rc;
+    /*
+     * A key that two pools hold (writes racing over a weight change): the
+     * older pool's copy would be current again once the newest is gone.
+     * Deleted too.
+     */
+    obj_info_t *h = xmalloc(sizeof(*h));
+    for (int p = 0; p < obj_set_pools(top) && !rc; p++) {
+        obj_set_t *other = top->sub[obj__in_pool(top, p, bucket, key)];
+        if (other != s && obj__newest_head(other, bucket, key, h) == 0 && !h->deleted) {
+            rc = delete_if(other, bucket, key, NULL);
+            if (rc == ERR_NOT_FOUND) rc = 0;
+        }
+    }
+    free(h);
+    return rc;
+}
+
+static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
+{
     obj_info_t old, marker;
     del_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];

@@ -106,6 +106,9 @@ int obj__in_pool(const obj_set_t *s, int p, const char *bucket, const char *key)
 /* The set of the pool holding bucket/key (the newest head's, if several do), else of the pool
  * a new key goes to. */
 obj_set_t *obj__pool_route(obj_set_t *s, const char *bucket, const char *key);
+/* The pool holding bucket/key (the newest head's), else the first pool that could not say
+ * (more than m stores of its lookup failed), else -1. A head lookup in every pool. */
+int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key);
 /* The set of the pool holding upload_id (for bucket/key), else obj__route's. */
 obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
                              const char *upload_id);

@@ -4,7 +4,8 @@
  * over the sets.
  *
  * Placement. A key lives on exactly one set: XXH64 of "bucket\0key" under
- * the placement seed, modulo the number of sets. Everything about a key
+ * the placement seed, modulo the number of sets of its pool (pools: the
+ * pool that holds the key, or a new key's, obj_pool.c). Everything about a key
  * (its versions, delete markers, an upload in progress and its parts, its
  * heal) stays on that set, so the set's stores alone order its writes (the
  * conditional commit of obj_commit.c) and nothing crosses sets. The sets
@@ -246,18 +247,23 @@ static int newest_of_key(mlist_t *ml, int best, const char *bound, int lim, cons
 {
     mbatch_t *bb = &ml->b[best];
     const char *key = ent_key(bb, bb->at);
-    uint64_t stamp = ent_info(bb, bb->at, o)->stamp_ns;
+    const obj_info_t *i0 = ent_info(bb, bb->at, o);
+    uint64_t stamp = i0->stamp_ns;
+    char up[sizeof(i0->upload_id)];
+    memcpy(up, i0->upload_id, sizeof(up));
     for (int j = 0; j < ml->ns; j++) {
         mbatch_t *b = &ml->b[j];
         if (j == best || !going[j] || b->at >= b->n || b->e[b->at].info == SIZE_MAX ||
             strcmp(ent_key(b, b->at), key) != 0)
             continue;
         if (bound && j != lim && strcmp(key, bound) > 0) continue;
-        uint64_t st = ent_info(b, b->at, o)->stamp_ns;
-        if (st > stamp) {
+        const obj_info_t *ij = ent_info(b, b->at, o);
+        /* obj__pool_route's order: stamp, then upload id */
+        if (ij->stamp_ns > stamp || (ij->stamp_ns == stamp && strcmp(ij->upload_id, up) > 0)) {
             ml->b[best].at++; /* the older entry, passed */
             best = j;
-            stamp = st;
+            stamp = ij->stamp_ns;
+            memcpy(up, ij->upload_id, sizeof(up));
         } else {
             b->at++;
         }

@@ -14,10 +14,11 @@
  *   rendezvous hash of bucket and key weighted by the pools' weights: the
  *   same pool on every node whose map gives the same weights, so two nodes
  *   racing to create one key (If-None-Match: * included) pick one pool and
- *   its set decides between them. The weights come from the cluster map,
- *   where `wl-admin pool add` sets them from the pools' free space; they
- *   are not each node's own view of free space, which differs from node to
- *   node and would split racing creates over pools.
+ *   its set decides between them. The weights come from the cluster map
+ *   (`wl-admin pool weigh` sets them from the pools' free space; `pool add`
+ *   and `pool weight` as given); they are not each node's own view of free
+ *   space, which differs from node to node and would split racing creates
+ *   over pools.
  * - Two pools may still hold one key when the weights change under racing
  *   writes (a new map epoch applied by one node before another). The
  *   newest head wins then, on every node: calls go to the pool holding it,
@@ -121,9 +122,9 @@ static int new_key_pool(const obj_set_t *s, int np, const char *bucket, const ch
     return best;
 }
 
-/* The pool holding bucket/key (newest head), else the first that could not say, else -1. */
-static int holding_pool(obj_set_t *s, int np, const char *bucket, const char *key)
+int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
 {
+    int np = s->nsub ? atomic_load(&s->npool) : 1;
     obj_info_t *h = xmalloc(sizeof(*h)), *best = xmalloc(sizeof(*best));
     int holder = -1, unsure = -1;
     for (int p = 0; p < np; p++) {
@@ -149,7 +150,7 @@ int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key)
     if (!s->nsub) return 0;
     int np = atomic_load(&s->npool);
     if (np <= 1) return 0;
-    int p = holding_pool(s, np, bucket, key);
+    int p = obj__pool_holder(s, bucket, key);
     return p >= 0 ? p : new_key_pool(s, np, bucket, key);
 }
 
@@ -164,14 +165,20 @@ obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
     int np = s->nsub ? atomic_load(&s->npool) : 1;
     if (np > 1 && strlen(upload_id) == 32) {
         obj_info_t *rec = xmalloc(sizeof(*rec));
+        obj_set_t *unsure = NULL;
         for (int p = 0; p < np; p++) {
             obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
-            if (obj_stat(set, MPU_UPLOADS, upload_id, rec) == 0) {
+            int rc = obj_stat(set, MPU_UPLOADS, upload_id, rec);
+            if (rc == 0) {
                 free(rec);
                 return set;
             }
+            if (rc != ERR_NOT_FOUND && !unsure) unsure = set;
         }
         free(rec);
+        /* A pool that could not say may hold it: there the call fails as that pool fails it
+         * (503), where the key's pool would answer NoSuchUpload and end the upload. */
+        if (unsure) return unsure;
     }
     return obj__route(s, bucket, key);
 }

@@ -28,6 +28,7 @@
 
 struct obj_writer {
     obj_set_t *s;
+    obj_set_t *pools; /* the multi set it was routed from, when it has pools (obj_put_begin) */
     char bucket[SHARD_MAX_BUCKET + 2], bbucket[SHARD_MAX_BUCKET + 2];
     char *key;
     char upload[33];
@@ -192,8 +193,11 @@ fail:
 
 obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, int *err)
 {
+    obj_set_t *top = s;
     s = obj__route(s, bucket, key);
-    return obj__put_begin(s, bucket, key, NULL, err);
+    obj_writer_t *w = obj__put_begin(s, bucket, key, NULL, err);
+    if (w && obj_set_pools(top) > 1) w->pools = top;
+    return w;
 }
 
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
@@ -287,6 +291,20 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     if (umeta_len) memcpy(info.umeta, umeta, umeta_len);
     info.umeta_len = umeta_len;
 
+    /*
+     * With pools, the key's pool was picked when the write began, which may
+     * be minutes ago: another pool may hold the key now (deleted here and
+     * written there meanwhile, or the weights changed under a racing
+     * create). Committed here, the key would live in two pools: refused
+     * (503 SlowDown: the client's retry goes to the pool that holds it).
+     */
+    int holder = w->pools && !w->mpu_upload[0] ? obj__pool_holder(w->pools, w->bucket, w->key) : -1;
+    if (holder >= 0 && w->pools->sub[obj__in_pool(w->pools, holder, w->bucket, w->key)] != s) {
+        log_warn("event=put_pool_moved key=%s: the key's pool changed while it was written",
+                 w->key);
+        obj_put_abort(w);
+        return ERR_THROTTLED;
+    }
     /* A part commits only while its upload is open (abort and complete take this lock). */
     pthread_mutex_t *ul = w->mpu_upload[0] ? obj__mpu_lock(s, w->mpu_upload) : NULL;
     if (ul) {

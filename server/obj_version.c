@@ -271,11 +271,11 @@ int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const ch
 int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c,
                        obj_versioning_t v, obj_info_t *marker)
 {
-    s = obj__route(s, bucket, key);
     if (v == OBJ_UNVERSIONED) {
         if (marker) obj_info_clear(marker);
-        return obj_delete_if(s, bucket, key, c);
+        return obj_delete_if(s, bucket, key, c); /* (it routes: every pool that holds the key) */
     }
+    s = obj__route(s, bucket, key);
     obj_info_t m;
     int first_err = 0;
     obj_info_clear(&m);

@@ -971,18 +971,21 @@ def test_pool_added_live(datadir, etcd):
             r = admin(etcd, "node", "add", "--id", n, "--s3", "127.0.0.1:%d" % ports[2 * j],
                       "--proto", "127.0.0.1:%d" % ports[2 * j + 1], "--drives", "1")
             assert r.returncode == 0, r.stderr
+        # Not before its nodes are up: they would hold up every new key and listing.
+        r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,n6", "--ec", "2+1")
+        assert r.returncode == 2 and "node n4 is not up" in r.stderr, r.stderr
+        new = start_all([EtcdNode(datadir, n, etcd) for n in ("n4", "n5", "n6")])
+        nodes += new
         r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,x")
-        assert r.returncode == 2 and "no node x" in r.stderr
+        assert r.returncode == 2 and "node x is not up" in r.stderr
         r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,n6", "--ec", "2+1")
         assert r.returncode == 0, r.stderr
         st = json.loads(admin(etcd, "status", "--json").stdout)
         assert [(p["id"], p["first_set"], p["sets"], p["state"]) for p in st["pools"]] == [
             ("p0", 0, 2, "active"), ("p1", 2, 1, "active")]
-        for n in old:
+        for n in nodes:
             wait_for(lambda: "event=member_pool_added pool=p1" in n.read_log(),
                      n.id + " to add pool p1")
-        new = start_all([EtcdNode(datadir, n, etcd) for n in ("n4", "n5", "n6")])
-        nodes += new
         assert all("member_fenced" not in n.read_log() for n in old)
         # Old keys stay in pool 0, overwritten through a node of pool 1 included.
         for i in range(0, 24, 3):
@@ -1040,6 +1043,36 @@ def test_pool_added_live(datadir, etcd):
         old[0].start()
         for k, h in want.items():
             assert md5(old[0].s3().get_object(Bucket="grow", Key=k)["Body"].read()) == h, k
+    finally:
+        for n in nodes:
+            n.stop()
+
+
+def test_node_add_pins_an_automatic_map(datadir, etcd):
+    """`node add` on a map whose set is automatic (every drive) writes the layout out
+    first, drive by drive, as pool p0: the running nodes keep their set (no fence) and the
+    new node's drives wait for a pool."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")])
+    try:
+        c = nodes[0].s3()
+        c.create_bucket(Bucket="pin")
+        data = body(200000, 11)
+        c.put_object(Bucket="pin", Key="k", Body=data)
+        p4 = free_ports(2)
+        r = admin(etcd, "node", "add", "--id", "n4", "--s3", "127.0.0.1:%d" % p4[0],
+                  "--proto", "127.0.0.1:%d" % p4[1], "--drives", "2")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(admin(etcd, "cluster", "show").stdout)
+        assert "sets" not in doc and "ec" not in doc
+        assert doc["pools"] == [{"id": "p0", "sets": [{"ec": "4+2", "drives": [
+            "n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}]}]
+        for n in nodes:
+            wait_for(lambda: "event=member_epoch node=%s epoch=2" % n.id in n.read_log(),
+                     n.id + " to apply epoch 2")
+            assert "member_fenced" not in n.read_log()
+            assert md5(n.s3().get_object(Bucket="pin", Key="k")["Body"].read()) == md5(data)
     finally:
         for n in nodes:
             n.stop()

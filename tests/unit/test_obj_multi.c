@@ -586,6 +586,31 @@ static void test_pools(void **state)
     c = (coll_t){got, 0, OLD + NEW + 8, 0, 0, 0};
     assert_int_equal(obj_list(e->multi, "bkt", "twice", NULL, collect, &c), 0);
     assert_int_equal(c.n, 1);
+    /* Deleted (unversioned): from both pools, or the older copy would be current again. */
+    assert_int_equal(obj_delete(e->multi, "bkt", "twice"), 0);
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->multi, "bkt", "twice", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(p0, "bkt", "twice", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(p1, "bkt", "twice", &info), ERR_NOT_FOUND);
+
+    /* A write that began for a new key in pool 1 while another node created the key in pool
+     * 0: refused at its commit (the retry goes to pool 0), never in two pools. */
+    const char *mv = NULL;
+    for (int i = 0; i < 100 && !mv; i++) {
+        snprintf(key, sizeof(key), "move-%03d", i);
+        if (obj_set_pool_of(e->multi, "bkt", key) == 1) mv = key;
+    }
+    assert_non_null(mv);
+    w = obj_put_begin(e->multi, "bkt", mv, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "late", 4), 0);
+    put_v(e->sets[obj__in_pool(e->multi, 0, "bkt", mv)], mv, 300, 9, OBJ_UNVERSIONED, NULL);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), ERR_THROTTLED);
+    assert_false(held_by_pool1(e, mv));
+    check(e->multi, mv, 300, 9);
+    put_v(e->multi, mv, 400, 10, OBJ_UNVERSIONED, NULL); /* the retry */
+    assert_false(held_by_pool1(e, mv));
+    check(e->multi, mv, 400, 10);
     free(got);
 }
 
