@@ -12,6 +12,11 @@
 # key on one of them, listings merged over both): what placement and the
 # merge cost against the one-set node.
 #
+# B_LAYOUT=pools: what pools cost. A is one clustered node (a map file, no
+# etcd) with 12 drives as one pool of two 4+2 sets; B the same 12 drives as
+# two pools of one set each (every request finds its key's pool by a head
+# lookup in each pool; new keys split between them).
+#
 # Environment: ROWS (one per line, "NAME WORKLOAD FIELD WL-BENCH ARGS..."),
 # DUR (seconds a run, default 5), BENCH_DIR (scratch dir on the disk).
 set -euo pipefail
@@ -44,9 +49,37 @@ wait_ready() { # wait_ready LOG: the port it serves S3 on
   echo "$port"
 }
 
-"$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/single" --drives 6 --ec 4+2 \
-  --drive-capacity 24G --log-level warn >"$DIR/single.log" 2>&1 &
-PIDS+=($!)
+LAYOUT=${B_LAYOUT:-cluster}
+if [ "$LAYOUT" = pools ]; then
+  # One node, 12 drives: A one pool of two sets, B two pools of one set.
+  read -r -a pp <<<"$(python3 -c 'import socket
+ss=[socket.socket() for _ in range(4)]
+[s.bind(("127.0.0.1",0)) for s in ss]
+print(" ".join(str(s.getsockname()[1]) for s in ss))')"
+  python3 - "$DIR" "${pp[@]}" <<'PY'
+import json, sys
+d, p = sys.argv[1], sys.argv[2:]
+def node(i):
+    return {"id": "n1", "s3": "127.0.0.1:%s" % p[2 * i], "proto": "127.0.0.1:%s" % p[2 * i + 1],
+            "drives": 12}
+one = {"ec": "4+2", "drives": ["n1/%d" % i for i in range(6)]}
+two = {"ec": "4+2", "drives": ["n1/%d" % i for i in range(6, 12)]}
+json.dump({"cluster": "bencha", "epoch": 1, "nodes": [node(0)],
+           "pools": [{"id": "p0", "sets": [one, two]}]}, open(d + "/a.json", "w"))
+json.dump({"cluster": "benchb", "epoch": 1, "nodes": [node(1)],
+           "pools": [{"id": "p0", "sets": [one]}, {"id": "p1", "sets": [two]}]},
+          open(d + "/b.json", "w"))
+PY
+  for n in a b; do
+    "$B/server/warmlaked" --cluster "$DIR/$n.json" --node n1 --data "$DIR/pools-$n" \
+      --drive-capacity 12G --log-level warn >"$DIR/$n.log" 2>&1 &
+    PIDS+=($!)
+  done
+else
+  "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/single" --drives 6 --ec 4+2 \
+    --drive-capacity 24G --log-level warn >"$DIR/single.log" 2>&1 &
+  PIDS+=($!)
+fi
 read -r -a ports <<<"$(python3 -c 'import socket
 ss=[socket.socket() for _ in range(6)]
 [s.bind(("127.0.0.1",0)) for s in ss]
@@ -58,8 +91,9 @@ json.dump({"cluster": "bench", "epoch": 1, "nodes": [
     {"id": "n%d" % (i + 1), "s3": "127.0.0.1:%s" % p[2 * i], "proto": "127.0.0.1:%s" % p[2 * i + 1],
      "drives": 2} for i in range(3)]}, open(sys.argv[1], "w"))
 PY
-LAYOUT=${B_LAYOUT:-cluster}
-if [ "$LAYOUT" = sets ]; then
+if [ "$LAYOUT" = pools ]; then
+  :
+elif [ "$LAYOUT" = sets ]; then
   "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/sets" --drives 12 --ec 4+2 \
     --drive-capacity 12G --log-level warn >"$DIR/sets.log" 2>&1 &
   PIDS+=($!)
@@ -70,8 +104,15 @@ else
     PIDS+=($!)
   done
 fi
-EP_A=http://127.0.0.1:$(wait_ready "$DIR/single.log")
-if [ "$LAYOUT" = sets ]; then
+if [ "$LAYOUT" = pools ]; then
+  EP_A=http://127.0.0.1:$(wait_ready "$DIR/a.log")
+  EP_B=http://127.0.0.1:$(wait_ready "$DIR/b.log")
+else
+  EP_A=http://127.0.0.1:$(wait_ready "$DIR/single.log")
+fi
+if [ "$LAYOUT" = pools ]; then
+  :
+elif [ "$LAYOUT" = sets ]; then
   EP_B=http://127.0.0.1:$(wait_ready "$DIR/sets.log")
 else
   for i in 1 2 3; do port=$(wait_ready "$DIR/n$i.log"); [ $i = 1 ] && EP_B=http://127.0.0.1:$port; done
@@ -99,7 +140,9 @@ fi
     --ops 1 >/dev/null
 done
 
-if [ "$LAYOUT" = sets ]; then
+if [ "$LAYOUT" = pools ]; then
+  printf '%-17s %-28s %-28s %s\n' row "A: 12 drives, 1 pool x 2 sets" "B: 2 pools x 1 set" "B/A"
+elif [ "$LAYOUT" = sets ]; then
   printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 1 node, 12 drives, 2 sets" "B/A"
 else
   printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 3 nodes x 2 (via n1)" "B/A"
