@@ -437,6 +437,42 @@ static int load_map(cmap_t *m)
     return 0;
 }
 
+/* Whether the environment holds a cluster secret; said when what needs one has none. */
+static int have_secret(const char *what)
+{
+    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
+    if (secret && strlen(secret) >= 16) return 1;
+    if (what)
+        fprintf(stderr, "wl-admin: %s needs the cluster secret in WARMLAKE_CLUSTER_SECRET\n", what);
+    return 0;
+}
+
+/* The node protocol, as wl-admin, with the environment's cluster secret: NULL without one
+ * (or when it cannot start). */
+static proto_net_t *admin_net(const cmap_t *m, uint32_t timeout_ms)
+{
+    if (!have_secret(NULL)) return NULL;
+    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
+    proto_net_cfg_t pc = {.cluster = m->cluster,
+                          .node = "wl-admin",
+                          .secret = secret,
+                          .secret_len = strlen(secret),
+                          .epoch = m->epoch,
+                          .timeout_ms = timeout_ms};
+    proto_net_t *net = NULL;
+    return proto_net_start(&pc, &net) == 0 ? net : NULL;
+}
+
+/* Drive d's counters, asked of peer p (ds->capacity 0: it did not answer). */
+static void remote_stats(proto_peer_t *p, int d, drive_stats_t *ds)
+{
+    memset(ds, 0, sizeof(*ds));
+    if (!p) return;
+    shard_store_t st = peer_store_new(p, (uint32_t)d);
+    st.ops->stats(st.ctx, ds);
+    peer_store_free(&st);
+}
+
 /*
  * drive replace NODE/N: the operator put an empty drive in place of NODE's
  * drive N (and restarted the node with it). The node's heal scanner starts
@@ -459,25 +495,15 @@ static int drive_replace(const char *spec)
         ni = cmap_node_index(&m, node);
         if (sscanf(slash + 1, "%d%c", &drive, &tail) != 1) drive = -1;
     }
-    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
     if (ni < 0 || drive < 0 || drive >= m.nodes[ni].drives) {
         fprintf(stderr, "wl-admin: drive replace %s: no such drive in the map (want NODE/N)\n",
                 spec);
         rc = 2;
-    } else if (!secret || strlen(secret) < 16) {
-        fprintf(stderr, "wl-admin: drive replace needs the cluster secret in "
-                        "WARMLAKE_CLUSTER_SECRET\n");
+    } else if (!have_secret("drive replace")) {
         rc = 2;
     } else {
-        proto_net_cfg_t pc = {.cluster = m.cluster,
-                              .node = "wl-admin",
-                              .secret = secret,
-                              .secret_len = strlen(secret),
-                              .epoch = m.epoch,
-                              .timeout_ms = 10000};
-        proto_net_t *net = NULL;
-        proto_peer_t *p = NULL;
-        if (proto_net_start(&pc, &net) == 0) p = proto_net_peer(net, node, m.nodes[ni].proto);
+        proto_net_t *net = admin_net(&m, 10000);
+        proto_peer_t *p = net ? proto_net_peer(net, node, m.nodes[ni].proto) : NULL;
         proto_call_t c = {.type = PROTO_HEAL_NOW};
         rc = p ? proto_call(p, &c) : ERR_IO;
         if (rc == 0)
@@ -507,21 +533,12 @@ static int pool_weigh(void)
     cmap_t m;
     int rc = load_map(&m);
     if (rc) return rc;
-    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
-    if (!secret || strlen(secret) < 16) {
-        fprintf(stderr,
-                "wl-admin: pool weigh needs the cluster secret in WARMLAKE_CLUSTER_SECRET\n");
+    if (!have_secret("pool weigh")) {
         cmap_free(&m);
         return 2;
     }
-    proto_net_cfg_t pc = {.cluster = m.cluster,
-                          .node = "wl-admin",
-                          .secret = secret,
-                          .secret_len = strlen(secret),
-                          .epoch = m.epoch,
-                          .timeout_ms = 5000};
-    proto_net_t *net = NULL;
-    if (proto_net_start(&pc, &net) != 0) {
+    proto_net_t *net = admin_net(&m, 5000);
+    if (!net) {
         cmap_free(&m);
         return 1;
     }
@@ -531,13 +548,8 @@ static int pool_weigh(void)
         for (int j = pool->first; j < pool->first + pool->nsets && !rc; j++)
             for (int i = 0; i < m.sets[j].k + m.sets[j].m && !rc; i++) {
                 const cmap_node_t *n = &m.nodes[m.sets[j].d[i].node];
-                proto_peer_t *peer = proto_net_peer(net, n->id, n->proto);
-                drive_stats_t ds = {0};
-                if (peer) {
-                    shard_store_t st = peer_store_new(peer, (uint32_t)m.sets[j].d[i].drive);
-                    st.ops->stats(st.ctx, &ds);
-                    peer_store_free(&st);
-                }
+                drive_stats_t ds;
+                remote_stats(proto_net_peer(net, n->id, n->proto), m.sets[j].d[i].drive, &ds);
                 if (!ds.capacity) {
                     fprintf(stderr, "wl-admin: %s drive %d did not answer: weights unchanged\n",
                             n->id, m.sets[j].d[i].drive);
@@ -571,17 +583,7 @@ static int status(int as_json)
     snprintf(key, sizeof(key), "%s/nodes/", prefix);
     int reach = etcd_list(etcd, key, collect_reg, &r) == 0;
     /* Drive counters over the node protocol, when this shell holds the cluster secret. */
-    const char *secret = getenv("WARMLAKE_CLUSTER_SECRET");
-    proto_net_t *net = NULL;
-    if (secret && strlen(secret) >= 16) {
-        proto_net_cfg_t pc = {.cluster = m.cluster,
-                              .node = "wl-admin",
-                              .secret = secret,
-                              .secret_len = strlen(secret),
-                              .epoch = m.epoch,
-                              .timeout_ms = 3000};
-        if (proto_net_start(&pc, &net) != 0) net = NULL;
-    }
+    proto_net_t *net = admin_net(&m, 3000);
     json_t *out = json_pack("{s:s,s:I,s:[],s:[],s:[]}", "cluster", m.cluster, "epoch",
                             (json_int_t)m.epoch, "nodes", "pools", "sets");
     for (int p = 0; p < m.npools; p++)
@@ -601,10 +603,8 @@ static int status(int as_json)
         for (int d = 0; d < n->drives; d++) {
             json_t *dj = json_pack("{s:i}", "drive", d);
             if (p && reg) {
-                shard_store_t st = peer_store_new(p, (uint32_t)d);
                 drive_stats_t ds;
-                st.ops->stats(st.ctx, &ds);
-                peer_store_free(&st);
+                remote_stats(p, d, &ds);
                 if (ds.capacity)
                     json_object_update_new(
                         dj,

@@ -42,27 +42,34 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw
     return remove(p);
 }
 
+/* Set j of N drives DIR/<tag><j*N+i> (opened into d[0..N)). */
+static obj_set_t *new_set(const char *dir, const char *tag, int j, drive_t **d)
+{
+    shard_store_t st[N];
+    for (int i = 0; i < N; i++) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/%s%d", dir, tag, j * N + i);
+        drive_cfg_t c = {0};
+        c.path = p;
+        c.iu = 4096;
+        c.segment_size = 4u << 20;
+        c.capacity = 128u << 20;
+        assert_int_equal(drive_open(&c, &d[i]), 0);
+        st[i] = shard_store_local(d[i]);
+    }
+    int err;
+    obj_set_t *s = obj_set_new(st, K, M, B, &err);
+    assert_non_null(s);
+    return s;
+}
+
 static int setup(void **state)
 {
     env_t *e = calloc(1, sizeof(*e));
     e->dir = strdup("/tmp/wl-multi-XXXXXX");
     assert_non_null(mkdtemp(e->dir));
-    for (int j = 0; j < SETS; j++) {
-        shard_store_t st[N];
-        for (int i = 0; i < N; i++) {
-            char p[256];
-            snprintf(p, sizeof(p), "%s/d%d", e->dir, j * N + i);
-            drive_cfg_t c = {0};
-            c.path = p;
-            c.iu = 4096;
-            c.segment_size = 4u << 20;
-            c.capacity = 128u << 20;
-            assert_int_equal(drive_open(&c, &e->d[j * N + i]), 0);
-            st[i] = shard_store_local(e->d[j * N + i]);
-        }
-        int err;
-        assert_non_null(e->sets[j] = obj_set_new(st, K, M, B, &err));
-    }
+    for (int j = 0; j < SETS; j++)
+        e->sets[j] = new_set(e->dir, "d", j, e->d + j * N);
     int err;
     assert_non_null(e->multi = obj_set_multi(e->sets, SETS, 0x5eed, &err));
     obj_set_inline_max(e->multi, 1024);
@@ -444,22 +451,8 @@ static void test_multipart(void **state)
 /* Pool 1 of two sets, added to e->multi while it holds data. */
 static void add_pool(env_t *e, uint32_t weight)
 {
-    for (int j = 0; j < 2; j++) {
-        shard_store_t st[N];
-        for (int i = 0; i < N; i++) {
-            char p[256];
-            snprintf(p, sizeof(p), "%s/p%d", e->dir, j * N + i);
-            drive_cfg_t c = {0};
-            c.path = p;
-            c.iu = 4096;
-            c.segment_size = 4u << 20;
-            c.capacity = 128u << 20;
-            assert_int_equal(drive_open(&c, &e->pd[j * N + i]), 0);
-            st[i] = shard_store_local(e->pd[j * N + i]);
-        }
-        int err;
-        assert_non_null(e->psets[j] = obj_set_new(st, K, M, B, &err));
-    }
+    for (int j = 0; j < 2; j++)
+        e->psets[j] = new_set(e->dir, "p", j, e->pd + j * N);
     assert_int_equal(obj_set_add_pool(e->multi, e->psets, 2, weight, 0), 0);
 }
 
