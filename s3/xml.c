@@ -335,6 +335,7 @@ typedef struct {
     base_t b;
     s3_xml_tag_t *tags;
     int n, depth, field, in_tag, has_key;
+    int too; /* ERR_TOO_LARGE: too many tags; ERR_RANGE: a Key or Value too long */
     char text[sizeof(((s3_xml_tag_t *)0)->value)]; /* the longest field: a Value */
     size_t tl;
 } tag_t;
@@ -354,6 +355,7 @@ static void XMLCALL tag_start(void *ud, const XML_Char *name, const XML_Char **a
     }
     if (t->depth == 3) {
         if (t->n == S3_XML_MAX_TAGS) {
+            t->too = ERR_TOO_LARGE;
             stop(&t->b);
             return;
         }
@@ -372,6 +374,7 @@ static void XMLCALL tag_text(void *ud, const XML_Char *s, int len)
     if (!t->field) return;
     size_t cap = t->field == 1 ? sizeof(t->tags->key) : sizeof(t->tags->value);
     if (t->tl + (size_t)len >= cap) {
+        t->too = ERR_RANGE;
         stop(&t->b);
         return;
     }
@@ -409,7 +412,7 @@ int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
     XML_SetCharacterDataHandler(t.b.p, tag_text);
     if (run(&t.b, body, len) != 0) {
         free(t.tags);
-        return ERR_INVAL;
+        return t.too ? t.too : ERR_INVAL;
     }
     *tags = t.tags;
     *n = t.n;

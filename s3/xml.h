@@ -52,7 +52,8 @@ typedef struct {
     char key[513], value[1025]; /* as sent: room for 128 and 256 four-byte characters (the
                                    caller checks the limits in characters) */
 } s3_xml_tag_t;
-/* On 0, *tags (malloc'd) and *n (may be 0). ERR_INVAL when malformed or too many. */
+/* On 0, *tags (malloc'd) and *n (may be 0). ERR_INVAL when malformed, ERR_TOO_LARGE when
+ * more than S3_XML_MAX_TAGS tags, ERR_RANGE when a Key or Value is longer than its room. */
 int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
     __attribute__((warn_unused_result));
 

@@ -441,6 +441,14 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         s3_err_msg(&x, S3E_INVALID_REQUEST, "Bad request target.");
         goto out;
     }
+    int hosts = 0;
+    for (int i = 0; i < info->nheaders; i++)
+        hosts += !strcasecmp(info->headers[i].name, "host");
+    if (hosts != 1) {
+        /* RFC 9112 3.2: none, or two that may disagree on the bucket (virtual hosts). */
+        s3_err_msg(&x, S3E_INVALID_REQUEST, "A request must carry exactly one Host header.");
+        goto out;
+    }
     if (x.cfg->fenced && atomic_load(x.cfg->fenced)) {
         /* A map change this node cannot apply: answering from the old layout could be wrong. */
         s3_err_msg(
@@ -460,8 +468,8 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         x.key = slash ? s3_pdecode(slash + 1, (size_t)(pe - slash - 1), 0) : xstrdup("");
     }
     if (!b || !x.key || strlen(b) >= sizeof(x.bucket)) {
+        s3_err(&x, b && x.key ? S3E_INVALID_BUCKET_NAME : S3E_INVALID_URI);
         free(b);
-        s3_err(&x, S3E_INVALID_URI);
         goto out;
     }
     strcpy(x.bucket, b);

@@ -48,6 +48,13 @@ static int one_auth_mechanism(ctx_t *x, const char *authz)
     return 0;
 }
 
+static int has_param(const char *q, const char *name)
+{
+    int present;
+    free(s3_qparam(q, name, &present));
+    return present;
+}
+
 /* 0 when authenticated; otherwise the error response has been sent. */
 int s3_authenticate(ctx_t *x)
 {
@@ -58,6 +65,16 @@ int s3_authenticate(ctx_t *x)
     int rc;
 
     if (authz && one_auth_mechanism(x, authz) != 0) return -1;
+    if (authz ? strncmp(authz, "AWS4-HMAC-SHA256 ", 17) != 0
+              : has_param(x->query, "AWSAccessKeyId") && has_param(x->query, "Signature")) {
+        if (!authz || strncmp(authz, "AWS ", 4) == 0) /* SigV2, as S3's newer regions answer it */
+            s3_err_msg(x, S3E_INVALID_REQUEST,
+                       "The authorization mechanism you have provided is not supported. Please "
+                       "use AWS4-HMAC-SHA256.");
+        else
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unsupported Authorization Type");
+        return -1;
+    }
     if (authz)
         rc = sigv4_parse_header(authz, strlen(authz), &x->auth);
     else
@@ -162,6 +179,26 @@ int s3_authenticate(ctx_t *x)
     }
     if (sigv4_verify_cached(&req, &x->auth, secret, x->cfg->keys, x->key_bytes) != 0) {
         s3_err(x, S3E_SIGNATURE_MISMATCH);
+        return -1;
+    }
+    return 0;
+}
+
+int s3_body_announced_ok(ctx_t *x)
+{
+    const char *te = s3_hdr(x->info, "transfer-encoding");
+    if (x->info->content_length < 0 && !te) {
+        /* Without either, HTTP reads no body at all: a 0-byte object nobody meant. */
+        s3_err(x, S3E_MISSING_CONTENT_LENGTH);
+        return -1;
+    }
+    /* Refused by what it announces, not after 5 GiB have crossed the network. */
+    const char *dl = s3_hdr(x->info, "x-amz-decoded-content-length");
+    uint64_t decoded;
+    if ((x->info->content_length > 0 && (uint64_t)x->info->content_length > S3_MAX_PUT_BYTES &&
+         !dl) ||
+        (dl && num_parse_u64(dl, 0, UINT64_MAX, &decoded) == 0 && decoded > S3_MAX_PUT_BYTES)) {
+        s3_err(x, S3E_ENTITY_TOO_LARGE);
         return -1;
     }
     return 0;

@@ -69,6 +69,8 @@
       "Your metadata headers exceed the maximum allowed metadata size.")                           \
     X(METHOD_NOT_ALLOWED, "MethodNotAllowed", 405,                                                 \
       "The specified method is not allowed against this resource.")                                \
+    X(MISSING_CONTENT_LENGTH, "MissingContentLength", 411,                                         \
+      "You must provide the Content-Length HTTP header.")                                          \
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
     X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
     X(NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")                          \

@@ -176,6 +176,11 @@ void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *inf
 const char *s3_secret_of(ctx_t *x, const char *ak);
 /* 0 when authenticated (or anonymous: x->anonymous); otherwise the error was sent. */
 int s3_authenticate(ctx_t *x);
+/* S3's largest single PUT (and part): 5 GiB. */
+#define S3_MAX_PUT_BYTES (5ull << 30)
+/* A PUT's body announced as S3 takes it: with a length (or chunked), at most
+ * S3_MAX_PUT_BYTES. 0, or -1 with the error sent, before any 100 Continue. */
+int s3_body_announced_ok(ctx_t *x);
 /* Request bodies: begin (ERR_INVAL: bad x-amz-content-sha256), read decoded bytes (> 0, 0 at
  * the end, < 0 an ERR_*), end (ERR_DENIED: the signed payload hash does not match). */
 int s3_body_begin(ctx_t *x);
@@ -288,6 +293,8 @@ void s3_delete_object(ctx_t *x);
 /* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */
 int s3_tags_from_query(ctx_t *x, const char *q, buf_t *out);
 int s3_tag_count(const char *canon);
+/* InvalidTag's message for s3_xml_tagging's ERR_TOO_LARGE / ERR_RANGE (max: 10 or 50). */
+const char *s3_tags_too_large(int rc, int max);
 /* In a buffer of name\0value\0 pairs: set name to value, or remove it (NULL). */
 void s3_pairs_set(buf_t *um, const char *name, const char *value);
 /* GET/PUT/DELETE ?tagging of the request's object, or of its bucket. */

@@ -124,6 +124,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
         mpu_upload_part_copy(x, upload, (int)part);
         return;
     }
+    if (s3_body_announced_ok(x) != 0) return;
     if (s3_body_begin(x) != 0) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
         return;

@@ -253,6 +253,10 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     int err = 0;
     while ((n = s3_body_read(x, buf, IO_CHUNK, &st)) > 0) {
         total += n;
+        if ((uint64_t)total > S3_MAX_PUT_BYTES) { /* chunked: no length said so up front */
+            err = ERR_TOO_LARGE;
+            break;
+        }
         if (algo) cks_update(&ck, buf, (size_t)n);
         if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
     }
@@ -363,7 +367,7 @@ void s3_put_object(ctx_t *x)
     int err;
     buf_t um = {0};
     obj_cond_t cond;
-    if (s3_write_cond(x, &cond) != 0) return;
+    if (s3_body_announced_ok(x) != 0 || s3_write_cond(x, &cond) != 0) return;
     if (s3_build_umeta(x, &um) != 0 || s3_body_begin(x) != 0) {
         if (!http_responded(x->r)) s3_err_msg(x, S3E_INVALID_ARGUMENT, "Bad x-amz-content-sha256.");
         free(um.p);

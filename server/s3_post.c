@@ -404,7 +404,12 @@ static int form_umeta(form_t *fm, buf_t *um)
         if (!strcasecmp(nm, "tagging")) { /* a Tagging XML document, as the header's form */
             s3_xml_tag_t *t = NULL;
             int nt = 0;
-            if (s3_xml_tagging(fm->f[i].value, strlen(fm->f[i].value), &t, &nt) != 0) {
+            int rc = s3_xml_tagging(fm->f[i].value, strlen(fm->f[i].value), &t, &nt);
+            if (rc == ERR_TOO_LARGE || rc == ERR_RANGE) {
+                s3_err_msg(x, S3E_INVALID_TAG, s3_tags_too_large(rc, 10));
+                return -1;
+            }
+            if (rc) {
                 s3_err(x, S3E_MALFORMED_XML);
                 return -1;
             }

@@ -63,6 +63,13 @@ static void escape(buf_t *out, const char *s)
     }
 }
 
+const char *s3_tags_too_large(int rc, int max)
+{
+    if (rc == ERR_RANGE) return "A TagKey or TagValue is longer than S3 allows.";
+    return max == BUCKET_TAGS_MAX ? "Bucket tags cannot be greater than 50"
+                                  : "Object tags cannot be greater than 10";
+}
+
 /* Check S3's rules and write the canonical form into out; -1 with InvalidTag sent. */
 static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
 {
@@ -82,7 +89,7 @@ static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
             if (strcmp(t->keys[j], k) == 0) why = "Cannot provide multiple Tags with the same key";
     }
     if (why) {
-        if (t->n > max && max == BUCKET_TAGS_MAX) why = "Bucket tags cannot be greater than 50";
+        if (t->n > max) why = s3_tags_too_large(ERR_TOO_LARGE, max);
         s3_err_msg(x, S3E_INVALID_TAG, why);
         return -1;
     }
@@ -230,6 +237,10 @@ static int tagset_from_body(ctx_t *x, int max, buf_t *out)
     s3_xml_tag_t *tags = NULL;
     int n = 0, rc = s3_xml_tagging(body, len, &tags, &n);
     free(body);
+    if (rc == ERR_TOO_LARGE || rc == ERR_RANGE) {
+        s3_err_msg(x, S3E_INVALID_TAG, s3_tags_too_large(rc, max));
+        return -1;
+    }
     if (rc) {
         s3_err(x, S3E_MALFORMED_XML);
         return -1;

@@ -812,3 +812,76 @@ def test_served_subresources_on_the_wrong_method_are_refused(server):
     assert c.get_object(Bucket="strays", Key="k", VersionId="null")["Body"].read() == b"precious"
     c.delete_object(Bucket="strays", Key="k", VersionId="null")
     c.delete_bucket(Bucket="empty-two")
+
+
+def test_announced_bodies_hosts_and_auth_types(server):
+    """What a request announces is judged before its body is taken, as S3 does."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ann")
+    host = "127.0.0.1:%d" % server.port
+    # A PUT with neither Content-Length nor Transfer-Encoding has no body in HTTP: 411, not a
+    # 0-byte object nobody meant.
+    st, body = raw(server.port, request_head("PUT", "/ann/nolen", sign(server.port, "PUT",
+                                                                       "/ann/nolen")))
+    assert st == 411 and code_of(body) == "MissingContentLength"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="ann", Key="nolen")
+    # More than 5 GiB announced: refused before any 100 Continue (the client sends nothing).
+    up = c.create_multipart_upload(Bucket="ann", Key="mp")["UploadId"]
+    for path, extra in (("/ann/huge", {"Content-Length": str((5 << 30) + 1)}),
+                        ("/ann/mp?partNumber=1&uploadId=" + up,
+                         {"Content-Length": str(6 << 30)}),
+                        ("/ann/huge", {"Content-Length": "1000",
+                                       "x-amz-decoded-content-length": str(6 << 30)})):
+        h = sign(server.port, "PUT", path, {"Expect": "100-continue", **extra})
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        try:
+            s.sendall(request_head("PUT", path, h))
+            st, body = read_response(s)
+        finally:
+            s.close()
+        assert st == 400 and code_of(body) == "EntityTooLarge", (path, st, body)
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="ann", Key="huge")
+    # A PUT that fits still works through the same checks (length, and chunked).
+    c.put_object(Bucket="ann", Key="fits", Body=b"x" * 1000)
+    h = sign(server.port, "PUT", "/ann/te", {"Transfer-Encoding": "chunked"})
+    st, _ = raw(server.port, request_head("PUT", "/ann/te", h), b"3\r\nabc\r\n0\r\n\r\n")
+    assert st == 200
+    assert c.get_object(Bucket="ann", Key="te")["Body"].read() == b"abc"
+    # Host: exactly one (RFC 9112 3.2); two could name two buckets on virtual hosts.
+    st, body = raw(server.port, b"GET /ann HTTP/1.1\r\n\r\n")
+    assert st == 400 and code_of(body) == "InvalidRequest"
+    st, body = raw(server.port, ("GET /ann HTTP/1.1\r\nHost: %s\r\nHost: other\r\n\r\n"
+                                 % host).encode())
+    assert st == 400 and code_of(body) == "InvalidRequest"
+    # A bucket name longer than 63 characters is a bad name, not a bad URI.
+    st, body, _ = signed_request(server.port, "GET", "/" + "b" * 64)
+    assert st == 400 and code_of(body) == "InvalidBucketName"
+    st, body, _ = signed_request(server.port, "PUT", "/" + "b" * 200)
+    assert st == 400 and code_of(body) == "InvalidBucketName"
+    # Authorization schemes other than SigV4 are named as such, not "malformed".
+    for authz, want in (("Bearer abc", "InvalidArgument"), ("AWS %s:c2lnbmF0dXJl" % AK,
+                                                            "InvalidRequest")):
+        st, body = raw(server.port, request_head("GET", "/ann", {"Host": host,
+                                                                 "Authorization": authz}))
+        assert st == 400 and code_of(body) == want, (authz, body)
+    st, body = raw(server.port, request_head(
+        "GET", "/ann/fits?AWSAccessKeyId=%s&Expires=9999999999&Signature=abc" % AK,
+        {"Host": host}))
+    assert st == 400 and code_of(body) == "InvalidRequest"
+    # Too many tags is InvalidTag however many: past the parser's room too.
+    for n in (11, 100):
+        xml = ("<Tagging><TagSet>%s</TagSet></Tagging>" % "".join(
+            "<Tag><Key>k%d</Key><Value>v</Value></Tag>" % i for i in range(n))).encode()
+        md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+        st, body, _ = signed_request(server.port, "PUT", "/ann/fits?tagging", xml,
+                                     headers={"Content-MD5": md5})
+        assert st == 400 and code_of(body) == "InvalidTag", (n, body)
+    xml = b"<Tagging><TagSet><Tag><Key>" + b"k" * 600 + b"</Key><Value>v</Value></Tag>" \
+        b"</TagSet></Tagging>"
+    md5 = base64.b64encode(hashlib.md5(xml).digest()).decode()
+    st, body, _ = signed_request(server.port, "PUT", "/ann/fits?tagging", xml,
+                                 headers={"Content-MD5": md5})
+    assert st == 400 and code_of(body) == "InvalidTag"
+    assert c.get_object(Bucket="ann", Key="fits")["Body"].read() == b"x" * 1000
