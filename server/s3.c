@@ -449,6 +449,12 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         s3_err_msg(&x, S3E_INVALID_REQUEST, "A request must carry exactly one Host header.");
         goto out;
     }
+    const char *te = s3_hdr(info, "transfer-encoding");
+    if (te && strcasecmp(te, "chunked") != 0) {
+        /* gzip, chunked: stored as sent it would be the compressed bytes (RFC 9112 6.1). */
+        s3_err_msg(&x, S3E_NOT_IMPLEMENTED, "Only the chunked transfer coding is served.");
+        goto out;
+    }
     if (x.cfg->fenced && atomic_load(x.cfg->fenced)) {
         /* A map change this node cannot apply: answering from the old layout could be wrong. */
         s3_err_msg(

@@ -225,7 +225,10 @@ void s3_list_objects(ctx_t *x)
         rc = obj_list_delim(x->cfg->set, x->ibucket, l.prefix, l.delim, l.after, (size_t)l.max + 1,
                             list_obj_cb, &l);
     if (rc < 0) {
-        log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
+        /* A client's bad argument (ERR_INVAL: a prefix past the index's key room) is its
+         * 400, not the node's error. */
+        if (rc != ERR_INVAL)
+            log_error("event=list_failed bucket=%s err=%s", x->bucket, err_name(rc));
         s3_engine_error(x, rc); /* never a short list that looks whole */
         goto out;
     }

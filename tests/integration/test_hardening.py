@@ -849,6 +849,9 @@ def test_announced_bodies_hosts_and_auth_types(server):
     st, _ = raw(server.port, request_head("PUT", "/ann/te", h), b"3\r\nabc\r\n0\r\n\r\n")
     assert st == 200
     assert c.get_object(Bucket="ann", Key="te")["Body"].read() == b"abc"
+    h = sign(server.port, "PUT", "/ann/gz", {"Transfer-Encoding": "gzip, chunked"})
+    st, body = raw(server.port, request_head("PUT", "/ann/gz", h), b"3\r\nabc\r\n0\r\n\r\n")
+    assert st == 501 and code_of(body) == "NotImplemented"
     # Host: exactly one (RFC 9112 3.2); two could name two buckets on virtual hosts.
     st, body = raw(server.port, b"GET /ann HTTP/1.1\r\n\r\n")
     assert st == 400 and code_of(body) == "InvalidRequest"
