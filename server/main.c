@@ -52,7 +52,7 @@ typedef struct {
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
-    int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s;
+    int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s;
     uint64_t scrub_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
@@ -156,6 +156,9 @@ static const opt_def_t options[] = {
      C(peer_timeout_ms, int64_t),
      "deadline of a call to another node; a node past it is suspect: reads go\n"
      "around its drives, and it is pinged until it answers again"},
+    {"lease-ttl", "SEC", "cluster", "lease_ttl", OPT_INT, 0, 3, 300, "10", C(lease_ttl_s, int64_t),
+     "this node's etcd lease, renewed every third of it: a node frozen or cut off\n"
+     "this long is taken as down by the others (read and written around)"},
     {"hedge-ms", "MS", "cluster", "hedge_ms", OPT_INT, OPT_ZERO_OK, 1, 600000, "50",
      C(hedge_ms, int64_t),
      "a block read from another node still out after this long gets a parity read\n"
@@ -554,7 +557,8 @@ int main(int argc, char **argv)
                            conf.node,
                            conf.cluster_secret_file,
                            conf.data,
-                           (uint32_t)conf.peer_timeout_ms};
+                           (uint32_t)conf.peer_timeout_ms,
+                           (uint32_t)conf.lease_ttl_s};
         int lr = member_load(&mc, &stop_asked, &member, bad, sizeof(bad));
         if (lr == 1) {
             fprintf(stderr, "warmlaked: %s\n", bad);

@@ -18,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEASE_TTL_S   10
-#define KEEPALIVE_S   3
+#define LEASE_TTL_S   10 /* when not set: what a node away this long costs the others */
 #define SERVE_THREADS 16
 #define PEER_WAIT_MS  10000 /* at start, how long to wait for the set's other nodes */
 
@@ -354,6 +353,11 @@ static void check_leases(member_t *m)
     free(r.refill);
 }
 
+static int lease_ttl(const member_t *m)
+{
+    return m->cfg.lease_ttl_s ? (int)m->cfg.lease_ttl_s : LEASE_TTL_S;
+}
+
 /* Renew the lease every few seconds; when it was lost (etcd was away too long), take a new one. */
 static void *keep_alive(void *arg)
 {
@@ -363,7 +367,7 @@ static void *keep_alive(void *arg)
     while (!m->stopping) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += KEEPALIVE_S;
+        until.tv_sec += lease_ttl(m) / 3 ? lease_ttl(m) / 3 : 1;
         pthread_cond_timedwait(&m->cv, &m->mu, &until);
         if (m->stopping) break;
         pthread_mutex_unlock(&m->mu);
@@ -371,7 +375,7 @@ static void *keep_alive(void *arg)
         if (rc == ERR_NOT_FOUND) {
             log_warn("event=member_lease_lost node=%s: registering again", m->cfg.node);
             int64_t id;
-            rc = etcd_lease_grant(m->etcd, LEASE_TTL_S, &id);
+            rc = etcd_lease_grant(m->etcd, lease_ttl(m), &id);
             if (rc == 0) {
                 m->lease = id;
                 rc = put_registration(m);
@@ -643,7 +647,7 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
     m->registered = xcalloc((size_t)npeers + 1, sizeof(*m->registered));
     m->npeers = npeers;
     if (!m->etcd) return 0;
-    if (etcd_lease_grant(m->etcd, LEASE_TTL_S, &m->lease) != 0 || put_registration(m) != 0) {
+    if (etcd_lease_grant(m->etcd, lease_ttl(m), &m->lease) != 0 || put_registration(m) != 0) {
         fprintf(stderr, "warmlaked: cannot register in etcd %s\n", m->cfg.etcd);
         return 1;
     }

@@ -37,6 +37,7 @@ typedef struct {
     const char *secret_file;  /* --cluster-secret-file (else WARMLAKE_CLUSTER_SECRET) */
     const char *data;         /* for the registration: where the drives live */
     uint32_t peer_timeout_ms; /* a call's deadline (proto_net_cfg_t.timeout_ms; 0: its default) */
+    uint32_t lease_ttl_s;     /* --lease-ttl: the etcd lease (0: 10 s), renewed every third */
 } member_cfg_t;
 
 /*

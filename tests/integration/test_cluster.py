@@ -70,6 +70,20 @@ class Node(Server):
         return self._s3
 
 
+def wait_listening(addr, timeout=60):
+    """Until a TCP connect to host:port succeeds."""
+    host, port = addr.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def start_all(nodes):
     """Launch every node, then wait for each: nodes started together find each other."""
     for n in nodes:
@@ -617,8 +631,13 @@ def test_refused_peers(datadir):
     # (Its own data directory: n2's remembers the cluster it was written in, and refuses.)
     # (n3 too: a node waits up to 10 s at its start for a peer that is not there yet, but not
     # for one that refuses it.)
-    n1, n3, x = start_all([Node(datadir, "n1", path), Node(datadir, "n3", path),
-                           Node(os.path.join(datadir, "x"), "n2", opath)])
+    # x listens before the others start, so that their wait sees it refuse (under load it
+    # could come up after their 10 s wait, and be logged unreachable instead).
+    x = Node(os.path.join(datadir, "x"), "n2", opath)
+    x.launch()
+    wait_listening(doc["nodes"][1]["proto"])
+    n1, n3 = start_all([Node(datadir, "n1", path), Node(datadir, "n3", path)])
+    x.wait_ready()
     try:
         with pytest.raises(ClientError):
             x.s3().get_object(Bucket="lake", Key="k")["Body"].read()
@@ -898,7 +917,7 @@ def test_lease_gone_is_read_and_written_around(datadir, etcd):
     assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
     nodes = [EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")]
     for n in nodes:
-        n.extra += ["--peer-timeout-ms", "60000", "--write-quorum", "4"]
+        n.extra += ["--peer-timeout-ms", "60000", "--write-quorum", "4", "--lease-ttl", "5"]
     start_all(nodes)
     n1, n2, n3 = nodes
     try:
