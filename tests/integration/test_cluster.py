@@ -763,7 +763,9 @@ def test_map_in_etcd(datadir, etcd):
     assert r.returncode == 0, r.stderr
     r = admin(etcd, "cluster", "init", "--map", path)
     assert r.returncode == 2 and "already holds a map" in r.stderr
-    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")])
+    nodes = [EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")]
+    nodes[2].extra += ["--lease-ttl", "5"]  # it is killed below: status says so sooner
+    start_all(nodes)
     try:
         st = json.loads(admin(etcd, "status", "--json").stdout)
         assert st["epoch"] == 1 and [n["alive"] for n in st["nodes"]] == [True] * 3
