@@ -343,6 +343,18 @@ static int is_unserved(const char *name, const void *arg)
 static int unserved(ctx_t *x)
 {
     if (query_name(x->query, is_unserved, NULL)) {
+        /* Whose bucket it is, and whether there is one, is said first, as S3 says it: a
+         * stranger learns no more from ?policy than from any other request. */
+        obj_info_t bi;
+        if (x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi)) {
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+            return 1;
+        }
+        const char *owner = x->bucket[0] ? s3_bucket_owner(&bi) : "";
+        if (x->anonymous || (owner[0] && strcmp(owner, x->auth.access_key) != 0)) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            return 1;
+        }
         s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
         return 1;
     }
@@ -498,17 +510,17 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     s3_cors_actual(&x);
-    if (unserved(&x)) goto out;
     /* A browser's form upload: authenticated by its signed policy, not a signed request. */
     const char *ct = s3_hdr(info, "content-type");
     if (!strcmp(info->method, "POST") && x.bucket[0] && !x.key[0] && ct &&
         !strncasecmp(ct, "multipart/form-data", 19)) {
-        s3_post_object(&x);
+        if (!unserved(&x)) s3_post_object(&x);
         goto out;
     }
     if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
+    if (unserved(&x)) goto out;
     int batch_get;
     free(s3_qparam(x.query, "batch-get", &batch_get));
     if (batch_get && x.bucket[0] && !x.key[0]) {

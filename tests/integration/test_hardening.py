@@ -784,6 +784,18 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     # Ordinary parameters clients add (x-id, list parameters) still work.
     st, _, _ = signed_request(server.port, "GET", "/unserved/k?x-id=GetObject")
     assert st == 200
+    # Whose bucket, and whether there is one, comes first: as for any other request.
+    st, body, _ = signed_request(server.port, "GET", "/no-such-bucket-here?policy")
+    assert st == 404 and code_of(body) == "NoSuchBucket"
+    st, body = anon(server, "/unserved?policy")
+    assert st == 403 and code_of(body) == "AccessDenied"
+    alt = s3_client(server.endpoint, AK2, SK2)
+    with pytest.raises(ClientError) as e:
+        alt.get_bucket_policy(Bucket="unserved")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    with pytest.raises(ClientError) as e:
+        alt.delete_bucket_encryption(Bucket="unserved")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
 
 
 def test_served_subresources_on_the_wrong_method_are_refused(server):
