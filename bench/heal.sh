@@ -11,6 +11,14 @@
 # same file system (what a drive refill in large sequential segments could
 # reach). Also printed: the pass's object rate and its MB/s of object data.
 #
+# A second ceiling says what the refill can reach when, as here, all six
+# drives are files on one disk: rebuilding a block reads the stripe's five
+# other blocks (verified, then decoded) from the same disk that takes the
+# write. fio runs five sequential 1 MiB direct readers beside one
+# sequential 1 MiB direct writer for a fixed time; the writer's rate is the
+# ceiling for the refill's (ceiling_refill_shared_disk). On a real node each
+# drive is its own device and only the first ceiling applies.
+#
 # Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
@@ -51,6 +59,16 @@ stop() {
 read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" --size="$TOTAL" \
   --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 --end_fsync=1)
 rm -f "$DIR/fio.dat"
+# The shared-disk ceiling: five readers (files laid out first) and one writer at once.
+fio --output-format=json --directory="$DIR" --bs=1M --direct=1 --ioengine=libaio --iodepth=4 \
+  --runtime=10 --time_based \
+  --name=rd --rw=read --numjobs=5 --size=$((TOTAL / 4)) --group_reporting \
+  --name=wr --rw=write --size="$TOTAL" --new_group --end_fsync=1 >"$DIR/fio-mix.json"
+read -r mix_wr mix_rd < <(python3 -c '
+import json, sys
+j = {x["jobname"]: x for x in json.load(open(sys.argv[1]))["jobs"]}
+print(j["wr"]["write"]["bw_bytes"] / 1e6, j["rd"]["read"]["bw_bytes"] / 1e6)' "$DIR/fio-mix.json")
+rm -f "$DIR"/rd.* "$DIR"/wr.* "$DIR/fio-mix.json"
 
 start --scrub-interval 0
 "$B/bench/wlbench/wl-bench" put --endpoint "http://127.0.0.1:$PORT" --bucket heal \
@@ -66,17 +84,22 @@ for _ in $(seq 3000); do
   sleep 0.2
 done
 stats | python3 -c '
-import json, sys
+import json, re, sys
 st = json.load(sys.stdin)
 sc, d2 = st["scrub"], st["drives"][2]
-secs = sc["last_pass_s"]
+# The refilling pass: the first scrub_pass line (stats hold the pass running now).
+m = re.search(r"event=scrub_pass objects=(\d+) bytes=(\d+) seconds=([\d.]+)", open(sys.argv[4]).read())
+objs, vbytes, secs = int(m.group(1)), int(m.group(2)), float(m.group(3))
 fio = float(sys.argv[1])
 mb = d2["host_bytes"] / secs / 1e6 if secs else 0
 print("heal refill: drive 2 rebuilt, %.0f MB in %.1f s: %.1f MB/s written to it "
       "(%.0f objects/s, %.1f MB/s of objects verified); blocks fixed %d" % (
-          d2["host_bytes"] / 1e6, secs, mb, sc["objects"] / secs if secs else 0,
-          sc["bytes"] / secs / 1e6 if secs else 0, sc["blocks_fixed"]))
+          d2["host_bytes"] / 1e6, secs, mb, objs / secs if secs else 0,
+          vbytes / secs / 1e6 if secs else 0, sc["blocks_fixed"]))
 print("ceiling fio sequential 1 MiB direct write: %.1f MB/s; ratio %.3f (target 0.5)" % (
       fio, mb / fio if fio else 0))
-' "$fio_mb"
+wr, rd = float(sys.argv[2]), float(sys.argv[3])
+print("ceiling_refill_shared_disk (fio: 1 writer beside 5 readers on the same disk): "
+      "writer %.1f MB/s (readers %.1f MB/s); ratio %.3f" % (wr, rd, mb / wr if wr else 0))
+' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log"
 stop
