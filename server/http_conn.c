@@ -437,8 +437,11 @@ static void parse_more(conn_t *c)
                 c->paused = 1;
                 return;
             }
+            const char *reason = llhttp_get_error_reason(&c->parser);
             log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
-                     llhttp_get_error_reason(&c->parser));
+                     reason            ? reason
+                     : c->head.too_big ? "header too large"
+                                       : "none given");
             respond_raw_and_close(
                 c, c->head.too_big
                        ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "

@@ -94,15 +94,13 @@ int s3_copy_source_cond(ctx_t *x, const obj_info_t *si)
     time_t ius = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-unmodified-since"));
     time_t ims = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-modified-since"));
     time_t mt = (time_t)(si->mtime_ns / 1000000000ull);
-    char quoted[96];
-    snprintf(quoted, sizeof(quoted), "\"%s\"", si->etag);
     int ok = 1;
     if (im)
-        ok = strcmp(im, quoted) == 0 || strcmp(im, si->etag) == 0 || strcmp(im, "*") == 0;
+        ok = s3_etag_matches(im, si->etag);
     else if (ius != (time_t)-1)
         ok = mt <= ius;
     if (ok && inm)
-        ok = !(strcmp(inm, quoted) == 0 || strcmp(inm, si->etag) == 0 || strcmp(inm, "*") == 0);
+        ok = !s3_etag_matches(inm, si->etag);
     else if (ok && ims != (time_t)-1)
         ok = mt > ims;
     if (!ok) s3_err(x, S3E_PRECONDITION_FAILED);

@@ -136,6 +136,9 @@ typedef struct {
 int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 
 /* ---- s3_util.c ---- */
+/* An If-Match / If-None-Match value names etag: "*", or one of its comma-separated tags,
+ * quoted or not (S3 takes both), W/ or not. */
+int s3_etag_matches(const char *hdr, const char *etag);
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_put(buf_t *b, const void *p, size_t n); /* n bytes as they are */
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */

@@ -264,7 +264,9 @@ static int list_part_cb(void *arg, int part, const obj_info_t *info)
     char t[32];
     if (part <= l->marker) return 0;
     if (l->count == l->max) {
-        l->truncated = 1;
+        l->truncated = l->max > 0; /* max 0 asks for nothing: no page follows it (a client
+                                      paging on IsTruncated with a marker that cannot move
+                                      would loop) */
         return 1;
     }
     s3_iso8601(info->mtime_ns, t);
@@ -289,7 +291,7 @@ void s3_list_parts(ctx_t *x, const char *upload)
     buf_t parts = {0}, b = {0};
     lp_t l = {&parts, 0, 1000, 0, 0, 0};
     uint64_t mp = 1000;
-    int bad = (marker && num_parse_int(marker, 0, 10000, &l.marker) != 0) ||
+    int bad = (marker && num_parse_int(marker, 0, INT32_MAX, &l.marker) != 0) ||
               (maxp && num_parse_u64(maxp, 0, UINT64_MAX, &mp) != 0);
     free(marker);
     free(maxp);
@@ -502,7 +504,7 @@ void s3_list_uploads(ctx_t *x)
             if (last_cp && strlen(last_cp) == cl && !strncmp(last_cp, v->key, cl)) continue;
             if (kmark && strlen(kmark) == cl && !strncmp(kmark, v->key, cl)) continue;
             if (count == max) {
-                truncated = 1;
+                truncated = max > 0;
                 break;
             }
             free(last_cp);
@@ -518,7 +520,7 @@ void s3_list_uploads(ctx_t *x)
             continue;
         }
         if (count == max) {
-            truncated = 1;
+            truncated = max > 0;
             break;
         }
         char t[32];

@@ -22,6 +22,8 @@ static const struct {
     {"Content-Encoding", "\001h:content-encoding", "response-content-encoding"},
     {"Content-Language", "\001h:content-language", "response-content-language"},
     {"Expires", "\001h:expires", "response-expires"},
+    /* (No override: S3 serves it to website redirects, which warmlake keeps and returns.) */
+    {"x-amz-website-redirect-location", "\001h:website-redirect", NULL},
 };
 #define N_STD_HDRS (sizeof(std_hdrs) / sizeof(std_hdrs[0]))
 
@@ -91,7 +93,7 @@ static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
     buf_printf(hb, "Content-Type: %s\r\n", v ? v : info->content_type);
     free(v);
     for (size_t i = 0; i < N_STD_HDRS; i++) {
-        v = override_text(x, std_hdrs[i].param);
+        v = std_hdrs[i].param ? override_text(x, std_hdrs[i].param) : NULL;
         const char *kept = s3_umeta_get(info, std_hdrs[i].meta);
         if (v || kept[0]) buf_printf(hb, "%s: %s\r\n", std_hdrs[i].name, v ? v : kept);
         free(v);
@@ -102,10 +104,11 @@ static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
 int s3_check_response_overrides(ctx_t *x)
 {
     const char *names[N_STD_HDRS + 1];
-    names[0] = "response-content-type";
+    size_t nn = 0;
+    names[nn++] = "response-content-type";
     for (size_t i = 0; i < N_STD_HDRS; i++)
-        names[i + 1] = std_hdrs[i].param;
-    for (size_t i = 0; i <= N_STD_HDRS; i++) {
+        if (std_hdrs[i].param) names[nn++] = std_hdrs[i].param;
+    for (size_t i = 0; i < nn; i++) {
         int present;
         const char *why = "A response-* override is not a valid header value.";
         char *v = s3_qparam(x->query, names[i], &present);
@@ -133,6 +136,7 @@ int s3_has_response_overrides(ctx_t *x)
     char *v = s3_qparam(x->query, "response-content-type", &present);
     free(v);
     for (size_t i = 0; i < N_STD_HDRS && !present; i++) {
+        if (!std_hdrs[i].param) continue;
         v = s3_qparam(x->query, std_hdrs[i].param, &present);
         free(v);
     }
@@ -170,6 +174,14 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         if (s3_tags_from_query(x, tagging, &tags) != 0) return -1;
         if (tags.len) buf_printf(um, "%s%c%s%c", TAG_META, 0, tags.p, 0);
         free(tags.p);
+    }
+    const char *redirect = s3_hdr(x->info, "x-amz-website-redirect-location");
+    if (redirect && strncmp(redirect, "/", 1) != 0 && strncmp(redirect, "http://", 7) != 0 &&
+        strncmp(redirect, "https://", 8) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                   "The website redirect location must have a prefix of 'http://' or 'https://' "
+                   "or '/'.");
+        return -1;
     }
     for (size_t i = 0; i < N_STD_HDRS; i++) {
         const char *v = s3_hdr(x->info, std_hdrs[i].name);
@@ -225,6 +237,31 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         s3_err_msg(x, S3E_INVALID_REQUEST,
                    "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
                    "allowed.");
+        return -1;
+    }
+    /* What the request says of its checksum must be one thing, and well formed (S3 refuses
+     * the rest with InvalidRequest, not BadDigest: nothing was compared yet). */
+    const char *sdk = s3_hdr(x->info, "x-amz-sdk-checksum-algorithm");
+    int sdk_algo = cks_algo(sdk), named = algo ? algo : cks_algo(trailer);
+    uint8_t dig[64];
+    const char *why = NULL;
+    char why_buf[160];
+    if (sdk && !sdk_algo) {
+        why = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
+    } else if (sdk_algo && named && sdk_algo != named) {
+        snprintf(why_buf, sizeof(why_buf),
+                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
+                 "Type: %s",
+                 cks_name(sdk_algo), cks_name(named));
+        why = why_buf;
+    } else if (expect && cks_decode(algo, expect, dig) != 0) {
+        snprintf(why_buf, sizeof(why_buf), "Value for x-amz-checksum-%s header is invalid.",
+                 cks_name(algo));
+        why = why_buf;
+    }
+    if (why) {
+        obj_put_abort(w);
+        s3_err_msg(x, S3E_INVALID_REQUEST, why);
         return -1;
     }
     if (!algo && trailer) {
@@ -472,14 +509,11 @@ void s3_get_object(ctx_t *x, int head)
     char lm[40];
     s3_http_date(info.mtime_ns, lm);
     const char *inm = s3_hdr(x->info, "if-none-match"), *im = s3_hdr(x->info, "if-match");
-    char quoted[96];
-    snprintf(quoted, sizeof(quoted), "\"%s\"", info.etag);
     /* RFC 7232 order: If-Match, else If-Unmodified-Since; If-None-Match, else If-Modified-Since. */
     time_t mt = (time_t)(info.mtime_ns / 1000000000ull);
     time_t ius = s3_parse_http_date(s3_hdr(x->info, "if-unmodified-since"));
     time_t ims = s3_parse_http_date(s3_hdr(x->info, "if-modified-since"));
-    if ((im && strcmp(im, quoted) != 0 && strcmp(im, "*") != 0) ||
-        (!im && ius != (time_t)-1 && mt > ius)) {
+    if ((im && !s3_etag_matches(im, info.etag)) || (!im && ius != (time_t)-1 && mt > ius)) {
         obj_close(rd);
         s3_err(x, S3E_PRECONDITION_FAILED);
         return;
@@ -500,8 +534,7 @@ void s3_get_object(ctx_t *x, int head)
             buf_printf(&hb, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
-    if ((inm && (strcmp(inm, quoted) == 0 || strcmp(inm, "*") == 0)) ||
-        (!inm && ims != (time_t)-1 && mt <= ims)) {
+    if ((inm && s3_etag_matches(inm, info.etag)) || (!inm && ims != (time_t)-1 && mt <= ims)) {
         /* No checksum on a 304: there is no body it could be of (newer botocore, asked for
          * one, then fails validating an empty body against it). */
         obj_close(rd);

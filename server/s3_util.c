@@ -244,3 +244,28 @@ size_t s3_next_piece(uint64_t off, uint64_t len, size_t unit)
 {
     return (size_t)(len < unit - off % unit ? len : unit - off % unit);
 }
+
+int s3_etag_matches(const char *hdr, const char *etag)
+{
+    size_t want = strlen(etag);
+    while (*hdr) {
+        while (*hdr == ' ' || *hdr == '\t' || *hdr == ',')
+            hdr++;
+        size_t len = strcspn(hdr, ",");
+        const char *e = hdr;
+        hdr += len;
+        while (len && (e[len - 1] == ' ' || e[len - 1] == '\t'))
+            len--;
+        if (len == 1 && e[0] == '*') return 1;
+        if (len >= 2 && e[0] == 'W' && e[1] == '/') { /* weak: compared as strong */
+            e += 2;
+            len -= 2;
+        }
+        if (len >= 2 && e[0] == '"' && e[len - 1] == '"') {
+            e++;
+            len -= 2;
+        }
+        if (len && len == want && memcmp(e, etag, len) == 0) return 1;
+    }
+    return 0;
+}

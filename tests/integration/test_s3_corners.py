@@ -276,3 +276,79 @@ def test_control_characters_in_keys(server):
     for k in keys:
         c.delete_object(Bucket="ctl", Key=k)
     assert "Contents" not in c.list_objects_v2(Bucket="ctl")
+
+
+def code_of(body):
+    return ET.fromstring(body).findtext("Code")
+
+
+def test_etag_conditions_take_quotes_or_not(server):
+    """If-Match / If-None-Match name ETags quoted or not, in lists, W/ or not: S3 takes them
+    all (an unquoted If-Match on GET was 412)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="etq")
+    etag = c.put_object(Bucket="etq", Key="k", Body=b"hello")["ETag"].strip('"')
+    for im in (etag, '"%s"' % etag, '"other", %s' % etag, 'W/"%s"' % etag, "*"):
+        st, body, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-Match": im})
+        assert st == 200 and body == b"hello", im
+        st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-None-Match": im})
+        assert st == 304, im
+    for im in ("other", '"%s"' % etag[:-1], ""):
+        st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-Match": im})
+        assert st == 412, im
+    c.copy_object(Bucket="etq", Key="c", CopySource="etq/k", CopySourceIfMatch=etag)
+    # A write conditioned on the unquoted ETag.
+    st, _, _ = signed_request(server.port, "PUT", "/etq/k", b"again", headers={"If-Match": etag})
+    assert st == 200
+    assert c.get_object(Bucket="etq", Key="k")["Body"].read() == b"again"
+
+
+def test_checksum_headers_are_checked_before_the_body(server):
+    """What a PUT says of its checksum is one algorithm, well formed: else 400 InvalidRequest
+    (an unknown algorithm, or one disagreeing with the header, was taken without a check)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ckh")
+    data = b"checksummed"
+    crc = base64.b64encode(__import__("zlib").crc32(data).to_bytes(4, "big")).decode()
+    for hdrs in ({"x-amz-sdk-checksum-algorithm": "BOGUS"},
+                 {"x-amz-sdk-checksum-algorithm": "SHA256", "x-amz-checksum-crc32": crc},
+                 {"x-amz-checksum-crc32": "!!!!"},
+                 {"x-amz-checksum-crc32": "AAAA"}):
+        st, body, _ = signed_request(server.port, "PUT", "/ckh/k", data, headers=hdrs)
+        assert st == 400 and code_of(body) == "InvalidRequest", (hdrs, body)
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="ckh", Key="k")
+    st, _, h = signed_request(server.port, "PUT", "/ckh/k", data, headers={
+        "x-amz-sdk-checksum-algorithm": "crc32", "x-amz-checksum-crc32": crc})
+    assert st == 200 and h.get("x-amz-checksum-crc32") == crc
+
+
+def test_zero_sized_pages_end(server):
+    """max-uploads=0 and max-parts=0 answer an empty page that is not truncated: a client
+    paging on IsTruncated with markers that cannot move would loop for ever."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="zpages")
+    up = c.create_multipart_upload(Bucket="zpages", Key="k")["UploadId"]
+    for n in (1, 2):
+        c.upload_part(Bucket="zpages", Key="k", UploadId=up, PartNumber=n, Body=b"p" * 10)
+    r = c.list_multipart_uploads(Bucket="zpages", MaxUploads=0)
+    assert r["IsTruncated"] is False and not r.get("Uploads")
+    r = c.list_parts(Bucket="zpages", Key="k", UploadId=up, MaxParts=0)
+    assert r["IsTruncated"] is False and not r.get("Parts")
+    r = c.list_parts(Bucket="zpages", Key="k", UploadId=up, PartNumberMarker=99999)
+    assert r["IsTruncated"] is False and not r.get("Parts")
+    r = c.list_parts(Bucket="zpages", Key="k", UploadId=up, MaxParts=1)
+    assert r["IsTruncated"] is True and r["NextPartNumberMarker"] == 1
+
+
+def test_website_redirect_location_is_kept(server):
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="wredir")
+    c.put_object(Bucket="wredir", Key="k", Body=b"x", WebsiteRedirectLocation="/elsewhere")
+    assert c.head_object(Bucket="wredir", Key="k")["WebsiteRedirectLocation"] == "/elsewhere"
+    assert c.get_object(Bucket="wredir", Key="k")["WebsiteRedirectLocation"] == "/elsewhere"
+    c.copy_object(Bucket="wredir", Key="c", CopySource="wredir/k")
+    assert c.head_object(Bucket="wredir", Key="c")["WebsiteRedirectLocation"] == "/elsewhere"
+    with pytest.raises(ClientError) as e:
+        c.put_object(Bucket="wredir", Key="bad", Body=b"x", WebsiteRedirectLocation="ftp://x")
+    assert e.value.response["Error"]["Code"] == "InvalidArgument"
