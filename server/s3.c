@@ -462,7 +462,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     const char *te = s3_hdr(info, "transfer-encoding");
-    if (te && strcasecmp(te, "chunked") != 0) {
+    if (te && (strncasecmp(te, "chunked", 7) != 0 || te[7 + strspn(te + 7, " \t")] != 0)) {
         /* gzip, chunked: stored as sent it would be the compressed bytes (RFC 9112 6.1). */
         s3_err_msg(&x, S3E_NOT_IMPLEMENTED, "Only the chunked transfer coding is served.");
         goto out;

@@ -193,7 +193,10 @@ int s3_body_announced_ok(ctx_t *x)
         return -1;
     }
     /* Refused by what it announces, not after 5 GiB have crossed the network. */
-    const char *dl = s3_hdr(x->info, "x-amz-decoded-content-length");
+    /* The decoded length counts only for an aws-chunked body (its framing is in Content-Length). */
+    const char *dl = x->payload && strncmp(x->payload, "STREAMING-", 10) == 0
+                         ? s3_hdr(x->info, "x-amz-decoded-content-length")
+                         : NULL;
     uint64_t decoded;
     if ((x->info->content_length > 0 && (uint64_t)x->info->content_length > S3_MAX_PUT_BYTES &&
          !dl) ||

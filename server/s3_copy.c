@@ -96,11 +96,11 @@ int s3_copy_source_cond(ctx_t *x, const obj_info_t *si)
     time_t mt = (time_t)(si->mtime_ns / 1000000000ull);
     int ok = 1;
     if (im)
-        ok = s3_etag_matches(im, si->etag);
+        ok = s3_etag_matches(im, si->etag, 0);
     else if (ius != (time_t)-1)
         ok = mt <= ius;
     if (ok && inm)
-        ok = !s3_etag_matches(inm, si->etag);
+        ok = !s3_etag_matches(inm, si->etag, 1);
     else if (ok && ims != (time_t)-1)
         ok = mt > ims;
     if (!ok) s3_err(x, S3E_PRECONDITION_FAILED);
@@ -154,7 +154,14 @@ void s3_copy_object(ctx_t *x)
         obj_close(rd);
         return;
     }
-    if (!replace && same) {
+    /* The redirect is not copied (S3): a copy has the request's, if any; a copy onto itself
+     * that only sets one is a change. */
+    const char *redirect;
+    if (s3_redirect_header(x, &redirect) != 0) {
+        obj_close(rd);
+        return;
+    }
+    if (!replace && same && !redirect) {
         obj_close(rd);
         s3_err_msg(x, S3E_INVALID_REQUEST,
                    "This copy request is illegal because it is trying to copy an object to itself "
@@ -188,6 +195,7 @@ void s3_copy_object(ctx_t *x)
         }
         s3_umeta_with(&si, ACL_META, given ? acl : "private", &um);
         free(acl);
+        s3_pairs_set(&um, REDIRECT_META, redirect && redirect[0] ? redirect : NULL);
         if (!copy_tags) { /* x-amz-tagging's tags, or none */
             const char *tagging = s3_hdr(x->info, "x-amz-tagging");
             buf_t tags = {0};

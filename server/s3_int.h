@@ -127,6 +127,7 @@ typedef struct {
 #define ACL_META         "\001acl"
 #define CKS_META         "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
+#define REDIRECT_META    "\001h:website-redirect" /* x-amz-website-redirect-location */
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
 #define S3_USER_META_MAX 2048      /* x-amz-meta-* names and values, as S3 */
 
@@ -137,8 +138,9 @@ int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 
 /* ---- s3_util.c ---- */
 /* An If-Match / If-None-Match value names etag: "*", or one of its comma-separated tags,
- * quoted or not (S3 takes both), W/ or not. */
-int s3_etag_matches(const char *hdr, const char *etag);
+ * quoted or not (S3 takes both); a weak one (W/) only when weak_ok (If-None-Match: RFC 9110
+ * 13.1.2; If-Match compares strongly). */
+int s3_etag_matches(const char *hdr, const char *etag, int weak_ok);
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_put(buf_t *b, const void *p, size_t n); /* n bytes as they are */
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */
@@ -247,6 +249,9 @@ void s3_list_objects(ctx_t *x);
 void s3_list_versions(ctx_t *x);
 
 /* ---- s3_object.c ---- */
+/* x-amz-website-redirect-location (NULL: none): 0, or -1 with InvalidArgument sent when it is
+ * no path or http(s) URL. */
+int s3_redirect_header(ctx_t *x, const char **v);
 /* User metadata from x-amz-meta-* (and the canned ACL); -1 with the error sent. */
 int s3_build_umeta(ctx_t *x, buf_t *um);
 /* The body into w, checksums and Content-MD5 checked; -1 with the error sent, w aborted. */

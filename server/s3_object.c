@@ -23,7 +23,7 @@ static const struct {
     {"Content-Language", "\001h:content-language", "response-content-language"},
     {"Expires", "\001h:expires", "response-expires"},
     /* (No override: S3 serves it to website redirects, which warmlake keeps and returns.) */
-    {"x-amz-website-redirect-location", "\001h:website-redirect", NULL},
+    {"x-amz-website-redirect-location", REDIRECT_META, NULL},
 };
 #define N_STD_HDRS (sizeof(std_hdrs) / sizeof(std_hdrs[0]))
 
@@ -143,6 +143,19 @@ int s3_has_response_overrides(ctx_t *x)
     return present;
 }
 
+int s3_redirect_header(ctx_t *x, const char **v)
+{
+    *v = s3_hdr(x->info, "x-amz-website-redirect-location");
+    if (*v && strncmp(*v, "/", 1) != 0 && strncmp(*v, "http://", 7) != 0 &&
+        strncmp(*v, "https://", 8) != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                   "The website redirect location must have a prefix of 'http://' or 'https://' "
+                   "or '/'.");
+        return -1;
+    }
+    return 0;
+}
+
 int s3_build_umeta(ctx_t *x, buf_t *um)
 {
     for (int i = 0; i < x->info->nheaders; i++) {
@@ -175,14 +188,8 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         if (tags.len) buf_printf(um, "%s%c%s%c", TAG_META, 0, tags.p, 0);
         free(tags.p);
     }
-    const char *redirect = s3_hdr(x->info, "x-amz-website-redirect-location");
-    if (redirect && strncmp(redirect, "/", 1) != 0 && strncmp(redirect, "http://", 7) != 0 &&
-        strncmp(redirect, "https://", 8) != 0) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT,
-                   "The website redirect location must have a prefix of 'http://' or 'https://' "
-                   "or '/'.");
-        return -1;
-    }
+    const char *redirect;
+    if (s3_redirect_header(x, &redirect) != 0) return -1;
     for (size_t i = 0; i < N_STD_HDRS; i++) {
         const char *v = s3_hdr(x->info, std_hdrs[i].name);
         if (!v) continue;
@@ -249,11 +256,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     if (sdk && !sdk_algo) {
         why = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
     } else if (sdk_algo && named && sdk_algo != named) {
-        snprintf(why_buf, sizeof(why_buf),
-                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
-                 "Type: %s",
-                 cks_name(sdk_algo), cks_name(named));
-        why = why_buf;
+        why = "Value for x-amz-sdk-checksum-algorithm header is invalid.";
     } else if (expect && cks_decode(algo, expect, dig) != 0) {
         snprintf(why_buf, sizeof(why_buf), "Value for x-amz-checksum-%s header is invalid.",
                  cks_name(algo));
@@ -513,7 +516,7 @@ void s3_get_object(ctx_t *x, int head)
     time_t mt = (time_t)(info.mtime_ns / 1000000000ull);
     time_t ius = s3_parse_http_date(s3_hdr(x->info, "if-unmodified-since"));
     time_t ims = s3_parse_http_date(s3_hdr(x->info, "if-modified-since"));
-    if ((im && !s3_etag_matches(im, info.etag)) || (!im && ius != (time_t)-1 && mt > ius)) {
+    if ((im && !s3_etag_matches(im, info.etag, 0)) || (!im && ius != (time_t)-1 && mt > ius)) {
         obj_close(rd);
         s3_err(x, S3E_PRECONDITION_FAILED);
         return;
@@ -534,7 +537,7 @@ void s3_get_object(ctx_t *x, int head)
             buf_printf(&hb, "x-amz-meta-%s: %s\r\n", name, val);
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
-    if ((inm && s3_etag_matches(inm, info.etag)) || (!inm && ims != (time_t)-1 && mt <= ims)) {
+    if ((inm && s3_etag_matches(inm, info.etag, 1)) || (!inm && ims != (time_t)-1 && mt <= ims)) {
         /* No checksum on a 304: there is no body it could be of (newer botocore, asked for
          * one, then fails validating an empty body against it). */
         obj_close(rd);

@@ -245,7 +245,7 @@ size_t s3_next_piece(uint64_t off, uint64_t len, size_t unit)
     return (size_t)(len < unit - off % unit ? len : unit - off % unit);
 }
 
-int s3_etag_matches(const char *hdr, const char *etag)
+int s3_etag_matches(const char *hdr, const char *etag, int weak_ok)
 {
     size_t want = strlen(etag);
     while (*hdr) {
@@ -257,7 +257,8 @@ int s3_etag_matches(const char *hdr, const char *etag)
         while (len && (e[len - 1] == ' ' || e[len - 1] == '\t'))
             len--;
         if (len == 1 && e[0] == '*') return 1;
-        if (len >= 2 && e[0] == 'W' && e[1] == '/') { /* weak: compared as strong */
+        if (len >= 2 && e[0] == 'W' && e[1] == '/') {
+            if (!weak_ok) continue; /* If-Match compares strongly: a weak tag never matches */
             e += 2;
             len -= 2;
         }

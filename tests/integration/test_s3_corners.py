@@ -288,11 +288,16 @@ def test_etag_conditions_take_quotes_or_not(server):
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="etq")
     etag = c.put_object(Bucket="etq", Key="k", Body=b"hello")["ETag"].strip('"')
-    for im in (etag, '"%s"' % etag, '"other", %s' % etag, 'W/"%s"' % etag, "*"):
+    for im in (etag, '"%s"' % etag, '"other", %s' % etag, "*"):
         st, body, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-Match": im})
         assert st == 200 and body == b"hello", im
         st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-None-Match": im})
         assert st == 304, im
+    # A weak tag: If-None-Match compares weakly (304), If-Match strongly (412), RFC 9110.
+    st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-None-Match": 'W/"%s"' % etag})
+    assert st == 304
+    st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-Match": 'W/"%s"' % etag})
+    assert st == 412
     for im in ("other", '"%s"' % etag[:-1], ""):
         st, _, _ = signed_request(server.port, "GET", "/etq/k", headers={"If-Match": im})
         assert st == 412, im
@@ -347,8 +352,15 @@ def test_website_redirect_location_is_kept(server):
     c.put_object(Bucket="wredir", Key="k", Body=b"x", WebsiteRedirectLocation="/elsewhere")
     assert c.head_object(Bucket="wredir", Key="k")["WebsiteRedirectLocation"] == "/elsewhere"
     assert c.get_object(Bucket="wredir", Key="k")["WebsiteRedirectLocation"] == "/elsewhere"
+    # Not copied (S3: "you must specify x-amz-website-redirect-location in the request").
     c.copy_object(Bucket="wredir", Key="c", CopySource="wredir/k")
-    assert c.head_object(Bucket="wredir", Key="c")["WebsiteRedirectLocation"] == "/elsewhere"
+    assert "WebsiteRedirectLocation" not in c.head_object(Bucket="wredir", Key="c")
+    c.copy_object(Bucket="wredir", Key="c2", CopySource="wredir/k", WebsiteRedirectLocation="/b")
+    assert c.head_object(Bucket="wredir", Key="c2")["WebsiteRedirectLocation"] == "/b"
+    # Onto itself, setting only the redirect: a change, allowed.
+    c.copy_object(Bucket="wredir", Key="k", CopySource="wredir/k", WebsiteRedirectLocation="/c")
+    h = c.head_object(Bucket="wredir", Key="k")
+    assert h["WebsiteRedirectLocation"] == "/c" and h["ContentLength"] == 1
     with pytest.raises(ClientError) as e:
         c.put_object(Bucket="wredir", Key="bad", Body=b"x", WebsiteRedirectLocation="ftp://x")
     assert e.value.response["Error"]["Code"] == "InvalidArgument"
