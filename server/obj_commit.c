@@ -83,7 +83,7 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
  * mid-commit may). Returns those stores (0: the undo is whole).
  */
 static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
-                           const obj_info_t *old, uint32_t never)
+                           const obj_info_t *old, const void *old_bytes, uint32_t never)
 {
     uint32_t left = 0; /* stores where the new head may still stand */
     uint32_t took = 0;
@@ -106,7 +106,7 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
      */
     uint32_t back = old ? (old->sparse ? took & old->inl : took) : 0, gone = took & ~back;
     void *bytes = NULL;
-    if (back && old->inl && old->size) {
+    if (back && old->inl && old->size && !old_bytes) {
         bytes = xmalloc(old->size);
         if (obj__inline_load(s, bucket, key, old, bytes) != 0) {
             gone = took;
@@ -118,7 +118,8 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
         memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
         uint32_t failed = 0;
         int refused = 0;
-        obj__heads_to(s, bucket, key, "", old, bytes, back, &mine, &failed, &refused, &first_err);
+        obj__heads_to(s, bucket, key, "", old, old_bytes ? old_bytes : bytes, back, &mine, &failed,
+                      &refused, &first_err);
         left |= failed;
     }
     free(bytes);
@@ -240,6 +241,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                       int *first_err)
 {
     obj_info_t old, *nuls = NULL;
+    void *old_bytes = NULL; /* an inline current version's bytes, to put back on an undo */
     int drop_old = 0, nnul = 0, heads = -1, had_old = 0, stands = 0;
     uint32_t ghost = 0; /* stores where an attempt's undo left this version's head */
     /*
@@ -340,6 +342,24 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         info->sparse = data && info->inl && !(info->inl & dead) &&
                        (!had_old || old.sparse || (old.deleted && !old.marker));
         memcpy(bound.self, info->upload_id, sizeof(bound.self)); /* its own rounds rewrite it */
+        /*
+         * An inline version current now is overwritten in place, bytes and all: the undo
+         * of an attempt that falls short puts it back from a copy taken first. Read in the
+         * undo instead, it was gone when two writers racing through different nodes had
+         * each overwritten some of its copies: both undid, and the acknowledged version
+         * was lost (a probe's racing If-Match PUTs, a quarter of the rounds).
+         */
+        free(old_bytes);
+        old_bytes = NULL;
+        if (had_old && !old.deleted && old.inl && old.size) {
+            old_bytes = xmalloc(old.size);
+            if (obj__inline_load(s, bucket, key, &old, old_bytes) != 0) {
+                /* Unreadable (every copy lost or rotten): nothing to put back, and a client
+                 * replacing it must not be refused for it. */
+                free(old_bytes);
+                old_bytes = NULL;
+            }
+        }
         int refused = 0;
         heads =
             obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &refused, first_err);
@@ -361,6 +381,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
          * and, for a conditional create, refuse it: a racing CreateBucket
          * with no winner).
          */
+        int superseded = 0;
         for (int fill = 0; stands && refused && !obj__enough(s, info, heads) &&
                            backoff(key, fill, heads, refused);
              fill++) {
@@ -369,17 +390,36 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                 obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &again, &err2);
             if (h2 > heads) heads = h2;
             refused = again;
+            /*
+             * Refused because a newer version stands now: its writer found this one
+             * standing and covered it (kept it as noncurrent, or replaced it), as if this
+             * write had been acknowledged just before. So it is: filling in heads under a
+             * newer version cannot succeed, and answering "in doubt" (503) told a client
+             * whose write took effect that it had failed (racing plain PUTs, 1 round in 8).
+             */
+            obj_info_t now;
+            shard_cond_t any = {.mode = SHARD_IF_AT_MOST};
+            if (refused && current_for_commit(s, bucket, key, &now, &any) == 0 &&
+                (now.stamp_ns > info->stamp_ns ||
+                 (now.stamp_ns == info->stamp_ns && strcmp(now.upload_id, info->upload_id) > 0))) {
+                superseded = 1;
+                break;
+            }
         }
         if (stands) {
             for (int i = 0; i < nnul; i++)
                 obj__retire(s, bucket, key, &nuls[i]);
-            if (!obj__enough(s, info, heads)) {
+            if (superseded) {
+                *first_err = 0;
+                heads = s->n; /* nothing of it to heal: the newer version took its place */
+            } else if (!obj__enough(s, info, heads)) {
                 if (!*first_err) *first_err = ERR_UNRECOVERABLE;
                 heads = OBJ__COMMIT_IN_DOUBT;
             }
             break;
         }
-        if (heads > 0) ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, dead);
+        if (heads > 0)
+            ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead);
         if (ghost && !refused) {
             /*
              * Failing stores kept heads of this version: a reader may find it.
@@ -406,9 +446,11 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
          * show a refused write to readers (a racing CreateBucket's owner).
          * Once more, now that the stores have had a moment.
          */
-        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, dead); /* logs what stays */
+        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes,
+                         dead); /* logs what stays */
     }
     pthread_mutex_unlock(lk);
+    free(old_bytes);
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
     if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
         heads == OBJ__COMMIT_IN_DOUBT)

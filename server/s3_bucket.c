@@ -6,6 +6,9 @@
 
 #include "server/s3_int.h"
 
+#include <time.h>
+#include <unistd.h>
+
 int s3_bucket_name_ok(const char *n)
 {
     size_t l = strlen(n);
@@ -137,6 +140,92 @@ int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX])
 }
 
 /*
+ * DeleteBucket across nodes. The lock above orders one node's requests; a
+ * PUT through another node could pass its bucket check, a DeleteBucket here
+ * list the bucket empty and delete it, and the PUT commit after: an
+ * acknowledged object in a deleted bucket (a probe: 30 rounds of 30). So a
+ * DeleteBucket first marks the bucket record ("deleting": the wall time, ns)
+ * and lists only then; a commit in a cluster reads the record again after
+ * it. A commit that saw no mark came before the mark, so the listing sees
+ * it (BucketNotEmpty). One that sees a mark waits for its outcome: taken
+ * off (the listing saw an object), the commit stands; the bucket gone, the
+ * commit is undone and the client told NoSuchBucket. A mark older than
+ * DELETE_MARK_NS is a DeleteBucket that died: ignored, and one that took
+ * half of that does not delete (503).
+ */
+#define DELETING_META  "deleting"
+#define DELETE_MARK_NS (10ull * 1000000000)
+
+static uint64_t wall_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A live mark on a bucket record (not one a dead DeleteBucket left). */
+static int marked_deleting(const obj_info_t *bi)
+{
+    const char *d = s3_umeta_get(bi, DELETING_META);
+    if (!d[0]) return 0;
+    uint64_t t = strtoull(d, NULL, 10), now = wall_now_ns();
+    return t + DELETE_MARK_NS > now;
+}
+
+/* obj_umeta_fn: the record's pairs with the mark set to arg (NULL: taken off). */
+static int set_mark(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    buf_t um = {0};
+    if (arg) {
+        s3_umeta_with(cur, DELETING_META, arg, &um);
+    } else {
+        buf_put(&um, cur->umeta, cur->umeta_len);
+        s3_pairs_set(&um, DELETING_META, NULL);
+    }
+    int rc = um.len > sizeof(cur->umeta) ? ERR_TOO_LARGE : 0;
+    if (!rc) {
+        memcpy(out, um.p, um.len);
+        *out_len = um.len;
+    }
+    free(um.p);
+    return rc;
+}
+
+/*
+ * After a commit of ver into the request's bucket (in a cluster): 0 when the
+ * bucket still holds it, else S3_ERR_NO_BUCKET with the version undone (or
+ * ERR_THROTTLED when the record could not be read for as long as a mark may
+ * stand: the outcome is open, as a 503 says).
+ */
+int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
+{
+    for (int i = 0; i < 400; i++) { /* a mark lives DELETE_MARK_NS at most: 400 x 25 ms */
+        obj_info_t bi;
+        char now[INAME_MAX];
+        x->bucket_lookup_failed = 0;
+        int found = bucket_read_as(x, x->bucket, &bi, 1);
+        if (!found && !x->bucket_lookup_failed) break; /* gone */
+        if (found) {
+            s3_bucket_iname(x->bucket, &bi, now);
+            if (strcmp(now, x->ibucket) != 0) break; /* gone, and made again */
+            if (!marked_deleting(&bi)) return 0;
+        }
+        usleep(25 * 1000);
+        if (i == 399) return ERR_THROTTLED;
+    }
+    /* Undone: the bucket's objects went with it (its incarnation is unreachable); the
+     * version goes too, so that its space comes back. */
+    obj_cond_t c = OBJ_COND_NONE;
+    snprintf(c.if_upload, sizeof(c.if_upload), "%s", ver->upload_id);
+    int rc = ver->vid[0] ? obj_delete_version(x->cfg->set, x->ibucket, x->key, ver->vid, &c, NULL)
+                         : obj_delete_if(x->cfg->set, x->ibucket, x->key, &c);
+    if (rc && rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
+        log_warn("event=commit_undo_after_delete_bucket bucket=%s key=%s err=%s", x->bucket, x->key,
+                 err_name(rc));
+    return S3_ERR_NO_BUCKET;
+}
+
+/*
  * Commit w into the request's bucket, if the bucket (this incarnation) is
  * still there; otherwise w is aborted and S3_ERR_NO_BUCKET returned.
  */
@@ -144,7 +233,9 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
                         obj_info_t *info)
 {
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
+    obj_info_t mine;
     int rc;
+    if (!info) info = &mine;
     pthread_rwlock_rdlock(lk);
     if (!s3_bucket_current(x, x->bucket, x->ibucket)) {
         obj_put_abort(w);
@@ -155,6 +246,8 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
         rc = obj_put_commit(w, ctype, um, ul, info);
     }
     pthread_rwlock_unlock(lk);
+    /* Other nodes' DeleteBucket (the lock orders this node's only): see above. */
+    if (rc == 0 && x->cfg->fenced) rc = s3_commit_stays(x, info);
     return rc;
 }
 
@@ -352,10 +445,22 @@ static void delete_bucket(ctx_t *x)
     pthread_rwlock_wrlock(lk);
     int found = 0, rc = S3_ERR_NO_BUCKET;
     if (s3_bucket_current(x, x->bucket, x->ibucket)) {
+        /* Marked before it is listed: commits through other nodes wait for the outcome. */
+        uint64_t t0 = wall_now_ns();
+        char mark[24];
+        snprintf(mark, sizeof(mark), "%llu", (unsigned long long)t0);
+        rc = obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, set_mark, mark);
+        if (rc == ERR_NOT_FOUND) rc = S3_ERR_NO_BUCKET;
         /* Noncurrent versions and delete markers count: S3 refuses those buckets too. */
-        rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
+        if (rc >= 0)
+            rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
             rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
+        /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
+        if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
+        if (rc != S3_ERR_NO_BUCKET && (rc < 0 || found) &&
+            obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, set_mark, NULL) != 0)
+            log_warn("event=delete_bucket_unmark_failed bucket=%s", x->bucket); /* expires */
         if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
         if (rc >= 0 && !found) s3_cors_forget(x);
         if (rc >= 0 && !found) s3_lifecycle_forget(x);

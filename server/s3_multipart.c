@@ -196,6 +196,13 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
             : obj_mpu_complete_hooked(x->cfg->set, x->ibucket, x->key, upload, parts, np, 5u << 20,
                                       &cond, s3_versioning_of(&x->bucket_rec), &hooks, &info, &why);
     pthread_rwlock_unlock(lk);
+    if (rc == 0 && x->cfg->fenced && (rc = s3_commit_stays(x, &info)) != 0) {
+        free(parts);
+        free(xp);
+        s3_mpu_cks_complete_end(&ck);
+        s3_engine_error(x, rc);
+        return;
+    }
     free(parts);
     free(xp);
     s3_mpu_cks_complete_end(&ck);
