@@ -536,6 +536,20 @@ static int inline_from(obj_set_t *s, int i, const drive_id_t *id, const obj_info
     return 0;
 }
 
+uint32_t obj__inline_rotten(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                            const obj_info_t *v)
+{
+    uint32_t rotten = 0;
+    void *buf = xmalloc(v->size ? v->size : 1);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, v->inl & ~obj__unhealthy(s), stores);
+    for (int j = 0; j < n; j++) {
+        drive_id_t id = {bucket, key, pos, (uint32_t)stores[j]};
+        if (inline_from(s, stores[j], &id, v, buf) == ERR_CORRUPT) rotten |= 1u << stores[j];
+    }
+    free(buf);
+    return rotten;
+}
+
 /* The copies of an inline version at its current position, read hedged (obj__inline_load). */
 typedef struct {
     obj_set_t *s;

@@ -128,6 +128,11 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
     rep->objects++;
     obj__reader_ask_all(r);
     uint32_t missing = heads_missing(s, bucket, key, pos, info);
+    /* An inline version's copies are its data: one whose bytes rot is rewritten like a
+     * missing head (its head's metadata still read fine, so a heal passed it by while every
+     * read of it failed over to another copy). */
+    if (info->inl && obj__reader_inline(r))
+        missing |= obj__inline_rotten(s, bucket, key, pos, info) & ~missing;
     if (missing) {
         shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
         memcpy(c.upload, info->upload_id, sizeof(c.upload));

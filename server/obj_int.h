@@ -357,6 +357,10 @@ uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *
  */
 int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                      void *buf);
+/* The stores (of v->inl, those up) whose copy of inline version v at pos does not read back
+ * whole (a rotten record, or bytes that fail v's crc): what a heal rewrites. */
+uint32_t obj__inline_rotten(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                            const obj_info_t *v);
 /* Delete the blocks of one version on the stores not in dead (best effort). */
 void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       uint64_t stripes, uint32_t dead);
