@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 typedef struct deferred_drop {
     char *bucket, *key;
@@ -730,6 +731,47 @@ void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const 
     if (!p) drop_version_now(s, bucket, key, old);
 }
 
+/*
+ * A metadata rewrite (nv: orig with new metadata and a newer stamp) that a
+ * store refused: where it landed, orig's head goes back (bytes and all for
+ * an inline version), only where the rewrite still stands (best effort:
+ * a store that fails keeps it, as a failed undo of a commit does).
+ */
+static void unrewrite(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *orig, const obj_info_t *nv)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    uint32_t took = 0;
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && h[j].info.stamp_ns == nv->stamp_ns &&
+            strcmp(h[j].info.upload_id, nv->upload_id) == 0)
+            took |= 1u << stores[j];
+    free(h);
+    if (!took) return;
+    void *bytes = NULL;
+    if (orig->inl && orig->size) {
+        bytes = xmalloc(orig->size);
+        if (obj__inline_load(s, bucket, key, nv, bytes) != 0 &&
+            obj__inline_load(s, bucket, key, orig, bytes) != 0) {
+            log_warn("event=umeta_undo_failed key=%s: no copy to put back", key);
+            free(bytes);
+            return;
+        }
+    }
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
+    memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
+    uint32_t failed = 0;
+    int refused = 0, first_err = 0;
+    (void)obj__heads_to(s, bucket, key, pos, orig, bytes, took, &mine, &failed, &refused,
+                        &first_err);
+    if (failed)
+        log_warn("event=umeta_undo_incomplete key=%s left=0x%x err=%s", key, failed,
+                 err_name(first_err));
+    free(bytes);
+}
+
 int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
 {
     return obj_update_umeta_version(s, bucket, key, NULL, fn, arg, NULL);
@@ -739,31 +781,56 @@ int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, 
                              obj_umeta_fn fn, void *arg, int *marker)
 {
     s = obj__route(s, bucket, key);
-    obj_info_t info;
+    obj_info_t *info = xmalloc(sizeof(*info)), *orig = xmalloc(sizeof(*orig));
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
     if (marker) *marker = 0;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    if ((rc = obj__locate(s, bucket, key, vid, &info, pos)) == 0 && info.deleted) {
-        if (marker) *marker = 1;
-        rc = ERR_NOT_FOUND;
-    }
-    if (rc == 0) {
-        char um[sizeof(info.umeta)];
-        size_t ul = 0;
-        if ((rc = fn(arg, &info, um, &ul)) == 0 && ul > sizeof(info.umeta)) rc = ERR_TOO_LARGE;
-        if (!rc) {
-            memcpy(info.umeta, um, ul);
-            info.umeta_len = ul;
-            /* The rewritten heads must win over any store that misses them; the object's
-             * Last-Modified stays (S3 does not change it for tags or ACLs). */
-            info.stamp_ns = obj__now_after(&info);
-            if (!obj__enough(s, &info, obj__write_at(s, bucket, key, pos, &info, 0, &first_err)))
-                rc = first_err ? first_err : ERR_UNRECOVERABLE;
+    for (int attempt = 0;; attempt++) {
+        if ((rc = obj__locate(s, bucket, key, vid, info, pos)) == 0 && info->deleted) {
+            if (marker) *marker = 1;
+            rc = ERR_NOT_FOUND;
         }
+        if (rc) break;
+        obj_info_copy(orig, info);
+        char um[sizeof(info->umeta)];
+        size_t ul = 0;
+        if ((rc = fn(arg, info, um, &ul)) == 0 && ul > sizeof(info->umeta)) rc = ERR_TOO_LARGE;
+        if (rc) break;
+        memcpy(info->umeta, um, ul);
+        info->umeta_len = ul;
+        /* The rewritten heads must win over any store that misses them; the object's
+         * Last-Modified stays (S3 does not change it for tags or ACLs). */
+        info->stamp_ns = obj__now_after(info);
+        /*
+         * Only over the version read (or a rewrite of it): a store that holds a newer
+         * version (a PUT through another node meanwhile) refuses. Unconditional, this
+         * rewrite of the old version came out newer than the PUT's and brought the old
+         * bytes back over an acknowledged write (a probe: 2 rounds in 40).
+         */
+        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = orig->stamp_ns};
+        memcpy(bound.upload, orig->upload_id, sizeof(bound.upload));
+        memcpy(bound.self, orig->upload_id, sizeof(bound.self));
+        int refused = 0;
+        int heads =
+            obj__write_at_cond(s, bucket, key, pos, info, NULL, 0, &bound, &refused, &first_err);
+        if (!refused) {
+            if (!obj__enough(s, info, heads)) rc = first_err ? first_err : ERR_UNRECOVERABLE;
+            break;
+        }
+        /* Put the version back as it was where the rewrite landed, then try again on
+         * whatever is there now (the newer version, or this one's own rewrite). */
+        unrewrite(s, bucket, key, pos, orig, info);
+        if (attempt + 1 >= 10) {
+            rc = ERR_THROTTLED;
+            break;
+        }
+        usleep(200u + (uint32_t)(info->stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
     }
     pthread_mutex_unlock(lk);
+    free(info);
+    free(orig);
     return rc;
 }
 

@@ -372,6 +372,27 @@ def test_racing_if_match_overwrites_of_a_small_object(cluster):
     assert not lost, lost
 
 
+def test_tagging_racing_a_put_through_another_node(cluster):
+    """PutObjectTagging through one node while a PUT replaces the object through another:
+    the acknowledged PUT's body is what every node returns. The tag rewrite of the old
+    version used to come out newer than the PUT and bring the old bytes back (about one
+    round in twelve)."""
+    n1, n2, n3 = cluster
+    c1, c2, c3 = (n.s3() for n in cluster)
+    c1.create_bucket(Bucket="tagrace")
+    for r in range(40):
+        key, old, new = "t%d" % r, body(100 + r, 7000 + r), body(100 + r, 8000 + r)
+        c3.put_object(Bucket="tagrace", Key=key, Body=old)
+        out = race([lambda: c1.put_object(Bucket="tagrace", Key=key, Body=new)["ETag"],
+                    lambda: c2.put_object_tagging(Bucket="tagrace", Key=key, Tagging={
+                        "TagSet": [{"Key": "r", "Value": str(r)}]}) and "tagged"])
+        if out[0] in ("SlowDown", "ServiceUnavailable"):
+            continue
+        for c in (c1, c2, c3):
+            got = c.get_object(Bucket="tagrace", Key=key)["Body"].read()
+            assert md5(got) == md5(new), (key, out, "old" if got == old else "other")
+
+
 def test_delete_bucket_racing_puts_through_other_nodes(cluster):
     """DeleteBucket through one node while PUTs into the bucket go through the others:
     either the bucket stays (BucketNotEmpty) with every acknowledged object in it, or it
