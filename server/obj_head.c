@@ -731,14 +731,8 @@ void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const 
     if (!p) drop_version_now(s, bucket, key, old);
 }
 
-/*
- * A metadata rewrite (nv: orig with new metadata and a newer stamp) that a
- * store refused: where it landed, orig's head goes back (bytes and all for
- * an inline version), only where the rewrite still stands (best effort:
- * a store that fails keeps it, as a failed undo of a commit does).
- */
-static void unrewrite(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                      const obj_info_t *orig, const obj_info_t *nv)
+void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                   const obj_info_t *orig, const obj_info_t *nv)
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
@@ -753,8 +747,9 @@ static void unrewrite(obj_set_t *s, const char *bucket, const char *key, const c
     void *bytes = NULL;
     if (orig->inl && orig->size) {
         bytes = xmalloc(orig->size);
-        if (obj__inline_load(s, bucket, key, nv, bytes) != 0 &&
-            obj__inline_load(s, bucket, key, orig, bytes) != 0) {
+        if (obj__inline_load(s, bucket, key, orig, bytes) != 0 &&
+            (strcmp(nv->upload_id, orig->upload_id) != 0 || /* a rewrite: the same bytes */
+             obj__inline_load(s, bucket, key, nv, bytes) != 0)) {
             log_warn("event=umeta_undo_failed key=%s: no copy to put back", key);
             free(bytes);
             return;
@@ -821,7 +816,7 @@ int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, 
         }
         /* Put the version back as it was where the rewrite landed, then try again on
          * whatever is there now (the newer version, or this one's own rewrite). */
-        unrewrite(s, bucket, key, pos, orig, info);
+        obj__put_back(s, bucket, key, pos, orig, info);
         if (attempt + 1 >= 10) {
             rc = ERR_THROTTLED;
             break;

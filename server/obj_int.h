@@ -357,6 +357,15 @@ uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *
  */
 int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                      void *buf);
+/*
+ * A head write (nv: a metadata rewrite of orig, or a promotion over it) that
+ * a store refused: where nv landed at pos (its stamp and upload id), orig's
+ * head goes back, bytes and all for an inline version, only where nv still
+ * stands (best effort: a store that fails keeps it, as a failed undo of a
+ * commit does).
+ */
+void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                   const obj_info_t *orig, const obj_info_t *nv);
 /* The stores (of v->inl, those up) whose copy of inline version v at pos does not read back
  * whole (a rotten record, or bytes that fail v's crc): what a heal rewrites. */
 uint32_t obj__inline_rotten(obj_set_t *s, const char *bucket, const char *key, const char *pos,

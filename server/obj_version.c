@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void obj__vid_of(char out[OBJ_VID_LEN + 1], uint64_t mtime_ns)
 {
@@ -297,6 +298,8 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
  * still finds it there. Stale null versions found on the way go;
  * *stale and *nstale get them for dropping.
  */
+#define PROMOTE_RACED 1 /* a newer version came meanwhile: nothing promoted, look again */
+
 static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                           int lone, obj_info_t **stale, int *nstale)
 {
@@ -328,9 +331,26 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         next.mtime_ns = next.stamp_ns = now;
         if ((rc = obj__new_upload_id(next.upload_id)) != 0) goto out;
     }
-    /* A head on every store: the current heads of v (anywhere) are covered. */
+    /*
+     * A head on every store: the current heads of v (anywhere) are covered, and only
+     * they (or older ones): a store that holds a newer version refuses. Written "newer
+     * wins", the promotion came out newer than a PUT through another node and made an
+     * older version current over the acknowledged one (a probe: 9 rounds in 40). Then
+     * v goes back where the promotion landed, and the caller looks again.
+     */
     next.sparse = 0;
-    if (!obj__enough(s, &next, obj__write_heads(s, bucket, key, &next, 0, &first_err))) {
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = v->stamp_ns};
+    memcpy(bound.upload, v->upload_id, sizeof(bound.upload));
+    memcpy(bound.self, next.upload_id, sizeof(bound.self));
+    int refused = 0;
+    int heads =
+        obj__write_at_cond(s, bucket, key, "", &next, NULL, 0, &bound, &refused, &first_err);
+    if (refused) {
+        obj__put_back(s, bucket, key, "", v, &next);
+        rc = PROMOTE_RACED;
+        goto out;
+    }
+    if (!obj__enough(s, &next, heads)) {
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }
@@ -356,16 +376,27 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
     char pos[OBJ_VID_LEN + 1];
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    int rc = obj__locate(s, bucket, key, vid, &v, pos);
-    /* Conditions name this version (a delete marker has no ETag or size to match). */
-    if (rc == 0 && c) {
-        if ((c->noncurrent && !pos[0]) || (c->lone && pos[0]) || obj__cond_identity(c, &v))
-            rc = ERR_PRECOND;
-        else if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0)
-            rc = obj_cond_check(c, v.deleted ? NULL : &v);
+    int rc;
+    for (int attempt = 0;; attempt++) {
+        rc = obj__locate(s, bucket, key, vid, &v, pos);
+        /* Conditions name this version (a delete marker has no ETag or size to match). */
+        if (rc == 0 && c) {
+            if ((c->noncurrent && !pos[0]) || (c->lone && pos[0]) || obj__cond_identity(c, &v))
+                rc = ERR_PRECOND;
+            else if (c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0)
+                rc = obj_cond_check(c, v.deleted ? NULL : &v);
+        }
+        if (rc || pos[0]) break;
+        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore);
+        if (rc != PROMOTE_RACED) break;
+        if (attempt + 1 >= 10) {
+            rc = ERR_THROTTLED;
+            break;
+        }
+        usleep(200u + (uint32_t)(v.stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
     }
     if (rc == 0 && !pos[0]) {
-        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore);
+        ; /* promoted */
     } else if (rc == 0 && !v.vid[0]) {
         /* The null version, noncurrent: with it any stale copy a crash left. */
         nmore = obj__collect_nulls(s, bucket, key, &more);

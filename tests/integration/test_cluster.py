@@ -393,6 +393,34 @@ def test_tagging_racing_a_put_through_another_node(cluster):
             assert md5(got) == md5(new), (key, out, "old" if got == old else "other")
 
 
+def test_deleting_the_current_version_racing_a_put(cluster):
+    """DELETE ?versionId= of the current version through one node while a PUT goes
+    through another: the PUT's version ends current everywhere. The promotion of the next
+    older version used to come out newer than the PUT and make it current over the
+    acknowledged write (9 rounds in 40). (Still open, not asserted: the deleted version
+    can come back as a noncurrent one, archived by the PUT's first attempt, which read it
+    as current before the delete: docs/design-notes.md.)"""
+    n1, n2, n3 = cluster
+    c1, c2, c3 = (n.s3() for n in cluster)
+    c1.create_bucket(Bucket="promo")
+    c1.put_bucket_versioning(Bucket="promo", VersioningConfiguration={"Status": "Enabled"})
+    for r in range(30):
+        key = "p%d" % r
+        c3.put_object(Bucket="promo", Key=key, Body=body(100, 9000 + r))
+        gone = c3.put_object(Bucket="promo", Key=key, Body=body(100, 9500 + r))["VersionId"]
+        new = body(100, 9900 + r)
+        out = race([lambda: c1.put_object(Bucket="promo", Key=key, Body=new)["VersionId"],
+                    lambda: c2.delete_object(Bucket="promo", Key=key, VersionId=gone) and "deleted"])
+        if out[0] in ("SlowDown", "ServiceUnavailable"):
+            continue
+        for c in (c1, c2, c3):
+            got = c.get_object(Bucket="promo", Key=key)
+            assert md5(got["Body"].read()) == md5(new) and got["VersionId"] == out[0], (key, out)
+            vids = [v["VersionId"] for v in c.list_object_versions(
+                Bucket="promo", Prefix=key).get("Versions", []) if v["Key"] == key]
+            assert out[0] in vids, (key, out, vids)
+
+
 def test_delete_bucket_racing_puts_through_other_nodes(cluster):
     """DeleteBucket through one node while PUTs into the bucket go through the others:
     either the bucket stays (BucketNotEmpty) with every acknowledged object in it, or it
