@@ -241,7 +241,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                       int *first_err)
 {
     obj_info_t old, *nuls = NULL;
-    void *old_bytes = NULL; /* an inline current version's bytes, to put back on an undo */
+    void *old_bytes = NULL;      /* an inline current version's bytes, to put back on an undo */
+    obj_info_t *archived = NULL; /* the version an attempt kept as noncurrent, then lost */
     int drop_old = 0, nnul = 0, heads = -1, had_old = 0, stands = 0;
     uint32_t ghost = 0; /* stores where an attempt's undo left this version's head */
     /*
@@ -277,6 +278,21 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         nnul = 0;
         heads = -1;
         had_old = current_for_commit(s, bucket, key, &old, &anywhere) == 0;
+        /*
+         * An earlier attempt kept the version it covered as noncurrent, then lost to
+         * another writer. If what stands now is older than that version (or nothing,
+         * a tombstone), it was deleted by its id meanwhile, the next older one promoted:
+         * the attempt's noncurrent head brought it back (its blocks dropped by the
+         * delete), and goes. A newer version (a PUT, a delete marker) covered it itself.
+         */
+        if (archived && (!had_old || (old.deleted && !old.marker) ||
+                         (old.mtime_ns < archived->mtime_ns &&
+                          strcmp(old.upload_id, archived->upload_id) != 0))) {
+            obj__retire(s, bucket, key, archived);
+            log_info("event=commit_unarchived key=%s upload=%s", key, archived->upload_id);
+        }
+        free(archived);
+        archived = NULL;
         /*
          * Replace the version that stands and nothing newer. A newer head
          * that does not stand is another writer's commit in flight: it
@@ -331,6 +347,9 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             if (*first_err != ERR_NOT_FOUND || attempt + 1 == COMMIT_TRIES) break;
             *first_err = 0;
             continue;
+        } else if (cur && !old.deleted) {
+            archived = xmalloc(sizeof(*archived));
+            obj_info_copy(archived, &old);
         }
         /*
          * Sparse heads (only the m+1 copies) when nothing else holds a head at the
@@ -451,6 +470,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     }
     pthread_mutex_unlock(lk);
     free(old_bytes);
+    free(archived);
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
     if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
         heads == OBJ__COMMIT_IN_DOUBT)
