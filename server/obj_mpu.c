@@ -62,6 +62,57 @@ static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const ch
     return err;
 }
 
+/*
+ * An upload closes (is completed or aborted) once, whoever closes it through
+ * whichever node. The upload lock orders one node's calls; across nodes two
+ * Completes with different part lists were both acknowledged, each writing
+ * its manifest and dropping the parts the other listed, and a Complete and
+ * an Abort both went through: the object was unreadable (a probe: every
+ * round). The closer replaces the upload record rec with a marker under a
+ * condition on rec's stamp, committed as any version is (the stores decide):
+ * one closer's marker stands, the others find the condition failing and
+ * answer as for an upload that is gone. 0, ERR_NOT_FOUND (closed by
+ * another), or a store error.
+ */
+static int close_upload(obj_set_t *s, const char *upload_id, const obj_info_t *rec,
+                        obj_info_t *closed)
+{
+    obj_cond_t c = OBJ_COND_NONE;
+    c.if_stamp = rec->stamp_ns;
+    obj_info_clear(closed);
+    closed->deleted = closed->marker = 1;
+    int rc = obj__new_upload_id(closed->upload_id), first_err = 0;
+    if (rc) return rc;
+    int heads = obj__commit_heads(s, MPU_UPLOADS, upload_id, &c, OBJ_UNVERSIONED, closed, NULL, 0,
+                                  &first_err);
+    if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
+    if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
+    return first_err ? first_err : ERR_UNRECOVERABLE;
+}
+
+/* A Complete that closed the upload and then failed (its condition, the stores): the upload
+ * is open again, as it was, unless another call reopened or closed it meanwhile. */
+static void reopen_upload(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                          const obj_info_t *rec, const obj_info_t *closed)
+{
+    int err;
+    obj_cond_t c = OBJ_COND_NONE;
+    c.if_stamp = closed->stamp_ns;
+    size_t bl = strlen(bucket), kl = strlen(key);
+    char *body = xmalloc(bl + kl + 2);
+    memcpy(body, bucket, bl);
+    body[bl] = '\n';
+    memcpy(body + bl + 1, key, kl + 1);
+    obj_writer_t *w = obj_put_begin(s, MPU_UPLOADS, upload_id, &err);
+    if (w && (err = obj_put_write(w, body, bl + 1 + kl)) != 0) obj_put_abort(w);
+    if (w && !err) {
+        obj_put_set_cond(w, &c);
+        err = obj_put_commit(w, rec->content_type, rec->umeta, rec->umeta_len, NULL);
+    }
+    if (err) log_warn("event=upload_reopen_failed upload=%s err=%s", upload_id, err_name(err));
+    free(body);
+}
+
 int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char *content_type,
                    const char *umeta, size_t umeta_len, char upload_id[33])
 {
@@ -342,12 +393,24 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     uint8_t d[16];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
+    obj_info_t orig, closed;
+    obj_info_copy(&orig, &rec);
     if (!rc && hooks && hooks->finish &&
         hooks->finish(hooks->arg, rec.umeta, &rec.umeta_len, sizeof(rec.umeta)) != 0) {
         *why = OBJ_MPU_REFUSED;
         rc = ERR_INVAL;
     }
-    if (!rc) rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
+    /* Closed before its manifest is written: a racing Complete's would replace it. */
+    if (!rc && (rc = close_upload(s, upload_id, &orig, &closed)) == ERR_NOT_FOUND) {
+        free(manifest);
+        if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
+        *why = OBJ_MPU_NO_UPLOAD;
+        return rc;
+    }
+    if (!rc) {
+        rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
+        if (rc) reopen_upload(s, bucket, key, upload_id, &orig, &closed);
+    }
     free(manifest);
     if (rc) return rc;
 
@@ -365,7 +428,10 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     int heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* In doubt: heads of it stayed on failing stores, and they name the manifest. */
-        if (heads != OBJ__COMMIT_IN_DOUBT) obj__drop_object(s, MPU_MANIFEST, upload_id);
+        if (heads != OBJ__COMMIT_IN_DOUBT) {
+            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            reopen_upload(s, bucket, key, upload_id, &orig, &closed); /* e.g. 412: still open */
+        }
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
     /* Parts uploaded but not listed are garbage now; so is the upload record. */
@@ -397,12 +463,14 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
      */
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
+    obj_info_t closed;
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
-    if (!rc) rc = obj_delete(s, MPU_UPLOADS, upload_id);
+    if (!rc) rc = close_upload(s, upload_id, &rec, &closed); /* one closer, across nodes */
     pthread_mutex_unlock(ul);
     if (rc) return rc;
     rc = each_part(s, upload_id, drop_part, s);
     if (rc < 0) log_warn("event=abort_parts_incomplete upload=%s err=%s", upload_id, err_name(rc));
+    obj__drop_object(s, MPU_UPLOADS, upload_id); /* the marker */
     return 0;
 }
 

@@ -420,6 +420,42 @@ def test_deleting_the_current_version_racing_a_put(cluster):
             assert out[0] in vids and (out[1] != "deleted" or gone not in vids), (key, out, vids)
 
 
+def test_racing_completes_and_aborts_of_one_upload(cluster):
+    """CompleteMultipartUpload through two nodes with different part lists, or a Complete
+    through one and an Abort through another: one closes the upload, the other is told
+    NoSuchUpload, and the object (when completed) reads back whole everywhere. Both used
+    to be acknowledged, each dropping parts the other's object needed: unreadable, every
+    round."""
+    c1, c2, c3 = (n.s3() for n in cluster)
+    c1.create_bucket(Bucket="mpurace")
+    for r in range(12):
+        key = "m%d" % r
+        up = c1.create_multipart_upload(Bucket="mpurace", Key=key)["UploadId"]
+        parts = {j: body(5 << 20 if j == 1 else 1000 + j, 500 * r + j) for j in (1, 2, 3)}
+        et = {j: c3.upload_part(Bucket="mpurace", Key=key, UploadId=up, PartNumber=j,
+                                Body=parts[j])["ETag"] for j in parts}
+
+        def complete(c, nums):
+            c.complete_multipart_upload(Bucket="mpurace", Key=key, UploadId=up, MultipartUpload={
+                "Parts": [{"PartNumber": j, "ETag": et[j]} for j in nums]})
+            return nums
+        if r % 2:
+            out = race([lambda: complete(c1, [1, 2]), lambda: complete(c2, [1, 3])])
+        else:
+            out = race([lambda: complete(c1, [1, 2]),
+                        lambda: c2.abort_multipart_upload(Bucket="mpurace", Key=key,
+                                                          UploadId=up) and "aborted"])
+        done = [o for o in out if isinstance(o, list)]
+        assert len([o for o in out if o != "NoSuchUpload"]) == 1, (key, out)
+        for c in (c1, c2, c3):
+            if done:
+                want = b"".join(parts[j] for j in done[0])
+                assert md5(c.get_object(Bucket="mpurace", Key=key)["Body"].read()) == md5(want)
+            else:
+                with pytest.raises(ClientError):
+                    c.head_object(Bucket="mpurace", Key=key)
+
+
 def test_delete_bucket_racing_puts_through_other_nodes(cluster):
     """DeleteBucket through one node while PUTs into the bucket go through the others:
     either the bucket stays (BucketNotEmpty) with every acknowledged object in it, or it
