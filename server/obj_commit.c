@@ -279,21 +279,6 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         heads = -1;
         had_old = current_for_commit(s, bucket, key, &old, &anywhere) == 0;
         /*
-         * An earlier attempt kept the version it covered as noncurrent, then lost to
-         * another writer. If what stands now is older than that version (or nothing,
-         * a tombstone), it was deleted by its id meanwhile, the next older one promoted:
-         * the attempt's noncurrent head brought it back (its blocks dropped by the
-         * delete), and goes. A newer version (a PUT, a delete marker) covered it itself.
-         */
-        if (archived && (!had_old || (old.deleted && !old.marker) ||
-                         (old.mtime_ns < archived->mtime_ns &&
-                          strcmp(old.upload_id, archived->upload_id) != 0))) {
-            obj__retire(s, bucket, key, archived);
-            log_info("event=commit_unarchived key=%s upload=%s", key, archived->upload_id);
-        }
-        free(archived);
-        archived = NULL;
-        /*
          * Replace the version that stands and nothing newer. A newer head
          * that does not stand is another writer's commit in flight: it
          * stands soon (then this commit covers it, keeping or dropping it as
@@ -313,6 +298,24 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             continue;
         }
         if (in_way) bound = anywhere;
+        /*
+         * An earlier attempt kept the version it covered as noncurrent, then lost to
+         * another writer. If what stands now, with no newer head anywhere (checked
+         * above: another commit in flight hides what it covers for a moment), is older
+         * than that version (or nothing, a tombstone), it was deleted by its id
+         * meanwhile, the next older one promoted: the attempt's noncurrent head brought
+         * it back (its blocks dropped by the delete), and goes. A newer version (a PUT,
+         * a delete marker) covered it itself.
+         */
+        if (archived && !in_way &&
+            (!had_old || (old.deleted && !old.marker) ||
+             (old.mtime_ns < archived->mtime_ns &&
+              strcmp(old.upload_id, archived->upload_id) != 0))) {
+            obj__retire(s, bucket, key, archived);
+            log_info("event=commit_unarchived key=%s upload=%s", key, archived->upload_id);
+        }
+        free(archived);
+        archived = NULL;
         /* A version or a delete marker (not a tombstone: nothing current). */
         int cur = had_old && (!old.deleted || old.marker);
         /* The condition decides here, where the version it names cannot change. */

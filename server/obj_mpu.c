@@ -83,11 +83,23 @@ static int close_upload(obj_set_t *s, const char *upload_id, const obj_info_t *r
     closed->deleted = closed->marker = 1;
     int rc = obj__new_upload_id(closed->upload_id), first_err = 0;
     if (rc) return rc;
-    int heads = obj__commit_heads(s, MPU_UPLOADS, upload_id, &c, OBJ_UNVERSIONED, closed, NULL, 0,
-                                  &first_err);
-    if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
-    if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
-    return first_err ? first_err : ERR_UNRECOVERABLE;
+    for (int tries = 0;; tries++) {
+        first_err = 0;
+        int heads = obj__commit_heads(s, MPU_UPLOADS, upload_id, &c, OBJ_UNVERSIONED, closed, NULL,
+                                      0, &first_err);
+        if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
+        if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
+        /*
+         * The record does not stand for a commit: a small one's copies lost with their
+         * drives (one left is enough to read it, not to replace it: a commit takes it
+         * for another writer's in flight). Healed, it stands again; once.
+         */
+        if (tries == 0 && (first_err == ERR_THROTTLED || first_err == ERR_UNRECOVERABLE)) {
+            obj_heal_report_t rep = {0};
+            if (obj_heal(s, MPU_UPLOADS, upload_id, &rep) == 0) continue;
+        }
+        return first_err ? first_err : ERR_UNRECOVERABLE;
+    }
 }
 
 /* A Complete that closed the upload and then failed (its condition, the stores): the upload
