@@ -810,7 +810,12 @@ int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, 
         int refused = 0;
         int heads =
             obj__write_at_cond(s, bucket, key, pos, info, NULL, 0, &bound, &refused, &first_err);
-        if (!refused) {
+        if (heads == 0 && first_err == ERR_NOT_FOUND) {
+            /* A small version's bytes are gone: another node's write covered it (and
+             * dropped it) meanwhile; nothing was written. Look again (answered as it
+             * was, a PutObjectAcl racing an overwrite got 404 for a key that exists). */
+            refused = 1;
+        } else if (!refused) {
             if (!obj__enough(s, info, heads)) rc = first_err ? first_err : ERR_UNRECOVERABLE;
             break;
         }

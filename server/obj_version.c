@@ -290,6 +290,27 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
 }
 
 /*
+ * Whether noncurrent version v still has its noncurrent head (not retired).
+ * A promotion copies its successor to the current position and then asks
+ * this; a delete of a noncurrent version retires it and then asks whether
+ * it is current (promote_past). Each writes before it reads what the other
+ * writes, on quorums that meet (heads on wq stores, reads of m+1), so at
+ * least one of two racing deletes sees the other: without this, deleting
+ * the current version and the one below it at once through two nodes left
+ * the lower one current with its blocks dropped (a probe: 15 rounds in 30).
+ */
+static int successor_stays(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+{
+    char pos[OBJ_VID_LEN + 1];
+    obj_info_t h;
+    obj__vid_of(pos, v->mtime_ns);
+    int rc = obj__newest_at(s, bucket, key, pos, &h);
+    if (rc == ERR_NOT_FOUND) return 0; /* retired on every store: the records went */
+    if (rc) return 1;                  /* cannot tell: the delete's own check decides */
+    return !(h.deleted && !h.marker && strcmp(h.upload_id, v->upload_id) == 0);
+}
+
+/*
  * The current version v goes: the newest noncurrent one takes its place, or
  * nothing does (lone: v must be the only version, else ERR_PRECOND and
  * nothing written). The successor's noncurrent head stays (a copy of the
@@ -299,9 +320,11 @@ int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const 
  * *stale and *nstale get them for dropping.
  */
 #define PROMOTE_RACED 1 /* a newer version came meanwhile: nothing promoted, look again */
+#define PROMOTE_GONE                                                                               \
+    2 /* promoted, but the successor was deleted meanwhile: *promoted must go too */
 
 static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
-                          int lone, obj_info_t **stale, int *nstale)
+                          int lone, obj_info_t **stale, int *nstale, obj_info_t *promoted)
 {
     obj_info_t next;
     int first_err = 0;
@@ -345,6 +368,13 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     int refused = 0;
     int heads =
         obj__write_at_cond(s, bucket, key, "", &next, NULL, 0, &bound, &refused, &first_err);
+    if (heads == 0 && first_err == ERR_NOT_FOUND) {
+        /* A small successor's bytes are gone: it was deleted meanwhile, nothing was
+         * written. Answered as it was (the delete's "no such version": 204), the
+         * current version stayed after an acknowledged delete (a probe: 7 rounds in 30). */
+        rc = PROMOTE_RACED;
+        goto out;
+    }
     if (refused) {
         obj__put_back(s, bucket, key, "", v, &next);
         rc = PROMOTE_RACED;
@@ -361,10 +391,55 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     *stale = p->stale;
     *nstale = p->nstale;
     p->stale = NULL;
+    if (p->found && !successor_stays(s, bucket, key, &next)) {
+        obj_info_copy(promoted, &next);
+        rc = PROMOTE_GONE;
+    }
 out:
     free(p->dups);
     free(p->stale);
     return rc;
+}
+
+/* Blocks of stale null versions a promotion retired (not those of keep). */
+static void drop_stale(obj_set_t *s, const char *bucket, const char *key, obj_info_t *stale,
+                       int nstale, const obj_info_t *keep)
+{
+    for (int i = 0; i < nstale; i++)
+        if (!stale[i].deleted && strcmp(stale[i].upload_id, keep->upload_id) != 0)
+            obj__drop_version(s, bucket, key, &stale[i]);
+    free(stale);
+}
+
+/*
+ * gone (retired, or about to have its blocks dropped) must not be current:
+ * if a racing delete of the version above it promoted it meanwhile, the
+ * next older version takes its place (see successor_stays). 0 when it is
+ * not current (any more).
+ */
+static int promote_past(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *gone)
+{
+    obj_info_t g, cur;
+    obj_info_copy(&g, gone);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        int rc = obj__newest_head(s, bucket, key, &cur);
+        if (rc == ERR_NOT_FOUND) return 0;
+        if (rc) return rc;
+        if (!same_version(&cur, &g) || (cur.deleted && !cur.marker)) return 0;
+        log_info("event=promote_past key=%s version=%s", key, cur.vid[0] ? cur.vid : "null");
+        obj_info_t *stale = NULL, next;
+        int nstale = 0;
+        rc = promote_locked(s, bucket, key, &cur, 0, &stale, &nstale, &next);
+        drop_stale(s, bucket, key, stale, nstale, &g);
+        if (rc == PROMOTE_GONE) {
+            obj_info_copy(&g, &next); /* a third delete took that one: on */
+            attempt = -1;
+            continue;
+        }
+        if (rc != PROMOTE_RACED) return rc;
+        usleep(200u + (uint32_t)(cur.stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
+    }
+    return ERR_THROTTLED;
 }
 
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
@@ -387,7 +462,18 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
                 rc = obj_cond_check(c, v.deleted ? NULL : &v);
         }
         if (rc || pos[0]) break;
-        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore);
+        obj_info_t next;
+        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
+        if (rc == PROMOTE_GONE) {
+            /* v went; its successor must not stay current in its place. Failing that, a
+             * reader finds the successor (its delete's own check may still take it). */
+            int prc = promote_past(s, bucket, key, &next);
+            if (prc)
+                log_warn("event=promote_past_failed key=%s version=%s err=%s", key, next.vid,
+                         err_name(prc));
+            rc = 0;
+        }
+        if (rc == ERR_NOT_FOUND) rc = ERR_UNRECOVERABLE; /* v is there: never "no such version" */
         if (rc != PROMOTE_RACED) break;
         if (attempt + 1 >= 10) {
             rc = ERR_THROTTLED;
@@ -407,8 +493,12 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
         for (int i = 0; i < nmore; i++)
             obj__retire(s, bucket, key, &more[i]);
         if (nmore == 0) obj__retire(s, bucket, key, &v);
+        for (int i = 0; rc == 0 && i < nmore; i++)
+            rc = promote_past(s, bucket, key, &more[i]);
+        if (rc == 0 && nmore == 0) rc = promote_past(s, bucket, key, &v);
     } else if (rc == 0) {
         obj__retire(s, bucket, key, &v);
+        rc = promote_past(s, bucket, key, &v);
     }
     pthread_mutex_unlock(lk);
     if (rc == 0 && !v.deleted) obj__drop_version(s, bucket, key, &v);
