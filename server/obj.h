@@ -123,6 +123,27 @@ int obj_set_pools(const obj_set_t *s); /* 1 for a plain set */
  * that could not say (more than m stores of its lookup failed), else the pool a new key goes
  * to. A head lookup in every pool. */
 int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key);
+/* Pool p's sets (*first: the index of its first, for obj_set_sub) and whether it drains:
+ * their number, or ERR_INVAL. */
+int obj_set_pool_sets(const obj_set_t *s, int p, int *first, int *draining);
+/* Set j of a multi set (NULL past the last). */
+obj_set_t *obj_set_sub(const obj_set_t *s, int j);
+/* Whether this process moves set j's keys when its pool drains: the first of the set's
+ * stores that is up is a local one (so one node of the set does, whichever are up). */
+int obj_set_mover_here(const obj_set_t *s, int j);
+/*
+ * Draining (server/obj_move.c): every version of bucket/key that pool
+ * `from` (draining) holds goes to the pool a new key goes to, keeping its
+ * identity (version id, Last-Modified, ETag, parts, metadata, ACL, tags);
+ * then the source's copies go. 0 (moved, or nothing there), ERR_BUSY (a
+ * write to the key in flight or landed meanwhile: try again later),
+ * ERR_INVAL (not a draining pool, or nowhere to go), or a store error.
+ */
+typedef struct {
+    uint64_t versions, bytes; /* versions (markers included) and object bytes copied */
+} obj_move_report_t;
+int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
+                 obj_move_report_t *rep) __attribute__((warn_unused_result));
 
 /*
  * Objects of at most `bytes` are stored inline: whole, as the payload of

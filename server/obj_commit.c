@@ -209,6 +209,16 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
+int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
+{
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    int rc = current_for_commit(s, bucket, key, best, &anywhere);
+    uint64_t st = rc == 0 ? best->stamp_ns : 0;
+    const char *up = rc == 0 ? best->upload_id : "";
+    *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
+    return rc;
+}
+
 int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
     s = obj__route(s, bucket, key);

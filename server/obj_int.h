@@ -109,6 +109,8 @@ obj_set_t *obj__pool_route(obj_set_t *s, const char *bucket, const char *key);
 /* The pool holding bucket/key (the newest head's), else the first pool that could not say
  * (more than m stores of its lookup failed), else -1. A head lookup in every pool. */
 int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key);
+/* The active pool a new key goes to (weighted rendezvous over np pools). */
+int obj__new_key_pool(const obj_set_t *s, int np, const char *bucket, const char *key);
 /* The set of the pool holding upload_id (for bucket/key), else obj__route's. */
 obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
                              const char *upload_id);
@@ -400,6 +402,13 @@ uint64_t obj__now_after(const obj_info_t *cur);
  * blocks must stay: the heal queue completes it); *first_err gets the first
  * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
  */
+/*
+ * The current head that stands, read from every store as a commit reads
+ * it (tombstones and delete markers included); *in_way: a newer head that
+ * does not stand yet (another writer's commit in flight). 0, ERR_NOT_FOUND
+ * (none), ERR_UNRECOVERABLE (failing stores leave it open).
+ */
+int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
 #define OBJ__COMMIT_IN_DOUBT (-2) /* failed, but heads of it stayed: keep its blocks */
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
@@ -420,6 +429,12 @@ int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t
  * none), or an ERR_*.
  */
 int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
+/*
+ * Every noncurrent version and delete marker of the key (retired ones not),
+ * the newest first: their number (*out malloc'd, NULL for none), or an
+ * ERR_*. Copies of the current version and stale null versions included.
+ */
+int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
 /* Remove a noncurrent version's head (its space is the caller's to drop). */
 void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v);
 /*
@@ -435,6 +450,20 @@ int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *v
 /* obj_put_begin; mpu_upload (may be NULL): a part of that upload, which must be open at commit. */
 obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
                              const char *mpu_upload, int *err);
+/*
+ * For a copy that keeps its version's identity (obj_move.c): the blocks go
+ * under upload (set before the first write); obj__put_finish ends the
+ * writes and fills info's layout, size, etag (hex MD5 of what was written),
+ * upload id and, for a small object, inl and inl_crc with *small its bytes
+ * (valid until the writer goes); the caller writes the heads, then
+ * obj__put_release frees the writer and keeps the blocks (obj_put_abort
+ * drops them). obj__put_dead: the stores that failed a write.
+ */
+void obj__put_set_upload(obj_writer_t *w, const char *upload);
+int obj__put_finish(obj_writer_t *w, obj_info_t *info, const void **small)
+    __attribute__((warn_unused_result));
+uint32_t obj__put_dead(const obj_writer_t *w);
+void obj__put_release(obj_writer_t *w);
 
 /* ---- obj_get.c ---- */
 

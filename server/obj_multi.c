@@ -271,6 +271,38 @@ static int newest_of_key(mlist_t *ml, int best, const char *bound, int lim, cons
     return best;
 }
 
+/*
+ * The versions listed of the current key. A key held by two pools while it
+ * is moved (obj_move.c) has the same versions in both: the second set's
+ * copies of a version already listed are passed. Only entries of a second
+ * set are looked up, so a key in one set costs an append per version.
+ */
+typedef struct {
+    char *key;
+    int set; /* the set that listed the key first */
+    char (*vids)[20];
+    int n, cap;
+} vseen_t;
+
+static int seen_version(vseen_t *v, int set, const char *key, const char *vid)
+{
+    if (!v->key || strcmp(v->key, key) != 0) {
+        free(v->key);
+        v->key = xstrdup(key);
+        v->set = set;
+        v->n = 0;
+    } else if (set != v->set) {
+        for (int i = 0; i < v->n; i++)
+            if (strcmp(v->vids[i], vid) == 0) return 1;
+    }
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 16;
+        v->vids = xrealloc(v->vids, (size_t)v->cap * sizeof(*v->vids));
+    }
+    snprintf(v->vids[v->n++], sizeof(v->vids[0]), "%s", vid);
+    return 0;
+}
+
 static int merged(mlist_t *ml, const char *after, const char *after_vid)
 {
     obj_set_t *s = ml->s;
@@ -291,6 +323,7 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
     obj_info_t *o = xmalloc(sizeof(*o));
     char *cur = after ? xstrdup(after) : NULL, *cur_vid = after_vid ? xstrdup(after_vid) : NULL;
     char *last_cp = NULL;
+    vseen_t seen = {.set = -1};
     for (;;) {
         for (int j = 0; j < ns && !rc; j++)
             if (going[j]) rc = fetch(ml, j, cur, cur_vid);
@@ -326,6 +359,8 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
                 if (last_cp && strcmp(last_cp, key) == 0) continue; /* another set's too */
                 free(last_cp);
                 last_cp = xstrdup(key);
+            } else if (ml->kind == M_VERSIONS && seen_version(&seen, best, key, info->vid)) {
+                continue; /* a key being moved off a draining pool: both pools list it */
             }
             int stop = ml->kind == M_OBJECTS
                            ? ml->lfn(ml->arg, key, info)
@@ -361,6 +396,8 @@ out:
     free(cur);
     free(cur_vid);
     free(last_cp);
+    free(seen.key);
+    free(seen.vids);
     return rc;
 }
 

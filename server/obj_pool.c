@@ -101,7 +101,7 @@ int obj_set_pool_state(obj_set_t *s, int p, uint32_t weight, int draining)
  * new keys, and a pool's weight changing moves only the keys that it wins
  * or loses. With every pool draining (a map never has that), pool 0.
  */
-static int new_key_pool(const obj_set_t *s, int np, const char *bucket, const char *key)
+int obj__new_key_pool(const obj_set_t *s, int np, const char *bucket, const char *key)
 {
     int best = 0;
     double top = -1;
@@ -131,8 +131,15 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
         obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
         int rc = obj__newest_head(set, bucket, key, h);
         if (rc == 0) {
-            if (holder < 0 || h->stamp_ns > best->stamp_ns ||
-                (h->stamp_ns == best->stamp_ns && strcmp(h->upload_id, best->upload_id) > 0)) {
+            int cmp = holder < 0                      ? 1
+                      : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)
+                                                      : strcmp(h->upload_id, best->upload_id);
+            /* The same version in two pools (a key being moved off a draining pool,
+             * obj_move.c): the pool it goes to, so that new writes land there. */
+            if (cmp == 0 && atomic_load(&s->pools[holder].draining) &&
+                !atomic_load(&s->pools[p].draining))
+                cmp = 1;
+            if (cmp > 0) {
                 holder = p;
                 obj_info_copy(best, h);
             }
@@ -151,7 +158,7 @@ int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key)
     int np = atomic_load(&s->npool);
     if (np <= 1) return 0;
     int p = obj__pool_holder(s, bucket, key);
-    return p >= 0 ? p : new_key_pool(s, np, bucket, key);
+    return p >= 0 ? p : obj__new_key_pool(s, np, bucket, key);
 }
 
 obj_set_t *obj__pool_route(obj_set_t *s, const char *bucket, const char *key)
@@ -181,4 +188,36 @@ obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
         if (unsure) return unsure;
     }
     return obj__route(s, bucket, key);
+}
+
+int obj_set_pool_sets(const obj_set_t *s, int p, int *first, int *draining)
+{
+    if (!s->nsub) {
+        if (p != 0) return ERR_INVAL;
+        *first = 0;
+        *draining = 0;
+        return 1;
+    }
+    if (p < 0 || p >= atomic_load(&((obj_set_t *)s)->npool)) return ERR_INVAL;
+    *first = s->pools[p].first;
+    *draining = atomic_load(&((obj_set_t *)s)->pools[p].draining);
+    return s->pools[p].n;
+}
+
+obj_set_t *obj_set_sub(const obj_set_t *s, int j)
+{
+    if (!s->nsub) return j == 0 ? (obj_set_t *)s : NULL;
+    return j >= 0 && j < atomic_load(&((obj_set_t *)s)->nsub) ? s->sub[j] : NULL;
+}
+
+int obj_set_mover_here(const obj_set_t *s, int j)
+{
+    const obj_set_t *set = obj_set_sub(s, j);
+    if (!set) return 0;
+    for (int i = 0; i < set->n; i++) {
+        const shard_store_t *st = &set->st[i];
+        if (shard_store_is_local(st)) return 1;
+        if (!st->ops->health || st->ops->health(st->ctx) == SHARD_UP) return 0;
+    }
+    return 0;
 }

@@ -344,6 +344,45 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     return 0;
 }
 
+void obj__put_set_upload(obj_writer_t *w, const char *upload)
+{
+    snprintf(w->upload, sizeof(w->upload), "%s", upload);
+}
+
+int obj__put_finish(obj_writer_t *w, obj_info_t *info, const void **small)
+{
+    obj_set_t *s = w->s;
+    int rc = w->err;
+    *small = NULL;
+    info->inl = 0;
+    info->inl_crc = 0;
+    if (!rc && !w->enc) {
+        info->layout =
+            (ers_layout_t){(uint8_t)s->k, (uint8_t)s->m, w->small_len ? s->block : 0, w->small_len};
+        info->inl = obj__inline_stores(s, w->bucket, w->key);
+        info->inl_crc = crc32c(0, w->small, w->small_len);
+        *small = w->small;
+    }
+    if (!rc && w->enc) rc = ers_encoder_finish(w->enc, &info->layout);
+    if (!rc) rc = slot_wait(w, 0);
+    if (!rc) rc = slot_wait(w, 1);
+    if (rc) return rc;
+    snprintf(info->etag, sizeof(info->etag), "%s", obj_put_etag(w));
+    info->size = info->layout.size;
+    memcpy(info->upload_id, w->upload, sizeof(info->upload_id));
+    return 0;
+}
+
+uint32_t obj__put_dead(const obj_writer_t *w)
+{
+    return w->dead;
+}
+
+void obj__put_release(obj_writer_t *w)
+{
+    writer_free(w);
+}
+
 void obj_put_set_versioning(obj_writer_t *w, obj_versioning_t v)
 {
     w->versioning = v;

@@ -171,6 +171,35 @@ static int pick_null(void *arg, const obj_info_t *v)
     return 0;
 }
 
+typedef struct {
+    obj_info_t *v;
+    int n, cap;
+} all_t;
+
+static int pick_all(void *arg, const obj_info_t *v)
+{
+    all_t *a = arg;
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 8;
+        a->v = xrealloc(a->v, (size_t)a->cap * sizeof(*a->v));
+    }
+    obj_info_copy(&a->v[a->n++], v);
+    return 0;
+}
+
+int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out)
+{
+    all_t a = {0};
+    int rc = each_noncurrent(s, bucket, key, pick_all, &a);
+    if (rc < 0) {
+        free(a.v);
+        *out = NULL;
+        return rc;
+    }
+    *out = a.v;
+    return a.n;
+}
+
 int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out)
 {
     pick_t p = {.out = out};

@@ -229,6 +229,11 @@ static const shard_ops_t local_ops = {
     .refilling = l_refilling,
 };
 
+int shard_store_is_local(const shard_store_t *st)
+{
+    return st->ops == &local_ops;
+}
+
 shard_store_t shard_store_local(drive_t *d)
 {
     return (shard_store_t){&local_ops, d};

@@ -138,6 +138,8 @@ void shard_set_hedge_token(struct proto_cancel *t);
 
 /* A store backed by a local drive (borrowed; the caller closes it). */
 shard_store_t shard_store_local(drive_t *d);
+/* Whether st is one (shard_store_local). */
+int shard_store_is_local(const shard_store_t *st);
 
 /*
  * put_head on a local drive: what the local store does, and what a node

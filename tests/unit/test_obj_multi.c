@@ -607,6 +607,230 @@ static void test_pools(void **state)
     free(got);
 }
 
+/* Every version of bucket "bkt" through the multi set: key, vid, etag, size, mtime, latest. */
+typedef struct {
+    char key[32], vid[24], etag[80];
+    uint64_t size, mtime;
+    int latest, marker;
+} dver_t;
+typedef struct {
+    dver_t *v;
+    int n, cap;
+} dlist_t;
+
+static int dcollect(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    dlist_t *c = arg;
+    assert_true(c->n < c->cap);
+    dver_t *v = &c->v[c->n++];
+    snprintf(v->key, sizeof(v->key), "%s", key);
+    snprintf(v->vid, sizeof(v->vid), "%s", info->vid[0] ? info->vid : "null");
+    snprintf(v->etag, sizeof(v->etag), "%s", info->etag);
+    v->size = info->size;
+    v->mtime = info->mtime_ns;
+    v->latest = latest;
+    v->marker = info->marker;
+    return 0;
+}
+
+static int dkeys(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)info;
+    (void)latest;
+    dlist_t *c = arg;
+    if (c->n && strcmp(c->v[c->n - 1].key, key) == 0) return 0;
+    assert_true(c->n < c->cap);
+    snprintf(c->v[c->n++].key, sizeof(c->v[0].key), "%s", key);
+    return 0;
+}
+
+/* One pass of the mover over pool 0's sets: every key it lists, moved. Returns versions moved. */
+static uint64_t drain_pass(env_t *e)
+{
+    int first, draining, ns = obj_set_pool_sets(e->multi, 0, &first, &draining);
+    assert_int_equal(ns, SETS);
+    assert_true(draining);
+    obj_move_report_t rep = {0};
+    for (int j = first; j < first + ns; j++) {
+        assert_true(obj_set_mover_here(e->multi, j));
+        dlist_t keys = {calloc(256, sizeof(dver_t)), 0, 256};
+        assert_int_equal(
+            obj_list_versions_all(obj_set_sub(e->multi, j), "bkt", NULL, NULL, NULL, dkeys, &keys),
+            0);
+        for (int i = 0; i < keys.n; i++)
+            assert_int_equal(obj_move_key(e->multi, 0, "bkt", keys.v[i].key, &rep), 0);
+        free(keys.v);
+    }
+    return rep.versions;
+}
+
+static int pool0_versions(env_t *e)
+{
+    int total = 0;
+    for (int j = 0; j < SETS; j++) {
+        dlist_t c = {calloc(256, sizeof(dver_t)), 0, 256};
+        assert_int_equal(obj_list_versions_all(e->sets[j], "bkt", NULL, NULL, NULL, dcollect, &c),
+                         0);
+        total += c.n;
+        free(c.v);
+    }
+    return total;
+}
+
+static void check_version(obj_set_t *s, const char *key, const char *vid, size_t n, uint32_t seed)
+{
+    uint8_t *want = malloc(n + 1), *got = malloc(n + 1);
+    fill(want, n, seed);
+    obj_info_t info;
+    int err;
+    obj_reader_t *r = obj_open_version(s, "bkt", key, vid, &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, n);
+    assert_int_equal(obj_read(r, 0, got, n), 0);
+    assert_memory_equal(got, want, n);
+    obj_close(r);
+    free(want);
+    free(got);
+}
+
+/*
+ * Draining: every version of every key a draining pool holds moves to the
+ * other pool with its identity (version ids, ETags, sizes, Last-Modified,
+ * delete markers, a multipart object's parts), the source keeps nothing a
+ * listing finds, a second pass moves nothing, and a write that reached the
+ * source after a key moved keeps the key there until the next pass, which
+ * moves it too and keeps the earlier version as noncurrent.
+ */
+static void test_drain(void **state)
+{
+    env_t *e = *state;
+    static const size_t sizes[] = {0, 100, 30000, 200000};
+    char k[32];
+    for (int i = 0; i < 16; i++) {
+        snprintf(k, sizeof(k), "u%02d", i);
+        put_v(e->multi, k, sizes[i % 4], (uint32_t)i, OBJ_UNVERSIONED, NULL);
+    }
+    obj_info_t vi[3];
+    put_v(e->multi, "ver", 20, 101, OBJ_VERSIONED, &vi[0]);
+    put_v(e->multi, "ver", 30000, 102, OBJ_VERSIONED, &vi[1]);
+    obj_info_t mk;
+    assert_int_equal(obj_delete_current(e->multi, "bkt", "ver", NULL, OBJ_VERSIONED, &mk), 0);
+    put_v(e->multi, "ver", 500, 103, OBJ_VERSIONED, &vi[2]);
+    /* A multipart object, and an upload in progress (it stays until completed). */
+    char up[33], open_up[33];
+    uint8_t *data = malloc(300000);
+    fill(data, 300000, 77);
+    assert_int_equal(obj_mpu_create(e->multi, "bkt", "mp", NULL, NULL, 0, up), 0);
+    assert_int_equal(obj_mpu_create(e->multi, "bkt", "open", NULL, NULL, 0, open_up), 0);
+    obj_mpu_part_t parts[2];
+    for (int p = 0; p < 2; p++) {
+        int err;
+        obj_writer_t *w = obj_mpu_part_begin(e->multi, "bkt", "mp", up, p + 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data + p * 150000, 150000), 0);
+        obj_info_t pi;
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        parts[p].part = p + 1;
+        snprintf(parts[p].etag, sizeof(parts[p].etag), "%s", pi.etag);
+    }
+    obj_info_t out;
+    int why = 0;
+    assert_int_equal(
+        obj_mpu_complete(e->multi, "bkt", "mp", up, parts, 2, 0, NULL, OBJ_UNVERSIONED, &out, &why),
+        0);
+
+    dlist_t before = {calloc(256, sizeof(dver_t)), 0, 256};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", NULL, NULL, NULL, dcollect, &before), 0);
+    assert_int_equal(before.n, 16 + 4 + 1);
+
+    add_pool(e, 1);
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
+    assert_true(drain_pass(e) >= 16 + 4 + 1);
+    assert_int_equal(pool0_versions(e), 0);
+
+    /* Everything where it was, read from pool 1. */
+    dlist_t after = {calloc(256, sizeof(dver_t)), 0, 256};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", NULL, NULL, NULL, dcollect, &after), 0);
+    assert_int_equal(after.n, before.n);
+    for (int i = 0; i < before.n; i++) {
+        assert_string_equal(after.v[i].key, before.v[i].key);
+        assert_string_equal(after.v[i].vid, before.v[i].vid);
+        assert_string_equal(after.v[i].etag, before.v[i].etag);
+        assert_int_equal(after.v[i].size, before.v[i].size);
+        assert_int_equal(after.v[i].mtime, before.v[i].mtime);
+        assert_int_equal(after.v[i].latest, before.v[i].latest);
+        assert_int_equal(after.v[i].marker, before.v[i].marker);
+    }
+    for (int i = 0; i < 16; i++) {
+        snprintf(k, sizeof(k), "u%02d", i);
+        assert_int_equal(obj_set_pool_of(e->multi, "bkt", k), 1);
+        check(e->multi, k, sizes[i % 4], (uint32_t)i);
+    }
+    check(e->multi, "ver", 500, 103);
+    check_version(e->multi, "ver", vi[0].vid, 20, 101);
+    check_version(e->multi, "ver", vi[1].vid, 30000, 102);
+    uint8_t *got = malloc(300000);
+    int err;
+    obj_reader_t *r = obj_open(e->multi, "bkt", "mp", &out, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, 300000), 0);
+    assert_memory_equal(got, data, 300000);
+    const int *nums;
+    const uint64_t *psz;
+    assert_int_equal(obj_read_parts(r, &nums, &psz), 2);
+    obj_close(r);
+
+    /* Again: nothing left to move. */
+    assert_int_equal(drain_pass(e), 0);
+
+    /* A versioned write that reached the source after the move (begun there before): the
+     * key is pool 0's again, then moved with the earlier version kept as noncurrent. */
+    int s0 = obj__in_pool(e->multi, 0, "bkt", "ver");
+    put_v(e->sets[s0], "ver", 700, 104, OBJ_VERSIONED, NULL);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "ver"), 0);
+    check(e->multi, "ver", 700, 104);
+    assert_true(drain_pass(e) >= 1);
+    assert_int_equal(pool0_versions(e), 0);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "ver"), 1);
+    check(e->multi, "ver", 700, 104);
+    check_version(e->multi, "ver", vi[2].vid, 500, 103);
+    check_version(e->multi, "ver", vi[0].vid, 20, 101);
+    /* An unversioned write there after the move replaces the moved one. */
+    s0 = obj__in_pool(e->multi, 0, "bkt", "u02");
+    put_v(e->sets[s0], "u02", 40000, 202, OBJ_UNVERSIONED, NULL);
+    check(e->multi, "u02", 40000, 202);
+    assert_true(drain_pass(e) >= 1);
+    check(e->multi, "u02", 40000, 202);
+    assert_int_equal(pool0_versions(e), 0);
+
+    /* The upload begun in pool 0 completes there, and the next pass moves it. */
+    {
+        obj_writer_t *w = obj_mpu_part_begin(e->multi, "bkt", "open", open_up, 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data, 1000), 0);
+        obj_info_t pi;
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        obj_mpu_part_t one = {.part = 1};
+        snprintf(one.etag, sizeof(one.etag), "%s", pi.etag);
+        assert_int_equal(obj_mpu_complete(e->multi, "bkt", "open", open_up, &one, 1, 0, NULL,
+                                          OBJ_UNVERSIONED, &out, &why),
+                         0);
+    }
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "open"), 0);
+    assert_true(drain_pass(e) >= 1);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "open"), 1);
+    assert_int_equal(pool0_versions(e), 0);
+    r = obj_open(e->multi, "bkt", "open", &out, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, 1000), 0);
+    assert_memory_equal(got, data, 1000);
+    obj_close(r);
+    free(got);
+    free(data);
+    free(before.v);
+    free(after.v);
+}
+
 static void test_refuses_mixed_sets(void **state)
 {
     (void)state;
@@ -648,6 +872,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_merged_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
         cmocka_unit_test(test_refuses_mixed_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

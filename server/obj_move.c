@@ -1,0 +1,354 @@
+/*
+ * obj_move.c: draining a pool (room of the object layer; map in obj_int.h).
+ *
+ * A draining pool takes no new keys (obj_pool.c); obj_move_key moves one
+ * key it holds, every version, to the pool a new key goes to. The copy
+ * keeps each version's identity: version id, Last-Modified, ETag, upload id
+ * (a multipart object's manifest and parts move with it, under the same
+ * upload id, so ?partNumber reads and composite checksums stay), metadata,
+ * ACL and tags, and the head's stamp, which is what orders versions and
+ * pools. The source's versions are copied oldest first, each skipped when
+ * the target has it already (a move cut short is resumed, not duplicated).
+ *
+ * While both pools hold the current version (same stamp, same upload id),
+ * routing and merged listings take the target's (obj__pool_holder breaks
+ * that tie for the pool that is not draining): new writes land where the
+ * key is going. Then the source's current head is replaced by a tombstone
+ * with that same stamp, conditioned as a commit is (SHARD_IF_AT_MOST: a
+ * store that took a newer write refuses), so it never hides anything: a
+ * write that reached the source meanwhile stays newest there, the key's
+ * pool again, and the next pass moves it. Never a newer tombstone: it would
+ * hide the moved copy. The source's noncurrent heads and every moved
+ * version's blocks then go.
+ *
+ * The target's current version, when it is older than the one moved in (a
+ * write that landed in the source after an earlier pass had moved the key)
+ * is kept as noncurrent first if either is a versioned write, or replaced
+ * (a null version over a null version), as a commit would have done.
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOVE_CHUNK (4u << 20)
+
+static int same_identity(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) == 0;
+}
+
+static int older(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns < b->stamp_ns ||
+           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) < 0);
+}
+
+/*
+ * The bytes of src's version v (vid: NULL for the current one) through a
+ * reader (checked, rebuilt from parity where a block is missing or rotten)
+ * into a writer of dst under v's upload id. *info gets v's identity with
+ * the new layout; *w the writer (its blocks durable) for the caller to
+ * release once the heads stand, or abort.
+ */
+static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
+                      const char *vid, const obj_info_t *v, obj_info_t *info, const void **small,
+                      obj_writer_t **wout, uint64_t *bytes)
+{
+    int err;
+    obj_info_t *ri = xmalloc(sizeof(*ri));
+    obj_reader_t *r = obj_open_version(src, bucket, key, vid, ri, &err);
+    *wout = NULL;
+    if (!r) {
+        free(ri);
+        return err;
+    }
+    if (!same_identity(ri, v)) { /* another version there now: the next pass */
+        obj_close(r);
+        free(ri);
+        return ERR_BUSY;
+    }
+    free(ri);
+    obj_writer_t *w = obj__put_begin(dst, bucket, key, NULL, &err);
+    if (!w) {
+        obj_close(r);
+        return err;
+    }
+    obj__put_set_upload(w, v->upload_id);
+    uint8_t *buf = xmalloc(MOVE_CHUNK);
+    for (uint64_t off = 0; off < v->size && !err;) {
+        size_t n = v->size - off < MOVE_CHUNK ? (size_t)(v->size - off) : MOVE_CHUNK;
+        if ((err = obj_read(r, off, buf, n)) == 0) err = obj_put_write(w, buf, n);
+        off += n;
+    }
+    free(buf);
+    obj_close(r);
+    obj_info_copy(info, v);
+    if (!err) err = obj__put_finish(w, info, small);
+    /* What was read must be what was written: the ETag of a plain version is its MD5. */
+    if (!err && !v->multipart && strcmp(info->etag, v->etag) != 0 && strlen(v->etag) == 32) {
+        log_error("event=move_etag_mismatch key=%s upload=%s", key, v->upload_id);
+        err = ERR_CORRUPT;
+    }
+    snprintf(info->etag, sizeof(info->etag), "%s", v->etag);
+    if (err) {
+        obj_put_abort(w);
+        return err;
+    }
+    *bytes += v->size;
+    *wout = w;
+    return 0;
+}
+
+/* A head of info at pos on dst (every store: no sparse heads in a copy). */
+static int put_heads(obj_set_t *dst, const char *bucket, const char *key, const char *pos,
+                     obj_info_t *info, const void *data, uint32_t dead)
+{
+    int refused = 0, first_err = 0;
+    info->sparse = 0;
+    int heads =
+        obj__write_at_cond(dst, bucket, key, pos, info, data, dead, NULL, &refused, &first_err);
+    if (refused) return ERR_BUSY; /* a newer head there (a write meanwhile) */
+    if (!obj__enough(dst, info, heads)) return first_err ? first_err : ERR_UNRECOVERABLE;
+    return 0;
+}
+
+/* An object of an internal bucket (a manifest, a part), current version, unless dst has it. */
+static int copy_internal(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
+                         uint64_t *bytes)
+{
+    obj_info_t *v = xmalloc(sizeof(*v)), *have = xmalloc(sizeof(*have));
+    int rc = obj__newest_head(src, bucket, key, v);
+    if (rc == 0 && obj__newest_head(dst, bucket, key, have) == 0 && same_identity(have, v) &&
+        !have->deleted) {
+        rc = 0; /* there already */
+    } else if (rc == 0) {
+        obj_writer_t *w = NULL;
+        const void *small = NULL;
+        if ((rc = copy_bytes(src, dst, bucket, key, NULL, v, have, &small, &w, bytes)) == 0) {
+            rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w));
+            if (rc)
+                obj_put_abort(w);
+            else
+                obj__put_release(w);
+        }
+    }
+    free(v);
+    free(have);
+    return rc;
+}
+
+/*
+ * Version v of src at pos ("" current, else its noncurrent position) to
+ * the same position on dst, unless dst holds it there already.
+ */
+static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
+                        const char *pos, const obj_info_t *v, obj_move_report_t *rep)
+{
+    obj_info_t *info = xmalloc(sizeof(*info));
+    int rc = 0;
+    if (obj__newest_at(dst, bucket, key, pos, info) == 0 && same_identity(info, v) &&
+        info->deleted == v->deleted) {
+        free(info);
+        return 0;
+    }
+    if (v->deleted) {
+        obj_info_copy(info, v); /* a delete marker: a head alone */
+        rc = put_heads(dst, bucket, key, pos, info, NULL, 0);
+    } else if (v->multipart) {
+        int *parts = NULL;
+        uint64_t *sizes = NULL;
+        if ((rc = obj__read_manifest(src, v->upload_id, v->nparts, &parts, &sizes)) == 0) {
+            for (int i = 0; i < v->nparts && !rc; i++) {
+                char pk[64];
+                obj__part_key(pk, sizeof(pk), v->upload_id, parts[i]);
+                rc = copy_internal(src, dst, MPU_PARTS, pk, &rep->bytes);
+            }
+            if (!rc) rc = copy_internal(src, dst, MPU_MANIFEST, v->upload_id, &rep->bytes);
+        }
+        free(parts);
+        free(sizes);
+        obj_info_copy(info, v);
+        if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0);
+    } else {
+        obj_writer_t *w = NULL;
+        const void *small = NULL;
+        const char *vid = pos[0] ? (v->vid[0] ? v->vid : "null") : NULL;
+        rc = copy_bytes(src, dst, bucket, key, vid, v, info, &small, &w, &rep->bytes);
+        if (!rc) {
+            rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w));
+            if (rc)
+                obj_put_abort(w);
+            else
+                obj__put_release(w);
+        }
+    }
+    free(info);
+    if (!rc) rep->versions++;
+    return rc;
+}
+
+/* Remove src's head records at pos on every store (no tombstone: see the top). */
+static void drop_heads(obj_set_t *src, const char *bucket, const char *key, const char *pos)
+{
+    for (int i = 0; i < src->n; i++) {
+        drive_id_t id = {bucket, key, pos, (uint32_t)i};
+        (void)src->st[i].ops->del(src->st[i].ctx, &id);
+    }
+}
+
+/*
+ * The target's current version dcur is older than cur, which moves in over
+ * it: kept as noncurrent when either is a versioned write (as a commit
+ * keeps what it covers), else replaced (*drop: its space goes once cur's
+ * heads stand).
+ */
+static int cover_target(obj_set_t *dst, const char *bucket, const char *key, const obj_info_t *dcur,
+                        const obj_info_t *cur, int *drop)
+{
+    *drop = 0;
+    if (dcur->deleted && !dcur->marker) return 0; /* nothing current there */
+    if (cur->vid[0] || dcur->vid[0]) return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
+    *drop = !dcur->deleted;
+    return 0;
+}
+
+int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
+                 obj_move_report_t *rep)
+{
+    int np = obj_set_pools(s);
+    if (!s->nsub || from < 0 || from >= np || !atomic_load(&s->pools[from].draining))
+        return ERR_INVAL;
+    int to = obj__new_key_pool(s, np, bucket, key);
+    if (to == from) return ERR_INVAL; /* every pool draining: nowhere to go */
+    obj_set_t *src = s->sub[obj__in_pool(s, from, bucket, key)];
+    obj_set_t *dst = s->sub[obj__in_pool(s, to, bucket, key)];
+    obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL;
+    int nnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;
+    pthread_mutex_t *lk = obj__key_lock(src, bucket, key);
+    pthread_mutex_lock(lk);
+    rc = obj__standing(src, bucket, key, cur, &in_way);
+    if (rc == 0 && in_way) rc = ERR_BUSY; /* a commit in flight: the next pass */
+    if (rc && rc != ERR_NOT_FOUND) goto out;
+    int has_head = rc == 0;
+    has_cur = has_head && (!cur->deleted || cur->marker);
+    if ((nnc = obj__noncurrent_all(src, bucket, key, &nc)) < 0) {
+        rc = nnc;
+        nnc = 0;
+        goto out;
+    }
+    rc = 0;
+    if (!has_cur && nnc == 0) goto out; /* nothing here (a tombstone at most) */
+    /* Oldest first: an interrupted move leaves the target a prefix of the key's history. */
+    int seen_null = has_cur && !cur->vid[0];
+    for (int i = nnc - 1; i >= 0; i--) {
+        obj_info_t *v = &nc[i];
+        /* A copy of the current one (a promotion's), or a null version below another (a
+         * crash's leftover): not versions of their own. */
+        if (has_cur && same_identity(v, cur)) continue;
+        if (!v->vid[0]) {
+            int newer_null = seen_null;
+            for (int j = i - 1; j >= 0 && !newer_null; j--)
+                newer_null = !nc[j].vid[0];
+            if (newer_null) continue;
+        }
+        char pos[OBJ_VID_LEN + 1];
+        obj__vid_of(pos, v->mtime_ns);
+        if ((rc = copy_version(src, dst, bucket, key, pos, v, rep)) != 0) goto out;
+    }
+    if (has_head) {
+        int drop = 0;
+        int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
+        if (drc && drc != ERR_NOT_FOUND) {
+            rc = drc;
+            goto out;
+        }
+        if (dst_in_way) {
+            rc = ERR_BUSY;
+            goto out;
+        }
+        if (!has_cur) {
+            /* Only noncurrent versions under a tombstone: the target takes the tombstone too
+             * (same stamp), or the source's would keep the key (and its reads) there. */
+            if ((drc == ERR_NOT_FOUND || older(dcur, cur)) &&
+                (rc = copy_version(src, dst, bucket, key, "", cur, rep)) != 0)
+                goto out;
+        } else if (drc == 0 && !(dcur->deleted && !dcur->marker) && older(cur, dcur)) {
+            /* A newer version in the target (written there while this key was in both):
+             * the source's current one is history there. */
+            if (cur->vid[0] || dcur->vid[0]) {
+                char pos[OBJ_VID_LEN + 1];
+                obj__vid_of(pos, cur->mtime_ns);
+                if ((rc = copy_version(src, dst, bucket, key, pos, cur, rep)) != 0) goto out;
+            }
+        } else if (drc != 0 || !same_identity(dcur, cur) || dcur->deleted != cur->deleted) {
+            if (drc == 0 && (rc = cover_target(dst, bucket, key, dcur, cur, &drop)) != 0) goto out;
+            if ((rc = copy_version(src, dst, bucket, key, "", cur, rep)) != 0) goto out;
+            if (drop && strcmp(dcur->upload_id, cur->upload_id) != 0)
+                obj__drop_version(dst, bucket, key, dcur);
+        }
+    }
+    if (has_cur) {
+        /*
+         * The switch: the source's current head becomes a tombstone with the moved
+         * version's own stamp, only where that version (or something older) stands.
+         */
+        obj_info_t *t = dcur;
+        obj_info_clear(t);
+        t->deleted = 1;
+        t->mtime_ns = cur->mtime_ns;
+        t->stamp_ns = cur->stamp_ns;
+        memcpy(t->upload_id, cur->upload_id, sizeof(t->upload_id));
+        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
+        memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
+        int refused = 0, first_err = 0;
+        int heads =
+            obj__write_at_cond(src, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);
+        if (refused) {
+            rc = ERR_BUSY; /* a write reached the source meanwhile: it stays newest there */
+            goto out;
+        }
+        if (!obj__enough(src, t, heads)) {
+            rc = first_err ? first_err : ERR_UNRECOVERABLE;
+            goto out;
+        }
+    }
+    /*
+     * A version deleted by its id through the source while it was copied (a
+     * delete routed there before the copy stood) goes from the target too.
+     */
+    for (int i = 0; i < nnc; i++) {
+        char pos[OBJ_VID_LEN + 1];
+        obj_info_t *h = dcur;
+        obj__vid_of(pos, nc[i].mtime_ns);
+        int hr = obj__newest_at(src, bucket, key, pos, h);
+        if ((hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) &&
+            obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
+            obj__retire(dst, bucket, key, &nc[i]);
+            if (!nc[i].deleted) obj__drop_version(dst, bucket, key, &nc[i]);
+        }
+    }
+    /* The source's copies go: noncurrent heads, then every moved version's space. */
+    for (int i = 0; i < nnc; i++) {
+        char pos[OBJ_VID_LEN + 1];
+        obj__vid_of(pos, nc[i].mtime_ns);
+        drop_heads(src, bucket, key, pos);
+    }
+    for (int i = 0; i < nnc; i++)
+        if (!nc[i].deleted && !(has_cur && strcmp(nc[i].upload_id, cur->upload_id) == 0))
+            obj__drop_version(src, bucket, key, &nc[i]);
+    if (has_cur && !cur->deleted) obj__drop_version(src, bucket, key, cur);
+out:
+    pthread_mutex_unlock(lk);
+    if (rc && rc != ERR_BUSY) log_warn("event=move_failed key=%s err=%s", key, err_name(rc));
+    free(nc);
+    free(cur);
+    free(dcur);
+    return rc == ERR_NOT_FOUND ? 0 : rc;
+}
