@@ -622,6 +622,7 @@ static int status(int as_json)
             json_t *v;
             if ((v = json_object_get(state, "heal"))) json_object_set(nj, "heal_queue", v);
             if ((v = json_object_get(state, "scrub"))) json_object_set(nj, "heal_scanner", v);
+            if ((v = json_object_get(state, "drain"))) json_object_set(nj, "drain", v);
             json_decref(state);
         }
         json_array_append_new(json_object_get(out, "nodes"), nj);
@@ -703,6 +704,21 @@ static int status(int as_json)
                        (long long)json_integer_value(json_object_get(sc, "heads_fixed")),
                        (long long)json_integer_value(json_object_get(sc, "blocks_fixed")));
             }
+            json_t *dr = json_object_get(n, "drain");
+            if (dr && json_integer_value(json_object_get(dr, "draining")))
+                printf("    drain: %s%s; %lld keys (%lld versions, %.1f GB) moved, %.1f MB/s; "
+                       "last pass left %lld keys and %lld uploads%s\n",
+                       json_integer_value(json_object_get(dr, "running")) ? "moving" : "idle",
+                       json_integer_value(json_object_get(dr, "waiting"))
+                           ? " (waiting for a drive to be up)"
+                           : "",
+                       (long long)json_integer_value(json_object_get(dr, "keys")),
+                       (long long)json_integer_value(json_object_get(dr, "versions")),
+                       (double)json_integer_value(json_object_get(dr, "bytes")) / 1e9,
+                       json_real_value(json_object_get(dr, "mb_s")),
+                       (long long)json_integer_value(json_object_get(dr, "left")),
+                       (long long)json_integer_value(json_object_get(dr, "uploads_left")),
+                       json_integer_value(json_object_get(dr, "done")) ? ": DRAINED" : "");
         }
         json_array_foreach(json_object_get(out, "pools"), i, n)
         {

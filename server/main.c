@@ -53,7 +53,7 @@ typedef struct {
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
     int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s;
-    uint64_t scrub_rate;
+    uint64_t scrub_rate, drain_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
     drive_conf_t drive[OBJ_MAX_SHARDS]; /* [drive.N] */
@@ -156,6 +156,10 @@ static const opt_def_t options[] = {
      C(peer_timeout_ms, int64_t),
      "deadline of a call to another node; a node past it is suspect: reads go\n"
      "around its drives, and it is pinged until it answers again"},
+    {"drain-rate", "BYTES", "cluster", "drain_rate", OPT_SIZE, 0, 1 << 20, 1ll << 40, "64M",
+     C(drain_rate, uint64_t),
+     "object bytes a second this node moves off a draining pool, at most (the drives'\n"
+     "endurance budgets meter the writes too)"},
     {"lease-ttl", "SEC", "cluster", "lease_ttl", OPT_INT, 0, 3, 300, "10", C(lease_ttl_s, int64_t),
      "this node's etcd lease, renewed every third of it: a node frozen or cut off\n"
      "this long is taken as down by the others (read and written around)"},
@@ -488,6 +492,7 @@ typedef struct {
     obj_set_t *set;
     const char *data;
     uint32_t block;
+    s3_drain_t *drain; /* (atomic: set once the mover runs; callbacks end before it stops) */
 } pools_ctx_t;
 
 static int pool_added(void *arg, const cmap_t *map, int p, const shard_store_t *st)
@@ -511,8 +516,10 @@ static int pool_added(void *arg, const cmap_t *map, int p, const shard_store_t *
 static void pool_state(void *arg, int p, uint32_t weight, int draining)
 {
     pools_ctx_t *c = arg;
-    if (obj_set_pool_state(c->set, p, weight, draining) == 0)
+    if (obj_set_pool_state(c->set, p, weight, draining) == 0) {
         log_info("event=pool_state pool=%d weight=%u%s", p, weight, draining ? " draining" : "");
+        s3_drain_kick(__atomic_load_n(&c->drain, __ATOMIC_ACQUIRE));
+    }
 }
 
 int main(int argc, char **argv)
@@ -732,7 +739,7 @@ int main(int argc, char **argv)
     }
     static pools_ctx_t pools_ctx;
     if (set && member) {
-        pools_ctx = (pools_ctx_t){set, conf.data, (uint32_t)conf.block};
+        pools_ctx = (pools_ctx_t){set, conf.data, (uint32_t)conf.block, NULL};
         member_pools_t cb = {pool_added, pool_state, &pools_ctx};
         member_on_pools(member, &cb);
     }
@@ -769,6 +776,9 @@ int main(int argc, char **argv)
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
     s3.scrub = scrub;
     if (refilling && scrub) s3_scrub_kick(scrub); /* a replaced drive: refill it now */
+    /* A cluster member moves its share of a draining pool's keys (its map may have pools). */
+    s3.drain = member ? s3_drain_start(&s3, conf.drain_rate) : NULL;
+    __atomic_store_n(&pools_ctx.drain, s3.drain, __ATOMIC_RELEASE);
     if (member) member_node_stats(member, s3_node_state, s3_heal_now, &s3);
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
@@ -784,6 +794,8 @@ int main(int argc, char **argv)
     if ((rc = http_server_new(&hc, &server)) != 0) {
         fprintf(stderr, "warmlaked: cannot listen on %s: %s\n", conf.listen, err_str(rc));
         if (member) member_node_stats(member, NULL, NULL, NULL);
+        if (member) member_on_pools(member, NULL); /* no kick of a mover stopped */
+        s3_drain_stop(s3.drain);
         s3_scrub_stop(scrub);
         pool_free(s3.batch);
         sigv4_key_cache_free(s3.keys);
@@ -814,6 +826,8 @@ int main(int argc, char **argv)
     http_server_free(server);
     server = NULL;
     if (member) member_node_stats(member, NULL, NULL, NULL); /* s3 and the set go now */
+    if (member) member_on_pools(member, NULL);               /* no kick of a mover stopped */
+    s3_drain_stop(s3.drain);
     s3_scrub_stop(scrub);
     pool_free(s3.batch); /* no handler runs now: no batch job is queued */
     sigv4_key_cache_free(s3.keys);

@@ -209,6 +209,8 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
+#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
+
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
@@ -216,6 +218,8 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
+    /* One short for longer than any commit takes: a crash's leftover, never acknowledged. */
+    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= wall_ns()) *in_way = 0;
     return rc;
 }
 
@@ -229,7 +233,6 @@ int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_inf
 }
 
 #define COMMIT_TRIES    10
-#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
 
 /*
  * Another writer is in the way of a commit: wait a random while, longer
@@ -326,6 +329,22 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         }
         free(archived);
         archived = NULL;
+        /*
+         * A tombstone left by the mover of a draining pool (obj_move.c): the key went to
+         * another pool after this write picked this one (its check at the start of the
+         * commit came first). Written here, it would cover nothing the key holds there:
+         * refused (503 SlowDown), the client's retry goes to the pool that holds it.
+         */
+        if (had_old && old.deleted && !old.marker && s->parent &&
+            strcmp(old.upload_id, OBJ_MOVED_UPLOAD) == 0) {
+            obj_set_t *top = s->parent;
+            int h = obj__pool_holder(top, bucket, key);
+            if (h >= 0 && top->sub[obj__in_pool(top, h, bucket, key)] != s) {
+                log_warn("event=commit_key_moved key=%s: the key moved to another pool", key);
+                *first_err = ERR_THROTTLED;
+                break;
+            }
+        }
         /* A version or a delete marker (not a tombstone: nothing current). */
         int cur = had_old && (!old.deleted || old.marker);
         /* The condition decides here, where the version it names cannot change. */

@@ -83,6 +83,7 @@ struct obj_set {
     /* Several sets as one (obj_multi.c): nsub > 0, and nothing above but k, m, n, block. */
     _Atomic int nsub; /* grows when a pool is added (obj_pool.c); sub has OBJ_MAX_SETS */
     struct obj_set **sub;
+    struct obj_set *parent; /* a set of several: the multi set it is one of (NULL: none) */
     uint64_t seed;
     /* Pools of the sets (obj_pool.c): pool p is sub[first .. first + n). */
     _Atomic int npool;
@@ -93,6 +94,18 @@ struct obj_set {
     } pools[OBJ_MAX_POOLS];
     pthread_mutex_t pools_mu; /* obj_set_add_pool's */
 };
+
+/*
+ * The upload id of the tombstone a moved key leaves in its draining pool
+ * (obj_move.c): after any real id (so its head sorts newer than the moved
+ * version's, same stamp, and a rewrite of that version is refused there),
+ * and what a commit that finds it knows the key moved by.
+ */
+#define OBJ_MOVED_UPLOAD "ffffffffffffffffffffffffffffffff"
+
+/* Tests: called by obj_move_key between its copies and the switch (NULL: nothing). */
+extern void (*obj__move_between)(void *arg, const char *key);
+extern void *obj__move_between_arg;
 
 /* ---- obj_multi.c ---- */
 

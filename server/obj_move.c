@@ -39,6 +39,9 @@
 
 #define MOVE_CHUNK (4u << 20)
 
+void (*obj__move_between)(void *arg, const char *key);
+void *obj__move_between_arg;
+
 static int same_identity(const obj_info_t *a, const obj_info_t *b)
 {
     return a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) == 0;
@@ -106,14 +109,24 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
     return 0;
 }
 
-/* A head of info at pos on dst (every store: no sparse heads in a copy). */
+/*
+ * A head of info at pos on dst (every store: no sparse heads in a copy), over
+ * what over (NULL: a newer head stays) or anything older.
+ */
 static int put_heads(obj_set_t *dst, const char *bucket, const char *key, const char *pos,
-                     obj_info_t *info, const void *data, uint32_t dead)
+                     obj_info_t *info, const void *data, uint32_t dead, const obj_info_t *over)
 {
     int refused = 0, first_err = 0;
     info->sparse = 0;
+    shard_cond_t c = {.mode = SHARD_IF_AT_MOST}, *cond = NULL;
+    if (over) {
+        c.stamp = over->stamp_ns;
+        memcpy(c.upload, over->upload_id, sizeof(c.upload));
+        memcpy(c.self, info->upload_id, sizeof(c.self));
+        cond = &c;
+    }
     int heads =
-        obj__write_at_cond(dst, bucket, key, pos, info, data, dead, NULL, &refused, &first_err);
+        obj__write_at_cond(dst, bucket, key, pos, info, data, dead, cond, &refused, &first_err);
     if (refused) return ERR_BUSY; /* a newer head there (a write meanwhile) */
     if (!obj__enough(dst, info, heads)) return first_err ? first_err : ERR_UNRECOVERABLE;
     return 0;
@@ -132,7 +145,7 @@ static int copy_internal(obj_set_t *src, obj_set_t *dst, const char *bucket, con
         obj_writer_t *w = NULL;
         const void *small = NULL;
         if ((rc = copy_bytes(src, dst, bucket, key, NULL, v, have, &small, &w, bytes)) == 0) {
-            rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w));
+            rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w), NULL);
             if (rc)
                 obj_put_abort(w);
             else
@@ -149,7 +162,8 @@ static int copy_internal(obj_set_t *src, obj_set_t *dst, const char *bucket, con
  * the same position on dst, unless dst holds it there already.
  */
 static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
-                        const char *pos, const obj_info_t *v, obj_move_report_t *rep)
+                        const char *pos, const obj_info_t *v, const obj_info_t *over,
+                        obj_move_report_t *rep)
 {
     obj_info_t *info = xmalloc(sizeof(*info));
     int rc = 0;
@@ -160,7 +174,7 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
     }
     if (v->deleted) {
         obj_info_copy(info, v); /* a delete marker: a head alone */
-        rc = put_heads(dst, bucket, key, pos, info, NULL, 0);
+        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
     } else if (v->multipart) {
         int *parts = NULL;
         uint64_t *sizes = NULL;
@@ -175,14 +189,14 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
         free(parts);
         free(sizes);
         obj_info_copy(info, v);
-        if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0);
+        if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
     } else {
         obj_writer_t *w = NULL;
         const void *small = NULL;
         const char *vid = pos[0] ? (v->vid[0] ? v->vid : "null") : NULL;
         rc = copy_bytes(src, dst, bucket, key, vid, v, info, &small, &w, &rep->bytes);
         if (!rc) {
-            rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w));
+            rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w), over);
             if (rc)
                 obj_put_abort(w);
             else
@@ -209,19 +223,75 @@ static void drop_heads(obj_set_t *src, const char *bucket, const char *key, cons
  * keeps what it covers), else replaced (*drop: its space goes once cur's
  * heads stand).
  */
-static int cover_target(obj_set_t *dst, const char *bucket, const char *key, const obj_info_t *dcur,
-                        const obj_info_t *cur, int *drop)
+static int cover_target(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
+                        const obj_info_t *dcur, const obj_info_t *cur, int *drop)
 {
     *drop = 0;
-    if (dcur->deleted && !dcur->marker) return 0; /* nothing current there */
-    if (cur->vid[0] || dcur->vid[0]) return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
+    if (dcur->deleted && !dcur->marker) return 0;               /* nothing current there */
+    if (strcmp(dcur->upload_id, cur->upload_id) == 0) return 0; /* the same, retagged */
+    if (!cur->vid[0] && !dcur->vid[0]) {
+        *drop = !dcur->deleted;
+        return 0;
+    }
+    /*
+     * A versioned one is kept, as the source keeps it: there it is noncurrent (a write
+     * covered it after it moved), or gone (deleted by its id meanwhile: the source's
+     * current is what was promoted in its place), and then it goes here too.
+     */
+    char pos[OBJ_VID_LEN + 1];
+    obj_info_t *h = xmalloc(sizeof(*h));
+    obj__vid_of(pos, dcur->mtime_ns);
+    int rc = obj__newest_at(src, bucket, key, pos, h);
+    int kept = rc == 0 && strcmp(h->upload_id, dcur->upload_id) == 0 && !(h->deleted && !h->marker);
+    free(h);
+    if (rc && rc != ERR_NOT_FOUND) return rc;
+    if (kept) return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
     *drop = !dcur->deleted;
     return 0;
+}
+
+/*
+ * Whether the key was deleted in src after cur was read there: nothing
+ * stands (an unversioned DELETE through another node removed its heads, and
+ * looked for a copy in the other pools before this one's copy landed), or a
+ * newer tombstone does.
+ */
+static int deleted_in_src(obj_set_t *src, const char *bucket, const char *key,
+                          const obj_info_t *cur)
+{
+    obj_info_t *h = xmalloc(sizeof(*h));
+    int in_way = 0, rc = obj__standing(src, bucket, key, h, &in_way);
+    int gone = rc == ERR_NOT_FOUND ? !in_way
+               : rc == 0           ? h->deleted && !h->marker && older(cur, h) &&
+                               strcmp(h->upload_id, OBJ_MOVED_UPLOAD) != 0
+                         : 0;
+    free(h);
+    return gone;
+}
+
+/* Versions whose space goes once the key's lock is released (drops take key locks). */
+typedef struct {
+    struct drop {
+        obj_set_t *set;
+        obj_info_t v;
+    } * d;
+    int n, cap;
+} drops_t;
+
+static void drop_later(drops_t *l, obj_set_t *set, const obj_info_t *v)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 4;
+        l->d = xrealloc(l->d, (size_t)l->cap * sizeof(*l->d));
+    }
+    l->d[l->n].set = set;
+    obj_info_copy(&l->d[l->n++].v, v);
 }
 
 int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                  obj_move_report_t *rep)
 {
+    drops_t drops = {0};
     int np = obj_set_pools(s);
     if (!s->nsub || from < 0 || from >= np || !atomic_load(&s->pools[from].draining))
         return ERR_INVAL;
@@ -251,7 +321,8 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         obj_info_t *v = &nc[i];
         /* A copy of the current one (a promotion's), or a null version below another (a
          * crash's leftover): not versions of their own. */
-        if (has_cur && same_identity(v, cur)) continue;
+        if (has_cur && !strcmp(v->upload_id, cur->upload_id) && !strcmp(v->vid, cur->vid))
+            continue;
         if (!v->vid[0]) {
             int newer_null = seen_null;
             for (int j = i - 1; j >= 0 && !newer_null; j--)
@@ -260,7 +331,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         }
         char pos[OBJ_VID_LEN + 1];
         obj__vid_of(pos, v->mtime_ns);
-        if ((rc = copy_version(src, dst, bucket, key, pos, v, rep)) != 0) goto out;
+        if ((rc = copy_version(src, dst, bucket, key, pos, v, NULL, rep)) != 0) goto out;
     }
     if (has_head) {
         int drop = 0;
@@ -276,8 +347,10 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         if (!has_cur) {
             /* Only noncurrent versions under a tombstone: the target takes the tombstone too
              * (same stamp), or the source's would keep the key (and its reads) there. */
-            if ((drc == ERR_NOT_FOUND || older(dcur, cur)) &&
-                (rc = copy_version(src, dst, bucket, key, "", cur, rep)) != 0)
+            if (strcmp(cur->upload_id, OBJ_MOVED_UPLOAD) != 0 && /* (not this mover's own) */
+                (drc == ERR_NOT_FOUND || older(dcur, cur)) &&
+                (rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) !=
+                    0)
                 goto out;
         } else if (drc == 0 && !(dcur->deleted && !dcur->marker) && older(cur, dcur)) {
             /* A newer version in the target (written there while this key was in both):
@@ -285,14 +358,39 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
             if (cur->vid[0] || dcur->vid[0]) {
                 char pos[OBJ_VID_LEN + 1];
                 obj__vid_of(pos, cur->mtime_ns);
-                if ((rc = copy_version(src, dst, bucket, key, pos, cur, rep)) != 0) goto out;
+                if ((rc = copy_version(src, dst, bucket, key, pos, cur, NULL, rep)) != 0) goto out;
             }
         } else if (drc != 0 || !same_identity(dcur, cur) || dcur->deleted != cur->deleted) {
-            if (drc == 0 && (rc = cover_target(dst, bucket, key, dcur, cur, &drop)) != 0) goto out;
-            if ((rc = copy_version(src, dst, bucket, key, "", cur, rep)) != 0) goto out;
-            if (drop && strcmp(dcur->upload_id, cur->upload_id) != 0)
-                obj__drop_version(dst, bucket, key, dcur);
+            if (drc == 0 && (rc = cover_target(src, dst, bucket, key, dcur, cur, &drop)) != 0)
+                goto out;
+            if ((rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) !=
+                0)
+                goto out;
+            if (drop) drop_later(&drops, dst, dcur);
+            if (deleted_in_src(src, bucket, key, cur)) {
+                /* Not brought back: the copy goes under a newer tombstone (where it landed). */
+                obj_info_t *t = dcur;
+                obj_info_clear(t);
+                t->deleted = 1;
+                t->mtime_ns = t->stamp_ns = obj__now_after(cur);
+                if ((rc = obj__new_upload_id(t->upload_id)) != 0) goto out;
+                shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
+                memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
+                int refused = 0, first_err = 0;
+                (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &bound, &refused,
+                                         &first_err);
+                if (!cur->deleted) drop_later(&drops, dst, cur);
+                log_info("event=move_deleted_meanwhile key=%s", key);
+                rc = ERR_BUSY;
+                goto out;
+            }
         }
+    }
+    if (has_cur && obj__move_between) {
+        /* (As another node's write would come: without this node's key lock.) */
+        pthread_mutex_unlock(lk);
+        obj__move_between(obj__move_between_arg, key);
+        pthread_mutex_lock(lk);
     }
     if (has_cur) {
         /*
@@ -304,7 +402,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         t->deleted = 1;
         t->mtime_ns = cur->mtime_ns;
         t->stamp_ns = cur->stamp_ns;
-        memcpy(t->upload_id, cur->upload_id, sizeof(t->upload_id));
+        memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
         shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
         memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
         int refused = 0, first_err = 0;
@@ -331,7 +429,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         if ((hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) &&
             obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
             obj__retire(dst, bucket, key, &nc[i]);
-            if (!nc[i].deleted) obj__drop_version(dst, bucket, key, &nc[i]);
+            if (!nc[i].deleted) drop_later(&drops, dst, &nc[i]);
         }
     }
     /* The source's copies go: noncurrent heads, then every moved version's space. */
@@ -342,10 +440,13 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     }
     for (int i = 0; i < nnc; i++)
         if (!nc[i].deleted && !(has_cur && strcmp(nc[i].upload_id, cur->upload_id) == 0))
-            obj__drop_version(src, bucket, key, &nc[i]);
-    if (has_cur && !cur->deleted) obj__drop_version(src, bucket, key, cur);
+            drop_later(&drops, src, &nc[i]);
+    if (has_cur && !cur->deleted) drop_later(&drops, src, cur);
 out:
     pthread_mutex_unlock(lk);
+    for (int i = 0; i < drops.n; i++)
+        obj__drop_version(drops.d[i].set, bucket, key, &drops.d[i].v);
+    free(drops.d);
     if (rc && rc != ERR_BUSY) log_warn("event=move_failed key=%s err=%s", key, err_name(rc));
     free(nc);
     free(cur);

@@ -49,6 +49,8 @@ obj_set_t *obj_set_multi(obj_set_t **sets, int nsets, uint64_t seed, int *err)
     s->nsub = nsets;
     s->sub = xcalloc(OBJ_MAX_SETS, sizeof(*s->sub)); /* room for the pools added later */
     memcpy(s->sub, sets, sizeof(*sets) * (size_t)nsets);
+    for (int j = 0; j < nsets; j++)
+        s->sub[j]->parent = s;
     s->seed = seed;
     s->npool = 1;
     s->pools[0].first = 0;

@@ -73,6 +73,7 @@ int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight,
         /* A queue that cannot start is logged by it; the heal scanner covers what it misses. */
         int hrc = s0->healq ? obj_set_heal_start(x) : 0;
         (void)hrc;
+        x->parent = s;
         s->sub[first + j] = x;
     }
     s->pools[np].first = first;
@@ -122,6 +123,11 @@ int obj__new_key_pool(const obj_set_t *s, int np, const char *bucket, const char
     return best;
 }
 
+static int moved_mark(const obj_info_t *h)
+{
+    return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
+}
+
 int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
 {
     int np = s->nsub ? atomic_load(&s->npool) : 1;
@@ -134,11 +140,21 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
             int cmp = holder < 0                      ? 1
                       : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)
                                                       : strcmp(h->upload_id, best->upload_id);
-            /* The same version in two pools (a key being moved off a draining pool,
-             * obj_move.c): the pool it goes to, so that new writes land there. */
-            if (cmp == 0 && atomic_load(&s->pools[holder].draining) &&
-                !atomic_load(&s->pools[p].draining))
-                cmp = 1;
+            /*
+             * The same stamp in two pools: a key being moved off a draining pool
+             * (obj_move.c). The version wins over the tombstone a move left (in the
+             * source, or in a pool the key left before and is coming back to); of two
+             * copies, the pool it goes to, so that new writes land there.
+             */
+            if (holder >= 0 && h->stamp_ns == best->stamp_ns) {
+                int hm = moved_mark(h), bm = moved_mark(best);
+                int hd = atomic_load(&s->pools[p].draining),
+                    bd = atomic_load(&s->pools[holder].draining);
+                if (hm != bm)
+                    cmp = hm ? -1 : 1;
+                else if (hd != bd)
+                    cmp = bd ? 1 : -1;
+            }
             if (cmp > 0) {
                 holder = p;
                 obj_info_copy(best, h);

@@ -59,7 +59,8 @@ static void node_heal(ctx_t *x)
     free(b.p);
 }
 
-/* ,"heal":{...} (the queue) and ,"scrub":{...} (the scanner, when it runs) into b. */
+/* ,"heal":{...} (the queue), ,"scrub":{...} (the scanner, when it runs) and ,"drain":{...}
+ * (the mover of draining pools, on a cluster member) into b. */
 static void heal_json(const s3_cfg_t *cfg, buf_t *b)
 {
     obj_heal_stats_t hs;
@@ -83,6 +84,20 @@ static void heal_json(const s3_cfg_t *cfg, buf_t *b)
             (unsigned long long)ss.bytes, (unsigned long long)ss.total_est, ss.mb_s,
             (long long)ss.eta_s, ss.last_pass_s, (unsigned long long)ss.heads_fixed,
             (unsigned long long)ss.blocks_fixed, (unsigned long long)ss.failed);
+    }
+    if (cfg->drain) {
+        s3_drain_stats_t ds;
+        s3_drain_stats(cfg->drain, &ds);
+        buf_printf(b,
+                   ",\"drain\":{\"draining\":%d,\"running\":%d,\"waiting\":%d,\"passes\":%llu,"
+                   "\"keys\":%llu,\"versions\":%llu,\"bytes\":%llu,\"busy\":%llu,"
+                   "\"failed\":%llu,\"left\":%llu,\"uploads_left\":%llu,\"done\":%d,"
+                   "\"mb_s\":%.1f,\"last_pass_s\":%.1f}",
+                   ds.draining, ds.running, ds.waiting, (unsigned long long)ds.passes,
+                   (unsigned long long)ds.keys, (unsigned long long)ds.versions,
+                   (unsigned long long)ds.bytes, (unsigned long long)ds.busy,
+                   (unsigned long long)ds.failed, (unsigned long long)ds.left,
+                   (unsigned long long)ds.uploads_left, ds.done, ds.mb_s, ds.last_pass_s);
     }
 }
 

@@ -36,6 +36,8 @@ typedef struct {
     struct proto_net *net;
     /* The heal scanner, for its progress in /_warmlake/stats (NULL: none). */
     struct s3_scrub *scrub;
+    /* The mover of draining pools, for its progress there too (NULL: none). */
+    struct s3_drain *drain;
     /* A heal scanner's pass ended (not stopped), with `failed` objects it could not make
      * whole or listings it could not go through: when 0, what was waiting for a whole pass
      * (a replaced drive's mark) may go. NULL: none. */
@@ -81,6 +83,36 @@ typedef struct {
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
 void s3_scrub_stop(s3_scrub_t *sc);
 void s3_scrub_stats(s3_scrub_t *sc, s3_scrub_stats_t *st);
+
+/*
+ * The mover of draining pools (s3_drain.c): a thread that moves every key
+ * of a draining pool's sets this node moves (obj_set_mover_here) to the
+ * pools that take new keys (obj_move_key), at most rate object bytes a
+ * second (0: 64 MB/s). kick: look now (a pool's state changed). NULL when
+ * the thread cannot start (logged); stop waits for the key under way;
+ * NULL-safe.
+ */
+typedef struct s3_drain s3_drain_t;
+typedef struct {
+    int draining;          /* this node moves sets of a draining pool */
+    int running;           /* a pass is under way */
+    int waiting;           /* a store of a set to move is not up: that set waits */
+    uint64_t passes;       /* passes finished */
+    uint64_t keys;         /* keys moved, over every pass */
+    uint64_t versions;     /* versions and delete markers copied */
+    uint64_t bytes;        /* object bytes copied */
+    uint64_t busy;         /* keys left for a later pass: written meanwhile, or throttled */
+    uint64_t failed;       /* keys a move failed for (logged) */
+    uint64_t left;         /* the last pass: keys it could not move */
+    uint64_t uploads_left; /* the last pass: uploads in progress in the sets (they stay) */
+    int done;              /* the last pass found nothing to move in this node's sets */
+    double mb_s;           /* this pass's rate */
+    double last_pass_s;
+} s3_drain_stats_t;
+s3_drain_t *s3_drain_start(const s3_cfg_t *cfg, uint64_t rate);
+void s3_drain_kick(s3_drain_t *d);
+void s3_drain_stop(s3_drain_t *d);
+void s3_drain_stats(s3_drain_t *d, s3_drain_stats_t *st);
 
 /*
  * The node's own state as JSON (malloc'd text: the heal queue and the heal

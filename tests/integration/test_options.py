@@ -13,7 +13,7 @@ from conftest import AK, SK, WARMLAKED, Server
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
          "block", "inline-max", "commit-gather", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
-         "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms", "lease-ttl",
+         "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms", "lease-ttl", "drain-rate",
          "write-quorum", "scrub-interval", "scrub-rate", "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
@@ -24,7 +24,7 @@ INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] ma
             "[drives] dwpd", "[drives] commit_gather_us", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
             "[drive.N] dwpd", "[user.NAME] access_key", "[user.NAME] secret_key",
             "[cluster] map", "[cluster] etcd", "[cluster] etcd_prefix", "[cluster] node",
-            "[cluster] secret_file", "[cluster] peer_timeout_ms", "[cluster] lease_ttl", "[erasure] write_quorum",
+            "[cluster] secret_file", "[cluster] peer_timeout_ms", "[cluster] lease_ttl", "[cluster] drain_rate", "[erasure] write_quorum",
             "[erasure] scrub_interval", "[erasure] scrub_rate"]
 
 

@@ -657,8 +657,11 @@ static uint64_t drain_pass(env_t *e)
         assert_int_equal(
             obj_list_versions_all(obj_set_sub(e->multi, j), "bkt", NULL, NULL, NULL, dkeys, &keys),
             0);
-        for (int i = 0; i < keys.n; i++)
-            assert_int_equal(obj_move_key(e->multi, 0, "bkt", keys.v[i].key, &rep), 0);
+        for (int i = 0; i < keys.n; i++) {
+            int rc = obj_move_key(e->multi, 0, "bkt", keys.v[i].key, &rep);
+            if (rc) fprintf(stderr, "move of %s: %s\n", keys.v[i].key, err_name(rc));
+            assert_int_equal(rc, 0);
+        }
         free(keys.v);
     }
     return rep.versions;
@@ -691,6 +694,22 @@ static void check_version(obj_set_t *s, const char *key, const char *vid, size_t
     obj_close(r);
     free(want);
     free(got);
+}
+
+/* obj__move_between: a write of the key straight into the source set (pool p), as a commit
+ * that picked it before the key moved. */
+typedef struct {
+    env_t *e;
+    int pool;
+} late_t;
+
+static void late_write(void *arg, const char *key)
+{
+    late_t *lt = arg;
+    int j = obj__in_pool(lt->e->multi, lt->pool, "bkt", key);
+    obj_set_t *src = obj_set_sub(lt->e->multi, j);
+    int versioned = strcmp(key, "late-v") == 0;
+    put_v(src, key, 900, versioned ? 303 : 304, versioned ? OBJ_VERSIONED : OBJ_UNVERSIONED, NULL);
 }
 
 /*
@@ -783,25 +802,49 @@ static void test_drain(void **state)
     /* Again: nothing left to move. */
     assert_int_equal(drain_pass(e), 0);
 
-    /* A versioned write that reached the source after the move (begun there before): the
-     * key is pool 0's again, then moved with the earlier version kept as noncurrent. */
+    /* A write that picked the source before the key moved and commits after: refused (the
+     * client's retry goes to the key's pool), nothing changed. */
     int s0 = obj__in_pool(e->multi, 0, "bkt", "ver");
-    put_v(e->sets[s0], "ver", 700, 104, OBJ_VERSIONED, NULL);
-    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "ver"), 0);
-    check(e->multi, "ver", 700, 104);
-    assert_true(drain_pass(e) >= 1);
-    assert_int_equal(pool0_versions(e), 0);
+    {
+        obj_writer_t *w = obj_put_begin(e->sets[s0], "bkt", "ver", &err);
+        assert_non_null(w);
+        obj_put_set_versioning(w, OBJ_VERSIONED);
+        assert_int_equal(obj_put_write(w, data, 10), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), ERR_THROTTLED);
+    }
     assert_int_equal(obj_set_pool_of(e->multi, "bkt", "ver"), 1);
-    check(e->multi, "ver", 700, 104);
-    check_version(e->multi, "ver", vi[2].vid, 500, 103);
-    check_version(e->multi, "ver", vi[0].vid, 20, 101);
-    /* An unversioned write there after the move replaces the moved one. */
-    s0 = obj__in_pool(e->multi, 0, "bkt", "u02");
-    put_v(e->sets[s0], "u02", 40000, 202, OBJ_UNVERSIONED, NULL);
-    check(e->multi, "u02", 40000, 202);
-    assert_true(drain_pass(e) >= 1);
-    check(e->multi, "u02", 40000, 202);
-    assert_int_equal(pool0_versions(e), 0);
+    check(e->multi, "ver", 500, 103);
+
+    /* Writes that reach the source between a key's copy and its switch: the move stops
+     * there (ERR_BUSY) and the next pass moves the new version over the copy, keeping the
+     * copied one as noncurrent (versioned) or replacing it. */
+    put_v(e->multi, "late-v", 300, 301, OBJ_VERSIONED, &vi[0]);
+    put_v(e->multi, "late-u", 300, 302, OBJ_UNVERSIONED, NULL);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "late-v"), 1); /* new keys: pool 1 */
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 0), 0);
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 1), 0); /* now drain pool 1 into 0 */
+    late_t lt = {e, 1};
+    obj__move_between = late_write;
+    obj__move_between_arg = &lt;
+    obj_move_report_t rep = {0};
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "late-v", &rep), ERR_BUSY);
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "late-u", &rep), ERR_BUSY);
+    obj__move_between = NULL;
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "late-v"), 1);
+    check(e->multi, "late-v", 900, 303);
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "late-v", &rep), 0);
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "late-u", &rep), 0);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "late-v"), 0);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "late-u"), 0);
+    check(e->multi, "late-v", 900, 303);
+    check_version(e->multi, "late-v", vi[0].vid, 300, 301);
+    check(e->multi, "late-u", 900, 304);
+    dlist_t lv = {calloc(16, sizeof(dver_t)), 0, 16};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", "late-", NULL, NULL, dcollect, &lv), 0);
+    assert_int_equal(lv.n, 3); /* late-u once, late-v twice */
+    free(lv.v);
+    assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
 
     /* The upload begun in pool 0 completes there, and the next pass moves it. */
     {
