@@ -232,7 +232,7 @@ int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_inf
     return rc;
 }
 
-#define COMMIT_TRIES    10
+#define COMMIT_TRIES 10
 
 /*
  * Another writer is in the way of a commit: wait a random while, longer

@@ -321,8 +321,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         obj_info_t *v = &nc[i];
         /* A copy of the current one (a promotion's), or a null version below another (a
          * crash's leftover): not versions of their own. */
-        if (has_cur && !strcmp(v->upload_id, cur->upload_id) && !strcmp(v->vid, cur->vid))
-            continue;
+        if (has_cur && !strcmp(v->upload_id, cur->upload_id) && !strcmp(v->vid, cur->vid)) continue;
         if (!v->vid[0]) {
             int newer_null = seen_null;
             for (int j = i - 1; j >= 0 && !newer_null; j--)
