@@ -204,6 +204,7 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
 {
     if (w->err) return w->err;
     if (w->etag[0]) return ERR_CLOSED;
+    if (!len) return 0;
     EVP_DigestUpdate(w->md5, data, len);
     if (!w->enc && len <= w->s->inline_max - w->small_len) {
         if (w->small_len + len > w->small_cap) {
