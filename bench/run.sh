@@ -4,12 +4,13 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3 cluster sets reader heal (cluster: not in the default set; it
+# Suites: storage erasure s3 cluster sets reader heal drain (cluster: not in the default set; it
 #         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
 #         sets: likewise, one node of one set against one node of two sets;
 #         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
 #         bench/reader.py; heal: not in the default set; a replaced drive refilled by
-#         the heal scanner against fio's sequential write, bench/heal.sh)
+#         the heal scanner against fio's sequential write, bench/heal.sh; drain: not in
+#         the default set; a pool's objects moved to another, bench/drain.sh)
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
 #   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
 #                           objects)
@@ -68,8 +69,11 @@ for s in "${suites[@]}"; do
     heal)
       bash bench/heal.sh "$BUILD" | tee "$RESULTS/heal.md"
       ;;
+    drain)
+      bash bench/drain.sh "$BUILD" | tee "$RESULTS/drain.md"
+      ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3 cluster sets reader heal)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster sets reader heal drain)" >&2
       exit 2
       ;;
   esac
