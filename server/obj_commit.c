@@ -332,14 +332,18 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         /*
          * A tombstone left by the mover of a draining pool (obj_move.c): the key went to
          * another pool after this write picked this one (its check at the start of the
-         * commit came first). Written here, it would cover nothing the key holds there:
-         * refused (503 SlowDown), the client's retry goes to the pool that holds it.
+         * commit came first). A condition would be judged here against nothing current
+         * (If-None-Match: * would pass over the moved object): refused (503 SlowDown),
+         * the client's retry goes to the pool that holds the key. An unconditional write
+         * stands here, newer than the moved version: the key is this pool's again, and
+         * the mover's next pass moves it over the copy (kept as noncurrent, or replaced,
+         * as this commit would have done).
          */
-        if (had_old && old.deleted && !old.marker && s->parent &&
+        if (cond && had_old && old.deleted && !old.marker && s->parent &&
             strcmp(old.upload_id, OBJ_MOVED_UPLOAD) == 0) {
             obj_set_t *top = s->parent;
-            int h = obj__pool_holder(top, bucket, key);
-            if (h >= 0 && top->sub[obj__in_pool(top, h, bucket, key)] != s) {
+            int h = obj_set_pool_of(top, bucket, key);
+            if (top->sub[obj__in_pool(top, h, bucket, key)] != s) {
                 log_warn("event=commit_key_moved key=%s: the key moved to another pool", key);
                 *first_err = ERR_THROTTLED;
                 break;

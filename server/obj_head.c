@@ -772,10 +772,26 @@ int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umet
     return obj_update_umeta_version(s, bucket, key, NULL, fn, arg, NULL);
 }
 
+static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                        obj_umeta_fn fn, void *arg, int *marker);
+
 int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                              obj_umeta_fn fn, void *arg, int *marker)
 {
-    s = obj__route(s, bucket, key);
+    obj_set_t *top = s;
+    s = obj__route(top, bucket, key);
+    int rc = update_umeta(s, bucket, key, vid, fn, arg, marker);
+    if (rc == ERR_NOT_FOUND && obj_set_pools(top) > 1) {
+        /* Routed before its key moved off a draining pool (obj_move.c): where it is now. */
+        obj_set_t *now = obj__route(top, bucket, key);
+        if (now != s) rc = update_umeta(now, bucket, key, vid, fn, arg, marker);
+    }
+    return rc;
+}
+
+static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                        obj_umeta_fn fn, void *arg, int *marker)
+{
     obj_info_t *info = xmalloc(sizeof(*info)), *orig = xmalloc(sizeof(*orig));
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
@@ -869,6 +885,12 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
     obj_set_t *top = s;
     s = obj__route(s, bucket, key);
     int rc = delete_if(s, bucket, key, c);
+    if (rc == ERR_NOT_FOUND && obj_set_pools(top) > 1) {
+        /* Routed before its key moved off a draining pool, found here after (obj_move.c):
+         * where the key is now. */
+        obj_set_t *now = obj__route(top, bucket, key);
+        if (now != s) rc = delete_if(s = now, bucket, key, c);
+    }
     if (rc || obj_set_pools(top) < 2) return rc;
     /*
      * A key that two pools hold (writes racing over a weight change): the

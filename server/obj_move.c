@@ -70,7 +70,7 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
     *wout = NULL;
     if (!r) {
         free(ri);
-        return err;
+        return err == ERR_NOT_FOUND ? ERR_BUSY : err; /* gone meanwhile: the next pass sees */
     }
     if (!same_identity(ri, v)) { /* another version there now: the next pass */
         obj_close(r);
@@ -101,7 +101,9 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
     }
     snprintf(info->etag, sizeof(info->etag), "%s", v->etag);
     if (err) {
-        obj_put_abort(w);
+        /* Its blocks stay (unreferenced space): they are named by the version's own upload
+         * id, which a copy another pass (or node) made may use; dropped, it would lose them. */
+        obj__put_release(w);
         return err;
     }
     *bytes += v->size;
@@ -140,16 +142,15 @@ static int copy_internal(obj_set_t *src, obj_set_t *dst, const char *bucket, con
     int rc = obj__newest_head(src, bucket, key, v);
     if (rc == 0 && obj__newest_head(dst, bucket, key, have) == 0 && same_identity(have, v) &&
         !have->deleted) {
-        rc = 0; /* there already */
+        /* There already (its bytes were durable before any head): the heads again, in case a
+         * crash left them on fewer stores than a quorum. */
+        rc = put_heads(dst, bucket, key, "", have, NULL, 0, NULL);
     } else if (rc == 0) {
         obj_writer_t *w = NULL;
         const void *small = NULL;
         if ((rc = copy_bytes(src, dst, bucket, key, NULL, v, have, &small, &w, bytes)) == 0) {
             rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w), NULL);
-            if (rc)
-                obj_put_abort(w);
-            else
-                obj__put_release(w);
+            obj__put_release(w); /* (on failure its blocks stay: see copy_bytes) */
         }
     }
     free(v);
@@ -169,8 +170,10 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
     int rc = 0;
     if (obj__newest_at(dst, bucket, key, pos, info) == 0 && same_identity(info, v) &&
         info->deleted == v->deleted) {
+        /* There already (found on one store at least): its heads again, to a quorum. */
+        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
         free(info);
-        return 0;
+        return rc;
     }
     if (v->deleted) {
         obj_info_copy(info, v); /* a delete marker: a head alone */
@@ -197,10 +200,7 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
         rc = copy_bytes(src, dst, bucket, key, vid, v, info, &small, &w, &rep->bytes);
         if (!rc) {
             rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w), over);
-            if (rc)
-                obj_put_abort(w);
-            else
-                obj__put_release(w);
+            obj__put_release(w); /* (on failure its blocks stay: see copy_bytes) */
         }
     }
     free(info);
@@ -219,12 +219,15 @@ static void drop_heads(obj_set_t *src, const char *bucket, const char *key, cons
 
 /*
  * The target's current version dcur is older than cur, which moves in over
- * it: kept as noncurrent when either is a versioned write (as a commit
- * keeps what it covers), else replaced (*drop: its space goes once cur's
- * heads stand).
+ * it: kept as noncurrent when either is a versioned write (as a commit keeps
+ * what it covers), else replaced (*drop: its space goes once cur's heads
+ * stand). Kept even when the source no longer has it: it may be a write
+ * made through the target (routed there once the key's copy stood) that the
+ * source never saw, and losing an acknowledged version is worse than
+ * keeping one deleted by its id through the source in that window.
  */
-static int cover_target(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
-                        const obj_info_t *dcur, const obj_info_t *cur, int *drop)
+static int cover_target(obj_set_t *dst, const char *bucket, const char *key, const obj_info_t *dcur,
+                        const obj_info_t *cur, int *drop)
 {
     *drop = 0;
     if (dcur->deleted && !dcur->marker) return 0;               /* nothing current there */
@@ -233,21 +236,7 @@ static int cover_target(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
         *drop = !dcur->deleted;
         return 0;
     }
-    /*
-     * A versioned one is kept, as the source keeps it: there it is noncurrent (a write
-     * covered it after it moved), or gone (deleted by its id meanwhile: the source's
-     * current is what was promoted in its place), and then it goes here too.
-     */
-    char pos[OBJ_VID_LEN + 1];
-    obj_info_t *h = xmalloc(sizeof(*h));
-    obj__vid_of(pos, dcur->mtime_ns);
-    int rc = obj__newest_at(src, bucket, key, pos, h);
-    int kept = rc == 0 && strcmp(h->upload_id, dcur->upload_id) == 0 && !(h->deleted && !h->marker);
-    free(h);
-    if (rc && rc != ERR_NOT_FOUND) return rc;
-    if (kept) return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
-    *drop = !dcur->deleted;
-    return 0;
+    return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
 }
 
 /*
@@ -269,6 +258,11 @@ static int deleted_in_src(obj_set_t *src, const char *bucket, const char *key,
     return gone;
 }
 
+static int is_moved_mark(const obj_info_t *h)
+{
+    return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
+}
+
 /* Versions whose space goes once the key's lock is released (drops take key locks). */
 typedef struct {
     struct drop {
@@ -288,6 +282,30 @@ static void drop_later(drops_t *l, obj_set_t *set, const obj_info_t *v)
     obj_info_copy(&l->d[l->n++].v, v);
 }
 
+static int in_list(const obj_info_t *l, int n, const obj_info_t *v)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(l[i].upload_id, v->upload_id) && !strcmp(l[i].vid, v->vid)) return 1;
+    return 0;
+}
+
+/*
+ * The pool key goes to: an active pool that holds a head of it already (an
+ * earlier pass's copies, under other weights), else the one a new key goes to.
+ */
+static int target_pool(obj_set_t *s, int np, int from, const char *bucket, const char *key)
+{
+    obj_info_t *h = xmalloc(sizeof(*h));
+    int to = -1;
+    for (int p = 0; p < np && to < 0; p++)
+        if (p != from && !atomic_load(&s->pools[p].draining) &&
+            obj__newest_head(s->sub[obj__in_pool(s, p, bucket, key)], bucket, key, h) == 0 &&
+            !is_moved_mark(h))
+            to = p;
+    free(h);
+    return to >= 0 ? to : obj__new_key_pool(s, np, bucket, key);
+}
+
 int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                  obj_move_report_t *rep)
 {
@@ -295,12 +313,13 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     int np = obj_set_pools(s);
     if (!s->nsub || from < 0 || from >= np || !atomic_load(&s->pools[from].draining))
         return ERR_INVAL;
-    int to = obj__new_key_pool(s, np, bucket, key);
+    int to = target_pool(s, np, from, bucket, key);
     if (to == from) return ERR_INVAL; /* every pool draining: nowhere to go */
     obj_set_t *src = s->sub[obj__in_pool(s, from, bucket, key)];
     obj_set_t *dst = s->sub[obj__in_pool(s, to, bucket, key)];
-    obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL;
-    int nnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;
+    obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL,
+               *dnc = NULL;
+    int nnc = 0, ndnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;
     pthread_mutex_t *lk = obj__key_lock(src, bucket, key);
     pthread_mutex_lock(lk);
     rc = obj__standing(src, bucket, key, cur, &in_way);
@@ -315,6 +334,41 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     }
     rc = 0;
     if (!has_cur && nnc == 0) goto out; /* nothing here (a tombstone at most) */
+    int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
+    if (drc && drc != ERR_NOT_FOUND) {
+        rc = drc;
+        goto out;
+    }
+    if (dst_in_way) {
+        rc = ERR_BUSY;
+        goto out;
+    }
+    /*
+     * A current head in the target (not a tombstone a move out of it left) means an
+     * earlier pass copied this key whole, current version last: the target is the key's
+     * from then on, for everything the source had then, which is not copied again (it may
+     * have been deleted there since). What the source holds newer than that head came
+     * later (a write that reached the source in the window before its switch) and moves.
+     */
+    int tgt_has = drc == 0 && !is_moved_mark(dcur);
+    uint64_t since = tgt_has ? dcur->stamp_ns : 0;
+    if (!tgt_has) {
+        /*
+         * The source is the key's: a version an interrupted pass copied and that was
+         * deleted by its id through the source since does not stay in the target.
+         */
+        if ((ndnc = obj__noncurrent_all(dst, bucket, key, &dnc)) < 0) {
+            rc = ndnc;
+            ndnc = 0;
+            goto out;
+        }
+        for (int i = 0; i < ndnc; i++)
+            if (!in_list(nc, nnc, &dnc[i]) &&
+                !(has_cur && !strcmp(dnc[i].upload_id, cur->upload_id))) {
+                obj__retire(dst, bucket, key, &dnc[i]);
+                if (!dnc[i].deleted) drop_later(&drops, dst, &dnc[i]);
+            }
+    }
     /* Oldest first: an interrupted move leaves the target a prefix of the key's history. */
     int seen_null = has_cur && !cur->vid[0];
     for (int i = nnc - 1; i >= 0; i--) {
@@ -328,61 +382,41 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                 newer_null = !nc[j].vid[0];
             if (newer_null) continue;
         }
+        if (v->stamp_ns <= since) continue;
         char pos[OBJ_VID_LEN + 1];
         obj__vid_of(pos, v->mtime_ns);
         if ((rc = copy_version(src, dst, bucket, key, pos, v, NULL, rep)) != 0) goto out;
     }
-    if (has_head) {
-        int drop = 0;
-        int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
-        if (drc && drc != ERR_NOT_FOUND) {
-            rc = drc;
+    if (has_head && !has_cur) {
+        /* Only noncurrent versions under a tombstone: the target takes the tombstone too
+         * (same stamp), or the source's would keep the key (and its reads) there. */
+        if (!is_moved_mark(cur) && (drc == ERR_NOT_FOUND || older(dcur, cur)) &&
+            (rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
             goto out;
-        }
-        if (dst_in_way) {
+    } else if (has_cur && !(tgt_has && !older(dcur, cur))) {
+        /* The target has nothing current, or something older: cur moves in over it. */
+        int drop = 0;
+        if (tgt_has && (rc = cover_target(dst, bucket, key, dcur, cur, &drop)) != 0) goto out;
+        if ((rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
+            goto out;
+        if (drop) drop_later(&drops, dst, dcur);
+        if (deleted_in_src(src, bucket, key, cur)) {
+            /* Not brought back: the copy goes under a newer tombstone (where it landed). */
+            obj_info_t *t = dcur;
+            obj_info_clear(t);
+            t->deleted = 1;
+            t->mtime_ns = t->stamp_ns = obj__now_after(cur);
+            if ((rc = obj__new_upload_id(t->upload_id)) != 0) goto out;
+            shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
+            memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
+            int refused = 0, first_err = 0;
+            int heads =
+                obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);
+            if (!refused && obj__enough(dst, t, heads) && !cur->deleted)
+                drop_later(&drops, dst, cur);
+            log_info("event=move_deleted_meanwhile key=%s", key);
             rc = ERR_BUSY;
             goto out;
-        }
-        if (!has_cur) {
-            /* Only noncurrent versions under a tombstone: the target takes the tombstone too
-             * (same stamp), or the source's would keep the key (and its reads) there. */
-            if (strcmp(cur->upload_id, OBJ_MOVED_UPLOAD) != 0 && /* (not this mover's own) */
-                (drc == ERR_NOT_FOUND || older(dcur, cur)) &&
-                (rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) !=
-                    0)
-                goto out;
-        } else if (drc == 0 && !(dcur->deleted && !dcur->marker) && older(cur, dcur)) {
-            /* A newer version in the target (written there while this key was in both):
-             * the source's current one is history there. */
-            if (cur->vid[0] || dcur->vid[0]) {
-                char pos[OBJ_VID_LEN + 1];
-                obj__vid_of(pos, cur->mtime_ns);
-                if ((rc = copy_version(src, dst, bucket, key, pos, cur, NULL, rep)) != 0) goto out;
-            }
-        } else if (drc != 0 || !same_identity(dcur, cur) || dcur->deleted != cur->deleted) {
-            if (drc == 0 && (rc = cover_target(src, dst, bucket, key, dcur, cur, &drop)) != 0)
-                goto out;
-            if ((rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) !=
-                0)
-                goto out;
-            if (drop) drop_later(&drops, dst, dcur);
-            if (deleted_in_src(src, bucket, key, cur)) {
-                /* Not brought back: the copy goes under a newer tombstone (where it landed). */
-                obj_info_t *t = dcur;
-                obj_info_clear(t);
-                t->deleted = 1;
-                t->mtime_ns = t->stamp_ns = obj__now_after(cur);
-                if ((rc = obj__new_upload_id(t->upload_id)) != 0) goto out;
-                shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
-                memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
-                int refused = 0, first_err = 0;
-                (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &bound, &refused,
-                                         &first_err);
-                if (!cur->deleted) drop_later(&drops, dst, cur);
-                log_info("event=move_deleted_meanwhile key=%s", key);
-                rc = ERR_BUSY;
-                goto out;
-            }
         }
     }
     if (has_cur && obj__move_between) {
@@ -395,6 +429,9 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         /*
          * The switch: the source's current head becomes a tombstone with the moved
          * version's own stamp, only where that version (or something older) stands.
+         * Refused or short, it is taken back where it landed: half a switch would not
+         * stand, and a commit would take it for a crash's leftover and cover it without
+         * keeping the version it hides.
          */
         obj_info_t *t = dcur;
         obj_info_clear(t);
@@ -407,28 +444,38 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         int refused = 0, first_err = 0;
         int heads =
             obj__write_at_cond(src, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);
-        if (refused) {
-            rc = ERR_BUSY; /* a write reached the source meanwhile: it stays newest there */
-            goto out;
-        }
-        if (!obj__enough(src, t, heads)) {
-            rc = first_err ? first_err : ERR_UNRECOVERABLE;
+        if (refused || !obj__enough(src, t, heads)) {
+            obj__put_back(src, bucket, key, "", cur, t);
+            rc = refused ? ERR_BUSY : first_err ? first_err : ERR_UNRECOVERABLE;
             goto out;
         }
     }
     /*
      * A version deleted by its id through the source while it was copied (a
-     * delete routed there before the copy stood) goes from the target too.
+     * delete routed there before the copy stood) goes from the target too; one
+     * whose tags or ACL were rewritten there meanwhile gets them.
      */
     for (int i = 0; i < nnc; i++) {
         char pos[OBJ_VID_LEN + 1];
         obj_info_t *h = dcur;
         obj__vid_of(pos, nc[i].mtime_ns);
         int hr = obj__newest_at(src, bucket, key, pos, h);
-        if ((hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) &&
-            obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
-            obj__retire(dst, bucket, key, &nc[i]);
-            if (!nc[i].deleted) drop_later(&drops, dst, &nc[i]);
+        if (hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) {
+            if (obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
+                obj__retire(dst, bucket, key, &nc[i]);
+                if (!nc[i].deleted) drop_later(&drops, dst, &nc[i]);
+            }
+        } else if (hr == 0 && !strcmp(h->upload_id, nc[i].upload_id) &&
+                   h->stamp_ns > nc[i].stamp_ns) {
+            obj_info_t *d = xmalloc(sizeof(*d));
+            if (obj__newest_at(dst, bucket, key, pos, d) == 0 &&
+                !strcmp(d->upload_id, h->upload_id) && d->stamp_ns < h->stamp_ns) {
+                memcpy(d->umeta, h->umeta, h->umeta_len);
+                d->umeta_len = h->umeta_len;
+                d->stamp_ns = h->stamp_ns;
+                (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL);
+            }
+            free(d);
         }
     }
     /* The source's copies go: noncurrent heads, then every moved version's space. */
@@ -448,7 +495,8 @@ out:
     free(drops.d);
     if (rc && rc != ERR_BUSY) log_warn("event=move_failed key=%s err=%s", key, err_name(rc));
     free(nc);
+    free(dnc);
     free(cur);
     free(dcur);
-    return rc == ERR_NOT_FOUND ? 0 : rc;
+    return rc;
 }

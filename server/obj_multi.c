@@ -281,13 +281,15 @@ static int newest_of_key(mlist_t *ml, int best, const char *bound, int lim, cons
  */
 typedef struct {
     char *key;
-    int set; /* the set that listed the key first */
-    char (*vids)[20];
+    int set;          /* the set that listed the key first */
+    char (*vids)[56]; /* version id and upload id (null versions all have the id "") */
     int n, cap;
 } vseen_t;
 
-static int seen_version(vseen_t *v, int set, const char *key, const char *vid)
+static int seen_version(vseen_t *v, int set, const char *key, const char *vid, const char *upload)
 {
+    char id[56];
+    snprintf(id, sizeof(id), "%s/%s", vid, upload);
     if (!v->key || strcmp(v->key, key) != 0) {
         free(v->key);
         v->key = xstrdup(key);
@@ -295,13 +297,13 @@ static int seen_version(vseen_t *v, int set, const char *key, const char *vid)
         v->n = 0;
     } else if (set != v->set) {
         for (int i = 0; i < v->n; i++)
-            if (strcmp(v->vids[i], vid) == 0) return 1;
+            if (strcmp(v->vids[i], id) == 0) return 1;
     }
     if (v->n == v->cap) {
         v->cap = v->cap ? 2 * v->cap : 16;
         v->vids = xrealloc(v->vids, (size_t)v->cap * sizeof(*v->vids));
     }
-    snprintf(v->vids[v->n++], sizeof(v->vids[0]), "%s", vid);
+    snprintf(v->vids[v->n++], sizeof(v->vids[0]), "%s", id);
     return 0;
 }
 
@@ -361,7 +363,8 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
                 if (last_cp && strcmp(last_cp, key) == 0) continue; /* another set's too */
                 free(last_cp);
                 last_cp = xstrdup(key);
-            } else if (ml->kind == M_VERSIONS && seen_version(&seen, best, key, info->vid)) {
+            } else if (ml->kind == M_VERSIONS &&
+                       seen_version(&seen, best, key, info->vid, info->upload_id)) {
                 continue; /* a key being moved off a draining pool: both pools list it */
             }
             int stop = ml->kind == M_OBJECTS

@@ -136,25 +136,18 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
     for (int p = 0; p < np; p++) {
         obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
         int rc = obj__newest_head(set, bucket, key, h);
+        /* A move's tombstone holds nothing: the key left this pool (obj_move.c). Counted,
+         * a key deleted in the pool it went to would come back to this one. */
+        if (rc == 0 && moved_mark(h)) rc = ERR_NOT_FOUND;
         if (rc == 0) {
             int cmp = holder < 0                      ? 1
                       : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)
                                                       : strcmp(h->upload_id, best->upload_id);
-            /*
-             * The same stamp in two pools: a key being moved off a draining pool
-             * (obj_move.c). The version wins over the tombstone a move left (in the
-             * source, or in a pool the key left before and is coming back to); of two
-             * copies, the pool it goes to, so that new writes land there.
-             */
-            if (holder >= 0 && h->stamp_ns == best->stamp_ns) {
-                int hm = moved_mark(h), bm = moved_mark(best);
-                int hd = atomic_load(&s->pools[p].draining),
-                    bd = atomic_load(&s->pools[holder].draining);
-                if (hm != bm)
-                    cmp = hm ? -1 : 1;
-                else if (hd != bd)
-                    cmp = bd ? 1 : -1;
-            }
+            /* The same stamp in two pools: a key being moved off a draining pool
+             * (obj_move.c): the pool it goes to, so that new writes land there. */
+            if (holder >= 0 && h->stamp_ns == best->stamp_ns &&
+                atomic_load(&s->pools[p].draining) != atomic_load(&s->pools[holder].draining))
+                cmp = atomic_load(&s->pools[holder].draining) ? 1 : -1;
             if (cmp > 0) {
                 holder = p;
                 obj_info_copy(best, h);

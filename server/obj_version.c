@@ -471,10 +471,26 @@ static int promote_past(obj_set_t *s, const char *bucket, const char *key, const
     return ERR_THROTTLED;
 }
 
+static int delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                          const obj_cond_t *c, obj_info_t *gone);
+
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                        const obj_cond_t *c, obj_info_t *gone)
 {
-    s = obj__route(s, bucket, key);
+    obj_set_t *top = s;
+    s = obj__route(top, bucket, key);
+    int rc = delete_version(s, bucket, key, vid, c, gone);
+    if (rc == ERR_NOT_FOUND && obj_set_pools(top) > 1) {
+        /* Routed before its key moved off a draining pool (obj_move.c): where it is now. */
+        obj_set_t *now = obj__route(top, bucket, key);
+        if (now != s) rc = delete_version(now, bucket, key, vid, c, gone);
+    }
+    return rc;
+}
+
+static int delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                          const obj_cond_t *c, obj_info_t *gone)
+{
     obj_info_t v, *more = NULL;
     int nmore = 0;
     char pos[OBJ_VID_LEN + 1];
