@@ -333,7 +333,9 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         goto out;
     }
     rc = 0;
-    if (!has_cur && nnc == 0) goto out; /* nothing here (a tombstone at most) */
+    /* Nothing here: no head, or a move's tombstone. (A plain tombstone may hide a copy an
+     * earlier attempt left in the target: its current version deleted by id meanwhile.) */
+    if (!has_cur && nnc == 0 && (!has_head || is_moved_mark(cur))) goto out;
     int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
     if (drc && drc != ERR_NOT_FOUND) {
         rc = drc;
@@ -390,9 +392,12 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     if (has_head && !has_cur) {
         /* Only noncurrent versions under a tombstone: the target takes the tombstone too
          * (same stamp), or the source's would keep the key (and its reads) there. */
-        if (!is_moved_mark(cur) && (drc == ERR_NOT_FOUND || older(dcur, cur)) &&
+        if (!is_moved_mark(cur) && (drc == ERR_NOT_FOUND ? nnc > 0 : older(dcur, cur)) &&
             (rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
             goto out;
+        /* (A version it hides there was deleted: its space goes.) */
+        if (drc == 0 && older(dcur, cur) && !dcur->deleted && !in_list(nc, nnc, dcur))
+            drop_later(&drops, dst, dcur);
     } else if (has_cur && !(tgt_has && !older(dcur, cur))) {
         /* The target has nothing current, or something older: cur moves in over it. */
         int drop = 0;

@@ -159,6 +159,10 @@ static void *move_some(void *arg)
         if (i < 0) return NULL;
         obj_move_report_t r = {0};
         int mr = obj_move_key(m->d->cfg->set, m->pool, m->iname, m->pg->keys[i], &r);
+        /* Once more at once: a write that refused the switch may have left what only a
+         * fresh look moves (a version deleted by id leaves no version to list the key by). */
+        if (mr == ERR_BUSY)
+            mr = obj_move_key(m->d->cfg->set, m->pool, m->iname, m->pg->keys[i], &r);
         int stop = pace(m->p, &r, mr);
         pthread_mutex_lock(&m->mu);
         m->left += mr != 0;

@@ -703,6 +703,17 @@ typedef struct {
     int pool;
 } late_t;
 
+/* obj__move_between: the key's current version deleted by its id through the source. */
+static void late_delete(void *arg, const char *key)
+{
+    late_t *lt = arg;
+    int j = obj__in_pool(lt->e->multi, lt->pool, "bkt", key);
+    obj_info_t cur;
+    assert_int_equal(obj_stat(obj_set_sub(lt->e->multi, j), "bkt", key, &cur), 0);
+    assert_int_equal(
+        obj_delete_version(obj_set_sub(lt->e->multi, j), "bkt", key, cur.vid, NULL, NULL), 0);
+}
+
 static void late_write(void *arg, const char *key)
 {
     late_t *lt = arg;
@@ -857,6 +868,21 @@ static void test_drain(void **state)
     assert_int_equal(obj_list_versions(e->multi, "bkt", "late-", NULL, NULL, dcollect, &lv), 0);
     assert_int_equal(lv.n, 3); /* late-u once, late-v twice */
     free(lv.v);
+    /* The only version deleted by its id through the source between copy and switch: gone
+     * everywhere (the copy is hidden by the source's tombstone, moved over it). */
+    put_v(obj_set_sub(e->multi, obj__in_pool(e->multi, 1, "bkt", "gone-v")), "gone-v", 300, 305,
+          OBJ_VERSIONED, NULL);
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "gone-v"), 1);
+    obj__move_between = late_delete;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "gone-v", &rep), ERR_BUSY);
+    obj__move_between = NULL;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "gone-v", &rep), 0);
+    obj_info_t gi;
+    assert_int_equal(obj_stat(e->multi, "bkt", "gone-v", &gi), ERR_NOT_FOUND);
+    dlist_t gv = {calloc(16, sizeof(dver_t)), 0, 16};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", "gone-", NULL, NULL, dcollect, &gv), 0);
+    assert_int_equal(gv.n, 0);
+    free(gv.v);
     assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
     assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
 
