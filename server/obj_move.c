@@ -318,7 +318,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     obj_set_t *src = s->sub[obj__in_pool(s, from, bucket, key)];
     obj_set_t *dst = s->sub[obj__in_pool(s, to, bucket, key)];
     obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL,
-               *dnc = NULL;
+               *dnc = NULL, *dprev = xmalloc(sizeof(*dprev));
     int nnc = 0, ndnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;
     pthread_mutex_t *lk = obj__key_lock(src, bucket, key);
     pthread_mutex_lock(lk);
@@ -352,7 +352,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
      * have been deleted there since). What the source holds newer than that head came
      * later (a write that reached the source in the window before its switch) and moves.
      */
-    int tgt_has = drc == 0 && !is_moved_mark(dcur);
+    int tgt_has = drc == 0 && !is_moved_mark(dcur), tgt_had = tgt_has, copied_cur = 0;
     uint64_t since = tgt_has ? dcur->stamp_ns : 0;
     if (!tgt_has) {
         /*
@@ -401,6 +401,8 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     } else if (has_cur && !(tgt_has && !older(dcur, cur))) {
         /* The target has nothing current, or something older: cur moves in over it. */
         int drop = 0;
+        copied_cur = 1;
+        if (tgt_has) obj_info_copy(dprev, dcur);
         if (tgt_has && (rc = cover_target(dst, bucket, key, dcur, cur, &drop)) != 0) goto out;
         if ((rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
             goto out;
@@ -451,6 +453,27 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
             obj__write_at_cond(src, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);
         if (refused || !obj__enough(src, t, heads)) {
             obj__put_back(src, bucket, key, "", cur, t);
+            /*
+             * And the copy of cur goes from the target's current position (where it still
+             * stands): the source stays the key's until a pass switches it, so that what is
+             * deleted there meanwhile (a version by its id) is retired from the target's
+             * copies by the next pass, not kept as the target's own.
+             */
+            if (copied_cur) {
+                if (tgt_had) {
+                    obj__put_back(dst, bucket, key, "", dprev, cur);
+                } else {
+                    obj_info_clear(t);
+                    t->deleted = 1;
+                    t->mtime_ns = cur->mtime_ns;
+                    t->stamp_ns = cur->stamp_ns;
+                    memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
+                    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
+                    memcpy(mine.upload, cur->upload_id, sizeof(mine.upload));
+                    int r2 = 0, e2 = 0;
+                    (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &mine, &r2, &e2);
+                }
+            }
             rc = refused ? ERR_BUSY : first_err ? first_err : ERR_UNRECOVERABLE;
             goto out;
         }
@@ -503,5 +526,6 @@ out:
     free(dnc);
     free(cur);
     free(dcur);
+    free(dprev);
     return rc;
 }

@@ -714,6 +714,16 @@ static void late_delete(void *arg, const char *key)
         obj_delete_version(obj_set_sub(lt->e->multi, j), "bkt", key, cur.vid, NULL, NULL), 0);
 }
 
+/* obj__move_between: a new version, then the oldest deleted by its id, through the source. */
+static char res_oldest[24];
+static void late_put_and_delete(void *arg, const char *key)
+{
+    late_t *lt = arg;
+    obj_set_t *src = obj_set_sub(lt->e->multi, obj__in_pool(lt->e->multi, lt->pool, "bkt", key));
+    put_v(src, key, 900, 307, OBJ_VERSIONED, NULL);
+    assert_int_equal(obj_delete_version(src, "bkt", key, res_oldest, NULL, NULL), 0);
+}
+
 static void late_write(void *arg, const char *key)
 {
     late_t *lt = arg;
@@ -883,6 +893,26 @@ static void test_drain(void **state)
     assert_int_equal(obj_list_versions(e->multi, "bkt", "gone-", NULL, NULL, dcollect, &gv), 0);
     assert_int_equal(gv.n, 0);
     free(gv.v);
+    /* A new version and the deletion of an old one by its id through the source between
+     * copy and switch: the old one does not come back from the target's copy (the copy of
+     * the current version is taken back when the switch is refused, and the next look
+     * retires the target's copies of versions the source no longer has). */
+    obj_set_t *rs = obj_set_sub(e->multi, obj__in_pool(e->multi, 1, "bkt", "res"));
+    obj_info_t r0;
+    put_v(rs, "res", 300, 310, OBJ_VERSIONED, &r0);
+    put_v(rs, "res", 300, 311, OBJ_VERSIONED, NULL);
+    snprintf(res_oldest, sizeof(res_oldest), "%s", r0.vid);
+    obj__move_between = late_put_and_delete;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "res", &rep), ERR_BUSY);
+    obj__move_between = NULL;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "res", &rep), 0);
+    check(e->multi, "res", 900, 307);
+    dlist_t rv = {calloc(16, sizeof(dver_t)), 0, 16};
+    assert_int_equal(obj_list_versions(e->multi, "bkt", "res", NULL, NULL, dcollect, &rv), 0);
+    assert_int_equal(rv.n, 2);
+    for (int i = 0; i < rv.n; i++)
+        assert_string_not_equal(rv.v[i].vid, r0.vid);
+    free(rv.v);
     assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
     assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
 
