@@ -265,10 +265,25 @@ static int look(obj_set_t *s, const char *bucket, const char *key, const char *v
     return ERR_NOT_FOUND;
 }
 
+static obj_reader_t *open_version(obj_set_t *s, const char *bucket, const char *key,
+                                  const char *vid, obj_info_t *info, int *err);
+
 obj_reader_t *obj_open_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                                obj_info_t *info, int *err)
 {
-    s = obj__route(s, bucket, key);
+    obj_set_t *set = obj__route(s, bucket, key);
+    obj_reader_t *r = open_version(set, bucket, key, vid, info, err);
+    if (!r && *err == ERR_NOT_FOUND && obj_set_pools(s) > 1) {
+        /* Routed just before its key moved off a draining pool (obj_move.c): where it is. */
+        obj_set_t *now = obj__route(s, bucket, key);
+        if (now != set) r = open_version(now, bucket, key, vid, info, err);
+    }
+    return r;
+}
+
+static obj_reader_t *open_version(obj_set_t *s, const char *bucket, const char *key,
+                                  const char *vid, obj_info_t *info, int *err)
+{
     /* Not calloc: that cleared the 16 KiB of info.umeta on every GET, for a few bytes used. */
     obj_reader_t *r = xmalloc(sizeof(*r));
     memset(r, 0, offsetof(obj_reader_t, info));

@@ -343,9 +343,17 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
 
 int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
-    s = obj__route(s, bucket, key);
-    int rc = obj__newest_head(s, bucket, key, info);
-    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
+    obj_set_t *set = obj__route(s, bucket, key);
+    int rc = obj__newest_head(set, bucket, key, info);
+    if (rc == 0 && info->deleted) rc = ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND && obj_set_pools(s) > 1) {
+        /* Routed just before its key moved off a draining pool (obj_move.c): where it is. */
+        obj_set_t *now = obj__route(s, bucket, key);
+        if (now != set) {
+            rc = obj__newest_head(now, bucket, key, info);
+            if (rc == 0 && info->deleted) rc = ERR_NOT_FOUND;
+        }
+    }
     return rc;
 }
 

@@ -291,11 +291,17 @@ int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *v
 int obj_stat_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                      obj_info_t *info)
 {
-    s = obj__route(s, bucket, key);
+    obj_set_t *set = obj__route(s, bucket, key);
     char pos[OBJ_VID_LEN + 1];
     /* No lock: a version moves to noncurrent before anything covers it, and to current
      * before its noncurrent head goes, so a reader finds it in one place or the other. */
-    return obj__locate(s, bucket, key, vid, info, pos);
+    int rc = obj__locate(set, bucket, key, vid, info, pos);
+    if (rc == ERR_NOT_FOUND && obj_set_pools(s) > 1) {
+        /* Routed just before its key moved off a draining pool (obj_move.c): where it is. */
+        obj_set_t *now = obj__route(s, bucket, key);
+        if (now != set) rc = obj__locate(now, bucket, key, vid, info, pos);
+    }
+    return rc;
 }
 
 int obj_delete_current(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c,
