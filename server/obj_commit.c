@@ -211,13 +211,6 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 
 #define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
 
-/* Whether c asks anything of the version a write replaces. */
-static int cond_set(const obj_cond_t *c)
-{
-    return c && (c->none_match || c->if_match[0] || c->if_size >= 0 || c->if_mtime_s >= 0 ||
-                 c->if_upload[0] || c->if_stamp);
-}
-
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
@@ -339,14 +332,11 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         /*
          * A tombstone left by the mover of a draining pool (obj_move.c): the key went to
          * another pool after this write picked this one (its check at the start of the
-         * commit came first). A condition would be judged here against nothing current
-         * (If-None-Match: * would pass over the moved object): refused (503 SlowDown),
-         * the client's retry goes to the pool that holds the key. An unconditional write
-         * stands here, newer than the moved version: the key is this pool's again, and
-         * the mover's next pass moves it over the copy (kept as noncurrent, or replaced,
-         * as this commit would have done).
+         * commit came first). Written here it would cover nothing (a condition judged
+         * against nothing current, the moved version not kept as noncurrent): refused
+         * (503 SlowDown), the client's retry goes to the pool that holds the key.
          */
-        if (cond_set(cond) && had_old && old.deleted && !old.marker && s->parent &&
+        if (had_old && old.deleted && !old.marker && s->parent &&
             strcmp(old.upload_id, OBJ_MOVED_UPLOAD) == 0) {
             obj_set_t *top = s->parent;
             int h = obj_set_pool_of(top, bucket, key);

@@ -218,28 +218,6 @@ static void drop_heads(obj_set_t *src, const char *bucket, const char *key, cons
 }
 
 /*
- * The target's current version dcur is older than cur, which moves in over
- * it: kept as noncurrent when either is a versioned write (as a commit keeps
- * what it covers), else replaced (*drop: its space goes once cur's heads
- * stand). Kept even when the source no longer has it: it may be a write
- * made through the target (routed there once the key's copy stood) that the
- * source never saw, and losing an acknowledged version is worse than
- * keeping one deleted by its id through the source in that window.
- */
-static int cover_target(obj_set_t *dst, const char *bucket, const char *key, const obj_info_t *dcur,
-                        const obj_info_t *cur, int *drop)
-{
-    *drop = 0;
-    if (dcur->deleted && !dcur->marker) return 0;               /* nothing current there */
-    if (strcmp(dcur->upload_id, cur->upload_id) == 0) return 0; /* the same, retagged */
-    if (!cur->vid[0] && !dcur->vid[0]) {
-        *drop = !dcur->deleted;
-        return 0;
-    }
-    return obj__archive(dst, bucket, key, dcur, cur->stamp_ns);
-}
-
-/*
  * Whether the key was deleted in src after cur was read there: nothing
  * stands (an unversioned DELETE through another node removed its heads, and
  * looked for a copy in the other pools before this one's copy landed), or a
@@ -333,9 +311,20 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         goto out;
     }
     rc = 0;
-    /* Nothing here: no head, or a move's tombstone. (A plain tombstone may hide a copy an
-     * earlier attempt left in the target: its current version deleted by id meanwhile.) */
+    /* Nothing here: no head. (A plain tombstone may hide a copy an earlier attempt left in
+     * the target: its current version deleted by id meanwhile.) */
     if (!has_cur && nnc == 0 && (!has_head || is_moved_mark(cur))) goto out;
+    if (has_head && is_moved_mark(cur)) {
+        /* Switched: the target is the key's (what it holds may differ by now). Noncurrent
+         * heads a cut-short cleanup left here only go. */
+        for (int i = 0; i < nnc; i++) {
+            char pos[OBJ_VID_LEN + 1];
+            obj__vid_of(pos, nc[i].mtime_ns);
+            drop_heads(src, bucket, key, pos);
+            if (!nc[i].deleted) drop_later(&drops, src, &nc[i]);
+        }
+        goto out;
+    }
     int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
     if (drc && drc != ERR_NOT_FOUND) {
         rc = drc;
@@ -346,19 +335,13 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         goto out;
     }
     /*
-     * A current head in the target (not a tombstone a move out of it left) means an
-     * earlier pass copied this key whole, current version last: the target is the key's
-     * from then on, for everything the source had then, which is not copied again (it may
-     * have been deleted there since). What the source holds newer than that head came
-     * later (a write that reached the source in the window before its switch) and moves.
+     * Until its switch stands, the source is the key's (routing prefers it on a tie, so
+     * every request goes there): the target's copies follow it. A version an interrupted
+     * attempt copied and that was deleted by its id through the source since does not
+     * stay in the target.
      */
     int tgt_has = drc == 0 && !is_moved_mark(dcur), tgt_had = tgt_has, copied_cur = 0;
-    uint64_t since = tgt_has ? dcur->stamp_ns : 0;
-    if (!tgt_has) {
-        /*
-         * The source is the key's: a version an interrupted pass copied and that was
-         * deleted by its id through the source since does not stay in the target.
-         */
+    {
         if ((ndnc = obj__noncurrent_all(dst, bucket, key, &dnc)) < 0) {
             rc = ndnc;
             ndnc = 0;
@@ -384,7 +367,6 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                 newer_null = !nc[j].vid[0];
             if (newer_null) continue;
         }
-        if (v->stamp_ns <= since) continue;
         char pos[OBJ_VID_LEN + 1];
         obj__vid_of(pos, v->mtime_ns);
         if ((rc = copy_version(src, dst, bucket, key, pos, v, NULL, rep)) != 0) goto out;
@@ -398,12 +380,23 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         /* (A version it hides there was deleted: its space goes.) */
         if (drc == 0 && older(dcur, cur) && !dcur->deleted && !in_list(nc, nnc, dcur))
             drop_later(&drops, dst, dcur);
-    } else if (has_cur && !(tgt_has && !older(dcur, cur))) {
-        /* The target has nothing current, or something older: cur moves in over it. */
+    } else if (has_cur && tgt_has && older(cur, dcur) && !in_list(nc, nnc, dcur)) {
+        /* A newer version in the target that the source never had (the key in both pools:
+         * writes racing over a weight change): the source's current one is history there. */
+        if (cur->vid[0] || dcur->vid[0]) {
+            char pos[OBJ_VID_LEN + 1];
+            obj__vid_of(pos, cur->mtime_ns);
+            if ((rc = copy_version(src, dst, bucket, key, pos, cur, NULL, rep)) != 0) goto out;
+        }
+    } else if (has_cur) {
+        /* cur moves in over what the target holds: a copy an earlier attempt made (kept
+         * as noncurrent there only if the source keeps it so), or nothing. */
         int drop = 0;
         copied_cur = 1;
         if (tgt_has) obj_info_copy(dprev, dcur);
-        if (tgt_has && (rc = cover_target(dst, bucket, key, dcur, cur, &drop)) != 0) goto out;
+        if (tgt_has && strcmp(dcur->upload_id, cur->upload_id) != 0 && !dcur->deleted &&
+            !in_list(nc, nnc, dcur))
+            drop = 1;
         if ((rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
             goto out;
         if (drop) drop_later(&drops, dst, dcur);

@@ -143,11 +143,16 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
             int cmp = holder < 0                      ? 1
                       : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)
                                                       : strcmp(h->upload_id, best->upload_id);
-            /* The same stamp in two pools: a key being moved off a draining pool
-             * (obj_move.c): the pool it goes to, so that new writes land there. */
+            /*
+             * The same stamp in two pools: a key being moved off a draining pool
+             * (obj_move.c), copied but not switched yet. The source is the key's until
+             * the switch stands (its tombstone, ignored above, then leaves the target):
+             * every request goes there meanwhile, so that the copy only follows it and
+             * nothing is written to, or deleted from, a copy that may yet be taken back.
+             */
             if (holder >= 0 && h->stamp_ns == best->stamp_ns &&
                 atomic_load(&s->pools[p].draining) != atomic_load(&s->pools[holder].draining))
-                cmp = atomic_load(&s->pools[holder].draining) ? 1 : -1;
+                cmp = atomic_load(&s->pools[p].draining) ? 1 : -1;
             if (cmp > 0) {
                 holder = p;
                 obj_info_copy(best, h);
