@@ -268,6 +268,38 @@ static int in_list(const obj_info_t *l, int n, const obj_info_t *v)
 }
 
 /*
+ * A version deleted by its id through the source while it was copied (a
+ * delete routed there before the copy stood) goes from the target too; one
+ * whose tags or ACL were rewritten there meanwhile gets them. h: scratch.
+ */
+static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, const char *key,
+                          const obj_info_t *nc, int nnc, obj_info_t *h, drops_t *drops)
+{
+    for (int i = 0; i < nnc; i++) {
+        char pos[OBJ_VID_LEN + 1];
+        obj__vid_of(pos, nc[i].mtime_ns);
+        int hr = obj__newest_at(src, bucket, key, pos, h);
+        if (hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) {
+            if (obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
+                obj__retire(dst, bucket, key, &nc[i]);
+                if (!nc[i].deleted) drop_later(drops, dst, &nc[i]);
+            }
+        } else if (hr == 0 && !strcmp(h->upload_id, nc[i].upload_id) &&
+                   h->stamp_ns > nc[i].stamp_ns) {
+            obj_info_t *d = xmalloc(sizeof(*d));
+            if (obj__newest_at(dst, bucket, key, pos, d) == 0 &&
+                !strcmp(d->upload_id, h->upload_id) && d->stamp_ns < h->stamp_ns) {
+                memcpy(d->umeta, h->umeta, h->umeta_len);
+                d->umeta_len = h->umeta_len;
+                d->stamp_ns = h->stamp_ns;
+                (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL);
+            }
+            free(d);
+        }
+    }
+}
+
+/*
  * The pool key goes to: an active pool that holds a head of it already (an
  * earlier pass's copies, under other weights), else the one a new key goes to.
  */
@@ -419,6 +451,9 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
             goto out;
         }
     }
+    /* Before the switch as well (and after it, below): a crash between the two would leave
+     * a version deleted through the source meanwhile in the target for good. */
+    follow_source(src, dst, bucket, key, nc, nnc, dcur, &drops);
     if (has_cur && obj__move_between) {
         /* (As another node's write would come: without this node's key lock.) */
         pthread_mutex_unlock(lk);
@@ -471,34 +506,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
             goto out;
         }
     }
-    /*
-     * A version deleted by its id through the source while it was copied (a
-     * delete routed there before the copy stood) goes from the target too; one
-     * whose tags or ACL were rewritten there meanwhile gets them.
-     */
-    for (int i = 0; i < nnc; i++) {
-        char pos[OBJ_VID_LEN + 1];
-        obj_info_t *h = dcur;
-        obj__vid_of(pos, nc[i].mtime_ns);
-        int hr = obj__newest_at(src, bucket, key, pos, h);
-        if (hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) {
-            if (obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
-                obj__retire(dst, bucket, key, &nc[i]);
-                if (!nc[i].deleted) drop_later(&drops, dst, &nc[i]);
-            }
-        } else if (hr == 0 && !strcmp(h->upload_id, nc[i].upload_id) &&
-                   h->stamp_ns > nc[i].stamp_ns) {
-            obj_info_t *d = xmalloc(sizeof(*d));
-            if (obj__newest_at(dst, bucket, key, pos, d) == 0 &&
-                !strcmp(d->upload_id, h->upload_id) && d->stamp_ns < h->stamp_ns) {
-                memcpy(d->umeta, h->umeta, h->umeta_len);
-                d->umeta_len = h->umeta_len;
-                d->stamp_ns = h->stamp_ns;
-                (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL);
-            }
-            free(d);
-        }
-    }
+    follow_source(src, dst, bucket, key, nc, nnc, dcur, &drops);
     /* The source's copies go: noncurrent heads, then every moved version's space. */
     for (int i = 0; i < nnc; i++) {
         char pos[OBJ_VID_LEN + 1];
