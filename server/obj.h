@@ -128,8 +128,8 @@ int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key);
 int obj_set_pool_sets(const obj_set_t *s, int p, int *first, int *draining);
 /* Set j of a multi set (NULL past the last). */
 obj_set_t *obj_set_sub(const obj_set_t *s, int j);
-/* Whether this process moves set j's keys when its pool drains: the first of the set's
- * stores that is up is a local one (so one node of the set does, whichever are up). */
+/* Whether this process moves set j's keys when its pool drains: the set's first store is a
+ * local one (one node per set, so that no key has two movers at once). */
 int obj_set_mover_here(const obj_set_t *s, int j);
 /*
  * Draining (server/obj_move.c): every version of bucket/key that pool
