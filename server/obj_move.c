@@ -355,6 +355,12 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
             drop_heads(src, bucket, key, pos);
             if (!nc[i].deleted) drop_later(&drops, src, &nc[i]);
         }
+        /* And the switched version's own space here, when the cleanup was cut before it: its
+         * identity is the target's current version's (the same stamp). */
+        int iw = 0;
+        if (obj__standing(dst, bucket, key, dcur, &iw) == 0 && dcur->stamp_ns == cur->stamp_ns &&
+            !dcur->deleted)
+            drop_later(&drops, src, dcur);
         goto out;
     }
     int drc = obj__standing(dst, bucket, key, dcur, &dst_in_way);
