@@ -175,8 +175,10 @@ static void *move_some(void *arg)
  * One set's keys of one bucket, moved page by page. *left: keys that stayed.
  * Keys of a page move DRAIN_THREADS at a time: one key's move is a chain of
  * durable round trips (its stripes, its heads, the switch), so several in
- * flight keep the drives busier (bench/drain.sh, 1 GiB of 4 MiB objects on
- * one disk: one at a time 103 MB/s of objects; see the design notes).
+ * flight should keep the drives busier. Not shown on this VM yet
+ * (bench/drain.sh, 256 MiB-1 GiB of 4 MiB objects, runs on a machine busy
+ * with a probe: one at a time 103 MB/s of objects, four 75-78 MB/s; the
+ * disk's own ceilings swung 2x between those runs): to be measured again.
  */
 static void drain_set_bucket(s3_drain_t *d, int pool, int j, const char *iname, pacer_t *p,
                              uint64_t *found, uint64_t *left, uint64_t *uploads)
