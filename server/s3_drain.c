@@ -175,10 +175,9 @@ static void *move_some(void *arg)
  * One set's keys of one bucket, moved page by page. *left: keys that stayed.
  * Keys of a page move DRAIN_THREADS at a time: one key's move is a chain of
  * durable round trips (its stripes, its heads, the switch), so several in
- * flight should keep the drives busier. Not shown on this VM yet
- * (bench/drain.sh, 256 MiB-1 GiB of 4 MiB objects, runs on a machine busy
- * with a probe: one at a time 103 MB/s of objects, four 75-78 MB/s; the
- * disk's own ceilings swung 2x between those runs): to be measured again.
+ * flight keep the drives busier: bench/drain.sh, 1 GiB of 4 MiB objects,
+ * alternating in one window on a quiet machine: four at once 145 and 128
+ * MB/s of objects, one at a time 110 and 102.
  */
 static void drain_set_bucket(s3_drain_t *d, int pool, int j, const char *iname, pacer_t *p,
                              uint64_t *found, uint64_t *left, uint64_t *uploads)
