@@ -482,6 +482,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
         shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = cur->stamp_ns};
         memcpy(bound.upload, cur->upload_id, sizeof(bound.upload));
+        memcpy(bound.self, OBJ_MOVED_UPLOAD, sizeof(bound.self)); /* a cut-short one's, again */
         int refused = 0, first_err = 0;
         int heads =
             obj__write_at_cond(src, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);

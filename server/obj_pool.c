@@ -135,7 +135,14 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
     int holder = -1, unsure = -1;
     for (int p = 0; p < np; p++) {
         obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
-        int rc = obj__newest_head(set, bucket, key, h);
+        /*
+         * A draining pool's head as a commit reads it (what stands on every store): a
+         * move's switch cut short by a crash (its tombstone on some stores) must not send
+         * the key to one pool or the other depending on which stores answer.
+         */
+        int iw = 0;
+        int rc = atomic_load(&s->pools[p].draining) ? obj__standing(set, bucket, key, h, &iw)
+                                                    : obj__newest_head(set, bucket, key, h);
         /* A move's tombstone holds nothing: the key left this pool (obj_move.c). Counted,
          * a key deleted in the pool it went to would come back to this one. */
         if (rc == 0 && moved_mark(h)) rc = ERR_NOT_FOUND;
