@@ -43,6 +43,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
 #define BLK_SUFFIX "\x01" /* blocks live under "<bucket>\x01", out of listings */
 #define SHARD_BITS 5      /* block record shard index: (stripe << SHARD_BITS) | shard */
@@ -102,6 +103,10 @@ struct obj_set {
  * and what a commit that finds it knows the key moved by.
  */
 #define OBJ_MOVED_UPLOAD "ffffffffffffffffffffffffffffffff"
+static inline int obj__moved_mark(const obj_info_t *h)
+{
+    return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
+}
 
 /* Tests: called by obj_move_key between its copies and the switch (NULL: nothing). */
 extern void (*obj__move_between)(void *arg, const char *key);

@@ -236,11 +236,6 @@ static int deleted_in_src(obj_set_t *src, const char *bucket, const char *key,
     return gone;
 }
 
-static int is_moved_mark(const obj_info_t *h)
-{
-    return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
-}
-
 /* Versions whose space goes once the key's lock is released (drops take key locks). */
 typedef struct {
     struct drop {
@@ -310,7 +305,7 @@ static int target_pool(obj_set_t *s, int np, int from, const char *bucket, const
     for (int p = 0; p < np && to < 0; p++)
         if (p != from && !atomic_load(&s->pools[p].draining) &&
             obj__newest_head(s->sub[obj__in_pool(s, p, bucket, key)], bucket, key, h) == 0 &&
-            !is_moved_mark(h))
+            !obj__moved_mark(h))
             to = p;
     free(h);
     return to >= 0 ? to : obj__new_key_pool(s, np, bucket, key);
@@ -345,8 +340,8 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     rc = 0;
     /* Nothing here: no head. (A plain tombstone may hide a copy an earlier attempt left in
      * the target: its current version deleted by id meanwhile.) */
-    if (!has_cur && nnc == 0 && (!has_head || is_moved_mark(cur))) goto out;
-    if (has_head && is_moved_mark(cur)) {
+    if (!has_cur && nnc == 0 && (!has_head || obj__moved_mark(cur))) goto out;
+    if (has_head && obj__moved_mark(cur)) {
         /* Switched: the target is the key's (what it holds may differ by now). Noncurrent
          * heads a cut-short cleanup left here only go. */
         for (int i = 0; i < nnc; i++) {
@@ -378,7 +373,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
      * attempt copied and that was deleted by its id through the source since does not
      * stay in the target.
      */
-    int tgt_has = drc == 0 && !is_moved_mark(dcur), tgt_had = tgt_has, copied_cur = 0;
+    int tgt_has = drc == 0 && !obj__moved_mark(dcur), tgt_had = tgt_has, copied_cur = 0;
     {
         if ((ndnc = obj__noncurrent_all(dst, bucket, key, &dnc)) < 0) {
             rc = ndnc;
@@ -412,7 +407,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     if (has_head && !has_cur) {
         /* Only noncurrent versions under a tombstone: the target takes the tombstone too
          * (same stamp), or the source's would keep the key (and its reads) there. */
-        if (!is_moved_mark(cur) && (drc == ERR_NOT_FOUND ? nnc > 0 : older(dcur, cur)) &&
+        if (!obj__moved_mark(cur) && (drc == ERR_NOT_FOUND ? nnc > 0 : older(dcur, cur)) &&
             (rc = copy_version(src, dst, bucket, key, "", cur, drc == 0 ? dcur : NULL, rep)) != 0)
             goto out;
         /* (A version it hides there was deleted: its space goes.) */

@@ -123,11 +123,6 @@ int obj__new_key_pool(const obj_set_t *s, int np, const char *bucket, const char
     return best;
 }
 
-static int moved_mark(const obj_info_t *h)
-{
-    return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
-}
-
 int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
 {
     int np = s->nsub ? atomic_load(&s->npool) : 1;
@@ -145,7 +140,7 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
                                                     : obj__newest_head(set, bucket, key, h);
         /* A move's tombstone holds nothing: the key left this pool (obj_move.c). Counted,
          * a key deleted in the pool it went to would come back to this one. */
-        if (rc == 0 && moved_mark(h)) rc = ERR_NOT_FOUND;
+        if (rc == 0 && obj__moved_mark(h)) rc = ERR_NOT_FOUND;
         if (rc == 0) {
             int cmp = holder < 0                      ? 1
                       : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)
