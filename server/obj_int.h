@@ -108,8 +108,16 @@ static inline int obj__moved_mark(const obj_info_t *h)
     return h->deleted && !h->marker && strcmp(h->upload_id, OBJ_MOVED_UPLOAD) == 0;
 }
 
-/* Tests: called by obj_move_key between its copies and the switch (NULL: nothing). */
-extern void (*obj__move_between)(void *arg, const char *key);
+/*
+ * Version v was deleted by its id in `from`, a set of s's draining pools (the
+ * key's until its move switches): the copies an unfinished move made of it
+ * in the active pools go too (obj_move.c). No-op when from's pool is active.
+ */
+void obj__forget_copies(obj_set_t *s, obj_set_t *from, const char *bucket, const char *key,
+                        const obj_info_t *v);
+/* Tests: called by obj_move_key between its copies and the switch (NULL: nothing); nonzero:
+ * the mover dies there (obj_move_key returns ERR_BUSY, leaving what a kill -9 would). */
+extern int (*obj__move_between)(void *arg, const char *key);
 extern void *obj__move_between_arg;
 
 /* ---- obj_multi.c ---- */

@@ -39,7 +39,7 @@
 
 #define MOVE_CHUNK (4u << 20)
 
-void (*obj__move_between)(void *arg, const char *key);
+int (*obj__move_between)(void *arg, const char *key);
 void *obj__move_between_arg;
 
 static int same_identity(const obj_info_t *a, const obj_info_t *b)
@@ -295,6 +295,66 @@ static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, co
 }
 
 /*
+ * Before its switch a move's copies are the source's shadow: a version
+ * deleted through the source must not stay in them. A move goes back over
+ * them (follow_source), but one cut short (its node killed between copy and
+ * switch) may never: a key the delete left with no version is not listed
+ * for the next pass. Then the version came back, listed and read from the
+ * target (a six-node probe killing the mover: 2 versions in a run). So the
+ * delete takes them itself: the copy at the target's current position is
+ * taken back as a move takes back a refused switch's (its tombstone, same
+ * stamp, only where that copy still stands), a noncurrent one retired.
+ */
+void obj__forget_copies(obj_set_t *s, obj_set_t *from, const char *bucket, const char *key,
+                        const obj_info_t *v)
+{
+    int np = obj_set_pools(s), mine = -1;
+    for (int p = 0; p < np && mine < 0; p++)
+        if (s->sub[obj__in_pool(s, p, bucket, key)] == from) mine = p;
+    if (mine < 0 || !atomic_load(&s->pools[mine].draining)) return;
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, v->mtime_ns);
+    obj_info_t *h = xmalloc(sizeof(*h)), *copy = xmalloc(sizeof(*copy));
+    for (int p = 0; p < np; p++) {
+        if (p == mine || atomic_load(&s->pools[p].draining)) continue;
+        obj_set_t *dst = s->sub[obj__in_pool(s, p, bucket, key)];
+        int found = 0;
+        pthread_mutex_t *lk = obj__key_lock(dst, bucket, key);
+        pthread_mutex_lock(lk);
+        if (obj__newest_at(dst, bucket, key, "", h) == 0 && (!h->deleted || h->marker) &&
+            !strcmp(h->upload_id, v->upload_id) && !strcmp(h->vid, v->vid)) {
+            obj_info_copy(copy, h);
+            found = 1;
+            obj_info_t *t = h;
+            obj_info_clear(t);
+            t->deleted = 1;
+            t->mtime_ns = copy->mtime_ns;
+            t->stamp_ns = copy->stamp_ns;
+            memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
+            shard_cond_t mine_c = {.mode = SHARD_IF_UPLOAD};
+            memcpy(mine_c.upload, v->upload_id, sizeof(mine_c.upload));
+            int refused = 0, first_err = 0;
+            (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &mine_c, &refused,
+                                     &first_err);
+        }
+        if (obj__newest_at(dst, bucket, key, pos, h) == 0 && (!h->deleted || h->marker) &&
+            !strcmp(h->upload_id, v->upload_id) && !strcmp(h->vid, v->vid)) {
+            if (!found) obj_info_copy(copy, h);
+            found = 1;
+            obj__retire(dst, bucket, key, h);
+        }
+        pthread_mutex_unlock(lk);
+        if (found) {
+            log_info("event=move_copy_forgotten key=%s version=%s", key,
+                     v->vid[0] ? v->vid : "null");
+            if (!copy->deleted) obj__drop_version(dst, bucket, key, copy);
+        }
+    }
+    free(h);
+    free(copy);
+}
+
+/*
  * The pool key goes to: an active pool that holds a head of it already (an
  * earlier pass's copies, under other weights), else the one a new key goes to.
  */
@@ -447,6 +507,8 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                 obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &bound, &refused, &first_err);
             if (!refused && obj__enough(dst, t, heads) && !cur->deleted)
                 drop_later(&drops, dst, cur);
+            /* (And a copy of it that was noncurrent here, or any other version deleted.) */
+            follow_source(src, dst, bucket, key, nc, nnc, dcur, &drops);
             log_info("event=move_deleted_meanwhile key=%s", key);
             rc = ERR_BUSY;
             goto out;
@@ -458,8 +520,13 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     if (has_cur && obj__move_between) {
         /* (As another node's write would come: without this node's key lock.) */
         pthread_mutex_unlock(lk);
-        obj__move_between(obj__move_between_arg, key);
+        int killed = obj__move_between(obj__move_between_arg, key);
         pthread_mutex_lock(lk);
+        if (killed) {
+            drops.n = 0; /* (a killed mover drops nothing either) */
+            rc = ERR_BUSY;
+            goto out;
+        }
     }
     if (has_cur) {
         /*

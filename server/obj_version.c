@@ -485,12 +485,17 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
 {
     obj_set_t *top = s;
     s = obj__route(top, bucket, key);
-    int rc = delete_version(s, bucket, key, vid, c, gone);
+    obj_info_t *v = xmalloc(sizeof(*v));
+    int rc = delete_version(s, bucket, key, vid, c, v);
     if (rc == ERR_NOT_FOUND && obj_set_pools(top) > 1) {
         /* Routed before its key moved off a draining pool (obj_move.c): where it is now. */
         obj_set_t *now = obj__route(top, bucket, key);
-        if (now != s) rc = delete_version(now, bucket, key, vid, c, gone);
+        if (now != s) rc = delete_version(now, bucket, key, vid, c, v);
+        s = now;
     }
+    if (rc == 0 && obj_set_pools(top) > 1) obj__forget_copies(top, s, bucket, key, v);
+    if (rc == 0 && gone) obj_info_copy(gone, v);
+    free(v);
     return rc;
 }
 

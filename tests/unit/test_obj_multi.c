@@ -704,7 +704,7 @@ typedef struct {
 } late_t;
 
 /* obj__move_between: the key's current version deleted by its id through the source. */
-static void late_delete(void *arg, const char *key)
+static int late_delete(void *arg, const char *key)
 {
     late_t *lt = arg;
     int j = obj__in_pool(lt->e->multi, lt->pool, "bkt", key);
@@ -712,25 +712,36 @@ static void late_delete(void *arg, const char *key)
     assert_int_equal(obj_stat(obj_set_sub(lt->e->multi, j), "bkt", key, &cur), 0);
     assert_int_equal(
         obj_delete_version(obj_set_sub(lt->e->multi, j), "bkt", key, cur.vid, NULL, NULL), 0);
+    return 0;
 }
 
 /* obj__move_between: a new version, then the oldest deleted by its id, through the source. */
 static char res_oldest[24];
-static void late_put_and_delete(void *arg, const char *key)
+static int late_put_and_delete(void *arg, const char *key)
 {
     late_t *lt = arg;
     obj_set_t *src = obj_set_sub(lt->e->multi, obj__in_pool(lt->e->multi, lt->pool, "bkt", key));
     put_v(src, key, 900, 307, OBJ_VERSIONED, NULL);
     assert_int_equal(obj_delete_version(src, "bkt", key, res_oldest, NULL, NULL), 0);
+    return 0;
 }
 
-static void late_write(void *arg, const char *key)
+/* obj__move_between: the mover is killed between its copies and the switch. */
+static int killed_here(void *arg, const char *key)
+{
+    (void)arg;
+    (void)key;
+    return 1;
+}
+
+static int late_write(void *arg, const char *key)
 {
     late_t *lt = arg;
     int j = obj__in_pool(lt->e->multi, lt->pool, "bkt", key);
     obj_set_t *src = obj_set_sub(lt->e->multi, j);
     int versioned = strcmp(key, "late-v") == 0;
     put_v(src, key, 900, versioned ? 303 : 304, versioned ? OBJ_VERSIONED : OBJ_UNVERSIONED, NULL);
+    return 0;
 }
 
 /*
@@ -911,6 +922,46 @@ static void test_drain(void **state)
     for (int i = 0; i < rv.n; i++)
         assert_string_not_equal(rv.v[i].vid, r0.vid);
     free(rv.v);
+    /*
+     * A mover killed between its copies and the switch, then versions deleted by their ids
+     * (through the cluster's set, as S3 does): the target's copies go with them. Before,
+     * they came back: listed and read from the target, and the key, left with no version in
+     * the source, was never looked at again (a six-node probe killing the mover).
+     */
+    obj_info_t cv[3];
+    obj_set_t *cs = obj_set_sub(e->multi, obj__in_pool(e->multi, 1, "bkt", "cut"));
+    for (int i = 0; i < 3; i++)
+        put_v(cs, "cut", 300, 320 + (uint32_t)i, OBJ_VERSIONED, &cv[i]);
+    obj_set_t *ks = obj_set_sub(e->multi, obj__in_pool(e->multi, 1, "bkt", "cut2"));
+    obj_info_t kv[2];
+    for (int i = 0; i < 2; i++)
+        put_v(ks, "cut2", 300, 330 + (uint32_t)i, OBJ_VERSIONED, &kv[i]);
+    obj__move_between = killed_here;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "cut", &rep), ERR_BUSY);
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "cut2", &rep), ERR_BUSY);
+    obj__move_between = NULL;
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "cut"), 1); /* the source's still */
+    for (int i = 2; i >= 0; i--)
+        assert_int_equal(obj_delete_version(e->multi, "bkt", "cut", cv[i].vid, NULL, NULL), 0);
+    assert_int_equal(obj_delete_version(e->multi, "bkt", "cut2", kv[1].vid, NULL, NULL), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        assert_int_equal(obj_stat(e->multi, "bkt", "cut", &gi), ERR_NOT_FOUND);
+        for (int i = 0; i < 3; i++) {
+            obj_reader_t *cr = obj_open_version(e->multi, "bkt", "cut", cv[i].vid, &gi, &err);
+            assert_null(cr);
+            assert_int_equal(err, ERR_NOT_FOUND);
+        }
+        check(e->multi, "cut2", 300, 330);
+        dlist_t cl = {calloc(16, sizeof(dver_t)), 0, 16};
+        assert_int_equal(obj_list_versions(e->multi, "bkt", "cut", NULL, NULL, dcollect, &cl), 0);
+        assert_int_equal(cl.n, 1); /* cut2's first version, once */
+        assert_string_equal(cl.v[0].vid, kv[0].vid);
+        free(cl.v);
+        /* And once the mover is back: the same. */
+        assert_int_equal(obj_move_key(e->multi, 1, "bkt", "cut", &rep), 0);
+        assert_int_equal(obj_move_key(e->multi, 1, "bkt", "cut2", &rep), 0);
+    }
+    assert_int_equal(obj_set_pool_of(e->multi, "bkt", "cut2"), 0);
     assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
     assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
 
