@@ -11,9 +11,10 @@
  * the target has it already (a move cut short is resumed, not duplicated).
  *
  * While both pools hold the current version (same stamp, same upload id),
- * routing and merged listings take the target's (obj__pool_holder breaks
- * that tie for the pool that is not draining): new writes land where the
- * key is going. Then the source's current head is replaced by a tombstone
+ * routing and merged listings take the source's (obj__pool_holder breaks
+ * that tie for the draining pool): until the switch stands every request
+ * goes there, and the target's copies only follow it (follow_source,
+ * obj__forget_copies). Then the source's current head is replaced by a tombstone
  * with that same stamp, conditioned as a commit is (SHARD_IF_AT_MOST: a
  * store that took a newer write refuses), so it never hides anything: a
  * write that reached the source meanwhile stays newest there, the key's

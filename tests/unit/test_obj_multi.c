@@ -962,6 +962,49 @@ static void test_drain(void **state)
         assert_int_equal(obj_move_key(e->multi, 1, "bkt", "cut2", &rep), 0);
     }
     assert_int_equal(obj_set_pool_of(e->multi, "bkt", "cut2"), 0);
+    /*
+     * A key in both pools mid-move (copies made, the mover killed before the switch), and a
+     * version written into the source since: listed once, newest first, one latest, in
+     * pages of every size (both pools hold copies of the same versions, and the target's
+     * current one is not the key's).
+     */
+    obj_info_t mv[5];
+    obj_set_t *ms = obj_set_sub(e->multi, obj__in_pool(e->multi, 1, "bkt", "mm"));
+    for (int i = 0; i < 4; i++)
+        put_v(ms, "mm", 100, 340 + (uint32_t)i, OBJ_VERSIONED, &mv[i]);
+    obj__move_between = killed_here;
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "mm", &rep), ERR_BUSY);
+    obj__move_between = NULL;
+    put_v(ms, "mm", 100, 344, OBJ_VERSIONED, &mv[4]);
+    for (int page = 1; page <= 6; page++) {
+        vcoll_t pg = {calloc(64, sizeof(ver_t)), 0, 64, page, 0};
+        char ak[64] = "", av[24] = "";
+        for (int guard = 0; guard < 32; guard++) {
+            pg.taken = 0;
+            int had = pg.n;
+            int rc = obj_list_versions_delim(e->multi, "bkt", "mm", NULL, ak[0] ? ak : NULL,
+                                             ak[0] ? av : NULL, (size_t)page, vcollect, &pg);
+            assert_true(rc == 0 || rc == 1);
+            if (pg.n == had || rc == 0) break;
+            snprintf(ak, sizeof(ak), "%s", pg.v[pg.n - 1].key);
+            snprintf(av, sizeof(av), "%s", pg.v[pg.n - 1].vid);
+        }
+        if (pg.n != 5)
+            for (int i = 0; i < 5; i++)
+                fprintf(stderr, "want %s\n", mv[4 - i].vid);
+        if (pg.n != 5)
+            for (int i = 0; i < pg.n; i++)
+                fprintf(stderr, "page %d: %s %s%s\n", page, pg.v[i].key, pg.v[i].vid,
+                        pg.v[i].latest ? " latest" : "");
+        assert_int_equal(pg.n, 5);
+        for (int i = 0; i < 5; i++) {
+            assert_string_equal(pg.v[i].vid, mv[4 - i].vid);
+            assert_int_equal(pg.v[i].latest, i == 0);
+        }
+        free(pg.v);
+    }
+    assert_int_equal(obj_move_key(e->multi, 1, "bkt", "mm", &rep), 0);
+    check(e->multi, "mm", 100, 344);
     assert_int_equal(obj_set_pool_state(e->multi, 1, 1, 0), 0);
     assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
 
