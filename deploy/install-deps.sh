@@ -15,6 +15,10 @@ PKGS=(
   python3-torch python3-numpy  # the warmlake Python package and its PyTorch datasets
   chromium  # CORS seen from a real browser (test_s3_cors.py)
   etcd-server  # the cluster's control plane (test_cluster.py starts its own)
+  # ssh hosts in network namespaces for ssh-deploy.sh (test_deploy.py starts its own
+  # sshds; the package's ssh service is not used. Where PID 1 is systemd, apt enables
+  # and starts it on port 22: `systemctl disable --now ssh` if this machine wants none)
+  openssh-server openssh-client
   # bench ceilings
   fio nginx wrk
 )

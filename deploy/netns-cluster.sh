@@ -4,6 +4,7 @@
 #
 #   deploy/netns-cluster.sh [--dir DIR] up N [--drives D] [--ec K+M] [--capacity SIZE]
 #                                         [--subnet 10.213.X] [-- WARMLAKED ARGS]
+#   deploy/netns-cluster.sh [--dir DIR] hosts N [--subnet 10.213.X]
 #   deploy/netns-cluster.sh [--dir DIR] down | status
 #   deploy/netns-cluster.sh [--dir DIR] kill NODE | partition NODE | heal NODE
 #   deploy/netns-cluster.sh [--dir DIR] slow NODE MS | throttle NODE RATE
@@ -33,12 +34,27 @@
 # netem), throttle (tbf rate limit both ways: a slow link, not a delay).
 # Every wait is bounded. down stops what up started (by pid), deletes the
 # namespaces and the veth; it is safe to run twice and after a failed up.
+#
+# hosts: N empty "hosts" for deploy/ssh-deploy.sh to deploy into, on the
+# same network (the bridge, 10.213.X.(10+I) in namespace wlRID-nI), no etcd
+# and no warmlaked: each runs its own sshd on its address, port 22 (its own
+# config and host key in DIR/nI; root logs in with the key DIR/ssh/id_ed25519
+# only; DIR/ssh/known_hosts holds every host's key), in a mount namespace of
+# its own where three places are the host's alone: /run (a tmpfs), root's
+# home (DIR/nI/home) and DIR/host (DIR/nI/fs). What the hosts share is the
+# rest of this machine's file system, its users and its process table: point
+# ssh-deploy.sh's paths (--etc-dir, --data-root, --bin-dir, --log-dir,
+# --etcd-data-dir) into DIR/host, and each host has them privately, as real
+# hosts would. DIR must not be under root's home, and every directory above
+# DIR must be searchable by the users the daemons run as (etcd). down stops
+# every process in the namespaces (what was deployed first, then the sshds).
+# partition, heal, slow and throttle work on hosts as on nodes.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=./netns-cluster
-usage() { sed -n '2,9p' "$0" >&2; exit 2; }
+usage() { sed -n '2,10p' "$0" >&2; exit 2; }
 die() { echo "netns-cluster: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -53,6 +69,7 @@ CMD=$1; shift
 WL_BUILD=${WL_BUILD:-$ROOT/build}
 WARMLAKED=$WL_BUILD/server/warmlaked
 ADMIN=$WL_BUILD/cluster/wl-admin
+SSHD=/usr/sbin/sshd # (an absolute path: sshd re-executes itself)
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces)"
 command -v ip >/dev/null || die "needs iproute2 (ip)"
@@ -131,19 +148,80 @@ down() {
   pid=$(our_pid etcd "$(command -v etcd || echo /usr/bin/etcd)" "wl$RID-etcd")
   [ -z "$pid" ] || stop_pids "$pid:etcd"
   rm -f "$DIR/etcd.pid"
-  # Whatever else runs in our namespaces was started by this script (a pid
-  # file lost to a failed up): stop it too, by pid, before the namespaces go.
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^wl$RID-" || true); do
+  # Whatever else runs in our namespaces was started in them: a pid file lost
+  # to a failed up; under hosts, the sshds, their sessions and what was
+  # deployed through them (warmlaked, etcd). Stopped too, by pid, before the
+  # namespaces go: warmlaked first, all at once (a node's clean stop wants
+  # its etcd), then the rest, all at once.
+  local mode nss first=() rest=()
+  mode=$(cat "$DIR/mode" 2>/dev/null || echo up)
+  nss=$(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^wl$RID-" || true)
+  for ns in $nss; do
     for pid in $(ip netns pids "$ns" 2>/dev/null || true); do
       name=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60 || true)
-      stop_pids "$pid:left in $ns: $name"
+      [ "$mode" = hosts ] || echo "netns-cluster: left in $ns: $name (pid $pid)" >&2
+      if [ "$(basename "$(readlink "/proc/$pid/exe" 2>/dev/null)" " (deleted)")" = warmlaked ]; then
+        first+=("$pid:$name in $ns")
+      else
+        rest+=("$pid:$name in $ns")
+      fi
     done
+  done
+  [ ${#first[@]} -eq 0 ] || stop_pids "${first[@]}"
+  [ ${#rest[@]} -eq 0 ] || stop_pids "${rest[@]}"
+  for ns in $nss; do
     ip netns del "$ns" 2>/dev/null || echo "netns-cluster: could not delete namespace $ns" >&2
   done
   # The root end goes with its peer in wlRID-br; in case up failed between the two:
-  if ip link show "wl$RID-h" >/dev/null 2>&1; then ip link del "wl$RID-h" || true; fi
-  rm -f "$DIR/runid" "$DIR/subnet" "$DIR/nodes" "$DIR/env"
+  if ip link show "wl$RID-h" >/dev/null 2>&1; then ip link del "wl$RID-h" 2>/dev/null || true; fi
+  rm -f "$DIR/runid" "$DIR/subnet" "$DIR/nodes" "$DIR/env" "$DIR/mode"
   echo "netns-cluster: down ($DIR)"
+}
+
+# ---- the network: what up and hosts share ----
+
+begin() { # MODE N: a new run in DIR (its id, mode and size); from here on a failure takes down what was made
+  [ -f "$DIR/runid" ] && die "$DIR already holds a cluster (wl$(cat "$DIR/runid")-*): run down first"
+  RID=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  BR=wl$RID-br
+  echo "$RID" >"$DIR/runid"
+  echo "$2" >"$DIR/nodes"
+  echo "$1" >"$DIR/mode"
+  # shellcheck disable=SC2064 # the mode now
+  trap "rc=\$?; if [ \$rc -ne 0 ]; then echo 'netns-cluster: $1 failed; taking down what it made' >&2; down >&2 || true; fi" EXIT
+}
+
+net_up() { # [SUBNET]: the bridge's namespace and the root namespace's veth onto it, NET set
+  # Two runs at once must not pick one subnet: a lock from the pick to the address.
+  # (The lock is on this script's own file: no lock file to leave behind.)
+  { exec 9<"$0" && flock -w 30 9; } 2>/dev/null || true
+  NET=${1:-$(pick_subnet)}
+  if ! [[ $NET =~ ^10\.213\.([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -gt 255 ]; then
+    die "--subnet must be 10.213.X"
+  fi
+  if [ -n "$1" ] && subnets_used | grep -qxF "$NET."; then die "$NET.0/24 is in use here"; fi
+  echo "$NET" >"$DIR/subnet"
+
+  ip netns add "$BR"
+  ip -n "$BR" link set lo up
+  ip -n "$BR" link add br0 type bridge
+  ip -n "$BR" link set br0 up
+  ip link add "wl$RID-h" type veth peer name host netns "$BR"
+  ip -n "$BR" link set host master br0 up
+  ip addr add "$NET.1/24" dev "wl$RID-h"
+  ip link set "wl$RID-h" up
+  exec 9>&-
+}
+
+add_ns() { # MEMBER (etcd, nI): its namespace, lo up, eth0 on the bridge with its address
+  local ns
+  ns=$(ns_of "$1")
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip -n "$BR" link add "v$1" type veth peer name eth0 netns "$ns"
+  ip -n "$BR" link set "v$1" master br0 up
+  ip -n "$ns" addr add "$(addr_of "$1")/24" dev eth0
+  ip -n "$ns" link set eth0 up
 }
 
 # ---- up ----
@@ -181,42 +259,10 @@ up() {
   ETCD=$(command -v etcd) || die "no etcd: deploy/install-deps.sh installs etcd-server"
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
-  [ -f "$DIR/runid" ] && die "$DIR already holds a cluster (wl$(cat "$DIR/runid")-*): run down first"
-  RID=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-  BR=wl$RID-br
-  # From here on a failure takes down whatever was made.
-  echo "$RID" >"$DIR/runid"
-  echo "$N" >"$DIR/nodes"
-  trap 'rc=$?; if [ $rc -ne 0 ]; then echo "netns-cluster: up failed; taking down what it made" >&2; down >&2 || true; fi' EXIT
-  # Two ups at once must not pick one subnet: a lock from the pick to the address.
-  # (The lock is on this script's own file: no lock file to leave behind.)
-  { exec 9<"$0" && flock -w 30 9; } 2>/dev/null || true
-  NET=${NET_OPT:-$(pick_subnet)}
-  if ! [[ $NET =~ ^10\.213\.([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -gt 255 ]; then
-    die "--subnet must be 10.213.X"
-  fi
-  if [ -n "$NET_OPT" ] && subnets_used | grep -qxF "$NET."; then die "$NET.0/24 is in use here"; fi
-  echo "$NET" >"$DIR/subnet"
-
-  ip netns add "$BR"
-  ip -n "$BR" link set lo up
-  ip -n "$BR" link add br0 type bridge
-  ip -n "$BR" link set br0 up
-  ip link add "wl$RID-h" type veth peer name host netns "$BR"
-  ip -n "$BR" link set host master br0 up
-  ip addr add "$NET.1/24" dev "wl$RID-h"
-  ip link set "wl$RID-h" up
-  exec 9>&-
+  begin up "$N"
+  net_up "$NET_OPT"
   local m ns i
-  for m in etcd $(seq -f 'n%g' 1 "$N"); do
-    ns=$(ns_of "$m")
-    ip netns add "$ns"
-    ip -n "$ns" link set lo up
-    ip -n "$BR" link add "v$m" type veth peer name eth0 netns "$ns"
-    ip -n "$BR" link set "v$m" master br0 up
-    ip -n "$ns" addr add "$(addr_of "$m")/24" dev eth0
-    ip -n "$ns" link set eth0 up
-  done
+  for m in etcd $(seq -f 'n%g' 1 "$N"); do add_ns "$m"; done
 
   wl_make_secret "$DIR/secret"
   wl_make_credentials "$DIR/credentials"
@@ -283,17 +329,142 @@ up() {
   printf '(all of it in %s/env; then: aws --endpoint-url http://%s:9000 s3 ls)\n' "$DIR" "$(addr_of n1)"
 }
 
+# ---- hosts ----
+
+hosts() {
+  [ $# -ge 1 ] || usage
+  N=$1; shift
+  if ! [[ $N =~ ^[0-9]+$ ]] || [ "$N" -lt 1 ] || [ "$N" -gt 64 ]; then die "hosts: N must be 1..64"; fi
+  local NET_OPT=''
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --subnet) NET_OPT=${2:?}; shift 2 ;;
+      *) usage ;;
+    esac
+  done
+  [ -x "$SSHD" ] || die "no $SSHD: apt-get install openssh-server (deploy/install-deps.sh installs it)"
+  { command -v ssh-keygen && command -v ssh; } >/dev/null || die "no ssh: apt-get install openssh-client"
+  command -v unshare >/dev/null || die "no unshare (util-linux)"
+  local home
+  home=$(getent passwd root | cut -d: -f6)
+  home=${home:-/root}
+  mkdir -p "$DIR"
+  DIR=$(cd "$DIR" && pwd -P)
+  case $DIR/ in "$home"/*) die "$DIR is under $home, which every host has privately: take a DIR elsewhere" ;; esac
+  begin hosts "$N"
+  net_up "$NET_OPT"
+
+  rm -rf "$DIR/ssh" "$DIR/host"
+  mkdir -p "$DIR/ssh" "$DIR/host"
+  ssh-keygen -q -t ed25519 -N '' -C "netns-hosts-$RID" -f "$DIR/ssh/id_ed25519"
+  cp "$DIR/ssh/id_ed25519.pub" "$DIR/ssh/authorized_keys"
+  : >"$DIR/ssh/known_hosts"
+  local i j m a d
+  for ((i = 1; i <= N; i++)); do
+    m=n$i a=$(addr_of "n$i") d=$DIR/n$i
+    add_ns "$m"
+    rm -rf "$d"
+    mkdir -p "$d/home" "$d/fs"
+    chmod 0700 "$d/home"
+    chmod 0755 "$d/fs"
+    ssh-keygen -q -t ed25519 -N '' -C "$m" -f "$d/ssh_host_ed25519_key"
+    echo "$a $(cut -d' ' -f1,2 "$d/ssh_host_ed25519_key.pub")" >>"$DIR/ssh/known_hosts"
+    # StrictModes no: the key files are in DIR, wherever that is (/tmp is world-writable).
+    cat >"$d/sshd_config" <<EOF
+# netns-cluster.sh hosts: host $m ($(ns_of "$m"))
+ListenAddress $a:22
+HostKey $d/ssh_host_ed25519_key
+PidFile $d/sshd.pid
+AuthorizedKeysFile $DIR/ssh/authorized_keys
+AllowUsers root
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+X11Forwarding no
+AllowTcpForwarding no
+AllowAgentForwarding no
+PermitTunnel no
+PrintMotd no
+Subsystem sftp internal-sftp
+EOF
+    # Its own mount namespace (private: nothing mounted in it reaches the machine's),
+    # gone with the last process in it. sshd wants /run/sshd (privilege separation).
+    # shellcheck disable=SC2016 # the script's own $1..$4
+    ip netns exec "$(ns_of "$m")" unshare --mount --propagation private /bin/sh -c '
+      set -e
+      mount -t tmpfs -o mode=0755,size=64m wl-host-run /run
+      install -d -m 0755 /run/sshd
+      mount --bind "$1/fs" "$2"
+      mount --bind "$1/home" "$3"
+      exec setsid "$4" -D -f "$1/sshd_config" -E "$1/sshd.log"' \
+      wl-host "$d" "$DIR/host" "$home" "$SSHD" </dev/null >>"$d/sshd.out" 2>&1 &
+    echo $! >"$DIR/$m.pid"
+  done
+  # Each answers, with the key, as what it says it is (its host key): bounded.
+  local ok
+  for ((i = 1; i <= N; i++)); do
+    a=$(addr_of "n$i") ok=''
+    for ((j = 0; j < 50; j++)); do
+      if ssh -F /dev/null -i "$DIR/ssh/id_ed25519" -o IdentitiesOnly=yes -o BatchMode=yes \
+        -o UserKnownHostsFile="$DIR/ssh/known_hosts" -o StrictHostKeyChecking=yes \
+        -o ConnectTimeout=2 "root@$a" true </dev/null >/dev/null 2>&1; then
+        ok=1
+        break
+      fi
+      [ -n "$(our_pid "n$i" "$SSHD" "$(ns_of "n$i")")" ] ||
+        { cat "$DIR/n$i/sshd.out" "$DIR/n$i/sshd.log" >&2 2>/dev/null || true; die "sshd of n$i exited"; }
+      sleep 0.2
+    done
+    [ -n "$ok" ] || { tail -20 "$DIR/n$i/sshd.log" >&2 || true; die "ssh root@$a did not answer in 10 s"; }
+  done
+  {
+    printf 'HOSTS='
+    for ((i = 1; i <= N; i++)); do printf '%s%s' "$(addr_of "n$i")" "$([ "$i" = "$N" ] || echo ,)"; done
+    printf '\n'
+    for ((i = 1; i <= N; i++)); do printf 'HOST_N%d=%s\n' "$i" "$(addr_of "n$i")"; done
+    printf 'SSH_KEY=%s\nSSH_KNOWN_HOSTS=%s\nHOST_DIR=%s\n' \
+      "$DIR/ssh/id_ed25519" "$DIR/ssh/known_hosts" "$DIR/host"
+  } >"$DIR/env"
+  trap - EXIT
+  printf 'netns hosts wl%s: %d, each with its own sshd (root, key %s)\n' "$RID" "$N" "$DIR/ssh/id_ed25519"
+  for ((i = 1; i <= N; i++)); do
+    printf '  n%d  %s  namespace %s  sshd pid %s\n' "$i" "$(addr_of "n$i")" "$(ns_of "n$i")" \
+      "$(cat "$DIR/n$i.pid")"
+  done
+  printf '(all of it in %s/env) then:\n' "$DIR"
+  printf '  ssh -i %s -o UserKnownHostsFile=%s root@%s\n' "$DIR/ssh/id_ed25519" \
+    "$DIR/ssh/known_hosts" "$(addr_of n1)"
+  printf '  deploy/ssh-deploy.sh MAP --init none --no-apt --run-user nobody --ssh-opt IdentityFile=%s' \
+    "$DIR/ssh/id_ed25519"
+  printf ' --ssh-opt UserKnownHostsFile=%s' "$DIR/ssh/known_hosts"
+  printf ' --etc-dir %s/etc --data-root %s/data --bin-dir %s/bin --log-dir %s/log --etcd-data-dir %s/etcd\n' \
+    "$DIR/host" "$DIR/host" "$DIR/host" "$DIR/host" "$DIR/host"
+}
+
 # ---- status and faults ----
 
 status() {
   load
-  local i pid state ns port
-  echo "cluster netns-$RID in $DIR: $N nodes, subnet $NET.0/24, etcd $(cat "$DIR/etcd.url")"
-  for m in etcd $(seq -f 'n%g' 1 "$N"); do
+  local i pid state ns port members mode
+  mode=$(cat "$DIR/mode" 2>/dev/null || echo up)
+  if [ "$mode" = hosts ]; then
+    echo "netns hosts wl$RID in $DIR: $N hosts, subnet $NET.0/24"
+    members=$(seq -f 'n%g' 1 "$N")
+  else
+    echo "cluster netns-$RID in $DIR: $N nodes, subnet $NET.0/24, etcd $(cat "$DIR/etcd.url")"
+    members="etcd $(seq -f 'n%g' 1 "$N")"
+  fi
+  for m in $members; do
     ns=$(ns_of "$m")
-    if [ "$m" = etcd ]; then pid=$(our_pid etcd "$(command -v etcd)" "$ns")
+    if [ "$mode" = hosts ]; then pid=$(our_pid "$m" "$SSHD" "$ns")
+    elif [ "$m" = etcd ]; then pid=$(our_pid etcd "$(command -v etcd)" "$ns")
     else pid=$(our_pid "$m" "$WARMLAKED" "$ns"); fi
     state="pid $(cat "$DIR/$m.pid" 2>/dev/null || echo -) $([ -n "$pid" ] && echo alive || echo dead)"
+    # Under hosts: sshd's pid, then what runs in the namespace, by binary.
+    [ "$mode" != hosts ] || state="sshd $state; running: $(ns_programs "$ns")"
     port=$(ip -n "$BR" -br link show "v$m" 2>/dev/null | awk '{print $2}')
     [ "$port" = DOWN ] && state="$state, partitioned"
     if ip netns exec "$ns" tc qdisc show dev eth0 2>/dev/null | grep -qE 'netem|tbf'; then
@@ -301,8 +472,16 @@ status() {
     fi
     printf '  %-5s %-15s namespace %-14s %s\n' "$m" "$(addr_of "$m")" "$ns" "$state"
   done
+  [ "$mode" != hosts ] || return 0
   WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret") timeout 20 "$ADMIN" --etcd "$(cat "$DIR/etcd.url")" status ||
     echo "(wl-admin status failed: rc $?)"
+}
+
+ns_programs() { # NS: "sshd x1, warmlaked x1": what runs in NS, by binary
+  local p
+  for p in $(ip netns pids "$1" 2>/dev/null); do
+    basename "$(readlink "/proc/$p/exe" 2>/dev/null)" " (deleted)"
+  done | sort | uniq -c | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 
 kill_node() {
@@ -364,6 +543,7 @@ throttle() {
 
 case $CMD in
   up) up "$@" ;;
+  hosts) hosts "$@" ;;
   down) down ;;
   status) status ;;
   kill) kill_node "$@" ;;

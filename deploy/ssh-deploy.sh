@@ -6,7 +6,8 @@
 #   deploy/ssh-deploy.sh MAP [--dry-run] [--ssh-user U] [--ssh-opt OPT]...
 #       [--build DIR] [--etcd-hosts H1,H2,H3] [--etcd-port P] [--etcd-peer-port P]
 #       [--bin-dir DIR] [--data-root DIR] [--state DIR] [--warmlaked-args "ARGS"]
-#       [--no-apt]
+#       [--no-apt] [--init systemd|none] [--etc-dir DIR] [--run-user U]
+#       [--log-dir DIR] [--etcd-data-dir DIR]
 #
 # In order, stopping at the first failure (each step says what and where):
 #  1. checks the map (python3 json: shape, ids, addresses, sets); no host
@@ -15,11 +16,12 @@
 #     ./deploy-state/CLUSTER, mode 0600), generated once;
 #  3. every host answers ssh (and sudo -n, unless the user is root);
 #  4. on every host: runtime packages (etcd-server on etcd hosts) unless
-#     --no-apt, the `warmlake` system user, DATA_ROOT/ID/driveN for its nodes;
-#     binaries, unit (deploy/systemd/warmlaked@.service), map and env files
-#     copied with scp into ~/.wl-deploy and installed only when they differ;
-#     the secret and credentials sent over ssh's stdin into
-#     /etc/warmlake/{cluster-secret,credentials} (0600 root);
+#     --no-apt, the RUN_USER system user (--run-user, default warmlake; made
+#     when missing), DATA_ROOT/ID for its nodes (warmlaked makes driveN); binaries, unit
+#     (deploy/systemd/warmlaked@.service), map and env files copied with scp
+#     into ~/.wl-deploy and installed only when they differ; the secret and
+#     credentials sent over ssh's stdin into ETC/{cluster-secret,credentials}
+#     (ETC: --etc-dir, default /etc/warmlake; 0600 root);
 #  5. etcd members (--etcd-hosts; default the first three distinct node hosts,
 #     or the first one when there are fewer): Debian's etcd unit with the
 #     drop-in deploy/systemd/etcd.service.d/warmlake.conf, started;
@@ -33,16 +35,35 @@
 # and runs none. Secrets are never printed, only their file names.
 # Binaries: --build DIR, else WL_BUILD, else ./build (server/warmlaked,
 # cluster/wl-admin), built for the hosts' Debian release.
+#
+# --init none: for hosts where PID 1 is not systemd (containers). No unit is
+# installed; deploy/wl-init.sh goes to BIN_DIR/wl-init instead, and steps 5
+# and 7 run `wl-init start etcd` and `wl-init start ID` (`restart` when
+# something they use changed): each daemon in its own session, a pid file
+# in /run/warmlake, its output appended to LOG_DIR/NAME.log (--log-dir,
+# default /var/log/warmlake), the node as RUN_USER, etcd as Debian's etcd
+# user with its data in --etcd-data-dir. Then `wl-init wait ID` on every
+# host: each node ready (60 s at most); a restart is rolling, each node
+# waited for before the next. ETC/cluster-secret is then 0640
+# root:RUN_USER's group (the node reads it itself; under systemd it gets a
+# private copy). Nothing restarts them when they fail or the host boots: the
+# container's entrypoint or a supervisor runs `wl-init start` for that.
+# --etcd-data-dir: etcd's data (default /var/lib/etcd/warmlake-CLUSTER).
+# --etc-dir, --bin-dir, --data-root, --log-dir, --etcd-data-dir and
+# --run-user are the same on every host; tests/integration/test_deploy.py
+# points them into a directory each of its netns hosts has privately
+# (deploy/netns-cluster.sh hosts), with --run-user nobody (no user made).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # (here only: nothing of it goes to the hosts)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "ssh-deploy: $*" >&2; exit 1; }
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 MAP='' DRY=0 SSH_USER='' BUILD=${WL_BUILD:-$ROOT/build} ETCD_HOSTS='' ETCD_PORT=2379 PEER_PORT=2380
 BIN_DIR=/usr/local/bin DATA_ROOT=/var/lib/warmlake STATE='' WL_ARGS='' APT=1
+INIT=systemd ETC=/etc/warmlake RUN_USER=warmlake LOG_DIR='' ETCD_DATA=''
 SSH_OPTS=(-o BatchMode=yes -o ConnectTimeout=10)
 while [ $# -gt 0 ]; do
   case $1 in
@@ -50,13 +71,16 @@ while [ $# -gt 0 ]; do
     --no-apt) APT=0; shift ;;
     -h | --help) usage ;;
     --ssh-user | --ssh-opt | --build | --etcd-hosts | --etcd-port | --etcd-peer-port | --bin-dir | \
-      --data-root | --state | --warmlaked-args)
+      --data-root | --state | --warmlaked-args | --init | --etc-dir | --run-user | --log-dir | \
+      --etcd-data-dir)
       [ $# -ge 2 ] || die "$1 wants a value"
       case $1 in
         --ssh-user) SSH_USER=$2 ;; --ssh-opt) SSH_OPTS+=(-o "$2") ;; --build) BUILD=$2 ;;
         --etcd-hosts) ETCD_HOSTS=$2 ;; --etcd-port) ETCD_PORT=$2 ;; --etcd-peer-port) PEER_PORT=$2 ;;
         --bin-dir) BIN_DIR=$2 ;; --data-root) DATA_ROOT=$2 ;; --state) STATE=$2 ;;
         --warmlaked-args) WL_ARGS=$2 ;;
+        --init) INIT=$2 ;; --etc-dir) ETC=$2 ;; --run-user) RUN_USER=$2 ;; --log-dir) LOG_DIR=$2 ;;
+        --etcd-data-dir) ETCD_DATA=$2 ;;
       esac
       shift 2 ;;
     -*) die "unknown option $1 (see --help)" ;;
@@ -68,10 +92,14 @@ done
 for p in "$ETCD_PORT" "$PEER_PORT"; do
   if ! [[ $p =~ ^[0-9]+$ ]] || [ "$p" -lt 1 ] || [ "$p" -gt 65535 ]; then die "port $p: want 1..65535"; fi
 done
-for d in "$BIN_DIR" "$DATA_ROOT"; do
+case $INIT in systemd | none) ;; *) die "--init $INIT: want systemd or none" ;; esac
+[ "$INIT" = none ] || [ -z "$LOG_DIR" ] || die "--log-dir is for --init none (under systemd the journal has the logs)"
+LOG_DIR=${LOG_DIR:-/var/log/warmlake}
+for d in "$BIN_DIR" "$DATA_ROOT" "$ETC" "$LOG_DIR" ${ETCD_DATA:+"$ETCD_DATA"}; do
   [[ $d =~ ^/[A-Za-z0-9._/-]*$ ]] || die "$d: want an absolute path of A-Z a-z 0-9 . _ - /"
 done
 [[ $SSH_USER =~ ^[A-Za-z0-9._-]*$ ]] || die "--ssh-user $SSH_USER: not a user name"
+[[ $RUN_USER =~ ^[a-z_][a-z0-9_-]*$ ]] || die "--run-user $RUN_USER: not a user name"
 [[ $WL_ARGS != *[\'\"\\\$\`]* ]] || die "--warmlaked-args: no quotes, \\, \$ or \` (it goes into a systemd env file)"
 
 # ---- 1. the map, checked before anything else happens
@@ -190,6 +218,8 @@ while read -r kind a b c; do
   esac
 done <<<"$PLAN"
 STATE=${STATE:-./deploy-state/$CLUSTER}
+ETCD_DATA_SET=${ETCD_DATA:+1}
+ETCD_DATA=${ETCD_DATA:-/var/lib/etcd/warmlake-$CLUSTER}
 # Every host, once, in map order, then the etcd hosts that run no node.
 mapfile -t HOSTS < <(printf '%s\n' "${NODE_HOST[@]}" "${ETCD[@]}" | awk '!seen[$0]++')
 urlhost() { case $1 in *:*) echo "[$1]" ;; *) echo "$1" ;; esac; }
@@ -199,7 +229,8 @@ ETCD_URLS=${ETCD_URLS%,}
 
 WARMLAKED=$BUILD/server/warmlaked ADMIN=$BUILD/cluster/wl-admin
 for b in "$WARMLAKED" "$ADMIN"; do [ -x "$b" ] || die "$b missing: build first (cmake) or give --build DIR"; done
-for f in "$ROOT/deploy/systemd/warmlaked@.service" "$ROOT/deploy/systemd/etcd.service.d/warmlake.conf"; do
+for f in "$ROOT/deploy/systemd/warmlaked@.service" "$ROOT/deploy/systemd/etcd.service.d/warmlake.conf" \
+  "$ROOT/deploy/wl-init.sh"; do
   [ -r "$f" ] || die "$f missing"
 done
 if [ "$DRY" = 0 ]; then
@@ -247,7 +278,6 @@ on() { # on HOST SCRIPT [< FILE]: run SCRIPT as root on HOST
 }
 nodes_on() { local i; for i in "${!NODE_IDS[@]}"; do [ "${NODE_HOST[$i]}" = "$1" ] && echo "${NODE_IDS[$i]}"; done; return 0; }
 is_etcd() { local h; for h in "${ETCD[@]}"; do [ "$h" = "$1" ] && return 0; done; return 1; }
-drives_of() { local i; for i in "${!NODE_IDS[@]}"; do [ "${NODE_IDS[$i]}" = "$1" ] && echo "${NODE_DRIVES[$i]}"; done; }
 
 # ---- 2. secrets and the files each host gets, under STATE
 note "cluster $CLUSTER: ${#NODE_IDS[@]} nodes on ${#HOSTS[@]} hosts; etcd on ${ETCD[*]} ($ETCD_URLS)"
@@ -265,22 +295,38 @@ fi
 FILES=()
 stage_files() { # stage_files HOST: FILES, what HOST gets, written under STATE/stage/HOST (not under --dry-run)
   local h=$1 dir=$STATE/stage/$1 id i
-  FILES=("$dir/warmlaked@.service" "$dir/map.json")
+  if [ "$INIT" = systemd ]; then FILES=("$dir/warmlaked@.service"); else FILES=("$dir/wl-init"); fi
+  FILES+=("$dir/map.json")
   for id in $(nodes_on "$h"); do FILES+=("$dir/$id.env"); done
-  if is_etcd "$h"; then FILES+=("$dir/etcd.env" "$dir/warmlake.conf"); fi
+  if is_etcd "$h"; then
+    FILES+=("$dir/etcd.env")
+    [ "$INIT" = none ] || FILES+=("$dir/warmlake.conf")
+  fi
   if [ "$DRY" = 1 ]; then
     note "write ${FILES[*]}"
     return 0
   fi
   mkdir -p "$dir"
-  sed -e "s,/usr/local/bin/,$BIN_DIR/,g" -e "s,/var/lib/warmlake/,$DATA_ROOT/,g" \
-    "$ROOT/deploy/systemd/warmlaked@.service" >"$dir/warmlaked@.service"
+  if [ "$INIT" = systemd ]; then
+    # The unit's paths and user, as given (all the defaults leave it as it is).
+    local user=(-e "s/^User=warmlake\$/User=$RUN_USER/")
+    [ "$RUN_USER" = warmlake ] || user+=(-e '/^Group=warmlake$/d') # then the user's own group
+    sed -e "s,/usr/local/bin/,$BIN_DIR/,g" -e "s,/var/lib/warmlake/,$DATA_ROOT/,g" \
+      -e "s,/etc/warmlake/,$ETC/,g" "${user[@]}" \
+      "$ROOT/deploy/systemd/warmlaked@.service" >"$dir/warmlaked@.service"
+  else
+    # wl-init's settings, one line each.
+    sed -e "s,^ETC=.*,ETC=$ETC," -e "s,^BIN=.*,BIN=$BIN_DIR," -e "s,^DATA=.*,DATA=$DATA_ROOT," \
+      -e "s,^LOGS=.*,LOGS=$LOG_DIR," -e "s,^RUN_USER=.*,RUN_USER=$RUN_USER," \
+      "$ROOT/deploy/wl-init.sh" >"$dir/wl-init"
+  fi
   cp "$MAP" "$dir/map.json"
   for id in $(nodes_on "$h"); do
     printf 'WARMLAKE_ETCD=%s\nWARMLAKED_ARGS=%s\n' "$ETCD_URLS" "$WL_ARGS" >"$dir/$id.env"
   done
   if is_etcd "$h"; then
-    cp "$ROOT/deploy/systemd/etcd.service.d/warmlake.conf" "$dir/warmlake.conf"
+    [ "$INIT" = none ] || sed -e "s,/etc/warmlake/,$ETC/,g" \
+      "$ROOT/deploy/systemd/etcd.service.d/warmlake.conf" >"$dir/warmlake.conf"
     local u listen initial=''
     u=$(urlhost "$h")
     listen=$u
@@ -289,7 +335,7 @@ stage_files() { # stage_files HOST: FILES, what HOST gets, written under STATE/s
     {
       echo "DAEMON_ARGS="
       echo "ETCD_NAME=$h"
-      echo "ETCD_DATA_DIR=/var/lib/etcd/warmlake-$CLUSTER"
+      echo "ETCD_DATA_DIR=$ETCD_DATA"
       if [ "$listen" = 127.0.0.1 ]; then
         echo "ETCD_LISTEN_CLIENT_URLS=http://127.0.0.1:$ETCD_PORT"
       else
@@ -318,7 +364,7 @@ inst() { # inst SRC DST MODE [MARK]: a snippet installing SRC as DST when they d
   printf 'if ! cmp -s %s %s; then install -D -m %s %s %s%s; fi; ' \
     "$(q "$1")" "$(q "$2")" "$3" "$(q "$1")" "$(q "$2")" "${4:+; touch $4}"
 }
-MARK_NODES=/etc/warmlake/.restart-nodes MARK_ETCD=/etc/warmlake/.restart-etcd
+MARK_NODES=$ETC/.restart-nodes MARK_ETCD=$ETC/.restart-etcd
 for h in "${HOSTS[@]}"; do
   nodes=$(nodes_on "$h" | tr '\n' ' ')
   STEP="preparing $h"
@@ -326,16 +372,31 @@ for h in "${HOSTS[@]}"; do
   if [ "$APT" = 1 ]; then
     pk=$RUNTIME
     is_etcd "$h" && pk+=" etcd-server"
-    s+="dpkg-query -W $pk >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pk; }; "
+    post=''
+    # Without systemd, etcd-server's postinst starts Debian's own etcd (its sysvinit
+    # script, on 127.0.0.1:2379): the member wl-init starts could not listen. Only
+    # just after the install, when no etcd of ours runs there yet.
+    if [ "$INIT" = none ] && is_etcd "$h"; then
+      post=" if [ -x /etc/init.d/etcd ]; then /etc/init.d/etcd stop || true; update-rc.d etcd disable || true; fi;"
+    fi
+    s+="dpkg-query -W $pk >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $pk;$post }; "
   elif is_etcd "$h"; then
     s+="command -v etcd >/dev/null || { echo \"no etcd on $h: apt-get install etcd-server there, or leave out --no-apt\" >&2; exit 1; }; "
   fi
-  s+="id -u warmlake >/dev/null 2>&1 || useradd --system --user-group --home-dir $DATA_ROOT --shell /usr/sbin/nologin warmlake; "
-  s+="install -d -m 0755 /etc/warmlake; install -d -o warmlake -g warmlake -m 0750 $DATA_ROOT"
-  for id in $nodes; do
-    s+=" $DATA_ROOT/$id"
-    for d in $(seq 0 $(($(drives_of "$id") - 1))); do s+=" $DATA_ROOT/$id/drive$d"; done
-  done
+  s+="id -u $RUN_USER >/dev/null 2>&1 || useradd --system --user-group --home-dir $DATA_ROOT --shell /usr/sbin/nologin $RUN_USER; "
+  if is_etcd "$h" && { [ "$INIT" = none ] || [ -n "$ETCD_DATA_SET" ]; }; then
+    # Debian's etcd unit runs etcd as etcd, as wl-init does; the package makes the user.
+    s+="id -u etcd >/dev/null 2>&1 || { echo \"no etcd user on $h: Debian's etcd-server makes it\" >&2; exit 1; }; "
+    s+="install -d -o etcd -g etcd -m 0700 $ETCD_DATA; "
+  fi
+  group=$RUN_USER # useradd --user-group: the user's own group; a user there before may have another
+  [ "$RUN_USER" = warmlake ] || group="\"\$(id -gn $RUN_USER)\""
+  s+="install -d -m 0755 $ETC; install -d -o $RUN_USER -g $group -m 0750 $DATA_ROOT"
+  # Not DATA_ROOT/ID/driveN: warmlaked makes those. A drive0 there before the
+  # node's first start (its layout file) reads as data of the one-set layout
+  # from before that file, and a map of more sets is refused (server/main.c
+  # check_layout).
+  for id in $nodes; do s+=" $DATA_ROOT/$id"; done
   run ssh "${SSH_OPTS[@]}" "$(target "$h")" "mkdir -p .wl-deploy && $(show "${SUDO[@]}" sh -c "set -e; $s")"
 
   STEP="copying files to $h"
@@ -344,21 +405,32 @@ for h in "${HOSTS[@]}"; do
 
   STEP="installing the secrets on $h"
   for f in cluster-secret credentials; do
-    on "$h" "umask 077; cat >/etc/warmlake/$f.new; if cmp -s /etc/warmlake/$f.new /etc/warmlake/$f; then rm /etc/warmlake/$f.new; else mv /etc/warmlake/$f.new /etc/warmlake/$f; touch $MARK_NODES; fi; chown root:root /etc/warmlake/$f; chmod 0600 /etc/warmlake/$f" \
+    # Under --init none the node reads the secret itself, as RUN_USER (systemd
+    # hands it a private copy instead); the credentials are read by wl-init as root.
+    own=root:root mode=0600
+    [ "$INIT:$f" != none:cluster-secret ] || own="root:\"\$(id -gn $RUN_USER)\"" mode=0640
+    on "$h" "umask 077; cat >$ETC/$f.new; if cmp -s $ETC/$f.new $ETC/$f; then rm $ETC/$f.new; else mv $ETC/$f.new $ETC/$f; touch $MARK_NODES; fi; chown $own $ETC/$f; chmod $mode $ETC/$f" \
       "<" "$STATE/$f"
   done
 
   STEP="installing on $h"
-  s="$(inst .wl-deploy/warmlaked "$BIN_DIR/warmlaked" 0755 $MARK_NODES)"
-  s+="$(inst .wl-deploy/wl-admin "$BIN_DIR/wl-admin" 0755 $MARK_NODES)"
-  s+="$(inst .wl-deploy/warmlaked@.service /etc/systemd/system/warmlaked@.service 0644 $MARK_NODES)"
-  s+="$(inst .wl-deploy/map.json /etc/warmlake/map.json 0644)"
-  for id in $nodes; do s+="$(inst ".wl-deploy/$id.env" "/etc/warmlake/$id.env" 0644 $MARK_NODES)"; done
-  if is_etcd "$h"; then
-    s+="$(inst .wl-deploy/etcd.env /etc/warmlake/etcd.env 0644 $MARK_ETCD)"
-    s+="$(inst .wl-deploy/warmlake.conf /etc/systemd/system/etcd.service.d/warmlake.conf 0644 $MARK_ETCD)"
+  s="$(inst .wl-deploy/warmlaked "$BIN_DIR/warmlaked" 0755 "$MARK_NODES")"
+  s+="$(inst .wl-deploy/wl-admin "$BIN_DIR/wl-admin" 0755 "$MARK_NODES")"
+  if [ "$INIT" = systemd ]; then
+    s+="$(inst .wl-deploy/warmlaked@.service /etc/systemd/system/warmlaked@.service 0644 "$MARK_NODES")"
+  else
+    # Its paths and user are how the nodes are started: a change restarts them (etcd
+    # takes a new log directory at its next restart).
+    s+="$(inst .wl-deploy/wl-init "$BIN_DIR/wl-init" 0755 "$MARK_NODES")"
   fi
-  s+="systemctl daemon-reload"
+  s+="$(inst .wl-deploy/map.json "$ETC/map.json" 0644)"
+  for id in $nodes; do s+="$(inst ".wl-deploy/$id.env" "$ETC/$id.env" 0644 "$MARK_NODES")"; done
+  if is_etcd "$h"; then
+    s+="$(inst .wl-deploy/etcd.env "$ETC/etcd.env" 0644 "$MARK_ETCD")"
+    [ "$INIT" = none ] ||
+      s+="$(inst .wl-deploy/warmlake.conf /etc/systemd/system/etcd.service.d/warmlake.conf 0644 "$MARK_ETCD")"
+  fi
+  if [ "$INIT" = systemd ]; then s+="systemctl daemon-reload"; else s=${s%; }; fi
   on "$h" "$s"
 done
 
@@ -366,22 +438,45 @@ done
 # ready only once a quorum is up), restarted when its settings changed
 for h in "${ETCD[@]}"; do
   STEP="starting etcd on $h"
-  on "$h" "systemctl enable etcd; if [ -e $MARK_ETCD ]; then systemctl restart --no-block etcd; rm -f $MARK_ETCD; else systemctl start --no-block etcd; fi"
+  if [ "$INIT" = systemd ]; then
+    on "$h" "systemctl enable etcd; if [ -e $MARK_ETCD ]; then systemctl restart --no-block etcd; rm -f $MARK_ETCD; else systemctl start --no-block etcd; fi"
+  else
+    on "$h" "if [ -e $MARK_ETCD ]; then $BIN_DIR/wl-init restart etcd; rm -f $MARK_ETCD; else $BIN_DIR/wl-init start etcd; fi"
+  fi
 done
 
 # ---- 6. the map, once
 first=${NODE_HOST[0]}
 STEP="storing the map in etcd (wl-admin cluster init, on $first)"
-on "$first" "i=0; rc=1; while [ \$i -lt 60 ]; do rc=0; $BIN_DIR/wl-admin --etcd $ETCD_URLS cluster show >/dev/null 2>&1 || rc=\$?; [ \$rc != 1 ] && break; i=\$((i + 1)); sleep 2; done; [ \$rc != 1 ] || { echo \"etcd at $ETCD_URLS not answering after 120 s: see journalctl -u etcd on its hosts\" >&2; exit 1; }; if [ \$rc = 2 ]; then $BIN_DIR/wl-admin --etcd $ETCD_URLS cluster init --map /etc/warmlake/map.json; else echo \"etcd already holds a map: left as it is (wl-admin map set --map FILE replaces it)\"; fi"
+on "$first" "i=0; rc=1; while [ \$i -lt 60 ]; do rc=0; $BIN_DIR/wl-admin --etcd $ETCD_URLS cluster show >/dev/null 2>&1 || rc=\$?; [ \$rc != 1 ] && break; i=\$((i + 1)); sleep 2; done; [ \$rc != 1 ] || { echo \"etcd at $ETCD_URLS not answering after 120 s: see $([ "$INIT" = systemd ] && echo "journalctl -u etcd" || echo "$LOG_DIR/etcd.log") on its hosts\" >&2; exit 1; }; if [ \$rc = 2 ]; then $BIN_DIR/wl-admin --etcd $ETCD_URLS cluster init --map $ETC/map.json; else echo \"etcd already holds a map: left as it is (wl-admin map set --map FILE replaces it)\"; fi"
 
 # ---- 7. the nodes
 for h in "${HOSTS[@]}"; do
-  units=$(nodes_on "$h" | sed 's/^/warmlaked@/' | tr '\n' ' ')
-  units=${units% }
-  [ -n "$units" ] || continue
+  ids=$(nodes_on "$h" | tr '\n' ' ')
+  ids=${ids% }
+  [ -n "$ids" ] || continue
   STEP="starting the nodes on $h"
-  on "$h" "systemctl daemon-reload; if [ -e $MARK_NODES ]; then systemctl enable $units; systemctl restart $units; rm -f $MARK_NODES; else systemctl enable --now $units; fi"
+  if [ "$INIT" = systemd ]; then
+    # shellcheck disable=SC2086 # one unit for each id
+    units=$(printf 'warmlaked@%s ' $ids)
+    units=${units% }
+    on "$h" "systemctl daemon-reload; if [ -e $MARK_NODES ]; then systemctl enable $units; systemctl restart $units; rm -f $MARK_NODES; else systemctl enable --now $units; fi"
+  else
+    # A restart is rolling: one node at a time, each waited for until ready (its
+    # peers run). A start is not waited for here: a node is ready once it has
+    # met its peers (or given up on them after a while), so all start first.
+    on "$h" "if [ -e $MARK_NODES ]; then $BIN_DIR/wl-init restart $ids; rm -f $MARK_NODES; else $BIN_DIR/wl-init start $ids; fi"
+  fi
 done
+if [ "$INIT" = none ]; then
+  for h in "${HOSTS[@]}"; do
+    ids=$(nodes_on "$h" | tr '\n' ' ')
+    ids=${ids% }
+    [ -n "$ids" ] || continue
+    STEP="waiting for the nodes on $h to be ready"
+    on "$h" "$BIN_DIR/wl-init wait $ids"
+  done
+fi
 STEP="wl-admin status (on $first)"
 run ssh "${SSH_OPTS[@]}" "$(target "$first")" "$BIN_DIR/wl-admin --etcd $ETCD_URLS status"
 note "done: S3 on every node's s3 address; credentials in $STATE/credentials (WARMLAKE_ACCESS_KEY/WARMLAKE_SECRET_KEY are AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)"

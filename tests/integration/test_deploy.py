@@ -1,12 +1,17 @@
 """deploy/: local-cluster.sh runs a cluster in the background with its map in etcd (up,
 status, down, up again on the same data); ssh-deploy.sh --dry-run prints every command
 it would run on the hosts and runs none, shows no secret, and what it prints is exactly
-what it runs; a malformed map is refused before any host is touched; the systemd unit
-templates pass systemd-analyze verify."""
+what it runs (against fake ssh, under --init systemd and none); a malformed map is
+refused before any host is touched; the systemd unit templates pass systemd-analyze
+verify. And, as root, ssh-deploy.sh --init none into four real ssh hosts (network
+namespaces, each with its own sshd: deploy/netns-cluster.sh hosts): the cluster comes up
+and serves S3, a second run changes nothing, a changed setting restarts the nodes and
+the data stays."""
 import glob
 import hashlib
 import json
 import os
+import pwd
 import re
 import shlex
 import shutil
@@ -14,6 +19,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -305,18 +311,53 @@ def test_ssh_deploy_dry_run(deploy_env):
         for s in scripts:
             r2 = subprocess.run(["sh", "-n", "-c", s], capture_output=True, text=True)
             assert r2.returncode == 0, (s, r2.stderr)
-    assert "/var/lib/warmlake/n3/drive2" in out and "/var/lib/warmlake/n3/drive3" not in out
+    # The node's data directory, not its drives: warmlaked makes those (a drive0 there
+    # before the first start would read as data of the old one-set layout).
+    prep = [c for c in cmds if "install -d -o warmlake -g warmlake -m 0750" in c]
+    assert len(prep) == 3 and "/var/lib/warmlake /var/lib/warmlake/n3'" in prep[2], prep
+    assert "drive" not in " ".join(prep)
     init = [c for c in cmds if "cluster init --map /etc/warmlake/map.json" in c]
     assert len(init) == 1 and "admin@10.9.0.1" in init[0]
     assert ("--etcd http://10.9.0.1:2379,http://10.9.0.2:2379,http://10.9.0.3:2379"
             in init[0])
 
 
-def test_ssh_deploy_runs_what_dry_run_prints(deploy_env):
+def test_ssh_deploy_dry_run_init_none(deploy_env):
+    """--init none: no systemctl and no unit anywhere; wl-init installed with the paths
+    given, etcd and the nodes started by it, the nodes then waited for."""
+    de = deploy_env
+    r = ssh_deploy(de, de["map"], "--dry-run", "--init", "none", "--etc-dir", "/srv/wl/etc",
+                   "--run-user", "wl", "--log-dir", "/srv/wl/log", "--etcd-data-dir", "/srv/etcd")
+    assert r.returncode == 0, r.stderr
+    cmds = [ln for ln in r.stdout.splitlines() if ln and not ln.startswith("#")]
+    assert calls(de) == [] and not any("systemctl" in c or ".service" in c for c in cmds)
+    for host, nid in (("10.9.0.1", "n1"), ("10.9.0.2", "n2"), ("10.9.0.3", "n3")):
+        mine = [c for c in cmds if host + " " in c or host + ":" in c]
+        assert any("install -D -m 0755 .wl-deploy/wl-init /usr/local/bin/wl-init" in c
+                   for c in mine), host
+        assert any("/usr/local/bin/wl-init start etcd" in c for c in mine), host
+        assert any("/usr/local/bin/wl-init start " + nid in c for c in mine), host
+        assert any("/usr/local/bin/wl-init wait " + nid in c for c in mine), host
+        assert any("install -d -o etcd -g etcd -m 0700 /srv/etcd" in c for c in mine), host
+        assert any('chown root:"$(id -gn wl)" /srv/wl/etc/cluster-secret; chmod 0640' in c
+                   for c in mine), host
+    assert "useradd --system --user-group --home-dir /var/lib/warmlake" in r.stdout
+    assert "cluster init --map /srv/wl/etc/map.json" in r.stdout
+    for bad, msg in ((["--init", "upstart"], "want systemd or none"),
+                     (["--log-dir", "/var/log/x"], "--log-dir is for --init none"),
+                     (["--init", "none", "--etc-dir", "etc"], "want an absolute path"),
+                     (["--run-user", "Bad User"], "not a user name")):
+        r = ssh_deploy(de, de["map"], "--dry-run", *bad)
+        assert r.returncode != 0 and msg in r.stderr and r.stdout == "", (bad, r.stderr)
+
+
+@pytest.mark.parametrize("init", ["systemd", "none"])
+def test_ssh_deploy_runs_what_dry_run_prints(deploy_env, init):
     """The real run (against fake ssh/scp that only record) makes exactly the calls the dry
     run printed, the secrets going over stdin."""
     de = deploy_env
-    dry = ssh_deploy(de, de["map"], "--dry-run", "--etcd-hosts", "10.9.0.1")
+    more = ["--init", init] if init == "none" else []
+    dry = ssh_deploy(de, de["map"], "--dry-run", "--etcd-hosts", "10.9.0.1", *more)
     assert dry.returncode == 0, dry.stderr
     want = []
     for ln in dry.stdout.splitlines():
@@ -326,7 +367,7 @@ def test_ssh_deploy_runs_what_dry_run_prints(deploy_env):
         if len(argv) > 2 and argv[-2] == "<":
             stdin, argv = argv[-1], argv[:-2]
         want.append((argv, stdin))
-    r = ssh_deploy(de, de["map"], "--etcd-hosts", "10.9.0.1")
+    r = ssh_deploy(de, de["map"], "--etcd-hosts", "10.9.0.1", *more)
     assert r.returncode == 0, r.stdout + r.stderr
     got = calls(de)
     assert [c["argv"] for c in got] == [w[0] for w in want]
@@ -334,8 +375,12 @@ def test_ssh_deploy_runs_what_dry_run_prints(deploy_env):
         if stdin:
             with open(stdin) as f:
                 assert c["stdin"] == f.read()
-    # Only the etcd host gets the etcd drop-in; the node files were staged for each host.
-    assert sum("etcd.service.d" in " ".join(w[0]) for w in want) == 1
+    # Only the etcd host gets the etcd drop-in (none without systemd); the node files were
+    # staged for each host.
+    assert sum("etcd.service.d" in " ".join(w[0]) for w in want) == (init == "systemd")
+    if init == "none":
+        with open(os.path.join(de["state"], "stage", "10.9.0.2", "wl-init")) as f:
+            assert "\nETC=/etc/warmlake\nBIN=/usr/local/bin\n" in f.read()
     with open(os.path.join(de["state"], "stage", "10.9.0.2", "n2.env")) as f:
         assert f.read() == "WARMLAKE_ETCD=http://10.9.0.1:2379\nWARMLAKED_ARGS=\n"
     with open(os.path.join(de["state"], "stage", "10.9.0.1", "etcd.env")) as f:
@@ -413,3 +458,202 @@ def test_unit_templates_verify():
             assert r.returncode == 0 and not mine, (u, r.stdout + r.stderr)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# ---- ssh-deploy.sh into real ssh hosts: network namespaces on this machine
+
+NETNS = os.path.join(ROOT, "deploy", "netns-cluster.sh")
+
+
+def _netns_hosts_usable():
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, mounts, sshd)"
+    try:
+        r = subprocess.run(["ip", "netns", "list"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return "ip netns unavailable: %s" % e
+    if r.returncode != 0:
+        return "ip netns unavailable: %s" % r.stderr.decode().strip()
+    return None
+
+
+def daemons(runid, n):
+    """{host index: {"warmlaked": [pid], "etcd": [pid]}}: what runs in each host's
+    namespace, found from outside (not from the pid files the deploy keeps)."""
+    out = {}
+    for i in range(1, n + 1):
+        r = subprocess.run(["ip", "netns", "pids", "wl%s-n%d" % (runid, i)],
+                           capture_output=True, text=True, timeout=10)
+        got = {"warmlaked": [], "etcd": []}
+        for pid in r.stdout.split():
+            try:
+                exe = os.path.basename(os.readlink("/proc/%s/exe" % pid)).replace(" (deleted)", "")
+            except OSError:
+                continue
+            if exe in got and not gone(int(pid)):
+                got[exe].append(int(pid))
+        out[i] = got
+    return out
+
+
+@pytest.fixture
+def netns_hosts():
+    """Four ssh hosts (deploy/netns-cluster.sh hosts 4); taken down whatever the test did:
+    every process in their namespaces (sshd, and the warmlaked and etcd deployed there) by
+    pid, the namespaces, the veth; then checked gone, the daemons the test saw included."""
+    why = _netns_hosts_usable()
+    if why:
+        pytest.skip(why)
+    for exe in (WARMLAKED, ADMIN):
+        if not os.path.exists(exe):
+            pytest.fail("build first: %s missing" % exe)
+    if not os.path.exists("/usr/sbin/sshd"):
+        pytest.fail("sshd missing: deploy/install-deps.sh installs openssh-server")
+    if not shutil.which("etcd"):
+        pytest.fail("etcd missing: deploy/install-deps.sh installs etcd-server")
+    top = tmpdir("wl-sshnetns-")
+    os.chmod(top, 0o755)  # etcd runs as the etcd user: its data is below
+    d = os.path.join(top, "hosts")
+    h = {"top": top, "dir": d, "seen": set()}
+    runid = None
+    try:
+        r = subprocess.run([NETNS, "--dir", d, "hosts", "4"], capture_output=True, text=True,
+                           timeout=90)
+        assert r.returncode == 0, r.stdout + r.stderr
+        with open(os.path.join(d, "runid")) as f:
+            runid = f.read().strip()
+        with open(os.path.join(d, "env")) as f:
+            h["env"] = dict(ln.strip().split("=", 1) for ln in f if "=" in ln)
+        h["runid"] = runid
+        yield h
+    finally:
+        r = subprocess.run([NETNS, "--dir", d, "down"], capture_output=True, text=True,
+                           timeout=300)
+        left = []
+        if runid:
+            out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                 timeout=10).stdout
+            left = [ln.split()[0] for ln in out.splitlines() if ln.startswith("wl%s-" % runid)]
+        alive = sorted(p for p in h["seen"] if not gone(p))
+        logs = ""
+        if r.returncode != 0 or left or alive:
+            for log in sorted(glob.glob(os.path.join(d, "n*", "fs", "log", "*.log"))):
+                with open(log, errors="replace") as f:
+                    logs += "--- %s\n%s\n" % (log, f.read()[-1500:])
+            for pid in alive:  # (down stops them; never reached unless it failed)
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(top, ignore_errors=True)
+        assert r.returncode == 0 and not left and not alive, (
+            "down left things behind: rc %d, namespaces %s, pids %s\n%s%s\n%s" % (
+                r.returncode, left, alive, r.stdout, r.stderr, logs))
+
+
+def test_ssh_deploy_into_netns_hosts(netns_hosts):
+    """ssh-deploy.sh --init none into four hosts over real ssh (4 nodes x 3 drives, 4+2,
+    etcd on the first three): all up, S3 through any node; run again: nothing restarts;
+    run with other --warmlaked-args: every node restarts (etcd does not), the data stays."""
+    h = netns_hosts
+    env, runid, hd = h["env"], h["runid"], h["env"]["HOST_DIR"]
+    hosts = env["HOSTS"].split(",")
+    assert len(hosts) == 4
+    mp = os.path.join(h["top"], "map.json")
+    with open(mp, "w") as f:
+        json.dump({"cluster": "sshnetns", "epoch": 1, "ec": "4+2", "nodes": [
+            {"id": "n%d" % (i + 1), "s3": "%s:9000" % a, "proto": "%s:9100" % a, "drives": 3}
+            for i, a in enumerate(hosts)]}, f)
+    state = os.path.join(h["top"], "state")
+    # The nodes as nobody (a user there already: none is made), as they would run as warmlake.
+    base = [SSH_DEPLOY, mp, "--init", "none", "--no-apt", "--run-user", "nobody",
+            "--build", BUILD, "--state", state,
+            "--ssh-opt", "IdentityFile=" + env["SSH_KEY"],
+            "--ssh-opt", "UserKnownHostsFile=" + env["SSH_KNOWN_HOSTS"],
+            "--ssh-opt", "StrictHostKeyChecking=yes", "--ssh-opt", "IdentitiesOnly=yes",
+            "--etc-dir", hd + "/etc", "--data-root", hd + "/data", "--bin-dir", hd + "/bin",
+            "--log-dir", hd + "/log", "--etcd-data-dir", hd + "/etcd"]
+    wargs = "--drive-capacity 1G --segment-size 64M --write-quorum 4 --peer-timeout-ms 2000"
+    etc_there = os.path.exists("/etc/warmlake")
+
+    def deploy(args):
+        t = time.time()
+        r = subprocess.run(base + ["--warmlaked-args", args], capture_output=True, text=True,
+                           timeout=240, cwd=h["top"])
+        assert r.returncode == 0, r.stdout + r.stderr
+        print("ssh-deploy: %.1f s" % (time.time() - t))
+        return r
+
+    def running():
+        ds = daemons(runid, 4)
+        for v in ds.values():
+            h["seen"].update(v["warmlaked"] + v["etcd"])
+        # One node on each host; etcd on the first three.
+        assert [len(ds[i]["warmlaked"]) for i in (1, 2, 3, 4)] == [1, 1, 1, 1], ds
+        assert [len(ds[i]["etcd"]) for i in (1, 2, 3, 4)] == [1, 1, 1, 0], ds
+        for v in ds.values():  # each as its user (setpriv), not root
+            for exe, user in (("warmlaked", "nobody"), ("etcd", "etcd")):
+                for pid in v[exe]:
+                    with open("/proc/%d/status" % pid) as f:
+                        uid = [ln.split()[1] for ln in f if ln.startswith("Uid:")][0]
+                    assert int(uid) == pwd.getpwnam(user).pw_uid, (exe, pid, uid)
+        return ds
+
+    r = deploy(wargs)
+    for i in range(1, 5):
+        assert re.search(r"node n%d +up" % i, r.stdout), r.stdout
+    assert "set 0: 4+2, ok" in r.stdout and "set 1: 4+2, ok" in r.stdout, r.stdout
+    first = running()
+    # Seen from here too: the deployed secret and keys, etcd on the hosts' addresses.
+    with open(os.path.join(state, "cluster-secret")) as f:
+        secret = f.read()
+    etcd = ",".join("http://%s:2379" % a for a in hosts[:3])
+    st = subprocess.run([ADMIN, "--etcd", etcd, "status", "--json"], capture_output=True,
+                        text=True, timeout=30, env=dict(os.environ, WARMLAKE_CLUSTER_SECRET=secret))
+    assert st.returncode == 0, st.stderr
+    assert sorted((n["id"], n["alive"]) for n in json.loads(st.stdout)["nodes"]) == [
+        ("n%d" % i, True) for i in range(1, 5)], st.stdout
+    # wl-init on a host knows its daemons by the same pids.
+    ssh = ["ssh", "-F", "/dev/null", "-i", env["SSH_KEY"], "-o", "IdentitiesOnly=yes",
+           "-o", "BatchMode=yes", "-o", "UserKnownHostsFile=" + env["SSH_KNOWN_HOSTS"],
+           "-o", "StrictHostKeyChecking=yes", "root@" + hosts[1], hd + "/bin/wl-init status"]
+    r2 = subprocess.run(ssh, capture_output=True, text=True, timeout=30)
+    assert r2.returncode == 0 and r2.stdout == "n2 running (pid %d)\netcd running (pid %d)\n" % (
+        first[2]["warmlaked"][0], first[2]["etcd"][0]), r2.stdout + r2.stderr
+
+    creds = {}
+    with open(os.path.join(state, "credentials")) as f:
+        for ln in f:
+            k, _, v = ln.strip().partition("=")
+            creds[k] = v
+    ak, sk = creds["WARMLAKE_ACCESS_KEY"], creds["WARMLAKE_SECRET_KEY"]
+    c = {i: s3_client("http://%s:9000" % hosts[i - 1], ak, sk) for i in range(1, 5)}
+    c[1].create_bucket(Bucket="deployed")
+    want = {}
+    for i, size in enumerate([0, 1000, 300000, 2 * 1048576 + 5]):
+        data = os.urandom(size)
+        c[1].put_object(Bucket="deployed", Key="k%d" % i, Body=data)
+        want["k%d" % i] = hashlib.md5(data).hexdigest()
+    for k, m in want.items():
+        assert hashlib.md5(c[3].get_object(Bucket="deployed", Key=k)["Body"].read()).hexdigest() == m
+
+    # Again, the same: nothing is restarted.
+    r = deploy(wargs)
+    assert running() == first, (first, r.stdout)
+    assert "started" not in r.stdout and "stopped" not in r.stdout, r.stdout
+
+    # Another setting: the nodes restart (one at a time, each waited for), etcd does not.
+    r = deploy(wargs.replace("--peer-timeout-ms 2000", "--peer-timeout-ms 3000"))
+    second = running()
+    for i in (1, 2, 3, 4):
+        assert second[i]["etcd"] == first[i]["etcd"], (i, first, second)
+        assert second[i]["warmlaked"] != first[i]["warmlaked"], (i, first, second)
+    assert r.stdout.count("stopped (pid") == 4 and r.stdout.count(" ready (pid") >= 4, r.stdout
+    with open(os.path.join(h["dir"], "n3", "fs", "etc", "n3.env")) as f:
+        assert "--peer-timeout-ms 3000" in f.read()
+    for i in (2, 4):
+        for k, m in want.items():
+            got = c[i].get_object(Bucket="deployed", Key=k)["Body"].read()
+            assert hashlib.md5(got).hexdigest() == m, (i, k)
+    data = os.urandom(500000)
+    c[4].put_object(Bucket="deployed", Key="after", Body=data)
+    assert c[1].get_object(Bucket="deployed", Key="after")["Body"].read() == data
+    # Nothing of it went to this machine's own places.
+    assert os.path.exists("/etc/warmlake") == etc_there
