@@ -364,7 +364,9 @@ static int check_layout(const char *data, const char *want, int single, int nset
         char d0[4096];
         struct stat sb;
         snprintf(d0, sizeof(d0), "%s/drive0", data);
-        if (stat(d0, &sb) == 0 && nsets != 1) snprintf(had, sizeof(had), "sets 1");
+        /* (An empty drive0, a mount point made before the first start, holds nothing.) */
+        if (stat(d0, &sb) == 0 && !drive_is_fresh(d0) && nsets != 1)
+            snprintf(had, sizeof(had), "sets 1");
     }
     *existed = had[0] != 0;
     /* A cluster's layout may grow by pools (a line each): what was recorded must begin it. */

@@ -171,6 +171,24 @@ def test_layout_of_older_data_dir_is_one_set(datadir):
         srv.stop()
 
 
+def test_empty_drive_dirs_are_no_older_data(datadir):
+    """Drive directories made before the first start (disks mounted at DATA/driveN, or a
+    deploy script's mkdir) hold nothing: any layout starts on them."""
+    fresh = os.path.join(datadir, "fresh")
+    for i in range(12):
+        os.makedirs(os.path.join(fresh, "drive%d" % i))
+    srv = Server(fresh, drives=12).start()
+    try:
+        c = s3_client(srv.endpoint)
+        c.create_bucket(Bucket="mounted")
+        c.put_object(Bucket="mounted", Key="k", Body=b"x" * 1000)
+        assert c.get_object(Bucket="mounted", Key="k")["Body"].read() == b"x" * 1000
+    finally:
+        srv.stop()
+    with open(os.path.join(fresh, "layout")) as f:
+        assert f.read().startswith("sets 2")
+
+
 def test_cluster_two_sets(datadir):
     """Three nodes of four drives, "ec": "4+2": two sets, each with two drives on every
     node. A node killed with SIGKILL takes two shards of each set: nothing acknowledged
