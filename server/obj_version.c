@@ -354,6 +354,30 @@ static int successor_stays(obj_set_t *s, const char *bucket, const char *key, co
  * still finds it there. Stale null versions found on the way go;
  * *stale and *nstale get them for dropping.
  */
+/*
+ * v's own noncurrent copy (at its position), when the walk stopped at a
+ * successor before reaching it: v is not always the newest version. A
+ * promotion cut short by a failing store can make an older version current
+ * over a newer one whose noncurrent copy stays; deleting the older one then
+ * met the newer one first, and its own copy outlived its blocks, listed as
+ * a version that no longer reads (a six-node probe killing a node).
+ */
+static void note_own_copy(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                          pick_t *p)
+{
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, v->mtime_ns);
+    for (int i = 0; i < p->ndups; i++) {
+        char at[OBJ_VID_LEN + 1];
+        obj__vid_of(at, p->dups[i].mtime_ns);
+        if (strcmp(at, pos) == 0) return; /* met on the way */
+    }
+    obj_info_t h;
+    if (p->ndups < MAX_DUPS && obj__newest_at(s, bucket, key, pos, &h) == 0 &&
+        !(h.deleted && !h.marker) && same_version(&h, v))
+        obj_info_copy(&p->dups[p->ndups++], &h);
+}
+
 #define PROMOTE_RACED 1 /* a newer version came meanwhile: nothing promoted, look again */
 #define PROMOTE_GONE                                                                               \
     2 /* promoted, but the successor was deleted meanwhile: *promoted must go too */
@@ -375,6 +399,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     uint64_t now = obj__now_after(v);
     if (rc < 0) goto out;
     rc = 0;
+    note_own_copy(s, bucket, key, v, p);
     if (lone && p->found) { /* it must be the key's only version: it is not (any more) */
         rc = ERR_PRECOND;
         goto out;

@@ -1435,6 +1435,33 @@ static void test_versions(void **state)
     assert_string_equal(out, "");
     assert_int_equal(obj_stat_version(e->set, "bkt", "v2", NULL, &g), ERR_NOT_FOUND);
     assert_int_equal(obj_delete_version(e->set, "bkt", "v2", c.vid, NULL, NULL), ERR_NOT_FOUND);
+    /*
+     * An older version made current over a newer one that stayed noncurrent (a promotion
+     * cut short by a failing store, the newer one's own noncurrent copy left): deleting
+     * the current one takes its noncurrent copy too, though the walk meets the newer
+     * version first. Before, the copy stayed, listed after its blocks went (a six-node
+     * probe killing a node).
+     */
+    {
+        obj_info_t ov, nv;
+        vput(e, "v9", "older", OBJ_VERSIONED, &ov);
+        vput(e, "v9", "newer", OBJ_VERSIONED, &nv);
+        char npos[OBJ_VID_LEN + 1];
+        obj__vid_of(npos, nv.mtime_ns);
+        obj_info_t ncopy = nv, promoted = ov;
+        ncopy.sparse = promoted.sparse = 0;
+        assert_true(obj__write_at(e->set, "bkt", "v9", npos, &ncopy, 0, &first_err) >= K);
+        promoted.stamp_ns = nv.stamp_ns + 1;
+        assert_true(obj__write_at(e->set, "bkt", "v9", "", &promoted, 0, &first_err) >= K);
+        vread(e, "v9", NULL, got, sizeof(got));
+        assert_string_equal(got, "older");
+        assert_int_equal(obj_delete_version(e->set, "bkt", "v9", ov.vid, NULL, NULL), 0);
+        snprintf(want, sizeof(want), "v9:%s*,", nv.vid);
+        out[0] = 0;
+        assert_int_equal(obj_list_versions(e->set, "bkt", "v9", NULL, NULL, vlist_cb, out), 0);
+        assert_string_equal(out, want);
+        assert_int_equal(obj_stat_version(e->set, "bkt", "v9", ov.vid, &g), ERR_NOT_FOUND);
+    }
     /* A promoted version stays reachable as noncurrent too (no window where it is in
      * neither place), and walks show it once. */
     vput(e, "v3", "p1", OBJ_VERSIONED, &a);
