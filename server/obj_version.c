@@ -441,6 +441,11 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         goto out;
     }
     if (!obj__enough(s, &next, heads)) {
+        /* Taken back where it landed, as a commit that falls short is: left, the promoted
+         * version stood on the stores that took it (newest there) while v stayed current on
+         * the others, its blocks kept and its copies not retired, for a delete answered
+         * with an error (a probe killing a node saw such a v listed again later). */
+        obj__put_back(s, bucket, key, "", v, &next);
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }

@@ -1401,6 +1401,28 @@ static void test_versions(void **state)
     vlist(e, NULL, NULL, out);
     assert_string_equal(out, want);
 
+    /* The current version's delete falls short of the write quorum (two stores away): an
+     * error, and nothing changed: the promotion is taken back where it landed. */
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    {
+        obj_info_t top;
+        vput(e, "v1", "on-top", OBJ_VERSIONED, &top);
+        e->f[1].fail_write = e->f[3].fail_write = 1;
+        assert_true(obj_delete_version(e->set, "bkt", "v1", top.vid, NULL, NULL) != 0);
+        e->f[1].fail_write = e->f[3].fail_write = 0;
+        for (int i = 0; i < N; i++) { /* whichever stores a read asks */
+            e->f[i].fail_read = 1;
+            e->f[(i + 1) % N].fail_read = 1;
+            vread(e, "v1", NULL, got, sizeof(got));
+            assert_string_equal(got, "on-top");
+            e->f[i].fail_read = e->f[(i + 1) % N].fail_read = 0;
+        }
+        assert_int_equal(obj_delete_version(e->set, "bkt", "v1", top.vid, NULL, NULL), 0);
+    }
+    assert_int_equal(obj_set_write_quorum(e->set, K), 0);
+    vread(e, "v1", NULL, got, sizeof(got));
+    assert_string_equal(got, "second");
+
     /* Suspended: a write replaces the null version, wherever it is. */
     vput(e, "v1", "suspended", OBJ_SUSPENDED, &a);
     assert_string_equal(a.vid, "");
