@@ -457,7 +457,8 @@ int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t
 int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
 /*
  * Every noncurrent version and delete marker of the key (retired ones not),
- * the newest first: their number (*out malloc'd, NULL for none), or an
+ * the newest first, from every store's walk (the mover's: not only what
+ * one store holds): their number (*out malloc'd, NULL for none), or an
  * ERR_*. Copies of the current version and stale null versions included.
  */
 int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);

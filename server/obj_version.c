@@ -187,17 +187,52 @@ static int pick_all(void *arg, const obj_info_t *v)
     return 0;
 }
 
+static int by_position(const void *x, const void *y)
+{
+    const obj_info_t *a = x, *b = y;
+    /* (A position is ~mtime in hex: the newest sorts first.) */
+    return a->mtime_ns == b->mtime_ns ? 0 : a->mtime_ns > b->mtime_ns ? -1 : 1;
+}
+
+/*
+ * Every store's walk, not one as each_noncurrent's: the mover's view, which
+ * must not miss a version whose head is not on the first store. A version
+ * acknowledged while that store was away (a full head on every store that
+ * worked) has none there until healed, and a move's cleanup cut short by a
+ * kill can remove it there first: a one-store walk then missed it for
+ * good, and the drained pool kept it (a six-node probe killing the mover:
+ * a pass that found a key every time, never DRAINED). n walks instead of one.
+ */
 int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out)
 {
     all_t a = {0};
-    int rc = each_noncurrent(s, bucket, key, pick_all, &a);
-    if (rc < 0) {
-        free(a.v);
-        *out = NULL;
-        return rc;
+    int failed = 0;
+    *out = NULL;
+    for (int i = 0; i < s->n; i++) {
+        walk_t w = {.s = s, .bucket = bucket, .key = key, .fn = pick_all, .arg = &a};
+        w.shard = (uint32_t)i;
+        int rc = s->st[i].ops->list(s->st[i].ctx, bucket, key, NULL, walk_one, &w);
+        if (w.err) {
+            free(a.v);
+            return w.err;
+        }
+        if (rc < 0 && rc != ERR_INVAL) {
+            log_warn("event=list_store_failed shard=%d bucket=%s err=%s", i, bucket, err_name(rc));
+            if (++failed > s->m) {
+                free(a.v);
+                return ERR_UNRECOVERABLE;
+            }
+        }
     }
+    if (a.n > 1) qsort(a.v, (size_t)a.n, sizeof(*a.v), by_position);
+    int n = 0;
+    for (int i = 0; i < a.n; i++)
+        if (!n || a.v[i].mtime_ns != a.v[n - 1].mtime_ns) {
+            if (n != i) obj_info_copy(&a.v[n], &a.v[i]);
+            n++;
+        }
     *out = a.v;
-    return a.n;
+    return n;
 }
 
 int obj__find_null(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out)
