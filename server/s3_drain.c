@@ -21,10 +21,8 @@
  * the pool that took them; their object moves with the next pass).
  * Progress is in /_warmlake/stats ("drain") and `wl-admin status`.
  */
+#include "server/bgwork.h"
 #include "server/s3_int.h"
-
-#include <pthread.h>
-#include <time.h>
 
 #define DRAIN_PAGE    256 /* keys moved between two walks of a set */
 #define DRAIN_THREADS 4   /* keys of a page moved at once */
@@ -34,40 +32,13 @@
 struct s3_drain {
     const s3_cfg_t *cfg;
     double rate; /* object bytes a second, at most */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop, kick;
-    s3_drain_stats_t st;
+    bgwork_t w;
+    s3_drain_stats_t st; /* under w's lock */
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Under mu: wait up to s seconds, or until stopped (or kicked, when heed_kick). Returns stop. */
-static int nap_for(s3_drain_t *d, double s, int heed_kick)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + s;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (!d->stop && !(heed_kick && d->kick)) pthread_cond_timedwait(&d->cv, &d->mu, &ts);
-    return d->stop;
-}
-
-static int nap(s3_drain_t *d, double s)
-{
-    return nap_for(d, s, 0);
-}
 
 static int stopping(s3_drain_t *d)
 {
-    return __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE);
+    return bgwork_stopping(&d->w);
 }
 
 static int set_up(const obj_set_t *set)
@@ -108,16 +79,14 @@ static int count_upload(void *arg, const char *key, const char *upload_id, const
 
 typedef struct {
     s3_drain_t *d;
-    double t0;
-    uint64_t bytes;
+    bgwork_pace_t r; /* under d's lock */
 } pacer_t;
 
 /* After each key: count it, keep under the rate. 1: stop. */
 static int pace(pacer_t *p, const obj_move_report_t *r, int rc)
 {
     s3_drain_t *d = p->d;
-    pthread_mutex_lock(&d->mu);
-    p->bytes += r->bytes;
+    bgwork_lock(&d->w);
     d->st.bytes += r->bytes;
     d->st.versions += r->versions;
     if (rc == 0 && r->versions) d->st.keys++;
@@ -125,15 +94,11 @@ static int pace(pacer_t *p, const obj_move_report_t *r, int rc)
         d->st.busy++;
     else if (rc)
         d->st.failed++;
-    double el = mono_s() - p->t0;
-    d->st.mb_s = el > 0 ? (double)p->bytes / el / 1e6 : 0;
-    for (double ahead = (double)p->bytes / d->rate - (mono_s() - p->t0); ahead > 0 && !d->stop;
-         ahead = (double)p->bytes / d->rate - (mono_s() - p->t0))
-        nap(d, ahead < 1 ? ahead : 1);
+    d->st.mb_s = bgwork_pace_count(&p->r, r->bytes);
+    int stop = bgwork_pace_hold(&d->w, &p->r);
     /* The budget said no: give the drives a moment before the next key. */
-    if (rc == ERR_THROTTLED && !d->stop) nap(d, 1);
-    int stop = d->stop;
-    pthread_mutex_unlock(&d->mu);
+    if (rc == ERR_THROTTLED && !stop) stop = bgwork_nap(&d->w, 1);
+    bgwork_unlock(&d->w);
     return stop;
 }
 
@@ -214,26 +179,13 @@ static void drain_set_bucket(s3_drain_t *d, int pool, int j, const char *iname, 
     if (obj_mpu_list_uploads(set, iname, count_upload, &up) >= 0) *uploads += up;
 }
 
-static int on_bucket(void *arg, const char *key, const obj_info_t *info, int latest)
-{
-    char ***names = arg;
-    if (!latest || info->deleted) return 0;
-    size_t n = 0;
-    while ((*names)[n])
-        n++;
-    *names = xrealloc(*names, (n + 2) * sizeof(char *));
-    (*names)[n] = xstrdup(key);
-    (*names)[n + 1] = NULL;
-    return 0;
-}
-
 /* A pass over every draining pool's sets this node moves. 1: it had any. */
 static int drain_pass(s3_drain_t *d)
 {
     const s3_cfg_t *cfg = d->cfg;
     int np = obj_set_pools(cfg->set), any = 0;
     uint64_t left = 0, uploads = 0, found = 0;
-    pacer_t p = {.d = d, .t0 = mono_s()};
+    pacer_t p = {.d = d, .r = {.t0 = bgwork_now(), .rate = d->rate}};
     char **names = NULL;
     for (int pool = 0; pool < np && !stopping(d); pool++) {
         int first, draining, ns = obj_set_pool_sets(cfg->set, pool, &first, &draining);
@@ -243,23 +195,22 @@ static int drain_pass(s3_drain_t *d)
             if (!set || !obj_set_mover_here(cfg->set, j)) continue;
             if (!any) {
                 any = 1;
-                names = xcalloc(1, sizeof(char *));
-                int rc =
-                    obj_list_versions_all(cfg->set, BUCKETS, NULL, NULL, NULL, on_bucket, &names);
+                int rc;
+                names = bgwork_bucket_names(cfg->set, 1, &rc);
                 if (rc < 0) {
                     log_warn("event=drain_buckets_failed err=%s", err_name(rc));
                     left++;
                 }
-                pthread_mutex_lock(&d->mu);
+                bgwork_lock(&d->w);
                 d->st.running = 1;
                 d->st.mb_s = 0;
-                pthread_mutex_unlock(&d->mu);
+                bgwork_unlock(&d->w);
             }
             if (!set_up(set)) {
                 /* A move would only fail against the store away: later. */
-                pthread_mutex_lock(&d->mu);
+                bgwork_lock(&d->w);
                 d->st.waiting = 1;
-                pthread_mutex_unlock(&d->mu);
+                bgwork_unlock(&d->w);
                 left++;
                 continue;
             }
@@ -279,45 +230,37 @@ static int drain_pass(s3_drain_t *d)
                 drain_set_bucket(d, pool, j, internal[b], &p, &found, &left, &uploads);
         }
     }
-    if (names)
-        for (int b = 0; names[b]; b++)
-            free(names[b]);
-    free(names);
-    pthread_mutex_lock(&d->mu);
+    bgwork_names_free(names);
+    bgwork_lock(&d->w);
     d->st.draining = any;
-    if (any && !d->stop) {
+    if (any && !stopping(d)) {
         d->st.passes++;
         d->st.left = left;
         d->st.uploads_left = uploads;
-        d->st.last_pass_s = mono_s() - p.t0;
+        d->st.last_pass_s = bgwork_now() - p.r.t0;
         /* Drained: a whole pass found nothing to move (the pass that moved the last keys
          * found them, and a write may have reached the pool since). */
         d->st.done = found == 0 && left == 0 && uploads == 0;
     }
     d->st.running = d->st.waiting = 0;
-    pthread_mutex_unlock(&d->mu);
+    bgwork_unlock(&d->w);
     if (any)
         log_info("event=drain_pass keys_left=%llu uploads_left=%llu bytes=%llu seconds=%.1f",
-                 (unsigned long long)left, (unsigned long long)uploads, (unsigned long long)p.bytes,
-                 mono_s() - p.t0);
+                 (unsigned long long)left, (unsigned long long)uploads,
+                 (unsigned long long)p.r.bytes, bgwork_now() - p.r.t0);
     return any;
 }
 
-static void *drain_main(void *arg)
+/* A pass; the next one is due soon when this one left keys (busy, throttled), else later:
+ * a drained pool is looked at again in case a late write reached it. */
+static double drain_step(void *arg)
 {
     s3_drain_t *d = arg;
-    pthread_mutex_lock(&d->mu);
-    while (!d->stop) {
-        d->kick = 0;
-        pthread_mutex_unlock(&d->mu);
-        int any = drain_pass(d);
-        pthread_mutex_lock(&d->mu);
-        /* A pass that left keys (busy, throttled) runs again soon; a drained pool is
-         * looked at again in case a late write reached it. */
-        nap_for(d, any && !d->st.done ? DRAIN_RETRY : DRAIN_IDLE, 1);
-    }
-    pthread_mutex_unlock(&d->mu);
-    return NULL;
+    int any = drain_pass(d);
+    bgwork_lock(&d->w);
+    int again = any && !d->st.done;
+    bgwork_unlock(&d->w);
+    return bgwork_now() + (again ? DRAIN_RETRY : DRAIN_IDLE);
 }
 
 s3_drain_t *s3_drain_start(const s3_cfg_t *cfg, uint64_t rate)
@@ -325,42 +268,23 @@ s3_drain_t *s3_drain_start(const s3_cfg_t *cfg, uint64_t rate)
     s3_drain_t *d = xcalloc(1, sizeof(*d));
     d->cfg = cfg;
     d->rate = rate ? (double)rate : 64e6;
-    pthread_mutex_init(&d->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&d->thread, NULL, drain_main, d) != 0) {
+    if (bgwork_start(&d->w, "wl-drain", 0, drain_step, d) != 0) {
         log_error("event=drain_not_started");
-        pthread_mutex_destroy(&d->mu);
-        pthread_cond_destroy(&d->cv);
         free(d);
         return NULL;
     }
-    pthread_setname_np(d->thread, "wl-drain");
     return d;
 }
 
 void s3_drain_kick(s3_drain_t *d)
 {
-    if (!d) return;
-    pthread_mutex_lock(&d->mu);
-    d->kick = 1;
-    pthread_cond_signal(&d->cv);
-    pthread_mutex_unlock(&d->mu);
+    if (d) bgwork_kick(&d->w);
 }
 
 void s3_drain_stop(s3_drain_t *d)
 {
     if (!d) return;
-    pthread_mutex_lock(&d->mu);
-    __atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_signal(&d->cv);
-    pthread_mutex_unlock(&d->mu);
-    pthread_join(d->thread, NULL);
-    pthread_mutex_destroy(&d->mu);
-    pthread_cond_destroy(&d->cv);
+    bgwork_stop(&d->w);
     free(d);
 }
 
@@ -368,7 +292,7 @@ void s3_drain_stats(s3_drain_t *d, s3_drain_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
     if (!d) return;
-    pthread_mutex_lock(&d->mu);
+    bgwork_lock(&d->w);
     *st = d->st;
-    pthread_mutex_unlock(&d->mu);
+    bgwork_unlock(&d->w);
 }

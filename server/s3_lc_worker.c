@@ -22,6 +22,7 @@
  * runs inside a store's listing and memory stays bounded. A pass runs every
  * quarter day (of --lifecycle-day-seconds when set; an hour otherwise).
  */
+#include "server/bgwork.h"
 #include "server/s3_int.h"
 
 #include "s3/lifecycle.h"
@@ -215,7 +216,7 @@ static void abort_uploads(walk_t *w, ctx_t *x)
 
 /* One bucket: its configuration, its versions, its uploads. */
 static void run_bucket(const s3_cfg_t *cfg, const char *name, int64_t now, int64_t day_s,
-                       uint64_t counts[], const int *stop)
+                       uint64_t counts[], bgwork_t *bg)
 {
     ctx_t x = {0};
     x.cfg = cfg;
@@ -249,7 +250,7 @@ static void run_bucket(const s3_cfg_t *cfg, const char *name, int64_t now, int64
             key_reset(&w);
         }
         act_all(&w, &x);
-        if (!w.full || (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE))) break;
+        if (!w.full || bgwork_stopping(bg)) break;
     }
     abort_uploads(&w, &x);
     for (int a = 0; a <= LC_ACT_ABORT_UPLOAD; a++)
@@ -260,41 +261,22 @@ static void run_bucket(const s3_cfg_t *cfg, const char *name, int64_t now, int64
     lc_free(&lc);
 }
 
-static int on_bucket(void *arg, const char *key, const obj_info_t *info)
-{
-    char ***names = arg;
-    (void)info;
-    size_t n = 0;
-    while ((*names)[n])
-        n++;
-    *names = xrealloc(*names, (n + 2) * sizeof(char *));
-    (*names)[n] = xstrdup(key);
-    (*names)[n + 1] = NULL;
-    return 0;
-}
-
 struct s3_lc_worker {
     const s3_cfg_t *cfg;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;
+    bgwork_t w;
 };
 
-/* A pass over every bucket; stop (may be NULL) set ends it early. */
-static void pass(const s3_cfg_t *cfg, int64_t now, const int *stop)
+/* A pass over every bucket; a stop of bg (may be NULL) ends it early. */
+static void pass(const s3_cfg_t *cfg, int64_t now, bgwork_t *bg)
 {
     int64_t day_s = cfg->lifecycle_day_s > 0 ? cfg->lifecycle_day_s : LC_DAY_SECONDS;
-    char **names = xcalloc(1, sizeof(char *));
     uint64_t counts[LC_ACT_ABORT_UPLOAD + 1] = {0};
-    int rc = obj_list(cfg->set, BUCKETS, NULL, NULL, on_bucket, &names);
+    int rc;
+    char **names = bgwork_bucket_names(cfg->set, 0, &rc);
     if (rc < 0) log_warn("event=lifecycle_buckets_failed err=%s", err_name(rc));
-    for (int i = 0; names[i]; i++) {
-        if (!stop || !__atomic_load_n(stop, __ATOMIC_ACQUIRE))
-            run_bucket(cfg, names[i], now, day_s, counts, stop);
-        free(names[i]);
-    }
-    free(names);
+    for (int i = 0; names[i] && !bgwork_stopping(bg); i++)
+        run_bucket(cfg, names[i], now, day_s, counts, bg);
+    bgwork_names_free(names);
     if (counts[1] + counts[2] + counts[3] + counts[4])
         log_info("event=lifecycle_pass expired=%llu noncurrent=%llu markers=%llu aborted=%llu",
                  (unsigned long long)counts[LC_ACT_EXPIRE_CURRENT],
@@ -308,36 +290,22 @@ void s3_lifecycle_pass(const s3_cfg_t *cfg, int64_t now)
     pass(cfg, now, NULL);
 }
 
-static void *worker_main(void *arg)
+/* A pass each period (a quarter of --lifecycle-day-seconds; an hour), counted from a pass's end. */
+static double worker_step(void *arg)
 {
     s3_lc_worker_t *lw = arg;
     int64_t period = lw->cfg->lifecycle_day_s > 0 ? lw->cfg->lifecycle_day_s / 4 : 3600;
     if (period < 1) period = 1;
-    pthread_mutex_lock(&lw->mu);
-    while (!lw->stop) {
-        pthread_mutex_unlock(&lw->mu);
-        pass(lw->cfg, (int64_t)time(NULL), &lw->stop);
-        pthread_mutex_lock(&lw->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += period;
-        while (!lw->stop && pthread_cond_timedwait(&lw->cv, &lw->mu, &ts) == 0)
-            ;
-    }
-    pthread_mutex_unlock(&lw->mu);
-    return NULL;
+    pass(lw->cfg, (int64_t)time(NULL), &lw->w);
+    return bgwork_now() + (double)period;
 }
 
 s3_lc_worker_t *s3_lifecycle_start(const s3_cfg_t *cfg)
 {
     s3_lc_worker_t *lw = xcalloc(1, sizeof(*lw));
     lw->cfg = cfg;
-    pthread_mutex_init(&lw->mu, NULL);
-    pthread_cond_init(&lw->cv, NULL);
-    if (pthread_create(&lw->thread, NULL, worker_main, lw) != 0) {
+    if (bgwork_start(&lw->w, NULL, 0, worker_step, lw) != 0) {
         log_error("event=lifecycle_worker_not_started");
-        pthread_mutex_destroy(&lw->mu);
-        pthread_cond_destroy(&lw->cv);
         free(lw);
         return NULL;
     }
@@ -347,12 +315,6 @@ s3_lc_worker_t *s3_lifecycle_start(const s3_cfg_t *cfg)
 void s3_lifecycle_stop(s3_lc_worker_t *lw)
 {
     if (!lw) return;
-    pthread_mutex_lock(&lw->mu);
-    __atomic_store_n(&lw->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_signal(&lw->cv);
-    pthread_mutex_unlock(&lw->mu);
-    pthread_join(lw->thread, NULL);
-    pthread_mutex_destroy(&lw->mu);
-    pthread_cond_destroy(&lw->cv);
+    bgwork_stop(&lw->w);
     free(lw);
 }

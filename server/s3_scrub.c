@@ -20,10 +20,8 @@
  * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
  * bytes) is in /_warmlake/stats.
  */
+#include "server/bgwork.h"
 #include "server/s3_int.h"
-
-#include <pthread.h>
-#include <time.h>
 
 /* Versions of one listing page (with their sizes), healed between pages. */
 typedef struct {
@@ -223,32 +221,9 @@ struct s3_scrub {
     const s3_cfg_t *cfg;
     long interval_s;
     double rate; /* object bytes per second */
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    int stop;
-    int kick;            /* a pass was asked for now (s3_scrub_kick); under mu */
-    s3_scrub_stats_t st; /* under mu */
+    bgwork_t w;
+    s3_scrub_stats_t st; /* under w's lock */
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Under mu: wait up to s seconds or until stopped. Returns stop. */
-static int nap(s3_scrub_t *sc, double s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + s;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-    if (!sc->stop) pthread_cond_timedwait(&sc->cv, &sc->mu, &ts);
-    return sc->stop;
-}
 
 static int all_up(const obj_set_t *s)
 {
@@ -259,8 +234,7 @@ static int all_up(const obj_set_t *s)
 
 typedef struct {
     s3_scrub_t *sc;
-    double t0;
-    uint64_t bytes;
+    bgwork_pace_t r; /* under sc's lock */
 } pacer_t;
 
 /* After each object: count it, keep under the rate, wait while a store is away. 1: stop. */
@@ -268,41 +242,23 @@ static int pace(void *arg, uint64_t bytes)
 {
     pacer_t *p = arg;
     s3_scrub_t *sc = p->sc;
-    pthread_mutex_lock(&sc->mu); /* the healing threads of a page pace together */
-    p->bytes += bytes;
+    bgwork_lock(&sc->w); /* the healing threads of a page pace together */
     sc->st.objects++;
     sc->st.bytes += bytes;
-    double el = mono_s() - p->t0;
-    sc->st.mb_s = el > 0 ? (double)p->bytes / el / 1e6 : 0;
+    sc->st.mb_s = bgwork_pace_count(&p->r, bytes);
     if (sc->st.total_est > sc->st.bytes && sc->st.mb_s > 0)
         sc->st.eta_s = (int64_t)((double)(sc->st.total_est - sc->st.bytes) / (sc->st.mb_s * 1e6));
     else
         sc->st.eta_s = 0;
     /* Ahead of the rate: sleep it off (in naps, so that stop is heard). */
-    for (double ahead = (double)p->bytes / sc->rate - (mono_s() - p->t0); ahead > 0 && !sc->stop;
-         ahead = (double)p->bytes / sc->rate - (mono_s() - p->t0))
-        nap(sc, ahead < 1 ? ahead : 1);
-    while (!sc->stop && !all_up(sc->cfg->set)) {
+    int stop = bgwork_pace_hold(&sc->w, &p->r);
+    while (!stop && !all_up(sc->cfg->set)) {
         sc->st.waiting = 1;
-        nap(sc, 1);
+        stop = bgwork_nap(&sc->w, 1);
     }
     sc->st.waiting = 0;
-    int stop = sc->stop;
-    pthread_mutex_unlock(&sc->mu);
+    bgwork_unlock(&sc->w);
     return stop;
-}
-
-static int on_bucket(void *arg, const char *key, const obj_info_t *info, int latest)
-{
-    char ***names = arg;
-    if (!latest || info->deleted) return 0;
-    size_t n = 0;
-    while ((*names)[n])
-        n++;
-    *names = xrealloc(*names, (n + 2) * sizeof(char *));
-    (*names)[n] = xstrdup(key);
-    (*names)[n + 1] = NULL;
-    return 0;
 }
 
 /* The user bytes the drives hold, roughly (live bytes times k/n): the pass's ETA. */
@@ -321,26 +277,26 @@ static uint64_t estimate_total(const s3_cfg_t *cfg)
 static void scrub_pass(s3_scrub_t *sc)
 {
     const s3_cfg_t *cfg = sc->cfg;
-    char **names = xcalloc(1, sizeof(char *));
-    int rc = obj_list_versions_all(cfg->set, BUCKETS, NULL, NULL, NULL, on_bucket, &names);
+    int rc;
+    char **names = bgwork_bucket_names(cfg->set, 1, &rc);
     /* What the pass could not go through (a listing that failed): not whole, whatever it
      * healed; what waits for a whole pass (a replaced drive's mark) waits on. */
     unsigned incomplete = rc < 0;
     if (rc < 0) log_warn("event=scrub_buckets_failed err=%s", err_name(rc));
-    pthread_mutex_lock(&sc->mu);
+    bgwork_lock(&sc->w);
     sc->st.running = 1;
     sc->st.objects = sc->st.bytes = 0;
     sc->st.mb_s = 0;
     sc->st.eta_s = 0;
-    pthread_mutex_unlock(&sc->mu);
+    bgwork_unlock(&sc->w);
     uint64_t total = estimate_total(cfg);
-    pthread_mutex_lock(&sc->mu);
+    bgwork_lock(&sc->w);
     sc->st.total_est = total;
-    pthread_mutex_unlock(&sc->mu);
-    pacer_t p = {.sc = sc, .t0 = mono_s()};
+    bgwork_unlock(&sc->w);
+    pacer_t p = {.sc = sc, .r = {.t0 = bgwork_now(), .rate = sc->rate}};
     obj_heal_report_t rep = {0};
     for (int i = 0; names[i]; i++) {
-        if (!__atomic_load_n(&sc->stop, __ATOMIC_ACQUIRE)) {
+        if (!bgwork_stopping(&sc->w)) {
             ctx_t x = {0};
             x.cfg = cfg;
             snprintf(x.id, sizeof(x.id), "scrub");
@@ -354,59 +310,42 @@ static void scrub_pass(s3_scrub_t *sc)
                 incomplete += hr != 0;
             }
         }
-        free(names[i]);
     }
-    free(names);
-    double el = mono_s() - p.t0;
-    pthread_mutex_lock(&sc->mu);
+    bgwork_names_free(names);
+    double el = bgwork_now() - p.r.t0;
+    bgwork_lock(&sc->w);
     sc->st.running = 0;
     sc->st.eta_s = 0;
     sc->st.heads_fixed += rep.heads_fixed;
     sc->st.blocks_fixed += rep.blocks_fixed;
     sc->st.failed += rep.failed;
-    int done = !sc->stop;
+    int done = !bgwork_stopping(&sc->w);
     if (done) {
         sc->st.passes++;
         sc->st.last_pass_s = el;
     }
-    pthread_mutex_unlock(&sc->mu);
+    bgwork_unlock(&sc->w);
     if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
              "failed=%u",
-             rep.objects, (unsigned long long)p.bytes, el, rep.heads_fixed, rep.blocks_fixed,
+             rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,
              rep.failed);
 }
 
-static void *scrub_main(void *arg)
+/* The first pass one interval after the start, then one interval after each began, or at once
+ * when kicked (s3_scrub_kick). */
+static double scrub_step(void *arg)
 {
     s3_scrub_t *sc = arg;
-    pthread_mutex_lock(&sc->mu);
-    /* The first pass one interval after the start, then one interval after each began, or
-     * at once when kicked (s3_scrub_kick). */
-    double next = mono_s() + (double)sc->interval_s;
-    while (!sc->stop) {
-        double wait = next - mono_s();
-        if (!sc->kick && wait > 0) {
-            nap(sc, wait);
-            continue;
-        }
-        sc->kick = 0;
-        pthread_mutex_unlock(&sc->mu);
-        next = mono_s() + (double)sc->interval_s;
-        scrub_pass(sc);
-        pthread_mutex_lock(&sc->mu);
-    }
-    pthread_mutex_unlock(&sc->mu);
-    return NULL;
+    double next = bgwork_now() + (double)sc->interval_s;
+    scrub_pass(sc);
+    return next;
 }
 
 int s3_scrub_kick(s3_scrub_t *sc)
 {
     if (!sc) return ERR_NOT_FOUND;
-    pthread_mutex_lock(&sc->mu);
-    sc->kick = 1;
-    pthread_cond_signal(&sc->cv);
-    pthread_mutex_unlock(&sc->mu);
+    bgwork_kick(&sc->w);
     log_info("event=scrub_kicked");
     return 0;
 }
@@ -423,33 +362,18 @@ s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate)
     sc->cfg = cfg;
     sc->interval_s = interval_s;
     sc->rate = rate ? (double)rate : 64e6;
-    pthread_mutex_init(&sc->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&sc->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&sc->thread, NULL, scrub_main, sc) != 0) {
+    if (bgwork_start(&sc->w, "wl-scrub", (double)interval_s, scrub_step, sc) != 0) {
         log_error("event=scrub_not_started");
-        pthread_mutex_destroy(&sc->mu);
-        pthread_cond_destroy(&sc->cv);
         free(sc);
         return NULL;
     }
-    pthread_setname_np(sc->thread, "wl-scrub");
     return sc;
 }
 
 void s3_scrub_stop(s3_scrub_t *sc)
 {
     if (!sc) return;
-    pthread_mutex_lock(&sc->mu);
-    __atomic_store_n(&sc->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_signal(&sc->cv);
-    pthread_mutex_unlock(&sc->mu);
-    pthread_join(sc->thread, NULL);
-    pthread_mutex_destroy(&sc->mu);
-    pthread_cond_destroy(&sc->cv);
+    bgwork_stop(&sc->w);
     free(sc);
 }
 
@@ -457,7 +381,7 @@ void s3_scrub_stats(s3_scrub_t *sc, s3_scrub_stats_t *st)
 {
     memset(st, 0, sizeof(*st));
     if (!sc) return;
-    pthread_mutex_lock(&sc->mu);
+    bgwork_lock(&sc->w);
     *st = sc->st;
-    pthread_mutex_unlock(&sc->mu);
+    bgwork_unlock(&sc->w);
 }
