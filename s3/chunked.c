@@ -23,7 +23,8 @@ struct s3_chunked {
     size_t line_len;
     uint64_t left, decoded;
     char chunk_sig[65];
-    int last; /* the zero-size chunk was seen */
+    int last;  /* the zero-size chunk was seen */
+    int small; /* the chunk before was under S3_CHUNKED_MIN_CHUNK */
     char names[MAX_TRAILERS][64], values[MAX_TRAILERS][160];
     int ntrailers;
     EVP_MD_CTX *tsha; /* canonical trailer text, for the trailer signature */
@@ -99,6 +100,10 @@ static int chunk_line(s3_chunked_t *c)
     }
     if (c->signed_chunks && !c->chunk_sig[0]) return ERR_INVAL;
     if (!c->signed_chunks && c->chunk_sig[0]) return ERR_INVAL;
+    /* Signed chunks of a few bytes each would cost an HMAC and a SHA-256 apiece: S3 takes a
+     * small one only last. Unsigned ones (trailer checksums) come in any size SDKs pick. */
+    if (c->signed_chunks && size && c->small) return ERR_RANGE;
+    c->small = size < S3_CHUNKED_MIN_CHUNK;
     c->left = size;
     c->last = size == 0;
     EVP_DigestInit_ex(c->sha, EVP_sha256(), NULL);

@@ -20,6 +20,8 @@
 #include <stdint.h>
 
 #define S3_CHUNKED_MAX_CHUNK (1ull << 30)
+/* A signed chunk's least size, the last chunk with data aside (S3's rule). */
+#define S3_CHUNKED_MIN_CHUNK 8192
 
 typedef int (*s3_chunk_sink_fn)(void *arg, const uint8_t *data, size_t len);
 
@@ -37,7 +39,9 @@ void s3_chunked_free(s3_chunked_t *c);
  * Feed body bytes. Decoded data goes to sink (a non-zero return aborts and is
  * returned). Returns 0 when all input was consumed and more is expected, 1
  * when the body is complete (*used = bytes consumed; the rest is not part of
- * it), ERR_INVAL for a malformed body, ERR_DENIED for a bad signature.
+ * it), ERR_INVAL for a malformed body, ERR_DENIED for a bad signature,
+ * ERR_RANGE for a signed chunk under S3_CHUNKED_MIN_CHUNK bytes that another
+ * chunk with data follows.
  */
 int s3_chunked_feed(s3_chunked_t *c, const uint8_t *in, size_t len, size_t *used,
                     s3_chunk_sink_fn sink, void *arg) __attribute__((warn_unused_result));

@@ -606,6 +606,18 @@ static const char *qget(const char *q, size_t n, const char *name, size_t *vl)
     return NULL;
 }
 
+/* How many times parameter name is in the query. */
+static int qcount(const char *q, size_t n, const char *name)
+{
+    int count = 0;
+    size_t vl;
+    for (const char *v; (v = qget(q, n, name, &vl)) != NULL; count++) {
+        n -= (size_t)(v + vl - q);
+        q = v + vl;
+    }
+    return count;
+}
+
 static int qdecode(char *dst, size_t cap, const char *p, size_t n)
 {
     size_t o = 0;
@@ -635,6 +647,12 @@ int sigv4_parse_query(const char *q, size_t n, sigv4_auth_t *a)
     memset(a, 0, sizeof(*a));
     if (!q || !(v = qget(q, n, "X-Amz-Algorithm", &vl))) return ERR_NOT_FOUND;
     if (vl != 16 || memcmp(v, "AWS4-HMAC-SHA256", 16) != 0) return ERR_INVAL;
+    /* Each once: of two X-Amz-Signature values the first was checked, and the URL with the
+     * other one added was taken as signed. */
+    static const char *const names[] = {"X-Amz-Algorithm",     "X-Amz-Credential", "X-Amz-Date",
+                                        "X-Amz-SignedHeaders", "X-Amz-Signature",  "X-Amz-Expires"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (qcount(q, n, names[i]) > 1) return ERR_INVAL;
     if (!(v = qget(q, n, "X-Amz-Credential", &vl)) || qdecode(buf, sizeof(buf), v, vl) ||
         parse_credential(buf, strlen(buf), a))
         return ERR_INVAL;

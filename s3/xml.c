@@ -161,6 +161,7 @@ static void XMLCALL del_start(void *ud, const XML_Char *name, const XML_Char **a
     (void)attrs;
     d->depth++;
     d->tl = 0;
+    if (d->depth == 1 && strcmp(name, "Delete") != 0) stop(&d->b); /* not a Delete request */
     if (d->depth == 2 && strcmp(name, "Object") == 0) d->in_object = 1;
     d->in_key = d->depth == 3 && d->in_object && strcmp(name, "Key") == 0;
     if (d->depth == 3 && !d->in_object) stop(&d->b); /* a Key (or anything) outside an Object */
@@ -422,6 +423,7 @@ int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
 typedef struct {
     base_t b;
     int depth, field, status, mfa; /* field: 1 Status, 2 MfaDelete */
+    int seen;                      /* fields read (bits 1 << field) */
     char text[16];
     size_t tl;
 } ver_t;
@@ -437,6 +439,9 @@ static void XMLCALL ver_start(void *ud, const XML_Char *name, const XML_Char **a
                : strcmp(name, "Status") == 0    ? 1
                : strcmp(name, "MfaDelete") == 0 ? 2
                                                 : 0;
+    /* Two Status elements are not one setting: which would win is anyone's guess. */
+    if (v->field && (v->seen & 1 << v->field)) stop(&v->b);
+    v->seen |= 1 << v->field;
 }
 
 static void XMLCALL ver_text(void *ud, const XML_Char *s, int len)

@@ -94,6 +94,9 @@ int http_write(http_req_t *r, const void *data, size_t len);
 int http_write_borrowed(http_req_t *r, const void *data, size_t len);
 /* Wait until at most at_most borrowed writes are still pending (0: all out, buffers free). */
 int http_wait_borrowed(http_req_t *r, int at_most);
+/* The same for at most ms milliseconds: 0, ERR_CLOSED, or ERR_AGAIN when more than at_most
+ * are still pending then (the client is not taking them). */
+int http_wait_borrowed_for(http_req_t *r, int at_most, unsigned ms);
 /*
  * Instead of waiting for borrowed bytes to go out: fn(arg, p) frees p once
  * the request is finished, every write of it done or dropped (on the loop

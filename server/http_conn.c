@@ -303,6 +303,12 @@ static int on_headers_complete(llhttp_t *p)
 {
     conn_t *c = conn_of(p);
     http_server_t *s = c->s;
+    /* HTTP/2.0 in an HTTP/1 request line is not HTTP/1 to be served as if it were: the parse
+     * fails here and the connection gets a 505 (RFC 9110 15.6.6). */
+    if (p->http_major != 1) {
+        c->bad_version = 1;
+        return -1;
+    }
     http_req_t *r = xcalloc(1, sizeof(*r));
     r->c = c;
     r->s = s;
@@ -323,6 +329,7 @@ static int on_headers_complete(llhttp_t *p)
              (unsigned long long)(++counter ^ ((uint64_t)time(NULL) << 24)));
     r->info.id = r->id;
     r->keep_alive = llhttp_should_keep_alive(p);
+    r->http10 = p->http_minor == 0;
     /*
      * No body at all: complete now, before the handler starts. Waiting for
      * on_message_complete raced with a fast handler, whose response then
@@ -437,17 +444,21 @@ static void parse_more(conn_t *c)
                 c->paused = 1;
                 return;
             }
+            /* Versions llhttp does not know (HTTP/3.0) are no more served than HTTP/2.0. */
+            if (e == HPE_INVALID_VERSION) c->bad_version = 1;
             const char *reason = llhttp_get_error_reason(&c->parser);
             log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
                      reason            ? reason
                      : c->head.too_big ? "header too large"
                                        : "none given");
             respond_raw_and_close(
-                c, c->head.too_big
-                       ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
-                         "0\r\nConnection: close\r\n\r\n"
-                       : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
-                         "close\r\n\r\n");
+                c,
+                c->head.too_big ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
+                                  "0\r\nConnection: close\r\n\r\n"
+                : c->bad_version ? "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: "
+                                   "0\r\nConnection: close\r\n\r\n"
+                                 : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
+                                   "close\r\n\r\n");
             return;
         }
     }

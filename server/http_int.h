@@ -99,6 +99,7 @@ struct http_req {
     int nwrites;                      /* uv_writes not yet called back */
     int handler_done, responded, chunked, keep_alive, close_after;
     int aborted; /* http_abort: a chunked body is not terminated (the client sees it cut) */
+    int http10;  /* an HTTP/1.0 request: a body of unknown length ends with the connection */
     int in_events;
     struct http_req *ev_next;
     /*
@@ -130,6 +131,7 @@ struct conn {
      * our FIN with a reset that destroys the response before it is read.
      */
     int lingering;
+    int bad_version; /* the request is not HTTP/1.x: answered 505 */
     /*
      * The client shut its write side (EOF) while a request's body was still
      * coming: the body is cut short there, its handler answers that, and the

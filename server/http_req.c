@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,10 +131,14 @@ static const char *reason(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
     case 204:
         return "No Content";
     case 206:
         return "Partial Content";
+    case 303:
+        return "See Other";
     case 304:
         return "Not Modified";
     case 400:
@@ -162,6 +167,8 @@ static const char *reason(int status)
         return "Not Implemented";
     case 503:
         return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
     case 507:
         return "Insufficient Storage";
     default:
@@ -193,7 +200,10 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
     char *head = xmalloc(cap + blen);
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
-    r->chunked = content_length < 0;
+    /* HTTP/1.0 has no chunked coding (RFC 9112 6.1): a body of unknown length is delimited by
+     * the connection's close instead. */
+    r->chunked = content_length < 0 && !r->http10;
+    if (content_length < 0 && r->http10) r->close_after = 1;
     /*
      * A client that sent "Expect: 100-continue" with an empty body still
      * waits for the interim response (botocore reads the next response on a
@@ -212,7 +222,7 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
     if (content_length >= 0)
         n += snprintf(head + n, cap - (size_t)n, "Content-Length: %lld\r\n",
                       (long long)content_length);
-    else
+    else if (r->chunked)
         n += snprintf(head + n, cap - (size_t)n, "Transfer-Encoding: chunked\r\n");
     n += snprintf(head + n, cap - (size_t)n, "Connection: %s\r\n\r\n",
                   keep ? "keep-alive" : "close");
@@ -256,12 +266,17 @@ int http_write_borrowed(http_req_t *r, const void *data, size_t len)
     return 0;
 }
 
-int http_wait_borrowed(http_req_t *r, int at_most)
+/*
+ * Wait until at most at_most borrowed writes of r are pending; with a deadline (NULL: none),
+ * ERR_AGAIN once it passes first.
+ */
+static int wait_borrowed(http_req_t *r, int at_most, const struct timespec *until)
 {
     http_server_t *s = r->s;
+    int timed_out = 0;
     pthread_mutex_lock(&s->mu);
     if (r->borrowed > at_most) stall_begin(r);
-    while (r->borrowed > at_most) {
+    while (r->borrowed > at_most && !timed_out) {
         if (r->client_gone) {
             /* Queued chunks never reach libuv now: drop them here. */
             for (out_chunk_t **pp = &r->out_head; *pp;) {
@@ -280,12 +295,34 @@ int http_wait_borrowed(http_req_t *r, int at_most)
                 r->out_tail = o;
             if (r->borrowed <= at_most) break;
         }
-        pthread_cond_wait(&r->cv, &s->mu);
+        if (!until)
+            pthread_cond_wait(&r->cv, &s->mu);
+        else if (pthread_cond_timedwait(&r->cv, &s->mu, until) == ETIMEDOUT)
+            timed_out = r->borrowed > at_most && !r->client_gone;
     }
     if (r->waiting) stall_end(r);
-    int rc = r->client_gone ? ERR_CLOSED : 0;
+    int rc = r->client_gone ? ERR_CLOSED : timed_out ? ERR_AGAIN : 0;
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+int http_wait_borrowed(http_req_t *r, int at_most)
+{
+    return wait_borrowed(r, at_most, NULL);
+}
+
+int http_wait_borrowed_for(http_req_t *r, int at_most, unsigned ms)
+{
+    /* The condition variable's clock: a jump of it only makes this wait longer or shorter. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return wait_borrowed(r, at_most, &until);
 }
 
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)

@@ -397,6 +397,26 @@ static int unserved(ctx_t *x)
 }
 
 /*
+ * x-amz-sdk-checksum-algorithm says which checksum the SDK sent, in a header
+ * or a trailer: without either the body would go unchecked while its client
+ * believes it checked. S3 refuses that (400 InvalidRequest); 1 when refused.
+ */
+static int sdk_checksum_missing(ctx_t *x)
+{
+    char name[40];
+    if (!s3_hdr(x->info, "x-amz-sdk-checksum-algorithm") || s3_hdr(x->info, "x-amz-trailer"))
+        return 0;
+    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+        (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
+        if (s3_hdr(x->info, name)) return 0;
+    }
+    s3_err_msg(x, S3E_INVALID_REQUEST,
+               "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or "
+               "x-amz-trailer headers were found.");
+    return 1;
+}
+
+/*
  * A request by a signed-in user of a bucket someone else owns that the ACLs
  * may grant (s3_foreign.c): GET, HEAD, PUT and DELETE of an object, GET and
  * HEAD of the bucket, PUT ?acl. The rest (a PUT of the bucket itself is
@@ -492,6 +512,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     /* Virtual-host style (Host: bucket.domain) when a domain is set, else path style. */
     const char *p = t + 1, *pe = q ? q : t + strlen(t);
     char *b = vhost_bucket(&x);
+    int no_bucket = 0;
     if (b) {
         x.key = s3_pdecode(p, (size_t)(pe - p), 0);
     } else {
@@ -499,8 +520,11 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         size_t bl = slash ? (size_t)(slash - p) : (size_t)(pe - p);
         b = s3_pdecode(p, bl, 0);
         x.key = slash ? s3_pdecode(slash + 1, (size_t)(pe - slash - 1), 0) : xstrdup("");
+        /* "//b/k" names an empty bucket, not the service: it listed every bucket, whatever
+         * the rest asked. No bucket is called "": refused as any invalid name is. */
+        no_bucket = bl == 0 && slash;
     }
-    if (!b || !x.key || strlen(b) >= sizeof(x.bucket)) {
+    if (!b || !x.key || strlen(b) >= sizeof(x.bucket) || no_bucket) {
         s3_err(&x, b && x.key ? S3E_INVALID_BUCKET_NAME : S3E_INVALID_URI);
         free(b);
         goto out;
@@ -535,7 +559,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (unserved(&x)) goto out;
+    if (unserved(&x) || sdk_checksum_missing(&x)) goto out;
     int batch_get;
     free(s3_qparam(x.query, "batch-get", &batch_get));
     if (batch_get && x.bucket[0] && !x.key[0]) {

@@ -341,7 +341,7 @@ char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
     free(st.spill);
     if (n < 0 || s3_body_end(x) != 0) {
         free(body);
-        s3_err(x, S3E_INCOMPLETE_BODY);
+        s3_err(x, n == ERR_RANGE ? S3E_INVALID_CHUNK_SIZE : S3E_INCOMPLETE_BODY);
         return NULL;
     }
     body[*len] = 0;

@@ -38,6 +38,8 @@
       "The AWS Access Key Id you provided does not exist in our records.")                         \
     X(INVALID_ARGUMENT, "InvalidArgument", 400, "Invalid Argument")                                \
     X(INVALID_BUCKET_NAME, "InvalidBucketName", 400, "The specified bucket is not valid.")         \
+    X(INVALID_CHUNK_SIZE, "InvalidChunkSizeError", 400,                                            \
+      "Only the last chunk is allowed to have a size less than 8192 bytes")                        \
     X(INVALID_DIGEST, "InvalidDigest", 400, "The Content-MD5 you specified is not valid.")         \
     X(INVALID_PART, "InvalidPart", 400,                                                            \
       "One or more of the specified parts could not be found. The part may not have been "         \

@@ -141,6 +141,9 @@ int s3_stray_subresource(ctx_t *x, const char *const *allowed);
  * quoted or not (S3 takes both); a weak one (W/) only when weak_ok (If-None-Match: RFC 9110
  * 13.1.2; If-Match compares strongly). */
 int s3_etag_matches(const char *hdr, const char *etag, int weak_ok);
+/* Whether an If-Range value (NULL: none) lets a Range be served for an object of etag and
+ * mtime (RFC 9110 13.1.5): a strong, exact tag, or the HTTP date of Last-Modified exactly. */
+int s3_if_range_holds(const char *hdr, const char *etag, time_t mtime);
 void buf_printf(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_put(buf_t *b, const void *p, size_t n); /* n bytes as they are */
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */

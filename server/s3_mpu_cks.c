@@ -116,8 +116,8 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec)
 
 /* ---- UploadPart ---- */
 
-/* The algorithm a request's body checksum is in (header, trailer, or only named), as
- * s3_stream_body picks it; CKS_NONE for none or one it will refuse. */
+/* The algorithm a request's body checksum is in (header or trailer), as s3_stream_body picks
+ * it; CKS_NONE for none or one it will refuse. */
 static int request_algo(ctx_t *x)
 {
     char hname[40];
@@ -125,9 +125,7 @@ static int request_algo(ctx_t *x)
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
         if (s3_hdr(x->info, hname)) return a;
     }
-    const char *trailer = s3_hdr(x->info, "x-amz-trailer");
-    if (trailer) return cks_algo(trailer);
-    return cks_algo(s3_hdr(x->info, "x-amz-sdk-checksum-algorithm"));
+    return cks_algo(s3_hdr(x->info, "x-amz-trailer"));
 }
 
 int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)

@@ -276,8 +276,6 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
             return -1;
         }
     }
-    /* Only the algorithm named: the checksum is computed and kept for later reads. */
-    if (!algo) algo = cks_algo(s3_hdr(x->info, "x-amz-sdk-checksum-algorithm"));
     if (!algo) algo = x->cks_default; /* a part of an upload with a checksum algorithm */
     cks_t ck;
     if (algo && cks_init(&ck, algo) != 0) {
@@ -310,6 +308,8 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         obj_put_abort(w);
         if (n == ERR_DENIED)
             s3_err_msg(x, S3E_SIGNATURE_MISMATCH, "A chunk signature does not match.");
+        else if (n == ERR_RANGE)
+            s3_err(x, S3E_INVALID_CHUNK_SIZE);
         else if (n < 0 || end == ERR_INVAL)
             s3_err(x, S3E_INCOMPLETE_BODY);
         else if (err)
@@ -480,6 +480,61 @@ static void put_buf(void *pool, void *buf)
     bufpool_put(pool, buf);
 }
 
+/*
+ * How long a GET's client may leave a lent piece untaken before the GET stops
+ * reading ahead for it. Long enough that a client that keeps up is never
+ * taken for a slow one; a stall costs one piece read twice at most.
+ */
+#define GET_STALL_MS 250
+
+/*
+ * The body of a GET from off (len bytes; the piece at off read into
+ * bufs[0]), lent piece by piece. A client that does not take the piece lent
+ * within GET_STALL_MS gets no read-ahead until it does again: the piece read
+ * ahead is given back to the pool (and read again when its turn comes), so a
+ * GET stalled on its client holds one stripe (400 readers that never read
+ * held 3.85 GB when a GET kept three).
+ */
+static void get_stream(ctx_t *x, obj_reader_t *rd, bufpool_t *pool, uint8_t *bufs[2], uint64_t off,
+                       uint64_t len, size_t unit)
+{
+    size_t bsz = len < unit ? (size_t)len : unit, step = s3_next_piece(off, len, unit);
+    int cur = 0, paced = 0, err;
+    for (;;) {
+        if (http_write_borrowed(x->r, bufs[cur], step) != 0) return;
+        off += step;
+        len -= step;
+        if (!len) return;
+        step = s3_next_piece(off, len, unit);
+        int ahead = !paced; /* the next piece is read into bufs[!cur] while bufs[cur] goes out */
+        if (ahead) {
+            if (!bufs[!cur]) bufs[!cur] = bufpool_get(pool, bsz);
+            obj_read_ahead(rd, off, bufs[!cur], step);
+        }
+        int w = http_wait_borrowed_for(x->r, 0, GET_STALL_MS);
+        paced = w == ERR_AGAIN;
+        if (paced && ahead) {
+            /* The buffer read ahead into may be given back only once the read is done; an
+             * error it met is met again when the piece is read in its turn. */
+            err = obj_read(rd, off, bufs[!cur], step);
+            (void)err;
+            bufpool_put(pool, bufs[!cur]);
+            bufs[!cur] = NULL;
+            ahead = 0;
+        }
+        if (paced) w = http_wait_borrowed(x->r, 0);
+        if (w != 0) return;
+        if (ahead) cur = !cur; /* else the piece lent is out: its buffer takes the next */
+        if ((err = obj_read(rd, off, bufs[cur], step)) != 0) {
+            /* The status line is out: all we can do is cut the connection short. */
+            log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
+                      (unsigned long long)off, err_name(err), obj_read_missing(rd));
+            http_abort(x->r);
+            return;
+        }
+    }
+}
+
 void s3_get_object(ctx_t *x, int head)
 {
     obj_info_t info;
@@ -550,7 +605,12 @@ void s3_get_object(ctx_t *x, int head)
     if (pn && info.multipart) buf_printf(&hb, "x-amz-mp-parts-count: %d\r\n", info.nparts);
     uint64_t off = 0, len = info.size;
     int status = 200;
-    int rr = pn ? 0 : s3_parse_range(s3_hdr(x->info, "range"), info.size, &off, &len);
+    /* An If-Range that does not hold asks for the whole object instead (RFC 9110 13.2.2):
+     * a client resuming a download of an object since replaced must not splice the new
+     * object's bytes into the old one's. */
+    const char *range = s3_hdr(x->info, "range");
+    if (range && !s3_if_range_holds(s3_hdr(x->info, "if-range"), info.etag, mt)) range = NULL;
+    int rr = pn ? 0 : s3_parse_range(range, info.size, &off, &len);
     if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
         off = poff;
         len = plen;
@@ -580,19 +640,20 @@ void s3_get_object(ctx_t *x, int head)
     /*
      * Stripe-sized pieces at stripe offsets: a stripe's blocks are read at
      * once, in place (the drives DMA them into these page-aligned buffers).
-     * Three buffers take turns: one on its way to the socket (lent to the
-     * loop, not copied), one being read, one being read ahead.
+     * Two buffers take turns: one lent to the loop on its way to the socket
+     * (not copied), the other read ahead meanwhile. The kernel's send buffer
+     * keeps the wire busy while the lent one is swapped for the next.
      */
     size_t unit = obj_read_unit(rd), bsz = len && len < unit ? (size_t)len : unit;
     bufpool_t *pool = obj_set_buffers(x->cfg->set);
-    uint8_t *bufs[3] = {bufpool_get(pool, bsz), NULL, NULL}, *buf = bufs[0];
+    uint8_t *bufs[2] = {bufpool_get(pool, bsz), NULL};
     size_t step = s3_next_piece(off, len, unit);
     /* Read the first piece before the status line: a lost object gets a real error. */
-    if (!head && step && (err = obj_read(rd, off, buf, step)) != 0) {
+    if (!head && step && (err = obj_read(rd, off, bufs[0], step)) != 0) {
         log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
                   (unsigned long long)off, err_name(err), obj_read_missing(rd));
         obj_close(rd);
-        bufpool_put(pool, buf);
+        bufpool_put(pool, bufs[0]);
         free(hb.p);
         s3_engine_error(x, err);
         return;
@@ -601,52 +662,21 @@ void s3_get_object(ctx_t *x, int head)
         /* A small body goes with the head, copied: one chunk, one write, and the worker is done
          * (a borrowed buffer would hold it until the loop has written it). */
         obj_close(rd);
-        (void)http_respond_full(x->r, status, hb.p, buf, (size_t)len);
+        (void)http_respond_full(x->r, status, hb.p, bufs[0], (size_t)len);
         free(hb.p);
-        bufpool_put(pool, buf);
+        bufpool_put(pool, bufs[0]);
         return;
     }
     int rc = http_respond(x->r, status, hb.p, (int64_t)len);
     free(hb.p);
-    if (rc != 0 || head) {
-        obj_close(rd);
-        bufpool_put(pool, buf);
-        return;
-    }
-    for (int turn = 0; len > 0; turn = (turn + 1) % 3) {
-        int next = (turn + 1) % 3, after = (turn + 2) % 3;
-        if (http_write_borrowed(x->r, buf, step) != 0) break;
-        off += step;
-        len -= step;
-        if (!len) break;
-        /*
-         * bufs[after] went out two turns ago and bufs[next] before that: once
-         * at most this one is pending, both are free.
-         */
-        if (http_wait_borrowed(x->r, 1) != 0) break;
-        if (!bufs[next]) bufs[next] = bufpool_get(pool, bsz);
-        buf = bufs[next];
-        step = s3_next_piece(off, len, unit);
-        if ((err = obj_read(rd, off, buf, step)) != 0) {
-            /* The status line is out: all we can do is cut the connection short. */
-            log_error("event=get_failed key=%s off=%llu err=%s missing=0x%x", x->key,
-                      (unsigned long long)off, err_name(err), obj_read_missing(rd));
-            http_abort(x->r);
-            break;
-        }
-        if (step < len) {
-            if (!bufs[after]) bufs[after] = bufpool_get(pool, bsz);
-            obj_read_ahead(rd, off + step, bufs[after],
-                           s3_next_piece(off + step, len - step, unit));
-        }
-    }
+    if (rc == 0 && !head) get_stream(x, rd, pool, bufs, off, len, unit);
     obj_close(rd); /* no read-ahead may still write into the buffers */
     /*
      * Nothing lent may be freed before it is out, but the worker need not
      * wait for that: the buffers go back to the pool when the response is
      * finished, and the worker takes the next request now.
      */
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         if (bufs[i]) http_free_after(x->r, put_buf, pool, bufs[i]);
 }
 

@@ -120,6 +120,21 @@ static int part_headers(form_t *fm, const char *h, char *name, size_t cap)
 }
 
 /*
+ * Whether a field of this name came before (then refused, with the error
+ * sent): the policy checks one value of a field while the object would get
+ * them all (x-amz-meta-role: viewer, then admin, stored "viewer, admin"
+ * under a policy asking viewer). x-ignore-* fields are nobody's business.
+ */
+static int repeated(form_t *fm, const char *name)
+{
+    if (strncasecmp(name, "x-ignore-", 9) == 0 || !field(fm, name)) return 0;
+    char msg[256];
+    snprintf(msg, sizeof(msg), "POST form field '%.128s' may appear only once.", name);
+    s3_err_msg(fm->x, S3E_INVALID_ARGUMENT, msg);
+    return 1;
+}
+
+/*
  * Read the fields up to the file part; on 0 the buffer starts at the file's
  * first byte. -1 with the error sent.
  */
@@ -154,6 +169,7 @@ static int read_fields(form_t *fm)
         if (rc != 0) goto malformed;
         consume(fm, hl + 4);
         if (strcasecmp(name, "file") == 0) return 0;
+        if (repeated(fm, name)) return -1;
         const uint8_t *end;
         while (!(end = find(fm->buf, fm->len, fm->delim, fm->dl)))
             if (total + fm->len > FIELDS_MAX || fill_more(fm) != 0) goto too_big_or_bad;

@@ -202,6 +202,22 @@ time_t s3_parse_http_date(const char *s)
     return timegm(&tm);
 }
 
+int s3_if_range_holds(const char *hdr, const char *etag, time_t mtime)
+{
+    if (!hdr) return 1;
+    size_t len = strlen(hdr);
+    /* One validator, not a list: a weak tag (W/"...") never matches, as 13.1.5 asks a strong
+     * comparison; an unquoted value is taken for a date, which the parse may refuse. */
+    if (hdr[0] == '"')
+        return len == strlen(etag) + 2 && hdr[len - 1] == '"' &&
+               memcmp(hdr + 1, etag, len - 2) == 0;
+    if (hdr[0] == 'W' && hdr[1] == '/') return 0;
+    /* A date matches only if it is Last-Modified to the second: an older copy's date, or
+     * one a client made up, means its copy may not be the current one. */
+    time_t t = s3_parse_http_date(hdr);
+    return t != (time_t)-1 && t == mtime;
+}
+
 /*
  * Walk the "name\0value\0" pairs of an object's user metadata: from *pos, the
  * next pair's name and value; 0 at the end (or at a truncated pair).

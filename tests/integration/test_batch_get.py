@@ -318,12 +318,12 @@ def test_malformed_xml(server, s3, body):
     assert st == 400 and b"MalformedXML" in data, data
 
 
-def raw_batch(port, body):
+def raw_batch(port, body, version="1.1"):
     """Send a batch request on a bare socket; return the socket (response unread)."""
     path = "/bat?batch-get"
     hd = signed_headers(port, path, body)
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    req = ["POST %s HTTP/1.1" % path, "Host: 127.0.0.1:%d" % port,
+    req = ["POST %s HTTP/%s" % (path, version), "Host: 127.0.0.1:%d" % port,
            "Content-Length: %d" % len(body)]
     req += ["%s: %s" % kv for kv in hd.items() if kv[0].lower() != "host"]
     s.sendall(("\r\n".join(req) + "\r\n\r\n").encode() + body)
@@ -404,6 +404,24 @@ def dechunk(raw):
         out += after[:n]
         rest = after[n + 2:]
     return out, False
+
+
+def test_http10_client_gets_the_stream_close_delimited(server, s3):
+    """HTTP/1.0 has no chunked coding (RFC 9112 6.1): an HTTP/1.0 batch gets the stream
+    without Transfer-Encoding, ended by the close; it got chunk framing it cannot read."""
+    objs = {"v%d" % i: blob(300000 + i, 700 + i) for i in range(3)}
+    for k, b in objs.items():
+        s3.put_object(Bucket="bat", Key=k, Body=b)
+    s = raw_batch(server.port, body_of(list(objs)), version="1.0")
+    try:
+        head, _, data = read_raw(s).partition(b"\r\n\r\n")
+    finally:
+        s.close()
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b"transfer-encoding" not in head.lower() and b"content-length" not in head.lower()
+    assert b"Connection: close" in head
+    frames = parse(data)
+    assert [md5(f["payload"]) for f in frames] == [md5(b) for b in objs.values()]
 
 
 def test_lost_stripes_error_frame_or_cut(server, s3, datadir):

@@ -366,6 +366,40 @@ def test_stalled_clients_are_closed_and_evicted(datadir):
         s.stop()
 
 
+def rss_mb(server):
+    with open("/proc/%d/status" % server.proc.pid) as f:
+        return next(int(l.split()[1]) // 1024 for l in f if l.startswith("VmRSS"))
+
+
+def test_stalled_readers_hold_one_stripe(server):
+    """200 GETs of a 64 MiB object whose clients never read: each held three stripes (12 MiB
+    at 4+2, 2.4 GB in all) until the io timeout; a GET whose client does not take what it is
+    lent stops reading ahead, and holds the one stripe on the socket (about 1 GB in all)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="stall")
+    c.put_object(Bucket="stall", Key="big", Body=os.urandom(64 << 20), ACL="public-read")
+    before = rss_mb(server)
+    socks = stalled_readers(server, 200, "/stall/big")
+    try:
+        for s in socks:  # every GET is streaming once its head is here
+            got = b""
+            while b"\r\n\r\n" not in got:
+                d = s.recv(256)
+                assert d, got
+                got += d
+            assert got.startswith(b"HTTP/1.1 200"), got[:80]
+        # The least of a few samples: a GET reads ahead until its client has been seen stall.
+        grown = []
+        for _ in range(4):
+            time.sleep(0.5)
+            grown.append(rss_mb(server) - before)
+        assert min(grown) < 1500, grown
+    finally:
+        for s in socks:
+            s.close()
+    assert c.get_object(Bucket="stall", Key="big")["ContentLength"] == 64 << 20
+
+
 # ---- 5. abort wins over a part still streaming ----
 
 def live_bytes(server):

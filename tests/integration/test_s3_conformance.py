@@ -2,8 +2,10 @@
 listing (and any other query) parameters holding NUL or a bad escape, the 416's
 Content-Range, two authentication mechanisms at once, response-* overrides that
 no header can carry, DeleteObjects without a digest, a malformed chunked body,
-a copy source that is no UTF-8 text, and DeleteObjects keys holding control
-characters. Runs under Debian's boto3 and, through test_with_newest_botocore,
+signed aws-chunked chunks under 8 KiB, a copy source that is no UTF-8 text,
+DeleteObjects keys holding control characters; and where S3's documentation
+does not say, by the RFCs: If-Range (RFC 9110), an empty bucket segment
+(//bucket/key). Runs under Debian's boto3 and, through test_with_newest_botocore,
 again under the newest botocore on this machine (which sends DeleteObjects with
 x-amz-checksum-* instead of Content-MD5)."""
 import base64
@@ -95,6 +97,54 @@ def test_invalid_range_carries_content_range(server):
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="rng", Key="o", Range="bytes=1000-")
     assert e.value.response["Error"]["Code"] == "InvalidRange"
+
+
+def test_if_range_serves_the_range_only_on_a_match(server):
+    """If-Range (RFC 9110 13.1.5): a Range is served only when the validator is the object's
+    ETag (strongly: W/ never matches) or exactly its Last-Modified; otherwise the whole object,
+    200, so that a client resuming a replaced object does not splice two together. Without a
+    Range, If-Range is ignored."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ifr")
+    data = b"NEW-CONTENT-0123456789"
+    c.put_object(Bucket="ifr", Key="o", Body=data)
+    _, _, h = signed_request(server.port, "HEAD", "/ifr/o")
+    h = lower(h)
+    etag, lm = h["etag"], h["last-modified"]
+    stale = ('"00000000000000000000000000000000"', "W/" + etag, "Thu, 01 Jan 2015 00:00:00 GMT",
+             "not a date")
+    for v in stale:
+        for rng in ("bytes=4-7", "bytes=5000-"):  # an unsatisfiable Range is ignored too
+            st, body, rh = signed_request(server.port, "GET", "/ifr/o",
+                                          headers={"Range": rng, "If-Range": v})
+            assert (st, body) == (200, data), (v, rng, st, body)
+            assert "content-range" not in lower(rh)
+        st, _, rh = signed_request(server.port, "HEAD", "/ifr/o",
+                                   headers={"Range": "bytes=4-7", "If-Range": v})
+        assert st == 200 and lower(rh)["content-length"] == str(len(data)), (v, st)
+    for v in (etag, lm):
+        st, body, rh = signed_request(server.port, "GET", "/ifr/o",
+                                      headers={"Range": "bytes=4-7", "If-Range": v})
+        assert (st, body) == (206, data[4:8]), (v, st, body)
+        assert lower(rh)["content-range"] == "bytes 4-7/%d" % len(data)
+    st, body, _ = signed_request(server.port, "GET", "/ifr/o", headers={"If-Range": '"x"'})
+    assert (st, body) == (200, data)
+
+
+def test_empty_bucket_segment_is_no_service_request(server):
+    """GET //bucket/key (an empty first segment, path style) named no bucket and was answered
+    as GET /: every bucket listed, 200. No bucket is called "": 400 InvalidBucketName."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="slash")
+    c.put_object(Bucket="slash", Key="a", Body=b"1")
+    for path in ("//slash/a", "//slash/a?acl", "///", "//", "//slash"):
+        st, body, _ = signed_request(server.port, "GET", path)
+        assert st == 400 and code_of(body) == "InvalidBucketName", (path, st, body)
+    st, body, _ = signed_request(server.port, "GET", "/")
+    assert st == 200 and b"<Name>slash</Name>" in body
+    # A key starting with a slash is still one: /slash//a is the key "/a".
+    c.put_object(Bucket="slash", Key="/a", Body=b"2")
+    assert signed_request(server.port, "GET", "/slash//a")[:2] == (200, b"2")
 
 
 def test_one_auth_mechanism_only(server):
@@ -277,6 +327,65 @@ def test_malformed_chunked_body_answered_400(server):
         out = sk.recv(65536)
     assert out.startswith(b"HTTP/1.1 200"), out
     assert sha(c.get_object(Bucket="chunked", Key="ok")["Body"].read()) == sha(data)
+
+
+def signed_chunked_put(port, path, data, chunk):
+    """A PUT of data as STREAMING-AWS4-HMAC-SHA256-PAYLOAD in chunks of chunk bytes, each
+    signed, chained from the request's signature. (status, body)"""
+    import hmac
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    class Signer(S3SigV4Auth):
+        def payload(self, request):
+            return "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)] + [b""]
+    body_len = sum(len("%x;chunk-signature=" % len(p)) + 64 + 2 + len(p) + 2 for p in pieces)
+    host = "127.0.0.1:%d" % port
+    req = AWSRequest(method="PUT", url="http://%s%s" % (host, path), data=b"", headers={
+        "Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(data)),
+        "Content-Length": str(body_len)})
+    Signer(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    amz = req.headers["X-Amz-Date"]
+    prev = req.headers["Authorization"].rsplit("Signature=", 1)[1]
+    key = ("AWS4" + SK).encode()
+    for part in (amz[:8], "us-east-1", "s3", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    scope = "%s/us-east-1/s3/aws4_request" % amz[:8]
+    body = b""
+    for p in pieces:
+        sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz, scope, prev, sha(b""), sha(p)])
+        prev = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+        body += b"%x;chunk-signature=%s\r\n%s\r\n" % (len(p), prev.encode(), p)
+    head = "PUT %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n" % (path, host)
+    head += "".join("%s: %s\r\n" % kv for kv in req.headers.items() if kv[0] != "Host")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sk:
+        sk.sendall(head.encode() + b"\r\n" + body)
+        out = b""
+        while True:
+            d = sk.recv(65536)
+            if not d:
+                break
+            out += d
+    status = int(out.split(b" ", 2)[1])
+    return status, out.split(b"\r\n\r\n", 1)[1]
+
+
+def test_small_signed_chunks_refused(server):
+    """S3 takes signed aws-chunked chunks under 8 KiB only last (InvalidChunkSizeError); they
+    were taken at any size. Unsigned (trailer) chunks are not bound: SDKs send any size."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="chunks")
+    data = os.urandom(20000)
+    st, body = signed_chunked_put(server.port, "/chunks/small", data, 1000)
+    assert st == 400 and code_of(body) == "InvalidChunkSizeError", (st, body)
+    assert keys_of(c, "chunks") == []
+    # 8 KiB chunks, the last one shorter: stored.
+    st, body = signed_chunked_put(server.port, "/chunks/ok", data, 8192)
+    assert st == 200, body
+    assert sha(c.get_object(Bucket="chunks", Key="ok")["Body"].read()) == sha(data)
 
 
 def test_copy_source_not_utf8_is_invalid_argument(server):

@@ -154,6 +154,47 @@ def test_presigned_expiry(server):
     assert "expired" in root.findtext("Message")
 
 
+def test_presigned_parameters_count_once(server):
+    """A presigned URL with an X-Amz-* parameter twice (another X-Amz-Signature added to a
+    valid URL was taken, the first one checked): 400 AuthorizationQueryParametersError."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="dupq")
+    c.put_object(Bucket="dupq", Key="o", Body=b"data")
+    url = presigner(server).generate_presigned_url(
+        "get_object", Params={"Bucket": "dupq", "Key": "o"}, ExpiresIn=60)
+    assert fetch(url)[:2] == (200, b"data")
+    sig = url.split("X-Amz-Signature=")[1].split("&")[0]
+    for extra in ("X-Amz-Signature=" + "0" * 64, "X-Amz-Signature=" + sig,
+                  "X-Amz-Expires=60", "X-Amz-Algorithm=AWS4-HMAC-SHA256"):
+        st, body, _ = fetch(url + "&" + extra)
+        assert st == 400 and ET.fromstring(body).findtext("Code") == \
+            "AuthorizationQueryParametersError", (extra, st, body)
+
+
+def test_xml_bodies_are_what_they_name(server):
+    """DeleteObjects with another root element than Delete deleted the keys it listed, and
+    PutBucketVersioning with two Status elements took the last: both MalformedXML."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="xmlroot")
+    c.put_object(Bucket="xmlroot", Key="a", Body=b"1")
+    for root in ("Remove", "Deletex", "BatchGet"):
+        body = ("<%s><Object><Key>a</Key></Object></%s>" % (root, root)).encode()
+        st, out, _ = signed_request(server.port, "POST", "/xmlroot?delete", body, headers={
+            "Content-MD5": base64.b64encode(hashlib.md5(body).digest()).decode()})
+        assert st == 400 and code_of(out) == "MalformedXML", (root, st, out)
+    assert c.get_object(Bucket="xmlroot", Key="a")["Body"].read() == b"1"
+    for twice in ("<Status>Enabled</Status><Status>Suspended</Status>",
+                  "<Status>Enabled</Status><Status>Enabled</Status>",
+                  "<Status>Enabled</Status><MfaDelete>Disabled</MfaDelete>"
+                  "<MfaDelete>Disabled</MfaDelete>"):
+        body = ("<VersioningConfiguration>%s</VersioningConfiguration>" % twice).encode()
+        st, out, _ = signed_request(server.port, "PUT", "/xmlroot?versioning", body)
+        assert st == 400 and code_of(out) == "MalformedXML", (twice, st, out)
+    assert "Status" not in c.get_bucket_versioning(Bucket="xmlroot")
+    r = c.delete_objects(Bucket="xmlroot", Delete={"Objects": [{"Key": "a"}]})
+    assert [d["Key"] for d in r["Deleted"]] == ["a"]
+
+
 def test_content_md5_forms(server):
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="md5")
@@ -310,7 +351,8 @@ def test_etag_conditions_take_quotes_or_not(server):
 
 def test_checksum_headers_are_checked_before_the_body(server):
     """What a PUT says of its checksum is one algorithm, well formed: else 400 InvalidRequest
-    (an unknown algorithm, or one disagreeing with the header, was taken without a check)."""
+    (an unknown algorithm, or one disagreeing with the header, was taken without a check; so
+    was an algorithm named with no checksum in a header or a trailer, on a part too)."""
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="ckh")
     data = b"checksummed"
@@ -321,6 +363,13 @@ def test_checksum_headers_are_checked_before_the_body(server):
                  {"x-amz-checksum-crc32": "AAAA"}):
         st, body, _ = signed_request(server.port, "PUT", "/ckh/k", data, headers=hdrs)
         assert st == 400 and code_of(body) == "InvalidRequest", (hdrs, body)
+    uid = c.create_multipart_upload(Bucket="ckh", Key="k")["UploadId"]
+    for path in ("/ckh/k", "/ckh/k?partNumber=1&uploadId=" + uid):
+        st, body, _ = signed_request(server.port, "PUT", path, data,
+                                     headers={"x-amz-sdk-checksum-algorithm": "CRC32"})
+        assert st == 400 and code_of(body) == "InvalidRequest", (path, body)
+        assert b"no corresponding x-amz-checksum-* or x-amz-trailer" in body
+    assert c.list_parts(Bucket="ckh", Key="k", UploadId=uid).get("Parts", []) == []
     with pytest.raises(ClientError):
         c.head_object(Bucket="ckh", Key="k")
     st, _, h = signed_request(server.port, "PUT", "/ckh/k", data, headers={

@@ -17,10 +17,12 @@ from test_hardening import presigner
 
 
 def form_post(server, bucket, fields, filename, data, extra=None):
-    """POST fields (in order) and the file last, as a browser does. (status, body, headers)"""
+    """POST fields (a dict, or (name, value) pairs: in order) and the file last, as a browser
+    does. (status, body, headers)"""
     boundary = "----wlform" + os.urandom(8).hex()
     parts = []
-    for k, v in list(fields.items()) + list((extra or {}).items()):
+    pairs = list(fields.items()) if isinstance(fields, dict) else list(fields)
+    for k, v in pairs + list((extra or {}).items()):
         parts.append(("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n"
                       % (boundary, k, v)).encode())
     parts.append(("--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
@@ -121,6 +123,30 @@ def test_post_redirect_and_tagging(server):
     assert c.get_object(Bucket="post", Key="r/x.bin")["Body"].read() == b"abc"
     tags = c.get_object_tagging(Bucket="post", Key="r/x.bin")["TagSet"]
     assert tags == [{"Key": "src", "Value": "form"}]
+
+
+def test_post_field_sent_twice_is_refused(server):
+    """A policy checks one value of a field; the object got all of them (x-amz-meta-role
+    "viewer, admin" under a policy asking viewer). A field sent twice is refused, whatever
+    the case of its name; x-ignore-* fields, which nothing reads, may repeat."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    p = presigner(server)
+    post = p.generate_presigned_post("post", "dup/${filename}",
+                                     Fields={"x-amz-meta-role": "viewer"},
+                                     Conditions=[{"x-amz-meta-role": "viewer"}],
+                                     ExpiresIn=300)
+    f = list(post["fields"].items())
+    for extra in (("x-amz-meta-role", "admin"), ("X-Amz-Meta-Role", "viewer"),
+                  ("key", "dup/other"), ("Policy", post["fields"]["policy"])):
+        st, body, _ = form_post(server, "post", f + [extra], "a", b"data")
+        assert st == 400 and code_of(body) == "InvalidArgument", (extra, st, body)
+        assert extra[0].lower().encode() in body.lower(), body
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="post", Key="dup/a")
+    ign = [("x-ignore-tag", "1"), ("x-ignore-tag", "2")]
+    assert form_post(server, "post", f + ign, "a", b"data")[0] == 204
+    assert c.head_object(Bucket="post", Key="dup/a")["Metadata"] == {"role": "viewer"}
 
 
 def test_post_malformed(server):

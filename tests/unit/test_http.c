@@ -5,7 +5,9 @@
  * handler returns while its borrowed bytes are still on their way, the
  * free runs once, after the last byte was written (the free poisons the
  * buffer, so a free that came early shows in the bytes read), and also
- * when the client goes away mid-response.
+ * when the client goes away mid-response. Framing by version: a body of
+ * unknown length is chunked for HTTP/1.1 and ends with the connection for
+ * HTTP/1.0; other versions get 505; every status has its reason phrase.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +50,15 @@ static void handler(void *arg, http_req_t *r, const struct http_req_info *info)
     (void)arg;
     if (strcmp(info->target, "/small") == 0) {
         (void)http_respond_full(r, 200, "X-Test: small\r\n", "hello, world", 12);
+        return;
+    }
+    if (strcmp(info->target, "/chunked") == 0) { /* a length not known up front */
+        if (http_respond(r, 200, NULL, -1) == 0 && http_write(r, "hello, ", 7) == 0)
+            (void)http_write(r, "world", 5);
+        return;
+    }
+    if (strncmp(info->target, "/status/", 8) == 0) {
+        (void)http_respond_full(r, atoi(info->target + 8), NULL, NULL, 0);
         return;
     }
     uint8_t *b = malloc(BIG);
@@ -119,6 +131,23 @@ static size_t read_head(int fd, char *buf, size_t cap, size_t *extra)
         }
         assert_true(got < cap - 1);
     }
+}
+
+/* Send a raw request and read the whole answer, up to the server's close (NUL-terminated). */
+static size_t exchange(const char *req, char *buf, size_t cap)
+{
+    int fd = dial();
+    struct timeval tv = {.tv_sec = 10};
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    size_t got = 0;
+    ssize_t n;
+    while (got < cap - 1 && (n = read(fd, buf + got, cap - 1 - got)) > 0)
+        got += (size_t)n;
+    assert_true(n == 0); /* closed by the server, not timed out */
+    buf[got] = 0;
+    close(fd);
+    return got;
 }
 
 static void wait_frees(int want)
@@ -199,6 +228,53 @@ static void test_free_after_client_gone(void **state)
     wait_frees(1);
 }
 
+static void test_unknown_length_by_version(void **state)
+{
+    (void)state;
+    char buf[4096];
+    /* HTTP/1.0 has no chunked coding: the body runs to the close (RFC 9112 6.1). */
+    exchange("GET /chunked HTTP/1.0\r\nHost: t\r\n\r\n", buf, sizeof(buf));
+    char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    body[2] = 0; /* the head, each line with its CRLF */
+    assert_null(strstr(buf, "Transfer-Encoding"));
+    assert_null(strstr(buf, "Content-Length"));
+    assert_non_null(strstr(buf, "Connection: close\r\n"));
+    assert_string_equal(body + 4, "hello, world");
+    /* HTTP/1.1 gets it chunked (this request asks the close, to read to the end). */
+    exchange("GET /chunked HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", buf, sizeof(buf));
+    assert_non_null(strstr(buf, "Transfer-Encoding: chunked\r\n"));
+    body = strstr(buf, "\r\n\r\n");
+    assert_string_equal(body + 4, "7\r\nhello, \r\n5\r\nworld\r\n0\r\n\r\n");
+}
+
+static void test_other_versions_refused(void **state)
+{
+    (void)state;
+    char buf[4096], req[128];
+    const char *versions[] = {"HTTP/2.0", "HTTP/3.0", "HTTP/0.9"};
+    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+        snprintf(req, sizeof(req), "GET /small %s\r\nHost: t\r\n\r\n", versions[i]);
+        exchange(req, buf, sizeof(buf));
+        assert_true(strncmp(buf, "HTTP/1.1 505 HTTP Version Not Supported\r\n", 41) == 0);
+    }
+}
+
+static void test_reason_phrases(void **state)
+{
+    (void)state;
+    char buf[4096];
+    const char *want[] = {"201 Created", "303 See Other", "204 No Content"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        char req[128], line[64];
+        snprintf(req, sizeof(req),
+                 "GET /status/%.3s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", want[i]);
+        exchange(req, buf, sizeof(buf));
+        snprintf(line, sizeof(line), "HTTP/1.1 %s\r\n", want[i]);
+        assert_true(strncmp(buf, line, strlen(line)) == 0);
+    }
+}
+
 int main(void)
 {
     /* As warmlaked does (server/main.c): a write to a client that left is an error, not a
@@ -208,6 +284,9 @@ int main(void)
         cmocka_unit_test(test_small_whole),
         cmocka_unit_test(test_free_after_out),
         cmocka_unit_test(test_free_after_client_gone),
+        cmocka_unit_test(test_unknown_length_by_version),
+        cmocka_unit_test(test_other_versions_refused),
+        cmocka_unit_test(test_reason_phrases),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -355,6 +355,21 @@ static void test_presigned(void **state)
     assert_int_equal(sigv4_parse_query("a=b", 3, &a), ERR_NOT_FOUND);
     const char *bad = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=x";
     assert_int_equal(sigv4_parse_query(bad, strlen(bad), &a), ERR_INVAL);
+    /* Any of the parameters twice, the signature too (with its own value again, or another):
+     * which one counts would be a guess. */
+    const char *twice[] = {"&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d1"
+                           "57751f604d404",
+                           "&X-Amz-Signature=00", "&X-Amz-Date=20130524T000000Z",
+                           "&X-Amz-Algorithm=AWS4-HMAC-SHA256", "&X-Amz-Expires=1"};
+    for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++) {
+        char dup[1024];
+        snprintf(dup, sizeof(dup), "%s%s", q, twice[i]);
+        assert_int_equal(sigv4_parse_query(dup, strlen(dup), &a), ERR_INVAL);
+    }
+    /* A name that only starts like one is another parameter. */
+    char other[1024];
+    snprintf(other, sizeof(other), "%s&X-Amz-Signatures=1", q);
+    assert_int_equal(sigv4_parse_query(other, strlen(other), &a), 0);
 }
 
 /* Every x-amz-* header present must be signed, and host always. */
@@ -519,6 +534,37 @@ static size_t build_chunked(uint8_t *out, const char *s1, const char *s2, const 
     return o;
 }
 
+/* Feed a signed body of chunks of the given sizes (then the last, empty one); the result. */
+static int feed_signed(const size_t *sizes, size_t n)
+{
+    const char *seed = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9";
+    const char *scope = "20130524/us-east-1/s3/aws4_request";
+    uint8_t key[32], h[32];
+    char prev[65], sig[65];
+    sigv4_signing_key(SK, "20130524", "us-east-1", "s3", key);
+    snprintf(prev, sizeof(prev), "%s", seed);
+    uint8_t *body = malloc(n * 20000 + 200), data[16384];
+    memset(data, 'a', sizeof(data));
+    size_t o = 0;
+    for (size_t i = 0; i <= n; i++) {
+        size_t len = i < n ? sizes[i] : 0;
+        SHA256(data, len, h);
+        sigv4_chunk_signature(key, "20130524T000000Z", scope, prev, h, sig);
+        o += (size_t)sprintf((char *)body + o, "%zx;chunk-signature=%s\r\n", len, sig);
+        memcpy(body + o, data, len);
+        o += len;
+        if (len) o += (size_t)sprintf((char *)body + o, "\r\n");
+        memcpy(prev, sig, sizeof(prev));
+    }
+    o += (size_t)sprintf((char *)body + o, "\r\n");
+    s3_chunked_t *c = s3_chunked_new(1, 0, key, "20130524T000000Z", scope, seed);
+    size_t total = 0, used;
+    int rc = s3_chunked_feed(c, body, o, &used, collect, &total);
+    s3_chunked_free(c);
+    free(body);
+    return rc;
+}
+
 static void test_streaming_chunks(void **state)
 {
     (void)state;
@@ -568,6 +614,15 @@ static void test_streaming_chunks(void **state)
     assert_int_equal(s3_chunked_feed(c, body, n, &used, NULL, NULL), ERR_DENIED);
     s3_chunked_free(c);
     free(body);
+    /* S3: every signed chunk but the last with data holds 8 KiB at least. */
+    const size_t ok[][3] = {{8192, 8192, 1}, {1000, 0, 0}, {16384, 8192, 0}};
+    const size_t nok[] = {3, 1, 2};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(feed_signed(ok[i], nok[i]), 1);
+    const size_t bad[][3] = {{1000, 1000, 0}, {8192, 8191, 8192}, {1, 16384, 0}};
+    const size_t nbad[] = {2, 3, 2};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(feed_signed(bad[i], nbad[i]), ERR_RANGE);
 }
 
 static void test_unsigned_trailer(void **state)
