@@ -232,9 +232,11 @@ static int parse_pool(json_t *o, cmap_t *m, char *err, size_t errlen)
     }
     if (state) {
         const char *sv = json_string_value(state);
-        if (!sv || (strcmp(sv, "active") != 0 && strcmp(sv, "draining") != 0))
-            return fail(err, errlen, "pool %s: \"state\" is \"active\" or \"draining\"", id);
-        p->draining = strcmp(sv, "draining") == 0;
+        if (!sv || (strcmp(sv, "active") != 0 && strcmp(sv, "draining") != 0 &&
+                    strcmp(sv, "removed") != 0))
+            return fail(err, errlen,
+                        "pool %s: \"state\" is \"active\", \"draining\" or \"removed\"", id);
+        p->draining = strcmp(sv, "draining") == 0 ? 1 : strcmp(sv, "removed") == 0 ? 2 : 0;
     }
     p->first = m->nsets;
     int rc;

@@ -32,11 +32,12 @@
  *
  * "weight" (default 1) is the pool's share of new objects (server/obj_pool.c:
  * a new key's pool is a weighted rendezvous hash, the same on every node
- * of one epoch); "state" is "active" (default) or "draining" (no new
- * objects). Every pool has the same coding (one pool of stripe buffers
- * serves them all). A map without "pools" is one pool, "p0", of its sets.
- * The sets are numbered across the pools in order: pool p's are
- * sets[first .. first + nsets).
+ * of one epoch); "state" is "active" (default), "draining" (no new
+ * objects; its keys move to the active pools) or "removed" (drained and out
+ * of service: nodes ask it for nothing, so its nodes may be shut down; its
+ * sets stay in the map, numbered as they were). Every pool has the same coding (one pool of stripe
+ * buffers serves them all). A map without "pools" is one pool, "p0", of its sets. The sets are
+ * numbered across the pools in order: pool p's are sets[first .. first + nsets).
  *
  * A node's drive NODE/I is its I-th local drive (DATA/driveI). A set names
  * k+m distinct drives; its shard i lives on its i-th drive. Each object
@@ -53,10 +54,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CMAP_MAX_ID    64
-#define CMAP_MAX_ADDR  300
-#define CMAP_MAX_SETS  64 /* the object layer's OBJ_MAX_SETS */
-#define CMAP_MAX_POOLS 8  /* the object layer's OBJ_MAX_POOLS */
+#define CMAP_MAX_ID       64
+#define CMAP_MAX_ADDR     300
+#define CMAP_MAX_SETS     64 /* the object layer's OBJ_MAX_SETS */
+#define CMAP_MAX_POOLS    8  /* the object layer's OBJ_MAX_POOLS */
+#define CMAP_POOL_REMOVED 2  /* cmap_pool_t.draining: the object layer's OBJ_POOL_REMOVED */
 
 typedef struct {
     char id[CMAP_MAX_ID + 1];
@@ -79,7 +81,7 @@ typedef struct {
     char id[CMAP_MAX_ID + 1];
     int first, nsets; /* its sets: sets[first .. first + nsets) */
     uint32_t weight;  /* share of new objects (1 .. 1000000) */
-    int draining;     /* no new objects */
+    int draining;     /* no new objects: 1 draining, 2 removed (CMAP_POOL_REMOVED) */
 } cmap_pool_t;
 
 typedef struct {

@@ -51,6 +51,7 @@ static int usage(void)
                     "  node remove --id ID | status [--json]\n"
                     "  pool add --id P --nodes N1,N2,.. [--ec K+M] [--weight W]\n"
                     "  pool drain --id P | pool activate --id P | pool weight --id P --weight W\n"
+                    "  pool remove --id P     (a drained pool out of service: its nodes may go)\n"
                     "  pool weigh             (every pool's weight from its free space)\n"
                     "  drive replace NODE/N   (an empty drive took its place: refill it now)\n");
     return 2;
@@ -229,7 +230,7 @@ static int remove_node(json_t *doc, void *arg)
 typedef struct {
     const char *id, *ec, *nodes;
     long weight;      /* 0: as it is (a new pool: 1) */
-    int state;        /* -1: as it is, 0 active, 1 draining */
+    int state;        /* -1: as it is, 0 active, 1 draining, 2 removed */
     uint32_t *weighs; /* pool weigh: a weight per pool, in order */
     int nweighs;
 } pool_edit_t;
@@ -313,8 +314,22 @@ static int set_pool(json_t *doc, void *arg)
         fprintf(stderr, "wl-admin: no pool %s in the map\n", e->id);
         return 2;
     }
+    const char *was = json_string_value(json_object_get(pool, "state"));
+    if (e->state >= 0 && was && strcmp(was, "removed") == 0) {
+        /* Its drives kept nothing up to date since: it cannot serve again. */
+        fprintf(stderr, "wl-admin: pool %s was removed; add its nodes as a new pool instead\n",
+                e->id);
+        return 2;
+    }
+    if (e->state == CMAP_POOL_REMOVED && !(was && strcmp(was, "draining") == 0)) {
+        fprintf(stderr, "wl-admin: pool %s is not draining any more\n", e->id);
+        return 2; /* (activated since it was found drained) */
+    }
     if (e->state >= 0)
-        json_object_set_new(pool, "state", json_string(e->state ? "draining" : "active"));
+        json_object_set_new(pool, "state",
+                            json_string(e->state == CMAP_POOL_REMOVED ? "removed"
+                                        : e->state                    ? "draining"
+                                                                      : "active"));
     if (e->weight) json_object_set_new(pool, "weight", json_integer(e->weight));
     return 0;
 }
@@ -463,6 +478,67 @@ static proto_net_t *admin_net(const cmap_t *m, uint32_t timeout_ms)
     return proto_net_start(&pc, &net) == 0 ? net : NULL;
 }
 
+/*
+ * pool remove: a draining pool whose keys have all moved is taken out of
+ * service (state "removed"): no node asks it for anything any more, so its
+ * nodes may be shut down. Refused unless every set of it reports, through
+ * the node that moves its keys (the set's first drive's), a drain pass that
+ * found nothing, left nothing and no upload in progress: removed too soon,
+ * what it still holds would be lost from the namespace.
+ */
+static int pool_remove(const char *id)
+{
+    cmap_t m;
+    int rc = load_map(&m);
+    if (rc) return rc;
+    int p = cmap_pool_index(&m, id);
+    if (p < 0 || m.pools[p].draining != 1) {
+        fprintf(stderr, "wl-admin: %s\n",
+                p < 0                                      ? "no such pool in the map"
+                : m.pools[p].draining == CMAP_POOL_REMOVED ? "the pool was removed already"
+                                                           : "the pool is not draining: "
+                                                             "`pool drain` it first, and wait "
+                                                             "for DRAINED in `status`");
+        cmap_free(&m);
+        return 2;
+    }
+    if (!have_secret("pool remove (it asks the movers whether they are done)")) {
+        cmap_free(&m);
+        return 2;
+    }
+    char key[300];
+    regs_t r = {json_object()};
+    snprintf(key, sizeof(key), "%s/nodes/", prefix);
+    rc = etcd_list(etcd, key, collect_reg, &r) == 0 ? 0 : 1;
+    proto_net_t *net = rc ? NULL : admin_net(&m, 3000);
+    if (!rc && !net) rc = 1;
+    for (int j = m.pools[p].first; !rc && j < m.pools[p].first + m.pools[p].nsets; j++) {
+        const cmap_node_t *n = &m.nodes[m.sets[j].d[0].node];
+        json_t *st = json_object_get(r.regs, n->id)
+                         ? node_state(proto_net_peer(net, n->id, n->proto))
+                         : NULL;
+        json_t *dr = st ? json_object_get(st, "drain") : NULL;
+        int done = dr && json_integer_value(json_object_get(dr, "draining")) &&
+                   json_integer_value(json_object_get(dr, "done")) &&
+                   !json_integer_value(json_object_get(dr, "left")) &&
+                   !json_integer_value(json_object_get(dr, "uploads_left"));
+        if (!done) {
+            fprintf(stderr,
+                    "wl-admin: set %d of pool %s is not drained: %s (its mover, node %s, moves "
+                    "its keys; `status` says DRAINED when it is done)\n",
+                    j, id, !st ? "its mover is not up or does not answer" : "keys are left", n->id);
+            rc = 2;
+        }
+        json_decref(st);
+    }
+    if (net) proto_net_stop(net);
+    json_decref(r.regs);
+    cmap_free(&m);
+    if (rc) return rc;
+    pool_edit_t pe = {.id = id, .state = CMAP_POOL_REMOVED};
+    return edit(set_pool, &pe);
+}
+
 /* Drive d's counters, asked of peer p (ds->capacity 0: it did not answer). */
 static void remote_stats(proto_peer_t *p, int d, drive_stats_t *ds)
 {
@@ -591,7 +667,9 @@ static int status(int as_json)
                               json_pack("{s:s,s:i,s:i,s:i,s:s}", "id", m.pools[p].id, "first_set",
                                         m.pools[p].first, "sets", m.pools[p].nsets, "weight",
                                         (int)m.pools[p].weight, "state",
-                                        m.pools[p].draining ? "draining" : "active"));
+                                        m.pools[p].draining == CMAP_POOL_REMOVED ? "removed"
+                                        : m.pools[p].draining                    ? "draining"
+                                                                                 : "active"));
     int *alive = calloc((size_t)m.nnodes, sizeof(int));
     if (!alive) abort();
     for (int i = 0; i < m.nnodes; i++) {
@@ -637,7 +715,14 @@ static int status(int as_json)
             json_array_append_new(dr, json_string(name));
             down += !alive[set->d[i].node];
         }
-        const char *health = !down ? "ok" : down <= set->m ? "degraded" : "unavailable";
+        int removed = 0;
+        for (int p = 0; p < m.npools; p++)
+            if (s >= m.pools[p].first && s < m.pools[p].first + m.pools[p].nsets)
+                removed = m.pools[p].draining == CMAP_POOL_REMOVED;
+        const char *health = removed          ? "removed"
+                             : !down          ? "ok"
+                             : down <= set->m ? "degraded"
+                                              : "unavailable";
         char ec[32];
         snprintf(ec, sizeof(ec), "%d+%d", set->k, set->m);
         json_array_append_new(json_object_get(out, "sets"),
@@ -809,6 +894,8 @@ int main(int argc, char **argv)
                (strcmp(sub, "drain") == 0 || strcmp(sub, "activate") == 0) && e.id) {
         pool_edit_t pe = {.id = e.id, .state = strcmp(sub, "drain") == 0};
         rc = edit(set_pool, &pe);
+    } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "remove") == 0 && e.id) {
+        rc = pool_remove(e.id);
     } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "weight") == 0 && e.id &&
                arg(argc, argv, i, "--weight")) {
         pool_edit_t pe = {

@@ -519,7 +519,10 @@ static void pool_state(void *arg, int p, uint32_t weight, int draining)
 {
     pools_ctx_t *c = arg;
     if (obj_set_pool_state(c->set, p, weight, draining) == 0) {
-        log_info("event=pool_state pool=%d weight=%u%s", p, weight, draining ? " draining" : "");
+        log_info("event=pool_state pool=%d weight=%u%s", p, weight,
+                 draining == OBJ_POOL_REMOVED ? " removed"
+                 : draining                   ? " draining"
+                                              : "");
         s3_drain_kick(__atomic_load_n(&c->drain, __ATOMIC_ACQUIRE));
     }
 }

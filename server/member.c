@@ -475,7 +475,10 @@ static int add_pools_locked(member_t *m, const cmap_t *nm, int me)
         m->xst[m->nx] = st;
         m->nxst[m->nx++] = n;
         log_info("event=member_pool_added pool=%s sets=%d weight=%u%s", pool->id, pool->nsets,
-                 pool->weight, pool->draining ? " draining" : "");
+                 pool->weight,
+                 pool->draining == CMAP_POOL_REMOVED ? " removed"
+                 : pool->draining                    ? " draining"
+                                                     : "");
     }
     for (int p = 0; cb.state && p < nm->npools; p++)
         cb.state(cb.arg, p, nm->pools[p].weight, nm->pools[p].draining);

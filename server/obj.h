@@ -116,15 +116,22 @@ int obj_set_place(const obj_set_t *s, const char *bucket, const char *key);
 #define OBJ_MAX_POOLS 8
 int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight, int draining)
     __attribute__((warn_unused_result));
-/* Pool p's share of new objects, and whether it takes none (draining). 0 or ERR_INVAL. */
+/*
+ * Pool p's share of new objects, and its state: OBJ_POOL_ACTIVE, OBJ_POOL_DRAINING (it takes
+ * no new objects; its keys move off, obj_move_key) or OBJ_POOL_REMOVED (drained and taken
+ * out of service, wl-admin pool remove: asked for nothing any more, not by routing, listings,
+ * uploads or the background workers, so its nodes may go; its stores count as up). 0 or
+ * ERR_INVAL.
+ */
+enum { OBJ_POOL_ACTIVE = 0, OBJ_POOL_DRAINING = 1, OBJ_POOL_REMOVED = 2 };
 int obj_set_pool_state(obj_set_t *s, int p, uint32_t weight, int draining);
 int obj_set_pools(const obj_set_t *s); /* 1 for a plain set */
 /* The pool bucket/key lives in (the newest head's when several hold it), else the first pool
  * that could not say (more than m stores of its lookup failed), else the pool a new key goes
  * to. A head lookup in every pool. */
 int obj_set_pool_of(obj_set_t *s, const char *bucket, const char *key);
-/* Pool p's sets (*first: the index of its first, for obj_set_sub) and whether it drains:
- * their number, or ERR_INVAL. */
+/* Pool p's sets (*first: the index of its first, for obj_set_sub) and its state (*draining:
+ * OBJ_POOL_*): their number, or ERR_INVAL. */
 int obj_set_pool_sets(const obj_set_t *s, int p, int *first, int *draining);
 /* Set j of a multi set (NULL past the last). */
 obj_set_t *obj_set_sub(const obj_set_t *s, int j);

@@ -41,6 +41,7 @@
 #include "common/pool.h"
 #include "server/obj.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -115,6 +116,16 @@ static inline int obj__moved_mark(const obj_info_t *h)
  */
 void obj__forget_copies(obj_set_t *s, obj_set_t *from, const char *bucket, const char *key,
                         const obj_info_t *v);
+/* Whether set j of multi set s is in a removed pool (OBJ_POOL_REMOVED): asked for nothing. */
+static inline int obj__sub_removed(const obj_set_t *s, int j)
+{
+    int np = atomic_load(&((obj_set_t *)s)->npool);
+    for (int p = 0; p < np; p++)
+        if (j >= s->pools[p].first && j < s->pools[p].first + s->pools[p].n)
+            return atomic_load(&((obj_set_t *)s)->pools[p].draining) == OBJ_POOL_REMOVED;
+    return 0;
+}
+
 /* Tests: called by obj_move_key between its copies and the switch (NULL: nothing); nonzero:
  * the mover dies there (obj_move_key returns ERR_BUSY, leaving what a kill -9 would). */
 extern int (*obj__move_between)(void *arg, const char *key);

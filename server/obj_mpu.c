@@ -576,6 +576,7 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
 static int list_uploads(obj_set_t *s, const char *bucket, int wide, obj_upload_fn fn, void *arg)
 {
     for (int j = 0; j < s->nsub; j++) { /* set by set: callers sort (no order promised) */
+        if (obj__sub_removed(s, j)) continue;
         int rc = list_uploads(s->sub[j], bucket, wide, fn, arg);
         if (rc) return rc;
     }

@@ -359,7 +359,7 @@ static int merged(mlist_t *ml, const char *after, const char *after_vid)
         ml->b[j].limit = share < want ? share : want;
     int *going = xcalloc((size_t)ns, sizeof(*going));
     for (int j = 0; j < ns; j++)
-        going[j] = 1;
+        going[j] = !obj__sub_removed(s, j); /* a removed pool's sets hold nothing to list */
     obj_info_t *o = xmalloc(sizeof(*o));
     char *cur = after ? xstrdup(after) : NULL, *cur_vid = after_vid ? xstrdup(after_vid) : NULL;
     char *last_cp = NULL;

@@ -89,7 +89,9 @@ int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight,
 
 int obj_set_pool_state(obj_set_t *s, int p, uint32_t weight, int draining)
 {
-    if (!s->nsub || p < 0 || p >= atomic_load(&s->npool) || weight < 1) return ERR_INVAL;
+    if (!s->nsub || p < 0 || p >= atomic_load(&s->npool) || weight < 1 || draining < 0 ||
+        draining > OBJ_POOL_REMOVED)
+        return ERR_INVAL;
     atomic_store(&s->pools[p].weight, weight);
     atomic_store(&s->pools[p].draining, draining);
     return 0;
@@ -129,6 +131,7 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
     obj_info_t *h = xmalloc(sizeof(*h)), *best = xmalloc(sizeof(*best));
     int holder = -1, unsure = -1;
     for (int p = 0; p < np; p++) {
+        if (atomic_load(&s->pools[p].draining) == OBJ_POOL_REMOVED) continue; /* moved off */
         obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
         /*
          * A draining pool's head as a commit reads it (what stands on every store): a
@@ -190,6 +193,7 @@ obj_set_t *obj__route_upload(obj_set_t *s, const char *bucket, const char *key,
         obj_info_t *rec = xmalloc(sizeof(*rec));
         obj_set_t *unsure = NULL;
         for (int p = 0; p < np; p++) {
+            if (atomic_load(&s->pools[p].draining) == OBJ_POOL_REMOVED) continue;
             obj_set_t *set = s->sub[obj__in_pool(s, p, bucket, key)];
             int rc = obj_stat(set, MPU_UPLOADS, upload_id, rec);
             if (rc == 0) {

@@ -121,8 +121,9 @@ int obj_set_data_width(const obj_set_t *s)
 int obj_set_health(const obj_set_t *s, int i)
 {
     if (s->nsub) {
+        int j = i / s->n; /* (a removed pool's stores may be gone: nothing waits for them) */
         const obj_set_t *sub = obj__store_set(s, &i);
-        return sub ? obj_set_health(sub, i) : SHARD_UP;
+        return sub && !obj__sub_removed(s, j) ? obj_set_health(sub, i) : SHARD_UP;
     }
     if (i < 0 || i >= s->n || !s->st[i].ops->health) return SHARD_UP;
     return s->st[i].ops->health(s->st[i].ctx);

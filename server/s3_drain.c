@@ -189,7 +189,7 @@ static int drain_pass(s3_drain_t *d)
     char **names = NULL;
     for (int pool = 0; pool < np && !stopping(d); pool++) {
         int first, draining, ns = obj_set_pool_sets(cfg->set, pool, &first, &draining);
-        if (ns < 0 || !draining) continue;
+        if (ns < 0 || draining != OBJ_POOL_DRAINING) continue;
         for (int j = first; j < first + ns && !stopping(d); j++) {
             obj_set_t *set = obj_set_sub(cfg->set, j);
             if (!set || !obj_set_mover_here(cfg->set, j)) continue;

@@ -1378,6 +1378,35 @@ def test_pool_drained(datadir, etcd):
                 "http://drain.example"]
             keys = [o["Key"] for o in cl.list_objects_v2(Bucket="plain")["Contents"]]
             assert keys == sorted(want), n.id
+
+        # Removed: the drained pool goes out of service; then its nodes go, and everything
+        # reads, lists and takes writes through the others. An active pool is not removed,
+        # and a removed one does not come back.
+        r = admin(etcd, "pool", "remove", "--id", "p1")
+        assert r.returncode != 0 and "not draining" in r.stderr, r.stderr
+        r = admin(etcd, "pool", "remove", "--id", "p0")
+        assert r.returncode == 0, r.stderr
+        for n in nodes:
+            wait_for(lambda: "event=pool_state pool=0 weight=1 removed" in n.read_log(),
+                     n.id + " to apply p0's removal")
+        for n in nodes[:3]:
+            n.stop()
+        for n in nodes[3:]:
+            cl = n.s3()
+            for k, h in want.items():
+                assert md5(cl.get_object(Bucket="plain", Key=k)["Body"].read()) == h, (n.id, k)
+            assert versions_of(cl, "vers") == vers_before, n.id
+            keys = [o["Key"] for o in cl.list_objects_v2(Bucket="plain")["Contents"]]
+            assert keys == sorted(want), n.id
+            assert cl.list_multipart_uploads(Bucket="plain").get("Uploads", []) == []
+        c4 = nodes[3].s3()
+        c4.put_object(Bucket="plain", Key="after-removal", Body=b"still here")
+        assert nodes[5].s3().get_object(Bucket="plain", Key="after-removal")[
+            "Body"].read() == b"still here"
+        st = json.loads(admin(etcd, "status", "--json").stdout)
+        assert [p["state"] for p in st["pools"]] == ["removed", "active"], st["pools"]
+        r = admin(etcd, "pool", "activate", "--id", "p0")
+        assert r.returncode != 0 and "removed" in r.stderr, r.stderr
     finally:
         for n in nodes:
             n.stop()
