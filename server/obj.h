@@ -380,6 +380,8 @@ typedef struct {
     uint64_t dropped; /* not queued (full) or given up after OBJ_HEAL_TRIES */
     uint64_t pending; /* in the queue now or being healed */
     uint64_t heads_fixed, blocks_fixed;
+    uint64_t drops_pending; /* versions whose blocks wait for a store that was away (below) */
+    uint64_t drops_done;    /* ... dropped there once it was back */
 } obj_heal_stats_t;
 void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st);
 

@@ -191,8 +191,18 @@ typedef struct heal_ent {
     struct heal_ent *hnext; /* hash chain */
 } heal_ent_t;
 
+/* A dropped version's blocks that stores of mask kept (obj__drop_note). */
+typedef struct drop_ent {
+    char *bb, *key, *upload;
+    uint64_t stripes;
+    uint32_t mask;
+    int tries;
+    struct drop_ent *next;
+} drop_ent_t;
+
 typedef struct heal_q {
     obj_set_t *s;
+    drop_ent_t *drops, *drops_tail; /* FIFO */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -275,6 +285,58 @@ void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
     pthread_mutex_unlock(&q->mu);
 }
 
+void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *upload,
+                    uint64_t stripes, uint32_t mask)
+{
+    heal_q_t *q = s->healq;
+    if (!q) return;
+    pthread_mutex_lock(&q->mu);
+    if (q->st.drops_pending >= OBJ_HEAL_QUEUE_MAX) {
+        pthread_mutex_unlock(&q->mu);
+        return;
+    }
+    drop_ent_t *d = xcalloc(1, sizeof(*d));
+    d->bb = xstrdup(bb);
+    d->key = xstrdup(key);
+    d->upload = xstrdup(upload);
+    d->stripes = stripes;
+    d->mask = mask;
+    if (q->drops_tail)
+        q->drops_tail->next = d;
+    else
+        q->drops = d;
+    q->drops_tail = d;
+    q->st.drops_pending++;
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void drop_free(drop_ent_t *d)
+{
+    free(d->bb);
+    free(d->key);
+    free(d->upload);
+    free(d);
+}
+
+/* d's blocks on the stores of its mask; the stores where a delete failed stay in it. */
+static void drop_run(obj_set_t *s, drop_ent_t *d)
+{
+    uint32_t left = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!(d->mask & (1u << i))) continue;
+        for (uint64_t st = 0; st < d->stripes; st++) {
+            drive_id_t id = {d->bb, d->key, d->upload, (uint32_t)(st << SHARD_BITS) | (uint32_t)i};
+            int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+            if (rc && rc != ERR_NOT_FOUND) {
+                left |= 1u << i;
+                break;
+            }
+        }
+    }
+    d->mask = left;
+}
+
 /* Under mu: wait until woken or ns pass. */
 static void wait_ns(heal_q_t *q, uint64_t ns)
 {
@@ -294,17 +356,39 @@ static void *heal_main(void *arg)
     while (!q->stop) {
         heal_ent_t *e = q->head;
         uint64_t now = mono_ns();
-        if (!e) {
+        if (!e && !q->drops) {
             pthread_cond_wait(&q->cv, &q->mu);
-            continue;
-        }
-        if (e->not_before_ns > now) {
-            wait_ns(q, e->not_before_ns - now);
             continue;
         }
         if (obj__unhealthy(s)) {
             /* A store is away: healing now would fail against it. Look again in a while. */
             wait_ns(q, 500000000ull);
+            continue;
+        }
+        drop_ent_t *d = q->drops;
+        if (d) {
+            q->drops = d->next;
+            if (!q->drops) q->drops_tail = NULL;
+            pthread_mutex_unlock(&q->mu);
+            drop_run(s, d);
+            pthread_mutex_lock(&q->mu);
+            if (!d->mask || ++d->tries >= OBJ_HEAL_TRIES) {
+                q->st.drops_pending--;
+                q->st.drops_done += !d->mask;
+                drop_free(d);
+            } else { /* (a store went away again: later, behind the others) */
+                d->next = NULL;
+                if (q->drops_tail)
+                    q->drops_tail->next = d;
+                else
+                    q->drops = d;
+                q->drops_tail = d;
+                wait_ns(q, 500000000ull);
+            }
+            continue;
+        }
+        if (e->not_before_ns > now) {
+            wait_ns(q, e->not_before_ns - now);
             continue;
         }
         q->head = e->next;
@@ -388,6 +472,10 @@ void obj__heal_stop(obj_set_t *s)
         next = e->next;
         ent_free(e);
     }
+    for (drop_ent_t *d = q->drops, *next; d; d = next) {
+        next = d->next;
+        drop_free(d);
+    }
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
     free(q->hash);
@@ -409,6 +497,8 @@ void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st)
             st->pending += one.pending;
             st->heads_fixed += one.heads_fixed;
             st->blocks_fixed += one.blocks_fixed;
+            st->drops_pending += one.drops_pending;
+            st->drops_done += one.drops_done;
         }
         return;
     }

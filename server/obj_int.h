@@ -366,6 +366,13 @@ int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char 
 
 /* ---- obj_heal.c ---- */
 
+/*
+ * The blocks of a dropped version (blocks bucket bb, key, upload, stripes) that stores of
+ * mask kept, away when it was dropped: deleted there by the heal thread once every store is
+ * up (no-op unstarted, or the queue full: then they stay, space a reaper must find).
+ */
+void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *upload,
+                    uint64_t stripes, uint32_t mask);
 /* A write of bucket/key was acknowledged short of some stores: heal it soon (no-op unstarted). */
 void obj__heal_note(obj_set_t *s, const char *bucket, const char *key);
 /* Stop the heal thread and free the queue (obj_set_free). */

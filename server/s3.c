@@ -67,11 +67,13 @@ static void heal_json(const s3_cfg_t *cfg, buf_t *b)
     obj_heal_stats(cfg->set, &hs);
     buf_printf(b,
                ",\"heal\":{\"pending\":%llu,\"queued\":%llu,\"healed\":%llu,\"retries\":%llu,"
-               "\"dropped\":%llu,\"heads_fixed\":%llu,\"blocks_fixed\":%llu}",
+               "\"dropped\":%llu,\"heads_fixed\":%llu,\"blocks_fixed\":%llu,"
+               "\"drops_pending\":%llu,\"drops_done\":%llu}",
                (unsigned long long)hs.pending, (unsigned long long)hs.queued,
                (unsigned long long)hs.healed, (unsigned long long)hs.retries,
                (unsigned long long)hs.dropped, (unsigned long long)hs.heads_fixed,
-               (unsigned long long)hs.blocks_fixed);
+               (unsigned long long)hs.blocks_fixed, (unsigned long long)hs.drops_pending,
+               (unsigned long long)hs.drops_done);
     if (cfg->scrub) {
         s3_scrub_stats_t ss;
         s3_scrub_stats(cfg->scrub, &ss);

@@ -915,6 +915,19 @@ static void test_write_quorum(void **state)
  * Writes acknowledged short of a store are healed by the queue once it is
  * back, with no heal call: afterwards two other stores can go.
  */
+typedef struct {
+    const char *keep; /* an upload id */
+    int n;            /* blocks of other uploads */
+} other_blocks_t;
+
+static int count_other_blocks(void *arg, const drive_id_t *id, const drive_stat_t *st)
+{
+    other_blocks_t *ob = arg;
+    (void)st;
+    ob->n += strcmp(id->version, ob->keep) != 0;
+    return 0;
+}
+
 static void test_heal_queue(void **state)
 {
     env_t *e = *state;
@@ -942,12 +955,24 @@ static void test_heal_queue(void **state)
     e->f[2].sick = 0;
     for (int i = 0; i < 600; i++) {
         obj_heal_stats(e->set, &st);
-        if (st.pending == 0 && st.healed >= 2) break;
+        if (st.pending == 0 && st.healed >= 2 && st.drops_pending == 0) break;
         usleep(50000);
     }
     assert_int_equal(st.pending, 0);
     assert_true(st.healed >= 2);
     assert_true(st.blocks_fixed > 0 && st.heads_fixed >= 2);
+    /* The first hq/big's blocks, kept by store 2 when the second replaced it while it was
+     * away, went once it was back: store 2 holds the current version's blocks only. */
+    assert_int_equal(st.drops_pending, 0);
+    assert_true(st.drops_done >= 1);
+    obj_info_t cur;
+    assert_int_equal(obj_stat(e->set, "bkt", "hq/big", &cur), 0);
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, "bkt");
+    other_blocks_t ob = {cur.upload_id, 0};
+    assert_true(e->f[2].in.ops->list(e->f[2].in.ctx, bb, "hq/big", NULL, count_other_blocks, &ob) >=
+                0);
+    assert_int_equal(ob.n, 0);
     e->f[0].fail_read = e->f[1].fail_read = 1;
     expect(e, "hq/big", data, big);
     expect(e, small, data + 9, 2000);
