@@ -321,7 +321,7 @@ static int on_headers_complete(llhttp_t *p)
     r->info.target = v.target;
     r->info.peer = c->peer;
     r->info.content_length = v.content_length;
-    r->expect_continue = v.expect_continue;
+    r->expect_continue = v.expect_continue && p->http_minor >= 1; /* (1.0: ignored, 10.1.1) */
     r->info.headers = r->headers;
     r->info.nheaders = v.nheaders;
     static uint64_t counter; /* loop thread only */
@@ -444,9 +444,11 @@ static void parse_more(conn_t *c)
                 c->paused = 1;
                 return;
             }
-            /* Versions llhttp does not know (HTTP/3.0) are no more served than HTTP/2.0. */
-            if (e == HPE_INVALID_VERSION) c->bad_version = 1;
+            /* Versions llhttp does not know (HTTP/3.0, HTTP/1.2) are no more served than
+             * HTTP/2.0; a version that is not one at all (HTTP/1.10) is a bad request. */
             const char *reason = llhttp_get_error_reason(&c->parser);
+            if (e == HPE_INVALID_VERSION && reason && strcmp(reason, "Invalid HTTP version") == 0)
+                c->bad_version = 1;
             log_info("event=http_parse_error peer=%s reason=\"%s\"", c->peer,
                      reason            ? reason
                      : c->head.too_big ? "header too large"

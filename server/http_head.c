@@ -79,6 +79,12 @@ int http_head_value(http_head_t *h, const char *at, size_t len)
 
 int http_head_value_done(http_head_t *h)
 {
+    /* Whitespace around a field value is not part of it (RFC 9110 5.5): llhttp drops what
+     * leads, this what trails. Kept, "Range: bytes=0-9 " was no range and an
+     * "x-amz-content-sha256: UNSIGNED-PAYLOAD " a failed signature. */
+    size_t start = h->n ? h->value_off[h->n - 1] : h->len;
+    while (h->len > start && (h->buf[h->len - 1] == ' ' || h->buf[h->len - 1] == '\t'))
+        h->len--;
     return add(h, "", 1);
 }
 

@@ -196,10 +196,16 @@ void s3_http_date(uint64_t ns, char out[40])
 /* An HTTP date (IMF-fixdate), or -1 when absent or unparsable (then it is ignored). */
 time_t s3_parse_http_date(const char *s)
 {
-    struct tm tm = {0};
-    const char *end;
-    if (!s || !(end = strptime(s, "%a, %d %b %Y %H:%M:%S GMT", &tm)) || *end) return (time_t)-1;
-    return timegm(&tm);
+    /* IMF-fixdate, and the two obsolete forms a recipient must still take (RFC 9110 5.6.7):
+     * RFC 850 (two-digit years: 69-99 the 1900s) and asctime's. */
+    static const char *const forms[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                        "%a %b %e %H:%M:%S %Y"};
+    for (size_t i = 0; s && i < sizeof(forms) / sizeof(forms[0]); i++) {
+        struct tm tm = {0};
+        const char *end = strptime(s, forms[i], &tm);
+        if (end && !*end) return timegm(&tm);
+    }
+    return (time_t)-1;
 }
 
 int s3_if_range_holds(const char *hdr, const char *etag, time_t mtime)

@@ -9,6 +9,7 @@ does not say, by the RFCs: If-Range (RFC 9110), an empty bucket segment
 again under the newest botocore on this machine (which sends DeleteObjects with
 x-amz-checksum-* instead of Content-MD5)."""
 import base64
+import email.utils
 import hashlib
 import os
 import socket
@@ -122,7 +123,11 @@ def test_if_range_serves_the_range_only_on_a_match(server):
         st, _, rh = signed_request(server.port, "HEAD", "/ifr/o",
                                    headers={"Range": "bytes=4-7", "If-Range": v})
         assert st == 200 and lower(rh)["content-length"] == str(len(data)), (v, st)
-    for v in (etag, lm):
+    # Last-Modified in the two obsolete date forms a recipient must still take (5.6.7).
+    t = email.utils.parsedate_to_datetime(lm)
+    rfc850 = t.strftime("%A, %d-%b-%y %H:%M:%S GMT")
+    asctime = t.strftime("%a %b ") + ("%2d" % t.day) + t.strftime(" %H:%M:%S %Y")
+    for v in (etag, lm, rfc850, asctime):
         st, body, rh = signed_request(server.port, "GET", "/ifr/o",
                                       headers={"Range": "bytes=4-7", "If-Range": v})
         assert (st, body) == (206, data[4:8]), (v, st, body)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -55,6 +56,14 @@ static void handler(void *arg, http_req_t *r, const struct http_req_info *info)
     if (strcmp(info->target, "/chunked") == 0) { /* a length not known up front */
         if (http_respond(r, 200, NULL, -1) == 0 && http_write(r, "hello, ", 7) == 0)
             (void)http_write(r, "world", 5);
+        return;
+    }
+    if (strcmp(info->target, "/echo") == 0) { /* the X-Echo header's value, in brackets */
+        char body[256] = "";
+        for (int i = 0; i < info->nheaders; i++)
+            if (strcasecmp(info->headers[i].name, "x-echo") == 0)
+                snprintf(body, sizeof(body), "[%s]", info->headers[i].value);
+        (void)http_respond_full(r, 200, NULL, body, strlen(body));
         return;
     }
     if (strncmp(info->target, "/status/", 8) == 0) {
@@ -260,6 +269,37 @@ static void test_other_versions_refused(void **state)
     }
 }
 
+/* A version that is not one is a bad request, not an unsupported version. */
+static void test_malformed_version(void **state)
+{
+    (void)state;
+    char buf[4096];
+    const char *bad[] = {"HTTP/1.10", "HTTP/01.1", "HTTP/1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char req[128];
+        snprintf(req, sizeof(req), "GET /small %s\r\nHost: t\r\n\r\n", bad[i]);
+        exchange(req, buf, sizeof(buf));
+        assert_true(strncmp(buf, "HTTP/1.1 400 ", 13) == 0);
+    }
+}
+
+/* Whitespace around a header's value is not part of it (RFC 9110 5.5). */
+static void test_value_whitespace_trimmed(void **state)
+{
+    (void)state;
+    char buf[4096];
+    exchange("GET /echo HTTP/1.1\r\nHost: t\r\nX-Echo:  \t a b \t \r\nConnection: close\r\n\r\n",
+             buf, sizeof(buf));
+    char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "[a b]");
+    exchange("GET /echo HTTP/1.1\r\nHost: t\r\nX-Echo:   \r\nConnection: close\r\n\r\n", buf,
+             sizeof(buf));
+    body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "[]");
+}
+
 static void test_reason_phrases(void **state)
 {
     (void)state;
@@ -287,6 +327,8 @@ int main(void)
         cmocka_unit_test(test_unknown_length_by_version),
         cmocka_unit_test(test_other_versions_refused),
         cmocka_unit_test(test_reason_phrases),
+        cmocka_unit_test(test_malformed_version),
+        cmocka_unit_test(test_value_whitespace_trimmed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
