@@ -191,10 +191,11 @@ typedef struct heal_ent {
     struct heal_ent *hnext; /* hash chain */
 } heal_ent_t;
 
-/* A dropped version's blocks that stores of mask kept (obj__drop_note). */
+/* A dropped version's blocks that stores of mask kept (obj__drop_note), or (pos set) a
+ * retired version's head records, due at not_before_ns (obj__head_drop_note). */
 typedef struct drop_ent {
-    char *bb, *key, *upload;
-    uint64_t stripes;
+    char *bb, *key, *upload, *pos;
+    uint64_t stripes, not_before_ns;
     uint32_t mask;
     int tries;
     struct drop_ent *next;
@@ -285,22 +286,53 @@ void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
     pthread_mutex_unlock(&q->mu);
 }
 
+static void drop_free(drop_ent_t *d)
+{
+    free(d->bb);
+    free(d->key);
+    free(d->upload);
+    free(d->pos);
+    free(d);
+}
+
+static void drop_push(heal_q_t *q, drop_ent_t *d);
+
 void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *upload,
                     uint64_t stripes, uint32_t mask)
 {
     heal_q_t *q = s->healq;
     if (!q) return;
-    pthread_mutex_lock(&q->mu);
-    if (q->st.drops_pending >= OBJ_HEAL_QUEUE_MAX) {
-        pthread_mutex_unlock(&q->mu);
-        return;
-    }
     drop_ent_t *d = xcalloc(1, sizeof(*d));
     d->bb = xstrdup(bb);
     d->key = xstrdup(key);
     d->upload = xstrdup(upload);
     d->stripes = stripes;
     d->mask = mask;
+    drop_push(q, d);
+}
+
+void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, const char *pos)
+{
+    heal_q_t *q = s->healq;
+    if (!q) return;
+    drop_ent_t *d = xcalloc(1, sizeof(*d));
+    d->bb = xstrdup(bucket);
+    d->key = xstrdup(key);
+    d->pos = xstrdup(pos);
+    d->mask = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    d->not_before_ns = mono_ns() + (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull;
+    drop_push(q, d);
+}
+
+/* Queue d (FIFO: due times only grow), or let it go when the queue is full. */
+static void drop_push(heal_q_t *q, drop_ent_t *d)
+{
+    pthread_mutex_lock(&q->mu);
+    if (q->st.drops_pending >= OBJ_HEAL_QUEUE_MAX) {
+        pthread_mutex_unlock(&q->mu);
+        drop_free(d);
+        return;
+    }
     if (q->drops_tail)
         q->drops_tail->next = d;
     else
@@ -311,19 +343,17 @@ void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *u
     pthread_mutex_unlock(&q->mu);
 }
 
-static void drop_free(drop_ent_t *d)
-{
-    free(d->bb);
-    free(d->key);
-    free(d->upload);
-    free(d);
-}
-
 /* d's blocks on the stores of its mask; the stores where a delete failed stay in it. */
 static void drop_run(obj_set_t *s, drop_ent_t *d)
 {
     uint32_t left = 0;
-    for (int i = 0; i < s->n; i++) {
+    for (int i = 0; i < s->n && d->pos; i++) { /* head records */
+        if (!(d->mask & (1u << i))) continue;
+        drive_id_t id = {d->bb, d->key, d->pos, (uint32_t)i};
+        int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+        if (rc && rc != ERR_NOT_FOUND) left |= 1u << i;
+    }
+    for (int i = 0; i < s->n && !d->pos; i++) {
         if (!(d->mask & (1u << i))) continue;
         for (uint64_t st = 0; st < d->stripes; st++) {
             drive_id_t id = {d->bb, d->key, d->upload, (uint32_t)(st << SHARD_BITS) | (uint32_t)i};
@@ -366,7 +396,11 @@ static void *heal_main(void *arg)
             continue;
         }
         drop_ent_t *d = q->drops;
-        if (d) {
+        if (d && d->not_before_ns > now && !e) {
+            wait_ns(q, d->not_before_ns - now);
+            continue;
+        }
+        if (d && d->not_before_ns <= now) {
             q->drops = d->next;
             if (!q->drops) q->drops_tail = NULL;
             pthread_mutex_unlock(&q->mu);

@@ -373,6 +373,14 @@ int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char 
  */
 void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *upload,
                     uint64_t stripes, uint32_t mask);
+/*
+ * The head records at pos of bucket/key on every store (a retired version's tombstones, which
+ * every store took): removed by the heal thread a minute from now (OBJ_HEAD_DROP_DELAY_S),
+ * when no commit that read the version as current before its delete can still be writing
+ * its archive. No-op unstarted (the tombstones stay).
+ */
+#define OBJ_HEAD_DROP_DELAY_S 60
+void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, const char *pos);
 /* A write of bucket/key was acknowledged short of some stores: heal it soon (no-op unstarted). */
 void obj__heal_note(obj_set_t *s, const char *bucket, const char *key);
 /* Stop the heal thread and free the queue (obj_set_free). */

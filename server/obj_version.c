@@ -55,7 +55,20 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     obj_info_copy(&a, cur);
     a.stamp_ns = stamp_ns;
     obj__vid_of(pos, cur->mtime_ns);
-    if (obj__enough(s, &a, obj__write_at(s, bucket, key, pos, &a, 0, &first_err))) return 0;
+    /*
+     * Newer wins here too (it was unconditional), and never over the version's own
+     * tombstone (SHARD_IF_KEPT): a store that refuses holds the same version kept by a later
+     * commit, or the tombstone of its delete by id since this commit read it as current
+     * (current again for a moment: promoted by a delete of the version above it, racing).
+     * Either way there is nothing to keep: refused counts as kept. Written over that
+     * tombstone, the deleted version came back, its blocks gone (a probe: a PUT, a marker
+     * and deletes by id at once, 10 rounds in 30).
+     */
+    shard_cond_t newer = {.mode = SHARD_IF_KEPT, .stamp = stamp_ns};
+    memcpy(newer.upload, cur->upload_id, sizeof(newer.upload));
+    int refused = 0;
+    int w = obj__write_at_cond(s, bucket, key, pos, &a, NULL, 0, &newer, &refused, &first_err);
+    if (obj__enough(s, &a, w + refused)) return 0;
     return first_err ? first_err : ERR_UNRECOVERABLE;
 }
 
@@ -72,11 +85,10 @@ void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_in
     memcpy(t.upload_id, v->upload_id, sizeof(t.upload_id));
     int w = obj__write_at(s, bucket, key, pos, &t, 0, &first_err);
     if (w == s->n) {
-        /* No store holds the version any more: the tombstones can go too. */
-        for (int i = 0; i < s->n; i++) {
-            drive_id_t id = {bucket, key, pos, (uint32_t)i};
-            (void)s->st[i].ops->del(s->st[i].ctx, &id);
-        }
+        /* No store holds the version any more: the tombstones can go too, later. Until then
+         * they refuse an archive of the version by a commit that read it as current before
+         * this (obj__archive); at once, such a late archive brought it back. */
+        obj__head_drop_note(s, bucket, key, pos);
     } else if (!obj__enough(s, &t, w)) {
         log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
                  err_name(first_err));
@@ -397,20 +409,23 @@ static int successor_stays(obj_set_t *s, const char *bucket, const char *key, co
  * met the newer one first, and its own copy outlived its blocks, listed as
  * a version that no longer reads (a six-node probe killing a node).
  */
-static void note_own_copy(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
-                          pick_t *p)
+static int note_own_copy(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                         pick_t *p)
 {
     char pos[OBJ_VID_LEN + 1];
     obj__vid_of(pos, v->mtime_ns);
     for (int i = 0; i < p->ndups; i++) {
         char at[OBJ_VID_LEN + 1];
         obj__vid_of(at, p->dups[i].mtime_ns);
-        if (strcmp(at, pos) == 0) return; /* met on the way */
+        if (strcmp(at, pos) == 0) return 1; /* met on the way */
     }
     obj_info_t h;
     if (p->ndups < MAX_DUPS && obj__newest_at(s, bucket, key, pos, &h) == 0 &&
-        !(h.deleted && !h.marker) && same_version(&h, v))
+        !(h.deleted && !h.marker) && same_version(&h, v)) {
         obj_info_copy(&p->dups[p->ndups++], &h);
+        return 1;
+    }
+    return 0;
 }
 
 #define PROMOTE_RACED 1 /* a newer version came meanwhile: nothing promoted, look again */
@@ -434,7 +449,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     uint64_t now = obj__now_after(v);
     if (rc < 0) goto out;
     rc = 0;
-    note_own_copy(s, bucket, key, v, p);
+    int own = note_own_copy(s, bucket, key, v, p);
     if (lone && p->found) { /* it must be the key's only version: it is not (any more) */
         rc = ERR_PRECOND;
         goto out;
@@ -486,6 +501,9 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     }
     for (int i = 0; i < p->ndups; i++)
         obj__retire(s, bucket, key, &p->dups[i]);
+    /* With no copy there, a tombstone at v's own position all the same: it refuses an
+     * archive of v by a commit that read v as current before this delete (obj__archive). */
+    if (!own && v->vid[0]) obj__retire(s, bucket, key, v);
     for (int i = 0; i < p->nstale; i++)
         obj__retire(s, bucket, key, &p->stale[i]);
     *stale = p->stale;

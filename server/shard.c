@@ -162,6 +162,9 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c)
         holds = !head || o->stamp_ns < c->stamp ||
                 (o->stamp_ns == c->stamp && strcmp(o->upload_id, c->upload) <= 0) ||
                 (c->self[0] && strcmp(o->upload_id, c->self) == 0);
+    else if (c->mode == SHARD_IF_KEPT && head && o->deleted && !o->marker &&
+             strcmp(o->upload_id, c->upload) == 0)
+        holds = 0; /* retired: deleted by its id */
     else
         holds = !head || c->stamp > o->stamp_ns ||
                 (c->stamp == o->stamp_ns && strcmp(c->upload, o->upload_id) >= 0);

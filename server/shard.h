@@ -33,9 +33,13 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *                    (the one being written, again): a commit replaces
  *                    what it read as current (or anything older), never
  *                    what another writer put there meanwhile
+ *   SHARD_IF_KEPT    as SHARD_IF_NEWER, and never over the tombstone of
+ *                    version `upload` (a version retired there, deleted by
+ *                    its id): keeping a version as noncurrent must not bring
+ *                    back one deleted since the writer read it as current
  * Otherwise the put is refused with ERR_PRECOND and nothing is written.
  */
-enum { SHARD_IF_NEWER = 1, SHARD_IF_UPLOAD = 2, SHARD_IF_AT_MOST = 3 };
+enum { SHARD_IF_NEWER = 1, SHARD_IF_UPLOAD = 2, SHARD_IF_AT_MOST = 3, SHARD_IF_KEPT = 4 };
 typedef struct {
     int mode;
     uint64_t stamp;
