@@ -1509,6 +1509,29 @@ static void test_versions(void **state)
         assert_string_equal(out, want);
         assert_int_equal(obj_stat_version(e->set, "bkt", "v9", ov.vid, &g), ERR_NOT_FOUND);
     }
+    /*
+     * A commit that read a version as current keeps it as noncurrent (its archive) after the
+     * version was deleted by its id: refused (SHARD_IF_KEPT), whatever its stamp, and the
+     * version stays deleted. Unconditional, the archive brought it back with its blocks gone
+     * (a 3-node probe: a PUT, a marker and deletes by id at once, 10 rounds in 30).
+     */
+    {
+        obj_info_t a1, a2;
+        obj_set_inline_max(e->set, 0); /* (erasure-coded: an archive needs no bytes) */
+        vput(e, "v10", "first", OBJ_VERSIONED, &a1);
+        vput(e, "v10", "second", OBJ_VERSIONED, &a2);
+        assert_int_equal(obj_delete_version(e->set, "bkt", "v10", a2.vid, NULL, NULL), 0);
+        assert_int_equal(obj__archive(e->set, "bkt", "v10", &a2, a2.stamp_ns + 1), 0);
+        assert_int_equal(
+            obj__archive(e->set, "bkt", "v10", &a2, obj__now_after(&a2) + 1000000000ull),
+            0); /* (current again for a moment: a newer stamp) */
+        snprintf(want, sizeof(want), "v10:%s*,", a1.vid);
+        out[0] = 0;
+        assert_int_equal(obj_list_versions(e->set, "bkt", "v10", NULL, NULL, vlist_cb, out), 0);
+        assert_string_equal(out, want);
+        assert_int_equal(obj_stat_version(e->set, "bkt", "v10", a2.vid, &g), ERR_NOT_FOUND);
+        obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+    }
     /* A promoted version stays reachable as noncurrent too (no window where it is in
      * neither place), and walks show it once. */
     vput(e, "v3", "p1", OBJ_VERSIONED, &a);
