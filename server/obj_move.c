@@ -296,6 +296,26 @@ static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, co
 }
 
 /*
+ * The copy of v at dst's current position taken back where it still stands: a move's
+ * tombstone with v's own stamp, so that dst holds nothing of the key there (best effort).
+ * t: scratch.
+ */
+static void take_back(obj_set_t *dst, const char *bucket, const char *key, const obj_info_t *v,
+                      obj_info_t *t)
+{
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
+    memcpy(mine.upload, v->upload_id, sizeof(mine.upload));
+    uint64_t mtime = v->mtime_ns, stamp = v->stamp_ns;
+    obj_info_clear(t);
+    t->deleted = 1;
+    t->mtime_ns = mtime;
+    t->stamp_ns = stamp;
+    memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
+    int refused = 0, first_err = 0;
+    (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &mine, &refused, &first_err);
+}
+
+/*
  * Before its switch a move's copies are the source's shadow: a version
  * deleted through the source must not stay in them. A move goes back over
  * them (follow_source), but one cut short (its node killed between copy and
@@ -326,17 +346,7 @@ void obj__forget_copies(obj_set_t *s, obj_set_t *from, const char *bucket, const
             !strcmp(h->upload_id, v->upload_id) && !strcmp(h->vid, v->vid)) {
             obj_info_copy(copy, h);
             found = 1;
-            obj_info_t *t = h;
-            obj_info_clear(t);
-            t->deleted = 1;
-            t->mtime_ns = copy->mtime_ns;
-            t->stamp_ns = copy->stamp_ns;
-            memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
-            shard_cond_t mine_c = {.mode = SHARD_IF_UPLOAD};
-            memcpy(mine_c.upload, v->upload_id, sizeof(mine_c.upload));
-            int refused = 0, first_err = 0;
-            (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &mine_c, &refused,
-                                     &first_err);
+            take_back(dst, bucket, key, copy, h);
         }
         if (obj__newest_at(dst, bucket, key, pos, h) == 0 && (!h->deleted || h->marker) &&
             !strcmp(h->upload_id, v->upload_id) && !strcmp(h->vid, v->vid)) {
@@ -561,15 +571,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                 if (tgt_had) {
                     obj__put_back(dst, bucket, key, "", dprev, cur);
                 } else {
-                    obj_info_clear(t);
-                    t->deleted = 1;
-                    t->mtime_ns = cur->mtime_ns;
-                    t->stamp_ns = cur->stamp_ns;
-                    memcpy(t->upload_id, OBJ_MOVED_UPLOAD, sizeof(t->upload_id));
-                    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
-                    memcpy(mine.upload, cur->upload_id, sizeof(mine.upload));
-                    int r2 = 0, e2 = 0;
-                    (void)obj__write_at_cond(dst, bucket, key, "", t, NULL, 0, &mine, &r2, &e2);
+                    take_back(dst, bucket, key, cur, t);
                 }
             }
             rc = refused ? ERR_BUSY : first_err ? first_err : ERR_UNRECOVERABLE;
