@@ -112,10 +112,14 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
          * When another version stands, the key is tried again later, once
          * the commit settled. When none does (a sparse version that lost a
          * copy with its drive stands no more, and is what must be healed),
-         * the newest head is healed as it always was.
+         * the newest head is healed as it always was. A delete marker that
+         * stands is such another version (obj_stat_standing, which answers
+         * "not found" for one, let a racing promotion's heads in flight on
+         * one store be healed over an acknowledged marker: a probe).
          */
         obj_info_t *st = xmalloc(sizeof(*st));
-        int src = obj_stat_standing(s, bucket, key, st);
+        int in_way = 0;
+        int src = obj__standing(s, bucket, key, st, &in_way);
         int other = src == 0 &&
                     (st->stamp_ns != info->stamp_ns || strcmp(st->upload_id, info->upload_id) != 0);
         free(st);

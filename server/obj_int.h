@@ -130,6 +130,10 @@ static inline int obj__sub_removed(const obj_set_t *s, int j)
  * the mover dies there (obj_move_key returns ERR_BUSY, leaving what a kill -9 would). */
 extern int (*obj__move_between)(void *arg, const char *key);
 extern void *obj__move_between_arg;
+/* Tests: called by a delete by id of a noncurrent version between retiring it and making sure
+ * it is not current (promote_past), where a racing delete of the version above may promote it. */
+extern void (*obj__retired_hook)(void *arg, const char *key);
+extern void *obj__retired_hook_arg;
 
 /* ---- obj_multi.c ---- */
 

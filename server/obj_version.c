@@ -534,15 +534,29 @@ static void drop_stale(obj_set_t *s, const char *bucket, const char *key, obj_in
  * if a racing delete of the version above it promoted it meanwhile, the
  * next older version takes its place (see successor_stays). 0 when it is
  * not current (any more).
+ *
+ * Current is what stands (obj__standing), not the newest head of m+1
+ * stores: that may be another writer's head in flight, short of standing,
+ * and then it is waited for. Taken for current, a racing delete's
+ * promotion of gone that had landed on two stores of six (and was about
+ * to be put back: a delete marker stood on the other four) was promoted
+ * past, over the marker, whose stamp was older than the promotion's: an
+ * acknowledged marker lost (a probe's racing PUT, marker and deletes by
+ * id).
  */
 static int promote_past(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *gone)
 {
     obj_info_t g, cur;
     obj_info_copy(&g, gone);
     for (int attempt = 0; attempt < 10; attempt++) {
-        int rc = obj__newest_head(s, bucket, key, &cur);
+        int in_way = 0;
+        int rc = obj__standing(s, bucket, key, &cur, &in_way);
+        if (rc && rc != ERR_NOT_FOUND) return rc;
+        if (in_way) {
+            usleep(200u + (uint32_t)(g.stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         if (rc == ERR_NOT_FOUND) return 0;
-        if (rc) return rc;
         if (!same_version(&cur, &g) || (cur.deleted && !cur.marker)) return 0;
         log_info("event=promote_past key=%s version=%s", key, cur.vid[0] ? cur.vid : "null");
         obj_info_t *stale = NULL, next;
@@ -562,6 +576,9 @@ static int promote_past(obj_set_t *s, const char *bucket, const char *key, const
 
 static int delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                           const obj_cond_t *c, obj_info_t *gone);
+
+void (*obj__retired_hook)(void *arg, const char *key);
+void *obj__retired_hook_arg;
 
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                        const obj_cond_t *c, obj_info_t *gone)
@@ -601,8 +618,20 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
                 rc = obj_cond_check(c, v.deleted ? NULL : &v);
         }
         if (rc || pos[0]) break;
-        obj_info_t next;
-        rc = promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
+        /*
+         * Read as current from the newest heads of m+1 stores, v may be another writer's head
+         * in flight, short of standing: a racing delete's promotion of v that lands on two
+         * stores of six while a delete marker stands on the other four. Promoted past, the
+         * next version went over the marker (older by its stamp than the promotion): an
+         * acknowledged marker lost. Waited for instead, as a commit waits (obj__standing).
+         */
+        obj_info_t *now = xmalloc(sizeof(*now)), next;
+        int in_way = 0;
+        rc = obj__standing(s, bucket, key, now, &in_way);
+        free(now);
+        if (rc && rc != ERR_NOT_FOUND) break;
+        rc = in_way ? PROMOTE_RACED
+                    : promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
         if (rc == PROMOTE_GONE) {
             /* v went; its successor must not stay current in its place. Failing that, a
              * reader finds the successor (its delete's own check may still take it). */
@@ -637,6 +666,7 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
         if (rc == 0 && nmore == 0) rc = promote_past(s, bucket, key, &v);
     } else if (rc == 0) {
         obj__retire(s, bucket, key, &v);
+        if (obj__retired_hook) obj__retired_hook(obj__retired_hook_arg, key);
         rc = promote_past(s, bucket, key, &v);
     }
     pthread_mutex_unlock(lk);

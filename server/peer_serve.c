@@ -190,7 +190,8 @@ static void serve(pool_job_t *j)
             rc = shard_put_head_local(d, &id, q->data, q->data_len, q->meta, q->meta_len, &c,
                                       put_done, in);
         } else {
-            rc = drive_put_async(d, &id, q->data, q->data_len, q->meta, q->meta_len, put_done, in);
+            rc = shard_put_async_local(d, &id, q->data, q->data_len, q->meta, q->meta_len, put_done,
+                                       in);
         }
         if (rc) proto_reply(in, rc, 0);
         return;
@@ -258,7 +259,7 @@ static void serve(pool_job_t *j)
         return;
     }
     case PROTO_DEL:
-        proto_reply(in, drive_delete(d, &id), 0);
+        proto_reply(in, shard_delete_local(d, &id), 0);
         return;
     case PROTO_SCAN:
         serve_scan(d, in);

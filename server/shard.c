@@ -13,12 +13,6 @@
 _Static_assert(SHARD_MAX_BUCKET == REC_MAX_BUCKET, "SHARD_MAX_BUCKET must match storage/rec.h");
 _Static_assert(SHARD_MAX_KEY == REC_MAX_KEY, "SHARD_MAX_KEY must match storage/rec.h");
 
-static int l_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
-                 size_t meta_len)
-{
-    return drive_put(ctx, id, data, len, meta, meta_len);
-}
-
 static __thread struct proto_cancel *hedge_token;
 
 struct proto_cancel *shard_hedge_token(void)
@@ -46,11 +40,6 @@ static int l_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,
     return drive_stat(ctx, id, st, meta, cap);
 }
 
-static int l_del(void *ctx, const drive_id_t *id)
-{
-    return drive_delete(ctx, id);
-}
-
 static int l_list(void *ctx, const char *bucket, const char *prefix, const char *after,
                   drive_list_fn fn, void *arg)
 {
@@ -74,12 +63,6 @@ static void l_stats(void *ctx, drive_stats_t *st)
     drive_stats(ctx, st);
 }
 
-static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
-                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
-{
-    return drive_put_async(ctx, id, data, len, meta, meta_len, done, arg);
-}
-
 static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
                   drive_scan_fn fn, void *arg)
 {
@@ -93,6 +76,15 @@ static int l_scan(void *ctx, const char *bucket, const char *prefix, const drive
  * check of a head put until it is durable and indexed, so the next check
  * of that identity sees it. Taken by one thread and given back by another
  * (the drive's completion), hence a flag under a mutex, not a mutex.
+ *
+ * Every write of a head holds it, conditional or not, and so does every
+ * delete: a condition is checked against what the drive has indexed, and a
+ * plain write still in flight (queued for its group commit) is not there
+ * yet. The conditional write then landed after it, judged against what it
+ * replaced: an archive of a version written over the tombstone of that
+ * version's delete by id, in flight on one store (a probe's racing PUT,
+ * delete marker and deletes by id: the deleted version listed again, its
+ * blocks gone). Blocks (no metadata) are never named by a condition.
  */
 #define HEAD_STRIPES 4096
 typedef struct {
@@ -187,6 +179,56 @@ static void held_done(void *arg, int rc)
     stripe_give(h->s);
     free(h);
     done(darg, rc);
+}
+
+int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                          const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    if (!meta_len) return drive_put_async(d, id, data, len, meta, meta_len, done, arg);
+    pthread_once(&stripes_once, stripes_init);
+    stripe_t *s = stripe_of(d, id);
+    stripe_take(s);
+    held_t *h = xmalloc(sizeof(*h));
+    *h = (held_t){s, done, arg};
+    int rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h);
+    if (rc) {
+        stripe_give(s);
+        free(h);
+    }
+    return rc;
+}
+
+int shard_delete_local(drive_t *d, const drive_id_t *id)
+{
+    pthread_once(&stripes_once, stripes_init);
+    stripe_t *s = stripe_of(d, id);
+    stripe_take(s);
+    int rc = drive_delete(d, id);
+    stripe_give(s);
+    return rc;
+}
+
+static int l_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                 size_t meta_len)
+{
+    if (!meta_len) return drive_put(ctx, id, data, len, meta, meta_len);
+    pthread_once(&stripes_once, stripes_init);
+    stripe_t *s = stripe_of(ctx, id);
+    stripe_take(s);
+    int rc = drive_put(ctx, id, data, len, meta, meta_len);
+    stripe_give(s);
+    return rc;
+}
+
+static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    return shard_put_async_local(ctx, id, data, len, meta, meta_len, done, arg);
+}
+
+static int l_del(void *ctx, const drive_id_t *id)
+{
+    return shard_delete_local(ctx, id);
 }
 
 int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,

@@ -154,5 +154,15 @@ int shard_store_is_local(const shard_store_t *st);
 int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
                          const void *meta, size_t meta_len, const shard_cond_t *cond,
                          drive_done_fn done, void *arg) __attribute__((warn_unused_result));
+/*
+ * A plain put and a delete on a local drive, as the local store and a node
+ * serving its peers do them: a head (meta_len > 0) and every delete take the
+ * identity's lock as a conditional put does, so that no condition is judged
+ * while a write of that identity is still in flight.
+ */
+int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                          const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+int shard_delete_local(drive_t *d, const drive_id_t *id) __attribute__((warn_unused_result));
 
 #endif

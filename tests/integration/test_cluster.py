@@ -463,9 +463,37 @@ def test_deleting_two_adjacent_versions_at_once(cluster):
             assert listed == [vids[0]], (key, listed, vids)
 
 
-@pytest.mark.skipif(not os.environ.get("WL_KNOWN_RACES"), reason=(
-    "a race mostly fixed, 1 round in 150 left (docs/design-notes.md, 'Racing deletes by id "
-    "against a PUT and a delete marker'): WL_KNOWN_RACES=1 runs it"))
+def test_marker_racing_a_delete_of_the_current_version(cluster):
+    """A DELETE (a marker) through one node and a DELETE ?versionId= of the current version
+    through another, at once, both acknowledged: the marker is the latest on every node and
+    the deleted version is listed nowhere. Whichever came first, the marker ends on top."""
+    c1, c2, c3 = (n.s3() for n in cluster)
+    c1.create_bucket(Bucket="mkdel")
+    c1.put_bucket_versioning(Bucket="mkdel", VersioningConfiguration={"Status": "Enabled"})
+    bad = []
+    for r in range(int(os.environ.get("WL_RACE_ROUNDS", "30"))):
+        key = "k%d" % r
+        size = 1000 if r % 2 else 300 << 10
+        v1 = c3.put_object(Bucket="mkdel", Key=key, Body=body(size, 40 * r))["VersionId"]
+        v2 = c3.put_object(Bucket="mkdel", Key=key, Body=body(size, 40 * r + 1))["VersionId"]
+        a, b = [(c1, c2), (c2, c3), (c3, c1)][r % 3]
+        marker, dcur = race([lambda: a.delete_object(Bucket="mkdel", Key=key),
+                             lambda: b.delete_object(Bucket="mkdel", Key=key, VersionId=v2)])
+        mid = marker.get("VersionId") if isinstance(marker, dict) else None
+        for c in (c1, c2, c3):
+            got = c.list_object_versions(Bucket="mkdel", Prefix=key)
+            vs = [v for v in got.get("Versions", []) if v["Key"] == key]
+            ms = [m for m in got.get("DeleteMarkers", []) if m["Key"] == key]
+            latest = [x["VersionId"] for x in vs + ms if x["IsLatest"]]
+            ids = [v["VersionId"] for v in vs]
+            if (mid and latest != [mid]) or (isinstance(dcur, dict) and v2 in ids) or \
+                    v1 not in ids:
+                bad.append((key, size, "marker", mid or marker, "delete",
+                            "ok" if isinstance(dcur, dict) else dcur, "latest", latest,
+                            "v1" if latest == [v1] else "", "versions", ids, [v1, v2]))
+    assert not bad, "\n".join(str(b) for b in bad)
+
+
 def test_put_marker_and_deletes_by_id_at_once(cluster):
     """With v1 and v2 stored: a PUT, a DELETE (marker), a DELETE ?versionId=v2 (current)
     and a DELETE ?versionId=v1, through the three nodes at once, all acknowledged: v1 and v2
@@ -473,12 +501,16 @@ def test_put_marker_and_deletes_by_id_at_once(cluster):
     back with its ETag on every node, and one of them is the latest. Seen failing (a
     session-15 probe, 4+2, 300 KB): a deleted version stayed listed and unreadable (10
     rounds in 30), a commit's archive of it written after its delete; with archives under
-    SHARD_IF_KEPT, 1 round in 150."""
+    SHARD_IF_KEPT, 1 round in 150 on a quiet machine and 2 in 150 on a busy one, either
+    way (a plain head in flight unseen by a store's condition), and an acknowledged PUT or
+    marker lost (a promotion or a heal of another writer's head in flight, taken for the
+    current version): docs/design-notes.md, "Racing deletes by id against a PUT and a
+    delete marker". 0 in 600 after."""
     c1, c2, c3 = (n.s3() for n in cluster)
     c1.create_bucket(Bucket="four")
     c1.put_bucket_versioning(Bucket="four", VersioningConfiguration={"Status": "Enabled"})
     bad = []
-    for r in range(30):
+    for r in range(int(os.environ.get("WL_RACE_ROUNDS", "30"))):
         key = "k%d" % r
         b1, b2, b3 = (body(300 << 10, 700 * r + j) for j in range(3))
         v1 = c1.put_object(Bucket="four", Key=key, Body=b1)["VersionId"]
