@@ -18,6 +18,7 @@
  */
 #include "server/s3_int.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -408,6 +409,51 @@ static int check_signature(form_t *fm)
     return 0;
 }
 
+/* A header name: an RFC 9110 token. */
+static int header_name_ok(const char *s)
+{
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("!#$%&'*+-.^_`|~", *s)) return 0;
+    return 1;
+}
+
+/* A header value: no control characters but HTAB (CR or LF would end the header line). */
+static int header_value_ok(const char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f) return 0;
+    return 1;
+}
+
+/*
+ * The fields kept as the object's headers are header values (and the names of x-amz-meta-*
+ * ones header names): a form, unlike a request's head, can carry any bytes in them, and CR
+ * or LF kept would write headers, or a whole response, into every GET of the object. 0, or
+ * -1 with the error sent.
+ */
+static int form_headers_ok(form_t *fm)
+{
+    for (int i = 0; i < fm->nf; i++) {
+        const char *nm = fm->f[i].name;
+        int meta = !strncasecmp(nm, "x-amz-meta-", 11);
+        if (!meta && strcasecmp(nm, "content-type") && strcasecmp(nm, "cache-control") &&
+            strcasecmp(nm, "content-disposition") && strcasecmp(nm, "content-encoding") &&
+            strcasecmp(nm, "expires") && strcasecmp(nm, "content-language"))
+            continue;
+        if ((meta && !header_name_ok(nm)) || !header_value_ok(fm->f[i].value)) {
+            s3_err_msg(fm->x, S3E_INVALID_ARGUMENT,
+                       "A form field kept as a header is not a valid header name and value.");
+            return -1;
+        }
+    }
+    if (!header_value_ok(fm->file_ctype)) {
+        s3_err_msg(fm->x, S3E_INVALID_ARGUMENT, "The file's Content-Type is not a valid header.");
+        return -1;
+    }
+    return 0;
+}
+
 /* The object's metadata from the form: its fields seen as request headers. */
 static int form_umeta(form_t *fm, buf_t *um)
 {
@@ -415,6 +461,7 @@ static int form_umeta(form_t *fm, buf_t *um)
     http_header_t hs[MAX_FIELDS + 2];
     int n = 0;
     buf_t tags = {0};
+    if (form_headers_ok(fm) != 0) return -1;
     for (int i = 0; i < fm->nf; i++) {
         const char *nm = fm->f[i].name;
         if (!strcasecmp(nm, "tagging")) { /* a Tagging XML document, as the header's form */

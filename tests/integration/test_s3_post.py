@@ -267,5 +267,32 @@ def test_anonymous_post_to_public_write_bucket(server):
     assert st == 404 and code_of(body) == "NoSuchBucket"
 
 
+def test_post_fields_cannot_write_response_headers(server):
+    """Form fields kept as the object's headers (metadata, standard headers, Content-Type) are
+    header values: CR or LF in one would let whoever may post (anyone, into a public-write
+    bucket) write headers, or a whole response, into every GET of the object. Refused, and
+    nothing stored."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="postinj", ACL="public-read-write")
+    for name in ("x-amz-meta-note", "Content-Disposition", "Cache-Control", "Expires",
+                 "Content-Type"):
+        for bad in ("a\r\nSet-Cookie: evil=1", "a\nX-Evil: 1", "a\x01b"):
+            st, body, _ = form_post(server, "postinj", {"key": "inj", "acl": "public-read",
+                                                        name: bad}, "a.txt", b"hello")
+            assert st == 400 and code_of(body) == "InvalidArgument", (name, bad, st, body)
+            with pytest.raises(ClientError):
+                c.head_object(Bucket="postinj", Key="inj")
+    # A field name that is no header name is refused too.
+    st, body, _ = form_post(server, "postinj", {"key": "inj", "x-amz-meta-a b:c": "v"}, "a.txt",
+                            b"hello")
+    assert st == 400 and code_of(body) == "InvalidArgument", body
+    # Tabs and printable text stay as they are.
+    st, body, _ = form_post(server, "postinj", {"key": "ok", "x-amz-meta-note": "a\tb c",
+                                                "Content-Type": "text/plain"}, "a.txt", b"hi")
+    assert st == 204, body
+    h = c.head_object(Bucket="postinj", Key="ok")
+    assert h["Metadata"] == {"note": "a\tb c"} and h["ContentType"] == "text/plain"
+
+
 def test_with_newest_botocore(server):
     run_under_newest_botocore("test_s3_post.py")
