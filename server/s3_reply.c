@@ -106,8 +106,15 @@ void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *inf
     buf_printf(&b,
                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%s "
                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LastModified>%s</LastModified>"
-               "<ETag>&quot;%s&quot;</ETag></%s>",
-               element, t, info->etag, element);
+               "<ETag>&quot;%s&quot;</ETag>",
+               element, t, info->etag);
+    /* The checksum kept, as S3 names it: a client copying an object in parts lists each
+     * part's in Complete, which an upload with an algorithm asks for. */
+    if (strcmp(element, "CopyPartResult") == 0)
+        s3_mpu_cks_part_xml(&b, s3_umeta_get(info, CKS_META));
+    else
+        s3_mpu_cks_object_xml(&b, info);
+    buf_printf(&b, "</%s>", element);
     s3_respond_xml(x, 200, &b);
 }
 

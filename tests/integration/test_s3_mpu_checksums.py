@@ -321,6 +321,27 @@ def test_no_algorithm_upload_and_copy_part(server):
                                             base64.b64decode(v2))) + "-2"
 
 
+def copy_source(c, bucket, data):
+    c.create_bucket(Bucket=bucket)
+    c.put_object(Bucket=bucket, Key="src", Body=data, ChecksumAlgorithm="SHA256")
+    return {"Bucket": bucket, "Key": "src"}
+
+
+def test_copy_results_name_checksums(server):
+    """CopyPartResult names the copied part's checksum (Complete asks for it, and a client
+    copying an object in parts takes it from there), CopyObjectResult the copy's."""
+    c = s3_client(server.endpoint)
+    data = os.urandom(5 * MIB + 7)
+    src = copy_source(c, "mpk", data)
+    v256, v1 = b64(digest("SHA256", data)), b64(digest("SHA1", data))
+    uid = c.create_multipart_upload(Bucket="mpk", Key="cp", ChecksumAlgorithm="SHA1")["UploadId"]
+    r = c.upload_part_copy(Bucket="mpk", Key="cp", UploadId=uid, PartNumber=1, CopySource=src)
+    assert r["CopyPartResult"].get("ChecksumSHA1") == v1
+    complete(c, "mpk", "cp", uid, [(1, r["CopyPartResult"]["ETag"], v1)], "SHA1")
+    r = c.copy_object(Bucket="mpk", Key="copy", CopySource=src)
+    assert r["CopyObjectResult"].get("ChecksumSHA256") == v256
+
+
 def test_transfer_manager(server, tmp_path):
     """boto3's upload_file/download_file in parts: the newest one sends CRC32 checksums by
     default (create, each part, Complete) and validates what it reads back."""
