@@ -145,6 +145,13 @@ void s3_copy_object(ctx_t *x)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
         return;
     }
+    /* The copy's checksum: x-amz-checksum-algorithm's, computed over the bytes copied. */
+    const char *an = s3_hdr(x->info, "x-amz-checksum-algorithm");
+    int want = an ? cks_algo(an) : CKS_NONE;
+    if (an && (!want || strncasecmp(an, "x-amz-", 6) == 0)) {
+        s3_err_msg(x, S3E_INVALID_REQUEST, "Checksum algorithm provided is unsupported.");
+        return;
+    }
     obj_info_t si;
     obj_cond_t cond;
     if (s3_write_cond(x, &cond) != 0) return;
@@ -219,9 +226,15 @@ void s3_copy_object(ctx_t *x)
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) obj_put_set_cond(w, &cond);
-    /* A composite checksum is over the source's parts: the copy, one part, gets its own. */
+    /*
+     * Else the source's algorithm, whatever the metadata directive (a checksum is of the
+     * bytes, not metadata): a full-object value kept as it is, a composite one (over the
+     * source's parts) computed for the copy, one part.
+     */
+    const char *scks = s3_umeta_get(&si, CKS_META);
     char cks[128] = "";
-    x->cks_default = !replace ? s3_cks_composite_algo(s3_umeta_get(&si, CKS_META)) : 0;
+    x->cks_default = want ? want : s3_cks_composite_algo(scks);
+    if (!x->cks_default) s3_pairs_set(&um, CKS_META, scks[0] ? scks : NULL);
     if (w) err = s3_copy_range(x, rd, w, 0, si.size, cks);
     if (cks[0]) s3_pairs_set(&um, CKS_META, cks);
     obj_close(rd);

@@ -342,6 +342,33 @@ def test_copy_results_name_checksums(server):
     assert r["CopyObjectResult"].get("ChecksumSHA256") == v256
 
 
+def test_copy_keeps_or_computes_checksum(server):
+    """A copy keeps the source's checksum whatever its metadata directive (the bytes are the
+    same), or gets x-amz-checksum-algorithm's, computed over the bytes copied; an algorithm
+    S3 does not know is refused."""
+    c = s3_client(server.endpoint)
+    data = os.urandom(5 * MIB + 7)
+    src = copy_source(c, "mpr", data)
+    v256, v1 = b64(digest("SHA256", data)), b64(digest("SHA1", data))
+    for directive in ("COPY", "REPLACE"):
+        c.copy_object(Bucket="mpr", Key="c-" + directive, CopySource=src,
+                      MetadataDirective=directive)
+        h = hdrs(c.head_object(Bucket="mpr", Key="c-" + directive, ChecksumMode="ENABLED"))
+        assert h.get("x-amz-checksum-sha256") == v256, directive
+    c.copy_object(Bucket="mpr", Key="c-sha1", CopySource=src, ChecksumAlgorithm="SHA1")
+    h = hdrs(c.head_object(Bucket="mpr", Key="c-sha1", ChecksumMode="ENABLED"))
+    assert h.get("x-amz-checksum-sha1") == v1 and "x-amz-checksum-sha256" not in h
+    undo = with_headers(c, "CopyObject", {"x-amz-checksum-algorithm": "MD5"})
+    try:
+        with pytest.raises(ClientError) as e:
+            c.copy_object(Bucket="mpr", Key="c-md5", CopySource=src)
+    finally:
+        undo()
+    assert err_code(e) == ("InvalidRequest", 400)
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="mpr", Key="c-md5")
+
+
 def test_transfer_manager(server, tmp_path):
     """boto3's upload_file/download_file in parts: the newest one sends CRC32 checksums by
     default (create, each part, Complete) and validates what it reads back."""
