@@ -48,6 +48,10 @@ static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **a
     cmu_t *c = ud;
     (void)attrs;
     c->depth++;
+    if (c->depth == 1 && strcmp(name, "CompleteMultipartUpload") != 0) {
+        stop(&c->b); /* not a CompleteMultipartUpload request: MalformedXML, as S3 */
+        return;
+    }
     if (c->depth == 2 && strcmp(name, "Part") == 0) {
         if (c->n == S3_XML_MAX_PARTS) {
             stop(&c->b);

@@ -193,6 +193,19 @@ def test_xml_bodies_are_what_they_name(server):
     assert "Status" not in c.get_bucket_versioning(Bucket="xmlroot")
     r = c.delete_objects(Bucket="xmlroot", Delete={"Objects": [{"Key": "a"}]})
     assert [d["Key"] for d in r["Deleted"]] == ["a"]
+    # CompleteMultipartUpload under another root completed the upload (a hostile probe).
+    up = c.create_multipart_upload(Bucket="xmlroot", Key="m")["UploadId"]
+    et = c.upload_part(Bucket="xmlroot", Key="m", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+    for root in ("Foo", "CompleteMultipartUploadx", "Delete"):
+        body = ("<%s><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part></%s>" % (
+            root, et, root)).encode()
+        st, out, _ = signed_request(server.port, "POST", "/xmlroot/m?uploadId=" + up, body)
+        assert st == 400 and code_of(out) == "MalformedXML", (root, st, out)
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="xmlroot", Key="m")
+    c.complete_multipart_upload(Bucket="xmlroot", Key="m", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": et}]})
+    assert c.get_object(Bucket="xmlroot", Key="m")["Body"].read() == b"p"
 
 
 def test_content_md5_forms(server):
