@@ -52,7 +52,7 @@ typedef struct {
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
-    int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s;
+    int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s, reap_grace_s;
     uint64_t scrub_rate, drain_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;
@@ -152,6 +152,11 @@ static const opt_def_t options[] = {
      "rotten blocks) once this often; 0: never (the heal call and queue remain)"},
     {"scrub-rate", "BYTES", "erasure", "scrub_rate", OPT_SIZE, 0, 1 << 20, 1ll << 40, "64M",
      C(scrub_rate, uint64_t), "object bytes the heal scanner verifies per second, at most"},
+    {"reap-grace", "SEC", "erasure", "reap_grace", OPT_INT, OPT_ZERO_OK, 1, 366 * DAY_S, "86400",
+     C(reap_grace_s, int64_t),
+     "block records no version names (a write cut short by a crash, a drop a\n"
+     "drive missed) are deleted by the heal scanner's passes once seen so,\n"
+     "unchanged, for this long (shorter than the slowest upload is unsafe); 0: never"},
     {"peer-timeout-ms", "MS", "cluster", "peer_timeout_ms", OPT_INT, 0, 100, 600000, "10000",
      C(peer_timeout_ms, int64_t),
      "deadline of a call to another node; a node past it is suspect: reads go\n"
@@ -776,6 +781,7 @@ int main(int argc, char **argv)
         rc = err;
         goto out;
     }
+    s3.reap_grace_s = (long)conf.reap_grace_s;
     s3.scrub_done = refill_done;
     s3.scrub_done_arg = &refill;
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);

@@ -360,6 +360,32 @@ int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const cha
                     obj_heal_report_t *rep) __attribute__((warn_unused_result));
 
 /*
+ * The reaper (obj_reap.c): block records that no version names (a write cut
+ * short by a crash, a drop a store missed), deleted from a store once they
+ * have been seen so, unchanged, for grace_s seconds (0: noted, never
+ * deleted). One pass of obj_reap_bucket over every bucket (the internal
+ * name, as blocks are stored) and obj_reap_internal, then obj_reaper_sweep
+ * with the pass's start; passes must not overlap. Sets with a store not up
+ * are passed by.
+ */
+typedef struct obj_reaper obj_reaper_t;
+typedef struct {
+    uint64_t groups_seen;    /* (store, key, upload id) groups of blocks named by nothing */
+    uint64_t groups_reaped;  /* ... deleted: so for at least the grace */
+    uint64_t records_reaped; /* their block records deleted */
+    uint64_t bytes_reaped;   /* and payload bytes */
+    uint64_t failed;         /* store walks or deletes that failed (logged) */
+} obj_reap_report_t;
+obj_reaper_t *obj_reaper_new(uint64_t grace_s);
+void obj_reaper_free(obj_reaper_t *r);
+int obj_reap_bucket(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                    obj_reap_report_t *rep);
+void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep);
+void obj_reaper_sweep(obj_reaper_t *r, uint64_t pass_start_s);
+/* Groups remembered, waiting out their grace. */
+uint64_t obj_reaper_candidates(obj_reaper_t *r);
+
+/*
  * The heal queue: a write acknowledged with fewer than k+m stores (some
  * were away: a quorum write, a dead drive, a node down) leaves its key here
  * at once, and a background thread heals it (obj_heal) when every store is

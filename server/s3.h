@@ -43,6 +43,9 @@ typedef struct {
      * (a replaced drive's mark) may go. NULL: none. */
     void (*scrub_done)(void *arg, unsigned failed);
     void *scrub_done_arg;
+    /* Seconds block records no version names stay before the scanner deletes them (the
+     * reaper, obj_reap.c); 0: never deleted (--reap-grace). */
+    long reap_grace_s;
     /* Signing keys already derived (s3/sigv4.h); NULL: every request derives its own. */
     struct sigv4_key_cache *keys;
     /* Runs batch GET entries' reads ahead of their sending (s3_batch.c); NULL: batch GET is
@@ -65,7 +68,8 @@ void s3_lifecycle_pass(const s3_cfg_t *cfg, int64_t now);
  * The heal scanner (s3_scrub.c): a thread that heals every bucket's current
  * objects (obj_heal) in a pass every interval_s seconds (the first one
  * interval_s after the start), verifying at most rate object bytes a second
- * (0: 64 MB/s) and waiting while a store is not up. NULL when interval_s
+ * (0: 64 MB/s) and waiting while a store is not up. Each pass also runs the
+ * reaper over every bucket (obj_reap.c; cfg->reap_grace_s). NULL when interval_s
  * is 0 (no scanner) or the thread cannot start (logged). stop waits for
  * the object under way; NULL-safe.
  */
@@ -79,6 +83,9 @@ typedef struct {
     int64_t eta_s;           /* to the end of this pass at that rate (0: none running) */
     double last_pass_s;      /* how long the last pass took */
     uint64_t heads_fixed, blocks_fixed, failed; /* over every pass */
+    /* The reaper, over every pass: groups of blocks named by nothing waiting out their grace
+     * now, and those deleted (groups, records, payload bytes). */
+    uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes;
 } s3_scrub_stats_t;
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
 void s3_scrub_stop(s3_scrub_t *sc);

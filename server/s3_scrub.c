@@ -220,7 +220,8 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
 struct s3_scrub {
     const s3_cfg_t *cfg;
     long interval_s;
-    double rate; /* object bytes per second */
+    double rate;        /* object bytes per second */
+    obj_reaper_t *reap; /* this thread's alone */
     bgwork_t w;
     s3_scrub_stats_t st; /* under w's lock */
 };
@@ -295,6 +296,8 @@ static void scrub_pass(s3_scrub_t *sc)
     bgwork_unlock(&sc->w);
     pacer_t p = {.sc = sc, .r = {.t0 = bgwork_now(), .rate = sc->rate}};
     obj_heal_report_t rep = {0};
+    obj_reap_report_t rr = {0};
+    uint64_t now_s = (uint64_t)bgwork_now();
     for (int i = 0; names[i]; i++) {
         if (!bgwork_stopping(&sc->w)) {
             ctx_t x = {0};
@@ -308,10 +311,20 @@ static void scrub_pass(s3_scrub_t *sc)
                 if (hr)
                     log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
                 incomplete += hr != 0;
+                if (!bgwork_stopping(&sc->w))
+                    (void)obj_reap_bucket(cfg->set, sc->reap, iname, now_s, &rr);
             }
         }
     }
     bgwork_names_free(names);
+    if (!bgwork_stopping(&sc->w)) {
+        /* The internal buckets: uploads, parts, manifests; bucket records and configurations. */
+        obj_reap_internal(cfg->set, sc->reap, now_s, &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, BUCKETS, now_s, &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, CORS_OBJECTS, now_s, &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, now_s, &rr);
+        obj_reaper_sweep(sc->reap, now_s);
+    }
     double el = bgwork_now() - p.r.t0;
     bgwork_lock(&sc->w);
     sc->st.running = 0;
@@ -319,6 +332,10 @@ static void scrub_pass(s3_scrub_t *sc)
     sc->st.heads_fixed += rep.heads_fixed;
     sc->st.blocks_fixed += rep.blocks_fixed;
     sc->st.failed += rep.failed;
+    sc->st.reap_candidates = obj_reaper_candidates(sc->reap);
+    sc->st.reaped_groups += rr.groups_reaped;
+    sc->st.reaped_records += rr.records_reaped;
+    sc->st.reaped_bytes += rr.bytes_reaped;
     int done = !bgwork_stopping(&sc->w);
     if (done) {
         sc->st.passes++;
@@ -327,9 +344,10 @@ static void scrub_pass(s3_scrub_t *sc)
     bgwork_unlock(&sc->w);
     if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
-             "failed=%u",
+             "failed=%u unnamed_block_groups=%llu reaped_groups=%llu reaped_bytes=%llu",
              rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,
-             rep.failed);
+             rep.failed, (unsigned long long)rr.groups_seen, (unsigned long long)rr.groups_reaped,
+             (unsigned long long)rr.bytes_reaped);
 }
 
 /* The first pass one interval after the start, then one interval after each began, or at once
@@ -362,8 +380,10 @@ s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate)
     sc->cfg = cfg;
     sc->interval_s = interval_s;
     sc->rate = rate ? (double)rate : 64e6;
+    sc->reap = obj_reaper_new(cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0);
     if (bgwork_start(&sc->w, "wl-scrub", (double)interval_s, scrub_step, sc) != 0) {
         log_error("event=scrub_not_started");
+        obj_reaper_free(sc->reap);
         free(sc);
         return NULL;
     }
@@ -374,6 +394,7 @@ void s3_scrub_stop(s3_scrub_t *sc)
 {
     if (!sc) return;
     bgwork_stop(&sc->w);
+    obj_reaper_free(sc->reap);
     free(sc);
 }
 

@@ -14,7 +14,7 @@ FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu
          "block", "inline-max", "commit-gather", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
          "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms", "lease-ttl", "drain-rate",
-         "write-quorum", "scrub-interval", "scrub-rate", "config", "help"]
+         "write-quorum", "scrub-interval", "scrub-rate", "reap-grace", "config", "help"]
 INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
             "[server] max_header", "[server] header_timeout", "[server] idle_timeout",

@@ -1650,6 +1650,103 @@ static void test_heal_leaves_a_standing_marker(void **state)
     obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
 }
 
+/* A block record of (key, upload) on store i of the set, as a write would leave it. */
+static void put_block(env_t *e, const char *key, const char *upload, uint32_t stripe, int i)
+{
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, "bkt");
+    uint8_t blk[68] = {1, 2, 3};
+    drive_id_t id = {bb, key, upload, (stripe << SHARD_BITS) | (uint32_t)i};
+    assert_int_equal(e->set->st[i].ops->put(e->set->st[i].ctx, &id, blk, sizeof(blk), NULL, 0), 0);
+}
+
+static int has_block(env_t *e, const char *key, const char *upload, uint32_t stripe, int i)
+{
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, "bkt");
+    drive_id_t id = {bb, key, upload, (stripe << SHARD_BITS) | (uint32_t)i};
+    drive_stat_t st;
+    return e->set->st[i].ops->stat(e->set->st[i].ctx, &id, &st, NULL, 0) == 0;
+}
+
+static obj_reap_report_t reap_pass(env_t *e, obj_reaper_t *r, uint64_t now)
+{
+    obj_reap_report_t rep = {0};
+    assert_int_equal(obj_reap_bucket(e->set, r, "bkt", now, &rep), 0);
+    obj_reaper_sweep(r, now);
+    return rep;
+}
+
+/*
+ * The reaper deletes block records that no head names (a PUT cut short by a
+ * crash on every store; a dropped version's blocks left on one store), and
+ * only once they stayed so, unchanged, for the grace: a group that grows
+ * (a write still streaming) starts its grace again. Blocks that a current
+ * version, a noncurrent one, or a head on a single store (a commit in doubt)
+ * names are never touched.
+ */
+static void test_reaper(void **state)
+{
+    env_t *e = *state;
+    obj_info_t cur, old, nv;
+    char got[64];
+    obj_set_inline_max(e->set, 0);
+    vput(e, "keep", "kept bytes", OBJ_UNVERSIONED, &cur);
+    vput(e, "ver", "old bytes", OBJ_VERSIONED, &old);
+    vput(e, "ver", "new bytes", OBJ_VERSIONED, &nv);
+    const char *orph = "0123456789abcdef0123456789abcdef",
+               *left = "fedcba9876543210fedcba9876543210",
+               *doubt = "00112233445566778899aabbccddeeff";
+    for (int i = 0; i < N; i++) {
+        put_block(e, "orph", orph, 0, i);
+        put_block(e, "indoubt", doubt, 0, i);
+    }
+    put_block(e, "keep", left, 0, 2); /* beside the current version's own blocks */
+    /* A head naming `doubt` on one store only, at a noncurrent position. */
+    obj_info_t dh = cur;
+    memcpy(dh.upload_id, doubt, 33);
+    dh.sparse = 0;
+    uint32_t failed = 0;
+    int refused = 0, first_err = 0;
+    assert_int_equal(obj__heads_to(e->set, "bkt", "indoubt", "0000000000000001", &dh, NULL, 0x8,
+                                   NULL, &failed, &refused, &first_err),
+                     1);
+
+    obj_reaper_t *r = obj_reaper_new(100);
+    obj_reap_report_t rep = reap_pass(e, r, 1000);
+    assert_int_equal(rep.groups_seen, N + 1);
+    assert_int_equal(rep.groups_reaped, 0);
+    assert_int_equal(obj_reaper_candidates(r), N + 1);
+    rep = reap_pass(e, r, 1099);
+    assert_int_equal(rep.groups_reaped, 0);
+    put_block(e, "orph", orph, 1, 0); /* still being written on store 0 */
+    rep = reap_pass(e, r, 1100);
+    assert_int_equal(rep.groups_reaped, N); /* orph on stores 1..5, and `left` */
+    assert_int_equal(rep.records_reaped, N);
+    assert_true(has_block(e, "orph", orph, 0, 0) && has_block(e, "orph", orph, 1, 0));
+    for (int i = 1; i < N; i++)
+        assert_false(has_block(e, "orph", orph, 0, i));
+    assert_false(has_block(e, "keep", left, 0, 2));
+    rep = reap_pass(e, r, 1199);
+    assert_int_equal(rep.groups_reaped, 0);
+    rep = reap_pass(e, r, 1200);
+    assert_int_equal(rep.groups_reaped, 1);
+    assert_false(has_block(e, "orph", orph, 0, 0) || has_block(e, "orph", orph, 1, 0));
+    assert_int_equal(obj_reaper_candidates(r), 0);
+    rep = reap_pass(e, r, 5000);
+    assert_int_equal(rep.groups_seen, 0);
+    for (int i = 0; i < N; i++)
+        assert_true(has_block(e, "indoubt", doubt, 0, i));
+    vread(e, "keep", NULL, got, sizeof(got));
+    assert_string_equal(got, "kept bytes");
+    vread(e, "ver", old.vid, got, sizeof(got));
+    assert_string_equal(got, "old bytes");
+    vread(e, "ver", NULL, got, sizeof(got));
+    assert_string_equal(got, "new bytes");
+    obj_reaper_free(r);
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 static void test_versions(void **state)
 {
     env_t *e = *state;
@@ -3110,6 +3207,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),

@@ -1,0 +1,326 @@
+/*
+ * obj_reap: the reaper (room of the object layer; map in obj_int.h). Blocks
+ * that no version names, deleted once they have stayed so for a grace time.
+ *
+ * Blocks are written before the heads that name them (the commit point), so
+ * a write cut short (a gateway killed mid-PUT or mid-commit), a drop that a
+ * store missed (away when its version went: the heal queue's notes of those
+ * live in memory and go with a restart) or an abort that failed on a store
+ * leave block records that no head will ever name. Nothing reads them, and
+ * they hold their space for good.
+ *
+ * A pass walks each store's block records of a bucket (its "<bucket>\x01"
+ * namespace), grouped by key and upload id, a page of groups at a time (no
+ * other I/O inside a store's walk). A group is named when a head of its key
+ * on any store, at any position (current or noncurrent), carries its upload
+ * id and is not a tombstone. The common case costs one lookup: the store's
+ * own current head. Otherwise every store's heads of the key are read.
+ *
+ * A group that nothing names is a candidate: remembered with its record
+ * count, its bytes and when it was first seen so. Seen again, still named by
+ * nothing, with the same records, at least `grace` seconds later, its
+ * records are deleted from that store. The grace is what keeps writes in
+ * flight safe: a PUT streams its blocks before any head exists, for as long
+ * as its client sends (a group that grew between two passes starts its
+ * grace again), and the commit after its last block takes seconds; the
+ * mover's copies likewise. Any doubt keeps a group: a store that does not
+ * answer, a head that does not decode. Candidates live in memory: a restart
+ * starts their grace again, never shortens it. Only sets whose stores are
+ * all up are reaped (a head on a store that is away could name a group).
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REAP_PAGE   256  /* groups of one store's walk checked at a time */
+#define REAP_HASH   4096 /* candidate hash chains */
+#define REAP_ID_LEN 32   /* upload ids: 32 hex digits */
+
+typedef struct cand {
+    char *id; /* "<set>/<store>/<bucket>/<key>/<upload>" */
+    uint64_t first_s, seen_s, records, bytes;
+    struct cand *next;
+} cand_t;
+
+struct obj_reaper {
+    uint64_t grace_s;
+    pthread_mutex_t mu;
+    cand_t *h[REAP_HASH];
+    uint64_t candidates;
+};
+
+obj_reaper_t *obj_reaper_new(uint64_t grace_s)
+{
+    obj_reaper_t *r = xcalloc(1, sizeof(*r));
+    r->grace_s = grace_s;
+    pthread_mutex_init(&r->mu, NULL);
+    return r;
+}
+
+void obj_reaper_free(obj_reaper_t *r)
+{
+    if (!r) return;
+    for (int i = 0; i < REAP_HASH; i++)
+        while (r->h[i]) {
+            cand_t *c = r->h[i];
+            r->h[i] = c->next;
+            free(c->id);
+            free(c);
+        }
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+uint64_t obj_reaper_candidates(obj_reaper_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->candidates;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+static uint32_t hash_of(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h % REAP_HASH;
+}
+
+/* One store's block records of one key and upload id. */
+typedef struct {
+    char *key;
+    char upload[REAP_ID_LEN + 1];
+    uint32_t *shards;
+    int n, cap;
+    uint64_t bytes;
+} group_t;
+
+typedef struct {
+    group_t g[REAP_PAGE];
+    int n;
+} page_t;
+
+static void page_clear(page_t *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        free(p->g[i].key);
+        free(p->g[i].shards);
+    }
+    p->n = 0;
+}
+
+static int collect_block(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    page_t *p = arg;
+    (void)meta;
+    group_t *g = p->n ? &p->g[p->n - 1] : NULL;
+    if (!g || strcmp(g->key, id->key) != 0 || strcmp(g->upload, id->version) != 0) {
+        if (p->n == REAP_PAGE) return 1; /* full: the walk resumes past the last group */
+        g = &p->g[p->n++];
+        memset(g, 0, sizeof(*g));
+        g->key = xstrdup(id->key);
+        snprintf(g->upload, sizeof(g->upload), "%s", id->version);
+    }
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        g->shards = xrealloc(g->shards, (size_t)g->cap * sizeof(*g->shards));
+    }
+    g->shards[g->n++] = id->shard;
+    g->bytes += st->len;
+    return 0;
+}
+
+typedef struct {
+    const char *key, *upload;
+    int named, doubt;
+} look_t;
+
+#define LOOK_PAST  1
+#define LOOK_NAMED 2
+
+static int look_head(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    look_t *l = arg;
+    if (strcmp(id->key, l->key) != 0) return LOOK_PAST; /* a longer key: this one's are done */
+    obj_info_t *o = xmalloc(sizeof(*o));
+    int rc = obj_meta_decode(meta, st->meta_len, o), hit = 0;
+    if (rc)
+        l->doubt = 1; /* a head that does not decode could name it */
+    else
+        hit = !(o->deleted && !o->marker) && strcmp(o->upload_id, l->upload) == 0;
+    free(o);
+    if (rc || hit) {
+        l->named |= hit;
+        return LOOK_NAMED;
+    }
+    return 0;
+}
+
+/* Whether store i's own current head of key names upload (the common case: one lookup). */
+static int own_head_names(obj_set_t *s, int i, const char *bucket, const char *key,
+                          const char *upload)
+{
+    uint8_t *meta = xmalloc(HEAD_MAX);
+    obj_info_t *o = xmalloc(sizeof(*o));
+    drive_stat_t st;
+    drive_id_t id = {bucket, key, "", (uint32_t)i};
+    int named = s->st[i].ops->stat(s->st[i].ctx, &id, &st, meta, HEAD_MAX) == 0 &&
+                st.meta_len <= HEAD_MAX && obj_meta_decode(meta, st.meta_len, o) == 0 &&
+                !(o->deleted && !o->marker) && strcmp(o->upload_id, upload) == 0;
+    free(o);
+    free(meta);
+    return named;
+}
+
+/* 1 when a head names upload on some store (or that cannot be ruled out), else 0. */
+static int named(obj_set_t *s, int i, const char *bucket, const char *key, const char *upload)
+{
+    if (own_head_names(s, i, bucket, key, upload)) return 1;
+    for (int j = 0; j < s->n; j++) {
+        look_t l = {.key = key, .upload = upload};
+        drive_from_t from = {.how = DRIVE_FROM_START};
+        int rc = s->st[j].ops->scan(s->st[j].ctx, bucket, key, &from, look_head, &l);
+        if (l.named || l.doubt) return 1;
+        if (rc < 0) return 1; /* cannot tell */
+    }
+    return 0;
+}
+
+static void reap_group(obj_set_t *s, obj_reaper_t *r, int i, const char *bb, const char *bucket,
+                       group_t *g, uint64_t now_s, obj_reap_report_t *rep)
+{
+    if (strlen(g->upload) != REAP_ID_LEN || named(s, i, bucket, g->key, g->upload)) return;
+    size_t idl = strlen(bb) + strlen(g->key) + REAP_ID_LEN + 48;
+    char *cid = xmalloc(idl);
+    snprintf(cid, idl, "%p/%d/%s/%s/%s", (void *)s, i, bb, g->key, g->upload);
+    uint32_t hv = hash_of(cid);
+    rep->groups_seen++;
+    pthread_mutex_lock(&r->mu);
+    cand_t **pp = &r->h[hv], *c;
+    while ((c = *pp) && strcmp(c->id, cid) != 0)
+        pp = &c->next;
+    if (!c) {
+        c = xcalloc(1, sizeof(*c));
+        c->id = cid;
+        c->first_s = now_s;
+        c->records = (uint64_t)g->n;
+        c->bytes = g->bytes;
+        c->next = r->h[hv];
+        r->h[hv] = c;
+        r->candidates++;
+        c->seen_s = now_s;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    free(cid);
+    c->seen_s = now_s;
+    if (c->records != (uint64_t)g->n || c->bytes != g->bytes) {
+        /* Grown (a write still streaming) or shrunk: its grace starts again. */
+        c->first_s = now_s;
+        c->records = (uint64_t)g->n;
+        c->bytes = g->bytes;
+    }
+    int due = r->grace_s && now_s >= c->first_s + r->grace_s;
+    if (due) {
+        *pp = c->next;
+        r->candidates--;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!due) return;
+    int failed = 0;
+    for (int k = 0; k < g->n; k++) {
+        drive_id_t id = {bb, g->key, g->upload, g->shards[k]};
+        int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+        if (rc && rc != ERR_NOT_FOUND) failed++;
+    }
+    log_info("event=reaped bucket=%s key=%s upload=%s store=%d records=%d bytes=%llu failed=%d",
+             bucket, g->key, g->upload, i, g->n, (unsigned long long)g->bytes, failed);
+    rep->groups_reaped++;
+    rep->records_reaped += (uint64_t)(g->n - failed);
+    rep->bytes_reaped += g->bytes;
+    rep->failed += failed != 0;
+    free(c->id);
+    free(c);
+}
+
+/* Every store of one (leaf) set. */
+static int reap_set(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                    obj_reap_report_t *rep)
+{
+    if (obj__unhealthy(s)) return 0; /* a head on a store that is away could name a group */
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, bucket);
+    page_t *p = xcalloc(1, sizeof(*p));
+    for (int i = 0; i < s->n; i++) {
+        drive_from_t from = {.how = DRIVE_FROM_START};
+        char *after_key = NULL, after_up[REAP_ID_LEN + 1] = "";
+        for (;;) {
+            int wr = s->st[i].ops->scan(s->st[i].ctx, bb, "", &from, collect_block, p);
+            if (wr < 0) {
+                log_warn("event=reap_walk_failed bucket=%s store=%d err=%s", bucket, i,
+                         err_name(wr));
+                rep->failed++;
+                page_clear(p);
+                break;
+            }
+            for (int k = 0; k < p->n; k++)
+                reap_group(s, r, i, bb, bucket, &p->g[k], now_s, rep);
+            if (wr == 0 || !p->n) {
+                page_clear(p);
+                break;
+            }
+            /* Past the page's last group: every record of it was in the page. */
+            free(after_key);
+            after_key = xstrdup(p->g[p->n - 1].key);
+            snprintf(after_up, sizeof(after_up), "%s", p->g[p->n - 1].upload);
+            from = (drive_from_t){.how = DRIVE_PAST_VERSION, .key = after_key, .version = after_up};
+            page_clear(p);
+        }
+        free(after_key);
+    }
+    free(p);
+    return 0;
+}
+
+int obj_reap_bucket(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                    obj_reap_report_t *rep)
+{
+    int ns = atomic_load(&s->nsub);
+    if (!ns) return reap_set(s, r, bucket, now_s, rep);
+    for (int j = 0; j < ns; j++)
+        if (!obj__sub_removed(s, j)) (void)reap_set(s->sub[j], r, bucket, now_s, rep);
+    return 0;
+}
+
+void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
+{
+    static const char *const internal[] = {MPU_UPLOADS, MPU_PARTS, MPU_MANIFEST};
+    for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
+        (void)obj_reap_bucket(s, r, internal[i], now_s, rep);
+}
+
+void obj_reaper_sweep(obj_reaper_t *r, uint64_t pass_start_s)
+{
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < REAP_HASH; i++)
+        for (cand_t **pp = &r->h[i]; *pp;) {
+            cand_t *c = *pp;
+            if (c->seen_s >= pass_start_s) {
+                pp = &c->next;
+                continue;
+            }
+            *pp = c->next; /* named meantime, or gone: not a candidate any more */
+            r->candidates--;
+            free(c->id);
+            free(c);
+        }
+    pthread_mutex_unlock(&r->mu);
+}
