@@ -812,11 +812,39 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     for (int attempt = 0;; attempt++) {
-        if ((rc = obj__locate(s, bucket, key, vid, info, pos)) == 0 && info->deleted) {
+        int in_way = 0;
+        rc = obj__locate(s, bucket, key, vid, info, pos);
+        if (rc == 0 && !pos[0]) {
+            /*
+             * The current version is what stands, not the newest head of m+1 stores: that may
+             * be another writer's head in flight, short of standing (a racing promotion about
+             * to be put back). Rewritten under the bound of its own stamp, it went over the
+             * version that stood, on every store: an acknowledged version lost. Waited for,
+             * as a commit waits.
+             */
+            obj_info_t *st = xmalloc(sizeof(*st));
+            int src = obj__standing(s, bucket, key, st, &in_way);
+            if (src && src != ERR_NOT_FOUND)
+                rc = src;
+            else if (src == ERR_NOT_FOUND && !in_way)
+                rc = ERR_NOT_FOUND;
+            else if (src == 0 && !in_way)
+                obj_info_copy(info, st);
+            free(st);
+        }
+        if (rc == 0 && !in_way && info->deleted) {
             if (marker) *marker = 1;
             rc = ERR_NOT_FOUND;
         }
         if (rc) break;
+        if (in_way) {
+            if (attempt + 1 >= 10) {
+                rc = ERR_THROTTLED;
+                break;
+            }
+            usleep(200u + (uint32_t)(info->stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         obj_info_copy(orig, info);
         char um[sizeof(info->umeta)];
         size_t ul = 0;

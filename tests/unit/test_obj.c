@@ -1616,6 +1616,47 @@ static void test_delete_by_id_waits_out_a_head_in_flight(void **state)
     obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
 }
 
+/* obj_umeta_fn: the metadata becomes tag=yes. */
+static int umeta_tagged(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    (void)arg;
+    (void)cur;
+    memcpy(out, "tag\0yes\0", 8); /* name and value pairs, each NUL-terminated */
+    *out_len = 8;
+    return 0;
+}
+
+/*
+ * A metadata rewrite (tags, ACL) of the current version rewrites what
+ * stands, not the newest head of m+1 stores: here a racing promotion of v1
+ * in flight on two stores, newer by its stamp than v3 (standing on four).
+ * Rewritten under the bound of its own stamp, it went over v3 on every
+ * store: the acknowledged v3 lost, v1 current again.
+ */
+static void test_umeta_rewrite_waits_out_a_head_in_flight(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v1, v2, v3, got;
+    int first_err = 0, in_way = 0;
+    obj_set_inline_max(e->set, 0);
+    vput(e, "um", "first", OBJ_VERSIONED, &v1);
+    vput(e, "um", "second", OBJ_VERSIONED, &v2);
+    vput(e, "um", "third", OBJ_VERSIONED, &v3);
+    obj_info_t promo = v1;
+    promo.sparse = 0;
+    promo.stamp_ns = v3.stamp_ns + 1000;
+    uint32_t failed = 0;
+    int refused = 0;
+    assert_int_equal(obj__heads_to(e->set, "bkt", "um", "", &promo, NULL, first_two(e->set, "um"),
+                                   NULL, &failed, &refused, &first_err),
+                     2);
+    int rc = obj_update_umeta(e->set, "bkt", "um", umeta_tagged, NULL);
+    assert_true(rc == 0 || rc == ERR_THROTTLED);
+    assert_int_equal(obj__standing(e->set, "bkt", "um", &got, &in_way), 0);
+    assert_string_equal(got.upload_id, v3.upload_id);
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 /*
  * The heal queue heals what stands, and a delete marker that stands is
  * that: a racing promotion's heads in flight on two stores (newer by their
@@ -3207,6 +3248,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_umeta_rewrite_waits_out_a_head_in_flight, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_reaper, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
