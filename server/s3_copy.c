@@ -161,6 +161,13 @@ void s3_copy_object(ctx_t *x)
         obj_close(rd);
         return;
     }
+    if (si.size > S3_MAX_PUT_BYTES) { /* as S3: larger ones are copied in parts */
+        obj_close(rd);
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "The specified copy source is larger than the maximum allowable size for a "
+                   "copy source: 5368709120");
+        return;
+    }
     /* The redirect is not copied (S3): a copy has the request's, if any; a copy onto itself
      * that only sets one is a change. */
     const char *redirect;

@@ -76,6 +76,13 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         off = a;
         len = b - a + 1;
     }
+    if (len > S3_MAX_PUT_BYTES) { /* a part is 5 GiB at most: as S3 */
+        obj_close(rd);
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   "The specified copy source is larger than the maximum allowable size for a "
+                   "copy source: 5368709120");
+        return;
+    }
     obj_info_t rec;
     obj_writer_t *w =
         obj_mpu_part_begin_rec(x->cfg->set, x->ibucket, x->key, upload, part, &rec, &err);
