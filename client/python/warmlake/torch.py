@@ -37,6 +37,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from . import Client, NotFoundError, WarmlakeError
+from . import _shm
 
 __all__ = ["ObjectDataset", "ShardDataset", "DeviceLoader", "save_checkpoint",
            "load_checkpoint", "rank_world"]
@@ -80,6 +81,12 @@ def _sample_tensor(n):
     if n and get_worker_info() is not None:
         return torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(n))
     return torch.empty(n, dtype=torch.uint8)
+
+
+def _via_ring():
+    """Whether bytes yielded here cross to the main process through a shared-memory ring
+    (in a DataLoader worker, unless WARMLAKE_SHM_RING=0): see _shm."""
+    return get_worker_info() is not None and _shm.ring_size() > 0
 
 
 def _tensor_of(data):
@@ -169,7 +176,7 @@ class ObjectDataset(Dataset):
             elif isinstance(r, Exception):
                 raise r
             out.append(self._out(r, i))
-        return out
+        return _shm.ShmList(out) if _via_ring() else out
 
 
 # ---- tar shards ----
@@ -287,9 +294,9 @@ def _tar_members(chunks, alloc=None):
             yield name, data
 
 
-def _samples(members):
-    """Group consecutive members into webdataset samples: key = path up to the first dot of
-    the base name; each member becomes a field named by the rest."""
+def _samples(members, sample=dict):
+    """Group consecutive members into webdataset samples (sample(), a dict): key = path up to
+    the first dot of the base name; each member becomes a field named by the rest."""
     cur, key = None, None
     for name, data in members:
         d, base = os.path.split(name)
@@ -301,7 +308,8 @@ def _samples(members):
         if k != key:
             if cur is not None:
                 yield cur
-            cur, key = {"__key__": k}, k
+            cur, key = sample(), k
+            cur["__key__"] = k
         cur[ext] = data
     if cur is not None:
         yield cur
@@ -381,9 +389,13 @@ class ShardDataset(IterableDataset):
             # One set of part buffers for every shard of this worker: parts land in memory
             # already mapped, and each sample's bytes are copied out of them once.
             bufs = [bytearray(self.part_size) for _ in range(4)] if mine else None
+            # Bytes samples from a worker cross to the main process through a shared-memory
+            # ring instead of the pipe (_shm): they arrive there as plain dicts.
+            sample = _shm.ShmDict if not self.as_tensor and _via_ring() else dict
             for key in mine:
                 yield from _samples(_tar_members(self._read(key, bufs),
-                                                 _sample_tensor if self.as_tensor else None))
+                                                 _sample_tensor if self.as_tensor else None),
+                                    sample)
 
         buf = []
         for s in stream():
