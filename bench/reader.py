@@ -10,7 +10,9 @@ Rows (bench/report.py format), for 16 KiB, 100 KiB and 1 MiB samples:
 and tar shards (256 MiB; --quick 32 MiB) through ShardDataset against
 wl-bench GET of objects that size; checkpoint save and load of a state dict
 (2 GiB; --quick 256 MiB) against wl-bench multipart PUT and GET of the same
-size. Samples/s and MB/s; ratio columns against (b) and (c). The *_tensor rows: the same
+size (checkpoint_load_into: loaded into the saved state dict's own tensors, as a resume
+into a model does, instead of new ones). Samples/s and MB/s; ratio columns against (b) and
+(c). The *_tensor rows: the same
 warmlake.torch reads with as_tensor=True (samples as uint8 tensors in shared memory, handed to
 the main process as file descriptors, where bytes are pickled through a pipe).
 """
@@ -190,10 +192,15 @@ def checkpoint(ep, client):
     t = time.time()
     wt.load_checkpoint(client, "reader", "ck")
     load = total / (time.time() - t) / 1e6
+    t = time.time()
+    wt.load_checkpoint(client, "reader", "ck", into=sd)  # resuming into a model's tensors
+    load_into = total / (time.time() - t) / 1e6
     row("wlbench_put_%dMiB" % (per >> 20), put_mb, "MB/s")
     row("wlbench_get_%dMiB_ck" % (per >> 20), get_mb, "MB/s")
     row("checkpoint_save_%dMiB" % (total >> 20), save, "MB/s", "wlbench_put_%dMiB" % (per >> 20))
     row("checkpoint_load_%dMiB" % (total >> 20), load, "MB/s",
+        "wlbench_get_%dMiB_ck" % (per >> 20))
+    row("checkpoint_load_into_%dMiB" % (total >> 20), load_into, "MB/s",
         "wlbench_get_%dMiB_ck" % (per >> 20))
 
 

@@ -285,6 +285,22 @@ def test_checkpoint_round_trip_and_torn(server, client):
     m = wt.save_checkpoint(client, "trn", "ck/step1", sd)
     assert len(m["tensors"]) == 5
     same(sd, wt.load_checkpoint(client, "trn", "ck/step1"))
+    # into: tensors of the same path, dtype and shape are read in place, others allocated.
+    dst = {"model": {"w": torch.zeros(1024, 1024 * 3), "b": torch.zeros(7),  # dtype differs
+                     "i": torch.zeros(10, dtype=torch.int64),
+                     "m": torch.zeros(5, dtype=torch.bool), "e": torch.empty(0, 3)},
+           "step": 0}
+    before = {k: v for k, v in dst["model"].items()}
+    got = wt.load_checkpoint(client, "trn", "ck/step1", into=dst)
+    same(sd, got)
+    for k in ("w", "i", "m", "e"):
+        assert got["model"][k] is before[k]
+    assert got["model"]["b"] is not before["b"] and not before["b"].any()
+    assert dst["step"] == 0  # into's other values are left alone
+    w = torch.zeros(1024, 1024 * 3, requires_grad=True)
+    got = wt.load_checkpoint(client, "trn", "ck/step1", into={"model": {"w": w}})
+    assert got["model"]["w"] is not w and not w.detach().any()
+    same(sd, got)
     # A save killed midway: nothing loadable there; the previous checkpoint still is.
     kill_mid_save(server, "ck/step2")
     with pytest.raises(warmlake.NotFoundError):

@@ -583,9 +583,32 @@ def save_checkpoint(client, bucket, prefix, state_dict, threads=8, progress=None
     return manifest
 
 
-def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
+def _get_path(sd, path):
+    for p in path:
+        if not isinstance(sd, dict) or p not in sd:
+            return None
+        sd = sd[p]
+    return sd
+
+
+def _in_place(t, e, dtype):
+    """Whether tensor t can take entry e's bytes in place."""
+    return (torch.is_tensor(t) and t.device.type == "cpu" and t.dtype == dtype and
+            list(t.shape) == list(e["shape"]) and t.is_contiguous() and not t.requires_grad)
+
+
+def load_checkpoint(client, bucket, prefix, threads=8, map_location=None, into=None):
     """The state dict saved under prefix. NotFoundError when no save completed there;
-    WarmlakeError when its data does not match the manifest."""
+    WarmlakeError when its data does not match the manifest.
+
+    into: a state dict (a model's, or one loaded before) whose CPU tensors of the same
+    path, dtype and shape (contiguous, not requiring grad: detach them, or pass
+    model.state_dict(), whose tensors are detached) are read into in place and returned;
+    other tensors are allocated (and moved to map_location, which in-place ones are not).
+    This saves faulting in fresh memory, which cost this
+    machine half the load rate (bench/reader.py: 410-575 MB/s into new tensors, 1.0-1.17
+    GB/s into reused ones). A load that fails midway leaves those tensors partly
+    overwritten."""
     prefix = prefix.rstrip("/")
     try:
         manifest = json.loads(client.get(bucket, prefix + "/manifest.json"))
@@ -601,6 +624,14 @@ def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
             raise WarmlakeError(-5, message="checkpoint %s/%s: %s missing or changed" %
                                 (bucket, prefix, e["key"]))
         dtype = getattr(torch, e["dtype"])
+        dst = _get_path(into, tuple(e["path"])) if into is not None else None
+        if dst is not None and _in_place(dst, e, dtype):
+            if e["nbytes"]:
+                raw = dst.reshape(-1).view(torch.uint8)
+                n = client.get_into(bucket, e["key"], raw.numpy())
+                if n != e["nbytes"]:
+                    raise WarmlakeError(-5, message="checkpoint tensor %s short" % e["key"])
+            return e, dst
         if e["nbytes"] == 0:
             return e, torch.empty(e["shape"], dtype=dtype)
         raw = torch.empty(e["nbytes"], dtype=torch.uint8)
