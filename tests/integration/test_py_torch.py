@@ -342,34 +342,43 @@ def big_bytes(i):
 
 
 def test_shm_ring_in_process(monkeypatch):
-    """The ring's protocol in one process: what is pickled comes back as plain lists,
-    dicts and bytes, equal; the ring wraps, grows for a large message, and a message that
-    finds it full is pickled as before; space comes back once the message is loaded."""
+    """The ring's protocol in one process: what multiprocessing pickles comes back as plain
+    lists, dicts and bytes, equal; the ring wraps, grows for a large message, and a message
+    that finds it full is pickled as before; space comes back once the message is loaded.
+    Plain pickle and deepcopy do not use the ring."""
+    import copy
     import pickle
+    from multiprocessing.reduction import ForkingPickler
     from warmlake import _shm
+
+    def dumps(o):
+        return bytes(ForkingPickler.dumps(o))
     monkeypatch.setenv("WARMLAKE_SHM_RING", str(1 << 20))
     monkeypatch.setattr(_shm, "FIRST_RING", 128 << 10)
     monkeypatch.setattr(_shm, "_worker_ring", None)
     blobs = [big_bytes(i) for i in range(40)]
     for i in range(40):  # many small messages: the 128 KiB ring wraps
         items = [blobs[i], b"small", 7, [b"x", 3]]
-        out = pickle.loads(pickle.dumps(_shm.ShmList(items)))
+        out = pickle.loads(dumps(_shm.ShmList(items)))
         assert type(out) is list and out == items and type(out[0]) is bytes
     assert _shm._worker_ring.size == 128 << 10 and _shm._worker_ring.head > 3 * (128 << 10)
     # A message of more than half the ring: a larger ring (up to the limit).
     d = _shm.ShmDict(__key__="k", bin=blobs[:12], t=(blobs[12], 5), cls=b"1")
-    out = pickle.loads(pickle.dumps(d))
+    out = pickle.loads(dumps(d))
     assert type(out) is dict and out == dict(d)
     assert type(out["bin"]) is list and type(out["t"]) is tuple
     assert _shm._worker_ring.size == 1 << 20
     # Messages not loaded yet hold their space: bytes that do not fit are pickled.
-    msgs = [pickle.dumps(_shm.ShmList(blobs[j:j + 8])) for j in range(0, 40, 8)]
+    msgs = [dumps(_shm.ShmList(blobs[j:j + 8])) for j in range(0, 40, 8)]
     assert len(msgs[0]) < 4096 and len(msgs[-1]) > 9000
     assert [pickle.loads(m) for m in msgs] == [blobs[j:j + 8] for j in range(0, 40, 8)]
-    m = pickle.dumps(_shm.ShmList(blobs[:8]))
+    m = dumps(_shm.ShmList(blobs[:8]))
     assert len(m) < 4096 and pickle.loads(m) == blobs[:8]  # the space came back
+    plain = _shm.ShmList(blobs[:2])
+    assert len(pickle.dumps(plain)) > len(blobs[0]) + len(blobs[1])
+    assert copy.deepcopy(plain) == plain and pickle.loads(pickle.dumps(plain)) == plain
     monkeypatch.setenv("WARMLAKE_SHM_RING", "0")
-    assert len(pickle.dumps(_shm.ShmList(blobs[:2]))) > len(blobs[0]) + len(blobs[1])
+    assert len(dumps(_shm.ShmList(blobs[:2]))) > len(blobs[0]) + len(blobs[1])
 
 
 @pytest.mark.parametrize("ring", ["", str(256 << 10)])

@@ -4,10 +4,12 @@ torch's DataLoader pickles what a worker yields through one pipe that every work
 shares: the main process reads it 64 KiB at a time (multiprocessing's Connection allocates
 a buffer of the whole remaining message for every read) and copies each bytes object out of
 the pickle again. That main process is the reader's bottleneck: on the bench machine bytes
-crossed at 300-600 MB/s with no network at all (bench/reader.py's notes).
+crossed at 180-600 MB/s with no network at all (docs/design-notes.md, "Bytes from
+DataLoader workers").
 
-Here a worker owns one ring (a memfd mapped in both processes). A batch (a _ShmList) or a
-sample (a _ShmDict) is pickled with its large bytes copied into the ring and only
+Here a worker owns one ring (a memfd mapped in both processes). A batch (a ShmList) or a
+sample (a ShmDict) is pickled by multiprocessing (only: plain pickle and copy see a
+list or a dict) with its large bytes copied into the ring and only
 (offset, length) in the pipe; the main process rebuilds them as plain bytes with one copy
 out of the ring and then releases that space. Nothing in the main process ever sees a
 ring: it gets plain lists, dicts and bytes.
@@ -21,22 +23,25 @@ release on any CPU). Space below the tail is free. A message never waits for spa
 that do not fit are pickled as before. A message the main process never unpickles only
 delays the release until a later one is.
 
-A ring starts at 32 MiB and is replaced by one twice the size of a message whose bytes
+A ring starts at 8 MiB and is replaced by one twice the size of a message whose bytes
 take more than half of it (a batch of 64 samples of 1 MiB), up to WARMLAKE_SHM_RING bytes
 (default 512 MiB; 0: no ring). A small ring's pages are reused soon: each page's first
 touch (a fault and a zeroed page, in both processes) cost as much as its copy, and a
-256 MiB ring was not reused at all in a shard's 256 MiB.
+256 MiB ring was not reused at all in a shard's 256 MiB (shards at 256 MiB per worker:
+a fixed 256 MiB ring ran no faster than the pipe, 32 MiB 1.2-1.5x, 8 MiB with the
+thresholds set before the first sample another 1.08-1.4x, three A/B pairs).
 
 The first message of a ring carries its descriptor (multiprocessing's DupFd); later ones
 name it by (pid, token, fd). The main process keeps the rings it has mapped; a worker's new
 ring retires its older ones there (its messages all came first), and rings of workers no
-longer alive are dropped.
+longer alive are dropped when a new ring comes: a finished DataLoader's rings stay mapped
+in the main process until the next one's first message (at most workers x ring size).
 
 Both processes allocate a new bytes object per sample. With glibc's defaults a batch of
 1 MiB objects is carved from the top of the heap and given back to the kernel when the batch
 is freed (the trim threshold follows the mmap threshold, here 2 MiB), so every batch
 faulted in and zeroed fresh pages: copies into them ran at 0.9 GB/s against 4-4.7 GB/s into
-reused heap memory (benchdir measurement in the design notes). Where a ring is used, both
+reused heap memory (the design notes). Where a ring is used, both
 processes set glibc's mmap threshold to its maximum (32 MiB, where its own dynamic threshold
 ends up for such sizes) and the trim threshold to 256 MiB, unless MALLOC_MMAP_THRESHOLD_ /
 MALLOC_TRIM_THRESHOLD_ say otherwise or WARMLAKE_MALLOC_TUNE=0.
@@ -50,7 +55,7 @@ import struct
 import threading
 
 MAX_RING = 512 << 20
-FIRST_RING = 32 << 20
+FIRST_RING = 8 << 20
 MIN_BYTES = 8192  # smaller bytes are pickled: the span costs about as much
 _HDR = 4096        # the tail lives here; data from this offset on
 
@@ -255,25 +260,35 @@ def _rebuild_dict(ref, keys, items):
 
 class ShmList(list):
     """A list (a batch of samples) whose large bytes cross to the main process through the
-    worker's ring; it arrives there as a plain list."""
-
-    def __reduce__(self):
-        p = _pack(self)
-        if p is None:
-            return (list, (list(self),))
-        return (_rebuild_list, p)
+    worker's ring when multiprocessing pickles it (a DataLoader's result queue); it arrives
+    there as a plain list. Other pickling and copying see a list."""
 
 
 class ShmDict(dict):
     """A dict (a sample) whose large bytes values (or lists of them, after collation) cross
-    to the main process through the worker's ring; it arrives there as a plain dict."""
+    to the main process through the worker's ring when multiprocessing pickles it; it
+    arrives there as a plain dict."""
 
-    def __reduce__(self):
-        keys = list(self)
-        p = _pack([self[k] for k in keys])
-        if p is None:
-            return (dict, (dict(self),))
-        return (_rebuild_dict, (p[0], keys, p[1]))
+
+def _reduce_list(v):
+    p = _pack(v)
+    if p is None:
+        return (list, (list(v),))
+    return (_rebuild_list, p)
+
+
+def _reduce_dict(v):
+    keys = list(v)
+    p = _pack([v[k] for k in keys])
+    if p is None:
+        return (dict, (dict(v),))
+    return (_rebuild_dict, (p[0], keys, p[1]))
+
+
+# Only multiprocessing's pickler (queues, pipes between processes) moves bytes through the
+# ring: plain pickle, copy and deepcopy never make spans that outlive their process.
+multiprocessing.reduction.ForkingPickler.register(ShmList, _reduce_list)
+multiprocessing.reduction.ForkingPickler.register(ShmDict, _reduce_dict)
 
 
 def _after_fork():

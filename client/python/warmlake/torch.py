@@ -85,8 +85,12 @@ def _sample_tensor(n):
 
 def _via_ring():
     """Whether bytes yielded here cross to the main process through a shared-memory ring
-    (in a DataLoader worker, unless WARMLAKE_SHM_RING=0): see _shm."""
-    return get_worker_info() is not None and _shm.ring_size() > 0
+    (in a DataLoader worker, unless WARMLAKE_SHM_RING=0): see _shm. If so, glibc is told to
+    keep freed memory before the samples are allocated (_shm.tune_malloc)."""
+    if get_worker_info() is None or _shm.ring_size() == 0:
+        return False
+    _shm.tune_malloc()
+    return True
 
 
 def _tensor_of(data):
@@ -153,6 +157,7 @@ class ObjectDataset(Dataset):
 
     def __getitems__(self, idxs):
         """Many samples with one batch GET."""
+        ring = not self.as_tensor and _via_ring()
         if self.as_tensor:
             ts = [_sample_tensor(self.sizes[i]) for i in idxs]
             res = self._h.get().get_batch(self.bucket, [self.keys[i] for i in idxs],
@@ -176,7 +181,7 @@ class ObjectDataset(Dataset):
             elif isinstance(r, Exception):
                 raise r
             out.append(self._out(r, i))
-        return _shm.ShmList(out) if _via_ring() else out
+        return _shm.ShmList(out) if ring else out
 
 
 # ---- tar shards ----
@@ -388,10 +393,10 @@ class ShardDataset(IterableDataset):
         def stream():
             # One set of part buffers for every shard of this worker: parts land in memory
             # already mapped, and each sample's bytes are copied out of them once.
-            bufs = [bytearray(self.part_size) for _ in range(4)] if mine else None
             # Bytes samples from a worker cross to the main process through a shared-memory
             # ring instead of the pipe (_shm): they arrive there as plain dicts.
             sample = _shm.ShmDict if not self.as_tensor and _via_ring() else dict
+            bufs = [bytearray(self.part_size) for _ in range(4)] if mine else None
             for key in mine:
                 yield from _samples(_tar_members(self._read(key, bufs),
                                                  _sample_tensor if self.as_tensor else None),
