@@ -4,7 +4,7 @@ torch's DataLoader pickles what a worker yields through one pipe that every work
 shares: the main process reads it 64 KiB at a time (multiprocessing's Connection allocates
 a buffer of the whole remaining message for every read) and copies each bytes object out of
 the pickle again. That main process is the reader's bottleneck: on the bench machine bytes
-crossed at 180-600 MB/s with no network at all (docs/design-notes.md, "Bytes from
+crossed at 176-608 MB/s with no network at all (docs/design-notes.md, "Bytes from
 DataLoader workers").
 
 Here a worker owns one ring (a memfd mapped in both processes). A batch (a ShmList) or a

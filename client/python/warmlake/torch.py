@@ -25,6 +25,7 @@ save_checkpoint / load_checkpoint: a state dict's tensors as one object each
 non-tensor values pickled into one more object, and a manifest written last.
 Every save writes under a fresh id, so a save that dies midway leaves the
 previous manifest, and its data, intact: a torn checkpoint is never loaded.
+load_checkpoint(into=model.state_dict()) reads into existing tensors in place.
 """
 import io
 import json
@@ -104,9 +105,11 @@ class ObjectDataset(Dataset):
     """Samples = objects under prefix (or the keys given). transform(data, key) -> sample
     (default: the data). data is bytes, or with as_tensor=True a 1-D torch.uint8 tensor read
     straight into (shared memory in a DataLoader worker, passed to the main process as a
-    file descriptor). Measured (bench/reader.py, 4 workers, batches of 64, two runs):
-    as_tensor gave 2.8-3.9x the bytes rate for 1 MiB samples, 0.45-1.1x at 100 KiB and a
-    quarter of it at 16 KiB (each tensor's descriptor is a round trip)."""
+    file descriptor). Bytes from a worker cross through its shared-memory ring (_shm).
+    Measured (bench/reader.py, 4 workers, batches of 64, two runs): as_tensor gave 0.68-0.89x
+    the bytes rate for 1 MiB samples, 0.39-0.46x at 100 KiB and 0.23-0.28x at 16 KiB (each
+    tensor's descriptor is a round trip); before the rings bytes had 0.6x the tensors' rate
+    at 1 MiB."""
 
     def __init__(self, bucket, prefix="", keys=None, client=None, transform=None,
                  as_tensor=False, **cfg):
@@ -327,9 +330,9 @@ def _seed(*parts):
 class ShardDataset(IterableDataset):
     """Samples from tar shards (keys given, or every key under prefix ending in .tar). A
     sample's fields are bytes, or with as_tensor=True 1-D torch.uint8 tensors (shared memory
-    in a DataLoader worker, passed as file descriptors). Measured with batch_size=None (one
-    sample per message): bytes were faster (534-670 against 240-310 MB/s for 1 MiB
-    members)."""
+    in a DataLoader worker, passed as file descriptors). Bytes samples from a worker cross
+    through its shared-memory ring (_shm). Measured with batch_size=None (one sample per
+    message, 1 MiB members): bytes were faster (557-582 against 208-294 MB/s)."""
 
     def __init__(self, bucket, shards=None, prefix="", seed=0, shuffle_buffer=1000,
                  part_size=16 << 20, shuffle=True, client=None, rank=None, world_size=None,
