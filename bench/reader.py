@@ -5,12 +5,15 @@ local warmlaked (started here, temp drives under $BENCH_DIR) or --endpoint.
 Rows (bench/report.py format), for 16 KiB, 100 KiB and 1 MiB samples:
   (a) warmlake.torch ObjectDataset, DataLoader with 4 workers, a BatchSampler
       of 64 (each step one batch GET, or parallel GETs without the extension)
-  (b) a plain boto3 map-style Dataset doing the same reads, same workers
+  (b) a plain boto3 map-style Dataset doing the same reads, same workers (in a process of
+      its own: see boto3_rate)
   (c) wl-bench GET of the same size, 16 clients: the ceiling
 and tar shards (256 MiB; --quick 32 MiB) through ShardDataset against
 wl-bench GET of objects that size; checkpoint save and load of a state dict
 (2 GiB; --quick 256 MiB) against wl-bench multipart PUT and GET of the same
-size. Samples/s and MB/s; ratio columns against (b) and (c). The *_tensor rows: the same
+size (checkpoint_load_into: loaded into the saved state dict's own tensors, as a resume
+into a model does, instead of new ones). Samples/s and MB/s; ratio columns against (b) and
+(c). The *_tensor rows: the same
 warmlake.torch reads with as_tensor=True (samples as uint8 tensors in shared memory, handed to
 the main process as file descriptors, where bytes are pickled through a pipe).
 """
@@ -91,6 +94,36 @@ def boto3_dataset(ep, keys):
     return B()
 
 
+def boto3_run(ep, prefix):
+    """(b) in this process: what --boto3 runs."""
+    import torch
+    import warmlake
+    client = warmlake.Client(ep, access_key=AK, secret_key=SK)
+    keys = [o["key"] for o in client.list("reader", prefix) if "key" in o]
+    return timed(torch.utils.data.DataLoader(
+        boto3_dataset(ep, keys), batch_size=64, num_workers=WORKERS,
+        collate_fn=lambda x: x, sampler=drawn(keys)))
+
+
+def drawn(keys):
+    """The samples an epoch draws: every key once in random order, and at least 40 batches
+    of 64 (each key again in a new order): timed() starts at the first batch, by when the
+    workers have up to 8 more fetched (prefetch_factor 2), which with 600 keys (9 batches)
+    was most of the run."""
+    import torch
+    return torch.utils.data.RandomSampler(keys, num_samples=max(len(keys), 64 * 40))
+
+
+def boto3_rate(ep, prefix):
+    """(b) in a process of its own: in this one the warmlake rows have set glibc's malloc
+    thresholds (warmlake._shm), which speed up any reader's bytes here (boto3's 1 MiB row:
+    129-150 samples/s without, 186-428 with, two A/B pairs), and a boto3 user does not get
+    that."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--boto3", ep, prefix],
+                         check=True, stdout=subprocess.PIPE).stdout
+    return tuple(json.loads(out.decode().strip().splitlines()[-1]))
+
+
 def timed(loader):
     """Samples/s and MB/s from the first batch on (worker start-up is not reading)."""
     t = None
@@ -117,16 +150,14 @@ def samples(ep, client):
         c_ops, c_mb = wlbench(ep, "get", size, prefix, n)
         keys = [o["key"] for o in client.list("reader", prefix) if "key" in o]
         ds = wt.ObjectDataset("reader", keys=keys, client=client)
-        sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(keys), 64, False)
+        sampler = torch.utils.data.BatchSampler(drawn(keys), 64, False)
         a_ops, a_mb = timed(torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler,
                                                         num_workers=WORKERS))
-        sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(keys), 64, False)
+        sampler = torch.utils.data.BatchSampler(drawn(keys), 64, False)
         t_ops, t_mb = timed(torch.utils.data.DataLoader(
             wt.ObjectDataset("reader", keys=keys, client=client, as_tensor=True),
             batch_size=None, sampler=sampler, num_workers=WORKERS))
-        b_ops, b_mb = timed(torch.utils.data.DataLoader(
-            boto3_dataset(ep, keys), batch_size=64, num_workers=WORKERS,
-            collate_fn=lambda x: x, shuffle=True))
+        b_ops, b_mb = boto3_rate(ep, prefix)
         row("wlbench_get_%s" % label, c_ops, "ops/s")
         row("boto3_dataset_%s" % label, b_ops, "samples/s", "wlbench_get_%s" % label)
         row("warmlake_dataset_%s" % label, a_ops, "samples/s", "wlbench_get_%s" % label)
@@ -190,14 +221,23 @@ def checkpoint(ep, client):
     t = time.time()
     wt.load_checkpoint(client, "reader", "ck")
     load = total / (time.time() - t) / 1e6
+    t = time.time()
+    wt.load_checkpoint(client, "reader", "ck", into=sd)  # resuming into a model's tensors
+    load_into = total / (time.time() - t) / 1e6
     row("wlbench_put_%dMiB" % (per >> 20), put_mb, "MB/s")
     row("wlbench_get_%dMiB_ck" % (per >> 20), get_mb, "MB/s")
     row("checkpoint_save_%dMiB" % (total >> 20), save, "MB/s", "wlbench_put_%dMiB" % (per >> 20))
     row("checkpoint_load_%dMiB" % (total >> 20), load, "MB/s",
         "wlbench_get_%dMiB_ck" % (per >> 20))
+    row("checkpoint_load_into_%dMiB" % (total >> 20), load_into, "MB/s",
+        "wlbench_get_%dMiB_ck" % (per >> 20))
 
 
 def main():
+    if "--boto3" in sys.argv:
+        i = sys.argv.index("--boto3")
+        print(json.dumps(boto3_run(sys.argv[i + 1], sys.argv[i + 2])))
+        return
     import warmlake
     ep = None
     if "--endpoint" in sys.argv:

@@ -285,6 +285,22 @@ def test_checkpoint_round_trip_and_torn(server, client):
     m = wt.save_checkpoint(client, "trn", "ck/step1", sd)
     assert len(m["tensors"]) == 5
     same(sd, wt.load_checkpoint(client, "trn", "ck/step1"))
+    # into: tensors of the same path, dtype and shape are read in place, others allocated.
+    dst = {"model": {"w": torch.zeros(1024, 1024 * 3), "b": torch.zeros(7),  # dtype differs
+                     "i": torch.zeros(10, dtype=torch.int64),
+                     "m": torch.zeros(5, dtype=torch.bool), "e": torch.empty(0, 3)},
+           "step": 0}
+    before = {k: v for k, v in dst["model"].items()}
+    got = wt.load_checkpoint(client, "trn", "ck/step1", into=dst)
+    same(sd, got)
+    for k in ("w", "i", "m", "e"):
+        assert got["model"][k] is before[k]
+    assert got["model"]["b"] is not before["b"] and not before["b"].any()
+    assert dst["step"] == 0  # into's other values are left alone
+    w = torch.zeros(1024, 1024 * 3, requires_grad=True)
+    got = wt.load_checkpoint(client, "trn", "ck/step1", into={"model": {"w": w}})
+    assert got["model"]["w"] is not w and not w.detach().any()
+    same(sd, got)
     # A save killed midway: nothing loadable there; the previous checkpoint still is.
     kill_mid_save(server, "ck/step2")
     with pytest.raises(warmlake.NotFoundError):
@@ -318,3 +334,100 @@ def test_spawned_workers(server, client):
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
                                          multiprocessing_context="spawn")
     assert sorted(loader) == sorted(sample_bytes(i) for i in range(10))
+
+
+def big_bytes(i):
+    """Samples large enough (8 KiB and more) to cross through the workers' rings."""
+    return hashlib.sha256(b"big %d" % i).digest() * (300 + 97 * (i % 13))
+
+
+def test_shm_ring_in_process(monkeypatch):
+    """The ring's protocol in one process: what multiprocessing pickles comes back as plain
+    lists, dicts and bytes, equal; the ring wraps, grows for a large message, and a message
+    that finds it full is pickled as before; space comes back once the message is loaded.
+    Plain pickle and deepcopy do not use the ring."""
+    import copy
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+    from warmlake import _shm
+
+    def dumps(o):
+        return bytes(ForkingPickler.dumps(o))
+    monkeypatch.setenv("WARMLAKE_SHM_RING", str(1 << 20))
+    monkeypatch.setattr(_shm, "FIRST_RING", 128 << 10)
+    monkeypatch.setattr(_shm, "_worker_ring", None)
+    blobs = [big_bytes(i) for i in range(40)]
+    for i in range(40):  # many small messages: the 128 KiB ring wraps
+        items = [blobs[i], b"small", 7, [b"x", 3]]
+        out = pickle.loads(dumps(_shm.ShmList(items)))
+        assert type(out) is list and out == items and type(out[0]) is bytes
+    assert _shm._worker_ring.size == 128 << 10 and _shm._worker_ring.head > 3 * (128 << 10)
+    # A message of more than half the ring: a larger ring (up to the limit).
+    d = _shm.ShmDict(__key__="k", bin=blobs[:12], t=(blobs[12], 5), cls=b"1")
+    out = pickle.loads(dumps(d))
+    assert type(out) is dict and out == dict(d)
+    assert type(out["bin"]) is list and type(out["t"]) is tuple
+    assert _shm._worker_ring.size == 1 << 20
+    # Messages not loaded yet hold their space: bytes that do not fit are pickled.
+    msgs = [dumps(_shm.ShmList(blobs[j:j + 8])) for j in range(0, 40, 8)]
+    assert len(msgs[0]) < 4096 and len(msgs[-1]) > 9000
+    assert [pickle.loads(m) for m in msgs] == [blobs[j:j + 8] for j in range(0, 40, 8)]
+    m = dumps(_shm.ShmList(blobs[:8]))
+    assert len(m) < 4096 and pickle.loads(m) == blobs[:8]  # the space came back
+    plain = _shm.ShmList(blobs[:2])
+    assert len(pickle.dumps(plain)) > len(blobs[0]) + len(blobs[1])
+    assert copy.deepcopy(plain) == plain and pickle.loads(pickle.dumps(plain)) == plain
+    monkeypatch.setenv("WARMLAKE_SHM_RING", "0")
+    assert len(dumps(_shm.ShmList(blobs[:2]))) > len(blobs[0]) + len(blobs[1])
+
+
+@pytest.mark.parametrize("ring", ["", str(256 << 10)])
+def test_shm_ring_workers(server, client, monkeypatch, ring):
+    """Large bytes from DataLoader workers (through their rings; a small one wraps and
+    overflows) arrive whole and as plain bytes in plain lists and dicts: ObjectDataset
+    batches, ShardDataset samples one by one and collated."""
+    import warmlake.torch as wt
+    from warmlake import _shm
+    monkeypatch.setenv("WARMLAKE_SHM_RING", ring)
+    for i in range(30):
+        client.put("trn", "big/%03d" % i, big_bytes(i))
+    ds = wt.ObjectDataset("trn", prefix="big/", client=client)
+    sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(range(30)), 7, False)
+    got = []
+    for batch in torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler,
+                                             num_workers=2):
+        assert type(batch) is list and all(type(b) is bytes for b in batch)
+        got += batch
+    assert sorted(got) == sorted(big_bytes(i) for i in range(30))
+    assert _shm._mapped  # the bytes came through rings
+    keys = []
+    for s in range(3):
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for j in range(10):
+                i = s * 10 + j
+                for ext, data in (("cls", str(i).encode()), ("bin", big_bytes(i))):
+                    info = tarfile.TarInfo("s%04d.%s" % (i, ext))
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+        keys.append("bigshards/%d.tar" % s)
+        client.put("trn", keys[-1], b.getvalue())
+    sds = wt.ShardDataset("trn", shards=keys, part_size=20000, shuffle_buffer=4, client=client)
+    seen = []
+    for s in torch.utils.data.DataLoader(sds, batch_size=None, num_workers=2):
+        assert type(s) is dict and type(s["bin"]) is bytes
+        i = int(s["cls"])
+        assert s["bin"] == big_bytes(i)
+        seen.append(i)
+    assert sorted(seen) == list(range(30))
+    seen = []
+    for b in torch.utils.data.DataLoader(sds, batch_size=4, num_workers=2):
+        assert type(b) is dict and type(b["bin"]) is list
+        for c, data in zip(b["cls"], b["bin"]):
+            assert type(data) is bytes and data == big_bytes(int(c))
+            seen.append(int(c))
+    assert sorted(seen) == list(range(30))
+    if not ring:
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler,
+                                             num_workers=2, multiprocessing_context="spawn")
+        assert sorted(b for batch in loader for b in batch) == sorted(got)

@@ -25,6 +25,7 @@ save_checkpoint / load_checkpoint: a state dict's tensors as one object each
 non-tensor values pickled into one more object, and a manifest written last.
 Every save writes under a fresh id, so a save that dies midway leaves the
 previous manifest, and its data, intact: a torn checkpoint is never loaded.
+load_checkpoint(into=model.state_dict()) reads into existing tensors in place.
 """
 import io
 import json
@@ -37,6 +38,7 @@ import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
 from . import Client, NotFoundError, WarmlakeError
+from . import _shm
 
 __all__ = ["ObjectDataset", "ShardDataset", "DeviceLoader", "save_checkpoint",
            "load_checkpoint", "rank_world"]
@@ -82,6 +84,16 @@ def _sample_tensor(n):
     return torch.empty(n, dtype=torch.uint8)
 
 
+def _via_ring():
+    """Whether bytes yielded here cross to the main process through a shared-memory ring
+    (in a DataLoader worker, unless WARMLAKE_SHM_RING=0): see _shm. If so, glibc is told to
+    keep freed memory before the samples are allocated (_shm.tune_malloc)."""
+    if get_worker_info() is None or _shm.ring_size() == 0:
+        return False
+    _shm.tune_malloc()
+    return True
+
+
 def _tensor_of(data):
     t = _sample_tensor(len(data))
     if len(data):
@@ -93,9 +105,11 @@ class ObjectDataset(Dataset):
     """Samples = objects under prefix (or the keys given). transform(data, key) -> sample
     (default: the data). data is bytes, or with as_tensor=True a 1-D torch.uint8 tensor read
     straight into (shared memory in a DataLoader worker, passed to the main process as a
-    file descriptor). Measured (bench/reader.py, 4 workers, batches of 64, two runs):
-    as_tensor gave 2.8-3.9x the bytes rate for 1 MiB samples, 0.45-1.1x at 100 KiB and a
-    quarter of it at 16 KiB (each tensor's descriptor is a round trip)."""
+    file descriptor). Bytes from a worker cross through its shared-memory ring (_shm).
+    Measured (bench/reader.py, 4 workers, batches of 64, two runs): as_tensor gave 0.68-0.89x
+    the bytes rate for 1 MiB samples, 0.39-0.46x at 100 KiB and 0.23-0.28x at 16 KiB (each
+    tensor's descriptor is a round trip); before the rings bytes had 0.6x the tensors' rate
+    at 1 MiB."""
 
     def __init__(self, bucket, prefix="", keys=None, client=None, transform=None,
                  as_tensor=False, **cfg):
@@ -146,6 +160,7 @@ class ObjectDataset(Dataset):
 
     def __getitems__(self, idxs):
         """Many samples with one batch GET."""
+        ring = not self.as_tensor and _via_ring()
         if self.as_tensor:
             ts = [_sample_tensor(self.sizes[i]) for i in idxs]
             res = self._h.get().get_batch(self.bucket, [self.keys[i] for i in idxs],
@@ -169,7 +184,7 @@ class ObjectDataset(Dataset):
             elif isinstance(r, Exception):
                 raise r
             out.append(self._out(r, i))
-        return out
+        return _shm.ShmList(out) if ring else out
 
 
 # ---- tar shards ----
@@ -287,9 +302,9 @@ def _tar_members(chunks, alloc=None):
             yield name, data
 
 
-def _samples(members):
-    """Group consecutive members into webdataset samples: key = path up to the first dot of
-    the base name; each member becomes a field named by the rest."""
+def _samples(members, sample=dict):
+    """Group consecutive members into webdataset samples (sample(), a dict): key = path up to
+    the first dot of the base name; each member becomes a field named by the rest."""
     cur, key = None, None
     for name, data in members:
         d, base = os.path.split(name)
@@ -301,7 +316,8 @@ def _samples(members):
         if k != key:
             if cur is not None:
                 yield cur
-            cur, key = {"__key__": k}, k
+            cur, key = sample(), k
+            cur["__key__"] = k
         cur[ext] = data
     if cur is not None:
         yield cur
@@ -314,9 +330,9 @@ def _seed(*parts):
 class ShardDataset(IterableDataset):
     """Samples from tar shards (keys given, or every key under prefix ending in .tar). A
     sample's fields are bytes, or with as_tensor=True 1-D torch.uint8 tensors (shared memory
-    in a DataLoader worker, passed as file descriptors). Measured with batch_size=None (one
-    sample per message): bytes were faster (534-670 against 240-310 MB/s for 1 MiB
-    members)."""
+    in a DataLoader worker, passed as file descriptors). Bytes samples from a worker cross
+    through its shared-memory ring (_shm). Measured with batch_size=None (one sample per
+    message, 1 MiB members): bytes were faster (557-582 against 208-294 MB/s)."""
 
     def __init__(self, bucket, shards=None, prefix="", seed=0, shuffle_buffer=1000,
                  part_size=16 << 20, shuffle=True, client=None, rank=None, world_size=None,
@@ -380,10 +396,14 @@ class ShardDataset(IterableDataset):
         def stream():
             # One set of part buffers for every shard of this worker: parts land in memory
             # already mapped, and each sample's bytes are copied out of them once.
+            # Bytes samples from a worker cross to the main process through a shared-memory
+            # ring instead of the pipe (_shm): they arrive there as plain dicts.
+            sample = _shm.ShmDict if not self.as_tensor and _via_ring() else dict
             bufs = [bytearray(self.part_size) for _ in range(4)] if mine else None
             for key in mine:
                 yield from _samples(_tar_members(self._read(key, bufs),
-                                                 _sample_tensor if self.as_tensor else None))
+                                                 _sample_tensor if self.as_tensor else None),
+                                    sample)
 
         buf = []
         for s in stream():
@@ -571,9 +591,32 @@ def save_checkpoint(client, bucket, prefix, state_dict, threads=8, progress=None
     return manifest
 
 
-def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
+def _get_path(sd, path):
+    for p in path:
+        if not isinstance(sd, dict) or p not in sd:
+            return None
+        sd = sd[p]
+    return sd
+
+
+def _in_place(t, e, dtype):
+    """Whether tensor t can take entry e's bytes in place."""
+    return (torch.is_tensor(t) and t.device.type == "cpu" and t.dtype == dtype and
+            list(t.shape) == list(e["shape"]) and t.is_contiguous() and not t.requires_grad)
+
+
+def load_checkpoint(client, bucket, prefix, threads=8, map_location=None, into=None):
     """The state dict saved under prefix. NotFoundError when no save completed there;
-    WarmlakeError when its data does not match the manifest."""
+    WarmlakeError when its data does not match the manifest.
+
+    into: a state dict (a model's, or one loaded before) whose CPU tensors of the same
+    path, dtype and shape (contiguous, not requiring grad: detach them, or pass
+    model.state_dict(), whose tensors are detached) are read into in place and returned;
+    other tensors are allocated (and moved to map_location, which in-place ones are not).
+    This saves faulting in fresh memory, which cost this
+    machine half the load rate (bench/reader.py: 410-575 MB/s into new tensors, 1.0-1.17
+    GB/s into reused ones). A load that fails midway leaves those tensors partly
+    overwritten."""
     prefix = prefix.rstrip("/")
     try:
         manifest = json.loads(client.get(bucket, prefix + "/manifest.json"))
@@ -589,6 +632,14 @@ def load_checkpoint(client, bucket, prefix, threads=8, map_location=None):
             raise WarmlakeError(-5, message="checkpoint %s/%s: %s missing or changed" %
                                 (bucket, prefix, e["key"]))
         dtype = getattr(torch, e["dtype"])
+        dst = _get_path(into, tuple(e["path"])) if into is not None else None
+        if dst is not None and _in_place(dst, e, dtype):
+            if e["nbytes"]:
+                raw = dst.reshape(-1).view(torch.uint8)
+                n = client.get_into(bucket, e["key"], raw.numpy())
+                if n != e["nbytes"]:
+                    raise WarmlakeError(-5, message="checkpoint tensor %s short" % e["key"])
+            return e, dst
         if e["nbytes"] == 0:
             return e, torch.empty(e["shape"], dtype=dtype)
         raw = torch.empty(e["nbytes"], dtype=torch.uint8)
