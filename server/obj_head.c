@@ -802,6 +802,24 @@ int obj_update_umeta_version(obj_set_t *s, const char *bucket, const char *key, 
     return rc;
 }
 
+/*
+ * After a rewrite of noncurrent version v at its position: whether v is the newest head at
+ * the current position with other metadata, promoted meanwhile by a delete of the version
+ * above it (through another node) from its copy read before this rewrite landed. Readers of
+ * v by id take the current copy: the rewrite must go there too. The promotion reads v's
+ * copy again after its write (promoted_rewrite), and one of the two sees the other.
+ */
+static int promoted_meanwhile(obj_set_t *s, const char *bucket, const char *key,
+                              const obj_info_t *v)
+{
+    obj_info_t *cur = xmalloc(sizeof(*cur));
+    int p = obj__newest_head(s, bucket, key, cur) == 0 && !cur->deleted &&
+            !strcmp(cur->upload_id, v->upload_id) && !strcmp(cur->vid, v->vid) &&
+            (cur->umeta_len != v->umeta_len || memcmp(cur->umeta, v->umeta, v->umeta_len));
+    free(cur);
+    return p;
+}
+
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
 {
@@ -812,6 +830,24 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     for (int attempt = 0;; attempt++) {
+        /*
+         * Whether the version is current is what stands, not the newest head of m+1 stores:
+         * that may be another writer's head in flight (a delete marker on two stores of six,
+         * to be undone), and the version, still current, was taken for noncurrent: the rewrite
+         * went to a copy a commit's archive then wrote over with the current head's old
+         * metadata (a probe: acknowledged tags lost, 1 round in 40). Waited for, as a commit
+         * waits.
+         */
+        int in_way = 0;
+        if ((rc = obj__standing(s, bucket, key, orig, &in_way)) != 0 && rc != ERR_NOT_FOUND) break;
+        if (in_way) {
+            if (attempt + 1 >= 10) {
+                rc = ERR_THROTTLED;
+                break;
+            }
+            usleep(200u + (uint32_t)(attempt * 7919u % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         if ((rc = obj__locate(s, bucket, key, vid, info, pos)) == 0 && info->deleted) {
             if (marker) *marker = 1;
             rc = ERR_NOT_FOUND;
@@ -845,7 +881,10 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
              * was, a PutObjectAcl racing an overwrite got 404 for a key that exists). */
             refused = 1;
         } else if (!refused) {
-            if (!obj__enough(s, info, heads)) rc = first_err ? first_err : ERR_UNRECOVERABLE;
+            if (!obj__enough(s, info, heads))
+                rc = first_err ? first_err : ERR_UNRECOVERABLE;
+            else if (pos[0] && promoted_meanwhile(s, bucket, key, info) && attempt + 1 < 10)
+                continue; /* the copy readers take is the current one now: rewritten there */
             break;
         }
         /* Put the version back as it was where the rewrite landed, then try again on

@@ -134,6 +134,9 @@ extern void *obj__move_between_arg;
  * it is not current (promote_past), where a racing delete of the version above may promote it. */
 extern void (*obj__retired_hook)(void *arg, const char *key);
 extern void *obj__retired_hook_arg;
+/* Tests: called by a promotion between its walk (the successor read) and its write. */
+extern void (*obj__promote_hook)(void *arg, const char *key);
+extern void *obj__promote_hook_arg;
 
 /* ---- obj_multi.c ---- */
 

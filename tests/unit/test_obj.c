@@ -1704,6 +1704,137 @@ static void test_rewrite_never_brings_back_a_version_deleted_by_id(void **state)
     obj_set_free(other);
 }
 
+/*
+ * PutObjectTagging of a noncurrent version v1 by id racing DELETE ?versionId of the current
+ * v2 through another node, which promotes v1: the promotion copies v1's noncurrent head to
+ * the current position, and readers of v1 by id take the current one. A rewrite that landed
+ * at v1's noncurrent position after the promotion's walk read it (or whose look came before
+ * the promotion and its write after) was acknowledged and lost: v1 current with its old
+ * tags (a 3-node probe: 38 rounds in 40). Both orders: the promotion done inside the
+ * rewrite's look-to-write window, and a rewrite done inside the promotion's walk-to-write
+ * window (obj__promote_hook).
+ */
+typedef struct {
+    obj_set_t *other; /* another node */
+    const char *key, *vid;
+    int calls;
+} promote_in_umeta_t;
+
+static int set_one(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    (void)arg;
+    (void)cur;
+    memcpy(out, "t\0one", 6);
+    *out_len = 6;
+    return 0;
+}
+
+static int promote_meanwhile(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    promote_in_umeta_t *d = arg;
+    if (d->calls++ == 0)
+        assert_int_equal(obj_delete_version(d->other, "bkt", d->key, d->vid, NULL, NULL), 0);
+    return set_one(arg, cur, out, out_len);
+}
+
+static void rewrite_meanwhile(void *arg, const char *key)
+{
+    promote_in_umeta_t *d = arg;
+    if (d->calls++ == 0)
+        assert_int_equal(
+            obj_update_umeta_version(d->other, "bkt", key, d->vid, set_one, NULL, NULL), 0);
+}
+
+static void assert_umeta_one(obj_set_t *s, const char *key, const char *vid)
+{
+    obj_info_t got;
+    assert_int_equal(obj_stat_version(s, "bkt", key, vid, &got), 0);
+    assert_int_equal(got.umeta_len, 6);
+    assert_memory_equal(got.umeta, "t\0one", 6);
+    assert_int_equal(obj_stat(s, "bkt", key, &got), 0);
+    assert_string_equal(got.vid, vid);
+    assert_int_equal(got.umeta_len, 6);
+}
+
+static void test_rewrite_of_a_version_promoted_meanwhile_stays(void **state)
+{
+    env_t *e = *state;
+    shard_store_t st[N];
+    for (int i = 0; i < N; i++)
+        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
+    int err;
+    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
+    assert_non_null(other);
+    for (int j = 0; j < 2; j++) {
+        obj_info_t v1, v2;
+        char key[32];
+        obj_set_inline_max(e->set, j ? OBJ_INLINE_DEFAULT : 0);
+        obj_set_inline_max(other, j ? OBJ_INLINE_DEFAULT : 0);
+        /* The promotion inside the rewrite's window. */
+        snprintf(key, sizeof(key), "rwpro%d", j);
+        vput(e, key, "first", OBJ_VERSIONED, &v1);
+        vput(e, key, "second", OBJ_VERSIONED, &v2);
+        promote_in_umeta_t d = {other, key, v2.vid, 0};
+        assert_int_equal(
+            obj_update_umeta_version(e->set, "bkt", key, v1.vid, promote_meanwhile, &d, NULL), 0);
+        assert_umeta_one(e->set, key, v1.vid);
+        /* The rewrite inside the promotion's window. */
+        snprintf(key, sizeof(key), "rwpro-b%d", j);
+        vput(e, key, "first", OBJ_VERSIONED, &v1);
+        vput(e, key, "second", OBJ_VERSIONED, &v2);
+        promote_in_umeta_t r = {other, key, v1.vid, 0};
+        obj__promote_hook = rewrite_meanwhile;
+        obj__promote_hook_arg = &r;
+        assert_int_equal(obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL), 0);
+        obj__promote_hook = NULL;
+        assert_int_equal(r.calls, 1);
+        assert_umeta_one(e->set, key, v1.vid);
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+    obj_set_free(other);
+}
+
+/*
+ * PutObjectTagging of the current version v2 by id while a delete marker's commit through
+ * another node is in flight: its archive of v2 written, its heads on two stores of six (the
+ * first a read asks), about to be undone. Taken from the newest of m+1 heads, v2 looked
+ * noncurrent and the rewrite went to that archive, which the marker's next attempt rewrote
+ * from v2's current head, old tags and all: acknowledged tags lost (a 3-node probe's tagging,
+ * PUT and marker at once, 1 round in 40). What stands decides, and a head in flight is
+ * waited for: here it never goes (503), or the tags are where v2's readers look.
+ */
+static void test_rewrite_waits_out_a_head_in_flight(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v1, v2, got;
+    int first_err = 0;
+    obj_set_inline_max(e->set, 0);
+    vput(e, "rwfl", "first", OBJ_VERSIONED, &v1);
+    vput(e, "rwfl", "second", OBJ_VERSIONED, &v2);
+    obj_info_t m;
+    obj_info_clear(&m);
+    m.deleted = m.marker = 1;
+    m.stamp_ns = m.mtime_ns = v2.stamp_ns + 1000;
+    obj__vid_of(m.vid, m.mtime_ns);
+    assert_int_equal(obj__new_upload_id(m.upload_id), 0);
+    assert_int_equal(obj__archive(e->set, "bkt", "rwfl", &v2, m.stamp_ns), 0);
+    uint32_t failed = 0;
+    int refused = 0;
+    assert_int_equal(obj__heads_to(e->set, "bkt", "rwfl", "", &m, NULL, first_two(e->set, "rwfl"),
+                                   NULL, &failed, &refused, &first_err),
+                     2);
+    int rc = obj_update_umeta_version(e->set, "bkt", "rwfl", v2.vid, set_one, NULL, NULL);
+    assert_true(rc == 0 || rc == ERR_THROTTLED);
+    /* The marker's commit lost: its heads go, v2 is current again with what it holds. */
+    obj__put_back(e->set, "bkt", "rwfl", "", &v2, &m);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "rwfl", v2.vid, &got), 0);
+    if (rc == 0) {
+        assert_int_equal(got.umeta_len, 6);
+        assert_memory_equal(got.umeta, "t\0one", 6);
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 static void test_versions(void **state)
 {
     env_t *e = *state;
@@ -3166,6 +3297,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_never_brings_back_a_version_deleted_by_id,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_of_a_version_promoted_meanwhile_stays, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_waits_out_a_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
