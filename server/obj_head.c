@@ -839,7 +839,9 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
          * waits.
          */
         int in_way = 0;
-        if ((rc = obj__standing(s, bucket, key, orig, &in_way)) != 0 && rc != ERR_NOT_FOUND) break;
+        if ((rc = obj__standing(s, bucket, key, orig, &in_way)) != 0 && rc != ERR_NOT_FOUND &&
+            !(rc == ERR_UNRECOVERABLE && in_way))
+            break; /* (nothing standing while heads are in flight: waited for too) */
         if (in_way) {
             if (attempt + 1 >= 10) {
                 rc = ERR_THROTTLED;

@@ -1835,6 +1835,84 @@ static void test_rewrite_waits_out_a_head_in_flight(void **state)
     obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
 }
 
+/*
+ * Racing writers' heads in flight can split the stores between them so that no version
+ * stands for a moment (here: two promotions on two stores each, v2 on the last two). A
+ * delete by id answered that at once with "too many drives are unavailable" (503 on a
+ * healthy cluster: a probe's DeleteObjects racing single deletes and a PUT, 7 entries in
+ * 100), the current version's delete before it looked, the noncurrent one's after its
+ * retire. Waited for as heads in flight are: the heads settle (v2 back, a thread here) and
+ * the delete goes through.
+ */
+typedef struct {
+    obj_set_t *set;
+    const char *key;
+    const obj_info_t *v;
+} settle_t;
+
+static void *settle_later(void *arg)
+{
+    settle_t *t = arg;
+    uint32_t failed = 0;
+    int refused = 0, first_err = 0;
+    usleep(20000);
+    obj_info_t v = *t->v;
+    v.sparse = 0;
+    assert_int_equal(obj__heads_to(t->set, "bkt", t->key, "", &v, NULL, 0x3f, NULL, &failed,
+                                   &refused, &first_err),
+                     6);
+    return NULL;
+}
+
+/* v2 stays on the three stores a read asks first (the newest head it finds), two other
+ * writers' heads on two stores and on one: nothing stands. */
+static void split_heads(env_t *e, const char *key, const obj_info_t *v1, const obj_info_t *v2)
+{
+    obj_info_t a = *v1, b = *v1;
+    uint32_t failed = 0, rest = 0x3f & ~obj__inline_stores(e->set, "bkt", key);
+    uint32_t two = rest & ~(rest & -rest);
+    int refused = 0, first_err = 0;
+    a.sparse = b.sparse = 0;
+    a.stamp_ns = v2->stamp_ns + 1000;
+    b.stamp_ns = v2->stamp_ns + 2000;
+    assert_int_equal(obj__new_upload_id(b.upload_id) == 0 && obj__new_upload_id(a.upload_id) == 0,
+                     1);
+    assert_int_equal(obj__heads_to(e->set, "bkt", key, "", &a, NULL, rest & ~two, NULL, &failed,
+                                   &refused, &first_err),
+                     1);
+    assert_int_equal(
+        obj__heads_to(e->set, "bkt", key, "", &b, NULL, two, NULL, &failed, &refused, &first_err),
+        2);
+    obj_info_t got;
+    int in_way = 0;
+    assert_int_equal(obj__standing(e->set, "bkt", key, &got, &in_way), ERR_UNRECOVERABLE);
+}
+
+static void test_delete_by_id_waits_while_nothing_stands(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v1, v2, got;
+    obj_set_inline_max(e->set, 0);
+    for (int j = 0; j < 2; j++) {
+        const char *key = j ? "split-nc" : "split";
+        vput(e, key, "first", OBJ_VERSIONED, &v1);
+        vput(e, key, "second", OBJ_VERSIONED, &v2);
+        split_heads(e, key, &v1, &v2);
+        settle_t t = {e->set, key, &v2};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, settle_later, &t), 0);
+        /* The current version (its first look), or the noncurrent one (promote_past). */
+        int rc = obj_delete_version(e->set, "bkt", key, j ? v1.vid : v2.vid, NULL, NULL);
+        pthread_join(th, NULL);
+        assert_int_equal(rc, 0);
+        assert_int_equal(obj_stat_version(e->set, "bkt", key, j ? v1.vid : v2.vid, &got),
+                         ERR_NOT_FOUND);
+        assert_int_equal(obj_stat(e->set, "bkt", key, &got), 0);
+        assert_string_equal(got.vid, j ? v2.vid : v1.vid);
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 static void test_versions(void **state)
 {
     env_t *e = *state;
@@ -3300,6 +3378,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_rewrite_of_a_version_promoted_meanwhile_stays, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_waits_out_a_head_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_by_id_waits_while_nothing_stands, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
