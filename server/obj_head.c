@@ -755,29 +755,58 @@ void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char
         if (h[j].ok && h[j].info.stamp_ns == nv->stamp_ns &&
             strcmp(h[j].info.upload_id, nv->upload_id) == 0)
             took |= 1u << stores[j];
-    free(h);
-    if (!took) return;
+    if (!took) {
+        free(h);
+        return;
+    }
+    /*
+     * Each store gets back what it had: orig's head where orig had one (every store, or a
+     * sparse one's copies), nothing where it had none. And nothing either when orig's bytes
+     * are gone (deleted by its id meanwhile, through another node): left, nv stayed there.
+     * A promotion of v0 over a sparse v2 that a PUT (sparse v3) refused on the copies had
+     * landed on the other stores, which hold no head of either, newer by its stamp than v3;
+     * v2 deleted meanwhile, nothing was put back and v0 was current again for every reader
+     * that asked those stores: the acknowledged PUT lost to their listings (a probe's
+     * DeleteObjects, a delete by id and a PUT at once, 4 rounds in 150).
+     */
+    uint32_t back = orig->sparse ? took & orig->inl : took, gone = took & ~back;
     void *bytes = NULL;
-    if (orig->inl && orig->size) {
+    if (back && orig->inl && orig->size) {
         bytes = xmalloc(orig->size);
         if (obj__inline_load(s, bucket, key, orig, bytes) != 0 &&
             (strcmp(nv->upload_id, orig->upload_id) != 0 || /* a rewrite: the same bytes */
              obj__inline_load(s, bucket, key, nv, bytes) != 0)) {
-            log_warn("event=umeta_undo_failed key=%s: no copy to put back", key);
-            free(bytes);
-            return;
+            log_warn("event=umeta_undo_failed key=%s: no copy to put back, its heads go", key);
+            gone = took;
+            back = 0;
         }
     }
     shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
     memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
     uint32_t failed = 0;
     int refused = 0, first_err = 0;
-    (void)obj__heads_to(s, bucket, key, pos, orig, bytes, took, &mine, &failed, &refused,
-                        &first_err);
+    if (back)
+        (void)obj__heads_to(s, bucket, key, pos, orig, bytes, back, &mine, &failed, &refused,
+                            &first_err);
+    free(bytes);
+    /* Where nv's head still stands (looked at again: a newer one may have come), it goes. */
+    n = obj__stores_in(s, gone, stores);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n; j++) {
+        drive_id_t id = {bucket, key, pos, (uint32_t)stores[j]};
+        if (!h[j].ok || h[j].info.stamp_ns != nv->stamp_ns ||
+            strcmp(h[j].info.upload_id, nv->upload_id) != 0)
+            continue;
+        int rc = s->st[stores[j]].ops->del(s->st[stores[j]].ctx, &id);
+        if (rc && rc != ERR_NOT_FOUND) {
+            failed |= 1u << stores[j];
+            if (!first_err) first_err = rc;
+        }
+    }
+    free(h);
     if (failed)
         log_warn("event=umeta_undo_incomplete key=%s left=0x%x err=%s", key, failed,
                  err_name(first_err));
-    free(bytes);
 }
 
 int obj_update_umeta(obj_set_t *s, const char *bucket, const char *key, obj_umeta_fn fn, void *arg)
