@@ -443,11 +443,15 @@ static void promoted_rewrite(obj_set_t *s, const char *bucket, const char *key, 
     char pos[OBJ_VID_LEN + 1];
     obj_info_t *h = xmalloc(sizeof(*h)), *nv = xmalloc(sizeof(*nv));
     obj__vid_of(pos, next->mtime_ns);
-    for (int i = 0; i < 3; i++) {
-        if (obj__newest_at(s, bucket, key, pos, h) != 0 || h->deleted || !same_version(h, next) ||
-            h->stamp_ns <= walked ||
-            (h->umeta_len == next->umeta_len && !memcmp(h->umeta, next->umeta, h->umeta_len)))
-            break;
+    /*
+     * Once: a rewrite landing there after this read sees the promotion (written before it)
+     * in its own check. Read again, the copy may be a commit's archive of this very promotion
+     * as it was (old metadata): taken, it undid the rewrite just carried over (a probe's
+     * tagging, promotion and PUT at once, 3 rounds in 100).
+     */
+    if (obj__newest_at(s, bucket, key, pos, h) == 0 && !h->deleted && same_version(h, next) &&
+        h->stamp_ns > walked &&
+        (h->umeta_len != next->umeta_len || memcmp(h->umeta, next->umeta, h->umeta_len))) {
         obj_info_copy(nv, next);
         memcpy(nv->umeta, h->umeta, h->umeta_len);
         nv->umeta_len = h->umeta_len;
@@ -459,11 +463,10 @@ static void promoted_rewrite(obj_set_t *s, const char *bucket, const char *key, 
             obj__write_at_cond(s, bucket, key, "", nv, NULL, 0, &bound, &refused, &first_err);
         if (refused || !obj__enough(s, nv, heads)) {
             obj__put_back(s, bucket, key, "", next, nv);
-            break;
+        } else {
+            log_info("event=promoted_rewrite key=%s version=%s", key, next->vid);
+            obj_info_copy(next, nv);
         }
-        log_info("event=promoted_rewrite key=%s version=%s", key, next->vid);
-        walked = h->stamp_ns;
-        obj_info_copy(next, nv);
     }
     free(h);
     free(nv);
