@@ -134,6 +134,9 @@ extern void *obj__move_between_arg;
  * it is not current (promote_past), where a racing delete of the version above may promote it. */
 extern void (*obj__retired_hook)(void *arg, const char *key);
 extern void *obj__retired_hook_arg;
+/* Tests: called by a promotion between its walk (the successor read) and its write. */
+extern void (*obj__promote_hook)(void *arg, const char *key);
+extern void *obj__promote_hook_arg;
 
 /* ---- obj_multi.c ---- */
 
@@ -419,8 +422,9 @@ int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const ob
  * A head write (nv: a metadata rewrite of orig, or a promotion over it) that
  * a store refused: where nv landed at pos (its stamp and upload id), orig's
  * head goes back, bytes and all for an inline version, only where nv still
- * stands (best effort: a store that fails keeps it, as a failed undo of a
- * commit does).
+ * stands, and only where orig had one (a sparse one's copies); elsewhere, or
+ * when orig's bytes are gone, nv's head goes (best effort: a store that
+ * fails keeps it, as a failed undo of a commit does).
  */
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    const obj_info_t *orig, const obj_info_t *nv);
