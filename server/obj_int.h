@@ -137,6 +137,10 @@ extern void *obj__retired_hook_arg;
 /* Tests: called by a promotion between its walk (the successor read) and its write. */
 extern void (*obj__promote_hook)(void *arg, const char *key);
 extern void *obj__promote_hook_arg;
+/* Tests: called by a delete by id that found its version current, before it checks that it
+ * stands. */
+extern void (*obj__located_hook)(void *arg, const char *key);
+extern void *obj__located_hook_arg;
 
 /* ---- obj_multi.c ---- */
 

@@ -627,6 +627,8 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
 void (*obj__retired_hook)(void *arg, const char *key);
 void (*obj__promote_hook)(void *arg, const char *key);
 void *obj__promote_hook_arg;
+void (*obj__located_hook)(void *arg, const char *key);
+void *obj__located_hook_arg;
 void *obj__retired_hook_arg;
 
 int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
@@ -674,17 +676,29 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
          * next version went over the marker (older by its stamp than the promotion): an
          * acknowledged marker lost. Waited for instead, as a commit waits (obj__standing).
          */
+        if (obj__located_hook) obj__located_hook(obj__located_hook_arg, key);
         obj_info_t *now = xmalloc(sizeof(*now)), next;
         int in_way = 0;
         rc = obj__standing(s, bucket, key, now, &in_way);
-        free(now);
+        /*
+         * And what stands must be v itself, promoted with the stamp it stands with: the head
+         * read may have been in flight and gone since (a racing delete's promotion of v,
+         * undone: a delete marker stands). Taken as current with its stamp, newer than the
+         * marker's, it was promoted past: the next version went over the acknowledged marker
+         * on every store (a probe's DeleteObjects of v1,v2 + DELETE ?versionId=v2 + marker,
+         * 1 round in 150). Not v: look again.
+         */
+        int same = rc == 0 && same_version(now, &v) && (!now->deleted || now->marker);
+        if (same) obj_info_copy(&v, now);
         /* Nothing standing while heads are in flight (racing writers' heads split the stores
          * between them for a moment): waited for too. Answered at once, a delete by id
          * racing single deletes and a PUT through other nodes got 503 "too many drives are
          * unavailable" on a healthy cluster (a probe's DeleteObjects: 7 entries in 100). */
+        free(now);
         if (rc && rc != ERR_NOT_FOUND && !(rc == ERR_UNRECOVERABLE && in_way)) break;
-        rc = in_way ? PROMOTE_RACED
-                    : promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
+        rc = in_way || !same
+                 ? PROMOTE_RACED
+                 : promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
         if (rc == PROMOTE_GONE) {
             /* v went; its successor must not stay current in its place. Failing that, a
              * reader finds the successor (its delete's own check may still take it). */

@@ -2116,6 +2116,61 @@ static void test_refused_promotion_leaves_no_head_where_none_was(void **state)
     obj_set_free(other);
 }
 
+/*
+ * DELETE ?versionId=v1 whose look found v1 current: the newest head of the m+1 stores it asked
+ * was a racing delete's promotion of v1 on two stores, newer than the delete marker that
+ * stands on the others. By the time the delete checked what stands (obj__standing) the
+ * promotion had been undone (the marker back there): nothing in the way, and the delete went
+ * on with the promotion's head as v1, its stamp (newer than the marker's) the bound of its own
+ * promotion of v2, which covered the acknowledged marker on every store (a probe's
+ * DeleteObjects of v1,v2 + DELETE ?versionId=v2 + a marker, 1 round in 150).
+ */
+typedef struct {
+    obj_set_t *set;
+    const obj_info_t *marker, *promo;
+    int calls;
+} undo_promo_t;
+
+static void undo_promotion(void *arg, const char *key)
+{
+    undo_promo_t *u = arg;
+    if (u->calls++) return;
+    obj__put_back(u->set, "bkt", key, "", u->marker, u->promo);
+}
+
+static void test_delete_by_id_acts_on_what_stands(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v1, v2, m, got;
+    int first_err = 0, in_way = 0;
+    obj_set_inline_max(e->set, 0);
+    vput(e, "lost-mk", "first", OBJ_VERSIONED, &v1);
+    vput(e, "lost-mk", "second", OBJ_VERSIONED, &v2);
+    assert_int_equal(obj_delete_current(e->set, "bkt", "lost-mk", NULL, OBJ_VERSIONED, &m), 0);
+    obj_info_t promo = v1;
+    promo.sparse = 0;
+    promo.stamp_ns = m.stamp_ns + 1000;
+    uint32_t failed = 0;
+    int refused = 0;
+    assert_int_equal(obj__heads_to(e->set, "bkt", "lost-mk", "", &promo, NULL,
+                                   first_two(e->set, "lost-mk"), NULL, &failed, &refused,
+                                   &first_err),
+                     2);
+    undo_promo_t u = {e->set, &m, &promo, 0};
+    obj__located_hook = undo_promotion;
+    obj__located_hook_arg = &u;
+    int rc = obj_delete_version(e->set, "bkt", "lost-mk", v1.vid, NULL, NULL);
+    obj__located_hook = NULL;
+    assert_int_equal(u.calls, 1);
+    assert_int_equal(rc, 0);
+    assert_int_equal(obj__standing(e->set, "bkt", "lost-mk", &got, &in_way), 0);
+    assert_true(got.marker);
+    assert_string_equal(got.upload_id, m.upload_id);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "lost-mk", v1.vid, &got), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "lost-mk", v2.vid, &got), 0);
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 static void test_versions(void **state)
 {
     env_t *e = *state;
@@ -3588,6 +3643,7 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_refused_promotion_leaves_no_head_where_none_was, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_delete_by_id_acts_on_what_stands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions, setup, teardown),
         cmocka_unit_test(test_meta_corrupt_fields),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
