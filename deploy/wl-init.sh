@@ -143,7 +143,9 @@ start() { # NAME [wait]
   fi
   set +f
   n=0 pid=''
-  while [ "$n" -lt 50 ]; do # the launcher writes the pid file at once
+  # The launcher writes the pid file at once; on a loaded machine "at once" took over 5 s
+  # (a CI run beside other builds: a restart reported "did not start").
+  while [ "$n" -lt 300 ]; do
     pid=$(pid_of "$1")
     [ -z "$pid" ] || break
     [ ! -s "$pidf" ] || break # written, and already gone
