@@ -38,7 +38,8 @@ struct idx {
 
 /* A batch with an index of its own, so reads can see its uncommitted writes. */
 struct idx_batch {
-    rocksdb_writebatch_wi_t *wb;
+    rocksdb_writebatch_wi_t *wb; /* indexed: lookups see its writes */
+    rocksdb_writebatch_t *plain; /* or write-only */
 };
 
 struct idx_iter {
@@ -202,6 +203,7 @@ int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, 
 {
     char *err = NULL;
     no_perf_counters();
+    if (b && b->plain) abort(); /* a write-only batch cannot be read through */
     char *v =
         b ? rocksdb_writebatch_wi_get_from_batch_and_db(b->wb, x->db, x->ro, key, klen, vlen, &err)
           : rocksdb_get(x->db, x->ro, key, klen, vlen, &err);
@@ -216,35 +218,54 @@ int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, 
 
 idx_batch_t *idx_batch_new(void)
 {
-    idx_batch_t *b = xmalloc(sizeof(*b));
+    idx_batch_t *b = xcalloc(1, sizeof(*b));
     b->wb = rocksdb_writebatch_wi_create(0, 1);
+    return b;
+}
+
+idx_batch_t *idx_batch_new_plain(void)
+{
+    idx_batch_t *b = xcalloc(1, sizeof(*b));
+    b->plain = rocksdb_writebatch_create();
     return b;
 }
 
 void idx_batch_put(idx_batch_t *b, const void *k, size_t kl, const void *v, size_t vl)
 {
-    rocksdb_writebatch_wi_put(b->wb, k, kl, v, vl);
+    if (b->plain)
+        rocksdb_writebatch_put(b->plain, k, kl, v, vl);
+    else
+        rocksdb_writebatch_wi_put(b->wb, k, kl, v, vl);
 }
 
 void idx_batch_delete(idx_batch_t *b, const void *k, size_t kl)
 {
-    rocksdb_writebatch_wi_delete(b->wb, k, kl);
+    if (b->plain)
+        rocksdb_writebatch_delete(b->plain, k, kl);
+    else
+        rocksdb_writebatch_wi_delete(b->wb, k, kl);
 }
 
 void idx_batch_clear(idx_batch_t *b)
 {
-    rocksdb_writebatch_wi_clear(b->wb);
+    if (b->plain)
+        rocksdb_writebatch_clear(b->plain);
+    else
+        rocksdb_writebatch_wi_clear(b->wb);
 }
 
 int idx_batch_count(idx_batch_t *b)
 {
-    return rocksdb_writebatch_wi_count(b->wb);
+    return b->plain ? rocksdb_writebatch_count(b->plain) : rocksdb_writebatch_wi_count(b->wb);
 }
 
 void idx_batch_free(idx_batch_t *b)
 {
     if (!b) return;
-    rocksdb_writebatch_wi_destroy(b->wb);
+    if (b->plain)
+        rocksdb_writebatch_destroy(b->plain);
+    else
+        rocksdb_writebatch_wi_destroy(b->wb);
     free(b);
 }
 
@@ -252,7 +273,10 @@ int idx_write(idx_t *x, idx_batch_t *b)
 {
     char *err = NULL;
     no_perf_counters();
-    rocksdb_write_writebatch_wi(x->db, x->wo, b->wb, &err);
+    if (b->plain)
+        rocksdb_write(x->db, x->wo, b->plain, &err);
+    else
+        rocksdb_write_writebatch_wi(x->db, x->wo, b->wb, &err);
     /* Counted once written: a statistics read that missed it sees the count move. */
     __atomic_add_fetch(&x->writes, 1, __ATOMIC_RELEASE);
     return rerr("write", err);

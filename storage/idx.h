@@ -40,6 +40,12 @@ int idx_get(idx_t *x, idx_batch_t *b, const void *key, size_t klen, void **val, 
     __attribute__((warn_unused_result));
 
 idx_batch_t *idx_batch_new(void);
+/*
+ * A write-only batch: cheaper by far for large batches (each write to an
+ * indexed one is a search of its skiplist of entries), but idx_get cannot
+ * read through it (it aborts if asked to).
+ */
+idx_batch_t *idx_batch_new_plain(void);
 void idx_batch_put(idx_batch_t *b, const void *k, size_t kl, const void *v, size_t vl);
 void idx_batch_delete(idx_batch_t *b, const void *k, size_t kl);
 void idx_batch_clear(idx_batch_t *b);
