@@ -21,9 +21,9 @@
 #include "common/log.h"
 #include "server/obj_int.h"
 #include "server/peer.h"
+#include "testlib.h"
 
 #define _XOPEN_SOURCE_EXTRA
-#include <ftw.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <openssl/evp.h>
@@ -287,14 +287,6 @@ static void go_remote(env_t *e)
         e->f[i].in = peer_store_new(p, (uint32_t)i);
 }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     env_t *e = calloc(1, sizeof(*e));
@@ -334,7 +326,7 @@ static int teardown(void **state)
     }
     for (int i = 0; i < N; i++)
         drive_close(e->f[i].d);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tl_rm_rf(e->dir);
     free(e->dir);
     free(e);
     return 0;
