@@ -658,15 +658,22 @@ static int gw_count_version(void *arg, const char *key, const obj_info_t *info, 
     return 0;
 }
 
-static void test_two_gateways(void **state)
+/* A second set over e's stores, as another node's gateway would have (freed by the caller). */
+static obj_set_t *other_gateway(env_t *e)
 {
-    env_t *e = *state;
     shard_store_t st[N];
     for (int i = 0; i < N; i++)
         st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
     int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
+    obj_set_t *other = obj_set_new(st, K, M, B, &err);
     assert_non_null(other);
+    return other;
+}
+
+static void test_two_gateways(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     obj_set_t *sets[2] = {e->set, other};
     /* Unconditional writes racing on one key, two writers through each gateway. */
     gw_t g[4];
@@ -1795,12 +1802,7 @@ static int delete_meanwhile(void *arg, const obj_info_t *cur, char *out, size_t 
 static void test_rewrite_never_brings_back_a_version_deleted_by_id(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     const char *keys[2] = {"rwdel", "rwdel-small"};
     for (int j = 0; j < 2; j++) {
         obj_info_t v1, v2, got;
@@ -1875,12 +1877,7 @@ static void assert_umeta_one(obj_set_t *s, const char *key, const char *vid)
 static void test_rewrite_of_a_version_promoted_meanwhile_stays(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     for (int j = 0; j < 2; j++) {
         obj_info_t v1, v2;
         char key[32];
@@ -2064,12 +2061,7 @@ static void put_and_delete_meanwhile(void *arg, const char *key)
 static void test_refused_promotion_leaves_no_head_where_none_was(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     obj_info_t v1, v2, got;
     vput(e, "spp", "first", OBJ_VERSIONED, &v1);
     vput(e, "spp", "second", OBJ_VERSIONED, &v2);
