@@ -133,6 +133,14 @@ int wl__stat(wl_client_t *c, const char *bucket, const char *key, wl_stat_t *st,
 int wl__put_one(wl_client_t *c, const char *path, const char *query, const void *buf,
                 s3c_fill_fn fill, void *fill_arg, uint64_t len, const char *content_type,
                 char *etag, wl_error_t *err) WL_MUST_CHECK;
+/*
+ * A 2xx reply's body (len bytes; NULL: none), which S3 may still fill with an error
+ * (CompleteMultipartUpload, CopyObject): WL_ESERVER with its Code in err, the message
+ * "<what> <path>: <Code>"; else 0, and the body's ETag, quotes stripped, into etag (128
+ * bytes; NULL: not wanted).
+ */
+int wl__body_result(const char *body, size_t len, const char *what, const char *path, char *etag,
+                    wl_error_t *err) WL_MUST_CHECK;
 /* Whether an ETag looks like an MD5 (32 hex digits): multipart and SSE ones do not. */
 int wl__md5_like(const char *etag);
 /* MD5 of the bytes given by fill (or buf) as hex into hex[33]; 0 or WL_ENOMEM. */

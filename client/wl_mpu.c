@@ -148,20 +148,7 @@ static int multipart(wl_client_t *c, const char *path, const src_t *src, uint64_
     rc = wl__request(c, &done, err);
     if (rc == 0) {
         /* S3 may answer 200 and still carry an error in the body. */
-        char code[64], tag[128];
-        const char *b = done.body_copy ? done.body_copy : "";
-        s3c_xml_text(b, done.body_copy_len, "Code", code, sizeof(code));
-        s3c_xml_text(b, done.body_copy_len, "ETag", tag, sizeof(tag));
-        if (code[0]) {
-            snprintf(err->s3_code, sizeof(err->s3_code), "%s", code);
-            rc = wl__fail(err, WL_ESERVER, "complete %s: %s", path, code);
-        } else if (etag) {
-            size_t tl = strlen(tag);
-            if (tl >= 2 && tag[0] == '"' && tag[tl - 1] == '"')
-                snprintf(etag, 128, "%.*s", (int)tl - 2, tag + 1);
-            else
-                snprintf(etag, 128, "%s", tag);
-        }
+        rc = wl__body_result(done.body_copy, done.body_copy_len, "complete", path, etag, err);
     }
     free(done.body_copy);
     if (rc == 0) goto out;

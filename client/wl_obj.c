@@ -169,6 +169,27 @@ int wl__put_one(wl_client_t *c, const char *path, const char *query, const void 
     return 0;
 }
 
+int wl__body_result(const char *body, size_t len, const char *what, const char *path, char *etag,
+                    wl_error_t *err)
+{
+    char code[64], tag[128];
+    const char *b = body ? body : "";
+    s3c_xml_text(b, len, "Code", code, sizeof(code));
+    s3c_xml_text(b, len, "ETag", tag, sizeof(tag));
+    if (code[0]) {
+        snprintf(err->s3_code, sizeof(err->s3_code), "%s", code);
+        return wl__fail(err, WL_ESERVER, "%s %s: %s", what, path, code);
+    }
+    if (etag) {
+        size_t tl = strlen(tag);
+        if (tl >= 2 && tag[0] == '"' && tag[tl - 1] == '"')
+            snprintf(etag, 128, "%.*s", (int)tl - 2, tag + 1);
+        else
+            snprintf(etag, 128, "%s", tag);
+    }
+    return 0;
+}
+
 int wl_copy(wl_client_t *c, const char *src_bucket, const char *src_key, const char *bucket,
             const char *key, char *etag)
 {
@@ -180,22 +201,8 @@ int wl_copy(wl_client_t *c, const char *src_bucket, const char *src_key, const c
     const char *hdrs[] = {"x-amz-copy-source", src, NULL};
     wl_call_t call = {.req = {.method = "PUT", .path = path, .headers = hdrs}, .want_body = 1};
     int rc = wl__request(c, &call, &err);
-    if (rc == 0) {
-        char code[64], tag[128];
-        const char *b = call.body_copy ? call.body_copy : "";
-        s3c_xml_text(b, call.body_copy_len, "Code", code, sizeof(code));
-        s3c_xml_text(b, call.body_copy_len, "ETag", tag, sizeof(tag));
-        if (code[0]) {
-            snprintf(err.s3_code, sizeof(err.s3_code), "%s", code);
-            rc = wl__fail(&err, WL_ESERVER, "copy to %s: %s", path, code);
-        } else if (etag) {
-            size_t tl = strlen(tag);
-            if (tl >= 2 && tag[0] == '"' && tag[tl - 1] == '"')
-                snprintf(etag, 128, "%.*s", (int)tl - 2, tag + 1);
-            else
-                snprintf(etag, 128, "%s", tag);
-        }
-    }
+    if (rc == 0)
+        rc = wl__body_result(call.body_copy, call.body_copy_len, "copy to", path, etag, &err);
     free(call.body_copy);
     return wl__ret(&err, rc);
 }

@@ -45,3 +45,12 @@ void clock_sim_advance(wl_sim_clock_t *c, uint64_t ns)
 {
     sim_sleep(&c->base, ns);
 }
+
+void clock_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}

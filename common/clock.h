@@ -5,6 +5,7 @@
 #ifndef WL_CLOCK_H
 #define WL_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 typedef struct wl_clock wl_clock_t;
@@ -26,6 +27,14 @@ typedef struct {
 
 void clock_sim_init(wl_sim_clock_t *c, uint64_t start_ns);
 void clock_sim_advance(wl_sim_clock_t *c, uint64_t ns);
+
+/*
+ * Initialise *cv to time its waits on CLOCK_MONOTONIC: pthread_cond_timedwait
+ * deadlines are then clock_gettime(CLOCK_MONOTONIC) times, which a step of
+ * the wall clock neither cuts short nor stretches. Freed with
+ * pthread_cond_destroy.
+ */
+void clock_cond_init(pthread_cond_t *cv);
 
 #define NS_PER_SEC 1000000000ull
 

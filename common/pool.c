@@ -1,5 +1,6 @@
 #include "common/pool.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -24,12 +25,8 @@ struct pool {
 
 void latch_init(latch_t *l)
 {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* latch_wait_ms: a clock that only goes on */
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&l->cv); /* latch_wait_ms: a clock that only goes on */
     l->left = 0;
 }
 

@@ -10,6 +10,7 @@
  */
 #include "server/bgwork.h"
 
+#include "common/clock.h"
 #include "server/s3_int.h"
 
 #include <time.h>
@@ -73,11 +74,7 @@ int bgwork_start(bgwork_t *w, const char *name, double first_s, bgwork_pass_fn p
     w->pass = pass;
     w->arg = arg;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&w->cv);
     if (pthread_create(&w->thread, NULL, bg_main, w) != 0) {
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);

@@ -17,6 +17,7 @@
  */
 #include "server/obj_int.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -477,11 +478,7 @@ int obj_set_heal_start(obj_set_t *s)
     q->s = s;
     q->hash = xcalloc(HQ_BUCKETS, sizeof(*q->hash));
     pthread_mutex_init(&q->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&q->cv);
     int rc = pthread_create(&q->thread, NULL, heal_main, q);
     if (rc != 0) {
         log_error("event=heal_thread_failed err=%s", strerror(rc));

@@ -6,7 +6,9 @@
  *               I/O in parallel (stripe writes, heads, decoder fetches)
  *   obj_meta.c  the head metadata codec (the format is laid out there)
  *   obj_head.c  heads: the newest one, writing them, key and upload locks,
- *               pins and deferred drops, delete, in-place metadata rewrite
+ *               pins and deferred drops, delete
+ *   obj_rewrite.c  in-place metadata rewrite of a version, and putting a
+ *               version back where a refused head write landed
  *   obj_commit.c  the commit of a version's heads (the stores decide between
  *               gateways: read what stands, write under a condition, undo
  *               and retry on a refusal) and the conditions it checks
@@ -375,6 +377,19 @@ int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char 
                   const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
                   uint32_t *failed, int *refused, int *first_err);
 
+/* ---- obj_rewrite.c ---- */
+
+/*
+ * A head write (nv: a metadata rewrite of orig, or a promotion over it) that
+ * a store refused: where nv landed at pos (its stamp and upload id), orig's
+ * head goes back, bytes and all for an inline version, only where nv still
+ * stands, and only where orig had one (a sparse one's copies); elsewhere, or
+ * when orig's bytes are gone, nv's head goes (best effort: a store that
+ * fails keeps it, as a failed undo of a commit does).
+ */
+void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                   const obj_info_t *orig, const obj_info_t *nv);
+
 /* ---- obj_heal.c ---- */
 
 /*
@@ -422,16 +437,6 @@ uint32_t obj__inline_stores(const obj_set_t *s, const char *bucket, const char *
  */
 int obj__inline_load(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                      void *buf);
-/*
- * A head write (nv: a metadata rewrite of orig, or a promotion over it) that
- * a store refused: where nv landed at pos (its stamp and upload id), orig's
- * head goes back, bytes and all for an inline version, only where nv still
- * stands, and only where orig had one (a sparse one's copies); elsewhere, or
- * when orig's bytes are gone, nv's head goes (best effort: a store that
- * fails keeps it, as a failed undo of a commit does).
- */
-void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                   const obj_info_t *orig, const obj_info_t *nv);
 /* The stores (of v->inl, those up) whose copy of inline version v at pos does not read back
  * whole (a rotten record, or bytes that fail v's crc): what a heal rewrites. */
 uint32_t obj__inline_rotten(obj_set_t *s, const char *bucket, const char *key, const char *pos,

@@ -14,6 +14,7 @@
  */
 #include "server/obj_int.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "proto/net.h"
@@ -389,11 +390,7 @@ void obj__hedged_run(obj_set_t *s, unsigned n, unsigned spare, unsigned need,
     pool_job_t *q[OBJ_MAX_SHARDS];
     if (n + spare > OBJ_MAX_SHARDS) spare = OBJ_MAX_SHARDS - n;
     pthread_mutex_init(&h.mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h.cv, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&h.cv);
     h.ended = h.ok = 0;
     h.done = 0;
     h.fn = fn;

@@ -435,7 +435,7 @@ static int note_own_copy(obj_set_t *s, const char *bucket, const char *key, cons
  * acknowledged tags were lost (a 3-node probe: 38 rounds in 40). The promoted head gets them,
  * only over itself (a store holding anything newer, a rewrite there or a PUT, refuses; then
  * it goes back as it was where it landed: the rewrite's own check, promoted_meanwhile in
- * obj_head.c, sees the promotion and rewrites the current head).
+ * obj_rewrite.c, sees the promotion and rewrites the current head).
  */
 static void promoted_rewrite(obj_set_t *s, const char *bucket, const char *key, obj_info_t *next,
                              uint64_t walked)

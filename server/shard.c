@@ -206,21 +206,36 @@ static void held_done(void *arg, int rc)
     done(darg, rc);
 }
 
-int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
-                          const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+/*
+ * A put under the identity's lock, held until the drive's callback: under cond (NULL: none)
+ * only when what the drive holds lets it (ERR_PRECOND when not), judged under the same lock.
+ */
+static int put_held(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                    const void *meta, size_t meta_len, const shard_cond_t *cond, drive_done_fn done,
+                    void *arg)
 {
-    if (!meta_len) return drive_put_async(d, id, data, len, meta, meta_len, done, arg);
     pthread_once(&stripes_once, stripes_init);
     stripe_t *s = stripe_of(d, id);
     stripe_take(s);
+    int rc;
+    if (cond && (rc = cond_holds(d, id, cond, meta, meta_len)) <= 0) {
+        stripe_give(s);
+        return rc ? rc : ERR_PRECOND;
+    }
     held_t *h = xmalloc(sizeof(*h));
     *h = (held_t){s, done, arg};
-    int rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h);
-    if (rc) {
+    if ((rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h)) != 0) {
         stripe_give(s);
         free(h);
     }
     return rc;
+}
+
+int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                          const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    if (!meta_len) return drive_put_async(d, id, data, len, meta, meta_len, done, arg);
+    return put_held(d, id, data, len, meta, meta_len, NULL, done, arg);
 }
 
 int shard_delete_local(drive_t *d, const drive_id_t *id)
@@ -260,21 +275,7 @@ int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, siz
                          const void *meta, size_t meta_len, const shard_cond_t *cond,
                          drive_done_fn done, void *arg)
 {
-    pthread_once(&stripes_once, stripes_init);
-    stripe_t *s = stripe_of(d, id);
-    stripe_take(s);
-    int rc = cond_holds(d, id, cond, meta, meta_len);
-    if (rc <= 0) {
-        stripe_give(s);
-        return rc ? rc : ERR_PRECOND;
-    }
-    held_t *h = xmalloc(sizeof(*h));
-    *h = (held_t){s, done, arg};
-    if ((rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h)) != 0) {
-        stripe_give(s);
-        free(h);
-    }
-    return rc;
+    return put_held(d, id, data, len, meta, meta_len, cond, done, arg);
 }
 
 static int l_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,

@@ -28,6 +28,7 @@
  */
 #include "storage/drive_int.h"
 
+#include "common/clock.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -451,11 +452,7 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     pthread_mutex_init(&d->q_lock, NULL);
     pthread_cond_init(&d->q_cond, NULL);
     pthread_cond_init(&d->ct_cond, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->q_more, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init(&d->q_more);
     pthread_mutex_init(&d->gc_lock, NULL);
     pthread_mutex_init(&d->bg_lock, NULL);
     pthread_cond_init(&d->bg_cond, NULL);

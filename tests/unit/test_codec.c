@@ -66,39 +66,6 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
     return rc;
 }
 
-/* ---- stderr capture: the log lines a failure must leave ---- */
-
-static char cap_path[64];
-static int cap_saved = -1;
-
-static void cap_start(void)
-{
-    fflush(stderr);
-    snprintf(cap_path, sizeof(cap_path), "/tmp/wl-codec-log-XXXXXX");
-    int fd = mkstemp(cap_path);
-    assert_true(fd >= 0);
-    cap_saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-/* Stop capturing; returns what was logged (malloc'd), and echoes it. */
-static char *cap_stop(void)
-{
-    fflush(stderr);
-    dup2(cap_saved, 2);
-    close(cap_saved);
-    FILE *f = fopen(cap_path, "r");
-    assert_non_null(f);
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    unlink(cap_path);
-    fputs(buf, stderr);
-    return buf;
-}
-
 /* ---- superblock ---- */
 
 static const seg_sb_t sb_good = {SEG_GC, 0x12345678u, 65536, 5 * GiB};
@@ -423,9 +390,9 @@ static int open_rc(const char *dir, char **log)
 {
     drive_cfg_t c = cfg_for(dir);
     drive_t *d = NULL;
-    cap_start();
+    tl_cap_start("codec");
     int rc = drive_open(&c, &d);
-    *log = cap_stop();
+    *log = tl_cap_stop(1);
     if (rc == 0) drive_close(d);
     return rc;
 }
@@ -637,10 +604,10 @@ static void test_index_values_on_disk(void **state)
     int n = 0;
     assert_int_equal(drive_open(&c, &d), 0);
     drive_id_t id5 = {"bkt", "k05", "", 0}, id6 = {"bkt", "k06", "", 0};
-    cap_start();
+    tl_cap_start("codec");
     int r1 = drive_stat(d, &id5, &dst, NULL, 0), r2 = drive_read(d, &id5, 0, buf, 1);
     int r3 = drive_list(d, "bkt", NULL, NULL, count_cb, &n);
-    log = cap_stop();
+    log = tl_cap_stop(1);
     assert_int_equal(r1, ERR_CORRUPT);
     assert_int_equal(r2, ERR_CORRUPT);
     assert_int_equal(r3, ERR_CORRUPT);

@@ -94,38 +94,6 @@ static int check_rec(drive_t *d, const char *key, uint64_t seed)
     return rc;
 }
 
-/* ---- stderr capture ---- */
-
-static char cap_path[64];
-static int cap_saved = -1;
-
-static void cap_start(void)
-{
-    fflush(stderr);
-    snprintf(cap_path, sizeof(cap_path), "/tmp/wl-faults-log-XXXXXX");
-    int fd = mkstemp(cap_path);
-    assert_true(fd >= 0);
-    cap_saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-}
-
-static char *cap_stop(void)
-{
-    fflush(stderr);
-    dup2(cap_saved, 2);
-    close(cap_saved);
-    FILE *f = fopen(cap_path, "r");
-    assert_non_null(f);
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    unlink(cap_path);
-    if (getenv("WL_FAULTS_VERBOSE")) fputs(buf, stderr);
-    return buf;
-}
-
 /* ---- the fault injector ---- */
 
 enum { F_NONE, F_EIO, F_ENOSPC, F_SHORT, F_SYNC, F_SB_EIO };
@@ -323,12 +291,12 @@ static void seq_run(int kind, int nth)
 
     assert_int_equal(drive_open(&c, &d), 0);
     faults_arm(kind, nth, 1);
-    cap_start();
+    tl_cap_start("faults");
     for (int i = 0; i < SEQ_PUTS; i++) {
         snprintf(key, sizeof(key), "s%03d", i);
         rc[i] = put_rec(d, key, (uint64_t)i * 31 + (uint64_t)kind);
     }
-    char *log = cap_stop();
+    char *log = tl_cap_stop(getenv("WL_FAULTS_VERBOSE") != NULL);
     if (!F.fired) fail_msg("%s #%d: the fault never fired", kind_name[kind], nth);
     for (int i = 0; i < SEQ_PUTS; i++) {
         if (failed_at < 0 && rc[i] != 0) {
@@ -439,7 +407,7 @@ static void mt_run(int kind, int nth)
     assert_int_equal(drive_open(&c, &d), 0);
     /* The nth flush that carries at least two requests fails. */
     faults_arm(kind, nth, 2);
-    cap_start();
+    tl_cap_start("faults");
     for (int t = 0; t < MT_THREADS; t++) {
         a[t].d = d;
         a[t].t = t;
@@ -448,7 +416,7 @@ static void mt_run(int kind, int nth)
     }
     for (int t = 0; t < MT_THREADS; t++)
         pthread_join(th[t], NULL);
-    char *log = cap_stop();
+    char *log = tl_cap_stop(getenv("WL_FAULTS_VERBOSE") != NULL);
     if (!F.fired) fail_msg("%s #%d: no flush of several requests failed", kind_name[kind], nth);
     assert_true(F.nfailed >= 2);
 
@@ -535,9 +503,9 @@ static void test_thread_create_fault(void **state)
     c.compaction = 1;
     fail_thread_create = 1;
     d = NULL;
-    cap_start();
+    tl_cap_start("faults");
     int rc = drive_open(&c, &d);
-    char *log = cap_stop();
+    char *log = tl_cap_stop(getenv("WL_FAULTS_VERBOSE") != NULL);
     assert_int_equal(rc, ERR_NOMEM);
     assert_null(d);
     assert_int_equal(fail_thread_create, 0); /* it was the drive's thread that failed */

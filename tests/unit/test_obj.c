@@ -21,9 +21,9 @@
 #include "common/log.h"
 #include "server/obj_int.h"
 #include "server/peer.h"
+#include "testlib.h"
 
 #define _XOPEN_SOURCE_EXTRA
-#include <ftw.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <openssl/evp.h>
@@ -287,14 +287,6 @@ static void go_remote(env_t *e)
         e->f[i].in = peer_store_new(p, (uint32_t)i);
 }
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     env_t *e = calloc(1, sizeof(*e));
@@ -334,7 +326,7 @@ static int teardown(void **state)
     }
     for (int i = 0; i < N; i++)
         drive_close(e->f[i].d);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tl_rm_rf(e->dir);
     free(e->dir);
     free(e);
     return 0;
@@ -666,15 +658,22 @@ static int gw_count_version(void *arg, const char *key, const obj_info_t *info, 
     return 0;
 }
 
-static void test_two_gateways(void **state)
+/* A second set over e's stores, as another node's gateway would have (freed by the caller). */
+static obj_set_t *other_gateway(env_t *e)
 {
-    env_t *e = *state;
     shard_store_t st[N];
     for (int i = 0; i < N; i++)
         st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
     int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
+    obj_set_t *other = obj_set_new(st, K, M, B, &err);
     assert_non_null(other);
+    return other;
+}
+
+static void test_two_gateways(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     obj_set_t *sets[2] = {e->set, other};
     /* Unconditional writes racing on one key, two writers through each gateway. */
     gw_t g[4];
@@ -1571,24 +1570,35 @@ static void land_in_flight(void *arg, const char *key)
                      2);
 }
 
+/*
+ * Versions v1 and v2 of key, then *top over them: a delete marker, or (third: its bytes) a
+ * third version. *promo: a racing promotion of v1, newer by its stamp than *top; with land,
+ * its heads in flight on the first two stores a read asks (land_in_flight), else not written.
+ */
+static void promotion_in_flight(env_t *e, const char *key, const char *third, obj_info_t *v1,
+                                obj_info_t *v2, obj_info_t *top, obj_info_t *promo, int land)
+{
+    vput(e, key, "first", OBJ_VERSIONED, v1);
+    vput(e, key, "second", OBJ_VERSIONED, v2);
+    if (third)
+        vput(e, key, third, OBJ_VERSIONED, top);
+    else
+        assert_int_equal(obj_delete_current(e->set, "bkt", key, NULL, OBJ_VERSIONED, top), 0);
+    *promo = *v1;
+    promo->sparse = 0;
+    promo->stamp_ns = top->stamp_ns + 1000;
+    if (land) {
+        in_flight_t f = {e->set, promo};
+        land_in_flight(&f, key);
+    }
+}
+
 static void test_delete_by_id_waits_out_a_head_in_flight(void **state)
 {
     env_t *e = *state;
-    obj_info_t v1, v2, m, got;
-    int first_err = 0;
+    obj_info_t v1, v2, m, got, promo;
     obj_set_inline_max(e->set, 0); /* erasure-coded: a head carries no bytes */
-    vput(e, "inflight", "first", OBJ_VERSIONED, &v1);
-    vput(e, "inflight", "second", OBJ_VERSIONED, &v2);
-    assert_int_equal(obj_delete_current(e->set, "bkt", "inflight", NULL, OBJ_VERSIONED, &m), 0);
-    obj_info_t promo = v1;
-    promo.sparse = 0;
-    promo.stamp_ns = m.stamp_ns + 1000;
-    uint32_t failed = 0;
-    int refused = 0;
-    assert_int_equal(obj__heads_to(e->set, "bkt", "inflight", "", &promo, NULL,
-                                   first_two(e->set, "inflight"), NULL, &failed, &refused,
-                                   &first_err),
-                     2);
+    promotion_in_flight(e, "inflight", NULL, &v1, &v2, &m, &promo, 1);
     int rc = obj_delete_version(e->set, "bkt", "inflight", v1.vid, NULL, NULL);
     assert_true(rc == 0 || rc == ERR_THROTTLED);
     int in_way = 0;
@@ -1598,12 +1608,7 @@ static void test_delete_by_id_waits_out_a_head_in_flight(void **state)
 
     /* The same promotion landing between the delete's look (v1 noncurrent) and its check
      * that v1 is not current after all (promote_past), as in the probe. */
-    vput(e, "inflight2", "first", OBJ_VERSIONED, &v1);
-    vput(e, "inflight2", "second", OBJ_VERSIONED, &v2);
-    assert_int_equal(obj_delete_current(e->set, "bkt", "inflight2", NULL, OBJ_VERSIONED, &m), 0);
-    promo = v1;
-    promo.sparse = 0;
-    promo.stamp_ns = m.stamp_ns + 1000;
+    promotion_in_flight(e, "inflight2", NULL, &v1, &v2, &m, &promo, 0);
     in_flight = (in_flight_t){e->set, &promo};
     obj__retired_hook = land_in_flight;
     obj__retired_hook_arg = &in_flight;
@@ -1636,20 +1641,10 @@ static int umeta_tagged(void *arg, const obj_info_t *cur, char *out, size_t *out
 static void test_umeta_rewrite_waits_out_a_head_in_flight(void **state)
 {
     env_t *e = *state;
-    obj_info_t v1, v2, v3, got;
-    int first_err = 0, in_way = 0;
+    obj_info_t v1, v2, v3, got, promo;
+    int in_way = 0;
     obj_set_inline_max(e->set, 0);
-    vput(e, "um", "first", OBJ_VERSIONED, &v1);
-    vput(e, "um", "second", OBJ_VERSIONED, &v2);
-    vput(e, "um", "third", OBJ_VERSIONED, &v3);
-    obj_info_t promo = v1;
-    promo.sparse = 0;
-    promo.stamp_ns = v3.stamp_ns + 1000;
-    uint32_t failed = 0;
-    int refused = 0;
-    assert_int_equal(obj__heads_to(e->set, "bkt", "um", "", &promo, NULL, first_two(e->set, "um"),
-                                   NULL, &failed, &refused, &first_err),
-                     2);
+    promotion_in_flight(e, "um", "third", &v1, &v2, &v3, &promo, 1);
     int rc = obj_update_umeta(e->set, "bkt", "um", umeta_tagged, NULL);
     assert_true(rc == 0 || rc == ERR_THROTTLED);
     assert_int_equal(obj__standing(e->set, "bkt", "um", &got, &in_way), 0);
@@ -1668,20 +1663,10 @@ static void test_umeta_rewrite_waits_out_a_head_in_flight(void **state)
 static void test_heal_leaves_a_standing_marker(void **state)
 {
     env_t *e = *state;
-    obj_info_t v1, v2, m, got;
-    int first_err = 0, in_way = 0;
+    obj_info_t v1, v2, m, got, promo;
+    int in_way = 0;
     obj_set_inline_max(e->set, 0);
-    vput(e, "hm", "first", OBJ_VERSIONED, &v1);
-    vput(e, "hm", "second", OBJ_VERSIONED, &v2);
-    assert_int_equal(obj_delete_current(e->set, "bkt", "hm", NULL, OBJ_VERSIONED, &m), 0);
-    obj_info_t promo = v1;
-    promo.sparse = 0;
-    promo.stamp_ns = m.stamp_ns + 1000;
-    uint32_t failed = 0;
-    int refused = 0;
-    assert_int_equal(obj__heads_to(e->set, "bkt", "hm", "", &promo, NULL, first_two(e->set, "hm"),
-                                   NULL, &failed, &refused, &first_err),
-                     2);
+    promotion_in_flight(e, "hm", NULL, &v1, &v2, &m, &promo, 1);
     obj_heal_report_t rep = {0};
     int rc = obj_heal(e->set, "bkt", "hm", &rep);
     assert_true(rc == 0 || rc == ERR_THROTTLED);
@@ -1817,12 +1802,7 @@ static int delete_meanwhile(void *arg, const obj_info_t *cur, char *out, size_t 
 static void test_rewrite_never_brings_back_a_version_deleted_by_id(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     const char *keys[2] = {"rwdel", "rwdel-small"};
     for (int j = 0; j < 2; j++) {
         obj_info_t v1, v2, got;
@@ -1897,12 +1877,7 @@ static void assert_umeta_one(obj_set_t *s, const char *key, const char *vid)
 static void test_rewrite_of_a_version_promoted_meanwhile_stays(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     for (int j = 0; j < 2; j++) {
         obj_info_t v1, v2;
         char key[32];
@@ -2086,12 +2061,7 @@ static void put_and_delete_meanwhile(void *arg, const char *key)
 static void test_refused_promotion_leaves_no_head_where_none_was(void **state)
 {
     env_t *e = *state;
-    shard_store_t st[N];
-    for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
-    int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err); /* its own key locks: another node */
-    assert_non_null(other);
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
     obj_info_t v1, v2, got;
     vput(e, "spp", "first", OBJ_VERSIONED, &v1);
     vput(e, "spp", "second", OBJ_VERSIONED, &v2);
@@ -2141,21 +2111,10 @@ static void undo_promotion(void *arg, const char *key)
 static void test_delete_by_id_acts_on_what_stands(void **state)
 {
     env_t *e = *state;
-    obj_info_t v1, v2, m, got;
-    int first_err = 0, in_way = 0;
+    obj_info_t v1, v2, m, got, promo;
+    int in_way = 0;
     obj_set_inline_max(e->set, 0);
-    vput(e, "lost-mk", "first", OBJ_VERSIONED, &v1);
-    vput(e, "lost-mk", "second", OBJ_VERSIONED, &v2);
-    assert_int_equal(obj_delete_current(e->set, "bkt", "lost-mk", NULL, OBJ_VERSIONED, &m), 0);
-    obj_info_t promo = v1;
-    promo.sparse = 0;
-    promo.stamp_ns = m.stamp_ns + 1000;
-    uint32_t failed = 0;
-    int refused = 0;
-    assert_int_equal(obj__heads_to(e->set, "bkt", "lost-mk", "", &promo, NULL,
-                                   first_two(e->set, "lost-mk"), NULL, &failed, &refused,
-                                   &first_err),
-                     2);
+    promotion_in_flight(e, "lost-mk", NULL, &v1, &v2, &m, &promo, 1);
     undo_promo_t u = {e->set, &m, &promo, 0};
     obj__located_hook = undo_promotion;
     obj__located_hook_arg = &u;

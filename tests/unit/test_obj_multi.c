@@ -12,8 +12,8 @@
 #include "server/obj.h"
 #include "server/obj_int.h" /* obj__in_pool: where a pool places a key */
 #include "storage/drive.h"
+#include "testlib.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +33,6 @@ typedef struct {
     drive_t *pd[2 * N];  /* a second pool's drives (test_pools) */
     obj_set_t *psets[2]; /* its sets (owned by multi once added) */
 } env_t;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
 
 /* Set j of N drives DIR/<tag><j*N+i> (opened into d[0..N)). */
 static obj_set_t *new_set(const char *dir, const char *tag, int j, drive_t **d)
@@ -85,7 +77,7 @@ static int teardown(void **state)
         drive_close(e->d[i]);
     for (int i = 0; i < 2 * N; i++)
         if (e->pd[i]) drive_close(e->pd[i]);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tl_rm_rf(e->dir);
     free(e->dir);
     free(e);
     return 0;
@@ -1085,7 +1077,7 @@ static void test_refuses_mixed_sets(void **state)
     obj_set_free(b);
     for (int i = 0; i < N + 4; i++)
         drive_close(d[i]);
-    nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    tl_rm_rf(dir);
 }
 
 int main(void)

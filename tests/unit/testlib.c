@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -50,4 +51,34 @@ void tl_fill(uint8_t *p, size_t n, uint64_t seed)
         if (i % 8 == 0) s = tl_mix(s + i);
         p[i] = (uint8_t)(s >> (8 * (i % 8)));
     }
+}
+
+static char cap_path[64];
+static int cap_saved = -1;
+
+void tl_cap_start(const char *name)
+{
+    fflush(stderr);
+    snprintf(cap_path, sizeof(cap_path), "/tmp/wl-%.20s-log-XXXXXX", name);
+    int fd = mkstemp(cap_path);
+    assert_true(fd >= 0);
+    cap_saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+}
+
+char *tl_cap_stop(int echo)
+{
+    fflush(stderr);
+    dup2(cap_saved, 2);
+    close(cap_saved);
+    FILE *f = fopen(cap_path, "r");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    unlink(cap_path);
+    if (echo) fputs(buf, stderr);
+    return buf;
 }

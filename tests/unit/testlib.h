@@ -2,7 +2,8 @@
  * testlib: what the unit tests of the drive engine share: scratch
  * directories (under $WL_TEST_DIR, else /tmp) removed again, and content
  * that is a function of a seed (so nothing written needs keeping to check
- * it; it does not compress, so drives and RocksDB see real sizes).
+ * it; it does not compress, so drives and RocksDB see real sizes), and
+ * stderr captured to check what a failure logs.
  */
 #ifndef WL_TESTLIB_H
 #define WL_TESTLIB_H
@@ -18,5 +19,10 @@ void tl_rm_rf(const char *path);
 uint64_t tl_mix(uint64_t x);
 /* n bytes that depend only on (seed, position). */
 void tl_fill(uint8_t *p, size_t n, uint64_t seed);
+/* Capture stderr (the log lines a failure must leave) in /tmp/wl-NAME-log-XXXXXX, until
+ * tl_cap_stop. One capture at a time. */
+void tl_cap_start(const char *name);
+/* Stop capturing: what was logged (malloc'd, up to 1 MiB), echoed to stderr if echo. */
+char *tl_cap_stop(int echo);
 
 #endif
