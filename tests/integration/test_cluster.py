@@ -17,57 +17,10 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, AK2, SK, SK2, STARTED, WARMLAKED, Server, s3_client, signed_request
+from conftest import (AK, AK2, CLUSTER_SECRET, SK, SK2, STARTED, WARMLAKED, Node,
+                      free_ports, s3_client, signed_request, start_all, write_map)
 
-SECRET = "integration-test-cluster-secret"
-
-
-def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
-
-
-class Node(Server):
-    """A cluster member: conftest.Server with the map, its id and the cluster secret."""
-
-    def __init__(self, root, node_id, map_path, secret=SECRET, extra=()):
-        data = os.path.join(root, node_id)
-        os.makedirs(data, exist_ok=True)
-        super().__init__(data, extra=extra)
-        self.id, self.map_path, self.secret = node_id, map_path, secret
-
-    def env(self):
-        return dict(super().env(), WARMLAKE_CLUSTER_SECRET=self.secret)
-
-    def args(self):
-        return [WARMLAKED, "--cluster", self.map_path, "--node", self.id, "--data", self.data,
-                "--drive-capacity", "2G", "--segment-size", "64M"] + self.extra
-
-    def start(self, expect_ready=True):
-        self.launch()
-        if expect_ready:
-            self.wait_ready()
-        return self
-
-    def wait_ready(self, timeout=60):
-        """Until the node says ready: it waits (up to 10 s) for its set's peers first."""
-        try:
-            return super().wait_ready(timeout)
-        except RuntimeError:
-            raise RuntimeError("node %s did not start; see %s" % (self.id, self.log))
-
-    def s3(self):
-        """The node's boto3 client, made once (a client costs about 100 ms to make)."""
-        if getattr(self, "_s3", None) is None:
-            self._s3 = s3_client(self.endpoint)
-        return self._s3
+SECRET = CLUSTER_SECRET
 
 
 def wait_listening(addr, timeout=60):
@@ -82,28 +35,6 @@ def wait_listening(addr, timeout=60):
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-
-
-def start_all(nodes):
-    """Launch every node, then wait for each: nodes started together find each other."""
-    for n in nodes:
-        n.launch()
-    for n in nodes:
-        n.wait_ready()
-    return nodes
-
-
-def write_map(root, nodes, cluster="itc", epoch=1, drives=2, sets=None):
-    ports = free_ports(2 * len(nodes))
-    doc = {"cluster": cluster, "epoch": epoch, "nodes": [
-        {"id": n, "s3": "127.0.0.1:%d" % ports[2 * i], "proto": "127.0.0.1:%d" % ports[2 * i + 1],
-         "drives": drives} for i, n in enumerate(nodes)]}
-    if sets:
-        doc["sets"] = sets
-    path = os.path.join(root, "map-%s-%d.json" % (cluster, epoch))
-    with open(path, "w") as f:
-        json.dump(doc, f)
-    return path, doc
 
 
 def three_nodes(datadir, extra=()):
