@@ -1,0 +1,65 @@
+"""Answers a second hostile probe found wrong, each checked against what AWS S3
+documents (or, where S3 says nothing, the RFCs); each test says which. Runs under
+Debian's boto3."""
+import base64
+import datetime
+import hashlib
+import hmac
+import json
+import os
+import socket
+import xml.etree.ElementTree as ET
+
+from botocore.exceptions import ClientError
+
+from conftest import AK, SK, s3_client, signed_request
+from test_s3_post import form_post
+
+
+def code_of(body):
+    return ET.fromstring(body).findtext("Code")
+
+
+def md5_of(b):
+    return base64.b64encode(hashlib.md5(b).digest()).decode()
+
+
+def signed_form(bucket, conditions, fields):
+    """POST form fields (in order) for a SigV4 policy of conditions, signed with AK/SK."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cred = "%s/%s/us-east-1/s3/aws4_request" % (AK, now.strftime("%Y%m%d"))
+    amz = now.strftime("%Y%m%dT%H%M%SZ")
+    policy = {"expiration": (now + datetime.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+              "conditions": [{"bucket": bucket}, {"x-amz-algorithm": "AWS4-HMAC-SHA256"},
+                             {"x-amz-credential": cred}, {"x-amz-date": amz}] + conditions}
+    b64 = base64.b64encode(json.dumps(policy).encode()).decode()
+    k = ("AWS4" + SK).encode()
+    for part in (now.strftime("%Y%m%d"), "us-east-1", "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, b64.encode(), hashlib.sha256).hexdigest()
+    return [("x-amz-algorithm", "AWS4-HMAC-SHA256"), ("x-amz-credential", cred),
+            ("x-amz-date", amz), ("policy", b64), ("x-amz-signature", sig)] + list(fields)
+
+
+def test_post_policy_content_type_list_each_value_must_match(server):
+    """AWS (sigv4-HTTPPOSTConstructPolicy, "Matching Content-Types in a Comma-Separated
+    List"): a starts-with condition on Content-Type holds for each value of a comma-separated
+    list, so image/jpg,text/plain does not pass ["starts-with", "$Content-Type", "image/"].
+    Else a policy meant to allow only images stores "image/png, text/html", which a browser
+    takes as text/html (the last valid type of the list)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post")
+    conds = [["starts-with", "$key", "u/"], ["starts-with", "$Content-Type", "image/"]]
+    ok = signed_form("post", conds, [("key", "u/ok"),
+                                     ("Content-Type", "image/jpg,image/png,image/gif")])
+    assert form_post(server, "post", ok, "a", b"x")[0] == 204
+    for n, ct in enumerate(("image/jpg,text/plain", "image/png, text/html", "image/png,")):
+        f = signed_form("post", conds, [("key", "u/bad%d" % n), ("Content-Type", ct)])
+        st, body, _ = form_post(server, "post", f, "a", b"x")
+        assert st == 403 and code_of(body) == "AccessDenied", (ct, st, body)
+    # An exact match is still a plain comparison of the whole value.
+    eq = signed_form("post", [["starts-with", "$key", "u/"], {"Content-Type": "image/a,image/b"}],
+                     [("key", "u/eq"), ("Content-Type", "image/a,image/b")])
+    assert form_post(server, "post", eq, "a", b"x")[0] == 204
+    keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="post")["Contents"])
+    assert keys == ["u/eq", "u/ok"]
