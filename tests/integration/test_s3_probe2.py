@@ -6,7 +6,6 @@ import datetime
 import hashlib
 import hmac
 import json
-import os
 import socket
 import xml.etree.ElementTree as ET
 
@@ -63,3 +62,28 @@ def test_post_policy_content_type_list_each_value_must_match(server):
     assert form_post(server, "post", eq, "a", b"x")[0] == 204
     keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="post")["Contents"])
     assert keys == ["u/eq", "u/ok"]
+
+
+def test_user_metadata_limit_counts_names_and_values(server):
+    """AWS (UsingMetadata): user metadata is limited to 2 KB, "measured by taking the sum of
+    the number of bytes in the UTF-8 encoding of each key and value" (the name after
+    x-amz-meta-). Exactly 2048 bytes is allowed, 2049 is 400 MetadataTooLarge."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="meta")
+    c.put_object(Bucket="meta", Key="one", Body=b"x", Metadata={"a": "v" * 2047})
+    assert c.head_object(Bucket="meta", Key="one")["Metadata"] == {"a": "v" * 2047}
+    many = {"k%02d" % i: "v" * 61 for i in range(32)}  # 32 * (3 + 61) = 2048
+    c.put_object(Bucket="meta", Key="many", Body=b"x", Metadata=many)
+    assert c.head_object(Bucket="meta", Key="many")["Metadata"] == many
+    for md in ({"a": "v" * 2048}, dict(many, k00="v" * 62)):
+        try:
+            c.put_object(Bucket="meta", Key="big", Body=b"x", Metadata=md)
+            raise AssertionError("2049 bytes of metadata accepted")
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == "MetadataTooLarge"
+    # The same limit on the other writes that take x-amz-meta-*.
+    c.copy_object(Bucket="meta", Key="copy", CopySource="meta/one", Metadata=many,
+                  MetadataDirective="REPLACE")
+    assert c.head_object(Bucket="meta", Key="copy")["Metadata"] == many
+    up = c.create_multipart_upload(Bucket="meta", Key="mpu", Metadata=many)["UploadId"]
+    c.abort_multipart_upload(Bucket="meta", Key="mpu", UploadId=up)
