@@ -87,3 +87,45 @@ def test_user_metadata_limit_counts_names_and_values(server):
     assert c.head_object(Bucket="meta", Key="copy")["Metadata"] == many
     up = c.create_multipart_upload(Bucket="meta", Key="mpu", Metadata=many)["UploadId"]
     c.abort_multipart_upload(Bucket="meta", Key="mpu", UploadId=up)
+
+
+def raw_get(port, path, headers):
+    """The response head of an unsigned GET as sent on the wire (a public object)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        req = "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (path, port)
+        req += "".join("%s: %s\r\n" % kv for kv in headers.items()) + "Connection: close\r\n\r\n"
+        s.sendall(req.encode())
+        data = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            data += d
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    return int(lines[0].split()[1]), {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip()
+                                      for l in lines[1:]}, body
+
+
+def test_not_modified_and_no_content_carry_no_wrong_content_length(server):
+    """RFC 9110 8.6: a server MUST NOT send Content-Length in a 304 unless it equals the
+    length a 200 would have had, nor in any 204. "Content-Length: 0" on a 304 for an
+    11-byte object told caches the object had become empty."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="nmod")
+    etag = c.put_object(Bucket="nmod", Key="k", Body=b"hello world", ACL="public-read")["ETag"]
+    st, h, body = raw_get(server.port, "/nmod/k", {"If-None-Match": etag})
+    assert st == 304 and body == b""
+    assert h.get("content-length", "11") == "11", h
+    assert h["etag"] == etag
+    far = "Fri, 01 Jan 2100 00:00:00 GMT"
+    st, h, body = raw_get(server.port, "/nmod/k", {"If-Modified-Since": far})
+    assert st == 304 and body == b"" and h.get("content-length", "11") == "11", h
+    # The connection still frames the next response right (keep-alive after a 304).
+    st, body, hh = signed_request(server.port, "GET", "/nmod/k", headers={"If-None-Match": etag})
+    assert st == 304 and body == b""
+    st, body, hh = signed_request(server.port, "DELETE", "/nmod/k")
+    assert st == 204 and "content-length" not in {k.lower() for k in hh}, hh
