@@ -129,3 +129,23 @@ def test_not_modified_and_no_content_carry_no_wrong_content_length(server):
     assert st == 304 and body == b""
     st, body, hh = signed_request(server.port, "DELETE", "/nmod/k")
     assert st == 204 and "content-length" not in {k.lower() for k in hh}, hh
+
+
+def test_tagging_body_one_key_one_value_one_tagset(server):
+    """AWS's Tag has exactly one Key and one Value, a Tagging one TagSet: a body with two
+    Keys in a Tag (of which the last was kept), or two TagSets, is 400 MalformedXML."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tagx")
+    c.put_object(Bucket="tagx", Key="k", Body=b"x")
+    bad = [b"<Tagging><TagSet><Tag><Key>a</Key><Key>b</Key><Value>v</Value></Tag></TagSet>"
+           b"</Tagging>",
+           b"<Tagging><TagSet><Tag><Key>a</Key><Value>v</Value><Value>w</Value></Tag></TagSet>"
+           b"</Tagging>",
+           b"<Tagging><TagSet><Tag><Key>a</Key><Value>v</Value></Tag></TagSet>"
+           b"<TagSet><Tag><Key>b</Key><Value>v</Value></Tag></TagSet></Tagging>"]
+    for path in ("/tagx/k?tagging", "/tagx?tagging"):
+        for body in bad:
+            st, resp, _ = signed_request(server.port, "PUT", path, body,
+                                         {"Content-MD5": md5_of(body)})
+            assert st == 400 and code_of(resp) == "MalformedXML", (path, body, st, resp)
+    assert c.get_object_tagging(Bucket="tagx", Key="k")["TagSet"] == []
