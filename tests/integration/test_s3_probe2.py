@@ -149,3 +149,35 @@ def test_tagging_body_one_key_one_value_one_tagset(server):
                                          {"Content-MD5": md5_of(body)})
             assert st == 400 and code_of(resp) == "MalformedXML", (path, body, st, resp)
     assert c.get_object_tagging(Bucket="tagx", Key="k")["TagSet"] == []
+
+
+def test_create_bucket_configuration_is_read(server):
+    """CreateBucket's body (CreateBucketConfiguration) was never read: a bucket asked for in
+    eu-west-1 was created on this us-east-1 node and answered 200, and a body that is no XML
+    at all was taken too. AWS: a LocationConstraint the endpoint's region does not serve is
+    400 IllegalLocationConstraintException ("The eu-west-1 location constraint is incompatible
+    for the region specific endpoint this request was sent to."), a malformed body 400
+    MalformedXML; nothing is created."""
+    c = s3_client(server.endpoint)
+    cfg = ("<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+           "<LocationConstraint>%s</LocationConstraint></CreateBucketConfiguration>")
+    illegal = "IllegalLocationConstraintException"
+    for name, body, code in (("eu", (cfg % "eu-west-1").encode(), illegal),
+                             ("eu2", (cfg % "EU").encode(), illegal),
+                             ("bad", b"<<<not xml", "MalformedXML"),
+                             ("root", b"<Other><LocationConstraint/></Other>", "MalformedXML"),
+                             ("two", (cfg % "a").replace("</C", "<LocationConstraint/></C").encode(),
+                              "MalformedXML"),
+                             ("dtd", b"<!DOCTYPE x [<!ENTITY a \"eu-west-1\">]>" +
+                              (cfg % "&a;").encode(), "MalformedXML")):
+        st, resp, _ = signed_request(server.port, "PUT", "/cfg-" + name, body)
+        assert st == 400 and code_of(resp) == code, (name, st, resp)
+    names = [b["Name"] for b in c.list_buckets()["Buckets"]]
+    assert not [n for n in names if n.startswith("cfg-")], names
+    # What the node serves is taken: none, empty, its own region (us-east-1 here), or no body.
+    for name, body in (("none", b""), ("empty", b"<CreateBucketConfiguration/>"),
+                       ("us", (cfg % "us-east-1").encode())):
+        st, resp, _ = signed_request(server.port, "PUT", "/ok-" + name, body)
+        assert st == 200, (name, st, resp)
+    c.create_bucket(Bucket="ok-boto")
+    assert c.get_bucket_location(Bucket="ok-none")["LocationConstraint"] is None
