@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from botocore.exceptions import ClientError
 
-from conftest import AK, SK, s3_client, signed_request
+from conftest import AK, AK2, SK, SK2, s3_client, signed_request
 from test_s3_post import form_post
 
 
@@ -181,3 +181,43 @@ def test_create_bucket_configuration_is_read(server):
         assert st == 200, (name, st, resp)
     c.create_bucket(Bucket="ok-boto")
     assert c.get_bucket_location(Bucket="ok-none")["LocationConstraint"] is None
+
+
+def test_expected_bucket_owner_is_checked(server):
+    """x-amz-expected-bucket-owner (and x-amz-source-expected-bucket-owner on a copy) was
+    ignored: a client guarding its write against a bucket someone else owns wrote into it.
+    AWS (bucket owner condition): "If the account ID that you provide does not match the
+    actual owner of the bucket, the request fails with the HTTP status code 403 Forbidden".
+    An owner here is its access key, the ID the listings show as Owner/ID."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="own", ACL="public-read-write")
+    c.put_object(Bucket="own", Key="k", Body=b"x")
+    other = s3_client(server.endpoint, AK2, SK2)
+    # The other user may write into the public-read-write bucket, but not when it asks for
+    # the bucket to be its own; nor may the owner when it names another owner.
+    other.put_object(Bucket="own", Key="w", Body=b"y")
+    for who, cl in (("other", other), ("owner", c)):
+        try:
+            cl.put_object(Bucket="own", Key="guarded-" + who, Body=b"z",
+                          ExpectedBucketOwner=AK2)
+            raise AssertionError("written despite the owner condition")
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    for call in (lambda: c.get_object(Bucket="own", Key="k", ExpectedBucketOwner="123456789012"),
+                 lambda: c.list_objects_v2(Bucket="own", ExpectedBucketOwner=AK2),
+                 lambda: c.delete_object(Bucket="own", Key="k", ExpectedBucketOwner=AK2),
+                 lambda: c.copy_object(Bucket="own", Key="c", CopySource="own/k",
+                                       ExpectedSourceBucketOwner=AK2)):
+        try:
+            call()
+            raise AssertionError("owner condition ignored")
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == "AccessDenied", e.response
+    # The right owner passes, whoever asks.
+    other.put_object(Bucket="own", Key="w", Body=b"y2", ExpectedBucketOwner=AK)
+    c.put_object(Bucket="own", Key="ok", Body=b"1", ExpectedBucketOwner=AK)
+    assert c.get_object(Bucket="own", Key="ok", ExpectedBucketOwner=AK)["Body"].read() == b"1"
+    c.copy_object(Bucket="own", Key="c2", CopySource="own/ok", ExpectedBucketOwner=AK,
+                  ExpectedSourceBucketOwner=AK)
+    keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="own")["Contents"])
+    assert keys == ["c2", "k", "ok", "w"]
