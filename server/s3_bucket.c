@@ -287,8 +287,10 @@ static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
  */
 void s3_list_buckets(ctx_t *x)
 {
-    int p1, p2, p3;
+    int p1, p2, p3, p4;
     char *maxb = s3_qparam(x->query, "max-buckets", &p1);
+    /* Every bucket here is in the node's region: another region's listing is empty. */
+    char *region = s3_qparam(x->query, "bucket-region", &p4);
     char *tok = s3_qparam(x->query, "continuation-token", &p2);
     char *prefix = s3_qparam(x->query, "prefix", &p3);
     buf_t b = {0};
@@ -321,8 +323,10 @@ void s3_list_buckets(ctx_t *x)
                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
                "<DisplayName>%s</DisplayName></Owner><Buckets>",
                x->auth.access_key, x->auth.access_key);
-    int rc = obj_list(x->cfg->set, BUCKETS, prefix ? prefix : NULL, after[0] ? after : NULL,
-                      list_bucket_cb, &l);
+    int rc = p4 && strcmp(region ? region : "", x->cfg->region) != 0
+                 ? 0
+                 : obj_list(x->cfg->set, BUCKETS, prefix ? prefix : NULL, after[0] ? after : NULL,
+                            list_bucket_cb, &l);
     if (rc < 0) {
         free(b.p);
         s3_engine_error(x, rc);
@@ -346,6 +350,7 @@ void s3_list_buckets(ctx_t *x)
 out:
     free(l.last);
     free(maxb);
+    free(region);
     free(tok);
     free(prefix);
 }

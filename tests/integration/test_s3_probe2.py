@@ -221,3 +221,20 @@ def test_expected_bucket_owner_is_checked(server):
                   ExpectedSourceBucketOwner=AK)
     keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="own")["Contents"])
     assert keys == ["c2", "k", "ok", "w"]
+
+
+def test_list_buckets_bucket_region(server):
+    """ListBuckets' bucket-region "limits the response to buckets that are located in the
+    specified AWS Region" (AWS ListBuckets): it was ignored, so a client asking for its
+    eu-west-1 buckets of a us-east-1 node was given every bucket, as if there."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="here")
+
+    def names(query):  # sent by hand: older botocore has no BucketRegion
+        st, body, _ = signed_request(server.port, "GET", "/" + query)
+        assert st == 200, body
+        return [e.text for e in ET.fromstring(body).iter(
+            "{http://s3.amazonaws.com/doc/2006-03-01/}Name")]
+    assert names("?bucket-region=us-east-1") == ["here"]
+    assert names("?bucket-region=eu-west-1") == []
+    assert names("") == ["here"]
