@@ -238,3 +238,31 @@ def test_list_buckets_bucket_region(server):
     assert names("?bucket-region=us-east-1") == ["here"]
     assert names("?bucket-region=eu-west-1") == []
     assert names("") == ["here"]
+
+
+def test_aws_chunked_body_needs_its_decoded_length(server):
+    """AWS (sigv4-streaming): "For all requests, you must include the
+    x-amz-decoded-content-length header, specifying the size of the object in bytes." An
+    aws-chunked PUT or part without it was taken (its size known only once read); it is 411
+    MissingContentLength, announced before any byte of the body is taken, and nothing is
+    stored."""
+    import zlib
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="dcl")
+    up = c.create_multipart_upload(Bucket="dcl", Key="mp")["UploadId"]
+    crc = base64.b64encode(zlib.crc32(b"hello").to_bytes(4, "big")).decode()
+    body = b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc.encode()
+    hd = {"Content-Encoding": "aws-chunked", "x-amz-trailer": "x-amz-checksum-crc32"}
+    for path in ("/dcl/k", "/dcl/mp?partNumber=1&uploadId=" + up):
+        st, resp, _ = signed_request(server.port, "PUT", path, body, hd,
+                                     "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        assert st == 411 and code_of(resp) == "MissingContentLength", (path, st, resp)
+    assert "Contents" not in c.list_objects_v2(Bucket="dcl")
+    assert c.list_parts(Bucket="dcl", Key="mp", UploadId=up).get("Parts", []) == []
+    # With it, the same bodies are taken.
+    hd["x-amz-decoded-content-length"] = "5"
+    for path in ("/dcl/k", "/dcl/mp?partNumber=1&uploadId=" + up):
+        st, resp, _ = signed_request(server.port, "PUT", path, body, hd,
+                                     "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        assert st == 200, (path, st, resp)
+    assert c.get_object(Bucket="dcl", Key="k")["Body"].read() == b"hello"
