@@ -339,7 +339,7 @@ int s3_xml_text_ok(const char *s, size_t n)
 typedef struct {
     base_t b;
     s3_xml_tag_t *tags;
-    int n, depth, field, in_tag, has_key;
+    int n, depth, field, in_tag, seen; /* seen: this Tag's fields (1 << field), a TagSet's 8 */
     int too; /* ERR_TOO_LARGE: too many tags; ERR_RANGE: a Key or Value too long */
     char text[sizeof(((s3_xml_tag_t *)0)->value)]; /* the longest field: a Value */
     size_t tl;
@@ -354,10 +354,12 @@ static void XMLCALL tag_start(void *ud, const XML_Char *name, const XML_Char **a
     t->field = 0;
     if ((t->depth == 1 && strcmp(name, "Tagging") != 0) ||
         (t->depth == 2 && strcmp(name, "TagSet") != 0) ||
-        (t->depth == 3 && strcmp(name, "Tag") != 0) || t->depth > 4) {
+        (t->depth == 3 && strcmp(name, "Tag") != 0) || t->depth > 4 ||
+        (t->depth == 2 && (t->seen & 8))) { /* one TagSet: two would not be one set of tags */
         stop(&t->b);
         return;
     }
+    if (t->depth == 2) t->seen = 8;
     if (t->depth == 3) {
         if (t->n == S3_XML_MAX_TAGS) {
             t->too = ERR_TOO_LARGE;
@@ -367,10 +369,15 @@ static void XMLCALL tag_start(void *ud, const XML_Char *name, const XML_Char **a
         t->tags = xrealloc(t->tags, (size_t)(t->n + 1) * sizeof(*t->tags));
         memset(&t->tags[t->n], 0, sizeof(*t->tags));
         t->in_tag = 1;
-        t->has_key = 0;
+        t->seen &= 8;
     }
     if (t->depth == 4) t->field = !strcmp(name, "Key") ? 1 : !strcmp(name, "Value") ? 2 : 0;
-    if (t->depth == 4 && !t->field) stop(&t->b);
+    /* One Key and at most one Value: of two, which would be the tag's is anyone's guess. */
+    if (t->depth == 4 && (!t->field || (t->seen & 1 << t->field))) {
+        stop(&t->b);
+        return;
+    }
+    if (t->depth == 4) t->seen |= 1 << t->field;
 }
 
 static void XMLCALL tag_text(void *ud, const XML_Char *s, int len)
@@ -395,13 +402,12 @@ static void XMLCALL tag_end(void *ud, const XML_Char *name)
         t->text[t->tl] = 0;
         if (t->field == 1) {
             memcpy(t->tags[t->n].key, t->text, t->tl + 1);
-            t->has_key = 1;
         } else {
             memcpy(t->tags[t->n].value, t->text, t->tl + 1);
         }
         t->field = 0;
     } else if (t->depth == 3 && t->in_tag) {
-        if (!t->has_key) stop(&t->b); /* a Tag without a Key */
+        if (!(t->seen & 2)) stop(&t->b); /* a Tag without a Key */
         t->in_tag = 0;
         t->n++;
     }

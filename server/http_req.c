@@ -219,7 +219,9 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
     pthread_mutex_unlock(&r->s->mu);
     int n = snprintf(head, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s", status,
                      reason(status), date, headers ? headers : "", r->extra ? r->extra : "");
-    if (content_length >= 0)
+    /* None on a 204 or a 304 (RFC 9110 8.6): a 304's would have to be the length a 200
+     * would have sent, and "0" told caches the representation had become empty. */
+    if (content_length >= 0 && status != 204 && status != 304)
         n += snprintf(head + n, cap - (size_t)n, "Content-Length: %lld\r\n",
                       (long long)content_length);
     else if (r->chunked)

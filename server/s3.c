@@ -479,6 +479,26 @@ static char *vhost_bucket(ctx_t *x)
     return b;
 }
 
+/*
+ * x-amz-expected-bucket-owner, when sent, names the bucket's owner (its
+ * access key, the Owner/ID of the listings), else 403 AccessDenied, as S3's
+ * bucket owner condition: a client that guards a write against a bucket
+ * someone else owns is not written into it. A missing bucket is left to the
+ * operation (NoSuchBucket). 0, or -1 with the error sent.
+ */
+static int expected_owner_ok(ctx_t *x)
+{
+    const char *want = s3_hdr(x->info, "x-amz-expected-bucket-owner");
+    obj_info_t bi;
+    if (!want || !x->bucket[0] || !strcmp(x->bucket, "_warmlake") ||
+        !s3_bucket_exists(x, x->bucket, &bi))
+        return 0;
+    const char *owner = s3_bucket_owner(&bi);
+    if (strcmp(want, owner[0] ? owner : x->auth.access_key) == 0) return 0;
+    s3_err(x, S3E_ACCESS_DENIED);
+    return -1;
+}
+
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
 {
     ctx_t x = {0};
@@ -565,7 +585,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     if (s3_authenticate(&x) != 0) goto out;
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (unserved(&x) || sdk_checksum_missing(&x)) goto out;
+    if (unserved(&x) || sdk_checksum_missing(&x) || expected_owner_ok(&x) != 0) goto out;
     int batch_get;
     free(s3_qparam(x.query, "batch-get", &batch_get));
     if (batch_get && x.bucket[0] && !x.key[0]) {

@@ -194,9 +194,19 @@ int s3_body_announced_ok(ctx_t *x)
     }
     /* Refused by what it announces, not after 5 GiB have crossed the network. */
     /* The decoded length counts only for an aws-chunked body (its framing is in Content-Length). */
-    const char *dl = x->payload && strncmp(x->payload, "STREAMING-", 10) == 0
-                         ? s3_hdr(x->info, "x-amz-decoded-content-length")
-                         : NULL;
+    int streaming = x->payload && strncmp(x->payload, "STREAMING-", 10) == 0;
+    const char *dl = streaming ? s3_hdr(x->info, "x-amz-decoded-content-length") : NULL;
+    /* (A STREAMING-* framing warmlake does not serve is refused as such by s3_body_begin.) */
+    if (streaming && !dl &&
+        (!strcmp(x->payload, SIGV4_STREAMING) || !strcmp(x->payload, SIGV4_STREAMING_TRAILER) ||
+         !strcmp(x->payload, SIGV4_UNSIGNED_TRAILER))) {
+        /* AWS (sigv4-streaming): "For all requests, you must include the
+         * x-amz-decoded-content-length header, specifying the size of the object in bytes." */
+        s3_err_msg(x, S3E_MISSING_CONTENT_LENGTH,
+                   "You must provide the x-amz-decoded-content-length header with an "
+                   "aws-chunked body.");
+        return -1;
+    }
     uint64_t decoded;
     if ((x->info->content_length > 0 && (uint64_t)x->info->content_length > S3_MAX_PUT_BYTES &&
          !dl) ||

@@ -6,6 +6,8 @@
 
 #include "server/s3_int.h"
 
+#include "s3/xmltree.h"
+
 #include <time.h>
 #include <unistd.h>
 
@@ -285,8 +287,10 @@ static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
  */
 void s3_list_buckets(ctx_t *x)
 {
-    int p1, p2, p3;
+    int p1, p2, p3, p4;
     char *maxb = s3_qparam(x->query, "max-buckets", &p1);
+    /* Every bucket here is in the node's region: another region's listing is empty. */
+    char *region = s3_qparam(x->query, "bucket-region", &p4);
     char *tok = s3_qparam(x->query, "continuation-token", &p2);
     char *prefix = s3_qparam(x->query, "prefix", &p3);
     buf_t b = {0};
@@ -319,8 +323,10 @@ void s3_list_buckets(ctx_t *x)
                "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>%s</ID>"
                "<DisplayName>%s</DisplayName></Owner><Buckets>",
                x->auth.access_key, x->auth.access_key);
-    int rc = obj_list(x->cfg->set, BUCKETS, prefix ? prefix : NULL, after[0] ? after : NULL,
-                      list_bucket_cb, &l);
+    int rc = p4 && strcmp(region ? region : "", x->cfg->region) != 0
+                 ? 0
+                 : obj_list(x->cfg->set, BUCKETS, prefix ? prefix : NULL, after[0] ? after : NULL,
+                            list_bucket_cb, &l);
     if (rc < 0) {
         free(b.p);
         s3_engine_error(x, rc);
@@ -344,6 +350,7 @@ void s3_list_buckets(ctx_t *x)
 out:
     free(l.last);
     free(maxb);
+    free(region);
     free(tok);
     free(prefix);
 }
@@ -369,6 +376,52 @@ static int any_upload(void *arg, const char *key, const char *upload, const obj_
 }
 
 /* CreateBucket, exclusive under the bucket's lock: one of two racing creates wins. */
+/*
+ * CreateBucketConfiguration, when a body is sent: well-formed, and a
+ * LocationConstraint (at most one) that names this node's region ("EU" is
+ * eu-west-1; none or empty is us-east-1's default). A bucket asked for in
+ * another region is refused, as S3 refuses it at a region's endpoint, not
+ * created here and answered 200. 0, or -1 with the error sent.
+ */
+static int create_config_ok(ctx_t *x)
+{
+    if (x->info->content_length == 0 ||
+        (x->info->content_length < 0 && !s3_hdr(x->info, "transfer-encoding")))
+        return 0; /* no body: the node's region */
+    size_t len;
+    char *body = s3_read_small_body(x, 64u << 10, &len);
+    if (!body) return -1;
+    if (len == 0) {
+        free(body);
+        return 0;
+    }
+    int nomem = 0, n = 0, rc = -1;
+    xml_node_t *root = xmltree_read(body, len, 4, 64, &nomem);
+    free(body);
+    static const char *const kids[] = {"LocationConstraint", NULL};
+    const xml_node_t *lc = root ? xmltree_kid(root, "LocationConstraint", &n) : NULL;
+    if (!root || strcmp(root->name, "CreateBucketConfiguration") != 0 ||
+        !xmltree_kids_ok(root, kids, NULL) || (lc && lc->kids)) {
+        s3_err(x, nomem ? S3E_INTERNAL : S3E_MALFORMED_XML);
+        goto out;
+    }
+    const char *want = lc ? xmltree_text(lc) : "";
+    if (!strcmp(want, "EU")) want = "eu-west-1";
+    if (want[0] ? strcmp(want, x->cfg->region) != 0 : strcmp(x->cfg->region, "us-east-1") != 0) {
+        char msg[200];
+        snprintf(msg, sizeof(msg),
+                 "The %.64s location constraint is incompatible for the region specific endpoint "
+                 "this request was sent to.",
+                 want[0] ? want : "unspecified");
+        s3_err_msg(x, S3E_ILLEGAL_LOCATION, msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    xmltree_free(root);
+    return rc;
+}
+
 static void create_bucket(ctx_t *x)
 {
     char h[256];
@@ -376,6 +429,7 @@ static void create_bucket(ctx_t *x)
         s3_err(x, S3E_INVALID_BUCKET_NAME);
         return;
     }
+    if (create_config_ok(x) != 0) return;
     char *acl = xmalloc(S3_ACL_STORED_MAX);
     int given;
     if (s3_acl_from_headers(x, 1, acl, &given) != 0) goto out;

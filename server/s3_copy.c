@@ -59,6 +59,14 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
         free(vid);
         return NULL;
     }
+    /* The source's owner condition: the source is the caller's own bucket (above). */
+    const char *seo = s3_hdr(x->info, "x-amz-source-expected-bucket-owner");
+    if (seo && strcmp(seo, x->auth.access_key) != 0) {
+        free(path);
+        free(vid);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return NULL;
+    }
     obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
     free(path);
     if (!rd) {

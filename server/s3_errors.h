@@ -30,6 +30,9 @@
       "Your proposed upload exceeds the maximum allowed object size.")                             \
     X(ENTITY_TOO_SMALL, "EntityTooSmall", 400,                                                     \
       "Your proposed upload is smaller than the minimum allowed object size.")                     \
+    X(ILLEGAL_LOCATION, "IllegalLocationConstraintException", 400,                                 \
+      "The location constraint is incompatible for the region specific endpoint this request "     \
+      "was sent to.")                                                                              \
     X(INCOMPLETE_BODY, "IncompleteBody", 400, "The request body is incomplete or malformed.")      \
     X(INSUFFICIENT_STORAGE, "InsufficientStorage", 507,                                            \
       "Not enough storage space to store the object.")                                             \

@@ -158,16 +158,19 @@ int s3_redirect_header(ctx_t *x, const char **v)
 
 int s3_build_umeta(ctx_t *x, buf_t *um)
 {
+    size_t user = 0; /* bytes of names (after x-amz-meta-) and values, not their separators */
     for (int i = 0; i < x->info->nheaders; i++) {
         const char *n = x->info->headers[i].name;
         if (strncasecmp(n, "x-amz-meta-", 11) == 0) {
             for (const char *c = n + 11; *c; c++)
                 buf_printf(um, "%c", (*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
             buf_printf(um, "%c%s%c", 0, x->info->headers[i].value, 0);
+            user += strlen(n + 11) + strlen(x->info->headers[i].value);
         }
     }
-    /* S3's limit on user-defined metadata: 2 KiB of names and values. */
-    if (um->len > S3_USER_META_MAX) {
+    /* S3's limit on user-defined metadata: 2 KiB, "the sum of the number of bytes in the
+     * UTF-8 encoding of each key and value" (the NULs that separate them here are ours). */
+    if (user > S3_USER_META_MAX) {
         s3_err(x, S3E_METADATA_TOO_LARGE);
         return -1;
     }

@@ -222,6 +222,27 @@ static const char *cond_value(const form_t *fm, const char *var)
 }
 
 /*
+ * A starts-with condition: got begins with want. A Content-Type value holding
+ * commas is a list, and each of its values must begin with want (AWS, "Matching
+ * Content-Types in a Comma-Separated List"): "image/png, text/html" does not
+ * pass ["starts-with", "$Content-Type", "image/"] (a browser takes it as
+ * text/html, the last type of the list).
+ */
+static int starts_with(const char *var, const char *got, const char *want)
+{
+    size_t wl = strlen(want);
+    const char *name = *var == '$' ? var + 1 : var;
+    if (strcasecmp(name, "content-type") != 0 || !strchr(got, ','))
+        return strncmp(got, want, wl) == 0;
+    for (const char *v = got;; v++) {
+        v += strspn(v, " \t");
+        if (strncmp(v, want, wl) != 0) return 0;
+        v = strchr(v, ',');
+        if (!v) return 1;
+    }
+}
+
+/*
  * The policy: decoded, not expired, and every condition holding; every
  * field covered. min and max: content-length-range (or 0 and UINT64_MAX).
  * 0, or -1 with the error sent.
@@ -298,8 +319,8 @@ static int check_policy(form_t *fm, const char *b64, uint64_t *min, uint64_t *ma
             goto out;
         }
         const char *got = cond_value(fm, var);
-        int ok = got && (strcasecmp(op, "eq") == 0 ? strcmp(got, want) == 0
-                                                   : strncmp(got, want, strlen(want)) == 0);
+        int ok = got &&
+                 (strcasecmp(op, "eq") == 0 ? strcmp(got, want) == 0 : starts_with(var, got, want));
         if (!ok) {
             char why[300];
             snprintf(why, sizeof(why), "Policy Condition failed: [\"%s\", \"%.100s\", \"%.100s\"]",
