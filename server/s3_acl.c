@@ -138,6 +138,18 @@ int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given)
     }
     *given = canned || grants;
     rc = 0;
+    /*
+     * A bucket whose ACLs are disabled (BucketOwnerEnforced) takes no ACL but
+     * its owner's full control, the only one it has (S3: PUT requests must
+     * name bucket-owner-full-control or no ACL; 400 otherwise).
+     */
+    obj_info_t *bi = xmalloc(sizeof(*bi));
+    if (*given && !(canned && !strcmp(canned, "bucket-owner-full-control")) && x->bucket[0] &&
+        s3_bucket_exists(x, x->bucket, bi) && s3_bucket_acls_disabled(bi)) {
+        s3_err(x, S3E_ACL_NOT_SUPPORTED);
+        rc = -1;
+    }
+    free(bi);
 out:
     free(a);
     return rc;
@@ -180,6 +192,15 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
         }
         if (strcmp(oid, owner) != 0) {
             s3_err(x, S3E_ACCESS_DENIED); /* no one changes owners through an ACL */
+            goto out;
+        }
+        /* ACLs disabled: only the owner's full control, written out (s3_acl_from_headers). */
+        obj_info_t *bi = xmalloc(sizeof(*bi));
+        int off = s3_bucket_exists(x, x->bucket, bi) && s3_bucket_acls_disabled(bi);
+        free(bi);
+        if (off && !(a->n == 1 && a->g[0].type == S3_GRANTEE_USER && a->g[0].perm == S3_PERM_FULL &&
+                     !strcmp(a->g[0].id, owner))) {
+            s3_err(x, S3E_ACL_NOT_SUPPORTED);
             goto out;
         }
         if (acl_store(x, a, val) != 0) goto out;

@@ -75,6 +75,11 @@ const char *s3_bucket_owner(const obj_info_t *info)
     return s3_umeta_get(info, "owner");
 }
 
+int s3_bucket_acls_disabled(const obj_info_t *info)
+{
+    return strcmp(s3_umeta_get(info, "ownership"), "BucketOwnerEnforced") == 0;
+}
+
 /* Where the objects of the bucket described by bi live (see INAME_MAX). */
 void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX])
 {
@@ -433,6 +438,19 @@ static void create_bucket(ctx_t *x)
     char *acl = xmalloc(S3_ACL_STORED_MAX);
     int given;
     if (s3_acl_from_headers(x, 1, acl, &given) != 0) goto out;
+    /*
+     * BucketOwnerEnforced (s3.c lets no other setting through but
+     * BucketOwnerPreferred): ACLs disabled, as S3 does: the bucket is its
+     * owner's alone, an ACL that says otherwise is refused now and any ACL
+     * set later (AccessControlListNotSupported, s3_acl.c).
+     */
+    const char *own = s3_hdr(x->info, "x-amz-object-ownership");
+    int enforced = own && !strcasecmp(own, "BucketOwnerEnforced");
+    if (enforced && given && strcmp(acl, "private") != 0 &&
+        strcmp(acl, "bucket-owner-full-control") != 0) {
+        s3_err(x, S3E_INVALID_BUCKET_ACL_OWNERSHIP);
+        goto out;
+    }
     uint8_t rnd[8];
     char id[17];
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
@@ -461,7 +479,8 @@ again:
     }
     buf_t rec = {0};
     buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
-               given ? acl : "private", 0, 0, id, 0);
+               given && !enforced ? acl : "private", 0, 0, id, 0);
+    if (enforced) buf_printf(&rec, "ownership%cBucketOwnerEnforced%c", 0, 0);
     obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
     /*
      * Created only if no bucket of that name exists when the record commits:

@@ -10,6 +10,7 @@
 /* X(name, code, status, default message) */
 #define S3_ERRORS(X)                                                                               \
     X(ACCESS_DENIED, "AccessDenied", 403, "Access Denied")                                         \
+    X(ACL_NOT_SUPPORTED, "AccessControlListNotSupported", 400, "The bucket does not allow ACLs")   \
     X(AUTH_HEADER_MALFORMED, "AuthorizationHeaderMalformed", 400,                                  \
       "The authorization header you provided is invalid.")                                         \
     X(AUTH_QUERY_MALFORMED, "AuthorizationQueryParametersError", 400,                              \
@@ -52,6 +53,8 @@
     X(INVALID_PART_NUMBER, "InvalidPartNumber", 416,                                               \
       "The requested partnumber is not satisfiable")                                               \
     X(INVALID_RANGE, "InvalidRange", 416, "The requested range is not satisfiable")                \
+    X(INVALID_BUCKET_ACL_OWNERSHIP, "InvalidBucketAclWithObjectOwnership", 400,                    \
+      "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting")            \
     X(INVALID_REQUEST, "InvalidRequest", 400, "Invalid Request")                                   \
     X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \
       "The storage class you specified is not valid")                                              \

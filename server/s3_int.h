@@ -203,6 +203,8 @@ char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len);
 /* ---- s3_bucket.c ---- */
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info);
 const char *s3_bucket_owner(const obj_info_t *info);
+/* The bucket was created with x-amz-object-ownership: BucketOwnerEnforced: ACLs are disabled. */
+int s3_bucket_acls_disabled(const obj_info_t *info);
 void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX]);
 pthread_rwlock_t *s3_bucket_lock(const char *name);
 int s3_bucket_current(ctx_t *x, const char *name, const char *iname);

@@ -510,5 +510,56 @@ def test_acl_changes_are_authorized_at_the_commit(server):
     assert alt.get_object(Bucket="toctou", Key="p")["Body"].read() == b"p"
 
 
+def test_bucket_owner_enforced_disables_acls(server):
+    """x-amz-object-ownership: BucketOwnerEnforced disables the bucket's ACLs, as in S3
+    (object-ownership-error-responses): a PUT may name bucket-owner-full-control or no ACL,
+    anything else (canned, grants, an XML policy granting more) is 400
+    AccessControlListNotSupported; such a bucket created with a public ACL is 400
+    InvalidBucketAclWithObjectOwnership. Before, the setting was taken and ignored: a
+    public-read object in it was readable by anyone."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="enforced", ObjectOwnership="BucketOwnerEnforced")
+    assert code(c.put_object, Bucket="enforced", Key="pub", Body=b"secret",
+                ACL="public-read") == "AccessControlListNotSupported"
+    assert code(c.head_object, Bucket="enforced", Key="pub") == "404"  # nothing stored
+    assert code(c.put_object, Bucket="enforced", Key="k", Body=b"secret",
+                GrantRead='uri="http://acs.amazonaws.com/groups/global/AllUsers"') == \
+        "AccessControlListNotSupported"
+    c.put_object(Bucket="enforced", Key="k", Body=b"secret")
+    c.put_object(Bucket="enforced", Key="k2", Body=b"two", ACL="bucket-owner-full-control")
+    assert anon(server, "GET", "/enforced/k")[0] == 403
+    assert code(c.put_object_acl, Bucket="enforced", Key="k", ACL="public-read") == \
+        "AccessControlListNotSupported"
+    assert code(c.put_bucket_acl, Bucket="enforced", ACL="public-read") == \
+        "AccessControlListNotSupported"
+    assert code(c.copy_object, Bucket="enforced", Key="k3", ACL="public-read-write",
+                CopySource={"Bucket": "enforced", "Key": "k"}) == "AccessControlListNotSupported"
+    acl = c.get_object_acl(Bucket="enforced", Key="k")
+    me = acl["Owner"]["ID"]
+    assert grants_of(acl) == [(me, "FULL_CONTROL")]
+    # An XML policy of the owner's full control alone is what the bucket has: taken.
+    policy = {"Owner": {"ID": me}, "Grants": [
+        {"Grantee": {"Type": "CanonicalUser", "ID": me}, "Permission": "FULL_CONTROL"}]}
+    c.put_object_acl(Bucket="enforced", Key="k", AccessControlPolicy=policy)
+    policy["Grants"].append({"Grantee": {"Type": "Group", "URI":
+                                         "http://acs.amazonaws.com/groups/global/AllUsers"},
+                             "Permission": "READ"})
+    assert code(c.put_object_acl, Bucket="enforced", Key="k", AccessControlPolicy=policy) == \
+        "AccessControlListNotSupported"
+    assert code(c.put_bucket_acl, Bucket="enforced", AccessControlPolicy=policy) == \
+        "AccessControlListNotSupported"
+    assert anon(server, "GET", "/enforced/k")[0] == 403
+    assert grants_of(c.get_bucket_acl(Bucket="enforced")) == [(me, "FULL_CONTROL")]
+    assert c.get_object(Bucket="enforced", Key="k")["Body"].read() == b"secret"
+    # Created with a public ACL: refused, and no bucket made.
+    assert code(c.create_bucket, Bucket="enforced-pub", ObjectOwnership="BucketOwnerEnforced",
+                ACL="public-read") == "InvalidBucketAclWithObjectOwnership"
+    assert code(c.head_bucket, Bucket="enforced-pub") == "404"
+    # Buckets created without the setting keep their ACLs.
+    c.create_bucket(Bucket="acls-on")
+    c.put_object(Bucket="acls-on", Key="pub", Body=b"open", ACL="public-read")
+    assert anon(server, "GET", "/acls-on/pub") == (200, b"open")
+
+
 def test_newest_botocore():
     run_under_newest_botocore("test_s3_acl_grants.py")
