@@ -4,7 +4,8 @@
 #   2. Release build with -Werror, ctest (unit tests + fuzz corpus replay)
 #   3. ASan+UBSan build, ctest again
 #   4. libFuzzer build (clang), each fuzzer for a bounded number of runs
-#   5. pytest integration tests, when there are any
+#   5. pytest integration tests, when there are any: Release, then ASan+UBSan (its S3
+#      suites through a 4-node cluster)
 # Ends with one summary line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -64,8 +65,16 @@ step "fuzz run" fuzz_all
 
 if compgen -G "tests/integration/test_*.py" >/dev/null; then
   step "integration (pytest)" env WL_BUILD="$ROOT/build" /usr/bin/python3 -m pytest -q tests/integration
+  # Under the sanitizers the S3 suites run through a 4-node cluster (WL_CLUSTER, conftest.py):
+  # the same gateway and object layer as on one node, plus the protocol and the peers' stores.
+  # Their single-node runs (Debian's boto3 and the newest botocore) are the Release pass's.
+  s3_suites=(tests/integration/test_s3_*.py tests/integration/test_sigv4_clients.py)
   step "integration under ASan+UBSan (pytest)" \
-    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q tests/integration
+    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q tests/integration \
+    "${s3_suites[@]/#/--ignore=}"
+  step "S3 suites through a 4-node cluster under ASan+UBSan (pytest)" \
+    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 \
+    /usr/bin/python3 -m pytest -q "${s3_suites[@]}"
 fi
 
 echo
