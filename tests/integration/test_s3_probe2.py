@@ -266,3 +266,27 @@ def test_aws_chunked_body_needs_its_decoded_length(server):
                                      "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
         assert st == 200, (path, st, resp)
     assert c.get_object(Bucket="dcl", Key="k")["Body"].read() == b"hello"
+
+
+def test_range_numbers_of_any_length(server):
+    """RFC 9110 14.1.1: a range's positions are 1*DIGIT, any length. A first position past
+    any 64-bit number is past the object (416 with Content-Range: bytes */SIZE, as for any
+    first position past the end); leading zeros are the same number. Before, both ranges
+    were ignored and the whole object answered with 200."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ranges")
+    body = bytes(range(256)) * 4
+    c.put_object(Bucket="ranges", Key="o", Body=body)
+    st, got, h = signed_request(server.port, "GET", "/ranges/o",
+                                headers={"Range": "bytes=99999999999999999999999-"})
+    assert st == 416 and code_of(got) == "InvalidRange"
+    assert {k.lower(): v for k, v in h.items()}["content-range"] == "bytes */1024"
+    for rng, want in (("bytes=00000000000000000000001-2", body[1:3]),
+                      ("bytes=-000000000000000000000000003", body[-3:]),
+                      ("bytes=1000-99999999999999999999999", body[1000:]),
+                      ("bytes=-99999999999999999999999", body)):
+        st, got, _ = signed_request(server.port, "GET", "/ranges/o", headers={"Range": rng})
+        assert (st, got) == (206, want), rng
+    # Not digits: no range, the whole object.
+    st, got, _ = signed_request(server.port, "GET", "/ranges/o", headers={"Range": "bytes=1x-2"})
+    assert (st, got) == (200, body)
