@@ -571,15 +571,16 @@ int sigv4_parse_header(const char *v, size_t len, sigv4_auth_t *a)
         const char *ve = memchr(eq, ',', (size_t)(end - eq));
         if (!ve) ve = end;
         size_t nl = (size_t)(eq - p), vl = (size_t)(ve - eq - 1);
+        /* Each component once: of two, which would the client mean? */
         if (nl == 10 && memcmp(p, "Credential", 10) == 0) {
-            if (parse_credential(eq + 1, vl, a) != 0) return ERR_INVAL;
+            if ((have & 1) || parse_credential(eq + 1, vl, a) != 0) return ERR_INVAL;
             have |= 1;
         } else if (nl == 13 && memcmp(p, "SignedHeaders", 13) == 0) {
-            if (copy_field(a->signed_headers, sizeof(a->signed_headers), eq + 1, vl) != 0)
+            if ((have & 2) || copy_field(a->signed_headers, sizeof(a->signed_headers), eq + 1, vl))
                 return ERR_INVAL;
             have |= 2;
         } else if (nl == 9 && memcmp(p, "Signature", 9) == 0) {
-            if (!is_hex64(eq + 1, vl)) return ERR_INVAL;
+            if ((have & 4) || !is_hex64(eq + 1, vl)) return ERR_INVAL;
             memcpy(a->signature, eq + 1, 64);
             a->signature[64] = 0;
             have |= 4;

@@ -499,6 +499,16 @@ static void test_parse_errors(void **state)
         "Signature=zz",
         "AWS AK:sig",
         "",
+        /* A component twice: which would the client mean? (It was the last.) */
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, "
+        "Credential=AK2/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "SignedHeaders=host;x-amz-date, "
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+        "AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, "
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41, "
+        "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(sigv4_parse_header(bad[i], strlen(bad[i]), &a), ERR_INVAL);
