@@ -145,7 +145,7 @@ static int trailer_line(s3_chunked_t *c)
         v++;
     size_t vl = (size_t)(e - v);
     if (nl == 23 && strncasecmp(c->line, "x-amz-trailer-signature", 23) == 0) {
-        if (vl != 64) return ERR_INVAL;
+        if (vl != 64 || c->trailer_sig[0]) return ERR_INVAL;
         memcpy(c->trailer_sig, v, 64);
         c->trailer_sig[64] = 0;
         return 0;
@@ -159,6 +159,9 @@ static int trailer_line(s3_chunked_t *c)
     for (size_t i = 0; i < nl; i++)
         if (c->names[c->ntrailers][i] >= 'A' && c->names[c->ntrailers][i] <= 'Z')
             c->names[c->ntrailers][i] += 32;
+    /* Each trailer once: of two checksums, which would the body be checked against? */
+    for (int i = 0; i < c->ntrailers; i++)
+        if (strcmp(c->names[i], c->names[c->ntrailers]) == 0) return ERR_INVAL;
     /* The signed form of a trailer is "name:value\n". */
     EVP_DigestUpdate(c->tsha, c->names[c->ntrailers], nl);
     EVP_DigestUpdate(c->tsha, ":", 1);

@@ -648,8 +648,11 @@ static void test_unsigned_trailer(void **state)
     assert_string_equal(s3_chunked_trailer(c, "x-amz-checksum-crc32"), "DUoRhQ==");
     s3_chunked_free(c);
     /* Malformed bodies are refused, not guessed at. */
-    const char *bad[] = {"zz\r\n", "5\r\nhelloXY", "5;chunk-signature=00\r\n", "5\nhello\r\n",
-                         "10000000000000000\r\n"};
+    const char *bad[] = {
+        "zz\r\n", "5\r\nhelloXY", "5;chunk-signature=00\r\n", "5\nhello\r\n",
+        "10000000000000000\r\n",
+        /* A trailer twice (in any case): which value would be the body's? */
+        "0\r\nx-amz-checksum-crc32:DUoRhQ==\r\nX-Amz-Checksum-CRC32:AAAAAA==\r\n\r\n"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         c = s3_chunked_new(0, 1, NULL, NULL, NULL, NULL);
         assert_int_equal(
