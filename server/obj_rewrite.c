@@ -159,6 +159,29 @@ static void stale_rewrite(obj_set_t *s, const char *bucket, const char *key, con
     free(h);
 }
 
+/*
+ * Which stores hold a record at pos now: how many hold one (a store that is away or fails
+ * the read counts: its write will tell), and the ones that answer "nothing" into *absent.
+ */
+static int heads_present(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                         uint32_t *absent)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    uint32_t away = obj__unhealthy(s);
+    int stores[OBJ_MAX_SHARDS], present = obj__stores_in(s, away, stores);
+    int n = obj__stores_in(s, UINT32_MAX & ~away, stores);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    *absent = 0;
+    for (int j = 0; j < n; j++) {
+        if (h[j].rc == ERR_NOT_FOUND)
+            *absent |= 1u << stores[j];
+        else
+            present++;
+    }
+    free(h);
+    return present;
+}
+
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
 {
@@ -220,19 +243,42 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
          * rewrite refuses; this one is put back and made again over it. A rewrite of it
          * left short longer than any rewrite takes (its put-back failed) is covered.
          */
-        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = orig->stamp_ns};
+        shard_cond_t bound = {.mode = SHARD_IF_REWRITE, .stamp = orig->stamp_ns};
         memcpy(bound.upload, orig->upload_id, sizeof(bound.upload));
         if (leftover > bound.stamp && !strcmp(leftover_up, orig->upload_id)) bound.stamp = leftover;
+        /*
+         * And only where the version is (SHARD_IF_REWRITE: never over nothing). An
+         * unversioned DELETE through another node leaves no head: under "nothing, or no
+         * newer" the rewrite landed on the stores it had just emptied and the deleted
+         * object came back after its DELETE was acknowledged, whole when small, else a
+         * listed key every GET of which was 503 (a 4-node probe: most rounds; a bucket
+         * record the same way after DeleteBucket). Stores that answer "nothing" now are
+         * left out (a store that missed the version is the heal's); fewer than the
+         * version needs to stand is a delete in progress, or done: look again.
+         */
+        uint32_t absent = 0;
+        int present = heads_present(s, bucket, key, pos, &absent);
+        if (present < (info->sparse ? __builtin_popcount(info->inl) : s->k) ||
+            (info->sparse && (info->inl & absent))) {
+            if (attempt + 1 >= 10) {
+                rc = ERR_THROTTLED;
+                break;
+            }
+            usleep(200u + (uint32_t)(info->stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         int refused = 0;
-        int heads =
-            obj__write_at_cond(s, bucket, key, pos, info, NULL, 0, &bound, &refused, &first_err);
+        int heads = obj__write_at_cond(s, bucket, key, pos, info, NULL, absent, &bound, &refused,
+                                       &first_err);
         if (heads == 0 && first_err == ERR_NOT_FOUND) {
             /* A small version's bytes are gone: another node's write covered it (and
              * dropped it) meanwhile; nothing was written. Look again (answered as it
              * was, a PutObjectAcl racing an overwrite got 404 for a key that exists). */
             refused = 1;
         } else if (!refused) {
-            if (!obj__enough(s, info, heads))
+            /* Rewritten wherever the version is, up to the write quorum. */
+            if (info->sparse ? !obj__enough(s, info, heads)
+                             : heads < (present < s->wq ? present : s->wq))
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
             else if (pos[0] && promoted_meanwhile(s, bucket, key, info) && attempt + 1 < 10)
                 continue; /* the copy readers take is the current one now: rewritten there */

@@ -78,3 +78,56 @@ def test_object_tags_and_acl_set_at_once_through_different_nodes(four, size):
                 got = public(cl.get_object_acl(Bucket="objmeta", Key="k")["Grants"])
                 assert got == (acl == "public-read"), (r, i, out, "acl", got)
             assert md5(cl.get_object(Bucket="objmeta", Key="k")["Body"].read()) == md5(data)
+
+
+@pytest.mark.parametrize("size", [100, 300000])
+def test_delete_racing_tags_or_acl_through_another_node(four, size):
+    """DELETE of an object (unversioned bucket) through one node while PutObjectTagging or
+    PutObjectAcl goes through another: once the DELETE is acknowledged the key is gone on
+    every node (S3: either the rewrite came first and the DELETE removed it, or it came
+    after and answers NoSuchKey). An unversioned DELETE leaves no head, and a rewrite's
+    condition ("nothing, or no newer than the version read") let it land on the emptied
+    stores: the object came back, whole when small, and when erasure-coded a listed key
+    whose every GET was 503 (its blocks dropped): most rounds."""
+    c = [n.s3() for n in four]
+    c[0].create_bucket(Bucket="delrace")
+    for r in range(16):
+        key = "k%d" % r
+        c[0].put_object(Bucket="delrace", Key=key, Body=body(size, 50 + r))
+        if r % 2:
+            meta = lambda: c[2].put_object_acl(Bucket="delrace", Key=key, ACL="public-read") and "ok"
+        else:
+            meta = lambda: c[2].put_object_tagging(Bucket="delrace", Key=key, Tagging={
+                "TagSet": [{"Key": "a", "Value": "b"}]}) and "ok"
+        out = race([lambda: c[1].delete_object(Bucket="delrace", Key=key) and "ok", meta])
+        assert out[1] in ("ok", "NoSuchKey") + BUSY, out
+        if out[0] != "ok":
+            continue
+        for i, cl in enumerate(c):
+            with pytest.raises(Exception) as e:
+                cl.get_object(Bucket="delrace", Key=key)["Body"].read()
+            assert getattr(e.value, "response", {}).get("Error", {}).get("Code") == "NoSuchKey", \
+                (r, i, out, e.value)
+            listed = cl.list_objects_v2(Bucket="delrace", Prefix=key).get("Contents", [])
+            assert key not in [o["Key"] for o in listed], (r, i, out)
+
+
+def test_delete_bucket_racing_bucket_tagging_through_another_node(four):
+    """DeleteBucket through one node while PutBucketTagging goes through another: once the
+    DeleteBucket is acknowledged the bucket is gone on every node. The tag rewrite of the
+    bucket record landed on the emptied stores and brought the bucket back."""
+    c = [n.s3() for n in four]
+    for r in range(16):
+        b = "gone%d" % r
+        c[0].create_bucket(Bucket=b)
+        out = race([lambda: c[1].delete_bucket(Bucket=b) and "ok",
+                    lambda: c[2].put_bucket_tagging(Bucket=b, Tagging={
+                        "TagSet": [{"Key": "a", "Value": "b"}]}) and "ok"])
+        assert out[1] in ("ok", "NoSuchBucket") + BUSY, out
+        if out[0] != "ok":
+            continue
+        for i, cl in enumerate(c):
+            with pytest.raises(Exception) as e:
+                cl.head_bucket(Bucket=b)
+            assert getattr(e.value, "response", {}).get("Error", {}).get("Code") in (
+                "404", "NoSuchBucket"), (r, i, out, e.value)
