@@ -305,7 +305,7 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
         q->cond_mode = proto_r_u8(&r);
         q->cond_stamp = 0;
         q->cond_upload[0] = q->cond_self[0] = 0;
-        if (q->cond_mode > 4) r.err = ERR_CORRUPT; /* (shard.h's SHARD_IF_*) */
+        if (q->cond_mode > 5) r.err = ERR_CORRUPT; /* (shard.h's SHARD_IF_*) */
         if (q->cond_mode) {
             q->cond_stamp = proto_r_u64(&r);
             proto_r_str(&r, q->cond_upload, sizeof(q->cond_upload));

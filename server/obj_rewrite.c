@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
@@ -130,12 +131,65 @@ static int promoted_meanwhile(obj_set_t *s, const char *bucket, const char *key,
     return p;
 }
 
+#define REWRITE_STALE_NS (10ull * 1000000000) /* as a commit's COMMIT_STALE_NS */
+
+/*
+ * After a refused rewrite of v at pos: the newest head there that is another rewrite of v
+ * (same upload id, newer stamp) and has stood short for longer than any rewrite takes (a
+ * rewrite whose put-back failed, never acknowledged): its stamp and upload id, for the next
+ * attempt to cover. A fresh one is a rewrite in flight: left alone (it stands, and is read
+ * as the version, or is put back).
+ */
+static void stale_rewrite(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                          const obj_info_t *v, uint64_t *stamp, char up[33])
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && !h[j].info.deleted && !strcmp(h[j].info.upload_id, v->upload_id) &&
+            h[j].info.stamp_ns > v->stamp_ns && h[j].info.stamp_ns > *stamp &&
+            h[j].info.stamp_ns + REWRITE_STALE_NS <= now) {
+            *stamp = h[j].info.stamp_ns;
+            memcpy(up, v->upload_id, 33);
+        }
+    free(h);
+}
+
+/*
+ * Which stores hold a record at pos now: how many hold one (a store that is away or fails
+ * the read counts: its write will tell), and the ones that answer "nothing" into *absent.
+ */
+static int heads_present(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                         uint32_t *absent)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    uint32_t away = obj__unhealthy(s);
+    int stores[OBJ_MAX_SHARDS], present = obj__stores_in(s, away, stores);
+    int n = obj__stores_in(s, UINT32_MAX & ~away, stores);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    *absent = 0;
+    for (int j = 0; j < n; j++) {
+        if (h[j].rc == ERR_NOT_FOUND)
+            *absent |= 1u << stores[j];
+        else
+            present++;
+    }
+    free(h);
+    return present;
+}
+
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
 {
     obj_info_t *info = xmalloc(sizeof(*info)), *orig = xmalloc(sizeof(*orig));
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
+    uint64_t leftover = 0; /* the stamp of a stale rewrite of the version, to cover */
+    char leftover_up[33] = "";
     if (marker) *marker = 0;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
@@ -181,27 +235,59 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
          * rewrite of the old version came out newer than the PUT's and brought the old
          * bytes back over an acknowledged write (a probe: 2 rounds in 40).
          */
-        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = orig->stamp_ns};
+        /*
+         * Not over another rewrite of it, though (no `self`): rewrites of one version share
+         * its upload id, and with `self` two rewrites through different nodes (a bucket's
+         * versioning and its tags; an object's tags and ACL) each covered the other, each
+         * acknowledged, one lost (a 4-node probe: most rounds). A store holding another
+         * rewrite refuses; this one is put back and made again over it. A rewrite of it
+         * left short longer than any rewrite takes (its put-back failed) is covered.
+         */
+        shard_cond_t bound = {.mode = SHARD_IF_REWRITE, .stamp = orig->stamp_ns};
         memcpy(bound.upload, orig->upload_id, sizeof(bound.upload));
-        memcpy(bound.self, orig->upload_id, sizeof(bound.self));
+        if (leftover > bound.stamp && !strcmp(leftover_up, orig->upload_id)) bound.stamp = leftover;
+        /*
+         * And only where the version is (SHARD_IF_REWRITE: never over nothing). An
+         * unversioned DELETE through another node leaves no head: under "nothing, or no
+         * newer" the rewrite landed on the stores it had just emptied and the deleted
+         * object came back after its DELETE was acknowledged, whole when small, else a
+         * listed key every GET of which was 503 (a 4-node probe: most rounds; a bucket
+         * record the same way after DeleteBucket). Stores that answer "nothing" now are
+         * left out (a store that missed the version is the heal's); fewer than the
+         * version needs to stand is a delete in progress, or done: look again.
+         */
+        uint32_t absent = 0;
+        int present = heads_present(s, bucket, key, pos, &absent);
+        if (present < (info->sparse ? __builtin_popcount(info->inl) : s->k) ||
+            (info->sparse && (info->inl & absent))) {
+            if (attempt + 1 >= 10) {
+                rc = ERR_THROTTLED;
+                break;
+            }
+            usleep(200u + (uint32_t)(info->stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         int refused = 0;
-        int heads =
-            obj__write_at_cond(s, bucket, key, pos, info, NULL, 0, &bound, &refused, &first_err);
+        int heads = obj__write_at_cond(s, bucket, key, pos, info, NULL, absent, &bound, &refused,
+                                       &first_err);
         if (heads == 0 && first_err == ERR_NOT_FOUND) {
             /* A small version's bytes are gone: another node's write covered it (and
              * dropped it) meanwhile; nothing was written. Look again (answered as it
              * was, a PutObjectAcl racing an overwrite got 404 for a key that exists). */
             refused = 1;
         } else if (!refused) {
-            if (!obj__enough(s, info, heads))
+            /* Rewritten wherever the version is, up to the write quorum. */
+            if (info->sparse ? !obj__enough(s, info, heads)
+                             : heads < (present < s->wq ? present : s->wq))
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
             else if (pos[0] && promoted_meanwhile(s, bucket, key, info) && attempt + 1 < 10)
                 continue; /* the copy readers take is the current one now: rewritten there */
             break;
         }
         /* Put the version back as it was where the rewrite landed, then try again on
-         * whatever is there now (the newer version, or this one's own rewrite). */
+         * whatever is there now (the newer version, or another rewrite of it). */
         obj__put_back(s, bucket, key, pos, orig, info);
+        stale_rewrite(s, bucket, key, pos, orig, &leftover, leftover_up);
         if (attempt + 1 >= 10) {
             rc = ERR_THROTTLED;
             break;

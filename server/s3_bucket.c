@@ -199,12 +199,11 @@ static int set_mark(void *arg, const obj_info_t *cur, char *out, size_t *out_len
 }
 
 /*
- * After a commit of ver into the request's bucket (in a cluster): 0 when the
- * bucket still holds it, else S3_ERR_NO_BUCKET with the version undone (or
- * ERR_THROTTLED when the record could not be read for as long as a mark may
- * stand: the outcome is open, as a 503 says).
+ * After a write into the request's bucket (in a cluster): 0 when the bucket (this
+ * incarnation) stays, S3_ERR_NO_BUCKET when a DeleteBucket through another node took it
+ * (the write is the caller's to undo), ERR_THROTTLED when the outcome is open.
  */
-int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
+int s3_bucket_stays(ctx_t *x)
 {
     for (int i = 0; i < 400; i++) { /* a mark lives DELETE_MARK_NS at most: 400 x 25 ms */
         obj_info_t bi;
@@ -220,6 +219,19 @@ int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
         usleep(25 * 1000);
         if (i == 399) return ERR_THROTTLED;
     }
+    return S3_ERR_NO_BUCKET;
+}
+
+/*
+ * After a commit of ver into the request's bucket (in a cluster): 0 when the
+ * bucket still holds it, else S3_ERR_NO_BUCKET with the version undone (or
+ * ERR_THROTTLED when the record could not be read for as long as a mark may
+ * stand: the outcome is open, as a 503 says).
+ */
+int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
+{
+    int stays = s3_bucket_stays(x);
+    if (stays != S3_ERR_NO_BUCKET) return stays;
     /* Undone: the bucket's objects went with it (its incarnation is unreachable); the
      * version goes too, so that its space comes back. */
     obj_cond_t c = OBJ_COND_NONE;

@@ -222,6 +222,8 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
 /* After a commit of ver into x's bucket through a cluster member: 0, or S3_ERR_NO_BUCKET (a
  * DeleteBucket through another node took the bucket; ver undone) or ERR_THROTTLED. */
 int s3_commit_stays(ctx_t *x, const obj_info_t *ver);
+/* The same wait for another node's DeleteBucket without the undo (the caller's). */
+int s3_bucket_stays(ctx_t *x);
 /* Commit w into x's bucket if it (this incarnation) still exists; else S3_ERR_NO_BUCKET. */
 int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
                         obj_info_t *info);

@@ -169,6 +169,9 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
         holds = !head || o->stamp_ns < c->stamp ||
                 (o->stamp_ns == c->stamp && strcmp(o->upload_id, c->upload) <= 0) ||
                 (c->self[0] && strcmp(o->upload_id, c->self) == 0);
+    else if (c->mode == SHARD_IF_REWRITE)
+        holds = head && (o->stamp_ns < c->stamp ||
+                         (o->stamp_ns == c->stamp && strcmp(o->upload_id, c->upload) <= 0));
     else if (c->mode == SHARD_IF_KEPT && head && o->deleted && !o->marker &&
              strcmp(o->upload_id, c->upload) == 0)
         holds = 0; /* retired: deleted by its id */

@@ -37,13 +37,24 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *                    version `upload` (a version retired there, deleted by
  *                    its id): keeping a version as noncurrent must not bring
  *                    back one deleted since the writer read it as current
+ *   SHARD_IF_REWRITE a head no newer than (stamp, upload): never nothing. A
+ *                    metadata rewrite replaces the version it read where
+ *                    that version is, never another rewrite of it, and never
+ *                    lands where an unversioned DELETE (which leaves nothing)
+ *                    emptied the store meanwhile
  * In every mode, a head that is no tombstone never replaces the tombstone of
  * its own version (same upload id): "the head of version X" (SHARD_IF_UPLOAD,
  * `self`) is not X's retirement. A metadata rewrite, a heal or an undo that
  * read X before its delete by id would bring it back, its blocks dropped.
  * Otherwise the put is refused with ERR_PRECOND and nothing is written.
  */
-enum { SHARD_IF_NEWER = 1, SHARD_IF_UPLOAD = 2, SHARD_IF_AT_MOST = 3, SHARD_IF_KEPT = 4 };
+enum {
+    SHARD_IF_NEWER = 1,
+    SHARD_IF_UPLOAD = 2,
+    SHARD_IF_AT_MOST = 3,
+    SHARD_IF_KEPT = 4,
+    SHARD_IF_REWRITE = 5
+};
 typedef struct {
     int mode;
     uint64_t stamp;
