@@ -545,6 +545,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }
+    if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
     if (p->found) promoted_rewrite(s, bucket, key, &next, walked);
     for (int i = 0; i < p->ndups; i++)
         obj__retire(s, bucket, key, &p->dups[i]);
@@ -627,6 +628,8 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
 void (*obj__retired_hook)(void *arg, const char *key);
 void (*obj__promote_hook)(void *arg, const char *key);
 void *obj__promote_hook_arg;
+void (*obj__promoted_hook)(void *arg, const char *key);
+void *obj__promoted_hook_arg;
 void (*obj__located_hook)(void *arg, const char *key);
 void *obj__located_hook_arg;
 void *obj__retired_hook_arg;
