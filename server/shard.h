@@ -36,7 +36,10 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *   SHARD_IF_KEPT    as SHARD_IF_NEWER, and never over the tombstone of
  *                    version `upload` (a version retired there, deleted by
  *                    its id): keeping a version as noncurrent must not bring
- *                    back one deleted since the writer read it as current
+ *                    back one deleted since the writer read it as current;
+ *                    nor over a head of that version whose metadata is
+ *                    newer than the put's (obj_umeta_ns: a rewrite by id
+ *                    that landed after the current head was copied there)
  * In every mode, a head that is no tombstone never replaces the tombstone of
  * its own version (same upload id): "the head of version X" (SHARD_IF_UPLOAD,
  * `self`) is not X's retirement. A metadata rewrite, a heal or an undo that
