@@ -57,9 +57,18 @@ typedef struct {
     char vid[20];      /* the S3 version id, OBJ_VID_LEN hex digits; "" is the null version */
     uint64_t stamp_ns; /* when this head was written: of two heads, the later wins
                           (= mtime_ns, unless rewritten: metadata, a version made current) */
+    uint64_t umeta_ns; /* when its metadata (umeta) was decided, if before stamp_ns: a copy
+                          of a head written later (a promotion, an archive) keeps its
+                          source's; 0: at stamp_ns (obj_umeta_ns) */
 } obj_info_t;
 
 #define OBJ_VID_LEN 16
+
+/* When o's metadata was decided (o->umeta_ns, or its stamp: written with it). */
+static inline uint64_t obj_umeta_ns(const obj_info_t *o)
+{
+    return o->umeta_ns ? o->umeta_ns : o->stamp_ns ? o->stamp_ns : o->mtime_ns;
+}
 
 /*
  * A bucket's versioning (S3: never enabled, Enabled, Suspended). Versions

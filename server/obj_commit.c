@@ -361,6 +361,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         after->stamp_ns = after->mtime_ns =
             anywhere.stamp > bound.stamp ? anywhere.stamp : bound.stamp;
         info->mtime_ns = info->stamp_ns = obj__now_after(after);
+        info->umeta_ns = 0; /* (its metadata is decided now) */
         free(after);
         info->vid[0] = 0;
         if (v == OBJ_VERSIONED) obj__vid_of(info->vid, info->mtime_ns);

@@ -139,6 +139,10 @@ extern void *obj__retired_hook_arg;
 /* Tests: called by a promotion between its walk (the successor read) and its write. */
 extern void (*obj__promote_hook)(void *arg, const char *key);
 extern void *obj__promote_hook_arg;
+/* Tests: called by a promotion once its write stands, before it reads its successor's
+ * noncurrent copy again (promoted_rewrite). */
+extern void (*obj__promoted_hook)(void *arg, const char *key);
+extern void *obj__promoted_hook_arg;
 /* Tests: called by a delete by id that found its version current, before it checks that it
  * stands. */
 extern void (*obj__located_hook)(void *arg, const char *key);

@@ -21,8 +21,10 @@
  *   inline (v3):    MTIME UPLOAD LAYOUT INLINE [SPARSE] ETAG CTYPE UMETA
  *   multipart:      MTIME UPLOAD MULTIPART ETAG CTYPE UMETA
  * each followed by [VID] [STAMP] (versioning; absent: the null version,
- * stamp = mtime). Optional fields are written only when they say
- * something (a VID is never empty, a STAMP never equals the MTIME).
+ * stamp = mtime), and a version with data by [UMSTAMP] (absent: its
+ * metadata was decided when the head was written, at its stamp). Optional
+ * fields are written only when they say something (a VID is never empty,
+ * a STAMP never equals the MTIME, an UMSTAMP is never 0 nor the stamp).
  * That is exactly what obj_meta_encode writes, so a blob made only of
  * known fields decodes and re-encodes to the same bytes. Any other tag is
  * a field of a later writer: it is skipped wherever it stands before the
@@ -91,14 +93,22 @@ enum {
     /* rank 6, len 16, version 3 only: the ETag, when it is 32 lowercase hex digits,
      * as the 16 bytes they spell. */
     T_ETAG16 = 15,
+    /* rank 11, len 8, not with T_DELETED: u64 LE, when the head's metadata (T_UMETA) was
+     * decided, if not at the head's stamp: a copy written later (a version promoted to
+     * current, a current version kept as noncurrent) keeps its source's time, so that a
+     * store can tell a stale copy from a newer rewrite of the same version (shard.c,
+     * SHARD_IF_KEPT). Any version: a reader that skips it (an older build) finds the same
+     * object, and its writes judge copies by their stamps alone, as before. */
+    T_UMSTAMP = 16,
     /* len 0: the end. */
     T_END = 255
 };
 
-static const uint8_t rank_of[T_ETAG16 + 1] = {
-    [T_MTIME] = 1,   [T_UPLOAD] = 2, [T_UPLOAD16] = 2, [T_LAYOUT] = 3, [T_MULTIPART] = 3,
-    [T_DELETED] = 3, [T_INLINE] = 4, [T_SPARSE] = 5,   [T_ETAG] = 6,   [T_ETAG16] = 6,
-    [T_MARKER] = 6,  [T_CTYPE] = 7,  [T_UMETA] = 8,    [T_VID] = 9,    [T_STAMP] = 10,
+static const uint8_t rank_of[T_UMSTAMP + 1] = {
+    [T_MTIME] = 1,     [T_UPLOAD] = 2,  [T_UPLOAD16] = 2, [T_LAYOUT] = 3,
+    [T_MULTIPART] = 3, [T_DELETED] = 3, [T_INLINE] = 4,   [T_SPARSE] = 5,
+    [T_ETAG] = 6,      [T_ETAG16] = 6,  [T_MARKER] = 6,   [T_CTYPE] = 7,
+    [T_UMETA] = 8,     [T_VID] = 9,     [T_STAMP] = 10,   [T_UMSTAMP] = 11,
 };
 
 #define F(t)      (1u << (t))
@@ -175,7 +185,7 @@ static size_t str_len(const char *s, size_t cap)
 
 size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
 {
-    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12], stamp[8], inl[8];
+    uint8_t lay[ERS_LAYOUT_SIZE], mt[8], mp[12], stamp[8], inl[8], ums[8];
     size_t up = str_len(in->upload_id, sizeof(in->upload_id));
     size_t et = str_len(in->etag, sizeof(in->etag));
     size_t ct = str_len(in->content_type, sizeof(in->content_type));
@@ -221,6 +231,11 @@ size_t obj_meta_encode(const obj_info_t *in, uint8_t *b, size_t cap)
     if (in->stamp_ns && in->stamp_ns != in->mtime_ns) {
         le_put64(stamp, in->stamp_ns);
         pos = put_tlv(b, pos, cap, T_STAMP, stamp, 8);
+    }
+    if (!in->deleted && in->umeta_ns &&
+        in->umeta_ns != (in->stamp_ns ? in->stamp_ns : in->mtime_ns)) {
+        le_put64(ums, in->umeta_ns);
+        pos = put_tlv(b, pos, cap, T_UMSTAMP, ums, 8);
     }
     pos = put_tlv(b, pos, cap, T_END, NULL, 0);
     return pos == SIZE_MAX ? 0 : pos;
@@ -279,6 +294,10 @@ static int get_field(unsigned tag, const uint8_t *v, size_t n, obj_info_t *o)
         if (n != 8) return ERR_CORRUPT;
         o->stamp_ns = le_get64(v);
         return 0;
+    case T_UMSTAMP:
+        if (n != 8 || le_get64(v) == 0) return ERR_CORRUPT;
+        o->umeta_ns = le_get64(v);
+        return 0;
     case T_INLINE:
         if (n != 8 || le_get32(v) == 0) return ERR_CORRUPT;
         o->inl = le_get32(v);
@@ -318,7 +337,8 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
             if (bin && b[0] != OBJ_META_COMPACT) return ERR_CORRUPT;
             if (bin & F(T_UPLOAD16)) seen |= F(T_UPLOAD);
             if (bin & F(T_ETAG16)) seen |= F(T_ETAG);
-            unsigned core = seen & ~(F(T_VID) | F(T_STAMP) | F(T_SPARSE) | bin);
+            unsigned core = seen & ~(F(T_VID) | F(T_STAMP) | F(T_SPARSE) | F(T_UMSTAMP) | bin);
+            if ((seen & F(T_UMSTAMP)) && (seen & F(T_DELETED))) return ERR_CORRUPT;
             int whole = core == (BASE | F(T_DELETED)) ||
                         core == (BASE | F(T_DELETED) | F(T_MARKER)) ||
                         core == (BASE | F(T_LAYOUT) | LIVE_TAIL) ||
@@ -334,6 +354,8 @@ int obj_meta_decode(const uint8_t *b, size_t len, obj_info_t *o)
             } else {
                 o->stamp_ns = o->mtime_ns;
             }
+            /* Nor a metadata time equal to the stamp. */
+            if ((seen & F(T_UMSTAMP)) && o->umeta_ns == o->stamp_ns) return ERR_CORRUPT;
             return whole && n == 0 && pos == len ? 0 : ERR_CORRUPT;
         }
         if (!obj__meta_tag_known(tag)) continue; /* a later writer's field */

@@ -288,6 +288,7 @@ static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, co
                 memcpy(d->umeta, h->umeta, h->umeta_len);
                 d->umeta_len = h->umeta_len;
                 d->stamp_ns = h->stamp_ns;
+                d->umeta_ns = h->umeta_ns;
                 (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL);
             }
             free(d);

@@ -182,9 +182,36 @@ static int heads_present(obj_set_t *s, const char *bucket, const char *key, cons
     return present;
 }
 
+/*
+ * After a rewrite (info) of a noncurrent version at pos: whether a copy of that version with
+ * older metadata but a newer stamp is there, on stores this rewrite did not write (a sparse
+ * version's others) or wrote before it landed: a commit's archive of a current head copied
+ * from this position before the rewrite (a promotion), stamped before this rewrite and
+ * landed first. Readers take the newest stamp: the rewrite is made again, newer (*floor:
+ * the stamp to pass). The archive reads the position after its write too (obj__archive), so
+ * of the two at least one sees the other.
+ */
+static int stale_over(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *info, uint64_t *floor)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    int stale = 0;
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && !h[j].info.deleted && !strcmp(h[j].info.upload_id, info->upload_id) &&
+            h[j].info.stamp_ns > info->stamp_ns && obj_umeta_ns(&h[j].info) < info->stamp_ns) {
+            stale = 1;
+            if (h[j].info.stamp_ns > *floor) *floor = h[j].info.stamp_ns;
+        }
+    free(h);
+    return stale;
+}
+
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
 {
+    uint64_t floor = 0; /* a stamp the rewrite must pass (stale_over) */
     obj_info_t *info = xmalloc(sizeof(*info)), *orig = xmalloc(sizeof(*orig));
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0, rc;
@@ -229,6 +256,8 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
         /* The rewritten heads must win over any store that misses them; the object's
          * Last-Modified stays (S3 does not change it for tags or ACLs). */
         info->stamp_ns = obj__now_after(info);
+        if (info->stamp_ns <= floor) info->stamp_ns = floor + 1;
+        info->umeta_ns = 0; /* (decided now: obj__archive keeps it over older copies) */
         /*
          * Only over the version read (or a rewrite of it): a store that holds a newer
          * version (a PUT through another node meanwhile) refuses. Unconditional, this
@@ -280,8 +309,10 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
             if (info->sparse ? !obj__enough(s, info, heads)
                              : heads < (present < s->wq ? present : s->wq))
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
-            else if (pos[0] && promoted_meanwhile(s, bucket, key, info) && attempt + 1 < 10)
-                continue; /* the copy readers take is the current one now: rewritten there */
+            else if (pos[0] && attempt + 1 < 10 &&
+                     (stale_over(s, bucket, key, pos, info, &floor) ||
+                      promoted_meanwhile(s, bucket, key, info)))
+                continue; /* the copy readers take is another one: rewritten there */
             break;
         }
         /* Put the version back as it was where the rewrite landed, then try again on

@@ -46,6 +46,35 @@ void obj__vid_of(char out[OBJ_VID_LEN + 1], uint64_t mtime_ns)
     snprintf(out, OBJ_VID_LEN + 1, "%016llx", (unsigned long long)~mtime_ns);
 }
 
+/*
+ * After an archive of cur at pos: the newest metadata of cur's version there, when newer
+ * than a's (a rewrite by id that a store kept, refusing the archive): a gets it, and a stamp
+ * newer than any head there (*stamp). 0 when a's stays.
+ */
+static int newer_metadata_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                             obj_info_t *a, uint64_t *stamp)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    int best = -1;
+    uint64_t top = 0;
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n; j++) {
+        if (!h[j].ok) continue;
+        if (h[j].info.stamp_ns > top) top = h[j].info.stamp_ns;
+        if (h[j].info.deleted || strcmp(h[j].info.upload_id, a->upload_id) != 0) continue;
+        if (obj_umeta_ns(&h[j].info) > obj_umeta_ns(best < 0 ? a : &h[best].info)) best = j;
+    }
+    if (best >= 0) {
+        memcpy(a->umeta, h[best].info.umeta, h[best].info.umeta_len);
+        a->umeta_len = h[best].info.umeta_len;
+        a->umeta_ns = obj_umeta_ns(&h[best].info);
+        *stamp = top;
+    }
+    free(h);
+    return best >= 0;
+}
+
 int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *cur,
                  uint64_t stamp_ns)
 {
@@ -53,6 +82,7 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     char pos[OBJ_VID_LEN + 1];
     int first_err = 0;
     obj_info_copy(&a, cur);
+    a.umeta_ns = obj_umeta_ns(cur); /* (a copy: its metadata is cur's, not of its stamp) */
     a.stamp_ns = stamp_ns;
     obj__vid_of(pos, cur->mtime_ns);
     /*
@@ -68,8 +98,28 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     memcpy(newer.upload, cur->upload_id, sizeof(newer.upload));
     int refused = 0;
     int w = obj__write_at_cond(s, bucket, key, pos, &a, NULL, 0, &newer, &refused, &first_err);
-    if (obj__enough(s, &a, w + refused)) return 0;
-    return first_err ? first_err : ERR_UNRECOVERABLE;
+    /*
+     * A current head copied from this position (a promotion: its metadata older than its
+     * stamp), or a store that refused: a rewrite of the version by id may be there, newer
+     * than the copy. The stores that hold it refused, but the others (all but a sparse
+     * version's copies) took the archive, newer by its stamp, and readers take that: the
+     * archive is written again with the rewrite's metadata. A rewrite landing after this
+     * read finds the archive there itself (obj_rewrite.c, stale_over).
+     */
+    if (!obj__enough(s, &a, w + refused)) return first_err ? first_err : ERR_UNRECOVERABLE;
+    uint64_t top = 0;
+    for (int again = 0; again < 4 && (refused || obj_umeta_ns(cur) < cur->stamp_ns) &&
+                        newer_metadata_at(s, bucket, key, pos, &a, &top);
+         again++) {
+        a.stamp_ns = (top > a.stamp_ns ? top : a.stamp_ns) + 1;
+        newer.stamp = a.stamp_ns;
+        int err2 = 0;
+        refused = 0;
+        w = obj__write_at_cond(s, bucket, key, pos, &a, NULL, 0, &newer, &refused, &err2);
+        log_info("event=archive_took_rewrite key=%s version=%s heads=%d refused=%d", key, pos, w,
+                 refused);
+    }
+    return 0;
 }
 
 void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
@@ -455,6 +505,7 @@ static void promoted_rewrite(obj_set_t *s, const char *bucket, const char *key, 
         obj_info_copy(nv, next);
         memcpy(nv->umeta, h->umeta, h->umeta_len);
         nv->umeta_len = h->umeta_len;
+        nv->umeta_ns = obj_umeta_ns(h);
         nv->stamp_ns = obj__now_after(next);
         shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = next->stamp_ns};
         memcpy(bound.upload, next->upload_id, sizeof(bound.upload));
@@ -502,6 +553,8 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     uint64_t walked = next.stamp_ns; /* the successor's copy as the walk read it */
     if (p->found) {
         if (now <= next.stamp_ns) now = next.stamp_ns + 1;
+        /* A copy: its metadata is the one read, not of its new stamp (obj__archive). */
+        next.umeta_ns = obj_umeta_ns(&next);
         next.stamp_ns = now;
     } else {
         /* Nothing left: a tombstone is the current head (newer than any store's). */
@@ -545,6 +598,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }
+    if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
     if (p->found) promoted_rewrite(s, bucket, key, &next, walked);
     for (int i = 0; i < p->ndups; i++)
         obj__retire(s, bucket, key, &p->dups[i]);
@@ -627,6 +681,8 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
 void (*obj__retired_hook)(void *arg, const char *key);
 void (*obj__promote_hook)(void *arg, const char *key);
 void *obj__promote_hook_arg;
+void (*obj__promoted_hook)(void *arg, const char *key);
+void *obj__promoted_hook_arg;
 void (*obj__located_hook)(void *arg, const char *key);
 void *obj__located_hook_arg;
 void *obj__retired_hook_arg;

@@ -179,6 +179,22 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
         holds = !head || c->stamp > o->stamp_ns ||
                 (c->stamp == o->stamp_ns && strcmp(c->upload, o->upload_id) >= 0);
     /*
+     * An archive (a commit keeping the version it covers as noncurrent) never over a copy
+     * of that version whose metadata is newer than its own: a rewrite by version id (tags,
+     * ACL) that landed there after the current head was copied from that position (a
+     * promotion). Written over it, the acknowledged tags were lost on every store (a 3-node
+     * probe's tagging by id, a promotion and a delete marker at once: 1 round in 200). A
+     * refusal counts as kept, and the commit reads the position again (obj__archive).
+     */
+    if (holds == 1 && c->mode == SHARD_IF_KEPT && head && !o->deleted &&
+        strcmp(o->upload_id, c->upload) == 0) {
+        obj_info_t *nv = xmalloc(sizeof(*nv));
+        if (nlen <= HEAD_MAX && obj_meta_decode(nmeta, nlen, nv) == 0 && !nv->deleted &&
+            strcmp(nv->upload_id, o->upload_id) == 0 && obj_umeta_ns(o) > obj_umeta_ns(nv))
+            holds = 0;
+        free(nv);
+    }
+    /*
      * Never a version over its own tombstone (deleted by its id), whatever the mode: a
      * tagging rewrite that read a noncurrent version before its delete by id took the
      * tombstone for "the head of version self" (same upload id) and brought the version

@@ -36,7 +36,10 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *   SHARD_IF_KEPT    as SHARD_IF_NEWER, and never over the tombstone of
  *                    version `upload` (a version retired there, deleted by
  *                    its id): keeping a version as noncurrent must not bring
- *                    back one deleted since the writer read it as current
+ *                    back one deleted since the writer read it as current;
+ *                    nor over a head of that version whose metadata is
+ *                    newer than the put's (obj_umeta_ns: a rewrite by id
+ *                    that landed after the current head was copied there)
  *   SHARD_IF_REWRITE a head no newer than (stamp, upload): never nothing. A
  *                    metadata rewrite replaces the version it read where
  *                    that version is, never another rewrite of it, and never

@@ -21,7 +21,7 @@ static int same(const obj_info_t *a, const obj_info_t *b)
            memcmp(a->umeta, b->umeta, a->umeta_len) == 0 && a->deleted == b->deleted &&
            a->multipart == b->multipart && a->nparts == b->nparts && a->marker == b->marker &&
            strcmp(a->vid, b->vid) == 0 && a->stamp_ns == b->stamp_ns && a->inl == b->inl &&
-           a->inl_crc == b->inl_crc && a->sparse == b->sparse;
+           a->inl_crc == b->inl_crc && a->sparse == b->sparse && a->umeta_ns == b->umeta_ns;
 }
 
 /* A blob that decoded: does it hold a field the codec does not know? */

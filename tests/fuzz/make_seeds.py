@@ -104,6 +104,9 @@ if __name__ == "__main__":
           + tlv(1, layout(4, 2, 64, 1)) + tlv(12, struct.pack("<II", 0x13, 0x1234abcd))
           + tlv(13, b"") + tlv(15, bytes(range(16, 32))) + tlv(4, b"binary/octet-stream")
           + tlv(6, b"") + tlv(255, b""))
+    # A promoted copy: its stamp (tag 11) after its metadata's time (tag 16).
+    write("objmeta", 6, head[:-3] + tlv(11, struct.pack("<Q", 5678)) + tlv(16, struct.pack("<Q", 2345))
+          + head[-3:])
     write("s3xml", 0, b"\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
           b"<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part><Part><PartNumber>2"
           b"</PartNumber><ETag>&quot;x&quot;</ETag></Part></CompleteMultipartUpload>")

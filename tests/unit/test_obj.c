@@ -1908,6 +1908,157 @@ static void test_rewrite_of_a_version_promoted_meanwhile_stays(void **state)
 }
 
 /*
+ * PutObjectTagging of noncurrent v1 by id, DELETE ?versionId=v2 (current: it promotes v1)
+ * and a delete marker or a PUT, through three nodes (a 3-node probe: 1 round in 200). The
+ * rewrite lands at v1's noncurrent position after the promotion's walk read v1 there; the
+ * promotion (v1 as read, old tags) stands; the marker's (PUT's) commit reads it as current
+ * and keeps it as noncurrent at v1's position, newer by its stamp than the rewrite: the
+ * acknowledged tags were gone on every store before the promotion read v1's copy again (it
+ * found the archive, old tags, and carried nothing over). A store now refuses an archive
+ * over a copy with newer metadata (SHARD_IF_KEPT, the heads' metadata time), and the commit
+ * writes the archive again with it where other stores took the stale one (a sparse v1).
+ */
+typedef struct {
+    env_t *e;
+    const char *vid1;
+    int put, calls, covered;
+    obj_info_t top;
+} tag_then_cover_t;
+
+/* obj__promote_hook (between the promotion's walk and its write): the tagging, another node. */
+static void tag_in_walk(void *arg, const char *key)
+{
+    tag_then_cover_t *d = arg;
+    if (d->calls++ == 0)
+        assert_int_equal(
+            obj_update_umeta_version(d->e->set, "bkt", key, d->vid1, set_one, NULL, NULL), 0);
+}
+
+/* obj__promoted_hook (the promotion stands): the marker or the PUT, a third node. */
+static void cover_promoted(void *arg, const char *key)
+{
+    tag_then_cover_t *d = arg;
+    if (d->covered++) return;
+    if (d->put)
+        vput(d->e, key, "third", OBJ_VERSIONED, &d->top);
+    else
+        assert_int_equal(obj_delete_current(d->e->set, "bkt", key, NULL, OBJ_VERSIONED, &d->top),
+                         0);
+}
+
+/* The newest head at v's noncurrent position over every store (what a heal spreads). */
+static void assert_newest_tagged(env_t *e, const char *key, const obj_info_t *v)
+{
+    char pos[OBJ_VID_LEN + 1];
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(e->set, UINT32_MAX, stores), top = -1;
+    obj__head_t *h = calloc((size_t)n, sizeof(*h));
+    obj__vid_of(pos, v->mtime_ns);
+    obj__read_heads(e->set, "bkt", key, pos, stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && (top < 0 || h[j].info.stamp_ns > h[top].info.stamp_ns)) top = j;
+    assert_true(top >= 0);
+    assert_string_equal(h[top].info.upload_id, v->upload_id);
+    assert_int_equal(h[top].info.umeta_len, 6);
+    assert_memory_equal(h[top].info.umeta, "t\0one", 6);
+    free(h);
+}
+
+static void test_tag_by_id_racing_promotion_and_cover(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
+    for (int j = 0; j < 4; j++) {
+        obj_info_t v1, v2, got;
+        char key[32];
+        int in_way = 0;
+        obj_set_inline_max(e->set, j & 1 ? OBJ_INLINE_DEFAULT : 0);
+        obj_set_inline_max(other, j & 1 ? OBJ_INLINE_DEFAULT : 0);
+        snprintf(key, sizeof(key), "tpc%d", j);
+        vput(e, key, "first", OBJ_VERSIONED, &v1);
+        vput(e, key, "second", OBJ_VERSIONED, &v2);
+        tag_then_cover_t d = {.e = e, .vid1 = v1.vid, .put = j >= 2};
+        obj__promote_hook = tag_in_walk;
+        obj__promote_hook_arg = &d;
+        obj__promoted_hook = cover_promoted;
+        obj__promoted_hook_arg = &d;
+        assert_int_equal(obj_delete_version(other, "bkt", key, v2.vid, NULL, NULL), 0);
+        obj__promote_hook = NULL;
+        obj__promoted_hook = NULL;
+        assert_int_equal(d.calls, 1);
+        assert_int_equal(d.covered, 1);
+        /* The marker (PUT) is current; v1 is noncurrent with its acknowledged tags. */
+        assert_int_equal(obj__standing(e->set, "bkt", key, &got, &in_way), 0);
+        assert_string_equal(got.upload_id, d.top.upload_id);
+        for (int g = 0; g < 2; g++) {
+            assert_int_equal(obj_stat_version(g ? other : e->set, "bkt", key, v1.vid, &got), 0);
+            assert_int_equal(got.umeta_len, 6);
+            assert_memory_equal(got.umeta, "t\0one", 6);
+        }
+        assert_newest_tagged(e, key, &v1);
+        assert_int_equal(obj_stat_version(e->set, "bkt", key, v2.vid, &got), ERR_NOT_FOUND);
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+    obj_set_free(other);
+}
+
+/*
+ * The other order: the commit's archive of a stale copy of v1 lands at v1's position, newer
+ * by its stamp (taken before the rewrite's, or on a clock ahead of it), after the rewrite read
+ * v1 there and before its write. The rewrite of a sparse (small) v1 overwrites its copies only:
+ * the other stores kept the archive, old tags, newest by its stamp, and readers took it. The
+ * rewrite now reads the position after its write and writes again, newer, when it finds
+ * such a copy (stale_over).
+ */
+typedef struct {
+    obj_set_t *other;
+    const char *key;
+    int calls;
+} stale_archive_t;
+
+static int archive_meanwhile(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
+{
+    stale_archive_t *d = arg;
+    if (d->calls++ == 0) {
+        /* v1 as a promotion had copied it (old tags), kept by a commit stamped a second
+         * ahead of this rewrite. */
+        obj_info_t c;
+        obj_info_copy(&c, cur);
+        c.umeta_ns = obj_umeta_ns(cur);
+        c.sparse = 0;
+        c.stamp_ns = obj__now_after(cur) + 1000000000ull;
+        assert_int_equal(obj__archive(d->other, "bkt", d->key, &c, c.stamp_ns + 1), 0);
+    }
+    return set_one(arg, cur, out, out_len);
+}
+
+static void test_rewrite_by_id_passes_a_stale_archive(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
+    for (int j = 0; j < 2; j++) {
+        obj_info_t v1, v2, got;
+        char key[32];
+        obj_set_inline_max(e->set, j ? OBJ_INLINE_DEFAULT : 0);
+        obj_set_inline_max(other, j ? OBJ_INLINE_DEFAULT : 0);
+        snprintf(key, sizeof(key), "stale%d", j);
+        vput(e, key, "first", OBJ_VERSIONED, &v1);
+        vput(e, key, "second", OBJ_VERSIONED, &v2);
+        stale_archive_t d = {other, key, 0};
+        assert_int_equal(
+            obj_update_umeta_version(e->set, "bkt", key, v1.vid, archive_meanwhile, &d, NULL), 0);
+        assert_true(d.calls >= 1);
+        for (int g = 0; g < 2; g++) {
+            assert_int_equal(obj_stat_version(g ? other : e->set, "bkt", key, v1.vid, &got), 0);
+            assert_int_equal(got.umeta_len, 6);
+            assert_memory_equal(got.umeta, "t\0one", 6);
+        }
+        assert_newest_tagged(e, key, &v1);
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+    obj_set_free(other);
+}
+
+/*
  * PutObjectTagging of the current version v2 by id while a delete marker's commit through
  * another node is in flight: its archive of v2 written, its heads on two stores of six (the
  * first a read asks), about to be undone. Taken from the newest of m+1 heads, v2 looked
@@ -2604,6 +2755,73 @@ static void test_meta_codec(void **state)
     assert_string_equal(b.content_type, "text/plain");
     for (size_t cut = 0; cut < n; cut++)
         assert_int_equal(obj_meta_decode(buf, cut, &b), ERR_CORRUPT);
+}
+
+/*
+ * The metadata time (T_UMSTAMP, tag 16): written when a head's metadata is older than its
+ * stamp (a copy: a promotion, an archive), never 0 nor equal to the stamp, never on a
+ * deleted head; round trip exact. The blob without it is the same object (what a reader of
+ * an older build, which skips the tag, finds), its metadata time that of its stamp.
+ */
+static void test_meta_umeta_time(void **state)
+{
+    (void)state;
+    obj_info_t a = {0}, b;
+    uint8_t buf[8192], again[8192], plain[8192];
+    a.size = 5;
+    a.mtime_ns = 1000;
+    a.stamp_ns = 3000;
+    a.layout = (ers_layout_t){4, 2, 64, 5};
+    strcpy(a.upload_id, "00ff");
+    size_t pn = obj_meta_encode(&a, plain, sizeof(plain));
+    assert_true(pn > 0);
+    assert_int_equal(obj_meta_decode(plain, pn, &b), 0);
+    assert_int_equal(b.umeta_ns, 0);
+    assert_true(obj_umeta_ns(&b) == 3000);
+    a.umeta_ns = 3000; /* the stamp's: not written */
+    assert_int_equal(obj_meta_encode(&a, buf, sizeof(buf)), pn);
+    assert_memory_equal(buf, plain, pn);
+    a.umeta_ns = 2000;
+    size_t n = obj_meta_encode(&a, buf, sizeof(buf));
+    assert_int_equal(n, pn + 11);
+    assert_int_equal(buf[n - 14], 16); /* last, before the end */
+    assert_int_equal(obj_meta_decode(buf, n, &b), 0);
+    assert_true(b.umeta_ns == 2000 && obj_umeta_ns(&b) == 2000 && b.stamp_ns == 3000);
+    assert_int_equal(obj_meta_encode(&b, again, sizeof(again)), n);
+    assert_memory_equal(again, buf, n);
+    for (size_t cut = 0; cut < n; cut++)
+        assert_int_equal(obj_meta_decode(buf, cut, &b), ERR_CORRUPT);
+    /* Written as an older build would skip it: the rest is the object without it. */
+    memcpy(again, buf, n);
+    again[n - 14] = 200; /* an unknown tag in its place */
+    assert_int_equal(obj_meta_decode(again, n, &b), 0);
+    assert_int_equal(b.umeta_ns, 0);
+    /* Not 0, not the stamp, not twice, not on a deleted head. */
+    memcpy(again, buf, n);
+    memset(again + n - 11, 0, 8);
+    assert_int_equal(obj_meta_decode(again, n, &b), ERR_CORRUPT);
+    memcpy(again, buf, n);
+    le_put64(again + n - 11, 3000);
+    assert_int_equal(obj_meta_decode(again, n, &b), ERR_CORRUPT);
+    memcpy(again, buf, n - 3);
+    memcpy(again + n - 3, buf + n - 14, 14);
+    assert_int_equal(obj_meta_decode(again, n + 11, &b), ERR_CORRUPT);
+    obj_info_t t = {0};
+    t.deleted = 1;
+    t.mtime_ns = 1000;
+    t.stamp_ns = 3000;
+    t.umeta_ns = 2000;
+    strcpy(t.upload_id, "00ff");
+    n = obj_meta_encode(&t, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_int_equal(obj_meta_decode(buf, n, &b), 0);
+    assert_int_equal(b.umeta_ns, 0); /* (not written) */
+    uint8_t field[11] = {16, 8, 0};
+    le_put64(field + 3, 2000);
+    memcpy(again, buf, n - 3);
+    memcpy(again + n - 3, field, 11);
+    memcpy(again + n + 8, buf + n - 3, 3);
+    assert_int_equal(obj_meta_decode(again, n + 11, &b), ERR_CORRUPT);
 }
 
 /* An inline head: version 2 with T_INLINE after the layout; never in version 1, never without
@@ -3576,6 +3794,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meta_codec),
         cmocka_unit_test(test_meta_inline),
+        cmocka_unit_test(test_meta_umeta_time),
         cmocka_unit_test_setup_teardown(test_inline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_sparse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inline_one_lookup, setup, teardown),
@@ -3597,6 +3816,8 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_of_a_version_promoted_meanwhile_stays, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_tag_by_id_racing_promotion_and_cover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_by_id_passes_a_stale_archive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_waits_out_a_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_while_nothing_stands, setup,
                                         teardown),
