@@ -109,14 +109,17 @@ int s3_grant_header(const char *name)
 int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given)
 {
     const char *canned = s3_hdr(x->info, "x-amz-acl");
-    s3_acl_t *a = xmalloc(sizeof(*a));
+    s3_acl_t *a = NULL; /* (large: made only when a grant header comes) */
     int rc = -1, grants = 0;
-    a->n = 0;
     *given = 0;
     /* Every grant header, repeated ones too, in the order sent. */
     for (int i = 0; i < x->info->nheaders; i++) {
         int perm = s3_grant_header(x->info->headers[i].name);
         if (!perm) continue;
+        if (!grants) {
+            a = xmalloc(sizeof(*a));
+            a->n = 0;
+        }
         grants = 1;
         if (s3_acl_parse_header(x->info->headers[i].value, perm, a) != 0) {
             s3_err_msg(x, S3E_INVALID_ARGUMENT,
@@ -143,13 +146,14 @@ int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given)
      * its owner's full control, the only one it has (S3: PUT requests must
      * name bucket-owner-full-control or no ACL; 400 otherwise).
      */
-    obj_info_t *bi = xmalloc(sizeof(*bi));
-    if (*given && !(canned && !strcmp(canned, "bucket-owner-full-control")) && x->bucket[0] &&
-        s3_bucket_exists(x, x->bucket, bi) && s3_bucket_acls_disabled(bi)) {
-        s3_err(x, S3E_ACL_NOT_SUPPORTED);
-        rc = -1;
+    if (*given && !(canned && !strcmp(canned, "bucket-owner-full-control")) && x->bucket[0]) {
+        obj_info_t *bi = xmalloc(sizeof(*bi)); /* (~17 KB: only when an ACL was given) */
+        if (s3_bucket_exists(x, x->bucket, bi) && s3_bucket_acls_disabled(bi)) {
+            s3_err(x, S3E_ACL_NOT_SUPPORTED);
+            rc = -1;
+        }
+        free(bi);
     }
-    free(bi);
 out:
     free(a);
     return rc;
