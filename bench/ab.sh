@@ -14,6 +14,8 @@
 # WL-BENCH ARGS..."; a get row reads objects a put row of the same prefix
 # wrote, or add --objects N without --no-prepare); DUR: seconds a run.
 set -euo pipefail
+# shellcheck source=bench/ab_rows.sh
+source "$(dirname "$0")/ab_rows.sh"
 A=$(cd "$1" && pwd)
 B=$(cd "$2" && pwd)
 ROUNDS=${3:-2}
@@ -77,23 +79,4 @@ fi
 done
 
 printf '%-14s %-30s %-30s %s\n' row "A ($A)" "B ($B)" "B/A"
-for r in "${rows[@]}"; do
-  set -- $r
-  name=$1 wl=$2 field=$3
-  shift 3
-  va=() vb=()
-  for i in $(seq "$ROUNDS"); do
-    for n in A B; do
-      ep=EP_$n
-      f=$DIR/json/${name}_${n}_$i.json
-      "$WLB" "$wl" --endpoint "${!ep}" --quiet --duration "$DUR" --json "$f" "$@" >/dev/null
-      v=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mismatches']==0; \
-print(round(j['ops'][sys.argv[2]][sys.argv[3]], 1))" "$f" "$wl" "$field")
-      if [ $n = A ]; then va+=("$v"); else vb+=("$v"); fi
-    done
-  done
-  ratio=$(python3 -c "import sys; a=[float(x) for x in sys.argv[1].split()]; \
-b=[float(x) for x in sys.argv[2].split()]; print('%.3f' % ((sum(b)/len(b))/(sum(a)/len(a))))" \
-    "${va[*]}" "${vb[*]}")
-  printf '%-14s %-30s %-30s %s\n' "$name" "${va[*]}" "${vb[*]}" "$ratio"
-done
+ab_rows 14 30

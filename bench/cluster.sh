@@ -20,6 +20,8 @@
 # Environment: ROWS (one per line, "NAME WORKLOAD FIELD WL-BENCH ARGS..."),
 # DUR (seconds a run, default 5), BENCH_DIR (scratch dir on the disk).
 set -euo pipefail
+# shellcheck source=bench/ab_rows.sh
+source "$(dirname "$0")/ab_rows.sh"
 B=$(cd "${1:-build}" && pwd)
 ROUNDS=${2:-2}
 DUR=${DUR:-5}
@@ -147,23 +149,4 @@ elif [ "$LAYOUT" = sets ]; then
 else
   printf '%-17s %-28s %-28s %s\n' row "A: 1 node, 6 drives" "B: 3 nodes x 2 (via n1)" "B/A"
 fi
-for r in "${rows[@]}"; do
-  set -- $r
-  name=$1 wl=$2 field=$3
-  shift 3
-  va=() vb=()
-  for i in $(seq "$ROUNDS"); do
-    for n in A B; do
-      ep=EP_$n
-      f=$DIR/json/${name}_${n}_$i.json
-      "$WLB" "$wl" --endpoint "${!ep}" --quiet --duration "$DUR" --json "$f" "$@" >/dev/null
-      v=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['mismatches']==0; \
-print(round(j['ops'][sys.argv[2]][sys.argv[3]], 1))" "$f" "$wl" "$field")
-      if [ $n = A ]; then va+=("$v"); else vb+=("$v"); fi
-    done
-  done
-  ratio=$(python3 -c "import sys; a=[float(x) for x in sys.argv[1].split()]; \
-b=[float(x) for x in sys.argv[2].split()]; print('%.3f' % ((sum(b)/len(b))/(sum(a)/len(a))))" \
-    "${va[*]}" "${vb[*]}")
-  printf '%-17s %-28s %-28s %s\n' "$name" "${va[*]}" "${vb[*]}" "$ratio"
-done
+ab_rows 17 28
