@@ -8,7 +8,9 @@
  * The version is pinned while it heals (obj_open), so its blocks cannot be
  * dropped under it; heads go under the stores' condition that nothing newer
  * is there (a version committed meanwhile is never covered), blocks are
- * plain puts of records whose identity names this version alone.
+ * plain puts of records whose identity names this version alone. Healed
+ * through a refill (obj_heal_via, obj_refill.c) an erasure-coded version's
+ * rebuilt blocks are written without waiting, and its heads after them.
  *
  * The heal queue (obj.h) feeds it the keys of writes acknowledged short of
  * some stores: a FIFO of keys (a hash finds one already queued), drained by

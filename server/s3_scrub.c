@@ -19,6 +19,12 @@
  * the scanner covers rot and what a restart or a full queue lost). Its
  * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
  * bytes) is in /_warmlake/stats.
+ *
+ * While a store is marked refilling (a replaced drive), a bucket's heals go
+ * through a refill pipeline (obj_refill_new): the blocks they rebuild are
+ * written without a heal waiting, heads once the blocks are durable, and
+ * the walk drains it before it reports, so the mark only goes with a pass
+ * that wrote everything.
  */
 #include "server/bgwork.h"
 #include "server/s3_int.h"
@@ -53,11 +59,13 @@ static int collect_version(void *arg, const char *key, const obj_info_t *info, i
 #define REFILL_THREADS 12 /* ... while a replaced drive is being refilled */
 
 /*
- * A replaced drive takes one block (or copy) per object, each a durable
- * write of its own: more objects at once give its group commit more to
- * batch. Same run, a 2 GiB refill of one of six drives (bench/heal.sh),
- * twice each: 4 threads 67.6, 65.9 MB/s written to it; 12 threads 83.0,
- * 79.4 MB/s. Memory: a stripe's blocks and the decoder's per thread.
+ * A replaced drive takes one block (or copy) per object. When each was a
+ * durable write a heal waited for, more objects at once gave its group
+ * commit more to batch (a 2 GiB refill of one of six drives, bench/heal.sh:
+ * 4 threads 66-68 MB/s written to it, 12 threads 79-83). With the refill
+ * pipeline no heal waits for a write: the threads are how many objects'
+ * stripes are read and verified at once. Memory: a stripe's blocks and the
+ * decoder's per thread, and the window of blocks in flight.
  */
 static int refilling(const s3_cfg_t *cfg)
 {
