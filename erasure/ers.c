@@ -388,12 +388,18 @@ struct ers_decoder {
     void *par_arg;
     ers_hedged_fn hedged;
     void *hedged_arg;
+    bufpool_t *bufs; /* where the scratch comes from and goes back to; NULL: malloc */
 };
 
 void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg)
 {
     d->par = run;
     d->par_arg = arg;
+}
+
+void ers_decoder_set_bufpool(ers_decoder_t *d, bufpool_t *p)
+{
+    d->bufs = p;
 }
 
 void ers_decoder_set_hedged(ers_decoder_t *d, ers_hedged_fn run, void *arg)
@@ -428,7 +434,10 @@ void ers_decoder_free(ers_decoder_t *d)
 {
     if (!d) return;
     for (int i = 0; i < ERS_MAX_SHARDS; i++)
-        free(d->blk[i]);
+        if (d->bufs)
+            bufpool_put(d->bufs, d->blk[i]);
+        else
+            free(d->blk[i]);
     free(d->tables);
     free(d);
 }
@@ -453,9 +462,21 @@ uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard)
     return shard < ERS_MAX_SHARDS ? d->crc[shard] : 0;
 }
 
+/*
+ * Page-aligned: a local drive reads a block straight into it (O_DIRECT, see
+ * drive_read_split) rather than into a bounce buffer, a copy and a second
+ * crc pass over the copy. A heal or a degraded read fills these with every
+ * block it reads: the copy and the crc were half of a refill's CPU (perf).
+ * From the decoder's buffer pool when it has one: a decoder per object (a
+ * heal's) otherwise faults in and zeroes fresh pages for every block.
+ */
+#define SCRATCH_ALIGN 4096
+
 static uint8_t *scratch(ers_decoder_t *d, unsigned shard)
 {
-    if (!d->blk[shard]) d->blk[shard] = xaligned_alloc(64, d->l.block_size ? d->l.block_size : 64);
+    size_t len = d->l.block_size ? d->l.block_size : 64;
+    if (!d->blk[shard])
+        d->blk[shard] = d->bufs ? bufpool_get(d->bufs, len) : xaligned_alloc(SCRATCH_ALIGN, len);
     return d->blk[shard];
 }
 

@@ -165,6 +165,14 @@ void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg);
  * a slow shard costs the runner's delay, not its full latency, and is then
  * read around like a failed one.
  */
+/*
+ * Take the decoder's scratch blocks from p and give them back to it at
+ * ers_decoder_free (p must outlive the decoder); without it they are
+ * malloc'd. Either way they are page-aligned (a drive reads into them
+ * directly).
+ */
+void ers_decoder_set_bufpool(ers_decoder_t *d, bufpool_t *p);
+
 typedef void (*ers_hedged_fn)(void *arg, unsigned n, unsigned spare, unsigned need,
                               int (*fn)(void *ctx, unsigned i), void *ctx);
 void ers_decoder_set_hedged(ers_decoder_t *d, ers_hedged_fn run, void *arg);

@@ -369,6 +369,30 @@ int obj_heal_upload(obj_set_t *s, const char *bucket, const char *key, const cha
                     obj_heal_report_t *rep) __attribute__((warn_unused_result));
 
 /*
+ * A refill (obj_refill.c): heals whose rebuilt blocks are written without
+ * waiting for them, so that a drive that lacks many (a replaced one) takes
+ * them in large group commits, one flush for many blocks, rather than a
+ * durable round per object. At most `window` bytes of rebuilt blocks are in
+ * flight (a heal waits for room); an object's heads are written once its
+ * blocks are durable, many objects' heads in one round, and its version
+ * stays pinned until then. obj_heal_via is obj_heal_version (vid NULL: the
+ * current version, as obj_heal) through rf: what it verified is counted in
+ * rep at once, what it wrote (heads and blocks fixed, and failures) at
+ * obj_refill_drain, which waits for every write begun and adds them to its
+ * rep. Any number of threads may heal through one rf; drain once they are
+ * done, then free (free drains too, with no report). Thread: a pipeline
+ * thread of its own writes the heads; obj_refill_new returns NULL when it
+ * cannot start one, and obj_heal_via with rf NULL heals as obj_heal_version
+ * (drain and free take NULL).
+ */
+typedef struct obj_refill obj_refill_t;
+obj_refill_t *obj_refill_new(size_t window);
+int obj_heal_via(obj_refill_t *rf, obj_set_t *s, const char *bucket, const char *key,
+                 const char *vid, obj_heal_report_t *rep) __attribute__((warn_unused_result));
+void obj_refill_drain(obj_refill_t *rf, obj_heal_report_t *rep);
+void obj_refill_free(obj_refill_t *rf);
+
+/*
  * The reaper (obj_reap.c): block records that no version names (a write cut
  * short by a crash, a drop a store missed), deleted from a store once they
  * have been seen so, unchanged, for grace_s seconds (0: noted, never

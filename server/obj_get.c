@@ -370,6 +370,7 @@ static obj_reader_t *open_version(obj_set_t *s, const char *bucket, const char *
             return NULL;
         }
         ers_decoder_set_parallel(r->dec, obj__parallel, s);
+        ers_decoder_set_bufpool(r->dec, s->bufs);
         if (s->hedge_ms) ers_decoder_set_hedged(r->dec, obj__hedged, s);
     }
     if (info) obj_info_copy(info, &r->info);

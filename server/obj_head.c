@@ -375,20 +375,22 @@ int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads)
 }
 
 /*
- * One round of heads: on the stores of `to`, the bytes (data) on those of
- * info->inl. Returns the heads written; the stores that failed join *failed.
+ * The first half of a round of heads: start the puts on the stores of `to`
+ * (the bytes, data, on those of info->inl), meta (HEAD_MAX bytes) and jobs
+ * kept by the caller until l opens. Returns the jobs started, or -1 when
+ * info's metadata does not encode (*first_err ERR_TOO_LARGE, nothing
+ * started).
  */
-static int heads_round(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+static int heads_start(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        const obj_info_t *info, const void *data, uint32_t to,
-                       const shard_cond_t *cond, uint32_t *failed, int *refused, int *first_err)
+                       const shard_cond_t *cond, uint8_t *meta, obj__put_job_t *jobs, latch_t *l,
+                       int *first_err)
 {
-    uint8_t meta[HEAD_MAX];
-    size_t ml = obj_meta_encode(info, meta, sizeof(meta));
-    obj__put_job_t jobs[OBJ_MAX_SHARDS];
-    int heads = 0, n = 0;
+    size_t ml = obj_meta_encode(info, meta, HEAD_MAX);
+    int n = 0;
     if (!ml) {
         if (!*first_err) *first_err = ERR_TOO_LARGE;
-        return 0;
+        return -1;
     }
     for (int i = 0; i < s->n; i++) {
         if (!((to >> i) & 1)) continue;
@@ -403,7 +405,15 @@ static int heads_round(obj_set_t *s, const char *bucket, const char *key, const 
                                    .cond = cond};
         n++;
     }
-    obj__put_all(s, jobs, n);
+    obj__put_start(s, jobs, n, l);
+    return n;
+}
+
+/* The second half, once the latch opened: the heads written; failures and refusals counted. */
+static int heads_count(const obj__put_job_t *jobs, int n, const shard_cond_t *cond,
+                       uint32_t *failed, int *refused, int *first_err)
+{
+    int heads = 0;
     for (int i = 0; i < n; i++) {
         if (jobs[i].rc == 0) {
             heads++;
@@ -419,11 +429,42 @@ static int heads_round(obj_set_t *s, const char *bucket, const char *key, const 
     return heads;
 }
 
+/*
+ * One round of heads: on the stores of `to`, the bytes (data) on those of
+ * info->inl. Returns the heads written; the stores that failed join *failed.
+ */
+static int heads_round(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                       const obj_info_t *info, const void *data, uint32_t to,
+                       const shard_cond_t *cond, uint32_t *failed, int *refused, int *first_err)
+{
+    uint8_t meta[HEAD_MAX];
+    obj__put_job_t jobs[OBJ_MAX_SHARDS];
+    latch_t l;
+    latch_init(&l);
+    int n = heads_start(s, bucket, key, pos, info, data, to, cond, meta, jobs, &l, first_err);
+    latch_wait(&l);
+    latch_destroy(&l);
+    return n < 0 ? 0 : heads_count(jobs, n, cond, failed, refused, first_err);
+}
+
 int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                   const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
                   uint32_t *failed, int *refused, int *first_err)
 {
     return heads_round(s, bucket, key, pos, info, data, to, cond, failed, refused, first_err);
+}
+
+int obj__heads_to_start(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                        const obj_info_t *info, uint32_t to, const shard_cond_t *cond,
+                        uint8_t *meta, obj__put_job_t *jobs, latch_t *l, int *first_err)
+{
+    return heads_start(s, bucket, key, pos, info, NULL, to, cond, meta, jobs, l, first_err);
+}
+
+int obj__heads_to_count(const obj__put_job_t *jobs, int n, const shard_cond_t *cond,
+                        uint32_t *failed, int *refused, int *first_err)
+{
+    return n < 0 ? 0 : heads_count(jobs, n, cond, failed, refused, first_err);
 }
 
 /* Every store of the set, as a mask. */

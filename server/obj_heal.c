@@ -8,7 +8,9 @@
  * The version is pinned while it heals (obj_open), so its blocks cannot be
  * dropped under it; heads go under the stores' condition that nothing newer
  * is there (a version committed meanwhile is never covered), blocks are
- * plain puts of records whose identity names this version alone.
+ * plain puts of records whose identity names this version alone. Healed
+ * through a refill (obj_heal_via, obj_refill.c) an erasure-coded version's
+ * rebuilt blocks are written without waiting, and its heads after them.
  *
  * The heal queue (obj.h) feeds it the keys of writes acknowledged short of
  * some stores: a FIFO of keys (a hash finds one already queued), drained by
@@ -88,8 +90,8 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
  * position), else that version wherever it lives (obj__locate: a
  * noncurrent one's heads at its own position).
  */
-static int heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
-                        obj_heal_report_t *rep)
+static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
+                        const char *vid, obj_heal_report_t *rep)
 {
     obj_info_t *info = xmalloc(sizeof(*info));
     char pos[OBJ_VID_LEN + 1] = "";
@@ -138,10 +140,18 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
      * read of it failed over to another copy). */
     if (info->inl && obj__reader_inline(r))
         missing |= obj__inline_rotten(s, bucket, key, pos, info) & ~missing;
+    shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
+    memcpy(c.upload, info->upload_id, sizeof(c.upload));
+    memcpy(c.self, info->upload_id, sizeof(c.self));
+    if (rf && !info->inl && !info->multipart && obj__reader_decoder(r)) {
+        /* Through the refill: blocks first, without waiting, the heads once they are durable. */
+        int rc = obj__refill_object(rf, s, r, bucket, key, pos, info, missing, &c, rep);
+        obj_close(r);
+        if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
+        free(info);
+        return rc;
+    }
     if (missing) {
-        shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
-        memcpy(c.upload, info->upload_id, sizeof(c.upload));
-        memcpy(c.self, info->upload_id, sizeof(c.self));
         uint32_t failed = 0;
         int refused = 0, first_err = 0;
         int n = obj__heads_to(s, bucket, key, pos, info, obj__reader_inline(r), missing, &c,
@@ -156,11 +166,11 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
         int nparts = obj_read_parts(r, &nums, &sizes);
         /* Its manifest too: without it no part can be found (one of m+1 copies lost per
          * replaced drive, and never put back, it would go with the m+1st). */
-        rc = heal_version(s, MPU_MANIFEST, info->upload_id, NULL, rep);
+        rc = heal_version(s, rf, MPU_MANIFEST, info->upload_id, NULL, rep);
         for (int i = 0; i < nparts && !rc; i++) {
             char pk[64];
             obj__part_key(pk, sizeof(pk), info->upload_id, nums[i]);
-            rc = heal_version(s, MPU_PARTS, pk, NULL, rep);
+            rc = heal_version(s, rf, MPU_PARTS, pk, NULL, rep);
         }
     } else if (!info->inl && obj__reader_decoder(r)) {
         rc = heal_blocks(s, r, bucket, key, info, rep);
@@ -174,14 +184,21 @@ static int heal_version(obj_set_t *s, const char *bucket, const char *key, const
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
 {
     s = obj__route(s, bucket, key);
-    return heal_version(s, bucket, key, NULL, rep);
+    return heal_version(s, NULL, bucket, key, NULL, rep);
 }
 
 int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                      obj_heal_report_t *rep)
 {
     s = obj__route(s, bucket, key);
-    return heal_version(s, bucket, key, vid, rep);
+    return heal_version(s, NULL, bucket, key, vid, rep);
+}
+
+int obj_heal_via(obj_refill_t *rf, obj_set_t *s, const char *bucket, const char *key,
+                 const char *vid, obj_heal_report_t *rep)
+{
+    s = obj__route(s, bucket, key);
+    return heal_version(s, rf, bucket, key, vid && vid[0] ? vid : NULL, rep);
 }
 
 /* ---- the heal queue ---- */

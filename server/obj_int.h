@@ -19,6 +19,9 @@
  *   obj_version.c  versioning: noncurrent versions, delete markers, finding,
  *               deleting and promoting versions (the layout is described there)
  *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
+ *   obj_heal.c  healing one object (heads, blocks), the heal queue
+ *   obj_refill.c  a refill's pipeline: rebuilt blocks written without
+ *               waiting, a bounded window of them, heads once they are durable
  *   obj_list.c  listing a bucket's objects and their versions: the ordered
  *               indexes of k stores merged (drive_scan), no head read per key
  *   obj_multi.c several sets as one: placement of a key on its set, set-wide
@@ -380,6 +383,33 @@ int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads);
 int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                   const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
                   uint32_t *failed, int *refused, int *first_err);
+/*
+ * obj__heads_to in two halves, for a version without inline bytes: start
+ * the puts (meta, HEAD_MAX bytes, and jobs, OBJ_MAX_SHARDS, kept until l
+ * opens; returns how many started, -1 when the metadata does not encode),
+ * then, once l opened, count them (the heads written, as obj__heads_to).
+ * A refill starts the heads of many objects and waits for them at once.
+ */
+int obj__heads_to_start(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                        const obj_info_t *info, uint32_t to, const shard_cond_t *cond,
+                        uint8_t *meta, obj__put_job_t *jobs, latch_t *l, int *first_err);
+int obj__heads_to_count(const obj__put_job_t *jobs, int n, const shard_cond_t *cond,
+                        uint32_t *failed, int *refused, int *first_err);
+
+/* ---- obj_refill.c ---- */
+
+/*
+ * The blocks of r's version (info; its heads at pos, missing on the stores
+ * of `heads`, to go under cond) verified stripe by stripe as heal_blocks
+ * does, the rebuilt ones written through rf without waiting; the heads
+ * follow once every block is durable (or failed), the version pinned until
+ * then (r may be closed on return). Counts what it verified in rep; what it
+ * writes is counted at obj_refill_drain. Returns 0 or ERR_UNRECOVERABLE
+ * (the blocks rebuilt before it are written, the heads too).
+ */
+int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const char *bucket,
+                       const char *key, const char *pos, const obj_info_t *info, uint32_t heads,
+                       const shard_cond_t *cond, obj_heal_report_t *rep);
 
 /* ---- obj_rewrite.c ---- */
 

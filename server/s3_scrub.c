@@ -19,6 +19,12 @@
  * the scanner covers rot and what a restart or a full queue lost). Its
  * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
  * bytes) is in /_warmlake/stats.
+ *
+ * While a store is marked refilling (a replaced drive), a bucket's heals go
+ * through a refill pipeline (obj_refill_new): the blocks they rebuild are
+ * written without a heal waiting, heads once the blocks are durable, and
+ * the walk drains it before it reports, so the mark only goes with a pass
+ * that wrote everything.
  */
 #include "server/bgwork.h"
 #include "server/s3_int.h"
@@ -53,23 +59,33 @@ static int collect_version(void *arg, const char *key, const obj_info_t *info, i
 #define REFILL_THREADS 12 /* ... while a replaced drive is being refilled */
 
 /*
- * A replaced drive takes one block (or copy) per object, each a durable
- * write of its own: more objects at once give its group commit more to
- * batch. Same run, a 2 GiB refill of one of six drives (bench/heal.sh),
- * twice each: 4 threads 67.6, 65.9 MB/s written to it; 12 threads 83.0,
- * 79.4 MB/s. Memory: a stripe's blocks and the decoder's per thread.
+ * A replaced drive takes one block (or copy) per object. When each was a
+ * durable write a heal waited for, more objects at once gave its group
+ * commit more to batch (a 2 GiB refill of one of six drives, bench/heal.sh:
+ * 4 threads 66-68 MB/s written to it, 12 threads 79-83). With the refill
+ * pipeline no heal waits for a write: the threads are how many objects'
+ * stripes are read and verified at once. Memory: a stripe's blocks and the
+ * decoder's per thread, and the window of blocks in flight.
  */
-static int heal_threads(const s3_cfg_t *cfg)
+static int refilling(const s3_cfg_t *cfg)
 {
     for (int i = 0; i < obj_set_width(cfg->set); i++)
-        if (obj_set_refilling(cfg->set, i)) return REFILL_THREADS;
-    return HEAL_THREADS;
+        if (obj_set_refilling(cfg->set, i)) return 1;
+    return 0;
 }
+
+/*
+ * While a drive is refilled, the blocks rebuilt go to it without a heal
+ * waiting for them (obj_refill.c), up to REFILL_WINDOW bytes in flight: the
+ * drive's group commit then writes many of them at once.
+ */
+#define REFILL_WINDOW (64u << 20)
 
 /* One page's keys healed by a few threads: each takes the next key. */
 typedef struct {
     const s3_cfg_t *cfg;
     const char *iname;
+    obj_refill_t *rf; /* NULL: each heal waits for its writes */
     page_keys_t *pg;
     int (*pace)(void *arg, uint64_t bytes);
     void *pace_arg;
@@ -88,8 +104,7 @@ static void *heal_some(void *arg)
         if (i < 0) return NULL;
         obj_heal_report_t rep = {0};
         const char *vid = h->pg->vids[i];
-        int hr = vid[0] ? obj_heal_version(h->cfg->set, h->iname, h->pg->keys[i], vid, &rep)
-                        : obj_heal(h->cfg->set, h->iname, h->pg->keys[i], &rep);
+        int hr = obj_heal_via(h->rf, h->cfg->set, h->iname, h->pg->keys[i], vid, &rep);
         int stop = !hr && h->pace ? h->pace(h->pace_arg, h->pg->sizes[i]) : 0;
         pthread_mutex_lock(&h->mu);
         h->rep.objects += rep.objects;
@@ -169,7 +184,8 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
     pg.vids = xcalloc((size_t)pg.cap, sizeof(*pg.vids));
     pg.sizes = xcalloc((size_t)pg.cap, sizeof(uint64_t));
     char *after = NULL, after_vid[20] = "";
-    int stopped = 0;
+    int stopped = 0, refill = refilling(cfg);
+    obj_refill_t *rf = refill ? obj_refill_new(REFILL_WINDOW) : NULL;
     for (int more = 1; more && !rc && !stopped;) {
         pg.n = 0;
         pg.last_vid[0] = 0;
@@ -182,10 +198,11 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
         if (!rc && pg.n) {
             /* Objects one after another leave the drives idle between a stripe's reads and
              * the next object's lookups: a few at once keep them busy. */
-            page_heal_t h = {.cfg = cfg, .iname = iname, .pg = &pg, .pace = pace, .pace_arg = arg};
+            page_heal_t h = {
+                .cfg = cfg, .iname = iname, .rf = rf, .pg = &pg, .pace = pace, .pace_arg = arg};
             pthread_mutex_init(&h.mu, NULL);
             pthread_t th[REFILL_THREADS];
-            int nt = 0, want = heal_threads(cfg);
+            int nt = 0, want = refill ? REFILL_THREADS : HEAL_THREADS;
             for (; nt < want && nt < pg.n; nt++)
                 if (pthread_create(&th[nt], NULL, heal_some, &h) != 0) break;
             if (nt == 0) heal_some(&h); /* no thread: this one does it */
@@ -206,6 +223,9 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
         for (int i = 0; i < pg.n; i++)
             free(pg.keys[i]);
     }
+    /* What the refill wrote, and what it failed to: counted before the pass says it is whole. */
+    obj_refill_drain(rf, rep);
+    obj_refill_free(rf);
     free(after);
     free(pg.last_key);
     free(pg.keys);

@@ -97,6 +97,60 @@ def test_scanner_refills_a_replaced_drive(datadir):
     srv.stop()
 
 
+def test_refill_cut_short_by_kill9_is_resumed(datadir):
+    """A refill (the scanner's pass over a replaced drive, its rebuilt blocks written
+    without waiting and each object's head once its blocks are durable) cut short by
+    kill -9 once the drive took some of them: the drive stays marked, the next start's
+    pass finishes it and clears the mark, and then two other drives can go: every object
+    (erasure-coded of one and several stripes, inline, multipart) reads back by MD5. The
+    kill waits for progress, not for time: the pass is paced (--scrub-rate) to last
+    far longer than the kill takes, and the mark left behind shows it was cut short."""
+    srv = Server(datadir).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="cut")
+    want = {}
+    for i in range(24):
+        data = os.urandom([3000, 400000, 1 << 20, 5 * 1048576 + 11][i % 4] + i)
+        c.put_object(Bucket="cut", Key="o%02d" % i, Body=data)
+        want["o%02d" % i] = md5(data)
+    parts = [os.urandom(5 << 20), os.urandom(1 << 20)]
+    up = c.create_multipart_upload(Bucket="cut", Key="mp")["UploadId"]
+    etags = [{"PartNumber": n + 1, "ETag": c.upload_part(
+        Bucket="cut", Key="mp", UploadId=up, PartNumber=n + 1, Body=d)["ETag"]}
+        for n, d in enumerate(parts)]
+    c.complete_multipart_upload(Bucket="cut", Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": etags})
+    want["mp"] = md5(b"".join(parts))
+    srv.stop()
+    shutil.rmtree(os.path.join(datadir, "drive2"))
+    # About 4 MB of objects verified per second: the pass takes some 15 s.
+    srv.extra = ["--scrub-interval", "1", "--scrub-rate", "4M"]
+    srv.start()
+
+    def some_refilled():
+        st = stats(srv)
+        return st["scrub"]["objects"] >= 6 and st["drives"][2]["user_bytes"] > 0
+    wait_for(some_refilled, "part of the refill")
+    srv.kill9()
+    assert os.path.exists(os.path.join(datadir, "drive2", "refilling")), "the pass was not cut"
+    srv.extra = ["--scrub-interval", "1", "--scrub-rate", "512M"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 1, "a scanner pass")
+    st = stats(srv)
+    assert st["scrub"]["failed"] == 0, st["scrub"]
+    assert [d["refilling"] for d in st["drives"]] == [0] * 6, st["drives"]
+    assert not os.path.exists(os.path.join(datadir, "drive2", "refilling"))
+    srv.stop()
+    for d in (3, 4):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+    srv.extra = ["--scrub-interval", "0"]
+    srv.start()
+    c = s3_client(srv.endpoint)
+    for k, h in want.items():
+        assert md5(c.get_object(Bucket="cut", Key=k)["Body"].read()) == h, k
+    srv.stop()
+
+
 def test_every_drive_replaced_in_turn(datadir):
     """Each of the six drives replaced by an empty one in turn, the scanner's pass between:
     every copy of everything has been lost once, so only what the scanner puts back is

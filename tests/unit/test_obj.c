@@ -49,7 +49,21 @@ typedef struct {
     long n_split;               /* read_split calls */
     long n_put;                 /* writes of any kind (put, put_async, put_head) */
     long n_del;                 /* deletes */
+    int hold_blocks;            /* put_async of a block (no metadata): held until release */
+    struct held_put *held;      /* ... those held, newest first */
+    int n_held;
 } faulty_t;
+
+/* A block write held by its store (hold_blocks): not written, not answered, until released. */
+typedef struct held_put {
+    char bucket[SHARD_MAX_BUCKET + 2], key[64], version[40];
+    uint32_t shard;
+    const void *data;
+    size_t len;
+    drive_done_fn done;
+    void *arg;
+    struct held_put *next;
+} held_put_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                  size_t ml)
@@ -169,8 +183,38 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    if (!f->fail_write && f->hold_blocks && !ml) {
+        held_put_t *h = calloc(1, sizeof(*h));
+        *h = (held_put_t){.shard = id->shard, .data = data, .len = len, .done = done, .arg = arg};
+        snprintf(h->bucket, sizeof(h->bucket), "%s", id->bucket);
+        snprintf(h->key, sizeof(h->key), "%s", id->key);
+        snprintf(h->version, sizeof(h->version), "%s", id->version);
+        h->next = f->held;
+        f->held = h;
+        f->n_held++;
+        return 0;
+    }
     return f->fail_write ? ERR_IO
                          : f->in.ops->put_async(f->in.ctx, id, data, len, meta, ml, done, arg);
+}
+
+/* The block writes f held: written now (rc 0), or answered rc without being written. */
+static void release_blocks(faulty_t *f, int rc)
+{
+    held_put_t *h = f->held;
+    f->held = NULL;
+    f->n_held = 0;
+    f->hold_blocks = 0;
+    while (h) {
+        held_put_t *next = h->next;
+        drive_id_t id = {h->bucket, h->key, h->version, h->shard};
+        int prc =
+            rc ? rc
+               : f->in.ops->put_async(f->in.ctx, &id, h->data, h->len, NULL, 0, h->done, h->arg);
+        if (prc) h->done(h->arg, prc);
+        free(h);
+        h = next;
+    }
 }
 
 /* Heads under a condition (shard.h): decided by the store behind (local, or a remote node). */
@@ -774,6 +818,78 @@ static void test_heal(void **state)
     e->f[4].corrupt_read = 0;
     assert_int_equal(rep.blocks_fixed, 3);
     free(got);
+    free(data);
+}
+
+/* Whether store i holds a head of key at the current position. */
+static int has_head(env_t *e, int i, const char *key)
+{
+    drive_id_t id = {"bkt", key, "", (uint32_t)i};
+    drive_stat_t st;
+    return e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &st, NULL, 0) == 0;
+}
+
+/*
+ * A refill (obj_refill.c): the blocks a heal rebuilds are written without
+ * the heal waiting, and the object's head only once they are durable. Store
+ * 1 (asynchronous puts) misses an object; its block writes are held: the
+ * heal returns with them in flight and no head written; released, the
+ * drain counts them and the head, and m other stores can then go. Block
+ * writes that fail (answered with an error) are counted as failures and
+ * leave no head behind; a heal after that puts everything back.
+ */
+static void test_refill_heads_after_blocks(void **state)
+{
+    env_t *e = *state;
+    size_t n = 2 * K * B + 999; /* three stripes */
+    uint8_t *data = malloc(n);
+    fill(data, n, 91);
+    e->f[1].fail_write = 1;
+    put(e, "rf1", data, n, NULL);
+    put(e, "rf2", data, n, NULL);
+    e->f[1].fail_write = 0;
+    assert_false(has_head(e, 1, "rf1"));
+
+    obj_refill_t *rf = obj_refill_new(4u << 20);
+    assert_non_null(rf);
+    e->f[1].hold_blocks = 1;
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal_via(rf, e->set, "bkt", "rf1", NULL, &rep), 0);
+    assert_int_equal(rep.objects, 1);
+    assert_int_equal(rep.blocks_checked, 3 * N);
+    assert_int_equal(e->f[1].n_held, 3);
+    /* Its blocks are not durable: no head names them yet (nothing else can write it). */
+    assert_false(has_head(e, 1, "rf1"));
+    assert_int_equal(rep.heads_fixed + rep.blocks_fixed, 0);
+    release_blocks(&e->f[1], 0);
+    obj_refill_drain(rf, &rep);
+    assert_int_equal(rep.blocks_fixed, 3);
+    assert_int_equal(rep.heads_fixed, 1);
+    assert_int_equal(rep.failed, 0);
+    assert_true(has_head(e, 1, "rf1"));
+    e->f[0].fail_read = e->f[2].fail_read = 1;
+    expect(e, "rf1", data, n);
+    e->f[0].fail_read = e->f[2].fail_read = 0;
+
+    /* Block writes that fail once in flight: failures, and no head on that store. */
+    e->f[1].hold_blocks = 1;
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_heal_via(rf, e->set, "bkt", "rf2", NULL, &rep), 0);
+    assert_int_equal(e->f[1].n_held, 3);
+    release_blocks(&e->f[1], ERR_IO);
+    obj_refill_drain(rf, &rep);
+    assert_int_equal(rep.blocks_fixed, 0);
+    assert_int_equal(rep.heads_fixed, 0);
+    assert_int_equal(rep.failed, 3);
+    assert_false(has_head(e, 1, "rf2"));
+    obj_refill_free(rf);
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_heal(e->set, "bkt", "rf2", &rep), 0);
+    assert_int_equal(rep.blocks_fixed, 3);
+    assert_int_equal(rep.heads_fixed, 1);
+    e->f[0].fail_read = e->f[2].fail_read = 1;
+    expect(e, "rf2", data, n);
+    e->f[0].fail_read = e->f[2].fail_read = 0;
     free(data);
 }
 
@@ -3832,6 +3948,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_gateways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refill_heads_after_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_skips_a_head_that_does_not_stand, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_degraded_reads, setup, teardown),
