@@ -1,14 +1,25 @@
 """Answers a third hostile probe found wrong, each checked against what AWS S3 documents
 (or, where S3 says nothing, the RFCs); each test says which. Under WL_CLUSTER the racing
 tests go through every node of the cluster at once."""
+import base64
+import hashlib
 import re
 import threading
+import xml.etree.ElementTree as ET
 
 from botocore.exceptions import ClientError
 
-from conftest import s3_client
+from conftest import s3_client, signed_request
 
 BUSY = ("SlowDown", "ServiceUnavailable")
+
+
+def code_of(body):
+    return ET.fromstring(body).findtext("Code")
+
+
+def md5_b64(b):
+    return base64.b64encode(hashlib.md5(b).digest()).decode()
 
 
 def clients(server):
@@ -93,3 +104,40 @@ def test_racing_lifecycle_puts_answer_what_they_stored(server):
         stands = got[0]
         heads = [expiration_rule(cl, "lcrace", "k") for cl in cs]
         assert heads == [stands] * len(cs), (r, out, got, heads)
+
+
+def delete_objects(server, bucket, keys, quiet):
+    """POST ?delete with <Quiet>quiet</Quiet> as given (None: none): (status, body)."""
+    objs = "".join("<Object><Key>%s</Key></Object>" % k for k in keys)
+    q = "" if quiet is None else "<Quiet>%s</Quiet>" % quiet
+    body = ("<Delete>%s%s</Delete>" % (q, objs)).encode()
+    st, out, _ = signed_request(server.port, "POST", "/%s?delete" % bucket, body=body,
+                                headers={"Content-MD5": md5_b64(body)})
+    return st, out
+
+
+def test_delete_objects_quiet_is_a_boolean(server):
+    """DeleteObjects (AWS API reference): Quiet is a Boolean; in quiet mode the response
+    names only the keys whose delete failed. An XML Schema boolean is true, false, 1 or 0
+    (whitespace collapsed); S3 takes "True" as well (minio-py sent it, and AWS answered as
+    for true: minio/minio-py#1185). Anything else does not validate against the schema:
+    400 MalformedXML, nothing deleted. "yes" was read as false, and every key reported."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="quiet")
+    for quiet, loud in (("true", False), ("TRUE", False), ("True", False), (" true\n", False),
+                        ("1", False), ("false", True), ("False", True), ("0", True),
+                        (None, True)):
+        c.put_object(Bucket="quiet", Key="k", Body=b"x")
+        st, out = delete_objects(server, "quiet", ["k"], quiet)
+        assert st == 200, (quiet, st, out)
+        assert (b"<Deleted>" in out) == loud, (quiet, out)
+        assert "Contents" not in c.list_objects_v2(Bucket="quiet"), quiet
+    c.put_object(Bucket="quiet", Key="k", Body=b"x")
+    for quiet in ("yes", "", "on", "t", "truee", "2"):
+        st, out = delete_objects(server, "quiet", ["k"], quiet)
+        assert st == 400 and code_of(out) == "MalformedXML", (quiet, st, out)
+    body = b"<Delete><Quiet>true</Quiet><Quiet>true</Quiet><Object><Key>k</Key></Object></Delete>"
+    st, out, _ = signed_request(server.port, "POST", "/quiet?delete", body=body,
+                                headers={"Content-MD5": md5_b64(body)})
+    assert st == 400 and code_of(out) == "MalformedXML", (st, out)
+    assert [o["Key"] for o in c.list_objects_v2(Bucket="quiet")["Contents"]] == ["k"]
