@@ -418,7 +418,9 @@ static void XMLCALL tag_end(void *ud, const XML_Char *name)
         }
         t->field = 0;
     } else if (t->depth == 3 && t->in_tag) {
-        if (!(t->seen & 2)) stop(&t->b); /* a Tag without a Key */
+        /* A Tag without a Key, or without a Value: S3's Tag requires both (API_Tag; an
+         * empty <Value/> is a value). The header form "k" is k="", not this. */
+        if (!(t->seen & 2) || !(t->seen & 4)) stop(&t->b);
         t->in_tag = 0;
         t->n++;
     }

@@ -141,3 +141,44 @@ def test_delete_objects_quiet_is_a_boolean(server):
                                 headers={"Content-MD5": md5_b64(body)})
     assert st == 400 and code_of(out) == "MalformedXML", (st, out)
     assert [o["Key"] for o in c.list_objects_v2(Bucket="quiet")["Contents"]] == ["k"]
+
+
+def put_tagging(server, path, tags_xml):
+    body = ("<Tagging><TagSet>%s</TagSet></Tagging>" % tags_xml).encode()
+    st, out, _ = signed_request(server.port, "PUT", path + "?tagging", body=body,
+                                headers={"Content-MD5": md5_b64(body)})
+    return st, out
+
+
+def test_a_tag_needs_a_value(server):
+    """S3's Tag (API reference, data type Tag): Key and Value are both required, so a Tag
+    without a Value does not validate: 400 MalformedXML, the tags as they were, for
+    PutObjectTagging and PutBucketTagging alike. An empty <Value/> is a value (""). The
+    x-amz-tagging header is URL query form, where "k" alone is k with an empty value. A Tag
+    without a Value was taken as one with an empty value."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tagval")
+    c.put_object(Bucket="tagval", Key="o", Body=b"x")
+    c.put_object_tagging(Bucket="tagval", Key="o",
+                         Tagging={"TagSet": [{"Key": "was", "Value": "here"}]})
+    c.put_bucket_tagging(Bucket="tagval", Tagging={"TagSet": [{"Key": "was", "Value": "here"}]})
+    for path in ("/tagval/o", "/tagval"):
+        for bad in ("<Tag><Key>k</Key></Tag>",
+                    "<Tag><Key>a</Key><Value>1</Value></Tag><Tag><Key>k</Key></Tag>"):
+            st, out = put_tagging(server, path, bad)
+            assert st == 400 and code_of(out) == "MalformedXML", (path, bad, st, out)
+    assert c.get_object_tagging(Bucket="tagval", Key="o")["TagSet"] == [
+        {"Key": "was", "Value": "here"}]
+    assert c.get_bucket_tagging(Bucket="tagval")["TagSet"] == [{"Key": "was", "Value": "here"}]
+    for path in ("/tagval/o", "/tagval"):
+        st, out = put_tagging(server, path, "<Tag><Key>e</Key><Value/></Tag>"
+                              "<Tag><Key>f</Key><Value></Value></Tag>")
+        assert st in (200, 204), (path, st, out)
+    want = [{"Key": "e", "Value": ""}, {"Key": "f", "Value": ""}]
+    assert c.get_object_tagging(Bucket="tagval", Key="o")["TagSet"] == want
+    assert c.get_bucket_tagging(Bucket="tagval")["TagSet"] == want
+    st, out, _ = signed_request(server.port, "PUT", "/tagval/h", body=b"x",
+                                headers={"x-amz-tagging": "k&v=1&e="})
+    assert st == 200, out
+    assert c.get_object_tagging(Bucket="tagval", Key="h")["TagSet"] == [
+        {"Key": "k", "Value": ""}, {"Key": "v", "Value": "1"}, {"Key": "e", "Value": ""}]
