@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 from botocore.exceptions import ClientError
 
-from conftest import s3_client, signed_request
+from conftest import Server, s3_client, signed_request
 
 BUSY = ("SlowDown", "ServiceUnavailable")
 
@@ -182,3 +182,28 @@ def test_a_tag_needs_a_value(server):
     assert st == 200, out
     assert c.get_object_tagging(Bucket="tagval", Key="h")["TagSet"] == [
         {"Key": "k", "Value": ""}, {"Key": "v", "Value": "1"}, {"Key": "e", "Value": ""}]
+
+
+def test_virtual_host_bucket_is_read_without_case(datadir):
+    """A host name is case-insensitive (RFC 4343), and S3 reads the bucket of a Host so (its
+    VirtualHosting guide: a Host outside its endpoints names "the lowercase value of the Host
+    header"); bucket names have no uppercase letter. Host: MyBucket.s3.localhost (or all
+    uppercase) named no bucket: 404 NoSuchBucket."""
+    s = Server(datadir, extra=["--domain", "s3.localhost"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="mybucket")
+        st, out, _ = signed_request(s.port, "PUT", "/k", body=b"vh",
+                                    host="MyBucket.s3.localhost:%d" % s.port)
+        assert st == 200, out
+        assert c.get_object(Bucket="mybucket", Key="k")["Body"].read() == b"vh"
+        for host in ("MYBUCKET.S3.LOCALHOST", "myBucket.S3.Localhost", "mybucket.s3.localhost"):
+            st, out, _ = signed_request(s.port, "GET", "/k", host="%s:%d" % (host, s.port))
+            assert st == 200 and out == b"vh", (host, st, out)
+            st, out, _ = signed_request(s.port, "GET", "/?list-type=2", host=host)
+            assert st == 200 and b"<Name>mybucket</Name>" in out, (host, st, out)
+        # A bucket that does not exist is still NoSuchBucket, named as S3 would name it.
+        st, out, _ = signed_request(s.port, "GET", "/k", host="Other.s3.localhost")
+        assert st == 404 and code_of(out) == "NoSuchBucket", out
+    finally:
+        s.stop()
