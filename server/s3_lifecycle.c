@@ -15,8 +15,9 @@
  * incarnation, LC_KEY_SEP and a token made for it), written once and never
  * changed; the bucket record's "lifecycle" entry names the token of the one
  * in force. Rewriting that entry is the PUT's commit point: a PUT whose
- * rewrite failed removes its object, unseen, and answers the error, and a
- * PUT that answers 200 is the configuration every node reads from then on.
+ * entry does not stand answers the error (its object, unnamed, is left to
+ * be collected), and a PUT that answers 200 is the configuration every node
+ * reads from then on.
  * With the configuration in one object, first written and then named
  * (before), a PUT whose rewrite of the record was refused (a 4-node probe,
  * PUTs racing other rewrites of the record: every round) answered 503 with
@@ -139,9 +140,11 @@ static int mark(ctx_t *x, const char *token)
                  ? obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, mark_set, (void *)token)
                  : S3_ERR_NO_BUCKET;
     pthread_rwlock_unlock(lk);
-    if (rc && rc != ERR_THROTTLED && rc != ERR_NOT_FOUND && rc != S3_ERR_NO_BUCKET) {
-        /* A rewrite that failed short of its quorum may have landed where readers see it
-         * (ERR_THROTTLED and refusals are undone): whether it stands decides the answer. */
+    if (rc && rc != ERR_NOT_FOUND && rc != S3_ERR_NO_BUCKET) {
+        /* Whether it stands decides the answer, not the rewrite's own outcome: one that
+         * failed short of its quorum may have landed where readers see it, and one undone
+         * (ERR_THROTTLED) may have been read in flight by another rewrite of the record
+         * (tags, versioning), which carried the entry over (a 4-node probe). */
         obj_info_t bi;
         if (obj_stat_standing(x->cfg->set, BUCKETS, x->bucket, &bi) == 0 &&
             strcmp(lc_token(&bi), token ? token : "") == 0)
@@ -273,12 +276,9 @@ static void put_lifecycle(ctx_t *x)
     rc = store(x, canon, len, token, 1);
     if (!rc) rc = mark(x, token);
     lc_key(x->ibucket, token, key);
-    if (rc == ERR_THROTTLED || rc == S3_ERR_NO_BUCKET) {
-        /* Not named (a refused rewrite is undone): never seen, it goes. */
-        int dr = obj_delete(x->cfg->set, LC_OBJECTS, key);
-        if (dr && dr != ERR_NOT_FOUND)
-            log_warn("event=lifecycle_drop_failed bucket=%s err=%s", x->bucket, err_name(dr));
-    } else if (!rc) {
+    /* Not named: the object is left to collect() (another rewrite may yet carry the entry
+     * over from this one's, read in flight: removed now, the record could name nothing). */
+    if (!rc) {
         /* Named: there it must be (a collection that took it for a leftover of a PUT that
          * failed, had this one taken more than LC_GC_NS, is undone). */
         obj_info_t oi;
