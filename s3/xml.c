@@ -154,7 +154,7 @@ typedef struct {
     base_t b;
     char **keys;
     s3_xml_delcond_t *conds, cur; /* cur: the conditions of the Object being read */
-    int n, cap, depth, in_key, in_quiet, quiet, cond_field, obj_first, in_object;
+    int n, cap, depth, in_key, in_quiet, quiet, quiet_seen, cond_field, obj_first, in_object;
     char text[S3_XML_MAX_KEY + 1];
     size_t tl;
 } del_t;
@@ -232,7 +232,18 @@ static void XMLCALL del_end(void *ud, const XML_Char *name)
             d->conds[d->n - 1] = d->cur; /* the Object's conditions, whatever their order */
         d->in_object = 0;
     } else if (d->in_quiet) {
-        d->quiet = strcmp(d->text, "true") == 0;
+        /* xs:boolean (true, false, 1, 0; whitespace collapsed), the case of true and false
+         * aside: S3 takes "True" (minio-py sends it). Anything else, or a second Quiet, does
+         * not validate against the schema: "yes" was read as false, every key reported. */
+        const char *t = d->text + strspn(d->text, " \t\r\n");
+        size_t tl = strlen(t);
+        while (tl && strchr(" \t\r\n", t[tl - 1]))
+            tl--;
+        int q = (tl == 4 && !strncasecmp(t, "true", 4)) || (tl == 1 && t[0] == '1')    ? 1
+                : (tl == 5 && !strncasecmp(t, "false", 5)) || (tl == 1 && t[0] == '0') ? 0
+                                                                                       : -1;
+        if (q < 0 || d->quiet_seen++) stop(&d->b);
+        d->quiet = q == 1;
     }
     d->in_key = d->in_quiet = d->cond_field = 0;
     d->depth--;
@@ -407,7 +418,9 @@ static void XMLCALL tag_end(void *ud, const XML_Char *name)
         }
         t->field = 0;
     } else if (t->depth == 3 && t->in_tag) {
-        if (!(t->seen & 2)) stop(&t->b); /* a Tag without a Key */
+        /* A Tag without a Key, or without a Value: S3's Tag requires both (API_Tag; an
+         * empty <Value/> is a value). The header form "k" is k="", not this. */
+        if (!(t->seen & 2) || !(t->seen & 4)) stop(&t->b);
         t->in_tag = 0;
         t->n++;
     }

@@ -9,6 +9,8 @@
 
 #include "server/s3_int.h"
 
+#include <ctype.h>
+
 #include "proto/net.h"
 
 /*
@@ -463,7 +465,13 @@ static int query_decodes(const char *q)
     return 1;
 }
 
-/* The bucket named by a Host of the form BUCKET.DOMAIN[:port], or NULL (malloc'd). */
+/*
+ * The bucket named by a Host of the form BUCKET.DOMAIN[:port], or NULL (malloc'd). Lowercased:
+ * a host name is case-insensitive (RFC 4343), resolvers and proxies may change its case, and
+ * S3 reads the bucket of a Host so (its VirtualHosting guide: a Host outside its endpoints
+ * names "the lowercase value of the Host header"). Bucket names have no uppercase letter,
+ * so none is lost; "MyBucket.DOMAIN" answered NoSuchBucket for mybucket.
+ */
 static char *vhost_bucket(ctx_t *x)
 {
     const char *d = x->cfg->domain, *host = s3_hdr(x->info, "host");
@@ -474,7 +482,8 @@ static char *vhost_bucket(ctx_t *x)
     if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, d, dl) != 0)
         return NULL;
     char *b = xmalloc(hl - dl);
-    memcpy(b, host, hl - dl - 1);
+    for (size_t i = 0; i < hl - dl - 1; i++)
+        b[i] = (char)tolower((unsigned char)host[i]);
     b[hl - dl - 1] = 0;
     return b;
 }

@@ -334,9 +334,14 @@ void s3_cors_forget(ctx_t *x);    /* the deleted bucket's rules go (best effort)
 /* ---- s3_lifecycle.c ---- */
 void s3_lifecycle_op(ctx_t *x);     /* GET/PUT/DELETE ?lifecycle of the request's bucket */
 void s3_lifecycle_forget(ctx_t *x); /* the deleted bucket's configuration goes (best effort) */
-/* The configuration of bucket incarnation iname (for the lifecycle worker too): 0 with *out
- * filled (lc_free it), ERR_NOT_FOUND when none is set, or an engine error. Blocks (reads). */
-int s3_lifecycle_load(obj_set_t *set, const char *iname, lc_config_t *out);
+/* The configuration bucket_rec (the record of incarnation iname) names (for the lifecycle
+ * worker too): 0 with *out filled (lc_free it), ERR_NOT_FOUND when none is set (or the one
+ * named was replaced since the record was read), or an engine error. Blocks (reads). */
+int s3_lifecycle_load(obj_set_t *set, const char *iname, const obj_info_t *bucket_rec,
+                      lc_config_t *out);
+/* Heal the configuration bucket_rec names (obj_heal's answers). Blocks. */
+int s3_lifecycle_heal(obj_set_t *set, const char *iname, const obj_info_t *bucket_rec,
+                      obj_heal_report_t *rep);
 /* Whether a bucket record says a configuration is set (cheap: no read). */
 int s3_lifecycle_marked(const obj_info_t *bucket_rec);
 /* x-amz-expiration for the object info describes, when an enabled Expiration rule covers it:

@@ -227,7 +227,7 @@ static void run_bucket(const s3_cfg_t *cfg, const char *name, int64_t now, int64
     if (!s3_bucket_exists(&x, name, &bi) || !s3_lifecycle_marked(&bi)) return;
     s3_bucket_iname(name, &bi, x.ibucket);
     lc_config_t lc;
-    int rc = s3_lifecycle_load(cfg->set, x.ibucket, &lc);
+    int rc = s3_lifecycle_load(cfg->set, x.ibucket, &bi, &lc);
     if (rc) {
         if (rc != ERR_NOT_FOUND)
             log_warn("event=lifecycle_read_failed bucket=%s err=%s", name, err_name(rc));

@@ -176,9 +176,15 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
                    int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
     int rc = obj_heal(cfg->set, BUCKETS, name, rep);
-    /* Its configurations stored apart from its record (CORS rules, lifecycle rules). */
+    /* Its configurations stored apart from its record (CORS rules, lifecycle rules: the
+     * one the record names). */
     if (!rc) rc = obj_heal(cfg->set, CORS_OBJECTS, iname, rep);
-    if (!rc) rc = obj_heal(cfg->set, LC_OBJECTS, iname, rep);
+    obj_info_t bi;
+    int sr = rc ? rc : obj_stat(cfg->set, BUCKETS, name, &bi);
+    if (!sr)
+        rc = s3_lifecycle_heal(cfg->set, iname, &bi, rep);
+    else if (sr != ERR_NOT_FOUND)
+        rc = sr;
     page_keys_t pg = {.cap = 1000};
     pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
     pg.vids = xcalloc((size_t)pg.cap, sizeof(*pg.vids));

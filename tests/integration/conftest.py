@@ -274,9 +274,11 @@ def signed_request(port, method, path, body=b"", headers=None, payload_hash=None
             return payload_hash or hashlib.sha256(body).hexdigest()
 
     host = host or "127.0.0.1:%d" % port
+    # Host signed as it is sent (botocore would sign the URL's host, lowercased).
     req = AWSRequest(method=method, url="http://%s%s" % (host, path), data=b"",
-                     headers=dict(headers or {}))
+                     headers=dict(headers or {}, Host=host))
     Signer(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    del req.headers["Host"]
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
