@@ -272,7 +272,7 @@ static void put_lifecycle(ctx_t *x)
     }
     char *canon = lc_serialize(&c, &len);
     lc_free(&c);
-    char token[LC_TOKEN_LEN], key[LC_KEY_MAX];
+    char token[LC_TOKEN_LEN] = "", key[LC_KEY_MAX];
     rc = store(x, canon, len, token, 1);
     if (!rc) rc = mark(x, token);
     lc_key(x->ibucket, token, key);
@@ -285,6 +285,13 @@ static void put_lifecycle(ctx_t *x)
         if (obj_stat(x->cfg->set, LC_OBJECTS, key, &oi) == ERR_NOT_FOUND)
             rc = store(x, canon, len, token, 0);
         if (!rc) collect(x, 0);
+    } else if (rc == S3_ERR_NO_BUCKET && token[0]) {
+        /* The incarnation is gone (a DeleteBucket between the store and the mark): nothing of
+         * it will collect this object later; removed now (a rewrite of a deleted record never
+         * lands, so nothing can name it). */
+        int dr = obj_delete(x->cfg->set, LC_OBJECTS, key);
+        if (dr && dr != ERR_NOT_FOUND)
+            log_warn("event=lifecycle_drop_failed bucket=%s err=%s", x->bucket, err_name(dr));
     }
     free(canon);
     if (rc) {
