@@ -154,7 +154,7 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
  * ERR_UNRECOVERABLE (failing stores leave it open).
  */
 static int current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
-                              shard_cond_t *anywhere, uint32_t skip, uint32_t *gave)
+                              shard_cond_t *anywhere, uint32_t skip, uint32_t *gave, int margin)
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0;
@@ -168,11 +168,12 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     obj__heads_rd_t rd;
     obj__heads_start(s, &rd, bucket, key, "", stores, n, h); /* all at once */
     /*
-     * A writer's read (gave): calls still out after the hedge delay are given up on while
-     * the write quorum does without their stores, which then count as failing here and are
-     * not written (*gave): a node that froze a moment ago costs the delay, not its deadline.
+     * Hedged (gave): calls still out after the hedge delay are given up on while no more
+     * than `margin` stores are left out (a writer's: those its quorum does without; they are
+     * not written either, *gave), and count as failing here: a node that froze a moment ago
+     * costs the delay, not its deadline, as it costs a store that is not up.
      */
-    int spare = s->n - s->wq - failed;
+    int spare = margin - failed;
     obj__heads_finish_hedged(&rd, gave ? s->hedge_ms : 0, gave && spare > 0 ? spare : 0);
     for (int i = 0; i < n; i++) {
         if (gave && h[i].rc == ERR_CANCELED) *gave |= 1u << stores[i];
@@ -225,7 +226,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL);
+    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
@@ -238,7 +239,10 @@ int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_inf
 {
     s = obj__route(s, bucket, key);
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, NULL);
+    /* Asked by a request (a bucket's record, checked after each commit in it): a reader,
+     * hedged as a head lookup is, the verdict resting on k answers at least. */
+    uint32_t gave = 0;
+    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, &gave, s->m);
     if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
     return rc;
 }
@@ -302,8 +306,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         nnul = 0;
         heads = -1;
         uint32_t gave = 0;
-        had_old =
-            current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s), &gave) == 0;
+        had_old = current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s), &gave,
+                                     s->n - s->wq) == 0;
         dead |= gave; /* given up on: not written either (healed once committed) */
         /*
          * Replace the version that stands and nothing newer. A newer head
@@ -464,7 +468,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
              */
             obj_info_t now;
             shard_cond_t any = {.mode = SHARD_IF_AT_MOST};
-            if (refused && current_for_commit(s, bucket, key, &now, &any, 0, NULL) == 0 &&
+            if (refused && current_for_commit(s, bucket, key, &now, &any, 0, NULL, 0) == 0 &&
                 (now.stamp_ns > info->stamp_ns ||
                  (now.stamp_ns == info->stamp_ns && strcmp(now.upload_id, info->upload_id) > 0))) {
                 superseded = 1;
