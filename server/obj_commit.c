@@ -163,6 +163,10 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
      * hold a head). */
     uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     uint32_t away = (obj__unhealthy(s) | skip) & all;
+    /* Hedged: stores given up on lately (slow) are not asked either, while the margin allows:
+     * else each such read would pay the delay again. */
+    uint32_t slow = gave ? obj__slow(s) & all & ~away : 0;
+    if (slow && __builtin_popcount(away | slow) <= margin) away |= slow;
     int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX & ~away, stores);
     failed = __builtin_popcount(away);
     obj__heads_rd_t rd;

@@ -415,8 +415,8 @@ static int heads_round(obj_set_t *s, const char *bucket, const char *key, const 
     latch_t l;
     latch_init(&l);
     obj__put_start(s, jobs, n, &l);
-    uint32_t gave = obj__put_wait(s, jobs, n, &l, obj__now_ms(),
-                                  info->sparse ? __builtin_popcount(info->inl) : s->wq, 0);
+    uint32_t gave =
+        obj__put_wait(s, jobs, n, &l, info->sparse ? __builtin_popcount(info->inl) : s->wq, 0);
     latch_destroy(&l);
     if (gave)
         log_warn("event=heads_hedged key=%s upload=%s stores=0x%x: the quorum had the heads", key,

@@ -240,21 +240,20 @@ void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l);
 /* obj__put_start and wait for all of them (each job's rc set). */
 void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n);
 /*
- * Wait for the puts obj__put_start started on l (jobs[0..n), started at
- * t0_ms, CLOCK_MONOTONIC), hedged: once hedge_ms passed since t0_ms, `need`
- * of them are durable and every put still out is a call to another node
- * (a job with hedge set whose call is in flight), those are given up on and
- * waited for, which is at once: each then has rc ERR_CANCELED and its store
- * is marked slow (obj__mark_slow). A local put, or one not yet sent, is
- * always waited for. A durable put of a store in `lost` does not count
+ * Wait for the puts obj__put_start started on l (jobs[0..n)), hedged: once
+ * `need` of them are durable and hedge_ms more passed, the puts still out
+ * are given up on if each is a call to another node in flight (a job with
+ * hedge set): waited for, which is at once, each then has rc ERR_CANCELED
+ * and its store is slow for OBJ_SLOW_MS. A local put, or one not yet sent,
+ * is always waited for. A durable put of a store in `lost` does not count
  * towards need: the store failed (or was given up on) in another round of
  * the same write, so it will not hold the whole version. Returns the stores
- * given up on, as a mask. On return no
- * put points into the jobs' data any more (proto_call_async_cancelable).
+ * given up on, as a mask. On return no put points into the jobs' data any
+ * more (proto_call_async_cancelable).
  */
-uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, uint64_t t0_ms,
-                       int need, uint32_t lost);
-/* CLOCK_MONOTONIC in milliseconds (obj__put_wait's t0_ms). */
+uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, int need,
+                       uint32_t lost);
+/* CLOCK_MONOTONIC in milliseconds. */
 uint64_t obj__now_ms(void);
 /* The pool has no spare thread: the drives are busy, more depth only lengthens queues. */
 int obj__busy(obj_set_t *s);

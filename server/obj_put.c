@@ -43,9 +43,8 @@ struct obj_writer {
     obj__put_job_t jobs[2][OBJ_MAX_SHARDS];
     latch_t latch[2];
     int inflight[2];
-    uint64_t sent_ms[2]; /* when the slot's writes started: the hedge delay runs from then */
-    uint32_t dead;       /* stores that failed a write: skipped from then on */
-    int cause; /* why stores failed, when it says more than "unavailable": throttled, full */
+    uint32_t dead; /* stores that failed a write: skipped from then on */
+    int cause;     /* why stores failed, when it says more than "unavailable": throttled, full */
     int err;
     uint64_t stripes;
     /* The bytes so far, while they fit inline (no encoder yet): small_cap bytes of room. */
@@ -80,7 +79,7 @@ static int slot_wait(obj_writer_t *w, int slot)
      * from now on, the object healed once committed). Every call has let go of the slot's
      * buffer when this returns: the encoder may fill it again.
      */
-    uint32_t gave = obj__put_wait(s, w->jobs[slot], s->n, &w->latch[slot], w->sent_ms[slot], s->wq,
+    uint32_t gave = obj__put_wait(s, w->jobs[slot], s->n, &w->latch[slot], s->wq,
                                   w->dead); /* the stores lost in the other slot's stripe */
     w->inflight[slot] = 0;
     if (gave)
@@ -122,7 +121,6 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
         j->hedge = s->hedge_ms != 0;
     }
     w->inflight[slot] = 1;
-    w->sent_ms[slot] = obj__now_ms();
     obj__put_start(s, w->jobs[slot], s->n, &w->latch[slot]); /* skipped stores: st NULL */
     return dead_verdict(w);
 }

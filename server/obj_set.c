@@ -218,48 +218,51 @@ void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n)
     latch_t l;
     latch_init(&l);
     obj__put_start(s, jobs, n, &l);
-    (void)obj__put_wait(s, jobs, n, &l, obj__now_ms(), n + 1, 0); /* nothing given up on */
+    (void)obj__put_wait(s, jobs, n, &l, n + 1, 0); /* nothing given up on */
     latch_destroy(&l);
 }
 
-uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, uint64_t t0_ms,
-                       int need, uint32_t lost)
+uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, int need,
+                       uint32_t lost)
 {
     uint32_t gave = 0;
     int hedged = 0;
     for (int i = 0; i < n; i++)
         hedged |= jobs[i].st && jobs[i].hedge;
-    uint64_t now = obj__now_ms(), at = t0_ms + s->hedge_ms;
-    if (hedged && s->hedge_ms && need <= n &&
-        (now >= at || latch_wait_ms(l, (uint32_t)(at - now)) != 0)) {
-        /*
-         * Past the delay with puts still out. Give up on them once `need` are durable and each
-         * one out is a call in flight to another node: its bytes are with the net (or on the
-         * wire) and a cancel gives them back at once. Until then wait for one more to end; a
-         * pool put not yet sent cannot be told apart from a local one, so look again after
-         * the delay too.
-         */
-        for (;;) {
-            int ok = 0, out = 0, remote = 0;
-            for (int i = 0; i < n; i++) {
-                obj__put_job_t *j = &jobs[i];
-                if (!j->st) continue;
-                if (atomic_load(&j->fin)) {
-                    ok += j->rc == 0 && !((lost >> (j->st - s->st)) & 1);
-                    continue;
-                }
-                out++;
-                remote += j->hedge && proto_cancel_in_flight(&j->tok);
+    /*
+     * The delay runs from the moment the quorum has the round, not from its start: a store
+     * is given up on only when it lags the others by hedge_ms, so a machine that is merely
+     * busy (every store slower alike) does not lose redundancy to the hedge. Then the puts
+     * still out are given up on if each is a call in flight to another node: its bytes are
+     * with the net (or on the wire) and a cancel gives them back at once. A local put, or a
+     * pool put not yet sent, is waited for.
+     */
+    uint64_t at = 0;
+    while (hedged && s->hedge_ms && need <= n) {
+        int ok = 0, out = 0, remote = 0;
+        for (int i = 0; i < n; i++) {
+            obj__put_job_t *j = &jobs[i];
+            if (!j->st) continue;
+            if (atomic_load(&j->fin)) {
+                ok += j->rc == 0 && !((lost >> (j->st - s->st)) & 1);
+                continue;
             }
-            if (!out || ok + out < need) break; /* all ended, or the quorum is out of reach */
-            if (ok >= need && remote == out) {
+            out++;
+            remote += j->hedge && proto_cancel_in_flight(&j->tok);
+        }
+        if (!out || ok + out < need) break; /* all ended, or the quorum is out of reach */
+        uint64_t now = obj__now_ms(), wait = s->hedge_ms;
+        if (ok >= need) {
+            if (!at) at = now + s->hedge_ms;
+            if (now >= at && remote == out) {
                 for (int i = 0; i < n; i++)
                     if (jobs[i].st && jobs[i].hedge && !atomic_load(&jobs[i].fin))
                         proto_cancel(&jobs[i].tok); /* one that ended meanwhile ignores it */
                 break;
             }
-            (void)latch_wait_below(l, out, s->hedge_ms);
+            if (now < at) wait = at - now;
         }
+        (void)latch_wait_below(l, out, (uint32_t)wait); /* one more ended, or time to look */
     }
     latch_wait(l);
     for (int i = 0; i < n; i++) {
