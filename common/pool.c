@@ -28,6 +28,7 @@ void latch_init(latch_t *l)
     pthread_mutex_init(&l->mu, NULL);
     clock_cond_init(&l->cv); /* latch_wait_ms: a clock that only goes on */
     l->left = 0;
+    l->watch = 0;
 }
 
 int latch_wait_ms(latch_t *l, uint32_t ms)
@@ -44,6 +45,24 @@ int latch_wait_ms(latch_t *l, uint32_t ms)
     int open = l->left <= 0;
     pthread_mutex_unlock(&l->mu);
     return open ? 0 : ERR_AGAIN;
+}
+
+int latch_wait_below(latch_t *l, int left, uint32_t ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)ms * 1000000ull;
+    dl.tv_sec += (time_t)(ns / 1000000000ull);
+    dl.tv_nsec = (long)(ns % 1000000000ull);
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    l->watch = left;
+    while (l->left >= left && l->left > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&l->cv, &l->mu, &dl);
+    l->watch = 0;
+    int now = l->left;
+    pthread_mutex_unlock(&l->mu);
+    return now;
 }
 
 void latch_wait(latch_t *l)
@@ -65,7 +84,7 @@ void latch_done(latch_t *l)
 {
     /* The waiter may free l once it sees 0: nothing touches l after the unlock. */
     pthread_mutex_lock(&l->mu);
-    if (--l->left == 0) pthread_cond_broadcast(&l->cv);
+    if (--l->left == 0 || l->left < l->watch) pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
 

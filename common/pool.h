@@ -26,6 +26,7 @@ typedef struct latch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int left;
+    int watch; /* latch_wait_below's: a waiter wants to hear of left < watch */
 } latch_t;
 
 void latch_init(latch_t *l);
@@ -33,6 +34,12 @@ void latch_init(latch_t *l);
 void latch_wait(latch_t *l);
 /* latch_wait for at most ms milliseconds: 0 when it opened, ERR_AGAIN when the time passed. */
 int latch_wait_ms(latch_t *l, uint32_t ms);
+/*
+ * Wait until fewer than `left` jobs are left on l (one more finished, for a
+ * caller that counted them) or ms milliseconds passed; returns how many are
+ * left. One such waiter per latch at a time.
+ */
+int latch_wait_below(latch_t *l, int left, uint32_t ms);
 /*
  * Count work that is not a pool job (an asynchronous write's callback):
  * latch_add before starting it, latch_done once when it finished.

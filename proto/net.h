@@ -148,7 +148,8 @@ typedef struct proto_call {
     proto_peer_t *peer;
     proto_conn_t *conn;
     struct proto_call *next;
-    void *wait; /* a synchronous caller's */
+    void *wait;               /* a synchronous caller's */
+    struct proto_cancel *tok; /* proto_call_async_cancelable's: let go at completion */
     uv_write_t write_req;
     uv_buf_t bufs[3];
 } proto_call_t;
@@ -180,6 +181,16 @@ int proto_cancel_in_flight(proto_cancel_t *t);
 /* proto_call with a token: ERR_CANCELED at once if t was canceled already. */
 int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
     __attribute__((warn_unused_result));
+/*
+ * proto_call_async with a token (hedged writes): done runs once, with
+ * ERR_CANCELED once given up on (at once, in the caller, if t was canceled
+ * already). Either way done runs only when the net holds no pointer into the
+ * call's buffers any more: a call given up on while its bytes were partly
+ * written closes the connection first (the rest of the frame is never sent,
+ * and the peer drops the part it read), so the caller may reuse its data
+ * buffer from done on, never before. The token is let go before done runs.
+ */
+void proto_call_async_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t);
 
 /*
  * A reply's payload room (cap bytes) for in, valid until proto_reply. The

@@ -41,6 +41,13 @@ static void call_complete(proto_call_t *call)
 {
     proto_peer_t *p = call->peer;
     if (call->rc && call != &p->probe) atomic_fetch_add(&p->net->st.call_errors, 1);
+    if (call->tok) {
+        /* Ended: a cancel from now on has nothing to find (and the token may go with done). */
+        pthread_mutex_lock(&call->tok->mu);
+        call->tok->peer = NULL;
+        pthread_mutex_unlock(&call->tok->mu);
+        call->tok = NULL;
+    }
     if (call->wait) {
         waiter_t *w = call->wait;
         pthread_mutex_lock(&w->mu);
@@ -159,8 +166,13 @@ void net__cancel(net_cancel_t *cl)
                 *slot = found->next;
                 p->conns[i]->ncalls--;
                 /* Its bytes still not on the wire: the peer stopped reading. Only closing the
-                 * connection gives the call's buffers back (as for a call timed out). */
-                if (!(found->stage & WRITTEN)) stuck = p->conns[i];
+                 * connection gives the call's buffers back (as for a call timed out). Unless
+                 * nothing is queued on the stream: then every byte is with the kernel and only
+                 * the write's callback is still to come (next loop turn); it completes the
+                 * call, and the connection (every other call on it) stays. */
+                if (!(found->stage & WRITTEN) &&
+                    uv_stream_get_write_queue_size((uv_stream_t *)&p->conns[i]->tcp) > 0)
+                    stuck = p->conns[i];
             }
         }
         if (found) net__call_fail(found, ERR_CANCELED);
@@ -449,6 +461,7 @@ static int call_wait(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     c->wait = &w;
+    c->tok = NULL;
     if (!t) {
         rc = call_submit(p, c);
     } else {
@@ -494,9 +507,32 @@ int proto_call_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
 
 void proto_call_async(proto_peer_t *p, proto_call_t *c)
 {
+    proto_call_async_cancelable(p, c, NULL);
+}
+
+void proto_call_async_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
+{
     c->wait = NULL;
+    c->tok = NULL;
     int rc = call_prepare(p, c);
-    if (rc == 0) rc = call_submit(p, c);
+    if (rc == 0 && t) {
+        /* As call_wait: under the token's lock, a cancel comes first or finds the call. */
+        pthread_mutex_lock(&t->mu);
+        if (t->canceled) {
+            rc = ERR_CANCELED;
+        } else {
+            t->peer = p;
+            t->id = c->id;
+            c->tok = t;
+            if ((rc = call_submit(p, c)) != 0) {
+                t->peer = NULL;
+                c->tok = NULL;
+            }
+        }
+        pthread_mutex_unlock(&t->mu);
+    } else if (rc == 0) {
+        rc = call_submit(p, c);
+    }
     if (rc) {
         c->rc = rc;
         c->done(c, rc);

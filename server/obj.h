@@ -175,14 +175,20 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
  * answered after `ms` is given up on once parity read from other stores
  * stands in for it (shard_ops_t.read_split_cancelable), and that store is
  * read around for a while (OBJ_SLOW_MS) by every reader of the set: one slow
- * node costs a GET this delay, not its own latency. 0 turns it off. Local
- * drives are never given up on (their reads cannot be). Before the set is used.
+ * node costs a GET this delay, not its own latency. Writes are hedged by the
+ * same delay: a round of a PUT (a stripe's blocks, the commit's heads) whose
+ * write quorum is durable goes on without the calls to other nodes still out
+ * after it; their stores count as failed for that write (healed) and are
+ * skipped by writes for OBJ_SLOW_MS. 0 turns both off. Local drives are never
+ * given up on (their reads and writes cannot be). Before the set is used.
  */
 #define OBJ_HEDGE_DEFAULT_MS 50
 #define OBJ_SLOW_MS          2000
 void obj_set_hedge_ms(obj_set_t *s, uint32_t ms);
 /* Reads given up on (hedged) since the set started, over all its sets. */
 uint64_t obj_set_hedged(const obj_set_t *s);
+/* Writes given up on (a block or head call still out once the quorum had the round). */
+uint64_t obj_set_hedged_writes(const obj_set_t *s);
 
 /*
  * Stores a write needs durable before it is acknowledged (blocks and heads

@@ -154,17 +154,33 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
  * ERR_UNRECOVERABLE (failing stores leave it open).
  */
 static int current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
-                              shard_cond_t *anywhere)
+                              shard_cond_t *anywhere, uint32_t skip, uint32_t *gave, int margin)
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0;
-    /* Stores not up are not asked (a silent node would hold every commit for its deadline):
-     * each counts as failing, for every version (it may hold a head). */
-    uint32_t away = obj__unhealthy(s);
+    /* Stores not up are not asked (a silent node would hold every commit for its deadline),
+     * nor those the writer skips (skip): each counts as failing, for every version (it may
+     * hold a head). */
+    uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    uint32_t away = (obj__unhealthy(s) | skip) & all;
+    /* Hedged: stores given up on lately (slow) are not asked either, while the margin allows:
+     * else each such read would pay the delay again. */
+    uint32_t slow = gave ? obj__slow(s) & all & ~away : 0;
+    if (slow && __builtin_popcount(away | slow) <= margin) away |= slow;
     int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX & ~away, stores);
     failed = __builtin_popcount(away);
-    obj__read_heads(s, bucket, key, "", stores, n, h); /* all at once */
+    obj__heads_rd_t rd;
+    obj__heads_start(s, &rd, bucket, key, "", stores, n, h); /* all at once */
+    /*
+     * Hedged (gave): calls still out after the hedge delay are given up on while no more
+     * than `margin` stores are left out (a writer's: those its quorum does without; they are
+     * not written either, *gave), and count as failing here: a node that froze a moment ago
+     * costs the delay, not its deadline, as it costs a store that is not up.
+     */
+    int spare = margin - failed;
+    obj__heads_finish_hedged(&rd, gave ? s->hedge_ms : 0, gave && spare > 0 ? spare : 0);
     for (int i = 0; i < n; i++) {
+        if (gave && h[i].rc == ERR_CANCELED) *gave |= 1u << stores[i];
         if (h[i].rc == ERR_NOT_FOUND) {
             absent++;
             continue;
@@ -214,7 +230,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    int rc = current_for_commit(s, bucket, key, best, &anywhere);
+    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
@@ -227,7 +243,10 @@ int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_inf
 {
     s = obj__route(s, bucket, key);
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    int rc = current_for_commit(s, bucket, key, info, &anywhere);
+    /* Asked by a request (a bucket's record, checked after each commit in it): a reader,
+     * hedged as a head lookup is, the verdict resting on k answers at least. */
+    uint32_t gave = 0;
+    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, &gave, s->m);
     if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
     return rc;
 }
@@ -290,7 +309,10 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         nuls = NULL;
         nnul = 0;
         heads = -1;
-        had_old = current_for_commit(s, bucket, key, &old, &anywhere) == 0;
+        uint32_t gave = 0;
+        had_old = current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s), &gave,
+                                     s->n - s->wq) == 0;
+        dead |= gave; /* given up on: not written either (healed once committed) */
         /*
          * Replace the version that stands and nothing newer. A newer head
          * that does not stand is another writer's commit in flight: it
@@ -414,8 +436,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             }
         }
         int refused = 0;
-        heads =
-            obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &refused, first_err);
+        heads = obj__write_commit(s, bucket, key, info, data, dead, &bound, &refused, first_err);
         /*
          * Short of the write quorum but on k stores (not a sparse one: its copies
          * are its quorum), the version stands for every reader and writer
@@ -439,8 +460,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                            backoff(key, fill, heads, refused);
              fill++) {
             int again = 0, err2 = 0;
-            int h2 =
-                obj__write_at_cond(s, bucket, key, "", info, data, dead, &bound, &again, &err2);
+            int h2 = obj__write_commit(s, bucket, key, info, data, dead, &bound, &again, &err2);
             if (h2 > heads) heads = h2;
             refused = again;
             /*
@@ -452,7 +472,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
              */
             obj_info_t now;
             shard_cond_t any = {.mode = SHARD_IF_AT_MOST};
-            if (refused && current_for_commit(s, bucket, key, &now, &any) == 0 &&
+            if (refused && current_for_commit(s, bucket, key, &now, &any, 0, NULL, 0) == 0 &&
                 (now.stamp_ns > info->stamp_ns ||
                  (now.stamp_ns == info->stamp_ns && strcmp(now.upload_id, info->upload_id) > 0))) {
                 superseded = 1;

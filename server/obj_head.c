@@ -383,8 +383,8 @@ int obj__enough(const obj_set_t *s, const obj_info_t *info, int heads)
  */
 static int heads_start(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        const obj_info_t *info, const void *data, uint32_t to,
-                       const shard_cond_t *cond, uint8_t *meta, obj__put_job_t *jobs, latch_t *l,
-                       int *first_err)
+                       const shard_cond_t *cond, int hedge, uint8_t *meta, obj__put_job_t *jobs,
+                       latch_t *l, int *first_err)
 {
     size_t ml = obj_meta_encode(info, meta, HEAD_MAX);
     int n = 0;
@@ -402,7 +402,8 @@ static int heads_start(obj_set_t *s, const char *bucket, const char *key, const 
                                    .len = carries ? (size_t)info->size : 0,
                                    .meta = meta,
                                    .meta_len = ml,
-                                   .cond = cond};
+                                   .cond = cond,
+                                   .hedge = hedge && s->hedge_ms};
         n++;
     }
     obj__put_start(s, jobs, n, l);
@@ -417,6 +418,10 @@ static int heads_count(const obj__put_job_t *jobs, int n, const shard_cond_t *co
     for (int i = 0; i < n; i++) {
         if (jobs[i].rc == 0) {
             heads++;
+            continue;
+        }
+        if (jobs[i].rc == ERR_CANCELED) {
+            *failed |= 1u << jobs[i].id.shard; /* given up on: healed, as a store that failed */
             continue;
         }
         if (jobs[i].rc == ERR_PRECOND && cond) {
@@ -435,30 +440,47 @@ static int heads_count(const obj__put_job_t *jobs, int n, const shard_cond_t *co
  */
 static int heads_round(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        const obj_info_t *info, const void *data, uint32_t to,
-                       const shard_cond_t *cond, uint32_t *failed, int *refused, int *first_err)
+                       const shard_cond_t *cond, int hedge, uint32_t *failed, int *refused,
+                       int *first_err)
 {
     uint8_t meta[HEAD_MAX];
     obj__put_job_t jobs[OBJ_MAX_SHARDS];
     latch_t l;
     latch_init(&l);
-    int n = heads_start(s, bucket, key, pos, info, data, to, cond, meta, jobs, &l, first_err);
-    latch_wait(&l);
+    int n =
+        heads_start(s, bucket, key, pos, info, data, to, cond, hedge, meta, jobs, &l, first_err);
+    if (n < 0) {
+        latch_destroy(&l);
+        return 0;
+    }
+    /*
+     * A commit's round is hedged only once the version stands for good (the write quorum, or
+     * every copy of a sparse one, durable): then a head given up on that lands late is a
+     * head of a committed version, which its store's condition judges as any other (refused
+     * under a newer one). Short of that it is waited for, so that an undo never misses a head
+     * still on its way (one landing after the undo would be a version that was refused).
+     */
+    uint32_t gave =
+        obj__put_wait(s, jobs, n, &l, info->sparse ? __builtin_popcount(info->inl) : s->wq, 0);
     latch_destroy(&l);
-    return n < 0 ? 0 : heads_count(jobs, n, cond, failed, refused, first_err);
+    if (gave)
+        log_warn("event=heads_hedged key=%s upload=%s stores=0x%x: the quorum had the heads", key,
+                 info->upload_id, gave);
+    return heads_count(jobs, n, cond, failed, refused, first_err);
 }
 
 int obj__heads_to(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                   const obj_info_t *info, const void *data, uint32_t to, const shard_cond_t *cond,
                   uint32_t *failed, int *refused, int *first_err)
 {
-    return heads_round(s, bucket, key, pos, info, data, to, cond, failed, refused, first_err);
+    return heads_round(s, bucket, key, pos, info, data, to, cond, 0, failed, refused, first_err);
 }
 
 int obj__heads_to_start(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                         const obj_info_t *info, uint32_t to, const shard_cond_t *cond,
                         uint8_t *meta, obj__put_job_t *jobs, latch_t *l, int *first_err)
 {
-    return heads_start(s, bucket, key, pos, info, NULL, to, cond, meta, jobs, l, first_err);
+    return heads_start(s, bucket, key, pos, info, NULL, to, cond, 0, meta, jobs, l, first_err);
 }
 
 int obj__heads_to_count(const obj__put_job_t *jobs, int n, const shard_cond_t *cond,
@@ -494,9 +516,27 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
     return obj__write_at_cond(s, bucket, key, pos, info, data, dead, NULL, &refused, first_err);
 }
 
+static int write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                    obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
+                    int hedge, int *refused, int *first_err);
+
 int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
                        int *refused, int *first_err)
+{
+    return write_at(s, bucket, key, pos, info, data, dead, cond, 0, refused, first_err);
+}
+
+int obj__write_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                      const void *data, uint32_t dead, const shard_cond_t *cond, int *refused,
+                      int *first_err)
+{
+    return write_at(s, bucket, key, "", info, data, dead, cond, 1, refused, first_err);
+}
+
+static int write_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                    obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
+                    int hedge, int *refused, int *first_err)
 {
     uint32_t all = all_stores(s), failed = 0;
     void *loaded = NULL;
@@ -521,8 +561,8 @@ int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const 
         data = loaded;
     }
     if (info->sparse && !(info->inl & dead)) {
-        heads = heads_round(s, bucket, key, pos, info, data, info->inl, cond, &failed, refused,
-                            first_err);
+        heads = heads_round(s, bucket, key, pos, info, data, info->inl, cond, hedge, &failed,
+                            refused, first_err);
         if (heads == __builtin_popcount(info->inl) || *first_err == ERR_TOO_LARGE || *refused)
             goto out;
         log_warn("event=sparse_heads_short key=%s heads=%d err=%s", key, heads,
@@ -538,8 +578,8 @@ int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const 
         info->inl = copies_avoiding(s, bucket, key, dead | failed);
     }
     *first_err = 0;
-    heads = heads_round(s, bucket, key, pos, info, data, all & ~(dead | failed), cond, &failed,
-                        refused, first_err);
+    heads = heads_round(s, bucket, key, pos, info, data, all & ~(dead | failed), cond, hedge,
+                        &failed, refused, first_err);
 out:
     free(loaded);
     return heads;

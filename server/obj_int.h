@@ -44,6 +44,7 @@
 #define WL_OBJ_INT_H
 
 #include "common/pool.h"
+#include "proto/net.h"
 #include "server/obj.h"
 
 #include <stdatomic.h>
@@ -72,7 +73,8 @@ struct obj_set {
     uint32_t hedge_ms;   /* obj_set_hedge_ms; 0: reads wait for every block they asked */
     /* Per store: read around until this time (ms, CLOCK_MONOTONIC): a read was given up on. */
     _Atomic uint64_t slow_until[OBJ_MAX_SHARDS];
-    _Atomic uint64_t hedged; /* reads given up on */
+    _Atomic uint64_t hedged;        /* reads given up on */
+    _Atomic uint64_t hedged_writes; /* writes given up on (obj__put_wait) */
     /*
      * Runs shard I/O in parallel: the block reads of a stripe for GETs, and
      * the puts of stores without put_async (obj__put_start: the k+m block
@@ -216,6 +218,14 @@ typedef struct {
     size_t meta_len;
     const shard_cond_t *cond; /* a head's condition (put_head), or NULL */
     int rc;
+    /*
+     * Hedged writes: set by the caller, the put may be given up on (a call to
+     * another node made with tok; a local drive's ignores it). obj__put_start
+     * and obj__put_wait own fin and tok.
+     */
+    int hedge;
+    _Atomic int fin; /* the put ended: rc is set */
+    proto_cancel_t tok;
 } obj__put_job_t;
 
 /* ---- obj_set.c ---- */
@@ -232,6 +242,22 @@ void obj__run_put(pool_job_t *j);
 void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l);
 /* obj__put_start and wait for all of them (each job's rc set). */
 void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n);
+/*
+ * Wait for the puts obj__put_start started on l (jobs[0..n)), hedged: once
+ * `need` of them are durable and hedge_ms more passed, the puts still out
+ * are given up on if each is a call to another node in flight (a job with
+ * hedge set): waited for, which is at once, each then has rc ERR_CANCELED
+ * and its store is slow for OBJ_SLOW_MS. A local put, or one not yet sent,
+ * is always waited for. A durable put of a store in `lost` does not count
+ * towards need: the store failed (or was given up on) in another round of
+ * the same write, so it will not hold the whole version. Returns the stores
+ * given up on, as a mask. On return no put points into the jobs' data any
+ * more (proto_call_async_cancelable).
+ */
+uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, int need,
+                       uint32_t lost);
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t obj__now_ms(void);
 /* The pool has no spare thread: the drives are busy, more depth only lengthens queues. */
 int obj__busy(obj_set_t *s);
 /*
@@ -366,6 +392,15 @@ int obj__write_at_data(obj_set_t *s, const char *bucket, const char *key, const 
 int obj__write_at_cond(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                        obj_info_t *info, const void *data, uint32_t dead, const shard_cond_t *cond,
                        int *refused, int *first_err);
+/*
+ * obj__write_at_cond at the current position for a commit, hedged: once the
+ * version has its write quorum of heads (every copy of a sparse one), calls
+ * to other nodes still out after hedge_ms are given up on; their stores are
+ * left out of the count (the commit is healed as one short of them).
+ */
+int obj__write_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                      const void *data, uint32_t dead, const shard_cond_t *cond, int *refused,
+                      int *first_err);
 /*
  * Whether `heads` heads let a write of version info be acknowledged: the
  * write quorum of them (k or more, obj_set_write_quorum), or every copy of

@@ -73,11 +73,26 @@ static int slot_wait(obj_writer_t *w, int slot)
 {
     obj_set_t *s = w->s;
     if (!w->inflight[slot]) return 0;
-    latch_wait(&w->latch[slot]);
+    /*
+     * Hedged: once the write quorum has this stripe, writes still out to other nodes after
+     * the delay are given up on, and their stores count as failed for this write (skipped
+     * from now on, the object healed once committed). Every call has let go of the slot's
+     * buffer when this returns: the encoder may fill it again.
+     */
+    uint32_t gave = obj__put_wait(s, w->jobs[slot], s->n, &w->latch[slot], s->wq,
+                                  w->dead); /* the stores lost in the other slot's stripe */
     w->inflight[slot] = 0;
+    if (gave)
+        log_warn("event=put_hedged key=%s upload=%s stores=0x%x: the quorum had the stripe; "
+                 "going on without them",
+                 w->key, w->upload, gave);
     for (int i = 0; i < s->n; i++) {
         obj__put_job_t *j = &w->jobs[slot][i];
         if (!j->base.run || j->rc == 0) continue;
+        if (j->rc == ERR_CANCELED) {
+            w->dead |= 1u << i; /* given up on: not a failure of the store to report */
+            continue;
+        }
         /* Up to m stores may fail; the object is still whole on the rest. */
         if (!(w->dead & (1u << i)))
             log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key, err_name(j->rc));
@@ -103,6 +118,7 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
                              (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i};
         j->data = w->blk[slot] + (size_t)i * (s->block + 4);
         j->len = w->blen[slot][i] + 4;
+        j->hedge = s->hedge_ms != 0;
     }
     w->inflight[slot] = 1;
     obj__put_start(s, w->jobs[slot], s->n, &w->latch[slot]); /* skipped stores: st NULL */
@@ -166,6 +182,13 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
      * what they missed is healed once they are back.
      */
     w->dead = obj__unhealthy(s);
+    /*
+     * Stores a write was given up on lately (slow: obj__put_wait, or a read's hedge) are
+     * skipped too while the quorum does without them, so that each PUT does not pay the
+     * hedge delay again; readers still ask them (they are up).
+     */
+    uint32_t slow = obj__slow(s) & ~w->dead;
+    if (slow && __builtin_popcount(w->dead | slow) <= s->n - s->wq) w->dead |= slow;
     /*
      * Too few up for the write quorum: fail now (503), before a byte is taken or a head read
      * waits on a store that is away; unless the object may turn out small and its m+1 inline

@@ -95,6 +95,14 @@ uint64_t obj_set_hedged(const obj_set_t *s)
     return n;
 }
 
+uint64_t obj_set_hedged_writes(const obj_set_t *s)
+{
+    uint64_t n = atomic_load(&((obj_set_t *)s)->hedged_writes);
+    for (int j = 0; j < s->nsub; j++)
+        n += obj_set_hedged_writes(s->sub[j]);
+    return n;
+}
+
 int obj_set_write_quorum(obj_set_t *s, int stores)
 {
     if (stores < s->k || stores > s->n) return ERR_INVAL;
@@ -154,7 +162,10 @@ int obj_set_refilling(const obj_set_t *s, int i)
 void obj__run_put(pool_job_t *j)
 {
     obj__put_job_t *p = (obj__put_job_t *)j;
+    if (p->hedge) shard_set_hedge_token(&p->tok);
     p->rc = p->st->ops->put(p->st->ctx, &p->id, p->data, p->len, p->meta, p->meta_len);
+    if (p->hedge) shard_set_hedge_token(NULL);
+    atomic_store(&p->fin, 1);
 }
 
 /* drive_done_fn of an asynchronous put: the job is its submitter's again after latch_done. */
@@ -163,6 +174,7 @@ static void put_done(void *arg, int rc)
     obj__put_job_t *p = arg;
     latch_t *l = p->latch;
     p->rc = rc;
+    atomic_store(&p->fin, 1);
     latch_done(l);
 }
 
@@ -175,23 +187,28 @@ void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l)
         if (!j->st) continue;
         j->base.run = obj__run_put;
         j->rc = 0;
-        if (j->cond && j->st->ops->put_head) {
-            j->latch = l;
-            latch_add(l, 1);
-            int rc = j->st->ops->put_head(j->st->ctx, &j->id, j->data, j->len, j->meta, j->meta_len,
-                                          j->cond, put_done, j);
-            if (rc) put_done(j, rc); /* refused at once (ERR_PRECOND): no callback will come */
-            continue;
+        atomic_init(&j->fin, 0);
+        if (j->hedge) proto_cancel_init(&j->tok);
+        if (!j->cond || !j->st->ops->put_head) {
+            if (!j->st->ops->put_async) {
+                q[nq++] = &j->base;
+                continue;
+            }
         }
-        if (!j->st->ops->put_async) {
-            q[nq++] = &j->base;
-            continue;
-        }
+        /* A store behind the network makes its call with the token (shard_hedge_token). */
+        struct proto_cancel *prev = shard_hedge_token();
+        if (j->hedge) shard_set_hedge_token(&j->tok);
         j->latch = l;
         latch_add(l, 1);
-        int rc = j->st->ops->put_async(j->st->ctx, &j->id, j->data, j->len, j->meta, j->meta_len,
+        int rc;
+        if (j->cond && j->st->ops->put_head)
+            rc = j->st->ops->put_head(j->st->ctx, &j->id, j->data, j->len, j->meta, j->meta_len,
+                                      j->cond, put_done, j);
+        else
+            rc = j->st->ops->put_async(j->st->ctx, &j->id, j->data, j->len, j->meta, j->meta_len,
                                        put_done, j);
-        if (rc) put_done(j, rc); /* refused at once: no callback will come */
+        shard_set_hedge_token(prev);
+        if (rc) put_done(j, rc); /* refused at once (ERR_PRECOND): no callback will come */
     }
     if (nq) pool_submit(s->pool, q, nq, l);
 }
@@ -201,8 +218,65 @@ void obj__put_all(obj_set_t *s, obj__put_job_t *jobs, int n)
     latch_t l;
     latch_init(&l);
     obj__put_start(s, jobs, n, &l);
-    latch_wait(&l);
+    (void)obj__put_wait(s, jobs, n, &l, n + 1, 0); /* nothing given up on */
     latch_destroy(&l);
+}
+
+uint32_t obj__put_wait(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l, int need,
+                       uint32_t lost)
+{
+    uint32_t gave = 0;
+    int hedged = 0;
+    for (int i = 0; i < n; i++)
+        hedged |= jobs[i].st && jobs[i].hedge;
+    /*
+     * The delay runs from the moment the quorum has the round, not from its start: a store
+     * is given up on only when it lags the others by hedge_ms, so a machine that is merely
+     * busy (every store slower alike) does not lose redundancy to the hedge. Then the puts
+     * still out are given up on if each is a call in flight to another node: its bytes are
+     * with the net (or on the wire) and a cancel gives them back at once. A local put, or a
+     * pool put not yet sent, is waited for.
+     */
+    uint64_t at = 0;
+    while (hedged && s->hedge_ms && need <= n) {
+        int ok = 0, out = 0, remote = 0;
+        for (int i = 0; i < n; i++) {
+            obj__put_job_t *j = &jobs[i];
+            if (!j->st) continue;
+            if (atomic_load(&j->fin)) {
+                ok += j->rc == 0 && !((lost >> (j->st - s->st)) & 1);
+                continue;
+            }
+            out++;
+            remote += j->hedge && proto_cancel_in_flight(&j->tok);
+        }
+        if (!out || ok + out < need) break; /* all ended, or the quorum is out of reach */
+        uint64_t now = obj__now_ms(), wait = s->hedge_ms;
+        if (ok >= need) {
+            if (!at) at = now + s->hedge_ms;
+            if (now >= at && remote == out) {
+                for (int i = 0; i < n; i++)
+                    if (jobs[i].st && jobs[i].hedge && !atomic_load(&jobs[i].fin))
+                        proto_cancel(&jobs[i].tok); /* one that ended meanwhile ignores it */
+                break;
+            }
+            if (now < at) wait = at - now;
+        }
+        (void)latch_wait_below(l, out, (uint32_t)wait); /* one more ended, or time to look */
+    }
+    latch_wait(l);
+    for (int i = 0; i < n; i++) {
+        obj__put_job_t *j = &jobs[i];
+        if (!j->st || !j->hedge) continue;
+        proto_cancel_destroy(&j->tok);
+        if (j->rc != ERR_CANCELED) continue;
+        unsigned st = (unsigned)(j->st - s->st);
+        gave |= 1u << st;
+        /* Slow for a while, as a read given up on marks it: the next writes skip it. */
+        atomic_store(&s->slow_until[st], obj__now_ms() + OBJ_SLOW_MS);
+        atomic_fetch_add(&s->hedged_writes, 1);
+    }
+    return gave;
 }
 
 int obj__busy(obj_set_t *s)
@@ -308,7 +382,7 @@ void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), voi
 
 /* ---- hedged reads ---- */
 
-static uint64_t now_ms(void)
+uint64_t obj__now_ms(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -318,7 +392,7 @@ static uint64_t now_ms(void)
 void obj__mark_slow(obj_set_t *s, unsigned i)
 {
     if (i >= OBJ_MAX_SHARDS) return;
-    atomic_store(&s->slow_until[i], now_ms() + OBJ_SLOW_MS);
+    atomic_store(&s->slow_until[i], obj__now_ms() + OBJ_SLOW_MS);
     atomic_fetch_add(&s->hedged, 1);
 }
 
@@ -329,7 +403,7 @@ uint32_t obj__slow(const obj_set_t *s)
     for (int i = 0; i < s->n; i++) {
         uint64_t until = atomic_load(&((obj_set_t *)s)->slow_until[i]);
         if (!until) continue;
-        if (!now) now = now_ms();
+        if (!now) now = obj__now_ms();
         if (until > now) mask |= 1u << i;
     }
     return mask;

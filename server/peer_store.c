@@ -38,7 +38,7 @@ static int run(const remote_t *r, proto_call_t *c, const proto_w_t *w)
     if (w->err) return ERR_INVAL; /* a name longer than the wire takes */
     c->fields = w->p;
     c->fields_len = w->len;
-    /* A hedged read's: it may be given up on (shard_hedge_token). */
+    /* A hedged read's or write's: it may be given up on (shard_hedge_token). */
     proto_cancel_t *tok = shard_hedge_token();
     return tok ? proto_call_cancelable(r->peer, c, tok) : proto_call(r->peer, c);
 }
@@ -126,7 +126,8 @@ static int put_async(remote_t *r, const drive_id_t *id, const void *data, size_t
     a->call.done = put_done;
     a->done = done;
     a->arg = arg;
-    proto_call_async(r->peer, &a->call);
+    /* A hedged write's (obj__put_start): it may be given up on once the quorum has its round. */
+    proto_call_async_cancelable(r->peer, &a->call, shard_hedge_token());
     return 0;
 }
 
@@ -287,7 +288,8 @@ static int r_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void 
                              .done = stat_done};
     a->done = done;
     a->arg = arg;
-    proto_call_async(r->peer, &a->call);
+    /* A hedged write's (obj__put_start): it may be given up on once the quorum has its round. */
+    proto_call_async_cancelable(r->peer, &a->call, shard_hedge_token());
     return 0;
 }
 

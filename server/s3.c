@@ -179,11 +179,12 @@ static void node_stats(ctx_t *x)
         buf_printf(&b,
                    ",\"proto\":{\"calls\":%llu,\"call_errors\":%llu,\"timeouts\":%llu,"
                    "\"probes\":%llu,\"probe_timeouts\":%llu,\"refused\":%llu,"
-                   "\"hedged_reads\":%llu}",
+                   "\"hedged_reads\":%llu,\"hedged_writes\":%llu}",
                    (unsigned long long)ps.calls, (unsigned long long)ps.call_errors,
                    (unsigned long long)ps.timeouts, (unsigned long long)ps.probes,
                    (unsigned long long)ps.probe_timeouts, (unsigned long long)ps.refused,
-                   (unsigned long long)obj_set_hedged(x->cfg->set));
+                   (unsigned long long)obj_set_hedged(x->cfg->set),
+                   (unsigned long long)obj_set_hedged_writes(x->cfg->set));
         proto_peer_info_t pi[64];
         int np = proto_net_peers(x->cfg->net, pi, 64);
         buf_printf(&b, ",\"peers\":[");

@@ -148,12 +148,15 @@ typedef struct {
 } shard_store_t;
 
 /*
- * Reads that can be given up on (hedged reads): while a thread has a token
- * set, the calls a store behind the network makes for it are made with that
- * token (proto/net.h, proto_cancel): after proto_cancel(token) such a call
- * ends with ERR_CANCELED unless its answer had already come, and then it has
- * written nothing into the caller's places. A local drive's read cannot be
- * given up on: local stores ignore the token. NULL: none (the default).
+ * Reads and writes that can be given up on (hedged reads and writes): while a
+ * thread has a token set, the calls a store behind the network makes for it
+ * (put_async and put_head too: the call is started on that thread) are made
+ * with that token (proto/net.h, proto_cancel): after proto_cancel(token)
+ * such a call ends with ERR_CANCELED unless its answer had already come, and
+ * then it has written nothing into the caller's places; an asynchronous put
+ * calls back only once the net holds none of its bytes. A local drive's read
+ * or write cannot be given up on: local stores ignore the token. NULL: none
+ * (the default).
  */
 struct proto_cancel *shard_hedge_token(void);
 void shard_set_hedge_token(struct proto_cancel *t);

@@ -771,6 +771,71 @@ def test_frozen_node_is_hedged(datadir):
             n.stop()
 
 
+
+def impatient_client(node, timeout=20):
+    """A client that gives up after `timeout` seconds and does not retry."""
+    from botocore.config import Config
+    import boto3
+    return boto3.session.Session().client(
+        "s3", endpoint_url=node.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                      read_timeout=timeout, connect_timeout=5))
+
+
+def test_frozen_node_is_written_around(datadir):
+    """Hedged writes: a node that stops answering (SIGSTOP) while its calls'
+    deadline is a minute away does not hold up writes for that minute. With
+    the write quorum at four stores of six, PUTs through another node (small
+    ones stored inline, some with copies on the frozen node, and erasure-coded
+    ones of one and several stripes) succeed for a client that gives up after
+    20 s; the commit's read of the heads and each round's writes give up on
+    the frozen node's calls after --hedge-ms once the others have the round.
+    Every object reads back exact through both live nodes, no call to the
+    frozen node timed out, and after SIGCONT the heal queue puts back what it
+    missed: then another node can go, and every object still reads whole."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    nodes = start_all([Node(datadir, n, path, extra=["--peer-timeout-ms", "60000",
+                                                     "--hedge-ms", "50", "--write-quorum", "4"])
+                       for n in ("n1", "n2", "n3")])
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="hedgew")
+        c.put_object(Bucket="hedgew", Key="before", Body=b"connections are up")
+        os.kill(n3.proc.pid, signal.SIGSTOP)
+        impatient = impatient_client(n1)
+        want = {}
+        sizes = [1000] + [100 + j for j in range(8)] + [300000, 1048576, 8 * 1048576 + 3]
+        for i, size in enumerate(sizes):
+            data = body(size, 700 + i)
+            impatient.put_object(Bucket="hedgew", Key="w%d" % i, Body=data)
+            want["w%d" % i] = md5(data)
+        for node in (n1, n2):
+            cl = impatient_client(node)
+            for k, h in want.items():
+                assert md5(cl.get_object(Bucket="hedgew", Key=k)["Body"].read()) == h, (node.id, k)
+        os.kill(n3.proc.pid, signal.SIGCONT)
+        st = node_stats(n1)
+        peer = [p for p in st["peers"] if p["node"] == "n3"][0]
+        assert peer["timeouts"] == 0, peer  # given up on, not waited out
+        assert st["proto"]["hedged_reads"] + st["proto"]["hedged_writes"] >= 1, st["proto"]
+        wait_for(lambda: node_stats(n1)["heal"]["pending"] == 0, "n1's heal queue drained: %s"
+                 % (node_stats(n1)["heal"], ), timeout=120)
+        st = node_stats(n1)["heal"]
+        assert st["healed"] >= len(want), st
+        c3 = n3.s3()
+        for k, h in want.items():
+            assert md5(c3.get_object(Bucket="hedgew", Key=k)["Body"].read()) == h, k
+        n2.stop(signal.SIGKILL)  # two more stores: n1's and the healed n3's must do
+        for k, h in want.items():
+            assert md5(c.get_object(Bucket="hedgew", Key=k)["Body"].read()) == h, k
+    finally:
+        if n3.proc:
+            os.kill(n3.proc.pid, signal.SIGCONT)
+        for n in nodes:
+            n.stop()
+
 def test_write_quorum_and_heal_queue(datadir):
     """With the default write quorum (k+1 = five stores of six), a PUT with a
     node away (two stores) fails cleanly and leaves nothing; with k it is

@@ -52,6 +52,7 @@ typedef struct {
     int hold_blocks;            /* put_async of a block (no metadata): held until release */
     struct held_put *held;      /* ... those held, newest first */
     int n_held;
+    int fail_head; /* conditional head puts fail (blocks still land) */
 } faulty_t;
 
 /* A block write held by its store (hold_blocks): not written, not answered, until released. */
@@ -224,8 +225,9 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
-    return f->fail_write ? ERR_IO
-                         : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
+    return f->fail_write || f->fail_head
+               ? ERR_IO
+               : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
 }
 
 static const shard_ops_t faulty_ops = {.put = f_put,
@@ -261,6 +263,8 @@ typedef struct {
 } env_t;
 
 static int remote; /* "test_obj remote": the stores are behind proto/ */
+/* The remote stores' call deadline (0: proto's default); setup_long sets ten minutes. */
+static uint32_t client_timeout_ms;
 
 static const char secret[] = "a test cluster secret";
 
@@ -273,10 +277,24 @@ static int hold_drive = -1;
 static proto_inbound_t *held;
 static int nheld;
 
+/*
+ * Writes held too (test_hedged_writes): what hold_what names of drive hold_put_drive.
+ * HOLD_ALL is a frozen node's drive: nothing it is asked is answered.
+ */
+enum { HOLD_BLOCKS = 1, HOLD_HEADS = 2, HOLD_ALL = 7 };
+static int hold_put_drive = -1, hold_what;
+
+static int held_write(const proto_inbound_t *in)
+{
+    if ((int)in->req.drive != hold_put_drive) return 0;
+    if (in->req.type != PROTO_PUT) return (hold_what & HOLD_ALL) == HOLD_ALL;
+    return (hold_what & (in->req.meta_len ? HOLD_HEADS : HOLD_BLOCKS)) != 0;
+}
+
 static void hold_handle(void *arg, proto_inbound_t *in)
 {
     pthread_mutex_lock(&hold_mu);
-    if (in->req.type == PROTO_READ_SPLIT && (int)in->req.drive == hold_drive) {
+    if ((in->req.type == PROTO_READ_SPLIT && (int)in->req.drive == hold_drive) || held_write(in)) {
         in->next = held;
         held = in;
         nheld++;
@@ -294,6 +312,8 @@ static void release_held(peer_serve_t *sv)
     proto_inbound_t *in = held;
     held = NULL;
     hold_drive = -1;
+    hold_put_drive = -1;
+    hold_what = 0;
     pthread_mutex_unlock(&hold_mu);
     while (in) {
         proto_inbound_t *next = in->next;
@@ -321,7 +341,8 @@ static void go_remote(env_t *e)
                           .node = "gw",
                           .secret = secret,
                           .secret_len = sizeof(secret) - 1,
-                          .epoch = 1};
+                          .epoch = 1,
+                          .timeout_ms = client_timeout_ms};
     assert_int_equal(proto_net_start(&cc, &e->client), 0);
     char addr[64];
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", proto_net_port(e->server));
@@ -360,6 +381,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     env_t *e = *state;
+    if (remote) release_held(e->serve); /* a failed test's: the heal thread may wait on them */
     obj_set_free(e->set);
     if (remote) {
         proto_net_stop(e->client);
@@ -1317,11 +1339,11 @@ static void test_hedged_block_reads(void **state)
     env_t *e = *state;
     if (!remote) skip(); /* a local drive's read cannot be given up on */
     obj_set_inline_max(e->set, 0);
-    obj_set_hedge_ms(e->set, 20);
     size_t big = 4 * K * B + 77; /* five stripes */
     uint8_t *data = malloc(big);
     fill(data, big, 99);
-    put(e, "hedge/big", data, big, NULL);
+    put(e, "hedge/big", data, big, NULL); /* whole: its writes are not hedged */
+    obj_set_hedge_ms(e->set, 20);
     uint64_t hedged0 = obj_set_hedged(e->set);
     pthread_mutex_lock(&hold_mu);
     hold_drive = 1; /* a data shard whose store reads split (odd stores) */
@@ -1358,6 +1380,224 @@ static void test_hedged_block_reads(void **state)
     e->f[3].fail_read = 0;
     atomic_store(&e->set->slow_until[1], 0);
     expect(e, "hedge/big", data, big);
+    free(data);
+}
+
+static int setup_long(void **state)
+{
+    client_timeout_ms = 600000; /* a held call never times out within the test */
+    int rc = setup(state);
+    client_timeout_ms = 0;
+    return rc;
+}
+
+/* A PUT run on its own thread, so that the test can tell one that waits on held calls. */
+typedef struct {
+    env_t *e;
+    const char *key;
+    const uint8_t *data;
+    size_t n;
+    int rc;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} bg_put_t;
+
+static void *bg_put_run(void *arg)
+{
+    bg_put_t *b = arg;
+    int err;
+    obj_writer_t *w = obj_put_begin(b->e->set, "bkt", b->key, &err);
+    int rc = w ? 0 : err;
+    if (w && b->n) rc = obj_put_write(w, b->data, b->n);
+    if (w && !rc)
+        rc = obj_put_commit(w, NULL, NULL, 0, NULL);
+    else if (w)
+        obj_put_abort(w);
+    pthread_mutex_lock(&b->mu);
+    b->rc = rc;
+    b->done = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+static void bg_put_start(bg_put_t *b, pthread_t *t, env_t *e, const char *key, const uint8_t *data,
+                         size_t n)
+{
+    *b = (bg_put_t){.e = e, .key = key, .data = data, .n = n};
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    assert_int_equal(pthread_create(t, NULL, bg_put_run, b), 0);
+}
+
+/* Whether the PUT ended within ms; if it did not by then, the held calls are let go first. */
+static int bg_put_wait(bg_put_t *b, pthread_t t, env_t *e, int ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&b->mu);
+    while (!b->done && pthread_cond_timedwait(&b->cv, &b->mu, &dl) == 0) {
+    }
+    int done = b->done;
+    pthread_mutex_unlock(&b->mu);
+    if (!done) release_held(e->serve); /* so that the thread can end */
+    pthread_join(t, NULL);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    return done;
+}
+
+/* A PUT that must end while the held calls are still held (they never time out here). */
+static void put_while_held(env_t *e, const char *key, const uint8_t *data, size_t n)
+{
+    bg_put_t b;
+    pthread_t t;
+    bg_put_start(&b, &t, e, key, data, n);
+    /* Far above the hedge delay: only a PUT that waits for the held store misses it. */
+    assert_true(bg_put_wait(&b, t, e, 30000));
+    assert_int_equal(b.rc, 0);
+}
+
+static void hold_writes(int drive, int what)
+{
+    pthread_mutex_lock(&hold_mu);
+    hold_put_drive = drive;
+    hold_what = what;
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static int held_count(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    int n = nheld;
+    pthread_mutex_unlock(&hold_mu);
+    return n;
+}
+
+/*
+ * Hedged writes (remote stores): a node that holds the writes of one drive
+ * (its answers never come: the call deadline is ten minutes) costs a PUT the
+ * hedge delay once the write quorum has each round: a single-stripe
+ * object whose heads are held there, a multi-stripe one whose blocks are,
+ * and an inline one whose copies include a drive that answers nothing (a
+ * frozen node: the commit's read of the heads is given up on too). Each
+ * reads back exact while the drive still holds everything; then the held
+ * calls land late (a block or head of a committed version), the heal queue
+ * puts back what the drive missed, and the objects read whole with two
+ * other stores failing (they need the healed drive). A commit whose quorum
+ * fails elsewhere does not give up on the held head: it waits for it, and
+ * its undo then finds and removes it (a head landing after the undo would
+ * be a refused version). Without hedged writes every PUT here waits for the
+ * held calls: bg_put_wait gives up after 30 s and the test fails.
+ */
+static void test_hedged_writes(void **state)
+{
+    env_t *e = *state;
+    if (!remote) skip(); /* a local drive's write cannot be given up on */
+    const int hd = 1;    /* the drive whose node holds its writes */
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj_set_inline_max(e->set, 4096);
+    /*
+     * A long delay and quorum k: a store given up on by chance (a loaded machine, ASan:
+     * calls slower than the delay) would spend the write's margin, and a round that needs
+     * the held store waits for it. k+1 below, where the test needs a commit that cannot
+     * reach its quorum.
+     */
+    obj_set_hedge_ms(e->set, 500);
+    size_t one = K * B - 9, multi = 3 * K * B + 77, small = 1500;
+    uint8_t *data = malloc(multi);
+    fill(data, multi, 7);
+    char skey[32]; /* an inline key whose copies include the held drive */
+    for (int i = 0;; i++) {
+        snprintf(skey, sizeof(skey), "hw/small%d", i);
+        if ((obj__inline_stores(e->set, "bkt", skey) >> hd) & 1) break;
+    }
+    put(e, "hw/one", data + 1, 100, NULL); /* versions to replace: not new keys */
+    put(e, "hw/undo", data + 2, one, NULL);
+
+    /* The heads round: blocks land, the heads of the held drive do not. */
+    uint64_t w0 = obj_set_hedged_writes(e->set);
+    hold_writes(hd, HOLD_HEADS);
+    put_while_held(e, "hw/one", data, one);
+    assert_true(obj_set_hedged_writes(e->set) > w0);
+    assert_true(held_count() >= 1);
+    assert_true(obj__slow(e->set) & (1u << hd));
+    /* Slow: the next PUT does not even ask it (nothing of it is given up on). */
+    w0 = obj_set_hedged_writes(e->set);
+    put_while_held(e, "hw/one2", data + 3, one);
+    assert_int_equal(obj_set_hedged_writes(e->set), w0);
+
+    /* Block rounds: every stripe's block of the held drive is held. */
+    atomic_store(&e->set->slow_until[hd], 0);
+    hold_writes(hd, HOLD_BLOCKS | HOLD_HEADS);
+    w0 = obj_set_hedged_writes(e->set);
+    put_while_held(e, "hw/multi", data, multi);
+    assert_true(obj_set_hedged_writes(e->set) > w0);
+
+    /* A frozen drive: its heads are not read either; the inline copies go around it. */
+    atomic_store(&e->set->slow_until[hd], 0);
+    hold_writes(hd, HOLD_ALL);
+    put_while_held(e, skey, data + 5, small);
+    expect(e, "hw/one", data, one);
+    expect(e, "hw/one2", data + 3, one);
+    expect(e, "hw/multi", data, multi);
+    expect(e, skey, data + 5, small);
+
+    /* The late calls land; the heal queue puts back what the drive missed. */
+    release_held(e->serve);
+    atomic_store(&e->set->slow_until[hd], 0);
+    obj_heal_stats_t st;
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, &st);
+        if (st.pending == 0 && st.healed >= 4) break;
+        usleep(50000);
+    }
+    assert_int_equal(st.pending, 0);
+    assert_true(st.healed >= 4);
+    e->f[0].fail_read = e->f[2].fail_read = 1; /* m stores fail: the healed one is needed */
+    expect(e, "hw/one", data, one);
+    expect(e, "hw/one2", data + 3, one);
+    expect(e, "hw/multi", data, multi);
+    expect(e, skey, data + 5, small);
+    e->f[0].fail_read = e->f[2].fail_read = 0;
+
+    /*
+     * A commit short of its quorum elsewhere (three stores fail heads: 2 heads + the held one
+     * can never make k+1, nor the k that would make it stand) is not hedged: it waits for the
+     * held head, which lands once released, and is undone with the rest. The version that stood
+     * before is what every store holds.
+     */
+    obj_info_t prev;
+    assert_int_equal(obj_stat(e->set, "bkt", "hw/undo", &prev), 0);
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    int before = held_count();
+    hold_writes(hd, HOLD_HEADS);
+    e->f[3].fail_head = e->f[4].fail_head = e->f[5].fail_head = 1;
+    bg_put_t b;
+    pthread_t t;
+    bg_put_start(&b, &t, e, "hw/undo", data + 11, one);
+    for (int i = 0; i < 600 && held_count() == before; i++)
+        usleep(10000);                        /* its head reached the held drive */
+    assert_false(bg_put_wait(&b, t, e, 300)); /* still waiting on it: released now */
+    assert_int_not_equal(b.rc, 0);
+    e->f[3].fail_head = e->f[4].fail_head = e->f[5].fail_head = 0;
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", "hw/undo", "", (uint32_t)i};
+        drive_stat_t ds;
+        uint8_t meta[HEAD_MAX];
+        obj_info_t h;
+        assert_int_equal(e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)), 0);
+        assert_int_equal(obj_meta_decode(meta, ds.meta_len, &h), 0);
+        assert_string_equal(h.upload_id, prev.upload_id);
+    }
+    expect(e, "hw/undo", data + 2, one);
     free(data);
 }
 
@@ -3905,7 +4145,7 @@ static void test_list_racing_writes(void **state)
 
 int main(int argc, char **argv)
 {
-    log_level = LOG_LVL_ERROR;
+    log_level = getenv("WL_TEST_LOG") ? LOG_LVL_INFO : LOG_LVL_ERROR;
     remote = argc > 1 && strcmp(argv[1], "remote") == 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_meta_codec),
@@ -3920,6 +4160,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_heal_walk_sees_all_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hedged_block_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hedged_writes, setup_long, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
@@ -3961,5 +4202,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
+    /* "test_obj [remote] NAME": only the tests whose name matches NAME (a glob). */
+    if (argc > 1 + remote) cmocka_set_test_filter(argv[1 + remote]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
