@@ -106,6 +106,12 @@ static int f_del(void *ctx, const drive_id_t *id)
     __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
 }
+static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
+    return f->fail_write ? ERR_IO : f->in.ops->del_head(f->in.ctx, id, cond);
+}
 static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
                   void *arg)
 {
@@ -188,6 +194,7 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read = f_read,
                                        .stat = f_stat,
                                        .del = f_del,
+                                       .del_head = f_del_head,
                                        .list = f_list,
                                        .read_split = f_read_split,
                                        .get = f_get,
@@ -201,6 +208,7 @@ static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,
                                                .del = f_del,
+                                               .del_head = f_del_head,
                                                .list = f_list,
                                                .stats = f_stats,
                                                .scan = f_scan,
@@ -1085,6 +1093,88 @@ static void test_condition_sees_plain_head_in_flight(void **state)
     assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
     assert_true(got.deleted);
     assert_int_equal(got.stamp_ns, 2000);
+}
+
+/* A head at h->id (meta of info), put plainly: what the store holds before a delete. */
+static void head_set(const shard_store_t *st, const drive_id_t *id, obj_info_t *v, uint64_t stamp,
+                     int upload, int deleted)
+{
+    obj_info_clear(v);
+    v->stamp_ns = v->mtime_ns = stamp;
+    snprintf(v->upload_id, sizeof(v->upload_id), "%032d", upload);
+    snprintf(v->etag, sizeof(v->etag), "%032d", 1);
+    v->deleted = deleted;
+    v->layout = (ers_layout_t){K, M, B, 10};
+    v->size = deleted ? 0 : 10;
+    uint8_t meta[HEAD_MAX];
+    size_t ml = obj_meta_encode(v, meta, sizeof(meta));
+    assert_true(ml > 0);
+    assert_int_equal(st->ops->put(st->ctx, id, NULL, 0, meta, ml), 0);
+}
+
+/* The upload id of the head st holds at id (0 when none). */
+static int head_upload(const shard_store_t *st, const drive_id_t *id)
+{
+    uint8_t meta[HEAD_MAX];
+    drive_stat_t ds;
+    obj_info_t got;
+    int rc = st->ops->stat(st->ctx, id, &ds, meta, sizeof(meta));
+    if (rc == ERR_NOT_FOUND) return 0;
+    assert_int_equal(rc, 0);
+    assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
+    return atoi(got.upload_id);
+}
+
+/*
+ * A head's delete under a condition (del_head), judged by the store as a put of nothing
+ * would be: an unversioned DELETE that read version 1 removes it (or anything older, or its
+ * own tombstone), never version 2 that another node committed after the read; an undo
+ * removes only the very head it read (SHARD_IF_UPLOAD with a stamp). Locally and through a
+ * node serving its peers (the condition on the wire). Without the condition the store
+ * removed version 2.
+ */
+static void test_conditional_head_delete(void **state)
+{
+    env_t *e = *state;
+    const shard_store_t *st = &e->f[0].in;
+    drive_id_t id = {"bkt", "cdel", "", 0};
+    obj_info_t v1, v2, t;
+    head_set(st, &id, &v1, 1000, 1, 0);
+    shard_cond_t read1 = {.mode = SHARD_IF_AT_MOST, .stamp = v1.stamp_ns};
+    memcpy(read1.upload, v1.upload_id, sizeof(read1.upload));
+    snprintf(read1.self, sizeof(read1.self), "%032d", 9);
+
+    /* Version 2 landed after the read: refused, kept. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_PRECOND);
+    assert_int_equal(head_upload(st, &id), 2);
+    /* The same stamp, a greater upload id: newer too. */
+    head_set(st, &id, &v2, 1000, 3, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_PRECOND);
+    assert_int_equal(head_upload(st, &id), 3);
+    /* The version read, an older one, the delete's own tombstone (self): removed. */
+    head_set(st, &id, &v1, 1000, 1, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_NOT_FOUND);
+    head_set(st, &id, &v1, 500, 4, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    head_set(st, &id, &t, 5000, 9, 1);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+
+    /* An undo's delete: that head only, not another rewrite of its version. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD, .stamp = 1999};
+    memcpy(mine.upload, v2.upload_id, sizeof(mine.upload));
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &mine), ERR_PRECOND);
+    mine.stamp = 2000;
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &mine), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+    /* No condition: the plain delete. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, NULL), 0);
+    assert_int_equal(head_upload(st, &id), 0);
 }
 
 static void test_heal_queue(void **state)
@@ -3806,6 +3896,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_hedged_block_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
