@@ -1125,6 +1125,16 @@ static int head_upload(const shard_store_t *st, const drive_id_t *id)
     return atoi(got.upload_id);
 }
 
+/* Whether st holds the head of version upload at id. */
+static int head_is(const shard_store_t *st, const drive_id_t *id, const char *upload)
+{
+    uint8_t meta[HEAD_MAX];
+    drive_stat_t ds;
+    obj_info_t got;
+    if (st->ops->stat(st->ctx, id, &ds, meta, sizeof(meta)) != 0) return 0;
+    return obj_meta_decode(meta, ds.meta_len, &got) == 0 && !strcmp(got.upload_id, upload);
+}
+
 /*
  * A head's delete under a condition (del_head), judged by the store as a put of nothing
  * would be: an unversioned DELETE that read version 1 removes it (or anything older, or its
@@ -1175,6 +1185,95 @@ static void test_conditional_head_delete(void **state)
     head_set(st, &id, &v2, 2000, 2, 0);
     assert_int_equal(st->ops->del_head(st->ctx, &id, NULL), 0);
     assert_int_equal(head_upload(st, &id), 0);
+}
+
+/* obj__delete_read_hook: another node's PUT (an erasure-coded object: heads on every store)
+ * commits between the delete's read and its removal round, once. */
+typedef struct {
+    obj_set_t *other;
+    const uint8_t *data;
+    size_t n;
+    int calls;
+    obj_info_t v;
+} put_meanwhile_t;
+
+static void put_after_the_read(void *arg, const char *key)
+{
+    put_meanwhile_t *p = arg;
+    if (p->calls++) return;
+    int err;
+    obj_writer_t *w = obj_put_begin(p->other, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, p->data, p->n), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &p->v), 0);
+}
+
+/*
+ * An unversioned DELETE of a small object (its heads on its m+1 copies) while a PUT
+ * through another node replaces it with a large one (heads on all six stores), committed
+ * between the delete's read and its removal round. The delete answers 204 (it came before
+ * the PUT) and the PUT stands, whole. Removing unconditionally, the delete cut the PUT's
+ * heads on the three copies' stores: three of six, short of k, and the key was a head in
+ * flight to every writer (503 SlowDown for 10 s) while readers found it.
+ */
+static void test_delete_leaves_a_put_after_its_read(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
+    uint8_t small[100];
+    fill(small, sizeof(small), 41);
+    obj_info_t v0, got;
+    put(e, "pd", small, sizeof(small), &v0);
+    assert_true(v0.sparse);
+    size_t big = 2 * K * B + 3;
+    uint8_t *data = malloc(big);
+    fill(data, big, 42);
+    put_meanwhile_t p = {.other = other, .data = data, .n = big};
+    obj__delete_read_hook = put_after_the_read;
+    obj__delete_read_hook_arg = &p;
+    int rc = obj_delete(e->set, "bkt", "pd");
+    obj__delete_read_hook = NULL;
+    assert_int_equal(p.calls, 1);
+    assert_int_equal(rc, 0);
+    assert_false(p.v.inl);
+    int in_way = 1;
+    assert_int_equal(obj__standing(e->set, "bkt", "pd", &got, &in_way), 0);
+    assert_false(in_way);
+    assert_string_equal(got.upload_id, p.v.upload_id);
+    int heads = 0;
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", "pd", "", (uint32_t)i};
+        heads += head_is(&e->f[i].in, &id, p.v.upload_id);
+    }
+    assert_int_equal(heads, N);
+    expect(e, "pd", data, big);
+    /* Nothing in flight: the next write goes through at once. */
+    put(e, "pd", small, 7, NULL);
+    expect(e, "pd", small, 7);
+
+    /*
+     * The same with a store of the copies failing: the delete's fallback, a tombstone on the
+     * other stores, is conditioned as its removals are and refused where the PUT landed (the
+     * tombstone, stamped after the PUT, went over it on five stores before: the PUT covered,
+     * the key gone). The PUT stands, on the five stores that work.
+     */
+    put(e, "pf", small, sizeof(small), &v0);
+    assert_true(v0.sparse);
+    int bad = __builtin_ctz(v0.inl);
+    e->f[bad].fail_write = 1;
+    p = (put_meanwhile_t){.other = other, .data = data, .n = big};
+    obj__delete_read_hook = put_after_the_read;
+    obj__delete_read_hook_arg = &p;
+    rc = obj_delete(e->set, "bkt", "pf");
+    obj__delete_read_hook = NULL;
+    e->f[bad].fail_write = 0;
+    assert_int_equal(rc, 0);
+    assert_int_equal(obj__standing(e->set, "bkt", "pf", &got, &in_way), 0);
+    assert_false(in_way);
+    assert_string_equal(got.upload_id, p.v.upload_id);
+    expect(e, "pf", data, big);
+    obj_set_free(other);
+    free(data);
 }
 
 static void test_heal_queue(void **state)
@@ -3897,6 +3996,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_leaves_a_put_after_its_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
