@@ -253,9 +253,19 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      */
     int order[OBJ_MAX_SHARDS];
     int no = obj__ask_order(s, UINT32_MAX, inline_first(s, bucket, key), order);
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)(s->m + 1));
-    for (int next = 0; next < no && found + absent <= s->m;) {
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    /*
+     * A small object's heads are on its m+1 copies alone (sparse): "absent" from the other
+     * stores settles nothing about it. Those come first only when every copy is slow or not
+     * up (asked last); then the copies are asked too, all at once, before "not found": a
+     * gateway whose loop had stalled (every remote store slow for a moment) answered
+     * NoSuchKey for a small object every listing showed.
+     */
+    uint32_t copies = obj__inline_stores(s, bucket, key);
+    int heard = 0; /* a copy answered: found, or absent */
+    for (int next = 0; next < no && (found + absent <= s->m || (!found && !heard));) {
         int from = next, want = s->m + 1 - found - absent;
+        if (want < 1) want = no - next; /* the copies, asked last */
         int gi = ibuf && from == 0 && s->st[order[0]].ops->get ? order[0] : -1, g = gi >= 0;
         next = from + want < no ? from + want : no;
         obj__heads_rd_t rd;
@@ -295,6 +305,7 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
             int i = order[from + j];
             obj__head_t *r = &h[j];
             if (r->rc == ERR_NOT_FOUND) absent++;
+            if ((r->ok || r->rc == ERR_NOT_FOUND) && ((copies >> i) & 1)) heard = 1;
             if (!r->ok) {
                 if (ifrom == i) ifrom = -1;
                 continue;
@@ -312,7 +323,7 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      * verdict, and "not found" would be a guess (a listing would skip a key
      * that is there).
      */
-    if (!found && absent <= s->m) return ERR_UNRECOVERABLE;
+    if (!found && (absent <= s->m || !heard)) return ERR_UNRECOVERABLE;
     if (rc == 0 && ibytes && iup[0] && best->inl && ((best->inl >> ifrom) & 1) && !best->deleted &&
         strcmp(best->upload_id, iup) == 0 && ilen == best->size) {
         /* A copy that rots is left to obj__inline_load: it tries the copies in turn and logs

@@ -1187,6 +1187,30 @@ static void test_conditional_head_delete(void **state)
     assert_int_equal(head_upload(st, &id), 0);
 }
 
+/*
+ * A small object's heads are on its m+1 copies only. With every copy marked slow (each had a
+ * read given up on, as when the gateway's own loop stalls under load), a head lookup asked
+ * the other stores first, and their m+1 "absent" answers made a "not found": a GET answered
+ * NoSuchKey for a key every listing showed (a 4-node probe, 1 round in 600). Absent answers
+ * from stores that cannot hold a sparse head settle nothing: the copies are asked too.
+ */
+static void test_lookup_asks_slow_copies_before_not_found(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 43);
+    obj_info_t v, got;
+    put(e, "slowcopies", small, sizeof(small), &v);
+    assert_true(v.sparse);
+    for (int i = 0; i < N; i++)
+        if ((v.inl >> i) & 1) obj__mark_slow(e->set, (unsigned)i);
+    assert_int_equal(obj_stat(e->set, "bkt", "slowcopies", &got), 0);
+    assert_string_equal(got.upload_id, v.upload_id);
+    expect(e, "slowcopies", small, sizeof(small));
+    /* A key that is nowhere is still "not found". */
+    assert_int_equal(obj_stat(e->set, "bkt", "slowcopies-none", &got), ERR_NOT_FOUND);
+}
+
 /* obj__delete_read_hook: another node's PUT (an erasure-coded object: heads on every store)
  * commits between the delete's read and its removal round, once. */
 typedef struct {
@@ -3997,6 +4021,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_leaves_a_put_after_its_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
