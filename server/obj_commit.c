@@ -251,8 +251,8 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
     const obj_info_t *way = NULL; /* the newest head past the bound, not the delete's own */
     for (int i = 0; i < n && rc == 0; i++) {
         const obj_info_t *v = &h[i].info;
-        /* Past the bound, and another writer's (the delete's own tombstone waits for them
-         * as the rest of it does). */
+        /* Past the bound, and another writer's: not the version read (a rewrite of it goes
+         * with it) nor the delete's own tombstone (`self`, that version's upload id). */
         if (!h[i].ok || v->stamp_ns < bound->stamp ||
             (v->stamp_ns == bound->stamp && strcmp(v->upload_id, bound->upload) <= 0) ||
             strcmp(v->upload_id, bound->self) == 0)

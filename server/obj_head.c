@@ -811,9 +811,9 @@ static void run_del(pool_job_t *j)
  *
  * Every removal and every tombstone is conditioned on the version the
  * delete read (SHARD_IF_AT_MOST: that version, anything older, nothing, or
- * this delete's own tombstone): a store that took a commit through another
- * node after the read keeps it. A refusal means another writer came after
- * the read; the delete linearizes before it, and waits for it to settle
+ * any head of that version: a rewrite of its metadata, the tombstone): a
+ * store that took a commit through another node after the read keeps it. A refusal means another
+ * writer came after the read; the delete linearizes before it, and waits for it to settle
  * (obj__delete_settle): once a version newer than the one read stands, the
  * delete is done (204: that version replaced the one it deleted). A writer
  * that is undone instead puts back, where it landed, the version it covered,
@@ -886,10 +886,9 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
     pool_job_t *q[OBJ_MAX_SHARDS];
     uint32_t failed = 0, targets = 0;
     int written = 0, first_err = 0, tombed = 0;
+    int rc;
     obj_info_clear(&marker);
     marker.deleted = 1;
-    int rc = obj__new_upload_id(marker.upload_id);
-    if (rc) return rc;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     if ((rc = obj_stat(s, bucket, key, &old)) != 0 || (rc = obj_cond_check(c, &old)) != 0) {
@@ -897,9 +896,18 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
         return rc;
     }
     if (obj__delete_read_hook) obj__delete_read_hook(obj__delete_read_hook_arg, key);
+    /*
+     * The version read, anything older, nothing, or any head of that version (`self`): a
+     * metadata rewrite of it (tags, ACL through another node) is newer by its stamp but is
+     * still the version deleted here, and goes (before: the DELETE took it for a newer
+     * version and stood back, the object kept with its tags after a 204). The tombstone is
+     * that version's retirement, with its upload id: `self` too, and no head of the version
+     * (a rewrite, an undo putting it back) is put over it at a store (shard.c cond_holds).
+     */
     shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = old.stamp_ns};
     memcpy(bound.upload, old.upload_id, sizeof(bound.upload));
-    memcpy(bound.self, marker.upload_id, sizeof(bound.self));
+    memcpy(bound.self, old.upload_id, sizeof(bound.self));
+    memcpy(marker.upload_id, old.upload_id, sizeof(marker.upload_id));
     /* One stamp for every round: a tombstone written again is the same one. */
     marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
     /* A sparse version has heads on its copies alone (and no other store a live one). */
