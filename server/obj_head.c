@@ -884,7 +884,7 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
     obj_info_t old, marker;
     del_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
-    uint32_t failed = 0, targets = 0;
+    uint32_t failed = 0, uncond = 0, targets = 0;
     int written = 0, first_err = 0, tombed = 0;
     int rc;
     obj_info_clear(&marker);
@@ -918,7 +918,7 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
          * the old head, as one that fails, and the tombstone covers it. */
         uint32_t away = obj__unhealthy(s);
         int n = 0, refused = 0;
-        failed = 0;
+        failed = uncond = 0;
         for (int i = 0; i < s->n; i++) {
             if (!((targets >> i) & 1)) continue;
             if ((away >> i) & 1) {
@@ -937,6 +937,11 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
             if (jobs[i].rc == ERR_PRECOND) {
                 refused++; /* holds a newer head: another writer's, after the read */
                 targets |= 1u << jobs[i].id.shard;
+            } else if (jobs[i].rc == ERR_CORRUPT || jobs[i].rc == ERR_INVAL) {
+                /* Cannot judge the condition (a node of an older build: a DEL with bytes after
+                 * the id is corrupt to it). It keeps the old head and takes the tombstone, a
+                 * conditional put it knows, as the stores did before deletes left nothing. */
+                uncond |= 1u << jobs[i].id.shard;
             } else if (jobs[i].rc) {
                 failed |= 1u << jobs[i].id.shard;
                 log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
@@ -944,7 +949,7 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
             }
         }
         written = 0;
-        if (failed) {
+        if (failed | uncond) {
             /* Under the same condition: never over a newer head (a racing commit's). */
             int tref = 0;
             written = obj__write_at_cond(s, bucket, key, "", &marker, NULL, failed, &bound, &tref,
@@ -966,16 +971,16 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
              * that version where it landed first, would hide it from readers there: it goes
              * (that very one only). */
             if (tombed) tombstones_go(s, bucket, key, &marker);
-            failed = 0;
+            failed = uncond = 0;
             break;
         }
         /* The tombstone went to every store that did not fail: the next round removes it
          * there too (it is this delete's own: `self`), or writes it again where stores
          * still fail. */
-        if (failed) targets |= s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+        if (failed | uncond) targets |= s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     }
     pthread_mutex_unlock(lk);
-    if (failed && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    if ((failed | uncond) && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

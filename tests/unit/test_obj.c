@@ -49,6 +49,7 @@ typedef struct {
     long n_split;               /* read_split calls */
     long n_put;                 /* writes of any kind (put, put_async, put_head) */
     long n_del;                 /* deletes */
+    int old_node;               /* conditional deletes answered as a node of an older build does */
 } faulty_t;
 
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -110,6 +111,7 @@ static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
+    if (f->old_node && cond) return ERR_CORRUPT; /* bytes after the id: a corrupt DEL to it */
     return f->fail_write ? ERR_IO : f->in.ops->del_head(f->in.ctx, id, cond);
 }
 static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
@@ -1185,6 +1187,40 @@ static void test_conditional_head_delete(void **state)
     head_set(st, &id, &v2, 2000, 2, 0);
     assert_int_equal(st->ops->del_head(st->ctx, &id, NULL), 0);
     assert_int_equal(head_upload(st, &id), 0);
+}
+
+/*
+ * A rolling upgrade: three of six stores are on nodes of an older build, which answer a
+ * conditional DEL as corrupt and remove nothing. The DELETE must not take that for a plain
+ * delete, nor fail: those stores keep the old head and take the tombstone (a conditional
+ * put they know), newer than it. Counted as failing stores, they got no tombstone, and the
+ * three the DELETE reached were short of the quorum: 503 on every unversioned DELETE.
+ */
+static void test_delete_through_older_nodes(void **state)
+{
+    env_t *e = *state;
+    size_t big = K * B + 9;
+    uint8_t *data = malloc(big);
+    fill(data, big, 44);
+    obj_info_t v, got;
+    put(e, "oldn", data, big, &v);
+    for (int i = 0; i < 3; i++)
+        e->f[i].old_node = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "oldn"), 0);
+    for (int i = 0; i < N; i++)
+        e->f[i].old_node = 0;
+    assert_int_equal(obj_stat(e->set, "bkt", "oldn", &got), ERR_NOT_FOUND);
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", "oldn", "", (uint32_t)i};
+        uint8_t meta[HEAD_MAX];
+        drive_stat_t ds;
+        assert_int_equal(e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)), 0);
+        assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
+        assert_true(got.deleted && !got.marker); /* the tombstone, on all six */
+    }
+    put(e, "oldn", data, 10, NULL);
+    expect(e, "oldn", data, 10);
+    free(data);
 }
 
 /*
@@ -4023,6 +4059,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delete_leaves_a_put_after_its_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
