@@ -271,6 +271,18 @@ void proto_r_stat(proto_r_t *r, proto_stat_t *st)
     st->meta_len = proto_r_u32(r);
 }
 
+/* A head's condition after its mode byte (0: none, no fields). */
+static void r_cond(proto_r_t *r, proto_req_t *q, uint8_t mode)
+{
+    q->cond_mode = mode;
+    if (mode > PROTO_COND_MAX) r->err = ERR_CORRUPT;
+    if (mode) {
+        q->cond_stamp = proto_r_u64(r);
+        proto_r_str(r, q->cond_upload, sizeof(q->cond_upload));
+        proto_r_str(r, q->cond_self, sizeof(q->cond_self));
+    }
+}
+
 int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t *q)
 {
     proto_r_t r;
@@ -283,6 +295,9 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
     q->len = q->tail_len = q->meta_cap = q->cap = q->limit = 0;
     q->meta = q->data = NULL;
     q->meta_len = q->data_len = 0;
+    q->cond_mode = 0;
+    q->cond_stamp = 0;
+    q->cond_upload[0] = q->cond_self[0] = 0;
     switch (type) {
     case PROTO_HELLO:
         q->version = proto_r_u16(&r);
@@ -302,15 +317,7 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
     case PROTO_PUT:
         q->drive = proto_r_u32(&r);
         proto_r_id(&r, &q->id);
-        q->cond_mode = proto_r_u8(&r);
-        q->cond_stamp = 0;
-        q->cond_upload[0] = q->cond_self[0] = 0;
-        if (q->cond_mode > 5) r.err = ERR_CORRUPT; /* (shard.h's SHARD_IF_*) */
-        if (q->cond_mode) {
-            q->cond_stamp = proto_r_u64(&r);
-            proto_r_str(&r, q->cond_upload, sizeof(q->cond_upload));
-            proto_r_str(&r, q->cond_self, sizeof(q->cond_self));
-        }
+        r_cond(&r, q, proto_r_u8(&r));
         q->meta = proto_r_blob(&r, &q->meta_len);
         q->data = proto_r_blob(&r, &q->data_len);
         break;
@@ -340,6 +347,13 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
     case PROTO_DEL:
         q->drive = proto_r_u32(&r);
         proto_r_id(&r, &q->id);
+        /* A condition only when the payload goes on (a plain delete ends at the id); present,
+         * it is one: mode 0 there would be a second spelling of "none". */
+        if (!r.err && r.off < r.len) {
+            uint8_t mode = proto_r_u8(&r);
+            if (!mode) r.err = ERR_CORRUPT;
+            r_cond(&r, q, mode);
+        }
         break;
     case PROTO_SCAN:
         q->drive = proto_r_u32(&r);

@@ -41,7 +41,15 @@
  *              blob meta (at most meta_cap); status ERR_RANGE when the
  *              payload is longer than cap, with the stat, no data, the meta
  *   STAT       u32 drive, id, u32 meta_cap     ->  stat, blob meta
- *   DEL        u32 drive, id                   ->  (empty)
+ *   DEL        u32 drive, id, [u8 cond (1-5: a head's condition, server/
+ *              shard.h), u64 stamp, str upload, str self]  ->  (empty);
+ *              ERR_PRECOND: cond refused, nothing removed. The condition
+ *              is there only when the payload goes on after the id (a plain
+ *              delete ends there, as every build sends it). A node of an
+ *              older build reads no condition and finds bytes left over: it
+ *              answers ERR_CORRUPT and removes nothing, so a conditional
+ *              delete is never taken for an unconditional one (the
+ *              gateway counts it as a failing store)
  *   SCAN       u32 drive, str bucket, str prefix, u8 how, str from key,
  *              str from version, u32 limit, u8 with_meta
  *          ->  u32 n, then n x (str key, str version, u32 shard, stat,
@@ -73,6 +81,7 @@
 #define PROTO_MAC         32
 #define PROTO_MAX_NAME    255  /* bucket, version, cluster and node ids */
 #define PROTO_MAX_KEY     1024 /* keys */
+#define PROTO_COND_MAX    5    /* the highest condition mode (server/shard.h's SHARD_IF_*) */
 
 typedef enum {
     PROTO_HELLO = 1,
@@ -201,7 +210,7 @@ typedef struct {
     uint32_t len, tail_len, meta_cap, cap, limit;
     const uint8_t *meta, *data;
     uint32_t meta_len, data_len;
-    /* PUT of a head: its condition (cond_mode 0: none) */
+    /* PUT of a head, DEL: its condition (cond_mode 0: none) */
     uint8_t cond_mode;
     uint64_t cond_stamp;
     char cond_upload[PROTO_MAX_NAME + 1];

@@ -129,7 +129,8 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
     for (int j = 0; j < n; j++) {
         drive_id_t id = {bucket, key, "", (uint32_t)stores[j]};
         if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) {
-            int rc = s->st[stores[j]].ops->del(s->st[stores[j]].ctx, &id);
+            int rc = obj__undo_del(s, stores[j], &id, &h[j].info);
+            if (rc == ERR_PRECOND || rc == ERR_NOT_FOUND) continue; /* covered meanwhile */
             if (rc && !first_err) first_err = rc;
             if (rc) left |= 1u << stores[j];
         } else if (!h[j].ok && h[j].rc != ERR_NOT_FOUND) {
@@ -239,18 +240,6 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     return rc;
 }
 
-int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
-{
-    s = obj__route(s, bucket, key);
-    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    /* Asked by a request (a bucket's record, checked after each commit in it): a reader,
-     * hedged as a head lookup is, the verdict resting on k answers at least. */
-    uint32_t gave = 0;
-    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, &gave, s->m);
-    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
-    return rc;
-}
-
 #define COMMIT_TRIES 10
 
 /*
@@ -266,6 +255,70 @@ static int backoff(const char *key, int attempt, int heads, int refused)
     if (getrandom(&r, sizeof(r), 0) != sizeof(r)) r = (uint32_t)attempt * 7919u;
     usleep(200 + r % (500u << (attempt < 8 ? attempt : 8)));
     return 1;
+}
+
+int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
+                       int attempt)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], rc = 0;
+    int n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    const obj_info_t *way = NULL; /* the newest head past the bound, not the delete's own */
+    for (int i = 0; i < n && rc == 0; i++) {
+        const obj_info_t *v = &h[i].info;
+        /* Past the bound, and another writer's: not the version read (a rewrite of it goes
+         * with it) nor the delete's own tombstone (`self`, that version's upload id). */
+        if (!h[i].ok || v->stamp_ns < bound->stamp ||
+            (v->stamp_ns == bound->stamp && strcmp(v->upload_id, bound->upload) <= 0) ||
+            strcmp(v->upload_id, bound->self) == 0)
+            continue;
+        /*
+         * Stands on its own heads (k, or every copy of a sparse one), failing stores not
+         * counted for it: its writer then counts as many and never undoes it, so what it
+         * covered (the version this delete read) cannot come back.
+         */
+        int count = 0;
+        for (int j = 0; j < n; j++)
+            count += h[j].ok && h[j].info.stamp_ns == v->stamp_ns &&
+                     strcmp(h[j].info.upload_id, v->upload_id) == 0;
+        if (count >= (v->sparse ? __builtin_popcount(v->inl) : s->k)) {
+            rc = 1;
+            break;
+        }
+        if (!way || v->stamp_ns > way->stamp_ns ||
+            (v->stamp_ns == way->stamp_ns && strcmp(v->upload_id, way->upload_id) > 0))
+            way = v;
+    }
+    if (rc == 0 && way) {
+        if (way->stamp_ns + COMMIT_STALE_NS <= wall_ns()) {
+            /* Short of standing for longer than any commit takes: a crash's leftover, never
+             * acknowledged. The delete removes it with the rest. */
+            log_info("event=delete_covers_leftover key=%s upload=%s", key, way->upload_id);
+            bound->stamp = way->stamp_ns;
+            memcpy(bound->upload, way->upload_id, sizeof(bound->upload));
+        } else if (!backoff(key, attempt, 0, 1)) {
+            rc = ERR_THROTTLED; /* another writer stays in flight: the client retries */
+        }
+    }
+    /* No head past the bound but the delete's own: the writer that refused it was undone,
+     * and what it put back (perhaps the version read) goes in the next round. Bounded as a
+     * commit's tries are, whatever keeps refusing. */
+    if (rc == 0 && attempt + 1 >= COMMIT_TRIES) rc = ERR_THROTTLED;
+    free(h);
+    return rc;
+}
+
+int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+{
+    s = obj__route(s, bucket, key);
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    /* Asked by a request (a bucket's record, checked after each commit in it): a reader,
+     * hedged as a head lookup is, the verdict resting on k answers at least. */
+    uint32_t gave = 0;
+    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, &gave, s->m);
+    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
+    return rc;
 }
 
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,

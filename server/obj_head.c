@@ -253,9 +253,19 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      */
     int order[OBJ_MAX_SHARDS];
     int no = obj__ask_order(s, UINT32_MAX, inline_first(s, bucket, key), order);
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)(s->m + 1));
-    for (int next = 0; next < no && found + absent <= s->m;) {
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    /*
+     * A small object's heads are on its m+1 copies alone (sparse): "absent" from the other
+     * stores settles nothing about it. Those come first only when every copy is slow or not
+     * up (asked last); then the copies are asked too, all at once, before "not found": a
+     * gateway whose loop had stalled (every remote store slow for a moment) answered
+     * NoSuchKey for a small object every listing showed.
+     */
+    uint32_t copies = obj__inline_stores(s, bucket, key);
+    int heard = 0; /* a copy answered: found, or absent */
+    for (int next = 0; next < no && (found + absent <= s->m || (!found && !heard));) {
         int from = next, want = s->m + 1 - found - absent;
+        if (want < 1) want = no - next; /* the copies, asked last */
         int gi = ibuf && from == 0 && s->st[order[0]].ops->get ? order[0] : -1, g = gi >= 0;
         next = from + want < no ? from + want : no;
         obj__heads_rd_t rd;
@@ -295,6 +305,7 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
             int i = order[from + j];
             obj__head_t *r = &h[j];
             if (r->rc == ERR_NOT_FOUND) absent++;
+            if ((r->ok || r->rc == ERR_NOT_FOUND) && ((copies >> i) & 1)) heard = 1;
             if (!r->ok) {
                 if (ifrom == i) ifrom = -1;
                 continue;
@@ -312,7 +323,7 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      * verdict, and "not found" would be a guess (a listing would skip a key
      * that is there).
      */
-    if (!found && absent <= s->m) return ERR_UNRECOVERABLE;
+    if (!found && (absent <= s->m || !heard)) return ERR_UNRECOVERABLE;
     if (rc == 0 && ibytes && iup[0] && best->inl && ((best->inl >> ifrom) & 1) && !best->deleted &&
         strcmp(best->upload_id, iup) == 0 && ilen == best->size) {
         /* A copy that rots is left to obj__inline_load: it tries the copies in turn and logs
@@ -829,18 +840,45 @@ int obj_delete(obj_set_t *s, const char *bucket, const char *key)
     return obj_delete_if(s, bucket, key, NULL);
 }
 
-/* One store's delete of a key's current head, as a pool job. */
+void (*obj__delete_read_hook)(void *arg, const char *key);
+void *obj__delete_read_hook_arg;
+
+int obj__del_head(obj_set_t *s, int i, const drive_id_t *id, const shard_cond_t *cond)
+{
+    const shard_store_t *st = &s->st[i];
+    /* A store that cannot judge the condition fails the delete: never an unconditional one. */
+    return st->ops->del_head ? st->ops->del_head(st->ctx, id, cond) : ERR_INVAL;
+}
+
+int obj__undo_del(obj_set_t *s, int i, const drive_id_t *id, const obj_info_t *v)
+{
+    /*
+     * Only that very head (its upload id and stamp): read as the undoer's just before, it
+     * may be covered since by a writer that took it for standing (failing stores count for
+     * a version), and that writer's head must stay.
+     */
+    shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = v->stamp_ns};
+    memcpy(that.upload, v->upload_id, sizeof(that.upload));
+    int rc = obj__del_head(s, i, id, &that);
+    /* A node of an older build reads no condition in a delete and answers ERR_CORRUPT: the
+     * plain delete it knows, right after the read, as before conditional deletes. */
+    if (rc == ERR_CORRUPT || rc == ERR_INVAL) rc = s->st[i].ops->del(s->st[i].ctx, id);
+    return rc;
+}
+
+/* One store's conditional delete of a key's current head, as a pool job. */
 typedef struct {
     pool_job_t base;
-    const shard_store_t *st;
+    obj_set_t *s;
     drive_id_t id;
+    const shard_cond_t *cond;
     int rc;
 } del_job_t;
 
 static void run_del(pool_job_t *j)
 {
     del_job_t *d = (del_job_t *)j;
-    d->rc = d->st->ops->del(d->st->ctx, &d->id);
+    d->rc = obj__del_head(d->s, (int)d->id.shard, &d->id, d->cond);
     if (d->rc == ERR_NOT_FOUND) d->rc = 0; /* nothing there (a sparse object's other stores) */
 }
 
@@ -851,6 +889,21 @@ static void run_del(pool_job_t *j)
  * fails keeps the old head; then the stores that did delete get a
  * tombstone head, newer than it, and at least k of them must take it (as
  * any head) for the delete to stand.
+ *
+ * Every removal and every tombstone is conditioned on the version the
+ * delete read (SHARD_IF_AT_MOST: that version, anything older, nothing, or
+ * any head of that version: a rewrite of its metadata, the tombstone): a
+ * store that took a commit through another node after the read keeps it. A refusal means another
+ * writer came after the read; the delete linearizes before it, and waits for it to settle
+ * (obj__delete_settle): once a version newer than the one read stands, the
+ * delete is done (204: that version replaced the one it deleted). A writer
+ * that is undone instead puts back, where it landed, the version it covered,
+ * which may be the one deleted here: the round goes again and removes it.
+ * So a version this delete answered 204 for never comes back from a
+ * refusing store. A head in the way for longer than any commit takes is a
+ * crash's leftover, never acknowledged: removed with the rest. Writers still
+ * in flight after the commit's tries: 503 SlowDown, the version read kept
+ * (its blocks stay: the outcome is open).
  */
 static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c);
 
@@ -883,52 +936,132 @@ int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_c
     return rc;
 }
 
+/* Best effort: marker's tombstone heads, wherever they still are. */
+static void tombstones_go(obj_set_t *s, const char *bucket, const char *key,
+                          const obj_info_t *marker)
+{
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD, .stamp = marker->stamp_ns};
+    memcpy(mine.upload, marker->upload_id, sizeof(mine.upload));
+    del_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    uint32_t away = obj__unhealthy(s);
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        if ((away >> i) & 1) continue;
+        jobs[n] = (del_job_t){
+            .base = {.run = run_del}, .s = s, .id = {bucket, key, "", (uint32_t)i}, .cond = &mine};
+        q[n] = &jobs[n].base;
+        n++;
+    }
+    obj__run_all(s, q, n);
+    for (int i = 0; i < n; i++)
+        if (jobs[i].rc && jobs[i].rc != ERR_PRECOND)
+            log_warn("event=delete_tombstone_left shard=%u key=%s err=%s", jobs[i].id.shard, key,
+                     err_name(jobs[i].rc));
+}
+
 static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
     obj_info_t old, marker;
     del_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
-    uint32_t failed = 0;
-    int written = 0, first_err = 0;
+    uint32_t failed = 0, uncond = 0, targets = 0;
+    int written = 0, first_err = 0, tombed = 0;
+    int rc;
     obj_info_clear(&marker);
     marker.deleted = 1;
-    int rc = obj__new_upload_id(marker.upload_id);
-    if (rc) return rc;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
     if ((rc = obj_stat(s, bucket, key, &old)) != 0 || (rc = obj_cond_check(c, &old)) != 0) {
         pthread_mutex_unlock(lk);
         return rc;
     }
-    /* A sparse version has heads on its copies alone (and no other store a live one). A
-     * store not up is not asked (it would hold the delete for its deadline): it keeps the
-     * old head, as one that fails, and the tombstone covers it. */
-    int n = 0;
-    uint32_t away = obj__unhealthy(s);
-    for (int i = 0; i < s->n; i++) {
-        if (old.sparse && !((old.inl >> i) & 1)) continue;
-        if ((away >> i) & 1) {
-            failed |= 1u << i;
-            continue;
+    if (obj__delete_read_hook) obj__delete_read_hook(obj__delete_read_hook_arg, key);
+    /*
+     * The version read, anything older, nothing, or any head of that version (`self`): a
+     * metadata rewrite of it (tags, ACL through another node) is newer by its stamp but is
+     * still the version deleted here, and goes (before: the DELETE took it for a newer
+     * version and stood back, the object kept with its tags after a 204). The tombstone is
+     * that version's retirement, with its upload id: `self` too, and no head of the version
+     * (a rewrite, an undo putting it back) is put over it at a store (shard.c cond_holds).
+     */
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = old.stamp_ns};
+    memcpy(bound.upload, old.upload_id, sizeof(bound.upload));
+    memcpy(bound.self, old.upload_id, sizeof(bound.self));
+    memcpy(marker.upload_id, old.upload_id, sizeof(marker.upload_id));
+    /* One stamp for every round: a tombstone written again is the same one. */
+    marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
+    /* A sparse version has heads on its copies alone (and no other store a live one). */
+    for (int i = 0; i < s->n; i++)
+        if (!old.sparse || ((old.inl >> i) & 1)) targets |= 1u << i;
+    for (int attempt = 0;; attempt++) {
+        /* A store not up is not asked (it would hold the delete for its deadline): it keeps
+         * the old head, as one that fails, and the tombstone covers it. */
+        uint32_t away = obj__unhealthy(s);
+        int n = 0, refused = 0;
+        failed = uncond = 0;
+        for (int i = 0; i < s->n; i++) {
+            if (!((targets >> i) & 1)) continue;
+            if ((away >> i) & 1) {
+                failed |= 1u << i;
+                continue;
+            }
+            jobs[n] = (del_job_t){.base = {.run = run_del},
+                                  .s = s,
+                                  .id = {bucket, key, "", (uint32_t)i},
+                                  .cond = &bound};
+            q[n] = &jobs[n].base;
+            n++;
         }
-        jobs[n] = (del_job_t){
-            .base = {.run = run_del}, .st = &s->st[i], .id = {bucket, key, "", (uint32_t)i}};
-        q[n] = &jobs[n].base;
-        n++;
-    }
-    obj__run_all(s, q, n);
-    for (int i = 0; i < n; i++)
-        if (jobs[i].rc) {
-            failed |= 1u << jobs[i].id.shard;
-            log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
-                     err_name(jobs[i].rc));
+        obj__run_all(s, q, n);
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].rc == ERR_PRECOND) {
+                refused++; /* holds a newer head: another writer's, after the read */
+                targets |= 1u << jobs[i].id.shard;
+            } else if (jobs[i].rc == ERR_CORRUPT || jobs[i].rc == ERR_INVAL) {
+                /* Cannot judge the condition (a node of an older build: a DEL with bytes after
+                 * the id is corrupt to it). It keeps the old head and takes the tombstone, a
+                 * conditional put it knows, as the stores did before deletes left nothing. */
+                uncond |= 1u << jobs[i].id.shard;
+            } else if (jobs[i].rc) {
+                failed |= 1u << jobs[i].id.shard;
+                log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
+                         err_name(jobs[i].rc));
+            }
         }
-    if (failed) {
-        marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
-        written = obj__write_heads(s, bucket, key, &marker, failed, &first_err);
+        written = 0;
+        if (failed | uncond) {
+            /* Under the same condition: never over a newer head (a racing commit's). */
+            int tref = 0;
+            written = obj__write_at_cond(s, bucket, key, "", &marker, NULL, failed, &bound, &tref,
+                                         &first_err);
+            refused += tref;
+            tombed |= written > 0;
+        }
+        if (!refused) break;
+        int settled = obj__delete_settle(s, bucket, key, &bound, attempt);
+        if (settled < 0) {
+            pthread_mutex_unlock(lk);
+            log_warn("event=delete_in_doubt key=%s: writers through other nodes stay in flight",
+                     key);
+            return settled;
+        }
+        if (settled) {
+            /* A newer version stands: this delete came before it, which replaced (and drops)
+             * the version deleted here. A tombstone of this delete's, newer by its stamp than
+             * that version where it landed first, would hide it from readers there: it goes
+             * (that very one only). */
+            if (tombed) tombstones_go(s, bucket, key, &marker);
+            failed = uncond = 0;
+            break;
+        }
+        /* The tombstone went to every store that did not fail: the next round removes it
+         * there too (it is this delete's own: `self`), or writes it again where stores
+         * still fail. */
+        if (failed | uncond) targets |= s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     }
     pthread_mutex_unlock(lk);
-    if (failed && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    if ((failed | uncond) && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

@@ -152,6 +152,10 @@ extern void *obj__promoted_hook_arg;
  * stands. */
 extern void (*obj__located_hook)(void *arg, const char *key);
 extern void *obj__located_hook_arg;
+/* Tests: called by an unversioned delete between its read of the version it deletes and
+ * its removal round, as another node's commit may land there. */
+extern void (*obj__delete_read_hook)(void *arg, const char *key);
+extern void *obj__delete_read_hook_arg;
 
 /* ---- obj_multi.c ---- */
 
@@ -359,6 +363,19 @@ int obj__stores_in(const obj_set_t *s, uint32_t mask, int stores[OBJ_MAX_SHARDS]
 /* Both. */
 void obj__read_heads(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                      const int *stores, int n, obj__head_t *out);
+/*
+ * Store i's del_head of id under cond (server/shard.h): 0, ERR_NOT_FOUND,
+ * ERR_PRECOND (refused), or an error (ERR_INVAL: the store cannot judge a
+ * condition; it is never deleted without one).
+ */
+int obj__del_head(obj_set_t *s, int i, const drive_id_t *id, const shard_cond_t *cond);
+/*
+ * An undo's delete of head v (read from store i at id just before, its
+ * writer's own): removed only while it is still that head (SHARD_IF_UPLOAD
+ * with its stamp); ERR_PRECOND when another writer covered it meanwhile. A
+ * store that cannot judge the condition (an older node) gets the plain delete.
+ */
+int obj__undo_del(obj_set_t *s, int i, const drive_id_t *id, const obj_info_t *v);
 /* The same for the head at version position pos ("": the current head). */
 int obj__newest_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    obj_info_t *best);
@@ -547,6 +564,17 @@ uint64_t obj__now_after(const obj_info_t *cur);
  * (none), ERR_UNRECOVERABLE (failing stores leave it open).
  */
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
+/*
+ * An unversioned delete's round (obj_head.c delete_if) that stores refused:
+ * they hold a head newer than *bound (the version the delete read), another
+ * writer's after the read. Reads every store's head: 1 when a version newer
+ * than *bound stands (the delete linearizes before it: done), 0 to go round
+ * again (the refusing head was undone, or, in the way longer than any commit
+ * takes, is a crash's leftover: *bound now covers it; else after a back-off),
+ * or ERR_THROTTLED when the commit's tries are spent (attempt counts them).
+ */
+int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
+                       int attempt);
 #define OBJ__COMMIT_IN_DOUBT (-2) /* failed, but heads of it stayed: keep its blocks */
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,

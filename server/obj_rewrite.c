@@ -79,8 +79,8 @@ void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char
         if (!h[j].ok || h[j].info.stamp_ns != nv->stamp_ns ||
             strcmp(h[j].info.upload_id, nv->upload_id) != 0)
             continue;
-        int rc = s->st[stores[j]].ops->del(s->st[stores[j]].ctx, &id);
-        if (rc && rc != ERR_NOT_FOUND) {
+        int rc = obj__undo_del(s, stores[j], &id, &h[j].info);
+        if (rc && rc != ERR_NOT_FOUND && rc != ERR_PRECOND) { /* (refused: covered meanwhile) */
             failed |= 1u << stores[j];
             if (!first_err) first_err = rc;
         }

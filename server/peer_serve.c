@@ -26,6 +26,9 @@
 #define PAGE_BYTES (1u << 20) /* a SCAN page stops growing past this */
 #define PAGE_MAX   10000      /* ... or this many entries */
 
+/* The wire's condition modes are the stores' (a new mode goes in both). */
+_Static_assert(PROTO_COND_MAX == SHARD_IF_REWRITE, "proto/wire.h PROTO_COND_MAX: shard.h's modes");
+
 struct peer_serve {
     drive_t **drives;
     int n;
@@ -51,6 +54,17 @@ typedef struct {
     peer_serve_t *sv;
     proto_inbound_t *in;
 } serve_job_t;
+
+/* A request's head condition (cond_mode set) as the stores take it: 0, or ERR_INVAL. */
+static int cond_of(const proto_req_t *q, shard_cond_t *c)
+{
+    *c = (shard_cond_t){.mode = q->cond_mode, .stamp = q->cond_stamp};
+    size_t ul = strlen(q->cond_upload), sl = strlen(q->cond_self);
+    if (ul >= sizeof(c->upload) || sl >= sizeof(c->self)) return ERR_INVAL; /* 32 hex digits */
+    memcpy(c->upload, q->cond_upload, ul + 1);
+    memcpy(c->self, q->cond_self, sl + 1);
+    return 0;
+}
 
 static drive_id_t id_of(const proto_req_t *q)
 {
@@ -179,14 +193,11 @@ static void serve(pool_job_t *j)
     switch (q->type) {
     case PROTO_PUT:
         if (q->cond_mode) {
-            shard_cond_t c = {.mode = q->cond_mode, .stamp = q->cond_stamp};
-            size_t ul = strlen(q->cond_upload), sl = strlen(q->cond_self);
-            if (ul >= sizeof(c.upload) || sl >= sizeof(c.self)) { /* ids are 32 hex digits */
+            shard_cond_t c;
+            if (cond_of(q, &c)) {
                 proto_reply(in, ERR_INVAL, 0);
                 return;
             }
-            memcpy(c.upload, q->cond_upload, ul + 1);
-            memcpy(c.self, q->cond_self, sl + 1);
             rc = shard_put_head_local(d, &id, q->data, q->data_len, q->meta, q->meta_len, &c,
                                       put_done, in);
         } else {
@@ -258,9 +269,15 @@ static void serve(pool_job_t *j)
         proto_reply(in, 0, STAT_LEN + 4 + (size_t)ml);
         return;
     }
-    case PROTO_DEL:
-        proto_reply(in, shard_delete_local(d, &id), 0);
+    case PROTO_DEL: {
+        shard_cond_t c;
+        if (q->cond_mode && cond_of(q, &c)) {
+            proto_reply(in, ERR_INVAL, 0);
+            return;
+        }
+        proto_reply(in, shard_delete_head_local(d, &id, q->cond_mode ? &c : NULL), 0);
         return;
+    }
     case PROTO_SCAN:
         serve_scan(d, in);
         return;

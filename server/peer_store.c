@@ -341,6 +341,27 @@ static int r_del(void *ctx, const drive_id_t *id)
     return run(r, &c, &w);
 }
 
+/*
+ * The condition after the id: checked by the drive's node (shard_delete_head_local). A node
+ * of an older build answers ERR_CORRUPT (bytes after the id) and removes nothing.
+ */
+static int r_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
+{
+    remote_t *r = ctx;
+    uint8_t f[FIELDS_MAX + 80];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    w_head(&w, r, id);
+    if (cond) {
+        proto_w_u8(&w, (uint8_t)cond->mode);
+        proto_w_u64(&w, cond->stamp);
+        proto_w_str(&w, cond->upload);
+        proto_w_str(&w, cond->self);
+    }
+    proto_call_t c = {.type = PROTO_DEL};
+    return run(r, &c, &w);
+}
+
 /* ---- pages: copied out, walked on the caller's thread ---- */
 
 typedef struct {
@@ -490,6 +511,7 @@ static const shard_ops_t remote_ops = {
     .read = r_read,
     .stat = r_stat,
     .del = r_del,
+    .del_head = r_del_head,
     .list = r_list,
     .read_split = r_read_split,
     .refilling = r_refilling,

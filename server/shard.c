@@ -151,7 +151,8 @@ static int is_tombstone(const void *meta, size_t len, char upload[33])
 
 /*
  * 1 when what the drive holds at id lets a put of head nmeta (nlen bytes) under c replace
- * it, 0 when not, or an error.
+ * it, 0 when not, or an error. nmeta NULL: a delete (nothing replaces it), judged by the
+ * mode alone.
  */
 static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, const void *nmeta,
                       size_t nlen)
@@ -164,7 +165,8 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
     if (rc && rc != ERR_NOT_FOUND)
         holds = rc; /* cannot tell: the put fails as a failing store */
     else if (c->mode == SHARD_IF_UPLOAD)
-        holds = head && strcmp(o->upload_id, c->upload) == 0;
+        holds =
+            head && strcmp(o->upload_id, c->upload) == 0 && (!c->stamp || o->stamp_ns == c->stamp);
     else if (c->mode == SHARD_IF_AT_MOST)
         holds = !head || o->stamp_ns < c->stamp ||
                 (o->stamp_ns == c->stamp && strcmp(o->upload_id, c->upload) <= 0) ||
@@ -186,7 +188,7 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
      * probe's tagging by id, a promotion and a delete marker at once: 1 round in 200). A
      * refusal counts as kept, and the commit reads the position again (obj__archive).
      */
-    if (holds == 1 && c->mode == SHARD_IF_KEPT && head && !o->deleted &&
+    if (holds == 1 && nmeta && c->mode == SHARD_IF_KEPT && head && !o->deleted &&
         strcmp(o->upload_id, c->upload) == 0) {
         obj_info_t *nv = xmalloc(sizeof(*nv));
         if (nlen <= HEAD_MAX && obj_meta_decode(nmeta, nlen, nv) == 0 && !nv->deleted &&
@@ -200,7 +202,7 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
      * tombstone for "the head of version self" (same upload id) and brought the version
      * back on every store, its blocks dropped (a 3-node probe: 23 rounds in 40).
      */
-    if (holds == 1 && head && o->deleted && !o->marker) {
+    if (holds == 1 && nmeta && head && o->deleted && !o->marker) {
         char up[33];
         if (!is_tombstone(nmeta, nlen, up) && strcmp(up, o->upload_id) == 0) holds = 0;
     }
@@ -259,10 +261,27 @@ int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, si
 
 int shard_delete_local(drive_t *d, const drive_id_t *id)
 {
+    return shard_delete_head_local(d, id, NULL);
+}
+
+/*
+ * A head's delete is judged as a put of nothing would be, under the same lock: an
+ * unversioned DELETE that read version X removes X (or anything older), never a commit
+ * another node made after its read. Unconditional (shard_delete_local), the removal cut
+ * some of a racing PUT's heads, and a small one's copies: the key read as the PUT but did
+ * not stand, and every write of it was 503 SlowDown for 10 s (a 4-node probe: 4 rounds in
+ * 40).
+ */
+int shard_delete_head_local(drive_t *d, const drive_id_t *id, const shard_cond_t *cond)
+{
     pthread_once(&stripes_once, stripes_init);
     stripe_t *s = stripe_of(d, id);
     stripe_take(s);
-    int rc = drive_delete(d, id);
+    int rc = cond ? cond_holds(d, id, cond, NULL, 0) : 1;
+    if (rc == 1)
+        rc = drive_delete(d, id);
+    else if (rc == 0)
+        rc = ERR_PRECOND;
     stripe_give(s);
     return rc;
 }
@@ -297,6 +316,11 @@ int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, siz
     return put_held(d, id, data, len, meta, meta_len, cond, done, arg);
 }
 
+static int l_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
+{
+    return shard_delete_head_local(ctx, id, cond);
+}
+
 static int l_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
                       const void *meta, size_t meta_len, const shard_cond_t *cond,
                       drive_done_fn done, void *arg)
@@ -309,6 +333,7 @@ static const shard_ops_t local_ops = {
     .read = l_read,
     .stat = l_stat,
     .del = l_del,
+    .del_head = l_del_head,
     .list = l_list,
     .read_split = l_read_split,
     .get = l_get,

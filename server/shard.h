@@ -18,16 +18,19 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
 #define SHARD_MAX_KEY    1024
 
 /*
- * The condition of a head put (put_head): what the store must find at the
- * identity for the put to replace it. The store decides, atomically with
+ * The condition of a head put (put_head) or a head delete (del_head): what
+ * the store must find at the identity for the put to replace it (for the
+ * delete to remove it: judged as a put of "nothing" would be). The store decides, atomically with
  * the write, so that gateways on different nodes committing one key end
  * with every store holding the same winner ("the set's shards decide"):
  *   SHARD_IF_NEWER   nothing, a record that is no head, or a head older by
  *                    (stamp, upload id) than (stamp, upload): the order a
  *                    reader picks the newest head by, so every store keeps
  *                    the newest version whatever order writes arrive in
- *   SHARD_IF_UPLOAD  the head of version `upload`: undoing a commit only
- *                    where its own head still stands
+ *   SHARD_IF_UPLOAD  the head of version `upload` (and, when `stamp` is not
+ *                    0, with that very stamp: one rewrite of the version, not
+ *                    another): undoing a commit only where its own head still
+ *                    stands
  *   SHARD_IF_AT_MOST nothing, a record that is no head, a head no newer
  *                    than (stamp, upload), or the head of version `self`
  *                    (the one being written, again): a commit replaces
@@ -45,6 +48,9 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *                    that version is, never another rewrite of it, and never
  *                    lands where an unversioned DELETE (which leaves nothing)
  *                    emptied the store meanwhile
+ * A delete under SHARD_IF_AT_MOST is what an unversioned DELETE removes the
+ * version it read with (obj_head.c delete_if): never a commit that landed
+ * after its read, nor the copies of a small one (its heads are its bytes).
  * In every mode, a head that is no tombstone never replaces the tombstone of
  * its own version (same upload id): "the head of version X" (SHARD_IF_UPLOAD,
  * `self`) is not X's retirement. A metadata rewrite, a heal or an undo that
@@ -71,6 +77,14 @@ typedef struct {
     int (*read)(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len);
     int (*stat)(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap);
     int (*del)(void *ctx, const drive_id_t *id);
+    /*
+     * Optional: del of a head under cond (see shard_cond_t), judged at the
+     * store atomically with the delete: 0, ERR_NOT_FOUND (nothing there),
+     * ERR_PRECOND (the condition does not hold: nothing removed), or an
+     * error. A store without it cannot delete a head conditionally: callers
+     * treat that as a failing store (never as an unconditional delete).
+     */
+    int (*del_head)(void *ctx, const drive_id_t *id, const shard_cond_t *cond);
     int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
                 drive_list_fn fn, void *arg);
     /*
@@ -185,5 +199,13 @@ int shard_put_async_local(drive_t *d, const drive_id_t *id, const void *data, si
                           const void *meta, size_t meta_len, drive_done_fn done, void *arg)
     __attribute__((warn_unused_result));
 int shard_delete_local(drive_t *d, const drive_id_t *id) __attribute__((warn_unused_result));
+/*
+ * A delete of a head under cond (NULL: none) on a local drive, judged under
+ * the identity's lock as shard_put_head_local judges a put: 0, ERR_NOT_FOUND,
+ * ERR_PRECOND (refused, nothing removed), or the drive's error. What the
+ * local store's del_head does, and what a node does for its peers.
+ */
+int shard_delete_head_local(drive_t *d, const drive_id_t *id, const shard_cond_t *cond)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -173,6 +173,9 @@ if __name__ == "__main__":
                            + pstr(b"from") + pstr(b"v") + struct.pack("<I", 100) + b"\x01"))
     write("wire", 3, frame(4, struct.pack("<I", 2) + pid(b"b\x01", b"k", b"0f", 33)
                            + struct.pack("<QI", 4096, 65536), rid=9, flags=1, status=-4))
+    # A conditional DEL: the head's condition after the id (mode 3, SHARD_IF_AT_MOST).
+    write("wire", 4, frame(8, struct.pack("<I", 1) + pid(b"bkt", b"key", b"", 2) + b"\x03"
+                           + struct.pack("<Q", 1234) + pstr(b"0123abcd") + pstr(b"89ef")))
     write("cmap", 0, b'{"cluster":"lake","epoch":2,"nodes":['
           b'{"id":"n1","s3":"127.0.0.1:9001","proto":"127.0.0.1:9101","drives":2},'
           b'{"id":"n2","s3":"127.0.0.1:9002","proto":"127.0.0.1:9102","drives":2},'

@@ -53,6 +53,7 @@ typedef struct {
     struct held_put *held;      /* ... those held, newest first */
     int n_held;
     int fail_head; /* conditional head puts fail (blocks still land) */
+    int old_node;  /* conditional deletes answered as a node of an older build does */
 } faulty_t;
 
 /* A block write held by its store (hold_blocks): not written, not answered, until released. */
@@ -120,6 +121,13 @@ static int f_del(void *ctx, const drive_id_t *id)
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
     return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
+}
+static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
+    if (f->old_node && cond) return ERR_CORRUPT; /* bytes after the id: a corrupt DEL to it */
+    return f->fail_write ? ERR_IO : f->in.ops->del_head(f->in.ctx, id, cond);
 }
 static int f_list(void *ctx, const char *b, const char *p, const char *a, drive_list_fn fn,
                   void *arg)
@@ -234,6 +242,7 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read = f_read,
                                        .stat = f_stat,
                                        .del = f_del,
+                                       .del_head = f_del_head,
                                        .list = f_list,
                                        .read_split = f_read_split,
                                        .get = f_get,
@@ -247,6 +256,7 @@ static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,
                                                .del = f_del,
+                                               .del_head = f_del_head,
                                                .list = f_list,
                                                .stats = f_stats,
                                                .scan = f_scan,
@@ -1223,6 +1233,245 @@ static void test_condition_sees_plain_head_in_flight(void **state)
     assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
     assert_true(got.deleted);
     assert_int_equal(got.stamp_ns, 2000);
+}
+
+/* A head at h->id (meta of info), put plainly: what the store holds before a delete. */
+static void head_set(const shard_store_t *st, const drive_id_t *id, obj_info_t *v, uint64_t stamp,
+                     int upload, int deleted)
+{
+    obj_info_clear(v);
+    v->stamp_ns = v->mtime_ns = stamp;
+    snprintf(v->upload_id, sizeof(v->upload_id), "%032d", upload);
+    snprintf(v->etag, sizeof(v->etag), "%032d", 1);
+    v->deleted = deleted;
+    v->layout = (ers_layout_t){K, M, B, 10};
+    v->size = deleted ? 0 : 10;
+    uint8_t meta[HEAD_MAX];
+    size_t ml = obj_meta_encode(v, meta, sizeof(meta));
+    assert_true(ml > 0);
+    assert_int_equal(st->ops->put(st->ctx, id, NULL, 0, meta, ml), 0);
+}
+
+/* The upload id of the head st holds at id (0 when none). */
+static int head_upload(const shard_store_t *st, const drive_id_t *id)
+{
+    uint8_t meta[HEAD_MAX];
+    drive_stat_t ds;
+    obj_info_t got;
+    int rc = st->ops->stat(st->ctx, id, &ds, meta, sizeof(meta));
+    if (rc == ERR_NOT_FOUND) return 0;
+    assert_int_equal(rc, 0);
+    assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
+    return atoi(got.upload_id);
+}
+
+/* Whether st holds the head of version upload at id. */
+static int head_is(const shard_store_t *st, const drive_id_t *id, const char *upload)
+{
+    uint8_t meta[HEAD_MAX];
+    drive_stat_t ds;
+    obj_info_t got;
+    if (st->ops->stat(st->ctx, id, &ds, meta, sizeof(meta)) != 0) return 0;
+    return obj_meta_decode(meta, ds.meta_len, &got) == 0 && !strcmp(got.upload_id, upload);
+}
+
+/*
+ * A head's delete under a condition (del_head), judged by the store as a put of nothing
+ * would be: an unversioned DELETE that read version 1 removes it (or anything older, or its
+ * own tombstone), never version 2 that another node committed after the read; an undo
+ * removes only the very head it read (SHARD_IF_UPLOAD with a stamp). Locally and through a
+ * node serving its peers (the condition on the wire). Without the condition the store
+ * removed version 2.
+ */
+static void test_conditional_head_delete(void **state)
+{
+    env_t *e = *state;
+    const shard_store_t *st = &e->f[0].in;
+    drive_id_t id = {"bkt", "cdel", "", 0};
+    obj_info_t v1, v2, t;
+    head_set(st, &id, &v1, 1000, 1, 0);
+    shard_cond_t read1 = {.mode = SHARD_IF_AT_MOST, .stamp = v1.stamp_ns};
+    memcpy(read1.upload, v1.upload_id, sizeof(read1.upload));
+    snprintf(read1.self, sizeof(read1.self), "%032d", 9);
+
+    /* Version 2 landed after the read: refused, kept. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_PRECOND);
+    assert_int_equal(head_upload(st, &id), 2);
+    /* The same stamp, a greater upload id: newer too. */
+    head_set(st, &id, &v2, 1000, 3, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_PRECOND);
+    assert_int_equal(head_upload(st, &id), 3);
+    /* The version read, an older one, the delete's own tombstone (self): removed. */
+    head_set(st, &id, &v1, 1000, 1, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), ERR_NOT_FOUND);
+    head_set(st, &id, &v1, 500, 4, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    head_set(st, &id, &t, 5000, 9, 1);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &read1), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+
+    /* An undo's delete: that head only, not another rewrite of its version. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD, .stamp = 1999};
+    memcpy(mine.upload, v2.upload_id, sizeof(mine.upload));
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &mine), ERR_PRECOND);
+    mine.stamp = 2000;
+    assert_int_equal(st->ops->del_head(st->ctx, &id, &mine), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+    /* No condition: the plain delete. */
+    head_set(st, &id, &v2, 2000, 2, 0);
+    assert_int_equal(st->ops->del_head(st->ctx, &id, NULL), 0);
+    assert_int_equal(head_upload(st, &id), 0);
+}
+
+/*
+ * A rolling upgrade: three of six stores are on nodes of an older build, which answer a
+ * conditional DEL as corrupt and remove nothing. The DELETE must not take that for a plain
+ * delete, nor fail: those stores keep the old head and take the tombstone (a conditional
+ * put they know), newer than it. Counted as failing stores, they got no tombstone, and the
+ * three the DELETE reached were short of the quorum: 503 on every unversioned DELETE.
+ */
+static void test_delete_through_older_nodes(void **state)
+{
+    env_t *e = *state;
+    size_t big = K * B + 9;
+    uint8_t *data = malloc(big);
+    fill(data, big, 44);
+    obj_info_t v, got;
+    put(e, "oldn", data, big, &v);
+    for (int i = 0; i < 3; i++)
+        e->f[i].old_node = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "oldn"), 0);
+    for (int i = 0; i < N; i++)
+        e->f[i].old_node = 0;
+    assert_int_equal(obj_stat(e->set, "bkt", "oldn", &got), ERR_NOT_FOUND);
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", "oldn", "", (uint32_t)i};
+        uint8_t meta[HEAD_MAX];
+        drive_stat_t ds;
+        assert_int_equal(e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)), 0);
+        assert_int_equal(obj_meta_decode(meta, ds.meta_len, &got), 0);
+        assert_true(got.deleted && !got.marker); /* the tombstone, on all six */
+    }
+    put(e, "oldn", data, 10, NULL);
+    expect(e, "oldn", data, 10);
+    free(data);
+}
+
+/*
+ * A small object's heads are on its m+1 copies only. With every copy marked slow (each had a
+ * read given up on, as when the gateway's own loop stalls under load), a head lookup asked
+ * the other stores first, and their m+1 "absent" answers made a "not found": a GET answered
+ * NoSuchKey for a key every listing showed (a 4-node probe, 1 round in 600). Absent answers
+ * from stores that cannot hold a sparse head settle nothing: the copies are asked too.
+ */
+static void test_lookup_asks_slow_copies_before_not_found(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 43);
+    obj_info_t v, got;
+    put(e, "slowcopies", small, sizeof(small), &v);
+    assert_true(v.sparse);
+    for (int i = 0; i < N; i++)
+        if ((v.inl >> i) & 1) obj__mark_slow(e->set, (unsigned)i);
+    assert_int_equal(obj_stat(e->set, "bkt", "slowcopies", &got), 0);
+    assert_string_equal(got.upload_id, v.upload_id);
+    expect(e, "slowcopies", small, sizeof(small));
+    /* A key that is nowhere is still "not found". */
+    assert_int_equal(obj_stat(e->set, "bkt", "slowcopies-none", &got), ERR_NOT_FOUND);
+}
+
+/* obj__delete_read_hook: another node's PUT (an erasure-coded object: heads on every store)
+ * commits between the delete's read and its removal round, once. */
+typedef struct {
+    obj_set_t *other;
+    const uint8_t *data;
+    size_t n;
+    int calls;
+    obj_info_t v;
+} put_meanwhile_t;
+
+static void put_after_the_read(void *arg, const char *key)
+{
+    put_meanwhile_t *p = arg;
+    if (p->calls++) return;
+    int err;
+    obj_writer_t *w = obj_put_begin(p->other, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, p->data, p->n), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &p->v), 0);
+}
+
+/*
+ * An unversioned DELETE of a small object (its heads on its m+1 copies) while a PUT
+ * through another node replaces it with a large one (heads on all six stores), committed
+ * between the delete's read and its removal round. The delete answers 204 (it came before
+ * the PUT) and the PUT stands, whole. Removing unconditionally, the delete cut the PUT's
+ * heads on the three copies' stores: three of six, short of k, and the key was a head in
+ * flight to every writer (503 SlowDown for 10 s) while readers found it.
+ */
+static void test_delete_leaves_a_put_after_its_read(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e); /* its own key locks: another node */
+    uint8_t small[100];
+    fill(small, sizeof(small), 41);
+    obj_info_t v0, got;
+    put(e, "pd", small, sizeof(small), &v0);
+    assert_true(v0.sparse);
+    size_t big = 2 * K * B + 3;
+    uint8_t *data = malloc(big);
+    fill(data, big, 42);
+    put_meanwhile_t p = {.other = other, .data = data, .n = big};
+    obj__delete_read_hook = put_after_the_read;
+    obj__delete_read_hook_arg = &p;
+    int rc = obj_delete(e->set, "bkt", "pd");
+    obj__delete_read_hook = NULL;
+    assert_int_equal(p.calls, 1);
+    assert_int_equal(rc, 0);
+    assert_false(p.v.inl);
+    int in_way = 1;
+    assert_int_equal(obj__standing(e->set, "bkt", "pd", &got, &in_way), 0);
+    assert_false(in_way);
+    assert_string_equal(got.upload_id, p.v.upload_id);
+    int heads = 0;
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", "pd", "", (uint32_t)i};
+        heads += head_is(&e->f[i].in, &id, p.v.upload_id);
+    }
+    assert_int_equal(heads, N);
+    expect(e, "pd", data, big);
+    /* Nothing in flight: the next write goes through at once. */
+    put(e, "pd", small, 7, NULL);
+    expect(e, "pd", small, 7);
+
+    /*
+     * The same with a store of the copies failing: the delete's fallback, a tombstone on the
+     * other stores, is conditioned as its removals are and refused where the PUT landed (the
+     * tombstone, stamped after the PUT, went over it on five stores before: the PUT covered,
+     * the key gone). The PUT stands, on the five stores that work.
+     */
+    put(e, "pf", small, sizeof(small), &v0);
+    assert_true(v0.sparse);
+    int bad = __builtin_ctz(v0.inl);
+    e->f[bad].fail_write = 1;
+    p = (put_meanwhile_t){.other = other, .data = data, .n = big};
+    obj__delete_read_hook = put_after_the_read;
+    obj__delete_read_hook_arg = &p;
+    rc = obj_delete(e->set, "bkt", "pf");
+    obj__delete_read_hook = NULL;
+    e->f[bad].fail_write = 0;
+    assert_int_equal(rc, 0);
+    assert_int_equal(obj__standing(e->set, "bkt", "pf", &got, &in_way), 0);
+    assert_false(in_way);
+    assert_string_equal(got.upload_id, p.v.upload_id);
+    expect(e, "pf", data, big);
+    obj_set_free(other);
+    free(data);
 }
 
 static void test_heal_queue(void **state)
@@ -4172,6 +4421,11 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_hedged_writes, setup_long, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_leaves_a_put_after_its_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),

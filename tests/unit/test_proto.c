@@ -130,6 +130,34 @@ static void test_request_codec(void **state)
         proto_w_id(&w, empty[i][0], empty[i][1], "", 0);
         assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
     }
+    /* DEL: plain (ending at the id, as every build sends it), or with a condition after it. */
+    proto_w_init(&w, buf, sizeof(buf));
+    proto_w_u32(&w, 2);
+    proto_w_id(&w, "bkt", "k", "", 4);
+    size_t plain = w.len;
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, plain, q), 0);
+    assert_int_equal(q->cond_mode, 0);
+    proto_w_u8(&w, 3);
+    proto_w_u64(&w, 777);
+    proto_w_str(&w, "0a0b");
+    proto_w_str(&w, "0c0d");
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), 0);
+    assert_int_equal(q->drive, 2);
+    assert_int_equal(q->id.shard, 4);
+    assert_int_equal(q->cond_mode, 3);
+    assert_true(q->cond_stamp == 777);
+    assert_string_equal(q->cond_upload, "0a0b");
+    assert_string_equal(q->cond_self, "0c0d");
+    /* A cut condition, or a byte past it, is refused (nothing is deleted)... */
+    for (size_t n = plain + 1; n < w.len; n++)
+        assert_int_equal(proto_req_decode(PROTO_DEL, buf, n, q), ERR_CORRUPT);
+    buf[w.len] = 0;
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len + 1, q), ERR_CORRUPT);
+    /* ... and so are mode 0 spelled out (a second "none") and a mode past the last. */
+    buf[plain] = 0;
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
+    buf[plain] = PROTO_COND_MAX + 1;
+    assert_int_equal(proto_req_decode(PROTO_DEL, buf, w.len, q), ERR_CORRUPT);
     /* SCAN, with its flags checked. */
     proto_w_init(&w, buf, sizeof(buf));
     proto_w_u32(&w, 1);
