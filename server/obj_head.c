@@ -265,7 +265,24 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
     int heard = 0; /* a copy answered: found, or absent */
     for (int next = 0; next < no && (found + absent <= s->m || (!found && !heard));) {
         int from = next, want = s->m + 1 - found - absent;
-        if (want < 1) want = no - next; /* the copies, asked last */
+        if (want < 1) {
+            /*
+             * The copies, asked last: those not yet asked that are up, moved to the front of
+             * what is left. Not the other stores, nor a copy whose node is away: a call to a
+             * silent node waits out its deadline (the lookup of a key nobody holds, its
+             * copies on a stopped node and one marked slow, called the stopped node).
+             */
+            uint32_t away = obj__unhealthy(s);
+            want = 0;
+            for (int j = next; j < no; j++)
+                if ((copies >> order[j]) & 1 && !((away >> order[j]) & 1)) {
+                    int t = order[next + want];
+                    order[next + want] = order[j];
+                    order[j] = t;
+                    want++;
+                }
+            if (!want) break; /* no copy to ask: the verdict stays open */
+        }
         int gi = ibuf && from == 0 && s->st[order[0]].ops->get ? order[0] : -1, g = gi >= 0;
         next = from + want < no ? from + want : no;
         obj__heads_rd_t rd;

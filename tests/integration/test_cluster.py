@@ -650,7 +650,7 @@ def test_silent_node_is_read_around(datadir):
     and the heal queue puts back what it missed."""
     path, _ = write_map(datadir, ["n1", "n2", "n3"])
     nodes = start_all([Node(datadir, n, path,
-                            extra=["--peer-timeout-ms", "1500", "--write-quorum", "4"])
+                            extra=["--peer-timeout-ms", "4000", "--write-quorum", "4"])
                        for n in ("n1", "n2", "n3")])
     n1, n2, n3 = nodes
     try:
@@ -694,8 +694,9 @@ def test_silent_node_is_read_around(datadir):
         del want["w0"]
         read_all()
         after = n3_calls()
-        # No call of these reads and writes went to n3 (it was pinged meanwhile, perhaps).
-        assert after[:2] == before[:2], (before, after)
+        # No call of these reads and writes went to n3 (it was pinged meanwhile, perhaps). Its
+        # timeouts may still grow: a head read given up on before (a hedge) is left to time out.
+        assert after[0] == before[0], (before, after)
         os.kill(n3.proc.pid, signal.SIGCONT)
         wait_for(lambda: all(d["health"] == "up" for d in node_stats(n1)["drives"]),
                  "n3's drives up again from n1", timeout=120)
