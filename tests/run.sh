@@ -70,11 +70,12 @@ if compgen -G "tests/integration/test_*.py" >/dev/null; then
   # Their single-node runs (Debian's boto3 and the newest botocore) are the Release pass's.
   s3_suites=(tests/integration/test_s3_*.py tests/integration/test_sigv4_clients.py)
   # The two sanitized passes run at once: most of their time is spent waiting (fsyncs, servers
-  # starting, clients' round trips), and every test makes its own ports and directories. Each
-  # one's output is shown whole when both are done.
+  # starting, clients' round trips), and every test makes its own directories; the ports that
+  # cluster maps name come from a slice of their own (WL_PORT_SLICE, conftest.py free_ports).
+  # Each one's output is shown whole when both are done.
   logs=$(mktemp -d)
   trap 'rm -rf "$logs"' EXIT
-  env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 \
+  env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 WL_PORT_SLICE=1 \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider "${s3_suites[@]}" >"$logs/cluster" 2>&1 &
   cluster_pid=$!
   step "integration under ASan+UBSan (pytest)" \

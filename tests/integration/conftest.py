@@ -110,16 +110,30 @@ def datadir():
 
 
 def free_ports(n):
-    """n free loopback ports (bound together, so distinct; then released)."""
+    """n free loopback ports (bound together, so distinct; then released), for maps that must
+    name them before the nodes start. Drawn below the kernel's ephemeral range (where bind to
+    port 0 and outgoing connections take theirs), from the slice WL_PORT_SLICE (0 or 1) names:
+    two pytest processes at once (tests/run.sh) never hand out the same port while one of
+    them is between choosing it and its node binding it."""
+    import random
     import socket
+    piece = int(os.environ.get("WL_PORT_SLICE", "0"))
+    lo = 10000 + 11000 * piece
     socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
+    try:
+        while len(ports) < n:
+            port = random.randrange(lo, lo + 11000)
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+            ports.append(port)
+    finally:
+        for s in socks:
+            s.close()
     return ports
 
 
