@@ -393,7 +393,9 @@ def test_stalled_readers_hold_one_stripe(server):
         for _ in range(4):
             time.sleep(0.5)
             grown.append(rss_mb(server) - before)
-        assert min(grown) < 1500, grown
+        # Three stripes each would be 2.4 GB. One each measured 1.22-1.25 GB on a Release build
+        # and 1.47-1.54 GB under ASan+UBSan (its redzones and quarantine on top).
+        assert min(grown) < (1900 if os.environ.get("WL_SANITIZED") else 1500), grown
     finally:
         for s in socks:
             s.close()
