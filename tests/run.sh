@@ -5,7 +5,7 @@
 #   3. ASan+UBSan build, ctest again
 #   4. libFuzzer build (clang), each fuzzer for a bounded number of runs
 #   5. pytest integration tests, when there are any: Release, then ASan+UBSan (its S3
-#      suites through a 4-node cluster, beside the rest)
+#      suites through a 4-node cluster)
 # Ends with one summary line "tests: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -69,25 +69,12 @@ if compgen -G "tests/integration/test_*.py" >/dev/null; then
   # the same gateway and object layer as on one node, plus the protocol and the peers' stores.
   # Their single-node runs (Debian's boto3 and the newest botocore) are the Release pass's.
   s3_suites=(tests/integration/test_s3_*.py tests/integration/test_sigv4_clients.py)
-  # The two sanitized passes run at once: most of their time is spent waiting (fsyncs, servers
-  # starting, clients' round trips), and every test makes its own directories; the ports that
-  # cluster maps name come from a slice of their own (WL_PORT_SLICE, conftest.py free_ports).
-  # Each one's output is shown whole when both are done.
-  logs=$(mktemp -d)
-  trap 'rm -rf "$logs"' EXIT
-  env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 WL_PORT_SLICE=1 \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider "${s3_suites[@]}" >"$logs/cluster" 2>&1 &
-  cluster_pid=$!
   step "integration under ASan+UBSan (pytest)" \
     env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q tests/integration \
     "${s3_suites[@]/#/--ignore=}"
-  cluster_done() {
-    wait "$cluster_pid"
-    local rc=$?
-    cat "$logs/cluster"
-    return $rc
-  }
-  step "S3 suites through a 4-node cluster under ASan+UBSan (pytest)" cluster_done
+  step "S3 suites through a 4-node cluster under ASan+UBSan (pytest)" \
+    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 \
+    /usr/bin/python3 -m pytest -q "${s3_suites[@]}"
 fi
 
 echo
