@@ -31,13 +31,20 @@ void latch_init(latch_t *l)
     l->watch = 0;
 }
 
-int latch_wait_ms(latch_t *l, uint32_t ms)
+/* ms from now on the monotonic clock the latches' condition variables wait by. */
+static struct timespec deadline_in(uint32_t ms)
 {
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)ms * 1000000ull;
     dl.tv_sec += (time_t)(ns / 1000000000ull);
     dl.tv_nsec = (long)(ns % 1000000000ull);
+    return dl;
+}
+
+int latch_wait_ms(latch_t *l, uint32_t ms)
+{
+    struct timespec dl = deadline_in(ms);
     int rc = 0;
     pthread_mutex_lock(&l->mu);
     while (l->left > 0 && rc != ETIMEDOUT)
@@ -49,11 +56,7 @@ int latch_wait_ms(latch_t *l, uint32_t ms)
 
 int latch_wait_below(latch_t *l, int left, uint32_t ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)ms * 1000000ull;
-    dl.tv_sec += (time_t)(ns / 1000000000ull);
-    dl.tv_nsec = (long)(ns % 1000000000ull);
+    struct timespec dl = deadline_in(ms);
     int rc = 0;
     pthread_mutex_lock(&l->mu);
     l->watch = left;

@@ -452,6 +452,30 @@ int proto_cancel_in_flight(proto_cancel_t *t)
     return r;
 }
 
+/*
+ * Submit c; with a token t (may be NULL), under its lock (then the net's, as proto_cancel
+ * takes them): a cancel either comes first (nothing is sent: ERR_CANCELED) or finds the call
+ * queued for the loop, which handles submits before cancels. own: the call holds the token
+ * until it ends (call_complete lets go of it; an asynchronous call), else its caller does.
+ */
+static int submit_with(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t, int own)
+{
+    if (!t) return call_submit(p, c);
+    int rc = ERR_CANCELED;
+    pthread_mutex_lock(&t->mu);
+    if (!t->canceled) {
+        t->peer = p;
+        t->id = c->id;
+        if (own) c->tok = t;
+        if ((rc = call_submit(p, c)) != 0) {
+            t->peer = NULL;
+            c->tok = NULL;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
 /* A call run and waited for; with a token t (may be NULL), one that can be given up on. */
 static int call_wait(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
 {
@@ -462,22 +486,7 @@ static int call_wait(proto_peer_t *p, proto_call_t *c, proto_cancel_t *t)
     pthread_cond_init(&w.cv, NULL);
     c->wait = &w;
     c->tok = NULL;
-    if (!t) {
-        rc = call_submit(p, c);
-    } else {
-        /* Submitted under the token's lock (then the net's, as proto_cancel takes them): a
-         * cancel either comes first (nothing is sent) or finds the call queued for the loop,
-         * which handles submits before cancels. */
-        pthread_mutex_lock(&t->mu);
-        if (t->canceled) {
-            rc = ERR_CANCELED;
-        } else {
-            t->peer = p;
-            t->id = c->id;
-            rc = call_submit(p, c);
-        }
-        pthread_mutex_unlock(&t->mu);
-    }
+    rc = submit_with(p, c, t, 0);
     if (rc == 0) {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
@@ -515,24 +524,7 @@ void proto_call_async_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_
     c->wait = NULL;
     c->tok = NULL;
     int rc = call_prepare(p, c);
-    if (rc == 0 && t) {
-        /* As call_wait: under the token's lock, a cancel comes first or finds the call. */
-        pthread_mutex_lock(&t->mu);
-        if (t->canceled) {
-            rc = ERR_CANCELED;
-        } else {
-            t->peer = p;
-            t->id = c->id;
-            c->tok = t;
-            if ((rc = call_submit(p, c)) != 0) {
-                t->peer = NULL;
-                c->tok = NULL;
-            }
-        }
-        pthread_mutex_unlock(&t->mu);
-    } else if (rc == 0) {
-        rc = call_submit(p, c);
-    }
+    if (rc == 0) rc = submit_with(p, c, t, 1);
     if (rc) {
         c->rc = rc;
         c->done(c, rc);

@@ -342,3 +342,18 @@ def run_under_newest_botocore(module, deselect=None):
     out = subprocess.run([py, "-c", code, os.path.join(here, module)], env=env, cwd=here,
                          capture_output=True, timeout=900)
     assert out.returncode == 0, out.stdout.decode()[-4000:] + out.stderr.decode()[-2000:]
+
+
+def three_nodes(datadir, extra=()):
+    """Three nodes of 2 drives, one 4+2 set across them (write_map), started together."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    return start_all([Node(datadir, n, path, extra=extra) for n in ("n1", "n2", "n3")])
+
+
+@pytest.fixture
+def cluster(datadir):
+    """Three nodes with the default write quorum (k+1: five stores of six)."""
+    nodes = three_nodes(datadir)
+    yield nodes
+    for n in nodes:
+        n.stop()

@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import (AK, AK2, CLUSTER_SECRET, SK, SK2, STARTED, WARMLAKED, Node,
-                      free_ports, s3_client, signed_request, start_all, write_map)
+                      free_ports, s3_client, signed_request, start_all, three_nodes, write_map)
 
 SECRET = CLUSTER_SECRET
 
@@ -36,19 +36,6 @@ def wait_listening(addr, timeout=60):
                 raise
             time.sleep(0.05)
 
-
-def three_nodes(datadir, extra=()):
-    path, _ = write_map(datadir, ["n1", "n2", "n3"])
-    return start_all([Node(datadir, n, path, extra=extra) for n in ("n1", "n2", "n3")])
-
-
-@pytest.fixture
-def cluster(datadir):
-    """Three nodes with the default write quorum (k+1: five stores of six)."""
-    nodes = three_nodes(datadir)
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 @pytest.fixture

@@ -7,21 +7,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import signed_request
-from test_cluster import body, md5, race, three_nodes
+from test_cluster import body, md5, race
 
 ROUNDS = int(os.environ.get("WL_RACE_ROUNDS", "40"))
 pytestmark = pytest.mark.skipif(not os.environ.get("WL_RACE_PROBE"),
                                 reason="a probe (minutes): WL_RACE_PROBE=1 runs it")
 SLOW = ("SlowDown", "ServiceUnavailable", "InternalError")
-
-
-@pytest.fixture
-def cluster(datadir):
-    """Three nodes, 4+2, the default write quorum (test_cluster.py's cluster)."""
-    nodes = three_nodes(datadir)
-    yield nodes
-    for n in nodes:
-        n.stop()
 
 
 def ok(o):
