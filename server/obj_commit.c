@@ -309,16 +309,18 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
     return rc;
 }
 
+/* Asked by a request (a bucket's record, checked after each commit in it): a reader, hedged
+ * as a head lookup is, the verdict resting on k answers at least. */
+static int standing_head(obj_set_t *set, const char *bucket, const char *key, obj_info_t *info)
+{
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    uint32_t gave = 0;
+    return current_for_commit(set, bucket, key, info, &anywhere, 0, &gave, set->m);
+}
+
 int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
-    s = obj__route(s, bucket, key);
-    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    /* Asked by a request (a bucket's record, checked after each commit in it): a reader,
-     * hedged as a head lookup is, the verdict resting on k answers at least. */
-    uint32_t gave = 0;
-    int rc = current_for_commit(s, bucket, key, info, &anywhere, 0, &gave, s->m);
-    if (rc == 0 && info->deleted) return ERR_NOT_FOUND;
-    return rc;
+    return obj__stat_routed(s, bucket, key, info, standing_head);
 }
 
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,

@@ -368,20 +368,32 @@ int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info
     return obj__newest_at(s, bucket, key, "", best);
 }
 
-int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+void (*obj__routed_hook)(void *arg, const char *key);
+void *obj__routed_hook_arg;
+
+static int current_only(obj_set_t *set, const char *bucket, const char *key, obj_info_t *info,
+                        obj_head_read_fn read)
+{
+    int rc = read(set, bucket, key, info);
+    return rc == 0 && info->deleted ? ERR_NOT_FOUND : rc;
+}
+
+int obj__stat_routed(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                     obj_head_read_fn read)
 {
     obj_set_t *set = obj__route(s, bucket, key);
-    int rc = obj__newest_head(set, bucket, key, info);
-    if (rc == 0 && info->deleted) rc = ERR_NOT_FOUND;
+    if (obj__routed_hook) obj__routed_hook(obj__routed_hook_arg, key);
+    int rc = current_only(set, bucket, key, info, read);
     if (rc == ERR_NOT_FOUND && obj_set_pools(s) > 1) {
-        /* Routed just before its key moved off a draining pool (obj_move.c): where it is. */
         obj_set_t *now = obj__route(s, bucket, key);
-        if (now != set) {
-            rc = obj__newest_head(now, bucket, key, info);
-            if (rc == 0 && info->deleted) rc = ERR_NOT_FOUND;
-        }
+        if (now != set) rc = current_only(now, bucket, key, info, read);
     }
     return rc;
+}
+
+int obj_stat(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
+{
+    return obj__stat_routed(s, bucket, key, info, obj__newest_head);
 }
 
 /* All at once: one durable write's time, not n. */

@@ -156,6 +156,10 @@ extern void *obj__located_hook_arg;
  * its removal round, as another node's commit may land there. */
 extern void (*obj__delete_read_hook)(void *arg, const char *key);
 extern void *obj__delete_read_hook_arg;
+/* Tests: called by a key's head read (obj__stat_routed) between its routing and its read, as
+ * a move's switch may land there. */
+extern void (*obj__routed_hook)(void *arg, const char *key);
+extern void *obj__routed_hook_arg;
 
 /* ---- obj_multi.c ---- */
 
@@ -317,6 +321,16 @@ pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload);
  * say absent, ERR_UNRECOVERABLE when failing stores leave it open.
  */
 int obj__newest_head(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best);
+/*
+ * A key's current version as read(set, ...) finds it on the key's set
+ * (ERR_NOT_FOUND for a delete marker or tombstone). Routed just before the
+ * key moved off a draining pool (obj_move.c: the switch leaves a tombstone
+ * in the source), the read is made again where the key is now.
+ */
+typedef int (*obj_head_read_fn)(obj_set_t *set, const char *bucket, const char *key,
+                                obj_info_t *info);
+int obj__stat_routed(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info,
+                     obj_head_read_fn read);
 /*
  * obj__newest_head, and the bytes of an inline object with it when the
  * first store asked holds them (its record read whole into buf, cap bytes:

@@ -1049,6 +1049,55 @@ static void test_drain(void **state)
     free(after.v);
 }
 
+/* obj__routed_hook: the key moves off pool 0 (its switch lands) once a read has been
+ * routed to it, and not again. */
+typedef struct {
+    env_t *e;
+    int moves;
+} move_after_route_t;
+
+static void move_after_route(void *arg, const char *key)
+{
+    move_after_route_t *m = arg;
+    if (m->moves++) return;
+    obj__routed_hook = NULL; /* (the move reads heads too) */
+    obj_move_report_t rep = {0};
+    assert_int_equal(obj_move_key(m->e->multi, 0, "bkt", key, &rep), 0);
+}
+
+/*
+ * A head read routed to a draining pool just before its key's switch lands
+ * there reads the key where it went: the current version, not the move's
+ * tombstone (which made PUTs into a bucket whose record was moving fail
+ * NoSuchBucket, the record's standing read finding "nothing"). Both reads:
+ * obj_stat's newest head and obj_stat_standing's head that stands.
+ */
+static void test_read_routed_before_switch(void **state)
+{
+    env_t *e = *state;
+    obj_info_t want[2], got;
+    put_v(e->multi, "rec-a", 300, 51, OBJ_UNVERSIONED, &want[0]);
+    put_v(e->multi, "rec-b", 300, 52, OBJ_UNVERSIONED, &want[1]);
+    add_pool(e, 1);
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
+    for (int standing = 0; standing < 2; standing++) {
+        const char *key = standing ? "rec-b" : "rec-a";
+        assert_int_equal(obj_set_pool_of(e->multi, "bkt", key), 0);
+        move_after_route_t m = {e, 0};
+        obj__routed_hook = move_after_route;
+        obj__routed_hook_arg = &m;
+        int rc = standing ? obj_stat_standing(e->multi, "bkt", key, &got)
+                          : obj_stat(e->multi, "bkt", key, &got);
+        obj__routed_hook = NULL;
+        assert_int_equal(m.moves, 1);
+        assert_int_equal(rc, 0);
+        assert_int_equal(obj_set_pool_of(e->multi, "bkt", key), 1);
+        assert_string_equal(got.etag, want[standing].etag);
+        assert_int_equal(got.stamp_ns, want[standing].stamp_ns);
+        check(e->multi, key, 300, 51 + (uint32_t)standing);
+    }
+}
+
 static void test_refuses_mixed_sets(void **state)
 {
     (void)state;
@@ -1091,6 +1140,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_routed_before_switch, setup, teardown),
         cmocka_unit_test(test_refuses_mixed_sets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
