@@ -741,6 +741,8 @@ void s3_delete_objects(ctx_t *x)
         const char *vid = dc->version_id[0] ? dc->version_id : NULL;
         obj_info_t gone;
         if (!rc) rc = s3_delete_one(x, keys[i], vid, conditional ? &c : NULL, &gone);
+        /* As DeleteObject: a condition on a key with no current version is NoSuchKey. */
+        int no_current = rc == ERR_NOT_FOUND && conditional && !vid;
         if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
         if (rc == 0 || rc == ERR_NOT_FOUND) {
             if (!quiet) {
@@ -770,6 +772,7 @@ void s3_delete_objects(ctx_t *x)
                 buf_printf(&b, "</VersionId>");
             }
             s3_err_t e = rc == ERR_INVAL                          ? S3E_INVALID_ARGUMENT
+                         : no_current                             ? S3E_NO_SUCH_KEY
                          : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
                          : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN
                          : rc == ERR_UNRECOVERABLE                ? S3E_SERVICE_UNAVAILABLE

@@ -181,7 +181,8 @@ int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *
 /*
  * DeleteObject, optionally conditional (If-Match, x-amz-if-match-last-
  * modified-time, x-amz-if-match-size: decided under the key's lock). A
- * missing key is 204, as S3; a condition on a missing key is 412. With
+ * missing key is 204, as S3; a condition on a key with no current version
+ * is 404 NoSuchKey (S3 evaluates conditions on the current version). With
  * versioning, a delete marker is made (or, with ?versionId, that version
  * goes for good).
  */
@@ -204,7 +205,15 @@ void s3_delete_object(ctx_t *x)
     int conditional = im || sz || lm;
     obj_info_t gone;
     int rc = s3_delete_one(x, x->key, x->vid, conditional ? &c : NULL, &gone);
-    if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
+    if (rc == ERR_NOT_FOUND && conditional) {
+        /* No current version (nothing, or a delete marker): 404 NoSuchKey, as S3 answers
+         * (measured); a condition on a version named by id that is not there: 412. */
+        if (!x->vid) {
+            s3_err(x, S3E_NO_SUCH_KEY);
+            return;
+        }
+        rc = ERR_PRECOND;
+    }
     if (rc && rc != ERR_NOT_FOUND) {
         s3_engine_error(x, rc);
         return;
