@@ -782,6 +782,7 @@ int main(int argc, char **argv)
         goto out;
     }
     s3.reap_grace_s = (long)conf.reap_grace_s;
+    s3.host_id = conf.node; /* (NULL alone: "warmlake") */
     s3.scrub_done = refill_done;
     s3.scrub_done_arg = &refill;
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);

@@ -10,6 +10,7 @@
 #include "server/s3_int.h"
 
 #include <ctype.h>
+#include <openssl/evp.h>
 
 #include "proto/net.h"
 
@@ -509,6 +510,21 @@ static int expected_owner_ok(ctx_t *x)
     return -1;
 }
 
+/*
+ * x-amz-id-2 on every response, as S3 sends it beside x-amz-request-id (an
+ * error's HostId is the same): the node's name and the request id, base64,
+ * so a client's report names the node and the log line both.
+ */
+static void set_host_id(ctx_t *x)
+{
+    char raw[97], line[sizeof(x->host_id) + 20];
+    snprintf(raw, sizeof(raw), "%.63s/%.32s", x->cfg->host_id ? x->cfg->host_id : "warmlake",
+             x->id);
+    EVP_EncodeBlock((unsigned char *)x->host_id, (const unsigned char *)raw, (int)strlen(raw));
+    snprintf(line, sizeof(line), "x-amz-id-2: %s\r\n", x->host_id);
+    http_add_headers(x->r, line);
+}
+
 void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
 {
     ctx_t x = {0};
@@ -517,6 +533,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     x.info = info;
     snprintf(x.id, sizeof(x.id), "%s", info->id);
     log_set_request(x.id);
+    set_host_id(&x);
     const char *t = info->target;
     const char *q = strchr(t, '?');
     x.query = q ? xstrdup(q + 1) : xstrdup("");

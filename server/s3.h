@@ -51,6 +51,9 @@ typedef struct {
     /* Runs batch GET entries' reads ahead of their sending (s3_batch.c); NULL: batch GET is
      * not served (405, as by a server without it). */
     struct pool *batch;
+    /* What names this node in every response's x-amz-id-2 and an error's HostId (with the
+     * request id: which node answered which request); NULL: "warmlake". */
+    const char *host_id;
 } s3_cfg_t;
 
 /*

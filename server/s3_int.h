@@ -82,9 +82,10 @@ typedef struct {
     http_req_t *r;
     const struct http_req_info *info;
     char id[33];
-    int anonymous;    /* no credentials: only public-read objects and buckets */
-    int public_view;  /* answered as anyone may see it (s3_anonymous_op): no tag counts */
-    int foreign_read; /* not the owner's: the version opened must itself grant READ */
+    char host_id[132]; /* base64 of "<cfg->host_id>/<id>" (x-amz-id-2, HostId) */
+    int anonymous;     /* no credentials: only public-read objects and buckets */
+    int public_view;   /* answered as anyone may see it (s3_anonymous_op): no tag counts */
+    int foreign_read;  /* not the owner's: the version opened must itself grant READ */
     /* The request's bucket record, read once (routing, access, CORS, listing owner all ask):
      * 0 not read yet, 1 read, -1 absent. Decisions under a bucket lock read it afresh. */
     int bucket_seen;

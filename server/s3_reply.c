@@ -42,7 +42,8 @@ void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
     buf_xml(&b, msg);
     buf_printf(&b, "</Message>%s<Resource>", extra ? extra : "");
     buf_xml(&b, x->info->target);
-    buf_printf(&b, "</Resource><RequestId>%s</RequestId></Error>", x->id);
+    buf_printf(&b, "</Resource><RequestId>%s</RequestId><HostId>%s</HostId></Error>", x->id,
+               x->host_id);
     if (strcmp(x->info->method, "HEAD") == 0) {
         snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
         (void)http_respond(x->r, ei->status, h, 0);

@@ -426,3 +426,23 @@ def test_website_redirect_location_is_kept(server):
     with pytest.raises(ClientError) as e:
         c.put_object(Bucket="wredir", Key="bad", Body=b"x", WebsiteRedirectLocation="ftp://x")
     assert e.value.response["Error"]["Code"] == "InvalidArgument"
+
+
+def test_request_and_host_ids(server):
+    """Every response carries x-amz-request-id and x-amz-id-2, as S3's do; an error's body
+    names both (RequestId, HostId), and botocore hands them to the caller."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ids")
+    meta = c.put_object(Bucket="ids", Key="k", Body=b"x")["ResponseMetadata"]
+    assert meta["RequestId"] and meta["HostId"]
+    assert base64.b64decode(meta["HostId"]).decode().endswith("/" + meta["RequestId"])
+    st, body, hdrs = signed_request(server.port, "GET", "/ids/missing")
+    assert st == 404
+    hdrs = {k.lower(): v for k, v in hdrs.items()}
+    root = ET.fromstring(body)
+    assert root.findtext("Code") == "NoSuchKey"
+    assert root.findtext("RequestId") == hdrs["x-amz-request-id"]
+    assert root.findtext("HostId") == hdrs["x-amz-id-2"]
+    with pytest.raises(ClientError) as e:
+        c.head_object(Bucket="ids", Key="missing")
+    assert e.value.response["ResponseMetadata"]["HostId"]
