@@ -52,7 +52,7 @@ typedef struct {
                          in blocks */
     uint32_t inl_crc; /* inline: crc32c of the bytes */
     int sparse;       /* inline: heads only on the stores of inl (none elsewhere at this
-                         position); 0: a head on every store (obj_head.c) */
+                         position); 0: a head on every store (obj_head_write.c) */
     int nparts;
     char vid[20];      /* the S3 version id, OBJ_VID_LEN hex digits; "" is the null version */
     uint64_t stamp_ns; /* when this head was written: of two heads, the later wins
@@ -73,7 +73,7 @@ static inline uint64_t obj_umeta_ns(const obj_info_t *o)
 /*
  * A bucket's versioning (S3: never enabled, Enabled, Suspended). Versions
  * are kept while Enabled; a write while Suspended (or never enabled)
- * replaces the null version. See obj_head.c for the layout.
+ * replaces the null version. See obj_version.c for the layout.
  */
 typedef enum { OBJ_UNVERSIONED = 0, OBJ_VERSIONED, OBJ_SUSPENDED } obj_versioning_t;
 

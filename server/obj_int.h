@@ -5,8 +5,13 @@
  *   obj_set.c   the set: lifecycle, counters, the job pool that runs shard
  *               I/O in parallel (stripe writes, heads, decoder fetches)
  *   obj_meta.c  the head metadata codec (the format is laid out there)
- *   obj_head.c  heads: the newest one, writing them, key and upload locks,
- *               pins and deferred drops, delete
+ *   obj_head.c  reading heads: the newest one, the one that stands, routed
+ *               to the key's pool; key and upload locks; inline copies' bytes
+ *   obj_head_write.c  a round of heads on the stores (conditioned, hedged);
+ *               which stores hold an inline object's copies
+ *   obj_pin.c   dropping replaced versions' blocks, at once or after their
+ *               last reader (pins)
+ *   obj_delete.c  unversioned deletes (conditioned removal, tombstones, undo)
  *   obj_rewrite.c  in-place metadata rewrite of a version, and putting a
  *               version back where a refused head write landed
  *   obj_commit.c  the commit of a version's heads (the stores decide between
@@ -84,7 +89,7 @@ struct obj_set {
     pthread_mutex_t key_locks[KEY_LOCKS];
     pthread_mutex_t mpu_locks[KEY_LOCKS];
     pthread_mutex_t pin_mu;
-    struct pin *pins;     /* versions being read (obj_head.c) */
+    struct pin *pins;     /* versions being read (obj_pin.c) */
     uint64_t drop_epoch;  /* versions dropped at once (unpinned); under pin_mu */
     bufpool_t *bufs;      /* stripe-sized buffers of PUTs and GETs */
     struct heal_q *healq; /* the heal queue and its thread (obj_heal.c); NULL: not started */
@@ -305,7 +310,7 @@ uint32_t obj__slow(const obj_set_t *s);
 /* Whether the codec knows tag (an unknown one is skipped on decode): for the fuzzer. */
 int obj__meta_tag_known(unsigned tag);
 
-/* ---- obj_head.c ---- */
+/* ---- obj_head.c, obj_head_write.c, obj_pin.c, obj_delete.c ---- */
 
 /* A fresh random upload id (32 hex digits). 0 or ERR_IO. */
 int obj__new_upload_id(char out[33]) __attribute__((warn_unused_result));
@@ -579,7 +584,7 @@ uint64_t obj__now_after(const obj_info_t *cur);
  */
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
 /*
- * An unversioned delete's round (obj_head.c delete_if) that stores refused:
+ * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
  * they hold a head newer than *bound (the version the delete read), another
  * writer's after the read. Reads every store's head: 1 when a version newer
  * than *bound stands (the delete linearizes before it: done), 0 to go round

@@ -3,7 +3,7 @@
  * object layer; map in obj_int.h), from the stores' ordered indexes alone.
  *
  * Which stores. A committed version has heads on at least k of the k+m
- * stores, or (a sparse inline object, obj_head.c) on its m+1 copies only,
+ * stores, or (a sparse inline object, obj_head_write.c) on its m+1 copies only,
  * so any k stores hold at least one head of every committed version (k +
  * m+1 > k+m; and of every delete marker or tombstone that covers one). A
  * listing walks the indexes of k stores side by side and merges them:

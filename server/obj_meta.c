@@ -84,7 +84,7 @@ enum {
      * whose crc32c is u32 LE crc; there are no blocks. */
     T_INLINE = 12,
     /* rank 5, len 0, version 2 only, after T_INLINE: the version has heads only on
-     * the stores of T_INLINE's mask (obj_head.c, sparse heads). A hint for writers
+     * the stores of T_INLINE's mask (obj_head_write.c, sparse heads). A hint for writers
      * (where a rewrite goes); a reader that skips it finds the same object. */
     T_SPARSE = 13,
     /* rank 2, len 16, version 3 only: the upload id, when it is 32 lowercase hex

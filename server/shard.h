@@ -49,7 +49,7 @@ struct proto_cancel; /* proto/net.h: shard_hedge_token */
  *                    lands where an unversioned DELETE (which leaves nothing)
  *                    emptied the store meanwhile
  * A delete under SHARD_IF_AT_MOST is what an unversioned DELETE removes the
- * version it read with (obj_head.c delete_if): never a commit that landed
+ * version it read with (obj_delete.c delete_if): never a commit that landed
  * after its read, nor the copies of a small one (its heads are its bytes).
  * In every mode, a head that is no tombstone never replaces the tombstone of
  * its own version (same upload id): "the head of version X" (SHARD_IF_UPLOAD,

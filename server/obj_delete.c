@@ -1,0 +1,246 @@
+/*
+ * obj_delete.c: unversioned deletes (room of the object layer; map in
+ * obj_int.h): a key's heads removed from every store under the condition
+ * of the version read, tombstones where a store could not remove, undone
+ * where the delete could not stand (delete markers and deletes by version
+ * id: obj_version.c).
+ */
+#include "server/obj_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int obj_delete(obj_set_t *s, const char *bucket, const char *key)
+{
+    return obj_delete_if(s, bucket, key, NULL);
+}
+
+void (*obj__delete_read_hook)(void *arg, const char *key);
+void *obj__delete_read_hook_arg;
+
+int obj__del_head(obj_set_t *s, int i, const drive_id_t *id, const shard_cond_t *cond)
+{
+    const shard_store_t *st = &s->st[i];
+    /* A store that cannot judge the condition fails the delete: never an unconditional one. */
+    return st->ops->del_head ? st->ops->del_head(st->ctx, id, cond) : ERR_INVAL;
+}
+
+int obj__undo_del(obj_set_t *s, int i, const drive_id_t *id, const obj_info_t *v)
+{
+    /*
+     * Only that very head (its upload id and stamp): read as the undoer's just before, it
+     * may be covered since by a writer that took it for standing (failing stores count for
+     * a version), and that writer's head must stay.
+     */
+    shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = v->stamp_ns};
+    memcpy(that.upload, v->upload_id, sizeof(that.upload));
+    int rc = obj__del_head(s, i, id, &that);
+    /* A node of an older build reads no condition in a delete and answers ERR_CORRUPT: the
+     * plain delete it knows, right after the read, as before conditional deletes. */
+    if (rc == ERR_CORRUPT || rc == ERR_INVAL) rc = s->st[i].ops->del(s->st[i].ctx, id);
+    return rc;
+}
+
+/* One store's conditional delete of a key's current head, as a pool job. */
+typedef struct {
+    pool_job_t base;
+    obj_set_t *s;
+    drive_id_t id;
+    const shard_cond_t *cond;
+    int rc;
+} del_job_t;
+
+static void run_del(pool_job_t *j)
+{
+    del_job_t *d = (del_job_t *)j;
+    d->rc = obj__del_head(d->s, (int)d->id.shard, &d->id, d->cond);
+    if (d->rc == ERR_NOT_FOUND) d->rc = 0; /* nothing there (a sparse object's other stores) */
+}
+
+/*
+ * An unversioned delete removes the key's head records from every store, in
+ * one parallel round: nothing stays behind in the index for listings to
+ * walk past (a delete-heavy bucket does not grow its index). A store that
+ * fails keeps the old head; then the stores that did delete get a
+ * tombstone head, newer than it, and at least k of them must take it (as
+ * any head) for the delete to stand.
+ *
+ * Every removal and every tombstone is conditioned on the version the
+ * delete read (SHARD_IF_AT_MOST: that version, anything older, nothing, or
+ * any head of that version: a rewrite of its metadata, the tombstone): a
+ * store that took a commit through another node after the read keeps it. A refusal means another
+ * writer came after the read; the delete linearizes before it, and waits for it to settle
+ * (obj__delete_settle): once a version newer than the one read stands, the
+ * delete is done (204: that version replaced the one it deleted). A writer
+ * that is undone instead puts back, where it landed, the version it covered,
+ * which may be the one deleted here: the round goes again and removes it.
+ * So a version this delete answered 204 for never comes back from a
+ * refusing store. A head in the way for longer than any commit takes is a
+ * crash's leftover, never acknowledged: removed with the rest. Writers still
+ * in flight after the commit's tries: 503 SlowDown, the version read kept
+ * (its blocks stay: the outcome is open).
+ */
+static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c);
+
+int obj_delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
+{
+    obj_set_t *top = s;
+    s = obj__route(s, bucket, key);
+    int rc = delete_if(s, bucket, key, c);
+    if (rc == ERR_NOT_FOUND && obj_set_pools(top) > 1) {
+        /* Routed before its key moved off a draining pool, found here after (obj_move.c):
+         * where the key is now. */
+        obj_set_t *now = obj__route(top, bucket, key);
+        if (now != s) rc = delete_if(s = now, bucket, key, c);
+    }
+    if (rc || obj_set_pools(top) < 2) return rc;
+    /*
+     * A key that two pools hold (writes racing over a weight change): the
+     * older pool's copy would be current again once the newest is gone.
+     * Deleted too.
+     */
+    obj_info_t *h = xmalloc(sizeof(*h));
+    for (int p = 0; p < obj_set_pools(top) && !rc; p++) {
+        obj_set_t *other = top->sub[obj__in_pool(top, p, bucket, key)];
+        if (other != s && obj__newest_head(other, bucket, key, h) == 0 && !h->deleted) {
+            rc = delete_if(other, bucket, key, NULL);
+            if (rc == ERR_NOT_FOUND) rc = 0;
+        }
+    }
+    free(h);
+    return rc;
+}
+
+/* Best effort: marker's tombstone heads, wherever they still are. */
+static void tombstones_go(obj_set_t *s, const char *bucket, const char *key,
+                          const obj_info_t *marker)
+{
+    shard_cond_t mine = {.mode = SHARD_IF_UPLOAD, .stamp = marker->stamp_ns};
+    memcpy(mine.upload, marker->upload_id, sizeof(mine.upload));
+    del_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    uint32_t away = obj__unhealthy(s);
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        if ((away >> i) & 1) continue;
+        jobs[n] = (del_job_t){
+            .base = {.run = run_del}, .s = s, .id = {bucket, key, "", (uint32_t)i}, .cond = &mine};
+        q[n] = &jobs[n].base;
+        n++;
+    }
+    obj__run_all(s, q, n);
+    for (int i = 0; i < n; i++)
+        if (jobs[i].rc && jobs[i].rc != ERR_PRECOND)
+            log_warn("event=delete_tombstone_left shard=%u key=%s err=%s", jobs[i].id.shard, key,
+                     err_name(jobs[i].rc));
+}
+
+static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
+{
+    obj_info_t old, marker;
+    del_job_t jobs[OBJ_MAX_SHARDS];
+    pool_job_t *q[OBJ_MAX_SHARDS];
+    uint32_t failed = 0, uncond = 0, targets = 0;
+    int written = 0, first_err = 0, tombed = 0;
+    int rc;
+    obj_info_clear(&marker);
+    marker.deleted = 1;
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    if ((rc = obj_stat(s, bucket, key, &old)) != 0 || (rc = obj_cond_check(c, &old)) != 0) {
+        pthread_mutex_unlock(lk);
+        return rc;
+    }
+    if (obj__delete_read_hook) obj__delete_read_hook(obj__delete_read_hook_arg, key);
+    /*
+     * The version read, anything older, nothing, or any head of that version (`self`): a
+     * metadata rewrite of it (tags, ACL through another node) is newer by its stamp but is
+     * still the version deleted here, and goes (before: the DELETE took it for a newer
+     * version and stood back, the object kept with its tags after a 204). The tombstone is
+     * that version's retirement, with its upload id: `self` too, and no head of the version
+     * (a rewrite, an undo putting it back) is put over it at a store (shard.c cond_holds).
+     */
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = old.stamp_ns};
+    memcpy(bound.upload, old.upload_id, sizeof(bound.upload));
+    memcpy(bound.self, old.upload_id, sizeof(bound.self));
+    memcpy(marker.upload_id, old.upload_id, sizeof(marker.upload_id));
+    /* One stamp for every round: a tombstone written again is the same one. */
+    marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
+    /* A sparse version has heads on its copies alone (and no other store a live one). */
+    for (int i = 0; i < s->n; i++)
+        if (!old.sparse || ((old.inl >> i) & 1)) targets |= 1u << i;
+    for (int attempt = 0;; attempt++) {
+        /* A store not up is not asked (it would hold the delete for its deadline): it keeps
+         * the old head, as one that fails, and the tombstone covers it. */
+        uint32_t away = obj__unhealthy(s);
+        int n = 0, refused = 0;
+        failed = uncond = 0;
+        for (int i = 0; i < s->n; i++) {
+            if (!((targets >> i) & 1)) continue;
+            if ((away >> i) & 1) {
+                failed |= 1u << i;
+                continue;
+            }
+            jobs[n] = (del_job_t){.base = {.run = run_del},
+                                  .s = s,
+                                  .id = {bucket, key, "", (uint32_t)i},
+                                  .cond = &bound};
+            q[n] = &jobs[n].base;
+            n++;
+        }
+        obj__run_all(s, q, n);
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].rc == ERR_PRECOND) {
+                refused++; /* holds a newer head: another writer's, after the read */
+                targets |= 1u << jobs[i].id.shard;
+            } else if (jobs[i].rc == ERR_CORRUPT || jobs[i].rc == ERR_INVAL) {
+                /* Cannot judge the condition (a node of an older build: a DEL with bytes after
+                 * the id is corrupt to it). It keeps the old head and takes the tombstone, a
+                 * conditional put it knows, as the stores did before deletes left nothing. */
+                uncond |= 1u << jobs[i].id.shard;
+            } else if (jobs[i].rc) {
+                failed |= 1u << jobs[i].id.shard;
+                log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
+                         err_name(jobs[i].rc));
+            }
+        }
+        written = 0;
+        if (failed | uncond) {
+            /* Under the same condition: never over a newer head (a racing commit's). */
+            int tref = 0;
+            written = obj__write_at_cond(s, bucket, key, "", &marker, NULL, failed, &bound, &tref,
+                                         &first_err);
+            refused += tref;
+            tombed |= written > 0;
+        }
+        if (!refused) break;
+        int settled = obj__delete_settle(s, bucket, key, &bound, attempt);
+        if (settled < 0) {
+            pthread_mutex_unlock(lk);
+            log_warn("event=delete_in_doubt key=%s: writers through other nodes stay in flight",
+                     key);
+            return settled;
+        }
+        if (settled) {
+            /* A newer version stands: this delete came before it, which replaced (and drops)
+             * the version deleted here. A tombstone of this delete's, newer by its stamp than
+             * that version where it landed first, would hide it from readers there: it goes
+             * (that very one only). */
+            if (tombed) tombstones_go(s, bucket, key, &marker);
+            failed = uncond = 0;
+            break;
+        }
+        /* The tombstone went to every store that did not fail: the next round removes it
+         * there too (it is this delete's own: `self`), or writes it again where stores
+         * still fail. */
+        if (failed | uncond) targets |= s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    }
+    pthread_mutex_unlock(lk);
+    if ((failed | uncond) && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    obj__drop_version(s, bucket, key, &old);
+    return 0;
+}
