@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define HTTP_HIGH_WATER  (1u << 20)
-#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_HEADERS 256 /* field lines; the head's byte bound (max_header) comes first */
 
 typedef struct http_server http_server_t;
 typedef struct http_req http_req_t;

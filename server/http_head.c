@@ -88,23 +88,63 @@ int http_head_value_done(http_head_t *h)
     return add(h, "", 1);
 }
 
+/* Field lines of one name that stay apart: framing is llhttp's (it refuses a second
+ * Content-Length or Transfer-Encoding it would have to choose between), and a second Host
+ * is a bad request (RFC 9112 3.2), refused by whoever serves it. */
+static int kept_apart(const char *name)
+{
+    return strcasecmp(name, "host") == 0 || strcasecmp(name, "content-length") == 0 ||
+           strcasecmp(name, "transfer-encoding") == 0;
+}
+
 void http_head_view(const http_head_t *h, http_head_view_t *v)
 {
-    v->copy = xmalloc(h->len + 1);
-    if (h->len) memcpy(v->copy, h->buf, h->len);
-    v->copy[h->len] = 0;
-    v->target = v->copy + h->url_off;
-    v->nheaders = h->n;
+    /*
+     * Field lines of one name are one field whose value is theirs joined by
+     * commas, in order (RFC 9110 5.3): so each handler sees what a client
+     * signed (SigV4 joins them so) and what S3 takes (x-amz-meta-* values
+     * joined). Taking the first or the last of them had a header checked
+     * or applied other than the one signed. The copy never outgrows the
+     * head: a merged line gives up its name and NUL for one comma (and a
+     * name cut short gets its two NULs here).
+     */
+    v->copy = xmalloc(h->len + 2 * (size_t)h->n + 2);
+    size_t o;
+    const char *url = h->buf ? h->buf + h->url_off : "";
+    size_t ul = strlen(url);
+    memcpy(v->copy, url, ul + 1);
+    v->target = v->copy;
+    o = ul + 1;
+    v->nheaders = 0;
     v->content_length = -1;
     v->expect_continue = 0;
+    uint8_t merged[HTTP_MAX_HEADERS] = {0};
     for (int i = 0; i < h->n; i++) {
-        v->headers[i].name = v->copy + h->name_off[i];
+        if (merged[i]) continue;
+        const char *name = h->buf + h->name_off[i];
         /* A name without a value (cut by the parser's own checks) reads as empty. */
-        v->headers[i].value = h->value_off[i] ? v->copy + h->value_off[i] : "";
-        if (strcasecmp(v->headers[i].name, "content-length") == 0)
-            v->content_length = strtoll(v->headers[i].value, NULL, 10);
-        if (strcasecmp(v->headers[i].name, "expect") == 0 &&
-            strcasecmp(v->headers[i].value, "100-continue") == 0)
+        const char *val = h->value_off[i] ? h->buf + h->value_off[i] : "";
+        http_header_t *out = &v->headers[v->nheaders++];
+        size_t nl = strlen(name), vl = strlen(val);
+        out->name = v->copy + o;
+        memcpy(v->copy + o, name, nl + 1);
+        o += nl + 1;
+        out->value = v->copy + o;
+        memcpy(v->copy + o, val, vl);
+        o += vl;
+        for (int j = i + 1; j < h->n && !kept_apart(name); j++) {
+            if (merged[j] || strcasecmp(name, h->buf + h->name_off[j]) != 0) continue;
+            merged[j] = 1;
+            const char *more = h->value_off[j] ? h->buf + h->value_off[j] : "";
+            size_t ml = strlen(more);
+            v->copy[o++] = ',';
+            memcpy(v->copy + o, more, ml);
+            o += ml;
+        }
+        v->copy[o++] = 0;
+        if (strcasecmp(out->name, "content-length") == 0)
+            v->content_length = strtoll(out->value, NULL, 10);
+        if (strcasecmp(out->name, "expect") == 0 && strcasecmp(out->value, "100-continue") == 0)
             v->expect_continue = 1;
     }
 }

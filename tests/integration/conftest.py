@@ -112,17 +112,23 @@ def datadir():
 def free_ports(n):
     """n free loopback ports (bound together, so distinct; then released), for maps that must
     name them before the nodes start. Drawn below the kernel's ephemeral range (where bind to
-    port 0 and outgoing connections take theirs), from the slice WL_PORT_SLICE (0 or 1) names:
-    two pytest processes at once (tests/run.sh) never hand out the same port while one of
-    them is between choosing it and its node binding it."""
+    port 0 and outgoing connections take theirs), from the slice WL_PORT_SLICE (0 or 1) names,
+    or the pytest-xdist worker's own: two pytest processes at once never hand out the same
+    port while one of them is between choosing it and its node binding it."""
     import random
     import socket
-    piece = int(os.environ.get("WL_PORT_SLICE", "0"))
-    lo = 10000 + 11000 * piece
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        pieces = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+        piece = int(worker[2:]) % pieces
+    else:
+        pieces, piece = 2, int(os.environ.get("WL_PORT_SLICE", "0"))
+    width = 22000 // pieces
+    lo = 10000 + width * piece
     socks, ports = [], []
     try:
         while len(ports) < n:
-            port = random.randrange(lo, lo + 11000)
+            port = random.randrange(lo, lo + width)
             s = socket.socket()
             try:
                 s.bind(("127.0.0.1", port))

@@ -446,3 +446,64 @@ def test_request_and_host_ids(server):
     with pytest.raises(ClientError) as e:
         c.head_object(Bucket="ids", Key="missing")
     assert e.value.response["ResponseMetadata"]["HostId"]
+
+
+def put_with_lines(server, path, lines, body=b"x"):
+    """A PUT whose header lines are lines as given (repeats kept), signed as SigV4 signs
+    repeats (one canonical line, values joined by commas): (status, body)."""
+    import datetime
+    import hmac
+    import socket
+    amz = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    ph = hashlib.sha256(body).hexdigest()
+    base = [("host", "127.0.0.1:%d" % server.port), ("x-amz-content-sha256", ph),
+            ("x-amz-date", amz)] + lines
+    names = sorted(set(k.lower() for k, _ in base))
+    canon = "".join("%s:%s\n" % (n, ",".join(" ".join(v.split()) for k, v in base
+                                             if k.lower() == n)) for n in names)
+    scope = "%s/us-east-1/s3/aws4_request" % amz[:8]
+    creq = "\n".join(["PUT", path, "", canon, ";".join(names), ph])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope, sha(creq.encode())])
+    k = ("AWS4" + SK).encode()
+    for part in (amz[:8], "us-east-1", "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    head = "".join("%s: %s\r\n" % kv for kv in base)
+    head += ("Authorization: AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s\r\n"
+             "Content-Length: %d\r\nConnection: close\r\n" % (AK, scope, ";".join(names), sig,
+                                                             len(body)))
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        s.sendall(("PUT %s HTTP/1.1\r\n" % path).encode() + head.encode() + b"\r\n" + body)
+        out = b""
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    finally:
+        s.close()
+    return int(out.split(b" ", 2)[1]), out.split(b"\r\n\r\n", 1)[1]
+
+
+def test_repeated_header_lines_are_one_field(server):
+    """Header lines of one name are one field, their values joined by commas (RFC 9110 5.3),
+    which is what SigV4 signs: metadata keeps every value (S3 joins them so), and a joined
+    value that is not well-formed is refused, never one line of it checked or applied while
+    the other is ignored (a right checksum then a wrong one was accepted; of two canned ACLs
+    the first was applied)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="dups")
+    st, _ = put_with_lines(server, "/dups/m", [("x-amz-meta-d", "1"), ("X-Amz-Meta-D", "2")])
+    assert st == 200
+    assert c.head_object(Bucket="dups", Key="m")["Metadata"] == {"d": "1,2"}
+    right = base64.b64encode(__import__("zlib").crc32(b"x").to_bytes(4, "big")).decode()
+    st, out = put_with_lines(server, "/dups/ck", [("x-amz-checksum-crc32", right),
+                                                  ("x-amz-checksum-crc32", "AAAAAA==")])
+    assert st == 400, out
+    st, out = put_with_lines(server, "/dups/acl", [("x-amz-acl", "private"),
+                                                   ("x-amz-acl", "public-read")])
+    assert st == 400, out
+    for key in ("ck", "acl"):
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="dups", Key=key)

@@ -300,6 +300,30 @@ static void test_value_whitespace_trimmed(void **state)
     assert_string_equal(body + 4, "[]");
 }
 
+/* Field lines of one name are one field, their values joined by commas in order (RFC 9110
+ * 5.3), whatever the names' case; lines of other names in between stay where they are. */
+static void test_repeated_fields_joined(void **state)
+{
+    (void)state;
+    char buf[4096];
+    exchange("GET /echo HTTP/1.1\r\nHost: t\r\nX-Echo: a \r\nX-Other: o\r\nx-echo:  b\r\n"
+             "X-ECHO: c d\r\nConnection: close\r\n\r\n",
+             buf, sizeof(buf));
+    char *body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "[a,b,c d]");
+    /* More lines than the old bound of 100 (S3 takes them: metadata is bounded by bytes). */
+    char req[8192];
+    int n = snprintf(req, sizeof(req), "GET /echo HTTP/1.1\r\nHost: t\r\n");
+    for (int i = 0; i < 150; i++)
+        n += snprintf(req + n, sizeof(req) - (size_t)n, "X-M%d: %d\r\n", i, i);
+    snprintf(req + n, sizeof(req) - (size_t)n, "X-Echo: last\r\nConnection: close\r\n\r\n");
+    exchange(req, buf, sizeof(buf));
+    body = strstr(buf, "\r\n\r\n");
+    assert_non_null(body);
+    assert_string_equal(body + 4, "[last]");
+}
+
 static void test_reason_phrases(void **state)
 {
     (void)state;
@@ -329,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_reason_phrases),
         cmocka_unit_test(test_malformed_version),
         cmocka_unit_test(test_value_whitespace_trimmed),
+        cmocka_unit_test(test_repeated_fields_joined),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
