@@ -258,6 +258,7 @@ static int look(obj_set_t *s, const char *bucket, const char *key, const char *v
     if (vid || !s->inline_max) return stat_readable(s, bucket, key, vid, info);
     *ibuf = xmalloc(s->inline_max);
     int rc = obj__newest_inline(s, bucket, key, info, *ibuf, s->inline_max, have);
+    if (rc == ERR_NOT_FOUND) obj_info_clear(info); /* (not a delete marker: nothing) */
     if (rc != 0 || !info->deleted) return rc;
     /* What obj__locate makes of the newest head: a tombstone is no version at all, a delete
      * marker is "not found" with its head in *info. */

@@ -362,6 +362,9 @@ int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *v
                 char *pos)
 {
     obj_info_t cur;
+    /* Cleared, so "not found" never reads as a delete marker (out->marker) from whatever the
+     * caller's out held: GetObjectTagging of a missing version answered 405 or 404 by chance. */
+    obj_info_clear(out);
     int rc = obj__newest_head(s, bucket, key, &cur);
     if (rc && rc != ERR_NOT_FOUND) return rc;
     int has_cur = rc == 0 && (!cur.deleted || cur.marker);

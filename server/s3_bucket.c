@@ -562,6 +562,16 @@ static void delete_bucket(ctx_t *x)
     }
 }
 
+/* HeadBucket's 200: with x-amz-bucket-region, which S3 always sends and clients read to find
+ * a bucket's region. */
+void s3_head_bucket_ok(ctx_t *x)
+{
+    char h[192];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nx-amz-bucket-region: %.64s\r\n", x->id,
+             x->cfg->region ? x->cfg->region : "us-east-1");
+    (void)http_respond(x->r, 200, h, 0);
+}
+
 void s3_bucket_op(ctx_t *x)
 {
     const char *m = x->info->method;
@@ -608,7 +618,7 @@ void s3_bucket_op(ctx_t *x)
         } else
             s3_err(x, S3E_METHOD_NOT_ALLOWED);
     } else if (strcmp(m, "HEAD") == 0) {
-        (void)http_respond(x->r, 200, h, 0);
+        s3_head_bucket_ok(x);
     } else if (strcmp(m, "DELETE") == 0) {
         if (!s3_stray_subresource(x, NULL)) delete_bucket(x); /* DELETE ?acl is no DeleteBucket */
     } else if (strcmp(m, "POST") == 0) {

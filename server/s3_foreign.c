@@ -38,13 +38,6 @@ int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
     return granted(x, stored_acl, S3_PERM_READ);
 }
 
-static void respond_ok(ctx_t *x)
-{
-    char h[128];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
-    (void)http_respond(x->r, 200, h, 0);
-}
-
 /* A bucket-level request (HeadBucket, ListObjects, Get/PutBucketAcl). */
 static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
 {
@@ -57,7 +50,7 @@ static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
     else if (!acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ))
         s3_list_objects(x);
     else if (!acl && !strcmp(m, "HEAD") && granted(x, stored, S3_PERM_READ))
-        respond_ok(x);
+        s3_head_bucket_ok(x);
     else
         s3_err(x, S3E_ACCESS_DENIED);
 }

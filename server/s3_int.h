@@ -211,6 +211,8 @@ pthread_rwlock_t *s3_bucket_lock(const char *name);
 int s3_bucket_current(ctx_t *x, const char *name, const char *iname);
 /* The caller's bucket: 0 and iname filled (may be NULL); else the error was sent. */
 int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX]);
+/* HeadBucket's 200 (with x-amz-bucket-region). */
+void s3_head_bucket_ok(ctx_t *x);
 /*
  * Heal bucket name (its objects under iname): its record, then every
  * current object (obj_heal), a listing page at a time; pace (may be NULL)

@@ -72,8 +72,14 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         const char *dash = strncmp(range, "bytes=", 6) == 0 ? strchr(range + 6, '-') : NULL;
         if (dash && num_parse_u64n(range + 6, (size_t)(dash - range - 6), 0, UINT64_MAX, &a) == 0 &&
             num_parse_u64(dash + 1, 0, UINT64_MAX, &b) == 0 && a <= b && b >= si.size) {
-            obj_close(rd); /* well-formed, but not within the source */
-            s3_err(x, S3E_INVALID_RANGE);
+            /* Well-formed, but not within the source: 400 InvalidArgument with the source's
+             * size, as S3 answers (versitygw#610, s3fs#321 quote it), not GET's 416. */
+            obj_close(rd);
+            char msg[96];
+            snprintf(msg, sizeof(msg),
+                     "Range specified is not valid for source object of size: %llu",
+                     (unsigned long long)si.size);
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, msg);
             return;
         }
         if (!dash ||

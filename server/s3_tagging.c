@@ -70,6 +70,21 @@ const char *s3_tags_too_large(int rc, int max)
                                   : "Object tags cannot be greater than 10";
 }
 
+/*
+ * S3's tag alphabet: letters, numbers and spaces representable in UTF-8 and
+ * + - = . _ : / @ (its pattern: [\p{L}\p{Z}\p{N}_.:/=+\-@]*). ASCII is
+ * checked exactly; a character beyond ASCII is taken (telling its Unicode
+ * category would need the tables, and most such characters are letters).
+ */
+static int tag_chars_ok(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x80 && !(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+            !(*p >= '0' && *p <= '9') && !strchr(" +-=._:/@", *p))
+            return 0;
+    return 1;
+}
+
 /* Check S3's rules and write the canonical form into out; -1 with InvalidTag sent. */
 static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
 {
@@ -79,9 +94,9 @@ static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
         const char *k = t->keys[i], *v = t->values[i];
         if (!s3_xml_text_ok(k, strlen(k)) || !s3_xml_text_ok(v, strlen(v)))
             why = "Tags must be UTF-8 text.";
-        else if (!k[0] || chars(k) > 128)
+        else if (!k[0] || chars(k) > 128 || !tag_chars_ok(k))
             why = "The TagKey you have provided is invalid";
-        else if (chars(v) > 256)
+        else if (chars(v) > 256 || !tag_chars_ok(v))
             why = "The TagValue you have provided is invalid";
         else if (strncasecmp(k, "aws:", 4) == 0)
             why = "Your TagKey cannot be prefixed with aws:";
@@ -258,9 +273,14 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
 {
     const char *m = x->info->method;
     const char *name = bucket_level ? "tags" : TAG_META;
-    char h[128];
+    char h[192];
     int rc;
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    /* The version whose tags these are, when the request named it (S3 answers with it). */
+    if (!bucket_level && x->vid)
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nx-amz-version-id: %.40s\r\n", x->id,
+                 x->vid);
+    else
+        snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     if (strcmp(m, "GET") == 0) {
         obj_info_t info;
         rc = bucket_level ? (s3_bucket_exists(x, x->bucket, &info) ? 0 : S3_ERR_NO_BUCKET)

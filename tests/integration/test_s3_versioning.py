@@ -294,8 +294,9 @@ def test_tags_per_version(server):
     versioned(c, "vtags")
     v1 = c.put_object(Bucket="vtags", Key="k", Body=b"1", Tagging="gen=1")["VersionId"]
     v2 = c.put_object(Bucket="vtags", Key="k", Body=b"2", Tagging="gen=2")["VersionId"]
-    c.put_object_tagging(Bucket="vtags", Key="k", VersionId=v1,
-                         Tagging={"TagSet": [{"Key": "gen", "Value": "old"}]})
+    r = c.put_object_tagging(Bucket="vtags", Key="k", VersionId=v1,
+                             Tagging={"TagSet": [{"Key": "gen", "Value": "old"}]})
+    assert r["VersionId"] == v1  # the version whose tags these are, as S3 answers
     assert c.get_object_tagging(Bucket="vtags", Key="k", VersionId=v1)["TagSet"] == [
         {"Key": "gen", "Value": "old"}]
     r = c.get_object_tagging(Bucket="vtags", Key="k")
