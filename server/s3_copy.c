@@ -54,21 +54,45 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Copy Source names no valid bucket and key.");
         return NULL;
     }
-    if (s3_bucket_access(x, sbucket, siname) != 0) {
+    /*
+     * Another user's bucket is a source as far as its ACLs grant: the object's READ
+     * lets it be copied (as GetObject of it, s3_foreign.c), and that a key is not
+     * there is said only to whoever may list the bucket.
+     */
+    obj_info_t *sbi = xmalloc(sizeof(*sbi));
+    if (!s3_bucket_exists(x, sbucket, sbi)) {
+        free(sbi);
         free(path);
         free(vid);
+        s3_err(x, S3E_NO_SUCH_BUCKET);
         return NULL;
     }
-    /* The source's owner condition: the source is the caller's own bucket (above). */
+    const char *sowner = s3_bucket_owner(sbi);
+    int foreign = sowner[0] && strcmp(sowner, x->auth.access_key) != 0;
+    int may_list = !foreign || s3_foreign_may_read(x, s3_umeta_get(sbi, "acl"));
     const char *seo = s3_hdr(x->info, "x-amz-source-expected-bucket-owner");
-    if (seo && strcmp(seo, x->auth.access_key) != 0) {
+    s3_bucket_iname(sbucket, sbi, siname);
+    if (seo && strcmp(seo, sowner[0] ? sowner : x->auth.access_key) != 0) {
+        free(sbi);
         free(path);
         free(vid);
         s3_err(x, S3E_ACCESS_DENIED);
         return NULL;
     }
+    free(sbi);
     obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
     free(path);
+    if (rd && foreign && !s3_foreign_may_read(x, s3_umeta_get(si, ACL_META))) {
+        obj_close(rd);
+        free(vid);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return NULL;
+    }
+    if (!rd && err == ERR_NOT_FOUND && !may_list) {
+        free(vid);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return NULL;
+    }
     if (!rd) {
         if (err == ERR_NOT_FOUND && vid && si->marker)
             s3_err_msg(x, S3E_INVALID_REQUEST,

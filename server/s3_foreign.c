@@ -15,6 +15,8 @@
  * there is said to anyone (as S3 does), that a key is not only to whoever
  * may list the bucket. Objects belong to the bucket's owner, whoever wrote
  * them; a writer's x-amz-acl / x-amz-grant-* set the new object's ACL.
+ * A copy into one's own bucket may take another's object as its source
+ * where that object grants READ, as a GET of it would (s3_copy.c).
  */
 
 #include "server/s3_int.h"

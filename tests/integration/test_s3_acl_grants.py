@@ -133,21 +133,43 @@ def object_ops(c, alt, b, k):
         "overwrite": code(alt.put_object, Bucket=b, Key=k, Body=b"over"),
         "delete": code(alt.delete_object, Bucket=b, Key=k),
         "list": code(alt.list_objects, Bucket=b),
-        "put_acl": code(alt.put_object_acl, Bucket=b, Key=k, ACL="public-read"),
+        # A copy into alt's own bucket: as a GET of the source (S3: READ on it suffices).
+        "copy": code(alt.copy_object, Bucket=own_bucket(alt), Key="copied-" + k,
+                     CopySource={"Bucket": b, "Key": k}),
+        "part_copy": code(part_copy, alt, b, k),
+        "put_acl": code(alt.put_object_acl, Bucket=b, Key=k, ACL="public-read"),  # (last)
     }
+
+
+def own_bucket(alt):
+    try:
+        alt.create_bucket(Bucket="alt-own")
+    except botocore.exceptions.ClientError as e:
+        assert e.response["Error"]["Code"] == "BucketAlreadyOwnedByYou"
+    return "alt-own"
+
+
+def part_copy(alt, b, k):
+    up = alt.create_multipart_upload(Bucket=own_bucket(alt), Key="pc-" + k)["UploadId"]
+    try:
+        return alt.upload_part_copy(Bucket="alt-own", Key="pc-" + k, UploadId=up, PartNumber=1,
+                                    CopySource={"Bucket": b, "Key": k})
+    finally:
+        alt.abort_multipart_upload(Bucket="alt-own", Key="pc-" + k, UploadId=up)
 
 
 DENIED_OBJECT = {"get": "AccessDenied", "head": "403", "get_acl": "AccessDenied",
                  "tagging": "AccessDenied", "overwrite": "AccessDenied",
-                 "delete": "AccessDenied", "list": "AccessDenied", "put_acl": "AccessDenied"}
+                 "delete": "AccessDenied", "list": "AccessDenied", "put_acl": "AccessDenied",
+                 "copy": "AccessDenied", "part_copy": "AccessDenied"}
 
 
 @pytest.mark.parametrize("perm,allowed", [
-    ("READ", {"get", "head"}),
+    ("READ", {"get", "head", "copy", "part_copy"}),
     ("WRITE", set()),  # nothing on an object, as S3
     ("READ_ACP", {"get_acl"}),
     ("WRITE_ACP", {"put_acl"}),
-    ("FULL_CONTROL", {"get", "head", "get_acl", "put_acl"}),
+    ("FULL_CONTROL", {"get", "head", "get_acl", "put_acl", "copy", "part_copy"}),
 ])
 def test_object_permission(server, perm, allowed):
     c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
@@ -167,6 +189,10 @@ def test_object_permission(server, perm, allowed):
     assert object_ops(c, alt, b, "other") == DENIED_OBJECT
     if "get" in allowed:
         assert alt.get_object(Bucket=b, Key="o")["Body"].read() == b"data"
+        assert alt.get_object(Bucket="alt-own", Key="copied-o")["Body"].read() == b"data"
+    # A key that is not there: said only to whoever may list the bucket.
+    assert code(alt.copy_object, Bucket=own_bucket(alt), Key="x",
+                CopySource={"Bucket": b, "Key": "missing"}) == "AccessDenied"
     if "put_acl" in allowed:  # alt made it public-read
         assert anon(server, "GET", "/%s/o" % b) == (200, b"data")
     else:
