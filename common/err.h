@@ -28,7 +28,8 @@
     X(DENIED, -15, "access denied: bad signature or credentials")                                  \
     X(PRECOND, -16, "a precondition of the request does not hold")                                 \
     X(BUSY, -17, "in use by another process")                                                      \
-    X(CANCELED, -18, "given up: no longer needed")
+    X(CANCELED, -18, "given up: no longer needed")                                                 \
+    X(TIMEOUT, -19, "timed out")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

@@ -605,8 +605,23 @@ static void on_timer(uv_timer_t *t)
     if (c->req && !c->closing) {
         /* No byte moved for io_ms while the request waits on its client: close. */
         pthread_mutex_lock(&c->s->mu);
-        uint64_t f = stalled_for(c->req, http__mono_ms());
+        http_req_t *r = c->req;
+        uint64_t mono = http__mono_ms(), f = stalled_for(r, mono);
+        /* A body that stopped coming before any answer: the worker answers (S3's 400
+         * RequestTimeout, which clients retry), with io_ms more for it to go out. */
+        int tell = f > c->s->cfg.io_ms && r->body_waiting && !r->responded && !r->body_timed_out;
+        if (tell) {
+            r->body_timed_out = 1;
+            r->close_after = 1;
+            r->progress_ms = mono;
+            pthread_cond_broadcast(&r->cv);
+        }
         pthread_mutex_unlock(&c->s->mu);
+        if (tell) {
+            log_info("event=request_body_timeout peer=%s stalled_ms=%llu req=%s", c->peer,
+                     (unsigned long long)f, r->id);
+            return;
+        }
         if (f > c->s->cfg.io_ms) {
             log_info("event=stalled_client_closed peer=%s stalled_ms=%llu req=%s", c->peer,
                      (unsigned long long)f, c->req->id);

@@ -43,7 +43,10 @@
  * requests get other threads, up to cfg.max_stalled more; at that bound the
  * pool reports saturation and the loop closes the longest-stalled
  * connection. The per-connection timer closes a request that moved no byte
- * for cfg.io_ms while stalled, or whose answered response is not taken.
+ * for cfg.io_ms while stalled, or whose answered response is not taken;
+ * one whose worker waits for body bytes and has not answered is told
+ * first (body_timed_out: http_body_read returns ERR_TIMEOUT), so that it
+ * answers (S3: 400 RequestTimeout), and closed only if it stalls again.
  */
 #ifndef WL_HTTP_INT_H
 #define WL_HTTP_INT_H
@@ -110,6 +113,8 @@ struct http_req {
      */
     int waiting;
     uint64_t wait_ms, progress_ms;
+    int body_waiting;   /* the worker waits in http_body_read */
+    int body_timed_out; /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
     http_after_t *after; /* worker side until handler_done, then the loop's */
 };
 

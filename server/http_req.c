@@ -48,10 +48,14 @@ long http_body_read(http_req_t *r, void *buf, size_t cap)
         r->want_continue = 1;
         http__post(r);
     }
-    if (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error) {
+    if (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error &&
+        !r->body_timed_out) {
         stall_begin(r);
-        while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error)
+        r->body_waiting = 1;
+        while (r->in_off == r->in_len && !r->body_complete && !r->client_gone && !r->body_error &&
+               !r->body_timed_out)
             pthread_cond_wait(&r->cv, &s->mu);
+        r->body_waiting = 0;
         stall_end(r);
     }
     if (r->in_off < r->in_len) {
@@ -64,6 +68,8 @@ long http_body_read(http_req_t *r, void *buf, size_t cap)
         n = ERR_INVAL;
     } else if (r->client_gone) {
         n = ERR_CLOSED;
+    } else if (r->body_timed_out && !r->body_complete) {
+        n = ERR_TIMEOUT;
     } else {
         n = 0;
     }

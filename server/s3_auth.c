@@ -351,7 +351,9 @@ char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
     free(st.spill);
     if (n < 0 || s3_body_end(x) != 0) {
         free(body);
-        s3_err(x, n == ERR_RANGE ? S3E_INVALID_CHUNK_SIZE : S3E_INCOMPLETE_BODY);
+        s3_err(x, n == ERR_RANGE     ? S3E_INVALID_CHUNK_SIZE
+                  : n == ERR_TIMEOUT ? S3E_REQUEST_TIMEOUT
+                                     : S3E_INCOMPLETE_BODY);
         return NULL;
     }
     body[*len] = 0;

@@ -35,6 +35,9 @@
       "The location constraint is incompatible for the region specific endpoint this request "     \
       "was sent to.")                                                                              \
     X(INCOMPLETE_BODY, "IncompleteBody", 400, "The request body is incomplete or malformed.")      \
+    X(REQUEST_TIMEOUT, "RequestTimeout", 400,                                                      \
+      "Your socket connection to the server was not read from or written to within the timeout "   \
+      "period. Idle connections will be closed.")                                                  \
     X(INSUFFICIENT_STORAGE, "InsufficientStorage", 507,                                            \
       "Not enough storage space to store the object.")                                             \
     X(INTERNAL, "InternalError", 500, "We encountered an internal error. Please try again.")       \

@@ -313,6 +313,8 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
             s3_err_msg(x, S3E_SIGNATURE_MISMATCH, "A chunk signature does not match.");
         else if (n == ERR_RANGE)
             s3_err(x, S3E_INVALID_CHUNK_SIZE);
+        else if (n == ERR_TIMEOUT)
+            s3_err(x, S3E_REQUEST_TIMEOUT);
         else if (n < 0 || end == ERR_INVAL)
             s3_err(x, S3E_INCOMPLETE_BODY);
         else if (err)

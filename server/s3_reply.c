@@ -87,6 +87,8 @@ s3_err_t s3_engine_err_of(int rc)
         return S3E_INVALID_ARGUMENT;
     case ERR_PRECOND:
         return S3E_PRECONDITION_FAILED;
+    case ERR_TIMEOUT: /* the body stopped coming (http_body_read) */
+        return S3E_REQUEST_TIMEOUT;
     default:
         return S3E_INTERNAL;
     }

@@ -366,6 +366,32 @@ def test_stalled_clients_are_closed_and_evicted(datadir):
         s.stop()
 
 
+def test_stalled_body_is_answered_request_timeout(datadir):
+    """A PUT whose body stops coming before the node answered: 400 RequestTimeout (S3's
+    answer, which SDKs retry) once --io-timeout passes, then the connection closes; nothing is
+    stored. It used to be closed without a word."""
+    s = Server(datadir, extra=["--io-timeout", "1"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="rto")
+        h = sign(s.port, "PUT", "/rto/k")
+        h["Content-Length"] = "100000"
+        w = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+        try:
+            w.sendall(request_head("PUT", "/rto/k", h) + b"x" * 10)
+            st, body = read_response(w)
+            assert st == 400 and code_of(body) == "RequestTimeout", body
+            assert w.recv(1) == b""  # and closed
+        finally:
+            w.close()
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="rto", Key="k")
+        c.put_object(Bucket="rto", Key="k", Body=b"fine")  # the node serves on
+        assert c.get_object(Bucket="rto", Key="k")["Body"].read() == b"fine"
+    finally:
+        s.stop()
+
+
 def rss_mb(server):
     with open("/proc/%d/status" % server.proc.pid) as f:
         return next(int(l.split()[1]) // 1024 for l in f if l.startswith("VmRSS"))
