@@ -113,8 +113,8 @@ struct http_req {
      */
     int waiting;
     uint64_t wait_ms, progress_ms;
-    int body_waiting;   /* the worker waits in http_body_read */
-    int body_timed_out; /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
+    int body_waiting;    /* the worker waits in http_body_read */
+    int body_timed_out;  /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
     http_after_t *after; /* worker side until handler_done, then the loop's */
 };
 
