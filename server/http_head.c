@@ -66,6 +66,8 @@ int http_head_field(http_head_t *h, const char *at, size_t len)
 
 int http_head_field_done(http_head_t *h)
 {
+    /* A field line with no name (": v") is no field: 400, as a bad token is (RFC 9110 5.1). */
+    if (h->n && h->len == h->name_off[h->n - 1]) return -1;
     if (add(h, "", 1)) return -1;
     h->value_off[h->n - 1] = h->len;
     h->last_was_value = 1;
