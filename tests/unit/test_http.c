@@ -323,8 +323,7 @@ static void test_repeated_fields_joined(void **state)
     assert_non_null(body);
     assert_string_equal(body + 4, "[last]");
     /* A line with no name is no field: 400. */
-    exchange("GET /echo HTTP/1.1\r\nHost: t\r\n: v\r\nConnection: close\r\n\r\n", buf,
-             sizeof(buf));
+    exchange("GET /echo HTTP/1.1\r\nHost: t\r\n: v\r\nConnection: close\r\n\r\n", buf, sizeof(buf));
     assert_true(strncmp(buf, "HTTP/1.1 400 ", 13) == 0);
 }
 
