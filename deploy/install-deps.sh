@@ -11,7 +11,7 @@ PKGS=(
   libxxhash-dev libexpat1-dev node-llhttp libinih-dev libjansson-dev libcurl4-openssl-dev
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format
-  python3 python3-pytest python3-boto3 s3cmd rclone
+  python3 python3-pytest python3-pytest-xdist python3-boto3 s3cmd rclone
   python3-torch python3-numpy  # the warmlake Python package and its PyTorch datasets
   chromium  # CORS seen from a real browser (test_s3_cors.py)
   etcd-server  # the cluster's control plane (test_cluster.py starts its own)
