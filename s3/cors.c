@@ -58,6 +58,15 @@ static int token_ok(const char *v, int star)
  * most (no CR/LF: a bucket owner could otherwise write headers, or a whole
  * response, into every answer for an allowed origin).
  */
+/* Characters of UTF-8 text: bytes that do not continue one. */
+static size_t utf8_chars(const char *v)
+{
+    size_t n = 0;
+    for (; *v; v++)
+        n += ((unsigned char)*v & 0xc0) != 0x80;
+    return n;
+}
+
 static int value_ok(int field, const char *v)
 {
     switch (field) {
@@ -72,6 +81,8 @@ static int value_ok(int field, const char *v)
             if ((unsigned char)*v <= 0x20 || (unsigned char)*v >= 0x7f) return 0;
         return 1;
     }
+    case F_ID: /* S3: up to 255 characters */
+        return utf8_chars(v) <= 255;
     default:
         return 1;
     }

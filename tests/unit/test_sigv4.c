@@ -485,6 +485,18 @@ static void test_cors(void **state)
     const char *patch = "<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin>"
                         "<AllowedMethod>PATCH</AllowedMethod></CORSRule></CORSConfiguration>";
     assert_int_equal(cors_parse(patch, strlen(patch), &c), ERR_RANGE);
+    /* A rule's ID: 255 characters at most, as S3 (counted as characters, not bytes). */
+    char idx[2048];
+    for (int n = 255; n <= 256; n++) {
+        int o = snprintf(idx, sizeof(idx), "<CORSConfiguration><CORSRule><ID>");
+        for (int i = 0; i < n; i++)
+            o += snprintf(idx + o, sizeof(idx) - (size_t)o, "\u00e9");
+        snprintf(idx + o, sizeof(idx) - (size_t)o,
+                 "</ID><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+                 "</CORSRule></CORSConfiguration>");
+        assert_int_equal(cors_parse(idx, strlen(idx), &c), n == 255 ? 0 : ERR_INVAL);
+        if (n == 255) cors_free(&c);
+    }
 }
 
 static void test_parse_errors(void **state)
