@@ -428,9 +428,9 @@ static int sdk_checksum_missing(ctx_t *x)
 
 /*
  * A request by a signed-in user of a bucket someone else owns that the ACLs
- * may grant (s3_foreign.c): GET, HEAD, PUT and DELETE of an object, GET and
- * HEAD of the bucket, PUT ?acl. The rest (a PUT of the bucket itself is
- * CreateBucket: BucketAlreadyExists) goes the owner's way and is refused there.
+ * may grant (s3_foreign.c): GET, HEAD, PUT, DELETE and POST (a multipart
+ * upload's) of an object, GET and HEAD of the bucket, PUT ?acl. The rest (a PUT of the bucket
+ * itself is CreateBucket: BucketAlreadyExists) goes the owner's way and is refused there.
  */
 static int foreign_read(ctx_t *x)
 {
@@ -441,7 +441,8 @@ static int foreign_read(ctx_t *x)
     free(acl);
     if (!x->bucket[0] ||
         (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
-         (strcmp(m, "PUT") || (!x->key[0] && !present)) && (strcmp(m, "DELETE") || !x->key[0])) ||
+         (strcmp(m, "PUT") || (!x->key[0] && !present)) && (strcmp(m, "DELETE") || !x->key[0]) &&
+         (strcmp(m, "POST") || !x->key[0])) ||
         !s3_bucket_exists(x, x->bucket, &bi))
         return 0;
     const char *owner = s3_bucket_owner(&bi);

@@ -5,13 +5,16 @@
  *
  *   bucket READ       ListObjects (V1, V2), HeadBucket
  *   bucket WRITE      PutObject, DeleteObject (the current version: no
- *                     ?versionId), as S3's WRITE: create, overwrite, delete
+ *                     ?versionId), as S3's WRITE: create, overwrite, delete;
+ *                     and a multipart upload's create, parts, Complete and
+ *                     Abort (S3's WRITE is s3:PutObject, which they need:
+ *                     a large upload by a grantee is multipart)
  *   bucket READ_ACP   GetBucketAcl        bucket WRITE_ACP  PutBucketAcl
  *   object READ       GetObject, HeadObject
  *   object READ_ACP   GetObjectAcl        object WRITE_ACP  PutObjectAcl
  *
- * FULL_CONTROL is all four. Everything else (copies, multipart uploads,
- * tags, versions, configurations) stays the owner's. That a bucket is not
+ * FULL_CONTROL is all four. Everything else (copies, ListParts, upload
+ * listings, tags, versions, configurations) stays the owner's. That a bucket is not
  * there is said to anyone (as S3 does), that a key is not only to whoever
  * may list the bucket. Objects belong to the bucket's owner, whoever wrote
  * them; a writer's x-amz-acl / x-amz-grant-* set the new object's ACL.
@@ -57,12 +60,51 @@ static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
         s3_err(x, S3E_ACCESS_DENIED);
 }
 
+/*
+ * A multipart upload into the bucket by a WRITE grantee: create, a part (not
+ * a copy), Complete, Abort. The upload id, 128 random bits, names the upload
+ * to whoever was given it; ListParts stays the owner's.
+ */
+static void foreign_upload(ctx_t *x, const char *bacl)
+{
+    const char *m = x->info->method;
+    int has_upload, has_part;
+    char *upload = s3_qparam(x->query, "uploadId", &has_upload);
+    char *part = s3_qparam(x->query, "partNumber", &has_part);
+    int uploads = has_param(x, "uploads");
+    const char *sc = s3_hdr(x->info, "x-amz-storage-class");
+    if (!granted(x, bacl, S3_PERM_WRITE) || s3_hdr(x->info, "x-amz-copy-source"))
+        s3_err(x, S3E_ACCESS_DENIED);
+    else if (strlen(x->key) > MAX_KEY_LEN)
+        s3_err(x, S3E_KEY_TOO_LONG);
+    else if (sc && strcmp(sc, "STANDARD") != 0)
+        s3_err(x, S3E_INVALID_STORAGE_CLASS);
+    else if (has_upload && (!upload || strlen(upload) != 32))
+        s3_err(x, S3E_NO_SUCH_UPLOAD);
+    else if (!strcmp(m, "POST") && uploads && !has_upload)
+        s3_mpu_create(x);
+    else if (!strcmp(m, "POST") && has_upload)
+        s3_mpu_complete(x, upload);
+    else if (!strcmp(m, "PUT") && has_upload && has_part && part)
+        s3_mpu_upload_part(x, upload, part);
+    else if (!strcmp(m, "DELETE") && has_upload)
+        s3_mpu_abort(x, upload);
+    else
+        s3_err(x, S3E_ACCESS_DENIED);
+    free(upload);
+    free(part);
+}
+
 /* An object-level request. */
 static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
 {
     const char *m = x->info->method, *bacl = s3_umeta_get(bi, "acl");
     const char *owner = s3_bucket_owner(bi);
     int get = !strcmp(m, "GET"), head = !strcmp(m, "HEAD");
+    if (!acl && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
+        foreign_upload(x, bacl);
+        return;
+    }
     /* Bucket WRITE: a plain PUT (no copy, no part) or DELETE of the current version. */
     if (!acl && (!strcmp(m, "PUT") || !strcmp(m, "DELETE"))) {
         if (has_param(x, "partNumber") || has_param(x, "versionId") ||
@@ -123,14 +165,20 @@ void s3_anonymous_op(ctx_t *x)
     const char *m = x->info->method;
     /* Sub-resources other than ?acl (tags, uploads, versions, configurations) are the
      * owner's, whatever the ACLs say. */
-    static const char *const owners[] = {"tagging",   "uploads",    "uploadId", "versions",
-                                         "location",  "attributes", "cors",     "versioning",
-                                         "lifecycle", "delete",     NULL};
+    static const char *const owners[] = {"tagging",    "versions", "location",
+                                         "attributes", "cors",     "versioning",
+                                         "lifecycle",  "delete",   NULL};
     for (const char *const *q = owners; *q; q++)
         if (has_param(x, *q)) {
             s3_err(x, S3E_ACCESS_DENIED);
             return;
         }
+    /* Upload listings (GET ?uploads of the bucket) too; an object's upload is WRITE's
+     * (foreign_upload). */
+    if (!x->key[0] && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
     obj_info_t bi;
     if (!x->bucket[0]) {
         s3_err(x, S3E_ACCESS_DENIED);

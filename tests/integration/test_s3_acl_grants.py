@@ -5,6 +5,7 @@ CreateMultipartUpload; AccessControlPolicy bodies round trip in order; refusals 
 user, e-mail grantee, LogDelivery, no or another Owner, too many grants, canned ACL with
 grant headers); revoking all; the AllUsers and AuthenticatedUsers groups, anonymous
 requests included. The owner's access never depends on the ACL."""
+import hashlib
 import urllib.error
 import urllib.request
 
@@ -68,7 +69,7 @@ def bucket_ops(c, alt, b):
         "delete": code(alt.delete_object, Bucket=b, Key="victim"),
         "get_obj": code(alt.get_object, Bucket=b, Key="victim"),
         "copy": code(alt.copy_object, Bucket=b, Key="cp", CopySource={"Bucket": b, "Key": "victim"}),
-        "mpu": code(alt.create_multipart_upload, Bucket=b, Key="m"),
+        "mpu": code(whole_upload, alt, b),
         "tagging": code(alt.get_bucket_tagging, Bucket=b),
         "versions": code(alt.list_object_versions, Bucket=b),
         "delete_bucket": code(alt.delete_bucket, Bucket=b),
@@ -77,6 +78,23 @@ def bucket_ops(c, alt, b):
             "Owner": owner_of(c, b), "Grants": [
                 {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "READ_ACP"}]}),
     }
+
+
+MPU_PARTS = [bytes(range(256)) * (5 << 12), b"tail"]  # 5 MiB and a last part
+
+
+def whole_upload(alt, b):
+    """A multipart upload of key "m" by alt: create, two parts, Complete. A WRITE grantee's
+    large upload is multipart (aws s3 cp does it past 8 MiB), so WRITE covers it, as S3's
+    s3:PutObject does; the upload's parts stay the owner's to list."""
+    up = alt.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
+    tags = [alt.upload_part(Bucket=b, Key="m", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]
+            for i, p in enumerate(MPU_PARTS)]
+    assert code(alt.list_parts, Bucket=b, Key="m", UploadId=up) == "AccessDenied"
+    gone = alt.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
+    alt.abort_multipart_upload(Bucket=b, Key="m", UploadId=gone)
+    alt.complete_multipart_upload(Bucket=b, Key="m", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": t} for i, t in enumerate(tags)]})
 
 
 DENIED_BUCKET = {"list": "AccessDenied", "list2": "AccessDenied", "head": "403",
@@ -88,10 +106,10 @@ DENIED_BUCKET = {"list": "AccessDenied", "list2": "AccessDenied", "head": "403",
 
 @pytest.mark.parametrize("perm,allowed", [
     ("READ", {"list", "list2", "head"}),
-    ("WRITE", {"put", "delete"}),
+    ("WRITE", {"put", "delete", "mpu"}),
     ("READ_ACP", {"get_acl"}),
     ("WRITE_ACP", {"put_acl"}),
-    ("FULL_CONTROL", {"list", "list2", "head", "put", "delete", "get_acl", "put_acl"}),
+    ("FULL_CONTROL", {"list", "list2", "head", "put", "delete", "get_acl", "put_acl", "mpu"}),
     ("NONE", set()),
 ])
 def test_bucket_permission(server, perm, allowed):
@@ -112,6 +130,9 @@ def test_bucket_permission(server, perm, allowed):
     assert c.list_objects(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"] == 200
     if "put" in allowed:
         assert c.get_object(Bucket=b, Key="new")["Body"].read() == b"n"
+        got = c.get_object(Bucket=b, Key="m")["Body"].read()
+        assert hashlib.sha256(got).digest() == hashlib.sha256(b"".join(MPU_PARTS)).digest()
+        assert c.list_multipart_uploads(Bucket=b).get("Uploads", []) == []
         assert code(c.head_object, Bucket=b, Key="victim") == "404"
     else:
         assert c.get_object(Bucket=b, Key="victim")["Body"].read() == b"v"
@@ -402,6 +423,9 @@ def test_canned_acls_still_work(server):
     assert code(alt.put_object, Bucket="cn-b", Key="n", Body=b"n") == "AccessDenied"
     c.put_bucket_acl(Bucket="cn-b", ACL="public-read-write")
     assert anon(server, "PUT", "/cn-b/anon", b"a")[0] == 200
+    whole_upload(anon_client(server.endpoint), "cn-b")  # anonymous, as large as any PUT
+    got = c.get_object(Bucket="cn-b", Key="m")["Body"].read()
+    assert hashlib.sha256(got).digest() == hashlib.sha256(b"".join(MPU_PARTS)).digest()
     assert grants_of(c.get_bucket_acl(Bucket="cn-b")) == [
         (ALL, "READ"), (ALL, "WRITE"), (AK, "FULL_CONTROL")]
     c.put_bucket_acl(Bucket="cn-b", ACL="private")
@@ -444,9 +468,12 @@ def test_groups_and_anonymous(server):
     assert code(a.get_object_acl, Bucket="grp", Key="o") == "AccessDenied"
     assert code(a.put_object_acl, Bucket="grp", Key="o", ACL="private") == "ok"
     assert code(a.get_object, Bucket="grp", Key="o") == "AccessDenied"
-    # Multipart and copies stay the owner's, whatever WRITE says.
+    # Copies into the bucket, tags and the bucket itself stay the owner's, whatever WRITE
+    # says; a multipart upload is WRITE's (whole_upload), its listings the owner's.
     c.put_bucket_acl(Bucket="grp", GrantFullControl='uri="%s"' % ALL)
-    assert code(a.create_multipart_upload, Bucket="grp", Key="m") == "AccessDenied"
+    up = a.create_multipart_upload(Bucket="grp", Key="m")["UploadId"]
+    assert code(a.list_multipart_uploads, Bucket="grp") == "AccessDenied"
+    a.abort_multipart_upload(Bucket="grp", Key="m", UploadId=up)
     assert code(alt.copy_object, Bucket="grp", Key="cp",
                 CopySource={"Bucket": "grp", "Key": "o"}) == "AccessDenied"
     assert code(alt.put_bucket_tagging, Bucket="grp",
