@@ -23,6 +23,7 @@
 #include "s3/sigv4.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -109,8 +110,10 @@ static const opt_def_t options[] = {
      "connections before 503"},
     {"max-stalled", "N", "server", "max_stalled", OPT_INT, 0, 1, 65536, "256",
      C(max_stalled, int64_t),
-     "workers that clients stalling a request may hold at once;\n"
-     "beyond it the longest-stalled request is closed"},
+     "threads added beyond --workers while clients stall their requests\n"
+     "(stalled clients hold at most --workers + N); at that bound, with work\n"
+     "waiting, the longest-stalled request of the client (access key, else\n"
+     "address) that holds the most workers is closed"},
     {"log-level", "LEVEL", "server", "log_level", OPT_LEVEL, 0, 0, 0, "info", C(log_level, int64_t),
      "log events of this level and above"},
     {"domain", "NAME", "server", "domain", OPT_NAME, 0, 0, 253, NULL, C(domain, STR),
@@ -532,6 +535,44 @@ static void pool_state(void *arg, int p, uint32_t weight, int draining)
     }
 }
 
+/* One drive's open on its own thread (open_drives). */
+typedef struct {
+    const drive_cfg_t *cfg;
+    drive_t **out;
+    int rc;
+    pthread_t tid;
+} drive_opener_t;
+
+static void *drive_opener(void *arg)
+{
+    drive_opener_t *o = arg;
+    o->rc = drive_open(o->cfg, o->out);
+    return NULL;
+}
+
+/* Opens n drives side by side, each on a thread of its own (a thread that cannot start
+ * opens its drive in place). 0, or the first failure's code once every open has ended; the
+ * drives that did open stay in dv for the caller's cleanup. */
+static int open_drives(const drive_cfg_t *cfg, int n, drive_t **dv)
+{
+    drive_opener_t op[OBJ_MAX_SHARDS];
+    int started[OBJ_MAX_SHARDS] = {0}, rc = 0;
+    for (int i = 0; i < n; i++) {
+        op[i] = (drive_opener_t){.cfg = &cfg[i], .out = &dv[i]};
+        started[i] = pthread_create(&op[i].tid, NULL, drive_opener, &op[i]) == 0;
+        if (!started[i]) drive_opener(&op[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (started[i]) pthread_join(op[i].tid, NULL);
+        if (op[i].rc && !rc) {
+            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", cfg[i].path,
+                    err_str(op[i].rc));
+            rc = op[i].rc;
+        }
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     static conf_t conf;
@@ -692,8 +733,11 @@ int main(int argc, char **argv)
                  dpath[i]);
         refill_mark(dpath[i]);
     }
+    /* Each drive's configuration, then all opened at once: an open replays the drive's log
+     * past its index, which takes seconds on a big drive; twenty drives one after another
+     * made a restart twenty times as long. */
+    drive_cfg_t dcfg[OBJ_MAX_SHARDS];
     for (int i = 0; i < drives; i++) {
-        char path[4096];
         const drive_conf_t *dc = &conf.drive[i];
         if (!dc->path) {
             if (!made_data && mkdir(conf.data, 0755) != 0 && errno != EEXIST) {
@@ -702,26 +746,26 @@ int main(int argc, char **argv)
                 goto out;
             }
             made_data = 1;
-            if ((size_t)snprintf(path, sizeof(path), "%s/drive%d", conf.data, i) >= sizeof(path)) {
+            if ((size_t)snprintf(NULL, 0, "%s/drive%d", conf.data, i) >= sizeof(dpath[i])) {
                 fprintf(stderr, "warmlaked: --data %s: path too long\n", conf.data);
                 rc = 1;
                 goto out;
             }
         }
         drive_cfg_t c = {0};
-        c.path = dc->path ? dc->path : path;
+        c.path = dpath[i];
         c.capacity = dc->capacity ? dc->capacity : capacity;
         c.segment_size = segment;
         c.iu = (uint32_t)(dc->iu ? dc->iu : conf.iu);
         c.dwpd = dc->dwpd ? dc->dwpd : conf.dwpd;
         c.compaction = 1;
         c.commit_gather_us = (uint32_t)conf.commit_gather_us;
-        if ((rc = drive_open(&c, &dv[i])) != 0) {
-            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", c.path, err_str(rc));
-            goto out;
-        }
-        if (!clustered) st[i] = shard_store_local(dv[i]);
+        dcfg[i] = c;
     }
+    if ((rc = open_drives(dcfg, drives, dv)) != 0) goto out;
+    if (!clustered)
+        for (int i = 0; i < drives; i++)
+            st[i] = shard_store_local(dv[i]);
     int refilling = 0;
     for (int i = 0; i < drives; i++) {
         if (refill_marked(dpath[i])) drive_set_refilling(dv[i], 1);

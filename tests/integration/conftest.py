@@ -67,8 +67,17 @@ class Server:
         return "http://127.0.0.1:%d" % self.port
 
     def stop(self, sig=signal.SIGTERM):
+        self.signal(sig)
+        self.reap()
+
+    def signal(self, sig=signal.SIGTERM):
+        """Send sig to the process, not waiting (stop_all signals every node, then reaps)."""
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
+
+    def reap(self):
+        """Wait for the signalled process (killed after 30 s), then check its log."""
+        if self.proc and self.proc.poll() is None:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -199,6 +208,15 @@ class Node(Server):
         return self._s3
 
 
+def stop_all(nodes, sig=signal.SIGTERM):
+    """Stop nodes together: each exits in about 0.3 s under ASan (its leak check), one after
+    another that was 1.2 s of every test of the 4-node cluster pass."""
+    for n in nodes:
+        n.signal(sig)
+    for n in nodes:
+        n.reap()
+
+
 def start_all(nodes):
     """Launch every node, then wait for each: nodes started together find each other."""
     for n in nodes:
@@ -244,8 +262,7 @@ class LocalCluster:
         return "".join(n.read_log() for n in self.nodes)
 
     def stop(self, *args):
-        for n in self.nodes:
-            n.stop(*args)
+        stop_all(self.nodes, *args)
 
     def kill9(self):
         for n in self.nodes:
@@ -361,5 +378,4 @@ def cluster(datadir):
     """Three nodes with the default write quorum (k+1: five stores of six)."""
     nodes = three_nodes(datadir)
     yield nodes
-    for n in nodes:
-        n.stop()
+    stop_all(nodes)

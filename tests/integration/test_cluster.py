@@ -18,7 +18,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from conftest import (AK, AK2, CLUSTER_SECRET, SK, SK2, STARTED, WARMLAKED, Node,
-                      free_ports, s3_client, signed_request, start_all, three_nodes, write_map)
+                      free_ports, s3_client, signed_request, start_all, stop_all, three_nodes,
+                      write_map)
 
 SECRET = CLUSTER_SECRET
 
@@ -43,8 +44,7 @@ def cluster_k(datadir):
     """Three nodes whose writes need k stores (four of six): they go on with a node away."""
     nodes = three_nodes(datadir, extra=["--write-quorum", "4"])
     yield nodes
-    for n in nodes:
-        n.stop()
+    stop_all(nodes)
 
 
 def md5(b):
@@ -697,8 +697,7 @@ def test_silent_node_is_read_around(datadir):
     finally:
         if n3.proc:
             os.kill(n3.proc.pid, signal.SIGCONT)
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_frozen_node_is_hedged(datadir):
@@ -755,8 +754,7 @@ def test_frozen_node_is_hedged(datadir):
     finally:
         if n3.proc:
             os.kill(n3.proc.pid, signal.SIGCONT)
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 
@@ -821,8 +819,7 @@ def test_frozen_node_is_written_around(datadir):
     finally:
         if n3.proc:
             os.kill(n3.proc.pid, signal.SIGCONT)
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 def test_write_quorum_and_heal_queue(datadir):
     """With the default write quorum (k+1 = five stores of six), a PUT with a
@@ -843,8 +840,7 @@ def test_write_quorum_and_heal_queue(datadir):
             with pytest.raises(ClientError):
                 c.head_object(Bucket="strict", Key="k%d" % size)
     finally:
-        for n in strict:
-            n.stop()
+        stop_all(strict)
 
     root = os.path.join(datadir, "queue")
     os.makedirs(root)
@@ -870,8 +866,7 @@ def test_write_quorum_and_heal_queue(datadir):
             assert md5(c.get_object(Bucket="queued", Key=k)["Body"].read()) == h, k
         start_all([n2])
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_refused_peers(datadir):
@@ -938,8 +933,7 @@ def test_refused_peers(datadir):
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] >= 500
         assert "event=peer_not_member peer=n9" in "".join(n.read_log() for n in nodes[:3])
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_bad_maps_refuse_to_start(datadir):
@@ -1086,8 +1080,7 @@ def test_map_in_etcd(datadir, etcd):
             c.get_object(Bucket="lake", Key="k")
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_drive_replace_refills_now(datadir, etcd):
@@ -1130,8 +1123,7 @@ def test_drive_replace_refills_now(datadir, etcd):
         for k, h in want.items():
             assert md5(c.get_object(Bucket="swap", Key=k)["Body"].read()) == h, k
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_replaced_drive_is_listed_last_by_every_node(datadir, etcd):
@@ -1178,8 +1170,7 @@ def test_replaced_drive_is_listed_last_by_every_node(datadir, etcd):
         for k, h in want.items():
             assert md5(c3.get_object(Bucket="marks", Key=k)["Body"].read()) == h, k
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_lease_gone_is_read_and_written_around(datadir, etcd):
@@ -1231,8 +1222,7 @@ def test_lease_gone_is_read_and_written_around(datadir, etcd):
     finally:
         if n3.proc:
             os.kill(n3.proc.pid, signal.SIGCONT)
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def pool_bytes(node, first, last):
@@ -1340,8 +1330,7 @@ def test_pool_added_live(datadir, etcd):
         for k, h in want.items():
             assert md5(old[0].s3().get_object(Bucket="grow", Key=k)["Body"].read()) == h, k
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def drain_state(etcd, node_id):
@@ -1482,8 +1471,7 @@ def test_pool_drained(datadir, etcd):
         r = admin(etcd, "pool", "activate", "--id", "p0")
         assert r.returncode != 0 and "removed" in r.stderr, r.stderr
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_node_add_pins_an_automatic_map(datadir, etcd):
@@ -1512,5 +1500,4 @@ def test_node_add_pins_an_automatic_map(datadir, etcd):
             assert "member_fenced" not in n.read_log()
             assert md5(n.s3().get_object(Bucket="pin", Key="k")["Body"].read()) == md5(data)
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import Node, start_all, write_map
+from conftest import Node, start_all, stop_all, write_map
 from test_cluster import body, md5, race
 
 
@@ -16,8 +16,7 @@ def four(datadir):
     path, _ = write_map(datadir, ids, drives=3, ec="4+2")
     nodes = start_all([Node(datadir, i, path) for i in ids])
     yield nodes
-    for n in nodes:
-        n.stop()
+    stop_all(nodes)
 
 
 BUSY = ("SlowDown", "ServiceUnavailable")

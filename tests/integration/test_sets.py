@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import WARMLAKED, Server, s3_client
+from conftest import WARMLAKED, Server, s3_client, stop_all
 from test_cluster import Node, free_ports, node_stats, start_all
 
 
@@ -228,8 +228,7 @@ def test_cluster_two_sets(datadir):
         assert nodes[0].proc.wait(timeout=60) != 0
         assert "laid out" in nodes[0].read_log(), nodes[0].read_log()
     finally:
-        for n in nodes:
-            n.stop()
+        stop_all(nodes)
 
 
 def test_map_sets_must_share_coding(datadir):
