@@ -71,6 +71,11 @@ const char *s3_chunked_trailer(const s3_chunked_t *c, const char *name)
     return NULL;
 }
 
+const char *s3_chunked_trailer_name(const s3_chunked_t *c, int i)
+{
+    return c->state == ST_DONE && i >= 0 && i < c->ntrailers ? c->names[i] : NULL;
+}
+
 static int hexval(int ch)
 {
     if (ch >= '0' && ch <= '9') return ch - '0';

@@ -51,5 +51,7 @@ uint64_t s3_chunked_decoded(const s3_chunked_t *c);
 
 /* Value of a trailer (e.g. "x-amz-checksum-crc32c") once complete, else NULL. */
 const char *s3_chunked_trailer(const s3_chunked_t *c, const char *name);
+/* The i-th trailer's name (lowercase; not x-amz-trailer-signature) once complete, else NULL. */
+const char *s3_chunked_trailer_name(const s3_chunked_t *c, int i);
 
 #endif

@@ -117,6 +117,12 @@ int http_respond_full(http_req_t *r, int status, const char *headers, const void
  * when the handler returns, so the client sees a short body, never a wrong one (a chunked
  * body is left without its last chunk: cut, not ended). */
 void http_abort(http_req_t *r);
+/*
+ * Whose request this is (an access key, once authenticated; up to 63 bytes kept). When
+ * clients stalling their requests hold every worker they may, one of the principal holding
+ * the most stalled requests is closed first. Default: the client's IP address.
+ */
+void http_req_set_principal(http_req_t *r, const char *who);
 /* Whether the response has been started. */
 int http_responded(const http_req_t *r);
 

@@ -183,28 +183,78 @@ static uint64_t stalled_for(const http_req_t *r, uint64_t now)
     return now > since ? now - since : 1;
 }
 
+typedef struct {
+    conn_t *c;
+    const char *who;
+    int stalled_now;
+    uint64_t stalled;
+} held_t;
+
+static int by_principal(const void *a, const void *b)
+{
+    return strcmp(((const held_t *)a)->who, ((const held_t *)b)->who);
+}
+
 /*
- * Every worker the slow-client allowance has is taken and work waits: close
- * the connection stalled longest, so that its worker serves others.
+ * Every worker the slow-client allowance has is taken and work waits: close a
+ * stalled connection, so that its worker serves others. The principal that
+ * holds the most workers (its handlers running, stalled or not) gives up its
+ * longest-stalled request. Nothing is closed now while a worker is idle or
+ * still starting its request (whose principal is not known yet), or when none of
+ * the top holder's requests is stalled: the pool asks again once one of them
+ * stalls, and one that ends frees its worker. Longest-stalled of all let a
+ * burst of fresh stalls (stalled for milliseconds, or still starting) evict
+ * an honest upload whose client had paused for 100 ms (hostile probe).
  */
 static void evict_stalled(http_server_t *s)
 {
-    conn_t *worst = NULL;
-    uint64_t worst_for = 0, now = http__mono_ms();
+    size_t n = 0, cap = 64;
+    held_t *h = xmalloc(cap * sizeof(*h));
+    uint64_t now = http__mono_ms();
+    pool_stats_t ps;
     pthread_mutex_lock(&s->mu);
+    pool_stats(s->workers, &ps); /* (s->mu, then the pool's: stall_begin's order) */
     for (conn_t *c = s->conns; c; c = c->next) {
-        if (!c->req || c->closing || !c->req->waiting) continue;
-        uint64_t f = stalled_for(c->req, now);
-        if (f >= worst_for) {
-            worst = c;
-            worst_for = f;
-        }
+        http_req_t *r = c->req;
+        if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
+            continue;
+        if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
+        h[n++] = (held_t){c, r->principal, r->waiting > 0, r->waiting ? stalled_for(r, now) : 0};
     }
+    /* Workers about to take queued requests, or starting one (whose principal is not known
+     * yet): they stall (the pool asks again) or end (freeing their worker). */
+    if (ps.idle > 0 || (int)n < ps.threads) n = 0;
+    /* Principals are read while s->mu is held (http_req_set_principal writes under it). */
+    qsort(h, n, sizeof(*h), by_principal);
+    /* The most workers any principal holds, then the longest stall of those holding as many. */
+    size_t most = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
+            ;
+        if (j - i > most) most = j - i;
+    }
+    held_t *best = NULL;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
+            ;
+        for (size_t x = i; x < j && j - i == most; x++)
+            if (h[x].stalled_now && (!best || h[x].stalled > best->stalled)) best = &h[x];
+    }
+    conn_t *worst = best ? best->c : NULL;
+    uint64_t worst_for = best ? best->stalled : 0;
     pthread_mutex_unlock(&s->mu);
+    free(h);
     if (!worst) return;
-    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu req=%s", worst->peer,
-             (unsigned long long)worst_for, worst->req->id);
+    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu principal_holds=%zu req=%s",
+             worst->peer, (unsigned long long)worst_for, most, worst->req->id);
     conn_close(worst);
+}
+
+void http_req_set_principal(http_req_t *r, const char *who)
+{
+    pthread_mutex_lock(&r->s->mu);
+    snprintf(r->principal, sizeof(r->principal), "%s", who);
+    pthread_mutex_unlock(&r->s->mu);
 }
 
 void http__handle_events(uv_async_t *a)
@@ -320,6 +370,10 @@ static int on_headers_complete(llhttp_t *p)
     r->info.method = llhttp_method_name((llhttp_method_t)p->method);
     r->info.target = v.target;
     r->info.peer = c->peer;
+    /* Until the handler names it: the client's address, without its port. */
+    const char *colon = strrchr(c->peer, ':');
+    snprintf(r->principal, sizeof(r->principal), "%.*s",
+             (int)(colon ? (size_t)(colon - c->peer) : strlen(c->peer)), c->peer);
     r->info.content_length = v.content_length;
     r->expect_continue = v.expect_continue && p->http_minor >= 1; /* (1.0: ignored, 10.1.1) */
     r->info.headers = r->headers;

@@ -41,12 +41,14 @@
  * Stalls. A worker waiting on its client (r->waiting: body bytes to
  * arrive, or its output to drain) is blocked in the pool's terms: queued
  * requests get other threads, up to cfg.max_stalled more; at that bound the
- * pool reports saturation and the loop closes the longest-stalled
- * connection. The per-connection timer closes a request that moved no byte
- * for cfg.io_ms while stalled, or whose answered response is not taken;
- * one whose worker waits for body bytes and has not answered is told
- * first (body_timed_out: http_body_read returns ERR_TIMEOUT), so that it
- * answers (S3: 400 RequestTimeout), and closed only if it stalls again.
+ * pool reports saturation and the loop closes a stalled connection: the
+ * longest-stalled of the principal (access key, else client address) that
+ * holds the most stalled requests, so that a flood of stalls costs its
+ * sender its own slots, not an honest upload that paused for a moment. The per-connection timer
+ * closes a request that moved no byte for cfg.io_ms while stalled, or whose answered response is
+ * not taken; one whose worker waits for body bytes and has not answered is told first
+ * (body_timed_out: http_body_read returns ERR_TIMEOUT), so that it answers (S3: 400
+ * RequestTimeout), and closed only if it stalls again.
  */
 #ifndef WL_HTTP_INT_H
 #define WL_HTTP_INT_H
@@ -113,6 +115,8 @@ struct http_req {
      */
     int waiting;
     uint64_t wait_ms, progress_ms;
+    char principal[64];  /* whose request (http_req_set_principal; default the client's IP) */
+    int running;         /* its handler has a worker (atomic; set once) */
     int body_waiting;    /* the worker waits in http_body_read */
     int body_timed_out;  /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
     http_after_t *after; /* worker side until handler_done, then the loop's */

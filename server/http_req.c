@@ -219,8 +219,10 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
         r->want_continue = 1;
         http__post(r);
     }
-    /* A body we did not read to the end cannot be skipped safely: close after. */
-    if (!r->body_complete) r->close_after = 1;
+    /* A body we did not read to the end cannot be skipped safely: close after. Nor can a
+     * 411's: the client meant a body it did not frame, and its bytes must not be read as
+     * the next request (a signed PUT inside one ran: hostile probe). */
+    if (!r->body_complete || status == 411) r->close_after = 1;
     int keep = r->keep_alive && !r->close_after && !r->s->stopping;
     pthread_mutex_unlock(&r->s->mu);
     int n = snprintf(head, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s", status,
@@ -364,6 +366,7 @@ void http__run_handler(pool_job_t *j)
 {
     http_req_t *r = (http_req_t *)j;
     http_server_t *s = r->s;
+    __atomic_store_n(&r->running, 1, __ATOMIC_RELEASE);
     s->cfg.handler(s->cfg.arg, r, &r->info);
     log_debug("event=handled method=%s target=%.80s peer=%s req=%s", r->info.method, r->info.target,
               r->info.peer, r->id);

@@ -611,6 +611,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
         goto out;
     }
     if (s3_authenticate(&x) != 0) goto out;
+    if (!x.anonymous) http_req_set_principal(r, x.auth.access_key);
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
     if (unserved(&x) || sdk_checksum_missing(&x) || expected_owner_ok(&x) != 0) goto out;

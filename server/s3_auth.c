@@ -322,8 +322,53 @@ int s3_body_end(ctx_t *x)
     return 0;
 }
 
-/* Read a small request body whole (at most cap bytes). NULL and a response sent on error. */
+static int digest_present(ctx_t *x);
+static int digest_check(ctx_t *x, const char *body, size_t len);
+
+int s3_trailers_announced(ctx_t *x)
+{
+    if (!x->chunked) return 0;
+    const char *announced = s3_hdr(x->info, "x-amz-trailer");
+    for (int i = 0;; i++) {
+        const char *name = s3_chunked_trailer_name(x->chunked, i);
+        if (!name) return 0;
+        /* x-amz-trailer names one field, or a list of them. */
+        size_t nl = strlen(name);
+        int found = 0;
+        for (const char *p = announced; p && *p && !found;) {
+            while (*p == ' ' || *p == '\t' || *p == ',')
+                p++;
+            size_t l = strcspn(p, ", \t");
+            found = l == nl && strncasecmp(p, name, l) == 0;
+            p += l;
+        }
+        if (!found) {
+            /* A checksum nobody announced was neither checked nor kept: a wrong one passed. */
+            char msg[160];
+            (void)snprintf(msg, sizeof(msg),
+                           "The trailer %.64s was not announced by the x-amz-trailer header.",
+                           name);
+            s3_err_msg(x, S3E_INVALID_REQUEST, msg);
+            return -1;
+        }
+    }
+}
+
+static char *read_body(ctx_t *x, size_t cap, size_t *len, int digests);
+
 char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
+{
+    return read_body(x, cap, len, 1);
+}
+
+char *s3_read_complete_body(ctx_t *x, size_t cap, size_t *len)
+{
+    return read_body(x, cap, len, 0);
+}
+
+/* A small request body whole (at most cap bytes); digests: the checksum headers, if any, are
+ * the body's. NULL and a response sent on error. */
+static char *read_body(ctx_t *x, size_t cap, size_t *len, int digests)
 {
     *len = 0;
     if (!x->chunked && x->info->content_length >= (int64_t)cap) {
@@ -349,11 +394,20 @@ char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len)
         }
     }
     free(st.spill);
-    if (n < 0 || s3_body_end(x) != 0) {
+    int end = n < 0 ? 0 : s3_body_end(x);
+    if (n < 0 || end != 0) {
         free(body);
-        s3_err(x, n == ERR_RANGE     ? S3E_INVALID_CHUNK_SIZE
-                  : n == ERR_TIMEOUT ? S3E_REQUEST_TIMEOUT
-                                     : S3E_INCOMPLETE_BODY);
+        s3_err(x, n == ERR_RANGE      ? S3E_INVALID_CHUNK_SIZE
+                  : n == ERR_TIMEOUT  ? S3E_REQUEST_TIMEOUT
+                  : n == ERR_DENIED   ? S3E_SIGNATURE_MISMATCH
+                  : end == ERR_DENIED ? S3E_SHA256_MISMATCH
+                                      : S3E_INCOMPLETE_BODY);
+        return NULL;
+    }
+    /* Whatever digest it came with holds (S3 checks a Content-MD5 or checksum on any body). */
+    if (s3_trailers_announced(x) != 0 ||
+        (digests && digest_present(x) && digest_check(x, body, *len))) {
+        free(body);
         return NULL;
     }
     body[*len] = 0;
@@ -451,10 +505,5 @@ char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len)
                    "Missing required header for this request: Content-MD5 OR x-amz-checksum-*");
         return NULL;
     }
-    char *body = s3_read_small_body(x, cap, len);
-    if (body && digest_check(x, body, *len) != 0) {
-        free(body);
-        return NULL;
-    }
-    return body;
+    return s3_read_small_body(x, cap, len); /* (which checks it) */
 }

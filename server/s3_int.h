@@ -195,8 +195,16 @@ int s3_body_announced_ok(ctx_t *x);
 int s3_body_begin(ctx_t *x);
 long s3_body_read(ctx_t *x, uint8_t *buf, size_t cap, dec_t *st);
 int s3_body_end(ctx_t *x);
-/* A small body whole (at most cap bytes), NUL-terminated; NULL with the error sent. */
+/* Every trailer an aws-chunked body carried was announced by x-amz-trailer; else 400 sent and
+ * -1 (call once s3_body_end took the body). */
+int s3_trailers_announced(ctx_t *x);
+/* A small body whole (at most cap bytes), NUL-terminated; NULL with the error sent. A
+ * Content-MD5 or x-amz-checksum-* sent with it must match it (BadDigest): S3 checks them on
+ * any body, and a wrong one was taken. */
 char *s3_read_small_body(ctx_t *x, size_t cap, size_t *len);
+/* The same for CompleteMultipartUpload, whose x-amz-checksum-* are the object's, not the
+ * body's. */
+char *s3_read_complete_body(ctx_t *x, size_t cap, size_t *len);
 /* The same for a request S3 asks for the body's digest (Content-MD5 or x-amz-checksum-*,
  * checked against the body): NULL with 400 sent when there is none or it does not match. */
 char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len);

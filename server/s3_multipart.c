@@ -188,7 +188,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
 void s3_mpu_complete(ctx_t *x, const char *upload)
 {
     size_t len;
-    char *body = s3_read_small_body(x, 2u << 20, &len);
+    char *body = s3_read_complete_body(x, 2u << 20, &len);
     if (!body) return;
     s3_xml_part_t *xp = NULL;
     int np = 0;

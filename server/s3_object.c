@@ -323,6 +323,10 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
             s3_err(x, S3E_SHA256_MISMATCH);
         return -1;
     }
+    if (s3_trailers_announced(x) != 0) {
+        obj_put_abort(w);
+        return -1;
+    }
     if (algo && trailer && !expect) {
         char lower[64];
         snprintf(lower, sizeof(lower), "x-amz-checksum-%s", cks_name(algo));

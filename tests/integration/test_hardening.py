@@ -366,6 +366,48 @@ def test_stalled_clients_are_closed_and_evicted(datadir):
         s.stop()
 
 
+def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir):
+    """When stalled clients hold every worker they may and work waits, the request closed is
+    one of the principal (access key) that holds the most stalls: a flood of stalled uploads
+    costs its sender its own slots. Longest-stalled alone closed first another user's upload
+    that had paused a moment before the flood (hostile probe)."""
+    s = Server(datadir, extra=["--workers", "2", "--max-stalled", "2"]).start()
+    try:
+        c2 = s3_client(s.endpoint, ak=AK2, sk=SK2)
+        c2.create_bucket(Bucket="honest")
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="flood")
+        c.put_object(Bucket="flood", Key="small", Body=b"small!")
+        body = os.urandom(200000)
+        h = sign(s.port, "PUT", "/honest/k", ak=AK2, sk=SK2)
+        h["Content-Length"] = str(len(body))
+        honest = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+        try:
+            honest.sendall(request_head("PUT", "/honest/k", h) + body[:100000])
+            time.sleep(0.5)  # the honest upload stalls longest (the fix does not depend on it)
+            flood = stalled_writers(s, 8, "/flood/w")
+            try:
+                # 2 workers + 2 for stalls: the flood's stalls beyond them are evicted, then
+                # one more so that this GET is served.
+                st, got, _ = signed_request(s.port, "GET", "/flood/small")
+                assert st == 200 and got == b"small!"
+                honest.sendall(body[100000:])
+                st, resp = read_response(honest)
+                assert st == 200, resp
+            finally:
+                for w in flood:
+                    w.close()
+        finally:
+            honest.close()
+        got = c2.get_object(Bucket="honest", Key="k")["Body"].read()
+        assert hashlib.sha256(got).digest() == hashlib.sha256(body).digest()
+        with open(s.log) as f:
+            log = f.read()
+        assert "stalled_client_evicted" in log
+    finally:
+        s.stop()
+
+
 def test_stalled_body_is_answered_request_timeout(datadir):
     """A PUT whose body stops coming before the node answered: 400 RequestTimeout (S3's
     answer, which SDKs retry) once --io-timeout passes, then the connection closes; nothing is
@@ -903,6 +945,25 @@ def test_announced_bodies_hosts_and_auth_types(server):
     assert st == 411 and code_of(body) == "MissingContentLength"
     with pytest.raises(ClientError):
         c.head_object(Bucket="ann", Key="nolen")
+    # And the connection closes after it: the bytes the client meant as its body (here a
+    # signed PUT) are not read as a request of their own.
+    inner = request_head("PUT", "/ann/smuggled", dict(sign(server.port, "PUT", "/ann/smuggled"),
+                                                      **{"Content-Length": "0"}))
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        s.sendall(request_head("PUT", "/ann/nolen", sign(server.port, "PUT", "/ann/nolen")) +
+                  inner)
+        got = b""
+        while True:  # to the close (without it: a second response, then the timeout)
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    finally:
+        s.close()
+    assert got.startswith(b"HTTP/1.1 411") and got.count(b"HTTP/1.1 ") == 1, got
+    with pytest.raises(ClientError):
+        c.head_object(Bucket="ann", Key="smuggled")
     # More than 5 GiB announced: refused before any 100 Continue (the client sends nothing).
     up = c.create_multipart_upload(Bucket="ann", Key="mp")["UploadId"]
     for path, extra, ph in (("/ann/huge", {"Content-Length": str((5 << 30) + 1)},

@@ -8,6 +8,8 @@ import os
 import subprocess
 import zlib
 
+import pytest
+from botocore.exceptions import ClientError
 
 from conftest import AK, SK, s3_client, signed_request
 from test_s3_gateway import newest_python
@@ -74,6 +76,35 @@ def test_checksum_trailers_and_mismatches(server):
     st, msg, _ = raw_put(server, "sha-bad", data, {"x-amz-checksum-sha256": wrong_sha},
                          "UNSIGNED-PAYLOAD")
     assert st == 400 and b"BadDigest" in msg
+    # A checksum trailer x-amz-trailer did not announce (a wrong one, beside the announced
+    # one, or with none announced) is refused, not passed unchecked.
+    for key, extra, trailer in (
+            ("undeclared-extra", hdrs,
+             b"x-amz-checksum-crc32:" + good.encode() + b"\r\nx-amz-checksum-sha256:" +
+             wrong_sha.encode()),
+            ("undeclared-only", {k: v for k, v in hdrs.items() if k != "x-amz-trailer"},
+             b"x-amz-checksum-crc32:" + bad.encode())):
+        st, msg, _ = raw_put(server, key, chunked(data, trailer), extra,
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        assert st == 400 and b"<Code>InvalidRequest</Code>" in msg, (key, msg)
+        assert b"not announced" in msg, msg
+    # The same in the body of a bucket setting (read whole, not streamed).
+    tagging = (b'<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet>'
+               b'</Tagging>')
+    st, msg, _ = signed_request(
+        server.port, "PUT", "/cksum?tagging", chunked(tagging, b"x-amz-checksum-crc32:" +
+                                                      crc32_b64(b"other").encode()),
+        {"content-encoding": "aws-chunked", "x-amz-decoded-content-length": str(len(tagging))},
+        "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"not announced" in msg, msg
+    # And a wrong Content-MD5 or checksum header on a setting's body: BadDigest.
+    for h in ({"Content-MD5": base64.b64encode(hashlib.md5(b"other").digest()).decode()},
+              {"x-amz-checksum-crc32": crc32_b64(b"other")}):
+        st, msg, _ = signed_request(server.port, "PUT", "/cksum?tagging", tagging, h)
+        assert st == 400 and b"<Code>BadDigest</Code>" in msg, (h, msg)
+    with pytest.raises(ClientError) as e:  # none of them was applied
+        c.get_bucket_tagging(Bucket="cksum")
+    assert e.value.response["Error"]["Code"] == "NoSuchTagSet"
     keys = [o["Key"] for o in c.list_objects_v2(Bucket="cksum").get("Contents", [])]
     assert keys == ["trailer-ok"]
     # A trailer naming no checksum is refused.
