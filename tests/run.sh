@@ -16,10 +16,12 @@ FUZZ_RUNS=${FUZZ_RUNS:-20000}
 passed=0
 failed=0
 failures=()
-step() { # step NAME CMD...: run a step, count it
+step() { # step NAME CMD...: run a step, count it, say how long it took
   local name=$1; shift
+  local t0=$SECONDS
   echo "=== $name"
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+  echo "=== $name: $((SECONDS - t0)) s"
 }
 
 deploy/install-deps.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }

@@ -1547,6 +1547,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
+    if (getenv("WL_TEST_SKIP")) cmocka_set_skip_filter(getenv("WL_TEST_SKIP"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iu_choose),
         cmocka_unit_test(test_detect_iu),
