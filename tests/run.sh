@@ -62,7 +62,7 @@ fuzz_all() {
   done
   return $rc
 }
-step "fuzz build" env CC=clang bash -c 'cmake -S . -B build-fuzz -DFUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-fuzz -j'"$JOBS"
+step "fuzz build" env CC=clang bash -c 'cmake -S . -B build-fuzz -DFUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build-fuzz --target fuzzers -j'"$JOBS"
 step "fuzz run" fuzz_all
 
 if compgen -G "tests/integration/test_*.py" >/dev/null; then
