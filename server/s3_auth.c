@@ -97,6 +97,16 @@ int s3_authenticate(ctx_t *x)
     }
     if (!x->auth.presigned) {
         const char *d = s3_hdr(in, "x-amz-date");
+        char iso[20];
+        if (!d && (d = s3_hdr(in, "date")) && strlen(d) != 16) {
+            /* Without x-amz-date SigV4 dates a request by its Date header (AWS looks for
+             * x-amz-date first, then Date), which may be an HTTP-date (IMF-fixdate): the
+             * string to sign carries the same instant in ISO 8601 basic form. */
+            struct tm tm = {0};
+            const char *end = strptime(d, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+            d = end && !*end && strftime(iso, sizeof(iso), "%Y%m%dT%H%M%SZ", &tm) == 16 ? iso
+                                                                                        : NULL;
+        }
         if (!d || strlen(d) != 16) {
             s3_err_msg(x, S3E_ACCESS_DENIED,
                        "AWS authentication requires a valid Date or x-amz-date header");

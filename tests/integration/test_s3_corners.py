@@ -453,16 +453,19 @@ def test_request_and_host_ids(server):
     assert e.value.response["ResponseMetadata"]["HostId"]
 
 
-def put_with_lines(server, path, lines, body=b"x"):
+def put_with_lines(server, path, lines, body=b"x", date=None):
     """A PUT whose header lines are lines as given (repeats kept), signed as SigV4 signs
-    repeats (one canonical line, values joined by commas): (status, body)."""
+    repeats (one canonical line, values joined by commas): (status, body). date: (header,
+    value, the instant in ISO 8601 basic form) in place of an x-amz-date of now."""
     import datetime
     import hmac
     import socket
     amz = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    date = date or ("x-amz-date", amz, amz)
+    amz = date[2]
     ph = hashlib.sha256(body).hexdigest()
     base = [("host", "127.0.0.1:%d" % server.port), ("x-amz-content-sha256", ph),
-            ("x-amz-date", amz)] + lines
+            (date[0], date[1])] + lines
     names = sorted(set(k.lower() for k, _ in base))
     canon = "".join("%s:%s\n" % (n, ",".join(" ".join(v.split()) for k, v in base
                                              if k.lower() == n)) for n in names)
@@ -489,6 +492,33 @@ def put_with_lines(server, path, lines, body=b"x"):
     finally:
         s.close()
     return int(out.split(b" ", 2)[1]), out.split(b"\r\n\r\n", 1)[1]
+
+
+def test_sigv4_dated_by_the_date_header(server):
+    """Without x-amz-date, SigV4 takes the request's date from its Date header (AWS looks
+    for x-amz-date, then Date), in ISO 8601 basic form or as an HTTP-date; the string to sign
+    carries the ISO form. Such requests were refused 403. A Date too far off is still
+    RequestTimeTooSkewed, and one that is neither form is refused."""
+    import datetime
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="dated")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    iso = now.strftime("%Y%m%dT%H%M%SZ")
+    http_date = now.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    for key, date in (("iso", ("Date", iso, iso)), ("http", ("Date", http_date, iso))):
+        body = os.urandom(1000)
+        st, out = put_with_lines(server, "/dated/" + key, [], body=body, date=date)
+        assert st == 200, (key, out)
+        got = c.get_object(Bucket="dated", Key=key)["Body"].read()
+        assert sha(got) == sha(body), key
+    old = now - datetime.timedelta(hours=1)
+    st, out = put_with_lines(server, "/dated/old", [], date=(
+        "Date", old.strftime("%a, %d %b %Y %H:%M:%S GMT"), old.strftime("%Y%m%dT%H%M%SZ")))
+    assert st == 403 and b"RequestTimeTooSkewed" in out, out
+    st, out = put_with_lines(server, "/dated/odd", [], date=("Date", now.isoformat(), iso))
+    assert st == 403 and b"AccessDenied" in out, out
+    keys = sorted(o["Key"] for o in c.list_objects_v2(Bucket="dated")["Contents"])
+    assert keys == ["http", "iso"]
 
 
 def test_repeated_header_lines_are_one_field(server):
