@@ -33,6 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0 && rc != 1 && rc != ERR_INVAL && rc != ERR_DENIED) abort();
     if (total != s3_chunked_decoded(c)) abort();
     (void)s3_chunked_trailer(c, "x-amz-checksum-crc32");
+    /* Every trailer named is one lookup finds (lowercase, NUL-terminated, not the signature). */
+    for (int i = 0; s3_chunked_trailer_name(c, i); i++)
+        if (!s3_chunked_trailer(c, s3_chunked_trailer_name(c, i))) abort();
     s3_chunked_free(c);
     return 0;
 }
