@@ -175,15 +175,29 @@ binaries
 ETCD=${ETCD:-$(command -v etcd || true)}
 [ -x "$ETCD" ] || die "etcd missing: apt-get install etcd-server (deploy/install-deps.sh does)"
 
-free_ports() { # free_ports K: K distinct free loopback TCP ports
+# free_ports K: K distinct free loopback TCP ports, below the kernel's ephemeral range. A
+# port bound to 0 and released comes from that range, where any outgoing connection (a node's
+# to its peers or to etcd, started before it listens) may take it first: a node then failed
+# with "address already in use" on its own S3 port.
+free_ports() {
   python3 - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
+import random, socket, sys
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+socks, ports = [], []
+while len(ports) < int(sys.argv[1]):
+    port = random.randrange(10000, max(low, 10001))
     s = socket.socket()
-    s.bind(("127.0.0.1", 0))
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        continue
     socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
+    ports.append(port)
+print(" ".join(map(str, ports)))
 EOF
 }
 
