@@ -647,6 +647,7 @@ void s3_post_object(ctx_t *x)
         s3_bucket_iname(x->bucket, &bi, x->ibucket);
     } else {
         if (check_signature(&fm) != 0) goto out;
+        http_req_set_principal(x->r, x->auth.access_key); /* its stalls are the signer's */
         /* The signer must own the bucket (who may write into it). */
         if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
         if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
