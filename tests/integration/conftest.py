@@ -398,6 +398,16 @@ def s3_client(endpoint, ak=AK, sk=SK, retry=True):
                       retries={"max_attempts": 2 if retry else 0}))
 
 
+def recv_to_close(sock):
+    """Every byte the peer sends until it closes the connection."""
+    out = b""
+    while True:
+        d = sock.recv(65536)
+        if not d:
+            return out
+        out += d
+
+
 def signed_request(port, method, path, body=b"", headers=None, payload_hash=None, host=None):
     """A SigV4-signed request sent byte for byte as given (body unchanged, so aws-chunked
     bodies and wrong checksums can be sent). path is the encoded path and query; host the

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import AK, AK2, SK, SK2, Server, s3_client, signed_request
+from conftest import AK, AK2, SK, SK2, Server, recv_to_close, s3_client, signed_request
 
 
 def sha(b):
@@ -953,12 +953,7 @@ def test_announced_bodies_hosts_and_auth_types(server):
     try:
         s.sendall(request_head("PUT", "/ann/nolen", sign(server.port, "PUT", "/ann/nolen")) +
                   inner)
-        got = b""
-        while True:  # to the close (without it: a second response, then the timeout)
-            d = s.recv(65536)
-            if not d:
-                break
-            got += d
+        got = recv_to_close(s)  # (without the close: a second response, then the timeout)
     finally:
         s.close()
     assert got.startswith(b"HTTP/1.1 411") and got.count(b"HTTP/1.1 ") == 1, got

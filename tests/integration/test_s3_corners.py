@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import run_under_newest_botocore, AK, SK, s3_client, signed_request
+from conftest import run_under_newest_botocore, AK, SK, recv_to_close, s3_client, signed_request
 
 
 
@@ -483,12 +483,7 @@ def put_with_lines(server, path, lines, body=b"x", date=None):
     s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     try:
         s.sendall(("PUT %s HTTP/1.1\r\n" % path).encode() + head.encode() + b"\r\n" + body)
-        out = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            out += d
+        out = recv_to_close(s)
     finally:
         s.close()
     return int(out.split(b" ", 2)[1]), out.split(b"\r\n\r\n", 1)[1]

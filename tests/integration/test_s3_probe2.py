@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from botocore.exceptions import ClientError
 
-from conftest import AK, AK2, SK, SK2, s3_client, signed_request
+from conftest import AK, AK2, SK, SK2, recv_to_close, s3_client, signed_request
 from test_s3_post import form_post
 
 
@@ -96,12 +96,7 @@ def raw_get(port, path, headers):
         req = "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (path, port)
         req += "".join("%s: %s\r\n" % kv for kv in headers.items()) + "Connection: close\r\n\r\n"
         s.sendall(req.encode())
-        data = b""
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
+        data = recv_to_close(s)
     finally:
         s.close()
     head, _, body = data.partition(b"\r\n\r\n")
