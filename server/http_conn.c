@@ -65,6 +65,7 @@ static void on_write(uv_write_t *w, int status)
     r->out_pending -= o->len;
     r->nwrites--;
     r->progress_ms = http__mono_ms();
+    r->moved += o->len;
     if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
@@ -187,8 +188,27 @@ typedef struct {
     conn_t *c;
     const char *who;
     int stalled_now;
-    uint64_t stalled;
+    uint64_t stalled, moved, age;
 } held_t;
+
+/*
+ * The time a request's bytes moved are averaged over: since it began, but at
+ * least a second, so that a burst of fresh stalls (each a few KiB in for a few
+ * milliseconds) does not look faster than an upload that has streamed for long.
+ */
+static uint64_t progress_age(const http_req_t *r, uint64_t now)
+{
+    uint64_t age = now > r->start_ms ? now - r->start_ms : 0;
+    return age > 1000 ? age : 1000;
+}
+
+/* a moved fewer bytes per millisecond than b (ties: a stalled longer). */
+static int slower(const held_t *a, const held_t *b)
+{
+    unsigned __int128 ra = (unsigned __int128)a->moved * b->age,
+                      rb = (unsigned __int128)b->moved * a->age;
+    return ra != rb ? ra < rb : a->stalled > b->stalled;
+}
 
 static int by_principal(const void *a, const void *b)
 {
@@ -199,12 +219,14 @@ static int by_principal(const void *a, const void *b)
  * Every worker the slow-client allowance has is taken and work waits: close a
  * stalled connection, so that its worker serves others. The principal that
  * holds the most workers (its handlers running, stalled or not) gives up its
- * longest-stalled request. Nothing is closed now while a worker is idle or
- * still starting its request (whose principal is not known yet), or when none of
- * the top holder's requests is stalled: the pool asks again once one of them
- * stalls, and one that ends frees its worker. Longest-stalled of all let a
- * burst of fresh stalls (stalled for milliseconds, or still starting) evict
- * an honest upload whose client had paused for 100 ms (hostile probe).
+ * slowest stalled request: the fewest body and response bytes moved per
+ * millisecond since it began (ties: the longest stall). Nothing is closed now while a worker is
+ * idle or still starting its request (whose principal is not known yet), or when none of the top
+ * holder's requests is stalled: the pool asks again once one of them stalls, and one that ends
+ * frees its worker. Longest-stalled of all let a burst of fresh stalls (stalled for milliseconds,
+ * or still starting) evict an honest upload whose client had paused for 100 ms (hostile probe); and
+ * the longest stall within a principal let such a burst signed with one
+ * shared key still evict the honest upload signed with it (re-probe).
  */
 static void evict_stalled(http_server_t *s)
 {
@@ -219,14 +241,17 @@ static void evict_stalled(http_server_t *s)
         if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
             continue;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
-        h[n++] = (held_t){c, r->principal, r->waiting > 0, r->waiting ? stalled_for(r, now) : 0};
+        h[n++] = (held_t){
+            c,        r->principal,        r->waiting > 0, r->waiting ? stalled_for(r, now) : 0,
+            r->moved, progress_age(r, now)};
     }
     /* Workers about to take queued requests, or starting one (whose principal is not known
      * yet): they stall (the pool asks again) or end (freeing their worker). */
     if (ps.idle > 0 || (int)n < ps.threads) n = 0;
     /* Principals are read while s->mu is held (http_req_set_principal writes under it). */
     qsort(h, n, sizeof(*h), by_principal);
-    /* The most workers any principal holds, then the longest stall of those holding as many. */
+    /* The most workers any principal holds, then the slowest stalled request of those holding as
+     * many. */
     size_t most = 0;
     for (size_t i = 0, j; i < n; i = j) {
         for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
@@ -238,15 +263,18 @@ static void evict_stalled(http_server_t *s)
         for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
             ;
         for (size_t x = i; x < j && j - i == most; x++)
-            if (h[x].stalled_now && (!best || h[x].stalled > best->stalled)) best = &h[x];
+            if (h[x].stalled_now && (!best || slower(&h[x], best))) best = &h[x];
     }
     conn_t *worst = best ? best->c : NULL;
-    uint64_t worst_for = best ? best->stalled : 0;
+    uint64_t worst_for = best ? best->stalled : 0, worst_moved = best ? best->moved : 0;
+    uint64_t worst_age = best ? best->age : 0;
     pthread_mutex_unlock(&s->mu);
     free(h);
     if (!worst) return;
-    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu principal_holds=%zu req=%s",
-             worst->peer, (unsigned long long)worst_for, most, worst->req->id);
+    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu moved=%llu age_ms=%llu "
+             "principal_holds=%zu req=%s",
+             worst->peer, (unsigned long long)worst_for, (unsigned long long)worst_moved,
+             (unsigned long long)worst_age, most, worst->req->id);
     conn_close(worst);
 }
 
@@ -393,7 +421,7 @@ static int on_headers_complete(llhttp_t *p)
         r->body_complete = 1;
     c->req = r;
     c->refs++;
-    r->progress_ms = http__mono_ms();
+    r->progress_ms = r->start_ms = http__mono_ms();
     r->job.run = http__run_handler;
     pool_job_t *j = &r->job;
     pool_submit(s->workers, &j, 1, NULL);
@@ -427,6 +455,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     }
     if (!in_place) memcpy(r->in + r->in_len, at, len);
     r->in_len += len;
+    r->moved += len;
     r->progress_ms = http__mono_ms();
     int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
     pthread_cond_broadcast(&r->cv);

@@ -42,9 +42,10 @@
  * arrive, or its output to drain) is blocked in the pool's terms: queued
  * requests get other threads, up to cfg.max_stalled more; at that bound the
  * pool reports saturation and the loop closes a stalled connection: the
- * longest-stalled of the principal (access key, else client address) that
- * holds the most stalled requests, so that a flood of stalls costs its
- * sender its own slots, not an honest upload that paused for a moment. The per-connection timer
+ * slowest (fewest bytes moved per second since it began) of the principal
+ * (access key, else client address) that holds the most stalled requests,
+ * so that a flood of stalls costs its sender its own slots, not an honest
+ * upload that paused for a moment, even one signed with the same key. The per-connection timer
  * closes a request that moved no byte for cfg.io_ms while stalled, or whose answered response is
  * not taken; one whose worker waits for body bytes and has not answered is told first
  * (body_timed_out: http_body_read returns ERR_TIMEOUT), so that it answers (S3: 400
@@ -115,11 +116,12 @@ struct http_req {
      */
     int waiting;
     uint64_t wait_ms, progress_ms;
-    char principal[64];  /* whose request (http_req_set_principal; default the client's IP) */
-    int running;         /* its handler has a worker (atomic; set once) */
-    int body_waiting;    /* the worker waits in http_body_read */
-    int body_timed_out;  /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
-    http_after_t *after; /* worker side until handler_done, then the loop's */
+    uint64_t start_ms, moved; /* handler submitted at; body and response bytes moved since */
+    char principal[64];       /* whose request (http_req_set_principal; default the client's IP) */
+    int running;              /* its handler has a worker (atomic; set once) */
+    int body_waiting;         /* the worker waits in http_body_read */
+    int body_timed_out;       /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
+    http_after_t *after;      /* worker side until handler_done, then the loop's */
 };
 
 struct conn {

@@ -305,13 +305,13 @@ def stalled_readers(server, n, path):
     return socks
 
 
-def stalled_writers(server, n, path):
+def stalled_writers(server, n, path, sent=0):
     socks = []
     for i in range(n):
         h = sign(server.port, "PUT", "%s%d" % (path, i))
         h["Content-Length"] = "1000000"
         s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
-        s.sendall(request_head("PUT", "%s%d" % (path, i), h))
+        s.sendall(request_head("PUT", "%s%d" % (path, i), h) + b"x" * sent)
         socks.append(s)
     return socks
 
@@ -366,26 +366,30 @@ def test_stalled_clients_are_closed_and_evicted(datadir):
         s.stop()
 
 
-def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir):
+@pytest.mark.parametrize("shared_key", [False, True], ids=["own-key", "shared-key"])
+def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_key):
     """When stalled clients hold every worker they may and work waits, the request closed is
     one of the principal (access key) that holds the most stalls: a flood of stalled uploads
     costs its sender its own slots. Longest-stalled alone closed first another user's upload
-    that had paused a moment before the flood (hostile probe)."""
+    that had paused a moment before the flood (hostile probe). Within one principal (the
+    flood signed with the honest upload's own key) the slowest is closed, by bytes moved per
+    second since it began: longest-stalled closed the honest upload there too (re-probe)."""
     s = Server(datadir, extra=["--workers", "2", "--max-stalled", "2"]).start()
     try:
-        c2 = s3_client(s.endpoint, ak=AK2, sk=SK2)
+        ak, sk = (AK, SK) if shared_key else (AK2, SK2)
+        c2 = s3_client(s.endpoint, ak=ak, sk=sk)
         c2.create_bucket(Bucket="honest")
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="flood")
         c.put_object(Bucket="flood", Key="small", Body=b"small!")
         body = os.urandom(200000)
-        h = sign(s.port, "PUT", "/honest/k", ak=AK2, sk=SK2)
+        h = sign(s.port, "PUT", "/honest/k", ak=ak, sk=sk)
         h["Content-Length"] = str(len(body))
         honest = socket.create_connection(("127.0.0.1", s.port), timeout=60)
         try:
             honest.sendall(request_head("PUT", "/honest/k", h) + body[:100000])
             time.sleep(0.5)  # the honest upload stalls longest (the fix does not depend on it)
-            flood = stalled_writers(s, 8, "/flood/w")
+            flood = stalled_writers(s, 8, "/flood/w", sent=4096)
             try:
                 # 2 workers + 2 for stalls: the flood's stalls beyond them are evicted, then
                 # one more so that this GET is served.
