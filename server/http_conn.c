@@ -423,9 +423,26 @@ static int on_headers_complete(llhttp_t *p)
     c->refs++;
     r->progress_ms = r->start_ms = http__mono_ms();
     r->job.run = http__run_handler;
-    pool_job_t *j = &r->job;
-    pool_submit(s->workers, &j, 1, NULL);
+    /* Handed to a worker once this read's bytes are parsed (submit_pending). */
+    c->to_submit = r;
     return 0;
+}
+
+/*
+ * The request whose head this read completed goes to a worker only after the
+ * rest of the read is parsed: a small body that came with its head (a 4 KiB
+ * PUT) is then in r->in when the handler starts, which reads it without
+ * waiting, and the loop has no waiting worker to wake per body piece
+ * (measured: a third of the futex calls of a 4 KiB PUT were that wait and
+ * those wakes). A body still coming is read as before.
+ */
+static void submit_pending(conn_t *c)
+{
+    http_req_t *r = c->to_submit;
+    if (!r) return;
+    c->to_submit = NULL;
+    pool_job_t *j = &r->job;
+    pool_submit(c->s->workers, &j, 1, NULL);
 }
 
 /* Move the unconsumed inbound bytes to the front of the buffer (s->mu held). */
@@ -501,8 +518,16 @@ static int inbound_full(conn_t *c)
     return full;
 }
 
-/* Feed the pending bytes to the parser until it pauses or runs dry. */
+static void parse_pass(conn_t *c);
+
+/* Feed the pending bytes to the parser until it pauses or runs dry; then start the request. */
 static void parse_more(conn_t *c)
+{
+    parse_pass(c);
+    submit_pending(c);
+}
+
+static void parse_pass(conn_t *c)
 {
     while (!c->closing && !c->paused && c->pend_len > c->pend_off) {
         const char *start = c->pend + c->pend_off;

@@ -129,9 +129,10 @@ struct conn {
     uv_timer_t timer;
     http_server_t *s;
     llhttp_t parser;
-    http_head_t head;     /* the request head being received */
-    struct http_req *req; /* being received or handled */
-    char *pend;           /* bytes read but not parsed (parser paused) */
+    http_head_t head;           /* the request head being received */
+    struct http_req *req;       /* being received or handled */
+    struct http_req *to_submit; /* req, once the read that completed its head is parsed */
+    char *pend;                 /* bytes read but not parsed (parser paused) */
     size_t pend_off, pend_len;
     char *direct; /* the read in progress goes here, in c->req's inbound buffer */
     int reading, closing, refs, paused, continue_sent;
