@@ -148,6 +148,8 @@ static void req_finish(conn_t *c, http_req_t *r)
     c->paused = 0;
     c->last_activity = http__now_ms(c->s);
     parse_more(c);
+    /* Answered all the client sent before its EOF. */
+    if (c->peer_eof && !c->req && !c->closing) conn_close(c);
 }
 
 /* Hand one chunk to libuv; on_write (or the failure path here) accounts for it. */
@@ -575,7 +577,13 @@ static void parse_pass(conn_t *c)
     if (c->pend_off >= c->pend_len) c->pend_off = c->pend_len = 0;
     /* Read more unless paused with a request in hand or its buffer is full. */
     if (!c->closing && !c->paused && !c->reading && !inbound_full(c)) start_reading(c);
-    if (c->paused && c->reading && (!c->req || c->req->body_complete)) {
+    /*
+     * Paused with a request whose body is in: reading goes on (what comes is kept in pend, up
+     * to its size; on_read stops there), so that each request does not cost a uv_read_stop and
+     * a uv_read_start, two epoll_ctl calls on the loop (6% of its time at 32 clients of 4 KiB
+     * PUTs, where the loop is the bottleneck). An EOF meanwhile answers first (on_read).
+     */
+    if (c->paused && c->reading && !c->req) {
         uv_read_stop((uv_stream_t *)&c->tcp);
         c->reading = 0;
     }
@@ -668,6 +676,14 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     conn_t *c = st->data;
     (void)buf;
     if (n == UV_EOF && c->req && !c->lingering && body_cut_short(c)) return;
+    if (n == UV_EOF && c->req && !c->lingering && !c->closing) {
+        /* The client is done sending, and its request is being answered: answer it (and what
+         * it sent before), then close (req_finish). */
+        c->peer_eof = 1;
+        uv_read_stop(st);
+        c->reading = 0;
+        return;
+    }
     if (n < 0) {
         conn_close(c);
         return;
@@ -700,7 +716,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 
 static void start_reading(conn_t *c)
 {
-    if (c->reading || c->closing) return;
+    if (c->reading || c->closing || c->peer_eof) return;
     if (c->pend && c->pend_len - c->pend_off >= READ_BUF) return; /* plenty unparsed already */
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = 1;
 }

@@ -145,9 +145,10 @@ struct conn {
     int lingering;
     int bad_version; /* the request is not HTTP/1.x: answered 505 */
     /*
-     * The client shut its write side (EOF) while a request's body was still
-     * coming: the body is cut short there, its handler answers that, and the
-     * connection closes after the answer instead of lingering.
+     * The client shut its write side (EOF) while a request was in: a body
+     * still coming is cut short there and its handler answers that; a
+     * request whose body was in is answered, and so are those the client sent
+     * before the EOF. Then the connection closes (no lingering, no reading).
      */
     int peer_eof;
     uint64_t linger_until, linger_bytes;

@@ -657,6 +657,32 @@ def test_aborted_chunked_puts_do_not_leak_connections(datadir):
         s.stop()
 
 
+def test_requests_sent_before_the_clients_eof_are_all_answered(server):
+    """A client that sends a PUT and a GET back to back and shuts its write side gets both
+    answers, in order, then the close; the PUT is stored. The node reads on while it answers
+    (no read stop and start per request), so it sees the EOF before it has answered: it must
+    answer first, not close."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="eof")
+    body = os.urandom(5000)
+    h = sign(server.port, "PUT", "/eof/k")
+    h["Content-Length"] = str(len(body))
+    put = request_head("PUT", "/eof/k", h) + body
+    get = request_head("GET", "/eof/k", sign(server.port, "GET", "/eof/k"))
+    for reqs in ([put], [put, get]):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sk:
+            sk.sendall(b"".join(reqs))
+            sk.shutdown(socket.SHUT_WR)
+            out = recv_to_close(sk)
+        heads = out.split(b"HTTP/1.1 ")[1:]
+        assert len(heads) == len(reqs), out[:300]
+        assert all(x.startswith(b"200") for x in heads), out[:300]
+        if len(reqs) == 2:
+            assert out.endswith(body)
+        got = c.get_object(Bucket="eof", Key="k")["Body"].read()
+        assert hashlib.sha256(got).digest() == hashlib.sha256(body).digest()
+
+
 def test_bucket_acl_body_racing_bucket_reuse(server):
     main, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
     main.create_bucket(Bucket="aclr")
