@@ -1,0 +1,297 @@
+/*
+ * node_drives: the data directory's layout, replaced drives and the drives'
+ * open (contracts in node_drives.h).
+ *
+ * A drive is a directory (DATA/driveN, or [drive.N] path); what it holds is
+ * its engine's (storage/drive.h). Next to them this file keeps two markers:
+ * DATA/layout, the sets the data was written for, and DRIVE/refilling, a
+ * drive that took a failed one's place and is not refilled yet.
+ */
+#include "server/node_drives.h"
+
+#include "common/err.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/*
+ * Replaced drives. A drive directory without its engine's files, on a node
+ * whose other drives (or layout) show that data was written before, is an
+ * empty drive that took a failed one's place: until the heal scanner has
+ * refilled it, it holds none of the heads and inline copies the set expects
+ * of it, and a listing that merged it among k stores could miss objects. It
+ * is marked (DRIVE/refilling, kept across restarts, and drive_set_refilling:
+ * readers take it last), the scanner is started at once, and the marks go
+ * when a pass ends with nothing it could not make whole.
+ */
+
+static int drive_is_fresh(const char *path)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/segments", path);
+    return stat(p, &sb) != 0 && errno == ENOENT;
+}
+
+/* DRIVE/refilling, durable (the file and its name) before the drive's engine writes a byte. */
+static void refill_mark(const char *path)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/refilling", path);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
+    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 || fsync(fd) != 0)
+        log_error("event=refill_mark_failed path=%s err=%s", p, strerror(errno));
+    if (fd >= 0) close(fd);
+    int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0)
+        log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
+    if (dfd >= 0) close(dfd);
+}
+
+static int refill_marked(const char *path)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof(p), "%s/refilling", path);
+    return stat(p, &sb) == 0;
+}
+
+/* s3_cfg_t.scrub_done: a whole pass refilled every marked drive. */
+void node_drives_refilled(void *arg, unsigned failed)
+{
+    node_drives_t *r = arg;
+    if (failed) return; /* not whole yet: the next pass tries again */
+    for (int i = 0; i < r->n; i++) {
+        if (!r->dv[i] || !drive_refilling(r->dv[i])) continue;
+        char p[4200];
+        snprintf(p, sizeof(p), "%s/refilling", r->path[i]);
+        if (unlink(p) != 0 && errno != ENOENT) {
+            log_error("event=refill_unmark_failed path=%s err=%s", p, strerror(errno));
+            continue;
+        }
+        drive_set_refilling(r->dv[i], 0);
+        log_info("event=drive_refilled path=%s", r->path[i]);
+    }
+}
+
+/*
+ * Where keys live depends on the sets (obj_set_multi: how many, and in a
+ * cluster which drives each holds), so a data directory keeps the layout it
+ * was made with: DATA/layout records it on the first start ("sets 2 ec
+ * 4+2", and for a cluster member its id and a digest of the map's sets),
+ * and a later start with another layout is refused (its keys would be
+ * looked for on other sets). A single node compares the number of sets. A
+ * data directory from before the file existed held one set. *existed: a
+ * layout was there already (data was written before). 0, or 2 with the
+ * reason printed.
+ */
+static int check_layout(const char *data, const char *want, int single, int nsets, int *existed)
+{
+    char path[4096], had[4096] = "";
+    *existed = 0;
+    if ((size_t)snprintf(path, sizeof(path), "%s/layout", data) >= sizeof(path)) {
+        fprintf(stderr, "warmlaked: --data %s: path too long\n", data);
+        return 2;
+    }
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t got = fread(had, 1, sizeof(had) - 1, f);
+        had[got] = 0;
+        fclose(f);
+        while (got && had[got - 1] == '\n')
+            had[--got] = 0;
+    } else {
+        char d0[4096];
+        struct stat sb;
+        snprintf(d0, sizeof(d0), "%s/drive0", data);
+        /* (An empty drive0, a mount point made before the first start, holds nothing.) */
+        if (stat(d0, &sb) == 0 && !drive_is_fresh(d0) && nsets != 1)
+            snprintf(had, sizeof(had), "sets 1");
+    }
+    *existed = had[0] != 0;
+    /* A cluster's layout may grow by pools (a line each): what was recorded must begin it. */
+    size_t hl = strlen(had);
+    int hs = 0, same = single ? sscanf(had, "sets %d", &hs) == 1 && hs == nsets
+                              : strncmp(had, want, hl) == 0 && (!want[hl] || want[hl] == '\n');
+    if (had[0] && !same) {
+        fprintf(stderr,
+                "warmlaked: %s holds data laid out as \"%s\", but this start makes \"%s\": its "
+                "objects would not be found. Start with the layout it was made with.\n",
+                data, had, want);
+        return 2;
+    }
+    if (f && (single || strcmp(had, want) == 0)) return 0; /* (a cluster's grew by a pool) */
+    if (mkdir(data, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "warmlaked: cannot create %s: %s\n", data, strerror(errno));
+        return 1;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *o = fopen(tmp, "w");
+    int bad = !o || fprintf(o, "%s\n", want) < 0 || fflush(o) != 0 || fsync(fileno(o)) != 0;
+    if (o && fclose(o) != 0) bad = 1;
+    if (bad || rename(tmp, path) != 0) {
+        fprintf(stderr, "warmlaked: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * A cluster member's layout: a line per pool. The first names the cluster,
+ * the coding, pool 0's sets and a digest of which drive (node id and
+ * number) holds each shard of each of them (a map without pools is one
+ * pool: its line is what it was before pools); each further pool a line of
+ * its id, sets and digest.
+ */
+static void cluster_layout(const cmap_t *map, char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (int p = 0; p < map->npools && at < cap; p++) {
+        const cmap_pool_t *pool = &map->pools[p];
+        uint64_t h = 1469598103934665603ull;
+        for (int j = pool->first; j < pool->first + pool->nsets; j++)
+            for (int i = 0; i < map->sets[j].k + map->sets[j].m; i++) {
+                char d[CMAP_MAX_ID + 16];
+                snprintf(d, sizeof(d), "%s/%d;", map->nodes[map->sets[j].d[i].node].id,
+                         map->sets[j].d[i].drive);
+                for (const char *c = d; *c; c++)
+                    h = (h ^ (uint8_t)*c) * 1099511628211ull;
+            }
+        if (p == 0)
+            at += (size_t)snprintf(out + at, cap - at, "cluster %s sets %d ec %d+%d drives %016llx",
+                                   map->cluster, pool->nsets, map->sets[0].k, map->sets[0].m,
+                                   (unsigned long long)h);
+        else
+            at += (size_t)snprintf(out + at, cap - at, "\npool %s sets %d drives %016llx", pool->id,
+                                   pool->nsets, (unsigned long long)h);
+    }
+}
+
+/* One drive's open on its own thread (open_drives). */
+typedef struct {
+    const drive_cfg_t *cfg;
+    drive_t **out;
+    int rc;
+    pthread_t tid;
+} drive_opener_t;
+
+static void *drive_opener(void *arg)
+{
+    drive_opener_t *o = arg;
+    o->rc = drive_open(o->cfg, o->out);
+    return NULL;
+}
+
+/* Opens n drives side by side, each on a thread of its own (a thread that cannot start
+ * opens its drive in place). 0, or the first failure's code once every open has ended; the
+ * drives that did open stay in dv for the caller's cleanup. */
+static int open_drives(const drive_cfg_t *cfg, int n, drive_t **dv)
+{
+    drive_opener_t op[OBJ_MAX_SHARDS];
+    int started[OBJ_MAX_SHARDS] = {0}, rc = 0;
+    for (int i = 0; i < n; i++) {
+        op[i] = (drive_opener_t){.cfg = &cfg[i], .out = &dv[i]};
+        started[i] = pthread_create(&op[i].tid, NULL, drive_opener, &op[i]) == 0;
+        if (!started[i]) drive_opener(&op[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        if (started[i]) pthread_join(op[i].tid, NULL);
+        if (op[i].rc && !rc) {
+            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", cfg[i].path,
+                    err_str(op[i].rc));
+            rc = op[i].rc;
+        }
+    }
+    return rc;
+}
+
+int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cmap_t *map, int nsets,
+                     int k, int m)
+{
+    int made_data = 0, had_layout = 0, rc;
+    d->n = n;
+    {
+        char want[4096];
+        if (map)
+            cluster_layout(map, want, sizeof(want));
+        else
+            snprintf(want, sizeof(want), "sets %d ec %d+%d", nsets, k, m);
+        if ((rc = check_layout(conf->data, want, !map, nsets, &had_layout)) != 0) return rc;
+    }
+    int fresh[OBJ_MAX_SHARDS] = {0}, nfresh = 0;
+    for (int i = 0; i < n; i++) {
+        if (conf->drive[i].path)
+            snprintf(d->path[i], sizeof(d->path[i]), "%s", conf->drive[i].path);
+        else
+            snprintf(d->path[i], sizeof(d->path[i]), "%s/drive%d", conf->data, i);
+        nfresh += fresh[i] = drive_is_fresh(d->path[i]);
+    }
+    /* Drives fresh while others are not (or the layout was written before): replaced. Marked
+     * before they are opened, so that no crash leaves one written to and unmarked. */
+    for (int i = 0; i < n; i++) {
+        if (!fresh[i] || (nfresh == n && !had_layout)) continue;
+        log_warn("event=drive_replaced path=%s: empty where data was; refilled by the heal "
+                 "scanner, read last until then",
+                 d->path[i]);
+        refill_mark(d->path[i]);
+    }
+    uint64_t capacity = conf->capacity, segment = conf->segment;
+    if (!segment) segment = capacity >= (64ull << 30) ? 256u << 20 : 64u << 20;
+    /* Each drive's configuration, then all opened at once: an open replays the drive's log
+     * past its index, which takes seconds on a big drive; twenty drives one after another
+     * made a restart twenty times as long. */
+    drive_cfg_t dcfg[OBJ_MAX_SHARDS];
+    for (int i = 0; i < n; i++) {
+        const node_drive_conf_t *dc = &conf->drive[i];
+        if (!dc->path) {
+            if (!made_data && mkdir(conf->data, 0755) != 0 && errno != EEXIST) {
+                fprintf(stderr, "warmlaked: cannot create %s: %s\n", conf->data, strerror(errno));
+                return 1;
+            }
+            made_data = 1;
+            if ((size_t)snprintf(NULL, 0, "%s/drive%d", conf->data, i) >= sizeof(d->path[i])) {
+                fprintf(stderr, "warmlaked: --data %s: path too long\n", conf->data);
+                return 1;
+            }
+        }
+        drive_cfg_t c = {0};
+        c.path = d->path[i];
+        c.capacity = dc->capacity ? dc->capacity : capacity;
+        c.segment_size = segment;
+        c.iu = (uint32_t)(dc->iu ? dc->iu : conf->iu);
+        c.dwpd = dc->dwpd ? dc->dwpd : conf->dwpd;
+        c.compaction = 1;
+        c.commit_gather_us = (uint32_t)conf->commit_gather_us;
+        dcfg[i] = c;
+    }
+    if ((rc = open_drives(dcfg, n, d->dv)) != 0) return rc;
+    for (int i = 0; i < n; i++) {
+        if (refill_marked(d->path[i])) drive_set_refilling(d->dv[i], 1);
+        d->refilling += drive_refilling(d->dv[i]);
+    }
+    return 0;
+}
+
+int node_drives_layout_record(const char *data, const cmap_t *map)
+{
+    char want[4096];
+    int existed;
+    cluster_layout(map, want, sizeof(want));
+    return check_layout(data, want, 0, 0, &existed);
+}
+
+void node_drives_close(node_drives_t *d)
+{
+    for (int i = 0; i < d->n; i++)
+        if (d->dv[i]) drive_close(d->dv[i]);
+}
