@@ -394,7 +394,7 @@ for h in "${HOSTS[@]}"; do
   s+="install -d -m 0755 $ETC; install -d -o $RUN_USER -g $group -m 0750 $DATA_ROOT"
   # Not DATA_ROOT/ID/driveN: warmlaked makes those. A drive0 there before the
   # node's first start (its layout file) reads as data of the one-set layout
-  # from before that file, and a map of more sets is refused (server/main.c
+  # from before that file, and a map of more sets is refused (server/node_drives.c
   # check_layout).
   for id in $nodes; do s+=" $DATA_ROOT/$id"; done
   run ssh "${SSH_OPTS[@]}" "$(target "$h")" "mkdir -p .wl-deploy && $(show "${SUDO[@]}" sh -c "set -e; $s")"
