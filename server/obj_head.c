@@ -22,10 +22,21 @@
 
 int obj__new_upload_id(char out[33])
 {
-    uint8_t r[16];
-    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) return ERR_IO;
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    /* Sixteen ids per getrandom: a syscall per PUT was one of a 4 KiB PUT's few dozen. */
+    static __thread uint8_t pool[256];
+    static __thread size_t used = sizeof(pool);
+    static const char hex[] = "0123456789abcdef";
+    if (used == sizeof(pool)) {
+        if (getrandom(pool, sizeof(pool), 0) != (ssize_t)sizeof(pool)) return ERR_IO;
+        used = 0;
+    }
+    const uint8_t *r = pool + used;
+    used += 16;
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[32] = 0;
     return 0;
 }
 
