@@ -5,16 +5,16 @@
 # A node of 6 file-backed drives (4+2) is filled with SIZE objects (default
 # 4 MiB, TOTAL bytes in all, default 1 GiB); it stops, drive 2 is replaced by
 # an empty one, and it starts again with the scanner on at an unbounded
-# rate. One pass rebuilds drive 2's blocks from the other five; the row is
+# rate. One pass rebuilds drive 2's blocks from k = 4 of the other five; the row is
 # the bytes written to drive 2 (its host bytes) over the pass's time, and
 # the ceiling is fio writing 1 MiB blocks sequentially with O_DIRECT on the
 # same file system (what a drive refill in large sequential segments could
 # reach). Also printed: the pass's object rate and its MB/s of object data.
 #
 # A second ceiling says what the refill can reach when, as here, all six
-# drives are files on one disk: rebuilding a block reads the stripe's five
-# other blocks (verified, then decoded) from the same disk that takes the
-# write. fio runs five sequential 1 MiB direct readers beside one
+# drives are files on one disk: rebuilding a block reads k = 4 of the
+# stripe's other blocks (checked, then decoded) from the same disk that takes
+# the write. fio runs four sequential 1 MiB direct readers beside one
 # sequential 1 MiB direct writer for a fixed time; the writer's rate is the
 # ceiling for the refill's (ceiling_refill_shared_disk). On a real node each
 # drive is its own device and only the first ceiling applies.
@@ -59,10 +59,10 @@ stop() {
 read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" --size="$TOTAL" \
   --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 --end_fsync=1)
 rm -f "$DIR/fio.dat"
-# The shared-disk ceiling: five readers (files laid out first) and one writer at once.
+# The shared-disk ceiling: k = 4 readers (files laid out first) and one writer at once.
 fio --output-format=json --directory="$DIR" --bs=1M --direct=1 --ioengine=libaio --iodepth=4 \
   --runtime=10 --time_based \
-  --name=rd --rw=read --numjobs=5 --size=$((TOTAL / 4)) --group_reporting \
+  --name=rd --rw=read --numjobs=4 --size=$((TOTAL / 4)) --group_reporting \
   --name=wr --rw=write --size="$TOTAL" --new_group --end_fsync=1 >"$DIR/fio-mix.json"
 read -r mix_wr mix_rd < <(python3 -c '
 import json, sys
@@ -99,7 +99,7 @@ print("heal refill: drive 2 rebuilt, %.0f MB in %.1f s: %.1f MB/s written to it 
 print("ceiling fio sequential 1 MiB direct write: %.1f MB/s; ratio %.3f (target 0.5)" % (
       fio, mb / fio if fio else 0))
 wr, rd = float(sys.argv[2]), float(sys.argv[3])
-print("ceiling_refill_shared_disk (fio: 1 writer beside 5 readers on the same disk): "
+print("ceiling_refill_shared_disk (fio: 1 writer beside 4 readers on the same disk): "
       "writer %.1f MB/s (readers %.1f MB/s); ratio %.3f" % (wr, rd, mb / wr if wr else 0))
 ' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log"
 stop

@@ -753,6 +753,57 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
     return 0;
 }
 
+int ers_rebuild_stripe(ers_decoder_t *d, uint64_t stripe, uint32_t want, ers_source_fn src,
+                       void *arg, uint32_t *rebuilt)
+{
+    const ers_layout_t *l = &d->l;
+    int k = l->k, n = l->k + l->m;
+    uint32_t ok = 0, tried = 0, all = (1u << n) - 1;
+    uint32_t plen = ers_block_len(l, stripe, (unsigned)k);
+
+    *rebuilt = 0;
+    d->missing = 0;
+    if (stripe >= ers_stripe_count(l)) return ERR_RANGE;
+    want &= all;
+    /* want's blocks (on a refilled drive a missing one is an index miss) and k others at once:
+     * shards that did not fail before first, suspects last. */
+    batch_t bt = {d, src, arg, stripe, 0, {0}, {0}, {0}, {0}, {0}};
+    int others = 0;
+    for (int i = 0; i < 3 * n; i++) {
+        int s = i % n, pass = i / n;
+        uint32_t bit = 1u << s;
+        if (tried & bit) continue;
+        if (pass == 0 ? !(want & bit)
+                      : (want & bit) || others >= k ||
+                            (int)(((d->suspect | d->avoid) >> s) & 1) != pass - 1)
+            continue;
+        tried |= bit;
+        others += !(want & bit);
+        bt.shard[bt.n] = (unsigned)s;
+        bt.dst[bt.n] = scratch(d, (unsigned)s);
+        bt.len[bt.n++] = ers_block_len(l, stripe, (unsigned)s);
+    }
+    batch_run(&bt);
+    for (unsigned i = 0; i < bt.n; i++) {
+        unsigned s = bt.shard[i];
+        if (bt.rc[i]) {
+            d->stats.blocks_bad++;
+            if (!(want & (1u << s))) d->suspect |= 1u << s;
+            continue;
+        }
+        d->stats.blocks_read++;
+        d->crc[s] = bt.crc[i];
+        memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
+        ok |= 1u << s;
+    }
+    uint32_t need = want & ~ok;
+    if (!need) return 0;
+    int rc = reconstruct(d, stripe, ok, tried, need, src, arg, NULL, 1);
+    if (rc) return rc; /* (d->missing set) */
+    *rebuilt = need;
+    return 0;
+}
+
 int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void *arg,
                       uint32_t *rebuilt)
 {

@@ -198,6 +198,17 @@ const ers_stats_t *ers_decoder_stats(const ers_decoder_t *d);
  */
 int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void *arg,
                       uint32_t *rebuilt) __attribute__((warn_unused_result));
+/*
+ * Refill one stripe's blocks of the shards in want (a replaced drive's):
+ * read want's own blocks and k others in one round (more if some fail),
+ * check their crcs, and rebuild those of want that did not read. The other
+ * m - |want| blocks are not read, so not checked either (a scrub's
+ * ers_verify_stripe does that): a refill moves k + |want| blocks per
+ * stripe, not k+m. *rebuilt as there (a subset of want).
+ * Returns 0 or ERR_UNRECOVERABLE.
+ */
+int ers_rebuild_stripe(ers_decoder_t *d, uint64_t stripe, uint32_t want, ers_source_fn src,
+                       void *arg, uint32_t *rebuilt) __attribute__((warn_unused_result));
 const uint8_t *ers_decoder_block(const ers_decoder_t *d, unsigned shard);
 uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard);
 

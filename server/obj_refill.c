@@ -291,11 +291,23 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
     pthread_mutex_unlock(&rf->mu);
 
     uint64_t stripes = ers_stripe_count(&info->layout);
+    /*
+     * The replaced drives' blocks are rebuilt from k others, not verified with all k+m: on
+     * drives that share a disk, or a node's bandwidth, every block read is a byte the refill
+     * does not write (a stripe moved k+m-1 blocks per block written, now k+1). The blocks
+     * left unread are the scrub's, at its own pace, after the refill.
+     */
+    uint32_t target = obj__refilling(s);
     int rc = 0;
     for (uint64_t st = 0; st < stripes && !rc; st++) {
         uint32_t rebuilt = 0;
-        rc = ers_verify_stripe(d, st, obj__block_source, r, &rebuilt);
-        rep->blocks_checked += (uint32_t)s->n;
+        if (target) {
+            rc = ers_rebuild_stripe(d, st, target, obj__block_source, r, &rebuilt);
+            rep->blocks_checked += (uint32_t)(s->n - s->m + __builtin_popcount(target));
+        } else {
+            rc = ers_verify_stripe(d, st, obj__block_source, r, &rebuilt);
+            rep->blocks_checked += (uint32_t)s->n;
+        }
         if (rc || !rebuilt) continue;
         size_t need = 0;
         for (int i = 0; i < s->n; i++)

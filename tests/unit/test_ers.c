@@ -286,6 +286,72 @@ static void test_bitrot_single_bit(void **state)
 }
 
 /*
+ * A refill reads the replaced shard's block and k others, not all k+m: the
+ * replaced block comes back exact, with its crc; a bad block among the k
+ * read makes it read one more; a replaced block already in place is left.
+ */
+static void test_rebuild_reads_k_and_the_target(void **state)
+{
+    const int k = 4, m = 2, n = 6;
+    const uint32_t B = 256;
+    const size_t size = (size_t)3 * k * B - 77; /* two full stripes and a short one */
+    static uint8_t data[3 * 4 * 256];
+    store_t s;
+    int err;
+    (void)state;
+    rng_state = 17;
+    fill_random(data, size);
+    encode(&s, k, m, B, data, size);
+    ers_decoder_t *d = ers_decoder_new(&s.l, &err);
+    assert_non_null(d);
+    uint64_t stripes = ers_stripe_count(&s.l);
+    for (int t = 0; t < n; t++) {
+        for (uint64_t st = 0; st < stripes; st++) {
+            uint32_t blen = ers_block_len(&s.l, st, (unsigned)t), rebuilt = 0;
+            uint64_t off = ers_shard_offset(&s.l, st);
+            /* In place and intact: nothing to write. */
+            memset(s.calls, 0, sizeof(s.calls));
+            assert_int_equal(ers_rebuild_stripe(d, st, 1u << t, source, &s, &rebuilt), 0);
+            assert_int_equal(rebuilt, 0);
+            /* Lost: rebuilt from exactly k others. */
+            s.lost = 1u << t;
+            memset(s.calls, 0, sizeof(s.calls));
+            assert_int_equal(ers_rebuild_stripe(d, st, 1u << t, source, &s, &rebuilt), 0);
+            assert_int_equal(rebuilt, 1u << t);
+            unsigned asked = 0;
+            for (int i = 0; i < n; i++)
+                asked += s.calls[i] ? 1 : 0;
+            assert_int_equal(asked, k + 1);
+            assert_memory_equal(ers_decoder_block(d, (unsigned)t), s.stream[t] + off, blen);
+            assert_int_equal(ers_decoder_block_crc(d, (unsigned)t),
+                             crc32c(0, s.stream[t] + off, blen));
+            /* One of the others rots too: one more is read, the block is still exact. */
+            int o = (t + 1) % n;
+            if (ers_block_len(&s.l, st, (unsigned)o) > 0) {
+                s.stream[o][off] ^= 0x40;
+                assert_int_equal(ers_rebuild_stripe(d, st, 1u << t, source, &s, &rebuilt), 0);
+                assert_int_equal(rebuilt, 1u << t);
+                assert_memory_equal(ers_decoder_block(d, (unsigned)t), s.stream[t] + off, blen);
+                s.stream[o][off] ^= 0x40;
+            }
+            s.lost = 0;
+        }
+        ers_decoder_free(d); /* (a fresh decoder: no suspects carried to the next target) */
+        d = ers_decoder_new(&s.l, &err);
+    }
+    /* Two replaced drives (m): both rebuilt. m+1 lost: unrecoverable, never wrong bytes. */
+    uint32_t rebuilt = 0;
+    s.lost = 0x3;
+    assert_int_equal(ers_rebuild_stripe(d, 0, 0x3, source, &s, &rebuilt), 0);
+    assert_int_equal(rebuilt, 0x3);
+    assert_memory_equal(ers_decoder_block(d, 1), s.stream[1], B);
+    s.lost = 0x7;
+    assert_int_equal(ers_rebuild_stripe(d, 0, 0x3, source, &s, &rebuilt), ERR_UNRECOVERABLE);
+    ers_decoder_free(d);
+    store_free(&s);
+}
+
+/*
  * A lost drive is asked once, then every 16th stripe; the stripes between read
  * parity in the same round as the data, and the bytes are right.
  */
@@ -372,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_randomized_large),
         cmocka_unit_test(test_bitrot_single_bit),
         cmocka_unit_test(test_lost_shard_not_asked_again),
+        cmocka_unit_test(test_rebuild_reads_k_and_the_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
