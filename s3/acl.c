@@ -148,6 +148,9 @@ static int parse_grant(const xml_node_t *gr, s3_grant_t *g)
     static const char *const grant_names[] = {"Grantee", "Permission", NULL};
     static const char *const grantee_names[] = {"ID", "DisplayName", "URI", "EmailAddress", NULL};
     static const char *const kinds[] = {"ID", "URI", "EmailAddress"};
+    /* Grantee's xsi:type, which S3 requires (API reference, Grantee: Type, Required), and
+     * which must name the kind given: a Group with an ID is not a grant of anything. */
+    static const char *const types[] = {"CanonicalUser", "Group", "AmazonCustomerByEmail"};
     const xml_node_t *ge = xmltree_kid(gr, "Grantee", NULL);
     const char *pn = leaf(xmltree_kid(gr, "Permission", NULL));
     if (!container_ok(gr, grant_names, NULL) || !ge || !pn) return ERR_INVAL;
@@ -158,16 +161,19 @@ static int parse_grant(const xml_node_t *gr, s3_grant_t *g)
     const xml_node_t *dn = xmltree_kid(ge, "DisplayName", NULL);
     if (dn && !leaf(dn)) return ERR_INVAL;
     const xml_node_t *which = NULL;
-    const char *kind = NULL;
+    const char *kind = NULL, *type = NULL;
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         const xml_node_t *k = xmltree_kid(ge, kinds[i], NULL);
         if (!k) continue;
         if (which) return ERR_INVAL; /* one grantee per Grant */
         which = k;
         kind = kinds[i];
+        type = types[i];
     }
     const char *v = leaf(which);
     if (!v) return ERR_INVAL;
+    const char *xt = xmltree_attr_ns(ge, "http://www.w3.org/2001/XMLSchema-instance", "type");
+    if (!xt || strcmp(xt, type) != 0) return ERR_INVAL;
     return grant_of(g, perm, !strcmp(kind, "ID") ? "id" : kind, v, strlen(v));
 }
 

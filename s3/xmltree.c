@@ -26,6 +26,9 @@ void xmltree_free(xml_node_t *n) // NOLINT(misc-no-recursion)
     while (n) {
         xml_node_t *next = n->next;
         xmltree_free(n->kids); /* depth is bounded by the reader */
+        for (char **a = n->attrs; a && *a; a++)
+            free(*a);
+        free(n->attrs);
         free(n->name);
         free(n->text);
         free(n);
@@ -52,7 +55,6 @@ static void XMLCALL no_doctype(void *ud, const XML_Char *name, const XML_Char *s
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     tree_t *t = ud;
-    (void)attrs; /* xmlns and nothing else that matters */
     if (t->bad) return;
     if (t->depth == t->max_depth || t->nodes == t->max_nodes || (!t->cur && t->root)) {
         stop(t);
@@ -60,6 +62,16 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     }
     xml_node_t *n = xcalloc(1, sizeof(*n));
     n->name = xstrdup(name);
+    /* Attributes as written (held bytes bounded by the body's, as the text's are). */
+    size_t na = 0;
+    while (attrs[na])
+        na++;
+    if (na) {
+        n->attrs = xmalloc((na + 1) * sizeof(*n->attrs));
+        for (size_t i = 0; i < na; i++)
+            n->attrs[i] = xstrdup(attrs[i]);
+        n->attrs[na] = NULL;
+    }
     n->parent = t->cur;
     if (!t->cur) {
         t->root = n;
@@ -206,4 +218,27 @@ int xmltree_bool(const xml_node_t *n)
     if ((l == 4 && !strncmp(p, "true", 4)) || (l == 1 && *p == '1')) return 1;
     if ((l == 5 && !strncmp(p, "false", 5)) || (l == 1 && *p == '0')) return 0;
     return -1;
+}
+
+/* The URI PREFIX is bound to at n (xmlns:PREFIX on n or the nearest element above), or NULL. */
+static const char *prefix_uri(const xml_node_t *n, const char *prefix, size_t pl)
+{
+    for (; n; n = n->parent)
+        for (char **a = n->attrs; a && *a; a += 2)
+            if (!strncmp(*a, "xmlns:", 6) && strlen(*a + 6) == pl && !memcmp(*a + 6, prefix, pl))
+                return a[1];
+    return NULL;
+}
+
+const char *xmltree_attr_ns(const xml_node_t *n, const char *ns_uri, const char *local)
+{
+    for (char **a = n->attrs; a && *a; a += 2) {
+        const char *colon = strchr(*a, ':');
+        if (!colon || strcmp(colon + 1, local) != 0) continue;
+        size_t pl = (size_t)(colon - *a);
+        if (pl == 5 && !memcmp(*a, "xmlns", 5)) continue; /* a declaration, not an attribute */
+        const char *uri = prefix_uri(n, *a, pl);
+        if (uri && !strcmp(uri, ns_uri)) return a[1];
+    }
+    return NULL;
 }

@@ -17,6 +17,7 @@ typedef struct xml_node {
     char *name;
     char *text; /* character data directly inside (NULL when none; see xmltree_text) */
     size_t tl, tcap;
+    char **attrs; /* name, value, name, value, ..., NULL (as written; NULL when none) */
     struct xml_node *parent, *kids, *last, *next; /* kids: first child; next: next sibling */
 } xml_node_t;
 
@@ -44,6 +45,14 @@ int xmltree_kids_ok(const xml_node_t *n, const char *const *names, const char *c
 /* A leaf's text as a decimal integer (XML schema: a sign, white space around): 0, or -1 when
  * it is not one or is beyond +-INT64_MAX/10. */
 int xmltree_integer(const xml_node_t *n, int64_t *out);
+/*
+ * The value of n's attribute LOCAL in namespace ns_uri, or NULL: an attribute
+ * written PREFIX:LOCAL whose PREFIX is bound to ns_uri by an xmlns:PREFIX on n
+ * or an element above it (the nearest binding counts), so that xsi:type and
+ * x:type with xmlns:x bound to the same URI are the same attribute, and an
+ * unbound prefix is none. (Unprefixed attributes have no namespace.)
+ */
+const char *xmltree_attr_ns(const xml_node_t *n, const char *ns_uri, const char *local);
 /* A leaf's text as xs:boolean ("true", "false", "1", "0"): 1, 0, or -1. */
 int xmltree_bool(const xml_node_t *n);
 

@@ -687,7 +687,8 @@ def test_bucket_acl_body_racing_bucket_reuse(server):
     main, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
     main.create_bucket(Bucket="aclr")
     body = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner><AccessControlList>'
-            b'<Grant><Grantee><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI>'
+            b'<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group">'
+            b'<URI>http://acs.amazonaws.com/groups/global/AllUsers</URI>'
             b'</Grantee><Permission>READ</Permission></Grant></AccessControlList>'
             b'</AccessControlPolicy>')
     h = sign(server.port, "PUT", "/aclr?acl", payload_hash=hashlib.sha256(body).hexdigest())

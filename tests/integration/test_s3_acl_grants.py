@@ -18,6 +18,8 @@ ALL = "http://acs.amazonaws.com/groups/global/AllUsers"
 AUTH = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers"
 LOG = "http://acs.amazonaws.com/groups/s3/LogDelivery"
 ID2 = 'id="%s"' % AK2
+GRANTEE_GROUP = (b'<Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+                 b'xsi:type="Group">')
 
 
 def anon_client(endpoint):
@@ -345,26 +347,31 @@ def test_refusals(server):
     assert grants_of(c.get_bucket_acl(Bucket="rf-b")) == [(AK2, "READ")]
     assert grants_of(c.get_object_acl(Bucket="rf-b", Key="o")) == [(AK, "FULL_CONTROL")]
     # Bodies: no Owner, malformed, more than 100 grants, a DTD.
-    no_owner = (b'<AccessControlPolicy><AccessControlList><Grant><Grantee><URI>' +
+    no_owner = (b'<AccessControlPolicy><AccessControlList><Grant>' + GRANTEE_GROUP + b'<URI>' +
                 ALL.encode() + b'</URI></Grantee><Permission>READ</Permission></Grant>'
                 b'</AccessControlList></AccessControlPolicy>')
     many = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner>'
-            b'<AccessControlList>' + (b'<Grant><Grantee><URI>' + ALL.encode() +
+            b'<AccessControlList>' + (b'<Grant>' + GRANTEE_GROUP + b'<URI>' + ALL.encode() +
                                       b'</URI></Grantee><Permission>READ</Permission></Grant>') * 101 +
             b'</AccessControlList></AccessControlPolicy>')
     dtd = (b'<!DOCTYPE a [<!ENTITY e "' + AK.encode() + b'">]><AccessControlPolicy><Owner><ID>&e;'
            b'</ID></Owner></AccessControlPolicy>')
     bad_perm = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner>'
-                b'<AccessControlList><Grant><Grantee><URI>' + ALL.encode() + b'</URI></Grantee>'
+                b'<AccessControlList><Grant>' + GRANTEE_GROUP + b'<URI>' + ALL.encode() + b'</URI></Grantee>'
                 b'<Permission>EVERYTHING</Permission></Grant></AccessControlList>'
                 b'</AccessControlPolicy>')
-    for body in (no_owner, many, dtd, bad_perm, b"<AccessControlPolicy>"):
+    # S3 requires Grantee's xsi:type (API reference, Grantee: Type, Required), naming the kind.
+    untyped = (b'<AccessControlPolicy><Owner><ID>' + AK.encode() + b'</ID></Owner>'
+               b'<AccessControlList><Grant><Grantee><URI>' + ALL.encode() + b'</URI></Grantee>'
+               b'<Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>')
+    mistyped = untyped.replace(b'<Grantee>', GRANTEE_GROUP.replace(b'"Group"', b'"CanonicalUser"'))
+    for body in (no_owner, many, dtd, bad_perm, b"<AccessControlPolicy>", untyped, mistyped):
         for path in ("/rf-b?acl", "/rf-b/o?acl"):
             st, resp, _ = signed_request(server.port, "PUT", path, body)
             assert st == 400 and b"MalformedACLError" in resp, (path, body[:60], resp)
     assert anon(server, "GET", "/rf-b/o")[0] == 403
     # 100 grants is S3's limit, and served.
-    grant = (b'<Grant><Grantee><URI>' + ALL.encode() +
+    grant = (b'<Grant>' + GRANTEE_GROUP + b'<URI>' + ALL.encode() +
              b'</URI></Grantee><Permission>READ</Permission></Grant>')
     hundred = many.replace(grant * 101, grant * 100)
     st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", hundred)

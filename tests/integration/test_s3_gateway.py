@@ -6,6 +6,8 @@ import random
 import shutil
 import subprocess
 import threading
+import urllib.error
+import urllib.request
 
 import pytest
 from botocore.exceptions import ClientError
@@ -112,8 +114,6 @@ def test_auth_is_enforced(server):
     with pytest.raises(ClientError) as e:
         unknown.list_buckets()
     assert e.value.response["Error"]["Code"] == "InvalidAccessKeyId"
-    import urllib.request
-    import urllib.error
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(server.endpoint + "/")
     assert e.value.code == 403
@@ -406,6 +406,15 @@ def test_s3cmd(server, datadir):
         assert sha(open(src, "rb").read()) == sha(open(dst, "rb").read())
     listing = run("ls", "-r", "s3://s3cmd-bkt")
     assert "dir/small" in listing and "dir/multi" in listing
+    # setacl reads the ACL and puts it back as an AccessControlPolicy body (xsi:type and all).
+    url = "%s/s3cmd-bkt/dir/small" % server.endpoint
+    run("setacl", "--acl-public", "s3://s3cmd-bkt/dir/small")
+    with urllib.request.urlopen(url, timeout=30) as r:
+        assert sha(r.read()) == sha(blob(1000, "small"))
+    run("setacl", "--acl-private", "s3://s3cmd-bkt/dir/small")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url, timeout=30)
+    assert e.value.code == 403
     run("del", "s3://s3cmd-bkt/dir/small")
     assert "dir/small" not in run("ls", "-r", "s3://s3cmd-bkt")
 

@@ -93,8 +93,9 @@ static void test_header(void **state)
     "<AccessControlPolicy xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">" owner                \
     "<AccessControlList>" grants "</AccessControlList></AccessControlPolicy>"
 #define OWNER "<Owner><ID>AK</ID><DisplayName>AK</DisplayName></Owner>"
-#define GRANT(grantee, p)                                                                          \
-    "<Grant><Grantee>" grantee "</Grantee><Permission>" p "</Permission></Grant>"
+#define GRANT_T(type, grantee, p)                                                                  \
+    "<Grant>" XSI(type) grantee "</Grantee><Permission>" p "</Permission></Grant>"
+#define GRANT(grantee, p) GRANT_T("CanonicalUser", grantee, p)
 #define XSI(type)                                                                                  \
     "<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"" type "\">"
 
@@ -108,13 +109,14 @@ static void test_xml(void **state)
     (void)state;
     char owner[S3_ACL_ID_MAX + 1];
     const char *ok = POLICY(
-        OWNER,
-        "<Grant>" XSI("CanonicalUser") "<ID>AK2</ID><DisplayName>x</DisplayName>"
-                                       "</Grantee><Permission>READ_ACP</Permission></Grant>" GRANT(
-                                           "<URI>" ALL "</URI>",
-                                           "WRITE") GRANT("<URI>" AUTH "</URI>", "READ")
-                                           GRANT("<EmailAddress>a@b.c</EmailAddress>", "WRITE_ACP")
-                                               GRANT("<ID>AK</ID>", "FULL_CONTROL"));
+        OWNER, "<Grant>" XSI(
+                   "CanonicalUser") "<ID>AK2</ID><DisplayName>x</DisplayName>"
+                                    "</Grantee><Permission>READ_ACP</Permission></Grant>" GRANT_T(
+                                        "Group", "<URI>" ALL "</URI>",
+                                        "WRITE") GRANT_T("Group", "<URI>" AUTH "</URI>", "READ")
+                                        GRANT_T("AmazonCustomerByEmail",
+                                                "<EmailAddress>a@b.c</EmailAddress>", "WRITE_ACP")
+                                            GRANT("<ID>AK</ID>", "FULL_CONTROL"));
     assert_int_equal(xml(ok, owner), 0);
     assert_string_equal(owner, "AK");
     assert_int_equal(acl.n, 5);
@@ -127,12 +129,21 @@ static void test_xml(void **state)
     assert_int_equal(acl.g[3].type, S3_GRANTEE_EMAIL);
     assert_int_equal(acl.g[3].perm, S3_PERM_WRITE_ACP);
     assert_int_equal(acl.g[4].perm, S3_PERM_FULL);
+    /* The namespace decides, not the prefix, and it may be declared further up. */
+    assert_int_equal(
+        xml("<AccessControlPolicy xmlns:i=\"http://www.w3.org/2001/XMLSchema-instance\">" OWNER
+            "<AccessControlList><Grant><Grantee i:type=\"Group\"><URI>" ALL "</URI></Grantee>"
+            "<Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>",
+            owner),
+        0);
+    assert_int_equal(acl.n, 1);
+    assert_int_equal(acl.g[0].type, S3_GRANTEE_ALL);
     /* No grants (revoke all), no list at all, no Owner (the caller refuses that). */
     assert_int_equal(xml(POLICY(OWNER, ""), owner), 0);
     assert_int_equal(acl.n, 0);
     assert_int_equal(xml("<AccessControlPolicy>" OWNER "</AccessControlPolicy>", owner), 0);
     assert_int_equal(acl.n, 0);
-    assert_int_equal(xml(POLICY("", GRANT("<URI>" ALL "</URI>", "READ")), owner), 0);
+    assert_int_equal(xml(POLICY("", GRANT_T("Group", "<URI>" ALL "</URI>", "READ")), owner), 0);
     assert_string_equal(owner, "");
     assert_int_equal(xml(POLICY("<Owner><DisplayName>AK</DisplayName></Owner>", ""), owner), 0);
     assert_string_equal(owner, "");
@@ -167,8 +178,9 @@ static void test_xml(void **state)
         POLICY(OWNER, GRANT("<ID>AK2</ID><ID>AK</ID>", "READ")),
         POLICY(OWNER, GRANT("<DisplayName>AK2</DisplayName>", "READ")),
         POLICY(OWNER, GRANT("", "READ")),
-        POLICY(OWNER, GRANT("<URI>" ALL "x</URI>", "READ")),
-        POLICY(OWNER, GRANT("<URI>http://acs.amazonaws.com/groups/global/allusers</URI>", "READ")),
+        POLICY(OWNER, GRANT_T("Group", "<URI>" ALL "x</URI>", "READ")),
+        POLICY(OWNER, GRANT_T("Group", "<URI>http://acs.amazonaws.com/groups/global/allusers</URI>",
+                              "READ")),
         POLICY(OWNER, GRANT("<Nickname>AK2</Nickname>", "READ")),
         POLICY(OWNER, GRANT("<ID><b>AK2</b></ID>", "READ")),
         POLICY(OWNER, "<Rule/>"),
@@ -177,20 +189,35 @@ static void test_xml(void **state)
         "</AccessControlPolicy>",
         "<AccessControlPolicy>" OWNER "<Extra/></AccessControlPolicy>",
         POLICY(OWNER, "<Grant><Grantee><ID>A<Grant/></ID></Grantee></Grant>"),
+        /* xsi:type: required, and the kind given. */
+        POLICY(OWNER,
+               "<Grant><Grantee><ID>AK2</ID></Grantee><Permission>READ</Permission></Grant>"),
+        POLICY(OWNER, GRANT_T("Group", "<ID>AK2</ID>", "READ")),
+        POLICY(OWNER, GRANT_T("CanonicalUser", "<URI>" ALL "</URI>", "READ")),
+        POLICY(OWNER, GRANT_T("Group", "<EmailAddress>a@b.c</EmailAddress>", "READ")),
+        POLICY(OWNER, GRANT_T("canonicaluser", "<ID>AK2</ID>", "READ")),
+        POLICY(OWNER, GRANT_T("User", "<ID>AK2</ID>", "READ")),
+        POLICY(OWNER, "<Grant><Grantee xsi:type=\"CanonicalUser\"><ID>AK2</ID></Grantee>"
+                      "<Permission>READ</Permission></Grant>"), /* xsi unbound */
+        POLICY(OWNER,
+               "<Grant><Grantee xmlns:xsi=\"http://example.com/\" xsi:type=\"CanonicalUser\">"
+               "<ID>AK2</ID></Grantee><Permission>READ</Permission></Grant>"),
+        POLICY(OWNER, "<Grant><Grantee type=\"CanonicalUser\"><ID>AK2</ID></Grantee>"
+                      "<Permission>READ</Permission></Grant>"),
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (xml(bad[i], owner) != ERR_INVAL) fail_msg("accepted: %s", bad[i]);
     }
     /* S3_ACL_MAX_GRANTS grants, and not one more. */
-    size_t cap = 200 + (S3_ACL_MAX_GRANTS + 1) * 128;
+    size_t cap = 200 + (S3_ACL_MAX_GRANTS + 1) * 256;
     char *big = malloc(cap);
     assert_non_null(big);
     for (int n = S3_ACL_MAX_GRANTS; n <= S3_ACL_MAX_GRANTS + 1; n++) {
         size_t len =
             (size_t)snprintf(big, cap, "<AccessControlPolicy>" OWNER "<AccessControlList>");
         for (int i = 0; i < n; i++)
-            len +=
-                (size_t)snprintf(big + len, cap - len, "%s", GRANT("<URI>" ALL "</URI>", "READ"));
+            len += (size_t)snprintf(big + len, cap - len, "%s",
+                                    GRANT_T("Group", "<URI>" ALL "</URI>", "READ"));
         len += (size_t)snprintf(big + len, cap - len, "</AccessControlList></AccessControlPolicy>");
         assert_int_equal(s3_acl_parse_xml(big, len, owner, sizeof(owner), &acl),
                          n == S3_ACL_MAX_GRANTS ? 0 : ERR_INVAL);
