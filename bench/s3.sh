@@ -233,8 +233,20 @@ for s in "${SIZES[@]}"; do
   wlb get --size "$s" --clients 8 --ops 1 --prefix "get$s/" --objects "$(objects_for "$s")" >/dev/null
   for c in "${CLIENTS[@]}"; do
     tag=${s}_c$c
+    [ "$LOCAL" = 1 ] && wlb stats >"$JS/stats_put_${tag}_before.json"
     wlb put --size "$s" --clients "$c" --duration $DUR --prefix "put$tag/" --json "$JS/put_$tag.json" \
       >"$JS/put_$tag.txt"
+    if [ "$LOCAL" = 1 ] && [ "$s" = 4KiB ]; then
+      # Group commit: records per flush over this PUT run, all drives (issue 12: it must grow
+      # with the clients, not stay at one record a flush).
+      wlb stats >"$JS/stats_put_${tag}_after.json"
+      rpf=$(python3 -c 'import json, sys
+a, b = (json.load(open(p))["drives"] for p in sys.argv[1:3])
+f = sum(d["flushes"] for d in b) - sum(d["flushes"] for d in a)
+r = sum(d["flush_records"] for d in b) - sum(d["flush_records"] for d in a)
+print("%.2f" % (r / f if f else 0))' "$JS/stats_put_${tag}_before.json" "$JS/stats_put_${tag}_after.json")
+      row "records_per_flush_put_${tag}" "$rpf" records -
+    fi
     wlb get --size "$s" --clients "$c" --duration $DUR --prefix "get$s/" --objects "$(objects_for "$s")" \
       --no-prepare --json "$JS/get_$tag.json" >"$JS/get_$tag.txt"
     for op in put get; do
