@@ -83,6 +83,7 @@ static void on_write(uv_write_t *w, int status)
 }
 
 static void parse_more(conn_t *c);
+static int body_cut_short(conn_t *c);
 
 static void start_reading(conn_t *c);
 
@@ -148,8 +149,14 @@ static void req_finish(conn_t *c, http_req_t *r)
     c->paused = 0;
     c->last_activity = http__now_ms(c->s);
     parse_more(c);
-    /* Answered all the client sent before its EOF. */
-    if (c->peer_eof && !c->req && !c->closing) conn_close(c);
+    /* After the client's EOF: all it sent is answered (close), or the next request's body
+     * is cut short there (its handler answers that at once, not after --io-timeout). */
+    if (c->peer_eof && !c->closing) {
+        if (!c->req)
+            conn_close(c);
+        else
+            (void)body_cut_short(c);
+    }
 }
 
 /* Hand one chunk to libuv; on_write (or the failure path here) accounts for it. */
