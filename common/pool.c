@@ -5,7 +5,9 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +29,15 @@ void latch_init(latch_t *l)
 {
     pthread_mutex_init(&l->mu, NULL);
     clock_cond_init(&l->cv); /* latch_wait_ms: a clock that only goes on */
-    l->left = 0;
+    atomic_init(&l->left, 0);
+    l->open = 1;
+    l->watched = 0;
     l->watch = 0;
+}
+
+void latch_watch(latch_t *l)
+{
+    l->watched = 1;
 }
 
 /* ms from now on the monotonic clock the latches' condition variables wait by. */
@@ -47,9 +56,9 @@ int latch_wait_ms(latch_t *l, uint32_t ms)
     struct timespec dl = deadline_in(ms);
     int rc = 0;
     pthread_mutex_lock(&l->mu);
-    while (l->left > 0 && rc != ETIMEDOUT)
+    while (!l->open && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&l->cv, &l->mu, &dl);
-    int open = l->left <= 0;
+    int open = l->open;
     pthread_mutex_unlock(&l->mu);
     return open ? 0 : ERR_AGAIN;
 }
@@ -58,12 +67,13 @@ int latch_wait_below(latch_t *l, int left, uint32_t ms)
 {
     struct timespec dl = deadline_in(ms);
     int rc = 0;
+    assert(l->watched); /* else a latch_done could slip by unheard */
     pthread_mutex_lock(&l->mu);
     l->watch = left;
-    while (l->left >= left && l->left > 0 && rc != ETIMEDOUT)
+    while (atomic_load(&l->left) >= left && !l->open && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&l->cv, &l->mu, &dl);
     l->watch = 0;
-    int now = l->left;
+    int now = atomic_load(&l->left);
     pthread_mutex_unlock(&l->mu);
     return now;
 }
@@ -71,7 +81,7 @@ int latch_wait_below(latch_t *l, int left, uint32_t ms)
 void latch_wait(latch_t *l)
 {
     pthread_mutex_lock(&l->mu);
-    while (l->left > 0)
+    while (!l->open)
         pthread_cond_wait(&l->cv, &l->mu);
     pthread_mutex_unlock(&l->mu);
 }
@@ -79,15 +89,19 @@ void latch_wait(latch_t *l)
 void latch_add(latch_t *l, int n)
 {
     pthread_mutex_lock(&l->mu);
-    l->left += n;
+    if (atomic_fetch_add(&l->left, n) + n > 0) l->open = 0;
     pthread_mutex_unlock(&l->mu);
 }
 
 void latch_done(latch_t *l)
 {
-    /* The waiter may free l once it sees 0: nothing touches l after the unlock. */
+    if (!l->watched && atomic_fetch_sub(&l->left, 1) != 1)
+        return; /* not the last: l may be freed from here on (its last piece opens it) */
+    /* The waiter may free l once it sees it open: nothing touches l after the unlock. */
     pthread_mutex_lock(&l->mu);
-    if (--l->left == 0 || l->left < l->watch) pthread_cond_broadcast(&l->cv);
+    int left = l->watched ? atomic_fetch_sub(&l->left, 1) - 1 : atomic_load(&l->left);
+    if (left == 0) l->open = 1; /* (a latch_add meanwhile: its own last piece opens it) */
+    if (left == 0 || left < l->watch) pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
 

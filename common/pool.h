@@ -22,11 +22,23 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/*
+ * A latch counts work down to zero. Finishing a piece that is not the last
+ * is one atomic decrement (latch_done takes no lock then: three commit
+ * threads finishing a PUT's three copies fought over the latch's lock and
+ * the waiter woke into it). The last piece takes the lock and opens the
+ * latch; a waiter returns only once it is open, so that nothing touches a
+ * latch its waiter has freed. A latch that latch_wait_below will watch is
+ * marked (latch_watch) before its work starts: every latch_done takes the
+ * lock then, so that no wake-up a watcher waits for is missed.
+ */
 typedef struct latch {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int left;
-    int watch; /* latch_wait_below's: a waiter wants to hear of left < watch */
+    _Atomic int left;
+    int open;    /* (mu) left reached 0, told by the piece that took it there */
+    int watched; /* latch_watch: every latch_done locks */
+    int watch;   /* (mu) latch_wait_below's: a waiter wants to hear of left < watch */
 } latch_t;
 
 void latch_init(latch_t *l);
@@ -40,6 +52,8 @@ int latch_wait_ms(latch_t *l, uint32_t ms);
  * left. One such waiter per latch at a time.
  */
 int latch_wait_below(latch_t *l, int left, uint32_t ms);
+/* l will be waited on with latch_wait_below: call while no work is counted on it. */
+void latch_watch(latch_t *l);
 /*
  * Count work that is not a pool job (an asynchronous write's callback):
  * latch_add before starting it, latch_done once when it finished.

@@ -181,16 +181,21 @@ static void put_done(void *arg, int rc)
 void obj__put_start(obj_set_t *s, obj__put_job_t *jobs, int n, latch_t *l)
 {
     pool_job_t *q[OBJ_MAX_SHARDS];
-    int nq = 0;
+    int nq = 0, hedged = 0;
+    for (int i = 0; i < n; i++) {
+        obj__put_job_t *j = &jobs[i];
+        /* A local drive's write cannot be given up on: not hedged, so that the waiter wakes
+         * once, when all are done, not at each (a third of a 4 KiB PUT's futex calls). */
+        if (j->st && j->hedge && shard_store_is_local(j->st)) j->hedge = 0;
+        hedged |= j->st && j->hedge;
+    }
+    if (hedged) latch_watch(l); /* obj__put_wait watches it (latch_wait_below) */
     for (int i = 0; i < n; i++) {
         obj__put_job_t *j = &jobs[i];
         if (!j->st) continue;
         j->base.run = obj__run_put;
         j->rc = 0;
         atomic_init(&j->fin, 0);
-        /* A local drive's write cannot be given up on: not hedged, so that the waiter wakes
-         * once, when all are done, not at each (a third of a 4 KiB PUT's futex calls). */
-        if (j->hedge && shard_store_is_local(j->st)) j->hedge = 0;
         if (j->hedge) proto_cancel_init(&j->tok);
         if (!j->cond || !j->st->ops->put_head) {
             if (!j->st->ops->put_async) {

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_crc32c_vectors(void **state)
@@ -230,6 +231,58 @@ static void hold_run(pool_job_t *j)
     pthread_mutex_unlock(&hold_mu);
 }
 
+/*
+ * Latches on the heap, freed by their waiter the moment it returns, counted
+ * down by several threads at once: a latch_done that touched its latch
+ * after the last piece opened it would be a use after free (ASan run).
+ * Watched latches (latch_wait_below) count down one piece at a time too.
+ */
+typedef struct {
+    pool_job_t base;
+    int *ran;
+} ljob_t;
+
+static void ljob_run(pool_job_t *j)
+{
+    __atomic_add_fetch(((ljob_t *)j)->ran, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_latch_freed_by_its_waiter(void **state)
+{
+    (void)state;
+    int err, ran = 0;
+    pool_cfg_t cfg = {"wl-test", 4, 0, NULL, NULL};
+    pool_t *p = pool_new(&cfg, &err);
+    assert_non_null(p);
+    for (int round = 0; round < 3000; round++) {
+        latch_t *l = malloc(sizeof(*l));
+        ljob_t *jobs = malloc(4 * sizeof(*jobs));
+        pool_job_t *q[4];
+        latch_init(l);
+        int watched = round % 3 == 0;
+        if (watched) latch_watch(l);
+        for (int i = 0; i < 4; i++) {
+            jobs[i] = (ljob_t){.base.run = ljob_run, .ran = &ran};
+            q[i] = &jobs[i].base;
+        }
+        pool_submit(p, q, 4, l);
+        if (watched) {
+            int left = 4;
+            while (left > 0) {
+                int now = latch_wait_below(l, left, 60000);
+                assert_true(now < left);
+                left = now;
+            }
+        }
+        latch_wait(l);
+        latch_destroy(l);
+        free(l);
+        free(jobs);
+    }
+    assert_int_equal(__atomic_load_n(&ran, __ATOMIC_SEQ_CST), 3000 * 4);
+    pool_free(p);
+}
+
 static void test_pool_spare(void **state)
 {
     (void)state;
@@ -290,10 +343,15 @@ static void test_sim_clock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32c_vectors), cmocka_unit_test(test_crc32c_combine),
-        cmocka_unit_test(test_bufpool),        cmocka_unit_test(test_err_strings),
-        cmocka_unit_test(test_sim_clock),      cmocka_unit_test(test_num_parse),
-        cmocka_unit_test(test_pool),           cmocka_unit_test(test_pool_spare),
+        cmocka_unit_test(test_crc32c_vectors),
+        cmocka_unit_test(test_crc32c_combine),
+        cmocka_unit_test(test_bufpool),
+        cmocka_unit_test(test_err_strings),
+        cmocka_unit_test(test_sim_clock),
+        cmocka_unit_test(test_num_parse),
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_pool_spare),
+        cmocka_unit_test(test_latch_freed_by_its_waiter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
