@@ -65,7 +65,7 @@ static void on_write(uv_write_t *w, int status)
     r->out_pending -= o->len;
     r->nwrites--;
     r->progress_ms = http__mono_ms();
-    r->moved += o->len;
+    http__moved(r, o->len, r->progress_ms);
     if (o->ext) r->borrowed--;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
@@ -198,25 +198,13 @@ typedef struct {
     const char *who;
     int stalled_now;
     uint64_t stalled, moved, age;
+    double recent;
 } held_t;
 
-/*
- * The time a request's bytes moved are averaged over: since it began, but at
- * least a second, so that a burst of fresh stalls (each a few KiB in for a few
- * milliseconds) does not look faster than an upload that has streamed for long.
- */
-static uint64_t progress_age(const http_req_t *r, uint64_t now)
-{
-    uint64_t age = now > r->start_ms ? now - r->start_ms : 0;
-    return age > 1000 ? age : 1000;
-}
-
-/* a moved fewer bytes per millisecond than b (ties: a stalled longer). */
+/* a moved fewer bytes lately than b (ties, such as none at all: a stalled longer). */
 static int slower(const held_t *a, const held_t *b)
 {
-    unsigned __int128 ra = (unsigned __int128)a->moved * b->age,
-                      rb = (unsigned __int128)b->moved * a->age;
-    return ra != rb ? ra < rb : a->stalled > b->stalled;
+    return a->recent != b->recent ? a->recent < b->recent : a->stalled > b->stalled;
 }
 
 static int by_principal(const void *a, const void *b)
@@ -228,14 +216,14 @@ static int by_principal(const void *a, const void *b)
  * Every worker the slow-client allowance has is taken and work waits: close a
  * stalled connection, so that its worker serves others. The principal that
  * holds the most workers (its handlers running, stalled or not) gives up its
- * slowest stalled request: the fewest body and response bytes moved per
- * millisecond since it began (ties: the longest stall). Nothing is closed now while a worker is
- * idle or still starting its request (whose principal is not known yet), or when none of the top
- * holder's requests is stalled: the pool asks again once one of them stalls, and one that ends
- * frees its worker. Longest-stalled of all let a burst of fresh stalls (stalled for milliseconds,
- * or still starting) evict an honest upload whose client had paused for 100 ms (hostile probe); and
- * the longest stall within a principal let such a burst signed with one
- * shared key still evict the honest upload signed with it (re-probe).
+ * slowest stalled request: the fewest body and response bytes moved lately
+ * (http__recent_bytes; ties, such as none at all: the longest stall). Nothing is closed now while a
+ * worker is idle or still starting its request (whose principal is not known yet), or when none of
+ * the top holder's requests is stalled: the pool asks again once one of them stalls, and one that
+ * ends frees its worker. Longest-stalled of all let a burst of fresh stalls (stalled for
+ * milliseconds, or still starting) evict an honest upload whose client had paused for 100 ms
+ * (hostile probe); and the longest stall within a principal let such a burst signed with one shared
+ * key still evict the honest upload signed with it (re-probe).
  */
 static void evict_stalled(http_server_t *s)
 {
@@ -250,9 +238,13 @@ static void evict_stalled(http_server_t *s)
         if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
             continue;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
-        h[n++] = (held_t){
-            c,        r->principal,        r->waiting > 0, r->waiting ? stalled_for(r, now) : 0,
-            r->moved, progress_age(r, now)};
+        h[n++] = (held_t){c,
+                          r->principal,
+                          r->waiting > 0,
+                          r->waiting ? stalled_for(r, now) : 0,
+                          r->moved,
+                          now > r->start_ms ? now - r->start_ms : 0,
+                          http__recent_bytes(r, now)};
     }
     /* Workers about to take queued requests, or starting one (whose principal is not known
      * yet): they stall (the pool asks again) or end (freeing their worker). */
@@ -324,7 +316,8 @@ void http__handle_events(uv_async_t *a)
         int gone = r->client_gone;
         pthread_mutex_unlock(&s->mu);
 
-        if (!c->closing && want_continue && !c->continue_sent) {
+        /* (not to a client that has shut its side: no body can come) */
+        if (!c->closing && want_continue && !c->continue_sent && !c->peer_eof) {
             static char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
             out_chunk_t *o = xmalloc(sizeof(*o));
             o->len = 0; /* static bytes, not counted in out_pending */
@@ -481,8 +474,8 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     }
     if (!in_place) memcpy(r->in + r->in_len, at, len);
     r->in_len += len;
-    r->moved += len;
     r->progress_ms = http__mono_ms();
+    http__moved(r, len, r->progress_ms);
     int full = r->in_len - r->in_off >= HTTP_HIGH_WATER;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&c->s->mu);

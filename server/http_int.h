@@ -42,7 +42,7 @@
  * arrive, or its output to drain) is blocked in the pool's terms: queued
  * requests get other threads, up to cfg.max_stalled more; at that bound the
  * pool reports saturation and the loop closes a stalled connection: the
- * slowest (fewest bytes moved per second since it began) of the principal
+ * slowest (fewest bytes moved lately, http__recent_bytes) of the principal
  * (access key, else client address) that holds the most stalled requests,
  * so that a flood of stalls costs its sender its own slots, not an honest
  * upload that paused for a moment, even one signed with the same key. The per-connection timer
@@ -117,11 +117,13 @@ struct http_req {
     int waiting;
     uint64_t wait_ms, progress_ms;
     uint64_t start_ms, moved; /* handler submitted at; body and response bytes moved since */
-    char principal[64];       /* whose request (http_req_set_principal; default the client's IP) */
-    int running;              /* its handler has a worker (atomic; set once) */
-    int body_waiting;         /* the worker waits in http_body_read */
-    int body_timed_out;       /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
-    http_after_t *after;      /* worker side until handler_done, then the loop's */
+    double recent;            /* bytes moved lately, as of recent_ms (http__moved) */
+    uint64_t recent_ms;
+    char principal[64];  /* whose request (http_req_set_principal; default the client's IP) */
+    int running;         /* its handler has a worker (atomic; set once) */
+    int body_waiting;    /* the worker waits in http_body_read */
+    int body_timed_out;  /* ... for io_ms: it returns ERR_TIMEOUT (then 0 bytes more) */
+    http_after_t *after; /* worker side until handler_done, then the loop's */
 };
 
 struct conn {
@@ -194,6 +196,9 @@ static inline uint64_t http__mono_ms(void)
 void http__post(http_req_t *r);
 /* A request's turn on a worker (the pool job of r). */
 void http__run_handler(pool_job_t *j);
+/* n body or response bytes of r moved at now (s->mu held); what r moved lately, decayed to now. */
+void http__moved(http_req_t *r, size_t n, uint64_t now);
+double http__recent_bytes(const http_req_t *r, uint64_t now);
 /* The worker pool is at its bound with requests waiting (pool_cfg_t.on_saturated). */
 void http__on_saturated(void *arg);
 

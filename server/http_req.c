@@ -11,6 +11,7 @@
 #include "common/mem.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,27 @@ static void stall_begin(http_req_t *r)
 static void stall_end(http_req_t *r)
 {
     if (--r->waiting == 0) pool_block_end(r->s->workers);
+}
+
+/*
+ * Bytes moved lately: each byte counts for less as it ages (half of it after
+ * RECENT_HALF_MS), so a steady stream keeps a level and a stall decays to
+ * nothing whatever came before it. What eviction compares within the
+ * principal it picks (http_conn.c, evict_stalled). s->mu held.
+ */
+#define RECENT_HALF_MS 700.0
+
+double http__recent_bytes(const http_req_t *r, uint64_t now)
+{
+    double dt = now > r->recent_ms ? (double)(now - r->recent_ms) : 0;
+    return r->recent * exp2(-dt / RECENT_HALF_MS);
+}
+
+void http__moved(http_req_t *r, size_t n, uint64_t now)
+{
+    r->recent = http__recent_bytes(r, now) + (double)n;
+    r->recent_ms = now;
+    r->moved += n;
 }
 
 /* Under s->mu: make the loop look at this request. */

@@ -305,11 +305,11 @@ def stalled_readers(server, n, path):
     return socks
 
 
-def stalled_writers(server, n, path, sent=0):
+def stalled_writers(server, n, path, sent=0, length=1000000):
     socks = []
     for i in range(n):
         h = sign(server.port, "PUT", "%s%d" % (path, i))
-        h["Content-Length"] = "1000000"
+        h["Content-Length"] = str(length)
         s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         s.sendall(request_head("PUT", "%s%d" % (path, i), h) + b"x" * sent)
         socks.append(s)
@@ -408,6 +408,54 @@ def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_ke
         with open(s.log) as f:
             log = f.read()
         assert "stalled_client_evicted" in log
+    finally:
+        s.stop()
+
+
+def test_a_burst_then_stall_does_not_evict_a_steady_upload(datadir):
+    """A sender that pushes a burst (12 MiB) into each of its uploads and then stalls looked,
+    by bytes per second since its request began, faster for seconds than an honest upload
+    streaming steadily, which was evicted in its place (third probe). What counts is what a
+    request moved lately: a stall decays to nothing, whatever came before it."""
+    s = Server(datadir, extra=["--workers", "2", "--max-stalled", "2"]).start()
+    try:
+        # One key for both (the principal holding every worker): which of its requests goes.
+        c = c2 = s3_client(s.endpoint)
+        c2.create_bucket(Bucket="steady")
+        c.create_bucket(Bucket="burst")
+        c.put_object(Bucket="burst", Key="small", Body=b"small!")
+        body = os.urandom(8 << 20)
+        h = sign(s.port, "PUT", "/steady/k")
+        h["Content-Length"] = str(len(body))
+        honest = socket.create_connection(("127.0.0.1", s.port), timeout=120)
+        out = {}
+
+        def stream():
+            try:
+                honest.sendall(request_head("PUT", "/steady/k", h))
+                for off in range(0, len(body), 65536):
+                    honest.sendall(body[off:off + 65536])
+                    time.sleep(0.05)
+                out["st"] = read_response(honest)[0]
+            except OSError as e:
+                out["st"] = repr(e)
+        t = threading.Thread(target=stream)
+        t.start()
+        # 2 workers + 2 stalled in all; each pushes 12 MiB of a 1 GiB body at once, then stops.
+        flood = stalled_writers(s, 3, "/burst/w", sent=12 << 20, length=1 << 30)
+        try:
+            time.sleep(6)  # the bursts are old news: stalls now
+            st, got, _ = signed_request(s.port, "GET", "/burst/small")
+            assert st == 200 and got == b"small!"
+            t.join(120)
+            assert out.get("st") == 200, out
+        finally:
+            for w in flood:
+                w.close()
+            honest.close()
+            t.join(10)
+        got = c2.get_object(Bucket="steady", Key="k")["Body"].read()
+        assert hashlib.sha256(got).digest() == hashlib.sha256(body).digest()
     finally:
         s.stop()
 
