@@ -124,7 +124,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     log_debug("event=finished req=%s method=%s target=%.80s peer=%s close=%d", r->id,
               r->info.method, r->info.target, r->info.peer, r->close_after || r->client_gone);
     int close_after = r->close_after || r->client_gone || c->s->stopping;
-    int r_gone = r->client_gone, body_done = r->body_complete;
+    int r_gone = r->client_gone, body_done = r->body_complete && !r->linger_after;
     c->req = NULL;
     c->last_done = http__now_ms(c->s);
     req_free(r);

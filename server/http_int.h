@@ -104,8 +104,9 @@ struct http_req {
     int borrowed;                     /* borrowed chunks not yet written or dropped */
     int nwrites;                      /* uv_writes not yet called back */
     int handler_done, responded, chunked, keep_alive, close_after;
-    int aborted; /* http_abort: a chunked body is not terminated (the client sees it cut) */
-    int http10;  /* an HTTP/1.0 request: a body of unknown length ends with the connection */
+    int aborted;      /* http_abort: a chunked body is not terminated (the client sees it cut) */
+    int linger_after; /* a 411: the unframed body is likely still coming (close lingering) */
+    int http10;       /* an HTTP/1.0 request: a body of unknown length ends with the connection */
     int in_events;
     struct http_req *ev_next;
     /*

@@ -245,6 +245,7 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
      * 411's: the client meant a body it did not frame, and its bytes must not be read as
      * the next request (a signed PUT inside one ran: hostile probe). */
     if (!r->body_complete || status == 411) r->close_after = 1;
+    if (status == 411) r->linger_after = 1; /* its body is likely still coming: lingering close */
     int keep = r->keep_alive && !r->close_after && !r->s->stopping;
     pthread_mutex_unlock(&r->s->mu);
     int n = snprintf(head, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s", status,
