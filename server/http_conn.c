@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 static void conn_close(conn_t *c);
 
@@ -165,6 +167,7 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, si
     http_server_t *s = c->s;
     uv_buf_t b = uv_buf_init(data, (unsigned)len);
     o->wr.data = o;
+    r->handed += len;
     pthread_mutex_lock(&s->mu);
     r->nwrites++;
     pthread_mutex_unlock(&s->mu);
@@ -721,6 +724,25 @@ static void start_reading(conn_t *c)
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = 1;
 }
 
+/*
+ * Response bytes of r the client has taken: handed to libuv, less what libuv
+ * still holds and what the socket has not had acknowledged (SIOCOUTQ). A
+ * write completes only once all of its chunk (a 4 MiB stripe) is in the
+ * socket, so a client reading steadily but slower than a chunk per io_ms
+ * looked stalled and was closed (third probe: 150 KB/s); this sees its
+ * progress at every tick. 0 when it cannot tell.
+ */
+static size_t response_delivered(conn_t *c, const http_req_t *r)
+{
+    uv_os_fd_t fd;
+    int unacked = 0;
+    if (!r->handed || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
+        ioctl(fd, SIOCOUTQ, &unacked) != 0 || unacked < 0)
+        return 0;
+    size_t held = c->tcp.write_queue_size + (size_t)unacked;
+    return r->handed > held ? r->handed - held : 0;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     conn_t *c = t->data;
@@ -728,9 +750,15 @@ static void on_timer(uv_timer_t *t)
     if (c->lingering && !c->closing && now > c->linger_until) conn_close(c);
     if (c->req && !c->closing) {
         /* No byte moved for io_ms while the request waits on its client: close. */
+        uint64_t mono = http__mono_ms();
+        size_t delivered = response_delivered(c, c->req);
         pthread_mutex_lock(&c->s->mu);
         http_req_t *r = c->req;
-        uint64_t mono = http__mono_ms(), f = stalled_for(r, mono);
+        if (delivered > r->delivered) {
+            r->delivered = delivered;
+            r->progress_ms = mono; /* the client reads: not stalled, however large the chunk */
+        }
+        uint64_t f = stalled_for(r, mono);
         /* A body that stopped coming before any answer: the worker answers (S3's 400
          * RequestTimeout, which clients retry), with io_ms more for it to go out. */
         int tell = f > c->s->cfg.io_ms && r->body_waiting && !r->responded && !r->body_timed_out;

@@ -118,6 +118,7 @@ struct http_req {
     int waiting;
     uint64_t wait_ms, progress_ms;
     uint64_t start_ms, moved; /* handler submitted at; body and response bytes moved since */
+    size_t handed, delivered; /* response bytes given to libuv; taken by the client (loop) */
     double recent;            /* bytes moved lately, as of recent_ms (http__moved) */
     uint64_t recent_ms;
     char principal[64];  /* whose request (http_req_set_principal; default the client's IP) */

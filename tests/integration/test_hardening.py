@@ -460,6 +460,41 @@ def test_a_burst_then_stall_does_not_evict_a_steady_upload(datadir):
         s.stop()
 
 
+def test_a_slow_steady_reader_is_not_closed_as_stalled(datadir):
+    """A GET whose client reads steadily, slower than one of the node's write chunks (a 4 MiB
+    stripe) per --io-timeout: the node saw progress only when a whole chunk was in the socket
+    and closed it as stalled (third probe: 150 KB/s against 30 s). It now counts the bytes the
+    socket had acknowledged, at every tick."""
+    s = Server(datadir, extra=["--io-timeout", "1"]).start()
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="slowrd")
+        data = os.urandom(8 << 20)
+        c.put_object(Bucket="slowrd", Key="big", Body=data)
+        sk = socket.socket()
+        sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # the client's window is small
+        sk.settimeout(30)
+        sk.connect(("127.0.0.1", s.port))
+        try:
+            sk.sendall(request_head("GET", "/slowrd/big", sign(s.port, "GET", "/slowrd/big")))
+            got = b""
+            while True:  # about 1.3 MB/s: a 4 MiB chunk takes 3 s, three ticks of --io-timeout
+                d = sk.recv(32768)
+                if not d:
+                    break
+                got += d
+                if len(got) > len(data) and got.endswith(data[-64:]):
+                    break
+                time.sleep(0.025)
+        finally:
+            sk.close()
+        assert got.split(b"\r\n\r\n", 1)[1] == data, len(got)
+        with open(s.log) as f:
+            assert "stalled_client_closed" not in f.read()
+    finally:
+        s.stop()
+
+
 def test_stalled_body_is_answered_request_timeout(datadir):
     """A PUT whose body stops coming before the node answered: 400 RequestTimeout (S3's
     answer, which SDKs retry) once --io-timeout passes, then the connection closes; nothing is
