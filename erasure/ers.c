@@ -531,6 +531,29 @@ static void batch_run(batch_t *b)
  * to plen), reading more shards as needed. On success the wanted blocks are
  * in d->blk with their crcs.
  */
+/*
+ * A batch's blocks as read: each that read takes its crc and is zero-padded to
+ * the stripe's block length (plen); each that failed counts as bad and, when
+ * in suspect_mask, is read last from now on. Returns the mask of those that read.
+ */
+static uint32_t batch_taken(ers_decoder_t *d, batch_t *bt, uint32_t plen, uint32_t suspect_mask)
+{
+    uint32_t ok = 0;
+    for (unsigned i = 0; i < bt->n; i++) {
+        unsigned s = bt->shard[i];
+        if (bt->rc[i]) {
+            d->stats.blocks_bad++;
+            d->suspect |= suspect_mask & (1u << s);
+            continue;
+        }
+        d->stats.blocks_read++;
+        d->crc[s] = bt->crc[i];
+        memset(bt->dst[i] + bt->len[i], 0, plen - bt->len[i]);
+        ok |= 1u << s;
+    }
+    return ok;
+}
+
 static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t tried,
                        uint32_t want, ers_source_fn src, void *arg, const uint8_t *const *at,
                        int want_crc)
@@ -571,19 +594,9 @@ static int reconstruct(ers_decoder_t *d, uint64_t stripe, uint32_t ok, uint32_t 
         }
         if (!bt.n) break;
         batch_run(&bt);
-        for (unsigned i = 0; i < bt.n; i++) {
-            unsigned s = bt.shard[i];
-            if (bt.rc[i]) {
-                d->stats.blocks_bad++;
-                d->suspect |= 1u << s;
-                continue;
-            }
-            d->stats.blocks_read++;
-            d->crc[s] = bt.crc[i];
-            memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
-            surv |= 1u << s;
-            have++;
-        }
+        uint32_t got = batch_taken(d, &bt, plen, UINT32_MAX);
+        surv |= got;
+        have += __builtin_popcount(got);
     }
     if (have < k) {
         d->missing = ((1u << n) - 1) & ~surv;
@@ -784,18 +797,7 @@ int ers_rebuild_stripe(ers_decoder_t *d, uint64_t stripe, uint32_t want, ers_sou
         bt.len[bt.n++] = ers_block_len(l, stripe, (unsigned)s);
     }
     batch_run(&bt);
-    for (unsigned i = 0; i < bt.n; i++) {
-        unsigned s = bt.shard[i];
-        if (bt.rc[i]) {
-            d->stats.blocks_bad++;
-            if (!(want & (1u << s))) d->suspect |= 1u << s;
-            continue;
-        }
-        d->stats.blocks_read++;
-        d->crc[s] = bt.crc[i];
-        memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
-        ok |= 1u << s;
-    }
+    ok = batch_taken(d, &bt, plen, ~want); /* a replaced store's miss makes it no suspect */
     uint32_t need = want & ~ok;
     if (!need) return 0;
     int rc = reconstruct(d, stripe, ok, tried, need, src, arg, NULL, 1);
@@ -823,17 +825,7 @@ int ers_verify_stripe(ers_decoder_t *d, uint64_t stripe, ers_source_fn src, void
         bt.len[bt.n++] = ers_block_len(l, stripe, (unsigned)s);
     }
     batch_run(&bt);
-    for (unsigned i = 0; i < bt.n; i++) {
-        unsigned s = bt.shard[i];
-        if (bt.rc[i]) {
-            d->stats.blocks_bad++;
-            continue;
-        }
-        d->stats.blocks_read++;
-        d->crc[s] = bt.crc[i];
-        memset(bt.dst[i] + bt.len[i], 0, plen - bt.len[i]);
-        ok |= 1u << s;
-    }
+    ok = batch_taken(d, &bt, plen, 0);
     if (ok == all) return 0;
     int rc = reconstruct(d, stripe, ok, all, all & ~ok, src, arg, NULL, 1);
     if (rc) {
