@@ -607,11 +607,13 @@ int s3c_do(s3c_t *c, const s3c_req_t *req, s3c_resp_t *resp)
 /* ---- XML ---- */
 
 typedef struct {
-    const char *name;
+    const char *const *names;
+    int nnames;
+    int which;    /* the names[] element being read */
     int depth_in; /* >0 while inside a matching element */
     char *text;
     size_t len, cap;
-    void (*fn)(void *, const char *, size_t);
+    void (*fn)(void *, int, const char *, size_t);
     void *arg;
     int count;
     int nomem;
@@ -621,21 +623,29 @@ typedef struct {
 static void xs_start(void *ud, const char *el, const char **attr)
 {
     xml_scan_t *x = ud;
+    (void)attr;
     if (x->depth_in) {
         x->depth_in++;
-    } else if (!strcmp(el, x->name)) {
-        x->depth_in = 1;
-        x->len = 0;
+        return;
+    }
+    for (int i = 0; i < x->nnames; i++) {
+        if (!strcmp(el, x->names[i])) {
+            x->which = i;
+            x->depth_in = 1;
+            x->len = 0;
+            return;
+        }
     }
 }
 
 static void xs_end(void *ud, const char *el)
 {
     xml_scan_t *x = ud;
+    (void)el;
     if (!x->depth_in) return;
     if (--x->depth_in == 0) {
         x->count++;
-        if (x->fn) x->fn(x->arg, x->text ? x->text : "", x->len);
+        if (x->fn) x->fn(x->arg, x->which, x->text ? x->text : "", x->len);
     }
 }
 
@@ -667,13 +677,13 @@ static void xs_no_entities(void *ud, const XML_Char *name, int pe, const XML_Cha
     XML_StopParser(x->p, XML_FALSE);
 }
 
-int s3c_xml_each(const char *body, size_t len, const char *name,
-                 void (*fn)(void *arg, const char *text, size_t len), void *arg)
+int s3c_xml_each_of(const char *body, size_t len, const char *const *names, int nnames,
+                    void (*fn)(void *arg, int which, const char *text, size_t len), void *arg)
 {
     if (len > (size_t)1 << 30) return -1;
     XML_Parser p = XML_ParserCreate(NULL);
     if (!p) return -1;
-    xml_scan_t x = {.name = name, .fn = fn, .arg = arg, .p = p};
+    xml_scan_t x = {.names = names, .nnames = nnames, .fn = fn, .arg = arg, .p = p};
     XML_SetElementHandler(p, xs_start, xs_end);
     XML_SetCharacterDataHandler(p, xs_text);
     XML_SetEntityDeclHandler(p, xs_no_entities);
@@ -682,6 +692,25 @@ int s3c_xml_each(const char *body, size_t len, const char *name,
     XML_ParserFree(p);
     free(x.text);
     return ok ? x.count : -1;
+}
+
+typedef struct {
+    void (*fn)(void *arg, const char *text, size_t len);
+    void *arg;
+} one_name_t;
+
+static void one_name(void *arg, int which, const char *text, size_t len)
+{
+    one_name_t *o = arg;
+    (void)which;
+    if (o->fn) o->fn(o->arg, text, len);
+}
+
+int s3c_xml_each(const char *body, size_t len, const char *name,
+                 void (*fn)(void *arg, const char *text, size_t len), void *arg)
+{
+    one_name_t o = {fn, arg};
+    return s3c_xml_each_of(body, len, &name, 1, one_name, &o);
 }
 
 typedef struct {

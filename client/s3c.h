@@ -107,6 +107,9 @@ int s3c_encode_query(const char *in, char *out, size_t cap);
  */
 int s3c_xml_each(const char *body, size_t len, const char *name,
                  void (*fn)(void *arg, const char *text, size_t len), void *arg);
+/* The same for several names in one pass over the body: fn learns which (an index into names). */
+int s3c_xml_each_of(const char *body, size_t len, const char *const *names, int nnames,
+                    void (*fn)(void *arg, int which, const char *text, size_t len), void *arg);
 
 /* Text of the first <name>...</name> element of an XML body into out ("" if absent). */
 void s3c_xml_text(const char *body, size_t len, const char *name, char *out, size_t cap);

@@ -4,10 +4,57 @@
 #include <limits.h>
 #include <pthread.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#include <string.h>
+
+/*
+ * Short buffers (a head's 32-byte layout, a 24-byte superblock, a record
+ * header) with the SSE4.2 crc32 instruction, 8 bytes a step: ISA-L's folding
+ * kernels are built for long buffers, and below 256 bytes their setup costs
+ * 2-3x the plain instruction (17 vs 6 ns at 28 bytes, 46 vs 21 at 200;
+ * 22 vs 26 at 256, where ISA-L wins from then on). A listing checks two
+ * layouts per key, so this is measurable there.
+ */
+#define CRC_SHORT 256
+
+__attribute__((target("sse4.2"))) static uint32_t crc_short(uint32_t raw, const unsigned char *p,
+                                                            size_t len)
+{
+    uint64_t c = raw;
+    for (; len >= 8; p += 8, len -= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+    }
+    uint32_t c32 = (uint32_t)c;
+    for (; len; p++, len--)
+        c32 = _mm_crc32_u8(c32, *p);
+    return c32;
+}
+
+static int have_sse42(void)
+{
+    static int known = -1; /* races are benign: every thread computes the same value */
+    int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
+        __atomic_store_n(&known, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+#endif
+
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
 {
     const unsigned char *p = buf;
     uint32_t raw = ~crc;
+
+#if defined(__x86_64__)
+    if (len < CRC_SHORT && have_sse42()) return ~crc_short(raw, p, len);
+#endif
 
     /* ISA-L takes an int length; feed huge buffers in pieces. */
     while (len > 0) {

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static int cmp_u64(const void *a, const void *b)
@@ -171,6 +172,14 @@ static void count_key(void *arg, const char *text, size_t len)
     nkeys++;
 }
 
+/* s3c_xml_each_of: what each name's elements said, in document order. */
+static void record_el(void *arg, int which, const char *text, size_t len)
+{
+    char *log = arg;
+    size_t at = strlen(log);
+    snprintf(log + at, 256 - at, "%d=%.*s;", which, (int)len, text);
+}
+
 static void test_xml_helpers(void **state)
 {
     (void)state;
@@ -188,6 +197,16 @@ static void test_xml_helpers(void **state)
     assert_string_equal(out, "tok/1");
     s3c_xml_text(list, strlen(list), "Missing", out, sizeof(out));
     assert_string_equal(out, "");
+    /* Several names in one pass; an element nested in a matched one is part of its text. */
+    static const char *const names[] = {"Key", "IsTruncated", "NextContinuationToken"};
+    char log[256] = "";
+    assert_int_equal(s3c_xml_each_of(list, strlen(list), names, 3, record_el, log), 4);
+    assert_string_equal(log, "0=a&b;0=c;1=true;2=tok/1;");
+    log[0] = 0;
+    const char *nested = "<r><Key>x<IsTruncated>y</IsTruncated>z</Key></r>";
+    assert_int_equal(s3c_xml_each_of(nested, strlen(nested), names, 3, record_el, log), 1);
+    assert_string_equal(log, "0=xyz;");
+    assert_int_equal(s3c_xml_each_of("<a><Key>", 8, names, 3, NULL, NULL), -1);
     const char *err = "<Error><Code>SlowDown</Code><Message>x</Message></Error>";
     s3c_xml_text(err, strlen(err), "Code", out, sizeof(out));
     assert_string_equal(out, "SlowDown");
