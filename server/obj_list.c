@@ -393,15 +393,17 @@ static int merge_next(merge_t *m, const obj_info_t **out)
         m->how = m->versions ? DRIVE_PAST_VERSION : DRIVE_PAST_KEY;
         const obj_info_t *best = NULL;
         int bad = 0, copy_of[OBJ_MAX_SHARDS];
+        const lent_t *ent[OBJ_MAX_SHARDS];
         for (int i = 0; i < na; i++) {
             src_t *c = at[i];
-            const lent_t *e = &c->e[c->at];
+            const lent_t *e = ent[i] = &c->e[c->at];
             const uint8_t *meta = c->arena + e->meta;
             c->decoded = 0;
             copy_of[i] = i;
-            /* The heads of one commit are the same bytes on every store: decoded once. */
+            /* The heads of one commit are the same bytes on every store: decoded once.
+             * (ent[j], not at[j]'s cursor: that has moved past its entry already.) */
             for (int j = 0; j < i && !c->decoded; j++) {
-                const lent_t *f = &at[j]->e[at[j]->at];
+                const lent_t *f = ent[j];
                 if (at[j]->decoded > 0 && f->meta_len == e->meta_len &&
                     memcmp(at[j]->arena + f->meta, meta, e->meta_len) == 0) {
                     c->decoded = -1; /* a copy of one already counted */
