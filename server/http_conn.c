@@ -743,6 +743,21 @@ static size_t response_delivered(conn_t *c, const http_req_t *r)
     return r->handed > held ? r->handed - held : 0;
 }
 
+/*
+ * How long a request may wait on its client without a byte moving: io_ms, and
+ * STOP_STALL_MS once the server is stopping. A drain finishes the requests
+ * that are moving; one whose client went quiet held a stop (SIGTERM, a
+ * service manager's stop with its own timeout) for the whole io_ms, 30 s by
+ * default (a probe saw it). A client that pauses longer than this during a
+ * stop is cut off as a stop would cut it anyway, and retries.
+ */
+#define STOP_STALL_MS 1000
+
+static uint64_t stall_limit_ms(const http_server_t *s)
+{
+    return s->stopping && s->cfg.io_ms > STOP_STALL_MS ? STOP_STALL_MS : s->cfg.io_ms;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     conn_t *c = t->data;
@@ -758,10 +773,10 @@ static void on_timer(uv_timer_t *t)
             r->delivered = delivered;
             r->progress_ms = mono; /* the client reads: not stalled, however large the chunk */
         }
-        uint64_t f = stalled_for(r, mono);
+        uint64_t f = stalled_for(r, mono), limit = stall_limit_ms(c->s);
         /* A body that stopped coming before any answer: the worker answers (S3's 400
-         * RequestTimeout, which clients retry), with io_ms more for it to go out. */
-        int tell = f > c->s->cfg.io_ms && r->body_waiting && !r->responded && !r->body_timed_out;
+         * RequestTimeout, which clients retry), with the limit again for it to go out. */
+        int tell = f > limit && r->body_waiting && !r->responded && !r->body_timed_out;
         if (tell) {
             r->body_timed_out = 1;
             r->close_after = 1;
@@ -774,7 +789,7 @@ static void on_timer(uv_timer_t *t)
                      (unsigned long long)f, r->id);
             return;
         }
-        if (f > c->s->cfg.io_ms) {
+        if (f > limit) {
             log_info("event=stalled_client_closed peer=%s stalled_ms=%llu req=%s", c->peer,
                      (unsigned long long)f, c->req->id);
             conn_close(c);

@@ -740,6 +740,49 @@ def test_aborted_chunked_puts_do_not_leak_connections(datadir):
         s.stop()
 
 
+def test_a_stop_does_not_wait_the_io_timeout_for_stalled_clients(datadir):
+    """SIGTERM drains in-flight requests, but a request whose client went quiet (a PUT body
+    that stopped coming, a GET response nobody reads) held the stop for the whole
+    --io-timeout. Once stopping, a request that moves no byte for a second is closed: the
+    node exits long before its 120 s io-timeout, and what was acknowledged is intact."""
+    import signal
+    s = Server(datadir, extra=["--io-timeout", "120"]).start()
+    socks = []
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="stop")
+        big = os.urandom(8 << 20)
+        c.put_object(Bucket="stop", Key="big", Body=big)
+        # A PUT whose body stops after 10 bytes of 100,000.
+        h = sign(s.port, "PUT", "/stop/cut")
+        h["Content-Length"] = "100000"
+        sk = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        sk.sendall(request_head("PUT", "/stop/cut", h) + b"x" * 10)
+        socks.append(sk)
+        # A GET of 8 MiB whose client reads nothing (its window fills, the response waits).
+        sk = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sk.sendall(request_head("GET", "/stop/big", sign(s.port, "GET", "/stop/big")))
+        socks.append(sk)
+        time.sleep(1)  # both requests reach their workers
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(timeout=60)  # before: 120 s, the io-timeout
+        assert "stalled_client_closed" in s.read_log()
+    finally:
+        for sk in socks:
+            sk.close()
+        s.stop()
+    s = Server(datadir).start()
+    try:
+        c = s3_client(s.endpoint)
+        assert hashlib.sha256(c.get_object(Bucket="stop", Key="big")["Body"].read()).digest() \
+            == hashlib.sha256(big).digest()
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="stop", Key="cut")
+    finally:
+        s.stop()
+
+
 def test_requests_sent_before_the_clients_eof_are_all_answered(server):
     """A client that sends a PUT and a GET back to back and shuts its write side gets both
     answers, in order, then the close; the PUT is stored. The node reads on while it answers
