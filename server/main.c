@@ -99,9 +99,11 @@ int main(int argc, char **argv)
 
     /* Drives, every set's stores, the object layer. */
     static node_drives_t drives;
-    int rc, err;
-    if ((rc = node_drives_open(&drives, &conf, cl.drives, cl.map, cl.nsets, cl.k, cl.m)) != 0)
+    int rc, err, bad_setting = 0;
+    if ((rc = node_drives_open(&drives, &conf, cl.drives, cl.map, cl.nsets, cl.k, cl.m)) != 0) {
+        if (rc == 2) bad_setting = 1; /* a data directory laid out otherwise than this start */
         goto out;
+    }
     if ((rc = node_cluster_join(&cl, drives.dv)) != 0) goto out;
     obj_set_t *set = node_cluster_set_new(&cl, &conf, &rc);
     if (!set) goto out;
@@ -184,5 +186,5 @@ out:
     node_conf_users_free(&users);
     node_cluster_free(&cl);
     node_conf_free(&conf);
-    return rc ? 1 : 0;
+    return bad_setting ? 2 : rc ? 1 : 0;
 }

@@ -149,7 +149,7 @@ def test_one_node_two_sets(datadir):
     r = subprocess.run([WARMLAKED, "--listen", "127.0.0.1:0", "--data", datadir, "--drives", "6",
                         "--ec", "4+2", "--drive-capacity", "2G", "--segment-size", "64M"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "laid out" in r.stderr, r.stderr
+    assert r.returncode == 2 and "laid out" in r.stderr, r.stderr  # a bad setting: 2
 
 
 def test_layout_of_older_data_dir_is_one_set(datadir):
@@ -163,7 +163,7 @@ def test_layout_of_older_data_dir_is_one_set(datadir):
     r = subprocess.run([WARMLAKED, "--listen", "127.0.0.1:0", "--data", datadir, "--drives", "12",
                         "--ec", "4+2", "--drive-capacity", "2G", "--segment-size", "64M"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "sets 1" in r.stderr, r.stderr
+    assert r.returncode == 2 and "sets 1" in r.stderr, r.stderr
     srv = Server(datadir, drives=6).start()
     try:
         assert s3_client(srv.endpoint).head_bucket(Bucket="old")
