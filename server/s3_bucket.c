@@ -398,7 +398,10 @@ static int any_upload(void *arg, const char *key, const char *upload, const obj_
  * LocationConstraint (at most one) that names this node's region ("EU" is
  * eu-west-1; none or empty is us-east-1's default). A bucket asked for in
  * another region is refused, as S3 refuses it at a region's endpoint, not
- * created here and answered 200. 0, or -1 with the error sent.
+ * created here and answered 200. "us-east-1" itself is no constraint S3
+ * takes (400 InvalidLocationConstraint, at any endpoint: us-east-1 is
+ * asked for by sending none; clients that send it fail against S3 too). 0,
+ * or -1 with the error sent.
  */
 static int create_config_ok(ctx_t *x)
 {
@@ -423,6 +426,10 @@ static int create_config_ok(ctx_t *x)
         goto out;
     }
     const char *want = lc ? xmltree_text(lc) : "";
+    if (!strcmp(want, "us-east-1")) {
+        s3_err(x, S3E_INVALID_LOCATION);
+        goto out;
+    }
     if (!strcmp(want, "EU")) want = "eu-west-1";
     if (want[0] ? strcmp(want, x->cfg->region) != 0 : strcmp(x->cfg->region, "us-east-1") != 0) {
         char msg[200];

@@ -35,6 +35,8 @@
       "The location constraint is incompatible for the region specific endpoint this request "     \
       "was sent to.")                                                                              \
     X(INCOMPLETE_BODY, "IncompleteBody", 400, "The request body is incomplete or malformed.")      \
+    X(INVALID_LOCATION, "InvalidLocationConstraint", 400,                                          \
+      "The specified location-constraint is not valid")                                            \
     X(REQUEST_TIMEOUT, "RequestTimeout", 400,                                                      \
       "Your socket connection to the server was not read from or written to within the timeout "   \
       "period. Idle connections will be closed.")                                                  \
