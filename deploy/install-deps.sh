@@ -12,6 +12,7 @@ PKGS=(
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-pytest-xdist python3-boto3 s3cmd rclone
+  restic s3fs  # a backup repository and a FUSE mount on the node (test_backup_and_fuse.py)
   python3-torch python3-numpy  # the warmlake Python package and its PyTorch datasets
   chromium  # CORS seen from a real browser (test_s3_cors.py)
   etcd-server  # the cluster's control plane (test_cluster.py starts its own)
