@@ -13,6 +13,11 @@ PKGS=(
   libcmocka-dev clang libclang-rt-14-dev clang-format
   python3 python3-pytest python3-pytest-xdist python3-boto3 s3cmd rclone
   restic s3fs  # a backup repository and a FUSE mount on the node (test_backup_and_fuse.py)
+  curl  # the README's examples
+  # Not Debian's awscli: it brings an old python3-awscrt into dist-packages, which the newest
+  # botocore (run with dist-packages on its path, conftest.py) would take up. The aws CLI the
+  # tests and run-local.sh's lines use is the one on PATH (test_aws_cli skips without one).
+  iproute2     # ip netns, tc: netns-cluster.sh and the network fault tests
   python3-torch python3-numpy  # the warmlake Python package and its PyTorch datasets
   chromium  # CORS seen from a real browser (test_s3_cors.py)
   etcd-server  # the cluster's control plane (test_cluster.py starts its own)

@@ -70,8 +70,8 @@ static const opt_def_t options[] = {
      C(max_stalled, int64_t),
      "threads added beyond --workers while clients stall their requests\n"
      "(stalled clients hold at most --workers + N); at that bound, with work\n"
-     "waiting, the longest-stalled request of the client (access key, else\n"
-     "address) that holds the most workers is closed"},
+     "waiting, the slowest stalled request (fewest bytes moved lately) of the\n"
+     "client (access key, else address) that holds the most workers is closed"},
     {"log-level", "LEVEL", "server", "log_level", OPT_LEVEL, 0, 0, 0, "info", C(log_level, int64_t),
      "log events of this level and above"},
     {"domain", "NAME", "server", "domain", OPT_NAME, 0, 0, 253, NULL, C(domain, STR),
