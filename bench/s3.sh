@@ -336,7 +336,7 @@ else
     wlb put --bucket "$1" --size 0 --clients 1 --ops 1 --prefix proto/ >/dev/null
   done
   wlb stats >"$JS/stats_after.json" # before wl-populate writes heads of its own
-  stop_node() { kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true; PIDS=(); }
+  stop_node() { kill "$WL_PID" 2>/dev/null && wait "$WL_PID" 2>/dev/null || true; PIDS=(); }
   stop_node
   POP=("$BUILD/bench/wl-populate" --data "$DIR/wl" --drives 6 --ec 4+2)
   read -r _ _ _ _ _ _ _ CEIL _ < <("${POP[@]}" --bucket wl-bench --list lst/ --threads 8)
@@ -432,7 +432,7 @@ PY
   # process over fresh drives, so the peak RSS growth is what one streaming
   # connection costs (over the earlier rows' data, compaction's buffers of six
   # drives would be counted with it).
-  kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+  kill "$WL_PID" 2>/dev/null && wait "$WL_PID" 2>/dev/null || true
   rm -rf "$DIR/wl"
   start_node
   hwm() { awk '/VmHWM/{print $2}' "/proc/$WL_PID/status"; }
@@ -458,7 +458,7 @@ PY
   # 1 KiB per object (a popular erasure-coded store needs 5.17 KB).
   row tiny_target_bytes 1024 B -
   for mode in inline ec; do
-    kill "$WL_PID" && wait "$WL_PID" 2>/dev/null || true
+    kill "$WL_PID" 2>/dev/null && wait "$WL_PID" 2>/dev/null || true
     rm -rf "$DIR/wl"
     if [ $mode = ec ]; then start_node --inline-max 0; else start_node; fi
     wlb put --size 1B --clients 32 --ops $TINY --prefix tiny/ --json "$JS/tiny_$mode.json" \
