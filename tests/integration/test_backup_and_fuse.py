@@ -95,7 +95,11 @@ def mount_s3fs(endpoint, bucket, mnt, datadir):
     p = subprocess.Popen(["s3fs", bucket, mnt, "-f", "-o", "url=%s" % endpoint,
                           "-o", "use_path_request_style", "-o", "passwd_file=%s" % pw,
                           "-o", "nonempty", "-o", "stat_cache_expire=1",
-                          "-o", "enable_noobj_cache"],
+                          "-o", "enable_noobj_cache",
+                          # Bounded waits: a file operation on the mount must not hang the
+                          # suite if the node stops answering (s3fs waits 300 s by default).
+                          "-o", "connect_timeout=10", "-o", "readwrite_timeout=60",
+                          "-o", "retries=2"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for _ in range(200):
         if os.path.ismount(mnt):
