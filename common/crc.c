@@ -5,7 +5,6 @@
 #include <pthread.h>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <nmmintrin.h>
 #include <string.h>
 
@@ -33,18 +32,6 @@ __attribute__((target("sse4.2"))) static uint32_t crc_short(uint32_t raw, const 
         c32 = _mm_crc32_u8(c32, *p);
     return c32;
 }
-
-static int have_sse42(void)
-{
-    static int known = -1; /* races are benign: every thread computes the same value */
-    int v = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (v < 0) {
-        unsigned a, b, c, d;
-        v = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_SSE4_2);
-        __atomic_store_n(&known, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
 #endif
 
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
@@ -53,7 +40,7 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
     uint32_t raw = ~crc;
 
 #if defined(__x86_64__)
-    if (len < CRC_SHORT && have_sse42()) return ~crc_short(raw, p, len);
+    if (len < CRC_SHORT && __builtin_cpu_supports("sse4.2")) return ~crc_short(raw, p, len);
 #endif
 
     /* ISA-L takes an int length; feed huge buffers in pieces. */
