@@ -1,5 +1,6 @@
 """Fixtures that start real warmlaked processes on free loopback ports with
 temporary file-backed drives, and stop them (by pid) even when a test fails."""
+import hashlib
 import os
 import shutil
 import signal
@@ -116,6 +117,22 @@ def datadir():
     yield d
     if not os.environ.get("WL_KEEP_DATA"):  # set: kept for a look at the nodes' logs
         shutil.rmtree(d, ignore_errors=True)
+
+
+def sha(b):
+    """The sha256 hex digest of b: tests compare content by hash."""
+    return hashlib.sha256(b).hexdigest()
+
+
+def tree_hashes(root):
+    """{path relative to root: sha256} of every file under root."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(d, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, root)] = sha(f.read())
+    return out
 
 
 def free_ports(n):

@@ -3,7 +3,6 @@ restic (a backup repository: init, two snapshots, a full check that reads every 
 back, a restore compared by hash) and s3fs (the bucket mounted as a file system over
 FUSE: files written through the mount read back through S3 and the other way round,
 appends, renames, directories, deletes). Every byte is checked by hash."""
-import hashlib
 import os
 import random
 import shutil
@@ -12,27 +11,12 @@ import time
 
 import pytest
 
-from conftest import AK, SK, s3_client
+from conftest import AK, SK, s3_client, sha, tree_hashes
 
 
 def blob(n, seed):
     r = random.Random(seed)
     return r.randbytes(n)
-
-
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
-
-
-def tree_hashes(root):
-    """{relative path: sha256} of every file under root."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, root)] = sha(fh.read())
-    return out
 
 
 def make_tree(root, files):

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import AK, BUILD, SK, s3_client
+from conftest import AK, BUILD, SK, s3_client, sha, tree_hashes
 
 WL = os.path.join(BUILD, "client", "wl")
 
@@ -48,10 +48,6 @@ def wl(server, *args, mode="batch", expect=0, env=None, endpoint=True):
     return p.stdout.decode(), p.stderr.decode()
 
 
-def sha(b):
-    return hashlib.sha256(b).hexdigest()
-
-
 def make_tree(root):
     """Files of many sizes (empty, small, multipart-sized), nested, odd names; {rel: sha}."""
     sizes = {"empty": 0, "one": 1, "a/small": 1000, "a/b/mid": 100_000, "a/b/c/big": 11_000_000,
@@ -66,16 +62,6 @@ def make_tree(root):
         with open(path, "wb") as f:
             f.write(data)
         out[rel] = sha(data)
-    return out
-
-
-def tree_hashes(root):
-    out = {}
-    for d, _, files in os.walk(root):
-        for name in files:
-            path = os.path.join(d, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, root)] = sha(f.read())
     return out
 
 
