@@ -3693,6 +3693,32 @@ static void test_inline_sparse(void **state)
             e->f[a].fail_read = e->f[b].fail_read = 0;
         }
 
+    /* An empty object (a directory marker, a _SUCCESS file) is a small one too: heads on
+     * its copies only, found and listed once with any m stores failing. Over an
+     * erasure-coded version, a head everywhere; sparse again once that is deleted. */
+    put(e, "ep/dir/", data, 0, &info);
+    assert_int_equal(info.sparse, 1);
+    assert_int_equal(info.size, 0);
+    assert_int_equal(heads_at(e, "ep/dir/", ""), info.inl);
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            e->f[a].fail_read = e->f[b].fail_read = 1;
+            expect(e, "ep/dir/", data, 0);
+            e->f[a].fail_read = e->f[b].fail_read = 0;
+        }
+    list_whole(e, "ep/", 1);
+    put(e, "ep/dir/", data, 2 * max, &big);
+    assert_int_equal(heads_at(e, "ep/dir/", ""), (1u << N) - 1);
+    put(e, "ep/dir/", data, 0, &info);
+    assert_int_equal(info.sparse, 0);
+    assert_int_equal(heads_at(e, "ep/dir/", ""), (1u << N) - 1);
+    expect(e, "ep/dir/", data, 0);
+    assert_int_equal(obj_delete(e->set, "bkt", "ep/dir/"), 0);
+    put(e, "ep/dir/", data, 0, &info);
+    assert_int_equal(info.sparse, 1);
+    expect(e, "ep/dir/", data, 0);
+    list_whole(e, "ep/", 1);
+
     /* Over an erasure-coded version: a head everywhere, so no store keeps the old one. */
     put(e, "sp/was-big", data, 2 * max, &big);
     put(e, "sp/was-big", data + 2, 50, &info);
