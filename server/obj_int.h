@@ -157,6 +157,10 @@ extern void *obj__promoted_hook_arg;
  * stands. */
 extern void (*obj__located_hook)(void *arg, const char *key);
 extern void *obj__located_hook_arg;
+/* Tests: called by a metadata rewrite between its read of the version that stands and its
+ * read of the version it rewrites, as another node's rewrite may land there. */
+extern void (*obj__rewrite_read_hook)(void *arg, const char *key);
+extern void *obj__rewrite_read_hook_arg;
 /* Tests: called by an unversioned delete between its read of the version it deletes and
  * its removal round, as another node's commit may land there. */
 extern void (*obj__delete_read_hook)(void *arg, const char *key);

@@ -140,6 +140,13 @@ static int promoted_meanwhile(obj_set_t *s, const char *bucket, const char *key,
 
 #define REWRITE_STALE_NS (10ull * 1000000000) /* as a commit's COMMIT_STALE_NS */
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * After a refused rewrite of v at pos: the newest head there that is another rewrite of v
  * (same upload id, newer stamp) and has stood short for longer than any rewrite takes (a
@@ -152,9 +159,7 @@ static void stale_rewrite(obj_set_t *s, const char *bucket, const char *key, con
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t now = now_ns();
     obj__read_heads(s, bucket, key, pos, stores, n, h);
     for (int j = 0; j < n; j++)
         if (h[j].ok && !h[j].info.deleted && !strcmp(h[j].info.upload_id, v->upload_id) &&
@@ -215,6 +220,9 @@ static int stale_over(obj_set_t *s, const char *bucket, const char *key, const c
     return stale;
 }
 
+void (*obj__rewrite_read_hook)(void *arg, const char *key);
+void *obj__rewrite_read_hook_arg;
+
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
 {
@@ -237,8 +245,9 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
          * waits.
          */
         int in_way = 0;
-        if ((rc = obj__standing(s, bucket, key, orig, &in_way)) != 0 && rc != ERR_NOT_FOUND &&
-            !(rc == ERR_UNRECOVERABLE && in_way))
+        rc = obj__standing(s, bucket, key, orig, &in_way);
+        if (obj__rewrite_read_hook) obj__rewrite_read_hook(obj__rewrite_read_hook_arg, key);
+        if (rc != 0 && rc != ERR_NOT_FOUND && !(rc == ERR_UNRECOVERABLE && in_way))
             break; /* (nothing standing while heads are in flight: waited for too) */
         if (in_way) {
             if (attempt + 1 >= 10) {
@@ -248,11 +257,32 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
             usleep(200u + (uint32_t)(attempt * 7919u % (500u << (attempt < 8 ? attempt : 8))));
             continue;
         }
+        int stood = rc == 0;
         if ((rc = obj__locate(s, bucket, key, vid, info, pos)) == 0 && info->deleted) {
             if (marker) *marker = 1;
             rc = ERR_NOT_FOUND;
         }
         if (rc) break;
+        /*
+         * The current version located is the one that stands, or the rewrite waits: a head
+         * that landed between the two reads (another node's rewrite of the record, on one
+         * copy of its m+1) read as the version would be carried over into this rewrite, and
+         * then stand with it after its own writer undid it and answered 503 (a lifecycle
+         * PUT racing tag rewrites of the bucket record: its configuration in force after a
+         * 503, 1 run in 3). A leftover short for longer than any rewrite takes is not waited
+         * for (as obj__standing does not).
+         */
+        if (!pos[0] &&
+            (!stood || info->stamp_ns != orig->stamp_ns ||
+             strcmp(info->upload_id, orig->upload_id) != 0) &&
+            info->stamp_ns + REWRITE_STALE_NS > now_ns()) {
+            if (attempt + 1 >= 10) {
+                rc = ERR_THROTTLED;
+                break;
+            }
+            usleep(200u + (uint32_t)(attempt * 7919u % (500u << (attempt < 8 ? attempt : 8))));
+            continue;
+        }
         obj_info_copy(orig, info);
         char um[sizeof(info->umeta)];
         size_t ul = 0;
