@@ -324,6 +324,22 @@ static void scrub_pass(s3_scrub_t *sc)
     obj_heal_report_t rep = {0};
     obj_reap_report_t rr = {0};
     uint64_t now_s = (uint64_t)bgwork_now();
+    /*
+     * Every bucket's record first. A record is an empty object, whole on its m+1 copies only
+     * (sparse), and one that lost a copy to a replaced drive cannot be rewritten until the
+     * copy is back: PutBucketTagging, versioning, lifecycle and DeleteBucket's mark answered
+     * 503. Healed with its bucket's objects, a bucket sorting after a large one waited for
+     * that one's whole refill (hours on a large drive); all of them take seconds. Healed
+     * again with the bucket below, which then finds nothing to do.
+     */
+    for (int i = 0; names[i] && !bgwork_stopping(&sc->w); i++) {
+        obj_heal_report_t r = {0};
+        int hr = obj_heal(cfg->set, BUCKETS, names[i], &r);
+        if (hr && hr != ERR_NOT_FOUND)
+            log_warn("event=scrub_bucket_record_failed bucket=%s err=%s", names[i], err_name(hr));
+        r.objects = 0; /* (counted with the bucket) */
+        add_report(&rep, &r);
+    }
     for (int i = 0; names[i]; i++) {
         if (!bgwork_stopping(&sc->w)) {
             ctx_t x = {0};
