@@ -207,11 +207,15 @@ void s3_copy_object(ctx_t *x)
         obj_close(rd);
         return;
     }
-    if (!replace && same && !redirect) {
+    /* Naming a storage class is a change too, even the one the object has: S3 takes such a
+     * copy (`aws s3 cp s3://b/k s3://b/k --storage-class STANDARD` rewrites an object in
+     * place, and tools set a class this way), and its message lists what counts. */
+    if (!replace && same && !redirect && !s3_hdr(x->info, "x-amz-storage-class")) {
         obj_close(rd);
         s3_err_msg(x, S3E_INVALID_REQUEST,
                    "This copy request is illegal because it is trying to copy an object to itself "
-                   "without changing the object's metadata.");
+                   "without changing the object's metadata, storage class, website redirect "
+                   "location or encryption attributes.");
         return;
     }
     buf_t um = {0};
