@@ -242,6 +242,8 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         }
         nalgo += v != NULL;
     }
+    /* A checksum header and a checksum trailer: two checksums as well (S3 refuses it). */
+    if (nalgo && trailer && strncasecmp(trailer, "x-amz-checksum-", 15) == 0) nalgo++;
     if (nalgo > 1) { /* each must hold, or none is checked twice: S3 refuses the request */
         obj_put_abort(w);
         s3_err_msg(x, S3E_INVALID_REQUEST,
@@ -334,6 +336,15 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         if (!expect) {
             obj_put_abort(w);
             s3_err_msg(x, S3E_INVALID_REQUEST, "The announced checksum trailer is missing.");
+            return -1;
+        }
+        /* A value that is no checksum of this kind was not compared: not BadDigest (S3). */
+        if (cks_decode(algo, expect, dig) != 0) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "Value for x-amz-checksum-%s trailing header is invalid.",
+                     cks_name(algo));
+            obj_put_abort(w);
+            s3_err_msg(x, S3E_INVALID_REQUEST, msg);
             return -1;
         }
     }

@@ -65,6 +65,22 @@ def test_checksum_trailers_and_mismatches(server):
     body = chunked(data, b"x-amz-checksum-crc32:" + bad.encode())
     st, msg, _ = raw_put(server, "trailer-bad", body, hdrs, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
     assert st == 400 and b"<Code>BadDigest</Code>" in msg
+    # A trailer value that is no CRC32 at all (not base64, or not 4 bytes): S3 answers
+    # InvalidRequest (nothing was compared), not BadDigest.
+    for junk in (b"!!!notbase64", base64.b64encode(b"\0" * 7)):
+        body = chunked(data, b"x-amz-checksum-crc32:" + junk)
+        st, msg, _ = raw_put(server, "trailer-junk", body, hdrs,
+                             "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        assert st == 400 and b"<Code>InvalidRequest</Code>" in msg, (junk, msg)
+        assert b"trailing header is invalid" in msg, msg
+    # A checksum header as well as a checksum trailer: two checksums, refused as two
+    # headers are (S3: "Expecting a single x-amz-checksum- header"), even when both hold.
+    body = chunked(data, b"x-amz-checksum-crc32:" + good.encode())
+    st, msg, _ = raw_put(server, "trailer-and-header", body,
+                         dict(hdrs, **{"x-amz-checksum-crc32": good}),
+                         "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in msg, msg
+    assert b"Expecting a single x-amz-checksum- header" in msg, msg
     # An announced trailer that never comes.
     body = chunked(data, b"")
     st, msg, _ = raw_put(server, "trailer-missing", body, hdrs, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")

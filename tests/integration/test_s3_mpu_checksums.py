@@ -508,8 +508,9 @@ def test_part_trailer(server):
           "x-amz-decoded-content-length": str(len(data))}
     path = "/mptr/k?partNumber=1&uploadId=" + uid
     good = b64(digest("CRC32C", data))
+    wrong = b64(digest("CRC32C", data + b"x")).encode()  # (well formed: BadDigest)
     st, body, _ = signed_request(server.port, "PUT", path,
-                                 chunked(data, b"x-amz-checksum-crc32c:" + good[::-1].encode()),
+                                 chunked(data, b"x-amz-checksum-crc32c:" + wrong),
                                  hd, "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
     assert st == 400 and b"BadDigest" in body, body
     assert c.list_parts(Bucket="mptr", Key="k", UploadId=uid).get("Parts", []) == []
