@@ -340,15 +340,15 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
         }
     }
     /*
-     * The commit point: heads on every store that took the blocks. An inline object's bytes
-     * go with them, an empty one's too (none, but not NULL): its heads are then sparse, on its
-     * m+1 copies only, like any small object's. With NULL they went on all k+m stores, and a
-     * listing merged k entries for every directory marker and _SUCCESS file.
+     * The commit point: heads on every store that took the blocks. An empty object passes no
+     * bytes (NULL), so it is never sparse: a head on every store. Bucket records and upload
+     * markers are empty objects, and sparse they stood only while all m+1 copies agreed: a
+     * rewrite in flight, or one cut by a crash, left no version standing, and a CreateBucket
+     * after such a crash made the bucket anew, empty (a probe, session 23).
      */
-    static const uint8_t no_bytes[1];
-    const void *small = w->enc ? NULL : w->small ? w->small : no_bytes;
-    int heads = obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL,
-                                  w->versioning, &info, small, w->dead, &first_err);
+    int heads =
+        obj__commit_heads(s, w->bucket, w->key, w->has_cond ? &w->cond : NULL, w->versioning, &info,
+                          w->enc ? NULL : w->small, w->dead, &first_err);
     if (ul) pthread_mutex_unlock(ul);
     if (heads == OBJ__COMMIT_IN_DOUBT) {
         /* Failed, but failing stores kept heads of it: its blocks stay for them. */

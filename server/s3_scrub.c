@@ -325,12 +325,10 @@ static void scrub_pass(s3_scrub_t *sc)
     obj_reap_report_t rr = {0};
     uint64_t now_s = (uint64_t)bgwork_now();
     /*
-     * Every bucket's record first. A record is an empty object, whole on its m+1 copies only
-     * (sparse), and one that lost a copy to a replaced drive cannot be rewritten until the
-     * copy is back: PutBucketTagging, versioning, lifecycle and DeleteBucket's mark answered
-     * 503. Healed with its bucket's objects, a bucket sorting after a large one waited for
-     * that one's whole refill (hours on a large drive); all of them take seconds. Healed
-     * again with the bucket below, which then finds nothing to do.
+     * Every bucket's record first: the few bytes without which a bucket's objects cannot be
+     * reached get their full redundancy back in seconds after a drive is replaced, not after
+     * the refill of every bucket that sorts before theirs. Healed again with the bucket
+     * below, which then finds nothing to do.
      */
     for (int i = 0; names[i] && !bgwork_stopping(&sc->w); i++) {
         obj_heal_report_t r = {0};

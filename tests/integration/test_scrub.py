@@ -394,13 +394,13 @@ def test_reaper_frees_the_blocks_of_a_put_cut_short(datadir):
 
 
 def test_bucket_settings_change_while_a_replaced_drive_is_refilled(datadir):
-    """A bucket record is an empty object, stored as small objects are: whole on its m+1
-    copies only. One that lost a copy to a replaced drive cannot be rewritten until the copy
-    is back (PutBucketTagging, versioning, lifecycle, DeleteBucket's mark: 503), and the
-    scanner healed each bucket's record just before that bucket's objects: the buckets that
-    sort after a large one waited for its whole refill. Every record is healed first now.
-    Here eight buckets sort after one whose objects take the pass seconds at a low rate; with
-    4+2 each record has a copy on the replaced drive with odds 1/2."""
+    """Bucket settings change while a replaced drive is refilled: the scanner heals every
+    bucket's record first in a pass (before it walks any bucket's objects), and settings
+    rewrite the record on the stores that hold it. With the records sparse (whole on their
+    m+1 copies, as this session's first build had them), one that lost a copy could not be
+    rewritten until healed, and each was healed only with its own bucket: the buckets that
+    sort after a large one answered 503 for its whole refill. Here eight buckets sort after
+    one whose objects take the pass seconds at a low rate."""
     srv = Server(datadir).start()
     c = s3_client(srv.endpoint)
     names = ["cfg-%d" % i for i in range(8)]
