@@ -265,6 +265,9 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
                    obj_info_t *out) __attribute__((warn_unused_result));
 /* Hex MD5 of everything written so far; ends the writes (for Content-MD5 checks). */
 const char *obj_put_etag(obj_writer_t *w);
+/* The bucket and key w writes (valid until w is committed or aborted). */
+const char *obj_put_bucket(const obj_writer_t *w);
+const char *obj_put_key(const obj_writer_t *w);
 /* Give up: delete the blocks written so far and free w. */
 void obj_put_abort(obj_writer_t *w);
 

@@ -245,6 +245,16 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     return w->err = ers_encoder_write(w->enc, data, len);
 }
 
+const char *obj_put_bucket(const obj_writer_t *w)
+{
+    return w->bucket;
+}
+
+const char *obj_put_key(const obj_writer_t *w)
+{
+    return w->key;
+}
+
 const char *obj_put_etag(obj_writer_t *w)
 {
     if (!w->etag[0]) {

@@ -228,7 +228,9 @@ int s3_bucket_stays(ctx_t *x)
  * ERR_THROTTLED when the record could not be read for as long as a mark may
  * stand: the outcome is open, as a 503 says).
  */
-int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
+/* s3_commit_stays for a version written at (bucket, key) of the request's bucket incarnation:
+ * the bucket's objects, or its configurations' (CORS rules keyed by the incarnation). */
+static int commit_stays_at(ctx_t *x, const char *bucket, const char *key, const obj_info_t *ver)
 {
     int stays = s3_bucket_stays(x);
     if (stays != S3_ERR_NO_BUCKET) return stays;
@@ -236,12 +238,17 @@ int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
      * version goes too, so that its space comes back. */
     obj_cond_t c = OBJ_COND_NONE;
     snprintf(c.if_upload, sizeof(c.if_upload), "%s", ver->upload_id);
-    int rc = ver->vid[0] ? obj_delete_version(x->cfg->set, x->ibucket, x->key, ver->vid, &c, NULL)
-                         : obj_delete_if(x->cfg->set, x->ibucket, x->key, &c);
+    int rc = ver->vid[0] ? obj_delete_version(x->cfg->set, bucket, key, ver->vid, &c, NULL)
+                         : obj_delete_if(x->cfg->set, bucket, key, &c);
     if (rc && rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
-        log_warn("event=commit_undo_after_delete_bucket bucket=%s key=%s err=%s", x->bucket, x->key,
+        log_warn("event=commit_undo_after_delete_bucket bucket=%s key=%s err=%s", x->bucket, key,
                  err_name(rc));
     return S3_ERR_NO_BUCKET;
+}
+
+int s3_commit_stays(ctx_t *x, const obj_info_t *ver)
+{
+    return commit_stays_at(x, x->ibucket, x->key, ver);
 }
 
 /*
@@ -255,6 +262,10 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
     obj_info_t mine;
     int rc;
     if (!info) info = &mine;
+    /* Where w writes, for the undo: not always the request's key (a bucket's CORS rules are
+     * an object of their own; undone at the request's key, "", they stayed, a PutBucketCors
+     * answered 404 and in force). */
+    char *wbucket = xstrdup(obj_put_bucket(w)), *wkey = xstrdup(obj_put_key(w));
     pthread_rwlock_rdlock(lk);
     if (!s3_bucket_current(x, x->bucket, x->ibucket)) {
         obj_put_abort(w);
@@ -266,7 +277,9 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
     }
     pthread_rwlock_unlock(lk);
     /* Other nodes' DeleteBucket (the lock orders this node's only): see above. */
-    if (rc == 0 && x->cfg->fenced) rc = s3_commit_stays(x, info);
+    if (rc == 0 && x->cfg->fenced) rc = commit_stays_at(x, wbucket, wkey, info);
+    free(wbucket);
+    free(wkey);
     return rc;
 }
 
