@@ -144,6 +144,8 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
     return left;
 }
 
+#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
+
 /*
  * What a commit replaces, read from every store: *best, the newest version
  * that stands (heads on k stores, or on every copy of a sparse one; a
@@ -180,8 +182,20 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
      */
     int spare = margin - failed;
     obj__heads_finish_hedged(&rd, gave ? s->hedge_ms : 0, gave && spare > 0 ? spare : 0);
+    /*
+     * A replaced drive not yet refilled holds nothing of anything: its "nothing" says no more
+     * than a failing store's answer, and counts as one. Taken as absent, a small version that
+     * had a copy there stood short on its other copies, and a PUT or DELETE over it in a
+     * versioned bucket took the key for new (503 for 10 s, then the version overwritten
+     * without being kept: a probe, 6 keys of 12 right after a drive was replaced).
+     */
+    uint32_t blank = obj__refilling(s);
     for (int i = 0; i < n; i++) {
         if (gave && h[i].rc == ERR_CANCELED) *gave |= 1u << stores[i];
+        if (h[i].rc == ERR_NOT_FOUND && ((blank >> stores[i]) & 1)) {
+            failed++;
+            continue;
+        }
         if (h[i].rc == ERR_NOT_FOUND) {
             absent++;
             continue;
@@ -221,12 +235,51 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
             break;
         }
     }
+    /*
+     * None stands by its exact heads, and nothing is in flight (the newest head is older than
+     * any writer takes): a rewrite of the metadata (tags, an ACL) cut by a crash left one
+     * version's heads at two stamps, some copies rewritten and some not. That version stands
+     * on its heads of both stamps: the newest of them is current. Taken for no version, a
+     * small one (on its m+1 copies) was lost to the next PUT in a versioned bucket, which
+     * wrote over its heads without keeping it (a probe: kill -9 during PutObjectTagging,
+     * then PUTs: 2 versions of 12 lost).
+     */
+    uint64_t newest = 0;
+    for (int i = 0; i < n; i++)
+        if (h[i].ok && h[i].info.stamp_ns > newest) newest = h[i].info.stamp_ns;
+    if (rc && newest && newest + COMMIT_STALE_NS <= wall_ns()) {
+        int used[OBJ_MAX_SHARDS] = {0};
+        for (;;) {
+            int top = -1;
+            for (int i = 0; i < n; i++)
+                if (h[i].ok && !used[i] &&
+                    (top < 0 || h[i].info.stamp_ns > h[top].info.stamp_ns ||
+                     (h[i].info.stamp_ns == h[top].info.stamp_ns &&
+                      strcmp(h[i].info.upload_id, h[top].info.upload_id) > 0)))
+                    top = i;
+            if (top < 0) break;
+            const obj_info_t *t = &h[top].info;
+            int count = 0;
+            for (int i = 0; i < n; i++)
+                if (h[i].ok && !used[i] && !strcmp(h[i].info.upload_id, t->upload_id) &&
+                    !strcmp(h[i].info.vid, t->vid) && h[i].info.deleted == t->deleted) {
+                    count++;
+                    used[i] = 1;
+                }
+            if (count + failed >= (t->sparse ? __builtin_popcount(t->inl) : s->k)) {
+                log_warn("event=commit_split_version key=%s upload=%s heads=%d: a rewrite cut "
+                         "short; its newest heads taken",
+                         key, t->upload_id, count);
+                obj_info_copy(best, t);
+                rc = 0;
+                break;
+            }
+        }
+    }
     free(h);
     if (rc && absent <= s->m) rc = ERR_UNRECOVERABLE;
     return rc;
 }
-
-#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
 
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {

@@ -326,6 +326,11 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
         int present = heads_present(s, bucket, key, pos, &absent);
         if (present < (info->sparse ? __builtin_popcount(info->inl) : s->k) ||
             (info->sparse && (info->inl & absent))) {
+            /* A copy on a replaced drive not refilled yet: no delete, a hole the heal fills.
+             * Queued now, so that a retry soon finds the copy back (with the scanner off,
+             * nothing else would heal it and such rewrites answered 503 for good). */
+            if (attempt == 0 && info->sparse && (info->inl & absent & obj__refilling(s)))
+                obj__heal_note(s, bucket, key);
             if (attempt + 1 >= 10) {
                 rc = ERR_THROTTLED;
                 break;
