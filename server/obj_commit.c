@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t wall_ns(void)
+uint64_t obj__wall_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -64,7 +64,7 @@ int obj_cond_check(const obj_cond_t *c, const obj_info_t *cur)
 
 uint64_t obj__now_after(const obj_info_t *cur)
 {
-    uint64_t t = wall_ns();
+    uint64_t t = obj__wall_ns();
     if (cur && t <= cur->mtime_ns) t = cur->mtime_ns + 1;
     if (cur && t <= cur->stamp_ns) t = cur->stamp_ns + 1;
     return t;
@@ -247,7 +247,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     uint64_t newest = 0;
     for (int i = 0; i < n; i++)
         if (h[i].ok && h[i].info.stamp_ns > newest) newest = h[i].info.stamp_ns;
-    if (rc && newest && newest + COMMIT_STALE_NS <= wall_ns()) {
+    if (rc && newest && newest + COMMIT_STALE_NS <= obj__wall_ns()) {
         int used[OBJ_MAX_SHARDS] = {0};
         for (;;) {
             int top = -1;
@@ -289,7 +289,7 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
     /* One short for longer than any commit takes: a crash's leftover, never acknowledged. */
-    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= wall_ns()) *in_way = 0;
+    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= obj__wall_ns()) *in_way = 0;
     return rc;
 }
 
@@ -344,7 +344,7 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
             way = v;
     }
     if (rc == 0 && way) {
-        if (way->stamp_ns + COMMIT_STALE_NS <= wall_ns()) {
+        if (way->stamp_ns + COMMIT_STALE_NS <= obj__wall_ns()) {
             /* Short of standing for longer than any commit takes: a crash's leftover, never
              * acknowledged. The delete removes it with the rest. */
             log_info("event=delete_covers_leftover key=%s upload=%s", key, way->upload_id);
@@ -433,7 +433,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         memcpy(bound.upload, had_old ? old.upload_id : "", had_old ? sizeof(bound.upload) : 1);
         int in_way = anywhere.stamp > bound.stamp ||
                      (anywhere.stamp == bound.stamp && strcmp(anywhere.upload, bound.upload) > 0);
-        if (in_way && anywhere.stamp + COMMIT_STALE_NS > wall_ns()) {
+        if (in_way && anywhere.stamp + COMMIT_STALE_NS > obj__wall_ns()) {
             if (!backoff(key, attempt, 0, 0)) {
                 *first_err = ERR_THROTTLED;
                 break;

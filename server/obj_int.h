@@ -157,6 +157,8 @@ extern void *obj__promoted_hook_arg;
  * stands. */
 extern void (*obj__located_hook)(void *arg, const char *key);
 extern void *obj__located_hook_arg;
+/* The wall clock in ns: what heads' stamps are, so what their age is measured against. */
+uint64_t obj__wall_ns(void);
 /* Tests: called by a metadata rewrite between its read of the version that stands and its
  * read of the version it rewrites, as another node's rewrite may land there. */
 extern void (*obj__rewrite_read_hook)(void *arg, const char *key);

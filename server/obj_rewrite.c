@@ -23,7 +23,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
@@ -140,13 +139,6 @@ static int promoted_meanwhile(obj_set_t *s, const char *bucket, const char *key,
 
 #define REWRITE_STALE_NS (10ull * 1000000000) /* as a commit's COMMIT_STALE_NS */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * After a refused rewrite of v at pos: the newest head there that is another rewrite of v
  * (same upload id, newer stamp) and has stood short for longer than any rewrite takes (a
@@ -159,7 +151,7 @@ static void stale_rewrite(obj_set_t *s, const char *bucket, const char *key, con
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
-    uint64_t now = now_ns();
+    uint64_t now = obj__wall_ns();
     obj__read_heads(s, bucket, key, pos, stores, n, h);
     for (int j = 0; j < n; j++)
         if (h[j].ok && !h[j].info.deleted && !strcmp(h[j].info.upload_id, v->upload_id) &&
@@ -275,7 +267,7 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
         if (!pos[0] &&
             (!stood || info->stamp_ns != orig->stamp_ns ||
              strcmp(info->upload_id, orig->upload_id) != 0) &&
-            info->stamp_ns + REWRITE_STALE_NS > now_ns()) {
+            info->stamp_ns + REWRITE_STALE_NS > obj__wall_ns()) {
             if (attempt + 1 >= 10) {
                 rc = ERR_THROTTLED;
                 break;

@@ -217,6 +217,16 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
  */
 static int content_md5_hex(const char *v, char hex[33]);
 
+/* The body refused over its checksum of kind algo (fmt names it with %s): w aborted, -1. */
+static int cks_refused(ctx_t *x, obj_writer_t *w, s3_err_t e, const char *fmt, int algo)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), fmt, cks_name(algo));
+    obj_put_abort(w);
+    s3_err_msg(x, e, msg);
+    return -1;
+}
+
 int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
 {
     const char *cmd5 = s3_hdr(x->info, "content-md5");
@@ -339,24 +349,14 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
             return -1;
         }
         /* A value that is no checksum of this kind was not compared: not BadDigest (S3). */
-        if (cks_decode(algo, expect, dig) != 0) {
-            char msg[96];
-            snprintf(msg, sizeof(msg), "Value for x-amz-checksum-%s trailing header is invalid.",
-                     cks_name(algo));
-            obj_put_abort(w);
-            s3_err_msg(x, S3E_INVALID_REQUEST, msg);
-            return -1;
-        }
+        if (cks_decode(algo, expect, dig) != 0)
+            return cks_refused(x, w, S3E_INVALID_REQUEST,
+                               "Value for x-amz-checksum-%s trailing header is invalid.", algo);
     }
     /* Every checksum sent must match before anything becomes visible. */
-    if (expect && strcmp(expect, got) != 0) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-                 cks_name(algo));
-        obj_put_abort(w);
-        s3_err_msg(x, S3E_BAD_DIGEST, msg);
-        return -1;
-    }
+    if (expect && strcmp(expect, got) != 0)
+        return cks_refused(x, w, S3E_BAD_DIGEST,
+                           "The %s you specified did not match the calculated checksum.", algo);
     if (algo) snprintf(cks_out, 128, "%s:%s", cks_name(algo), got);
     if (cmd5_hex[0] && strcmp(cmd5_hex, obj_put_etag(w)) != 0) {
         obj_put_abort(w);
