@@ -163,6 +163,11 @@ uint64_t obj__wall_ns(void);
  * read of the version it rewrites, as another node's rewrite may land there. */
 extern void (*obj__rewrite_read_hook)(void *arg, const char *key);
 extern void *obj__rewrite_read_hook_arg;
+/* Tests: called by a metadata rewrite just before it writes its heads (after every read), as
+ * another node's rewrite of the same version may land first on some stores, and before each
+ * round of filling them in where it was refused (fill_rewrite). */
+extern void (*obj__rewrite_write_hook)(void *arg, const char *key);
+extern void *obj__rewrite_write_hook_arg;
 /* Tests: called by an unversioned delete between its read of the version it deletes and
  * its removal round, as another node's commit may land there. */
 extern void (*obj__delete_read_hook)(void *arg, const char *key);

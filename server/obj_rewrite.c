@@ -8,7 +8,9 @@
  * A rewrite writes the version's heads again, newer by stamp, under
  * SHARD_IF_AT_MOST of the version it read: a store that holds a newer
  * version refuses. Where a store refused, obj__put_back puts the version
- * back as it was where the rewrite landed, and the rewrite looks again. A
+ * back as it was where the rewrite landed, and the rewrite looks again,
+ * unless it landed on enough stores to stand: then it is filled in where it
+ * was refused, never undone (fill_rewrite). A
  * noncurrent version promoted meanwhile (a delete of the version above it,
  * through another node) is rewritten at the current position too:
  * promoted_meanwhile here and promoted_rewrite in obj_version.c each read
@@ -214,6 +216,115 @@ static int stale_over(obj_set_t *s, const char *bucket, const char *key, const c
 
 void (*obj__rewrite_read_hook)(void *arg, const char *key);
 void *obj__rewrite_read_hook_arg;
+void (*obj__rewrite_write_hook)(void *arg, const char *key);
+void *obj__rewrite_write_hook_arg;
+
+static int same_head(const obj_info_t *a, const obj_info_t *b)
+{
+    return !a->deleted && a->stamp_ns == b->stamp_ns && !strcmp(a->upload_id, b->upload_id);
+}
+
+/* Whether head a is newer than b in the order readers pick the newest head by. */
+static int newer_head(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns > b->stamp_ns ||
+           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
+}
+
+/*
+ * A rewrite (info, at pos) refused on some stores that landed on enough of them to stand
+ * (obj__standing: heads on k stores, a failing store counted for it) and on more than n-k
+ * (so that no other rewrite of the version can stand beside it: their stores would
+ * overlap): readers and other rewriters take it for the version from now on, and another
+ * rewrite may already carry its entry over. Undoing it could leave a change in force whose
+ * writer answered 503 (a lifecycle PUT racing tag rewrites of a bucket record through other
+ * nodes). So it is never undone: it is written again wherever the version is at an older
+ * stamp (the head it read, another node's refused rewrite, which that writer puts back or
+ * this fill covers, each only where its own exact head stands; or an older head a heal put
+ * back), until `need` stores hold it. Done too when a writer that read it changed a store
+ * (every condition names what its writer read): a store that answered for the version
+ * before the write and now holds nothing (a delete), a tombstone of the version (deleted by
+ * its id), a newer head where it stood, or k newer heads: as if acknowledged just before.
+ * Returns 0, or ERR_UNRECOVERABLE when it stays short (in doubt: it stands). Short either
+ * way, the heal is told. `absent`: the stores that held nothing before the write.
+ */
+static int fill_rewrite(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                        const obj_info_t *info, int need, uint32_t absent)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    void *bytes = NULL;
+    int rc = ERR_UNRECOVERABLE, have = 0;
+    if (info->inl && info->size) {
+        bytes = xmalloc(info->size);
+        if (obj__inline_load(s, bucket, key, info, bytes) != 0) goto out;
+    }
+    uint32_t mine = 0; /* stores seen holding this very head */
+    for (int fill = 0; fill < 10; fill++) {
+        if (obj__rewrite_write_hook) obj__rewrite_write_hook(obj__rewrite_write_hook_arg, key);
+        int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+        obj__read_heads(s, bucket, key, pos, stores, n, h);
+        int newer = 0, covered = 0, groups = 0;
+        uint64_t under[OBJ_MAX_SHARDS];
+        uint32_t to[OBJ_MAX_SHARDS];
+        have = 0;
+        for (int j = 0; j < n; j++) {
+            uint32_t bit = 1u << stores[j];
+            const obj_info_t *o = &h[j].info;
+            if (!h[j].ok) {
+                if (h[j].rc == ERR_NOT_FOUND && !(absent & bit)) covered = 1; /* deleted */
+                continue;
+            }
+            int ours = !strcmp(o->upload_id, info->upload_id);
+            if (same_head(o, info)) {
+                have++;
+                mine |= bit;
+            } else if (ours && o->deleted) {
+                covered = 1; /* the version's tombstone: deleted by its id */
+            } else if (!ours || newer_head(o, info)) {
+                /* Another version, or a later rewrite of this one: covering it where it stood. */
+                if (newer_head(o, info)) {
+                    newer++;
+                    if (mine & bit) covered = 1;
+                }
+            } else {
+                int g = 0; /* the version at an older stamp: to be written over */
+                while (g < groups && under[g] != o->stamp_ns)
+                    g++;
+                if (g == groups) {
+                    under[groups] = o->stamp_ns;
+                    to[groups++] = 0;
+                }
+                to[g] |= bit;
+            }
+        }
+        if (covered || newer >= s->k) {
+            rc = 0;
+            break;
+        }
+        int wrote = 0;
+        for (int g = 0; g < groups; g++) {
+            shard_cond_t at = {.mode = SHARD_IF_UPLOAD, .stamp = under[g]};
+            memcpy(at.upload, info->upload_id, sizeof(at.upload));
+            uint32_t failed = 0;
+            int refused = 0, err = 0;
+            wrote += obj__heads_to(s, bucket, key, pos, info, bytes, to[g], &at, &failed, &refused,
+                                   &err);
+        }
+        have += wrote;
+        /* (Where the version is at an older stamp, written once even past the quorum.) */
+        if (have >= need) {
+            rc = 0;
+            break;
+        }
+        if (!wrote) usleep(200u + (uint32_t)(info->stamp_ns % (500u << (fill < 8 ? fill : 8))));
+    }
+out:
+    free(bytes);
+    free(h);
+    if (rc) log_warn("event=rewrite_in_doubt key=%s: stands short, left for the heal", key);
+    if (have < need) obj__heal_note(s, bucket, key);
+    return rc;
+}
 
 static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                         obj_umeta_fn fn, void *arg, int *marker)
@@ -330,18 +441,29 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
             usleep(200u + (uint32_t)(info->stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
             continue;
         }
+        if (obj__rewrite_write_hook) obj__rewrite_write_hook(obj__rewrite_write_hook_arg, key);
         int refused = 0;
         int heads = obj__write_at_cond(s, bucket, key, pos, info, NULL, absent, &bound, &refused,
                                        &first_err);
+        int need = present < s->wq ? present : s->wq;
         if (heads == 0 && first_err == ERR_NOT_FOUND) {
             /* A small version's bytes are gone: another node's write covered it (and
              * dropped it) meanwhile; nothing was written. Look again (answered as it
              * was, a PutObjectAcl racing an overwrite got 404 for a key that exists). */
             refused = 1;
+        } else if (refused && !info->sparse && heads > s->n - s->k &&
+                   heads + (s->n - __builtin_popcount(absent) - heads - refused) >= s->k) {
+            /* It stands (failing stores counted for it, as readers count them): filled in,
+             * never undone (fill_rewrite). */
+            if ((rc = fill_rewrite(s, bucket, key, pos, info, need, absent)) != 0) break;
+            if (pos[0] && attempt + 1 < 10 &&
+                (stale_over(s, bucket, key, pos, info, &floor) ||
+                 promoted_meanwhile(s, bucket, key, info)))
+                continue; /* (as below) */
+            break;
         } else if (!refused) {
             /* Rewritten wherever the version is, up to the write quorum. */
-            if (info->sparse ? !obj__enough(s, info, heads)
-                             : heads < (present < s->wq ? present : s->wq))
+            if (info->sparse ? !obj__enough(s, info, heads) : heads < need)
                 rc = first_err ? first_err : ERR_UNRECOVERABLE;
             else if (pos[0] && attempt + 1 < 10 &&
                      (stale_over(s, bucket, key, pos, info, &floor) ||

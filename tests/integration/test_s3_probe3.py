@@ -7,7 +7,6 @@ import re
 import threading
 import xml.etree.ElementTree as ET
 
-import pytest
 from botocore.exceptions import ClientError
 
 from conftest import Server, s3_client, signed_request
@@ -121,18 +120,15 @@ def test_racing_lifecycle_puts_every_node_answers_what_stands(server):
     lifecycle_race(server, 20, strict=False)
 
 
-@pytest.mark.xfail(reason="open, rarer: a PUT whose rewrite of the bucket record stood on k "
-                   "of k+m stores and was then undone by its writer (refused on the rest) "
-                   "answers 503, yet a racing tag rewrite that read it while it stood carried "
-                   "its entry over (1 run in 26 under ASan through 4 nodes, session 23; the "
-                   "window between a rewrite's two reads, closed this session, was 1 in 4)",
-                   strict=False)
 def test_racing_lifecycle_puts_answer_what_they_stored(server):
     """The same race: a configuration that stands is one whose PUT answered 200 (a PUT
     answered 503 did not store it). On the code before, every PUT whose rewrite of the
     record was refused answered 503 with its configuration stored (most runs); later, a
     racing tag rewrite carried a refused PUT's entry over when its head landed between the
-    rewrite's two reads (2-3 runs in 10 on 4 nodes; obj_rewrite.c, session 23)."""
+    rewrite's two reads (2-3 runs in 10 on 4 nodes; obj_rewrite.c, session 23); last, a
+    PUT whose rewrite stood on k stores was undone by its writer after a tag rewrite had
+    read it and carried its entry (1 run in 26 under ASan; a rewrite that stands is now
+    filled in, never undone: fill_rewrite, session 24)."""
     lifecycle_race(server, 20, strict=True)
 
 
