@@ -2442,6 +2442,53 @@ static uint32_t stores_holding(env_t *e, const char *key, const obj_info_t *v)
 }
 
 /*
+ * Put an empty object (a head on every store, as a bucket record has) at key, then rewrite its
+ * metadata (tag=yes added) while another node's rewrite r2 of it lands first on stores 4 and 5
+ * (stamped r2_after ns from now, or, 0, just after v0: older than this rewrite's own), with
+ * `then` at hook call then_at (2: the fill's first round). The write quorum is the node's
+ * default, k+1. The stores of `failing` fail their writes during the rewrite. The rewrite's
+ * answer; the hook's calls in *calls, r2 in *r2.
+ */
+static int rewrite_standing(env_t *e, const char *key, void (*then)(void *, const char *),
+                            int then_at, uint64_t r2_after, uint32_t failing, obj_info_t *v0,
+                            obj_info_t *r2, int *calls)
+{
+    rewrite_first_t f = {
+        .s = e->set, .on = 1u << 4 | 1u << 5, .then = then, .then_at = then_at, .e = e};
+    put(e, key, (const uint8_t *)"", 0, v0);
+    assert_false(v0->sparse);
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    obj_info_copy(&f.v0, v0);
+    obj_info_copy(&f.r2, v0);
+    memcpy(f.r2.umeta, "lc\0T", 5);
+    f.r2.umeta_len = 5;
+    f.r2.stamp_ns = r2_after ? obj__wall_ns() + r2_after : v0->stamp_ns + 1000;
+    f.r2.umeta_ns = 0;
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_write = e->f[i].fail_head = (failing >> i) & 1;
+    obj__rewrite_write_hook = rewrite_lands_first;
+    obj__rewrite_write_hook_arg = &f;
+    int rc = obj_update_umeta(e->set, "bkt", key, umeta_add_tag, NULL);
+    obj__rewrite_write_hook = NULL;
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_write = e->f[i].fail_head = 0;
+    if (r2) obj_info_copy(r2, &f.r2);
+    if (calls) *calls = f.calls;
+    return rc;
+}
+
+/* After rewrite_standing: the key's current version is v0 with tag=yes added, on `on`. */
+static void assert_rewritten(env_t *e, const char *key, const obj_info_t *v0, uint32_t on)
+{
+    obj_info_t got;
+    assert_int_equal(obj_stat(e->set, "bkt", key, &got), 0);
+    assert_int_equal(got.umeta_len, v0->umeta_len + 8);
+    assert_memory_equal(got.umeta, v0->umeta, v0->umeta_len);
+    assert_memory_equal(got.umeta + v0->umeta_len, "tag\0yes\0", 8);
+    assert_int_equal(stores_holding(e, key, &got), on);
+}
+
+/*
  * A rewrite refused on two stores of six by another node's rewrite of the same version, older
  * by its stamp, stands on the other four (k, and more than n-k: the other cannot stand): it is
  * written again over the other's heads, not undone. Undone, a third rewrite could already have
@@ -2453,49 +2500,11 @@ static uint32_t stores_holding(env_t *e, const char *key, const obj_info_t *v)
 static void test_rewrite_that_stands_is_filled_in_not_undone(void **state)
 {
     env_t *e = *state;
-    rewrite_first_t f = {.s = e->set, .on = 1u << 4 | 1u << 5};
-    obj_info_t v0, got;
-    put(e, "stands", (const uint8_t *)"", 0, &v0);
-    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0); /* (the node's default) */
-    assert_false(v0.sparse);
-    obj_info_copy(&f.r2, &v0);
-    memcpy(f.r2.umeta, "lc\0T", 5);
-    f.r2.umeta_len = 5;
-    f.r2.stamp_ns = v0.stamp_ns + 1000; /* (older than the rewrite's own: it is made now) */
-    f.r2.umeta_ns = 0;
-    obj__rewrite_write_hook = rewrite_lands_first;
-    obj__rewrite_write_hook_arg = &f;
-    int rc = obj_update_umeta(e->set, "bkt", "stands", umeta_add_tag, NULL);
-    obj__rewrite_write_hook = NULL;
-    assert_int_equal(rc, 0);
-    assert_int_equal(f.calls, 2); /* written once, one round of filling in, never tried again */
-    assert_int_equal(obj_stat(e->set, "bkt", "stands", &got), 0);
-    assert_int_equal(got.umeta_len, v0.umeta_len + 8);
-    assert_memory_equal(got.umeta + v0.umeta_len, "tag\0yes\0", 8);
-    assert_int_equal(stores_holding(e, "stands", &got), (1u << N) - 1);
-}
-
-/* The rewrite of test_rewrite_that_stands_is_filled_in_not_undone, with f->then at the first
- * round of its fill: its answer. */
-static int rewrite_standing_then(env_t *e, const char *key, void (*then)(void *, const char *),
-                                 int then_at, uint64_t r2_after, obj_info_t *v0)
-{
-    rewrite_first_t f = {
-        .s = e->set, .on = 1u << 4 | 1u << 5, .then = then, .then_at = then_at, .e = e};
-    put(e, key, (const uint8_t *)"", 0, v0);
-    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
-    obj_info_copy(&f.v0, v0);
-    obj_info_copy(&f.r2, v0);
-    memcpy(f.r2.umeta, "lc\0T", 5);
-    f.r2.umeta_len = 5;
-    f.r2.stamp_ns = r2_after ? obj__wall_ns() + r2_after : v0->stamp_ns + 1000;
-    f.r2.umeta_ns = 0;
-    obj__rewrite_write_hook = rewrite_lands_first;
-    obj__rewrite_write_hook_arg = &f;
-    int rc = obj_update_umeta(e->set, "bkt", key, umeta_add_tag, NULL);
-    obj__rewrite_write_hook = NULL;
-    assert_true(f.calls >= then_at);
-    return rc;
+    obj_info_t v0;
+    int calls;
+    assert_int_equal(rewrite_standing(e, "stands", NULL, 0, 0, 0, &v0, NULL, &calls), 0);
+    assert_int_equal(calls, 2); /* written once, one round of filling in, never tried again */
+    assert_rewritten(e, "stands", &v0, (1u << N) - 1);
 }
 
 /*
@@ -2508,7 +2517,7 @@ static void test_rewrite_that_stands_then_deleted_is_done(void **state)
 {
     env_t *e = *state;
     obj_info_t v0, got;
-    assert_int_equal(rewrite_standing_then(e, "gone", delete_everywhere, 2, 0, &v0), 0);
+    assert_int_equal(rewrite_standing(e, "gone", delete_everywhere, 2, 0, 0, &v0, NULL, NULL), 0);
     assert_int_equal(obj_stat(e->set, "bkt", "gone", &got), ERR_NOT_FOUND);
 }
 
@@ -2522,16 +2531,15 @@ static void test_rewrite_that_stands_then_deleted_is_done(void **state)
 static void test_rewrite_that_stands_covers_an_older_head_put_back(void **state)
 {
     env_t *e = *state;
-    obj_info_t v0, got;
-    assert_int_equal(
-        rewrite_standing_then(e, "healed", heal_puts_old_head_back, 3, 60ull * 1000000000, &v0), 0);
-    assert_int_equal(obj_stat(e->set, "bkt", "healed", &got), 0);
-    assert_memory_equal(got.umeta + v0.umeta_len, "tag\0yes\0", 8);
-    assert_int_equal(stores_holding(e, "healed", &got), (1u << N) - 1);
+    obj_info_t v0;
+    assert_int_equal(rewrite_standing(e, "healed", heal_puts_old_head_back, 3, 60ull * 1000000000,
+                                      0, &v0, NULL, NULL),
+                     0);
+    assert_rewritten(e, "healed", &v0, (1u << N) - 1);
 }
 
 /*
- * As above with a store failing: the rewrite lands on three stores, refused on two, and
+ * As the first with a store failing: the rewrite lands on three stores, refused on two, and
  * stands for readers (who count a failing store for the newest head) and for no other
  * rewrite; filled in on the two, it holds the write quorum of five. Counted by its own heads
  * alone (three, short of k) it was undone, while a racing rewrite could read it as the
@@ -2540,52 +2548,28 @@ static void test_rewrite_that_stands_covers_an_older_head_put_back(void **state)
 static void test_rewrite_that_stands_with_a_failing_store_is_filled_in(void **state)
 {
     env_t *e = *state;
-    rewrite_first_t f = {.s = e->set, .on = 1u << 4 | 1u << 5};
-    obj_info_t v0, got;
-    put(e, "failing", (const uint8_t *)"", 0, &v0);
-    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
-    obj_info_copy(&f.r2, &v0);
-    memcpy(f.r2.umeta, "lc\0T", 5);
-    f.r2.umeta_len = 5;
-    f.r2.stamp_ns = v0.stamp_ns + 1000;
-    f.r2.umeta_ns = 0;
-    e->f[3].fail_write = e->f[3].fail_head = 1;
-    obj__rewrite_write_hook = rewrite_lands_first;
-    obj__rewrite_write_hook_arg = &f;
-    int rc = obj_update_umeta(e->set, "bkt", "failing", umeta_add_tag, NULL);
-    obj__rewrite_write_hook = NULL;
-    e->f[3].fail_write = e->f[3].fail_head = 0;
+    obj_info_t v0;
+    int calls;
+    int rc = rewrite_standing(e, "failing", NULL, 0, 0, 1u << 3, &v0, NULL, &calls);
     assert_int_equal(rc, 0);
-    assert_int_equal(f.calls, 2); /* written once, one round of filling in */
-    assert_int_equal(obj_stat(e->set, "bkt", "failing", &got), 0);
-    assert_memory_equal(got.umeta + v0.umeta_len, "tag\0yes\0", 8);
-    assert_int_equal(stores_holding(e, "failing", &got), (1u << N) - 1 - (1u << 3));
+    assert_int_equal(calls, 2); /* written once, one round of filling in */
+    assert_rewritten(e, "failing", &v0, (1u << N) - 1 - (1u << 3));
 }
 
 /*
- * As above, but the other rewrite's heads are newer by their stamp (its writer still at it,
- * here for good): nothing can be filled in, and the rewrite ends in doubt (5xx), yet its heads
- * stay on the four stores where it stands and the heal is told; undone, readers that took it
- * would keep a change its writer was told had failed.
+ * As the first, but the other rewrite's heads are newer by their stamp (its writer still at
+ * it, here for good): nothing can be filled in, and the rewrite ends in doubt (5xx), yet its
+ * heads stay on the four stores where it stands and the heal is told; undone, readers that
+ * took it would keep a change its writer was told had failed.
  */
 static void test_rewrite_that_stands_short_stays(void **state)
 {
     env_t *e = *state;
-    rewrite_first_t f = {.s = e->set, .on = 1u << 4 | 1u << 5};
-    obj_info_t v0;
-    put(e, "short", (const uint8_t *)"", 0, &v0);
-    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0); /* (the node's default) */
-    obj_info_copy(&f.r2, &v0);
-    memcpy(f.r2.umeta, "lc\0T", 5);
-    f.r2.umeta_len = 5;
-    f.r2.stamp_ns = obj__wall_ns() + 60ull * 1000000000;
-    f.r2.umeta_ns = 0;
-    obj__rewrite_write_hook = rewrite_lands_first;
-    obj__rewrite_write_hook_arg = &f;
-    int rc = obj_update_umeta(e->set, "bkt", "short", umeta_add_tag, NULL);
-    obj__rewrite_write_hook = NULL;
+    obj_info_t v0, r2;
+    int calls;
+    int rc = rewrite_standing(e, "short", NULL, 0, 60ull * 1000000000, 0, &v0, &r2, &calls);
     assert_int_equal(rc, ERR_UNRECOVERABLE);
-    assert_int_equal(f.calls, 11); /* written once, ten rounds of filling in, never again */
+    assert_int_equal(calls, 11); /* written once, ten rounds of filling in, never again */
     /* The four heads it wrote: v0's metadata with the tag, one stamp. */
     obj__head_t *h = calloc(N, sizeof(*h));
     int stores[N];
@@ -2595,12 +2579,12 @@ static void test_rewrite_that_stands_short_stays(void **state)
     for (int i = 0; i < 4; i++) {
         assert_true(h[i].ok);
         assert_string_equal(h[i].info.upload_id, v0.upload_id);
-        assert_true(h[i].info.stamp_ns > v0.stamp_ns && h[i].info.stamp_ns < f.r2.stamp_ns);
+        assert_true(h[i].info.stamp_ns > v0.stamp_ns && h[i].info.stamp_ns < r2.stamp_ns);
         assert_int_equal(h[i].info.umeta_len, v0.umeta_len + 8);
         assert_memory_equal(h[i].info.umeta + v0.umeta_len, "tag\0yes\0", 8);
         assert_int_equal(h[i].info.stamp_ns, h[0].info.stamp_ns);
     }
-    assert_int_equal(stores_holding(e, "short", &f.r2), 1u << 4 | 1u << 5);
+    assert_int_equal(stores_holding(e, "short", &r2), 1u << 4 | 1u << 5);
     free(h);
 }
 
