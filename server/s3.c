@@ -568,6 +568,7 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     char *b = vhost_bucket(&x);
     int no_bucket = 0;
     if (b) {
+        x.vhost = 1;
         x.key = s3_pdecode(p, (size_t)(pe - p), 0);
     } else {
         const char *slash = memchr(p, '/', (size_t)(pe - p));

@@ -95,6 +95,16 @@ int s3_authenticate(ctx_t *x)
         s3_err(x, S3E_INVALID_ACCESS_KEY);
         return -1;
     }
+    /*
+     * A session token: this node issues none (its keys are long-term, as an IAM user's), and
+     * S3 answers a long-term key sent with a token it did not issue with InvalidToken. Taken
+     * as if absent, a client whose temporary credentials went stale kept working here and
+     * failed against S3 (a probe).
+     */
+    if (s3_hdr(in, "x-amz-security-token") || has_param(x->query, "X-Amz-Security-Token")) {
+        s3_err(x, S3E_INVALID_TOKEN);
+        return -1;
+    }
     if (!x->auth.presigned) {
         const char *d = s3_hdr(in, "x-amz-date");
         char iso[20];

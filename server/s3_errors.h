@@ -21,6 +21,7 @@
       "are not whitelisted by the resource's CORS spec.")                                          \
     X(BAD_DIGEST, "BadDigest", 400,                                                                \
       "The Content-MD5 you specified did not match what we received.")                             \
+    X(BAD_REQUEST, "BadRequest", 400, "Bad Request")                                               \
     X(BUCKET_EXISTS, "BucketAlreadyExists", 409,                                                   \
       "The requested bucket name is not available. The bucket namespace is shared by all users "   \
       "of the system. Please select a different name and try again.")                              \
@@ -64,6 +65,7 @@
     X(INVALID_STORAGE_CLASS, "InvalidStorageClass", 400,                                           \
       "The storage class you specified is not valid")                                              \
     X(INVALID_TAG, "InvalidTag", 400, "The TagKey you have provided is invalid")                   \
+    X(INVALID_TOKEN, "InvalidToken", 400, "The provided token is malformed or otherwise invalid.") \
     X(INVALID_URI, "InvalidURI", 400, "Couldn't parse the specified URI.")                         \
     X(KEY_TOO_LONG, "KeyTooLongError", 400, "Your key is too long")                                \
     X(MALFORMED_ACL, "MalformedACLError", 400,                                                     \

@@ -94,6 +94,7 @@ typedef struct {
     int bucket_lookup_failed;
     obj_info_t bucket_rec;
     char bucket[64];
+    int vhost;               /* the bucket came in the Host (virtual-host style) */
     char ibucket[INAME_MAX]; /* where this incarnation's objects live (s3_bucket_access) */
     char *key;               /* decoded; "" for bucket-level requests */
     char *vid;               /* ?versionId (checked by s3_version_param), or NULL */
@@ -150,6 +151,11 @@ void buf_put(buf_t *b, const void *p, size_t n); /* n bytes as they are */
 void buf_xml(buf_t *b, const char *s);           /* escaped as XML text, always well-formed */
 void buf_url(buf_t *b, const char *s);           /* URL-encoded, '/' kept (encoding-type=url) */
 void buf_url_component(buf_t *b, const char *s); /* URL-encoded, '/' too (query values) */
+/* The URL of the request's bucket's object `key` as the client reached the node (http, its
+ * Host, the bucket in the path unless it came in the Host, the key URL-encoded): the Location
+ * of a CompleteMultipartUpload and of a POST upload, as S3 answers them. A Host with other
+ * characters than a host name's gives the path alone. */
+void s3_object_url(ctx_t *x, buf_t *b, const char *key);
 /* A request header's value (name in any case), or NULL. */
 const char *s3_hdr(const struct http_req_info *in, const char *name);
 /* Percent-decode n bytes (malloc'd); NULL for a bad escape or a NUL byte. */
@@ -322,8 +328,10 @@ void s3_delete_object(ctx_t *x);
 /* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */
 int s3_tags_from_query(ctx_t *x, const char *q, buf_t *out);
 int s3_tag_count(const char *canon);
-/* InvalidTag's message for s3_xml_tagging's ERR_TOO_LARGE / ERR_RANGE (max: 10 or 50). */
-const char *s3_tags_too_large(int rc, int max);
+/* The error for s3_xml_tagging's ERR_TOO_LARGE (too many tags) / ERR_RANGE (a key or value
+ * too long), max 10 (an object's tags) or 50 (a bucket's): S3 answers more than 10 tags of an
+ * object with BadRequest, the rest with InvalidTag. */
+void s3_err_tags_too_large(ctx_t *x, int rc, int max);
 /* In a buffer of name\0value\0 pairs: set name to value, or remove it (NULL). */
 void s3_pairs_set(buf_t *um, const char *name, const char *value);
 /* GET/PUT/DELETE ?tagging of the request's object, or of its bucket. */

@@ -254,10 +254,11 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     s3_written_headers(x, &info);
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult "
-                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>/");
-    buf_xml(&b, x->bucket);
-    buf_printf(&b, "/");
-    buf_xml(&b, x->key);
+                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>");
+    buf_t url = {0};
+    s3_object_url(x, &url, x->key);
+    buf_xml(&b, url.p);
+    free(url.p);
     buf_printf(&b, "</Location><Bucket>");
     buf_xml(&b, x->bucket);
     buf_printf(&b, "</Bucket><Key>");

@@ -490,7 +490,7 @@ static int form_umeta(form_t *fm, buf_t *um)
             int nt = 0;
             int rc = s3_xml_tagging(fm->f[i].value, strlen(fm->f[i].value), &t, &nt);
             if (rc == ERR_TOO_LARGE || rc == ERR_RANGE) {
-                s3_err_msg(x, S3E_INVALID_TAG, s3_tags_too_large(rc, 10));
+                s3_err_tags_too_large(x, rc, 10);
                 return -1;
             }
             if (rc) {
@@ -553,11 +553,10 @@ static void respond(form_t *fm, const obj_info_t *info, const char *key)
                       (!strncmp(redirect, "http://", 7) || !strncmp(redirect, "https://", 8)) &&
                       !strpbrk(redirect, "\r\n");
     buf_printf(&h, "x-amz-request-id: %s\r\nETag: \"%s\"\r\n", x->id, info->etag);
-    if (!redirecting) { /* one Location: the redirect's, or the object's */
-        buf_printf(&h, "Location: /%s/", x->bucket);
-        buf_url(&h, key);
-        buf_printf(&h, "\r\n");
-    }
+    buf_t url = {0};
+    s3_object_url(x, &url, key);
+    if (!redirecting) /* one Location: the redirect's, or the object's */
+        buf_printf(&h, "Location: %s\r\n", url.p);
     if (redirecting) {
         buf_printf(&h, "Location: %s%sbucket=", redirect, strchr(redirect, '?') ? "&" : "?");
         buf_url_component(&h, x->bucket);
@@ -566,10 +565,8 @@ static void respond(form_t *fm, const obj_info_t *info, const char *key)
         buf_printf(&h, "&etag=%%22%s%%22\r\n", info->etag);
         (void)http_respond(x->r, 303, h.p, 0);
     } else if (status && !strcmp(status, "201")) {
-        buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>/");
-        buf_xml(&b, x->bucket);
-        buf_printf(&b, "/");
-        buf_xml(&b, key);
+        buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<PostResponse><Location>");
+        buf_xml(&b, url.p);
         buf_printf(&b, "</Location><Bucket>");
         buf_xml(&b, x->bucket);
         buf_printf(&b, "</Bucket><Key>");
@@ -582,6 +579,7 @@ static void respond(form_t *fm, const obj_info_t *info, const char *key)
     }
     free(h.p);
     free(b.p);
+    free(url.p);
 }
 
 void s3_post_object(ctx_t *x)

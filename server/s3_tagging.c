@@ -63,11 +63,14 @@ static void escape(buf_t *out, const char *s)
     }
 }
 
-const char *s3_tags_too_large(int rc, int max)
+void s3_err_tags_too_large(ctx_t *x, int rc, int max)
 {
-    if (rc == ERR_RANGE) return "A TagKey or TagValue is longer than S3 allows.";
-    return max == BUCKET_TAGS_MAX ? "Bucket tags cannot be greater than 50"
-                                  : "Object tags cannot be greater than 10";
+    if (rc == ERR_RANGE)
+        s3_err_msg(x, S3E_INVALID_TAG, "A TagKey or TagValue is longer than S3 allows.");
+    else if (max == BUCKET_TAGS_MAX)
+        s3_err_msg(x, S3E_INVALID_TAG, "Bucket tags cannot be greater than 50");
+    else
+        s3_err_msg(x, S3E_BAD_REQUEST, "Object tags cannot be greater than 10");
 }
 
 /*
@@ -89,7 +92,6 @@ static int tag_chars_ok(const char *s)
 static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
 {
     const char *why = NULL;
-    if (t->n > max) why = "Object tags cannot be greater than 10";
     for (int i = 0; i < t->n && !why; i++) {
         const char *k = t->keys[i], *v = t->values[i];
         if (!s3_xml_text_ok(k, strlen(k)) || !s3_xml_text_ok(v, strlen(v)))
@@ -103,8 +105,11 @@ static int tagset_canon(ctx_t *x, const tagset_t *t, int max, buf_t *out)
         for (int j = 0; j < i && !why; j++)
             if (strcmp(t->keys[j], k) == 0) why = "Cannot provide multiple Tags with the same key";
     }
+    if (t->n > max) {
+        s3_err_tags_too_large(x, ERR_TOO_LARGE, max);
+        return -1;
+    }
     if (why) {
-        if (t->n > max) why = s3_tags_too_large(ERR_TOO_LARGE, max);
         s3_err_msg(x, S3E_INVALID_TAG, why);
         return -1;
     }
@@ -253,7 +258,7 @@ static int tagset_from_body(ctx_t *x, int max, buf_t *out)
     int n = 0, rc = s3_xml_tagging(body, len, &tags, &n);
     free(body);
     if (rc == ERR_TOO_LARGE || rc == ERR_RANGE) {
-        s3_err_msg(x, S3E_INVALID_TAG, s3_tags_too_large(rc, max));
+        s3_err_tags_too_large(x, rc, max);
         return -1;
     }
     if (rc) {

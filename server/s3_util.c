@@ -6,6 +6,8 @@
 
 #include "server/s3_int.h"
 
+#include <ctype.h>
+
 const char *s3_hdr(const struct http_req_info *in, const char *name)
 {
     for (int i = 0; i < in->nheaders; i++)
@@ -121,6 +123,21 @@ void buf_url(buf_t *b, const char *s)
 void buf_url_component(buf_t *b, const char *s)
 {
     url_encode(b, s, 0);
+}
+
+void s3_object_url(ctx_t *x, buf_t *b, const char *key)
+{
+    const char *host = s3_hdr(x->info, "host");
+    int ok = host && *host && strlen(host) < 256;
+    for (const char *c = host; ok && *c; c++)
+        ok = isalnum((unsigned char)*c) || strchr(".-_:[]", *c);
+    if (ok) buf_printf(b, "http://%s", host);
+    buf_printf(b, "/");
+    if (!x->vhost) {
+        buf_url_component(b, x->bucket);
+        buf_printf(b, "/");
+    }
+    buf_url(b, key);
 }
 
 static int hexv(int c)

@@ -8,13 +8,15 @@ import json
 import os
 import socket
 import subprocess
+import urllib.error
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
 
 import botocore
 import pytest
 
-from conftest import AK2, BUILD, SK2, Server, s3_client, signed_request
+from conftest import AK, AK2, BUILD, SK, SK2, Server, s3_client, signed_request
 
 
 def sha(b):
@@ -151,6 +153,26 @@ def test_virtual_host_style(datadir):
         assert st == 200 and sha(body) == sha(data)
         # Hosts outside the domain stay path style.
         assert c.list_objects_v2(Bucket="vh-bucket")["KeyCount"] == 1
+        # CompleteMultipartUpload's Location is the object's URL as the client reached it
+        # (AWS: "The URI that identifies the newly created object"), the key URL-encoded:
+        # through the virtual host, and path style.
+        st, body = signed("POST", "/mp%20key?uploads", host, s.port)
+        up = ET.fromstring(body).findtext("{*}UploadId")
+        st, _ = signed("PUT", "/mp%%20key?partNumber=1&uploadId=%s" % up, host, s.port, b"abc")
+        assert st == 200
+        done = ("<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\"%s\"</ETag>"
+                "</Part></CompleteMultipartUpload>" % hashlib.md5(b"abc").hexdigest()).encode()
+        st, body = signed("POST", "/mp%%20key?uploadId=%s" % up, host, s.port, done)
+        assert st == 200, body
+        assert ET.fromstring(body).findtext("{*}Location") == "http://%s/mp%%20key" % host
+        key = "a b/\u00fc+&"
+        up = c.create_multipart_upload(Bucket="vh-bucket", Key=key)["UploadId"]
+        etag = c.upload_part(Bucket="vh-bucket", Key=key, UploadId=up, PartNumber=1,
+                             Body=b"xyz")["ETag"]
+        out = c.complete_multipart_upload(Bucket="vh-bucket", Key=key, UploadId=up,
+                                          MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                                      "ETag": etag}]})
+        assert out["Location"] == "http://127.0.0.1:%d/vh-bucket/a%%20b/%%C3%%BC%%2B%%26" % s.port
     finally:
         s.stop()
 
@@ -510,3 +532,30 @@ def test_list_buckets_paginated(server):
     assert len(c.list_buckets()["Buckets"]) == len(names)
     for bad in ("/?max-buckets=0", "/?continuation-token=%21%21"):
         assert signed_request(server.port, "GET", bad)[0] == 400
+
+
+def test_session_token_not_issued_here_is_refused(server):
+    """A long-term key sent with a session token this node never issued (it issues none) is
+    refused with 400 InvalidToken, as S3 refuses it, in the header and in a presigned URL;
+    taken as if absent, a client with stale temporary credentials worked here and failed on
+    S3 (a probe). Without the token the same key works."""
+    import boto3
+    from botocore.config import Config
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tok")
+    c.put_object(Bucket="tok", Key="k", Body=b"v")
+    t = boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=AK, aws_secret_access_key=SK,
+        aws_session_token="FwoGZXIvYXdzEBogus", region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 0},
+                      signature_version="s3v4"))
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        t.get_object(Bucket="tok", Key="k")
+    assert e.value.response["Error"]["Code"] == "InvalidToken"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    url = t.generate_presigned_url("get_object", Params={"Bucket": "tok", "Key": "k"})
+    assert "X-Amz-Security-Token=" in url
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(url, timeout=30)
+    assert e.value.code == 400 and b"<Code>InvalidToken</Code>" in e.value.read()
+    assert c.get_object(Bucket="tok", Key="k")["Body"].read() == b"v"

@@ -59,6 +59,9 @@ def test_post_object(server):
     root = ET.fromstring(body)
     assert root.findtext("Key") == "uploads/photo.jpg" and root.findtext("Bucket") == "post"
     assert root.findtext("ETag") == '"%s"' % hashlib.md5(data).hexdigest()
+    # Location: the object's URL, as S3 answers it (absolute, the key URL-encoded).
+    url = "http://127.0.0.1:%d/post/uploads/photo.jpg" % server.port
+    assert root.findtext("Location") == url and h["Location"] == url
     got = c.get_object(Bucket="post", Key="uploads/photo.jpg")
     assert hashlib.sha256(got["Body"].read()).hexdigest() == hashlib.sha256(data).hexdigest()
     assert got["ContentType"] == "text/plain" and got["Metadata"] == {"origin": "form"}

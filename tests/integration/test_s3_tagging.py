@@ -56,7 +56,17 @@ def test_tag_limits(server):
     c.put_object(Bucket="tags", Key="o", Body=b"x")
     # ... and S3's alphabet: letters, numbers, spaces and + - = . _ : / @ (its pattern
     # [\p{L}\p{Z}\p{N}_.:/=+\-@]*); "a#b" and "a|b" were kept.
-    bad = [{"k%d" % i: "v" for i in range(11)}, {"k" * 129: "v"}, {"k": "v" * 257},
+    # More than 10 is BadRequest on AWS ("Object tags cannot be greater than 10"), on both
+    # ways of setting them.
+    eleven = {"k%d" % i: "v" for i in range(11)}
+    with pytest.raises(ClientError) as e:
+        c.put_object_tagging(Bucket="tags", Key="o", Tagging={"TagSet": tagset(eleven)})
+    assert code(e) == "BadRequest"
+    assert e.value.response["Error"]["Message"] == "Object tags cannot be greater than 10"
+    with pytest.raises(ClientError) as e:
+        c.put_object(Bucket="tags", Key="n", Body=b"x", Tagging=urllib.parse.urlencode(eleven))
+    assert code(e) == "BadRequest"
+    bad = [{"k" * 129: "v"}, {"k": "v" * 257},
            {"aws:reserved": "v"}, {"a#b": "v"}, {"k": "a|b"}, {"k": "tmp & co"}, {"k\t": "v"}]
     for t in bad:
         with pytest.raises(ClientError) as e:
