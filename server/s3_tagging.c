@@ -181,11 +181,13 @@ void s3_pairs_set(buf_t *um, const char *name, const char *value)
 /* obj_umeta_fn: the current version's pairs with one entry set or removed. */
 typedef struct {
     const char *name, *value;
+    char vid[OBJ_VID_LEN + 4]; /* the version rewritten ("": the null one) */
 } entry_t;
 
 static int entry_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 {
     entry_t *e = arg;
+    snprintf(e->vid, sizeof(e->vid), "%s", cur->vid);
     buf_t um = {xmalloc(cur->umeta_len + 1), cur->umeta_len, cur->umeta_len + 1};
     memcpy(um.p, cur->umeta, cur->umeta_len);
     s3_pairs_set(&um, e->name, e->value);
@@ -211,7 +213,7 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    entry_t e = {name, value};
+    entry_t e = {name, value, ""};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -223,6 +225,16 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
     pthread_rwlock_unlock(lk);
     if (rc == ERR_NOT_FOUND && whole_bucket) rc = S3_ERR_NO_BUCKET;
     if (rc == ERR_NOT_FOUND && marker && x->vid) rc = ERR_MARKER_VERSION;
+    /*
+     * The version whose tags these are, also when the request named none (S3 answers with
+     * the current version's id; "null" once the bucket has had versioning; none before).
+     */
+    if (rc == 0 && !whole_bucket && !x->vid &&
+        (e.vid[0] || s3_bucket_versioning(x) != OBJ_UNVERSIONED)) {
+        char h[64];
+        snprintf(h, sizeof(h), "x-amz-version-id: %s\r\n", e.vid[0] ? e.vid : "null");
+        http_add_headers(x->r, h);
+    }
     return rc;
 }
 

@@ -195,3 +195,26 @@ def test_public_readers_do_not_see_tag_counts(server):
         assert r.status == 200 and "x-amz-tagging-count" not in r.headers
     assert c.head_object(Bucket="tags", Key="pub")["ResponseMetadata"]["HTTPHeaders"][
         "x-amz-tagging-count"] == "1"
+
+
+def test_tagging_answers_the_version_it_tagged(server):
+    """PutObjectTagging and DeleteObjectTagging answer x-amz-version-id: the version whose tags
+    changed, the current one when the request names none (S3 does; a probe saw none), "null"
+    for a null version once the bucket has had versioning, and no header before."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="tagver")
+    c.put_object(Bucket="tagver", Key="plain", Body=b"p")
+    ts = {"TagSet": [{"Key": "a", "Value": "1"}]}
+    assert "VersionId" not in c.put_object_tagging(Bucket="tagver", Key="plain", Tagging=ts)
+    assert "VersionId" not in c.delete_object_tagging(Bucket="tagver", Key="plain")
+    c.put_bucket_versioning(Bucket="tagver", VersioningConfiguration={"Status": "Enabled"})
+    assert c.put_object_tagging(Bucket="tagver", Key="plain", Tagging=ts)["VersionId"] == "null"
+    v1 = c.put_object(Bucket="tagver", Key="k", Body=b"1")["VersionId"]
+    v2 = c.put_object(Bucket="tagver", Key="k", Body=b"2")["VersionId"]
+    assert c.put_object_tagging(Bucket="tagver", Key="k", Tagging=ts)["VersionId"] == v2
+    assert c.delete_object_tagging(Bucket="tagver", Key="k")["VersionId"] == v2
+    got = c.put_object_tagging(Bucket="tagver", Key="k", VersionId=v1, Tagging=ts)
+    assert got["VersionId"] == v1
+    assert as_dict(c.get_object_tagging(Bucket="tagver", Key="k", VersionId=v1)["TagSet"]) == \
+        {"a": "1"}
+    assert c.get_object_tagging(Bucket="tagver", Key="k")["TagSet"] == []

@@ -2589,6 +2589,32 @@ static void test_rewrite_that_stands_short_stays(void **state)
 }
 
 /*
+ * A rewrite with too few stores up for the write quorum (two of six down: a node) is refused
+ * before it writes, as a PUT is: 503, nothing changed. Written, it landed on the four up,
+ * stood there, and answered the stores' own error (500) with the change in force (a 4-node
+ * probe: every tag or ACL change while a node was down). With the stores up but failing the
+ * write, it is in doubt: 503 (ERR_UNRECOVERABLE), not the stores' error.
+ */
+static void test_rewrite_with_too_few_stores_up(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v0;
+    put(e, "down", (const uint8_t *)"", 0, &v0);
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0);
+    for (int i = 4; i < N; i++)
+        e->f[i].sick = e->f[i].fail_write = e->f[i].fail_head = e->f[i].fail_read = 1;
+    assert_int_equal(obj_update_umeta(e->set, "bkt", "down", umeta_add_tag, NULL),
+                     ERR_UNRECOVERABLE);
+    for (int i = 4; i < N; i++)
+        e->f[i].sick = e->f[i].fail_read = 0;
+    assert_int_equal(stores_holding(e, "down", &v0), (1u << N) - 1);
+    assert_int_equal(obj_update_umeta(e->set, "bkt", "down", umeta_add_tag, NULL),
+                     ERR_UNRECOVERABLE);
+    for (int i = 4; i < N; i++)
+        e->f[i].fail_write = e->f[i].fail_head = 0;
+}
+
+/*
  * A metadata rewrite of a small version cut by a crash leaves its copies at two stamps (one
  * rewritten, two not): after the crash, and once that is older than any writer takes, the
  * version stands on its heads of both stamps, and a PUT over it in a versioned bucket keeps
@@ -4853,6 +4879,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_rewrite_that_stands_is_filled_in_not_undone, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_that_stands_short_stays, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_with_too_few_stores_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_that_stands_with_a_failing_store_is_filled_in,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_that_stands_then_deleted_is_done, setup,
