@@ -139,13 +139,40 @@ static void tombstones_go(obj_set_t *s, const char *bucket, const char *key,
                      err_name(jobs[i].rc));
 }
 
+void (*obj__delete_round_hook)(void *arg, const char *key);
+void *obj__delete_round_hook_arg;
+
+/*
+ * Whether a store of `mask` holds a live head of v again after this delete's round removed
+ * it. A heal through another node that read v before the round writes v's head where it
+ * found none, under "nothing newer": behind the round's removal on one store while the
+ * round has yet to reach the others, it brings v back once the delete answered 204. That
+ * heal reads again after writing and takes its heads back if v is gone from a store it
+ * held (obj__heal_recheck): a head it wrote before this re-read is seen here, one written
+ * after is seen there, as this re-read follows every removal.
+ */
+static int version_back(obj_set_t *s, const char *bucket, const char *key, uint32_t mask,
+                        const obj_info_t *v)
+{
+    int stores[OBJ_MAX_SHARDS], n = 0, back = 0;
+    for (int i = 0; i < s->n; i++)
+        if ((mask >> i) & 1) stores[n++] = i;
+    if (!n) return 0;
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n && !back; j++)
+        back = h[j].ok && !h[j].info.deleted && strcmp(h[j].info.upload_id, v->upload_id) == 0;
+    free(h);
+    return back;
+}
+
 static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
     obj_info_t old, marker;
     del_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
     uint32_t failed = 0, uncond = 0, targets = 0;
-    int written = 0, first_err = 0, tombed = 0;
+    int written = 0, first_err = 0, tombed = 0, again = 0;
     int rc;
     obj_info_clear(&marker);
     marker.deleted = 1;
@@ -217,7 +244,18 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
             refused += tref;
             tombed |= written > 0;
         }
-        if (!refused) break;
+        if (!refused) {
+            if (obj__delete_round_hook) obj__delete_round_hook(obj__delete_round_hook_arg, key);
+            /* A heal's head put back behind this round: another round removes it (bounded: a
+             * heal writes once, then reads and takes back what lands after this re-read). */
+            if (again < 8 && version_back(s, bucket, key,
+                                          targets & ~failed & ~uncond & ~obj__unhealthy(s), &old)) {
+                again++;
+                log_info("event=delete_again key=%s: a head of the version came back", key);
+                continue;
+            }
+            break;
+        }
         int settled = obj__delete_settle(s, bucket, key, &bound, attempt);
         if (settled < 0) {
             pthread_mutex_unlock(lk);

@@ -31,9 +31,10 @@
 #include <string.h>
 #include <time.h>
 
-/* The stores that should hold info's head at pos and hold none, or an older one. */
+/* The stores that should hold info's head at pos and hold none, or an older one; *held:
+ * those that hold one of the version (it, or a rewrite of it). */
 static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                              const obj_info_t *info)
+                              const obj_info_t *info, uint32_t *held)
 {
     uint32_t want = info->sparse ? info->inl : UINT32_MAX, missing = 0;
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, want, stores);
@@ -46,12 +47,50 @@ static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
         }
         if (!h[j].ok) continue; /* a failing store: nothing to do there now */
         const obj_info_t *o = &h[j].info;
+        if (!o->deleted && strcmp(o->upload_id, info->upload_id) == 0) *held |= 1u << stores[j];
         if (o->stamp_ns < info->stamp_ns ||
             (o->stamp_ns == info->stamp_ns && strcmp(o->upload_id, info->upload_id) < 0))
             missing |= 1u << stores[j];
     }
     free(h);
     return missing;
+}
+
+void (*obj__heal_write_hook)(void *arg, const char *key);
+void *obj__heal_write_hook_arg;
+
+/*
+ * A heal reads which stores miss a head, then writes it there under "nothing
+ * newer" (SHARD_IF_AT_MOST): a store with nothing takes it. A DELETE through
+ * another node between the two leaves nothing anywhere, then the heal puts
+ * the version back on the stores it missed (a small object read whole from
+ * one copy: deleted, acknowledged, and back). Read again where it was held:
+ * if it is gone from any of those, what this heal wrote goes.
+ */
+int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *info, uint32_t held, uint32_t wrote)
+{
+    if (!held || !wrote) return 0;
+    int stores[OBJ_MAX_SHARDS], n = 0, gone = 0;
+    for (int i = 0; i < s->n; i++)
+        if ((held >> i) & 1) stores[n++] = i;
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    for (int j = 0; j < n && !gone; j++)
+        gone = h[j].rc == ERR_NOT_FOUND ||
+               (h[j].ok && (h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id)));
+    free(h);
+    if (!gone) return 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!((wrote >> i) & 1)) continue;
+        drive_id_t id = {bucket, key, pos, (uint32_t)i};
+        int rc = obj__undo_del(s, i, &id, info);
+        if (rc && rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
+            log_warn("event=heal_undo_failed shard=%d key=%s err=%s", i, key, err_name(rc));
+    }
+    log_info("event=heal_taken_back key=%s upload=%s: the version went while it healed", key,
+             info->upload_id);
+    return 1;
 }
 
 /* Verify every stripe of r's version, rewrite the blocks rebuilt. */
@@ -134,18 +173,19 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     }
     rep->objects++;
     obj__reader_ask_all(r);
-    uint32_t missing = heads_missing(s, bucket, key, pos, info);
+    uint32_t held = 0, missing = heads_missing(s, bucket, key, pos, info, &held);
     /* An inline version's copies are its data: one whose bytes rot is rewritten like a
      * missing head (its head's metadata still read fine, so a heal passed it by while every
      * read of it failed over to another copy). */
     if (info->inl && obj__reader_inline(r))
         missing |= obj__inline_rotten(s, bucket, key, pos, info) & ~missing;
+    if (missing && obj__heal_write_hook) obj__heal_write_hook(obj__heal_write_hook_arg, key);
     shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
     memcpy(c.upload, info->upload_id, sizeof(c.upload));
     memcpy(c.self, info->upload_id, sizeof(c.self));
     if (rf && !info->inl && !info->multipart && obj__reader_decoder(r)) {
         /* Through the refill: blocks first, without waiting, the heads once they are durable. */
-        int rc = obj__refill_object(rf, s, r, bucket, key, pos, info, missing, &c, rep);
+        int rc = obj__refill_object(rf, s, r, bucket, key, pos, info, missing, held, &c, rep);
         obj_close(r);
         if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
         free(info);
@@ -158,6 +198,12 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
                               &failed, &refused, &first_err);
         rep->heads_fixed += (uint32_t)n;
         rep->failed += (uint32_t)__builtin_popcount(failed);
+        if (n > 0 &&
+            obj__heal_recheck(s, bucket, key, pos, info, held & ~missing, missing & ~failed)) {
+            obj_close(r);
+            free(info);
+            return 0; /* deleted meanwhile: nothing to heal */
+        }
     }
     int rc = 0;
     if (info->multipart) {

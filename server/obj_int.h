@@ -172,6 +172,10 @@ extern void *obj__rewrite_write_hook_arg;
  * its removal round, as another node's commit may land there. */
 extern void (*obj__delete_read_hook)(void *arg, const char *key);
 extern void *obj__delete_read_hook_arg;
+/* Tests: called by an unversioned delete after a round no store refused, before it reads
+ * again whether a head of the version came back (a heal's, landed behind the round). */
+extern void (*obj__delete_round_hook)(void *arg, const char *key);
+extern void *obj__delete_round_hook_arg;
 /* Tests: called by a key's head read (obj__stat_routed) between its routing and its read, as
  * a move's switch may land there. */
 extern void (*obj__routed_hook)(void *arg, const char *key);
@@ -491,7 +495,25 @@ int obj__heads_to_count(const obj__put_job_t *jobs, int n, const shard_cond_t *c
  */
 int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const char *bucket,
                        const char *key, const char *pos, const obj_info_t *info, uint32_t heads,
-                       const shard_cond_t *cond, obj_heal_report_t *rep);
+                       uint32_t held, const shard_cond_t *cond, obj_heal_report_t *rep);
+
+/* ---- obj_heal.c ---- */
+
+/*
+ * After a heal wrote info's heads at pos on the stores of `wrote`: when a
+ * store of `held` (those that held the version at the heal's read) has lost
+ * it since (nothing there, a tombstone of it, another version), a writer
+ * that removed or replaced it came after that read, and the heads just
+ * written may have landed behind its round: they are taken back, that very
+ * head alone (obj__undo_del). Returns 1 if so. (The other order, a head
+ * healed in behind a delete's removal where the delete has not yet removed
+ * it elsewhere, is the delete's re-read: obj_delete.c.)
+ */
+int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *info, uint32_t held, uint32_t wrote);
+/* Called by a heal once it knows which heads to write, before it writes them (tests). */
+extern void (*obj__heal_write_hook)(void *arg, const char *key);
+extern void *obj__heal_write_hook_arg;
 
 /* ---- obj_rewrite.c ---- */
 

@@ -50,6 +50,7 @@ typedef struct rf_obj {
     obj_info_t *info;
     shard_cond_t cond;
     uint32_t heads;        /* stores missing its head */
+    uint32_t held;         /* stores that held it at the heal's read (obj__heal_recheck) */
     int pending;           /* block writes in flight, +1 while its heal submits */
     uint32_t blocks_fixed; /* under rf->mu */
     uint32_t failed;       /* block writes that failed; under rf->mu */
@@ -163,6 +164,9 @@ static void finish(obj_refill_t *rf, rf_obj_t *list)
             failed = o->heads; /* (metadata too large to encode: never written) */
         else if (o->nh > 0)
             heads = obj__heads_to_count(o->hjobs, o->nh, &o->cond, &failed, &refused, &first_err);
+        if (heads > 0)
+            (void)obj__heal_recheck(o->s, o->bucket, o->key, o->pos, o->info, o->held,
+                                    o->heads & ~failed);
         /* Written (or given up on): a drop that waited for this version may run now. */
         obj__unpin(o->s, o->info->upload_id);
         pthread_mutex_lock(&rf->mu);
@@ -268,7 +272,7 @@ static void window_take(obj_refill_t *rf, size_t need)
 
 int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const char *bucket,
                        const char *key, const char *pos, const obj_info_t *info, uint32_t heads,
-                       const shard_cond_t *cond, obj_heal_report_t *rep)
+                       uint32_t held, const shard_cond_t *cond, obj_heal_report_t *rep)
 {
     ers_decoder_t *d = obj__reader_decoder(r);
     char bb[SHARD_MAX_BUCKET + 2];
@@ -283,6 +287,7 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
     memcpy(o->info, info, sizeof(*info));
     o->cond = *cond;
     o->heads = heads;
+    o->held = held & ~heads;
     o->pending = 1; /* this heal's hold, until every stripe is submitted */
     /* The reader's pin goes at its close; this one holds until the heads are written. */
     (void)obj__pin(s, info->upload_id);

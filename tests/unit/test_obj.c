@@ -1481,6 +1481,114 @@ static void test_delete_leaves_a_put_after_its_read(void **state)
     free(data);
 }
 
+/* obj__heal_write_hook: a DELETE through another node, whole, between the heal's read of
+ * the stores missing a head and its write there, once. */
+typedef struct {
+    obj_set_t *other;
+    int calls, rc;
+} delete_meanwhile_t;
+
+static void delete_before_the_heal_writes(void *arg, const char *key)
+{
+    delete_meanwhile_t *d = arg;
+    if (d->calls++) return;
+    d->rc = obj_delete(d->other, "bkt", key);
+}
+
+/*
+ * A heal reads that a store misses a version's head, then a DELETE through another node
+ * removes the version everywhere (204), then the heal writes the head where it was missing:
+ * under "nothing newer", which an empty store satisfies. The version was back on one store
+ * after its delete was acknowledged (a small object then reads whole from that one copy).
+ * The heal reads again where the version was and takes back what it wrote: the key is gone
+ * from every store, small (inline copies) or erasure-coded.
+ */
+static void test_heal_racing_a_delete_puts_nothing_back(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e);
+    uint8_t small[100];
+    fill(small, sizeof(small), 51);
+    size_t big = 2 * K * B + 5;
+    uint8_t *data = malloc(big);
+    fill(data, big, 52);
+    for (int v = 0; v < 2; v++) {
+        const char *key = v ? "hd-big" : "hd-small";
+        obj_info_t info, got;
+        put(e, key, v ? data : small, v ? big : sizeof(small), &info);
+        assert_int_equal(!!info.sparse, !v);
+        int lost = v ? 3 : __builtin_ctz(info.inl); /* the store that missed the commit */
+        drive_id_t id = {"bkt", key, "", (uint32_t)lost};
+        assert_int_equal(drive_delete(e->f[lost].d, &id), 0);
+        delete_meanwhile_t d = {.other = other};
+        obj__heal_write_hook = delete_before_the_heal_writes;
+        obj__heal_write_hook_arg = &d;
+        obj_heal_report_t rep = {0};
+        int rc = obj_heal(e->set, "bkt", key, &rep);
+        obj__heal_write_hook = NULL;
+        assert_int_equal(d.calls, 1);
+        assert_int_equal(d.rc, 0);
+        assert_int_equal(rc, 0);
+        for (int i = 0; i < N; i++)
+            assert_false(has_head(e, i, key));
+        assert_int_equal(obj_stat(e->set, "bkt", key, &got), ERR_NOT_FOUND);
+        assert_int_equal(obj_stat(other, "bkt", key, &got), ERR_NOT_FOUND);
+    }
+    obj_set_free(other);
+    free(data);
+}
+
+/* obj__delete_round_hook: a heal through another node, which read the version before the
+ * delete's round, writes its head back on a store the round had emptied, once. */
+typedef struct {
+    env_t *e;
+    int store, calls;
+    uint8_t rec[4096], meta[HEAD_MAX];
+    drive_stat_t ds;
+} head_back_t;
+
+static void head_back_after_the_round(void *arg, const char *key)
+{
+    head_back_t *p = arg;
+    if (p->calls++) return;
+    drive_id_t id = {"bkt", key, "", (uint32_t)p->store};
+    const shard_store_t *st = &p->e->f[p->store].in;
+    assert_int_equal(st->ops->put(st->ctx, &id, p->rec, p->ds.len, p->meta, p->ds.meta_len), 0);
+}
+
+/*
+ * The other order: the heal's head lands behind the delete's removal on one store while the
+ * round has yet to remove the version from the others, so the heal's own read finds it
+ * still there and keeps its head. The delete reads again after its round, finds the head
+ * back, and removes it: nothing of the version is left once it answers.
+ */
+static void test_delete_removes_a_head_healed_in_behind_its_round(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 53);
+    obj_info_t info, got;
+    put(e, "db", small, sizeof(small), &info);
+    assert_true(info.sparse);
+    head_back_t *p = calloc(1, sizeof(*p));
+    p->e = e;
+    p->store = __builtin_ctz(info.inl);
+    drive_id_t id = {"bkt", "db", "", (uint32_t)p->store};
+    const shard_store_t *st = &e->f[p->store].in;
+    assert_int_equal(st->ops->stat(st->ctx, &id, &p->ds, p->meta, sizeof(p->meta)), 0);
+    assert_int_equal(st->ops->read(st->ctx, &id, 0, p->rec, p->ds.len), 0);
+    obj__delete_round_hook = head_back_after_the_round;
+    obj__delete_round_hook_arg = p;
+    int rc = obj_delete(e->set, "bkt", "db");
+    obj__delete_round_hook = NULL;
+    assert_int_equal(rc, 0);
+    assert_int_equal(p->calls, 2); /* the round, and the one that removed the head back */
+    for (int i = 0; i < N; i++)
+        assert_false(has_head(e, i, "db"));
+    assert_int_equal(obj_stat(e->set, "bkt", "db", &got), ERR_NOT_FOUND);
+    free(p);
+}
+
 static void test_heal_queue(void **state)
 {
     env_t *e = *state;
@@ -4866,6 +4974,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_leaves_a_put_after_its_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_racing_a_delete_puts_nothing_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delete_removes_a_head_healed_in_behind_its_round,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
