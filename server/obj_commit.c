@@ -339,9 +339,7 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
             rc = 1;
             break;
         }
-        if (!way || v->stamp_ns > way->stamp_ns ||
-            (v->stamp_ns == way->stamp_ns && strcmp(v->upload_id, way->upload_id) > 0))
-            way = v;
+        if (!way || obj__newer(v, way)) way = v;
     }
     if (rc == 0 && way) {
         if (way->stamp_ns + COMMIT_STALE_NS <= obj__wall_ns()) {
@@ -581,8 +579,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             obj_info_t now;
             shard_cond_t any = {.mode = SHARD_IF_AT_MOST};
             if (refused && current_for_commit(s, bucket, key, &now, &any, 0, NULL, 0) == 0 &&
-                (now.stamp_ns > info->stamp_ns ||
-                 (now.stamp_ns == info->stamp_ns && strcmp(now.upload_id, info->upload_id) > 0))) {
+                obj__newer(&now, info)) {
                 superseded = 1;
                 break;
             }

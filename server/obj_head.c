@@ -196,13 +196,6 @@ void obj__read_heads(obj_set_t *s, const char *bucket, const char *key, const ch
     obj__heads_finish(&rd);
 }
 
-/* Whether a is newer than b in the order readers pick heads by: stamp, then upload id. */
-static int newer(const obj_info_t *a, const obj_info_t *b)
-{
-    return a->stamp_ns > b->stamp_ns ||
-           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
-}
-
 /* The first store's record, head and payload (newest_at), as a hedged fetch. */
 typedef struct {
     const shard_store_t *st;
@@ -322,7 +315,7 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
                 continue;
             }
             if (ifrom == i && r->info.inl) snprintf(iup, sizeof(iup), "%s", r->info.upload_id);
-            if (!found || newer(&r->info, best)) obj_info_copy(best, &r->info);
+            if (!found || obj__newer(&r->info, best)) obj_info_copy(best, &r->info);
             found++;
             rc = 0;
         }

@@ -48,9 +48,7 @@ static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
         if (!h[j].ok) continue; /* a failing store: nothing to do there now */
         const obj_info_t *o = &h[j].info;
         if (!o->deleted && strcmp(o->upload_id, info->upload_id) == 0) *held |= 1u << stores[j];
-        if (o->stamp_ns < info->stamp_ns ||
-            (o->stamp_ns == info->stamp_ns && strcmp(o->upload_id, info->upload_id) < 0))
-            missing |= 1u << stores[j];
+        if (obj__newer(info, o)) missing |= 1u << stores[j];
     }
     free(h);
     return missing;

@@ -110,6 +110,16 @@ struct obj_set {
 };
 
 /*
+ * Whether head a is newer than head b in the one order every reader and writer goes by:
+ * stamp, then upload id (two gateways' commits at one stamp still have one winner).
+ */
+static inline int obj__newer(const obj_info_t *a, const obj_info_t *b)
+{
+    return a->stamp_ns > b->stamp_ns ||
+           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
+}
+
+/*
  * The upload id of the tombstone a moved key leaves in its draining pool
  * (obj_move.c): after any real id (so its head sorts newer than the moved
  * version's, same stamp, and a rewrite of that version is refused there),

@@ -340,12 +340,6 @@ static int pos_cmp(const src_t *a, const src_t *b)
     return r ? r : strcmp(ever(a), ever(b));
 }
 
-static int newer(const obj_info_t *a, const obj_info_t *b)
-{
-    return a->stamp_ns > b->stamp_ns ||
-           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
-}
-
 /*
  * Whether fewer of the merged stores hold best (the newest head at this
  * position) than would if its commit stood whole: a sparse head on every
@@ -415,7 +409,7 @@ static int merge_next(merge_t *m, const obj_info_t **out)
                     bad = 1;
                 } else {
                     c->decoded = 1;
-                    if (!best || newer(c->info, best)) best = c->info;
+                    if (!best || obj__newer(c->info, best)) best = c->info;
                 }
             }
             c->at++;

@@ -50,8 +50,7 @@ static int same_identity(const obj_info_t *a, const obj_info_t *b)
 
 static int older(const obj_info_t *a, const obj_info_t *b)
 {
-    return a->stamp_ns < b->stamp_ns ||
-           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) < 0);
+    return obj__newer(b, a);
 }
 
 /*

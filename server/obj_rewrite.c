@@ -225,12 +225,6 @@ static int same_head(const obj_info_t *a, const obj_info_t *b)
 }
 
 /* Whether head a is newer than b in the order readers pick the newest head by. */
-static int newer_head(const obj_info_t *a, const obj_info_t *b)
-{
-    return a->stamp_ns > b->stamp_ns ||
-           (a->stamp_ns == b->stamp_ns && strcmp(a->upload_id, b->upload_id) > 0);
-}
-
 /*
  * A rewrite (info, at pos) refused on some stores that landed on enough of them to stand
  * (obj__standing: heads on k stores, a failing store counted for it) and on more than n-k
@@ -280,9 +274,9 @@ static int fill_rewrite(obj_set_t *s, const char *bucket, const char *key, const
                 mine |= bit;
             } else if (ours && o->deleted) {
                 covered = 1; /* the version's tombstone: deleted by its id */
-            } else if (!ours || newer_head(o, info)) {
+            } else if (!ours || obj__newer(o, info)) {
                 /* Another version, or a later rewrite of this one: covering it where it stood. */
-                if (newer_head(o, info)) {
+                if (obj__newer(o, info)) {
                     newer++;
                     if (mine & bit) covered = 1;
                 }
