@@ -285,6 +285,23 @@ void drive_compaction_pause(drive_t *d, int paused);
 
 void drive_stats(drive_t *d, drive_stats_t *st);
 
+/*
+ * The engine's accounting against its index (wl-drive check): for every
+ * segment, its live counter and the bytes of the index entries pointing into
+ * it (they must be equal), and the bytes of entries past its tail (there
+ * must be none); *dangling: entries naming a segment that does not exist.
+ * fn (may be NULL) sees each segment. Returns 0 when all agree, 1 when
+ * something does not, or an error. No writers meanwhile (tools, tests).
+ */
+typedef struct {
+    uint32_t seg;
+    uint8_t kind; /* 1 user, 2 GC */
+    uint64_t live, indexed, past_tail;
+} drive_check_seg_t;
+typedef void (*drive_check_fn)(void *arg, const drive_check_seg_t *c);
+int drive_check(drive_t *d, drive_check_fn fn, void *arg, uint64_t *dangling)
+    __attribute__((warn_unused_result));
+
 /* Flush the index's memtables to disk and wait (tools, benchmarks and tests). */
 int drive_index_flush(drive_t *d) __attribute__((warn_unused_result));
 

@@ -7,6 +7,8 @@
  *                                 the segments alone
  *   wl-drive compact DIR          run compaction until nothing qualifies
  *   wl-drive dump DIR             list every valid record in the segments
+ *   wl-drive check DIR            each segment's live counter against the
+ *                                 index entries in it (exit 1 if any differ)
  *
  * The geometry (IU, segment size, capacity) is read from DIR/DRIVE.
  */
@@ -19,7 +21,7 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: wl-drive stats|rebuild-index|compact|dump DIR\n");
+    fprintf(stderr, "usage: wl-drive stats|rebuild-index|compact|dump|check DIR\n");
 }
 
 static void print_stats(drive_t *d)
@@ -40,6 +42,17 @@ static void print_stats(drive_t *d)
     printf("compactions        %llu (released %llu, tombstones dropped %llu)\n",
            (unsigned long long)s.compactions, (unsigned long long)s.segments_released,
            (unsigned long long)s.tombstones_dropped);
+}
+
+static void check_one(void *arg, const drive_check_seg_t *c)
+{
+    int *all = arg;
+    int bad = c->live != c->indexed || c->past_tail;
+    if (bad || *all)
+        printf("seg=%u kind=%s live=%llu indexed=%llu past_tail=%llu%s\n", c->seg,
+               c->kind == 2 ? "gc" : "user", (unsigned long long)c->live,
+               (unsigned long long)c->indexed, (unsigned long long)c->past_tail,
+               bad ? " MISMATCH" : "");
 }
 
 static int dump_one(void *arg, uint32_t seg, uint64_t off, int type, uint64_t seq,
@@ -77,7 +90,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "stats") != 0 && strcmp(argv[1], "compact") != 0 &&
-        strcmp(argv[1], "dump") != 0) {
+        strcmp(argv[1], "dump") != 0 && strcmp(argv[1], "check") != 0) {
         usage();
         return 2;
     }
@@ -88,6 +101,21 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "dump") == 0) {
         rc = drive_dump(d, dump_one, NULL);
         drive_close(d);
+        return rc ? 1 : 0;
+    }
+    if (strcmp(argv[1], "check") == 0) {
+        uint64_t dangling = 0;
+        int all = 0;
+        drive_compaction_pause(d, 1);
+        rc = drive_check(d, check_one, &all, &dangling);
+        drive_close(d);
+        if (dangling)
+            printf("entries naming a missing segment: %llu\n", (unsigned long long)dangling);
+        if (rc < 0)
+            fprintf(stderr, "wl-drive: check failed: %s\n", err_str(rc));
+        else
+            printf("%s\n",
+                   rc ? "accounting differs from the index" : "accounting matches the index");
         return rc ? 1 : 0;
     }
     if (strcmp(argv[1], "compact") == 0) printf("released %d segments\n", drive_compact(d, 0, 1));
