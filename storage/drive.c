@@ -96,6 +96,22 @@ typedef struct {
     uint64_t end; /* end of the last valid record seen in seg */
 } replay_t;
 
+/*
+ * The accounting of every segment the replay changed since the last time, into b: each
+ * write of the replay's batch carries the counters that go with its entries. (Put once per
+ * segment, right after its own scan, a segment's count went stale whenever a later one's
+ * records took bytes off it: the index kept the entries and the old count, and after a
+ * second crash the next open loaded a count that compaction could never bring to zero.)
+ */
+static void put_dirty(drive_t *d, idx_batch_t *b)
+{
+    for (uint32_t i = 0; i < d->nsegs; i++)
+        if (d->segs[i]->dirty) {
+            drive__seg_meta_put(d, b, d->segs[i]);
+            d->segs[i]->dirty = 0;
+        }
+}
+
 /* Apply one record found on disk (the replay rule in the file comment). */
 static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off)
 {
@@ -124,16 +140,21 @@ static int replay_record(void *arg, const rec_view_t *v, const uint8_t *raw, uin
             return 0;
         }
         seg_t *os = drive__seg_find(d, old.seg);
-        if (os && !(os == r->seg && old.off == off)) os->live -= old.rec_len;
+        if (os && !(os == r->seg && old.off == off)) {
+            os->live -= old.rec_len;
+            os->dirty = 1;
+        }
     }
     free(oldbuf);
     e = (ent_t){v->type,        r->seg->id, off,        rec_len, v->hdr_len,
                 v->payload_len, v->seq,     v->hdr_crc, v->meta, v->meta_len};
     drive__ent_put(r->b, &v->id, &e);
     r->seg->live += rec_len;
+    r->seg->dirty = 1;
     r->applied++;
     /* Keep the batch bounded during a full rebuild. */
     if (idx_batch_count(r->b) >= 4096) {
+        put_dirty(d, r->b);
         int rc = idx_write(d->idx, r->b);
         idx_batch_clear(r->b);
         return rc;
@@ -263,9 +284,10 @@ static int load_segments(drive_t *d, int recount)
             log_info("event=replayed seg=%u from=%llu records=%llu", s->id,
                      (unsigned long long)s->tail, (unsigned long long)(r.applied - before));
         s->tail = d->seg_size; /* sealed: nothing more is appended */
-        drive__seg_meta_put(d, r.b, s);
+        s->dirty = 1;
     }
     if (!rc) {
+        put_dirty(d, r.b);
         drive__meta_put(d, r.b);
         rc = idx_write(d->idx, r.b);
     }

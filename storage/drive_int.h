@@ -65,6 +65,7 @@ typedef struct seg {
     uint8_t kind;
     uint8_t open;    /* a writer appends here */
     uint8_t gc_skip; /* compaction could not empty it (bad record): leave it */
+    uint8_t dirty;   /* replay: its accounting changed since its meta was last put */
     int fd;
     int refs;         /* the table's reference + readers in flight */
     uint64_t live;    /* bytes of records the index points at */

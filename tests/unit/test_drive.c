@@ -1537,6 +1537,79 @@ static void test_detect_iu(void **state)
 }
 
 /* A drive open elsewhere is refused, not taken over: its index is not set aside. */
+/*
+ * A replay's accounting made durable whole. Child "restale" (first pass): fills segment 0
+ * with keys, flushes the index, then overwrites the first keys (their new records past the
+ * index, in a later segment) and is killed. Child "reopen": opens the drive, which replays
+ * those overwrites (segment 0 loses their old bytes), and is killed without closing. The
+ * replay had put segment 0's accounting into its batch before the records of the later
+ * segment took bytes off it in memory, and never again: the index kept the overwrites and
+ * segment 0's old count. The next open loaded that count, above what the index pointed at
+ * there, and compaction could never release the segment (compaction_incomplete, then
+ * skipped for good).
+ */
+#define RESTALE_KEYS 150
+
+static void restale_child(const char *dir, int fd, uint64_t second)
+{
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+    drive_t *d;
+    char key[32];
+    if (drive_open(&c, &d) != 0) _exit(2);
+    if (!second) {
+        for (int i = 0; i < RESTALE_KEYS; i++) {
+            snprintf(key, sizeof(key), "rs/%03d", i);
+            if (put_seeded(d, key, (uint64_t)i, 8 * KiB) != 0) _exit(3);
+        }
+        if (drive_index_flush(d) != 0) _exit(3);
+        for (int i = 0; i < 40; i++) {
+            snprintf(key, sizeof(key), "rs/%03d", i);
+            if (put_seeded(d, key, 1000u + (uint64_t)i, 8 * KiB) != 0) _exit(3);
+        }
+    }
+    if (write(fd, "ready\n", 6) != 6) _exit(3);
+    for (;;)
+        pause();
+}
+
+static void run_until_ready(const char *role, const char *dir, uint64_t seed)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = spawn_child(role, dir, p[1], seed);
+    assert_true(pid >= 0);
+    close(p[1]);
+    char line[16] = "";
+    FILE *f = fdopen(p[0], "r");
+    assert_non_null(fgets(line, sizeof(line), f));
+    assert_string_equal(line, "ready\n");
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    fclose(f);
+}
+
+static void test_replay_accounting_survives_a_second_crash(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+    run_until_ready("restale", dir, 0);
+    run_until_ready("restale", dir, 1);
+    drive_t *d;
+    assert_int_equal(drive_open(&c, &d), 0);
+    accounting_matches(d, 0, "after a recovery killed before its close");
+    char key[32];
+    for (int i = 0; i < RESTALE_KEYS; i++) {
+        snprintf(key, sizeof(key), "rs/%03d", i);
+        assert_int_equal(check_seeded(d, key, i < 40 ? 1000u + (uint64_t)i : (uint64_t)i, 8 * KiB),
+                         0);
+    }
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 static void test_one_opener(void **state)
 {
     (void)state;
@@ -1576,6 +1649,7 @@ int main(int argc, char **argv)
         uint64_t seed = strtoull(argv[5], NULL, 10);
         if (strcmp(argv[2], "crash") == 0) crash_child(argv[3], fd, seed);
         if (strcmp(argv[2], "k9") == 0) k9_child(argv[3], fd, seed);
+        if (strcmp(argv[2], "restale") == 0) restale_child(argv[3], fd, seed);
         return 2;
     }
     if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
@@ -1598,6 +1672,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_crash_consistency_no_index),
         cmocka_unit_test(test_kill9_unflushed_index),
+        cmocka_unit_test(test_replay_accounting_survives_a_second_crash),
         cmocka_unit_test(test_one_opener),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
