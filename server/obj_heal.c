@@ -63,31 +63,41 @@ void *obj__heal_write_hook_arg;
  * another node between the two leaves nothing anywhere, then the heal puts
  * the version back on the stores it missed (a small object read whole from
  * one copy: deleted, acknowledged, and back). Read again where it was held:
- * if it is gone from any of those, what this heal wrote goes.
+ * if it is gone from any of those, or a store there cannot say (a review: a
+ * store that failed the re-read hid the delete), what this heal wrote goes,
+ * that very head alone and only under its condition (an older node that
+ * cannot judge one keeps it: a plain delete there could take a newer write),
+ * and the heal is tried again later.
  */
 int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                       const obj_info_t *info, uint32_t held, uint32_t wrote)
 {
-    if (!held || !wrote) return 0;
-    int stores[OBJ_MAX_SHARDS], n = 0, gone = 0;
+    if (!wrote) return 0;
+    int stores[OBJ_MAX_SHARDS], n = 0, gone = !held; /* (the caller writes nothing then) */
     for (int i = 0; i < s->n; i++)
         if ((held >> i) & 1) stores[n++] = i;
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     obj__read_heads(s, bucket, key, pos, stores, n, h);
     for (int j = 0; j < n && !gone; j++)
-        gone = h[j].rc == ERR_NOT_FOUND ||
+        gone = !h[j].ok ||
                (h[j].ok && (h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id)));
     free(h);
     if (!gone) return 0;
+    shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = info->stamp_ns};
+    memcpy(that.upload, info->upload_id, sizeof(that.upload));
+    int undone = 0;
     for (int i = 0; i < s->n; i++) {
         if (!((wrote >> i) & 1)) continue;
         drive_id_t id = {bucket, key, pos, (uint32_t)i};
-        int rc = obj__undo_del(s, i, &id, info);
-        if (rc && rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
+        int rc = obj__del_head(s, i, &id, &that);
+        if (rc == 0)
+            undone++;
+        else if (rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
             log_warn("event=heal_undo_failed shard=%d key=%s err=%s", i, key, err_name(rc));
     }
-    log_info("event=heal_taken_back key=%s upload=%s: the version went while it healed", key,
-             info->upload_id);
+    log_info("event=heal_taken_back key=%s upload=%s heads=%d: the version went, or a store "
+             "that held it could not say, while it healed",
+             key, info->upload_id, undone);
     return 1;
 }
 
@@ -177,6 +187,14 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
      * read of it failed over to another copy). */
     if (info->inl && obj__reader_inline(r))
         missing |= obj__inline_rotten(s, bucket, key, pos, info) & ~missing;
+    if (missing && !(held & ~missing)) {
+        /* No store answered with the version (only some that missed it or hold rot): a
+         * delete may have emptied them since it was read. Nothing to check a write
+         * against: again later. */
+        obj_close(r);
+        free(info);
+        return ERR_THROTTLED;
+    }
     if (missing && obj__heal_write_hook) obj__heal_write_hook(obj__heal_write_hook_arg, key);
     shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
     memcpy(c.upload, info->upload_id, sizeof(c.upload));
@@ -194,14 +212,14 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
         int refused = 0, first_err = 0;
         int n = obj__heads_to(s, bucket, key, pos, info, obj__reader_inline(r), missing, &c,
                               &failed, &refused, &first_err);
-        rep->heads_fixed += (uint32_t)n;
         rep->failed += (uint32_t)__builtin_popcount(failed);
         if (n > 0 &&
             obj__heal_recheck(s, bucket, key, pos, info, held & ~missing, missing & ~failed)) {
             obj_close(r);
             free(info);
-            return 0; /* deleted meanwhile: nothing to heal */
+            return ERR_THROTTLED; /* again later: deleted meanwhile, or a store could not say */
         }
+        rep->heads_fixed += (uint32_t)n;
     }
     int rc = 0;
     if (info->multipart) {

@@ -164,9 +164,9 @@ static void finish(obj_refill_t *rf, rf_obj_t *list)
             failed = o->heads; /* (metadata too large to encode: never written) */
         else if (o->nh > 0)
             heads = obj__heads_to_count(o->hjobs, o->nh, &o->cond, &failed, &refused, &first_err);
-        if (heads > 0)
-            (void)obj__heal_recheck(o->s, o->bucket, o->key, o->pos, o->info, o->held,
-                                    o->heads & ~failed);
+        if (heads > 0 && obj__heal_recheck(o->s, o->bucket, o->key, o->pos, o->info, o->held,
+                                           o->heads & ~failed))
+            heads = 0; /* taken back: deleted meanwhile (the heal queue's scan comes again) */
         /* Written (or given up on): a drop that waited for this version may run now. */
         obj__unpin(o->s, o->info->upload_id);
         pthread_mutex_lock(&rf->mu);
