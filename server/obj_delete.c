@@ -139,40 +139,11 @@ static void tombstones_go(obj_set_t *s, const char *bucket, const char *key,
                      err_name(jobs[i].rc));
 }
 
-void (*obj__delete_round_hook)(void *arg, const char *key);
-void *obj__delete_round_hook_arg;
-
-/*
- * Whether a store of `mask` holds a live head of v again after this delete's round removed
- * it. A heal through another node that read v before the round writes v's head where it
- * found none, under "nothing newer": behind the round's removal on one store while the
- * round has yet to reach the others, it brings v back once the delete answered 204. That
- * heal reads again after writing and takes its heads back if v is gone from a store it
- * held (obj__heal_recheck): a head it wrote before this re-read is seen here, one written
- * after is seen there, as this re-read follows every removal.
- */
-static int version_back(obj_set_t *s, const char *bucket, const char *key, uint32_t mask,
-                        const obj_info_t *v)
-{
-    int stores[OBJ_MAX_SHARDS], n = 0, back = 0;
-    for (int i = 0; i < s->n; i++)
-        if ((mask >> i) & 1) stores[n++] = i;
-    if (!n) return 0;
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n && !back; j++)
-        back = h[j].ok && !h[j].info.deleted && strcmp(h[j].info.upload_id, v->upload_id) == 0;
-    free(h);
-    return back;
-}
-
 static int delete_if(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *c)
 {
     obj_info_t old, marker;
-    del_job_t jobs[OBJ_MAX_SHARDS];
-    pool_job_t *q[OBJ_MAX_SHARDS];
-    uint32_t failed = 0, uncond = 0, targets = 0;
-    int written = 0, first_err = 0, tombed = 0, again = 0;
+    uint32_t failed = 0, targets = 0;
+    int written = 0, first_err = 0;
     int rc;
     obj_info_clear(&marker);
     marker.deleted = 1;
@@ -197,65 +168,24 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
     memcpy(marker.upload_id, old.upload_id, sizeof(marker.upload_id));
     /* One stamp for every round: a tombstone written again is the same one. */
     marker.mtime_ns = marker.stamp_ns = obj__now_after(&old);
-    /* A sparse version has heads on its copies alone (and no other store a live one). */
-    for (int i = 0; i < s->n; i++)
-        if (!old.sparse || ((old.inl >> i) & 1)) targets |= 1u << i;
+    /*
+     * Every store takes the tombstone, also those a small version never had a head on: it
+     * stands as any head does (on k stores), and a commit after this delete finds it
+     * standing instead of a head in flight to wait for.
+     */
+    targets = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     for (int attempt = 0;; attempt++) {
-        /* A store not up is not asked (it would hold the delete for its deadline): it keeps
-         * the old head, as one that fails, and the tombstone covers it. */
-        uint32_t away = obj__unhealthy(s);
-        int n = 0, refused = 0;
-        failed = uncond = 0;
-        for (int i = 0; i < s->n; i++) {
-            if (!((targets >> i) & 1)) continue;
-            if ((away >> i) & 1) {
-                failed |= 1u << i;
-                continue;
-            }
-            jobs[n] = (del_job_t){.base = {.run = run_del},
-                                  .s = s,
-                                  .id = {bucket, key, "", (uint32_t)i},
-                                  .cond = &bound};
-            q[n] = &jobs[n].base;
-            n++;
-        }
-        obj__run_all(s, q, n);
-        for (int i = 0; i < n; i++) {
-            if (jobs[i].rc == ERR_PRECOND) {
-                refused++; /* holds a newer head: another writer's, after the read */
-                targets |= 1u << jobs[i].id.shard;
-            } else if (jobs[i].rc == ERR_CORRUPT || jobs[i].rc == ERR_INVAL) {
-                /* Cannot judge the condition (a node of an older build: a DEL with bytes after
-                 * the id is corrupt to it). It keeps the old head and takes the tombstone, a
-                 * conditional put it knows, as the stores did before deletes left nothing. */
-                uncond |= 1u << jobs[i].id.shard;
-            } else if (jobs[i].rc) {
-                failed |= 1u << jobs[i].id.shard;
-                log_warn("event=delete_head_failed shard=%u key=%s err=%s", jobs[i].id.shard, key,
-                         err_name(jobs[i].rc));
-            }
-        }
-        written = 0;
-        if (failed | uncond) {
-            /* Under the same condition: never over a newer head (a racing commit's). */
-            int tref = 0;
-            written = obj__write_at_cond(s, bucket, key, "", &marker, NULL, failed, &bound, &tref,
-                                         &first_err);
-            refused += tref;
-            tombed |= written > 0;
-        }
-        if (!refused) {
-            if (obj__delete_round_hook) obj__delete_round_hook(obj__delete_round_hook_arg, key);
-            /* A heal's head put back behind this round: another round removes it (bounded: a
-             * heal writes once, then reads and takes back what lands after this re-read). */
-            if (again < 8 && version_back(s, bucket, key,
-                                          targets & ~failed & ~uncond & ~obj__unhealthy(s), &old)) {
-                again++;
-                log_info("event=delete_again key=%s: a head of the version came back", key);
-                continue;
-            }
-            break;
-        }
+        /*
+         * A store not up is not asked (it would hold the delete for its deadline): it keeps
+         * the old head, as one that fails.
+         */
+        uint32_t away = obj__unhealthy(s), f = 0;
+        int refused = 0;
+        failed = targets & away;
+        written = obj__heads_to(s, bucket, key, "", &marker, NULL, targets & ~away, &bound, &f,
+                                &refused, &first_err);
+        failed |= f;
+        if (!refused) break;
         int settled = obj__delete_settle(s, bucket, key, &bound, attempt);
         if (settled < 0) {
             pthread_mutex_unlock(lk);
@@ -265,20 +195,26 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
         }
         if (settled) {
             /* A newer version stands: this delete came before it, which replaced (and drops)
-             * the version deleted here. A tombstone of this delete's, newer by its stamp than
-             * that version where it landed first, would hide it from readers there: it goes
-             * (that very one only). */
-            if (tombed) tombstones_go(s, bucket, key, &marker);
-            failed = uncond = 0;
-            break;
+             * the version deleted here. The tombstone, newer by its stamp than that version
+             * where it landed first, would hide it from readers there: it goes (that very
+             * one only). */
+            tombstones_go(s, bucket, key, &marker);
+            failed = 0;
+            pthread_mutex_unlock(lk);
+            obj__drop_version(s, bucket, key, &old);
+            return 0;
         }
-        /* The tombstone went to every store that did not fail: the next round removes it
-         * there too (it is this delete's own: `self`), or writes it again where stores
-         * still fail. */
-        if (failed | uncond) targets |= s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+        /* A writer that refused was undone, and may have put the version back where it had
+         * landed: the next round covers it there. */
     }
     pthread_mutex_unlock(lk);
-    if ((failed | uncond) && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    /* Stores that failed keep the old head: the tombstone, newer, must be on enough of the
+     * others that any m+1 a reader asks include one (the write quorum, as for any head). */
+    if (failed && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    /* The tombstones stay a while: a heal or a rewrite through another node that read the
+     * version before this delete is refused by them (a heal that wrote where the version
+     * had gone brought it back after the 204), then they go. */
+    obj__tombstone_drop_note(s, bucket, key, &marker, s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

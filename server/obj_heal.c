@@ -56,6 +56,9 @@ static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
 
 void (*obj__heal_write_hook)(void *arg, const char *key);
 void *obj__heal_write_hook_arg;
+void (*obj__heal_recheck_hook)(void *arg, const char *key);
+void *obj__heal_recheck_hook_arg;
+uint64_t obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull;
 
 /*
  * A heal reads which stores miss a head, then writes it there under "nothing
@@ -73,6 +76,7 @@ int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const c
                       const obj_info_t *info, uint32_t held, uint32_t wrote)
 {
     if (!wrote) return 0;
+    if (obj__heal_recheck_hook) obj__heal_recheck_hook(obj__heal_recheck_hook_arg, key);
     int stores[OBJ_MAX_SHARDS], n = 0, gone = !held; /* (the caller writes nothing then) */
     for (int i = 0; i < s->n; i++)
         if ((held >> i) & 1) stores[n++] = i;
@@ -279,6 +283,7 @@ typedef struct heal_ent {
  * retired version's head records, due at not_before_ns (obj__head_drop_note). */
 typedef struct drop_ent {
     char *bb, *key, *upload, *pos;
+    uint64_t stamp; /* a tombstone at pos: that very head only (upload, stamp) */
     uint64_t stripes, not_before_ns;
     uint32_t mask;
     int tries;
@@ -404,7 +409,23 @@ void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, cons
     d->key = xstrdup(key);
     d->pos = xstrdup(pos);
     d->mask = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
-    d->not_before_ns = mono_ns() + (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull;
+    d->not_before_ns = mono_ns() + obj__head_drop_delay_ns;
+    drop_push(q, d);
+}
+
+void obj__tombstone_drop_note(obj_set_t *s, const char *bucket, const char *key,
+                              const obj_info_t *t, uint32_t mask)
+{
+    heal_q_t *q = s->healq;
+    if (!q || !mask) return;
+    drop_ent_t *d = xcalloc(1, sizeof(*d));
+    d->bb = xstrdup(bucket);
+    d->key = xstrdup(key);
+    d->pos = xstrdup("");
+    d->upload = xstrdup(t->upload_id);
+    d->stamp = t->stamp_ns;
+    d->mask = mask;
+    d->not_before_ns = mono_ns() + obj__head_drop_delay_ns;
     drop_push(q, d);
 }
 
@@ -434,7 +455,16 @@ static void drop_run(obj_set_t *s, drop_ent_t *d)
     for (int i = 0; i < s->n && d->pos; i++) { /* head records */
         if (!(d->mask & (1u << i))) continue;
         drive_id_t id = {d->bb, d->key, d->pos, (uint32_t)i};
-        int rc = s->st[i].ops->del(s->st[i].ctx, &id);
+        int rc;
+        if (d->stamp) {
+            shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = d->stamp};
+            snprintf(that.upload, sizeof(that.upload), "%s", d->upload);
+            rc = obj__del_head(s, i, &id, &that);
+            if (rc == ERR_PRECOND || rc == ERR_INVAL || rc == ERR_CORRUPT)
+                rc = 0; /* covered since, or an older node: it stays, passed by */
+        } else {
+            rc = s->st[i].ops->del(s->st[i].ctx, &id);
+        }
         if (rc && rc != ERR_NOT_FOUND) left |= 1u << i;
     }
     for (int i = 0; i < s->n && !d->pos; i++) {

@@ -182,10 +182,6 @@ extern void *obj__rewrite_write_hook_arg;
  * its removal round, as another node's commit may land there. */
 extern void (*obj__delete_read_hook)(void *arg, const char *key);
 extern void *obj__delete_read_hook_arg;
-/* Tests: called by an unversioned delete after a round no store refused, before it reads
- * again whether a head of the version came back (a heal's, landed behind the round). */
-extern void (*obj__delete_round_hook)(void *arg, const char *key);
-extern void *obj__delete_round_hook_arg;
 /* Tests: called by a key's head read (obj__stat_routed) between its routing and its read, as
  * a move's switch may land there. */
 extern void (*obj__routed_hook)(void *arg, const char *key);
@@ -521,9 +517,12 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
  */
 int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                       const obj_info_t *info, uint32_t held, uint32_t wrote);
-/* Called by a heal once it knows which heads to write, before it writes them (tests). */
+/* Called by a heal once it knows which heads to write, before it writes them, and by
+ * obj__heal_recheck before its read (tests). */
 extern void (*obj__heal_write_hook)(void *arg, const char *key);
 extern void *obj__heal_write_hook_arg;
+extern void (*obj__heal_recheck_hook)(void *arg, const char *key);
+extern void *obj__heal_recheck_hook_arg;
 
 /* ---- obj_rewrite.c ---- */
 
@@ -554,7 +553,18 @@ void obj__drop_note(obj_set_t *s, const char *bb, const char *key, const char *u
  * its archive. No-op unstarted (the tombstones stay).
  */
 #define OBJ_HEAD_DROP_DELAY_S 60
+extern uint64_t obj__head_drop_delay_ns; /* OBJ_HEAD_DROP_DELAY_S; tests shorten it */
 void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, const char *pos);
+/*
+ * Tombstone t, the head an unversioned delete left at the current position on the stores of
+ * mask: removed by the heal thread after the same delay, and only where it is still that very
+ * head (SHARD_IF_UPLOAD with its stamp: a write since keeps its own). Until then it refuses
+ * every head of the version it retired (a heal, a rewrite, an undo that read it before the
+ * delete: shard.c cond_holds). No-op unstarted (the tombstones stay; readers and listings
+ * pass them by, and the next write of the key covers them).
+ */
+void obj__tombstone_drop_note(obj_set_t *s, const char *bucket, const char *key,
+                              const obj_info_t *t, uint32_t mask);
 /* A write of bucket/key was acknowledged short of some stores: heal it soon (no-op unstarted). */
 void obj__heal_note(obj_set_t *s, const char *bucket, const char *key);
 /* Stop the heal thread and free the queue (obj_set_free). */

@@ -868,6 +868,28 @@ static int has_head(env_t *e, int i, const char *key)
     return e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &st, NULL, 0) == 0;
 }
 
+/* Whether store i holds a live head of key at the current position (not a tombstone). */
+static int live_head(env_t *e, int i, const char *key)
+{
+    drive_id_t id = {"bkt", key, "", (uint32_t)i};
+    drive_stat_t st;
+    uint8_t meta[HEAD_MAX];
+    obj_info_t o;
+    return e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &st, meta, sizeof(meta)) == 0 &&
+           obj_meta_decode(meta, st.meta_len, &o) == 0 && !o.deleted;
+}
+
+/* Every head record of key at the current position gone from every store (a delete's
+ * tombstones, as the heal thread drops them a minute later). */
+static void drop_tombstones(env_t *e, const char *key)
+{
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", key, "", (uint32_t)i};
+        int rc = drive_delete(e->f[i].d, &id);
+        assert_true(rc == 0 || rc == ERR_NOT_FOUND);
+    }
+}
+
 /*
  * A refill (obj_refill.c): the blocks a heal rebuilds are written without
  * the heal waiting, and the object's head only once they are durable. Store
@@ -1488,6 +1510,7 @@ typedef struct {
     int calls, rc;
     env_t *e;
     uint32_t fail_after; /* stores whose reads fail once the delete is done */
+    int dropped;         /* its tombstones gone at once (a heal slower than their delay) */
 } delete_meanwhile_t;
 
 static void delete_before_the_heal_writes(void *arg, const char *key)
@@ -1495,6 +1518,7 @@ static void delete_before_the_heal_writes(void *arg, const char *key)
     delete_meanwhile_t *d = arg;
     if (d->calls++) return;
     d->rc = obj_delete(d->other, "bkt", key);
+    if (d->dropped) drop_tombstones(d->e, key);
     for (int i = 0; i < N; i++)
         if ((d->fail_after >> i) & 1) d->e->f[i].fail_read = 1;
 }
@@ -1504,8 +1528,9 @@ static void delete_before_the_heal_writes(void *arg, const char *key)
  * removes the version everywhere (204), then the heal writes the head where it was missing:
  * under "nothing newer", which an empty store satisfies. The version was back on one store
  * after its delete was acknowledged (a small object then reads whole from that one copy).
- * The heal reads again where the version was and takes back what it wrote: the key is gone
- * from every store, small (inline copies) or erasure-coded.
+ * The delete's tombstones refuse the heal's write (v 3). A heal slower than their delay
+ * (v 0-2: gone at once) reads again where the version was and takes back what it wrote:
+ * the key is gone from every store, small (inline copies) or erasure-coded.
  */
 static void test_heal_racing_a_delete_puts_nothing_back(void **state)
 {
@@ -1516,17 +1541,20 @@ static void test_heal_racing_a_delete_puts_nothing_back(void **state)
     size_t big = 2 * K * B + 5;
     uint8_t *data = malloc(big);
     fill(data, big, 52);
-    for (int v = 0; v < 3; v++) {
+    for (int v = 0; v < 4; v++) {
         /* v 2: the stores that held it cannot be read once the delete is done (a review:
          * taken for "still there", the heal kept what it wrote). */
-        const char *key = v == 1 ? "hd-big" : v ? "hd-small-unread" : "hd-small";
+        const char *key = v == 1   ? "hd-big"
+                          : v == 2 ? "hd-small-unread"
+                          : v == 3 ? "hd-small-tombstones"
+                                   : "hd-small";
         obj_info_t info, got;
         put(e, key, v == 1 ? data : small, v == 1 ? big : sizeof(small), &info);
         assert_int_equal(!!info.sparse, v != 1);
         int lost = v == 1 ? 3 : __builtin_ctz(info.inl); /* the store that missed the commit */
         drive_id_t id = {"bkt", key, "", (uint32_t)lost};
         assert_int_equal(drive_delete(e->f[lost].d, &id), 0);
-        delete_meanwhile_t d = {.other = other, .e = e};
+        delete_meanwhile_t d = {.other = other, .e = e, .dropped = v < 3};
         if (v == 2) d.fail_after = info.inl & ~(1u << lost);
         obj__heal_write_hook = delete_before_the_heal_writes;
         obj__heal_write_hook_arg = &d;
@@ -1537,10 +1565,11 @@ static void test_heal_racing_a_delete_puts_nothing_back(void **state)
             e->f[i].fail_read = 0;
         assert_int_equal(d.calls, 1);
         assert_int_equal(d.rc, 0);
-        assert_int_equal(rc, ERR_THROTTLED); /* taken back: tried again later */
+        /* Refused by the tombstones; or written, then taken back: tried again later. */
+        assert_int_equal(rc, v == 3 ? 0 : ERR_THROTTLED);
         assert_int_equal(rep.heads_fixed, 0);
         for (int i = 0; i < N; i++)
-            assert_false(has_head(e, i, key));
+            assert_false(live_head(e, i, key));
         /* Again: nothing there to heal. */
         assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
         assert_int_equal(obj_stat(e->set, "bkt", key, &got), ERR_NOT_FOUND);
@@ -1573,6 +1602,7 @@ static void test_refill_racing_a_delete_puts_nothing_back(void **state)
     assert_int_equal(obj_heal_via(rf, e->set, "bkt", "rfd", NULL, &rep), 0);
     assert_int_equal(e->f[1].n_held, 3);
     assert_int_equal(obj_delete(other, "bkt", "rfd"), 0);
+    drop_tombstones(e, "rfd"); /* the refill outlasts them */
     release_blocks(&e->f[1], 0);
     obj_refill_drain(rf, &rep);
     assert_int_equal(rep.heads_fixed, 0);
@@ -1585,55 +1615,117 @@ static void test_refill_racing_a_delete_puts_nothing_back(void **state)
     free(data);
 }
 
-/* obj__delete_round_hook: a heal through another node, which read the version before the
- * delete's round, writes its head back on a store the round had emptied, once. */
+/* obj__heal_recheck_hook: a second heal, through a third node, between the first heal's
+ * write and its re-read, once. */
 typedef struct {
-    env_t *e;
-    int store, calls;
-    uint8_t rec[4096], meta[HEAD_MAX];
-    drive_stat_t ds;
-} head_back_t;
+    obj_set_t *third;
+    int calls, rc;
+} second_heal_t;
 
-static void head_back_after_the_round(void *arg, const char *key)
+static void heal_again_before_the_recheck(void *arg, const char *key)
 {
-    head_back_t *p = arg;
-    if (p->calls++) return;
-    drive_id_t id = {"bkt", key, "", (uint32_t)p->store};
-    const shard_store_t *st = &p->e->f[p->store].in;
-    assert_int_equal(st->ops->put(st->ctx, &id, p->rec, p->ds.len, p->meta, p->ds.meta_len), 0);
+    second_heal_t *h = arg;
+    if (h->calls++) return;
+    obj_heal_report_t rep = {0};
+    h->rc = obj_heal(h->third, "bkt", key, &rep);
 }
 
 /*
- * The other order: the heal's head lands behind the delete's removal on one store while the
- * round has yet to remove the version from the others, so the heal's own read finds it
- * still there and keeps its head. The delete reads again after its round, finds the head
- * back, and removes it: nothing of the version is left once it answers.
+ * Two heals through different nodes and a DELETE (a review): heal 1 reads that copy A
+ * misses the version; the DELETE removes it everywhere (204); heal 1 writes A; heal 2 reads
+ * A alone holding it, writes the other copies and finds A still there; heal 1 reads the
+ * other copies again and finds them there. Each heal's re-read saw the other's writes, and
+ * the version stood again, whole. The delete's tombstones refuse heal 1's write, so heal 2
+ * finds nothing to heal.
  */
-static void test_delete_removes_a_head_healed_in_behind_its_round(void **state)
+static void test_two_heals_racing_a_delete_put_nothing_back(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e), *third = other_gateway(e);
+    uint8_t small[100];
+    fill(small, sizeof(small), 55);
+    obj_info_t info, got;
+    put(e, "h2", small, sizeof(small), &info);
+    assert_true(info.sparse);
+    int lost = __builtin_ctz(info.inl);
+    drive_id_t id = {"bkt", "h2", "", (uint32_t)lost};
+    assert_int_equal(drive_delete(e->f[lost].d, &id), 0);
+    delete_meanwhile_t d = {.other = other, .e = e};
+    second_heal_t h = {.third = third};
+    obj__heal_write_hook = delete_before_the_heal_writes;
+    obj__heal_write_hook_arg = &d;
+    obj__heal_recheck_hook = heal_again_before_the_recheck;
+    obj__heal_recheck_hook_arg = &h;
+    obj_heal_report_t rep = {0};
+    int rc = obj_heal(e->set, "bkt", "h2", &rep);
+    obj__heal_write_hook = NULL;
+    obj__heal_recheck_hook = NULL;
+    assert_int_equal(d.rc, 0);
+    assert_true(rc == 0 || rc == ERR_THROTTLED);
+    /* The second heal, had it not run between: nothing to heal either. */
+    rep = (obj_heal_report_t){0};
+    assert_int_equal(obj_heal(third, "bkt", "h2", &rep), 0);
+    assert_int_equal(rep.heads_fixed, 0);
+    for (int i = 0; i < N; i++)
+        assert_false(live_head(e, i, "h2"));
+    assert_int_equal(obj_stat(e->set, "bkt", "h2", &got), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(third, "bkt", "h2", &got), ERR_NOT_FOUND);
+    obj_set_free(other);
+    obj_set_free(third);
+}
+
+/*
+ * An unversioned delete's tombstones (the version's retirement, where its heads were) refuse
+ * every head of that version, then go: the heal thread removes them after the drop delay, that
+ * very head only. A PUT after the delete stands at once.
+ */
+static void test_delete_tombstones_refuse_the_version_then_go(void **state)
 {
     env_t *e = *state;
     uint8_t small[100];
-    fill(small, sizeof(small), 53);
-    obj_info_t info, got;
-    put(e, "db", small, sizeof(small), &info);
-    assert_true(info.sparse);
-    head_back_t *p = calloc(1, sizeof(*p));
-    p->e = e;
-    p->store = __builtin_ctz(info.inl);
-    drive_id_t id = {"bkt", "db", "", (uint32_t)p->store};
-    const shard_store_t *st = &e->f[p->store].in;
-    assert_int_equal(st->ops->stat(st->ctx, &id, &p->ds, p->meta, sizeof(p->meta)), 0);
-    assert_int_equal(st->ops->read(st->ctx, &id, 0, p->rec, p->ds.len), 0);
-    obj__delete_round_hook = head_back_after_the_round;
-    obj__delete_round_hook_arg = p;
-    int rc = obj_delete(e->set, "bkt", "db");
-    obj__delete_round_hook = NULL;
-    assert_int_equal(rc, 0);
-    assert_int_equal(p->calls, 2); /* the round, and the one that removed the head back */
-    for (int i = 0; i < N; i++)
-        assert_false(has_head(e, i, "db"));
-    assert_int_equal(obj_stat(e->set, "bkt", "db", &got), ERR_NOT_FOUND);
-    free(p);
+    fill(small, sizeof(small), 56);
+    size_t big = 2 * K * B + 9;
+    uint8_t *data = malloc(big);
+    fill(data, big, 57);
+    obj_info_t v[2], got;
+    put(e, "ts", small, sizeof(small), &v[0]);
+    put(e, "tb", data, big, &v[1]);
+    assert_true(v[0].sparse && !v[1].sparse);
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj__head_drop_delay_ns = 300000000ull; /* 0.3 s */
+    for (int k = 0; k < 2; k++) {
+        const char *key = k ? "tb" : "ts";
+        assert_int_equal(obj_delete(e->set, "bkt", key), 0);
+        /* A heal's write of the version, as it comes from a node that read it before. */
+        shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = v[k].stamp_ns};
+        memcpy(c.upload, v[k].upload_id, sizeof(c.upload));
+        memcpy(c.self, v[k].upload_id, sizeof(c.self));
+        uint32_t failed = 0, to = k ? (1u << N) - 1 : v[k].inl;
+        int refused = 0, fe = 0;
+        assert_int_equal(obj__heads_to(e->set, "bkt", key, "", &v[k], k ? NULL : small, to, &c,
+                                       &failed, &refused, &fe),
+                         0);
+        assert_int_equal(refused, __builtin_popcount(to));
+        assert_int_equal(obj_stat(e->set, "bkt", key, &got), ERR_NOT_FOUND);
+    }
+    /* Then they go, every head record of both keys. */
+    int left = 1;
+    for (int t = 0; t < 200 && left; t++) {
+        usleep(50000);
+        left = 0;
+        for (int i = 0; i < N; i++)
+            left += has_head(e, i, "ts") + has_head(e, i, "tb");
+    }
+    assert_int_equal(left, 0);
+    /* A PUT after a delete stands at once, its tombstones there or gone. */
+    assert_int_equal(obj_delete(e->set, "bkt", "ts"), ERR_NOT_FOUND);
+    put(e, "ts", small, 7, NULL);
+    expect(e, "ts", small, 7);
+    assert_int_equal(obj_delete(e->set, "bkt", "ts"), 0);
+    put(e, "ts", small, 9, NULL);
+    expect(e, "ts", small, 9);
+    obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull;
+    free(data);
 }
 
 static void test_heal_queue(void **state)
@@ -4346,12 +4438,14 @@ static void test_inline_sparse(void **state)
         list_whole(e, "sp/", 3);
     }
 
-    /* An unversioned delete leaves no head behind on any store (nothing for listings
-     * to walk past); with a store failing, the others get tombstones that win over
-     * the head it keeps, whichever m stores a reader is missing. */
+    /* An unversioned delete leaves its tombstone on every store (the heal thread drops them
+     * a minute later) and no live head; with a store failing, the others' tombstones win
+     * over the head it keeps, whichever m stores a reader is missing. */
     put(e, "sp/gone", data, 2 * max, &big);
     assert_int_equal(obj_delete(e->set, "bkt", "sp/gone"), 0);
-    assert_int_equal(heads_at(e, "sp/gone", ""), 0);
+    assert_int_equal(heads_at(e, "sp/gone", ""), (1u << N) - 1);
+    for (int i = 0; i < N; i++)
+        assert_false(live_head(e, i, "sp/gone"));
     put(e, "sp/gone", data, 10, &info);
     assert_int_equal(info.sparse, 1);
     int keeper = __builtin_ctz(info.inl); /* a copy that fails to delete */
@@ -4367,10 +4461,12 @@ static void test_inline_sparse(void **state)
     assert_int_equal(drive_stat(e->f[keeper].d, &kid, &kst, km, sizeof(km)), 0);
     assert_int_equal(obj_meta_decode(km, kst.meta_len, &kept), 0);
     assert_false(kept.deleted);
-    /* A sparse object's delete touches its copies only: the others hold nothing. */
+    /* A sparse object's delete leaves tombstones on every store, no live head. */
     put(e, "sp/gone2", data, 10, &info);
     assert_int_equal(obj_delete(e->set, "bkt", "sp/gone2"), 0);
-    assert_int_equal(heads_at(e, "sp/gone2", ""), 0);
+    assert_int_equal(heads_at(e, "sp/gone2", ""), (1u << N) - 1);
+    for (int i = 0; i < N; i++)
+        assert_false(live_head(e, i, "sp/gone2"));
     for (int a = 0; a < N; a++)
         for (int b = a + 1; b < N; b++) {
             e->f[a].fail_read = e->f[b].fail_read = 1;
@@ -5025,8 +5121,10 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_refill_racing_a_delete_puts_nothing_back, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_delete_removes_a_head_healed_in_behind_its_round,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_heals_racing_a_delete_put_nothing_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delete_tombstones_refuse_the_version_then_go, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
