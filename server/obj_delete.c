@@ -1,9 +1,10 @@
 /*
  * obj_delete.c: unversioned deletes (room of the object layer; map in
- * obj_int.h): a key's heads removed from every store under the condition
- * of the version read, tombstones where a store could not remove, undone
- * where the delete could not stand (delete markers and deletes by version
- * id: obj_version.c).
+ * obj_int.h): the version read retired by a tombstone head on every store,
+ * under the condition of that version, dropped a minute later (or kept
+ * where a store that holds the version could not take it); undone where
+ * the delete could not stand (delete markers and deletes by version id:
+ * obj_version.c).
  */
 #include "server/obj_int.h"
 
@@ -58,29 +59,34 @@ static void run_del(pool_job_t *j)
 {
     del_job_t *d = (del_job_t *)j;
     d->rc = obj__del_head(d->s, (int)d->id.shard, &d->id, d->cond);
-    if (d->rc == ERR_NOT_FOUND) d->rc = 0; /* nothing there (a sparse object's other stores) */
+    if (d->rc == ERR_NOT_FOUND) d->rc = 0; /* nothing there (gone already) */
 }
 
 /*
- * An unversioned delete removes the key's head records from every store, in
- * one parallel round: nothing stays behind in the index for listings to
- * walk past (a delete-heavy bucket does not grow its index). A store that
- * fails keeps the old head; then the stores that did delete get a
- * tombstone head, newer than it, and at least k of them must take it (as
- * any head) for the delete to stand.
+ * An unversioned delete writes a tombstone head (the version's upload id,
+ * a newer stamp) on every store in one parallel round. While it is there no
+ * head of that version goes over it (shard.c cond_holds): a heal, a
+ * rewrite's fill or an undo through another node that read the version
+ * before the delete is refused, where a store holding nothing would have
+ * taken it (the deleted object back after the 204). A minute later the heal
+ * thread removes the tombstones, each only where it is still that very head
+ * (obj__tombstone_drop_note): the index does not grow with churn. A store
+ * that holds the version and fails keeps its head: then the tombstones must
+ * be on the write quorum, so that any m+1 stores a reader asks include one,
+ * and they stay for good (until the next write of the key covers them).
  *
- * Every removal and every tombstone is conditioned on the version the
- * delete read (SHARD_IF_AT_MOST: that version, anything older, nothing, or
- * any head of that version: a rewrite of its metadata, the tombstone): a
- * store that took a commit through another node after the read keeps it. A refusal means another
+ * Every tombstone is conditioned on the version the delete read
+ * (SHARD_IF_AT_MOST: that version, anything older, nothing, or any head of
+ * that version: a rewrite of its metadata, the tombstone itself): a store
+ * that took a commit through another node after the read keeps it. A refusal means another
  * writer came after the read; the delete linearizes before it, and waits for it to settle
  * (obj__delete_settle): once a version newer than the one read stands, the
  * delete is done (204: that version replaced the one it deleted). A writer
  * that is undone instead puts back, where it landed, the version it covered,
- * which may be the one deleted here: the round goes again and removes it.
+ * which may be the one deleted here: the round goes again and covers it.
  * So a version this delete answered 204 for never comes back from a
  * refusing store. A head in the way for longer than any commit takes is a
- * crash's leftover, never acknowledged: removed with the rest. Writers still
+ * crash's leftover, never acknowledged: covered with the rest. Writers still
  * in flight after the commit's tries: 503 SlowDown, the version read kept
  * (its blocks stay: the outcome is open).
  */
@@ -199,6 +205,9 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
              * where it landed first, would hide it from readers there: it goes (that very
              * one only). */
             tombstones_go(s, bucket, key, &marker);
+            /* (Where one could not go now, a store away or failing: later, that very one.) */
+            obj__tombstone_drop_note(s, bucket, key, &marker,
+                                     s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
             failed = 0;
             pthread_mutex_unlock(lk);
             obj__drop_version(s, bucket, key, &old);
@@ -208,13 +217,35 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
          * landed: the next round covers it there. */
     }
     pthread_mutex_unlock(lk);
-    /* Stores that failed keep the old head: the tombstone, newer, must be on enough of the
-     * others that any m+1 a reader asks include one (the write quorum, as for any head). */
-    if (failed && !obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
-    /* The tombstones stay a while: a heal or a rewrite through another node that read the
-     * version before this delete is refused by them (a heal that wrote where the version
-     * had gone brought it back after the 204), then they go. */
-    obj__tombstone_drop_note(s, bucket, key, &marker, s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
+    /* The stores that may hold the version: a small one's copies, or every store. */
+    uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    uint32_t holders = old.sparse ? old.inl : all;
+    if (failed & holders) {
+        /*
+         * A store that holds the version failed and keeps its head: the tombstone, newer,
+         * must be on enough of the others that any m+1 a reader asks include one (the write
+         * quorum, as for any head), and it stays for good (a review: dropped after the
+         * minute, the head that store kept was the version again, read whole and healed).
+         */
+        if (!obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+    } else if (written < s->k) {
+        /*
+         * Every store that held it took the tombstone (a small one's copies), but too few
+         * stores in all for it to stand (more than m others failing): a commit would wait
+         * on it as a head in flight. It replaced the version everywhere: it goes (nothing
+         * left, as a delete left before tombstones; a heal racing it is caught by its own
+         * re-read, obj__heal_recheck).
+         */
+        tombstones_go(s, bucket, key, &marker);
+    } else {
+        /*
+         * Every store that held it took the tombstone (a small one's copies: the others
+         * failing do not fail the delete, as they never held it). The tombstones stay a
+         * while: a heal or a rewrite through another node that read the version before
+         * this delete is refused by them, then they go.
+         */
+        obj__tombstone_drop_note(s, bucket, key, &marker, all);
+    }
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }

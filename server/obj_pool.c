@@ -142,8 +142,12 @@ int obj__pool_holder(obj_set_t *s, const char *bucket, const char *key)
         int rc = atomic_load(&s->pools[p].draining) ? obj__standing(set, bucket, key, h, &iw)
                                                     : obj__newest_head(set, bucket, key, h);
         /* A move's tombstone holds nothing: the key left this pool (obj_move.c). Counted,
-         * a key deleted in the pool it went to would come back to this one. */
-        if (rc == 0 && obj__moved_mark(h)) rc = ERR_NOT_FOUND;
+         * a key deleted in the pool it went to would come back to this one. Nor does a
+         * delete's in a draining pool (a review): a drain pass lists no tombstone, so the
+         * pool drained "done" while a new write of the key went back to it. */
+        if (rc == 0 && (obj__moved_mark(h) ||
+                        (atomic_load(&s->pools[p].draining) && h->deleted && !h->marker)))
+            rc = ERR_NOT_FOUND;
         if (rc == 0) {
             int cmp = holder < 0                      ? 1
                       : h->stamp_ns != best->stamp_ns ? (h->stamp_ns > best->stamp_ns ? 1 : -1)

@@ -398,6 +398,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     env_t *e = *state;
+    obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull; /* a test's */
     if (remote) release_held(e->serve); /* a failed test's: the heal thread may wait on them */
     obj_set_free(e->set);
     if (remote) {
@@ -1726,6 +1727,69 @@ static void test_delete_tombstones_refuse_the_version_then_go(void **state)
     expect(e, "ts", small, 9);
     obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull;
     free(data);
+}
+
+/*
+ * A review: a store holding the version (a small one's copy) fails the delete and keeps its
+ * head; the tombstones on the others hide it. Dropped after the minute, they left the head
+ * it kept as the version: read whole, and healed back onto the other copies. They stay.
+ */
+static void test_delete_keeps_tombstones_over_a_store_that_missed_it(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 61);
+    obj_info_t info, got;
+    put(e, "fd", small, sizeof(small), &info);
+    assert_true(info.sparse);
+    int keeper = __builtin_ctz(info.inl);
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj__head_drop_delay_ns = 100000000ull; /* 0.1 s */
+    e->f[keeper].fail_write = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "fd"), 0);
+    e->f[keeper].fail_write = 0;
+    assert_true(live_head(e, keeper, "fd"));
+    /* Another key's tombstones, due after these were: once they are gone, these were due. */
+    put(e, "fd-other", small, 10, NULL);
+    assert_int_equal(obj_delete(e->set, "bkt", "fd-other"), 0);
+    int left = 1;
+    for (int t = 0; t < 200 && left; t++) {
+        usleep(20000);
+        left = 0;
+        for (int i = 0; i < N; i++)
+            left += has_head(e, i, "fd-other");
+    }
+    assert_int_equal(left, 0);
+    for (int i = 0; i < N; i++)
+        if (i != keeper) assert_true(has_head(e, i, "fd")); /* the tombstones stayed */
+    assert_int_equal(obj_stat(e->set, "bkt", "fd", &got), ERR_NOT_FOUND);
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", "fd", &rep), 0);
+    assert_int_equal(rep.heads_fixed, 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "fd", &got), ERR_NOT_FOUND);
+}
+
+/*
+ * A review: a small object's delete with its copies all up and three other stores failing
+ * answered 503 (a tombstone on every store, judged by the write quorum): stores that never
+ * held the version do not fail its delete. A PUT of the key right after stands.
+ */
+static void test_small_delete_with_other_stores_failing(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 62);
+    obj_info_t info, got;
+    put(e, "sd", small, sizeof(small), &info);
+    assert_true(info.sparse);
+    for (int i = 0; i < N; i++)
+        if (!((info.inl >> i) & 1)) e->f[i].fail_write = 1;
+    assert_int_equal(obj_delete(e->set, "bkt", "sd"), 0);
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_write = 0;
+    assert_int_equal(obj_stat(e->set, "bkt", "sd", &got), ERR_NOT_FOUND);
+    put(e, "sd", small, 50, NULL);
+    expect(e, "sd", small, 50);
 }
 
 static void test_heal_queue(void **state)
@@ -5124,6 +5188,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_two_heals_racing_a_delete_put_nothing_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_tombstones_refuse_the_version_then_go, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_delete_keeps_tombstones_over_a_store_that_missed_it,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_delete_with_other_stores_failing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
