@@ -450,6 +450,7 @@ typedef struct {
     uint64_t heads_fixed, blocks_fixed;
     uint64_t drops_pending; /* versions whose blocks wait for a store that was away (below) */
     uint64_t drops_done;    /* ... dropped there once it was back */
+    uint64_t drops_lost;    /* drops not queued (full): their blocks or tombstones stay */
 } obj_heal_stats_t;
 void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st);
 

@@ -434,7 +434,13 @@ static void drop_push(heal_q_t *q, drop_ent_t *d)
 {
     pthread_mutex_lock(&q->mu);
     if (q->st.drops_pending >= OBJ_HEAL_QUEUE_MAX) {
+        uint64_t lost = ++q->st.drops_lost;
         pthread_mutex_unlock(&q->mu);
+        /* Said once at each power of two: a burst of deletes past the queue logs a few lines. */
+        if (!(lost & (lost - 1)))
+            log_warn("event=drop_queue_full lost=%llu: block records or tombstones stay "
+                     "(the scanner reaps the blocks; the next write of a key covers its tombstone)",
+                     (unsigned long long)lost);
         drop_free(d);
         return;
     }
@@ -643,6 +649,7 @@ void obj_heal_stats(obj_set_t *s, obj_heal_stats_t *st)
             st->blocks_fixed += one.blocks_fixed;
             st->drops_pending += one.drops_pending;
             st->drops_done += one.drops_done;
+            st->drops_lost += one.drops_lost;
         }
         return;
     }

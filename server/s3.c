@@ -71,12 +71,12 @@ static void heal_json(const s3_cfg_t *cfg, buf_t *b)
     buf_printf(b,
                ",\"heal\":{\"pending\":%llu,\"queued\":%llu,\"healed\":%llu,\"retries\":%llu,"
                "\"dropped\":%llu,\"heads_fixed\":%llu,\"blocks_fixed\":%llu,"
-               "\"drops_pending\":%llu,\"drops_done\":%llu}",
+               "\"drops_pending\":%llu,\"drops_done\":%llu,\"drops_lost\":%llu}",
                (unsigned long long)hs.pending, (unsigned long long)hs.queued,
                (unsigned long long)hs.healed, (unsigned long long)hs.retries,
                (unsigned long long)hs.dropped, (unsigned long long)hs.heads_fixed,
                (unsigned long long)hs.blocks_fixed, (unsigned long long)hs.drops_pending,
-               (unsigned long long)hs.drops_done);
+               (unsigned long long)hs.drops_done, (unsigned long long)hs.drops_lost);
     if (cfg->scrub) {
         s3_scrub_stats_t ss;
         s3_scrub_stats(cfg->scrub, &ss);

@@ -1792,6 +1792,24 @@ static void test_small_delete_with_other_stores_failing(void **state)
     expect(e, "sd", small, 50);
 }
 
+/* The drop queue full: a drop not queued is counted (drops_lost), not lost silently. */
+static void test_drop_queue_full_is_counted(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj_info_t t;
+    obj_info_clear(&t);
+    t.deleted = 1;
+    t.stamp_ns = t.mtime_ns = 1;
+    strcpy(t.upload_id, "0123456789abcdef0123456789abcdef");
+    for (uint32_t i = 0; i < OBJ_HEAL_QUEUE_MAX + 3; i++)
+        obj__tombstone_drop_note(e->set, "bkt", "full", &t, 1);
+    obj_heal_stats_t st;
+    obj_heal_stats(e->set, &st);
+    assert_int_equal(st.drops_pending, OBJ_HEAL_QUEUE_MAX);
+    assert_int_equal(st.drops_lost, 3);
+}
+
 static void test_heal_queue(void **state)
 {
     env_t *e = *state;
@@ -5193,6 +5211,7 @@ int main(int argc, char **argv)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_delete_with_other_stores_failing, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_drop_queue_full_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
