@@ -26,30 +26,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("BUILD", os.path.join(ROOT, "build")))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 os.environ.setdefault("WARMLAKE_LIB", os.path.join(BUILD, "client", "libwarmlake.so"))
-AK, SK = "AKIAWARMLAKEBENCH001", "warmlake/bench/secret/key/000000000000000"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reader import AK, SK, start_server  # noqa: E402 (the host reader bench's node and keys)
 SHARD, SAMPLE, NSHARDS, WORKERS, BATCH = 64 << 20, 256 << 10, 8, 4, 32
 
 
 def row(name, value, unit, ceiling="-"):
     print("ROW\t%s\t%.6g\t%s\t%s" % (name, value, unit, ceiling), flush=True)
-
-
-def start_server(tmp):
-    env = dict(os.environ, WARMLAKE_ACCESS_KEY=AK, WARMLAKE_SECRET_KEY=SK)
-    p = subprocess.Popen([os.path.join(BUILD, "server", "warmlaked"), "--listen", "127.0.0.1:0",
-                          "--data", tmp, "--drives", "6", "--ec", "4+2", "--drive-capacity",
-                          "8G", "--segment-size", "64M"],
-                         stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "log"), "w"),
-                         env=env)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = p.stdout.readline().decode()
-        if "ready port=" in line:
-            return p, "http://127.0.0.1:%d" % int(line.split("ready port=")[1])
-        if not line:
-            break
-    p.kill()
-    raise SystemExit("reader_device: warmlaked did not start (see %s/log)" % tmp)
 
 
 def ceiling(ep):

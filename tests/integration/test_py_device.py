@@ -26,6 +26,20 @@ def payload(i):
     return (hashlib.sha256(b"%d" % i).digest() * (SIZE // 32))[:SIZE]
 
 
+def check_on_device(loader, device):
+    """Every batch of loader ({"x": samples, "idx": their numbers}) through DeviceLoader lands on
+    device and equals the payloads, compared where the bytes are; every sample exactly once."""
+    import warmlake.torch as wt
+    want = torch.stack([torch.frombuffer(bytearray(payload(i)), dtype=torch.uint8)
+                        for i in range(N)]).to(device)
+    seen = []
+    for batch in wt.DeviceLoader(loader, device=device):
+        assert batch["x"].device.type == device
+        assert torch.equal(batch["x"], want[batch["idx"].to(device)])
+        seen += batch["idx"].tolist()
+    assert sorted(seen) == list(range(N))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_shards_to_device(server, device):
     need_lib()
@@ -51,15 +65,7 @@ def test_shards_to_device(server, device):
     ds = wt.ShardDataset("dev", prefix="s/", client=c, seed=3, shuffle_buffer=8)
     loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2, collate_fn=collate,
                                          pin_memory=device == "cuda")
-    want = torch.stack([torch.frombuffer(bytearray(payload(i)), dtype=torch.uint8)
-                        for i in range(N)]).to(device)
-    seen = []
-    for batch in wt.DeviceLoader(loader, device=device):
-        assert batch["x"].device.type == device
-        # The comparison runs where the bytes are.
-        assert torch.equal(batch["x"], want[batch["idx"].to(device)])
-        seen += batch["idx"].tolist()
-    assert sorted(seen) == list(range(N))
+    check_on_device(loader, device)
     c.close()
 
 
@@ -83,14 +89,7 @@ def test_objects_to_device(server, device):
 
     loader = torch.utils.data.DataLoader(ds, batch_size=None, sampler=sampler, num_workers=2,
                                          collate_fn=collate, pin_memory=device == "cuda")
-    want = torch.stack([torch.frombuffer(bytearray(payload(i)), dtype=torch.uint8)
-                        for i in range(N)]).to(device)
-    seen = []
-    for batch in wt.DeviceLoader(loader, device=device):
-        assert batch["x"].device.type == device
-        assert torch.equal(batch["x"], want[batch["idx"].to(device)])
-        seen += batch["idx"].tolist()
-    assert sorted(seen) == list(range(N))
+    check_on_device(loader, device)
     c.close()
 
 
