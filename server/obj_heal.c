@@ -72,21 +72,61 @@ uint64_t obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000u
  * cannot judge one keeps it: a plain delete there could take a newer write),
  * and the heal is tried again later.
  */
-int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                      const obj_info_t *info, uint32_t held, uint32_t wrote)
+/* Whether info's version has gone from a store of `held` (read now), or one cannot say. */
+static int version_gone(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                        const obj_info_t *info, uint32_t held)
 {
-    if (!wrote) return 0;
-    if (obj__heal_recheck_hook) obj__heal_recheck_hook(obj__heal_recheck_hook_arg, key);
     int stores[OBJ_MAX_SHARDS], n = 0, gone = !held; /* (the caller writes nothing then) */
     for (int i = 0; i < s->n; i++)
         if ((held >> i) & 1) stores[n++] = i;
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     obj__read_heads(s, bucket, key, pos, stores, n, h);
     for (int j = 0; j < n && !gone; j++)
-        gone = !h[j].ok ||
-               (h[j].ok && (h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id)));
+        gone = !h[j].ok || h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id);
     free(h);
-    if (!gone) return 0;
+    return gone;
+}
+
+static uint64_t mono_ns(void)
+{
+    wl_clock_t *c = clock_real();
+    return c->now_ns(c);
+}
+
+/*
+ * Why the read must be fresh (a quarter of the drop delay): the recheck
+ * after the write catches one heal whose read came before a DELETE, but not
+ * two, through different nodes, that both read before the DELETE and write
+ * after its tombstones were dropped (a minute on): each writes where the
+ * other found the version missing, and each one's recheck finds the other's
+ * heads where the version was. With this, a heal writes only within 15 s of
+ * a read that found the version where it was; a DELETE before that read left
+ * tombstones there, to be read (still standing: they go a minute after it),
+ * and one after it leaves tombstones that refuse the write. The first head
+ * written over a dropped tombstone would need a read that found the version
+ * after its drop, on stores that only such a write could have filled.
+ */
+int obj__heal_still_there(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                          const obj_info_t *info, uint32_t held, uint64_t *read_ns)
+{
+    uint64_t now = mono_ns();
+    if (now - *read_ns <= obj__head_drop_delay_ns / 4) return 1;
+    if (version_gone(s, bucket, key, pos, info, held)) {
+        log_info("event=heal_stale key=%s upload=%s read_s_ago=%.1f: the version went, or a "
+                 "store that held it could not say, since the heal read it",
+                 key, info->upload_id, (double)(now - *read_ns) / 1e9);
+        return 0;
+    }
+    *read_ns = now;
+    return 1;
+}
+
+int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *info, uint32_t held, uint32_t wrote)
+{
+    if (!wrote) return 0;
+    if (obj__heal_recheck_hook) obj__heal_recheck_hook(obj__heal_recheck_hook_arg, key);
+    if (!version_gone(s, bucket, key, pos, info, held)) return 0;
     shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = info->stamp_ns};
     memcpy(that.upload, info->upload_id, sizeof(that.upload));
     int undone = 0;
@@ -186,6 +226,7 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     rep->objects++;
     obj__reader_ask_all(r);
     uint32_t held = 0, missing = heads_missing(s, bucket, key, pos, info, &held);
+    uint64_t read_ns = mono_ns();
     /* An inline version's copies are its data: one whose bytes rot is rewritten like a
      * missing head (its head's metadata still read fine, so a heal passed it by while every
      * read of it failed over to another copy). */
@@ -205,11 +246,17 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     memcpy(c.self, info->upload_id, sizeof(c.self));
     if (rf && !info->inl && !info->multipart && obj__reader_decoder(r)) {
         /* Through the refill: blocks first, without waiting, the heads once they are durable. */
-        int rc = obj__refill_object(rf, s, r, bucket, key, pos, info, missing, held, &c, rep);
+        int rc =
+            obj__refill_object(rf, s, r, bucket, key, pos, info, missing, held, read_ns, &c, rep);
         obj_close(r);
         if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
         free(info);
         return rc;
+    }
+    if (missing && !obj__heal_still_there(s, bucket, key, pos, info, held & ~missing, &read_ns)) {
+        obj_close(r);
+        free(info);
+        return ERR_THROTTLED; /* again later: deleted meanwhile, or a store could not say */
     }
     if (missing) {
         uint32_t failed = 0;
@@ -290,9 +337,34 @@ typedef struct drop_ent {
     struct drop_ent *next;
 } drop_ent_t;
 
+typedef struct {
+    drop_ent_t *head, *tail;
+} drop_fifo_t;
+
+static void fifo_push(drop_fifo_t *f, drop_ent_t *d)
+{
+    d->next = NULL;
+    if (f->tail)
+        f->tail->next = d;
+    else
+        f->head = d;
+    f->tail = d;
+}
+
+static drop_ent_t *fifo_pop(drop_fifo_t *f)
+{
+    drop_ent_t *d = f->head;
+    f->head = d->next;
+    if (!f->head) f->tail = NULL;
+    return d;
+}
+
 typedef struct heal_q {
     obj_set_t *s;
-    drop_ent_t *drops, *drops_tail; /* FIFO */
+    /* Drops in two FIFOs, each in the order they fall due: a dropped version's blocks (due at
+     * once), and head records and tombstones (due obj__head_drop_delay_ns after their note).
+     * One FIFO held a block drop behind a minute's worth of tombstones. */
+    drop_fifo_t at_once, delayed;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -301,13 +373,6 @@ typedef struct heal_q {
     heal_ent_t **hash; /* HQ_BUCKETS chains */
     obj_heal_stats_t st;
 } heal_q_t;
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t ent_hash(const char *bucket, const char *key)
 {
@@ -444,11 +509,7 @@ static void drop_push(heal_q_t *q, drop_ent_t *d)
         drop_free(d);
         return;
     }
-    if (q->drops_tail)
-        q->drops_tail->next = d;
-    else
-        q->drops = d;
-    q->drops_tail = d;
+    fifo_push(d->not_before_ns ? &q->delayed : &q->at_once, d);
     q->st.drops_pending++;
     pthread_cond_signal(&q->cv);
     pthread_mutex_unlock(&q->mu);
@@ -506,7 +567,7 @@ static void *heal_main(void *arg)
     while (!q->stop) {
         heal_ent_t *e = q->head;
         uint64_t now = mono_ns();
-        if (!e && !q->drops) {
+        if (!e && !q->at_once.head && !q->delayed.head) {
             pthread_cond_wait(&q->cv, &q->mu);
             continue;
         }
@@ -515,14 +576,14 @@ static void *heal_main(void *arg)
             wait_ns(q, 500000000ull);
             continue;
         }
-        drop_ent_t *d = q->drops;
+        drop_fifo_t *f = q->at_once.head ? &q->at_once : &q->delayed;
+        drop_ent_t *d = f->head;
         if (d && d->not_before_ns > now && !e) {
             wait_ns(q, d->not_before_ns - now);
             continue;
         }
         if (d && d->not_before_ns <= now) {
-            q->drops = d->next;
-            if (!q->drops) q->drops_tail = NULL;
+            fifo_pop(f);
             pthread_mutex_unlock(&q->mu);
             drop_run(s, d);
             pthread_mutex_lock(&q->mu);
@@ -530,13 +591,8 @@ static void *heal_main(void *arg)
                 q->st.drops_pending--;
                 q->st.drops_done += !d->mask;
                 drop_free(d);
-            } else { /* (a store went away again: later, behind the others) */
-                d->next = NULL;
-                if (q->drops_tail)
-                    q->drops_tail->next = d;
-                else
-                    q->drops = d;
-                q->drops_tail = d;
+            } else { /* (a store went away again: later, behind the others; due already) */
+                fifo_push(f, d);
                 wait_ns(q, 500000000ull);
             }
             continue;
@@ -622,10 +678,12 @@ void obj__heal_stop(obj_set_t *s)
         next = e->next;
         ent_free(e);
     }
-    for (drop_ent_t *d = q->drops, *next; d; d = next) {
-        next = d->next;
-        drop_free(d);
-    }
+    drop_fifo_t *fifos[2] = {&q->at_once, &q->delayed};
+    for (int i = 0; i < 2; i++)
+        for (drop_ent_t *d = fifos[i]->head, *next; d; d = next) {
+            next = d->next;
+            drop_free(d);
+        }
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
     free(q->hash);

@@ -494,14 +494,17 @@ int obj__heads_to_count(const obj__put_job_t *jobs, int n, const shard_cond_t *c
  * The blocks of r's version (info; its heads at pos, missing on the stores
  * of `heads`, to go under cond) verified stripe by stripe as heal_blocks
  * does, the rebuilt ones written through rf without waiting; the heads
- * follow once every block is durable (or failed), the version pinned until
+ * follow once every block is durable (or failed), and only if the heal's
+ * read of `held` (at read_ns) is fresh or still holds (obj__heal_still_there),
+ * the version pinned until
  * then (r may be closed on return). Counts what it verified in rep; what it
  * writes is counted at obj_refill_drain. Returns 0 or ERR_UNRECOVERABLE
  * (the blocks rebuilt before it are written, the heads too).
  */
 int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const char *bucket,
                        const char *key, const char *pos, const obj_info_t *info, uint32_t heads,
-                       uint32_t held, const shard_cond_t *cond, obj_heal_report_t *rep);
+                       uint32_t held, uint64_t read_ns, const shard_cond_t *cond,
+                       obj_heal_report_t *rep);
 
 /* ---- obj_heal.c ---- */
 
@@ -517,6 +520,18 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
  */
 int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                       const obj_info_t *info, uint32_t held, uint32_t wrote);
+/*
+ * Before a heal writes info's heads: whether its read of the stores (at
+ * *read_ns, monotonic) is fresh enough to write on, reading the stores of
+ * `held` again when it is older than a quarter of the tombstone drop delay
+ * (*read_ns then moves to now). 0 when the version has gone from any of them
+ * since, or one cannot say: write nothing, try again later. A heal whose
+ * read is older than a DELETE's tombstones could write over the nothing they
+ * left once dropped; with this, every head a heal writes follows a read of
+ * the version, where it was, well within their minute.
+ */
+int obj__heal_still_there(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                          const obj_info_t *info, uint32_t held, uint64_t *read_ns);
 /* Called by a heal once it knows which heads to write, before it writes them, and by
  * obj__heal_recheck before its read (tests). */
 extern void (*obj__heal_write_hook)(void *arg, const char *key);

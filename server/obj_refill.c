@@ -51,6 +51,7 @@ typedef struct rf_obj {
     shard_cond_t cond;
     uint32_t heads;        /* stores missing its head */
     uint32_t held;         /* stores that held it at the heal's read (obj__heal_recheck) */
+    uint64_t read_ns;      /* ... when (obj__heal_still_there) */
     int pending;           /* block writes in flight, +1 while its heal submits */
     uint32_t blocks_fixed; /* under rf->mu */
     uint32_t failed;       /* block writes that failed; under rf->mu */
@@ -148,6 +149,10 @@ static void finish(obj_refill_t *rf, rf_obj_t *list)
         o->nh = 0;
         /* A head names its blocks: none where one of them is not written (the next pass). */
         o->heads &= ~o->failed_at;
+        /* Blocks can take longer than a DELETE's tombstones stay: read again where it was. */
+        if (o->heads &&
+            !obj__heal_still_there(o->s, o->bucket, o->key, o->pos, o->info, o->held, &o->read_ns))
+            o->heads = 0; /* deleted meanwhile (the heal queue's scan comes again) */
         if (!o->heads) continue;
         o->hjobs = xmalloc(sizeof(*o->hjobs) * OBJ_MAX_SHARDS);
         o->meta = xmalloc(HEAD_MAX);
@@ -272,7 +277,8 @@ static void window_take(obj_refill_t *rf, size_t need)
 
 int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const char *bucket,
                        const char *key, const char *pos, const obj_info_t *info, uint32_t heads,
-                       uint32_t held, const shard_cond_t *cond, obj_heal_report_t *rep)
+                       uint32_t held, uint64_t read_ns, const shard_cond_t *cond,
+                       obj_heal_report_t *rep)
 {
     ers_decoder_t *d = obj__reader_decoder(r);
     char bb[SHARD_MAX_BUCKET + 2];
@@ -288,6 +294,7 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
     o->cond = *cond;
     o->heads = heads;
     o->held = held & ~heads;
+    o->read_ns = read_ns;
     o->pending = 1; /* this heal's hold, until every stripe is submitted */
     /* The reader's pin goes at its close; this one holds until the heads are written. */
     (void)obj__pin(s, info->upload_id);

@@ -1512,14 +1512,24 @@ typedef struct {
     env_t *e;
     uint32_t fail_after; /* stores whose reads fail once the delete is done */
     int dropped;         /* its tombstones gone at once (a heal slower than their delay) */
+    int slept;           /* ... gone after obj__head_drop_delay_ns has passed (as they go) */
 } delete_meanwhile_t;
+
+static void sleep_past_the_drop_delay(void)
+{
+    uint64_t ns = obj__head_drop_delay_ns + 20000000ull;
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
 
 static void delete_before_the_heal_writes(void *arg, const char *key)
 {
     delete_meanwhile_t *d = arg;
     if (d->calls++) return;
     d->rc = obj_delete(d->other, "bkt", key);
-    if (d->dropped) drop_tombstones(d->e, key);
+    if (d->slept) sleep_past_the_drop_delay();
+    if (d->dropped || d->slept) drop_tombstones(d->e, key);
     for (int i = 0; i < N; i++)
         if ((d->fail_after >> i) & 1) d->e->f[i].fail_read = 1;
 }
@@ -1676,6 +1686,107 @@ static void test_two_heals_racing_a_delete_put_nothing_back(void **state)
 }
 
 /*
+ * Two heals through different nodes, both slower than the DELETE's tombstones (design
+ * notes: what the recheck alone left open). Heal 1 reads that copy A misses the version;
+ * a DELETE through another node removes it everywhere (204) and its tombstones go a drop
+ * delay later; only then does heal 1 write. Written, A would hold the version over
+ * nothing, heal 2 (between heal 1's write and its recheck) would find A alone holding it
+ * and write the other copies, and each recheck would find the other's heads where the
+ * version was: back, whole. Heal 1's read is older than a quarter of the delay, so it
+ * reads again where the version was, finds it gone, and writes nothing.
+ */
+static void test_two_heals_after_the_drop_put_nothing_back(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e), *third = other_gateway(e);
+    uint8_t small[100];
+    fill(small, sizeof(small), 58);
+    obj_info_t info, got;
+    put(e, "h3", small, sizeof(small), &info);
+    assert_true(info.sparse);
+    int lost = __builtin_ctz(info.inl);
+    drive_id_t id = {"bkt", "h3", "", (uint32_t)lost};
+    assert_int_equal(drive_delete(e->f[lost].d, &id), 0);
+    obj__head_drop_delay_ns = 80000000ull; /* 80 ms */
+    delete_meanwhile_t d = {.other = other, .e = e, .slept = 1};
+    second_heal_t h = {.third = third};
+    obj__heal_write_hook = delete_before_the_heal_writes;
+    obj__heal_write_hook_arg = &d;
+    obj__heal_recheck_hook = heal_again_before_the_recheck;
+    obj__heal_recheck_hook_arg = &h;
+    obj_heal_report_t rep = {0};
+    int rc = obj_heal(e->set, "bkt", "h3", &rep);
+    obj__heal_write_hook = NULL;
+    obj__heal_recheck_hook = NULL;
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.rc, 0);
+    assert_int_equal(rc, ERR_THROTTLED); /* again later */
+    assert_int_equal(h.calls, 0);        /* nothing written, nothing to recheck */
+    assert_int_equal(rep.heads_fixed, 0);
+    for (int i = 0; i < N; i++)
+        assert_false(has_head(e, i, "h3"));
+    assert_int_equal(obj_heal(third, "bkt", "h3", &rep), 0);
+    assert_int_equal(rep.heads_fixed, 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "h3", &got), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(third, "bkt", "h3", &got), ERR_NOT_FOUND);
+    obj_set_free(other);
+    obj_set_free(third);
+}
+
+/* obj__heal_recheck_hook: count the heals that wrote heads. */
+static void count_recheck(void *arg, const char *key)
+{
+    (void)key;
+    (*(int *)arg)++;
+}
+
+/*
+ * A refill whose blocks take longer than a DELETE's tombstones stay: when its heads are
+ * due, its read is older than a quarter of the drop delay, so it reads again where the
+ * version was, finds it gone, and writes no head (before, it wrote them over the nothing
+ * the dropped tombstones left, and only its recheck took them back: which two heals defeat,
+ * above). Nothing is counted as failed: the version is gone, not short.
+ */
+static void test_refill_slower_than_the_drop_writes_no_head(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e);
+    size_t n = 2 * K * B + 19;
+    uint8_t *data = malloc(n);
+    fill(data, n, 59);
+    e->f[1].fail_write = 1;
+    put(e, "rfs", data, n, NULL);
+    e->f[1].fail_write = 0;
+    assert_false(has_head(e, 1, "rfs"));
+    obj__head_drop_delay_ns = 80000000ull; /* 80 ms */
+    obj_refill_t *rf = obj_refill_new(4u << 20);
+    assert_non_null(rf);
+    e->f[1].hold_blocks = 1;
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal_via(rf, e->set, "bkt", "rfs", NULL, &rep), 0);
+    assert_int_equal(e->f[1].n_held, 3);
+    assert_int_equal(obj_delete(other, "bkt", "rfs"), 0);
+    sleep_past_the_drop_delay();
+    drop_tombstones(e, "rfs");
+    int wrote = 0;
+    obj__heal_recheck_hook = count_recheck;
+    obj__heal_recheck_hook_arg = &wrote;
+    release_blocks(&e->f[1], 0);
+    obj_refill_drain(rf, &rep);
+    obj__heal_recheck_hook = NULL;
+    assert_int_equal(wrote, 0);
+    assert_int_equal(rep.heads_fixed, 0);
+    assert_int_equal(rep.failed, 0);
+    for (int i = 0; i < N; i++)
+        assert_false(has_head(e, i, "rfs"));
+    obj_info_t got;
+    assert_int_equal(obj_stat(e->set, "bkt", "rfs", &got), ERR_NOT_FOUND);
+    obj_refill_free(rf);
+    obj_set_free(other);
+    free(data);
+}
+
+/*
  * An unversioned delete's tombstones (the version's retirement, where its heads were) refuse
  * every head of that version, then go: the heal thread removes them after the drop delay, that
  * very head only. A PUT after the delete stands at once.
@@ -1808,6 +1919,35 @@ static void test_drop_queue_full_is_counted(void **state)
     obj_heal_stats(e->set, &st);
     assert_int_equal(st.drops_pending, OBJ_HEAL_QUEUE_MAX);
     assert_int_equal(st.drops_lost, 3);
+}
+
+/*
+ * A dropped version's blocks are due at once, tombstones a drop delay after their note: a
+ * block drop queued behind a tombstone drop is not held until the tombstone is due (one
+ * FIFO held it there, a minute behind every DELETE before it).
+ */
+static void test_block_drop_does_not_wait_behind_tombstones(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    obj__head_drop_delay_ns = 3600ull * 1000000000ull; /* an hour: never, in this test */
+    obj_info_t t;
+    obj_info_clear(&t);
+    t.deleted = 1;
+    t.stamp_ns = t.mtime_ns = 1;
+    strcpy(t.upload_id, "0123456789abcdef0123456789abcdef");
+    obj__tombstone_drop_note(e->set, "bkt", "tomb", &t, 1);
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, "bkt");
+    obj__drop_note(e->set, bb, "blk", "fedcba9876543210fedcba9876543210", 1, (1u << N) - 1);
+    obj_heal_stats_t st;
+    for (int i = 0; i < 600; i++) { /* at most 30 s; done at once */
+        obj_heal_stats(e->set, &st);
+        if (st.drops_done >= 1) break;
+        usleep(50000);
+    }
+    assert_int_equal(st.drops_done, 1);
+    assert_int_equal(st.drops_pending, 1); /* the tombstone's, not due */
 }
 
 static void test_heal_queue(void **state)
@@ -5195,6 +5335,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_write_quorum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hedged_block_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hedged_writes, setup_long, teardown),
+        cmocka_unit_test_setup_teardown(test_block_drop_does_not_wait_behind_tombstones, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_condition_sees_plain_head_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conditional_head_delete, setup, teardown),
@@ -5204,6 +5346,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_refill_racing_a_delete_puts_nothing_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_two_heals_racing_a_delete_put_nothing_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_two_heals_after_the_drop_put_nothing_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refill_slower_than_the_drop_writes_no_head, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_tombstones_refuse_the_version_then_go, setup,
                                         teardown),
