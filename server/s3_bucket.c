@@ -399,10 +399,40 @@ static int any_version(void *arg, const char *key, const obj_info_t *info, int l
     return any_object(arg, key, info);
 }
 
-static int any_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
+/* The unfinished uploads of a bucket being deleted: (key, upload id) pairs, NUL-separated. */
+typedef struct {
+    buf_t names;
+    size_t n;
+} uploads_t;
+
+static int note_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
 {
-    (void)upload;
-    return any_object(arg, key, info);
+    uploads_t *u = arg;
+    (void)info;
+    buf_put(&u->names, key, strlen(key) + 1);
+    buf_put(&u->names, upload, strlen(upload) + 1);
+    u->n++;
+    return 0;
+}
+
+/*
+ * A deleted bucket's unfinished uploads are aborted, as S3 does (it deletes a
+ * bucket that has some: its uploads go with it). They are unreachable already
+ * (listed and completed by the bucket's incarnation, which a bucket made
+ * again under the name does not share); this gives their parts' space back.
+ * One that fails to abort keeps its parts' space, and the log says which.
+ */
+static void abort_uploads(ctx_t *x, const char *ibucket, uploads_t *u)
+{
+    const char *p = (const char *)u->names.p;
+    for (size_t i = 0; i < u->n; i++) {
+        const char *key = p, *upload = p + strlen(p) + 1;
+        p = upload + strlen(upload) + 1;
+        int rc = obj_mpu_abort(x->cfg->set, ibucket, key, upload);
+        if (rc && rc != ERR_NOT_FOUND)
+            log_warn("event=delete_bucket_upload_left bucket=%s upload=%s err=%s", x->bucket,
+                     upload, err_name(rc));
+    }
 }
 
 /* CreateBucket, exclusive under the bucket's lock: one of two racing creates wins. */
@@ -541,7 +571,9 @@ out:
 
 /*
  * DeleteBucket, exclusive under the bucket's lock: only a bucket proven
- * empty (no objects, no unfinished uploads; every store's answer read) goes.
+ * empty (no objects, no versions, no delete markers; every store's answer
+ * read) goes. Its unfinished uploads do not keep it, as in S3: they are
+ * aborted once it is gone.
  */
 static void delete_bucket(ctx_t *x)
 {
@@ -549,6 +581,7 @@ static void delete_bucket(ctx_t *x)
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_wrlock(lk);
     int found = 0, rc = S3_ERR_NO_BUCKET;
+    uploads_t ups = {{0}, 0};
     if (s3_bucket_current(x, x->bucket, x->ibucket)) {
         /* Marked before it is listed: commits through other nodes wait for the outcome. */
         uint64_t t0 = wall_now_ns();
@@ -560,7 +593,7 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0)
             rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
-            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, any_upload, &found);
+            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, note_upload, &ups);
         /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
         if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
         if (rc != S3_ERR_NO_BUCKET && (rc < 0 || found) &&
@@ -571,6 +604,8 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0 && !found) s3_lifecycle_forget(x);
     }
     pthread_rwlock_unlock(lk);
+    if (rc >= 0 && !found) abort_uploads(x, x->ibucket, &ups);
+    free(ups.names.p);
     if (found) {
         s3_err(x, S3E_BUCKET_NOT_EMPTY);
     } else if (rc < 0) {

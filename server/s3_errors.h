@@ -31,7 +31,7 @@
     X(ENTITY_TOO_LARGE, "EntityTooLarge", 400,                                                     \
       "Your proposed upload exceeds the maximum allowed object size.")                             \
     X(ENTITY_TOO_SMALL, "EntityTooSmall", 400,                                                     \
-      "Your proposed upload is smaller than the minimum allowed object size.")                     \
+      "Your proposed upload is smaller than the minimum allowed size")                             \
     X(ILLEGAL_LOCATION, "IllegalLocationConstraintException", 400,                                 \
       "The location constraint is incompatible for the region specific endpoint this request "     \
       "was sent to.")                                                                              \

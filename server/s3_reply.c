@@ -34,7 +34,12 @@ void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
     buf_t b = {0};
     char h[256];
     if (!msg) msg = ei->message;
-    if (ei->status >= 500) /* the line carries req=ID (log_set_request) */
+    /* The line carries req=ID (log_set_request). A 501 is the client's asking for what is
+     * not built (SSE, a sub-resource): info, or any client could fill the error log. */
+    if (ei->status == 501)
+        log_info("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
+                 x->info->method, x->info->target);
+    else if (ei->status >= 500)
         log_error("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
                   x->info->method, x->info->target);
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>",

@@ -473,10 +473,17 @@ def test_versions_listing_and_date_conditions(server):
     mtime = c.head_object(Bucket="vers", Key="a")["LastModified"]
     later = mtime + datetime.timedelta(seconds=5)
     earlier = mtime - datetime.timedelta(seconds=5)
+    # Not modified since its own Last-Modified (what a cache sends back): 304.
     with pytest.raises(ClientError) as e:
-        c.get_object(Bucket="vers", Key="a", IfModifiedSince=later)
+        c.get_object(Bucket="vers", Key="a", IfModifiedSince=mtime)
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
     assert c.get_object(Bucket="vers", Key="a", IfModifiedSince=earlier)["Body"].read() == b"a"
+    # A date later than the server's clock is invalid and ignored (RFC 2616 14.25; S3 answers
+    # 200 to one): the object.
+    future = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=3)
+    assert c.get_object(Bucket="vers", Key="a", IfModifiedSince=future)["Body"].read() == b"a"
+    assert c.head_object(Bucket="vers", Key="a",
+                         IfModifiedSince=future)["ResponseMetadata"]["HTTPStatusCode"] == 200
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=earlier)
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
