@@ -22,10 +22,11 @@ void s3_mpu_create(ctx_t *x)
     pthread_rwlock_unlock(lk);
     free(um.p);
     /*
-     * Another node's DeleteBucket (the lock orders this node's only): an open upload keeps
-     * a bucket, as an object does, so the create waits for a mark's outcome as a commit
-     * does (s3_commit_stays), and goes with the bucket. Unfenced, both were acknowledged
-     * (a 4-node probe: 16 rounds in 60), the upload id one of a deleted bucket.
+     * Another node's DeleteBucket (the lock orders this node's only): it aborts the uploads
+     * it listed, and this one may have come after its listing, so the create waits for a
+     * mark's outcome as a commit does (s3_commit_stays), and goes with the bucket. Unfenced,
+     * both were acknowledged (a 4-node probe: 16 rounds in 60), the upload id one of a
+     * deleted bucket.
      */
     if (rc == 0 && x->cfg->fenced && (rc = s3_bucket_stays(x)) == S3_ERR_NO_BUCKET) {
         int arc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
