@@ -72,17 +72,25 @@ uint64_t obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000u
  * cannot judge one keeps it: a plain delete there could take a newer write),
  * and the heal is tried again later.
  */
-/* Whether info's version has gone from a store of `held` (read now), or one cannot say. */
+/* Whether info's version has gone from a store of `held` (read now): GONE, or UNSURE when
+ * none says so but one cannot answer, or 0. */
+enum { GONE = 1, UNSURE = 2 };
 static int version_gone(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                         const obj_info_t *info, uint32_t held)
 {
-    int stores[OBJ_MAX_SHARDS], n = 0, gone = !held; /* (the caller writes nothing then) */
+    int stores[OBJ_MAX_SHARDS], n = 0, gone = held ? 0 : GONE; /* (the caller writes nothing) */
     for (int i = 0; i < s->n; i++)
         if ((held >> i) & 1) stores[n++] = i;
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     obj__read_heads(s, bucket, key, pos, stores, n, h);
-    for (int j = 0; j < n && !gone; j++)
-        gone = !h[j].ok || h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id);
+    for (int j = 0; j < n && gone != GONE; j++) {
+        if (h[j].rc == ERR_NOT_FOUND)
+            gone = GONE; /* nothing there */
+        else if (!h[j].ok)
+            gone = UNSURE;
+        else if (h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id))
+            gone = GONE;
+    }
     free(h);
     return gone;
 }
@@ -111,11 +119,12 @@ int obj__heal_still_there(obj_set_t *s, const char *bucket, const char *key, con
 {
     uint64_t now = mono_ns();
     if (now - *read_ns <= obj__head_drop_delay_ns / 4) return 1;
-    if (version_gone(s, bucket, key, pos, info, held)) {
-        log_info("event=heal_stale key=%s upload=%s read_s_ago=%.1f: the version went, or a "
-                 "store that held it could not say, since the heal read it",
-                 key, info->upload_id, (double)(now - *read_ns) / 1e9);
-        return 0;
+    int gone = version_gone(s, bucket, key, pos, info, held);
+    if (gone) {
+        log_info("event=heal_stale key=%s upload=%s read_s_ago=%.1f: %s since the heal read it",
+                 key, info->upload_id, (double)(now - *read_ns) / 1e9,
+                 gone == GONE ? "the version went" : "a store that held it cannot say");
+        return gone == GONE ? 0 : ERR_IO;
     }
     *read_ns = now;
     return 1;
@@ -225,8 +234,8 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     }
     rep->objects++;
     obj__reader_ask_all(r);
+    uint64_t read_ns = mono_ns(); /* (before the read: its stores answered after it) */
     uint32_t held = 0, missing = heads_missing(s, bucket, key, pos, info, &held);
-    uint64_t read_ns = mono_ns();
     /* An inline version's copies are its data: one whose bytes rot is rewritten like a
      * missing head (its head's metadata still read fine, so a heal passed it by while every
      * read of it failed over to another copy). */
@@ -253,7 +262,8 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
         free(info);
         return rc;
     }
-    if (missing && !obj__heal_still_there(s, bucket, key, pos, info, held & ~missing, &read_ns)) {
+    if (missing &&
+        obj__heal_still_there(s, bucket, key, pos, info, held & ~missing, &read_ns) != 1) {
         obj_close(r);
         free(info);
         return ERR_THROTTLED; /* again later: deleted meanwhile, or a store could not say */
@@ -365,6 +375,7 @@ typedef struct heal_q {
      * once), and head records and tombstones (due obj__head_drop_delay_ns after their note).
      * One FIFO held a block drop behind a minute's worth of tombstones. */
     drop_fifo_t at_once, delayed;
+    int turn; /* the last drop was at_once's: the delayed one's turn when both are due */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
@@ -576,7 +587,12 @@ static void *heal_main(void *arg)
             wait_ns(q, 500000000ull);
             continue;
         }
-        drop_fifo_t *f = q->at_once.head ? &q->at_once : &q->delayed;
+        /* Both due: by turns (a block drop that keeps failing holds no tombstone back). */
+        drop_fifo_t *f = &q->delayed;
+        if (q->at_once.head &&
+            !(q->turn && q->delayed.head && q->delayed.head->not_before_ns <= now))
+            f = &q->at_once;
+        q->turn = f == &q->at_once;
         drop_ent_t *d = f->head;
         if (d && d->not_before_ns > now && !e) {
             wait_ns(q, d->not_before_ns - now);

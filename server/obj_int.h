@@ -524,8 +524,9 @@ int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const c
  * Before a heal writes info's heads: whether its read of the stores (at
  * *read_ns, monotonic) is fresh enough to write on, reading the stores of
  * `held` again when it is older than a quarter of the tombstone drop delay
- * (*read_ns then moves to now). 0 when the version has gone from any of them
- * since, or one cannot say: write nothing, try again later. A heal whose
+ * (*read_ns then moves to now): 1 to write. 0 when the version has gone from
+ * any of them since (nothing to heal), ERR_IO when none says so but
+ * one cannot answer: write nothing either, try again later. A heal whose
  * read is older than a DELETE's tombstones could write over the nothing they
  * left once dropped; with this, every head a heal writes follows a read of
  * the version, where it was, well within their minute.

@@ -150,9 +150,15 @@ static void finish(obj_refill_t *rf, rf_obj_t *list)
         /* A head names its blocks: none where one of them is not written (the next pass). */
         o->heads &= ~o->failed_at;
         /* Blocks can take longer than a DELETE's tombstones stay: read again where it was. */
-        if (o->heads &&
-            !obj__heal_still_there(o->s, o->bucket, o->key, o->pos, o->info, o->held, &o->read_ns))
-            o->heads = 0; /* deleted meanwhile (the heal queue's scan comes again) */
+        int there = o->heads ? obj__heal_still_there(o->s, o->bucket, o->key, o->pos, o->info,
+                                                     o->held, &o->read_ns)
+                             : 1;
+        if (there < 0) { /* a store that held it cannot say: not whole, the next pass */
+            pthread_mutex_lock(&rf->mu);
+            rf->rep.failed += (uint32_t)__builtin_popcount(o->heads);
+            pthread_mutex_unlock(&rf->mu);
+        }
+        if (there != 1) o->heads = 0; /* deleted meanwhile: nothing to write, nothing failed */
         if (!o->heads) continue;
         o->hjobs = xmalloc(sizeof(*o->hjobs) * OBJ_MAX_SHARDS);
         o->meta = xmalloc(HEAD_MAX);

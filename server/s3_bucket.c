@@ -416,11 +416,13 @@ static int note_upload(void *arg, const char *key, const char *upload, const obj
 }
 
 /*
- * A deleted bucket's unfinished uploads are aborted, as S3 does (it deletes a
- * bucket that has some: its uploads go with it). They are unreachable already
- * (listed and completed by the bucket's incarnation, which a bucket made
- * again under the name does not share); this gives their parts' space back.
- * One that fails to abort keeps its parts' space, and the log says which.
+ * A bucket's unfinished uploads go with it, as in S3 (which deletes a bucket
+ * that has some). They are aborted before its record goes: afterwards they
+ * could not be reached (they are listed and completed by the bucket's
+ * incarnation, which a bucket made again under the name does not share), so
+ * a crash or a failed abort then would keep their parts' space for good.
+ * Before, a DeleteBucket cut short leaves the bucket, its uploads aborted.
+ * One that fails to abort is said in the log and does not keep the bucket.
  */
 static void abort_uploads(ctx_t *x, const char *ibucket, uploads_t *u)
 {
@@ -573,7 +575,7 @@ out:
  * DeleteBucket, exclusive under the bucket's lock: only a bucket proven
  * empty (no objects, no versions, no delete markers; every store's answer
  * read) goes. Its unfinished uploads do not keep it, as in S3: they are
- * aborted once it is gone.
+ * aborted on the way (abort_uploads).
  */
 static void delete_bucket(ctx_t *x)
 {
@@ -594,6 +596,7 @@ static void delete_bucket(ctx_t *x)
             rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
             rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, note_upload, &ups);
+        if (rc >= 0 && !found) abort_uploads(x, x->ibucket, &ups);
         /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
         if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
         if (rc != S3_ERR_NO_BUCKET && (rc < 0 || found) &&
@@ -604,7 +607,6 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0 && !found) s3_lifecycle_forget(x);
     }
     pthread_rwlock_unlock(lk);
-    if (rc >= 0 && !found) abort_uploads(x, x->ibucket, &ups);
     free(ups.names.p);
     if (found) {
         s3_err(x, S3E_BUCKET_NOT_EMPTY);

@@ -126,6 +126,7 @@ int s3_copy_source_cond(ctx_t *x, const obj_info_t *si)
     time_t ius = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-unmodified-since"));
     time_t ims = s3_parse_http_date(s3_hdr(x->info, "x-amz-copy-source-if-modified-since"));
     time_t mt = (time_t)(si->mtime_ns / 1000000000ull);
+    if (ims != (time_t)-1 && ims > time(NULL) && ims > mt) ims = (time_t)-1; /* as GET's */
     int ok = 1;
     if (im)
         ok = s3_etag_matches(im, si->etag, 0);

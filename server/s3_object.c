@@ -605,8 +605,9 @@ void s3_get_object(ctx_t *x, int head)
     time_t mt = (time_t)(info.mtime_ns / 1000000000ull);
     time_t ius = s3_parse_http_date(s3_hdr(x->info, "if-unmodified-since"));
     time_t ims = s3_parse_http_date(s3_hdr(x->info, "if-modified-since"));
-    /* A date later than now is invalid (RFC 2616 14.25) and ignored: S3 then answers 200. */
-    if (ims != (time_t)-1 && ims > time(NULL)) ims = (time_t)-1;
+    /* A date later than now is invalid (RFC 2616 14.25) and ignored: S3 then answers 200.
+     * (Not one the object's own mtime reaches: a writer's clock ahead of this node's.) */
+    if (ims != (time_t)-1 && ims > time(NULL) && ims > mt) ims = (time_t)-1;
     if ((im && !s3_etag_matches(im, info.etag, 0)) || (!im && ius != (time_t)-1 && mt > ius)) {
         obj_close(rd);
         s3_err(x, S3E_PRECONDITION_FAILED);

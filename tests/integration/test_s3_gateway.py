@@ -484,6 +484,15 @@ def test_versions_listing_and_date_conditions(server):
     assert c.get_object(Bucket="vers", Key="a", IfModifiedSince=future)["Body"].read() == b"a"
     assert c.head_object(Bucket="vers", Key="a",
                          IfModifiedSince=future)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    # A copy's source conditions alike: a future date is ignored, its own mtime is not.
+    c.copy_object(Bucket="vers", Key="a2", CopySource={"Bucket": "vers", "Key": "a"},
+                  CopySourceIfModifiedSince=future)
+    assert c.get_object(Bucket="vers", Key="a2")["Body"].read() == b"a"
+    with pytest.raises(ClientError) as e:
+        c.copy_object(Bucket="vers", Key="a3", CopySource={"Bucket": "vers", "Key": "a"},
+                      CopySourceIfModifiedSince=mtime)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    c.delete_object(Bucket="vers", Key="a2")
     with pytest.raises(ClientError) as e:
         c.get_object(Bucket="vers", Key="a", IfUnmodifiedSince=earlier)
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412

@@ -1787,6 +1787,48 @@ static void test_refill_slower_than_the_drop_writes_no_head(void **state)
 }
 
 /*
+ * The same slow refill without a delete: its read is stale, the re-read finds the version
+ * where it was, and the head is written (v 0). With a store that held it unable to answer
+ * the re-read (v 1), nothing is written and the head counts as failed: the pass is not
+ * whole, and the next one writes it.
+ */
+static void test_refill_slower_than_the_drop_reads_again(void **state)
+{
+    env_t *e = *state;
+    size_t n = 2 * K * B + 23;
+    uint8_t *data = malloc(n);
+    fill(data, n, 60);
+    obj__head_drop_delay_ns = 80000000ull; /* 80 ms */
+    for (int v = 0; v < 2; v++) {
+        const char *key = v ? "rsb" : "rsa";
+        e->f[1].fail_write = 1;
+        put(e, key, data, n, NULL);
+        e->f[1].fail_write = 0;
+        assert_false(has_head(e, 1, key));
+        obj_refill_t *rf = obj_refill_new(4u << 20);
+        assert_non_null(rf);
+        e->f[1].hold_blocks = 1;
+        obj_heal_report_t rep = {0};
+        assert_int_equal(obj_heal_via(rf, e->set, "bkt", key, NULL, &rep), 0);
+        sleep_past_the_drop_delay();
+        if (v) e->f[0].fail_read = 1;
+        release_blocks(&e->f[1], 0);
+        obj_refill_drain(rf, &rep);
+        e->f[0].fail_read = 0;
+        assert_int_equal(rep.heads_fixed, v ? 0 : 1);
+        assert_int_equal(rep.failed, v ? 1 : 0);
+        assert_int_equal(has_head(e, 1, key), !v);
+        obj_refill_free(rf);
+        e->f[1].hold_blocks = 0;
+        rep = (obj_heal_report_t){0};
+        assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
+        assert_true(has_head(e, 1, key));
+        expect(e, key, data, n);
+    }
+    free(data);
+}
+
+/*
  * An unversioned delete's tombstones (the version's retirement, where its heads were) refuse
  * every head of that version, then go: the heal thread removes them after the drop delay, that
  * very head only. A PUT after the delete stands at once.
@@ -5350,6 +5392,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_two_heals_after_the_drop_put_nothing_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_refill_slower_than_the_drop_writes_no_head, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refill_slower_than_the_drop_reads_again, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_tombstones_refuse_the_version_then_go, setup,
                                         teardown),
