@@ -399,22 +399,6 @@ static int any_version(void *arg, const char *key, const obj_info_t *info, int l
     return any_object(arg, key, info);
 }
 
-/* The unfinished uploads of a bucket being deleted: (key, upload id) pairs, NUL-separated. */
-typedef struct {
-    buf_t names;
-    size_t n;
-} uploads_t;
-
-static int note_upload(void *arg, const char *key, const char *upload, const obj_info_t *info)
-{
-    uploads_t *u = arg;
-    (void)info;
-    buf_put(&u->names, key, strlen(key) + 1);
-    buf_put(&u->names, upload, strlen(upload) + 1);
-    u->n++;
-    return 0;
-}
-
 /*
  * A bucket's unfinished uploads go with it, as in S3 (which deletes a bucket
  * that has some). They are aborted before its record goes: afterwards they
@@ -424,16 +408,13 @@ static int note_upload(void *arg, const char *key, const char *upload, const obj
  * Before, a DeleteBucket cut short leaves the bucket, its uploads aborted.
  * One that fails to abort is said in the log and does not keep the bucket.
  */
-static void abort_uploads(ctx_t *x, const char *ibucket, uploads_t *u)
+static void abort_uploads(ctx_t *x, const char *ibucket, const s3_uploads_t *u)
 {
-    const char *p = (const char *)u->names.p;
-    for (size_t i = 0; i < u->n; i++) {
-        const char *key = p, *upload = p + strlen(p) + 1;
-        p = upload + strlen(upload) + 1;
-        int rc = obj_mpu_abort(x->cfg->set, ibucket, key, upload);
+    for (int i = 0; i < u->n; i++) {
+        int rc = obj_mpu_abort(x->cfg->set, ibucket, u->keys[i], u->ids[i]);
         if (rc && rc != ERR_NOT_FOUND)
             log_warn("event=delete_bucket_upload_left bucket=%s upload=%s err=%s", x->bucket,
-                     upload, err_name(rc));
+                     u->ids[i], err_name(rc));
     }
 }
 
@@ -583,7 +564,7 @@ static void delete_bucket(ctx_t *x)
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_wrlock(lk);
     int found = 0, rc = S3_ERR_NO_BUCKET;
-    uploads_t ups = {{0}, 0};
+    s3_uploads_t ups = {0};
     if (s3_bucket_current(x, x->bucket, x->ibucket)) {
         /* Marked before it is listed: commits through other nodes wait for the outcome. */
         uint64_t t0 = wall_now_ns();
@@ -595,7 +576,7 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0)
             rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
-            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, note_upload, &ups);
+            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, s3_uploads_collect, &ups);
         if (rc >= 0 && !found) abort_uploads(x, x->ibucket, &ups);
         /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
         if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
@@ -607,7 +588,7 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0 && !found) s3_lifecycle_forget(x);
     }
     pthread_rwlock_unlock(lk);
-    free(ups.names.p);
+    s3_uploads_free(&ups);
     if (found) {
         s3_err(x, S3E_BUCKET_NOT_EMPTY);
     } else if (rc < 0) {

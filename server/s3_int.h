@@ -375,6 +375,14 @@ void s3_mpu_complete(ctx_t *x, const char *upload);
 void s3_mpu_abort(ctx_t *x, const char *upload);
 void s3_list_parts(ctx_t *x, const char *upload);
 void s3_list_uploads(ctx_t *x);
+/* A bucket's unfinished uploads, collected by a walk (s3_uploads_collect as the obj_upload_fn of
+ * obj_mpu_list_uploads(_all)) to be acted on once it is done; freed by s3_uploads_free. */
+typedef struct {
+    char **keys, **ids;
+    int n, cap;
+} s3_uploads_t;
+int s3_uploads_collect(void *arg, const char *key, const char *upload_id, const obj_info_t *info);
+void s3_uploads_free(s3_uploads_t *u);
 
 /* ---- s3_mpu_cks.c ---- */
 /* CreateMultipartUpload: x-amz-checksum-algorithm/-type into um (CKA_META) and the response's

@@ -613,3 +613,28 @@ out:
     free(maxs);
     free(enc);
 }
+
+int s3_uploads_collect(void *arg, const char *key, const char *upload_id, const obj_info_t *info)
+{
+    s3_uploads_t *u = arg;
+    (void)info;
+    if (u->n == u->cap) {
+        u->cap = u->cap ? 2 * u->cap : 16;
+        u->keys = xrealloc(u->keys, sizeof(*u->keys) * (size_t)u->cap);
+        u->ids = xrealloc(u->ids, sizeof(*u->ids) * (size_t)u->cap);
+    }
+    u->keys[u->n] = xstrdup(key);
+    u->ids[u->n++] = xstrdup(upload_id);
+    return 0;
+}
+
+void s3_uploads_free(s3_uploads_t *u)
+{
+    for (int i = 0; i < u->n; i++) {
+        free(u->keys[i]);
+        free(u->ids[i]);
+    }
+    free(u->keys);
+    free(u->ids);
+    *u = (s3_uploads_t){0};
+}

@@ -127,48 +127,23 @@ static void add_report(obj_heal_report_t *to, const obj_heal_report_t *r)
     to->failed += r->failed;
 }
 
-/* Uploads in progress, collected (healed after the walk). */
-typedef struct {
-    char **keys, **ids;
-    int n, cap;
-} uploads_t;
-
-static int collect_upload(void *arg, const char *key, const char *upload_id, const obj_info_t *info)
-{
-    uploads_t *u = arg;
-    (void)info;
-    if (u->n == u->cap) {
-        u->cap = u->cap ? 2 * u->cap : 16;
-        u->keys = xrealloc(u->keys, sizeof(*u->keys) * (size_t)u->cap);
-        u->ids = xrealloc(u->ids, sizeof(*u->ids) * (size_t)u->cap);
-    }
-    u->keys[u->n] = xstrdup(key);
-    u->ids[u->n++] = xstrdup(upload_id);
-    return 0;
-}
-
 static int heal_uploads(const s3_cfg_t *cfg, const char *iname, obj_heal_report_t *rep,
                         int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
-    uploads_t u = {0};
-    int rc = obj_mpu_list_uploads_all(cfg->set, iname, collect_upload, &u), stop = 0;
+    s3_uploads_t u = {0};
+    int rc = obj_mpu_list_uploads_all(cfg->set, iname, s3_uploads_collect, &u), stop = 0;
     if (rc > 0) rc = 0;
-    for (int i = 0; i < u.n; i++) {
-        if (!rc && !stop) {
-            obj_heal_report_t r = {0};
-            int hr = obj_heal_upload(cfg->set, iname, u.keys[i], u.ids[i], &r);
-            add_report(rep, &r);
-            if (hr == ERR_UNRECOVERABLE)
-                rep->failed++;
-            else if (hr && hr != ERR_NOT_FOUND) /* (completed or aborted meanwhile) */
-                rc = hr;
-            if (pace) stop = pace(arg, 0);
-        }
-        free(u.keys[i]);
-        free(u.ids[i]);
+    for (int i = 0; i < u.n && !rc && !stop; i++) {
+        obj_heal_report_t r = {0};
+        int hr = obj_heal_upload(cfg->set, iname, u.keys[i], u.ids[i], &r);
+        add_report(rep, &r);
+        if (hr == ERR_UNRECOVERABLE)
+            rep->failed++;
+        else if (hr && hr != ERR_NOT_FOUND) /* (completed or aborted meanwhile) */
+            rc = hr;
+        if (pace) stop = pace(arg, 0);
     }
-    free(u.keys);
-    free(u.ids);
+    s3_uploads_free(&u);
     return rc;
 }
 
