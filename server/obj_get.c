@@ -16,6 +16,7 @@
 #include "server/obj_int.h"
 
 #include "common/err.h"
+#include "common/log.h"
 #include "common/le.h"
 #include "common/mem.h"
 
@@ -52,7 +53,8 @@ struct obj_reader {
     /* multipart: parts in order, their sizes, and the part being read */
     int *parts;
     uint64_t *sizes;
-    char **notes; /* each part's note (obj_read_part_note), NULL entries for none */
+    char **notes;      /* each part's note (obj_read_part_note), NULL entries for none */
+    char (*etags)[80]; /* each part's ETag, as its Complete read it */
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
@@ -182,6 +184,12 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
 int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
                              uint64_t **sizes, char ***notes)
 {
+    return obj__read_manifest_all(s, upload, nparts, part_no, sizes, notes, NULL);
+}
+
+int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                           uint64_t **sizes, char ***notes, char (**etags)[80])
+{
     obj_info_t mi;
     int err;
     obj_reader_t *m = obj_open(s, MPU_MANIFEST, upload, &mi, &err);
@@ -193,16 +201,19 @@ int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int *
     *part_no = xcalloc((size_t)nparts, sizeof(int));
     *sizes = xcalloc((size_t)nparts, sizeof(uint64_t));
     if (notes) *notes = xcalloc((size_t)nparts, sizeof(char *));
+    if (etags) *etags = xcalloc((size_t)nparts, sizeof(**etags));
     char *p = text;
     for (int i = 0; !err && i < nparts; i++) {
         unsigned long long sz;
         int pn, used;
-        if (sscanf(p, "%d %llu %*s%n", &pn, &sz, &used) != 2) {
+        char et[80];
+        if (sscanf(p, "%d %llu %79s%n", &pn, &sz, et, &used) != 3) {
             err = ERR_CORRUPT;
             break;
         }
         (*part_no)[i] = pn;
         (*sizes)[i] = sz;
+        if (etags) memcpy((*etags)[i], et, sizeof(et));
         p += used;
         /* An optional note ends the line (manifests written before notes have none). */
         while (*p == ' ')
@@ -228,6 +239,10 @@ int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int *
                 free((*notes)[i]);
             free(*notes);
             *notes = NULL;
+        }
+        if (etags) {
+            free(*etags);
+            *etags = NULL;
         }
     }
     return err;
@@ -354,8 +369,8 @@ static obj_reader_t *open_version(obj_set_t *s, const char *bucket, const char *
     if (r->inl) {
         /* Read whole already. */
     } else if (r->info.multipart) {
-        if ((*err = obj__read_manifest_notes(s, r->info.upload_id, r->info.nparts, &r->parts,
-                                             &r->sizes, &r->notes)) != 0) {
+        if ((*err = obj__read_manifest_all(s, r->info.upload_id, r->info.nparts, &r->parts,
+                                           &r->sizes, &r->notes, &r->etags)) != 0) {
             obj_close(r);
             return NULL;
         }
@@ -395,9 +410,22 @@ static int read_parts(obj_reader_t *r, uint64_t off, void *buf, size_t len)
             int err;
             obj_close(r->cur);
             obj__part_key(pk, sizeof(pk), r->info.upload_id, r->parts[i]);
-            r->cur = obj_open(r->s, MPU_PARTS, pk, NULL, &err);
+            obj_info_t pi;
+            r->cur = obj_open(r->s, MPU_PARTS, pk, &pi, &err);
             r->cur_idx = r->cur ? i : -1;
             if (!r->cur) return err == ERR_NOT_FOUND ? ERR_CORRUPT : err;
+            if (r->etags && strcmp(pi.etag, r->etags[i]) != 0) {
+                /* Not the part its Complete read: a part's commit through another node that
+                 * passed its check of the upload before the Complete closed it, and landed
+                 * after. Its bytes are not this object's: never served as such. */
+                log_error("event=multipart_part_replaced key=%s upload=%s part=%d etag=%s "
+                          "manifest_etag=%s",
+                          r->key, r->info.upload_id, r->parts[i], pi.etag, r->etags[i]);
+                obj_close(r->cur);
+                r->cur = NULL;
+                r->cur_idx = -1;
+                return ERR_CORRUPT;
+            }
         }
         uint64_t in = off - base, n = psz - in < len ? psz - in : len;
         int rc = obj_read(r->cur, in, out, (size_t)n);
@@ -462,6 +490,7 @@ void obj_close(obj_reader_t *r)
     for (int i = 0; r->notes && i < r->info.nparts; i++)
         free(r->notes[i]);
     free(r->notes);
+    free(r->etags);
     free(r->parts);
     free(r->sizes);
     for (int i = 0; i < OBJ_MAX_SHARDS; i++)

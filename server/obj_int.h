@@ -732,5 +732,14 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
  * each and the array. */
 int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
                              uint64_t **sizes, char ***notes) __attribute__((warn_unused_result));
+/* The same, and (etags not NULL) each part's ETag as the Complete read it (an array of nparts
+ * entries, the caller frees). */
+int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **part_no,
+                           uint64_t **sizes, char ***notes, char (**etags)[80])
+    __attribute__((warn_unused_result));
+/* Called by a part's commit between its check that the upload is open and its heads (tests:
+ * a Complete through another node in that gap). */
+extern void (*obj__part_commit_hook)(void *arg, const char *upload);
+extern void *obj__part_commit_hook_arg;
 
 #endif

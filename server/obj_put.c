@@ -57,6 +57,9 @@ struct obj_writer {
     obj_versioning_t versioning; /* the bucket's, at commit */
 };
 
+void (*obj__part_commit_hook)(void *arg, const char *upload);
+void *obj__part_commit_hook_arg;
+
 /*
  * More stores failed than the write quorum leaves room for: the PUT fails. Say why in the terms a
  * client can act on: throttled (retry later: 503 SlowDown), full (507), else the drives are
@@ -348,6 +351,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
             obj_put_abort(w); /* its blocks go now: nothing will ever name them */
             return rc;
         }
+        if (obj__part_commit_hook) obj__part_commit_hook(obj__part_commit_hook_arg, w->mpu_upload);
     }
     /*
      * The commit point: heads on every store that took the blocks. An empty object passes no

@@ -399,6 +399,7 @@ static int teardown(void **state)
 {
     env_t *e = *state;
     obj__head_drop_delay_ns = (uint64_t)OBJ_HEAD_DROP_DELAY_S * 1000000000ull; /* a test's */
+    obj__part_commit_hook = NULL;                                              /* a failed test's */
     if (remote) release_held(e->serve); /* a failed test's: the heal thread may wait on them */
     obj_set_free(e->set);
     if (remote) {
@@ -4088,6 +4089,76 @@ static int count_keys(drive_t *d, const char *bucket)
     return n;
 }
 
+/* obj__part_commit_hook: a Complete through another node, whole, between a part's check that
+ * its upload is open and its commit, once. */
+typedef struct {
+    obj_set_t *other;
+    const obj_mpu_part_t *parts;
+    int n, calls, rc;
+    obj_info_t info;
+} complete_meanwhile_t;
+
+static void complete_before_the_part_commits(void *arg, const char *upload)
+{
+    complete_meanwhile_t *c = arg;
+    if (c->calls++) return;
+    int why = 0;
+    c->rc = obj_mpu_complete(c->other, "bkt", "mpr", upload, c->parts, c->n, 1, NULL,
+                             OBJ_UNVERSIONED, &c->info, &why);
+}
+
+/*
+ * A part uploaded again through one node while a Complete goes through another: the part
+ * passed its check that the upload is open before the Complete closed it, and its heads
+ * landed after the Complete's manifest. The object's part 1 is then another part's bytes
+ * (same size here): served as the object's, they were wrong bytes under the Complete's
+ * ETag. Each part is now checked against the ETag its Complete read: the read fails
+ * (ERR_CORRUPT), never the wrong bytes.
+ */
+static void test_part_replaced_after_its_complete_is_never_served(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e);
+    size_t psz = 200000;
+    uint8_t *a = malloc(psz), *b = malloc(psz), *got = malloc(psz);
+    fill(a, psz, 63);
+    fill(b, psz, 64);
+    char upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "mpr", NULL, NULL, 0, upload), 0);
+    obj_mpu_part_t parts[1] = {{1, ""}};
+    int err;
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "mpr", upload, 1, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    obj_info_t pi;
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+    snprintf(parts[0].etag, sizeof(parts[0].etag), "%.32s", pi.etag);
+    /* Part 1 again, with other bytes; the Complete of the first comes in its gap. */
+    complete_meanwhile_t c = {.other = other, .parts = parts, .n = 1};
+    obj__part_commit_hook = complete_before_the_part_commits;
+    obj__part_commit_hook_arg = &c;
+    w = obj_mpu_part_begin(e->set, "bkt", "mpr", upload, 1, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, b, psz), 0);
+    int prc = obj_put_commit(w, NULL, NULL, 0, &pi);
+    obj__part_commit_hook = NULL;
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(c.rc, 0);
+    (void)prc; /* committed: its check came before the close */
+    obj_info_t info;
+    obj_reader_t *r = obj_open(e->set, "bkt", "mpr", &info, &err);
+    assert_non_null(r);
+    assert_string_equal(info.etag, c.info.etag);
+    int rrc = obj_read(r, 0, got, psz);
+    if (rrc == 0) assert_memory_equal(got, a, psz); /* the Complete's bytes, or nothing */
+    assert_int_equal(rrc, ERR_CORRUPT);
+    obj_close(r);
+    obj_set_free(other);
+    free(a);
+    free(b);
+    free(got);
+}
+
 static void test_multipart(void **state)
 {
     env_t *e = *state;
@@ -5460,6 +5531,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_part_replaced_after_its_complete_is_never_served,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
     };
     /* "test_obj [remote] NAME": only the tests whose name matches NAME (a glob). */
