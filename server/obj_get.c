@@ -213,7 +213,7 @@ int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **p
         }
         (*part_no)[i] = pn;
         (*sizes)[i] = sz;
-        if (etags) memcpy((*etags)[i], et, sizeof(et));
+        if (etags) snprintf((*etags)[i], sizeof(**etags), "%s", et);
         p += used;
         /* An optional note ends the line (manifests written before notes have none). */
         while (*p == ' ')
@@ -417,10 +417,15 @@ static int read_parts(obj_reader_t *r, uint64_t off, void *buf, size_t len)
             if (r->etags && strcmp(pi.etag, r->etags[i]) != 0) {
                 /* Not the part its Complete read: a part's commit through another node that
                  * passed its check of the upload before the Complete closed it, and landed
-                 * after. Its bytes are not this object's: never served as such. */
-                log_error("event=multipart_part_replaced key=%s upload=%s part=%d etag=%s "
-                          "manifest_etag=%s",
-                          r->key, r->info.upload_id, r->parts[i], pi.etag, r->etags[i]);
+                 * after. Its bytes are not this object's: never served as such. (Said at
+                 * each power of two: every GET of such an object finds it.) */
+                static uint64_t seen;
+                uint64_t n = __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+                if (!(n & (n - 1)))
+                    log_error("event=multipart_part_replaced key=%s upload=%s part=%d etag=%s "
+                              "manifest_etag=%s times=%llu",
+                              r->key, r->info.upload_id, r->parts[i], pi.etag, r->etags[i],
+                              (unsigned long long)n);
                 obj_close(r->cur);
                 r->cur = NULL;
                 r->cur_idx = -1;
@@ -505,6 +510,12 @@ int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **
     *numbers = r->parts;
     *sizes = r->sizes;
     return r->info.nparts;
+}
+
+const char *obj__read_part_etag(const obj_reader_t *r, int i)
+{
+    if (!r->info.multipart || !r->etags || i < 0 || i >= r->info.nparts) return "";
+    return r->etags[i];
 }
 
 const char *obj_read_part_note(const obj_reader_t *r, int i)

@@ -294,6 +294,17 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
             char pk[64];
             obj__part_key(pk, sizeof(pk), info->upload_id, nums[i]);
             rc = heal_version(s, rf, MPU_PARTS, pk, NULL, rep);
+            /* A part that is not the one its Complete read (obj_get.c, read_parts): the
+             * object cannot be read; a scrub counts it, as nobody may GET it. */
+            obj_info_t *pi = xmalloc(sizeof(*pi));
+            const char *want = obj__read_part_etag(r, i);
+            if (!rc && want[0] && obj_stat(s, MPU_PARTS, pk, pi) == 0 && strcmp(pi->etag, want)) {
+                log_error("event=multipart_part_replaced key=%s upload=%s part=%d etag=%s "
+                          "manifest_etag=%s (heal)",
+                          key, info->upload_id, nums[i], pi->etag, want);
+                rep->failed++;
+            }
+            free(pi);
         }
     } else if (!info->inl && obj__reader_decoder(r)) {
         rc = heal_blocks(s, r, bucket, key, info, rep);

@@ -737,6 +737,8 @@ int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int *
 int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **part_no,
                            uint64_t **sizes, char ***notes, char (**etags)[80])
     __attribute__((warn_unused_result));
+/* Part i's ETag as r's Complete read it (the manifest's), "" when not known. */
+const char *obj__read_part_etag(const obj_reader_t *r, int i);
 /* Called by a part's commit between its check that the upload is open and its heads (tests:
  * a Complete through another node in that gap). */
 extern void (*obj__part_commit_hook)(void *arg, const char *upload);

@@ -4144,7 +4144,13 @@ static void test_part_replaced_after_its_complete_is_never_served(void **state)
     obj__part_commit_hook = NULL;
     assert_int_equal(c.calls, 1);
     assert_int_equal(c.rc, 0);
-    (void)prc; /* committed: its check came before the close */
+    assert_int_equal(prc, 0); /* committed: its check came before the close */
+    char pk[64];
+    obj__part_key(pk, sizeof(pk), upload, 1);
+    obj_info_t cur;
+    assert_int_equal(obj_stat(e->set, MPU_PARTS, pk, &cur), 0);
+    assert_string_equal(cur.etag, pi.etag); /* the race happened: part 1 is b's now */
+    assert_string_not_equal(cur.etag, parts[0].etag);
     obj_info_t info;
     obj_reader_t *r = obj_open(e->set, "bkt", "mpr", &info, &err);
     assert_non_null(r);
@@ -4153,6 +4159,10 @@ static void test_part_replaced_after_its_complete_is_never_served(void **state)
     if (rrc == 0) assert_memory_equal(got, a, psz); /* the Complete's bytes, or nothing */
     assert_int_equal(rrc, ERR_CORRUPT);
     obj_close(r);
+    /* A heal (a scrub) counts it: nobody may ever GET it. */
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", "mpr", &rep), 0);
+    assert_true(rep.failed >= 1);
     obj_set_free(other);
     free(a);
     free(b);
