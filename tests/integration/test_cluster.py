@@ -183,7 +183,19 @@ def test_racing_writers_on_two_nodes(cluster):
     vs = clients[1].list_object_versions(Bucket="vrace")["Versions"]
     listed = {v["VersionId"] for v in vs}
     assert len(listed) == len(vs)
-    assert {vid for _, vid in acked["vrace"]} <= listed
+    missing = {vid for _, vid in acked["vrace"]} - listed
+    if missing:  # (seen once in a CI-like run, 0 in 130 alone): lost, or only not listed?
+        seen = {}
+        for vid in sorted(missing):
+            for i, n in enumerate(cluster):
+                try:
+                    seen[(vid, i)] = md5(n.s3().get_object(Bucket="vrace", Key="k",
+                                                           VersionId=vid)["Body"].read())
+                except ClientError as e:
+                    seen[(vid, i)] = e.response["Error"]["Code"]
+        again = {v["VersionId"] for v in
+                 clients[0].list_object_versions(Bucket="vrace")["Versions"]}
+        assert not missing, (sorted(missing), seen, sorted(listed), sorted(again))
     assert sum(v["IsLatest"] for v in vs) == 1
     for h, vid in acked["vrace"]:
         r = clients[0].get_object(Bucket="vrace", Key="k", VersionId=vid)
