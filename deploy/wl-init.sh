@@ -75,11 +75,14 @@ pid_of() { # NAME: its pid when the pid file names a live process of its binary,
   echo "$pid"
 }
 
+running() { # PID: 0 while it runs (not gone, not a zombie)
+  [ -d "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]
+}
+
 gone_within() { # PID SECONDS: 0 once it is gone (or a zombie)
   n=0
   while [ "$n" -lt $(($2 * 5)) ]; do
-    [ -d "/proc/$1" ] || return 0
-    [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != Z ] || return 0
+    running "$1" || return 0
     sleep 0.2
     n=$((n + 1))
   done
@@ -144,11 +147,17 @@ start() { # NAME [wait]
   set +f
   n=0 pid=''
   # The launcher writes the pid file at once; on a loaded machine "at once" took over 5 s
-  # (a CI run beside other builds: a restart reported "did not start").
+  # (a CI run beside other builds: a restart reported "did not start"). The pid is the
+  # launcher's shell until it has exec'd setpriv and setpriv the binary: written and still
+  # running is a start under way (taken for "already gone", a loaded CI run said "n1 did
+  # not start" with nothing in its log); written and not running is gone.
   while [ "$n" -lt 300 ]; do
     pid=$(pid_of "$1")
     [ -z "$pid" ] || break
-    [ ! -s "$pidf" ] || break # written, and already gone
+    if [ -s "$pidf" ]; then
+      lp=$(cat "$pidf" 2>/dev/null)
+      case $lp in '' | *[!0-9]*) ;; *) running "$lp" || break ;; esac
+    fi
     sleep 0.1
     n=$((n + 1))
   done
