@@ -238,8 +238,11 @@ typedef struct {
      */
     char if_upload[33];
     uint64_t if_stamp;
-    int noncurrent; /* obj_delete_version: the version must not be the current one */
-    int lone;       /* obj_delete_version: ... or be the current one with no other version */
+    int noncurrent;       /* obj_delete_version: the version must not be the current one */
+    int lone;             /* obj_delete_version: ... or be the current one with no other version */
+    uint64_t stamp_after; /* the new head's stamp is later than this (0: no floor): a part
+                             uploaded again comes after the uploads of it before, on any
+                             node's clock (obj_put.c) */
 } obj_cond_t;
 #define OBJ_COND_NONE                                                                              \
     {                                                                                              \
@@ -403,7 +406,9 @@ void obj_refill_free(obj_refill_t *rf);
 
 /*
  * The reaper (obj_reap.c): block records that no version names (a write cut
- * short by a crash, a drop a store missed), deleted from a store once they
+ * short by a crash, a drop a store missed), and parts of multipart uploads
+ * that no upload will take (a part that landed after its upload closed
+ * through another node), deleted from a store once they
  * have been seen so, unchanged, for grace_s seconds (0: noted, never
  * deleted). One pass of obj_reap_bucket over every bucket (the internal
  * name, as blocks are stored) and obj_reap_internal, then obj_reaper_sweep
@@ -415,7 +420,9 @@ typedef struct {
     uint64_t groups_seen;    /* (store, key, upload id) groups of blocks named by nothing */
     uint64_t groups_reaped;  /* ... deleted: so for at least the grace */
     uint64_t records_reaped; /* their block records deleted */
-    uint64_t bytes_reaped;   /* and payload bytes */
+    uint64_t bytes_reaped;   /* and payload bytes (with the parts') */
+    uint64_t parts_seen;     /* uploads of parts no upload will take (obj_reap.c) */
+    uint64_t parts_reaped;   /* ... dropped: so for at least the grace */
     uint64_t failed;         /* store walks or deletes that failed (logged) */
 } obj_reap_report_t;
 obj_reaper_t *obj_reaper_new(uint64_t grace_s);

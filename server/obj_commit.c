@@ -24,11 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+int64_t obj__wall_skew_ns;
+
 uint64_t obj__wall_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (uint64_t)obj__wall_skew_ns;
 }
 
 /* c's identity conditions against v (a delete marker too): 0 or ERR_PRECOND. */
@@ -488,6 +490,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         /* ... and than any head in the way, so that readers prefer it to one left behind. */
         after->stamp_ns = after->mtime_ns =
             anywhere.stamp > bound.stamp ? anywhere.stamp : bound.stamp;
+        if (cond && cond->stamp_after > after->stamp_ns)
+            after->stamp_ns = after->mtime_ns = cond->stamp_after;
         info->mtime_ns = info->stamp_ns = obj__now_after(after);
         info->umeta_ns = 0; /* (its metadata is decided now) */
         free(after);

@@ -55,6 +55,7 @@ struct obj_reader {
     uint64_t *sizes;
     char **notes;      /* each part's note (obj_read_part_note), NULL entries for none */
     char (*etags)[80]; /* each part's ETag, as its Complete read it */
+    char (*tags)[OBJ__PART_TAG_LEN + 1]; /* the upload of each part it took (obj__part_key) */
     struct obj_reader *cur;
     int cur_idx;
     uint32_t missing;
@@ -176,19 +177,51 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
 }
 
 int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                       uint64_t **sizes)
+                       uint64_t **sizes, char (**tags)[OBJ__PART_TAG_LEN + 1])
 {
-    return obj__read_manifest_notes(s, upload, nparts, part_no, sizes, NULL);
+    return obj__read_manifest_all(s, upload, nparts, NULL, part_no, sizes, tags, NULL, NULL);
 }
 
-int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                             uint64_t **sizes, char ***notes)
+/*
+ * One manifest line: "<part>[.<tag>] <size> <etag>[ <note>]". The tag names
+ * the upload of the part the Complete took; manifests written before tags
+ * have none (the part's key then has none either). p moves past the line.
+ */
+static int manifest_line(const char **pp, int *part, unsigned long long *size, char tag[33],
+                         char et[80], const char **note, size_t *note_len)
 {
-    return obj__read_manifest_all(s, upload, nparts, part_no, sizes, notes, NULL);
+    const char *p = *pp;
+    char *end;
+    long pn = strtol(p, &end, 10);
+    if (end == p || pn < 1 || pn > OBJ_MPU_MAX_PARTS) return ERR_CORRUPT;
+    p = end;
+    tag[0] = 0;
+    if (*p == '.') {
+        size_t tl = strspn(p + 1, "0123456789abcdef");
+        if (tl != OBJ__PART_TAG_LEN) return ERR_CORRUPT;
+        memcpy(tag, p + 1, tl);
+        tag[tl] = 0;
+        p += 1 + tl;
+    }
+    int used;
+    if (*p != ' ' || sscanf(p, "%llu %79s%n", size, et, &used) != 2) return ERR_CORRUPT;
+    p += used;
+    *part = (int)pn;
+    /* An optional note ends the line (manifests written before notes have none). */
+    while (*p == ' ')
+        p++;
+    *note = p;
+    *note_len = strcspn(p, "\n");
+    p += *note_len;
+    while (*p == '\n')
+        p++;
+    *pp = p;
+    return 0;
 }
 
-int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                           uint64_t **sizes, char ***notes, char (**etags)[80])
+int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int *nparts_out,
+                           int **part_no, uint64_t **sizes, char (**tags)[OBJ__PART_TAG_LEN + 1],
+                           char ***notes, char (**etags)[80])
 {
     obj_info_t mi;
     int err;
@@ -198,35 +231,36 @@ int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **p
     err = obj_read(m, 0, text, mi.size);
     obj_close(m);
     text[mi.size] = 0;
-    *part_no = xcalloc((size_t)nparts, sizeof(int));
-    *sizes = xcalloc((size_t)nparts, sizeof(uint64_t));
-    if (notes) *notes = xcalloc((size_t)nparts, sizeof(char *));
-    if (etags) *etags = xcalloc((size_t)nparts, sizeof(**etags));
-    char *p = text;
+    if (nparts < 0) { /* as many as it has lines */
+        nparts = 0;
+        for (const char *q = text; *q; q++)
+            nparts += *q == '\n';
+        if (nparts > OBJ_MPU_MAX_PARTS) err = ERR_CORRUPT;
+    }
+    if (nparts_out) *nparts_out = nparts;
+    size_t n = nparts > 0 ? (size_t)nparts : 1;
+    *part_no = xcalloc(n, sizeof(int));
+    *sizes = xcalloc(n, sizeof(uint64_t));
+    if (tags) *tags = xcalloc(n, sizeof(**tags));
+    if (notes) *notes = xcalloc(n, sizeof(char *));
+    if (etags) *etags = xcalloc(n, sizeof(**etags));
+    const char *p = text;
     for (int i = 0; !err && i < nparts; i++) {
         unsigned long long sz;
-        int pn, used;
-        char et[80];
-        if (sscanf(p, "%d %llu %79s%n", &pn, &sz, et, &used) != 3) {
-            err = ERR_CORRUPT;
-            break;
-        }
+        int pn;
+        char et[80], tag[OBJ__PART_TAG_LEN + 1];
+        const char *note;
+        size_t nl;
+        if ((err = manifest_line(&p, &pn, &sz, tag, et, &note, &nl)) != 0) break;
         (*part_no)[i] = pn;
         (*sizes)[i] = sz;
+        if (tags) memcpy((*tags)[i], tag, sizeof(tag));
         if (etags) snprintf((*etags)[i], sizeof(**etags), "%s", et);
-        p += used;
-        /* An optional note ends the line (manifests written before notes have none). */
-        while (*p == ' ')
-            p++;
-        size_t nl = strcspn(p, "\n");
         if (notes && nl) {
             (*notes)[i] = xmalloc(nl + 1);
-            memcpy((*notes)[i], p, nl);
+            memcpy((*notes)[i], note, nl);
             (*notes)[i][nl] = 0;
         }
-        p += nl;
-        while (*p == '\n')
-            p++;
     }
     free(text);
     if (err) {
@@ -234,6 +268,10 @@ int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **p
         free(*sizes);
         *part_no = NULL;
         *sizes = NULL;
+        if (tags) {
+            free(*tags);
+            *tags = NULL;
+        }
         if (notes) {
             for (int i = 0; i < nparts; i++)
                 free((*notes)[i]);
@@ -369,8 +407,8 @@ static obj_reader_t *open_version(obj_set_t *s, const char *bucket, const char *
     if (r->inl) {
         /* Read whole already. */
     } else if (r->info.multipart) {
-        if ((*err = obj__read_manifest_all(s, r->info.upload_id, r->info.nparts, &r->parts,
-                                           &r->sizes, &r->notes, &r->etags)) != 0) {
+        if ((*err = obj__read_manifest_all(s, r->info.upload_id, r->info.nparts, NULL, &r->parts,
+                                           &r->sizes, &r->tags, &r->notes, &r->etags)) != 0) {
             obj_close(r);
             return NULL;
         }
@@ -406,10 +444,10 @@ static int read_parts(obj_reader_t *r, uint64_t off, void *buf, size_t len)
             continue;
         }
         if (r->cur_idx != i) {
-            char pk[64];
+            char pk[OBJ__PART_KEY_MAX];
             int err;
             obj_close(r->cur);
-            obj__part_key(pk, sizeof(pk), r->info.upload_id, r->parts[i]);
+            obj__read_part_key(r, i, pk);
             obj_info_t pi;
             r->cur = obj_open(r->s, MPU_PARTS, pk, &pi, &err);
             r->cur_idx = r->cur ? i : -1;
@@ -496,6 +534,7 @@ void obj_close(obj_reader_t *r)
         free(r->notes[i]);
     free(r->notes);
     free(r->etags);
+    free(r->tags);
     free(r->parts);
     free(r->sizes);
     for (int i = 0; i < OBJ_MAX_SHARDS; i++)
@@ -516,6 +555,12 @@ const char *obj__read_part_etag(const obj_reader_t *r, int i)
 {
     if (!r->info.multipart || !r->etags || i < 0 || i >= r->info.nparts) return "";
     return r->etags[i];
+}
+
+void obj__read_part_key(const obj_reader_t *r, int i, char *out)
+{
+    obj__part_key(out, OBJ__PART_KEY_MAX, r->info.upload_id, r->parts[i],
+                  r->tags ? r->tags[i] : "");
 }
 
 const char *obj_read_part_note(const obj_reader_t *r, int i)

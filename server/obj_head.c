@@ -47,9 +47,29 @@ void obj__blk_bucket(char *out, const char *bucket)
     memcpy(out + n, BLK_SUFFIX, 2);
 }
 
-void obj__part_key(char *out, size_t cap, const char *upload, int part)
+void obj__part_key(char *out, size_t cap, const char *upload, int part, const char *tag)
 {
-    snprintf(out, cap, "%s/%05d", upload, part);
+    snprintf(out, cap, "%s/%05d%s%s", upload, part, tag && tag[0] ? "." : "", tag ? tag : "");
+}
+
+int obj__part_of_key(const char *key, char tag[OBJ__PART_TAG_LEN + 1])
+{
+    const char *slash = strrchr(key, '/');
+    tag[0] = 0;
+    if (!slash || strspn(slash + 1, "0123456789") != 5) return 0;
+    const char *p = slash + 1;
+    int part = (p[0] - '0') * 10000 + (p[1] - '0') * 1000 + (p[2] - '0') * 100 + (p[3] - '0') * 10 +
+               (p[4] - '0');
+    p += 5;
+    if (*p == '.') {
+        p++;
+        if (strlen(p) != OBJ__PART_TAG_LEN || strspn(p, "0123456789abcdef") != OBJ__PART_TAG_LEN)
+            return 0;
+        memcpy(tag, p, OBJ__PART_TAG_LEN + 1);
+    } else if (*p) {
+        return 0;
+    }
+    return part >= 1 && part <= OBJ_MPU_MAX_PARTS ? part : 0;
 }
 
 static uint32_t fnv1a(uint32_t h, const char *p, size_t n)

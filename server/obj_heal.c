@@ -291,8 +291,8 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
          * replaced drive, and never put back, it would go with the m+1st). */
         rc = heal_version(s, rf, MPU_MANIFEST, info->upload_id, NULL, rep);
         for (int i = 0; i < nparts && !rc; i++) {
-            char pk[64];
-            obj__part_key(pk, sizeof(pk), info->upload_id, nums[i]);
+            char pk[OBJ__PART_KEY_MAX];
+            obj__read_part_key(r, i, pk);
             rc = heal_version(s, rf, MPU_PARTS, pk, NULL, rep);
             /* A part that is not the one its Complete read (obj_get.c, read_parts): the
              * object cannot be read; a scrub counts it, as nobody may GET it. */

@@ -152,6 +152,10 @@ static inline int obj__sub_removed(const obj_set_t *s, int j)
  * the mover dies there (obj_move_key returns ERR_BUSY, leaving what a kill -9 would). */
 extern int (*obj__move_between)(void *arg, const char *key);
 extern void *obj__move_between_arg;
+/* Tests: called by a move after each internal object it copied (a manifest, a part); non-zero
+ * cuts the move there, as a kill of the mover would. */
+extern int (*obj__move_copied)(void *arg, const char *bucket, const char *key);
+extern void *obj__move_copied_arg;
 /* Tests: called by a delete by id of a noncurrent version between retiring it and making sure
  * it is not current (promote_past), where a racing delete of the version above may promote it. */
 extern void (*obj__retired_hook)(void *arg, const char *key);
@@ -169,6 +173,8 @@ extern void (*obj__located_hook)(void *arg, const char *key);
 extern void *obj__located_hook_arg;
 /* The wall clock in ns: what heads' stamps are, so what their age is measured against. */
 uint64_t obj__wall_ns(void);
+/* Tests: added to obj__wall_ns (another node's clock, ahead or behind). */
+extern int64_t obj__wall_skew_ns;
 /* Tests: called by a metadata rewrite between its read of the version that stands and its
  * read of the version it rewrites, as another node's rewrite may land there. */
 extern void (*obj__rewrite_read_hook)(void *arg, const char *key);
@@ -337,8 +343,18 @@ int obj__meta_tag_known(unsigned tag);
 int obj__new_upload_id(char out[33]) __attribute__((warn_unused_result));
 /* "<bucket>\x01" into out (SHARD_MAX_BUCKET + 2 bytes); bucket at most SHARD_MAX_BUCKET - 1. */
 void obj__blk_bucket(char *out, const char *bucket);
-/* "<upload>/<part, 5 digits>", the key of a part in MPU_PARTS. */
-void obj__part_key(char *out, size_t cap, const char *upload, int part);
+/*
+ * The key of one upload of a part in MPU_PARTS: "<upload>/<part, 5 digits>.<tag>", tag a
+ * fresh id per UploadPart, so that no upload of a part ever replaces another's: the
+ * manifest names the one its Complete took. An empty tag gives "<upload>/<part>", the
+ * key parts had before tags (their uploads and manifests still read).
+ */
+#define OBJ__PART_KEY_MAX 80
+#define OBJ__PART_TAG_LEN 32
+void obj__part_key(char *out, size_t cap, const char *upload, int part, const char *tag);
+/* Part number (1..) and tag ("" for none) of a key in MPU_PARTS: what follows the upload's
+ * "/". 0 when it is not a part's key. */
+int obj__part_of_key(const char *key, char tag[OBJ__PART_TAG_LEN + 1]);
 pthread_mutex_t *obj__key_lock(obj_set_t *s, const char *bucket, const char *key);
 pthread_mutex_t *obj__mpu_lock(obj_set_t *s, const char *upload);
 /*
@@ -724,21 +740,25 @@ void obj__put_release(obj_writer_t *w);
 
 /*
  * The manifest of a completed upload: part numbers and sizes of its nparts
- * parts, in order (*part_no and *sizes: the caller frees). 0 or an ERR_*.
+ * parts, in order, and (tags not NULL) the tag of the upload of each part its
+ * Complete took ("" for a part stored before tags): obj__part_key. The caller
+ * frees the arrays. nparts < 0: as many as the manifest has lines (*nparts_out,
+ * when not NULL). 0 or an ERR_*.
  */
 int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                       uint64_t **sizes) __attribute__((warn_unused_result));
-/* The same, and (notes not NULL) each part's note, NULL when it has none: the caller frees
- * each and the array. */
-int obj__read_manifest_notes(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                             uint64_t **sizes, char ***notes) __attribute__((warn_unused_result));
-/* The same, and (etags not NULL) each part's ETag as the Complete read it (an array of nparts
- * entries, the caller frees). */
-int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int **part_no,
-                           uint64_t **sizes, char ***notes, char (**etags)[80])
+                       uint64_t **sizes, char (**tags)[OBJ__PART_TAG_LEN + 1])
     __attribute__((warn_unused_result));
+/* The same, and (notes not NULL) each part's note, NULL when it has none: the caller frees
+ * each and the array; (etags not NULL) each part's ETag as the Complete read it. */
+int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int *nparts_out,
+                           int **part_no, uint64_t **sizes, char (**tags)[OBJ__PART_TAG_LEN + 1],
+                           char ***notes, char (**etags)[80]) __attribute__((warn_unused_result));
 /* Part i's ETag as r's Complete read it (the manifest's), "" when not known. */
 const char *obj__read_part_etag(const obj_reader_t *r, int i);
+/* Part i's key in MPU_PARTS (OBJ__PART_KEY_MAX bytes at out). */
+void obj__read_part_key(const obj_reader_t *r, int i, char *out);
+/* The latest commit stamp of the uploads of part key's part number so far (0: none). */
+uint64_t obj__part_stamp_floor(obj_set_t *s, const char *part_key);
 /* Called by a part's commit between its check that the upload is open and its heads (tests:
  * a Complete through another node in that gap). */
 extern void (*obj__part_commit_hook)(void *arg, const char *upload);

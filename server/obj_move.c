@@ -42,6 +42,16 @@
 
 int (*obj__move_between)(void *arg, const char *key);
 void *obj__move_between_arg;
+int (*obj__move_copied)(void *arg, const char *bucket, const char *key);
+void *obj__move_copied_arg;
+
+/* A copy of an internal object done: a test may cut the move there (ERR_BUSY, as a kill). */
+static int copied(const char *bucket, const char *key, int rc)
+{
+    if (!rc && obj__move_copied && obj__move_copied(obj__move_copied_arg, bucket, key))
+        return ERR_BUSY;
+    return rc;
+}
 
 static int same_identity(const obj_info_t *a, const obj_info_t *b)
 {
@@ -181,16 +191,21 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
     } else if (v->multipart) {
         int *parts = NULL;
         uint64_t *sizes = NULL;
-        if ((rc = obj__read_manifest(src, v->upload_id, v->nparts, &parts, &sizes)) == 0) {
+        char(*tags)[OBJ__PART_TAG_LEN + 1] = NULL;
+        /* The manifest first: in the target, parts that no manifest names are the reaper's
+         * (obj_reap.c), and a move's length has no bound. A move cut short leaves space. */
+        if ((rc = obj__read_manifest(src, v->upload_id, v->nparts, &parts, &sizes, &tags)) == 0 &&
+            (rc = copied(MPU_MANIFEST, v->upload_id,
+                         copy_internal(src, dst, MPU_MANIFEST, v->upload_id, &rep->bytes))) == 0) {
             for (int i = 0; i < v->nparts && !rc; i++) {
-                char pk[64];
-                obj__part_key(pk, sizeof(pk), v->upload_id, parts[i]);
-                rc = copy_internal(src, dst, MPU_PARTS, pk, &rep->bytes);
+                char pk[OBJ__PART_KEY_MAX];
+                obj__part_key(pk, sizeof(pk), v->upload_id, parts[i], tags[i]);
+                rc = copied(MPU_PARTS, pk, copy_internal(src, dst, MPU_PARTS, pk, &rep->bytes));
             }
-            if (!rc) rc = copy_internal(src, dst, MPU_MANIFEST, v->upload_id, &rep->bytes);
         }
         free(parts);
         free(sizes);
+        free(tags);
         obj_info_copy(info, v);
         if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
     } else {

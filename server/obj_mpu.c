@@ -4,9 +4,14 @@
  *
  * An upload is an object of its own in the internal bucket MPU_UPLOADS
  * (key: the upload id; body "bucket\nkey"; its content type and user
- * metadata are the final object's). Each part is an object in MPU_PARTS,
- * key "<upload>/<part>". Complete checks the listed parts, writes the
- * manifest (MPU_MANIFEST, key: the upload id, "part size etag [note]"
+ * metadata are the final object's). Each upload of a part is an object in
+ * MPU_PARTS, key "<upload>/<part>.<tag>" (obj__part_key), the tag fresh for
+ * each: a part uploaded again is a second object, and the latest of them
+ * (by commit stamp) is the part. No upload of a part ever replaces another,
+ * so the one a Complete took stays what its manifest names, whatever lands
+ * after it (an UploadPart through another node: the upload's lock orders one
+ * node's calls only). Complete checks the listed parts, writes the
+ * manifest (MPU_MANIFEST, key: the upload id, "part.tag size etag [note]"
  * lines, the note what the layer above keeps per part: obj_mpu_hooks_t) and
  * then the heads of the destination object, which name the upload: the
  * object is then the parts, read through the manifest (obj_get.c). Parts
@@ -14,14 +19,15 @@
  *
  * The upload's lock (obj__mpu_lock) makes a part's commit, Complete and
  * Abort of one upload exclude each other, so that a part that finishes
- * after an abort or a complete is refused instead of left behind.
+ * after an abort or a complete is refused instead of left behind. One that
+ * commits through another node after the close is named by no manifest and
+ * no open upload: the reaper takes it (obj_reap.c, parts).
  */
 #include "server/obj_int.h"
 
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
-#include "common/num.h"
 
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -152,17 +158,19 @@ obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const cha
                                      const char *upload_id, int part, obj_info_t *rec, int *err)
 {
     s = obj__route_upload(s, bucket, key, upload_id);
-    char pk[64];
+    char pk[OBJ__PART_KEY_MAX], tag[OBJ__PART_TAG_LEN + 1];
     if (part < 1 || part > OBJ_MPU_MAX_PARTS) {
         *err = ERR_INVAL;
         return NULL;
     }
     if ((*err = mpu_check(s, bucket, key, upload_id, rec)) != 0) return NULL;
-    obj__part_key(pk, sizeof(pk), upload_id, part);
+    if ((*err = obj__new_upload_id(tag)) != 0) return NULL;
+    obj__part_key(pk, sizeof(pk), upload_id, part, tag);
     return obj__put_begin(s, MPU_PARTS, pk, upload_id, err);
 }
 
-typedef int (*part_fn)(void *arg, int part, const char *key, const obj_info_t *info);
+typedef int (*part_fn)(void *arg, int part, const char *tag, const char *key,
+                       const obj_info_t *info);
 
 typedef struct {
     part_fn fn;
@@ -172,15 +180,15 @@ typedef struct {
 static int each_one(void *arg, const char *key, const obj_info_t *info)
 {
     each_t *e = arg;
-    const char *slash = strrchr(key, '/');
-    int part = 0;
-    if (!slash || num_parse_int(slash + 1, 1, OBJ_MPU_MAX_PARTS, &part) != 0) part = 0;
-    return e->fn(e->arg, part, key, info);
+    char tag[OBJ__PART_TAG_LEN + 1];
+    int part = obj__part_of_key(key, tag);
+    return e->fn(e->arg, part, tag, key, info);
 }
 
 /*
- * The parts of an upload that committed, in part order: fn(arg, part, key
- * in MPU_PARTS, info); part 0 for a key under the upload that is not a part.
+ * Every upload of a part that committed, in part order (the uploads of one
+ * part are next to each other): fn(arg, part, tag, key in MPU_PARTS, info);
+ * part 0 for a key under the upload that is not a part's.
  */
 static int each_part_of(obj_set_t *s, const char *upload, int wide, part_fn fn, void *arg)
 {
@@ -205,13 +213,93 @@ static int hexbyte(const char *p)
     return v;
 }
 
+/* Of two uploads of one part, the later: the part (ListParts shows it, a Complete takes it). */
+static int later_upload(uint64_t stamp, const char *tag, uint64_t than_stamp, const char *than_tag)
+{
+    return stamp > than_stamp || (stamp == than_stamp && strcmp(tag, than_tag) > 0);
+}
+
+static int latest_stamp(void *arg, const char *key, const obj_info_t *info)
+{
+    uint64_t *latest = arg;
+    (void)key;
+    if (info && info->stamp_ns > *latest) *latest = info->stamp_ns;
+    return 0;
+}
+
+uint64_t obj__part_stamp_floor(obj_set_t *s, const char *part_key)
+{
+    char prefix[OBJ__PART_KEY_MAX], tag[OBJ__PART_TAG_LEN + 1];
+    const char *slash = strrchr(part_key, '/');
+    if (!slash || !obj__part_of_key(part_key, tag)) return 0;
+    /* "<upload>/<5 digits>": that part's uploads, and no other part's. */
+    snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - part_key) + 6, part_key);
+    uint64_t latest = 0;
+    if (obj__list(s, MPU_PARTS, prefix, NULL, NULL, 0, 0, latest_stamp, &latest) < 0) return 0;
+    return latest;
+}
+
+/* The upload that stands for each part number, in part order. */
+typedef struct {
+    int part;
+    uint64_t stamp;
+    char tag[OBJ__PART_TAG_LEN + 1];
+} standing_t;
+
+typedef struct {
+    standing_t *a;
+    int n, cap;
+} standings_t;
+
+static int collect_standing(void *arg, int part, const char *tag, const char *key,
+                            const obj_info_t *info)
+{
+    standings_t *t = arg;
+    (void)key;
+    if (!part) return 0;
+    standing_t *last = t->n ? &t->a[t->n - 1] : NULL;
+    if (last && last->part == part) {
+        if (later_upload(info->stamp_ns, tag, last->stamp, last->tag)) {
+            last->stamp = info->stamp_ns;
+            snprintf(last->tag, sizeof(last->tag), "%s", tag);
+        }
+        return 0;
+    }
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->a = xrealloc(t->a, sizeof(*t->a) * (size_t)t->cap);
+    }
+    last = &t->a[t->n++];
+    last->part = part;
+    last->stamp = info->stamp_ns;
+    snprintf(last->tag, sizeof(last->tag), "%s", tag);
+    return 0;
+}
+
+static const standing_t *standing_of(const standings_t *t, int part)
+{
+    int lo = 0, hi = t->n;
+    while (lo < hi) { /* ascending */
+        int mid = (lo + hi) / 2;
+        if (t->a[mid].part == part) return &t->a[mid];
+        if (t->a[mid].part < part)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* What a completed upload keeps: the upload of each listed part that its manifest names. */
 typedef struct {
     obj_set_t *s;
     const obj_mpu_part_t *parts;
+    char (*tags)[OBJ__PART_TAG_LEN + 1];
     int n;
 } unused_t;
 
-static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t *info)
+static int drop_unused_part(void *arg, int p, const char *tag, const char *key,
+                            const obj_info_t *info)
 {
     unused_t *u = arg;
     int lo = 0, hi = u->n;
@@ -219,7 +307,10 @@ static int drop_unused_part(void *arg, int p, const char *key, const obj_info_t 
     if (!p) return 0; /* not a part */
     while (lo < hi) { /* parts are ascending */
         int mid = (lo + hi) / 2;
-        if (u->parts[mid].part == p) return 0;
+        if (u->parts[mid].part == p) {
+            if (strcmp(u->tags[mid], tag) == 0) return 0;
+            break; /* an upload of a listed part that is not the one taken */
+        }
         if (u->parts[mid].part < p)
             lo = mid + 1;
         else
@@ -296,7 +387,7 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
     uint64_t *sizes = NULL;
     if (obj_stat(s, bucket, key, &cur) != 0 || !cur.multipart ||
         strcmp(cur.upload_id, upload_id) != 0 || cur.nparts != n ||
-        obj__read_manifest(s, upload_id, n, &pno, &sizes) != 0)
+        obj__read_manifest(s, upload_id, n, &pno, &sizes, NULL) != 0)
         return ERR_NOT_FOUND;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_md5(), NULL);
@@ -354,7 +445,15 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             *why = OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
-    size_t cap = (size_t)n * (64 + OBJ_MPU_NOTE_MAX) + 16, len = 0;
+    /* Which upload of each part stands: one listing of the upload's parts. */
+    standings_t st = {0};
+    if ((rc = each_part(s, upload_id, collect_standing, &st)) < 0) {
+        free(st.a);
+        return rc;
+    }
+    rc = 0;
+    char(*tags)[OBJ__PART_TAG_LEN + 1] = xcalloc((size_t)n, sizeof(*tags));
+    size_t cap = (size_t)n * (OBJ__PART_KEY_MAX + 64 + OBJ_MPU_NOTE_MAX) + 16, len = 0;
     char *manifest = xmalloc(cap);
     uint8_t md5s[16];
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -362,13 +461,20 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     uint64_t total = 0;
     for (int i = 0; i < n && !rc; i++) {
         obj_info_t pi;
-        char pk[64], want[80];
+        char pk[OBJ__PART_KEY_MAX], want[80];
         if (i > 0 && parts[i].part <= parts[i - 1].part) {
             *why = OBJ_MPU_BAD_ORDER;
             rc = ERR_INVAL;
             break;
         }
-        obj__part_key(pk, sizeof(pk), upload_id, parts[i].part);
+        const standing_t *up = standing_of(&st, parts[i].part);
+        if (!up) {
+            *why = OBJ_MPU_BAD_PART;
+            rc = ERR_INVAL;
+            break;
+        }
+        snprintf(tags[i], sizeof(tags[i]), "%s", up->tag);
+        obj__part_key(pk, sizeof(pk), upload_id, parts[i].part, up->tag);
         /* The client's ETag may carry quotes. */
         const char *e = parts[i].etag;
         size_t el = strlen(e);
@@ -398,8 +504,9 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         for (int b = 0; b < 16; b++)
             md5s[b] = (uint8_t)hexbyte(pi.etag + 2 * b);
         EVP_DigestUpdate(md, md5s, 16);
-        len += (size_t)snprintf(manifest + len, cap - len, "%d %llu %s%s%s\n", parts[i].part,
-                                (unsigned long long)pi.size, pi.etag, note[0] ? " " : "", note);
+        len += (size_t)snprintf(manifest + len, cap - len, "%d%s%s %llu %s%s%s\n", parts[i].part,
+                                tags[i][0] ? "." : "", tags[i], (unsigned long long)pi.size,
+                                pi.etag, note[0] ? " " : "", note);
         total += pi.size;
     }
     uint8_t d[16];
@@ -412,9 +519,11 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         *why = OBJ_MPU_REFUSED;
         rc = ERR_INVAL;
     }
+    free(st.a);
     /* Closed before its manifest is written: a racing Complete's would replace it. */
     if (!rc && (rc = close_upload(s, upload_id, &orig, &closed)) == ERR_NOT_FOUND) {
         free(manifest);
+        free(tags);
         if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
@@ -424,7 +533,10 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         if (rc) reopen_upload(s, bucket, key, upload_id, &orig, &closed);
     }
     free(manifest);
-    if (rc) return rc;
+    if (rc) {
+        free(tags);
+        return rc;
+    }
 
     memset(&info, 0, sizeof(info));
     info.multipart = 1;
@@ -444,20 +556,23 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             obj__drop_object(s, MPU_MANIFEST, upload_id);
             reopen_upload(s, bucket, key, upload_id, &orig, &closed); /* e.g. 412: still open */
         }
+        free(tags);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
-    /* Parts uploaded but not listed are garbage now; so is the upload record. */
-    unused_t u = {s, parts, n};
+    /* Parts uploaded but not taken are garbage now; so is the upload record. */
+    unused_t u = {s, parts, tags, n};
     if ((rc = each_part(s, upload_id, drop_unused_part, &u)) < 0)
         log_warn("event=unused_parts_kept upload=%s err=%s", upload_id, err_name(rc));
+    free(tags);
     obj__drop_object(s, MPU_UPLOADS, upload_id);
     if (out) obj_info_copy(out, &info);
     return 0;
 }
 
-static int drop_part(void *arg, int part, const char *key, const obj_info_t *info)
+static int drop_part(void *arg, int part, const char *tag, const char *key, const obj_info_t *info)
 {
     (void)part;
+    (void)tag;
     (void)info;
     obj__drop_object(arg, MPU_PARTS, key);
     return 0;
@@ -486,16 +601,33 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     return 0;
 }
 
+/* The upload that stands for each part, given once its part's uploads are all seen. */
 typedef struct {
     obj_part_fn fn;
     void *arg;
+    int held; /* part number of best, 0 for none */
+    char tag[OBJ__PART_TAG_LEN + 1];
+    obj_info_t *best;
 } parts_t;
 
-static int list_part(void *arg, int part, const char *key, const obj_info_t *info)
+static int list_part(void *arg, int part, const char *tag, const char *key, const obj_info_t *info)
 {
     parts_t *p = arg;
     (void)key;
-    return part ? p->fn(p->arg, part, info) : 0;
+    if (!part) return 0;
+    if (p->held == part) {
+        if (later_upload(info->stamp_ns, tag, p->best->stamp_ns, p->tag)) {
+            obj_info_copy(p->best, info);
+            snprintf(p->tag, sizeof(p->tag), "%s", tag);
+        }
+        return 0;
+    }
+    int rc = p->held ? p->fn(p->arg, p->held, p->best) : 0;
+    p->held = part;
+    obj_info_copy(p->best, info);
+    snprintf(p->tag, sizeof(p->tag), "%s", tag);
+    if (rc) p->held = 0; /* stopped: nothing more is given */
+    return rc;
 }
 
 int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
@@ -505,8 +637,11 @@ int obj_mpu_list_parts(obj_set_t *s, const char *bucket, const char *key, const 
     obj_info_t rec;
     int rc = mpu_check(s, bucket, key, upload_id, &rec);
     if (rc) return rc;
-    parts_t p = {fn, arg};
-    return each_part(s, upload_id, list_part, &p);
+    parts_t p = {fn, arg, 0, "", xmalloc(sizeof(obj_info_t))};
+    rc = each_part(s, upload_id, list_part, &p);
+    if (rc >= 0 && p.held) rc = p.fn(p.arg, p.held, p.best);
+    free(p.best);
+    return rc;
 }
 
 typedef struct {
@@ -514,10 +649,12 @@ typedef struct {
     int n, cap;
 } part_keys_t;
 
-static int collect_part(void *arg, int part, const char *key, const obj_info_t *info)
+static int collect_part(void *arg, int part, const char *tag, const char *key,
+                        const obj_info_t *info)
 {
     part_keys_t *p = arg;
     (void)info;
+    (void)tag;
     if (!part) return 0;
     if (p->n == p->cap) {
         p->cap = p->cap ? 2 * p->cap : 64;

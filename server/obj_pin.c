@@ -94,16 +94,18 @@ static void drop_version_now(obj_set_t *s, const char *bucket, const char *key,
     }
     int *parts = NULL;
     uint64_t *sizes = NULL;
-    if (obj__read_manifest(s, old->upload_id, old->nparts, &parts, &sizes) == 0) {
+    char(*tags)[OBJ__PART_TAG_LEN + 1] = NULL;
+    if (obj__read_manifest(s, old->upload_id, old->nparts, &parts, &sizes, &tags) == 0) {
         for (int i = 0; i < old->nparts; i++) {
-            char pk[64];
-            obj__part_key(pk, sizeof(pk), old->upload_id, parts[i]);
+            char pk[OBJ__PART_KEY_MAX];
+            obj__part_key(pk, sizeof(pk), old->upload_id, parts[i], tags[i]);
             obj__drop_object(s, MPU_PARTS, pk);
         }
     }
     obj__drop_object(s, MPU_MANIFEST, old->upload_id);
     free(parts);
     free(sizes);
+    free(tags);
 }
 
 void obj__unpin(obj_set_t *s, const char *upload_id)

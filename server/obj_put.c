@@ -351,6 +351,14 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
             obj_put_abort(w); /* its blocks go now: nothing will ever name them */
             return rc;
         }
+        /* Later than the uploads of this part before it, on whichever node's clock: the
+         * latest is the part (obj_mpu.c), and a client's last upload must be it. */
+        uint64_t floor = obj__part_stamp_floor(s, w->key);
+        if (floor) {
+            if (!w->has_cond) w->cond = (obj_cond_t)OBJ_COND_NONE;
+            w->has_cond = 1;
+            w->cond.stamp_after = floor;
+        }
         if (obj__part_commit_hook) obj__part_commit_hook(obj__part_commit_hook_arg, w->mpu_upload);
     }
     /*

@@ -27,6 +27,16 @@
  * answer, a head that does not decode. Candidates live in memory: a restart
  * starts their grace again, never shortens it. Only sets whose stores are
  * all up are reaped (a head on a store that is away could name a group).
+ *
+ * Parts that no upload will take are reaped the same way, whole objects of
+ * MPU_PARTS (reap_parts): an UploadPart whose commit passed its check that
+ * the upload is open on its node before a Complete or an Abort through
+ * another node closed it, and landed after (the upload's lock orders one
+ * node's calls only), is acknowledged and then named by nothing; so are the
+ * parts of an upload closed by a Complete or an Abort cut short by a crash.
+ * A part of an upload that is open is kept; of one that is closed, only the
+ * parts its manifest names are kept (none when it has no manifest: aborted).
+ * Any doubt (a record or manifest that cannot be read) keeps them all.
  */
 #include "server/obj_int.h"
 
@@ -194,15 +204,15 @@ static int named(obj_set_t *s, int i, const char *bucket, const char *key, const
     return 0;
 }
 
-static void reap_group(obj_set_t *s, obj_reaper_t *r, int i, const char *bb, const char *bucket,
-                       group_t *g, uint64_t now_s, obj_reap_report_t *rep)
+/*
+ * A candidate cid (taken) seen now with records and bytes: 1 when it has been
+ * seen so, unchanged, for the grace (it is forgotten then: the caller deletes
+ * what it stands for), else 0 (remembered).
+ */
+static int candidate_due(obj_reaper_t *r, char *cid, uint64_t now_s, uint64_t records,
+                         uint64_t bytes)
 {
-    if (strlen(g->upload) != REAP_ID_LEN || named(s, i, bucket, g->key, g->upload)) return;
-    size_t idl = strlen(bb) + strlen(g->key) + REAP_ID_LEN + 48;
-    char *cid = xmalloc(idl);
-    snprintf(cid, idl, "%p/%d/%s/%s/%s", (void *)s, i, bb, g->key, g->upload);
     uint32_t hv = hash_of(cid);
-    rep->groups_seen++;
     pthread_mutex_lock(&r->mu);
     cand_t **pp = &r->h[hv], *c;
     while ((c = *pp) && strcmp(c->id, cid) != 0)
@@ -211,30 +221,43 @@ static void reap_group(obj_set_t *s, obj_reaper_t *r, int i, const char *bb, con
         c = xcalloc(1, sizeof(*c));
         c->id = cid;
         c->first_s = now_s;
-        c->records = (uint64_t)g->n;
-        c->bytes = g->bytes;
+        c->records = records;
+        c->bytes = bytes;
         c->next = r->h[hv];
         r->h[hv] = c;
         r->candidates++;
         c->seen_s = now_s;
         pthread_mutex_unlock(&r->mu);
-        return;
+        return 0;
     }
     free(cid);
     c->seen_s = now_s;
-    if (c->records != (uint64_t)g->n || c->bytes != g->bytes) {
+    if (c->records != records || c->bytes != bytes) {
         /* Grown (a write still streaming) or shrunk: its grace starts again. */
         c->first_s = now_s;
-        c->records = (uint64_t)g->n;
-        c->bytes = g->bytes;
+        c->records = records;
+        c->bytes = bytes;
     }
     int due = r->grace_s && now_s >= c->first_s + r->grace_s;
     if (due) {
         *pp = c->next;
         r->candidates--;
+        free(c->id);
+        free(c);
     }
     pthread_mutex_unlock(&r->mu);
-    if (!due) return;
+    return due;
+}
+
+static void reap_group(obj_set_t *s, obj_reaper_t *r, int i, const char *bb, const char *bucket,
+                       group_t *g, uint64_t now_s, obj_reap_report_t *rep)
+{
+    if (strlen(g->upload) != REAP_ID_LEN || named(s, i, bucket, g->key, g->upload)) return;
+    size_t idl = strlen(bb) + strlen(g->key) + REAP_ID_LEN + 48;
+    char *cid = xmalloc(idl);
+    snprintf(cid, idl, "%p/%d/%s/%s/%s", (void *)s, i, bb, g->key, g->upload);
+    rep->groups_seen++;
+    if (!candidate_due(r, cid, now_s, (uint64_t)g->n, g->bytes)) return;
     int failed = 0;
     for (int k = 0; k < g->n; k++) {
         drive_id_t id = {bb, g->key, g->upload, g->shards[k]};
@@ -247,8 +270,6 @@ static void reap_group(obj_set_t *s, obj_reaper_t *r, int i, const char *bb, con
     rep->records_reaped += (uint64_t)(g->n - failed);
     rep->bytes_reaped += g->bytes;
     rep->failed += failed != 0;
-    free(c->id);
-    free(c);
 }
 
 /* Every store of one (leaf) set. */
@@ -300,8 +321,136 @@ int obj_reap_bucket(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t 
     return 0;
 }
 
+#define PARTS_PAGE 512 /* part keys of one listing checked at a time */
+
+typedef struct {
+    char *key[PARTS_PAGE];
+    uint64_t size[PARTS_PAGE];
+    int n;
+} part_page_t;
+
+static int collect_part(void *arg, const char *key, const obj_info_t *info)
+{
+    part_page_t *p = arg;
+    if (!info) return 0;
+    p->key[p->n] = xstrdup(key);
+    p->size[p->n] = info->size;
+    return ++p->n == PARTS_PAGE;
+}
+
+/* What a closed upload keeps of its parts (those its manifest names). */
+typedef struct {
+    char upload[REAP_ID_LEN + 1];
+    int verdict; /* KEEP_* */
+    int n, *nums;
+    char (*tags)[OBJ__PART_TAG_LEN + 1];
+} keeps_t;
+
+#define KEEP_ALL   0 /* open, or it cannot be told */
+#define KEEP_NAMED 1 /* closed, completed: what the manifest names */
+#define KEEP_NONE  2 /* closed, no manifest: aborted (or a Complete cut short) */
+
+static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
+{
+    char upload[REAP_ID_LEN + 1];
+    snprintf(upload, sizeof(upload), "%s", upload_id); /* (it may be k's own) */
+    free(k->nums);
+    free(k->tags);
+    memset(k, 0, sizeof(*k));
+    memcpy(k->upload, upload, sizeof(upload));
+    obj_info_t *rec = xmalloc(sizeof(*rec));
+    int rc = obj_stat(s, MPU_UPLOADS, upload, rec);
+    int open = rc == 0 && !rec->deleted;
+    free(rec);
+    if (open || (rc && rc != ERR_NOT_FOUND)) return; /* KEEP_ALL */
+    uint64_t *sizes = NULL;
+    rc = obj__read_manifest_all(s, upload, -1, &k->n, &k->nums, &sizes, &k->tags, NULL, NULL);
+    free(sizes);
+    if (rc == 0)
+        k->verdict = KEEP_NAMED;
+    else if (rc == ERR_NOT_FOUND)
+        k->verdict = KEEP_NONE;
+}
+
+static int kept(const keeps_t *k, int part, const char *tag)
+{
+    if (k->verdict == KEEP_ALL) return 1;
+    for (int i = 0; k->verdict == KEEP_NAMED && i < k->n; i++)
+        if (k->nums[i] == part && strcmp(k->tags[i], tag) == 0) return 1;
+    return 0;
+}
+
+/* One (leaf) set's parts that no upload will take (see the top). */
+static void reap_parts(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
+{
+    if (obj__unhealthy(s)) return;
+    part_page_t *p = xcalloc(1, sizeof(*p));
+    keeps_t k = {0};
+    char *after = NULL;
+    for (;;) {
+        /* Every store's (wide): a part whose heads a replaced drive lost is still found. */
+        int rc = obj__list(s, MPU_PARTS, NULL, NULL, after, PARTS_PAGE, 1, collect_part, p);
+        if (rc < 0) {
+            rep->failed++;
+            for (int i = 0; i < p->n; i++)
+                free(p->key[i]);
+            break;
+        }
+        for (int i = 0; i < p->n; i++) {
+            const char *key = p->key[i], *slash = strchr(key, '/');
+            char tag[OBJ__PART_TAG_LEN + 1];
+            int part = obj__part_of_key(key, tag);
+            if (!part || slash - key != REAP_ID_LEN) continue; /* not a part's key */
+            if (strncmp(k.upload, key, REAP_ID_LEN) != 0) {
+                char up[REAP_ID_LEN + 1];
+                memcpy(up, key, REAP_ID_LEN);
+                up[REAP_ID_LEN] = 0;
+                keeps_of(s, up, &k);
+            }
+            if (kept(&k, part, tag)) continue;
+            size_t idl = strlen(key) + 48;
+            char *cid = xmalloc(idl);
+            snprintf(cid, idl, "%p/parts/%s", (void *)s, key);
+            rep->parts_seen++;
+            if (!candidate_due(r, cid, now_s, 1, p->size[i])) continue;
+            /* Due: asked again, now (the verdict was kept over a page of keys). */
+            keeps_of(s, k.upload, &k);
+            if (kept(&k, part, tag)) continue;
+            obj__drop_object(s, MPU_PARTS, key); /* what a store misses, the heal queue retries */
+            log_info("event=reaped_part key=%s bytes=%llu why=%s", key,
+                     (unsigned long long)p->size[i],
+                     k.verdict == KEEP_NAMED ? "not_in_its_manifest" : "upload_closed_unnamed");
+            rep->parts_reaped++;
+            rep->bytes_reaped += p->size[i];
+        }
+        int full = p->n == PARTS_PAGE;
+        free(after);
+        after = p->n ? xstrdup(p->key[p->n - 1]) : NULL;
+        for (int i = 0; i < p->n; i++)
+            free(p->key[i]);
+        p->n = 0;
+        if (!full) break;
+    }
+    free(after);
+    free(k.nums);
+    free(k.tags);
+    free(p);
+}
+
+static void reap_parts_all(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
+{
+    int ns = atomic_load(&s->nsub);
+    if (!ns) {
+        reap_parts(s, r, now_s, rep);
+        return;
+    }
+    for (int j = 0; j < ns; j++)
+        if (!obj__sub_removed(s, j)) reap_parts_all(s->sub[j], r, now_s, rep);
+}
+
 void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
 {
+    reap_parts_all(s, r, now_s, rep);
     static const char *const internal[] = {MPU_UPLOADS, MPU_PARTS, MPU_MANIFEST};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
         (void)obj_reap_bucket(s, r, internal[i], now_s, rep);

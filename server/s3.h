@@ -86,9 +86,9 @@ typedef struct {
     int64_t eta_s;           /* to the end of this pass at that rate (0: none running) */
     double last_pass_s;      /* how long the last pass took */
     uint64_t heads_fixed, blocks_fixed, failed; /* over every pass */
-    /* The reaper, over every pass: groups of blocks named by nothing waiting out their grace
-     * now, and those deleted (groups, records, payload bytes). */
-    uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes;
+    /* The reaper, over every pass: groups of blocks (and parts) named by nothing waiting out
+     * their grace now, and those deleted (groups, records, payload bytes; parts). */
+    uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes, reaped_parts;
 } s3_scrub_stats_t;
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
 void s3_scrub_stop(s3_scrub_t *sc);

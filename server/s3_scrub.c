@@ -276,6 +276,17 @@ static uint64_t estimate_total(const s3_cfg_t *cfg)
     return n ? live / (uint64_t)n * (uint64_t)obj_set_data_width(cfg->set) : 0;
 }
 
+/*
+ * The reaper's clock: when a group is seen, not when the pass began. A pass
+ * takes as long as the data (a day for a few TB at the default rate), and a
+ * candidate seen late in one pass and early in the next was seen twice
+ * within much less than the grace that the passes' starts span.
+ */
+static uint64_t reap_now(void)
+{
+    return (uint64_t)bgwork_now();
+}
+
 static void scrub_pass(s3_scrub_t *sc)
 {
     const s3_cfg_t *cfg = sc->cfg;
@@ -298,7 +309,7 @@ static void scrub_pass(s3_scrub_t *sc)
     pacer_t p = {.sc = sc, .r = {.t0 = bgwork_now(), .rate = sc->rate}};
     obj_heal_report_t rep = {0};
     obj_reap_report_t rr = {0};
-    uint64_t now_s = (uint64_t)bgwork_now();
+    uint64_t now_s = (uint64_t)bgwork_now(); /* the pass's start: what the sweep needs */
     /*
      * Every bucket's record first: the few bytes without which a bucket's objects cannot be
      * reached get their full redundancy back in seconds after a drive is replaced, not after
@@ -327,17 +338,17 @@ static void scrub_pass(s3_scrub_t *sc)
                     log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
                 incomplete += hr != 0;
                 if (!bgwork_stopping(&sc->w))
-                    (void)obj_reap_bucket(cfg->set, sc->reap, iname, now_s, &rr);
+                    (void)obj_reap_bucket(cfg->set, sc->reap, iname, reap_now(), &rr);
             }
         }
     }
     bgwork_names_free(names);
     if (!bgwork_stopping(&sc->w)) {
         /* The internal buckets: uploads, parts, manifests; bucket records and configurations. */
-        obj_reap_internal(cfg->set, sc->reap, now_s, &rr);
-        (void)obj_reap_bucket(cfg->set, sc->reap, BUCKETS, now_s, &rr);
-        (void)obj_reap_bucket(cfg->set, sc->reap, CORS_OBJECTS, now_s, &rr);
-        (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, now_s, &rr);
+        obj_reap_internal(cfg->set, sc->reap, reap_now(), &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, BUCKETS, reap_now(), &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, CORS_OBJECTS, reap_now(), &rr);
+        (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, reap_now(), &rr);
         obj_reaper_sweep(sc->reap, now_s);
     }
     double el = bgwork_now() - p.r.t0;
@@ -351,6 +362,7 @@ static void scrub_pass(s3_scrub_t *sc)
     sc->st.reaped_groups += rr.groups_reaped;
     sc->st.reaped_records += rr.records_reaped;
     sc->st.reaped_bytes += rr.bytes_reaped;
+    sc->st.reaped_parts += rr.parts_reaped;
     int done = !bgwork_stopping(&sc->w);
     if (done) {
         sc->st.passes++;
@@ -359,10 +371,11 @@ static void scrub_pass(s3_scrub_t *sc)
     bgwork_unlock(&sc->w);
     if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
-             "failed=%u unnamed_block_groups=%llu reaped_groups=%llu reaped_bytes=%llu",
+             "failed=%u unnamed_groups=%llu reaped_groups=%llu reaped_parts=%llu "
+             "reaped_bytes=%llu",
              rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,
              rep.failed, (unsigned long long)rr.groups_seen, (unsigned long long)rr.groups_reaped,
-             (unsigned long long)rr.bytes_reaped);
+             (unsigned long long)rr.parts_reaped, (unsigned long long)rr.bytes_reaped);
 }
 
 /* The first pass one interval after the start, then one interval after each began, or at once

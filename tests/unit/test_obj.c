@@ -4107,13 +4107,48 @@ static void complete_before_the_part_commits(void *arg, const char *upload)
                              OBJ_UNVERSIONED, &c->info, &why);
 }
 
+/* obj__part_commit_hook: an Abort through another node in the gap, once. */
+static void abort_before_the_part_commits(void *arg, const char *upload)
+{
+    complete_meanwhile_t *c = arg;
+    if (c->calls++) return;
+    c->rc = obj_mpu_abort(c->other, "bkt", "mpr", upload);
+}
+
+/* The keys under MPU_PARTS of one upload (every store's). */
+static int count_part_keys_cb(void *arg, const char *key, const obj_info_t *info)
+{
+    (void)key;
+    *(int *)arg += info != NULL;
+    return 0;
+}
+
+static int part_keys(env_t *e, const char *upload)
+{
+    char prefix[40];
+    int n = 0;
+    snprintf(prefix, sizeof(prefix), "%s/", upload);
+    assert_true(obj__list(e->set, MPU_PARTS, prefix, NULL, NULL, 0, 1, count_part_keys_cb, &n) >=
+                0);
+    return n;
+}
+
+static obj_reap_report_t reap_internal_pass(env_t *e, obj_reaper_t *r, uint64_t now)
+{
+    obj_reap_report_t rep = {0};
+    obj_reap_internal(e->set, r, now, &rep);
+    obj_reaper_sweep(r, now);
+    return rep;
+}
+
 /*
  * A part uploaded again through one node while a Complete goes through another: the part
  * passed its check that the upload is open before the Complete closed it, and its heads
- * landed after the Complete's manifest. The object's part 1 is then another part's bytes
- * (same size here): served as the object's, they were wrong bytes under the Complete's
- * ETag. Each part is now checked against the ETag its Complete read: the read fails
- * (ERR_CORRUPT), never the wrong bytes.
+ * landed after the Complete's manifest. With one key per part number, it replaced the part
+ * the Complete had read: served, wrong bytes under the Complete's ETag; checked, an object
+ * nobody could read. Each upload of a part now has a key of its own and the manifest names
+ * the one its Complete took: the object reads whole, and the late part, named by nothing,
+ * is reaped after the grace.
  */
 static void test_part_replaced_after_its_complete_is_never_served(void **state)
 {
@@ -4144,26 +4179,234 @@ static void test_part_replaced_after_its_complete_is_never_served(void **state)
     obj__part_commit_hook = NULL;
     assert_int_equal(c.calls, 1);
     assert_int_equal(c.rc, 0);
-    assert_int_equal(prc, 0); /* committed: its check came before the close */
-    char pk[64];
-    obj__part_key(pk, sizeof(pk), upload, 1);
-    obj_info_t cur;
-    assert_int_equal(obj_stat(e->set, MPU_PARTS, pk, &cur), 0);
-    assert_string_equal(cur.etag, pi.etag); /* the race happened: part 1 is b's now */
-    assert_string_not_equal(cur.etag, parts[0].etag);
+    assert_int_equal(prc, 0);                  /* committed: its check came before the close */
+    assert_int_equal(part_keys(e, upload), 2); /* the race happened: b's part landed */
     obj_info_t info;
     obj_reader_t *r = obj_open(e->set, "bkt", "mpr", &info, &err);
     assert_non_null(r);
     assert_string_equal(info.etag, c.info.etag);
-    int rrc = obj_read(r, 0, got, psz);
-    if (rrc == 0) assert_memory_equal(got, a, psz); /* the Complete's bytes, or nothing */
-    assert_int_equal(rrc, ERR_CORRUPT);
+    assert_int_equal(obj_read(r, 0, got, psz), 0);
+    assert_memory_equal(got, a, psz); /* the Complete's bytes */
     obj_close(r);
-    /* A heal (a scrub) counts it: nobody may ever GET it. */
     obj_heal_report_t rep = {0};
     assert_int_equal(obj_heal(e->set, "bkt", "mpr", &rep), 0);
-    assert_true(rep.failed >= 1);
+    assert_int_equal(rep.failed, 0);
+    /* The late part: a candidate, reaped once the grace is over; the object's part stays. */
+    obj_reaper_t *rp = obj_reaper_new(100);
+    obj_reap_report_t rr = reap_internal_pass(e, rp, 1000);
+    assert_int_equal(rr.parts_reaped, 0);
+    assert_int_equal(part_keys(e, upload), 2);
+    rr = reap_internal_pass(e, rp, 1100);
+    assert_int_equal(rr.parts_reaped, 1);
+    assert_int_equal(rr.bytes_reaped, psz);
+    assert_int_equal(part_keys(e, upload), 1);
+    rr = reap_internal_pass(e, rp, 1300);
+    assert_int_equal(rr.parts_reaped, 0);
+    r = obj_open(e->set, "bkt", "mpr", &info, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, psz), 0);
+    assert_memory_equal(got, a, psz);
+    obj_close(r);
+    obj_reaper_free(rp);
     obj_set_free(other);
+    free(a);
+    free(b);
+    free(got);
+}
+
+/*
+ * An Abort through another node in a part's commit gap: the part is acknowledged and
+ * named by nothing (its upload is gone). The reaper takes it after the grace, not before,
+ * and leaves an open upload's parts alone however old they are.
+ */
+static void test_part_landing_after_its_abort_is_reaped(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e);
+    size_t psz = 70000;
+    uint8_t *a = malloc(psz);
+    fill(a, psz, 65);
+    char upload[33], open_upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "mpr", NULL, NULL, 0, upload), 0);
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "open", NULL, NULL, 0, open_upload), 0);
+    int err;
+    obj_info_t pi;
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "open", open_upload, 3, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+    complete_meanwhile_t c = {.other = other};
+    obj__part_commit_hook = abort_before_the_part_commits;
+    obj__part_commit_hook_arg = &c;
+    w = obj_mpu_part_begin(e->set, "bkt", "mpr", upload, 2, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    int prc = obj_put_commit(w, NULL, NULL, 0, &pi);
+    obj__part_commit_hook = NULL;
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(c.rc, 0);
+    assert_int_equal(prc, 0);
+    assert_int_equal(part_keys(e, upload), 1); /* orphaned */
+    obj_reaper_t *rp = obj_reaper_new(100);
+    assert_int_equal(reap_internal_pass(e, rp, 1000).parts_reaped, 0);
+    assert_int_equal(reap_internal_pass(e, rp, 1099).parts_reaped, 0);
+    assert_int_equal(part_keys(e, upload), 1);
+    assert_int_equal(reap_internal_pass(e, rp, 1100).parts_reaped, 1);
+    assert_int_equal(part_keys(e, upload), 0);
+    assert_int_equal(reap_internal_pass(e, rp, 9000).parts_reaped, 0);
+    assert_int_equal(part_keys(e, open_upload), 1); /* open: kept */
+    obj_mpu_part_t parts[1] = {{3, ""}};
+    snprintf(parts[0].etag, sizeof(parts[0].etag), "%.32s", pi.etag);
+    obj_info_t done;
+    int why;
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "open", open_upload, parts, 1, 1, NULL,
+                                      OBJ_UNVERSIONED, &done, &why),
+                     0);
+    obj_reaper_free(rp);
+    obj_set_free(other);
+    free(a);
+}
+
+typedef struct {
+    int n, part[8];
+    char etag[8][80];
+} listed_parts_t;
+
+static int list_parts_cb(void *arg, int part, const obj_info_t *info)
+{
+    listed_parts_t *l = arg;
+    if (l->n < 8) {
+        l->part[l->n] = part;
+        snprintf(l->etag[l->n], sizeof(l->etag[0]), "%s", info->etag);
+    }
+    l->n++;
+    return 0;
+}
+
+/*
+ * A part uploaded again stands in for the one before, as S3's does: ListParts shows the
+ * latest once, a Complete that names the earlier one's ETag is refused (InvalidPart), and
+ * the earlier one goes with the Complete. A part stored before parts had tags (key
+ * "<upload>/<part>", a manifest line without a tag) is still listed, taken and read.
+ */
+static void test_part_uploaded_again_stands_for_the_first(void **state)
+{
+    env_t *e = *state;
+    size_t psz = 60000;
+    uint8_t *a = malloc(psz), *b = malloc(psz), *got = malloc(2 * psz);
+    fill(a, psz, 66);
+    fill(b, psz, 67);
+    char upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "again", NULL, NULL, 0, upload), 0);
+    int err;
+    obj_info_t pa, pb, pl;
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "again", upload, 2, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pa), 0);
+    w = obj_mpu_part_begin(e->set, "bkt", "again", upload, 2, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, b, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pb), 0);
+    /* Part 1 as stored before tags: key "<upload>/00001". */
+    char pk[OBJ__PART_KEY_MAX];
+    obj__part_key(pk, sizeof(pk), upload, 1, NULL);
+    assert_string_equal(pk + 32, "/00001");
+    w = obj__put_begin(e->set, MPU_PARTS, pk, upload, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pl), 0);
+    assert_int_equal(part_keys(e, upload), 3);
+    listed_parts_t l = {0};
+    assert_int_equal(obj_mpu_list_parts(e->set, "bkt", "again", upload, list_parts_cb, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.part[0], 1);
+    assert_string_equal(l.etag[0], pl.etag);
+    assert_int_equal(l.part[1], 2);
+    assert_string_equal(l.etag[1], pb.etag);
+    obj_mpu_part_t parts[2] = {{1, ""}, {2, ""}};
+    snprintf(parts[0].etag, sizeof(parts[0].etag), "%.32s", pl.etag);
+    snprintf(parts[1].etag, sizeof(parts[1].etag), "%.32s", pa.etag);
+    obj_info_t done;
+    int why = 0;
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "again", upload, parts, 2, 1, NULL,
+                                      OBJ_UNVERSIONED, &done, &why),
+                     ERR_INVAL);
+    assert_int_equal(why, OBJ_MPU_BAD_PART); /* the replaced one's ETag */
+    snprintf(parts[1].etag, sizeof(parts[1].etag), "\"%.32s\"", pb.etag);
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "again", upload, parts, 2, 1, NULL,
+                                      OBJ_UNVERSIONED, &done, &why),
+                     0);
+    assert_int_equal(part_keys(e, upload), 2); /* the replaced one went */
+    obj_info_t info;
+    obj_reader_t *r = obj_open(e->set, "bkt", "again", &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, 2 * psz);
+    assert_int_equal(obj_read(r, 0, got, 2 * psz), 0);
+    assert_memory_equal(got, a, psz);
+    assert_memory_equal(got + psz, b, psz);
+    char k0[OBJ__PART_KEY_MAX], k1[OBJ__PART_KEY_MAX];
+    obj__read_part_key(r, 0, k0);
+    obj__read_part_key(r, 1, k1);
+    assert_string_equal(k0, pk);
+    assert_int_equal(strlen(k1), 32 + 1 + 5 + 1 + OBJ__PART_TAG_LEN);
+    obj_close(r);
+    /* Nothing for the reaper: both parts are the manifest's. */
+    obj_reaper_t *rp = obj_reaper_new(1);
+    assert_int_equal(reap_internal_pass(e, rp, 1000).parts_reaped, 0);
+    assert_int_equal(reap_internal_pass(e, rp, 2000).parts_reaped, 0);
+    obj_reaper_free(rp);
+    assert_int_equal(part_keys(e, upload), 2);
+    /* Deleted, its parts go with it. */
+    assert_int_equal(obj_delete(e->set, "bkt", "again"), 0);
+    free(a);
+    free(b);
+    free(got);
+}
+
+/*
+ * A part uploaded first through a node whose clock runs ahead, then again through one
+ * whose clock is right: the second is the part (later than the first on any clock), so
+ * ListParts shows it and a Complete with its ETag takes it.
+ */
+static void test_part_uploaded_again_on_a_slower_clock_is_the_part(void **state)
+{
+    env_t *e = *state;
+    size_t psz = 50000;
+    uint8_t *a = malloc(psz), *b = malloc(psz), *got = malloc(psz);
+    fill(a, psz, 68);
+    fill(b, psz, 69);
+    char upload[33];
+    assert_int_equal(obj_mpu_create(e->set, "bkt", "skew", NULL, NULL, 0, upload), 0);
+    int err;
+    obj_info_t pa, pb;
+    obj__wall_skew_ns = 30 * 1000000000ll; /* 30 s ahead */
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "skew", upload, 1, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, a, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pa), 0);
+    obj__wall_skew_ns = 0;
+    w = obj_mpu_part_begin(e->set, "bkt", "skew", upload, 1, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, b, psz), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pb), 0);
+    assert_true(pb.stamp_ns > pa.stamp_ns);
+    listed_parts_t l = {0};
+    assert_int_equal(obj_mpu_list_parts(e->set, "bkt", "skew", upload, list_parts_cb, &l), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.etag[0], pb.etag);
+    obj_mpu_part_t parts[1] = {{1, ""}};
+    snprintf(parts[0].etag, sizeof(parts[0].etag), "%.32s", pb.etag);
+    obj_info_t done;
+    int why = 0;
+    assert_int_equal(obj_mpu_complete(e->set, "bkt", "skew", upload, parts, 1, 1, NULL,
+                                      OBJ_UNVERSIONED, &done, &why),
+                     0);
+    obj_reader_t *r = obj_open(e->set, "bkt", "skew", NULL, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, psz), 0);
+    assert_memory_equal(got, b, psz);
+    obj_close(r);
     free(a);
     free(b);
     free(got);
@@ -5541,6 +5784,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_part_uploaded_again_stands_for_the_first, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_part_uploaded_again_on_a_slower_clock_is_the_part,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_replaced_after_its_complete_is_never_served,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),

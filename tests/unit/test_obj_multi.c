@@ -736,6 +736,75 @@ static int late_write(void *arg, const char *key)
     return 0;
 }
 
+/* obj__move_copied: the mover is killed after its first copy of a part. */
+static int killed_after_a_part(void *arg, const char *bucket, const char *key)
+{
+    int *n = arg;
+    (void)key;
+    return strcmp(bucket, MPU_PARTS) == 0 && (*n)++ == 0;
+}
+
+/*
+ * A move of a multipart object cut short (the mover killed, or paused for longer than the
+ * reaper's grace) after it copied a part: the copy is named by the manifest copied before
+ * it, so the reaper leaves it, and the next move finishes with the object whole. (Parts
+ * were copied before their manifest: the target then held parts that nothing named, which
+ * the reaper took once the move had lasted its grace.)
+ */
+static void test_drain_cut_between_parts(void **state)
+{
+    env_t *e = *state;
+    char up[33];
+    size_t psz = 150000;
+    uint8_t *data = malloc(2 * psz), *got = malloc(2 * psz);
+    fill(data, 2 * psz, 78);
+    assert_int_equal(obj_mpu_create(e->multi, "bkt", "mp", NULL, NULL, 0, up), 0);
+    obj_mpu_part_t parts[2];
+    for (int p = 0; p < 2; p++) {
+        int err;
+        obj_writer_t *w = obj_mpu_part_begin(e->multi, "bkt", "mp", up, p + 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data + p * psz, psz), 0);
+        obj_info_t pi;
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        parts[p].part = p + 1;
+        snprintf(parts[p].etag, sizeof(parts[p].etag), "%s", pi.etag);
+    }
+    obj_info_t out;
+    int why = 0, err;
+    assert_int_equal(
+        obj_mpu_complete(e->multi, "bkt", "mp", up, parts, 2, 0, NULL, OBJ_UNVERSIONED, &out, &why),
+        0);
+    add_pool(e, 1);
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0);
+    int copies = 0;
+    obj__move_copied = killed_after_a_part;
+    obj__move_copied_arg = &copies;
+    obj_move_report_t mr = {0};
+    assert_int_equal(obj_move_key(e->multi, 0, "bkt", "mp", &mr), ERR_BUSY);
+    obj__move_copied = NULL;
+    assert_int_equal(copies, 1);
+    /* The reaper, over more than its grace: nothing to take. */
+    obj_reaper_t *rp = obj_reaper_new(100);
+    for (uint64_t now = 1000; now <= 1200; now += 100) {
+        obj_reap_report_t rr = {0};
+        obj_reap_internal(e->multi, rp, now, &rr);
+        obj_reaper_sweep(rp, now);
+        assert_int_equal(rr.parts_seen, 0);
+        assert_int_equal(rr.parts_reaped, 0);
+    }
+    obj_reaper_free(rp);
+    assert_true(drain_pass(e) >= 1);
+    assert_int_equal(pool0_versions(e), 0);
+    obj_reader_t *r = obj_open(e->multi, "bkt", "mp", &out, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, 2 * psz), 0);
+    assert_memory_equal(got, data, 2 * psz);
+    obj_close(r);
+    free(data);
+    free(got);
+}
+
 /*
  * Draining: every version of every key a draining pool holds moves to the
  * other pool with its identity (version ids, ETags, sizes, Last-Modified,
@@ -1161,6 +1230,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pools, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drain_cut_between_parts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_in_a_draining_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_routed_before_switch, setup, teardown),
         cmocka_unit_test(test_refuses_mixed_sets),
