@@ -79,7 +79,8 @@ static char *subdir(const char *name)
     return p;
 }
 
-static drive_t *open_drive(const char *dir, uint64_t cap, uint64_t seg, int compaction)
+static drive_t *open_drive_pool(const char *dir, uint64_t cap, uint64_t seg, int compaction,
+                                int pool)
 {
     drive_cfg_t c = {0};
     drive_t *d;
@@ -87,12 +88,18 @@ static drive_t *open_drive(const char *dir, uint64_t cap, uint64_t seg, int comp
     c.capacity = cap;
     c.segment_size = seg;
     c.compaction = compaction;
+    c.segment_pool = pool;
     int rc = drive_open(&c, &d);
     if (rc) {
         fprintf(stderr, "bench_storage: open %s: %s\n", dir, err_str(rc));
         exit(1);
     }
     return d;
+}
+
+static drive_t *open_drive(const char *dir, uint64_t cap, uint64_t seg, int compaction)
+{
+    return open_drive_pool(dir, cap, seg, compaction, 0);
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -144,6 +151,76 @@ static const char *small_ceiling(int n, char *buf, size_t cap)
     else
         snprintf(buf, cap, "raw_4KiB_write_fdatasync_ops");
     return buf;
+}
+
+/*
+ * One writer's durable 1 MiB appends into segments written before: the files
+ * of segments compaction released, from the pool (storage/drive_seg.c), as at
+ * steady state, when compaction gives back as much as is written. First as
+ * many segments as the pool keeps are filled, deleted and compacted away;
+ * then the appends go into those files. Beside it, the same appends into
+ * fresh files (the pool off), same run: the ratio is what the pool is worth.
+ */
+static void phase_append_pooled(void)
+{
+    const uint64_t seg = 64 * MiB;
+    const int pool = quick ? 4 : 16;
+    double secs = quick ? 1.0 : 3.0;
+    uint8_t *buf = malloc(1 * MiB);
+    for (size_t i = 0; i < 1 * MiB; i++)
+        buf[i] = (uint8_t)(i * 131);
+    double rate[2] = {0, 0};
+    for (int on = 1; on >= 0; on--) {
+        char *dir = subdir("append_pooled");
+        drive_t *d = open_drive_pool(dir, 8 * GiB, seg, 0, on ? pool : -1);
+        char key[64];
+        uint64_t fill = (uint64_t)pool * (seg / MiB);
+        for (uint64_t i = 0; i < fill; i++) {
+            snprintf(key, sizeof(key), "fill/%08llu", (unsigned long long)i);
+            drive_id_t id = {"bench", key, "", 0};
+            if (drive_put(d, &id, buf, 1 * MiB, NULL, 0) != 0) exit(1);
+        }
+        for (uint64_t i = 0; i < fill; i++) {
+            snprintf(key, sizeof(key), "fill/%08llu", (unsigned long long)i);
+            drive_id_t id = {"bench", key, "", 0};
+            if (drive_delete(d, &id) != 0) exit(1);
+        }
+        (void)drive_compact(d, 0, 1);
+        drive_stats_t st;
+        drive_stats(d, &st);
+        uint64_t before = st.segments_recycled, pooled = st.segments_pooled;
+        uint32_t segs = st.segments;
+        /* Past the segment that was open (fresh space), into the next one. */
+        for (uint64_t i = 0; i < seg / MiB; i++) {
+            snprintf(key, sizeof(key), "pad/%08llu", (unsigned long long)i);
+            drive_id_t id = {"bench", key, "", 0};
+            if (drive_put(d, &id, buf, 1 * MiB, NULL, 0) != 0) exit(1);
+            drive_stats(d, &st);
+            if (on ? st.segments_recycled > before : st.segments > segs) break;
+        }
+        before = st.segments_recycled;
+        /* At most what the pool holds, so that every append goes into a file written before. */
+        uint64_t most = (uint64_t)(pool - 1) * (seg / MiB - 1);
+        if (on && pooled < (uint64_t)pool) most = (pooled ? pooled - 1 : 0) * (seg / MiB - 1);
+        app_t a = {d, 0, 1 * MiB, now() + secs, most, 0, buf};
+        double t0 = now();
+        appender(&a);
+        double el = now() - t0;
+        drive_stats(d, &st);
+        rate[on] = (double)a.ops / el * 1.048576;
+        if (on) {
+            row("append_1MiB_w1_pooled", rate[on], "MB/s", "fio_seq_write_1MiB_fdatasync_qd1");
+            row("append_1MiB_w1_pooled_segments", (double)(st.segments_recycled - before + 1),
+                "seg", "-");
+        } else {
+            row("append_1MiB_w1_fresh", rate[on], "MB/s", "fio_seq_write_1MiB_fdatasync_qd1_fresh");
+        }
+        drive_close(d);
+        rm_rf(dir);
+        free(dir);
+    }
+    row("append_1MiB_w1_pooled_vs_fresh", rate[0] > 0 ? rate[1] / rate[0] : 0, "x", "-");
+    free(buf);
 }
 
 static void phase_append(void)
@@ -579,6 +656,7 @@ int main(int argc, char **argv)
     for (int i = first; i < argc || all; i++) {
         const char *p = all ? NULL : argv[i];
         if (all || strcmp(p, "append") == 0) phase_append();
+        if (all || strcmp(p, "append") == 0 || strcmp(p, "pooled") == 0) phase_append_pooled();
 #ifndef BENCH_SYNC_ONLY
         if (all || strcmp(p, "async") == 0) phase_async();
 #endif

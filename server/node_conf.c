@@ -56,6 +56,11 @@ static const opt_def_t options[] = {
      "a drive's group commit of less than an IU waits up to this many microseconds\n"
      "(at most a flush's time) for more records while writers keep several in\n"
      "flight: less IU padding for small objects; 0: never wait"},
+    {"segment-pool", "N", "drives", "segment_pool", OPT_INT, OPT_ZERO_OK, 0, 1024, "4",
+     C(segment_pool, int64_t),
+     "files of segments that compaction released, kept per drive to be written again\n"
+     "(an extent written before needs no journal commit at its next fdatasync; the\n"
+     "space of a kept file is not discarded meanwhile); 0: none"},
     {"block", "SIZE", "erasure", "block", OPT_SIZE, 0, 64, ERS_MAX_BLOCK, "1M", C(block, uint64_t),
      "erasure block size, a multiple of 64"},
     {"inline-max", "SIZE", "erasure", "inline_max", OPT_SIZE, OPT_ZERO_OK, 1, OBJ_INLINE_LIMIT,

@@ -37,6 +37,7 @@ typedef struct {
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
     int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s, reap_grace_s;
+    int64_t segment_pool;
     uint64_t scrub_rate, drain_rate;
     uint64_t capacity, segment, block, iu, max_header, inline_max;
     double dwpd;

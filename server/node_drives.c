@@ -272,6 +272,7 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
         c.dwpd = dc->dwpd ? dc->dwpd : conf->dwpd;
         c.compaction = 1;
         c.commit_gather_us = (uint32_t)conf->commit_gather_us;
+        c.segment_pool = conf->segment_pool ? (int)conf->segment_pool : -1;
         dcfg[i] = c;
     }
     if ((rc = open_drives(dcfg, n, d->dv)) != 0) return rc;

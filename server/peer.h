@@ -37,6 +37,8 @@ void peer_store_free(shard_store_t *st);
     X(reads_copied) X(lifetime_host_bytes) X(index_disk_bytes) X(index_mem_bytes) \
     X(replayed_bytes) X(readonly)
 #define PEER_STATS_REAL(X) X(write_amp) X(budget_left) X(budget_rate) X(projected_years)
+/* Integers added later, after the doubles: an older peer sends fewer (the count says so). */
+#define PEER_STATS_MORE(X) X(segments_recycled) X(segments_pooled)
 /* clang-format on */
 
 typedef struct peer_serve peer_serve_t;

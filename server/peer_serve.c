@@ -300,6 +300,7 @@ static void serve(pool_job_t *j)
     }
         PEER_STATS_INT(PUT_INT)
         PEER_STATS_REAL(PUT_REAL)
+        PEER_STATS_MORE(PUT_INT)
 #undef PUT_INT
 #undef PUT_REAL
         le_put32(b, n);

@@ -484,6 +484,7 @@ static void r_stats(void *ctx, drive_stats_t *st)
     }
     PEER_STATS_INT(GET_INT)
     PEER_STATS_REAL(GET_REAL)
+    PEER_STATS_MORE(GET_INT)
 #undef GET_INT
 #undef GET_REAL
     free(pg.p);

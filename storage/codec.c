@@ -23,20 +23,34 @@ void codec_sb_encode(uint8_t *b, const seg_sb_t *sb)
 {
     memset(b, 0, SEG_SB_LEN);
     le_put32(b, SEG_MAGIC);
-    le_put16(b + 4, SEG_VERSION);
+    le_put16(b + 4, sb->first_seq ? SEG_VERSION_V2 : SEG_VERSION);
     b[6] = sb->kind;
     le_put32(b + 8, sb->id);
     le_put32(b + 12, sb->iu);
     le_put64(b + 16, sb->seg_size);
-    le_put32(b + 24, crc32c(0, b, 24));
+    if (sb->first_seq) {
+        le_put64(b + 24, sb->first_seq);
+        le_put32(b + 32, sb->seed);
+        le_put32(b + 36, crc32c(0, b, 36));
+    } else {
+        le_put32(b + 24, crc32c(0, b, 24));
+    }
 }
 
 int codec_sb_decode(const uint8_t *b, size_t len, seg_sb_t *sb, const char **why)
 {
     if (len != SEG_SB_LEN) return bad(why, "length");
     if (le_get32(b) != SEG_MAGIC) return bad(why, "magic");
-    if (le_get32(b + 24) != crc32c(0, b, 24)) return bad(why, "crc");
-    if (le_get16(b + 4) != SEG_VERSION) return bad(why, "version");
+    uint16_t version = le_get16(b + 4);
+    size_t crc_at = version == SEG_VERSION_V2 ? 36 : 24;
+    if (le_get32(b + crc_at) != crc32c(0, b, crc_at)) return bad(why, "crc");
+    if (version != SEG_VERSION && version != SEG_VERSION_V2) return bad(why, "version");
+    sb->first_seq = version == SEG_VERSION_V2 ? le_get64(b + 24) : 0;
+    sb->seed = version == SEG_VERSION_V2 ? le_get32(b + 32) : 0;
+    if (version == SEG_VERSION_V2 && !sb->first_seq) return bad(why, "first_seq");
+    if (version == SEG_VERSION_V2 && !sb->seed) return bad(why, "seed");
+    for (size_t i = crc_at + 4; i < SEG_SB_LEN; i++) /* the rest of the IU is zero */
+        if (b[i]) return bad(why, "trailing");
     if (b[6] != SEG_USER && b[6] != SEG_GC) return bad(why, "kind");
     if (b[7] != 0) return bad(why, "reserved");
     sb->kind = b[6];

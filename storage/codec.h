@@ -31,30 +31,46 @@
 
 /*
  * The first IU of a segment file; records start at offset iu, and the rest
- * of the IU is zero. Layout (SEG_SB_LEN bytes):
+ * of the IU is zero. Layout:
  *
  *   off size field
  *   0   4    magic      SEG_MAGIC "WLSG"
- *   4   2    version    SEG_VERSION
+ *   4   2    version    1, or 2 for a segment written into a file that held
+ *                       an earlier segment (drive_seg.c, the pool)
  *   6   1    kind       SEG_USER or SEG_GC
  *   7   1    reserved   0
  *   8   4    id         segment id (the file is <id as %08x>.seg)
  *   12  4    iu         the drive's IU: a power of two, 4 KiB to 1 MiB
  *   16  8    seg_size   segment file size: a multiple of iu, at least 4 IUs
+ *   version 1:
  *   24  4    crc        crc32c of bytes [0, 24)
+ *   version 2:
+ *   24  8    first_seq  no record of this segment has a lower sequence number:
+ *                       records that do are the file's earlier life, not read
+ *   32  4    seed       non-zero, random: this segment's records' header crcs
+ *                       start at it (rec_encode_header_seeded), so no byte of
+ *                       the file's earlier life, chosen by whoever wrote it,
+ *                       passes for one of them
+ *   36  4    crc        crc32c of bytes [0, 36)
+ *
+ * A segment in a fresh file is written as version 1 (what binaries before
+ * version 2 read), with first_seq 0.
  */
-#define SEG_MAGIC   0x47534c57u /* "WLSG" */
-#define SEG_VERSION 1
-#define SEG_SB_LEN  28
+#define SEG_MAGIC      0x47534c57u /* "WLSG" */
+#define SEG_VERSION    1
+#define SEG_VERSION_V2 2
+#define SEG_SB_LEN     40 /* what a reader reads: the longer of the two */
 
 typedef struct {
     uint8_t kind;
     uint32_t id;
     uint32_t iu;
     uint64_t seg_size;
+    uint64_t first_seq; /* 0: version 1 */
+    uint32_t seed;      /* version 2: non-zero */
 } seg_sb_t;
 
-/* Write SEG_SB_LEN bytes (version SEG_VERSION). */
+/* Write SEG_SB_LEN bytes (version 1 when first_seq is 0, else 2; the rest zero). */
 void codec_sb_encode(uint8_t *buf, const seg_sb_t *sb);
 /* len must be SEG_SB_LEN. 0 or ERR_CORRUPT. */
 int codec_sb_decode(const uint8_t *buf, size_t len, seg_sb_t *sb, const char **why)

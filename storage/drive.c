@@ -219,7 +219,8 @@ static int load_segments(drive_t *d, int recount)
 {
     DIR *dir = opendir(d->seg_dir);
     struct dirent *de;
-    uint32_t *ids = NULL, n = 0, cap = 0;
+    uint32_t *ids = NULL, n = 0, cap = 0, *pool_ids = NULL, npool = 0, pool_cap = 0;
+    uint64_t *pool_clear = NULL;
     int rc = 0;
     replay_t r = {d, NULL, idx_batch_new(), 0, 0, 0};
 
@@ -227,6 +228,22 @@ static int load_segments(drive_t *d, int recount)
     while ((de = readdir(dir))) {
         unsigned id;
         char tail[8];
+        uint32_t pid;
+        uint64_t clear;
+        if (drive__pool_name(de->d_name, &pid, &clear)) {
+            /* A released segment's file, kept to be written again (drive_seg.c, the pool). */
+            if (pid >= d->next_seg_id) d->next_seg_id = pid + 1; /* its name is never taken */
+            /* Never a number its records had: a rebuilt index knows the segments' alone. */
+            if (clear > d->next_seq) d->next_seq = clear;
+            if (npool == pool_cap) {
+                pool_cap = pool_cap ? 2 * pool_cap : 8;
+                pool_ids = xrealloc(pool_ids, pool_cap * sizeof(*pool_ids));
+                pool_clear = xrealloc(pool_clear, pool_cap * sizeof(*pool_clear));
+            }
+            pool_ids[npool] = pid;
+            pool_clear[npool++] = clear;
+            continue;
+        }
         if (sscanf(de->d_name, "%8x.se%1s", &id, tail) != 2 || strcmp(tail, "g") != 0) continue;
         if (n == cap) ids = xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof(*ids));
         ids[n++] = id;
@@ -261,9 +278,16 @@ static int load_segments(drive_t *d, int recount)
         }
         s->open = 0;
         if (!s->sealed_ns) s->sealed_ns = d->clock->now_ns(d->clock);
+        /* Its earlier lives' numbers are below first_seq: never handed out again. */
+        if (s->first_seq > d->next_seq) d->next_seq = s->first_seq;
         drive__seg_insert(d, s);
     }
     free(ids);
+    /* The pool's files, once the segments are counted: the slots they fill are known. */
+    for (uint32_t i = 0; i < npool; i++)
+        drive__seg_pool_found(d, pool_ids[i], pool_clear[i]);
+    free(pool_ids);
+    free(pool_clear);
     /* Replay after every segment is in the table, so the keep rule sees them all. */
     for (uint32_t i = 0; i < d->nsegs && !rc; i++) {
         seg_t *s = d->segs[i];
@@ -469,6 +493,9 @@ int drive_open(const drive_cfg_t *cfg, drive_t **out)
     if (!d->cfg.gc_max_live) d->cfg.gc_max_live = 0.85;
     if (!d->cfg.gc_dead_high) d->cfg.gc_dead_high = 0.75;
     if (!d->cfg.gc_reserve) d->cfg.gc_reserve = 0.25;
+    d->pool_max = d->cfg.segment_pool < 0 ? 0
+                  : d->cfg.segment_pool   ? (uint32_t)d->cfg.segment_pool
+                                          : 4;
     pthread_mutex_init(&d->lock, NULL);
     d->bounce = bufpool_new(BOUNCE_KEEP);
     pthread_mutex_init(&d->q_lock, NULL);
@@ -558,6 +585,7 @@ void drive_close(drive_t *d)
         free(d->segs[i]);
     }
     free(d->segs);
+    drive__seg_pool_free(d);
     drive__writer_free(&d->uw);
     drive__writer_free(&d->gw);
     budget_destroy(&d->budget);
@@ -785,6 +813,8 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->commit_gathers = __atomic_load_n(&d->commit_gathers, __ATOMIC_RELAXED);
     st->compactions = d->compactions;
     st->segments_released = d->segments_released;
+    st->segments_recycled = d->segments_recycled;
+    st->segments_pooled = d->npool;
     st->tombstones_dropped = d->tombstones_dropped;
     st->throttled = d->throttled;
     st->reads_direct = __atomic_load_n(&d->reads_direct, __ATOMIC_RELAXED);

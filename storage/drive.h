@@ -67,8 +67,15 @@ typedef struct {
     double gc_max_live;  /* never relocate a segment more live than this unless space is
                             critical (0 = 0.85) */
     double gc_reserve;   /* budget fraction kept for foreground (0 = 0.25) */
-    int buffered;        /* 1 = no O_DIRECT (testing on tmpfs) */
-    wl_clock_t *clock;   /* NULL = real time */
+    /*
+     * Files of released segments kept to be written again as user segments
+     * (drive_seg.c, the pool): 0 = 4, -1 = none (every released file is
+     * unlinked). A file written before needs no extent conversion at its
+     * next fdatasync; a fresh preallocated one does.
+     */
+    int segment_pool;
+    int buffered;      /* 1 = no O_DIRECT (testing on tmpfs) */
+    wl_clock_t *clock; /* NULL = real time */
 
     /*
      * Start an index flush after this many bytes appended to segments (0 =
@@ -109,13 +116,15 @@ typedef struct {
     uint64_t commit_gathers; /* group commits that waited for more records (commit_gather_us) */
     uint64_t queued;         /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
-    uint64_t throttled;     /* appends refused with ERR_THROTTLED */
-    uint64_t reads_direct;  /* payload reads the device put straight into the caller's buffer */
-    uint64_t reads_copied;  /* payload reads through a bounce buffer and a copy */
-    double write_amp;       /* host_bytes / user_bytes */
-    double budget_left;     /* tokens in bytes (negative while in debt) */
-    double budget_rate;     /* bytes per second */
-    double projected_years; /* rated life left at the current write rate */
+    uint64_t segments_recycled; /* user segments written into a pooled file */
+    uint32_t segments_pooled;   /* released files waiting in the pool */
+    uint64_t throttled;         /* appends refused with ERR_THROTTLED */
+    uint64_t reads_direct;      /* payload reads the device put straight into the caller's buffer */
+    uint64_t reads_copied;      /* payload reads through a bounce buffer and a copy */
+    double write_amp;           /* host_bytes / user_bytes */
+    double budget_left;         /* tokens in bytes (negative while in debt) */
+    double budget_rate;         /* bytes per second */
+    double projected_years;     /* rated life left at the current write rate */
     uint64_t lifetime_host_bytes;
     uint64_t index_disk_bytes; /* RocksDB SST files */
     uint64_t index_mem_bytes;  /* memtables + table readers + block cache */

@@ -111,7 +111,6 @@ static int release(drive_t *d, seg_t *s)
     uint8_t k[SEG_KEY_LEN];
     codec_seg_key(k, s->id);
     idx_batch_t *b = idx_batch_new();
-    char *path;
     int rc;
 
     pthread_mutex_lock(&d->lock);
@@ -144,13 +143,12 @@ static int release(drive_t *d, seg_t *s)
     pthread_mutex_lock(&d->lock);
     d->segments_released++;
     pthread_mutex_unlock(&d->lock);
-    path = drive__seg_path(d, s->id);
-    if (unlink(path) != 0) log_error("event=segment_unlink_failed path=%s errno=%d", path, errno);
-    free(path);
+    drive__seg_retire(d, s); /* unlinked, or renamed into the pool */
     /*
-     * Make the unlink durable before any tombstone that relied on this
-     * segment's records being gone can be dropped: a segment that came back
-     * after a power cut could otherwise resurrect deleted objects.
+     * Make the unlink (the rename) durable before any tombstone that relied on
+     * this segment's records being gone can be dropped: a segment that came
+     * back after a power cut could otherwise resurrect deleted objects. (A
+     * pooled file's records are never read again: drive_seg.c.)
      */
     if (drive__fsync_dir(d->seg_dir) != 0)
         log_error("event=segment_dir_fsync_failed dir=%s", d->seg_dir);

@@ -73,6 +73,9 @@ typedef struct seg {
     uint64_t min_seq; /* UINT64_MAX when empty */
     uint64_t max_seq;
     uint64_t sealed_ns;
+    uint64_t first_seq; /* records below it are the file's earlier life (0: a fresh file) */
+    uint32_t seed;      /* its records' header crcs start here (0: a fresh file) */
+    char *free_path;    /* released into the pool: the file's name there */
 } seg_t;
 
 /*
@@ -169,6 +172,11 @@ struct drive {
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t commit_gathers;
     uint64_t compactions, segments_released, tombstones_dropped, throttled;
+    /* The pool (drive_seg.c), under lock: "<id>.<clear>.free" files ready to be written again, and
+     * every such file (ready, and released ones still read). */
+    char **pool;
+    uint32_t npool, pool_files, pool_max;
+    uint64_t segments_recycled;
     uint64_t lifetime_host; /* persisted across opens */
     uint64_t idx_written_seen;
     uint64_t idx_unflushed;      /* bytes appended since the last index flush began */
@@ -198,6 +206,19 @@ seg_t *drive__seg_acquire(drive_t *d, uint32_t id);
 void drive__seg_release(drive_t *d, seg_t *s);
 void drive__seg_seal(drive_t *d, seg_t *s); /* under lock */
 char *drive__seg_path(drive_t *d, uint32_t id);
+/*
+ * The file of a segment released (out of the table, index flushed): renamed
+ * to "<id>.free" in the pool when it has room, else unlinked. The caller
+ * makes the directory durable. The pool takes it once its last reader is
+ * done (drive__seg_release).
+ */
+void drive__seg_retire(drive_t *d, seg_t *s);
+/* A pool file found at open ("<id>.<clear>.free"): into the pool, or unlinked when it is
+ * full. The caller keeps the drive's next sequence number at clear or above. */
+void drive__seg_pool_found(drive_t *d, uint32_t id, uint64_t clear);
+/* Whether name is a pool file's, and its id and clear (drive_seg.c). */
+int drive__pool_name(const char *name, uint32_t *id, uint64_t *clear);
+void drive__seg_pool_free(drive_t *d); /* at close: the files stay */
 int drive__fsync_dir(const char *dir);
 /*
  * Aligned read of [start, end) into a bounce buffer from the drive's pool;

@@ -89,8 +89,8 @@ static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id,
     }
     /* The record must be the one the index names, intact. */
     rc = ERR_CORRUPT;
-    if (rec_parse_header(h, e->hdr_len, &v) != 0 || v.hdr_crc != e->hdr_crc || v.seq != e->seq ||
-        !rec_id_equal(&v.id, id))
+    if (rec_parse_header_seeded(h, e->hdr_len, s->seed, &v) != 0 || v.hdr_crc != e->hdr_crc ||
+        v.seq != e->seq || !rec_id_equal(&v.id, id))
         goto bad;
     if (direct) {
         /* Chunk c covers [x0, x1) of what was read: out below `direct`, rest above. */

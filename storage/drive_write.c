@@ -193,7 +193,7 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
         rec_view_t v;
         ent_t old;
         void *oldbuf = NULL;
-        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0)
+        if (rec_parse_header_seeded(w->buf + p->buf_off, p->rec_len, seg->seed, &v) != 0)
             abort(); /* we just encoded it */
         if (drive__ent_get(d, w->batch, &v.id, &old, &oldbuf) == 0) {
             seg_t *os = drive__seg_find(d, old.seg);
@@ -266,7 +266,7 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
         rec_view_t v;
         ent_t cur;
         void *curbuf = NULL;
-        if (rec_parse_header(w->buf + p->buf_off, p->rec_len, &v) != 0) abort();
+        if (rec_parse_header_seeded(w->buf + p->buf_off, p->rec_len, seg->seed, &v) != 0) abort();
         if (!sources_seen(&src, p->from_seg, p->from_off) &&
             drive__ent_get(d, NULL, &v.id, &cur, &curbuf) == 0 && cur.seg == p->from_seg &&
             cur.off == p->from_off) {
@@ -405,8 +405,9 @@ static void commit_user(drive_t *d, req_t *list)
         /* Sequence numbers are handed out by the leader alone, in write order. */
         uint64_t seq = __atomic_fetch_add(&d->next_seq, 1, __ATOMIC_RELAXED);
         uint8_t *p = w->buf + w->fill;
-        hlen = rec_encode_header(p, r->type, &r->id, seq, r->meta, r->meta_len, r->data, r->len,
-                                 rec_pad_for(w->seg->tail + w->fill, hlen, r->len));
+        hlen = rec_encode_header_seeded(p, w->seg->seed, r->type, &r->id, seq, r->meta, r->meta_len,
+                                        r->data, r->len,
+                                        rec_pad_for(w->seg->tail + w->fill, hlen, r->len));
         if (r->len) memcpy(p + hlen, r->data, r->len);
         w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0};
         w->fill += hlen + r->len;

@@ -44,6 +44,14 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
                          const void *meta, size_t meta_len, const void *payload,
                          uint64_t payload_len, size_t pad)
 {
+    return rec_encode_header_seeded(buf, 0, type, id, seq, meta, meta_len, payload, payload_len,
+                                    pad);
+}
+
+size_t rec_encode_header_seeded(uint8_t *buf, uint32_t seed, uint8_t type, const rec_id_t *id,
+                                uint64_t seq, const void *meta, size_t meta_len,
+                                const void *payload, uint64_t payload_len, size_t pad)
+{
     size_t hlen = rec_header_len(id, meta_len, payload_len) + pad;
     uint8_t *p = buf + REC_FIXED;
     const uint8_t *pl = payload;
@@ -74,11 +82,16 @@ size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_
         p += 4;
     }
     memset(p, 0, pad);
-    le_put32(buf + 44, crc32c(0, buf, hlen));
+    le_put32(buf + 44, crc32c(seed, buf, hlen));
     return hlen;
 }
 
 int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
+{
+    return rec_parse_header_seeded(buf, avail, 0, v);
+}
+
+int rec_parse_header_seeded(const void *buf, size_t avail, uint32_t seed, rec_view_t *v)
 {
     const uint8_t *b = buf;
     uint32_t stored, crc;
@@ -112,7 +125,7 @@ int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
     if (avail < v->hdr_len) return ERR_AGAIN;
     /* crc with the crc field taken as zero. */
     static const uint8_t zero4[4];
-    crc = crc32c(0, b, 44);
+    crc = crc32c(seed, b, 44);
     crc = crc32c(crc, zero4, 4);
     crc = crc32c(crc, b + REC_FIXED, v->hdr_len - REC_FIXED);
     stored = v->hdr_crc;

@@ -99,6 +99,15 @@ int rec_id_check(const rec_id_t *id);
 size_t rec_encode_header(uint8_t *buf, uint8_t type, const rec_id_t *id, uint64_t seq,
                          const void *meta, size_t meta_len, const void *payload,
                          uint64_t payload_len, size_t pad);
+/*
+ * The same with hdr_crc started at seed instead of 0: the segment's own (a
+ * segment written into a file that held another: drive_seg.c). A record
+ * parsed with another seed fails its crc, so bytes of the file's earlier
+ * life, whoever chose them, are not taken for this segment's records.
+ */
+size_t rec_encode_header_seeded(uint8_t *buf, uint32_t seed, uint8_t type, const rec_id_t *id,
+                                uint64_t seq, const void *meta, size_t meta_len,
+                                const void *payload, uint64_t payload_len, size_t pad);
 
 /*
  * Rewrite the parsed header v (bytes at hdr) into out with `pad` bytes of
@@ -114,6 +123,8 @@ size_t rec_repad(const rec_view_t *v, const uint8_t *hdr, uint8_t *out, size_t p
  * ERR_CORRUPT for a bad magic, version, length or crc.
  */
 int rec_parse_header(const void *buf, size_t avail, rec_view_t *v)
+    __attribute__((warn_unused_result));
+int rec_parse_header_seeded(const void *buf, size_t avail, uint32_t seed, rec_view_t *v)
     __attribute__((warn_unused_result));
 
 /* crc32c stored for chunk i. */

@@ -39,8 +39,10 @@ def codec_seeds():
     key = b"o" + b"bkt\0a/b\0v1\0" + struct.pack(">I", 3)
     ent = struct.pack("<BBIQIIQQI", 1, 1, 2, 8192, 1152, 152, 1000, 5, 0xABC) + b"meta"
     tomb = struct.pack("<BBIQIIQQI", 1, 2, 3, 4096, 60, 60, 0, 6, 1)
-    return [b"\0" + sb + struct.pack("<I", crc32c(sb)),
-            b"\6" + gc + struct.pack("<I", crc32c(gc)),
+    v2 = struct.pack("<IHBBIIQQI", 0x47534C57, 2, 1, 0, 11, 4096, 256 << 20, 12345, 0xA1B2C3D4)
+    return [b"\0" + sb + struct.pack("<I", crc32c(sb)) + b"\0" * 12,
+            b"\6" + gc + struct.pack("<I", crc32c(gc)) + b"\0" * 12,
+            b"\0" + v2 + struct.pack("<I", crc32c(v2)),
             b"\1" + key,
             b"\2" + ent,
             b"\2" + tomb,

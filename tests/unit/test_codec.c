@@ -68,7 +68,7 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
 
 /* ---- superblock ---- */
 
-static const seg_sb_t sb_good = {SEG_GC, 0x12345678u, 65536, 5 * GiB};
+static const seg_sb_t sb_good = {SEG_GC, 0x12345678u, 65536, 5 * GiB, 0, 0};
 
 static void sb_recrc(uint8_t *b)
 {
@@ -117,7 +117,7 @@ static void test_superblock(void **state)
     } bad[] = {
         {"magic", 0, 4, 0x47534c58u},
         {"version 0", 4, 2, 0},
-        {"version 2", 4, 2, 2},
+        {"version 3", 4, 2, 3},
         {"kind 0", 6, 1, 0},
         {"kind 3", 6, 1, 3},
         {"reserved", 7, 1, 1},
@@ -144,6 +144,50 @@ static void test_superblock(void **state)
     sb_recrc(c);
     assert_int_equal(codec_sb_decode(c, SEG_SB_LEN, &out, NULL), 0);
     assert_int_equal(out.seg_size, 1 * GiB);
+    assert_int_equal(out.first_seq, 0); /* version 1 */
+}
+
+/* A segment written into a file that held another: version 2, with its first sequence number. */
+static void test_superblock_v2(void **state)
+{
+    (void)state;
+    uint8_t b[SEG_SB_LEN], c[SEG_SB_LEN];
+    seg_sb_t in = sb_good, out;
+    in.kind = SEG_USER;
+    in.first_seq = 0x0102030405060708ull;
+    in.seed = 0xa1b2c3d4u;
+    codec_sb_encode(b, &in);
+    assert_int_equal(le_get16(b + 4), 2);
+    assert_int_equal(codec_sb_decode(b, SEG_SB_LEN, &out, NULL), 0);
+    assert_int_equal(out.kind, SEG_USER);
+    assert_int_equal(out.id, in.id);
+    assert_int_equal(out.seg_size, in.seg_size);
+    assert_int_equal(out.first_seq, in.first_seq); /* all 64 bits */
+    assert_int_equal(out.seed, in.seed);
+    /* The crc covers first_seq and seed too. */
+    for (int i = 0; i < 40; i++) {
+        memcpy(c, b, SEG_SB_LEN);
+        c[i] ^= 0x04;
+        expect_sb_corrupt(c, SEG_SB_LEN, "bit flip (version 2)");
+    }
+    /* Version 2 says a first sequence number; 0 is none. */
+    memcpy(c, b, SEG_SB_LEN);
+    le_put64(c + 24, 0);
+    le_put32(c + 36, crc32c(0, c, 36));
+    expect_sb_corrupt(c, SEG_SB_LEN, "first_seq 0");
+    memcpy(c, b, SEG_SB_LEN);
+    le_put32(c + 32, 0);
+    le_put32(c + 36, crc32c(0, c, 36));
+    expect_sb_corrupt(c, SEG_SB_LEN, "seed 0");
+    /* A version 1 superblock leaves the bytes past its crc zero: read as before. */
+    in.first_seq = 0;
+    in.seed = 0;
+    codec_sb_encode(b, &in);
+    assert_int_equal(le_get16(b + 4), 1);
+    for (int i = 28; i < SEG_SB_LEN; i++)
+        assert_int_equal(b[i], 0);
+    assert_int_equal(codec_sb_decode(b, SEG_SB_LEN, &out, NULL), 0);
+    assert_int_equal(out.first_seq, 0);
 }
 
 /* ---- keys ---- */
@@ -430,7 +474,7 @@ static void test_superblock_on_disk(void **state)
     } bad[] = {
         {"magic", 0, 4, 0x11111111u, 1},
         {"crc", 24, 4, 0, 0},
-        {"version", 4, 2, 2, 1},
+        {"version", 4, 2, 3, 1},
         {"kind", 6, 1, 9, 1},
         {"reserved", 7, 1, 1, 1},
         {"id", 8, 4, 7, 1},
@@ -661,6 +705,7 @@ int main(void)
     if (getenv("WL_TEST_FILTER")) cmocka_set_test_filter(getenv("WL_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_superblock),
+        cmocka_unit_test(test_superblock_v2),
         cmocka_unit_test(test_keys),
         cmocka_unit_test(test_entry),
         cmocka_unit_test(test_segmeta),

@@ -27,6 +27,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -801,12 +802,35 @@ static void accounting_matches(drive_t *d, int round, const char *when)
                  round, when, rc, (unsigned long long)dangling);
 }
 
+/* Segment files in dir whose superblock is version 2: written into a pooled file. */
+static int reused_segments(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/segments", dir);
+    DIR *dd = opendir(path);
+    struct dirent *de;
+    int n = 0;
+    assert_non_null(dd);
+    while ((de = readdir(dd))) {
+        size_t l = strlen(de->d_name);
+        if (l < 4 || strcmp(de->d_name + l - 4, ".seg") != 0) continue;
+        snprintf(path, sizeof(path), "%s/segments/%s", dir, de->d_name);
+        uint8_t sb[8];
+        FILE *f = fopen(path, "rb");
+        if (f && fread(sb, 1, sizeof(sb), f) == sizeof(sb) && sb[4] == 2 && sb[5] == 0) n++;
+        if (f) fclose(f);
+    }
+    closedir(dd);
+    return n;
+}
+
 static void crash_rounds(int rounds, int delete_index)
 {
     char *dir = tl_tmpdir("drive");
     drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 256 * MiB);
     ktrack_t *tr = calloc(CRASH_THREADS * CRASH_KEYS, sizeof(*tr));
     uint64_t total_acks = 0;
+    int reused = 0; /* rounds that recovered segments written into pooled files */
 
     for (int round = 0; round < rounds; round++) {
         int p[2];
@@ -852,6 +876,7 @@ static void crash_rounds(int rounds, int delete_index)
             tl_rm_rf(ip);
         }
         drive_t *d;
+        reused += reused_segments(dir) > 0;
         assert_int_equal(drive_open(&c, &d), 0);
         if (getenv("WL_KEEP_ON_FAIL")) printf("round %d dir %s\n", round, dir);
         verify_tracks(d, tr);
@@ -865,6 +890,7 @@ static void crash_rounds(int rounds, int delete_index)
         drive_close(d);
     }
     assert_true(total_acks >= (uint64_t)rounds * 10);
+    assert_true(reused > 0); /* the loop covers the pool's files too */
     free(tr);
     tl_rm_rf(dir);
     free(dir);
@@ -1537,6 +1563,266 @@ static void test_detect_iu(void **state)
 }
 
 /* A drive open elsewhere is refused, not taken over: its index is not set aside. */
+/* ---- the segment pool: released files written again ---- */
+
+typedef struct {
+    int old_data, new_data;
+} pool_dump_t;
+
+static int pool_dump_cb(void *arg, uint32_t seg, uint64_t off, int type, uint64_t seq,
+                        const drive_id_t *id, uint64_t len, const void *meta, size_t meta_len)
+{
+    pool_dump_t *p = arg;
+    (void)seg, (void)off, (void)seq, (void)len, (void)meta, (void)meta_len;
+    if (type != REC_DATA) return 0;
+    if (strncmp(id->key, "old", 3) == 0) p->old_data++;
+    if (strncmp(id->key, "new", 3) == 0) p->new_data++;
+    return 0;
+}
+
+/* Inode numbers of the files in dir/segments whose names end with suffix. */
+static int seg_inodes(const char *dir, const char *suffix, ino_t *out, int cap)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/segments", dir);
+    DIR *dd = opendir(path);
+    struct dirent *de;
+    int n = 0;
+    assert_non_null(dd);
+    while ((de = readdir(dd)) && n < cap) {
+        size_t l = strlen(de->d_name), sl = strlen(suffix);
+        if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0) out[n++] = de->d_ino;
+    }
+    closedir(dd);
+    return n;
+}
+
+/*
+ * Segments released by compaction keep their files (up to segment_pool), and the next
+ * user segments are written into them (no unwritten extents to convert at fdatasync). What
+ * such a file held before is never read as the new segment's: not by a replay, not by a
+ * rebuild of the index from the segments, not by compaction. With the pool off, released
+ * files go as before.
+ */
+static void test_segment_pool(void **state)
+{
+    (void)state;
+    for (int pool_on = 1; pool_on >= 0; pool_on--) {
+        char *dir = tl_tmpdir("drive");
+        drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+        c.segment_pool = pool_on ? 3 : -1;
+        drive_t *d;
+        char key[16];
+        assert_int_equal(drive_open(&c, &d), 0);
+        for (int i = 0; i < 40; i++) {
+            snprintf(key, sizeof(key), "old%d", i);
+            assert_int_equal(put_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
+        }
+        for (int i = 0; i < 40; i++) {
+            snprintf(key, sizeof(key), "old%d", i);
+            drive_id_t id = {"bkt", key, "", 0};
+            assert_int_equal(drive_delete(d, &id), 0);
+        }
+        assert_true(drive_compact(d, 0, 1) > 0);
+        drive_stats_t st;
+        drive_stats(d, &st);
+        ino_t pooled[8], segs[64];
+        int np = seg_inodes(dir, ".free", pooled, 8);
+        if (pool_on) {
+            assert_int_equal(st.segments_pooled, 3);
+            assert_int_equal(np, 3);
+        } else {
+            assert_int_equal(st.segments_pooled, 0);
+            assert_int_equal(np, 0);
+        }
+        /* The old records left in segments not released (the one that was open). */
+        pool_dump_t before = {0};
+        assert_int_equal(drive_dump(d, pool_dump_cb, &before), 0);
+        /* New records: into the pooled files. */
+        for (int i = 0; i < 12; i++) {
+            snprintf(key, sizeof(key), "new%d", i);
+            assert_int_equal(put_seeded(d, key, (uint64_t)(1000 + i), 150 * KiB), 0);
+        }
+        drive_stats(d, &st);
+        assert_int_equal(st.segments_recycled, pool_on ? 2 : 0);
+        int ns = seg_inodes(dir, ".seg", segs, 64), reused = 0;
+        for (int i = 0; i < ns; i++)
+            for (int j = 0; j < np; j++)
+                reused += segs[i] == pooled[j];
+        assert_int_equal(reused, pool_on ? 2 : 0);
+        /* Scans see none of the old records the reused files still hold. */
+        pool_dump_t pd = {0};
+        assert_int_equal(drive_dump(d, pool_dump_cb, &pd), 0);
+        assert_int_equal(pd.old_data, before.old_data);
+        assert_int_equal(pd.new_data, 12);
+        drive_close(d);
+        /* A replay, and a rebuild from the segments alone, find the same. */
+        for (int round = 0; round < 2; round++) {
+            if (round) assert_int_equal(drive_rebuild_index(&c), 0);
+            assert_int_equal(drive_open(&c, &d), 0);
+            for (int i = 0; i < 40; i++) {
+                snprintf(key, sizeof(key), "old%d", i);
+                drive_id_t id = {"bkt", key, "", 0};
+                drive_stat_t dst;
+                assert_int_equal(drive_stat(d, &id, &dst, NULL, 0), ERR_NOT_FOUND);
+            }
+            for (int i = 0; i < 12; i++) {
+                snprintf(key, sizeof(key), "new%d", i);
+                assert_int_equal(check_seeded(d, key, (uint64_t)(1000 + i), 150 * KiB), 0);
+            }
+            drive_stats(d, &st);
+            /* Found again at open: the one left, then those compaction gave back below. */
+            if (!pool_on)
+                assert_int_equal(st.segments_pooled, 0);
+            else if (!round)
+                assert_int_equal(st.segments_pooled, 1);
+            else
+                assert_true(st.segments_pooled >= 1 && st.segments_pooled <= 3);
+            /* Compaction of everything: still nothing old, everything new. */
+            (void)drive_compact(d, 0, 1);
+            memset(&pd, 0, sizeof(pd));
+            assert_int_equal(drive_dump(d, pool_dump_cb, &pd), 0);
+            assert_true(pd.old_data <= before.old_data);
+            assert_int_equal(pd.new_data, 12);
+            drive_close(d);
+        }
+        tl_rm_rf(dir);
+        free(dir);
+    }
+}
+
+/*
+ * The newest records a drive ever wrote can be in a pooled file: a drive whose every key
+ * was deleted, its tombstones dropped by compaction and every segment released. With the
+ * index lost then, the segments left say nothing of those numbers; a segment written into
+ * the file must still start above them (the file's name carries it), or the old records
+ * would count as the new segment's and the deleted keys come back.
+ */
+static void test_segment_pool_after_index_loss(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+    c.segment_pool = 8;
+    drive_t *d;
+    char key[16], ip[600];
+    assert_int_equal(drive_open(&c, &d), 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "old%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof(key), "old%d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        assert_int_equal(drive_delete(d, &id), 0);
+    }
+    (void)drive_compact(d, 0, 1);
+    drive_close(d);
+    /* Reopened, the segment that was open is sealed: now it goes too, tombstones and all. */
+    assert_int_equal(drive_open(&c, &d), 0);
+    (void)drive_compact(d, 0, 1);
+    (void)drive_compact(d, 0, 1);
+    drive_stats_t st;
+    drive_stats(d, &st);
+    assert_int_equal(st.segments, 0);
+    assert_true(st.segments_pooled >= 2);
+    drive_close(d);
+    for (int round = 0; round < 2; round++) {
+        snprintf(ip, sizeof(ip), "%s/index", dir);
+        tl_rm_rf(ip); /* lost: rebuilt from the segments (none) and the pool's names */
+        assert_int_equal(drive_open(&c, &d), 0);
+        /* Four records: less than a segment, so old ones stay past them in the file. */
+        if (!round)
+            for (int i = 0; i < 4; i++) {
+                snprintf(key, sizeof(key), "new%d", i);
+                assert_int_equal(put_seeded(d, key, (uint64_t)(1000 + i), 150 * KiB), 0);
+            }
+        drive_stats(d, &st);
+        if (!round) assert_true(st.segments_recycled >= 1);
+        pool_dump_t pd = {0};
+        assert_int_equal(drive_dump(d, pool_dump_cb, &pd), 0);
+        assert_int_equal(pd.old_data, 0);
+        assert_int_equal(pd.new_data, 4);
+        for (int i = 0; i < 40; i++) {
+            snprintf(key, sizeof(key), "old%d", i);
+            drive_id_t id = {"bkt", key, "", 0};
+            drive_stat_t dst;
+            assert_int_equal(drive_stat(d, &id, &dst, NULL, 0), ERR_NOT_FOUND);
+        }
+        for (int i = 0; i < 4; i++) {
+            snprintf(key, sizeof(key), "new%d", i);
+            assert_int_equal(check_seeded(d, key, (uint64_t)(1000 + i), 150 * KiB), 0);
+        }
+        drive_close(d);
+    }
+    tl_rm_rf(dir);
+    free(dir);
+}
+
+/*
+ * What a pooled file held is whatever its writers chose: a payload can be made of
+ * records, each with a valid crc and any sequence number, at every 4 KiB. When a new
+ * segment in that file ends inside such a payload, a scan (a replay after kill -9, a
+ * rebuild) must not take the one at the end of its chain for a record of its own: the
+ * new segment's records are crc'd from its own random seed, and in a reused file the scan
+ * stops where the chain breaks instead of probing every IU of the old bytes.
+ */
+static void test_segment_pool_old_bytes_never_records(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+    c.segment_pool = 8;
+    drive_t *d;
+    size_t plen = 600 * KiB;
+    uint8_t *payload = calloc(1, plen), small[100];
+    memset(small, 'v', sizeof(small));
+    rec_id_t vid = {"bkt", 3, "victim", 6, "", 0, 0};
+    for (size_t off = 0; off + 4096 <= plen; off += 4096) {
+        size_t hl = rec_encode_header(payload + off, REC_DATA, &vid, 1ull << 40, NULL, 0, small,
+                                      sizeof(small), 0);
+        memcpy(payload + off + hl, small, sizeof(small));
+    }
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_id_t bait = {"bkt", "bait", "", 0};
+    assert_int_equal(drive_put(d, &bait, payload, plen, NULL, 0), 0);
+    assert_int_equal(put_seeded(d, "filler", 1, 500 * KiB), 0); /* the segment after it */
+    assert_int_equal(drive_delete(d, &bait), 0);
+    (void)drive_compact(d, 0, 1);
+    drive_stats_t st;
+    drive_stats(d, &st);
+    assert_true(st.segments_pooled >= 1);
+    /* A short new life in the reused file: three flushes of one IU-padded record each. */
+    uint64_t rec0 = st.segments_recycled;
+    char key[16];
+    for (int i = 0; i < 64 && st.segments_recycled == rec0; i++) {
+        snprintf(key, sizeof(key), "pad%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 60 * KiB), 0);
+        drive_stats(d, &st);
+    }
+    assert_true(st.segments_recycled > rec0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(key, sizeof(key), "new%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)(100 + i), 10 * KiB), 0);
+    }
+    drive_close(d);
+    drive_id_t victim = {"bkt", "victim", "", 0};
+    drive_stat_t vst;
+    for (int round = 0; round < 2; round++) {
+        if (round) assert_int_equal(drive_rebuild_index(&c), 0);
+        assert_int_equal(drive_open(&c, &d), 0);
+        assert_int_equal(drive_stat(d, &victim, &vst, NULL, 0), ERR_NOT_FOUND);
+        for (int i = 0; i < 3; i++) {
+            snprintf(key, sizeof(key), "new%d", i);
+            assert_int_equal(check_seeded(d, key, (uint64_t)(100 + i), 10 * KiB), 0);
+        }
+        drive_close(d);
+    }
+    free(payload);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * A replay's accounting made durable whole. Child "restale" (first pass): fills segment 0
  * with keys, flushes the index, then overwrites the first keys (their new records past the
@@ -1666,6 +1952,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_group_commit),
         cmocka_unit_test(test_full_drive),
+        cmocka_unit_test(test_segment_pool),
+        cmocka_unit_test(test_segment_pool_after_index_loss),
+        cmocka_unit_test(test_segment_pool_old_bytes_never_records),
         cmocka_unit_test(test_io_errors),
         cmocka_unit_test(test_budget_day),
         cmocka_unit_test(test_compaction_model),
