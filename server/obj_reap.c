@@ -348,7 +348,7 @@ typedef struct {
 
 #define KEEP_ALL   0 /* open, or it cannot be told */
 #define KEEP_NAMED 1 /* closed, completed: what the manifest names */
-#define KEEP_NONE  2 /* closed, no manifest: aborted (or a Complete cut short) */
+#define KEEP_NONE  2 /* closed, no manifest: aborted (or a Complete cut short: design notes) */
 
 static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
 {
