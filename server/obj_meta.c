@@ -77,7 +77,7 @@ enum {
     T_MARKER = 9,
     /* rank 9, len OBJ_VID_LEN: the version id, lowercase hex. */
     T_VID = 10,
-    /* rank 10, len 8: u64 LE, when the head was written, if not at mtime. */
+    /* rank 10, len 8: u64 LE, non-zero, when the head was written, if not at mtime. */
     T_STAMP = 11,
     /* rank 4, len 8, version 2 only, after T_LAYOUT: the object's bytes are the
      * payload of the heads on the stores of u32 LE mask (non-zero, below 1 << n),
@@ -291,7 +291,8 @@ static int get_field(unsigned tag, const uint8_t *v, size_t n, obj_info_t *o)
             return ERR_CORRUPT;
         return 0;
     case T_STAMP:
-        if (n != 8) return ERR_CORRUPT;
+        /* Never 0: obj_meta_encode writes no stamp for 0 (one head, one encoding). */
+        if (n != 8 || le_get64(v) == 0) return ERR_CORRUPT;
         o->stamp_ns = le_get64(v);
         return 0;
     case T_UMSTAMP:
