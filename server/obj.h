@@ -417,13 +417,14 @@ void obj_refill_free(obj_refill_t *rf);
  */
 typedef struct obj_reaper obj_reaper_t;
 typedef struct {
-    uint64_t groups_seen;    /* (store, key, upload id) groups of blocks named by nothing */
-    uint64_t groups_reaped;  /* ... deleted: so for at least the grace */
-    uint64_t records_reaped; /* their block records deleted */
-    uint64_t bytes_reaped;   /* and payload bytes (with the parts') */
-    uint64_t parts_seen;     /* uploads of parts no upload will take (obj_reap.c) */
-    uint64_t parts_reaped;   /* ... dropped: so for at least the grace */
-    uint64_t failed;         /* store walks or deletes that failed (logged) */
+    uint64_t groups_seen;     /* (store, key, upload id) groups of blocks named by nothing */
+    uint64_t groups_reaped;   /* ... deleted: so for at least the grace */
+    uint64_t records_reaped;  /* their block records deleted */
+    uint64_t bytes_reaped;    /* and payload bytes (with the parts') */
+    uint64_t parts_seen;      /* uploads of parts no upload will take (obj_reap.c) */
+    uint64_t parts_reaped;    /* ... dropped: so for at least the grace */
+    uint64_t uploads_settled; /* Completes cut short, tidied or opened again (obj_mpu.c) */
+    uint64_t failed;          /* store walks or deletes that failed (logged) */
 } obj_reap_report_t;
 obj_reaper_t *obj_reaper_new(uint64_t grace_s);
 void obj_reaper_free(obj_reaper_t *r);

@@ -718,9 +718,10 @@ int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *v
 
 /* ---- obj_put.c ---- */
 
-/* obj_put_begin; mpu_upload (may be NULL): a part of that upload, which must be open at commit. */
+/* obj_put_begin; mpu_upload (may be NULL): a part of that upload, which must be open at commit
+ * (its record there, of mpu_rec_size bytes: obj_mpu.c). */
 obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
-                             const char *mpu_upload, int *err);
+                             const char *mpu_upload, uint64_t mpu_rec_size, int *err);
 /*
  * For a copy that keeps its version's identity (obj_move.c): the blocks go
  * under upload (set before the first write); obj__put_finish ends the
@@ -759,6 +760,20 @@ const char *obj__read_part_etag(const obj_reader_t *r, int i);
 void obj__read_part_key(const obj_reader_t *r, int i, char *out);
 /* The latest commit stamp of the uploads of part key's part number so far (0: none). */
 uint64_t obj__part_stamp_floor(obj_set_t *s, const char *part_key);
+/*
+ * The reaper's end of a Complete cut short (obj_mpu.c): the closing record of upload_id at
+ * stamp, tidied if the object stands, else the upload opened again. 1 when settled.
+ */
+int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp);
+/* Whether upload_id's closing record (a Complete cut short) stands: 1 (*stamp its stamp), 0, or
+ * an ERR_* when it cannot be read. */
+int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp);
+/* Tests: called by a Complete after its close (stage 1), its manifest (2) and its heads (3);
+ * non-zero cuts it there, as a kill would (nothing after it is done, nothing undone). */
+extern int (*obj__complete_cut_hook)(const char *upload, int stage);
+/* Whether a head of bucket/key on some store of s (current or not) names upload: 1, 0, or -1
+ * when that cannot be told (obj_reap.c). */
+int obj__upload_named(obj_set_t *s, const char *bucket, const char *key, const char *upload);
 /* Called by a part's commit between its check that the upload is open and its heads (tests:
  * a Complete through another node in that gap). */
 extern void (*obj__part_commit_hook)(void *arg, const char *upload);

@@ -88,7 +88,7 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
         return ERR_BUSY;
     }
     free(ri);
-    obj_writer_t *w = obj__put_begin(dst, bucket, key, NULL, &err);
+    obj_writer_t *w = obj__put_begin(dst, bucket, key, NULL, 0, &err);
     if (!w) {
         obj_close(r);
         return err;

@@ -22,6 +22,19 @@
  * after an abort or a complete is refused instead of left behind. One that
  * commits through another node after the close is named by no manifest and
  * no open upload: the reaper takes it (obj_reap.c, parts).
+ *
+ * A Complete closes the upload before it writes anything (close_upload), so
+ * that of two racing Completes (or a Complete and an Abort) through two
+ * nodes, one goes through. It closes it by rewriting the record as a
+ * closing record, "bucket\nkey\0" and its manifest, keeping the content type
+ * and metadata: the decision is durable with the close. A kill between the
+ * close and the object's heads leaves that record, and the same Complete
+ * sent again resumes it (its manifest must be the very same), once the
+ * record is older than any live Complete takes (CLOSE_STALE_NS). An Abort
+ * then ends it, unless the object stands. The reaper settles one that
+ * nobody resumed (obj__mpu_settle): tidied if its object stands, else open
+ * again. While it stands, the upload is closed to everything else: no part
+ * commits, ListParts and the uploads' listing do not show it.
  */
 #include "server/obj_int.h"
 
@@ -33,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int (*obj__complete_cut_hook)(const char *upload, int stage);
 
 /* Put a small internal object whole. */
 static int put_small(obj_set_t *s, const char *bucket, const char *key, const void *body,
@@ -48,24 +63,92 @@ static int put_small(obj_set_t *s, const char *bucket, const char *key, const vo
     return obj_put_commit(w, ctype, umeta, umeta_len, NULL);
 }
 
-/* The upload record must exist and be for bucket/key. */
-static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                     obj_info_t *rec)
+#define CLOSE_STALE_NS (10ull * 1000000000) /* a closing record this old: its closer is gone */
+#define MANIFEST_MAX   (64u << 20)          /* far above 10,000 parts' lines */
+
+/* The upload record's body: "bucket\nkey", and while a Complete closes it, NUL and manifest. */
+static char *record_body(const char *bucket, const char *key, const char *manifest, size_t mlen,
+                         size_t *len)
+{
+    size_t bl = strlen(bucket), kl = strlen(key);
+    *len = bl + 1 + kl + (manifest ? 1 + mlen : 0);
+    char *b = xmalloc(*len + 1);
+    memcpy(b, bucket, bl);
+    b[bl] = '\n';
+    memcpy(b + bl + 1, key, kl);
+    b[bl + 1 + kl] = 0;
+    if (manifest) memcpy(b + bl + 2 + kl, manifest, mlen);
+    b[*len] = 0;
+    return b;
+}
+
+/* The upload's record and its body (NUL after its rec->size bytes; the caller frees it). */
+static int read_record(obj_set_t *s, const char *upload, obj_info_t *rec, char **body)
 {
     int err;
+    *body = NULL;
     if (strlen(upload) != 32) return ERR_NOT_FOUND;
     obj_reader_t *r = obj_open(s, MPU_UPLOADS, upload, rec, &err);
     if (!r) return err;
-    size_t want = strlen(bucket) + 1 + strlen(key);
-    char *body = xmalloc(rec->size + 1);
-    err = rec->size == want ? obj_read(r, 0, body, rec->size) : ERR_NOT_FOUND;
+    if (rec->size < 2 || rec->size > 2 + SHARD_MAX_BUCKET + SHARD_MAX_KEY + MANIFEST_MAX) {
+        obj_close(r);
+        return ERR_NOT_FOUND;
+    }
+    char *b = xmalloc(rec->size + 1);
+    err = obj_read(r, 0, b, rec->size);
     obj_close(r);
-    body[rec->size] = 0;
-    if (!err && (strncmp(body, bucket, strlen(bucket)) != 0 || body[strlen(bucket)] != '\n' ||
-                 strcmp(body + strlen(bucket) + 1, key) != 0))
-        err = ERR_NOT_FOUND;
-    free(body);
-    return err;
+    b[rec->size] = 0;
+    if (err) {
+        free(b);
+        return err;
+    }
+    *body = b;
+    return 0;
+}
+
+#define UPLOAD_OPEN    0
+#define UPLOAD_CLOSING 1
+
+/*
+ * The upload's record, for bucket/key: UPLOAD_OPEN, UPLOAD_CLOSING (a
+ * Complete closed it: *manifest, when manifest is not NULL, its manifest,
+ * NUL-terminated, *mlen bytes; the caller frees it), else ERR_NOT_FOUND or a
+ * store error.
+ */
+static int upload_state(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                        obj_info_t *rec, char **manifest, size_t *mlen)
+{
+    char *body;
+    if (manifest) *manifest = NULL;
+    int err = read_record(s, upload, rec, &body);
+    if (err) return err;
+    size_t bl = strlen(bucket), kl = strlen(key), want = bl + 1 + kl;
+    if (rec->size < want || rec->size == want + 1 || memcmp(body, bucket, bl) != 0 ||
+        body[bl] != '\n' || memcmp(body + bl + 1, key, kl) != 0 ||
+        (rec->size > want && body[want] != 0)) {
+        free(body);
+        return ERR_NOT_FOUND;
+    }
+    if (rec->size == want) {
+        free(body);
+        return UPLOAD_OPEN;
+    }
+    if (manifest) {
+        *mlen = rec->size - want - 1;
+        memmove(body, body + want + 1, *mlen + 1);
+        *manifest = body;
+    } else {
+        free(body);
+    }
+    return UPLOAD_CLOSING;
+}
+
+/* The upload record must exist, be for bucket/key, and be open. */
+static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                     obj_info_t *rec)
+{
+    int rc = upload_state(s, bucket, key, upload, rec, NULL, NULL);
+    return rc == UPLOAD_CLOSING ? ERR_NOT_FOUND : rc;
 }
 
 /*
@@ -74,14 +157,16 @@ static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const ch
  * Completes with different part lists were both acknowledged, each writing
  * its manifest and dropping the parts the other listed, and a Complete and
  * an Abort both went through: the object was unreadable (a probe: every
- * round). The closer replaces the upload record rec with a marker under a
- * condition on rec's stamp, committed as any version is (the stores decide):
- * one closer's marker stands, the others find the condition failing and
- * answer as for an upload that is gone. 0, ERR_NOT_FOUND (closed by
- * another), or a store error.
+ * round). The closer replaces the upload record rec under a condition on
+ * rec's stamp, committed as any version is (the stores decide): one
+ * closer's stands, the others find the condition failing and answer as for
+ * an upload that is gone. An Abort (body NULL) writes a marker; a Complete
+ * the closing record body (blen bytes), with rec's content type and
+ * metadata. *closed: what was written. 0, ERR_NOT_FOUND (closed by another),
+ * or a store error.
  */
 static int close_upload(obj_set_t *s, const char *upload_id, const obj_info_t *rec,
-                        obj_info_t *closed)
+                        obj_info_t *closed, const char *body, size_t blen)
 {
     obj_cond_t c = OBJ_COND_NONE;
     c.if_stamp = rec->stamp_ns;
@@ -91,9 +176,20 @@ static int close_upload(obj_set_t *s, const char *upload_id, const obj_info_t *r
     if (rc) return rc;
     for (int tries = 0;; tries++) {
         first_err = 0;
-        int heads = obj__commit_heads(s, MPU_UPLOADS, upload_id, &c, OBJ_UNVERSIONED, closed, NULL,
-                                      0, &first_err);
-        if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
+        if (body) {
+            obj_writer_t *w = obj_put_begin(s, MPU_UPLOADS, upload_id, &first_err);
+            if (w && (first_err = obj_put_write(w, body, blen)) != 0) obj_put_abort(w);
+            if (w && !first_err) {
+                obj_put_set_cond(w, &c);
+                first_err =
+                    obj_put_commit(w, rec->content_type, rec->umeta, rec->umeta_len, closed);
+            }
+            if (!first_err) return 0;
+        } else {
+            int heads = obj__commit_heads(s, MPU_UPLOADS, upload_id, &c, OBJ_UNVERSIONED, closed,
+                                          NULL, 0, &first_err);
+            if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
+        }
         if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
         /*
          * The record does not stand for a commit: a small one's copies lost with their
@@ -116,13 +212,10 @@ static void reopen_upload(obj_set_t *s, const char *bucket, const char *key, con
     int err;
     obj_cond_t c = OBJ_COND_NONE;
     c.if_stamp = closed->stamp_ns;
-    size_t bl = strlen(bucket), kl = strlen(key);
-    char *body = xmalloc(bl + kl + 2);
-    memcpy(body, bucket, bl);
-    body[bl] = '\n';
-    memcpy(body + bl + 1, key, kl + 1);
+    size_t len;
+    char *body = record_body(bucket, key, NULL, 0, &len);
     obj_writer_t *w = obj_put_begin(s, MPU_UPLOADS, upload_id, &err);
-    if (w && (err = obj_put_write(w, body, bl + 1 + kl)) != 0) obj_put_abort(w);
+    if (w && (err = obj_put_write(w, body, len)) != 0) obj_put_abort(w);
     if (w && !err) {
         obj_put_set_cond(w, &c);
         err = obj_put_commit(w, rec->content_type, rec->umeta, rec->umeta_len, NULL);
@@ -137,12 +230,9 @@ int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char
     s = obj__route(s, bucket, key);
     int rc = obj__new_upload_id(upload_id);
     if (rc) return rc;
-    size_t bl = strlen(bucket), kl = strlen(key);
-    char *body = xmalloc(bl + kl + 2);
-    memcpy(body, bucket, bl);
-    body[bl] = '\n';
-    memcpy(body + bl + 1, key, kl + 1);
-    rc = put_small(s, MPU_UPLOADS, upload_id, body, bl + 1 + kl, content_type, umeta, umeta_len);
+    size_t len;
+    char *body = record_body(bucket, key, NULL, 0, &len);
+    rc = put_small(s, MPU_UPLOADS, upload_id, body, len, content_type, umeta, umeta_len);
     free(body);
     return rc;
 }
@@ -166,7 +256,7 @@ obj_writer_t *obj_mpu_part_begin_rec(obj_set_t *s, const char *bucket, const cha
     if ((*err = mpu_check(s, bucket, key, upload_id, rec)) != 0) return NULL;
     if ((*err = obj__new_upload_id(tag)) != 0) return NULL;
     obj__part_key(pk, sizeof(pk), upload_id, part, tag);
-    return obj__put_begin(s, MPU_PARTS, pk, upload_id, err);
+    return obj__put_begin(s, MPU_PARTS, pk, upload_id, rec->size, err);
 }
 
 typedef int (*part_fn)(void *arg, int part, const char *tag, const char *key,
@@ -423,25 +513,31 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
                                const obj_mpu_hooks_t *hooks, obj_info_t *out, int *why)
 {
     obj_info_t rec, info;
+    char *closing = NULL; /* a closing record's manifest: a Complete cut short */
+    size_t closing_len = 0;
     int rc, first_err = 0;
-    if ((rc = mpu_check(s, bucket, key, upload_id, &rec)) != 0) {
-        if (rc == ERR_NOT_FOUND && out &&
+    int state = upload_state(s, bucket, key, upload_id, &rec, &closing, &closing_len);
+    if (state < 0 || (state == UPLOAD_CLOSING && out &&
+                      completed_already(s, bucket, key, upload_id, parts, n, out) == 0)) {
+        /* Completed (its closer's tidying, cut short, is the reaper's: obj__mpu_settle). */
+        free(closing);
+        if (state == UPLOAD_CLOSING) return 0;
+        if (state == ERR_NOT_FOUND && out &&
             completed_already(s, bucket, key, upload_id, parts, n, out) == 0)
             return 0;
         *why = OBJ_MPU_NO_UPLOAD;
-        return rc;
+        return state;
     }
-    if (n < 1 || n > OBJ_MPU_MAX_PARTS) {
-        *why = OBJ_MPU_BAD_PART;
-        return ERR_INVAL;
-    }
-    if (hooks && hooks->begin && hooks->begin(hooks->arg, &rec) != 0) {
-        *why = OBJ_MPU_REFUSED;
+    if (n < 1 || n > OBJ_MPU_MAX_PARTS ||
+        (hooks && hooks->begin && hooks->begin(hooks->arg, &rec) != 0)) {
+        free(closing);
+        *why = n < 1 || n > OBJ_MPU_MAX_PARTS ? OBJ_MPU_BAD_PART : OBJ_MPU_REFUSED;
         return ERR_INVAL;
     }
     /* The order first, as S3: a descending list is InvalidPartOrder, whatever the sizes. */
     for (int i = 1; i < n; i++)
         if (parts[i].part <= parts[i - 1].part) {
+            free(closing);
             *why = OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
@@ -449,6 +545,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     standings_t st = {0};
     if ((rc = each_part(s, upload_id, collect_standing, &st)) < 0) {
         free(st.a);
+        free(closing);
         return rc;
     }
     rc = 0;
@@ -520,17 +617,42 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         rc = ERR_INVAL;
     }
     free(st.a);
-    /* Closed before its manifest is written: a racing Complete's would replace it. */
-    if (!rc && (rc = close_upload(s, upload_id, &orig, &closed)) == ERR_NOT_FOUND) {
+    /*
+     * A Complete cut short (a kill after its close): this one resumes it when it is the
+     * same (the very manifest its close recorded), and once its closer is surely gone: a
+     * Complete sent again while the first still runs, through another node, waits (503).
+     * Taking the close over (below, on the closing record's stamp) lets one resumer on.
+     */
+    if (!rc && state == UPLOAD_CLOSING) {
+        if (len != closing_len || memcmp(manifest, closing, len) != 0) {
+            *why = OBJ_MPU_NO_UPLOAD;
+            rc = ERR_NOT_FOUND;
+        } else if (rec.stamp_ns + CLOSE_STALE_NS > obj__wall_ns()) {
+            rc = ERR_THROTTLED;
+        } else {
+            log_info("event=complete_resumed upload=%s key=%s", upload_id, key);
+        }
+    }
+    free(closing);
+    /* Closed before its manifest is written: a racing Complete's would replace it. The
+     * closing record keeps the manifest: a Complete cut short can be resumed or undone. */
+    size_t blen = 0;
+    char *body = rc ? NULL : record_body(bucket, key, manifest, len, &blen);
+    if (!rc && (rc = close_upload(s, upload_id, &orig, &closed, body, blen)) == ERR_NOT_FOUND) {
+        free(body);
         free(manifest);
         free(tags);
         if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
     }
-    if (!rc) {
+    free(body);
+    if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 1))
+        rc = ERR_IO;
+    else if (!rc) {
         rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
         if (rc) reopen_upload(s, bucket, key, upload_id, &orig, &closed);
+        if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 2)) rc = ERR_IO;
     }
     free(manifest);
     if (rc) {
@@ -559,6 +681,10 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(tags);
         return first_err ? first_err : ERR_UNRECOVERABLE;
     }
+    if (obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 3)) {
+        free(tags);
+        return ERR_IO;
+    }
     /* Parts uploaded but not taken are garbage now; so is the upload record. */
     unused_t u = {s, parts, tags, n};
     if ((rc = each_part(s, upload_id, drop_unused_part, &u)) < 0)
@@ -578,6 +704,25 @@ static int drop_part(void *arg, int part, const char *tag, const char *key, cons
     return 0;
 }
 
+/*
+ * Abort of an upload a Complete closed and a kill cut short (upload_state's
+ * UPLOAD_CLOSING, rec its record): once its closer is surely gone, and when
+ * no head names the upload (then it was completed: NoSuchUpload, as for any
+ * completed upload), the close is taken over by the Abort's (a Complete
+ * resuming meanwhile makes it fail). 0: closed, ERR_NOT_FOUND, ERR_THROTTLED
+ * (wait: its closer may still run, or a store cannot say).
+ */
+static int abort_closing(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                         const obj_info_t *rec, obj_info_t *closed)
+{
+    if (rec->stamp_ns + CLOSE_STALE_NS > obj__wall_ns()) return ERR_THROTTLED;
+    int named = obj__upload_named(s, bucket, key, upload_id);
+    if (named) return named > 0 ? ERR_NOT_FOUND : ERR_THROTTLED;
+    int rc = close_upload(s, upload_id, rec, closed, NULL, 0);
+    if (rc == 0) log_info("event=complete_aborted upload=%s key=%s", upload_id, key);
+    return rc;
+}
+
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)
 {
     s = obj__route_upload(s, bucket, key, upload_id);
@@ -586,19 +731,99 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     /*
      * The upload closes first, under its lock: a part still streaming finds
      * it gone at its commit and drops its own blocks. Then every part that
-     * did commit is dropped.
+     * did commit is dropped, and a manifest a Complete cut short wrote.
      */
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
     obj_info_t closed;
-    int rc = mpu_check(s, bucket, key, upload_id, &rec);
-    if (!rc) rc = close_upload(s, upload_id, &rec, &closed); /* one closer, across nodes */
+    int rc = upload_state(s, bucket, key, upload_id, &rec, NULL, NULL);
+    if (rc == UPLOAD_OPEN)
+        rc = close_upload(s, upload_id, &rec, &closed, NULL, 0); /* one closer, across nodes */
+    else if (rc == UPLOAD_CLOSING)
+        rc = abort_closing(s, bucket, key, upload_id, &rec, &closed);
     pthread_mutex_unlock(ul);
     if (rc) return rc;
     rc = each_part(s, upload_id, drop_part, s);
     if (rc < 0) log_warn("event=abort_parts_incomplete upload=%s err=%s", upload_id, err_name(rc));
+    obj__drop_object(s, MPU_MANIFEST, upload_id);
     obj__drop_object(s, MPU_UPLOADS, upload_id); /* the marker */
     return 0;
+}
+
+int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp)
+{
+    obj_info_t rec;
+    char *body;
+    int rc = read_record(s, upload_id, &rec, &body);
+    if (rc) return rc;
+    size_t head = strlen(body); /* "bucket\nkey" */
+    rc = rec.size > head + 1 && memchr(body, '\n', head) != NULL;
+    *stamp = rec.stamp_ns;
+    free(body);
+    return rc;
+}
+
+/*
+ * The reaper's end of a Complete cut short that nobody resumed: the closing
+ * record of upload_id at stamp (seen so for the reaper's grace). If a head
+ * names the upload, the Complete went through: the parts its manifest does
+ * not name go, then the record (its closer's tidying). Else the close is
+ * taken over, the manifest dropped, and the upload opened again as it was:
+ * the client, never answered, can complete or abort it. Any doubt (a store
+ * that cannot say, the record changed) leaves it for a later pass.
+ */
+int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
+{
+    obj_info_t rec, closed;
+    char *body = NULL;
+    int settled = 0;
+    pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
+    pthread_mutex_lock(ul);
+    if (read_record(s, upload_id, &rec, &body) != 0 || rec.stamp_ns != stamp ||
+        rec.stamp_ns + CLOSE_STALE_NS > obj__wall_ns())
+        goto out;
+    char *nl = strchr(body, '\n');
+    size_t want = nl ? (size_t)(nl - body) + 1 + strlen(nl + 1) : 0;
+    if (!nl || rec.size <= want + 1) goto out; /* open, or not a record */
+    *nl = 0;
+    const char *bucket = body, *key = nl + 1;
+    int named = obj__upload_named(s, bucket, key, upload_id);
+    if (named < 0) goto out;
+    if (named) {
+        int np = 0, *pno = NULL;
+        uint64_t *sizes = NULL;
+        char(*tags)[OBJ__PART_TAG_LEN + 1] = NULL;
+        if (obj__read_manifest_all(s, upload_id, -1, &np, &pno, &sizes, &tags, NULL, NULL) == 0) {
+            obj_mpu_part_t *parts = xcalloc((size_t)np, sizeof(*parts));
+            for (int i = 0; i < np; i++)
+                parts[i].part = pno[i];
+            unused_t u = {s, parts, tags, np};
+            if (each_part(s, upload_id, drop_unused_part, &u) >= 0) {
+                obj__drop_object(s, MPU_UPLOADS, upload_id);
+                settled = 1;
+            }
+            free(parts);
+        }
+        free(pno);
+        free(sizes);
+        free(tags);
+    } else {
+        size_t blen = rec.size;
+        *nl = '\n';
+        if (close_upload(s, upload_id, &rec, &closed, body, blen) == 0) {
+            *nl = 0;
+            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            reopen_upload(s, bucket, key, upload_id, &rec, &closed);
+            settled = 1;
+        }
+    }
+    if (settled)
+        log_info("event=upload_settled upload=%s key=%s how=%s", upload_id, key,
+                 named ? "completed" : "reopened");
+out:
+    pthread_mutex_unlock(ul);
+    free(body);
+    return settled;
 }
 
 /* The upload that stands for each part, given once its part's uploads are all seen. */
@@ -696,13 +921,14 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
     uploads_t *u = arg;
     size_t bl = strlen(u->bucket);
     int err, rc = 0;
-    if (info->size <= bl || info->size > bl + 1 + SHARD_MAX_KEY) return 0;
+    if (info->size <= bl || info->size > bl + 1 + SHARD_MAX_KEY) return 0; /* or closing */
     obj_reader_t *r = obj_open(u->s, MPU_UPLOADS, upload, NULL, &err);
     if (!r) return 0;
     char *body = xmalloc(info->size + 1);
     if (obj_read(r, 0, body, info->size) == 0) {
         body[info->size] = 0;
-        if (strncmp(body, u->bucket, bl) == 0 && body[bl] == '\n')
+        if (strncmp(body, u->bucket, bl) == 0 && body[bl] == '\n' &&
+            strlen(body) == info->size) /* not a closing record (a Complete cut short) */
             rc = u->fn(u->arg, body + bl + 1, upload, info);
     }
     free(body);

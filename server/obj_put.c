@@ -50,9 +50,10 @@ struct obj_writer {
     /* The bytes so far, while they fit inline (no encoder yet): small_cap bytes of room. */
     uint8_t *small;
     size_t small_len, small_cap;
-    char etag[33];       /* set once the MD5 is final; no writes after that */
-    char mpu_upload[33]; /* a part of this upload: it must still be open at the commit */
-    obj_cond_t cond;     /* what the replaced version must be (conditional writes) */
+    char etag[33];         /* set once the MD5 is final; no writes after that */
+    char mpu_upload[33];   /* a part of this upload: it must still be open at the commit */
+    uint64_t mpu_rec_size; /* the size of that upload's record while it is open */
+    obj_cond_t cond;       /* what the replaced version must be (conditional writes) */
     int has_cond;
     obj_versioning_t versioning; /* the bucket's, at commit */
 };
@@ -163,7 +164,7 @@ static int start_encoder(obj_writer_t *w)
 }
 
 obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
-                             const char *mpu_upload, int *err)
+                             const char *mpu_upload, uint64_t mpu_rec_size, int *err)
 {
     if (!bucket[0] || strlen(bucket) > SHARD_MAX_BUCKET - 1 || strlen(key) > SHARD_MAX_KEY) {
         *err = ERR_INVAL;
@@ -177,6 +178,7 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
     obj__blk_bucket(w->bbucket, bucket);
     w->key = xstrdup(key);
     if (mpu_upload) snprintf(w->mpu_upload, sizeof(w->mpu_upload), "%s", mpu_upload);
+    w->mpu_rec_size = mpu_rec_size;
     if ((*err = obj__new_upload_id(w->upload)) != 0) goto fail;
     /*
      * Stores known not to be up (a node that stopped answering) are skipped
@@ -221,7 +223,7 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
 {
     obj_set_t *top = s;
     s = obj__route(s, bucket, key);
-    obj_writer_t *w = obj__put_begin(s, bucket, key, NULL, err);
+    obj_writer_t *w = obj__put_begin(s, bucket, key, NULL, 0, err);
     if (w && obj_set_pools(top) > 1) w->pools = top;
     return w;
 }
@@ -346,7 +348,9 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     pthread_mutex_t *ul = w->mpu_upload[0] ? obj__mpu_lock(s, w->mpu_upload) : NULL;
     if (ul) {
         pthread_mutex_lock(ul);
-        if ((rc = obj_stat(s, MPU_UPLOADS, w->mpu_upload, &old)) != 0) {
+        /* A record of another size is one a Complete is closing (obj_mpu.c): closed. */
+        if ((rc = obj_stat(s, MPU_UPLOADS, w->mpu_upload, &old)) != 0 ||
+            (old.size != w->mpu_rec_size && (rc = ERR_NOT_FOUND))) {
             pthread_mutex_unlock(ul);
             obj_put_abort(w); /* its blocks go now: nothing will ever name them */
             return rc;

@@ -36,7 +36,10 @@
  * parts of an upload closed by a Complete or an Abort cut short by a crash.
  * A part of an upload that is open is kept; of one that is closed, only the
  * parts its manifest names are kept (none when it has no manifest: aborted).
- * Any doubt (a record or manifest that cannot be read) keeps them all.
+ * Any doubt (a record or manifest that cannot be read) keeps them all. An
+ * upload a Complete closed and a kill cut short (its closing record) keeps
+ * them all too, until nobody has resumed it for the grace: then it is
+ * settled (obj__mpu_settle: tidied if its object stands, else opened again).
  */
 #include "server/obj_int.h"
 
@@ -190,18 +193,29 @@ static int own_head_names(obj_set_t *s, int i, const char *bucket, const char *k
     return named;
 }
 
-/* 1 when a head names upload on some store (or that cannot be ruled out), else 0. */
-static int named(obj_set_t *s, int i, const char *bucket, const char *key, const char *upload)
+/* 1 when a head names upload on some store, 0 when none does, -1 when that cannot be told. */
+static int names(obj_set_t *s, int i, const char *bucket, const char *key, const char *upload)
 {
     if (own_head_names(s, i, bucket, key, upload)) return 1;
     for (int j = 0; j < s->n; j++) {
         look_t l = {.key = key, .upload = upload};
         drive_from_t from = {.how = DRIVE_FROM_START};
         int rc = s->st[j].ops->scan(s->st[j].ctx, bucket, key, &from, look_head, &l);
-        if (l.named || l.doubt) return 1;
-        if (rc < 0) return 1; /* cannot tell */
+        if (l.named) return 1;
+        if (l.doubt || rc < 0) return -1; /* cannot tell */
     }
     return 0;
+}
+
+/* 1 when a head names upload on some store (or that cannot be ruled out), else 0. */
+static int named(obj_set_t *s, int i, const char *bucket, const char *key, const char *upload)
+{
+    return names(s, i, bucket, key, upload) != 0;
+}
+
+int obj__upload_named(obj_set_t *s, const char *bucket, const char *key, const char *upload)
+{
+    return names(s, 0, bucket, key, upload);
 }
 
 /*
@@ -341,14 +355,15 @@ static int collect_part(void *arg, const char *key, const obj_info_t *info)
 /* What a closed upload keeps of its parts (those its manifest names). */
 typedef struct {
     char upload[REAP_ID_LEN + 1];
-    int verdict; /* KEEP_* */
+    int verdict;      /* KEEP_* */
+    uint64_t closing; /* the stamp of its closing record (a Complete cut short), else 0 */
     int n, *nums;
     char (*tags)[OBJ__PART_TAG_LEN + 1];
 } keeps_t;
 
 #define KEEP_ALL   0 /* open, or it cannot be told */
 #define KEEP_NAMED 1 /* closed, completed: what the manifest names */
-#define KEEP_NONE  2 /* closed, no manifest: aborted (or a Complete cut short: design notes) */
+#define KEEP_NONE  2 /* closed, no manifest: aborted */
 
 static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
 {
@@ -362,6 +377,8 @@ static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
     int rc = obj_stat(s, MPU_UPLOADS, upload, rec);
     int open = rc == 0 && !rec->deleted;
     free(rec);
+    /* Closing (a Complete cut short): kept whole until it is settled (reap_parts). */
+    if (open && obj__upload_closing(s, upload, &k->closing) != 1) k->closing = 0;
     if (open || (rc && rc != ERR_NOT_FOUND)) return; /* KEEP_ALL */
     uint64_t *sizes = NULL;
     rc = obj__read_manifest_all(s, upload, -1, &k->n, &k->nums, &sizes, &k->tags, NULL, NULL);
@@ -378,6 +395,16 @@ static int kept(const keeps_t *k, int part, const char *tag)
     for (int i = 0; k->verdict == KEEP_NAMED && i < k->n; i++)
         if (k->nums[i] == part && strcmp(k->tags[i], tag) == 0) return 1;
     return 0;
+}
+
+/* A Complete cut short whose closing record has stood for the grace: settled (obj_mpu.c). */
+static int settle_due(obj_set_t *s, obj_reaper_t *r, const char *upload, uint64_t stamp,
+                      uint64_t now_s)
+{
+    size_t idl = strlen(upload) + 64;
+    char *cid = xmalloc(idl);
+    snprintf(cid, idl, "%p/closing/%s/%llu", (void *)s, upload, (unsigned long long)stamp);
+    return candidate_due(r, cid, now_s, 1, 0) && obj__mpu_settle(s, upload, stamp);
 }
 
 /* One (leaf) set's parts that no upload will take (see the top). */
@@ -406,6 +433,10 @@ static void reap_parts(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_r
                 memcpy(up, key, REAP_ID_LEN);
                 up[REAP_ID_LEN] = 0;
                 keeps_of(s, up, &k);
+                if (k.closing && settle_due(s, r, k.upload, k.closing, now_s)) {
+                    rep->uploads_settled++;
+                    keeps_of(s, up, &k);
+                }
             }
             if (kept(&k, part, tag)) continue;
             size_t idl = strlen(key) + 48;

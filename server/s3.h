@@ -88,7 +88,8 @@ typedef struct {
     uint64_t heads_fixed, blocks_fixed, failed; /* over every pass */
     /* The reaper, over every pass: groups of blocks (and parts) named by nothing waiting out
      * their grace now, and those deleted (groups, records, payload bytes; parts). */
-    uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes, reaped_parts;
+    uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes, reaped_parts,
+        settled_uploads;
 } s3_scrub_stats_t;
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
 void s3_scrub_stop(s3_scrub_t *sc);

@@ -363,6 +363,7 @@ static void scrub_pass(s3_scrub_t *sc)
     sc->st.reaped_records += rr.records_reaped;
     sc->st.reaped_bytes += rr.bytes_reaped;
     sc->st.reaped_parts += rr.parts_reaped;
+    sc->st.settled_uploads += rr.uploads_settled;
     int done = !bgwork_stopping(&sc->w);
     if (done) {
         sc->st.passes++;

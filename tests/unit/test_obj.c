@@ -4312,7 +4312,7 @@ static void test_part_uploaded_again_stands_for_the_first(void **state)
     char pk[OBJ__PART_KEY_MAX];
     obj__part_key(pk, sizeof(pk), upload, 1, NULL);
     assert_string_equal(pk + 32, "/00001");
-    w = obj__put_begin(e->set, MPU_PARTS, pk, upload, &err);
+    w = obj__put_begin(e->set, MPU_PARTS, pk, upload, strlen("bkt\nagain"), &err);
     assert_non_null(w);
     assert_int_equal(obj_put_write(w, a, psz), 0);
     assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pl), 0);
@@ -4410,6 +4410,204 @@ static void test_part_uploaded_again_on_a_slower_clock_is_the_part(void **state)
     free(a);
     free(b);
     free(got);
+}
+
+/* ---- A Complete cut short by a kill (obj_mpu.c, closing records) ---- */
+
+static int cut_stage;
+static int cut_at(const char *upload, int stage)
+{
+    (void)upload;
+    return stage == cut_stage;
+}
+
+typedef struct {
+    char upload[33];
+    obj_mpu_part_t parts[2];
+    uint8_t *data; /* the object's bytes: the two parts */
+    size_t psz;    /* each part's */
+} cut_upload_t;
+
+static void cut_upload_new(env_t *e, const char *key, uint32_t seed, cut_upload_t *u)
+{
+    int err;
+    obj_info_t pi;
+    u->psz = 40000;
+    u->data = malloc(2 * u->psz);
+    fill(u->data, 2 * u->psz, seed);
+    assert_int_equal(obj_mpu_create(e->set, "bkt", key, "text/x-cut", NULL, 0, u->upload), 0);
+    for (int i = 0; i < 2; i++) {
+        obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", key, u->upload, i + 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, u->data + (size_t)i * u->psz, u->psz), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        u->parts[i].part = i + 1;
+        snprintf(u->parts[i].etag, sizeof(u->parts[i].etag), "\"%.32s\"", pi.etag);
+    }
+}
+
+static int cut_complete(env_t *e, const char *key, cut_upload_t *u, int n, int stage, int *why)
+{
+    obj_info_t done;
+    cut_stage = stage;
+    obj__complete_cut_hook = stage ? cut_at : NULL;
+    int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, n, 1, NULL, OBJ_UNVERSIONED,
+                              &done, why);
+    obj__complete_cut_hook = NULL;
+    return rc;
+}
+
+/* The object bkt/key reads as u's two parts. */
+static void assert_cut_object(env_t *e, const char *key, const cut_upload_t *u)
+{
+    int err;
+    obj_info_t info;
+    uint8_t *got = malloc(2 * u->psz);
+    obj_reader_t *r = obj_open(e->set, "bkt", key, &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, 2 * u->psz);
+    assert_string_equal(info.content_type, "text/x-cut");
+    assert_int_equal(obj_read(r, 0, got, 2 * u->psz), 0);
+    assert_memory_equal(got, u->data, 2 * u->psz);
+    obj_close(r);
+    free(got);
+}
+
+static int count_upload_cb(void *arg, const char *key, const char *upload, const obj_info_t *info)
+{
+    (void)key;
+    (void)info;
+    if (strcmp(upload, ((cut_upload_t *)((void **)arg)[0])->upload) == 0)
+        ++*(int *)((void **)arg)[1];
+    return 0;
+}
+
+static int uploads_listed(env_t *e, cut_upload_t *u)
+{
+    int n = 0;
+    void *arg[2] = {u, &n};
+    assert_int_equal(obj_mpu_list_uploads(e->set, "bkt", count_upload_cb, arg), 0);
+    return n;
+}
+
+/*
+ * A kill between a Complete's close of its upload and its object's heads left the upload
+ * closed and no object: the client, never answered, got NoSuchUpload for the same Complete
+ * and for an Abort, and the reaper took the parts (a hostile probe, session 27). The close
+ * now keeps the manifest (a closing record): the same Complete sent again resumes it, once
+ * its closer is surely gone (503 before), and a different one is refused; nothing else sees
+ * the upload open meanwhile (parts, ListParts, the listing).
+ */
+static void test_complete_cut_short_is_resumed(void **state)
+{
+    env_t *e = *state;
+    for (int stage = 1; stage <= 2; stage++) {
+        const char *key = stage == 1 ? "cut-after-close" : "cut-after-manifest";
+        cut_upload_t u;
+        int err, why = 0;
+        obj_info_t info, pi;
+        cut_upload_new(e, key, 300 + (uint32_t)stage, &u);
+        /* A part streaming while the Complete runs: its commit comes after the cut. */
+        obj_writer_t *late = obj_mpu_part_begin(e->set, "bkt", key, u.upload, 3, &err);
+        assert_non_null(late);
+        assert_int_equal(obj_put_write(late, u.data, 100), 0);
+        assert_int_equal(cut_complete(e, key, &u, 2, stage, &why), ERR_IO);
+        assert_int_equal(obj_stat(e->set, "bkt", key, &info), ERR_NOT_FOUND);
+        assert_int_equal(obj_put_commit(late, NULL, NULL, 0, &pi), ERR_NOT_FOUND);
+        assert_null(obj_mpu_part_begin(e->set, "bkt", key, u.upload, 4, &err));
+        assert_int_equal(err, ERR_NOT_FOUND);
+        listed_parts_t l = {0};
+        assert_int_equal(obj_mpu_list_parts(e->set, "bkt", key, u.upload, list_parts_cb, &l),
+                         ERR_NOT_FOUND);
+        assert_int_equal(uploads_listed(e, &u), 0);
+        /* Its closer may still be running: the same Complete and an Abort wait. */
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), ERR_THROTTLED);
+        assert_int_equal(obj_mpu_abort(e->set, "bkt", key, u.upload), ERR_THROTTLED);
+        /* Another Complete is not this one. */
+        assert_int_equal(cut_complete(e, key, &u, 1, 0, &why), ERR_NOT_FOUND);
+        assert_int_equal(why, OBJ_MPU_NO_UPLOAD);
+        obj__wall_skew_ns = 11 * 1000000000ll; /* its closer is surely gone */
+        assert_int_equal(cut_complete(e, key, &u, 1, 0, &why), ERR_NOT_FOUND);
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        obj__wall_skew_ns = 0;
+        assert_cut_object(e, key, &u);
+        assert_int_equal(part_keys(e, u.upload), 2);
+        assert_int_equal(obj_stat(e->set, MPU_UPLOADS, u.upload, &info), ERR_NOT_FOUND);
+        /* And again: the answer a completed upload gives. */
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        free(u.data);
+    }
+}
+
+/*
+ * The other ends of a Complete cut short: an Abort (the client gives up; its parts and the
+ * manifest go, the object never appears), a Complete cut after its heads (it stands; sent
+ * again it is answered at once; the reaper tidies the upload after the grace), and one
+ * nobody resumes (the reaper opens the upload again after the grace: ListParts shows it,
+ * and it completes).
+ */
+static void test_complete_cut_short_is_aborted_or_settled(void **state)
+{
+    env_t *e = *state;
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t info;
+    /* Aborted. */
+    cut_upload_new(e, "cut-aborted", 310, &u);
+    assert_int_equal(cut_complete(e, "cut-aborted", &u, 2, 2, &why), ERR_IO);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), 0);
+    obj__wall_skew_ns = 11 * 1000000000ll;
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", "cut-aborted", u.upload), 0);
+    assert_int_equal(cut_complete(e, "cut-aborted", &u, 2, 0, &why), ERR_NOT_FOUND);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-aborted", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(part_keys(e, u.upload), 0);
+    free(u.data);
+
+    /* Cut after its heads: it stands. */
+    obj_reaper_t *rp = obj_reaper_new(100);
+    cut_upload_t done, idle;
+    cut_upload_new(e, "cut-after-heads", 311, &done);
+    assert_int_equal(cut_complete(e, "cut-after-heads", &done, 1, 3, &why), ERR_IO);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-after-heads", &info), 0);
+    assert_int_equal(cut_complete(e, "cut-after-heads", &done, 1, 0, &why), 0); /* at once */
+    /* Nobody resumes this one. */
+    cut_upload_new(e, "cut-idle", 312, &idle);
+    assert_int_equal(cut_complete(e, "cut-idle", &idle, 2, 1, &why), ERR_IO);
+    assert_int_equal(part_keys(e, done.upload), 2);
+    obj__wall_skew_ns = 11 * 1000000000ll;
+    assert_int_equal(reap_internal_pass(e, rp, 1000).uploads_settled, 0);
+    assert_int_equal(reap_internal_pass(e, rp, 1099).uploads_settled, 0);
+    obj_reap_report_t rr = reap_internal_pass(e, rp, 1100);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(rr.uploads_settled, 2);
+    assert_int_equal(rr.parts_reaped, 0);
+    /* Tidied: the record, and part 2, which its Complete did not take. */
+    assert_int_equal(obj_stat(e->set, MPU_UPLOADS, done.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(part_keys(e, done.upload), 1);
+    int err;
+    uint8_t *got = malloc(done.psz);
+    obj_reader_t *r = obj_open(e->set, "bkt", "cut-after-heads", &info, &err);
+    assert_non_null(r);
+    assert_int_equal(info.size, done.psz);
+    assert_int_equal(obj_read(r, 0, got, done.psz), 0);
+    assert_memory_equal(got, done.data, done.psz);
+    obj_close(r);
+    free(got);
+    /* Opened again: listed, its parts shown, and it completes. */
+    listed_parts_t l = {0};
+    assert_int_equal(obj_mpu_list_parts(e->set, "bkt", "cut-idle", idle.upload, list_parts_cb, &l),
+                     0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(uploads_listed(e, &idle), 1);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, idle.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-idle", &info), ERR_NOT_FOUND);
+    assert_int_equal(cut_complete(e, "cut-idle", &idle, 2, 0, &why), 0);
+    assert_cut_object(e, "cut-idle", &idle);
+    obj_reaper_free(rp);
+    free(done.data);
+    free(idle.data);
 }
 
 static void test_multipart(void **state)
@@ -5793,6 +5991,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_short_is_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_short_is_aborted_or_settled, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_part_uploaded_again_stands_for_the_first, setup,
