@@ -187,8 +187,8 @@ int obj__read_manifest(obj_set_t *s, const char *upload, int nparts, int **part_
  * the upload of the part the Complete took; manifests written before tags
  * have none (the part's key then has none either). p moves past the line.
  */
-static int manifest_line(const char **pp, int *part, unsigned long long *size, char tag[33],
-                         char et[80], const char **note, size_t *note_len)
+int obj__manifest_line(const char **pp, int *part, unsigned long long *size, char tag[33],
+                       char et[80], const char **note, size_t *note_len)
 {
     const char *p = *pp;
     char *end;
@@ -251,7 +251,7 @@ int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int *np
         char et[80], tag[OBJ__PART_TAG_LEN + 1];
         const char *note;
         size_t nl;
-        if ((err = manifest_line(&p, &pn, &sz, tag, et, &note, &nl)) != 0) break;
+        if ((err = obj__manifest_line(&p, &pn, &sz, tag, et, &note, &nl)) != 0) break;
         (*part_no)[i] = pn;
         (*sizes)[i] = sz;
         if (tags) memcpy((*tags)[i], tag, sizeof(tag));

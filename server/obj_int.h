@@ -758,6 +758,10 @@ int obj__read_manifest_all(obj_set_t *s, const char *upload, int nparts, int *np
 const char *obj__read_part_etag(const obj_reader_t *r, int i);
 /* Part i's key in MPU_PARTS (OBJ__PART_KEY_MAX bytes at out). */
 void obj__read_part_key(const obj_reader_t *r, int i, char *out);
+/* One manifest line at *pp ("<part>[.<tag>] <size> <etag>[ <note>]"), *pp moved past it: 0 or
+ * ERR_CORRUPT. */
+int obj__manifest_line(const char **pp, int *part, unsigned long long *size, char tag[33],
+                       char et[80], const char **note, size_t *note_len);
 /* The latest commit stamp of the uploads of part key's part number so far (0: none). */
 uint64_t obj__part_stamp_floor(obj_set_t *s, const char *part_key);
 /*

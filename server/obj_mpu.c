@@ -63,23 +63,46 @@ static int put_small(obj_set_t *s, const char *bucket, const char *key, const vo
     return obj_put_commit(w, ctype, umeta, umeta_len, NULL);
 }
 
-#define CLOSE_STALE_NS (10ull * 1000000000) /* a closing record this old: its closer is gone */
-#define MANIFEST_MAX   (64u << 20)          /* far above 10,000 parts' lines */
+/*
+ * A closing record this old has no live closer: a closer writes no head once its close is
+ * older than CLOSE_FENCE_NS, and a commit of heads begun before that ends well within the
+ * rest (its wait for another writer's head in flight, COMMIT_STALE_NS, and a store's
+ * deadline, 10 s each).
+ */
+#define CLOSE_STALE_NS (45ull * 1000000000)
+#define CLOSE_FENCE_NS (15ull * 1000000000)
+#define MANIFEST_MAX   (64u << 20) /* far above 10,000 parts' lines */
 
-/* The upload record's body: "bucket\nkey", and while a Complete closes it, NUL and manifest. */
+/*
+ * The upload record's body: "bucket\nkey"; while a Complete closes it (a closing record),
+ * NUL and the manifest, padded with newlines past the longest open record of the bucket
+ * (a node from before closing records lists none longer); an empty manifest: an Abort
+ * took the close over (an aborting record).
+ */
 static char *record_body(const char *bucket, const char *key, const char *manifest, size_t mlen,
                          size_t *len)
 {
     size_t bl = strlen(bucket), kl = strlen(key);
     *len = bl + 1 + kl + (manifest ? 1 + mlen : 0);
-    char *b = xmalloc(*len + 1);
+    size_t pad = manifest && *len < bl + 2 + SHARD_MAX_KEY ? bl + 2 + SHARD_MAX_KEY - *len : 0;
+    char *b = xmalloc(*len + pad + 1);
     memcpy(b, bucket, bl);
     b[bl] = '\n';
     memcpy(b + bl + 1, key, kl);
     b[bl + 1 + kl] = 0;
     if (manifest) memcpy(b + bl + 2 + kl, manifest, mlen);
+    memset(b + *len, '\n', pad);
+    *len += pad;
     b[*len] = 0;
     return b;
+}
+
+/* A closing record's manifest without its padding: its lines, each ending in a newline. */
+static size_t unpadded(const char *m, size_t mlen)
+{
+    while (mlen > 0 && m[mlen - 1] == '\n' && (mlen == 1 || m[mlen - 2] == '\n'))
+        mlen--;
+    return mlen;
 }
 
 /* The upload's record and its body (NUL after its rec->size bytes; the caller frees it). */
@@ -106,14 +129,15 @@ static int read_record(obj_set_t *s, const char *upload, obj_info_t *rec, char *
     return 0;
 }
 
-#define UPLOAD_OPEN    0
-#define UPLOAD_CLOSING 1
+#define UPLOAD_OPEN     0
+#define UPLOAD_CLOSING  1 /* a Complete closed it, and a kill may have cut it short */
+#define UPLOAD_ABORTING 2 /* an Abort took such a close over: the reaper ends it */
 
 /*
  * The upload's record, for bucket/key: UPLOAD_OPEN, UPLOAD_CLOSING (a
  * Complete closed it: *manifest, when manifest is not NULL, its manifest,
- * NUL-terminated, *mlen bytes; the caller frees it), else ERR_NOT_FOUND or a
- * store error.
+ * NUL-terminated, *mlen bytes; the caller frees it), UPLOAD_ABORTING, else
+ * ERR_NOT_FOUND or a store error.
  */
 static int upload_state(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                         obj_info_t *rec, char **manifest, size_t *mlen)
@@ -133,14 +157,16 @@ static int upload_state(obj_set_t *s, const char *bucket, const char *key, const
         free(body);
         return UPLOAD_OPEN;
     }
-    if (manifest) {
-        *mlen = rec->size - want - 1;
-        memmove(body, body + want + 1, *mlen + 1);
+    size_t ml = unpadded(body + want + 1, rec->size - want - 1);
+    if (manifest && ml) {
+        memmove(body, body + want + 1, ml);
+        body[ml] = 0;
+        *mlen = ml;
         *manifest = body;
     } else {
         free(body);
     }
-    return UPLOAD_CLOSING;
+    return ml ? UPLOAD_CLOSING : UPLOAD_ABORTING;
 }
 
 /* The upload record must exist, be for bucket/key, and be open. */
@@ -148,7 +174,7 @@ static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const ch
                      obj_info_t *rec)
 {
     int rc = upload_state(s, bucket, key, upload, rec, NULL, NULL);
-    return rc == UPLOAD_CLOSING ? ERR_NOT_FOUND : rc;
+    return rc > 0 ? ERR_NOT_FOUND : rc;
 }
 
 /*
@@ -366,6 +392,25 @@ static int collect_standing(void *arg, int part, const char *tag, const char *ke
     return 0;
 }
 
+/* The uploads a recorded manifest (a closing record's) took, as standings: 0 or ERR_CORRUPT. */
+static int recorded_standings(const char *m, standings_t *t)
+{
+    const char *p = m;
+    while (*p) {
+        int part;
+        unsigned long long size;
+        char tag[OBJ__PART_TAG_LEN + 1], et[80];
+        const char *note;
+        size_t nl;
+        if (obj__manifest_line(&p, &part, &size, tag, et, &note, &nl) != 0 ||
+            (t->n && part <= t->a[t->n - 1].part))
+            return ERR_CORRUPT;
+        obj_info_t info = {.stamp_ns = 0};
+        collect_standing(t, part, tag, NULL, &info);
+    }
+    return 0;
+}
+
 static const standing_t *standing_of(const standings_t *t, int part)
 {
     int lo = 0, hi = t->n;
@@ -506,6 +551,24 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
+/* The object a Complete makes of n parts, total bytes, d the md5 of their md5s; rec the
+ * upload's record (content type, metadata). */
+static void object_info(obj_info_t *info, const char *upload_id, int n, uint64_t total,
+                        const uint8_t d[16], const obj_info_t *rec)
+{
+    memset(info, 0, sizeof(*info));
+    info->multipart = 1;
+    info->nparts = n;
+    info->size = total;
+    memcpy(info->upload_id, upload_id, 32);
+    for (int b = 0; b < 16; b++)
+        snprintf(info->etag + 2 * b, 3, "%02x", d[b]);
+    snprintf(info->etag + 32, sizeof(info->etag) - 32, "-%d", n);
+    snprintf(info->content_type, sizeof(info->content_type), "%s", rec->content_type);
+    memcpy(info->umeta, rec->umeta, rec->umeta_len);
+    info->umeta_len = rec->umeta_len;
+}
+
 /* Complete with the upload's lock held: no part commits, and no abort runs, meanwhile. */
 static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key,
                                const char *upload_id, const obj_mpu_part_t *parts, int n,
@@ -517,6 +580,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     size_t closing_len = 0;
     int rc, first_err = 0;
     int state = upload_state(s, bucket, key, upload_id, &rec, &closing, &closing_len);
+    if (state == UPLOAD_ABORTING) state = ERR_NOT_FOUND; /* as good as aborted */
     if (state < 0 || (state == UPLOAD_CLOSING && out &&
                       completed_already(s, bucket, key, upload_id, parts, n, out) == 0)) {
         /* Completed (its closer's tidying, cut short, is the reaper's: obj__mpu_settle). */
@@ -541,9 +605,15 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             *why = OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
-    /* Which upload of each part stands: one listing of the upload's parts. */
+    /*
+     * Which upload of each part stands: one listing of the upload's parts; resuming a
+     * Complete cut short, those its close recorded (a part that passed its check before
+     * the close and landed after it is not one of them).
+     */
     standings_t st = {0};
-    if ((rc = each_part(s, upload_id, collect_standing, &st)) < 0) {
+    rc = state == UPLOAD_CLOSING ? recorded_standings(closing, &st)
+                                 : each_part(s, upload_id, collect_standing, &st);
+    if (rc < 0) {
         free(st.a);
         free(closing);
         return rc;
@@ -580,8 +650,14 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             el -= 2;
         }
         snprintf(want, sizeof(want), "%.*s", (int)el, e);
-        if (obj_stat(s, MPU_PARTS, pk, &pi) != 0 || strcmp(pi.etag, want) != 0 ||
-            strlen(pi.etag) != 32) {
+        int found = obj_stat(s, MPU_PARTS, pk, &pi);
+        if (found == ERR_NOT_FOUND && state == UPLOAD_CLOSING) {
+            /* A part its close recorded is gone: completed, and replaced since. */
+            *why = OBJ_MPU_NO_UPLOAD;
+            rc = ERR_NOT_FOUND;
+            break;
+        }
+        if (found != 0 || strcmp(pi.etag, want) != 0 || strlen(pi.etag) != 32) {
             *why = OBJ_MPU_BAD_PART;
             rc = ERR_INVAL;
             break;
@@ -623,17 +699,29 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
      * Complete sent again while the first still runs, through another node, waits (503).
      * Taking the close over (below, on the closing record's stamp) lets one resumer on.
      */
+    object_info(&info, upload_id, n, total, d, &rec);
+    int named = 0;
     if (!rc && state == UPLOAD_CLOSING) {
         if (len != closing_len || memcmp(manifest, closing, len) != 0) {
             *why = OBJ_MPU_NO_UPLOAD;
             rc = ERR_NOT_FOUND;
         } else if (rec.stamp_ns + CLOSE_STALE_NS > obj__wall_ns()) {
             rc = ERR_THROTTLED;
+        } else if ((named = obj__upload_named(s, bucket, key, upload_id)) != 0) {
+            /* Its heads were written (another version is current now): completed. A store
+             * that cannot say: later. */
+            rc = named > 0 ? 0 : ERR_THROTTLED;
         } else {
             log_info("event=complete_resumed upload=%s key=%s", upload_id, key);
         }
     }
     free(closing);
+    if (named > 0 && !rc) {
+        free(manifest);
+        free(tags);
+        if (out) obj_info_copy(out, &info);
+        return 0;
+    }
     /* Closed before its manifest is written: a racing Complete's would replace it. The
      * closing record keeps the manifest: a Complete cut short can be resumed or undone. */
     size_t blen = 0;
@@ -660,17 +748,16 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         return rc;
     }
 
-    memset(&info, 0, sizeof(info));
-    info.multipart = 1;
-    info.nparts = n;
-    info.size = total;
-    memcpy(info.upload_id, upload_id, 32);
-    for (int b = 0; b < 16; b++)
-        snprintf(info.etag + 2 * b, 3, "%02x", d[b]);
-    snprintf(info.etag + 32, sizeof(info.etag) - 32, "-%d", n);
-    snprintf(info.content_type, sizeof(info.content_type), "%s", rec.content_type);
-    memcpy(info.umeta, rec.umeta, rec.umeta_len);
-    info.umeta_len = rec.umeta_len;
+    /*
+     * The fence: no head once the close is older than CLOSE_FENCE_NS (a node stalled, or
+     * its clock stepped), since a resumer may take it over at CLOSE_STALE_NS. The closing
+     * record and the manifest stay: the same Complete sent again resumes it.
+     */
+    if (obj__wall_ns() > closed.stamp_ns + CLOSE_FENCE_NS) {
+        log_warn("event=complete_fenced upload=%s key=%s", upload_id, key);
+        free(tags);
+        return ERR_THROTTLED;
+    }
     int heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* In doubt: heads of it stayed on failing stores, and they name the manifest. */
@@ -708,17 +795,24 @@ static int drop_part(void *arg, int part, const char *tag, const char *key, cons
  * Abort of an upload a Complete closed and a kill cut short (upload_state's
  * UPLOAD_CLOSING, rec its record): once its closer is surely gone, and when
  * no head names the upload (then it was completed: NoSuchUpload, as for any
- * completed upload), the close is taken over by the Abort's (a Complete
- * resuming meanwhile makes it fail). 0: closed, ERR_NOT_FOUND, ERR_THROTTLED
- * (wait: its closer may still run, or a store cannot say).
+ * completed upload), the close is taken over by an aborting record (a
+ * Complete resuming meanwhile makes it fail). Nothing is dropped here: the
+ * reaper ends it after its grace, when still no head names the upload
+ * (obj__mpu_settle), so that even a closer that outlived every bound cannot
+ * have its parts taken from under its object. 0: aborted, ERR_NOT_FOUND,
+ * ERR_THROTTLED (wait: its closer may still run, or a store cannot say).
  */
 static int abort_closing(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
-                         const obj_info_t *rec, obj_info_t *closed)
+                         const obj_info_t *rec)
 {
     if (rec->stamp_ns + CLOSE_STALE_NS > obj__wall_ns()) return ERR_THROTTLED;
     int named = obj__upload_named(s, bucket, key, upload_id);
     if (named) return named > 0 ? ERR_NOT_FOUND : ERR_THROTTLED;
-    int rc = close_upload(s, upload_id, rec, closed, NULL, 0);
+    obj_info_t closed;
+    size_t blen;
+    char *body = record_body(bucket, key, "", 0, &blen);
+    int rc = close_upload(s, upload_id, rec, &closed, body, blen);
+    free(body);
     if (rc == 0) log_info("event=complete_aborted upload=%s key=%s", upload_id, key);
     return rc;
 }
@@ -731,21 +825,22 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     /*
      * The upload closes first, under its lock: a part still streaming finds
      * it gone at its commit and drops its own blocks. Then every part that
-     * did commit is dropped, and a manifest a Complete cut short wrote.
+     * did commit is dropped.
      */
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
     obj_info_t closed;
-    int rc = upload_state(s, bucket, key, upload_id, &rec, NULL, NULL);
+    int rc = upload_state(s, bucket, key, upload_id, &rec, NULL, NULL), state = rc;
     if (rc == UPLOAD_OPEN)
         rc = close_upload(s, upload_id, &rec, &closed, NULL, 0); /* one closer, across nodes */
     else if (rc == UPLOAD_CLOSING)
-        rc = abort_closing(s, bucket, key, upload_id, &rec, &closed);
+        rc = abort_closing(s, bucket, key, upload_id, &rec);
+    else if (rc == UPLOAD_ABORTING)
+        rc = ERR_NOT_FOUND;
     pthread_mutex_unlock(ul);
-    if (rc) return rc;
+    if (rc || state != UPLOAD_OPEN) return rc;
     rc = each_part(s, upload_id, drop_part, s);
     if (rc < 0) log_warn("event=abort_parts_incomplete upload=%s err=%s", upload_id, err_name(rc));
-    obj__drop_object(s, MPU_MANIFEST, upload_id);
     obj__drop_object(s, MPU_UPLOADS, upload_id); /* the marker */
     return 0;
 }
@@ -764,19 +859,21 @@ int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp)
 }
 
 /*
- * The reaper's end of a Complete cut short that nobody resumed: the closing
- * record of upload_id at stamp (seen so for the reaper's grace). If a head
- * names the upload, the Complete went through: the parts its manifest does
- * not name go, then the record (its closer's tidying). Else the close is
- * taken over, the manifest dropped, and the upload opened again as it was:
- * the client, never answered, can complete or abort it. Any doubt (a store
- * that cannot say, the record changed) leaves it for a later pass.
+ * The reaper's end of a Complete cut short that nobody resumed (a closing
+ * record of upload_id at stamp), or that an Abort took over (an aborting
+ * record), seen so for the reaper's grace. If a head names the upload, the
+ * Complete went through: the parts its manifest does not name go, then the
+ * record (its closer's tidying). Else a closing record's close is taken
+ * over, the manifest dropped, and the upload opened again as it was (the
+ * client, never answered, can complete or abort it); an aborting record's
+ * parts, manifest and record go. Any doubt (a store that cannot say, the
+ * record changed) leaves it for a later pass. 1 when settled.
  */
 int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
 {
     obj_info_t rec, closed;
     char *body = NULL;
-    int settled = 0;
+    int settled = 0, named = 0;
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
     if (read_record(s, upload_id, &rec, &body) != 0 || rec.stamp_ns != stamp ||
@@ -785,10 +882,10 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
     char *nl = strchr(body, '\n');
     size_t want = nl ? (size_t)(nl - body) + 1 + strlen(nl + 1) : 0;
     if (!nl || rec.size <= want + 1) goto out; /* open, or not a record */
+    int aborting = unpadded(body + want + 1, rec.size - want - 1) == 0;
     *nl = 0;
     const char *bucket = body, *key = nl + 1;
-    int named = obj__upload_named(s, bucket, key, upload_id);
-    if (named < 0) goto out;
+    if ((named = obj__upload_named(s, bucket, key, upload_id)) < 0) goto out;
     if (named) {
         int np = 0, *pno = NULL;
         uint64_t *sizes = NULL;
@@ -807,19 +904,27 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
         free(pno);
         free(sizes);
         free(tags);
+    } else if (aborting) {
+        if (each_part(s, upload_id, drop_part, s) >= 0) {
+            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            obj__drop_object(s, MPU_UPLOADS, upload_id);
+            settled = 1;
+        }
     } else {
-        size_t blen = rec.size;
         *nl = '\n';
-        if (close_upload(s, upload_id, &rec, &closed, body, blen) == 0) {
+        if (close_upload(s, upload_id, &rec, &closed, body, rec.size) == 0) {
             *nl = 0;
             obj__drop_object(s, MPU_MANIFEST, upload_id);
             reopen_upload(s, bucket, key, upload_id, &rec, &closed);
             settled = 1;
         }
+        *nl = 0;
     }
     if (settled)
         log_info("event=upload_settled upload=%s key=%s how=%s", upload_id, key,
-                 named ? "completed" : "reopened");
+                 named      ? "completed"
+                 : aborting ? "aborted"
+                            : "reopened");
 out:
     pthread_mutex_unlock(ul);
     free(body);

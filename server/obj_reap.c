@@ -355,8 +355,7 @@ static int collect_part(void *arg, const char *key, const obj_info_t *info)
 /* What a closed upload keeps of its parts (those its manifest names). */
 typedef struct {
     char upload[REAP_ID_LEN + 1];
-    int verdict;      /* KEEP_* */
-    uint64_t closing; /* the stamp of its closing record (a Complete cut short), else 0 */
+    int verdict; /* KEEP_* */
     int n, *nums;
     char (*tags)[OBJ__PART_TAG_LEN + 1];
 } keeps_t;
@@ -377,8 +376,7 @@ static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
     int rc = obj_stat(s, MPU_UPLOADS, upload, rec);
     int open = rc == 0 && !rec->deleted;
     free(rec);
-    /* Closing (a Complete cut short): kept whole until it is settled (reap_parts). */
-    if (open && obj__upload_closing(s, upload, &k->closing) != 1) k->closing = 0;
+    /* (A closing record, a Complete cut short, is kept whole until settled: reap_uploads.) */
     if (open || (rc && rc != ERR_NOT_FOUND)) return; /* KEEP_ALL */
     uint64_t *sizes = NULL;
     rc = obj__read_manifest_all(s, upload, -1, &k->n, &k->nums, &sizes, &k->tags, NULL, NULL);
@@ -395,16 +393,6 @@ static int kept(const keeps_t *k, int part, const char *tag)
     for (int i = 0; k->verdict == KEEP_NAMED && i < k->n; i++)
         if (k->nums[i] == part && strcmp(k->tags[i], tag) == 0) return 1;
     return 0;
-}
-
-/* A Complete cut short whose closing record has stood for the grace: settled (obj_mpu.c). */
-static int settle_due(obj_set_t *s, obj_reaper_t *r, const char *upload, uint64_t stamp,
-                      uint64_t now_s)
-{
-    size_t idl = strlen(upload) + 64;
-    char *cid = xmalloc(idl);
-    snprintf(cid, idl, "%p/closing/%s/%llu", (void *)s, upload, (unsigned long long)stamp);
-    return candidate_due(r, cid, now_s, 1, 0) && obj__mpu_settle(s, upload, stamp);
 }
 
 /* One (leaf) set's parts that no upload will take (see the top). */
@@ -433,10 +421,6 @@ static void reap_parts(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_r
                 memcpy(up, key, REAP_ID_LEN);
                 up[REAP_ID_LEN] = 0;
                 keeps_of(s, up, &k);
-                if (k.closing && settle_due(s, r, k.upload, k.closing, now_s)) {
-                    rep->uploads_settled++;
-                    keeps_of(s, up, &k);
-                }
             }
             if (kept(&k, part, tag)) continue;
             size_t idl = strlen(key) + 48;
@@ -468,10 +452,61 @@ static void reap_parts(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_r
     free(p);
 }
 
+typedef struct {
+    int n;
+    char key[PARTS_PAGE][REAP_ID_LEN + 1];
+    uint64_t stamp[PARTS_PAGE];
+} upload_page_t;
+
+static int collect_upload(void *arg, const char *key, const obj_info_t *info)
+{
+    upload_page_t *p = arg;
+    if (!info || strlen(key) != REAP_ID_LEN) return 0;
+    memcpy(p->key[p->n], key, REAP_ID_LEN + 1);
+    p->stamp[p->n] = info->stamp_ns;
+    return ++p->n == PARTS_PAGE;
+}
+
+/*
+ * One (leaf) set's Completes cut short (closing records) and Aborts of them (aborting
+ * records) that have stood, unchanged, for the grace: settled (obj__mpu_settle). A walk
+ * of the upload records of its own, since such an upload may have no part left (an
+ * object completed, then overwritten: the parts went with it).
+ */
+static void reap_uploads(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
+{
+    if (obj__unhealthy(s)) return;
+    upload_page_t *p = xcalloc(1, sizeof(*p));
+    char after[REAP_ID_LEN + 1] = "";
+    for (;;) {
+        p->n = 0;
+        int rc = obj__list(s, MPU_UPLOADS, NULL, NULL, after[0] ? after : NULL, PARTS_PAGE, 1,
+                           collect_upload, p);
+        if (rc < 0) {
+            rep->failed++;
+            break;
+        }
+        for (int i = 0; i < p->n; i++) {
+            uint64_t stamp;
+            if (obj__upload_closing(s, p->key[i], &stamp) != 1 || stamp != p->stamp[i]) continue;
+            size_t idl = REAP_ID_LEN + 64;
+            char *cid = xmalloc(idl);
+            snprintf(cid, idl, "%p/closing/%s/%llu", (void *)s, p->key[i],
+                     (unsigned long long)stamp);
+            if (candidate_due(r, cid, now_s, 1, 0) && obj__mpu_settle(s, p->key[i], stamp))
+                rep->uploads_settled++;
+        }
+        if (p->n < PARTS_PAGE) break;
+        memcpy(after, p->key[p->n - 1], REAP_ID_LEN + 1);
+    }
+    free(p);
+}
+
 static void reap_parts_all(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
 {
     int ns = atomic_load(&s->nsub);
     if (!ns) {
+        reap_uploads(s, r, now_s, rep);
         reap_parts(s, r, now_s, rep);
         return;
     }

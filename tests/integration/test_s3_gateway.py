@@ -285,6 +285,79 @@ def test_kill9_during_puts_keeps_acknowledged(datadir):
     s.stop()
 
 
+def test_kill9_during_completes_loses_no_upload(datadir):
+    """A kill -9 at spread points of a CompleteMultipartUpload: whatever the point, the
+    client, never answered, gets its object by sending the same Complete again (503
+    SlowDown while its first closer may still run: 45 s), and an acknowledged one stands.
+    Before closing records, a kill between the close and the heads left the upload closed
+    with no object: NoSuchUpload for the retry and for an Abort."""
+    import time
+    s = Server(datadir).start()
+    c = s3_client(s.endpoint)
+    c.create_bucket(Bucket="cmpl")
+    part1 = blob(5 << 20, "cmpl-part1")
+
+    def upload(key, seed):
+        up = c.create_multipart_upload(Bucket="cmpl", Key=key)["UploadId"]
+        tail = blob(1000 + seed, key)
+        e1 = c.upload_part(Bucket="cmpl", Key=key, UploadId=up, PartNumber=1,
+                           Body=part1)["ETag"]
+        e2 = c.upload_part(Bucket="cmpl", Key=key, UploadId=up, PartNumber=2,
+                           Body=tail)["ETag"]
+        parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]}
+        return up, parts, sha(part1 + tail)
+
+    # How long one Complete takes here: the kills are spread over it.
+    up, parts, _ = upload("timed", 0)
+    c.list_buckets()
+    t0 = time.monotonic()
+    c.complete_multipart_upload(Bucket="cmpl", Key="timed", UploadId=up, MultipartUpload=parts)
+    took = time.monotonic() - t0
+    rounds, unanswered, answered = 12, [], []
+    for i in range(rounds):
+        key = "k%d" % i
+        up, parts, digest = upload(key, i)
+        result, once = {}, s3_client(s.endpoint, retry=False)
+        once.list_buckets()  # connected: the Complete below is one request
+
+        def complete():
+            try:
+                once.complete_multipart_upload(Bucket="cmpl", Key=key, UploadId=up,
+                                               MultipartUpload=parts)
+                result["ok"] = True
+            except Exception as e:  # the connection dies with the node
+                result["err"] = e
+
+        t = threading.Thread(target=complete)
+        t.start()
+        time.sleep(took * (0.2 + 1.2 * i / rounds))
+        s.kill9()
+        t.join()
+        (answered if result.get("ok") else unanswered).append((key, up, parts, digest))
+        s.start()
+        c = s3_client(s.endpoint)
+    deadline, waited = time.monotonic() + 120, set()
+    c = s3_client(s.endpoint, retry=False)
+    for key, up, parts, digest in unanswered:
+        while True:
+            try:
+                c.complete_multipart_upload(Bucket="cmpl", Key=key, UploadId=up,
+                                            MultipartUpload=parts)
+                break
+            except ClientError as e:
+                code = e.response["Error"]["Code"]
+                assert code == "SlowDown" and time.monotonic() < deadline, (key, code)
+                waited.add(key)
+                time.sleep(0.5)
+    for key, up, parts, digest in answered + unanswered:
+        assert sha(c.get_object(Bucket="cmpl", Key=key)["Body"].read()) == digest, key
+    listed = c.list_multipart_uploads(Bucket="cmpl").get("Uploads", [])
+    assert [u["Key"] for u in listed] == []
+    print("kill -9 during Complete: %d answered, %d sent again (%d cut after the close), "
+          "one took %.1f ms" % (len(answered), len(unanswered), len(waited), took * 1000))
+    s.stop()
+
+
 def test_multipart_upload(server, datadir):
     from boto3.s3.transfer import TransferConfig
     import io

@@ -4414,10 +4414,15 @@ static void test_part_uploaded_again_on_a_slower_clock_is_the_part(void **state)
 
 /* ---- A Complete cut short by a kill (obj_mpu.c, closing records) ---- */
 
-static int cut_stage;
+static int cut_stage, stall_stage;
+static obj_versioning_t cut_versioning;
+#define CUT_STALE (46 * 1000000000ll) /* past CLOSE_STALE_NS: a closer is surely gone */
+
 static int cut_at(const char *upload, int stage)
 {
     (void)upload;
+    /* A closer that stalls there for 16 s (past CLOSE_FENCE_NS), then goes on. */
+    if (stage == stall_stage) obj__wall_skew_ns = 16 * 1000000000ll;
     return stage == cut_stage;
 }
 
@@ -4450,8 +4455,8 @@ static int cut_complete(env_t *e, const char *key, cut_upload_t *u, int n, int s
 {
     obj_info_t done;
     cut_stage = stage;
-    obj__complete_cut_hook = stage ? cut_at : NULL;
-    int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, n, 1, NULL, OBJ_UNVERSIONED,
+    obj__complete_cut_hook = stage || stall_stage ? cut_at : NULL;
+    int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, n, 1, NULL, cut_versioning,
                               &done, why);
     obj__complete_cut_hook = NULL;
     return rc;
@@ -4526,7 +4531,7 @@ static void test_complete_cut_short_is_resumed(void **state)
         /* Another Complete is not this one. */
         assert_int_equal(cut_complete(e, key, &u, 1, 0, &why), ERR_NOT_FOUND);
         assert_int_equal(why, OBJ_MPU_NO_UPLOAD);
-        obj__wall_skew_ns = 11 * 1000000000ll; /* its closer is surely gone */
+        obj__wall_skew_ns = CUT_STALE;
         assert_int_equal(cut_complete(e, key, &u, 1, 0, &why), ERR_NOT_FOUND);
         assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
         obj__wall_skew_ns = 0;
@@ -4552,21 +4557,29 @@ static void test_complete_cut_short_is_aborted_or_settled(void **state)
     cut_upload_t u;
     int why = 0;
     obj_info_t info;
-    /* Aborted. */
+    /* Aborted: at once for the client; its parts go with the reaper (a closer that outlived
+     * every bound would find them there). */
+    obj_reaper_t *rp = obj_reaper_new(100);
     cut_upload_new(e, "cut-aborted", 310, &u);
     assert_int_equal(cut_complete(e, "cut-aborted", &u, 2, 2, &why), ERR_IO);
     assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), 0);
-    obj__wall_skew_ns = 11 * 1000000000ll;
+    obj__wall_skew_ns = CUT_STALE;
     assert_int_equal(obj_mpu_abort(e->set, "bkt", "cut-aborted", u.upload), 0);
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", "cut-aborted", u.upload), ERR_NOT_FOUND);
     assert_int_equal(cut_complete(e, "cut-aborted", &u, 2, 0, &why), ERR_NOT_FOUND);
+    assert_int_equal(uploads_listed(e, &u), 0);
+    obj__wall_skew_ns = 2 * CUT_STALE; /* the aborting record's own age too */
+    assert_int_equal(reap_internal_pass(e, rp, 500).uploads_settled, 0);
+    assert_int_equal(part_keys(e, u.upload), 2);
+    assert_int_equal(reap_internal_pass(e, rp, 600).uploads_settled, 1);
     obj__wall_skew_ns = 0;
     assert_int_equal(obj_stat(e->set, "bkt", "cut-aborted", &info), ERR_NOT_FOUND);
     assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, MPU_UPLOADS, u.upload, &info), ERR_NOT_FOUND);
     assert_int_equal(part_keys(e, u.upload), 0);
     free(u.data);
 
     /* Cut after its heads: it stands. */
-    obj_reaper_t *rp = obj_reaper_new(100);
     cut_upload_t done, idle;
     cut_upload_new(e, "cut-after-heads", 311, &done);
     assert_int_equal(cut_complete(e, "cut-after-heads", &done, 1, 3, &why), ERR_IO);
@@ -4576,7 +4589,7 @@ static void test_complete_cut_short_is_aborted_or_settled(void **state)
     cut_upload_new(e, "cut-idle", 312, &idle);
     assert_int_equal(cut_complete(e, "cut-idle", &idle, 2, 1, &why), ERR_IO);
     assert_int_equal(part_keys(e, done.upload), 2);
-    obj__wall_skew_ns = 11 * 1000000000ll;
+    obj__wall_skew_ns = CUT_STALE;
     assert_int_equal(reap_internal_pass(e, rp, 1000).uploads_settled, 0);
     assert_int_equal(reap_internal_pass(e, rp, 1099).uploads_settled, 0);
     obj_reap_report_t rr = reap_internal_pass(e, rp, 1100);
@@ -4608,6 +4621,60 @@ static void test_complete_cut_short_is_aborted_or_settled(void **state)
     obj_reaper_free(rp);
     free(done.data);
     free(idle.data);
+}
+
+/*
+ * A Complete sent again must never make a second version of its upload: both would name
+ * the same parts, and deleting either would take them from the other (a review found it:
+ * cut after its heads, a newer PUT current, the same Complete sent again resumed and
+ * committed again). And a closer that stalls past the fence writes no head: it answers
+ * 503, and the same Complete sent again resumes it.
+ */
+static int count_cut_versions(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    if (info && strcmp(key, "cut-versioned") == 0) ++*(int *)arg;
+    return 0;
+}
+
+static void test_complete_cut_short_never_makes_a_second_version(void **state)
+{
+    env_t *e = *state;
+    cut_upload_t u, f;
+    int why = 0;
+    obj_info_t info, later;
+    char body[64];
+    cut_versioning = OBJ_VERSIONED;
+    cut_upload_new(e, "cut-versioned", 320, &u);
+    assert_int_equal(cut_complete(e, "cut-versioned", &u, 2, 3, &why), ERR_IO);
+    vput(e, "cut-versioned", "later", OBJ_VERSIONED, &later);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, "cut-versioned", &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    vread(e, "cut-versioned", NULL, body, sizeof(body));
+    assert_string_equal(body, "later");
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-versioned", &info), 0);
+    assert_string_equal(info.vid, later.vid);
+    int versions = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", "cut-versioned", NULL, NULL,
+                                       count_cut_versions, &versions),
+                     0);
+    assert_int_equal(versions, 2); /* the Complete's, once, and the later PUT */
+    free(u.data);
+
+    /* Stalled past the fence after its manifest: no head, 503; resumed when sent again. */
+    cut_versioning = OBJ_UNVERSIONED;
+    cut_upload_new(e, "cut-fenced", 321, &f);
+    stall_stage = 2;
+    assert_int_equal(cut_complete(e, "cut-fenced", &f, 2, 0, &why), ERR_THROTTLED);
+    stall_stage = 0;
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-fenced", &info), ERR_NOT_FOUND);
+    assert_int_equal(cut_complete(e, "cut-fenced", &f, 2, 0, &why), ERR_THROTTLED);
+    obj__wall_skew_ns = CUT_STALE + 16 * 1000000000ll;
+    assert_int_equal(cut_complete(e, "cut-fenced", &f, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_cut_object(e, "cut-fenced", &f);
+    free(f.data);
 }
 
 static void test_multipart(void **state)
@@ -5993,6 +6060,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_is_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_is_aborted_or_settled, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_short_never_makes_a_second_version, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
