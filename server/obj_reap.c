@@ -325,13 +325,33 @@ static int reap_set(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t 
     return 0;
 }
 
+/* fn over each leaf set of s (its sub-sets, or s itself), the removed ones passed by. */
+typedef void (*leaf_fn)(obj_set_t *leaf, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                        obj_reap_report_t *rep);
+
+static void each_leaf(obj_set_t *s, leaf_fn fn, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                      obj_reap_report_t *rep)
+{
+    int ns = atomic_load(&s->nsub);
+    if (!ns) {
+        fn(s, r, bucket, now_s, rep);
+        return;
+    }
+    for (int j = 0; j < ns; j++)
+        if (!obj__sub_removed(s, j)) each_leaf(s->sub[j], fn, r, bucket, now_s, rep);
+}
+
+static void reap_leaf(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                      obj_reap_report_t *rep)
+{
+    (void)reap_set(s, r, bucket, now_s, rep);
+}
+
 int obj_reap_bucket(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
                     obj_reap_report_t *rep)
 {
-    int ns = atomic_load(&s->nsub);
-    if (!ns) return reap_set(s, r, bucket, now_s, rep);
-    for (int j = 0; j < ns; j++)
-        if (!obj__sub_removed(s, j)) (void)reap_set(s->sub[j], r, bucket, now_s, rep);
+    if (!atomic_load(&s->nsub)) return reap_set(s, r, bucket, now_s, rep);
+    each_leaf(s, reap_leaf, r, bucket, now_s, rep);
     return 0;
 }
 
@@ -502,21 +522,17 @@ static void reap_uploads(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap
     free(p);
 }
 
-static void reap_parts_all(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
+static void reap_multipart(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
+                           obj_reap_report_t *rep)
 {
-    int ns = atomic_load(&s->nsub);
-    if (!ns) {
-        reap_uploads(s, r, now_s, rep);
-        reap_parts(s, r, now_s, rep);
-        return;
-    }
-    for (int j = 0; j < ns; j++)
-        if (!obj__sub_removed(s, j)) reap_parts_all(s->sub[j], r, now_s, rep);
+    (void)bucket;
+    reap_uploads(s, r, now_s, rep);
+    reap_parts(s, r, now_s, rep);
 }
 
 void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
 {
-    reap_parts_all(s, r, now_s, rep);
+    each_leaf(s, reap_multipart, r, NULL, now_s, rep);
     static const char *const internal[] = {MPU_UPLOADS, MPU_PARTS, MPU_MANIFEST};
     for (size_t i = 0; i < sizeof(internal) / sizeof(internal[0]); i++)
         (void)obj_reap_bucket(s, r, internal[i], now_s, rep);

@@ -118,15 +118,12 @@ static char *free_path(drive_t *d, uint32_t id, uint64_t clear)
 
 int drive__pool_name(const char *name, uint32_t *id, uint64_t *clear)
 {
-    unsigned i;
-    unsigned long long c;
-    char tail[8];
+    /* Exactly "<8 hex>.<16 hex>.free", lowercase: what free_path writes, nothing else. */
     if (strlen(name) != 30 || strspn(name, "0123456789abcdef") != 8 || name[8] != '.' ||
         strspn(name + 9, "0123456789abcdef") != 16 || strcmp(name + 25, ".free") != 0)
         return 0;
-    if (sscanf(name, "%8x.%16llx.fre%1s", &i, &c, tail) != 3) return 0;
-    *id = i;
-    *clear = c;
+    *id = (uint32_t)strtoul(name, NULL, 16);
+    *clear = strtoull(name + 9, NULL, 16);
     return 1;
 }
 
@@ -144,10 +141,12 @@ void drive__seg_retire(drive_t *d, seg_t *s)
     pthread_mutex_lock(&d->lock);
     int keep = d->pool_files < d->pool_max;
     if (keep) d->pool_files++;
-    /* Above every record it holds, from any of its lives: nothing was numbered past it. */
+    /*
+     * Above every record it holds, from any of its lives: the drive's next number is past
+     * every number handed out (its records', relocated ones' too, and its first_seq, which
+     * raised it when the file was reused).
+     */
     uint64_t clear = __atomic_load_n(&d->next_seq, __ATOMIC_RELAXED);
-    if (s->min_seq != UINT64_MAX && s->max_seq + 1 > clear) clear = s->max_seq + 1;
-    if (s->first_seq > clear) clear = s->first_seq;
     pthread_mutex_unlock(&d->lock);
     if (keep) {
         fp = free_path(d, s->id, clear);
@@ -275,6 +274,29 @@ static seg_t *seg_new(uint32_t id, uint8_t kind, int fd)
     return s;
 }
 
+/* A new segment's file is ready on fd (its superblock durable): the drive's, open. */
+static seg_t *seg_created(drive_t *d, uint32_t id, uint8_t kind, int fd, uint64_t first_seq,
+                          uint32_t seed)
+{
+    seg_t *s = seg_new(id, kind, fd);
+    s->open = 1;
+    s->tail = d->iu;
+    s->first_seq = first_seq;
+    s->seed = seed;
+    pthread_mutex_lock(&d->lock);
+    d->creating--;
+    d->host_bytes += d->iu;
+    d->padding_bytes += d->iu - SEG_SB_LEN;
+    d->lifetime_host += d->iu;
+    if (seed) d->segments_recycled++;
+    drive__seg_insert(d, s);
+    pthread_mutex_unlock(&d->lock);
+    budget_charge(&d->budget, d->iu);
+    log_debug("event=segment_created id=%u kind=%u recycled=%d first_seq=%llu", id, kind, seed != 0,
+              (unsigned long long)first_seq);
+    return s;
+}
+
 int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
 {
     uint32_t id;
@@ -348,23 +370,7 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
         }
         if (rc == 0) {
             free(path);
-            seg_t *s = seg_new(id, kind, fd);
-            s->open = 1;
-            s->tail = d->iu;
-            s->first_seq = first_seq;
-            s->seed = seed;
-            pthread_mutex_lock(&d->lock);
-            d->creating--;
-            d->host_bytes += d->iu;
-            d->padding_bytes += d->iu - SEG_SB_LEN;
-            d->lifetime_host += d->iu;
-            d->segments_recycled++;
-            drive__seg_insert(d, s);
-            pthread_mutex_unlock(&d->lock);
-            budget_charge(&d->budget, d->iu);
-            log_debug("event=segment_created id=%u kind=%u recycled=1 first_seq=%llu", id, kind,
-                      (unsigned long long)first_seq);
-            *out = s;
+            *out = seg_created(d, id, kind, fd, first_seq, seed);
             return 0;
         }
         fd = -1;
@@ -420,19 +426,7 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     }
     free(sb);
     free(path);
-    seg_t *s = seg_new(id, kind, fd);
-    s->open = 1;
-    s->tail = d->iu;
-    pthread_mutex_lock(&d->lock);
-    d->creating--;
-    d->host_bytes += d->iu;
-    d->padding_bytes += d->iu - SEG_SB_LEN;
-    d->lifetime_host += d->iu;
-    drive__seg_insert(d, s);
-    pthread_mutex_unlock(&d->lock);
-    budget_charge(&d->budget, d->iu);
-    log_debug("event=segment_created id=%u kind=%u", id, kind);
-    *out = s;
+    *out = seg_created(d, id, kind, fd, 0, 0); /* fresh: version 1, no seed */
     return 0;
 fail:
     log_error("event=segment_create_failed path=%s seg=%u op=%s err=%s errno=%d%s", path, id, what,

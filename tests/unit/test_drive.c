@@ -1604,6 +1604,21 @@ static int seg_inodes(const char *dir, const char *suffix, ino_t *out, int cap)
  * rebuild of the index from the segments, not by compaction. With the pool off, released
  * files go as before.
  */
+/* n keys "old<i>" of 100 KiB each, put then deleted: segments of dead records, for compaction. */
+static void put_and_delete_old(drive_t *d, int n)
+{
+    char key[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "old%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "old%d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        assert_int_equal(drive_delete(d, &id), 0);
+    }
+}
+
 static void test_segment_pool(void **state)
 {
     (void)state;
@@ -1614,15 +1629,7 @@ static void test_segment_pool(void **state)
         drive_t *d;
         char key[16];
         assert_int_equal(drive_open(&c, &d), 0);
-        for (int i = 0; i < 40; i++) {
-            snprintf(key, sizeof(key), "old%d", i);
-            assert_int_equal(put_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
-        }
-        for (int i = 0; i < 40; i++) {
-            snprintf(key, sizeof(key), "old%d", i);
-            drive_id_t id = {"bkt", key, "", 0};
-            assert_int_equal(drive_delete(d, &id), 0);
-        }
+        put_and_delete_old(d, 40);
         assert_true(drive_compact(d, 0, 1) > 0);
         drive_stats_t st;
         drive_stats(d, &st);
@@ -1707,15 +1714,7 @@ static void test_segment_pool_after_index_loss(void **state)
     drive_t *d;
     char key[16], ip[600];
     assert_int_equal(drive_open(&c, &d), 0);
-    for (int i = 0; i < 40; i++) {
-        snprintf(key, sizeof(key), "old%d", i);
-        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100 * KiB), 0);
-    }
-    for (int i = 0; i < 40; i++) {
-        snprintf(key, sizeof(key), "old%d", i);
-        drive_id_t id = {"bkt", key, "", 0};
-        assert_int_equal(drive_delete(d, &id), 0);
-    }
+    put_and_delete_old(d, 40);
     (void)drive_compact(d, 0, 1);
     drive_close(d);
     /* Reopened, the segment that was open is sealed: now it goes too, tombstones and all. */
