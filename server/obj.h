@@ -597,6 +597,10 @@ int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, voi
 /* The same from every store's index rather than k (for healers: obj_list_versions_all). */
 int obj_mpu_list_uploads_all(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/* Uploads in progress and those a Complete closed and a kill may have cut short (which
+ * ListMultipartUploads does not show): for a DeleteBucket, which must end them all. */
+int obj_mpu_list_uploads_any(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+    __attribute__((warn_unused_result));
 
 /* Abort: drop every part and the upload. ERR_NOT_FOUND: no such upload. */
 int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char *upload_id)

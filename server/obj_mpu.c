@@ -51,7 +51,8 @@ int (*obj__complete_cut_hook)(const char *upload, int stage);
 
 /* Put a small internal object whole. */
 static int put_small(obj_set_t *s, const char *bucket, const char *key, const void *body,
-                     size_t len, const char *ctype, const char *umeta, size_t umeta_len)
+                     size_t len, const char *ctype, const char *umeta, size_t umeta_len,
+                     obj_info_t *out)
 {
     int err;
     obj_writer_t *w = obj_put_begin(s, bucket, key, &err);
@@ -60,7 +61,7 @@ static int put_small(obj_set_t *s, const char *bucket, const char *key, const vo
         obj_put_abort(w);
         return err;
     }
-    return obj_put_commit(w, ctype, umeta, umeta_len, NULL);
+    return obj_put_commit(w, ctype, umeta, umeta_len, out);
 }
 
 /*
@@ -84,7 +85,8 @@ static char *record_body(const char *bucket, const char *key, const char *manife
 {
     size_t bl = strlen(bucket), kl = strlen(key);
     *len = bl + 1 + kl + (manifest ? 1 + mlen : 0);
-    size_t pad = manifest && *len < bl + 2 + SHARD_MAX_KEY ? bl + 2 + SHARD_MAX_KEY - *len : 0;
+    /* At least one byte: an aborting record is never the bare "bucket\nkey\0". */
+    size_t pad = !manifest ? 0 : *len < bl + 2 + SHARD_MAX_KEY ? bl + 2 + SHARD_MAX_KEY - *len : 1;
     char *b = xmalloc(*len + pad + 1);
     memcpy(b, bucket, bl);
     b[bl] = '\n';
@@ -258,7 +260,7 @@ int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char
     if (rc) return rc;
     size_t len;
     char *body = record_body(bucket, key, NULL, 0, &len);
-    rc = put_small(s, MPU_UPLOADS, upload_id, body, len, content_type, umeta, umeta_len);
+    rc = put_small(s, MPU_UPLOADS, upload_id, body, len, content_type, umeta, umeta_len, NULL);
     free(body);
     return rc;
 }
@@ -685,6 +687,12 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     uint8_t d[16];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
+    /* Resuming, a list that is not the recorded one is another Complete: the upload is gone. */
+    if (state == UPLOAD_CLOSING && rc == ERR_INVAL &&
+        (*why == OBJ_MPU_BAD_PART || *why == OBJ_MPU_TOO_SMALL)) {
+        *why = OBJ_MPU_NO_UPLOAD;
+        rc = ERR_NOT_FOUND;
+    }
     obj_info_t orig, closed;
     obj_info_copy(&orig, &rec);
     if (!rc && hooks && hooks->finish &&
@@ -731,14 +739,20 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(manifest);
         free(tags);
         if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
+        /* A resume that lost its takeover to the reaper's (reopening it) or to another
+         * resumer: the upload is not gone, so no NoSuchUpload; the client comes back. */
+        if (state == UPLOAD_CLOSING &&
+            upload_state(s, bucket, key, upload_id, &rec, NULL, NULL) >= 0)
+            return ERR_THROTTLED;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
     }
     free(body);
+    obj_info_t mf = {0}; /* the manifest as written: dropped on its stamp only */
     if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 1))
         rc = ERR_IO;
     else if (!rc) {
-        rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0);
+        rc = put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0, &mf);
         if (rc) reopen_upload(s, bucket, key, upload_id, &orig, &closed);
         if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 2)) rc = ERR_IO;
     }
@@ -762,7 +776,11 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* In doubt: heads of it stayed on failing stores, and they name the manifest. */
         if (heads != OBJ__COMMIT_IN_DOUBT) {
-            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            /* Its own manifest only: past every bound, a resumer's may stand there now. */
+            obj_cond_t mc = OBJ_COND_NONE;
+            mc.if_stamp = mf.stamp_ns;
+            if (obj_delete_if(s, MPU_MANIFEST, upload_id, &mc) != 0)
+                log_warn("event=manifest_kept upload=%s", upload_id);
             reopen_upload(s, bucket, key, upload_id, &orig, &closed); /* e.g. 412: still open */
         }
         free(tags);
@@ -859,6 +877,26 @@ int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp)
 }
 
 /*
+ * Whether a part a closing record's manifest m recorded is gone (its object
+ * completed, then replaced: the parts went with it): 1, 0, or -1 when that
+ * cannot be told.
+ */
+static int recorded_part_gone(obj_set_t *s, const char *upload_id, const char *m)
+{
+    standings_t st = {0};
+    int rc = recorded_standings(m, &st) == 0 ? 0 : -1;
+    for (int i = 0; i < st.n && rc == 0; i++) {
+        obj_info_t pi;
+        char pk[OBJ__PART_KEY_MAX];
+        obj__part_key(pk, sizeof(pk), upload_id, st.a[i].part, st.a[i].tag);
+        int sr = obj_stat(s, MPU_PARTS, pk, &pi);
+        rc = sr == ERR_NOT_FOUND ? 1 : sr ? -1 : 0;
+    }
+    free(st.a);
+    return rc;
+}
+
+/*
  * The reaper's end of a Complete cut short that nobody resumed (a closing
  * record of upload_id at stamp), or that an Abort took over (an aborting
  * record), seen so for the reaper's grace. If a head names the upload, the
@@ -873,7 +911,7 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
 {
     obj_info_t rec, closed;
     char *body = NULL;
-    int settled = 0, named = 0;
+    int settled = 0, named = 0, gone = 0;
     pthread_mutex_t *ul = obj__mpu_lock(s, upload_id);
     pthread_mutex_lock(ul);
     if (read_record(s, upload_id, &rec, &body) != 0 || rec.stamp_ns != stamp ||
@@ -910,6 +948,14 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
             obj__drop_object(s, MPU_UPLOADS, upload_id);
             settled = 1;
         }
+    } else if ((gone = recorded_part_gone(s, upload_id, body + want + 1)) != 0) {
+        /* Completed, then replaced (the parts went with its version): ended, as aborted. */
+        if (gone > 0 && each_part(s, upload_id, drop_part, s) >= 0) {
+            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            obj__drop_object(s, MPU_UPLOADS, upload_id);
+            settled = 1;
+            aborting = 1;
+        }
     } else {
         *nl = '\n';
         if (close_upload(s, upload_id, &rec, &closed, body, rec.size) == 0) {
@@ -923,6 +969,7 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
     if (settled)
         log_info("event=upload_settled upload=%s key=%s how=%s", upload_id, key,
                  named      ? "completed"
+                 : gone     ? "replaced"
                  : aborting ? "aborted"
                             : "reopened");
 out:
@@ -1019,6 +1066,7 @@ typedef struct {
     const char *bucket;
     obj_upload_fn fn;
     void *arg;
+    int closing; /* closing and aborting records too (a Complete cut short) */
 } uploads_t;
 
 static int list_upload(void *arg, const char *upload, const obj_info_t *info)
@@ -1026,14 +1074,15 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
     uploads_t *u = arg;
     size_t bl = strlen(u->bucket);
     int err, rc = 0;
-    if (info->size <= bl || info->size > bl + 1 + SHARD_MAX_KEY) return 0; /* or closing */
+    if (info->size <= bl || (info->size > bl + 1 + SHARD_MAX_KEY && !u->closing))
+        return 0; /* or closing */
     obj_reader_t *r = obj_open(u->s, MPU_UPLOADS, upload, NULL, &err);
     if (!r) return 0;
     char *body = xmalloc(info->size + 1);
     if (obj_read(r, 0, body, info->size) == 0) {
         body[info->size] = 0;
         if (strncmp(body, u->bucket, bl) == 0 && body[bl] == '\n' &&
-            strlen(body) == info->size) /* not a closing record (a Complete cut short) */
+            (u->closing || strlen(body) == info->size)) /* (a closing record) */
             rc = u->fn(u->arg, body + bl + 1, upload, info);
     }
     free(body);
@@ -1041,24 +1090,30 @@ static int list_upload(void *arg, const char *upload, const obj_info_t *info)
     return rc;
 }
 
-static int list_uploads(obj_set_t *s, const char *bucket, int wide, obj_upload_fn fn, void *arg)
+static int list_uploads(obj_set_t *s, const char *bucket, int wide, int closing, obj_upload_fn fn,
+                        void *arg)
 {
     for (int j = 0; j < s->nsub; j++) { /* set by set: callers sort (no order promised) */
         if (obj__sub_removed(s, j)) continue;
-        int rc = list_uploads(s->sub[j], bucket, wide, fn, arg);
+        int rc = list_uploads(s->sub[j], bucket, wide, closing, fn, arg);
         if (rc) return rc;
     }
     if (s->nsub) return 0;
-    uploads_t u = {s, bucket, fn, arg};
+    uploads_t u = {s, bucket, fn, arg, closing};
     return obj__list(s, MPU_UPLOADS, NULL, NULL, NULL, 0, wide, list_upload, &u);
 }
 
 int obj_mpu_list_uploads(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
 {
-    return list_uploads(s, bucket, 0, fn, arg);
+    return list_uploads(s, bucket, 0, 0, fn, arg);
 }
 
 int obj_mpu_list_uploads_all(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
 {
-    return list_uploads(s, bucket, 1, fn, arg);
+    return list_uploads(s, bucket, 1, 0, fn, arg);
+}
+
+int obj_mpu_list_uploads_any(obj_set_t *s, const char *bucket, obj_upload_fn fn, void *arg)
+{
+    return list_uploads(s, bucket, 0, 1, fn, arg);
 }

@@ -481,7 +481,8 @@ typedef struct {
 static int collect_upload(void *arg, const char *key, const obj_info_t *info)
 {
     upload_page_t *p = arg;
-    if (!info || strlen(key) != REAP_ID_LEN) return 0;
+    /* Closing and aborting records are padded past every open one (obj_mpu.c). */
+    if (!info || strlen(key) != REAP_ID_LEN || info->size < 2 + SHARD_MAX_KEY) return 0;
     memcpy(p->key[p->n], key, REAP_ID_LEN + 1);
     p->stamp[p->n] = info->stamp_ns;
     return ++p->n == PARTS_PAGE;

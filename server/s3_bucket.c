@@ -408,14 +408,22 @@ static int any_version(void *arg, const char *key, const obj_info_t *info, int l
  * Before, a DeleteBucket cut short leaves the bucket, its uploads aborted.
  * One that fails to abort is said in the log and does not keep the bucket.
  */
-static void abort_uploads(ctx_t *x, const char *ibucket, const s3_uploads_t *u)
+/*
+ * The bucket's uploads aborted: 0, or ERR_THROTTLED when one is a Complete that a kill may
+ * have cut short and whose closer may still run (obj_mpu.c): the DeleteBucket waits for it
+ * (503), or the upload would outlive its bucket.
+ */
+static int abort_uploads(ctx_t *x, const char *ibucket, const s3_uploads_t *u)
 {
+    int busy = 0;
     for (int i = 0; i < u->n; i++) {
         int rc = obj_mpu_abort(x->cfg->set, ibucket, u->keys[i], u->ids[i]);
+        busy |= rc == ERR_THROTTLED;
         if (rc && rc != ERR_NOT_FOUND)
             log_warn("event=delete_bucket_upload_left bucket=%s upload=%s err=%s", x->bucket,
                      u->ids[i], err_name(rc));
     }
+    return busy ? ERR_THROTTLED : 0;
 }
 
 /* CreateBucket, exclusive under the bucket's lock: one of two racing creates wins. */
@@ -576,8 +584,8 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0)
             rc = obj_list_versions(x->cfg->set, x->ibucket, "", NULL, NULL, any_version, &found);
         if (rc >= 0 && !found)
-            rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, s3_uploads_collect, &ups);
-        if (rc >= 0 && !found) abort_uploads(x, x->ibucket, &ups);
+            rc = obj_mpu_list_uploads_any(x->cfg->set, x->ibucket, s3_uploads_collect, &ups);
+        if (rc >= 0 && !found) rc = abort_uploads(x, x->ibucket, &ups);
         /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
         if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
         if (rc != S3_ERR_NO_BUCKET && (rc < 0 || found) &&

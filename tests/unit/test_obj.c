@@ -4677,6 +4677,108 @@ static void test_complete_cut_short_never_makes_a_second_version(void **state)
     free(f.data);
 }
 
+/* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
+ * gap between a part's check that its upload is open and its heads; once. */
+typedef struct {
+    env_t *e;
+    obj_set_t *other;
+    cut_upload_t *u;
+    const char *key;
+    int calls, rc;
+} cut_meanwhile_t;
+
+static void cut_complete_before_the_part_commits(void *arg, const char *upload)
+{
+    cut_meanwhile_t *c = arg;
+    (void)upload;
+    if (c->calls++) return;
+    int why = 0;
+    obj_info_t done;
+    cut_stage = 1;
+    obj__complete_cut_hook = cut_at;
+    c->rc = obj_mpu_complete(c->other, "bkt", c->key, c->u->upload, c->u->parts, 2, 1, NULL,
+                             OBJ_UNVERSIONED, &done, &why);
+    obj__complete_cut_hook = NULL;
+}
+
+static int count_any_upload_cb(void *arg, const char *key, const char *upload,
+                               const obj_info_t *info)
+{
+    (void)key;
+    (void)upload;
+    (void)info;
+    ++*(int *)arg;
+    return 0;
+}
+
+/*
+ * What a second review found in the first mends. A part uploaded again that passed its
+ * check before a Complete's close and landed after it (through another node): the same
+ * Complete sent again resumes with the parts its close recorded, not NoSuchUpload. A
+ * closing record is padded past any open record (older nodes list none), found by a
+ * DeleteBucket's listing, and on a key of the longest length an Abort of it is still
+ * settled. A Complete cut after its heads whose object is then replaced (its parts gone
+ * with it) is ended by the reaper, not opened again; found by its walk of the records,
+ * with no part left to lead to it.
+ */
+static void test_complete_cut_short_second_review(void **state)
+{
+    env_t *e = *state;
+    obj_set_t *other = other_gateway(e);
+    cut_upload_t u, r, lk;
+    int err, why = 0;
+    obj_info_t info, pi;
+    cut_upload_new(e, "cut-late-part", 330, &u);
+    cut_meanwhile_t cm = {e, other, &u, "cut-late-part", 0, 0};
+    obj__part_commit_hook = cut_complete_before_the_part_commits;
+    obj__part_commit_hook_arg = &cm;
+    obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", "cut-late-part", u.upload, 2, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, u.data, 500), 0);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0); /* landed after the close */
+    obj__part_commit_hook = NULL;
+    assert_int_equal(cm.rc, ERR_IO);
+    assert_int_equal(obj_stat(e->set, MPU_UPLOADS, u.upload, &info), 0);
+    assert_true(info.size > strlen("bkt") + 1 + SHARD_MAX_KEY); /* padded */
+    assert_int_equal(uploads_listed(e, &u), 0);
+    int any = 0;
+    assert_int_equal(obj_mpu_list_uploads_any(e->set, "bkt", count_any_upload_cb, &any), 0);
+    assert_int_equal(any, 1);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, "cut-late-part", &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_cut_object(e, "cut-late-part", &u);
+    free(u.data);
+
+    /* Completed (cut after its heads), then replaced: its parts went with it. */
+    obj_reaper_t *rp = obj_reaper_new(100);
+    cut_upload_new(e, "cut-replaced", 331, &r);
+    assert_int_equal(cut_complete(e, "cut-replaced", &r, 2, 3, &why), ERR_IO);
+    uint8_t small[10] = {0};
+    put(e, "cut-replaced", small, sizeof(small), &info);
+    assert_int_equal(part_keys(e, r.upload), 0);
+    /* An Abort of the longest key's cut Complete: its aborting record is settled too. */
+    char longkey[SHARD_MAX_KEY + 1];
+    memset(longkey, 'k', SHARD_MAX_KEY);
+    longkey[SHARD_MAX_KEY] = 0;
+    cut_upload_new(e, longkey, 332, &lk);
+    assert_int_equal(cut_complete(e, longkey, &lk, 2, 1, &why), ERR_IO);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", longkey, lk.upload), 0);
+    obj__wall_skew_ns = 2 * CUT_STALE;
+    assert_int_equal(reap_internal_pass(e, rp, 1000).uploads_settled, 0);
+    assert_int_equal(reap_internal_pass(e, rp, 1100).uploads_settled, 2);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(obj_stat(e->set, MPU_UPLOADS, r.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(uploads_listed(e, &r), 0);
+    assert_int_equal(obj_stat(e->set, MPU_UPLOADS, lk.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(part_keys(e, lk.upload), 0);
+    obj_reaper_free(rp);
+    obj_set_free(other);
+    free(r.data);
+    free(lk.data);
+}
+
 static void test_multipart(void **state)
 {
     env_t *e = *state;
@@ -6063,6 +6165,7 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_never_makes_a_second_version, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_part_uploaded_again_stands_for_the_first, setup,
