@@ -553,6 +553,34 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
+typedef struct {
+    const char *key, *upload;
+    obj_info_t *out;
+    int found;
+} naming_t;
+
+static int naming_version(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    naming_t *n = arg;
+    (void)latest;
+    if (strcmp(key, n->key) != 0) return 1; /* past the key's versions */
+    if (!info || !info->multipart || strcmp(info->upload_id, n->upload) != 0) return 0;
+    obj_info_copy(n->out, info);
+    n->found = 1;
+    return 1;
+}
+
+/* *out the version of bucket/key that names upload, when one can be found (else unchanged). */
+static void version_naming(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                           obj_info_t *out)
+{
+    obj_info_t *v = xmalloc(sizeof(*v));
+    naming_t n = {key, upload, v, 0};
+    if (obj_list_versions(s, bucket, key, NULL, NULL, naming_version, &n) >= 0 && n.found)
+        obj_info_copy(out, v);
+    free(v);
+}
+
 /* The object a Complete makes of n parts, total bytes, d the md5 of their md5s; rec the
  * upload's record (content type, metadata). */
 static void object_info(obj_info_t *info, const char *upload_id, int n, uint64_t total,
@@ -727,7 +755,10 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     if (named > 0 && !rc) {
         free(manifest);
         free(tags);
-        if (out) obj_info_copy(out, &info);
+        if (out) {
+            obj_info_copy(out, &info);
+            version_naming(s, bucket, key, upload_id, out); /* its version id, found */
+        }
         return 0;
     }
     /* Closed before its manifest is written: a racing Complete's would replace it. The

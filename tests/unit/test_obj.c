@@ -4451,6 +4451,8 @@ static void cut_upload_new(env_t *e, const char *key, uint32_t seed, cut_upload_
     }
 }
 
+static obj_info_t cut_done; /* what the last cut_complete answered */
+
 static int cut_complete(env_t *e, const char *key, cut_upload_t *u, int n, int stage, int *why)
 {
     obj_info_t done;
@@ -4459,6 +4461,7 @@ static int cut_complete(env_t *e, const char *key, cut_upload_t *u, int n, int s
     int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, n, 1, NULL, cut_versioning,
                               &done, why);
     obj__complete_cut_hook = NULL;
+    if (rc == 0) cut_done = done;
     return rc;
 }
 
@@ -4642,14 +4645,16 @@ static void test_complete_cut_short_never_makes_a_second_version(void **state)
     env_t *e = *state;
     cut_upload_t u, f;
     int why = 0;
-    obj_info_t info, later;
+    obj_info_t info, later, first;
     char body[64];
     cut_versioning = OBJ_VERSIONED;
     cut_upload_new(e, "cut-versioned", 320, &u);
     assert_int_equal(cut_complete(e, "cut-versioned", &u, 2, 3, &why), ERR_IO);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-versioned", &first), 0);
     vput(e, "cut-versioned", "later", OBJ_VERSIONED, &later);
     obj__wall_skew_ns = CUT_STALE;
     assert_int_equal(cut_complete(e, "cut-versioned", &u, 2, 0, &why), 0);
+    assert_string_equal(cut_done.vid, first.vid); /* answered with its version */
     obj__wall_skew_ns = 0;
     vread(e, "cut-versioned", NULL, body, sizeof(body));
     assert_string_equal(body, "later");
