@@ -773,7 +773,8 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp);
  * an ERR_* when it cannot be read. */
 int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp);
 /* Tests: called by a Complete after its close (stage 1), its manifest (2) and its heads (3);
- * non-zero cuts it there, as a kill would (nothing after it is done, nothing undone). */
+ * non-zero cuts it there, as a kill would (nothing after it is done, nothing undone). Stage 0:
+ * just before the close (its answer is not heeded). */
 extern int (*obj__complete_cut_hook)(const char *upload, int stage);
 /* Whether a head of bucket/key on some store of s (current or not) names upload: 1, 0, or -1
  * when that cannot be told (obj_reap.c). */

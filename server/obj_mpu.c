@@ -171,12 +171,37 @@ static int upload_state(obj_set_t *s, const char *bucket, const char *key, const
     return ml ? UPLOAD_CLOSING : UPLOAD_ABORTING;
 }
 
+/*
+ * After a close that lost its condition: whether the upload still reads as open or
+ * closing. A close cut short by a kill leaves its head on some stores only: newer than
+ * the record that stands, it fails the next close's condition until a commit covers it
+ * as a crash's (COMMIT_STALE_NS), and a resume that loses its takeover to the reaper's
+ * reopening finds it open. Not gone, so not NoSuchUpload (final to a client): 503, and
+ * the client comes back.
+ */
+static int still_there(obj_set_t *s, const char *bucket, const char *key, const char *upload)
+{
+    obj_info_t *rec = xmalloc(sizeof(*rec));
+    int st = upload_state(s, bucket, key, upload, rec, NULL, NULL);
+    free(rec);
+    return st == UPLOAD_OPEN || st == UPLOAD_CLOSING;
+}
+
 /* The upload record must exist, be for bucket/key, and be open. */
 static int mpu_check(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                      obj_info_t *rec)
 {
     int rc = upload_state(s, bucket, key, upload, rec, NULL, NULL);
     return rc > 0 ? ERR_NOT_FOUND : rc;
+}
+
+/* Whether the upload's record reads as the version stamped stamp. */
+static int reads_as(obj_set_t *s, const char *upload_id, uint64_t stamp)
+{
+    obj_info_t *now = xmalloc(sizeof(*now));
+    int same = obj_stat(s, MPU_UPLOADS, upload_id, now) == 0 && now->stamp_ns == stamp;
+    free(now);
+    return same;
 }
 
 /*
@@ -218,12 +243,19 @@ static int close_upload(obj_set_t *s, const char *upload_id, const obj_info_t *r
                                           NULL, 0, &first_err);
             if (heads >= 0 && obj__enough(s, closed, heads)) return 0;
         }
-        if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
         /*
          * The record does not stand for a commit: a small one's copies lost with their
          * drives (one left is enough to read it, not to replace it: a commit takes it
-         * for another writer's in flight). Healed, it stands again; once.
+         * for another writer's in flight), or a close a kill cut after its first copies
+         * (read as the record, while commits judge by the one it was replacing: the
+         * condition fails on it for good). Healed, it stands again; once.
          */
+        if (tries == 0 && first_err == ERR_PRECOND && reads_as(s, upload_id, rec->stamp_ns)) {
+            obj_heal_report_t rep = {0};
+            log_info("event=upload_record_heal upload=%s: read, but it does not stand", upload_id);
+            if (obj_heal(s, MPU_UPLOADS, upload_id, &rep) == 0) continue;
+        }
+        if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
         if (tries == 0 && (first_err == ERR_THROTTLED || first_err == ERR_UNRECOVERABLE)) {
             obj_heal_report_t rep = {0};
             if (obj_heal(s, MPU_UPLOADS, upload_id, &rep) == 0) continue;
@@ -619,7 +651,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         if (state == ERR_NOT_FOUND && out &&
             completed_already(s, bucket, key, upload_id, parts, n, out) == 0)
             return 0;
-        *why = OBJ_MPU_NO_UPLOAD;
+        if (state == ERR_NOT_FOUND) *why = OBJ_MPU_NO_UPLOAD; /* else the stores' error */
         return state;
     }
     if (n < 1 || n > OBJ_MPU_MAX_PARTS ||
@@ -765,16 +797,13 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
      * closing record keeps the manifest: a Complete cut short can be resumed or undone. */
     size_t blen = 0;
     char *body = rc ? NULL : record_body(bucket, key, manifest, len, &blen);
+    if (!rc && obj__complete_cut_hook) (void)obj__complete_cut_hook(upload_id, 0);
     if (!rc && (rc = close_upload(s, upload_id, &orig, &closed, body, blen)) == ERR_NOT_FOUND) {
         free(body);
         free(manifest);
         free(tags);
         if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
-        /* A resume that lost its takeover to the reaper's (reopening it) or to another
-         * resumer: the upload is not gone, so no NoSuchUpload; the client comes back. */
-        if (state == UPLOAD_CLOSING &&
-            upload_state(s, bucket, key, upload_id, &rec, NULL, NULL) >= 0)
-            return ERR_THROTTLED;
+        if (still_there(s, bucket, key, upload_id)) return ERR_THROTTLED;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
     }
@@ -886,6 +915,8 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
         rc = abort_closing(s, bucket, key, upload_id, &rec);
     else if (rc == UPLOAD_ABORTING)
         rc = ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND && state >= 0 && still_there(s, bucket, key, upload_id))
+        rc = ERR_THROTTLED;
     pthread_mutex_unlock(ul);
     if (rc || state != UPLOAD_OPEN) return rc;
     rc = each_part(s, upload_id, drop_part, s);

@@ -4418,11 +4418,24 @@ static int cut_stage, stall_stage;
 static obj_versioning_t cut_versioning;
 #define CUT_STALE (46 * 1000000000ll) /* past CLOSE_STALE_NS: a closer is surely gone */
 
+static int rewrite_before_close; /* stage 0: the record rewritten, still open (a heal) */
+static const char *rewrite_key;
+static env_t *rewrite_env;
+
 static int cut_at(const char *upload, int stage)
 {
-    (void)upload;
+    if (stage == 0 && rewrite_before_close) {
+        int err;
+        char body[128];
+        snprintf(body, sizeof(body), "bkt\n%s", rewrite_key);
+        obj_writer_t *w = obj_put_begin(rewrite_env->set, MPU_UPLOADS, upload, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, body, strlen(body)), 0);
+        assert_int_equal(obj_put_commit(w, "text/x-cut", NULL, 0, NULL), 0);
+        rewrite_before_close = 0;
+    }
     /* A closer that stalls there for 16 s (past CLOSE_FENCE_NS), then goes on. */
-    if (stage == stall_stage) obj__wall_skew_ns = 16 * 1000000000ll;
+    if (stall_stage && stage == stall_stage) obj__wall_skew_ns = 16 * 1000000000ll;
     return stage == cut_stage;
 }
 
@@ -4457,7 +4470,7 @@ static int cut_complete(env_t *e, const char *key, cut_upload_t *u, int n, int s
 {
     obj_info_t done;
     cut_stage = stage;
-    obj__complete_cut_hook = stage || stall_stage ? cut_at : NULL;
+    obj__complete_cut_hook = stage || stall_stage || rewrite_before_close ? cut_at : NULL;
     int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, n, 1, NULL, cut_versioning,
                               &done, why);
     obj__complete_cut_hook = NULL;
@@ -4782,6 +4795,20 @@ static void test_complete_cut_short_second_review(void **state)
     obj_set_free(other);
     free(r.data);
     free(lk.data);
+
+    /* A close that loses its condition while the upload is still open (its record rewritten
+     * meanwhile; a close a kill cut on some stores only does the same until covered): 503,
+     * never NoSuchUpload, and the same Complete goes through when sent again. */
+    cut_upload_t h;
+    cut_upload_new(e, "cut-lost-close", 333, &h);
+    rewrite_before_close = 1;
+    rewrite_key = "cut-lost-close";
+    rewrite_env = e;
+    assert_int_equal(cut_complete(e, "cut-lost-close", &h, 2, 0, &why), ERR_THROTTLED);
+    assert_int_equal(rewrite_before_close, 0);
+    assert_int_equal(cut_complete(e, "cut-lost-close", &h, 2, 0, &why), 0);
+    assert_cut_object(e, "cut-lost-close", &h);
+    free(h.data);
 }
 
 static void test_multipart(void **state)
