@@ -698,8 +698,13 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         }
         const standing_t *up = standing_of(&st, parts[i].part);
         if (!up) {
-            *why = OBJ_MPU_BAD_PART;
-            rc = ERR_INVAL;
+            /* (Not listed: dropped by an Abort through another node, as below?) */
+            obj_info_t *now = xmalloc(sizeof(*now));
+            int open = state != UPLOAD_OPEN ||
+                       upload_state(s, bucket, key, upload_id, now, NULL, NULL) == UPLOAD_OPEN;
+            free(now);
+            *why = open ? OBJ_MPU_BAD_PART : OBJ_MPU_NO_UPLOAD;
+            rc = open ? ERR_INVAL : ERR_NOT_FOUND;
             break;
         }
         snprintf(tags[i], sizeof(tags[i]), "%s", up->tag);
@@ -713,8 +718,14 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         }
         snprintf(want, sizeof(want), "%.*s", (int)el, e);
         int found = obj_stat(s, MPU_PARTS, pk, &pi);
-        if (found == ERR_NOT_FOUND && state == UPLOAD_CLOSING) {
-            /* A part its close recorded is gone: completed, and replaced since. */
+        /*
+         * A part its close recorded is gone (completed, and replaced since); or one listed
+         * is gone since, the upload no longer open: an Abort through another node closed
+         * it and is dropping its parts (the upload lock orders one node's calls only).
+         */
+        if (found == ERR_NOT_FOUND &&
+            (state == UPLOAD_CLOSING ||
+             upload_state(s, bucket, key, upload_id, &pi, NULL, NULL) != UPLOAD_OPEN)) {
             *why = OBJ_MPU_NO_UPLOAD;
             rc = ERR_NOT_FOUND;
             break;
