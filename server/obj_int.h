@@ -23,7 +23,10 @@
  *               and reads across parts
  *   obj_version.c  versioning: noncurrent versions, delete markers, finding,
  *               deleting and promoting versions (the layout is described there)
- *   obj_mpu.c   multipart uploads: create, parts, complete, abort, listings
+ *   obj_mpu.c   multipart uploads: create, parts, abort, listings
+ *   obj_mpu_complete.c  Complete, and the end of one a kill cut short
+ *   obj_mpu_record.c  an upload's record (open, closing, aborting) and the
+ *               conditional writes that close and reopen it
  *   obj_heal.c  healing one object (heads, blocks), the heal queue
  *   obj_refill.c  a refill's pipeline: rebuilt blocks written without
  *               waiting, a bounded window of them, heads once they are durable
@@ -762,23 +765,105 @@ void obj__read_part_key(const obj_reader_t *r, int i, char *out);
  * ERR_CORRUPT. */
 int obj__manifest_line(const char **pp, int *part, unsigned long long *size, char tag[33],
                        char et[80], const char **note, size_t *note_len);
+/* Whether a head of bucket/key on some store of s (current or not) names upload: 1, 0, or -1
+ * when that cannot be told (obj_reap.c). */
+int obj__upload_named(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+
+/* ---- obj_mpu_record.c: an upload's record ---- */
+
+/*
+ * A closing record this old has no live closer: a closer writes no head once its close is
+ * older than OBJ__CLOSE_FENCE_NS, and a commit of heads begun before that ends well within the
+ * rest (its wait for another writer's head in flight, COMMIT_STALE_NS, and a store's deadline,
+ * 10 s each).
+ */
+#define OBJ__CLOSE_STALE_NS (45ull * 1000000000)
+#define OBJ__CLOSE_FENCE_NS (15ull * 1000000000)
+
+#define OBJ__UPLOAD_OPEN     0
+#define OBJ__UPLOAD_CLOSING  1 /* a Complete closed it, and a kill may have cut it short */
+#define OBJ__UPLOAD_ABORTING 2 /* an Abort took such a close over: the reaper ends it */
+
+/* A record's body, split: pointers into it. */
+typedef struct {
+    const char *bucket, *key;
+    const char *manifest; /* closing or aborting: what follows the NUL (padding included) */
+    size_t bucket_len, key_len;
+    size_t manifest_len; /* without the padding; 0 for an aborting record */
+} obj_upload_view_t;
+
+/* A record's body: open (manifest NULL), closing (its manifest, mlen bytes) or aborting
+ * (manifest "", 0); *len bytes and a NUL. The caller frees it. */
+char *obj__upload_record(const char *bucket, const char *key, const char *manifest, size_t mlen,
+                         size_t *len);
+/* upload's record: its head (*rec), its body (*body, a NUL after rec->size bytes; the caller
+ * frees it) split into *v. OBJ__UPLOAD_*, else ERR_NOT_FOUND or a store error. */
+int obj__upload_read(obj_set_t *s, const char *upload, obj_info_t *rec, char **body,
+                     obj_upload_view_t *v);
+/* The state of upload's record for bucket/key: OBJ__UPLOAD_* (closing: *manifest, when manifest
+ * is not NULL, its manifest, NUL-terminated, *mlen bytes; the caller frees it), else
+ * ERR_NOT_FOUND (no record, or another key's) or a store error. */
+int obj__upload_state(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      obj_info_t *rec, char **manifest, size_t *mlen);
+/*
+ * After a close that lost its condition: whether the upload still reads as open or closing.
+ * A close cut short by a kill leaves its head on some stores only: newer than the record that
+ * stands, it fails the next close's condition until a commit covers it as a crash's
+ * (COMMIT_STALE_NS), and a resume that loses its takeover to the reaper's reopening finds it
+ * open. Not gone, so not NoSuchUpload (final to a client): 503, and the client comes back.
+ */
+int obj__upload_still_there(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+/* Whether upload_id's record is closing or aborting (a Complete cut short): 1 (*stamp its
+ * stamp), 0, or an ERR_* when it cannot be read. */
+int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp);
+/*
+ * Close the upload: its record rec replaced by body (blen bytes: a closing or aborting record;
+ * NULL: a delete marker, an Abort's), conditioned on rec's stamp, with rec's content type and
+ * metadata; *closed what was written. One closer's stands across nodes. 0, ERR_NOT_FOUND
+ * (closed by another), or a store error.
+ */
+int obj__upload_close(obj_set_t *s, const char *upload_id, const obj_info_t *rec,
+                      obj_info_t *closed, const char *body, size_t blen);
+/* A Complete that closed the upload and then failed: open again, as rec was, unless another
+ * call reopened or closed it meanwhile (conditioned on closed's stamp). */
+void obj__upload_reopen(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
+                        const obj_info_t *rec, const obj_info_t *closed);
+
+/* ---- obj_mpu.c ---- */
+
+/* Put a small internal object whole. */
+int obj__put_small(obj_set_t *s, const char *bucket, const char *key, const void *body, size_t len,
+                   const char *ctype, const char *umeta, size_t umeta_len, obj_info_t *out)
+    __attribute__((warn_unused_result));
+typedef int (*obj__part_fn)(void *arg, int part, const char *tag, const char *key,
+                            const obj_info_t *info);
+/*
+ * Every upload of a part that committed, in part order (the uploads of one part are next to
+ * each other): fn(arg, part, tag, key in MPU_PARTS, info); part 0 for a key under the upload
+ * that is not a part's. wide: every store (a healer's walk), else a listing's.
+ */
+int obj__each_part_of(obj_set_t *s, const char *upload, int wide, obj__part_fn fn, void *arg);
+/* Of two uploads of one part, the later: the part (ListParts shows it, a Complete takes it). */
+int obj__later_part_upload(uint64_t stamp, const char *tag, uint64_t than_stamp,
+                           const char *than_tag);
+/* Every upload of every part of upload dropped: as obj__each_part_of. */
+int obj__drop_parts(obj_set_t *s, const char *upload);
 /* The latest commit stamp of the uploads of part key's part number so far (0: none). */
 uint64_t obj__part_stamp_floor(obj_set_t *s, const char *part_key);
+
+/* ---- obj_mpu_complete.c ---- */
+
 /*
- * The reaper's end of a Complete cut short (obj_mpu.c): the closing record of upload_id at
- * stamp, tidied if the object stands, else the upload opened again. 1 when settled.
+ * The reaper's end of a Complete cut short: the closing (or aborting) record of upload_id at
+ * stamp, tidied if the object stands, else the upload opened again (an aborting one: ended).
+ * 1 when settled.
  */
 int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp);
-/* Whether upload_id's closing record (a Complete cut short) stands: 1 (*stamp its stamp), 0, or
- * an ERR_* when it cannot be read. */
-int obj__upload_closing(obj_set_t *s, const char *upload_id, uint64_t *stamp);
 /* Tests: called by a Complete after its close (stage 1), its manifest (2) and its heads (3);
  * non-zero cuts it there, as a kill would (nothing after it is done, nothing undone). Stage 0:
  * just before the close (its answer is not heeded). */
 extern int (*obj__complete_cut_hook)(const char *upload, int stage);
-/* Whether a head of bucket/key on some store of s (current or not) names upload: 1, 0, or -1
- * when that cannot be told (obj_reap.c). */
-int obj__upload_named(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+
 /* Called by a part's commit between its check that the upload is open and its heads (tests:
  * a Complete through another node in that gap). */
 extern void (*obj__part_commit_hook)(void *arg, const char *upload);
