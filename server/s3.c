@@ -144,6 +144,7 @@ static void node_stats(ctx_t *x)
             "%s{\"index\":%d,\"health\":\"up\",\"user_bytes\":%llu,\"host_bytes\":%llu,\"relocated_"
             "bytes\":%llu,"
             "\"padding_bytes\":%llu,\"index_bytes\":%llu,\"live_bytes\":%llu,\"used_bytes\":%llu,"
+            "\"written_bytes\":%llu,"
             "\"capacity\":%llu,\"write_amp\":%.4f,\"compactions\":%llu,\"throttled\":%llu,"
             "\"budget_rate\":%.0f,\"projected_years\":%.2f,\"reads_direct\":%llu,"
             "\"reads_copied\":%llu,\"readonly\":%d,\"refilling\":%d,\"flushes\":%llu,\"flush_"
@@ -154,13 +155,14 @@ static void node_stats(ctx_t *x)
             (unsigned long long)st.host_bytes, (unsigned long long)st.relocated_bytes,
             (unsigned long long)st.padding_bytes, (unsigned long long)st.index_bytes,
             (unsigned long long)st.live_bytes, (unsigned long long)st.used_bytes,
-            (unsigned long long)st.capacity, st.write_amp, (unsigned long long)st.compactions,
-            (unsigned long long)st.throttled, st.budget_rate, st.projected_years,
-            (unsigned long long)st.reads_direct, (unsigned long long)st.reads_copied, st.readonly,
-            obj_set_refilling(x->cfg->set, i), (unsigned long long)st.flushes,
-            (unsigned long long)st.flush_records, (unsigned long long)st.flush_max_records,
-            (unsigned long long)st.commit_gathers, (unsigned long long)st.segments_released,
-            (unsigned long long)st.segments_recycled, st.segments_pooled);
+            (unsigned long long)st.written_bytes, (unsigned long long)st.capacity, st.write_amp,
+            (unsigned long long)st.compactions, (unsigned long long)st.throttled, st.budget_rate,
+            st.projected_years, (unsigned long long)st.reads_direct,
+            (unsigned long long)st.reads_copied, st.readonly, obj_set_refilling(x->cfg->set, i),
+            (unsigned long long)st.flushes, (unsigned long long)st.flush_records,
+            (unsigned long long)st.flush_max_records, (unsigned long long)st.commit_gathers,
+            (unsigned long long)st.segments_released, (unsigned long long)st.segments_recycled,
+            st.segments_pooled);
         first = 0;
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;

@@ -798,6 +798,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->segments_free = d->slots > d->nsegs ? d->slots - d->nsegs : 0;
     for (uint32_t i = 0; i < d->nsegs; i++) {
         st->live_bytes += d->segs[i]->live;
+        st->written_bytes += d->segs[i]->tail;
         st->segments_gc += d->segs[i]->kind == SEG_GC;
     }
     st->used_bytes = (uint64_t)d->nsegs * d->seg_size;
@@ -850,6 +851,19 @@ int drive__index_flush(drive_t *d)
 int drive_index_flush(drive_t *d)
 {
     return drive__index_flush(d);
+}
+
+int drive_index_compact(drive_t *d)
+{
+    pthread_mutex_lock(&d->lock);
+    int failed = d->failed;
+    pthread_mutex_unlock(&d->lock);
+    if (failed) return ERR_READONLY; /* it writes nothing, index included */
+    int rc = drive__index_flush(d);
+    if (rc) return rc;
+    idx_compact(d->idx);
+    drive__charge_index(d);
+    return 0;
 }
 
 void drive_set_refilling(drive_t *d, int on)

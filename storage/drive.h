@@ -107,6 +107,8 @@ typedef struct {
     uint32_t segments, segments_free, segments_gc;
     uint64_t live_bytes;      /* bytes of live records (headers included) */
     uint64_t used_bytes;      /* segments allocated x segment size */
+    uint64_t written_bytes;   /* bytes written into the segments that stand, up to each one's
+                               * tail; one an open sealed counts whole (its end is not kept) */
     uint64_t user_bytes;      /* payload bytes appended by callers */
     uint64_t host_bytes;      /* every byte written: records, padding, relocation, index */
     uint64_t padding_bytes;   /* zero fill to IU boundaries */
@@ -289,6 +291,8 @@ int drive_scan(drive_t *d, const char *bucket, const char *prefix, const drive_f
  * (0 on a read-only drive, which writes nothing).
  */
 int drive_compact(drive_t *d, int max_victims, int force);
+/* The index flushed, then compacted into one sorted run (idx_compact): 0 or an ERR_*. */
+int drive_index_compact(drive_t *d) __attribute__((warn_unused_result));
 /* Pause or resume the background compaction thread. */
 void drive_compaction_pause(drive_t *d, int paused);
 

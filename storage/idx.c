@@ -440,6 +440,12 @@ int idx_flush(idx_t *x)
     return rerr("flush", err);
 }
 
+void idx_compact(idx_t *x)
+{
+    rocksdb_compact_range(x->db, NULL, 0, NULL, 0);
+    __atomic_add_fetch(&x->writes, 1, __ATOMIC_RELEASE);
+}
+
 int idx_flush_start(idx_t *x)
 {
     char *err = NULL;

@@ -98,6 +98,12 @@ uint64_t idx_disk_bytes(idx_t *x);
 uint64_t idx_mem_bytes(idx_t *x);
 /* Flush memtables to SST files and wait: every batch written before the call is durable. */
 int idx_flush(idx_t *x) __attribute__((warn_unused_result));
+/*
+ * Merge every sorted run into one and wait (RocksDB's manual compaction of the whole key
+ * range): entries that newer ones replaced or deleted are dropped. What the index takes on
+ * disk once its own compaction has caught up (wl-drive compact).
+ */
+void idx_compact(idx_t *x);
 /* Start a flush of what was written so far and return (RocksDB's threads write it). */
 int idx_flush_start(idx_t *x) __attribute__((warn_unused_result));
 /* 1 while a flush is waiting or running (for tests that wait for idx_flush_start's). */

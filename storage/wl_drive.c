@@ -5,7 +5,8 @@
  *                                 lacks) and print its counters
  *   wl-drive rebuild-index DIR    move the index aside and rebuild it from
  *                                 the segments alone
- *   wl-drive compact DIR          run compaction until nothing qualifies
+ *   wl-drive compact DIR          run compaction until nothing qualifies,
+ *                                 then the index's own (one sorted run)
  *   wl-drive dump DIR             list every valid record in the segments
  *   wl-drive check DIR            each segment's live counter against the
  *                                 index entries in it (exit 1 if any differ)
@@ -34,6 +35,7 @@ static void print_stats(drive_t *d)
     printf("segments           %u (free %u, gc %u)\n", s.segments, s.segments_free, s.segments_gc);
     printf("live_bytes         %llu\n", (unsigned long long)s.live_bytes);
     printf("used_bytes         %llu\n", (unsigned long long)s.used_bytes);
+    printf("written_bytes      %llu\n", (unsigned long long)s.written_bytes);
     printf("lifetime_host      %llu\n", (unsigned long long)s.lifetime_host_bytes);
     printf("this run: user %llu host %llu padding %llu relocated %llu index %llu wa %.3f\n",
            (unsigned long long)s.user_bytes, (unsigned long long)s.host_bytes,
@@ -118,7 +120,11 @@ int main(int argc, char **argv)
                    rc ? "accounting differs from the index" : "accounting matches the index");
         return rc ? 1 : 0;
     }
-    if (strcmp(argv[1], "compact") == 0) printf("released %d segments\n", drive_compact(d, 0, 1));
+    if (strcmp(argv[1], "compact") == 0) {
+        printf("released %d segments\n", drive_compact(d, 0, 1));
+        if ((rc = drive_index_compact(d)) != 0)
+            fprintf(stderr, "wl-drive: index compaction failed: %s\n", err_str(rc));
+    }
     print_stats(d);
     drive_close(d);
     return 0;

@@ -438,6 +438,8 @@ static void alignment_run(uint32_t iu)
     }
     free(meta);
     assert_int_equal(drive_index_flush(d), 0);
+    /* A manual compaction of the whole index (wl-drive compact) writes like the others. */
+    assert_int_equal(drive_index_compact(d), 0);
     drive_close(d);
     /* Reopen: RocksDB's writes at open (a new MANIFEST, OPTIONS) are counted too. */
     assert_int_equal(drive_open(&c, &d), 0);
@@ -1204,6 +1206,63 @@ static void test_compaction_model(void **state)
     free(dir);
 }
 
+/*
+ * What the segments hold on disk (written_bytes: up to each segment's tail) and what the
+ * index does: small durable puts pay an IU each; compaction packs the live ones and
+ * releases the rest; the index's own compaction drops what the relocation replaced.
+ */
+static void test_written_bytes(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
+    drive_t *d;
+    drive_stats_t st0, st1, st2;
+    char key[32];
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_compaction_pause(d, 1);
+    assert_int_equal(put_seeded(d, "first", 1, 100), 0); /* the segment and its superblock */
+    drive_stats(d, &st0);
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "w%03d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100), 0); /* one commit each */
+    }
+    for (int i = 0; i < 200; i += 2) {
+        snprintf(key, sizeof(key), "w%03d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        assert_int_equal(drive_delete(d, &id), 0);
+    }
+    drive_stats(d, &st1);
+    /* Every put and delete a commit of its own, an IU each, nothing else written since. */
+    assert_int_equal(st1.written_bytes - st0.written_bytes, 300 * 4096ull);
+    assert_int_equal(st1.written_bytes % 4096, 0);
+    assert_true(st1.written_bytes <= st1.used_bytes);
+    assert_true(st1.live_bytes < st1.written_bytes / 10);
+    /* Reopened, as wl-drive finds a drive: the segment the puts filled is sealed, and
+     * counts whole (an open does not keep where its writes ended). */
+    drive_close(d);
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_compaction_pause(d, 1);
+    drive_stats(d, &st0);
+    assert_int_equal(st0.written_bytes, st0.used_bytes);
+    assert_true(drive_compact(d, 0, 1) > 0);
+    assert_int_equal(drive_index_compact(d), 0);
+    drive_stats(d, &st2);
+    /* The live records packed: a few IUs, not 300. */
+    assert_true(st2.written_bytes < st1.written_bytes / 10);
+    assert_true(st2.written_bytes >= st2.live_bytes);
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "w%03d", i);
+        if (i % 2)
+            assert_int_equal(check_seeded(d, key, (uint64_t)i, 100), 0);
+        else
+            assert_int_equal(check_seeded(d, key, (uint64_t)i, 100), ERR_NOT_FOUND);
+    }
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- endurance budget over a simulated day ---- */
 
 static void test_budget_day(void **state)
@@ -1957,6 +2016,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_io_errors),
         cmocka_unit_test(test_budget_day),
         cmocka_unit_test(test_compaction_model),
+        cmocka_unit_test(test_written_bytes),
         cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_crash_consistency_no_index),
         cmocka_unit_test(test_kill9_unflushed_index),
