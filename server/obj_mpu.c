@@ -69,8 +69,16 @@ int obj_mpu_create(obj_set_t *s, const char *bucket, const char *key, const char
                    const char *umeta, size_t umeta_len, char upload_id[33])
 {
     s = obj__route(s, bucket, key);
-    int rc = obj__new_upload_id(upload_id);
+    /*
+     * The time first: a key's uploads sort by id in the order they began, the order
+     * ListMultipartUploads gives them in, and its upload-id-marker resumes after an id
+     * that need not exist any more (S3: the uploads of the key-marker's key with an id
+     * greater than it).
+     */
+    char rnd[33];
+    int rc = obj__new_upload_id(rnd);
     if (rc) return rc;
+    snprintf(upload_id, 33, "%016llx%.16s", (unsigned long long)obj__wall_ns(), rnd);
     size_t len;
     char *body = obj__upload_record(bucket, key, NULL, 0, &len);
     rc = obj__put_small(s, MPU_UPLOADS, upload_id, body, len, content_type, umeta, umeta_len, NULL);

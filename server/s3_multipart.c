@@ -326,7 +326,7 @@ void s3_list_parts(ctx_t *x, const char *upload)
     lp_t l = {&parts, 0, 1000, 0, 0, 0};
     uint64_t mp = 1000;
     int bad = (marker && num_parse_int(marker, 0, INT32_MAX, &l.marker) != 0) ||
-              (maxp && num_parse_u64(maxp, 0, UINT64_MAX, &mp) != 0);
+              (maxp && num_parse_u64(maxp, 0, INT32_MAX, &mp) != 0);
     free(marker);
     free(maxp);
     if (bad) {
@@ -458,11 +458,12 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
     return 0;
 }
 
+/* Key order, then upload id: the order uploads began in (their ids start with the time). */
 static int up_cmp(const void *a, const void *b)
 {
     const up_t *x = a, *y = b;
     int c = strcmp(x->key, y->key);
-    return c ? c : (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
+    return c ? c : strcmp(x->upload, y->upload);
 }
 
 /* <Initiator> and <Owner> of an upload: the bucket owner's (only the owner starts uploads). */
@@ -519,18 +520,16 @@ void s3_list_uploads(ctx_t *x)
     buf_t b = {0}, items = {0}, cps = {0};
     char *last_cp = NULL;
     const char *next_key = NULL, *next_up = NULL;
-    int count = 0, truncated = 0, past_umark = 0;
+    int count = 0, truncated = 0;
     for (int i = 0; i < u.n; i++) {
         const up_t *v = &u.v[i];
-        /* After the markers: keys past key-marker, or its uploads past upload-id-marker
-         * (which counts only with a key-marker). */
+        /* After the markers: keys past key-marker, or its uploads with an id past
+         * upload-id-marker (which counts only with a key-marker, and need not be an id that
+         * exists: the upload it named may have ended since the page before). */
         if (kmark && kmark[0]) {
             int c = strcmp(v->key, kmark);
-            if (c < 0 || (c == 0 && !(umark && umark[0]))) continue;
-            if (c == 0 && !past_umark) { /* the key's uploads come in initiation order */
-                past_umark = !strcmp(v->upload, umark);
+            if (c < 0 || (c == 0 && (!(umark && umark[0]) || strcmp(v->upload, umark) <= 0)))
                 continue;
-            }
         }
         const char *d = dl ? strstr(v->key + pl, dl) : NULL;
         if (d) {

@@ -792,6 +792,31 @@ def test_many_uploads_paged_whole(server):
         assert prefixes == ["d0/", "d1/", "d2/"], (page, prefixes)
 
 
+def test_upload_id_marker_is_a_position(server):
+    """upload-id-marker resumes after an id, not at an upload that must still exist (S3:
+    the key-marker key's uploads with an id greater than it): the upload a page ended on
+    may be aborted or completed before the next page, and none of its key's others is
+    lost. A key's uploads come in the order they began. (Found by a probe: every other
+    upload of the key was skipped.)"""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="umark")
+    ids = [c.create_multipart_upload(Bucket="umark", Key="k")["UploadId"] for _ in range(4)]
+    z = c.create_multipart_upload(Bucket="umark", Key="z")["UploadId"]
+    r = c.list_multipart_uploads(Bucket="umark")
+    assert [(u["Key"], u["UploadId"]) for u in r["Uploads"]] == [("k", i) for i in ids] + [("z", z)]
+    r = c.list_multipart_uploads(Bucket="umark", MaxUploads=2)
+    assert r["IsTruncated"] and (r["NextKeyMarker"], r["NextUploadIdMarker"]) == ("k", ids[1])
+    c.abort_multipart_upload(Bucket="umark", Key="k", UploadId=ids[1])
+    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker=ids[1])
+    assert [(u["Key"], u["UploadId"]) for u in r["Uploads"]] == [("k", ids[2]), ("k", ids[3]),
+                                                                  ("z", z)]
+    # Ids that name no upload: before all of k's, and after all of them.
+    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="0")
+    assert [u["UploadId"] for u in r["Uploads"]] == [ids[0], ids[2], ids[3], z]
+    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="g")
+    assert [u["UploadId"] for u in r["Uploads"]] == [z]
+
+
 def test_truncated_and_malformed_requests_leave_nothing(server):
     import socket
     import boto3
