@@ -55,6 +55,7 @@
 #define ENTRY_GUESS 224          /* bytes of a usual entry (name, head): a chunk's first arena */
 #define RUN_MAX     16           /* noncurrent heads a plain listing walks past before a seek */
 #define CP_MAX      2            /* entries of one common prefix in a chunk: the rest is skipped */
+/* (... at first: see merge_passed_over) */
 
 typedef struct {
     uint32_t key, ver, meta; /* offsets into the arena */
@@ -110,6 +111,8 @@ typedef struct merge {
     char key[SHARD_MAX_KEY + 1];
     char ver[256];
     obj_info_t *settled; /* a position whose heads did not all decode */
+    int cp_max;          /* entries of one common prefix a chunk takes (fill_cb) */
+    int cp_dead;         /* ... and those passed over since it was last set */
 } merge_t;
 
 /*
@@ -155,7 +158,7 @@ static int fill_cb(void *arg, const drive_id_t *id, const drive_stat_t *st, cons
         size_t cl = common_prefix(id->key, m->plen, m->delim);
         if (cl && cl == c->cp_len && c->n > 0 &&
             memcmp(c->arena + c->e[c->cp_first].key, id->key, cl) == 0) {
-            if (c->cp_count >= CP_MAX) return 1;
+            if (c->cp_count >= m->cp_max) return 1;
             c->cp_count++;
         } else {
             c->cp_len = cl;
@@ -438,9 +441,26 @@ static int merge_next(merge_t *m, const obj_info_t **out)
     }
 }
 
+/*
+ * An entry passed over (nothing current there) under a common prefix (cl > 0). A chunk takes
+ * a few entries of a prefix (cp_max), which is all it needs once one of them is live; but
+ * under a prefix whose keys are all deleted (tombstones, delete markers) each few cost a
+ * round of fetches, one per store: a delimiter listing of 30,000 deleted keys took seconds
+ * (a probe). So each time as many were passed over as a chunk takes, it takes twice as
+ * many, up to a whole chunk; a prefix delivered sets it back.
+ */
+static void merge_passed_over(merge_t *m, size_t cl)
+{
+    if (!cl || m->cp_max >= CHUNK_MAX || ++m->cp_dead < m->cp_max) return;
+    m->cp_max *= 2;
+    m->cp_dead = 0;
+}
+
 /* Skip every key under cp (a common prefix just delivered): one seek per store. */
 static void merge_skip_prefix(merge_t *m, const char *cp, size_t cl)
 {
+    m->cp_max = CP_MAX;
+    m->cp_dead = 0;
     m->how = DRIVE_PAST_PREFIX;
     memcpy(m->key, cp, cl);
     m->key[cl] = 0;
@@ -510,6 +530,7 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions, int wi
     m->versions = versions;
     m->nsrc = wide ? s->n : list_stores(s);
     m->settled = xmalloc(sizeof(obj_info_t));
+    m->cp_max = CP_MAX;
     for (int i = 0; i < m->nsrc; i++) {
         src_t *c = src_new(m, take_store(m));
         c->ahead = src_new(m, c->store);
@@ -543,8 +564,11 @@ int obj__list(obj_set_t *s, const char *bucket, const char *prefix, const char *
     merge_after(m, p, delim, after);
     merge_restart(m, prefix, NULL, p, delim);
     while ((rc = merge_next(m, &o)) == 1) {
-        if (o->deleted) continue; /* a delete marker or tombstone: nothing current */
         size_t cl = common_prefix(m->key, pl, delim);
+        if (o->deleted) { /* a delete marker or tombstone: nothing current */
+            merge_passed_over(m, cl);
+            continue;
+        }
         if (cl) {
             char cp[SHARD_MAX_KEY + 1];
             memcpy(cp, m->key, cl);
@@ -597,7 +621,10 @@ static int walk_versions(merge_t *m, vwalk_t *w)
             snprintf(w->cur_key, sizeof(w->cur_key), "%s", m->key);
             w->has_cur = w->seen_null = w->fresh = 0;
         }
-        if (o->deleted && !o->marker) continue; /* nothing there (a tombstone) */
+        if (o->deleted && !o->marker) { /* nothing there (a tombstone) */
+            merge_passed_over(m, common_prefix(m->key, pl, w->delim));
+            continue;
+        }
         int latest = !m->ver[0];
         if (latest) {
             memcpy(w->cur_upload, o->upload_id, sizeof(w->cur_upload));
