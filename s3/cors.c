@@ -70,8 +70,10 @@ static size_t utf8_chars(const char *v)
 static int value_ok(int field, const char *v)
 {
     switch (field) {
-    case F_HEADER:
-        return token_ok(v, 1);
+    case F_HEADER: { /* one wildcard at most, as for origins (S3): x-*-* would match none */
+        const char *star = strchr(v, '*');
+        return token_ok(v, 1) && !(star && strchr(star + 1, '*'));
+    }
     case F_EXPOSE:
         return token_ok(v, 0);
     case F_ORIGIN: {

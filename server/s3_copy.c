@@ -258,15 +258,17 @@ void s3_copy_object(ctx_t *x)
             s3_pairs_set(&um, TAG_META, tags.len ? tags.p : NULL);
             free(tags.p);
         }
-        if (um.len > sizeof(si.umeta)) {
-            obj_close(rd);
-            free(um.p);
-            s3_err(x, S3E_METADATA_TOO_LARGE);
-            return;
-        }
     } else if (copy_tags) { /* new metadata, the source's tags */
         const char *st = s3_umeta_get(&si, TAG_META);
         s3_pairs_set(&um, TAG_META, st[0] ? st : NULL);
+    }
+    /* Metadata, tags, ACL and checksum share a version's room (a probe: new metadata and
+     * the source's tags were answered EntityTooLarge, about the object's size). */
+    if (um.len > sizeof(si.umeta)) {
+        obj_close(rd);
+        free(um.p);
+        s3_err(x, S3E_METADATA_TOO_LARGE);
+        return;
     }
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, x->key, &err);
     if (w) obj_put_set_cond(w, &cond);
@@ -288,7 +290,12 @@ void s3_copy_object(ctx_t *x)
     else if (w)
         err = s3_commit_in_bucket(x, w, replace ? s3_hdr(x->info, "content-type") : si.content_type,
                                   um.p, um.len, &info);
+    int too_large = um.len > sizeof(si.umeta); /* with the copy's checksum */
     free(um.p);
+    if (err == ERR_TOO_LARGE && too_large) {
+        s3_err(x, S3E_METADATA_TOO_LARGE);
+        return;
+    }
     if (err) {
         s3_engine_error(x, err);
         return;

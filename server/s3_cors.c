@@ -180,9 +180,16 @@ void s3_cors_preflight(ctx_t *x)
     const char *origin = s3_hdr(x->info, "origin");
     const char *method = s3_hdr(x->info, "access-control-request-method");
     const char *headers = s3_hdr(x->info, "access-control-request-headers");
-    if (!origin || !method || !header_safe(origin) || (headers && !header_safe(headers))) {
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Insufficient information. Origin request header needed.");
+    const char *bad =
+        !origin   ? "Insufficient information. Origin request header needed."
+        : !method ? "Insufficient information. Access-Control-Request-Method header needed."
+        : !header_safe(origin) ? "The Origin header holds control characters or is over 1024 bytes."
+        : headers && !header_safe(headers)
+            ? "The Access-Control-Request-Headers header holds control characters or is over "
+              "1024 bytes."
+            : NULL;
+    if (bad) {
+        s3_err_msg(x, S3E_INVALID_REQUEST, bad);
         return;
     }
     cors_config_t c;

@@ -175,7 +175,7 @@ void s3_list_objects(ctx_t *x)
     obj_info_t bi;
     int fetch_owner = 0;
     char *fo = s3_qparam(x->query, "fetch-owner", &fetch_owner);
-    fetch_owner = fo && strcmp(fo, "true") == 0;
+    fetch_owner = fo && strcasecmp(fo, "true") == 0; /* a boolean, as S3 reads it: TRUE too */
     free(fo);
     char owner[sizeof(x->auth.access_key)] = "";
     if ((!is_v2 || fetch_owner) && s3_bucket_exists(x, x->bucket, &bi)) {
@@ -190,8 +190,9 @@ void s3_list_objects(ctx_t *x)
     }
     if (maxk) {
         uint64_t mk;
-        if (num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0) {
-            s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-keys must be a non-negative integer.");
+        if (num_parse_u64(maxk, 0, INT32_MAX, &mk) != 0) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "Provided max-keys not an integer or within integer range.");
             goto out;
         }
         l.max = mk > 1000 ? 1000 : (int)mk;
@@ -373,8 +374,8 @@ void s3_list_versions(ctx_t *x)
     ver_t v = {.b = &entries, .max = 1000};
     uint64_t mk;
     const char *bad = NULL;
-    if (maxk && num_parse_u64(maxk, 0, UINT64_MAX, &mk) != 0)
-        bad = "max-keys must be a non-negative integer.";
+    if (maxk && num_parse_u64(maxk, 0, INT32_MAX, &mk) != 0)
+        bad = "Provided max-keys not an integer or within integer range.";
     else if (vmarker && vmarker[0] && (!marker || !marker[0]))
         bad = "A version-id marker cannot be specified without a key marker.";
     else if (vmarker && vmarker[0] && !obj_vid_valid(vmarker))

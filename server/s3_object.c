@@ -450,8 +450,13 @@ void s3_put_object(ctx_t *x)
     err = um.len > sizeof(info.umeta)
               ? ERR_TOO_LARGE
               : s3_commit_in_bucket(x, w, s3_hdr(x->info, "content-type"), um.p, um.len, &info);
-    if (err == ERR_TOO_LARGE && um.len > sizeof(info.umeta)) obj_put_abort(w);
+    int too_large = err == ERR_TOO_LARGE && um.len > sizeof(info.umeta);
+    if (too_large) obj_put_abort(w);
     free(um.p);
+    if (too_large) {
+        s3_err(x, S3E_METADATA_TOO_LARGE); /* with its checksum: not the object's size */
+        return;
+    }
     if (err) {
         s3_engine_error(x, err);
         return;

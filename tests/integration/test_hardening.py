@@ -684,6 +684,14 @@ def test_part_numbers_are_strict(server):
     assert st == 400
     st, body, _ = signed_request(server.port, "GET", "/num/k?uploadId=%s&max-parts=x1" % up)
     assert st == 400
+    # Counts are 32-bit integers, as S3 takes them: the largest is served, one more is not.
+    for q in ("/num?max-keys=%d", "/num?list-type=2&max-keys=%d", "/num?versions&max-keys=%d",
+              "/num/k?uploadId=" + up + "&max-parts=%d", "/num?uploads&max-uploads=%d"):
+        for n, want in ((2147483647, 200), (2147483648, 400), (2 ** 64 - 1, 400)):
+            st, body, _ = signed_request(server.port, "GET", q % n)
+            assert st == want, (q, n, body)
+            if want == 400:
+                assert b"<Code>InvalidArgument</Code>" in body, (q, n, body)
 
 
 # ---- 8. chunk framing is checked ----

@@ -233,7 +233,11 @@ def test_cors_configs_that_could_hurt_are_refused(server):
            ("<CORSConfiguration><CORSRule><AllowedOrigin>http://*.*</AllowedOrigin><AllowedMethod>"
             "GET</AllowedMethod></CORSRule></CORSConfiguration>").encode(),
            ("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
-            "</AllowedMethod><MaxAgeSeconds> 5</MaxAgeSeconds></CORSRule></CORSConfiguration>").encode()]
+            "</AllowedMethod><MaxAgeSeconds> 5</MaxAgeSeconds></CORSRule></CORSConfiguration>").encode(),
+           # Two wildcards in a header (S3 allows one): stored, it matched no preflight.
+           ("<CORSConfiguration><CORSRule><AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET"
+            "</AllowedMethod><AllowedHeader>x-*-*</AllowedHeader></CORSRule>"
+            "</CORSConfiguration>").encode()]
     for xml in bad:
         st, body, _ = signed_request(server.port, "PUT", "/corsbad?cors", xml)
         assert st == 400, xml
