@@ -17,6 +17,7 @@ typedef struct {
     XML_Parser p;
     cors_config_t *c;
     int depth, bad, bad_method, field, in_rule;
+    int stored; /* a configuration stored before: only what keeps responses safe is checked */
     char text[TEXT_MAX + 1];
     size_t tl;
 } parse_t;
@@ -67,12 +68,12 @@ static size_t utf8_chars(const char *v)
     return n;
 }
 
-static int value_ok(int field, const char *v)
+static int value_ok(int field, const char *v, int stored)
 {
     switch (field) {
     case F_HEADER: { /* one wildcard at most, as for origins (S3): x-*-* would match none */
         const char *star = strchr(v, '*');
-        return token_ok(v, 1) && !(star && strchr(star + 1, '*'));
+        return token_ok(v, 1) && (stored || !(star && strchr(star + 1, '*')));
     }
     case F_EXPOSE:
         return token_ok(v, 0);
@@ -84,7 +85,7 @@ static int value_ok(int field, const char *v)
         return 1;
     }
     case F_ID: /* S3: up to 255 characters */
-        return utf8_chars(v) <= 255;
+        return stored || utf8_chars(v) <= 255;
     default:
         return 1;
     }
@@ -154,7 +155,7 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
     if (s->depth == 3 && s->field && s->in_rule) {
         cors_rule_t *r = &s->c->rules[s->c->n - 1];
         s->text[s->tl] = 0;
-        if (!value_ok(s->field, s->text)) {
+        if (!value_ok(s->field, s->text, s->stored)) {
             fail(s);
             s->depth--;
             return;
@@ -194,11 +195,12 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
     s->depth--;
 }
 
-int cors_parse(const char *body, size_t len, cors_config_t *out)
+static int parse(const char *body, size_t len, int stored, cors_config_t *out)
 {
     parse_t s = {0};
     memset(out, 0, sizeof(*out));
     s.c = out;
+    s.stored = stored;
     s.p = XML_ParserCreate(NULL);
     if (!s.p) return ERR_NOMEM;
     XML_SetUserData(s.p, &s);
@@ -213,6 +215,16 @@ int cors_parse(const char *body, size_t len, cors_config_t *out)
         return ok ? ERR_RANGE : ERR_INVAL;
     }
     return 0;
+}
+
+int cors_parse(const char *body, size_t len, cors_config_t *out)
+{
+    return parse(body, len, 0, out);
+}
+
+int cors_parse_stored(const char *body, size_t len, cors_config_t *out)
+{
+    return parse(body, len, 1, out);
 }
 
 static void free_list(char **v, int n)

@@ -36,6 +36,13 @@ typedef struct {
  */
 int cors_parse(const char *body, size_t len, cors_config_t *out)
     __attribute__((warn_unused_result));
+/*
+ * The same, for a configuration stored by an earlier build: the limits a PUT checks
+ * that do not keep responses safe (a rule ID's length, one wildcard in a header) are
+ * not applied, so a bucket's rules do not stop working when a build tightens them.
+ */
+int cors_parse_stored(const char *body, size_t len, cors_config_t *out)
+    __attribute__((warn_unused_result));
 void cors_free(cors_config_t *c);
 
 /* The CORS_* bit of an HTTP method name, 0 for any other. */

@@ -24,7 +24,7 @@ static int cors_load(ctx_t *x, const char *iname, cors_config_t *c)
     char *body = xmalloc(info.size + 1);
     err = obj_read(rd, 0, body, info.size);
     obj_close(rd);
-    if (!err) err = cors_parse(body, info.size, c) == 0 ? 0 : ERR_CORRUPT;
+    if (!err) err = cors_parse_stored(body, info.size, c) == 0 ? 0 : ERR_CORRUPT;
     free(body);
     return err;
 }
