@@ -374,17 +374,17 @@ typedef struct {
 
 /*
  * The uploads come in no useful order (by upload id, set by set), so the
- * page is picked from all of them: those before key-marker are dropped as
+ * page is picked from all of them: those up to the markers are dropped as
  * they come, and whenever many are held they are sorted and cut to what
- * the page can use (the uploads of the marker's key, one upload for each
- * common prefix, and max+1 page entries after them), everything after the
- * last one kept then dropped as it comes: memory stays a few pages however
- * many uploads the bucket holds, and no upload is beyond reach.
+ * the page can use (one upload for each common prefix, and max+1 page
+ * entries), everything after the last one kept then dropped as it comes:
+ * memory and each cut's sort stay a few pages however many uploads the
+ * bucket (or one key) holds, and no upload is beyond reach.
  */
 typedef struct {
     up_t *v;
     int n, cap;
-    const char *prefix, *kmark, *delim;
+    const char *prefix, *kmark, *umark, *delim;
     int max;
     char *bound; /* uploads of later keys cannot make this page (after a cut) */
 } ups_t;
@@ -414,13 +414,11 @@ static void ups_cut(ups_t *u)
     for (int i = 0; i < u->n; i++) {
         up_t *v = &u->v[i];
         size_t cl = up_cp(u, v->key);
-        int marker = u->kmark && (!strcmp(v->key, u->kmark) ||
-                                  (cl && strlen(u->kmark) == cl && !strncmp(u->kmark, v->key, cl)));
         if (cl && last_cp && cl == last_cl && !strncmp(last_cp, v->key, cl)) {
             up_free(v); /* its common prefix is held already */
             continue;
         }
-        if (full && !marker) {
+        if (full) {
             up_free(v);
             continue;
         }
@@ -428,7 +426,7 @@ static void ups_cut(ups_t *u)
             last_cp = v->key;
             last_cl = cl;
         }
-        if (!marker && ++items == u->max + 1) full = 1;
+        if (++items == u->max + 1) full = 1;
         u->v[w++] = *v;
     }
     u->n = w;
@@ -442,7 +440,18 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
 {
     ups_t *u = arg;
     if (u->prefix && strncmp(key, u->prefix, strlen(u->prefix)) != 0) return 0;
-    if (u->kmark && strcmp(key, u->kmark) < 0) return 0;
+    if (u->kmark) {
+        /*
+         * Nothing up to the markers is held: keys before key-marker, its own uploads up
+         * to upload-id-marker (all of them without one), and the keys under it when it is
+         * a common prefix (rolled up on the page before). Held, they were never cut: a
+         * key with 20,000 uploads made each upload's arrival a sort of them all.
+         */
+        int c = strcmp(key, u->kmark);
+        if (c < 0 || (c == 0 && (!u->umark || strcmp(upload, u->umark) <= 0))) return 0;
+        size_t cl = up_cp(u, key);
+        if (cl && strlen(u->kmark) == cl && !strncmp(u->kmark, key, cl)) return 0;
+    }
     if (u->bound && strcmp(key, u->bound) > 0) return 0;
     if (u->n >= 4 * (u->max + 1) + 64) ups_cut(u);
     if (u->n == u->cap)
@@ -496,7 +505,10 @@ void s3_list_uploads(ctx_t *x)
     char *umark = s3_qparam(x->query, "upload-id-marker", &p4);
     char *maxs = s3_qparam(x->query, "max-uploads", &p5);
     char *enc = s3_qparam(x->query, "encoding-type", &p6);
-    ups_t u = {.prefix = prefix, .kmark = kmark && kmark[0] ? kmark : NULL, .delim = delim};
+    ups_t u = {.prefix = prefix,
+               .kmark = kmark && kmark[0] ? kmark : NULL,
+               .umark = umark && umark[0] ? umark : NULL,
+               .delim = delim};
     int max = 1000, rc = 0;
     const char *in[] = {prefix, delim, kmark};
     for (size_t i = 0; !rc && i < sizeof(in) / sizeof(in[0]); i++)

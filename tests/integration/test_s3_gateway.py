@@ -817,6 +817,31 @@ def test_upload_id_marker_is_a_position(server):
     assert [u["UploadId"] for u in r["Uploads"]] == [z]
 
 
+def test_many_uploads_of_one_key_paged(server):
+    """Hundreds of uploads of one key, paged a few at a time: the key-marker's own uploads
+    up to upload-id-marker are not held (they were, uncut: each page past a few thousand
+    of them re-sorted them all for every upload it saw); each upload comes once, in order,
+    and one aborted between two pages takes none of the others with it."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="onekey")
+    ids = [c.create_multipart_upload(Bucket="onekey", Key="k")["UploadId"] for _ in range(300)]
+    ids += [c.create_multipart_upload(Bucket="onekey", Key="l")["UploadId"]]
+    got, km, um, aborted = [], None, None, None
+    for _ in range(100):
+        args = dict(Bucket="onekey", MaxUploads=7)
+        if km is not None:
+            args.update(KeyMarker=km, UploadIdMarker=um)
+        r = c.list_multipart_uploads(**args)
+        got += [u["UploadId"] for u in r.get("Uploads", [])]
+        if not r["IsTruncated"]:
+            break
+        km, um = r["NextKeyMarker"], r["NextUploadIdMarker"]
+        if aborted is None and len(got) > 100:
+            aborted = um
+            c.abort_multipart_upload(Bucket="onekey", Key=km, UploadId=um)
+    assert got == ids
+
+
 def test_truncated_and_malformed_requests_leave_nothing(server):
     import socket
     import boto3
