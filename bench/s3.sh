@@ -471,8 +471,10 @@ PY
     # segments that stand were written with, and the index's files.
     written=0
     for d in "$DIR"/wl/drive*; do
-      w=$("$BUILD/storage/wl-drive" compact "$d" 2>/dev/null | sed -n 's/^written_bytes *//p')
-      [ -n "$w" ] || { echo "wl-drive compact $d failed" >&2; exit 1; }
+      out=$("$BUILD/storage/wl-drive" compact "$d" 2>"$JS/wl-drive.log") ||
+        { cat "$JS/wl-drive.log" >&2; echo "s3.sh: wl-drive compact $d failed" >&2; exit 1; }
+      w=$(echo "$out" | sed -n 's/^written_bytes *//p')
+      [ -n "$w" ] || { echo "s3.sh: no written_bytes from wl-drive stats of $d" >&2; exit 1; }
       written=$((written + w))
     done
     idx_c=$(du -sb --total "$DIR"/wl/drive*/index | tail -1 | cut -f1)

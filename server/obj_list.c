@@ -447,7 +447,7 @@ static int merge_next(merge_t *m, const obj_info_t **out)
  * under a prefix whose keys are all deleted (tombstones, delete markers) each few cost a
  * round of fetches, one per store: a delimiter listing of 30,000 deleted keys took seconds
  * (a probe). So each time as many were passed over as a chunk takes, it takes twice as
- * many, up to a whole chunk; a prefix delivered sets it back.
+ * many, up to a whole chunk; anything delivered sets it back (merge_delivered).
  */
 static void merge_passed_over(merge_t *m, size_t cl)
 {
@@ -456,11 +456,17 @@ static void merge_passed_over(merge_t *m, size_t cl)
     m->cp_dead = 0;
 }
 
-/* Skip every key under cp (a common prefix just delivered): one seek per store. */
-static void merge_skip_prefix(merge_t *m, const char *cp, size_t cl)
+/* A key or a common prefix delivered: the next prefix's chunks take a few of it again. */
+static void merge_delivered(merge_t *m)
 {
     m->cp_max = CP_MAX;
     m->cp_dead = 0;
+}
+
+/* Skip every key under cp (a common prefix just delivered): one seek per store. */
+static void merge_skip_prefix(merge_t *m, const char *cp, size_t cl)
+{
+    merge_delivered(m);
     m->how = DRIVE_PAST_PREFIX;
     memcpy(m->key, cp, cl);
     m->key[cl] = 0;
@@ -479,6 +485,7 @@ static void merge_restart(merge_t *m, const char *scan_prefix, const char *only_
     m->only_key = only_key;
     m->delim = delim && delim[0] ? delim : NULL;
     m->plen = strlen(prefix);
+    merge_delivered(m); /* a new walk */
     /* A common prefix skipped makes a chunk fetched ahead useless; so does a key's end. */
     m->ahead_ok = !m->delim && !only_key;
     for (int i = 0; i < m->nsrc; i++) {
@@ -579,6 +586,7 @@ int obj__list(obj_set_t *s, const char *bucket, const char *prefix, const char *
             continue;
         }
         m->got++;
+        merge_delivered(m);
         if (fn(arg, m->key, o)) break;
     }
     merge_free(m);
@@ -642,7 +650,10 @@ static int walk_versions(merge_t *m, vwalk_t *w)
         if (w->gate_pos) {
             char here[OBJ_VID_LEN + 1];
             obj__vid_of(here, o->mtime_ns);
-            if (strcmp(here, w->gate_pos) <= 0) continue;
+            if (strcmp(here, w->gate_pos) <= 0) {
+                merge_passed_over(m, common_prefix(m->key, pl, w->delim));
+                continue;
+            }
         }
         size_t cl = common_prefix(m->key, pl, w->delim);
         if (cl) {
@@ -657,6 +668,7 @@ static int walk_versions(merge_t *m, vwalk_t *w)
             continue;
         }
         m->got++;
+        merge_delivered(m);
         if (w->fn(w->arg, m->key, o, latest)) return 1;
     }
     return rc;

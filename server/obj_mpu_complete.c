@@ -392,14 +392,17 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
      * a part the close recorded went with its version, completed and replaced since); and
      * a listed part missing while the upload no longer reads as open went with an Abort
      * through another node (the upload lock orders one node's calls only). The upload is
-     * gone to this Complete either way.
+     * gone to this Complete either way. Stores that cannot say: their error, not a final
+     * answer.
      */
-    if (rc == ERR_INVAL && (*why == OBJ_MPU_BAD_PART || *why == OBJ_MPU_TOO_SMALL) &&
-        (state == OBJ__UPLOAD_CLOSING ||
-         (missing &&
-          obj__upload_state(s, bucket, key, upload_id, &info, NULL, NULL) != OBJ__UPLOAD_OPEN))) {
-        *why = OBJ_MPU_NO_UPLOAD;
-        rc = ERR_NOT_FOUND;
+    if (rc == ERR_INVAL && (*why == OBJ_MPU_BAD_PART || *why == OBJ_MPU_TOO_SMALL)) {
+        int now = state == OBJ__UPLOAD_CLOSING ? ERR_NOT_FOUND
+                  : missing ? obj__upload_state(s, bucket, key, upload_id, &info, NULL, NULL)
+                            : OBJ__UPLOAD_OPEN;
+        if (now != OBJ__UPLOAD_OPEN) {
+            *why = now < 0 && now != ERR_NOT_FOUND ? OBJ_MPU_OK : OBJ_MPU_NO_UPLOAD;
+            rc = now < 0 ? now : ERR_NOT_FOUND;
+        }
     }
     obj_info_t orig, closed;
     obj_info_copy(&orig, &rec);

@@ -861,9 +861,9 @@ int drive_index_compact(drive_t *d)
     if (failed) return ERR_READONLY; /* it writes nothing, index included */
     int rc = drive__index_flush(d);
     if (rc) return rc;
-    idx_compact(d->idx);
+    rc = idx_compact(d->idx);
     drive__charge_index(d);
-    return 0;
+    return rc;
 }
 
 void drive_set_refilling(drive_t *d, int on)

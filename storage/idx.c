@@ -440,10 +440,15 @@ int idx_flush(idx_t *x)
     return rerr("flush", err);
 }
 
-void idx_compact(idx_t *x)
+int idx_compact(idx_t *x)
 {
+    /* The C API's manual compaction reports no status: its failure is a background error. */
+    uint64_t errs = prop(x, "rocksdb.background-errors");
     rocksdb_compact_range(x->db, NULL, 0, NULL, 0);
     __atomic_add_fetch(&x->writes, 1, __ATOMIC_RELEASE);
+    if (prop(x, "rocksdb.background-errors") == errs) return 0;
+    log_warn("event=index_compact_failed path=%s", x->path);
+    return ERR_IO;
 }
 
 int idx_flush_start(idx_t *x)

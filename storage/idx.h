@@ -101,9 +101,10 @@ int idx_flush(idx_t *x) __attribute__((warn_unused_result));
 /*
  * Merge every sorted run into one and wait (RocksDB's manual compaction of the whole key
  * range): entries that newer ones replaced or deleted are dropped. What the index takes on
- * disk once its own compaction has caught up (wl-drive compact).
+ * disk once its own compaction has caught up. Offline (wl-drive compact): it runs on the
+ * caller's thread and holds RocksDB's own compactions back meanwhile. 0 or ERR_IO.
  */
-void idx_compact(idx_t *x);
+int idx_compact(idx_t *x) __attribute__((warn_unused_result));
 /* Start a flush of what was written so far and return (RocksDB's threads write it). */
 int idx_flush_start(idx_t *x) __attribute__((warn_unused_result));
 /* 1 while a flush is waiting or running (for tests that wait for idx_flush_start's). */

@@ -120,6 +120,7 @@ int main(int argc, char **argv)
                    rc ? "accounting differs from the index" : "accounting matches the index");
         return rc ? 1 : 0;
     }
+    rc = 0;
     if (strcmp(argv[1], "compact") == 0) {
         printf("released %d segments\n", drive_compact(d, 0, 1));
         if ((rc = drive_index_compact(d)) != 0)
@@ -127,5 +128,5 @@ int main(int argc, char **argv)
     }
     print_stats(d);
     drive_close(d);
-    return 0;
+    return rc ? 1 : 0;
 }
