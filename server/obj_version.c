@@ -122,7 +122,8 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     return 0;
 }
 
-void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
+                obj_info_t *tomb)
 {
     obj_info_t t;
     char pos[OBJ_VID_LEN + 1];
@@ -142,7 +143,38 @@ void obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_in
     } else if (!obj__enough(s, &t, w)) {
         log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
                  err_name(first_err));
+        if (tomb) obj_info_copy(tomb, &t);
+        return first_err && first_err != ERR_NOT_FOUND ? first_err : ERR_UNRECOVERABLE;
     }
+    return 0;
+}
+
+/*
+ * A delete by id's retire of v: standing, or v put back where its tombstone landed and the
+ * stores' error. Short of a quorum and answered 204 all the same, the version came back
+ * whole once the stores that missed the tombstone were back: readers that asked them found
+ * only v there (a probe killing a node: 11-29 deletes undone per run). An inline version's
+ * bytes are read first: its tombstone replaces the copies' records that carry them.
+ */
+static int retire_or_undo(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+{
+    void *bytes = NULL;
+    int rc = 0;
+    if (!v->deleted && v->inl && v->size) {
+        bytes = xmalloc(v->size);
+        if ((rc = obj__inline_load(s, bucket, key, v, bytes)) != 0) {
+            free(bytes);
+            return rc == ERR_NOT_FOUND ? ERR_THROTTLED : rc; /* replaced meanwhile: again */
+        }
+    }
+    obj_info_t *t = xmalloc(sizeof(*t));
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, v->mtime_ns); /* where obj__retire writes */
+    if ((rc = obj__retire(s, bucket, key, v, t)) != 0)
+        obj__put_back_with(s, bucket, key, pos, v, t, bytes);
+    free(t);
+    free(bytes);
+    return rc;
 }
 
 /* A walk of one key's noncurrent heads, newest first (retired ones skipped). */
@@ -604,12 +636,12 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
     if (p->found) promoted_rewrite(s, bucket, key, &next, walked);
     for (int i = 0; i < p->ndups; i++)
-        obj__retire(s, bucket, key, &p->dups[i]);
+        (void)obj__retire(s, bucket, key, &p->dups[i], NULL);
     /* With no copy there, a tombstone at v's own position all the same: it refuses an
      * archive of v by a commit that read v as current before this delete (obj__archive). */
-    if (!own && v->vid[0]) obj__retire(s, bucket, key, v);
+    if (!own && v->vid[0]) (void)obj__retire(s, bucket, key, v, NULL);
     for (int i = 0; i < p->nstale; i++)
-        obj__retire(s, bucket, key, &p->stale[i]);
+        (void)obj__retire(s, bucket, key, &p->stale[i], NULL);
     *stale = p->stale;
     *nstale = p->nstale;
     p->stale = NULL;
@@ -784,16 +816,16 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
             rc = nmore;
             nmore = 0;
         }
-        for (int i = 0; i < nmore; i++)
-            obj__retire(s, bucket, key, &more[i]);
-        if (nmore == 0) obj__retire(s, bucket, key, &v);
+        for (int i = 0; rc == 0 && i < nmore; i++)
+            rc = retire_or_undo(s, bucket, key, &more[i]);
+        if (rc == 0 && nmore == 0) rc = retire_or_undo(s, bucket, key, &v);
         for (int i = 0; rc == 0 && i < nmore; i++)
             rc = promote_past(s, bucket, key, &more[i]);
         if (rc == 0 && nmore == 0) rc = promote_past(s, bucket, key, &v);
     } else if (rc == 0) {
-        obj__retire(s, bucket, key, &v);
-        if (obj__retired_hook) obj__retired_hook(obj__retired_hook_arg, key);
-        rc = promote_past(s, bucket, key, &v);
+        rc = retire_or_undo(s, bucket, key, &v);
+        if (rc == 0 && obj__retired_hook) obj__retired_hook(obj__retired_hook_arg, key);
+        if (rc == 0) rc = promote_past(s, bucket, key, &v);
     }
     pthread_mutex_unlock(lk);
     if (rc == 0 && !v.deleted) obj__drop_version(s, bucket, key, &v);

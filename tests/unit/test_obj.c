@@ -2747,6 +2747,41 @@ static void test_delete_by_id_waits_out_a_head_in_flight(void **state)
     obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
 }
 
+/*
+ * A delete by id whose tombstones reach fewer stores than a write quorum is refused, and the
+ * version stays as it was, bytes too: answered 204, it came back once the stores that missed
+ * the tombstone were back (their head was all a reader asking them found: a probe killing a
+ * node undid 11-29 acknowledged deletes a run). Inline and erasure-coded.
+ */
+static void test_delete_by_id_short_of_a_quorum_is_refused(void **state)
+{
+    env_t *e = *state;
+    char got[64];
+    for (int ec = 0; ec < 2; ec++) {
+        const char *key = ec ? "retire-ec" : "retire-inl";
+        obj_info_t v1, v2, info;
+        obj_set_inline_max(e->set, ec ? 0 : OBJ_INLINE_DEFAULT);
+        vput(e, key, "first version", OBJ_VERSIONED, &v1);
+        vput(e, key, "second version", OBJ_VERSIONED, &v2);
+        /* Three stores of six failing: the tombstone of v1 lands on three, short of k. */
+        e->f[0].fail_write = e->f[2].fail_write = e->f[4].fail_write = 1;
+        int rc = obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL);
+        e->f[0].fail_write = e->f[2].fail_write = e->f[4].fail_write = 0;
+        assert_true(rc < 0);
+        assert_int_not_equal(rc, ERR_NOT_FOUND);
+        /* Back: every store asked has v1 as it was, its bytes whole. */
+        assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), 0);
+        vread(e, key, v1.vid, got, sizeof(got));
+        assert_string_equal(got, "first version");
+        /* With the stores up the delete goes through, and stays done. */
+        assert_int_equal(obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL), 0);
+        assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), ERR_NOT_FOUND);
+        vread(e, key, v2.vid, got, sizeof(got));
+        assert_string_equal(got, "second version");
+    }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
 /* obj_umeta_fn: the metadata becomes tag=yes. */
 static int umeta_tagged(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 {
@@ -6236,6 +6271,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_store_fails_midway, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_delimiter_over_deleted_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_by_id_short_of_a_quorum_is_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_list_racing_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_is_resumed, setup, teardown),
