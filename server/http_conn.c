@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 
@@ -411,9 +412,13 @@ static int on_headers_complete(llhttp_t *p)
     r->expect_continue = v.expect_continue && p->http_minor >= 1; /* (1.0: ignored, 10.1.1) */
     r->info.headers = r->headers;
     r->info.nheaders = v.nheaders;
-    static uint64_t counter; /* loop thread only */
+    /* Loop thread only. The salt, random per process: two nodes started together gave
+     * their requests the same ids (a cluster probe), ambiguous in logs and error bodies. */
+    static uint64_t counter, salt;
+    if (!salt && getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
+        salt = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL);
     snprintf(r->id, sizeof(r->id), "%016llX",
-             (unsigned long long)(++counter ^ ((uint64_t)time(NULL) << 24)));
+             (unsigned long long)((++counter ^ ((uint64_t)time(NULL) << 24)) + salt));
     r->info.id = r->id;
     r->keep_alive = llhttp_should_keep_alive(p);
     r->http10 = p->http_minor == 0;

@@ -85,6 +85,9 @@ s3_err_t s3_engine_err_of(int rc)
     case ERR_NOSPC:
         return S3E_INSUFFICIENT_STORAGE;
     case ERR_UNRECOVERABLE:
+    case ERR_IO:     /* a store that could not be reached or written (a peer lost, a drive
+                        failing): the stores that remain may take it on a retry */
+    case ERR_CLOSED: /* the call's connection closed under it */
         return S3E_SERVICE_UNAVAILABLE;
     case ERR_TOO_LARGE:
         return S3E_ENTITY_TOO_LARGE;
@@ -102,7 +105,11 @@ s3_err_t s3_engine_err_of(int rc)
 /* Map an engine error to the S3 answer. */
 void s3_engine_error(ctx_t *x, int rc)
 {
-    s3_err(x, s3_engine_err_of(rc));
+    s3_err_t e = s3_engine_err_of(rc);
+    /* Which engine error a 5xx stands for: the status alone does not say (a probe). */
+    if (e == S3E_INTERNAL || e == S3E_SERVICE_UNAVAILABLE)
+        log_info("event=engine_error err=%s method=%s", err_name(rc), x->info->method);
+    s3_err(x, e);
 }
 
 /* CopyObjectResult / CopyPartResult: the new object's (or part's) date and ETag. */
