@@ -454,7 +454,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             (!had_old || (old.deleted && !old.marker) ||
              (old.mtime_ns < archived->mtime_ns &&
               strcmp(old.upload_id, archived->upload_id) != 0))) {
-            (void)obj__retire(s, bucket, key, archived, NULL);
+            (void)obj__retire(s, bucket, key, archived);
             log_info("event=commit_unarchived key=%s upload=%s", key, archived->upload_id);
         }
         free(archived);
@@ -590,7 +590,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         }
         if (stands) {
             for (int i = 0; i < nnul; i++)
-                (void)obj__retire(s, bucket, key, &nuls[i], NULL);
+                (void)obj__retire(s, bucket, key, &nuls[i]);
             if (superseded) {
                 *first_err = 0;
                 heads = s->n; /* nothing of it to heal: the newer version took its place */

@@ -569,10 +569,6 @@ extern void *obj__heal_recheck_hook_arg;
  * when orig's bytes are gone, nv's head goes (best effort: a store that
  * fails keeps it, as a failed undo of a commit does).
  */
-/* The same with orig's inline bytes given (read before nv replaced the copies that held them;
- * NULL: read now). */
-void obj__put_back_with(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                        const obj_info_t *orig, const obj_info_t *nv, const void *orig_bytes);
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    const obj_info_t *orig, const obj_info_t *nv);
 
@@ -715,11 +711,10 @@ int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_in
 int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
 /*
  * Remove a noncurrent version's head (its space is the caller's to drop): a tombstone at its
- * position on every store. 0 when the tombstones stand (obj__enough), else the stores' error,
- * and *tomb (when not NULL) what was written, for obj__put_back.
+ * position on every store. 0 when the tombstones stand (obj__enough), else the stores' error
+ * (the tombstones stay where they landed).
  */
-int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
-                obj_info_t *tomb);
+int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v);
 /*
  * A version by id (vid NULL: the current one, markers included) and where
  * its head lies (pos: "" current, else the noncurrent position; at least

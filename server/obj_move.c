@@ -291,7 +291,7 @@ static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, co
         int hr = obj__newest_at(src, bucket, key, pos, h);
         if (hr == ERR_NOT_FOUND || (hr == 0 && h->deleted && !h->marker)) {
             if (obj__newest_at(dst, bucket, key, pos, h) == 0 && same_identity(h, &nc[i])) {
-                (void)obj__retire(dst, bucket, key, &nc[i], NULL);
+                (void)obj__retire(dst, bucket, key, &nc[i]);
                 if (!nc[i].deleted) drop_later(drops, dst, &nc[i]);
             }
         } else if (hr == 0 && !strcmp(h->upload_id, nc[i].upload_id) &&
@@ -367,7 +367,7 @@ void obj__forget_copies(obj_set_t *s, obj_set_t *from, const char *bucket, const
             !strcmp(h->upload_id, v->upload_id) && !strcmp(h->vid, v->vid)) {
             if (!found) obj_info_copy(copy, h);
             found = 1;
-            (void)obj__retire(dst, bucket, key, h, NULL);
+            (void)obj__retire(dst, bucket, key, h);
         }
         pthread_mutex_unlock(lk);
         if (found) {
@@ -469,7 +469,7 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
         for (int i = 0; i < ndnc; i++)
             if (!in_list(nc, nnc, &dnc[i]) &&
                 !(has_cur && !strcmp(dnc[i].upload_id, cur->upload_id))) {
-                (void)obj__retire(dst, bucket, key, &dnc[i], NULL);
+                (void)obj__retire(dst, bucket, key, &dnc[i]);
                 if (!dnc[i].deleted) drop_later(&drops, dst, &dnc[i]);
             }
     }

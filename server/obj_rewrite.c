@@ -30,12 +30,6 @@
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    const obj_info_t *orig, const obj_info_t *nv)
 {
-    obj__put_back_with(s, bucket, key, pos, orig, nv, NULL);
-}
-
-void obj__put_back_with(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                        const obj_info_t *orig, const obj_info_t *nv, const void *orig_bytes)
-{
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
     uint32_t took = 0;
@@ -60,10 +54,7 @@ void obj__put_back_with(obj_set_t *s, const char *bucket, const char *key, const
      */
     uint32_t back = orig->sparse ? took & orig->inl : took, gone = took & ~back;
     void *bytes = NULL;
-    if (back && orig->inl && orig->size && orig_bytes) {
-        bytes = xmalloc(orig->size);
-        memcpy(bytes, orig_bytes, orig->size);
-    } else if (back && orig->inl && orig->size) {
+    if (back && orig->inl && orig->size) {
         bytes = xmalloc(orig->size);
         if (obj__inline_load(s, bucket, key, orig, bytes) != 0 &&
             (strcmp(nv->upload_id, orig->upload_id) != 0 || /* a rewrite: the same bytes */

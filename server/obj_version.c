@@ -122,8 +122,7 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
     return 0;
 }
 
-int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
-                obj_info_t *tomb)
+int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
 {
     obj_info_t t;
     char pos[OBJ_VID_LEN + 1];
@@ -143,38 +142,27 @@ int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_inf
     } else if (!obj__enough(s, &t, w)) {
         log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
                  err_name(first_err));
-        if (tomb) obj_info_copy(tomb, &t);
         return first_err && first_err != ERR_NOT_FOUND ? first_err : ERR_UNRECOVERABLE;
     }
     return 0;
 }
 
 /*
- * A delete by id's retire of v: standing, or v put back where its tombstone landed and the
- * stores' error. Short of a quorum and answered 204 all the same, the version came back
- * whole once the stores that missed the tombstone were back: readers that asked them found
- * only v there (a probe killing a node: 11-29 deletes undone per run). An inline version's
- * bytes are read first: its tombstone replaces the copies' records that carry them.
+ * A delete by id's retire of v: 0 when its tombstones stand, else an error and the delete is
+ * not acknowledged (its blocks stay). Answered 204 short of a quorum, the delete came undone
+ * once the stores that missed the tombstone were back: readers that asked them found v
+ * whole (a probe killing a node: 11-29 deletes a run, some readable with their old bytes).
+ * Too few stores up: refused before anything is written. A shortfall found by the writes
+ * leaves the tombstones where they landed, as a failed unversioned DELETE leaves its own
+ * (taken back, a tombstone other readers have seen, and answered for, would be undone: a
+ * review); the client's retry finishes it.
  */
-static int retire_or_undo(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
+static int retire_for_delete(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
 {
-    void *bytes = NULL;
-    int rc = 0;
-    if (!v->deleted && v->inl && v->size) {
-        bytes = xmalloc(v->size);
-        if ((rc = obj__inline_load(s, bucket, key, v, bytes)) != 0) {
-            free(bytes);
-            return rc == ERR_NOT_FOUND ? ERR_THROTTLED : rc; /* replaced meanwhile: again */
-        }
-    }
-    obj_info_t *t = xmalloc(sizeof(*t));
-    char pos[OBJ_VID_LEN + 1];
-    obj__vid_of(pos, v->mtime_ns); /* where obj__retire writes */
-    if ((rc = obj__retire(s, bucket, key, v, t)) != 0)
-        obj__put_back_with(s, bucket, key, pos, v, t, bytes);
-    free(t);
-    free(bytes);
-    return rc;
+    int stores[OBJ_MAX_SHARDS];
+    if (obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores) < s->wq)
+        return ERR_UNRECOVERABLE;
+    return obj__retire(s, bucket, key, v);
 }
 
 /* A walk of one key's noncurrent heads, newest first (retired ones skipped). */
@@ -636,12 +624,12 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
     if (p->found) promoted_rewrite(s, bucket, key, &next, walked);
     for (int i = 0; i < p->ndups; i++)
-        (void)obj__retire(s, bucket, key, &p->dups[i], NULL);
+        (void)obj__retire(s, bucket, key, &p->dups[i]);
     /* With no copy there, a tombstone at v's own position all the same: it refuses an
      * archive of v by a commit that read v as current before this delete (obj__archive). */
-    if (!own && v->vid[0]) (void)obj__retire(s, bucket, key, v, NULL);
+    if (!own && v->vid[0]) (void)obj__retire(s, bucket, key, v);
     for (int i = 0; i < p->nstale; i++)
-        (void)obj__retire(s, bucket, key, &p->stale[i], NULL);
+        (void)obj__retire(s, bucket, key, &p->stale[i]);
     *stale = p->stale;
     *nstale = p->nstale;
     p->stale = NULL;
@@ -741,6 +729,44 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
     return rc;
 }
 
+/*
+ * A delete by id that finds the version deleted already: by a tombstone that stands, or one a
+ * delete refused short of a quorum left on too few stores for every reader to meet it (a
+ * reader asking the others finds the version whole). Then this delete retires the version
+ * again, over every store: done when that stands (the retry of the refused delete, or another
+ * client's). 0 with *v the version found on some store (its blocks are the caller's to drop),
+ * ERR_NOT_FOUND (nothing of it left, or its tombstones stand), or an error.
+ */
+static int finish_retire(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                         obj_info_t *v)
+{
+    if (strlen(vid) != OBJ_VID_LEN || !obj_vid_valid(vid)) return ERR_NOT_FOUND; /* "null" */
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    obj__read_heads(s, bucket, key, vid, stores, n, h);
+    int tombs = 0, live = -1, tomb = -1;
+    for (int j = 0; j < n; j++) {
+        if (!h[j].ok) continue;
+        if (h[j].info.deleted && !h[j].info.marker)
+            tomb = j, tombs++;
+        else if (live < 0 || obj__newer(&h[j].info, &h[live].info))
+            live = j;
+    }
+    int rc = ERR_NOT_FOUND;
+    if (tomb >= 0 && (live >= 0 || tombs < s->wq)) {
+        const obj_info_t *of = live >= 0 ? &h[live].info : &h[tomb].info;
+        log_info("event=retire_finished key=%s version=%s tombstones=%d live=%d", key, vid, tombs,
+                 live >= 0);
+        rc = retire_for_delete(s, bucket, key, of);
+        if (rc == 0 && live >= 0)
+            obj_info_copy(v, of);
+        else if (rc == 0)
+            rc = ERR_NOT_FOUND;
+    }
+    free(h);
+    return rc;
+}
+
 static int delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                           const obj_cond_t *c, obj_info_t *gone)
 {
@@ -749,9 +775,13 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
     char pos[OBJ_VID_LEN + 1];
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
-    int rc;
+    int rc, finished = 0;
     for (int attempt = 0;; attempt++) {
         rc = obj__locate(s, bucket, key, vid, &v, pos);
+        if (rc == ERR_NOT_FOUND && !c) {
+            finished = (rc = finish_retire(s, bucket, key, vid, &v)) == 0;
+            break;
+        }
         /* Conditions name this version (a delete marker has no ETag or size to match). */
         if (rc == 0 && c) {
             if ((c->noncurrent && !pos[0]) || (c->lone && pos[0]) || obj__cond_identity(c, &v))
@@ -807,7 +837,9 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
         }
         usleep(200u + (uint32_t)(v.stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
     }
-    if (rc == 0 && !pos[0]) {
+    if (finished) {
+        ; /* a refused delete's tombstones, made to stand */
+    } else if (rc == 0 && !pos[0]) {
         ; /* promoted */
     } else if (rc == 0 && !v.vid[0]) {
         /* The null version, noncurrent: with it any stale copy a crash left. */
@@ -816,14 +848,17 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
             rc = nmore;
             nmore = 0;
         }
-        for (int i = 0; rc == 0 && i < nmore; i++)
-            rc = retire_or_undo(s, bucket, key, &more[i]);
-        if (rc == 0 && nmore == 0) rc = retire_or_undo(s, bucket, key, &v);
+        /* The stale copies first, as garbage (best effort), the null version itself last:
+         * refused, it stays whole with no stale copy retired from under it. */
+        for (int i = 1; i < nmore; i++)
+            (void)obj__retire(s, bucket, key, &more[i]);
+        if (nmore > 0) rc = retire_for_delete(s, bucket, key, &more[0]);
+        if (rc == 0 && nmore == 0) rc = retire_for_delete(s, bucket, key, &v);
         for (int i = 0; rc == 0 && i < nmore; i++)
             rc = promote_past(s, bucket, key, &more[i]);
         if (rc == 0 && nmore == 0) rc = promote_past(s, bucket, key, &v);
     } else if (rc == 0) {
-        rc = retire_or_undo(s, bucket, key, &v);
+        rc = retire_for_delete(s, bucket, key, &v);
         if (rc == 0 && obj__retired_hook) obj__retired_hook(obj__retired_hook_arg, key);
         if (rc == 0) rc = promote_past(s, bucket, key, &v);
     }

@@ -800,8 +800,9 @@ void s3_delete_objects(ctx_t *x)
                          : no_current                             ? S3E_NO_SUCH_KEY
                          : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
                          : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN
-                         : rc == ERR_UNRECOVERABLE                ? S3E_SERVICE_UNAVAILABLE
-                                                                  : S3E_INTERNAL;
+                         : rc == ERR_UNRECOVERABLE || rc == ERR_IO || rc == ERR_CLOSED
+                             ? S3E_SERVICE_UNAVAILABLE /* as s3_engine_err_of says it */
+                             : S3E_INTERNAL;
             buf_printf(&b, "<Code>%s</Code><Message>%s</Message></Error>", s3_err_info(e)->code,
                        s3_err_info(e)->message);
         }

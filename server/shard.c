@@ -200,13 +200,9 @@ static int cond_holds(drive_t *d, const drive_id_t *id, const shard_cond_t *c, c
      * Never a version over its own tombstone (deleted by its id), whatever the mode: a
      * tagging rewrite that read a noncurrent version before its delete by id took the
      * tombstone for "the head of version self" (same upload id) and brought the version
-     * back on every store, its blocks dropped (a 3-node probe: 23 rounds in 40). Unless
-     * the write names this very tombstone by its stamp (SHARD_IF_UPLOAD): the delete that
-     * wrote it, short of a quorum, putting the version back (obj_version.c
-     * retire_or_undo); nothing else reads a tombstone's stamp and writes the version.
+     * back on every store, its blocks dropped (a 3-node probe: 23 rounds in 40).
      */
-    if (holds == 1 && nmeta && head && o->deleted && !o->marker &&
-        !(c->mode == SHARD_IF_UPLOAD && c->stamp && c->stamp == o->stamp_ns)) {
+    if (holds == 1 && nmeta && head && o->deleted && !o->marker) {
         char up[33];
         if (!is_tombstone(nmeta, nlen, up) && strcmp(up, o->upload_id) == 0) holds = 0;
     }
