@@ -159,9 +159,10 @@ int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_inf
  */
 static int retire_for_delete(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
 {
-    int stores[OBJ_MAX_SHARDS];
-    if (obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores) < s->wq)
-        return ERR_UNRECOVERABLE;
+    int up = 0; /* stores not down: the tombstone goes to suspect ones too */
+    for (int i = 0; i < s->n; i++)
+        up += !s->st[i].ops->health || s->st[i].ops->health(s->st[i].ctx) != SHARD_DOWN;
+    if (up < s->wq) return ERR_UNRECOVERABLE;
     return obj__retire(s, bucket, key, v);
 }
 
@@ -749,10 +750,13 @@ static int finish_retire(obj_set_t *s, const char *bucket, const char *key, cons
         if (!h[j].ok) continue;
         if (h[j].info.deleted && !h[j].info.marker)
             tomb = j, tombs++;
-        else if (live < 0 || obj__newer(&h[j].info, &h[live].info))
+        else if (strcmp(h[j].info.vid, vid) == 0 && /* this very version (not a null one) */
+                 (live < 0 || obj__newer(&h[j].info, &h[live].info)))
             live = j;
     }
     int rc = ERR_NOT_FOUND;
+    if (tomb >= 0 && live >= 0 && strcmp(h[live].info.upload_id, h[tomb].info.upload_id) != 0)
+        live = -1; /* another version's: not this delete's to retire */
     if (tomb >= 0 && (live >= 0 || tombs < s->wq)) {
         const obj_info_t *of = live >= 0 ? &h[live].info : &h[tomb].info;
         log_info("event=retire_finished key=%s version=%s tombstones=%d live=%d", key, vid, tombs,
@@ -838,7 +842,9 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
         usleep(200u + (uint32_t)(v.stamp_ns % (500u << (attempt < 8 ? attempt : 8))));
     }
     if (finished) {
-        ; /* a refused delete's tombstones, made to stand */
+        /* A refused delete's tombstones, made to stand: and v must not be current (a delete
+         * of the version above it may have promoted it meanwhile), as below. */
+        rc = promote_past(s, bucket, key, &v);
     } else if (rc == 0 && !pos[0]) {
         ; /* promoted */
     } else if (rc == 0 && !v.vid[0]) {

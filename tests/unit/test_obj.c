@@ -46,7 +46,7 @@ typedef struct {
     long scanned;  /* entries its listings went by */
     long n_scan;   /* listing calls (fetches of a chunk) */
     long n_stat, n_get, n_read; /* calls (test_inline_one_lookup) */
-    int sick;                   /* health says suspect (the store itself still answers) */
+    int sick;                   /* health says suspect (the store itself still answers); 2: down */
     long n_split;               /* read_split calls */
     long n_put;                 /* writes of any kind (put, put_async, put_head) */
     long n_del;                 /* deletes */
@@ -150,7 +150,8 @@ static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, 
 }
 static int f_health(void *ctx)
 {
-    return ((faulty_t *)ctx)->sick ? SHARD_SUSPECT : SHARD_UP;
+    int sick = ((faulty_t *)ctx)->sick;
+    return sick == 2 ? SHARD_DOWN : sick ? SHARD_SUSPECT : SHARD_UP;
 }
 static int f_refilling(void *ctx)
 {
@@ -2767,14 +2768,15 @@ static void test_delete_by_id_short_of_a_quorum_is_refused(void **state)
         obj_set_inline_max(e->set, ec ? 0 : OBJ_INLINE_DEFAULT);
         vput(e, key, "first version", OBJ_VERSIONED, &v1);
         vput(e, key, "second version", OBJ_VERSIONED, &v2);
-        /* Three stores of six known to be away (sick), or failing their writes. */
-        if (sick)
-            e->f[1].sick = e->f[3].sick = e->f[4].sick = 1;
-        else
-            e->f[0].fail_write = e->f[2].fail_write = e->f[4].fail_write = 1;
+        /* Three stores of six known to be down, or failing their writes unannounced. */
+        int away[3] = {sick ? 1 : 0, sick ? 3 : 2, 4};
+        for (int i = 0; i < 3; i++) {
+            e->f[away[i]].sick = sick ? 2 : 0;
+            e->f[away[i]].fail_write = 1;
+        }
         int rc = obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL);
-        e->f[1].sick = e->f[3].sick = e->f[4].sick = 0;
-        e->f[0].fail_write = e->f[2].fail_write = e->f[4].fail_write = 0;
+        for (int i = 0; i < 3; i++)
+            e->f[away[i]].sick = e->f[away[i]].fail_write = 0;
         assert_true(rc < 0);
         assert_int_not_equal(rc, ERR_NOT_FOUND);
         vread(e, key, v1.vid, got, sizeof(got));
