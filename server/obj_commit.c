@@ -295,6 +295,18 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     return rc;
 }
 
+int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload)
+{
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    obj_info_t *best = xmalloc(sizeof(*best));
+    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
+    int mine = strncmp(anywhere.upload, upload, sizeof(anywhere.upload)) == 0;
+    int stands = rc == 0 && strcmp(best->upload_id, upload) == 0;
+    free(best);
+    if (rc && rc != ERR_NOT_FOUND) return rc;
+    return mine && !stands;
+}
+
 #define COMMIT_TRIES 10
 
 /*

@@ -672,6 +672,12 @@ uint64_t obj__now_after(const obj_info_t *cur);
  */
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
 /*
+ * Whether upload's commit at bucket/key was cut short: the newest head on any store names
+ * it, and no version of it stands (a kill in the middle of its heads; or a commit still in
+ * flight). 1, 0, or ERR_UNRECOVERABLE when failing stores leave it open.
+ */
+int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+/*
  * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
  * they hold a head newer than *bound (the version the delete read), another
  * writer's after the read. Reads every store's head: 1 when a version newer

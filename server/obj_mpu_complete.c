@@ -191,7 +191,10 @@ static int part_etag(const char *e, char out[33])
 /*
  * The upload was completed already, with these very parts, into what is
  * still bucket/key's current version: a Complete retried after a timeout
- * gets the same answer (0, *out the object), as S3 gives it.
+ * gets the same answer (0, *out the object), as S3 gives it. The version
+ * that stands, read from every store: a head a kill left on fewer stores
+ * than a version stands on is not a completed upload, though a reader that
+ * asks that store first finds it.
  */
 static int completed_already(obj_set_t *s, const char *bucket, const char *key,
                              const char *upload_id, const obj_mpu_part_t *parts, int n,
@@ -200,7 +203,7 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
     obj_info_t cur;
     int *pno = NULL, rc = ERR_NOT_FOUND;
     uint64_t *sizes = NULL;
-    if (obj_stat(s, bucket, key, &cur) != 0 || !cur.multipart ||
+    if (obj_stat_standing(s, bucket, key, &cur) != 0 || !cur.multipart ||
         strcmp(cur.upload_id, upload_id) != 0 || cur.nparts != n ||
         obj__read_manifest(s, upload_id, n, &pno, &sizes, NULL) != 0)
         return ERR_NOT_FOUND;
@@ -426,12 +429,21 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
             rc = ERR_NOT_FOUND;
         } else if (rec.stamp_ns + OBJ__CLOSE_STALE_NS > obj__wall_ns()) {
             rc = ERR_THROTTLED;
-        } else if ((named = obj__upload_named(s, bucket, key, upload_id)) != 0) {
-            /* Its heads were written (another version is current now): completed. A store
-             * that cannot say: later. */
-            rc = named > 0 ? 0 : ERR_THROTTLED;
         } else {
-            log_info("event=complete_resumed upload=%s key=%s", upload_id, key);
+            /*
+             * Its heads were written (another version is current now): completed. Not when
+             * the newest head anywhere is one of them and does not stand: the kill came in
+             * the middle of the heads, and a 200 here answered for an object no read found.
+             * A store that cannot say: later.
+             */
+            named = obj__upload_named(s, bucket, key, upload_id);
+            int cut = named > 0 ? obj__cut_short(s, bucket, key, upload_id) : 0;
+            if (cut) named = cut > 0 ? 0 : -1;
+            if (named)
+                rc = named > 0 ? 0 : ERR_THROTTLED;
+            else
+                log_info("event=complete_resumed upload=%s key=%s heads_cut=%d", upload_id, key,
+                         cut);
         }
     }
     free(closing);

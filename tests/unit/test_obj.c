@@ -56,6 +56,9 @@ typedef struct {
     int fail_head; /* conditional head puts fail (blocks still land) */
     int old_node;  /* conditional deletes answered as a node of an older build does */
     int refilling; /* a replaced drive, not refilled yet (shard_ops_t.refilling) */
+    /* With cut_heads: this many more heads at a current position land, then every write
+     * fails (the node is killed in the middle of a commit: not even its undo lands). */
+    int cut_heads, heads_left;
 } faulty_t;
 
 /* A block write held by its store (hold_blocks): not written, not answered, until released. */
@@ -241,6 +244,15 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    int left = f->cut_heads && !id->version[0] /* the current position's */
+                   ? __atomic_fetch_sub(&f->heads_left, 1, __ATOMIC_RELAXED)
+                   : -1;
+    if (left == 0) f->fail_write = 1;
+    if (left == 1 && !f->fail_write && !f->fail_head) {
+        int rc = f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
+        f->fail_write = 1; /* the last to land here: nothing after it, not even an undo */
+        return rc;
+    }
     return f->fail_write || f->fail_head
                ? ERR_IO
                : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
@@ -4743,6 +4755,97 @@ static void test_complete_cut_short_never_makes_a_second_version(void **state)
     free(f.data);
 }
 
+/* Stage 2 (its manifest written): the heads that follow land on store cut_lone alone, and then
+ * nothing lands anywhere (a kill in the middle of the heads: no undo either). */
+static env_t *cut_env;
+static int cut_lone;
+
+static int cut_in_heads(const char *upload, int stage)
+{
+    (void)upload;
+    if (stage == 2)
+        for (int i = 0; i < N; i++) {
+            cut_env->f[i].heads_left = i == cut_lone;
+            cut_env->f[i].cut_heads = 1;
+        }
+    return 0;
+}
+
+/* The stores whose head of bkt/key (its current position) names upload. */
+static int heads_naming(env_t *e, const char *key, const char *upload)
+{
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        drive_id_t id = {"bkt", key, "", (uint32_t)i};
+        drive_stat_t ds;
+        uint8_t meta[HEAD_MAX];
+        obj_info_t h;
+        if (e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)) == 0 &&
+            obj_meta_decode(meta, ds.meta_len, &h) == 0 && strcmp(h.upload_id, upload) == 0)
+            n++;
+    }
+    return n;
+}
+
+static int count_versions_of(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    if (info && strcmp(key, ((const char **)arg)[0]) == 0) ++*(int *)((void **)arg)[1];
+    return 0;
+}
+
+/*
+ * A kill in the middle of a Complete's heads: one store took its head, fewer than a version
+ * stands on. The same Complete sent again was answered 200 because some store's head named
+ * the upload ("completed, then replaced"), while no read found the object: NoSuchKey after a
+ * 200 (CI, session 30). A head of the upload that is the newest anywhere and does not stand
+ * is a commit cut short: it is resumed, and its heads written on every store. Whichever store
+ * kept the lone head; over nothing, and over a version before it (kept in a versioned bucket).
+ */
+static void test_complete_cut_in_its_heads_is_resumed(void **state)
+{
+    env_t *e = *state;
+    cut_env = e;
+    for (int lone = 0; lone < N; lone++) {
+        char key[32], body[64];
+        snprintf(key, sizeof(key), "cut-in-heads-%d", lone);
+        int before = lone % 3 != 0, why = 0;
+        obj_info_t old = {0};
+        cut_versioning = lone % 3 == 2 ? OBJ_VERSIONED : OBJ_UNVERSIONED;
+        if (before) vput(e, key, "before", cut_versioning, &old);
+        cut_upload_t u;
+        cut_upload_new(e, key, 340 + (uint32_t)lone, &u);
+        cut_lone = lone;
+        obj__complete_cut_hook = cut_in_heads;
+        int rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, cut_versioning,
+                                  &cut_done, &why);
+        obj__complete_cut_hook = NULL;
+        for (int i = 0; i < N; i++)
+            e->f[i].cut_heads = e->f[i].fail_write = 0;
+        assert_int_not_equal(rc, 0);
+        assert_int_equal(heads_naming(e, key, u.upload), 1);
+        /* Sent again once its closer is surely gone: resumed, and it stands. */
+        obj__wall_skew_ns = CUT_STALE;
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        obj__wall_skew_ns = 0;
+        assert_int_equal(heads_naming(e, key, u.upload), N);
+        assert_cut_object(e, key, &u);
+        if (before && cut_versioning == OBJ_VERSIONED) {
+            vread(e, key, old.vid, body, sizeof(body));
+            assert_string_equal(body, "before");
+            int versions = 0;
+            void *arg[2] = {key, &versions};
+            assert_int_equal(
+                obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+            assert_int_equal(versions, 2);
+        }
+        /* And again: the answer a completed upload gives. */
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        free(u.data);
+    }
+    cut_versioning = OBJ_UNVERSIONED;
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -6291,6 +6394,7 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_never_makes_a_second_version, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_in_its_heads_is_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
