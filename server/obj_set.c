@@ -306,6 +306,15 @@ uint32_t obj__unhealthy(const obj_set_t *s)
     return mask;
 }
 
+uint32_t obj__down(const obj_set_t *s)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->st[i].ops->health && s->st[i].ops->health(s->st[i].ctx) == SHARD_DOWN)
+            mask |= 1u << i;
+    return mask;
+}
+
 uint32_t obj__refilling(const obj_set_t *s)
 {
     uint32_t mask = 0;

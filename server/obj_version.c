@@ -159,10 +159,8 @@ int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_inf
  */
 static int retire_for_delete(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v)
 {
-    int up = 0; /* stores not down: the tombstone goes to suspect ones too */
-    for (int i = 0; i < s->n; i++)
-        up += !s->st[i].ops->health || s->st[i].ops->health(s->st[i].ctx) != SHARD_DOWN;
-    if (up < s->wq) return ERR_UNRECOVERABLE;
+    /* Stores not down: the tombstone goes to suspect ones too. */
+    if (s->n - __builtin_popcount(obj__down(s)) < s->wq) return ERR_UNRECOVERABLE;
     return obj__retire(s, bucket, key, v);
 }
 
@@ -743,7 +741,9 @@ static int finish_retire(obj_set_t *s, const char *bucket, const char *key, cons
 {
     if (strlen(vid) != OBJ_VID_LEN || !obj_vid_valid(vid)) return ERR_NOT_FOUND; /* "null" */
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
+    /* The stores the retire counts on (not down: suspect ones too), so that a tombstone one
+     * of them holds is counted, not written again. */
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__down(s), stores);
     obj__read_heads(s, bucket, key, vid, stores, n, h);
     int tombs = 0, live = -1, tomb = -1;
     for (int j = 0; j < n; j++) {
