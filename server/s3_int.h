@@ -8,8 +8,9 @@
  *   s3_acl.c        ACLs: canned and grants (s3/acl), Get/Put *Acl
  *   s3_foreign.c    requests by anyone but the bucket's owner, as the ACLs grant
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
- *   s3_object.c     Put/Get/Head object, DeleteObjects, attributes
- *   s3_versioning.c bucket versioning, ?versionId, version headers, DeleteObject
+ *   s3_object.c     Put/Get/Head object, attributes
+ *   s3_delete.c     DeleteObject, DeleteObjects: conditions, markers, versions
+ *   s3_versioning.c bucket versioning, ?versionId, version headers
  *   s3_copy.c       CopyObject, the copy source (UploadPartCopy too)
  *   s3_multipart.c  multipart uploads
  *   s3_mpu_cks.c    multipart checksums (composite, full-object), GET/HEAD ?partNumber
@@ -303,7 +304,6 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same);
 int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uint64_t len,
                   char cks_out[128]);
 void s3_copy_object(ctx_t *x);
-void s3_delete_objects(ctx_t *x);
 
 /* ---- s3_versioning.c ---- */
 obj_versioning_t s3_versioning_of(const obj_info_t *bucket_rec);
@@ -318,11 +318,14 @@ void s3_written_headers(ctx_t *x, const obj_info_t *info);
 /* rc (from opening x->vid, or the current version) names a delete marker or a missing
  * version: 1 with the answer sent (405/404 with the marker's headers, NoSuchVersion). */
 int s3_version_missing(ctx_t *x, int rc, const obj_info_t *info);
+void s3_versioning_op(ctx_t *x); /* GET/PUT ?versioning */
+
+/* ---- s3_delete.c ---- */
 /* Delete key (vid: that version for good, else the current one as the bucket's versioning
  * says); *out the marker made or the version deleted. */
 int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *c, obj_info_t *out);
-void s3_versioning_op(ctx_t *x); /* GET/PUT ?versioning */
 void s3_delete_object(ctx_t *x);
+void s3_delete_objects(ctx_t *x);
 
 /* ---- s3_tagging.c ---- */
 /* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */

@@ -1,8 +1,8 @@
 /*
  * s3_object: one object: PutObject (metadata, checksums, Content-MD5,
  * conditional writes), GetObject / HeadObject (conditionals, ranges,
- * stripes sent in place), DeleteObjects, GetObjectAttributes. CopyObject is
- * in s3_copy.c.
+ * stripes sent in place), GetObjectAttributes. CopyObject is in s3_copy.c,
+ * the deletes in s3_delete.c.
  */
 
 #include "server/s3_int.h"
@@ -720,97 +720,6 @@ void s3_get_object(ctx_t *x, int head)
      */
     for (int i = 0; i < 2; i++)
         if (bufs[i]) http_free_after(x->r, put_buf, pool, bufs[i]);
-}
-
-/* DeleteObjects: up to 1000 keys, each optionally conditional; the body comes with its digest
- * (Content-MD5 or x-amz-checksum-*), which S3 requires. */
-void s3_delete_objects(ctx_t *x)
-{
-    size_t len;
-    char *body = s3_read_digested_body(x, 2u << 20, &len);
-    if (!body) return;
-    char **keys = NULL;
-    s3_xml_delcond_t *conds = NULL;
-    int nkeys = 0, quiet = 0;
-    int bad = s3_xml_delete(body, len, &keys, &nkeys, &quiet, &conds);
-    free(body);
-    buf_t b = {0};
-    /* S3 refuses a request naming no object, or an object with an empty key. */
-    for (int i = 0; !bad && i < nkeys; i++)
-        bad = !keys[i][0];
-    if (!bad && nkeys == 0) bad = 1;
-    if (bad) {
-        if (keys) s3_xml_free_keys(keys, nkeys);
-        free(conds);
-        s3_err_msg(x, S3E_MALFORMED_XML, "The XML you provided was not well-formed.");
-        return;
-    }
-    buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
-                   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
-    for (int i = 0; i < nkeys; i++) {
-        /* An entry's ETag, LastModifiedTime and Size are conditions, as on DeleteObject. */
-        obj_cond_t c = OBJ_COND_NONE;
-        const s3_xml_delcond_t *dc = &conds[i];
-        int conditional = dc->etag[0] || dc->mtime[0] || dc->size >= 0, rc = 0;
-        snprintf(c.if_match, sizeof(c.if_match), "%s", dc->etag);
-        c.if_size = dc->size;
-        if (dc->mtime[0]) {
-            struct tm tm = {0};
-            const char *e = strptime(dc->mtime, "%Y-%m-%dT%H:%M:%S", &tm);
-            if (!e || (*e && *e != '.' && *e != 'Z'))
-                rc = ERR_INVAL;
-            else
-                c.if_mtime_s = (int64_t)timegm(&tm);
-        }
-        if (!rc && strlen(keys[i]) > MAX_KEY_LEN) rc = ERR_INVAL;
-        const char *vid = dc->version_id[0] ? dc->version_id : NULL;
-        obj_info_t gone;
-        if (!rc) rc = s3_delete_one(x, keys[i], vid, conditional ? &c : NULL, &gone);
-        /* As DeleteObject: a condition on a key with no current version is NoSuchKey. */
-        int no_current = rc == ERR_NOT_FOUND && conditional && !vid;
-        if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
-        if (rc == 0 || rc == ERR_NOT_FOUND) {
-            if (!quiet) {
-                buf_printf(&b, "<Deleted><Key>");
-                buf_xml(&b, keys[i]);
-                buf_printf(&b, "</Key>");
-                if (vid) buf_printf(&b, "<VersionId>%s</VersionId>", vid);
-                if (rc == 0 && gone.marker)
-                    buf_printf(&b,
-                               "<DeleteMarker>true</DeleteMarker><DeleteMarkerVersionId>%s"
-                               "</DeleteMarkerVersionId>",
-                               gone.vid[0] ? gone.vid : "null");
-                buf_printf(&b, "</Deleted>");
-            }
-        } else if (rc == S3_ERR_NO_BUCKET) {
-            buf_printf(&b, "<Error><Key>");
-            buf_xml(&b, keys[i]);
-            buf_printf(&b, "</Key><Code>NoSuchBucket</Code><Message>The specified bucket does "
-                           "not exist.</Message></Error>");
-        } else {
-            buf_printf(&b, "<Error><Key>");
-            buf_xml(&b, keys[i]);
-            buf_printf(&b, "</Key>");
-            if (vid) {
-                buf_printf(&b, "<VersionId>");
-                buf_xml(&b, vid);
-                buf_printf(&b, "</VersionId>");
-            }
-            s3_err_t e = rc == ERR_INVAL                          ? S3E_INVALID_ARGUMENT
-                         : no_current                             ? S3E_NO_SUCH_KEY
-                         : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
-                         : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN
-                         : rc == ERR_UNRECOVERABLE || rc == ERR_IO || rc == ERR_CLOSED
-                             ? S3E_SERVICE_UNAVAILABLE /* as s3_engine_err_of says it */
-                             : S3E_INTERNAL;
-            buf_printf(&b, "<Code>%s</Code><Message>%s</Message></Error>", s3_err_info(e)->code,
-                       s3_err_info(e)->message);
-        }
-    }
-    buf_printf(&b, "</DeleteResult>");
-    s3_respond_xml(x, 200, &b);
-    s3_xml_free_keys(keys, nkeys);
-    free(conds);
 }
 
 /*

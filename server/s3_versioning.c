@@ -1,8 +1,8 @@
 /*
  * s3_versioning: bucket versioning (Put/GetBucketVersioning), the request's
  * version (?versionId), the x-amz-version-id and x-amz-delete-marker
- * headers, and DeleteObject, which versioning shapes (the object layer
- * keeps the versions: obj_version.c).
+ * headers (the object layer keeps the versions: obj_version.c). The
+ * deletes, which versioning shapes, are in s3_delete.c.
  */
 
 #include "server/s3_int.h"
@@ -146,80 +146,4 @@ void s3_versioning_op(ctx_t *x)
     } else {
         s3_err(x, S3E_METHOD_NOT_ALLOWED);
     }
-}
-
-int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *c, obj_info_t *out)
-{
-    obj_info_clear(out);
-    if (vid) {
-        if (!obj_vid_valid(vid)) return ERR_INVAL;
-        int rc = obj_delete_version(x->cfg->set, x->ibucket, key, vid, c, out);
-        /* Deleting a version that is not there is done already (S3: 204), unless a
-         * condition named it. */
-        if (rc == ERR_NOT_FOUND && !c) {
-            rc = 0;
-            obj_info_clear(out);
-        }
-        snprintf(out->vid, sizeof(out->vid), "%s", strcmp(vid, "null") ? vid : "");
-        return rc;
-    }
-    /* Under the bucket's lock against this incarnation: a marker is a write. */
-    pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
-    pthread_rwlock_rdlock(lk);
-    int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
-                 ? S3_ERR_NO_BUCKET
-                 : obj_delete_current(x->cfg->set, x->ibucket, key, c,
-                                      s3_versioning_of(&x->bucket_rec), out);
-    pthread_rwlock_unlock(lk);
-    /* A marker is a version: another node's DeleteBucket is waited for as by any commit
-     * (s3_commit_stays; the marker undone with the bucket). Unfenced, a DELETE and a
-     * DeleteBucket through two nodes were both acknowledged (a 4-node probe: 33 in 40). */
-    if (rc == 0 && out->marker && x->cfg->fenced) rc = s3_commit_stays(x, out);
-    return rc;
-}
-
-/*
- * DeleteObject, optionally conditional (If-Match, x-amz-if-match-last-
- * modified-time, x-amz-if-match-size: decided under the key's lock). A
- * missing key is 204, as S3; a condition on a key with no current version
- * is 404 NoSuchKey (S3 evaluates conditions on the current version). With
- * versioning, a delete marker is made (or, with ?versionId, that version
- * goes for good).
- */
-void s3_delete_object(ctx_t *x)
-{
-    obj_cond_t c = OBJ_COND_NONE;
-    const char *im = s3_hdr(x->info, "if-match");
-    const char *lm = s3_hdr(x->info, "x-amz-if-match-last-modified-time");
-    const char *sz = s3_hdr(x->info, "x-amz-if-match-size");
-    uint64_t size;
-    if ((im && strlen(im) >= sizeof(c.if_match)) ||
-        (sz && num_parse_u64(sz, 0, INT64_MAX, &size) != 0) ||
-        (lm && s3_parse_http_date(lm) == (time_t)-1)) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT, "A delete condition is not well-formed.");
-        return;
-    }
-    if (im) snprintf(c.if_match, sizeof(c.if_match), "%s", im[0] ? im : "\"\"");
-    if (sz) c.if_size = (int64_t)size;
-    if (lm) c.if_mtime_s = (int64_t)s3_parse_http_date(lm);
-    int conditional = im || sz || lm;
-    obj_info_t gone;
-    int rc = s3_delete_one(x, x->key, x->vid, conditional ? &c : NULL, &gone);
-    if (rc == ERR_NOT_FOUND && conditional) {
-        /* No current version (nothing, or a delete marker): 404 NoSuchKey, as S3 answers
-         * (measured); a condition on a version named by id that is not there: 412. */
-        if (!x->vid) {
-            s3_err(x, S3E_NO_SUCH_KEY);
-            return;
-        }
-        rc = ERR_PRECOND;
-    }
-    if (rc && rc != ERR_NOT_FOUND) {
-        s3_engine_error(x, rc);
-        return;
-    }
-    if (rc == 0 && (gone.marker || x->vid)) s3_version_headers(x, &gone);
-    char h[128];
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
-    (void)http_respond(x->r, 204, h, 0);
 }
