@@ -729,38 +729,36 @@ int obj_delete_version(obj_set_t *s, const char *bucket, const char *key, const 
 }
 
 /*
- * A delete by id that finds the version deleted already: by a tombstone that stands, or one a
- * delete refused short of a quorum left on too few stores for every reader to meet it (a
- * reader asking the others finds the version whole). Then this delete retires the version
- * again, over every store: done when that stands (the retry of the refused delete, or another
- * client's). 0 with *v the version found on some store (its blocks are the caller's to drop),
- * ERR_NOT_FOUND (nothing of it left, or its tombstones stand), or an error.
+ * The retire of the version at pos (want its vid: "" the null version) made again where a
+ * delete refused short of a quorum left it: every store the retire counts on read there
+ * (not down: suspect ones too, so that a tombstone one holds is counted, not written
+ * again). A live head of this very version beside its tombstone (same upload: another
+ * version may have come to that position since), or (by id) its tombstones on fewer
+ * stores than a write quorum: retired again. 0 with *v the version (when a live head of it
+ * was found), ERR_NOT_FOUND (nothing to finish there), or the stores' error.
  */
-static int finish_retire(obj_set_t *s, const char *bucket, const char *key, const char *vid,
-                         obj_info_t *v)
+static int finish_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                     const char *want, obj_info_t *v)
 {
-    if (strlen(vid) != OBJ_VID_LEN || !obj_vid_valid(vid)) return ERR_NOT_FOUND; /* "null" */
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    /* The stores the retire counts on (not down: suspect ones too), so that a tombstone one
-     * of them holds is counted, not written again. */
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__down(s), stores);
-    obj__read_heads(s, bucket, key, vid, stores, n, h);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
     int tombs = 0, live = -1, tomb = -1;
     for (int j = 0; j < n; j++) {
         if (!h[j].ok) continue;
         if (h[j].info.deleted && !h[j].info.marker)
             tomb = j, tombs++;
-        else if (strcmp(h[j].info.vid, vid) == 0 && /* this very version (not a null one) */
+        else if (strcmp(h[j].info.vid, want) == 0 && /* this very version (by id, or null) */
                  (live < 0 || obj__newer(&h[j].info, &h[live].info)))
             live = j;
     }
     int rc = ERR_NOT_FOUND;
     if (tomb >= 0 && live >= 0 && strcmp(h[live].info.upload_id, h[tomb].info.upload_id) != 0)
         live = -1; /* another version's: not this delete's to retire */
-    if (tomb >= 0 && (live >= 0 || tombs < s->wq)) {
+    if (tomb >= 0 && (live >= 0 || (want[0] && tombs < s->wq))) {
         const obj_info_t *of = live >= 0 ? &h[live].info : &h[tomb].info;
-        log_info("event=retire_finished key=%s version=%s tombstones=%d live=%d", key, vid, tombs,
-                 live >= 0);
+        log_info("event=retire_finished key=%s version=%s tombstones=%d live=%d", key,
+                 want[0] ? want : "null", tombs, live >= 0);
         rc = retire_for_delete(s, bucket, key, of);
         if (rc == 0 && live >= 0)
             obj_info_copy(v, of);
@@ -769,6 +767,65 @@ static int finish_retire(obj_set_t *s, const char *bucket, const char *key, cons
     }
     free(h);
     return rc;
+}
+
+/* The positions of bkt/key where a store holds a tombstone (a retired version's). */
+typedef struct {
+    const char *key;
+    char (*pos)[OBJ_VID_LEN + 1];
+    int n, cap;
+} tomb_walk_t;
+
+static int tomb_at(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    tomb_walk_t *t = arg;
+    if (strcmp(id->key, t->key) != 0) return 1; /* a longer key: this one's are done */
+    if (!id->version[0] || strlen(id->version) > OBJ_VID_LEN) return 0;
+    obj_info_t *o = xmalloc(sizeof(*o));
+    int tomb = obj_meta_decode(meta, st->meta_len, o) == 0 && o->deleted && !o->marker;
+    free(o);
+    for (int i = 0; tomb && i < t->n; i++)
+        tomb = strcmp(t->pos[i], id->version) != 0;
+    if (!tomb) return 0;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 4;
+        t->pos = xrealloc(t->pos, (size_t)t->cap * sizeof(*t->pos));
+    }
+    snprintf(t->pos[t->n++], OBJ_VID_LEN + 1, "%s", id->version);
+    return 0;
+}
+
+/*
+ * A delete by id that finds the version deleted already: by a tombstone that stands, or one a
+ * delete refused short of a quorum left on too few stores for every reader to meet it (a
+ * reader asking the others finds the version whole). Then this delete retires the version
+ * again, over every store: done when that stands (the retry of the refused delete, or another
+ * client's). The null version has no position of its own: the positions where a store holds
+ * a tombstone are tried (few: a retire that stood drops its tombstones after a minute). 0
+ * with *v the version found on some store (its blocks are the caller's to drop),
+ * ERR_NOT_FOUND (nothing of it left, or its tombstones stand), or an error.
+ */
+static int finish_retire(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                         obj_info_t *v)
+{
+    if (strcmp(vid, "null") != 0) {
+        if (strlen(vid) != OBJ_VID_LEN || !obj_vid_valid(vid)) return ERR_NOT_FOUND;
+        return finish_at(s, bucket, key, vid, vid, v);
+    }
+    tomb_walk_t t = {.key = key};
+    uint32_t down = obj__down(s);
+    int failed = 0; /* a store whose walk failed may hold the only tombstone: cannot say */
+    for (int i = 0; i < s->n; i++) {
+        if ((down >> i) & 1) continue;
+        drive_from_t from = {.how = DRIVE_FROM_START};
+        int src = s->st[i].ops->scan(s->st[i].ctx, bucket, key, &from, tomb_at, &t);
+        if (src < 0 && src != ERR_INVAL && !failed) failed = src;
+    }
+    int rc = ERR_NOT_FOUND;
+    for (int i = 0; i < t.n && rc == ERR_NOT_FOUND; i++)
+        rc = finish_at(s, bucket, key, t.pos[i], "", v);
+    free(t.pos);
+    return rc == ERR_NOT_FOUND && failed ? failed : rc;
 }
 
 static int delete_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
