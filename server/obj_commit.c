@@ -396,7 +396,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     void *old_bytes = NULL;      /* an inline current version's bytes, to put back on an undo */
     obj_info_t *archived = NULL; /* the version an attempt kept as noncurrent, then lost */
     int drop_old = 0, nnul = 0, heads = -1, had_old = 0, stands = 0;
-    uint32_t ghost = 0; /* stores where an attempt's undo left this version's head */
+    uint64_t kept_nul = 0; /* the null versions whose retire fell short (by index) */
+    uint32_t ghost = 0;    /* stores where an attempt's undo left this version's head */
     /*
      * Stores known to be away (not up, or failed this write's blocks) that
      * leave fewer than the write quorum: refused before anything is written,
@@ -601,8 +602,10 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             }
         }
         if (stands) {
+            /* A null version whose retire fell short keeps its blocks (below): its heads
+             * stay on some stores, and a reader that meets one must find it whole. */
             for (int i = 0; i < nnul; i++)
-                (void)obj__retire(s, bucket, key, &nuls[i]);
+                if (obj__retire(s, bucket, key, &nuls[i]) != 0) kept_nul |= 1ull << (i & 63);
             if (superseded) {
                 *first_err = 0;
                 heads = s->n; /* nothing of it to heal: the newer version took its place */
@@ -656,7 +659,8 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
             int seen = drop_old && !strcmp(nuls[i].upload_id, old.upload_id);
             for (int j = 0; j < i && !seen; j++)
                 seen = !strcmp(nuls[i].upload_id, nuls[j].upload_id); /* a crash's duplicate */
-            if (!nuls[i].deleted && !seen) obj__drop_version(s, bucket, key, &nuls[i]);
+            if (!nuls[i].deleted && !seen && !((kept_nul >> (i & 63)) & 1))
+                obj__drop_version(s, bucket, key, &nuls[i]);
         }
     }
     free(nuls);

@@ -627,10 +627,14 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     /* With no copy there, a tombstone at v's own position all the same: it refuses an
      * archive of v by a commit that read v as current before this delete (obj__archive). */
     if (!own && v->vid[0]) (void)obj__retire(s, bucket, key, v);
+    /* The stale null versions handed back (their blocks dropped) are those whose retire
+     * stood: one short keeps its heads on some stores, and its blocks with them. */
+    int ns = 0;
     for (int i = 0; i < p->nstale; i++)
-        (void)obj__retire(s, bucket, key, &p->stale[i]);
+        if (obj__retire(s, bucket, key, &p->stale[i]) == 0 && ns++ != i)
+            obj_info_copy(&p->stale[ns - 1], &p->stale[i]);
     *stale = p->stale;
-    *nstale = p->nstale;
+    *nstale = ns;
     p->stale = NULL;
     if (p->found && !successor_stays(s, bucket, key, &next)) {
         obj_info_copy(promoted, &next);
@@ -911,10 +915,14 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
             rc = nmore;
             nmore = 0;
         }
-        /* The stale copies first, as garbage (best effort), the null version itself last:
-         * refused, it stays whole with no stale copy retired from under it. */
+        /* The stale copies first, as garbage (best effort: one whose retire falls short is
+         * not dropped below, its blocks kept for the heads it keeps), the null version
+         * itself last: refused, it stays whole with no stale copy retired from under it. */
+        int kept = 1;
         for (int i = 1; i < nmore; i++)
-            (void)obj__retire(s, bucket, key, &more[i]);
+            if (obj__retire(s, bucket, key, &more[i]) == 0 && kept++ != i)
+                obj_info_copy(&more[kept - 1], &more[i]);
+        if (nmore > 0) nmore = kept;
         if (nmore > 0) rc = retire_for_delete(s, bucket, key, &more[0]);
         if (rc == 0 && nmore == 0) rc = retire_for_delete(s, bucket, key, &v);
         for (int i = 0; rc == 0 && i < nmore; i++)

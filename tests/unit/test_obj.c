@@ -59,6 +59,7 @@ typedef struct {
     /* With cut_heads: this many more heads at a current position land, then every write
      * fails (the node is killed in the middle of a commit: not even its undo lands). */
     int cut_heads, heads_left;
+    int fail_tomb; /* tombstones (a retired version's heads) fail */
 } faulty_t;
 
 /* A block write held by its store (hold_blocks): not written, not answered, until released. */
@@ -72,11 +73,22 @@ typedef struct held_put {
     struct held_put *next;
 } held_put_t;
 
+/* A head that is a tombstone (fail_tomb). */
+static int is_tomb(const void *meta, size_t ml)
+{
+    if (!meta || !ml) return 0;
+    obj_info_t *o = malloc(sizeof(*o));
+    int tomb = obj_meta_decode(meta, ml, o) == 0 && o->deleted && !o->marker;
+    free(o);
+    return tomb;
+}
+
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                  size_t ml)
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    if (f->fail_tomb && is_tomb(meta, ml)) return ERR_IO;
     return f->fail_write ? ERR_IO : f->in.ops->put(f->in.ctx, id, data, len, meta, ml);
 }
 static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
@@ -203,6 +215,7 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    if (f->fail_tomb && is_tomb(meta, ml)) return ERR_IO;
     if (!f->fail_write && f->hold_blocks && !ml) {
         held_put_t *h = calloc(1, sizeof(*h));
         *h = (held_put_t){.shard = id->shard, .data = data, .len = len, .done = done, .arg = arg};
@@ -253,6 +266,7 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
         f->fail_write = 1; /* the last to land here: nothing after it, not even an undo */
         return rc;
     }
+    if (f->fail_tomb && is_tomb(meta, ml)) return ERR_IO;
     return f->fail_write || f->fail_head
                ? ERR_IO
                : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
@@ -2857,6 +2871,37 @@ static void test_delete_of_null_short_of_a_quorum_is_finished(void **state)
         vread(e, key, v1.vid, got, sizeof(got));
         assert_string_equal(got, "a version");
     }
+    obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
+}
+
+/*
+ * A write in a Suspended bucket replaces the noncurrent null version: its heads retired, its
+ * blocks dropped. The retire fell short (three stores refused tombstones) and the blocks went
+ * all the same: the null version's heads stayed on those stores, naming blocks that were
+ * gone. Now its blocks stay while its heads do.
+ */
+static int has_block(env_t *e, const char *key, const char *upload, uint32_t stripe, int i);
+
+static void test_null_version_short_of_its_retire_keeps_its_blocks(void **state)
+{
+    env_t *e = *state;
+    obj_info_t n0, v1, n2;
+    obj_set_inline_max(e->set, 0);
+    vput(e, "null-kept", "the first null version", OBJ_UNVERSIONED, &n0);
+    vput(e, "null-kept", "a version", OBJ_VERSIONED, &v1);
+    for (int i = 0; i < N; i++)
+        assert_true(has_block(e, "null-kept", n0.upload_id, 0, i));
+    e->f[1].fail_tomb = e->f[3].fail_tomb = e->f[4].fail_tomb = 1;
+    vput(e, "null-kept", "the second null version", OBJ_SUSPENDED, &n2);
+    e->f[1].fail_tomb = e->f[3].fail_tomb = e->f[4].fail_tomb = 0;
+    assert_int_equal(live_heads_of(e, "null-kept", &n0), 3);
+    for (int i = 0; i < N; i++)
+        assert_true(has_block(e, "null-kept", n0.upload_id, 0, i));
+    /* And with every store taking it, the version and its blocks go. */
+    obj_info_t n3;
+    vput(e, "null-kept", "the third null version", OBJ_SUSPENDED, &n3);
+    for (int i = 0; i < N; i++)
+        assert_false(has_block(e, "null-kept", n2.upload_id, 0, i));
     obj_set_inline_max(e->set, OBJ_INLINE_DEFAULT);
 }
 
@@ -6440,6 +6485,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_list_store_fails_midway, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_delimiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_delimiter_over_deleted_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_null_version_short_of_its_retire_keeps_its_blocks,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_of_null_short_of_a_quorum_is_finished, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_short_of_a_quorum_is_refused, setup,
