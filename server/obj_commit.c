@@ -300,11 +300,77 @@ int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     obj_info_t *best = xmalloc(sizeof(*best));
     int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
-    int mine = strncmp(anywhere.upload, upload, sizeof(anywhere.upload)) == 0;
-    int stands = rc == 0 && strcmp(best->upload_id, upload) == 0;
+    if (rc && rc != ERR_NOT_FOUND) {
+        free(best);
+        return rc;
+    }
+    int stands = rc == 0, is_mine = stands && strcmp(best->upload_id, upload) == 0;
+    /* Every store's current head, as the standing version was decided from. */
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    int own = 0, up = -1, fresh_other = 0, out;
+    uint64_t now = obj__wall_ns();
+    for (int j = 0; j < n; j++) {
+        if (!h[j].ok) continue;
+        const obj_info_t *o = &h[j].info;
+        int above = !stands || obj__newer(o, best), tomb = o->deleted && !o->marker;
+        if (strcmp(o->upload_id, upload) == 0 && !tomb) {
+            /* Its own heads, at any stamp (a rewrite of its tags cut short splits them). */
+            if (is_mine && strcmp(o->vid, best->vid) == 0) own++;
+            if (above && (up < 0 || obj__newer(o, &h[up].info))) up = j;
+        } else if (above && o->stamp_ns + COMMIT_STALE_NS > now) {
+            fresh_other = 1;
+        }
+    }
+    if (is_mine) {
+        /* It stands on k heads of its own; by the failing stores' credit alone (they may hold
+         * nothing of it), that cannot be told. */
+        out = own >= s->k ? 0 : ERR_UNRECOVERABLE;
+    } else if (up < 0) {
+        out = 0; /* no head of it above what stands: completed, then replaced */
+    } else if (fresh_other) {
+        out = ERR_THROTTLED; /* another writer's head in flight above what stands */
+    } else {
+        /*
+         * A head of it above what stands is its commit cut short, or a copy of a version of
+         * it that stood, kept as noncurrent, then promoted back by a delete of the version
+         * above it (that promotion cut short): such a copy has its version's mtime, and the
+         * version is still at its own position.
+         */
+        char pos[OBJ_VID_LEN + 1];
+        obj_info_t *v = xmalloc(sizeof(*v));
+        obj__vid_of(pos, h[up].info.mtime_ns);
+        int vr = obj__newest_at(s, bucket, key, pos, v);
+        out = vr == 0 && strcmp(v->upload_id, upload) == 0 ? 0
+              : vr == 0 || vr == ERR_NOT_FOUND             ? 1
+                                                           : vr;
+        free(v);
+    }
+    free(h);
     free(best);
-    if (rc && rc != ERR_NOT_FOUND) return rc;
-    return mine && !stands;
+    return out;
+}
+
+int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const char *upload)
+{
+    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    obj_info_t *best = xmalloc(sizeof(*best)), *cut = xmalloc(sizeof(*cut));
+    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
+    if (rc == 0 && strcmp(best->upload_id, upload) == 0) {
+        rc = ERR_BUSY; /* it stands now: not cut short */
+    } else if (rc == 0 || rc == ERR_NOT_FOUND) {
+        /* As a commit that falls short is undone: the version it covered put back where its
+         * heads went (only there: a newer head stays), else the heads removed. */
+        obj_info_clear(cut);
+        snprintf(cut->upload_id, sizeof(cut->upload_id), "%s", upload);
+        rc =
+            undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, NULL, 0) ? ERR_UNRECOVERABLE : 0;
+        if (!rc) log_info("event=cut_heads_dropped key=%s upload=%s", key, upload);
+    }
+    free(cut);
+    free(best);
+    return rc;
 }
 
 #define COMMIT_TRIES 10

@@ -674,11 +674,20 @@ uint64_t obj__now_after(const obj_info_t *cur);
  */
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
 /*
- * Whether upload's commit at bucket/key was cut short: the newest head on any store names
- * it, and no version of it stands (a kill in the middle of its heads; or a commit still in
- * flight). 1, 0, or ERR_UNRECOVERABLE when failing stores leave it open.
+ * Whether the commit of upload at bucket/key (a Complete's, by its upload id) was cut short
+ * by a kill in the middle of its heads: 1 when a head of it lies above the version that
+ * stands and is not a copy of a version of it that stood (a promotion's); 0 when a version
+ * of it stands on k heads of its own, or no head of it lies above what stands (completed,
+ * then replaced); ERR_THROTTLED when another writer's head is in flight above what stands;
+ * the stores' error (ERR_UNRECOVERABLE: failing stores leave it open).
  */
 int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+/*
+ * A commit of upload cut short, undone as a commit that falls short is (the version that
+ * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload
+ * stands now; or the stores' error (some of its heads may stay).
+ */
+int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const char *upload);
 /*
  * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
  * they hold a head newer than *bound (the version the delete read), another

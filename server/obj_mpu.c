@@ -170,14 +170,14 @@ int obj__drop_parts(obj_set_t *s, const char *upload)
 }
 
 /*
- * Abort of an upload a Complete closed and a kill cut short (OBJ__UPLOAD_CLOSING,
- * rec its record): once its closer is surely gone, and when
- * no head names the upload (then it was completed: NoSuchUpload, as for any
- * completed upload), the close is taken over by an aborting record (a
- * Complete resuming meanwhile makes it fail). Nothing is dropped here: the
- * reaper ends it after its grace, when still no head names the upload
- * (obj__mpu_settle), so that even a closer that outlived every bound cannot
- * have its parts taken from under its object. 0: aborted, ERR_NOT_FOUND,
+ * Abort of an upload a Complete closed and a kill cut short (OBJ__UPLOAD_CLOSING, rec its
+ * record): once its closer is surely gone, and when no head names the upload (then it was
+ * completed: NoSuchUpload, as for any completed upload), the close is taken over by an
+ * aborting record (a Complete resuming meanwhile makes it fail). Heads a kill left in the
+ * middle of its commit are no completion (obj__cut_short): they go once the close is taken
+ * over, before the answer. Nothing else is dropped here: the reaper ends it after its grace,
+ * when still no head names the upload (obj__mpu_settle), so that even a closer that outlived
+ * every bound cannot have its parts taken from under its object. 0: aborted, ERR_NOT_FOUND,
  * ERR_THROTTLED (wait: its closer may still run, or a store cannot say).
  */
 static int abort_closing(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
@@ -185,12 +185,17 @@ static int abort_closing(obj_set_t *s, const char *bucket, const char *key, cons
 {
     if (rec->stamp_ns + OBJ__CLOSE_STALE_NS > obj__wall_ns()) return ERR_THROTTLED;
     int named = obj__upload_named(s, bucket, key, upload_id);
+    int cut = named > 0 ? obj__cut_short(s, bucket, key, upload_id) : 0;
+    if (cut) named = cut > 0 ? 0 : -1; /* cut in its heads: not completed */
     if (named) return named > 0 ? ERR_NOT_FOUND : ERR_THROTTLED;
     obj_info_t closed;
     size_t blen;
     char *body = obj__upload_record(bucket, key, "", 0, &blen);
     int rc = obj__upload_close(s, upload_id, rec, &closed, body, blen);
     free(body);
+    /* The heads its kill left go before the answer (an aborted upload's object never shows);
+     * failing that, 503: the reaper drops them with the rest. */
+    if (rc == 0 && cut && obj__drop_cut_heads(s, bucket, key, upload_id) != 0) return ERR_THROTTLED;
     if (rc == 0) log_info("event=complete_aborted upload=%s key=%s", upload_id, key);
     return rc;
 }

@@ -191,20 +191,25 @@ static int part_etag(const char *e, char out[33])
 /*
  * The upload was completed already, with these very parts, into what is
  * still bucket/key's current version: a Complete retried after a timeout
- * gets the same answer (0, *out the object), as S3 gives it. The version
- * that stands, read from every store: a head a kill left on fewer stores
- * than a version stands on is not a completed upload, though a reader that
- * asks that store first finds it.
+ * gets the same answer (0, *out the object), as S3 gives it. While its
+ * record is closing (a Complete cut short, or one racing this), the version
+ * that stands, read from every store, on heads of its own (obj__cut_short):
+ * a head a kill left on fewer stores than a version stands on is not a
+ * completed upload, though a reader that asks that store first finds it.
+ * Once the record is gone the version stood: the current head found is
+ * enough (a metadata rewrite in flight splits a version over two stamps,
+ * and nothing "stands" by its exact heads meanwhile).
  */
 static int completed_already(obj_set_t *s, const char *bucket, const char *key,
                              const char *upload_id, const obj_mpu_part_t *parts, int n,
-                             obj_info_t *out)
+                             obj_info_t *out, int closing)
 {
     obj_info_t cur;
     int *pno = NULL, rc = ERR_NOT_FOUND;
     uint64_t *sizes = NULL;
-    if (obj_stat_standing(s, bucket, key, &cur) != 0 || !cur.multipart ||
+    if ((closing ? obj_stat_standing : obj_stat)(s, bucket, key, &cur) != 0 || !cur.multipart ||
         strcmp(cur.upload_id, upload_id) != 0 || cur.nparts != n ||
+        (closing && obj__cut_short(s, bucket, key, upload_id) != 0) ||
         obj__read_manifest(s, upload_id, n, &pno, &sizes, NULL) != 0)
         return ERR_NOT_FOUND;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -293,12 +298,12 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     int state = obj__upload_state(s, bucket, key, upload_id, &rec, &closing, &closing_len);
     if (state == OBJ__UPLOAD_ABORTING) state = ERR_NOT_FOUND; /* as good as aborted */
     if (state < 0 || (state == OBJ__UPLOAD_CLOSING && out &&
-                      completed_already(s, bucket, key, upload_id, parts, n, out) == 0)) {
+                      completed_already(s, bucket, key, upload_id, parts, n, out, 1) == 0)) {
         /* Completed (its closer's tidying, cut short, is the reaper's: obj__mpu_settle). */
         free(closing);
         if (state == OBJ__UPLOAD_CLOSING) return 0;
         if (state == ERR_NOT_FOUND && out &&
-            completed_already(s, bucket, key, upload_id, parts, n, out) == 0)
+            completed_already(s, bucket, key, upload_id, parts, n, out, 0) == 0)
             return 0;
         if (state == ERR_NOT_FOUND) *why = OBJ_MPU_NO_UPLOAD; /* else the stores' error */
         return state;
@@ -466,7 +471,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(body);
         free(manifest);
         free(tags);
-        if (out && completed_already(s, bucket, key, upload_id, parts, n, out) == 0) return 0;
+        if (out && completed_already(s, bucket, key, upload_id, parts, n, out, 1) == 0) return 0;
         if (obj__upload_still_there(s, bucket, key, upload_id)) return ERR_THROTTLED;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
@@ -573,6 +578,12 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
     snprintf(bucket, sizeof(bucket), "%.*s", (int)v.bucket_len, v.bucket);
     snprintf(key, sizeof(key), "%.*s", (int)v.key_len, v.key);
     if ((named = obj__upload_named(s, bucket, key, upload_id)) < 0) goto out;
+    /* A head of it that a kill left in the middle of its heads is no completion: the heads
+     * it left go (they name the manifest and parts dropped here) once nothing else can take
+     * the upload on (an aborting record; a close taken over). */
+    int cut = named ? obj__cut_short(s, bucket, key, upload_id) : 0;
+    if (cut < 0) goto out;
+    if (cut) named = 0;
     if (named) {
         int np = 0, *pno = NULL;
         uint64_t *sizes = NULL;
@@ -592,24 +603,30 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
         free(sizes);
         free(tags);
     } else if (aborting) {
-        if (obj__drop_parts(s, upload_id) >= 0) {
+        if ((!cut || obj__drop_cut_heads(s, bucket, key, upload_id) == 0) &&
+            obj__drop_parts(s, upload_id) >= 0) {
             obj__drop_object(s, MPU_MANIFEST, upload_id);
             obj__drop_object(s, MPU_UPLOADS, upload_id);
             settled = 1;
         }
     } else if ((gone = recorded_part_gone(s, upload_id, v.manifest)) != 0) {
         /* Completed, then replaced (the parts went with its version): ended, as aborted. */
-        if (gone > 0 && obj__drop_parts(s, upload_id) >= 0) {
+        if (gone > 0 && (!cut || obj__drop_cut_heads(s, bucket, key, upload_id) == 0) &&
+            obj__drop_parts(s, upload_id) >= 0) {
             obj__drop_object(s, MPU_MANIFEST, upload_id);
             obj__drop_object(s, MPU_UPLOADS, upload_id);
             settled = 1;
             aborting = 1;
         }
     } else if (obj__upload_close(s, upload_id, &rec, &closed, body, rec.size) == 0) {
-        /* Taken over (a resume meanwhile makes this fail), then open again. */
-        obj__drop_object(s, MPU_MANIFEST, upload_id);
-        obj__upload_reopen(s, bucket, key, upload_id, &rec, &closed);
-        settled = 1;
+        /* Taken over (a resume meanwhile makes this fail), then open again. Heads it left
+         * that cannot be dropped now: the record stays closed (under the new stamp) for a
+         * later pass. */
+        if (!cut || obj__drop_cut_heads(s, bucket, key, upload_id) == 0) {
+            obj__drop_object(s, MPU_MANIFEST, upload_id);
+            obj__upload_reopen(s, bucket, key, upload_id, &rec, &closed);
+            settled = 1;
+        }
     }
     if (settled)
         log_info("event=upload_settled upload=%s key=%s how=%s", upload_id, key,

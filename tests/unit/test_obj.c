@@ -4946,6 +4946,236 @@ static void test_complete_cut_in_its_heads_is_resumed(void **state)
     cut_versioning = OBJ_UNVERSIONED;
 }
 
+/* A Complete of u cut in its heads: its head lands on store `lone` alone, then a kill. */
+static void cut_lone_head(env_t *e, const char *key, int lone, cut_upload_t *u)
+{
+    int why = 0;
+    cut_env = e;
+    cut_lone = lone;
+    obj__complete_cut_hook = cut_in_heads;
+    int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, 2, 1, NULL, cut_versioning,
+                              &cut_done, &why);
+    obj__complete_cut_hook = NULL;
+    for (int i = 0; i < N; i++)
+        e->f[i].cut_heads = e->f[i].fail_write = 0;
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(heads_naming(e, key, u->upload), 1);
+}
+
+/* The next heads at a current position land on the stores of `on` only, then a kill. */
+static void cut_heads_on(env_t *e, uint32_t on)
+{
+    for (int i = 0; i < N; i++) {
+        e->f[i].heads_left = (on >> i) & 1;
+        e->f[i].cut_heads = 1;
+    }
+}
+
+static void cut_heads_clear(env_t *e)
+{
+    for (int i = 0; i < N; i++)
+        e->f[i].cut_heads = e->f[i].fail_write = e->f[i].fail_read = 0;
+}
+
+/* A PUT of 100 KB (erasure-coded: a head on every store) whose heads are cut as above. */
+static int put_cut(env_t *e, const char *key, uint32_t on)
+{
+    int err;
+    static uint8_t big[100000];
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, big, sizeof(big)), 0);
+    obj_put_set_versioning(w, cut_versioning);
+    cut_heads_on(e, on);
+    obj_info_t info;
+    int rc = obj_put_commit(w, NULL, NULL, 0, &info);
+    cut_heads_clear(e);
+    return rc;
+}
+
+static int count_naming_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    const char **a = arg;
+    if (info && strcmp(key, a[0]) == 0 && strcmp(info->upload_id, a[1]) == 0) ++*(int *)a[2];
+    return 0;
+}
+
+/* The versions of bkt/key (ListObjectVersions) made of upload. */
+static int versions_naming(env_t *e, const char *key, const char *upload)
+{
+    int n = 0;
+    const char *a[3] = {key, upload, (const char *)&n};
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_naming_cb, a), 0);
+    return n;
+}
+
+/*
+ * A review of the first mend (obj__cut_short), each failing on it. A Complete that stood (cut
+ * after its heads, its record still closing), then a PUT over it, then a delete by id of that
+ * PUT whose promotion of the Complete's version is cut after one store: the newest head names
+ * the upload and does not stand, and the mend took it for a commit cut short: the same
+ * Complete sent again made a second version of the upload (both naming the same parts). A copy
+ * of a version that stood has that version's mtime, and the version is at its own position.
+ */
+static void test_complete_retry_over_a_promotion_cut_short(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-promoted";
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t first, later;
+    cut_versioning = OBJ_VERSIONED;
+    cut_upload_new(e, key, 400, &u);
+    assert_int_equal(cut_complete(e, key, &u, 2, 3, &why), ERR_IO); /* stood; record closing */
+    assert_int_equal(obj_stat(e->set, "bkt", key, &first), 0);
+    vput(e, key, "later", OBJ_VERSIONED, &later);
+    cut_heads_on(e, 1u << 0);
+    assert_int_not_equal(obj_delete_version(e->set, "bkt", key, later.vid, NULL, NULL), 0);
+    cut_heads_clear(e);
+    assert_int_equal(versions_naming(e, key, u.upload), 1);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_string_equal(cut_done.vid, first.vid);
+    assert_int_equal(versions_naming(e, key, u.upload), 1);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+/*
+ * Cut in its heads (one store), then a newer head above it that does not stand either: a PUT
+ * through another node killed after its first head, (a) a crash's leftover by now, (b) still in
+ * flight. The mend saw another writer's head as the newest and answered 200 ("completed, then
+ * replaced") with nothing standing. Now (a) resumes, and (b) waits (503).
+ */
+static void complete_under_a_newer_head(env_t *e, const char *key, int fresh, obj_versioning_t v)
+{
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t info;
+    cut_versioning = v;
+    cut_upload_new(e, key, 410 + (uint32_t)fresh, &u);
+    cut_lone_head(e, key, 0, &u);
+    /* The PUT comes once the lone head is stale (else it waits for it, and writes nothing). */
+    obj__wall_skew_ns = fresh ? CUT_STALE : 11 * 1000000000ll;
+    assert_int_not_equal(put_cut(e, key, 1u << 1), 0);
+    obj__wall_skew_ns = fresh ? CUT_STALE : CUT_STALE + 11 * 1000000000ll;
+    int rc = cut_complete(e, key, &u, 2, 0, &why);
+    obj__wall_skew_ns = 0;
+    if (fresh) {
+        assert_int_equal(rc, ERR_THROTTLED);
+        assert_int_equal(versions_naming(e, key, u.upload), 0);
+    } else {
+        assert_int_equal(rc, 0);
+        assert_int_equal(heads_naming(e, key, u.upload), N);
+        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+        assert_string_equal(info.upload_id, u.upload);
+        assert_cut_object(e, key, &u);
+    }
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+static void test_complete_retry_under_a_newer_head(void **state)
+{
+    complete_under_a_newer_head(*state, "cut-under-leftover", 0, OBJ_UNVERSIONED);
+    complete_under_a_newer_head(*state, "cut-under-in-flight", 1, OBJ_VERSIONED);
+}
+
+/*
+ * Cut in its heads, then nobody resumes: the reaper took the lone head for a completion and
+ * tidied the upload (its record gone): the retry was NoSuchUpload, the object never appeared,
+ * the manifest and parts stayed for good under a lone head naming them. Now the lone head is
+ * dropped and the upload opened again (it completes); an Abort drops the lone head before it
+ * answers, and the object never shows.
+ */
+static void test_cut_in_its_heads_settled_or_aborted(void **state)
+{
+    env_t *e = *state;
+    cut_upload_t u, a;
+    int why = 0;
+    obj_info_t info;
+    obj_reaper_t *rp = obj_reaper_new(100);
+    cut_upload_new(e, "cut-settled", 420, &u);
+    cut_lone_head(e, "cut-settled", 2, &u);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(reap_internal_pass(e, rp, 1000).uploads_settled, 0);
+    assert_int_equal(reap_internal_pass(e, rp, 1100).uploads_settled, 1);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(heads_naming(e, "cut-settled", u.upload), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-settled", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), ERR_NOT_FOUND);
+    assert_int_equal(uploads_listed(e, &u), 1);
+    assert_int_equal(cut_complete(e, "cut-settled", &u, 2, 0, &why), 0);
+    assert_cut_object(e, "cut-settled", &u);
+
+    cut_upload_new(e, "cut-aborted-heads", 430, &a);
+    cut_lone_head(e, "cut-aborted-heads", 3, &a);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", "cut-aborted-heads", a.upload), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(heads_naming(e, "cut-aborted-heads", a.upload), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-aborted-heads", &info), ERR_NOT_FOUND);
+    obj__wall_skew_ns = 2 * CUT_STALE;
+    (void)reap_internal_pass(e, rp, 2000);
+    assert_int_equal(reap_internal_pass(e, rp, 2100).uploads_settled, 1);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(part_keys(e, a.upload), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-aborted-heads", &info), ERR_NOT_FOUND);
+    obj_reaper_free(rp);
+    free(u.data);
+    free(a.data);
+}
+
+/*
+ * Completed and tidied (its record gone), then a rewrite of its tags cut after three heads of
+ * six: the same Complete sent again. The mend read the version that stands, and none does by
+ * its exact heads (two stamps, three each, for COMMIT_STALE_NS): NoSuchUpload, a final answer
+ * for an object that is there. Once the record is gone, the current head is enough.
+ */
+static void test_complete_retry_during_a_rewrite(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-rewritten";
+    cut_upload_t u;
+    int why = 0;
+    cut_upload_new(e, key, 440, &u);
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    cut_heads_on(e, 0x7);
+    int rc = obj_update_umeta(e->set, "bkt", key, umeta_tagged, NULL);
+    cut_heads_clear(e);
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    free(u.data);
+}
+
+/* Cut in its heads, three stores of six failing their reads: the failing stores' credit made
+ * the lone head "stand" (200). That cannot be told: 503. */
+static void test_complete_retry_with_stores_failing(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-failing";
+    cut_upload_t u;
+    int why = 0;
+    cut_upload_new(e, key, 450, &u);
+    cut_lone_head(e, key, 0, &u);
+    for (int i = 1; i <= 3; i++)
+        e->f[i].fail_read = 1;
+    obj__wall_skew_ns = CUT_STALE;
+    int rc = cut_complete(e, key, &u, 2, 0, &why);
+    obj__wall_skew_ns = 0;
+    cut_heads_clear(e);
+    assert_true(rc < 0);
+    assert_int_not_equal(why, OBJ_MPU_NO_UPLOAD);
+    /* With the stores back: resumed. */
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_cut_object(e, key, &u);
+    free(u.data);
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -6499,6 +6729,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_complete_cut_short_never_makes_a_second_version, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_in_its_heads_is_resumed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry_over_a_promotion_cut_short, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry_under_a_newer_head, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_in_its_heads_settled_or_aborted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry_during_a_rewrite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry_with_stores_failing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
