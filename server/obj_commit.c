@@ -304,7 +304,8 @@ int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char
         free(best);
         return rc;
     }
-    int stands = rc == 0, is_mine = stands && strcmp(best->upload_id, upload) == 0;
+    int stands = rc == 0, is_mine = stands && strcmp(best->upload_id, upload) == 0 &&
+                                    !(best->deleted && !best->marker); /* not its tombstone */
     /* Every store's current head, as the standing version was decided from. */
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
