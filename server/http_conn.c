@@ -129,6 +129,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     int close_after = r->close_after || r->client_gone || c->s->stopping;
     int r_gone = r->client_gone, body_done = r->body_complete && !r->linger_after;
     c->req = NULL;
+    c->begun = 0;
     c->last_done = http__now_ms(c->s);
     req_free(r);
     /*
@@ -379,6 +380,7 @@ static int on_message_begin(llhttp_t *p)
     conn_t *c = conn_of(p);
     http_head_reset(&c->head);
     c->continue_sent = 0;
+    c->begun = 1;
     c->msg_begin = http__now_ms(c->s);
     return 0;
 }
@@ -393,6 +395,11 @@ static int on_headers_complete(llhttp_t *p)
         c->bad_version = 1;
         return -1;
     }
+    /* An offer to switch protocols (Upgrade: h2c, websocket) is declined by ignoring it (RFC
+     * 9110 7.8): served as HTTP/1.1, and so is the next request on the connection. Left to
+     * llhttp, what followed was another protocol's: the next request got 400 (a probe: curl
+     * --http2 on an http:// URL, two requests). */
+    if (p->method != HTTP_CONNECT) p->upgrade = 0;
     http_req_t *r = xcalloc(1, sizeof(*r));
     r->c = c;
     r->s = s;
@@ -838,6 +845,27 @@ static void settings_init(void)
     settings.on_message_complete = on_message_complete;
 }
 
+/*
+ * At the connection limit, the connection idle longest between requests (none of a request
+ * received: a keep-alive connection a client pools, or one that never sent a byte) is closed
+ * for the new one: 1 when one was. Refusing the newcomer instead let 1,024 sockets that never
+ * send a byte shut every client out for the header timeout, again and again (a probe). A
+ * request under way is never closed for another.
+ */
+static int evict_idle(http_server_t *s, conn_t *fresh)
+{
+    conn_t *victim = NULL;
+    for (conn_t *c = s->conns; c; c = c->next)
+        if (c != fresh && !c->closing && !c->req && !c->lingering && !c->begun &&
+            c->pend_len == c->pend_off && (!victim || c->last_activity < victim->last_activity))
+            victim = c;
+    if (!victim) return 0;
+    log_info("event=idle_conn_evicted peer=%s idle_ms=%llu", victim->peer,
+             (unsigned long long)(http__now_ms(s) - victim->last_activity));
+    conn_close(victim);
+    return 1;
+}
+
 void http__on_connection(uv_stream_t *l, int status)
 {
     http_server_t *s = l->data;
@@ -857,7 +885,7 @@ void http__on_connection(uv_stream_t *l, int status)
         conn_close(c);
         return;
     }
-    if (s->nconns > s->cfg.max_conns) {
+    if (s->nconns > s->cfg.max_conns && !evict_idle(s, c)) {
         respond_raw_and_close(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: "
                                  "0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n");
         return;

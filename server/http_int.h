@@ -155,6 +155,7 @@ struct conn {
      * before the EOF. Then the connection closes (no lingering, no reading).
      */
     int peer_eof;
+    int begun; /* a byte of a request came since the last one was answered (llhttp's begin) */
     uint64_t linger_until, linger_bytes;
     uv_shutdown_t shutdown;
     uint64_t last_activity, msg_begin, last_done;

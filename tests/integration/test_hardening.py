@@ -961,6 +961,70 @@ def test_bodiless_requests_keep_the_connection(server):
     assert b"Connection: close" not in data
 
 
+def test_an_upgrade_offer_is_ignored_and_the_connection_kept(server):
+    """Upgrade: h2c (curl --http2 on http://) or websocket is declined by ignoring it: the
+    next request on the connection used to get 400 (llhttp took what followed for another
+    protocol's bytes) and was not run."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="upg")
+    c.put_object(Bucket="upg", Key="o", Body=b"upgraded?", ACL="public-read")
+    host = "127.0.0.1:%d" % server.port
+    for offer in ({"Connection": "Upgrade, HTTP2-Settings", "Upgrade": "h2c",
+                   "HTTP2-Settings": "AAMAAABkAARAAAAAAAIAAAAA"},
+                  {"Connection": "Upgrade", "Upgrade": "websocket"}):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        try:
+            first = dict(offer, Host=host)
+            s.sendall(request_head("GET", "/upg/o", first) + request_head("GET", "/upg/o",
+                                                                          {"Host": host}))
+            data = b""
+            while data.count(b"upgraded?") < 2:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            s.close()
+        assert data.count(b"HTTP/1.1 200") == 2, data[:400]
+        assert b"101 Switching" not in data
+
+
+def test_idle_connections_make_room_at_the_limit(datadir):
+    """At --max-conns, a newcomer used to be refused (503) while sockets that never sent a
+    byte held every slot for the header timeout: 1,024 of them shut every client out, again
+    and again. The connection idle longest goes instead; a request under way never does."""
+    s = Server(datadir, extra=["--max-conns", "16"]).start()
+    idle = []
+    try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="room")
+        c.put_object(Bucket="room", Key="o", Body=b"room for me")
+        # A request under way: its head taken (the 100 says so), its body not sent yet.
+        busy = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        h = sign(s.port, "PUT", "/room/slow", {"Content-Length": "5", "Expect": "100-continue"})
+        busy.sendall(request_head("PUT", "/room/slow", h))
+        got = b""
+        while b"100 Continue" not in got:
+            chunk = busy.recv(4096)
+            assert chunk, got
+            got += chunk
+        for _ in range(40):
+            idle.append(socket.create_connection(("127.0.0.1", s.port), timeout=30))
+        for _ in range(20):
+            st, body, _ = signed_request(s.port, "GET", "/room/o")
+            assert st == 200 and body == b"room for me"
+        busy.sendall(b"hello")
+        st, _ = read_response(busy)
+        assert st == 200
+        busy.close()
+        assert c.get_object(Bucket="room", Key="slow")["Body"].read() == b"hello"
+        assert "idle_conn_evicted" in s.read_log()
+    finally:
+        for sk in idle:
+            sk.close()
+        s.stop()
+
+
 def test_body_framing_and_checksum_strictness(server):
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="frm")
