@@ -471,7 +471,9 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(body);
         free(manifest);
         free(tags);
-        if (out && completed_already(s, bucket, key, upload_id, parts, n, out, 1) == 0) return 0;
+        if (out && completed_already(s, bucket, key, upload_id, parts, n, out,
+                                     obj__upload_still_there(s, bucket, key, upload_id)) == 0)
+            return 0;
         if (obj__upload_still_there(s, bucket, key, upload_id)) return ERR_THROTTLED;
         *why = OBJ_MPU_NO_UPLOAD;
         return rc;
@@ -580,7 +582,8 @@ int obj__mpu_settle(obj_set_t *s, const char *upload_id, uint64_t stamp)
     if ((named = obj__upload_named(s, bucket, key, upload_id)) < 0) goto out;
     /* A head of it that a kill left in the middle of its heads is no completion: the heads
      * it left go (they name the manifest and parts dropped here) once nothing else can take
-     * the upload on (an aborting record; a close taken over). */
+     * the upload on (an aborting record; a close taken over; recorded parts gone, which no
+     * resume gets past). */
     int cut = named ? obj__cut_short(s, bucket, key, upload_id) : 0;
     if (cut < 0) goto out;
     if (cut) named = 0;

@@ -5176,6 +5176,233 @@ static void test_complete_retry_with_stores_failing(void **state)
     free(u.data);
 }
 
+/* ---- A second review of the cut-short mends ---- */
+
+/* A 100 KB PUT (erasure-coded: a head on every store), acknowledged. */
+static void put_big(env_t *e, const char *key, obj_versioning_t v, obj_info_t *out)
+{
+    int err;
+    static uint8_t big[100000];
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, big, sizeof(big)), 0);
+    obj_put_set_versioning(w, v);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, out), 0);
+}
+
+/* Stage 2 hook: the Complete's heads land on the stores of cut_mask only, then a kill. */
+static uint32_t cut_mask;
+static int cut_on_mask(const char *upload, int stage)
+{
+    (void)upload;
+    if (stage == 2) cut_heads_on(cut_env, cut_mask);
+    return 0;
+}
+
+static void cut_complete_on(env_t *e, const char *key, uint32_t mask, cut_upload_t *u)
+{
+    int why = 0;
+    cut_env = e;
+    cut_mask = mask;
+    obj__complete_cut_hook = cut_on_mask;
+    int rc = obj_mpu_complete(e->set, "bkt", key, u->upload, u->parts, 2, 1, NULL, cut_versioning,
+                              &cut_done, &why);
+    obj__complete_cut_hook = NULL;
+    cut_heads_clear(e);
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(heads_naming(e, key, u->upload), __builtin_popcount(mask));
+}
+
+/*
+ * A Complete over an erasure-coded version killed after 3 of its 6 heads: neither version
+ * stands (3 and 3), and the commit's read of what stands said "failing stores hide it"
+ * though every store answered: the retry, an Abort and the reaper all waited (503) for
+ * good, while GET served the upload's object. Every store answering, nothing stands: the
+ * retry resumes.
+ */
+static void test_complete_cut_after_as_many_heads_as_it_covered(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-three-of-six";
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t v1, info;
+    put_big(e, key, OBJ_UNVERSIONED, &v1);
+    cut_upload_new(e, key, 501, &u);
+    cut_complete_on(e, key, 0x7, &u);
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(heads_naming(e, key, u.upload), N);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, u.upload);
+    assert_cut_object(e, key, &u);
+    assert_int_equal(obj_mpu_abort(e->set, "bkt", key, u.upload), ERR_NOT_FOUND); /* completed */
+    free(u.data);
+}
+
+/*
+ * Versioned: a Complete cut with its lone head on store 0, then a PUT acknowledged while store 0
+ * was down (five heads). Store 0 back, the retry was answered 200 ("completed, then replaced")
+ * though no version of the upload was kept anywhere, and the reaper then dropped its record
+ * (the manifest and parts kept for good). A version that replaced it would have kept it at its
+ * own position: none there, it never stood, and the retry resumes.
+ */
+static void test_complete_retry_over_a_head_a_later_put_missed(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-missed-by-a-put";
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t v1, v2, info;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    cut_upload_new(e, key, 502, &u);
+    cut_lone_head(e, key, 0, &u);
+    e->f[0].sick = 2;
+    put_big(e, key, OBJ_VERSIONED, &v2);
+    e->f[0].sick = 0;
+    obj__wall_skew_ns = CUT_STALE;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(versions_naming(e, key, u.upload), 1);
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, u.upload);
+    assert_cut_object(e, key, &u);
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, v2.vid, &info), 0);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+/*
+ * A small version (its bytes on m+1 copies), then a Complete cut with its lone head on one of
+ * the copies. The reaper undid the cut commit by removing the lone head only, with nothing
+ * standing (two copies of three): the acknowledged object stayed short, and a create-only PUT
+ * (If-None-Match: *) went through over it. The version the cut covered is put back, bytes and
+ * all, as the commit's own undo would have.
+ */
+static void test_dropped_cut_heads_put_back_a_small_version(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-over-small";
+    cut_upload_t u;
+    obj_info_t v1, info;
+    vput(e, key, "before", OBJ_UNVERSIONED, &v1);
+    assert_true(v1.inl != 0);
+    int lone = __builtin_ctz(v1.inl);
+    cut_upload_new(e, key, 503, &u);
+    cut_lone_head(e, key, lone, &u);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), ERR_NOT_FOUND);
+    obj_reaper_t *rp = obj_reaper_new(100);
+    obj__wall_skew_ns = CUT_STALE;
+    int settled = 0;
+    for (int p = 0; p < 3; p++)
+        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
+    obj__wall_skew_ns = 0;
+    obj_reaper_free(rp);
+    assert_int_equal(settled, 1);
+    assert_int_equal(heads_naming(e, key, u.upload), 0);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, v1.upload_id);
+    char body[64];
+    vread(e, key, NULL, body, sizeof(body));
+    assert_string_equal(body, "before");
+    /* A create-only PUT. */
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1;
+    obj_put_set_cond(w, &c);
+    obj__wall_skew_ns = CUT_STALE; /* V1 old, as it would be */
+    int crc = obj_put_commit(w, NULL, NULL, 0, &info);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(crc, ERR_PRECOND);
+    free(u.data);
+}
+
+/*
+ * Versioned: the cut commit kept V1 as noncurrent before its lone head; the reaper's undo puts
+ * V1 back as current, and its noncurrent copy stays. One version is listed, and a later PUT,
+ * deletes by id and the upload's Complete all go as they should.
+ */
+static void test_dropped_cut_heads_leave_one_version_listed(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-undone-versioned";
+    cut_upload_t u;
+    obj_info_t v1, v2, info;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    cut_upload_new(e, key, 504, &u);
+    cut_lone_head(e, key, 2, &u);
+    obj_reaper_t *rp = obj_reaper_new(100);
+    obj__wall_skew_ns = CUT_STALE;
+    int settled = 0;
+    for (int p = 0; p < 3; p++)
+        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
+    obj__wall_skew_ns = 0;
+    obj_reaper_free(rp);
+    assert_int_equal(settled, 1);
+    int versions = 0;
+    void *arg[2] = {(void *)key, &versions};
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    assert_int_equal(versions, 1);
+    put_big(e, key, OBJ_VERSIONED, &v2);
+    versions = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    assert_int_equal(versions, 2);
+    assert_int_equal(obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL), 0);
+    versions = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    assert_int_equal(versions, 1);
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), ERR_NOT_FOUND);
+    versions = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    assert_int_equal(versions, 0);
+    /* The upload, reopened, completes. */
+    int why = 0;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    assert_cut_object(e, key, &u);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+/* The same, V1 deleted by id while it is current after the undo: V0 is current again. */
+static void test_dropped_cut_heads_then_delete_by_id(void **state)
+{
+    env_t *e = *state;
+    const char *key = "cut-undone-then-deleted";
+    cut_upload_t u;
+    obj_info_t v0, v1, info;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &v0);
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    cut_upload_new(e, key, 505, &u);
+    cut_lone_head(e, key, 4, &u);
+    obj_reaper_t *rp = obj_reaper_new(100);
+    obj__wall_skew_ns = CUT_STALE;
+    int settled = 0;
+    for (int p = 0; p < 3; p++)
+        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
+    obj__wall_skew_ns = 0;
+    obj_reaper_free(rp);
+    assert_int_equal(settled, 1);
+    assert_int_equal(obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL), 0);
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.vid, v0.vid);
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), ERR_NOT_FOUND);
+    int versions = 0;
+    void *arg[2] = {(void *)key, &versions};
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    assert_int_equal(versions, 1);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -6735,6 +6962,15 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_cut_in_its_heads_settled_or_aborted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_retry_during_a_rewrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_retry_with_stores_failing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_complete_cut_after_as_many_heads_as_it_covered, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_complete_retry_over_a_head_a_later_put_missed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_cut_heads_put_back_a_small_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_cut_heads_leave_one_version_listed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_cut_heads_then_delete_by_id, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
