@@ -295,13 +295,7 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     return rc;
 }
 
-/*
- * Every store up, none refilling, each answering a head read of key (a head, or none):
- * current_for_commit's ERR_UNRECOVERABLE then means that nothing stands (a commit cut after
- * as many heads as the version it covered kept: 3 and 3 of 4+2), not that failing stores hide
- * what does.
- */
-static int every_store_answered(obj_set_t *s, const char *bucket, const char *key)
+int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key)
 {
     uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     if ((obj__unhealthy(s) | obj__refilling(s)) & all) return 0;
@@ -319,7 +313,7 @@ static int standing_past_a_cut(obj_set_t *s, const char *bucket, const char *key
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
-    if (rc == ERR_UNRECOVERABLE && every_store_answered(s, bucket, key)) rc = ERR_NOT_FOUND;
+    if (rc == ERR_UNRECOVERABLE && obj__every_store_answered(s, bucket, key)) rc = ERR_NOT_FOUND;
     return rc;
 }
 

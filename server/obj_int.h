@@ -683,6 +683,13 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
  */
 int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload);
 /*
+ * Every store up, none refilling, each answering a head read of key (a head, or none):
+ * obj__standing's ERR_UNRECOVERABLE then means that nothing stands (a commit cut after as many
+ * heads as the version it covered kept: 3 and 3 of 4+2), not that failing stores hide what
+ * does. 1 or 0.
+ */
+int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key);
+/*
  * A commit of upload cut short, undone as a commit that falls short is (the version that
  * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload
  * stands now; or the stores' error (some of its heads may stay).

@@ -5403,6 +5403,43 @@ static void test_dropped_cut_heads_then_delete_by_id(void **state)
     free(u.data);
 }
 
+/*
+ * A PUT over an erasure-coded version killed after 3 of its 6 heads: neither version stands
+ * (3 and 3) though every store answers, readers find one or the other by the stores they ask,
+ * and the heal gave up on it for good ("failing stores hide what stands"). Once the cut is
+ * older than any commit takes, the version a read finds is healed over the other (the cut
+ * rolled forward or back): the key stands again, whichever half took the cut.
+ */
+static void test_heal_settles_a_put_cut_after_half_its_heads(void **state)
+{
+    env_t *e = *state;
+    for (int half = 0; half < 2; half++) {
+        char key[32];
+        snprintf(key, sizeof(key), "put-cut-half-%d", half);
+        obj_info_t v1, seen, info;
+        obj_heal_report_t rep = {0};
+        put_big(e, key, OBJ_UNVERSIONED, &v1);
+        assert_int_not_equal(put_cut(e, key, half ? 0x38 : 0x7), 0);
+        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), ERR_UNRECOVERABLE);
+        assert_int_equal(obj_stat(e->set, "bkt", key, &seen), 0);
+        obj__wall_skew_ns = 11 * 1000000000ll; /* past COMMIT_STALE_NS */
+        int rc = obj_heal(e->set, "bkt", key, &rep);
+        obj__wall_skew_ns = 0;
+        assert_int_equal(rc, 0);
+        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+        assert_string_equal(info.upload_id, seen.upload_id);
+        for (int i = 0; i < N; i++) {
+            drive_id_t id = {"bkt", key, "", (uint32_t)i};
+            drive_stat_t ds;
+            uint8_t meta[HEAD_MAX];
+            obj_info_t h;
+            assert_int_equal(e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)), 0);
+            assert_int_equal(obj_meta_decode(meta, ds.meta_len, &h), 0);
+            assert_string_equal(h.upload_id, info.upload_id);
+        }
+    }
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -6971,6 +7008,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_leave_one_version_listed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_then_delete_by_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_settles_a_put_cut_after_half_its_heads, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
