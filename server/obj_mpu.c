@@ -181,12 +181,13 @@ int obj__drop_parts(obj_set_t *s, const char *upload)
  * ERR_THROTTLED (wait: its closer may still run, or a store cannot say).
  */
 static int abort_closing(obj_set_t *s, const char *bucket, const char *key, const char *upload_id,
-                         const obj_info_t *rec)
+                         const obj_info_t *rec, int *completed)
 {
     if (rec->stamp_ns + OBJ__CLOSE_STALE_NS > obj__wall_ns()) return ERR_THROTTLED;
     int named = obj__upload_named(s, bucket, key, upload_id);
     int cut = named > 0 ? obj__cut_short(s, bucket, key, upload_id) : 0;
     if (cut) named = cut > 0 ? 0 : -1; /* cut in its heads: not completed */
+    *completed = named > 0;
     if (named) return named > 0 ? ERR_NOT_FOUND : ERR_THROTTLED;
     obj_info_t closed;
     size_t blen;
@@ -214,13 +215,20 @@ int obj_mpu_abort(obj_set_t *s, const char *bucket, const char *key, const char 
     pthread_mutex_lock(ul);
     obj_info_t closed;
     int rc = obj__upload_state(s, bucket, key, upload_id, &rec, NULL, NULL), state = rc;
+    /*
+     * No such upload, for good: completed (a Complete cut after its heads, its record not yet
+     * tidied: the reaper's, after its grace), or aborted already. Those answered 503 for the
+     * reaper's grace (a day), as a close lost to a racing closer is (a probe: 28 Aborts).
+     */
+    int final = 0;
     if (rc == OBJ__UPLOAD_OPEN)
         rc = obj__upload_close(s, upload_id, &rec, &closed, NULL, 0); /* one closer, across nodes */
     else if (rc == OBJ__UPLOAD_CLOSING)
-        rc = abort_closing(s, bucket, key, upload_id, &rec);
+        rc = abort_closing(s, bucket, key, upload_id, &rec, &final);
     else if (rc == OBJ__UPLOAD_ABORTING)
-        rc = ERR_NOT_FOUND;
-    if (rc == ERR_NOT_FOUND && state >= 0 && obj__upload_still_there(s, bucket, key, upload_id))
+        rc = ERR_NOT_FOUND, final = 1;
+    if (rc == ERR_NOT_FOUND && !final && state >= 0 &&
+        obj__upload_still_there(s, bucket, key, upload_id))
         rc = ERR_THROTTLED;
     pthread_mutex_unlock(ul);
     if (rc || state != OBJ__UPLOAD_OPEN) return rc;
