@@ -200,6 +200,9 @@ static int part_etag(const char *e, char out[33])
  * enough (a metadata rewrite in flight splits a version over two stamps,
  * and nothing "stands" by its exact heads meanwhile).
  */
+static void version_naming(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                           obj_info_t *out);
+
 static int completed_already(obj_set_t *s, const char *bucket, const char *key,
                              const char *upload_id, const obj_mpu_part_t *parts, int n,
                              obj_info_t *out, int closing)
@@ -207,9 +210,16 @@ static int completed_already(obj_set_t *s, const char *bucket, const char *key,
     obj_info_t cur;
     int *pno = NULL, rc = ERR_NOT_FOUND;
     uint64_t *sizes = NULL;
-    if ((closing ? obj_stat_standing : obj_stat)(s, bucket, key, &cur) != 0 || !cur.multipart ||
-        strcmp(cur.upload_id, upload_id) != 0 || cur.nparts != n ||
-        (closing && obj__cut_short(s, bucket, key, upload_id) != 0) ||
+    int found = (closing ? obj_stat_standing : obj_stat)(s, bucket, key, &cur) == 0 &&
+                cur.multipart && strcmp(cur.upload_id, upload_id) == 0;
+    if (!found && !closing) {
+        /* Replaced since, in a versioned bucket: it is a noncurrent version now (answered
+         * NoSuchUpload, a client took it for never made while it was listed: a probe). */
+        obj_info_clear(&cur);
+        version_naming(s, bucket, key, upload_id, &cur);
+        found = cur.multipart && strcmp(cur.upload_id, upload_id) == 0 && !cur.deleted;
+    }
+    if (!found || cur.nparts != n || (closing && obj__cut_short(s, bucket, key, upload_id) != 0) ||
         obj__read_manifest(s, upload_id, n, &pno, &sizes, NULL) != 0)
         return ERR_NOT_FOUND;
     EVP_MD_CTX *md = EVP_MD_CTX_new();

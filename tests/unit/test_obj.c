@@ -4845,6 +4845,21 @@ static void test_complete_cut_short_never_makes_a_second_version(void **state)
     assert_int_equal(versions, 2); /* the Complete's, once, and the later PUT */
     free(u.data);
 
+    /* Completed whole (its record gone), then a PUT over it: the same Complete sent again is
+     * answered with its version, kept as noncurrent (it was NoSuchUpload: a probe). */
+    cut_upload_t w;
+    obj_info_t done, over;
+    cut_upload_new(e, "cut-versioned-whole", 322, &w);
+    assert_int_equal(cut_complete(e, "cut-versioned-whole", &w, 2, 0, &why), 0);
+    done = cut_done;
+    vput(e, "cut-versioned-whole", "over it", OBJ_VERSIONED, &over);
+    assert_int_equal(cut_complete(e, "cut-versioned-whole", &w, 2, 0, &why), 0);
+    assert_string_equal(cut_done.vid, done.vid);
+    assert_string_equal(cut_done.etag, done.etag);
+    assert_int_equal(obj_stat(e->set, "bkt", "cut-versioned-whole", &info), 0);
+    assert_string_equal(info.vid, over.vid);
+    free(w.data);
+
     /* Stalled past the fence after its manifest: no head, 503; resumed when sent again. */
     cut_versioning = OBJ_UNVERSIONED;
     cut_upload_new(e, "cut-fenced", 321, &f);
