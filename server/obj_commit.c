@@ -399,6 +399,56 @@ int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char
     return out;
 }
 
+int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      obj_info_t *info, int *first_err)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), up = -1, top = -1;
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n; j++) {
+        if (!h[j].ok) continue;
+        const obj_info_t *o = &h[j].info;
+        if (top < 0 || o->stamp_ns > h[top].info.stamp_ns ||
+            (o->stamp_ns == h[top].info.stamp_ns &&
+             strcmp(o->upload_id, h[top].info.upload_id) > 0))
+            top = j;
+        if (strcmp(o->upload_id, upload) == 0 && !(o->deleted && !o->marker) &&
+            (up < 0 || obj__newer(o, &h[up].info)))
+            up = j;
+    }
+    int heads = -1, src = ERR_NOT_FOUND;
+    obj_info_t *best = xmalloc(sizeof(*best));
+    if (up >= 0) src = standing_past_a_cut(s, bucket, key, best);
+    if (up < 0 || (src == 0 && !obj__newer(&h[up].info, best))) {
+        /* Nothing of it left to roll, or only below a version that stands (its stores missed
+         * that later write): rolled over it, that version would be lost unkept. */
+        *first_err = ERR_NOT_FOUND;
+    } else if (src && src != ERR_NOT_FOUND) {
+        *first_err = src;
+    } else if (strcmp(h[top].info.upload_id, upload) != 0 &&
+               h[top].info.stamp_ns + COMMIT_STALE_NS > obj__wall_ns()) {
+        *first_err = ERR_THROTTLED; /* another writer's commit in flight above it */
+    } else {
+        /* Over everything read (a crash's leftover above it too); a head written after this
+         * read is newer than all of it and refuses this one. */
+        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = h[top].info.stamp_ns};
+        memcpy(bound.upload, h[top].info.upload_id, sizeof(bound.upload));
+        memcpy(bound.self, upload, sizeof(bound.self));
+        obj_info_copy(info, &h[up].info);
+        uint32_t failed = 0;
+        int refused = 0;
+        heads = obj__heads_to(s, bucket, key, "", info, NULL, UINT32_MAX, &bound, &failed, &refused,
+                              first_err);
+        log_info("event=commit_rolled_forward key=%s upload=%s heads=%d refused=%d", key, upload,
+                 heads, refused);
+        if (heads >= 0 && heads < s->n) obj__heal_note(s, bucket, key);
+        if (heads >= 0 && !obj__enough(s, info, heads)) heads = OBJ__COMMIT_IN_DOUBT;
+    }
+    free(best);
+    free(h);
+    return heads;
+}
+
 /*
  * The version a commit of upload cut short covered, when none stands now (it lost heads to
  * the cut: a small one's copy, or as many heads as the cut left): of the other versions at

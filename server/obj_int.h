@@ -690,6 +690,15 @@ int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char
  */
 int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key);
 /*
+ * A commit of upload cut short (obj__cut_short) carried through: the newest head of it written
+ * on every store, as it is (its version id, its stamp; *info gets it), over what every store
+ * held when read. Readers that met it keep meeting the same version. Returns the heads written
+ * (OBJ__COMMIT_IN_DOUBT: short of a quorum, kept where they landed; -1: nothing of it left,
+ * *first_err ERR_NOT_FOUND, or another writer's head in flight above it, ERR_THROTTLED).
+ */
+int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                      obj_info_t *info, int *first_err);
+/*
  * A commit of upload cut short, undone as a commit that falls short is (the version that
  * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload
  * stands now; or the stores' error (some of its heads may stay).

@@ -437,7 +437,7 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
      * Taking the close over (below, on the closing record's stamp) lets one resumer on.
      */
     object_info(&info, upload_id, n, total, d, &rec);
-    int named = 0;
+    int named = 0, cut = 0;
     if (!rc && state == OBJ__UPLOAD_CLOSING) {
         if (len != closing_len || memcmp(manifest, closing, len) != 0) {
             *why = OBJ_MPU_NO_UPLOAD;
@@ -449,10 +449,11 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
              * Its heads were written (another version is current now): completed. Not when
              * the newest head anywhere is one of them and does not stand: the kill came in
              * the middle of the heads, and a 200 here answered for an object no read found.
-             * A store that cannot say: later.
+             * A store that cannot say: later. A commit cut short is carried through as it is
+             * (below), its version id the one readers may have met already.
              */
             named = obj__upload_named(s, bucket, key, upload_id);
-            int cut = named > 0 ? obj__cut_short(s, bucket, key, upload_id) : 0;
+            cut = named > 0 ? obj__cut_short(s, bucket, key, upload_id) : 0;
             if (cut) named = cut > 0 ? 0 : -1;
             if (named)
                 rc = named > 0 ? 0 : ERR_THROTTLED;
@@ -513,7 +514,13 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(tags);
         return ERR_THROTTLED;
     }
-    int heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
+    int heads = cut > 0 ? obj__roll_forward(s, bucket, key, upload_id, &info, &first_err) : -1;
+    if (heads == -1 && cut > 0 && first_err != ERR_NOT_FOUND) {
+        heads = OBJ__COMMIT_IN_DOUBT; /* its heads stay where they are: sent again, later */
+    } else if (heads == -1) {
+        first_err = 0; /* (nothing of it left: a commit of its own) */
+        heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
+    }
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* In doubt: heads of it stayed on failing stores, and they name the manifest. */
         if (heads != OBJ__COMMIT_IN_DOUBT) {

@@ -4944,10 +4944,22 @@ static void test_complete_cut_in_its_heads_is_resumed(void **state)
             e->f[i].cut_heads = e->f[i].fail_write = 0;
         assert_int_not_equal(rc, 0);
         assert_int_equal(heads_naming(e, key, u.upload), 1);
-        /* Sent again once its closer is surely gone: resumed, and it stands. */
+        /* The version a reader asking that store meets. */
+        drive_id_t lid = {"bkt", key, "", (uint32_t)lone};
+        drive_stat_t lds;
+        uint8_t lmeta[HEAD_MAX];
+        obj_info_t met;
+        assert_int_equal(
+            e->f[lone].in.ops->stat(e->f[lone].in.ctx, &lid, &lds, lmeta, sizeof(lmeta)), 0);
+        assert_int_equal(obj_meta_decode(lmeta, lds.meta_len, &met), 0);
+        /* Sent again once its closer is surely gone: resumed, and it stands, as the very
+         * version met (a cluster probe saw a version listed and read, then gone under a new
+         * id once the retry made a new one). */
         obj__wall_skew_ns = CUT_STALE;
         assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
         obj__wall_skew_ns = 0;
+        assert_string_equal(cut_done.vid, met.vid);
+        assert_int_equal(cut_done.mtime_ns, met.mtime_ns);
         assert_int_equal(heads_naming(e, key, u.upload), N);
         assert_cut_object(e, key, &u);
         if (before && cut_versioning == OBJ_VERSIONED) {
