@@ -39,6 +39,9 @@ void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
     if (ei->status == 501)
         log_info("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
                  x->info->method, x->info->target);
+    else if (e == S3E_SLOW_DOWN) /* the client's to retry (a race, a throttle): no fault here */
+        log_warn("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
+                 x->info->method, x->info->target);
     else if (ei->status >= 500)
         log_error("event=s3_error status=%d code=%s method=%s target=%.200s", ei->status, ei->code,
                   x->info->method, x->info->target);
@@ -107,7 +110,7 @@ void s3_engine_error(ctx_t *x, int rc)
 {
     s3_err_t e = s3_engine_err_of(rc);
     /* Which engine error a 5xx stands for: the status alone does not say (a probe). */
-    if (e == S3E_INTERNAL || e == S3E_SERVICE_UNAVAILABLE)
+    if (e == S3E_INTERNAL || e == S3E_SERVICE_UNAVAILABLE || e == S3E_SLOW_DOWN)
         log_info("event=engine_error err=%s method=%s", err_name(rc), x->info->method);
     s3_err(x, e);
 }
