@@ -399,50 +399,37 @@ int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char
     return out;
 }
 
+static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                        obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                        int *first_err, int keep);
+
 int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                      obj_info_t *info, int *first_err)
+                      const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info, int *first_err)
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), up = -1, top = -1;
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), up = -1;
     obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n; j++) {
-        if (!h[j].ok) continue;
-        const obj_info_t *o = &h[j].info;
-        if (top < 0 || o->stamp_ns > h[top].info.stamp_ns ||
-            (o->stamp_ns == h[top].info.stamp_ns &&
-             strcmp(o->upload_id, h[top].info.upload_id) > 0))
-            top = j;
-        if (strcmp(o->upload_id, upload) == 0 && !(o->deleted && !o->marker) &&
-            (up < 0 || obj__newer(o, &h[up].info)))
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && strcmp(h[j].info.upload_id, upload) == 0 &&
+            !(h[j].info.deleted && !h[j].info.marker) &&
+            (up < 0 || obj__newer(&h[j].info, &h[up].info)))
             up = j;
-    }
     int heads = -1, src = ERR_NOT_FOUND;
     obj_info_t *best = xmalloc(sizeof(*best));
     if (up >= 0) src = standing_past_a_cut(s, bucket, key, best);
     if (up < 0 || (src == 0 && !obj__newer(&h[up].info, best))) {
-        /* Nothing of it left to roll, or only below a version that stands (its stores missed
-         * that later write): rolled over it, that version would be lost unkept. */
+        /* Nothing of it left, or only below a version that stands (its stores missed that
+         * later write): a commit of its own. */
         *first_err = ERR_NOT_FOUND;
     } else if (src && src != ERR_NOT_FOUND) {
         *first_err = src;
-    } else if (strcmp(h[top].info.upload_id, upload) != 0 &&
-               h[top].info.stamp_ns + COMMIT_STALE_NS > obj__wall_ns()) {
-        *first_err = ERR_THROTTLED; /* another writer's commit in flight above it */
     } else {
-        /* Over everything read (a crash's leftover above it too); a head written after this
-         * read is newer than all of it and refuses this one. */
-        shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = h[top].info.stamp_ns};
-        memcpy(bound.upload, h[top].info.upload_id, sizeof(bound.upload));
-        memcpy(bound.self, upload, sizeof(bound.self));
+        /* A commit like any other (the key's lock, what stands kept or dropped, the condition,
+         * every bound), its identity kept. */
         obj_info_copy(info, &h[up].info);
-        uint32_t failed = 0;
-        int refused = 0;
-        heads = obj__heads_to(s, bucket, key, "", info, NULL, UINT32_MAX, &bound, &failed, &refused,
-                              first_err);
-        log_info("event=commit_rolled_forward key=%s upload=%s heads=%d refused=%d", key, upload,
-                 heads, refused);
-        if (heads >= 0 && heads < s->n) obj__heal_note(s, bucket, key);
-        if (heads >= 0 && !obj__enough(s, info, heads)) heads = OBJ__COMMIT_IN_DOUBT;
+        heads = commit_heads(s, bucket, key, cond, v, info, NULL, 0, first_err, 1);
+        log_info("event=commit_rolled_forward key=%s upload=%s heads=%d", key, upload, heads);
+        if (heads == -1 && *first_err == ERR_NOT_FOUND) *first_err = ERR_UNRECOVERABLE;
     }
     free(best);
     free(h);
@@ -584,6 +571,17 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
                       int *first_err)
 {
+    return commit_heads(s, bucket, key, cond, v, info, data, dead, first_err, 0);
+}
+
+static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                        obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                        int *first_err, int keep)
+{
+    /* keep: the identity info carries (a cut commit's: obj__roll_forward), kept if it can be. */
+    uint64_t kept_mtime = info->mtime_ns, kept_umeta = obj_umeta_ns(info);
+    char kept_vid[sizeof(info->vid)];
+    memcpy(kept_vid, info->vid, sizeof(kept_vid));
     obj_info_t old, *nuls = NULL;
     void *old_bytes = NULL;      /* an inline current version's bytes, to put back on an undo */
     obj_info_t *archived = NULL; /* the version an attempt kept as noncurrent, then lost */
@@ -702,6 +700,18 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
         free(after);
         info->vid[0] = 0;
         if (v == OBJ_VERSIONED) obj__vid_of(info->vid, info->mtime_ns);
+        /*
+         * A commit cut short, carried through, keeps the version id and mtime readers may have
+         * met, under this fresh stamp (as a promotion's copy does: every bound and staleness
+         * rule sees a new write), while it is still newer than what it covers and the
+         * bucket's versioning still gives it such an id.
+         */
+        if (keep && kept_mtime && (!cur || old.mtime_ns < kept_mtime) &&
+            (kept_vid[0] != 0) == (v == OBJ_VERSIONED)) {
+            info->mtime_ns = kept_mtime;
+            info->umeta_ns = kept_umeta;
+            memcpy(info->vid, kept_vid, sizeof(kept_vid));
+        }
         /* Suspended: the write is the null version; noncurrent null ones go once it stands
          * (found first, so that the window between the two writes is short). */
         if (v == OBJ_SUSPENDED && (nnul = obj__collect_nulls(s, bucket, key, &nuls)) < 0) {

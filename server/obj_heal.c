@@ -34,7 +34,7 @@
 /* The stores that should hold info's head at pos and hold none, or an older one; *held:
  * those that hold one of the version (it, or a rewrite of it). */
 static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key, const char *pos,
-                              const obj_info_t *info, int split, uint32_t *held)
+                              const obj_info_t *info, uint32_t *held)
 {
     uint32_t want = info->sparse ? info->inl : UINT32_MAX, missing = 0;
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, want, stores);
@@ -48,9 +48,7 @@ static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
         if (!h[j].ok) continue; /* a failing store: nothing to do there now */
         const obj_info_t *o = &h[j].info;
         if (!o->deleted && strcmp(o->upload_id, info->upload_id) == 0) *held |= 1u << stores[j];
-        /* Split by a cut commit (nothing stands): every other version's head goes too. */
-        if (obj__newer(info, o) || (split && strcmp(o->upload_id, info->upload_id) != 0))
-            missing |= 1u << stores[j];
+        if (obj__newer(info, o)) missing |= 1u << stores[j];
     }
     free(h);
     return missing;
@@ -187,22 +185,6 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
     return rc;
 }
 
-/* The newest current head of bucket/key on any store, as a bound (raised, never lowered). */
-static void newest_head(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound)
-{
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n; j++)
-        if (h[j].ok && (h[j].info.stamp_ns > bound->stamp ||
-                        (h[j].info.stamp_ns == bound->stamp &&
-                         strcmp(h[j].info.upload_id, bound->upload) > 0))) {
-            bound->stamp = h[j].info.stamp_ns;
-            memcpy(bound->upload, h[j].info.upload_id, sizeof(bound->upload));
-        }
-    free(h);
-}
-
 /*
  * Heal one version: vid NULL for the current one (its heads at the current
  * position), else that version wherever it lives (obj__locate: a
@@ -213,7 +195,7 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
 {
     obj_info_t *info = xmalloc(sizeof(*info));
     char pos[OBJ_VID_LEN + 1] = "";
-    int err = 0, split = 0;
+    int err = 0;
     if (vid && (err = obj__locate(s, bucket, key, vid, info, pos)) != 0) {
         free(info);
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted meanwhile */
@@ -241,15 +223,6 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
         obj_info_t *st = xmalloc(sizeof(*st));
         int in_way = 0;
         int src = obj__standing(s, bucket, key, st, &in_way);
-        /* A commit cut after as many heads as the version it covered kept: nothing stands,
-         * though every store answers. Once the cut is older than any commit takes, the
-         * version a read finds is healed over the other (the cut rolled forward, or back,
-         * as readers asking the same stores see it); given up on, the key stayed split for
-         * good, readers finding one version or the other by the stores they ask. */
-        if (src == ERR_UNRECOVERABLE && !in_way && obj__every_store_answered(s, bucket, key)) {
-            src = ERR_NOT_FOUND;
-            split = 1;
-        }
         int other = src == 0 &&
                     (st->stamp_ns != info->stamp_ns || strcmp(st->upload_id, info->upload_id) != 0);
         free(st);
@@ -262,7 +235,7 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     rep->objects++;
     obj__reader_ask_all(r);
     uint64_t read_ns = mono_ns(); /* (before the read: its stores answered after it) */
-    uint32_t held = 0, missing = heads_missing(s, bucket, key, pos, info, split, &held);
+    uint32_t held = 0, missing = heads_missing(s, bucket, key, pos, info, &held);
     /* An inline version's copies are its data: one whose bytes rot is rewritten like a
      * missing head (its head's metadata still read fine, so a heal passed it by while every
      * read of it failed over to another copy). */
@@ -279,7 +252,6 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     if (missing && obj__heal_write_hook) obj__heal_write_hook(obj__heal_write_hook_arg, key);
     shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
     memcpy(c.upload, info->upload_id, sizeof(c.upload));
-    if (split) newest_head(s, bucket, key, &c); /* over the cut's newer heads too */
     memcpy(c.self, info->upload_id, sizeof(c.self));
     if (rf && !info->inl && !info->multipart && obj__reader_decoder(r)) {
         /* Through the refill: blocks first, without waiting, the heads once they are durable. */

@@ -684,20 +684,20 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
 int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload);
 /*
  * Every store up, none refilling, each answering a head read of key (a head, or none):
- * obj__standing's ERR_UNRECOVERABLE then means that nothing stands (a commit cut after as many
- * heads as the version it covered kept: 3 and 3 of 4+2), not that failing stores hide what
- * does. 1 or 0.
+ * current_for_commit's ERR_UNRECOVERABLE then means that nothing stands (a commit cut after as
+ * many heads as the version it covered kept: 3 and 3 of 4+2), not that failing stores hide
+ * what does. 1 or 0.
  */
 int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key);
 /*
- * A commit of upload cut short (obj__cut_short) carried through: the newest head of it written
- * on every store, as it is (its version id, its stamp; *info gets it), over what every store
- * held when read. Readers that met it keep meeting the same version. Returns the heads written
- * (OBJ__COMMIT_IN_DOUBT: short of a quorum, kept where they landed; -1: nothing of it left,
- * *first_err ERR_NOT_FOUND, or another writer's head in flight above it, ERR_THROTTLED).
+ * A commit of upload cut short (obj__cut_short) carried through: the newest head of it
+ * committed again as obj__commit_heads does (cond, v), under a fresh stamp but with the version
+ * id and mtime it carries (readers may have met it) while it is newer than what it covers.
+ * Returns as obj__commit_heads (*info the version); -1 with ERR_NOT_FOUND when nothing of it
+ * is left above what stands (then a commit of its own).
  */
 int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                      obj_info_t *info, int *first_err);
+                      const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info, int *first_err);
 /*
  * A commit of upload cut short, undone as a commit that falls short is (the version that
  * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload

@@ -514,11 +514,13 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         free(tags);
         return ERR_THROTTLED;
     }
-    int heads = cut > 0 ? obj__roll_forward(s, bucket, key, upload_id, &info, &first_err) : -1;
-    if (heads == -1 && cut > 0 && first_err != ERR_NOT_FOUND) {
-        heads = OBJ__COMMIT_IN_DOUBT; /* its heads stay where they are: sent again, later */
+    int heads =
+        cut > 0 ? obj__roll_forward(s, bucket, key, upload_id, cond, v, &info, &first_err) : -1;
+    if (cut > 0 && heads < 0 && first_err != ERR_NOT_FOUND) {
+        /* Its cut heads stay where they landed, naming the manifest: sent again, later. */
+        heads = OBJ__COMMIT_IN_DOUBT;
     } else if (heads == -1) {
-        first_err = 0; /* (nothing of it left: a commit of its own) */
+        first_err = 0; /* (nothing of it left above what stands: a commit of its own) */
         heads = obj__commit_heads(s, bucket, key, cond, v, &info, NULL, 0, &first_err);
     }
     if (heads < 0 || !obj__enough(s, &info, heads)) {

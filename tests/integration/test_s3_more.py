@@ -246,34 +246,83 @@ def wait_closed(sock, limit=30):
         return False
 
 
+def put_head_under_way(port, path):
+    """A socket whose signed PUT of 5 bytes the server took up to its body (its 100 Continue
+    came): a request under way, holding its connection."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    class Signer(S3SigV4Auth):
+        def payload(self, request):
+            return "UNSIGNED-PAYLOAD"
+
+    host = "127.0.0.1:%d" % port
+    req = AWSRequest(method="PUT", url="http://%s%s" % (host, path), data=b"",
+                     headers={"Content-Length": "5", "Expect": "100-continue"})
+    Signer(Credentials(AK, SK), "s3", "us-east-1").add_auth(req)
+    hdrs = dict(req.headers.items())
+    hdrs["Host"] = host
+    head = "PUT %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in hdrs.items())
+    sk = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sk.sendall(head.encode() + b"\r\n")
+    got = b""
+    while b"100 Continue" not in got:
+        chunk = sk.recv(4096)
+        assert chunk, got
+        got += chunk
+    return sk
+
+
 def test_connection_limit_and_timeouts(datadir):
     s = Server(datadir, extra=["--max-conns", "3", "--header-timeout", "1",
                                "--idle-timeout", "2", "--max-header", "4K"]).start()
     try:
+        c = s3_client(s.endpoint)
+        c.create_bucket(Bucket="lim")
         held = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(3)]
+        # At the limit, a connection idle between requests makes room for a newcomer (or the
+        # header timeout frees one first): the newcomer is served.
+        extra = socket.create_connection(("127.0.0.1", s.port))
+        extra.settimeout(30)
+        extra.sendall(b"GET /lim HTTP/1.1\r\nHost: x\r\n\r\n")
+        resp = extra.recv(4096)
+        assert resp.startswith(b"HTTP/1.1 ") and not resp.startswith(b"HTTP/1.1 503"), resp
+        extra.close()
+        # A client that sends half a request line is cut off by the header timeout...
+        held[1].sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n")
+        assert wait_closed(held[1])
+        # ...an idle connection by the timeouts too.
+        assert wait_closed(held[2])
+        for h in held:
+            h.close()
+        # Every slot held by a request under way: a newcomer is refused (503), none of them
+        # is closed for it, and each completes.
+        busy = [put_head_under_way(s.port, "/lim/b%d" % i) for i in range(3)]
         extra = socket.create_connection(("127.0.0.1", s.port))
         extra.settimeout(30)
         resp = extra.recv(4096)
         assert resp.startswith(b"HTTP/1.1 503"), resp
         assert wait_closed(extra)
         extra.close()
-        # A client that sends half a request line is cut off by the header timeout...
-        held[0].sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n")
-        assert wait_closed(held[0])
-        # ...an idle keep-alive connection by the idle timeout.
-        assert wait_closed(held[1])
-        for h in held:
-            h.close()
+        for b in busy:
+            b.sendall(b"hello")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = b.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200"), got
+            b.close()
         # Freed slots take new connections; a real request works.
-        c = s3_client(s.endpoint)
-        c.create_bucket(Bucket="lim")
+        assert c.get_object(Bucket="lim", Key="b2")["Body"].read() == b"hello"
         # Headers over the configured limit: 431, and the connection is closed.
         big = socket.create_connection(("127.0.0.1", s.port))
         big.sendall(b"GET /lim HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 5000 + b"\r\n\r\n")
         big.settimeout(30)
         assert big.recv(4096).startswith(b"HTTP/1.1 431")
         big.close()
-        assert c.list_objects_v2(Bucket="lim")["KeyCount"] == 0
+        assert c.list_objects_v2(Bucket="lim")["KeyCount"] == 3
     finally:
         s.stop()
 

@@ -251,12 +251,16 @@ static void release_blocks(faulty_t *f, int rc)
 }
 
 /* Heads under a condition (shard.h): decided by the store behind (local, or a remote node). */
+/* Called before a conditional head put at a current position (tests set it: a racing write). */
+static void (*rf_put_head_hook)(const drive_id_t *id, const void *meta, size_t ml);
+
 static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
                       const void *meta, size_t ml, const shard_cond_t *cond, drive_done_fn done,
                       void *arg)
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    if (rf_put_head_hook && meta && ml && !id->version[0]) rf_put_head_hook(id, meta, ml);
     int left = f->cut_heads && !id->version[0] /* the current position's */
                    ? __atomic_fetch_sub(&f->heads_left, 1, __ATOMIC_RELAXED)
                    : -1;
@@ -5435,43 +5439,6 @@ static void test_dropped_cut_heads_then_delete_by_id(void **state)
     free(u.data);
 }
 
-/*
- * A PUT over an erasure-coded version killed after 3 of its 6 heads: neither version stands
- * (3 and 3) though every store answers, readers find one or the other by the stores they ask,
- * and the heal gave up on it for good ("failing stores hide what stands"). Once the cut is
- * older than any commit takes, the version a read finds is healed over the other (the cut
- * rolled forward or back): the key stands again, whichever half took the cut.
- */
-static void test_heal_settles_a_put_cut_after_half_its_heads(void **state)
-{
-    env_t *e = *state;
-    for (int half = 0; half < 2; half++) {
-        char key[32];
-        snprintf(key, sizeof(key), "put-cut-half-%d", half);
-        obj_info_t v1, seen, info;
-        obj_heal_report_t rep = {0};
-        put_big(e, key, OBJ_UNVERSIONED, &v1);
-        assert_int_not_equal(put_cut(e, key, half ? 0x38 : 0x7), 0);
-        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), ERR_UNRECOVERABLE);
-        assert_int_equal(obj_stat(e->set, "bkt", key, &seen), 0);
-        obj__wall_skew_ns = 11 * 1000000000ll; /* past COMMIT_STALE_NS */
-        int rc = obj_heal(e->set, "bkt", key, &rep);
-        obj__wall_skew_ns = 0;
-        assert_int_equal(rc, 0);
-        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
-        assert_string_equal(info.upload_id, seen.upload_id);
-        for (int i = 0; i < N; i++) {
-            drive_id_t id = {"bkt", key, "", (uint32_t)i};
-            drive_stat_t ds;
-            uint8_t meta[HEAD_MAX];
-            obj_info_t h;
-            assert_int_equal(e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)), 0);
-            assert_int_equal(obj_meta_decode(meta, ds.meta_len, &h), 0);
-            assert_string_equal(h.upload_id, info.upload_id);
-        }
-    }
-}
-
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -6911,6 +6878,294 @@ static void test_list_racing_writes(void **state)
     assert_int_equal(r.errors, 0);
 }
 
+/*
+ * ---- A third review: a Complete cut in its heads, carried through (obj__roll_forward) ----
+ * The first roll forward wrote the cut head as it was, at its old stamp: every bound and
+ * staleness rule took it for a crash's leftover. Each test below failed on it; it is a commit
+ * now (a fresh stamp, the version id and mtime kept).
+ */
+
+/* Store i's head at bkt/key's current position. */
+static int rf_head_of(env_t *e, const char *key, int i, obj_info_t *out)
+{
+    drive_id_t id = {"bkt", key, "", (uint32_t)i};
+    drive_stat_t ds;
+    uint8_t meta[HEAD_MAX];
+    int rc = e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta));
+    return rc ? rc : obj_meta_decode(meta, ds.meta_len, out);
+}
+
+/* What a failed test before may have left set. */
+static void rf_reset(void)
+{
+    obj__wall_skew_ns = 0;
+    rf_put_head_hook = NULL;
+    obj__heal_write_hook = NULL;
+    cut_versioning = OBJ_UNVERSIONED;
+}
+
+static env_t *rf_env;
+static cut_upload_t *rf_u;
+static const char *rf_key;
+static int rf_rc = 1;
+static obj_info_t rf_done;
+
+/* At the racing PUT's first head (another node's: the stores are written in order, store 0
+ * first), before it lands: the Complete sent again, through this node. */
+static void rf_retry_first(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    if (strcmp(id->key, rf_key) != 0 || obj_meta_decode(meta, ml, &h) != 0 ||
+        strcmp(h.upload_id, rf_u->upload) == 0 || h.deleted)
+        return;
+    rf_put_head_hook = NULL; /* once */
+    int why = 0;
+    rf_rc = cut_complete(rf_env, rf_key, rf_u, 2, 0, &why);
+    rf_done = cut_done;
+}
+
+/*
+ * A Complete cut in its heads (lone head, stale), sent again while a PUT through another
+ * node commits. The PUT read the lone head as a crash's leftover (bound = its stamp) and
+ * archived only the version that stood before it; a roll forward at that same old stamp was
+ * covered by the PUT's SHARD_IF_AT_MOST bound: both acknowledged, the Complete's version
+ * neither current nor kept. Both must be versions of the key.
+ */
+static void test_carried_through_complete_racing_a_put(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    const char *key = "rf-race";
+    obj_info_t a, p;
+    int err;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &a);
+    cut_upload_t u;
+    cut_upload_new(e, key, 900, &u);
+    cut_lone_head(e, key, 3, &u);
+    obj_set_t *other = other_gateway(e);
+    rf_env = e;
+    rf_u = &u;
+    rf_key = key;
+    rf_rc = 1;
+    obj__wall_skew_ns = CUT_STALE;
+    rf_put_head_hook = rf_retry_first;
+    obj_writer_t *w = obj_put_begin(other, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "racing put", 10), 0);
+    obj_put_set_versioning(w, OBJ_VERSIONED);
+    int prc = obj_put_commit(w, NULL, NULL, 0, &p);
+    rf_put_head_hook = NULL;
+    obj__wall_skew_ns = 0;
+    obj_set_free(other);
+    assert_int_equal(prc, 0);   /* the PUT: 200 */
+    assert_int_equal(rf_rc, 0); /* the Complete: 200, */
+    print_message("complete vid=%s upload=%s; put vid=%s\n", rf_done.vid, u.upload, p.vid);
+    assert_string_equal(rf_done.upload_id, u.upload);
+    /* ... so both are versions of the key in a versioned bucket. */
+    assert_int_equal(versions_naming(e, key, p.upload_id), 1);
+    assert_int_equal(versions_naming(e, key, u.upload), 1);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+/*
+ * A version B that comes to stand below the cut head after the cut (a writer through
+ * another node whose heads were in flight: one landed before the cut commit read, the rest
+ * after; simulated by writing them under B's own bound). The cut commit archived A, not B.
+ * The roll forward covers B without keeping it; a fresh commit (the code before 3bdf1ec)
+ * archives whatever stands when it commits.
+ */
+static void test_carried_through_complete_keeps_what_stood_since(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    const char *key = "rf-below";
+    obj_info_t a, b, info;
+    int why = 0;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &a);
+    assert_int_not_equal(put_cut(e, key, 1u << 5), 0); /* B's first head lands (store 5) */
+    assert_int_equal(rf_head_of(e, key, 5, &b), 0);
+    assert_string_not_equal(b.upload_id, a.upload_id);
+    cut_upload_t u;
+    cut_upload_new(e, key, 901, &u);
+    obj__wall_skew_ns = 11 * 1000000000ll; /* B's head stale by then: covered, A archived */
+    cut_lone_head(e, key, 0, &u);
+    /* B's heads that were on their way land, under B's bound (A, what B read as current). */
+    shard_cond_t bc = {.mode = SHARD_IF_AT_MOST, .stamp = a.stamp_ns};
+    memcpy(bc.upload, a.upload_id, sizeof(bc.upload));
+    memcpy(bc.self, b.upload_id, sizeof(bc.self));
+    uint32_t failed = 0;
+    int refused = 0, ferr = 0;
+    assert_int_equal(
+        obj__heads_to(e->set, "bkt", key, "", &b, NULL, 0x1e, &bc, &failed, &refused, &ferr), 4);
+    /* B: 5 heads of 6 (store 0 has the Complete's): stands, acknowledged. */
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, b.upload_id);
+    obj__wall_skew_ns = CUT_STALE + 11 * 1000000000ll;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(versions_naming(e, key, u.upload), 1);
+    assert_int_equal(versions_naming(e, key, b.upload_id), 1); /* B kept */
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
+static int rf_nulls_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)latest;
+    const char **a = arg;
+    if (info && strcmp(key, a[0]) == 0 && !info->vid[0] && !(info->deleted && !info->marker))
+        ++*(int *)a[1];
+    return 0;
+}
+
+static int rf_nulls(env_t *e, const char *key)
+{
+    int n = 0;
+    const char *a[2] = {key, (const char *)&n};
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, rf_nulls_cb, a), 0);
+    return n;
+}
+
+/*
+ * Suspended: the cut commit collected the noncurrent null version to retire once it
+ * stood; the roll forward retires nothing: two null versions. (Control: the same Complete
+ * uncut on another key.)
+ */
+static void test_carried_through_complete_retires_the_null_version(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    for (int cut = 0; cut < 2; cut++) {
+        const char *key = cut ? "rf-null-cut" : "rf-null-whole";
+        obj_info_t n0, v1;
+        int why = 0;
+        cut_versioning = OBJ_UNVERSIONED;
+        vput(e, key, "the first null version", OBJ_UNVERSIONED, &n0);
+        vput(e, key, "a version", OBJ_VERSIONED, &v1);
+        assert_int_equal(rf_nulls(e, key), 1);
+        cut_versioning = OBJ_SUSPENDED;
+        cut_upload_t u;
+        cut_upload_new(e, key, 902 + (uint32_t)cut, &u);
+        if (cut) {
+            cut_lone_head(e, key, 4, &u);
+            obj__wall_skew_ns = CUT_STALE;
+        }
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        obj__wall_skew_ns = 0;
+        int live = live_heads_of(e, key, &n0);
+        print_message("%s: null versions listed: %d; live heads of the replaced null: %d\n", key,
+                      rf_nulls(e, key), live);
+        /* Replaced by the Complete's null version: deleting that one leaves no null. */
+        assert_int_equal(obj_delete_version(e->set, "bkt", key, "null", NULL, NULL), 0);
+        obj_info_t got;
+        int src = obj_stat_version(e->set, "bkt", key, "null", &got);
+        print_message("%s: after DELETE ?versionId=null: stat null=%d nulls listed=%d%s\n", key,
+                      src, rf_nulls(e, key),
+                      src == 0 && !strcmp(got.upload_id, n0.upload_id) ? " (the replaced one)"
+                                                                       : "");
+        assert_int_equal(live, 0);
+        assert_int_equal(src, ERR_NOT_FOUND);
+        cut_versioning = OBJ_UNVERSIONED;
+        free(u.data);
+    }
+}
+
+/*
+ * Unversioned: the version the cut commit replaced is never dropped by the roll forward
+ * (drop_old happens only after a commit stands): its blocks stay, named by no head.
+ */
+static void test_carried_through_complete_drops_what_it_replaced(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    for (int cut = 0; cut < 2; cut++) {
+        const char *key = cut ? "rf-leak-cut" : "rf-leak-whole";
+        obj_info_t a, info;
+        int why = 0;
+        cut_versioning = OBJ_UNVERSIONED;
+        put_big(e, key, OBJ_UNVERSIONED, &a);
+        cut_upload_t u;
+        cut_upload_new(e, key, 904 + (uint32_t)cut, &u);
+        if (cut) {
+            cut_lone_head(e, key, 1, &u);
+            obj__wall_skew_ns = CUT_STALE;
+        }
+        assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+        obj__wall_skew_ns = 0;
+        assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+        assert_string_equal(info.upload_id, u.upload);
+        int blocks = 0;
+        for (int i = 0; i < N; i++)
+            blocks += has_block(e, key, a.upload_id, 0, i);
+        print_message("%s: blocks of the replaced version left: %d\n", key, blocks);
+        assert_int_equal(blocks, 0);
+        free(u.data);
+    }
+}
+
+/*
+ * The two new mechanisms against each other, no stall needed: a roll forward's heads
+ * carry the cut commit's old stamp, so a heal running while they are being written takes
+ * them for a crash's leftover (split, stale by stamp) and rolls the key back over those
+ * already written; the roll forward's remaining heads (SHARD_IF_AT_MOST of the head it read)
+ * land over the healed ones. The Complete answers 200 and its version stands nowhere.
+ */
+static int rf_heal_rc = 1;
+static void rf_heal_mid_roll(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    if (strcmp(id->key, rf_key) != 0 || id->shard != 3 || obj_meta_decode(meta, ml, &h) != 0 ||
+        strcmp(h.upload_id, rf_u->upload) != 0)
+        return;
+    rf_put_head_hook = NULL;
+    for (int tries = 0; tries < 1000 && heads_naming(rf_env, rf_key, rf_u->upload) < 3; tries++)
+        usleep(1000);
+    obj_heal_report_t rep = {0};
+    rf_heal_rc = obj_heal(rf_env->set, "bkt", rf_key, &rep);
+}
+
+static void test_heal_beside_a_carried_through_complete(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    char key[32];
+    for (int i = 0;; i++) { /* a key whose copies (the stores a read asks first) are 3, 4, 5 */
+        snprintf(key, sizeof(key), "rf-rf-heal-%d", i);
+        if (obj__inline_stores(e->set, "bkt", key) == 0x38) break;
+    }
+    obj_info_t a, info, later;
+    int why = 0;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &a);
+    cut_upload_t u;
+    cut_upload_new(e, key, 910, &u);
+    cut_lone_head(e, key, 0, &u);
+    rf_env = e;
+    rf_u = &u;
+    rf_key = key;
+    rf_heal_rc = 1;
+    obj__wall_skew_ns = CUT_STALE;
+    rf_put_head_hook = rf_heal_mid_roll;
+    int rc = cut_complete(e, key, &u, 2, 0, &why);
+    rf_put_head_hook = NULL;
+    int sp = obj_stat_standing(e->set, "bkt", key, &info);
+    int hn = heads_naming(e, key, u.upload);
+    vput(e, key, "later", OBJ_VERSIONED, &later);
+    obj__wall_skew_ns = 0;
+    int vn = versions_naming(e, key, u.upload);
+    print_message("heal=%d complete=%d; its heads %d of %d, standing=%d; its versions after the "
+                  "next PUT: %d\n",
+                  rf_heal_rc, rc, hn, N, sp, vn);
+    assert_int_equal(rc, 0); /* 200 */
+    assert_int_equal(sp, 0);
+    assert_int_equal(vn, 1);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
 int main(int argc, char **argv)
 {
     log_level = getenv("WL_TEST_LOG") ? LOG_LVL_INFO : LOG_LVL_ERROR;
@@ -7040,8 +7295,6 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_leave_one_version_listed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_then_delete_by_id, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_heal_settles_a_put_cut_after_half_its_heads, setup,
-                                        teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
@@ -7052,6 +7305,16 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_part_replaced_after_its_complete_is_never_served,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_multipart_hooks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_carried_through_complete_racing_a_put, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_carried_through_complete_keeps_what_stood_since, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_carried_through_complete_retires_the_null_version,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_carried_through_complete_drops_what_it_replaced, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heal_beside_a_carried_through_complete, setup,
+                                        teardown),
     };
     /* "test_obj [remote] NAME": only the tests whose name matches NAME (a glob). */
     if (argc > 1 + remote) cmocka_set_test_filter(argv[1 + remote]);
