@@ -430,6 +430,12 @@ int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const c
         heads = commit_heads(s, bucket, key, cond, v, info, NULL, 0, first_err, 1);
         log_info("event=commit_rolled_forward key=%s upload=%s heads=%d", key, upload, heads);
         if (heads == -1 && *first_err == ERR_NOT_FOUND) *first_err = ERR_UNRECOVERABLE;
+        /* Short and undone: but not where the undo could not reach (a store away), and the cut
+         * heads there still name the manifest, which must stay (a fourth review). */
+        if (heads >= 0 && !obj__enough(s, info, heads)) {
+            if (!*first_err) *first_err = ERR_UNRECOVERABLE;
+            heads = OBJ__COMMIT_IN_DOUBT;
+        }
     }
     free(best);
     free(h);

@@ -7166,6 +7166,69 @@ static void test_heal_beside_a_carried_through_complete(void **state)
     free(u.data);
 }
 
+/* Stores 1 and 2 fail the object's head puts (and only those). */
+static void fail_low_stores(const drive_id_t *id, const void *meta, size_t ml)
+{
+    (void)meta;
+    (void)ml;
+    int obj = strcmp(id->bucket, "bkt") == 0 && strcmp(id->key, rf_key) == 0;
+    if (id->shard == 1 || id->shard == 2) rf_env->f[id->shard].fail_head = obj;
+}
+
+/* Once the manifest is written (the cut head on store 0 already read): store 0 turns suspect,
+ * so the carried-through commit neither writes nor undoes there. */
+static int sick_after_manifest(const char *upload, int stage)
+{
+    (void)upload;
+    if (stage == 2) rf_env->f[0].sick = 1;
+    return 0;
+}
+
+/*
+ * A Complete carried through that falls short was undone, but not on a store away (an undo
+ * skips those), and answered as a clean failure: its manifest dropped and the upload opened
+ * again while the cut head there still named the manifest (a fourth review). The manifest
+ * stays, the upload stays closing: sent again, later.
+ */
+static void test_carried_through_complete_short_keeps_its_manifest(void **state)
+{
+    env_t *e = *state;
+    rf_reset();
+    const char *key = "rf-short";
+    obj_info_t a, mi;
+    int why = 0;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &a);
+    cut_upload_t u;
+    cut_upload_new(e, key, 933, &u);
+    cut_lone_head(e, key, 0, &u);
+    rf_env = e;
+    rf_u = &u;
+    rf_key = key;
+    rf_put_head_hook = fail_low_stores;
+    obj__wall_skew_ns = CUT_STALE;
+    obj__complete_cut_hook = sick_after_manifest;
+    obj_info_t done;
+    int rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, cut_versioning,
+                              &done, &why);
+    obj__complete_cut_hook = NULL;
+    rf_put_head_hook = NULL;
+    e->f[0].sick = 0;
+    e->f[1].fail_head = e->f[2].fail_head = 0;
+    obj__wall_skew_ns = 0;
+    assert_int_not_equal(rc, 0);
+    assert_true(heads_naming(e, key, u.upload) > 0);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &mi), 0);
+    assert_int_equal(uploads_listed(e, &u), 0); /* still closing, not opened again */
+    /* Sent again with every store back: it stands. */
+    obj__wall_skew_ns = 2 * CUT_STALE;
+    assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
+    obj__wall_skew_ns = 0;
+    assert_cut_object(e, key, &u);
+    cut_versioning = OBJ_UNVERSIONED;
+    free(u.data);
+}
+
 int main(int argc, char **argv)
 {
     log_level = getenv("WL_TEST_LOG") ? LOG_LVL_INFO : LOG_LVL_ERROR;
@@ -7315,6 +7378,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_beside_a_carried_through_complete, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_carried_through_complete_short_keeps_its_manifest,
+                                        setup, teardown),
     };
     /* "test_obj [remote] NAME": only the tests whose name matches NAME (a glob). */
     if (argc > 1 + remote) cmocka_set_test_filter(argv[1 + remote]);
