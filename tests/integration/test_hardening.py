@@ -77,6 +77,17 @@ def read_response(s):
     return status, rest
 
 
+def recv_until(s, needle, count):
+    """What s gives until needle came count times (or the server closed)."""
+    data = b""
+    while data.count(needle) < count:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def request_head(method, path, headers):
     lines = ["%s %s HTTP/1.1" % (method, path)] + ["%s: %s" % kv for kv in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
@@ -949,12 +960,7 @@ def test_bodiless_requests_keep_the_connection(server):
     s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     try:
         s.sendall(request_head("GET", "/kal/o", {"Host": host}) * 300)
-        data = b""
-        while data.count(b"HTTP/1.1 200") < 300:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = recv_until(s, b"HTTP/1.1 200", 300)
     finally:
         s.close()
     assert data.count(b"HTTP/1.1 200") == 300
@@ -977,12 +983,7 @@ def test_an_upgrade_offer_is_ignored_and_the_connection_kept(server):
             first = dict(offer, Host=host)
             s.sendall(request_head("GET", "/upg/o", first) + request_head("GET", "/upg/o",
                                                                           {"Host": host}))
-            data = b""
-            while data.count(b"upgraded?") < 2:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = recv_until(s, b"upgraded?", 2)
         finally:
             s.close()
         assert data.count(b"HTTP/1.1 200") == 2, data[:400]

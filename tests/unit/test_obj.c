@@ -5037,6 +5037,28 @@ static int count_naming_cb(void *arg, const char *key, const obj_info_t *info, i
     return 0;
 }
 
+/* The versions of bkt/key (ListObjectVersions), delete markers included. */
+static int versions_of(env_t *e, const char *key)
+{
+    int versions = 0;
+    void *arg[2] = {(void *)key, &versions};
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
+    return versions;
+}
+
+/* Three reaper passes once every cut Complete's closer is surely gone: the uploads settled. */
+static int settle_cut_uploads(env_t *e)
+{
+    obj_reaper_t *rp = obj_reaper_new(100);
+    obj__wall_skew_ns = CUT_STALE;
+    int settled = 0;
+    for (int p = 0; p < 3; p++)
+        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
+    obj__wall_skew_ns = 0;
+    obj_reaper_free(rp);
+    return settled;
+}
+
 /* The versions of bkt/key (ListObjectVersions) made of upload. */
 static int versions_naming(env_t *e, const char *key, const char *upload)
 {
@@ -5329,13 +5351,7 @@ static void test_dropped_cut_heads_put_back_a_small_version(void **state)
     cut_upload_new(e, key, 503, &u);
     cut_lone_head(e, key, lone, &u);
     assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), ERR_NOT_FOUND);
-    obj_reaper_t *rp = obj_reaper_new(100);
-    obj__wall_skew_ns = CUT_STALE;
-    int settled = 0;
-    for (int p = 0; p < 3; p++)
-        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
-    obj__wall_skew_ns = 0;
-    obj_reaper_free(rp);
+    int settled = settle_cut_uploads(e);
     assert_int_equal(settled, 1);
     assert_int_equal(heads_naming(e, key, u.upload), 0);
     assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
@@ -5373,32 +5389,17 @@ static void test_dropped_cut_heads_leave_one_version_listed(void **state)
     put_big(e, key, OBJ_VERSIONED, &v1);
     cut_upload_new(e, key, 504, &u);
     cut_lone_head(e, key, 2, &u);
-    obj_reaper_t *rp = obj_reaper_new(100);
-    obj__wall_skew_ns = CUT_STALE;
-    int settled = 0;
-    for (int p = 0; p < 3; p++)
-        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
-    obj__wall_skew_ns = 0;
-    obj_reaper_free(rp);
+    int settled = settle_cut_uploads(e);
     assert_int_equal(settled, 1);
-    int versions = 0;
-    void *arg[2] = {(void *)key, &versions};
-    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
-    assert_int_equal(versions, 1);
+    assert_int_equal(versions_of(e, key), 1);
     put_big(e, key, OBJ_VERSIONED, &v2);
-    versions = 0;
-    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
-    assert_int_equal(versions, 2);
+    assert_int_equal(versions_of(e, key), 2);
     assert_int_equal(obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL), 0);
-    versions = 0;
-    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
-    assert_int_equal(versions, 1);
+    assert_int_equal(versions_of(e, key), 1);
     assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), ERR_NOT_FOUND);
     assert_int_equal(obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL), 0);
     assert_int_equal(obj_stat(e->set, "bkt", key, &info), ERR_NOT_FOUND);
-    versions = 0;
-    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, count_versions_of, arg), 0);
-    assert_int_equal(versions, 0);
+    assert_int_equal(versions_of(e, key), 0);
     /* The upload, reopened, completes. */
     int why = 0;
     assert_int_equal(cut_complete(e, key, &u, 2, 0, &why), 0);
@@ -5419,13 +5420,7 @@ static void test_dropped_cut_heads_then_delete_by_id(void **state)
     put_big(e, key, OBJ_VERSIONED, &v1);
     cut_upload_new(e, key, 505, &u);
     cut_lone_head(e, key, 4, &u);
-    obj_reaper_t *rp = obj_reaper_new(100);
-    obj__wall_skew_ns = CUT_STALE;
-    int settled = 0;
-    for (int p = 0; p < 3; p++)
-        settled += reap_internal_pass(e, rp, 1000 + 100 * (uint64_t)p).uploads_settled;
-    obj__wall_skew_ns = 0;
-    obj_reaper_free(rp);
+    int settled = settle_cut_uploads(e);
     assert_int_equal(settled, 1);
     assert_int_equal(obj_delete_version(e->set, "bkt", key, v1.vid, NULL, NULL), 0);
     assert_int_equal(obj_stat(e->set, "bkt", key, &info), 0);
