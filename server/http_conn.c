@@ -846,22 +846,33 @@ static void settings_init(void)
 }
 
 /*
- * At the connection limit, the connection idle longest between requests (none of a request
- * received: a keep-alive connection a client pools, or one that never sent a byte) is closed
- * for the new one: 1 when one was. Refusing the newcomer instead let 1,024 sockets that never
- * send a byte shut every client out for the header timeout, again and again (a probe). A
- * request under way is never closed for another.
+ * At the connection limit, a connection that holds a slot for nothing makes room for the new
+ * one: 1 when one was closed. That is one idle between requests (none of a request received:
+ * a keep-alive connection a client pools, or one that never sent a byte), or one whose
+ * request head has been coming for HEAD_SLOW_MS or more (a client sends a head at once);
+ * the one waiting longest goes. Refusing the newcomer instead let 1,024 sockets that never
+ * send a byte, or 60 that each sent half a head, shut every client out for the header
+ * timeout, again and again (probes). A request whose head came whole is never closed for
+ * another.
  */
+#define HEAD_SLOW_MS 1000
+
 static int evict_idle(http_server_t *s, conn_t *fresh)
 {
     conn_t *victim = NULL;
-    for (conn_t *c = s->conns; c; c = c->next)
-        if (c != fresh && !c->closing && !c->req && !c->lingering && !c->begun &&
-            c->pend_len == c->pend_off && (!victim || c->last_activity < victim->last_activity))
+    uint64_t now = http__now_ms(s), since = 0;
+    for (conn_t *c = s->conns; c; c = c->next) {
+        if (c == fresh || c->closing || c->req || c->lingering) continue;
+        uint64_t t = c->begun ? c->msg_begin : c->last_activity;
+        if (c->begun ? now - c->msg_begin < HEAD_SLOW_MS : c->pend_len != c->pend_off) continue;
+        if (!victim || t < since) {
             victim = c;
+            since = t;
+        }
+    }
     if (!victim) return 0;
-    log_info("event=idle_conn_evicted peer=%s idle_ms=%llu", victim->peer,
-             (unsigned long long)(http__now_ms(s) - victim->last_activity));
+    log_info("event=idle_conn_evicted peer=%s waiting_ms=%llu head_begun=%d", victim->peer,
+             (unsigned long long)(now - since), victim->begun);
     conn_close(victim);
     return 1;
 }

@@ -992,8 +992,9 @@ def test_an_upgrade_offer_is_ignored_and_the_connection_kept(server):
 
 def test_idle_connections_make_room_at_the_limit(datadir):
     """At --max-conns, a newcomer used to be refused (503) while sockets that never sent a
-    byte held every slot for the header timeout: 1,024 of them shut every client out, again
-    and again. The connection idle longest goes instead; a request under way never does."""
+    byte, or sent half a head, held every slot for the header timeout: 1,024 of them shut
+    every client out, again and again. The connection waiting longest goes instead (idle, or
+    its head a second old); a request under way never does."""
     s = Server(datadir, extra=["--max-conns", "16"]).start()
     idle = []
     try:
@@ -1011,6 +1012,16 @@ def test_idle_connections_make_room_at_the_limit(datadir):
             got += chunk
         for _ in range(40):
             idle.append(socket.create_connection(("127.0.0.1", s.port), timeout=30))
+        for _ in range(20):
+            st, body, _ = signed_request(s.port, "GET", "/room/o")
+            assert st == 200 and body == b"room for me"
+        # Half a head each, then nothing (a slowloris): once a head has been coming for a
+        # second, its connection makes room too (60 of them held every slot for 30 s).
+        for _ in range(40):
+            sk = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+            sk.sendall(b"GET /room/o HTTP/1.1\r\nHo")
+            idle.append(sk)
+        time.sleep(1.5)
         for _ in range(20):
             st, body, _ = signed_request(s.port, "GET", "/room/o")
             assert st == 200 and body == b"room for me"
