@@ -174,6 +174,9 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     if (slow && __builtin_popcount(away | slow) <= margin) away |= slow;
     int rc = ERR_NOT_FOUND, n = obj__stores_in(s, UINT32_MAX & ~away, stores);
     failed = __builtin_popcount(away);
+    /* Ages are judged as of before the read: a head that landed while it went on was in
+     * flight when the read began (the bound a late commit answers by, obj__landed_late). */
+    uint64_t read_at = obj__wall_ns();
     obj__heads_rd_t rd;
     obj__heads_start(s, &rd, bucket, key, "", stores, n, h); /* all at once */
     /*
@@ -249,7 +252,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     uint64_t newest = 0;
     for (int i = 0; i < n; i++)
         if (h[i].ok && h[i].info.stamp_ns > newest) newest = h[i].info.stamp_ns;
-    if (rc && newest && newest + COMMIT_STALE_NS <= obj__wall_ns()) {
+    if (rc && newest && newest + COMMIT_STALE_NS <= read_at) {
         int used[OBJ_MAX_SHARDS] = {0};
         for (;;) {
             int top = -1;
@@ -278,6 +281,44 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
             }
         }
     }
+    /*
+     * Still none, and every store answered with a head (none failing, none empty): a commit
+     * cut short by a crash after so many heads that neither it nor the version it covered
+     * has k (3 and 3 of 4+2; any count between m and k). It was never acknowledged (that
+     * takes the write quorum, and a head goes only to a commit's undo or a drive's loss). Its
+     * heads are its undo left undone: each took the place of a head of the version that
+     * stood, which the undo puts back, so they count for the next older version. Taken for
+     * no version, a create-only PUT went over the acknowledged one and a heal gave up on the
+     * key (obj_heal finishes the undo).
+     */
+    if (rc && newest && newest + COMMIT_STALE_NS <= read_at && failed == 0 && absent == 0) {
+        int used[OBJ_MAX_SHARDS] = {0}, credit = 0;
+        for (;;) {
+            int top = -1;
+            for (int i = 0; i < n; i++)
+                if (h[i].ok && !used[i] && (top < 0 || obj__newer(&h[i].info, &h[top].info)))
+                    top = i;
+            if (top < 0) break;
+            const obj_info_t *t = &h[top].info;
+            int count = 0;
+            for (int i = 0; i < n; i++)
+                if (h[i].ok && !used[i] && h[i].info.stamp_ns == t->stamp_ns &&
+                    !strcmp(h[i].info.upload_id, t->upload_id)) {
+                    count++;
+                    used[i] = 1;
+                }
+            if (!t->sparse && count + credit >= s->k) {
+                log_warn("event=commit_cut_leftover key=%s upload=%s heads=%d above=%d: a "
+                         "commit cut short above the version that stands",
+                         key, t->upload_id, count, credit);
+                obj_info_copy(best, t);
+                rc = 0;
+                obj__heal_note(s, bucket, key); /* the undo finished */
+                break;
+            }
+            credit += count;
+        }
+    }
     free(h);
     if (rc && absent <= s->m) rc = ERR_UNRECOVERABLE;
     return rc;
@@ -286,12 +327,13 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
+    uint64_t read_at = obj__wall_ns();
     int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
     /* One short for longer than any commit takes: a crash's leftover, never acknowledged. */
-    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= obj__wall_ns()) *in_way = 0;
+    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= read_at) *in_way = 0;
     return rc;
 }
 
@@ -580,6 +622,25 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     return commit_heads(s, bucket, key, cond, v, info, data, dead, first_err, 0);
 }
 
+/*
+ * Whether a commit's heads landed so late that others may have read some of them as a
+ * crash's leftover (COMMIT_STALE_NS by its stamp, on their clocks: half of it is the margin
+ * for clocks that differ) and acted on it: a heal finishing the undo of a key split short
+ * (current_for_commit), a write covering them without keeping them. Such a reader's read
+ * began after that age, so a commit whose heads were all down by half of it was seen whole;
+ * a later one is in doubt (503), whatever a read of it says now (the reader may be about to
+ * write). Its heads stay, and the heal settles the key.
+ */
+int obj__landed_late(const char *key, const obj_info_t *info)
+{
+    uint64_t now = obj__wall_ns();
+    if (now < info->stamp_ns + COMMIT_STALE_NS / 2) return 0;
+    log_warn("event=commit_late key=%s upload=%s after_ms=%llu: its heads may have been taken "
+             "for a crash's leftover",
+             key, info->upload_id, (unsigned long long)((now - info->stamp_ns) / 1000000));
+    return 1;
+}
+
 static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                         obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
                         int *first_err, int keep)
@@ -627,6 +688,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
         nnul = 0;
         heads = -1;
         uint32_t gave = 0;
+        uint64_t read_at = obj__wall_ns();
         had_old = current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s), &gave,
                                      s->n - s->wq) == 0;
         dead |= gave; /* given up on: not written either (healed once committed) */
@@ -642,7 +704,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
         memcpy(bound.upload, had_old ? old.upload_id : "", had_old ? sizeof(bound.upload) : 1);
         int in_way = anywhere.stamp > bound.stamp ||
                      (anywhere.stamp == bound.stamp && strcmp(anywhere.upload, bound.upload) > 0);
-        if (in_way && anywhere.stamp + COMMIT_STALE_NS > obj__wall_ns()) {
+        if (in_way && anywhere.stamp + COMMIT_STALE_NS > read_at) {
             if (!backoff(key, attempt, 0, 0)) {
                 *first_err = ERR_THROTTLED;
                 break;
@@ -808,6 +870,15 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
                 superseded = 1;
                 break;
             }
+        }
+        if (stands && !superseded && obj__landed_late(key, info)) {
+            /* In doubt, and nothing it covered dropped: it may be undone yet. */
+            stands = 0;
+            drop_old = 0;
+            nnul = 0;
+            *first_err = ERR_UNRECOVERABLE;
+            heads = OBJ__COMMIT_IN_DOUBT;
+            break;
         }
         if (stands) {
             /* A null version whose retire fell short keeps its blocks (below): its heads

@@ -217,6 +217,9 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
          * landed: the next round covers it there. */
     }
     pthread_mutex_unlock(lk);
+    /* In doubt: the version's blocks kept (its heads may be put back yet), the tombstones
+     * left to what settles the key. */
+    if (obj__landed_late(key, &marker)) return ERR_UNRECOVERABLE;
     /* The stores that may hold the version: a small one's copies, or every store. */
     uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
     uint32_t holders = old.sparse ? old.inl : all;

@@ -189,9 +189,10 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
  * Heal one version: vid NULL for the current one (its heads at the current
  * position), else that version wherever it lives (obj__locate: a
  * noncurrent one's heads at its own position).
+ * `again`: after the heads of a commit cut short above it were dropped (once per heal).
  */
 static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
-                        const char *vid, obj_heal_report_t *rep)
+                        const char *vid, obj_heal_report_t *rep, int again)
 {
     obj_info_t *info = xmalloc(sizeof(*info));
     char pos[OBJ_VID_LEN + 1] = "";
@@ -225,7 +226,23 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
         int src = obj__standing(s, bucket, key, st, &in_way);
         int other = src == 0 &&
                     (st->stamp_ns != info->stamp_ns || strcmp(st->upload_id, info->upload_id) != 0);
+        /*
+         * Above what stands and in nobody's way (older than any commit takes): a plain
+         * write cut short by a crash (obj_commit.c, current_for_commit). Its undo finished,
+         * the version that stands is healed. A multipart one is a Complete's, carried
+         * through or undone by its upload (a retry, an Abort, the reaper).
+         */
+        int leftover = other && !in_way && obj__newer(info, st) && !info->multipart;
         free(st);
+        if (leftover && !again) {
+            char upload[sizeof(info->upload_id)];
+            memcpy(upload, info->upload_id, sizeof(upload));
+            obj_close(r);
+            free(info);
+            int drc = obj__drop_cut_heads(s, bucket, key, upload);
+            if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
+            return heal_version(s, rf, bucket, key, NULL, rep, 1);
+        }
         if (other || src == ERR_UNRECOVERABLE) {
             obj_close(r);
             free(info);
@@ -289,11 +306,11 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
         int nparts = obj_read_parts(r, &nums, &sizes);
         /* Its manifest too: without it no part can be found (one of m+1 copies lost per
          * replaced drive, and never put back, it would go with the m+1st). */
-        rc = heal_version(s, rf, MPU_MANIFEST, info->upload_id, NULL, rep);
+        rc = heal_version(s, rf, MPU_MANIFEST, info->upload_id, NULL, rep, 0);
         for (int i = 0; i < nparts && !rc; i++) {
             char pk[OBJ__PART_KEY_MAX];
             obj__read_part_key(r, i, pk);
-            rc = heal_version(s, rf, MPU_PARTS, pk, NULL, rep);
+            rc = heal_version(s, rf, MPU_PARTS, pk, NULL, rep, 0);
             /* A part that is not the one its Complete read (obj_get.c, read_parts): the
              * object cannot be read; a scrub counts it, as nobody may GET it. */
             obj_info_t *pi = xmalloc(sizeof(*pi));
@@ -318,21 +335,21 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
 {
     s = obj__route(s, bucket, key);
-    return heal_version(s, NULL, bucket, key, NULL, rep);
+    return heal_version(s, NULL, bucket, key, NULL, rep, 0);
 }
 
 int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                      obj_heal_report_t *rep)
 {
     s = obj__route(s, bucket, key);
-    return heal_version(s, NULL, bucket, key, vid, rep);
+    return heal_version(s, NULL, bucket, key, vid, rep, 0);
 }
 
 int obj_heal_via(obj_refill_t *rf, obj_set_t *s, const char *bucket, const char *key,
                  const char *vid, obj_heal_report_t *rep)
 {
     s = obj__route(s, bucket, key);
-    return heal_version(s, rf, bucket, key, vid && vid[0] ? vid : NULL, rep);
+    return heal_version(s, rf, bucket, key, vid && vid[0] ? vid : NULL, rep, 0);
 }
 
 /* ---- the heal queue ---- */

@@ -699,6 +699,12 @@ int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key)
 int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info, int *first_err);
 /*
+ * Whether the heads of info (a commit's, a promotion's, a delete's tombstones) landed so late
+ * that others may have read some of them as a crash's leftover and acted on it: such a write
+ * is answered "in doubt" (503), nothing it covered dropped (obj_commit.c).
+ */
+int obj__landed_late(const char *key, const obj_info_t *info);
+/*
  * A commit of upload cut short, undone as a commit that falls short is (the version that
  * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload
  * stands now; or the stores' error (some of its heads may stay).

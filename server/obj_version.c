@@ -620,6 +620,10 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }
+    if (obj__landed_late(key, &next)) {
+        rc = ERR_UNRECOVERABLE; /* in doubt: nothing retired, v's blocks kept */
+        goto out;
+    }
     if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
     if (p->found) promoted_rewrite(s, bucket, key, &next, walked);
     for (int i = 0; i < p->ndups; i++)

@@ -5434,6 +5434,195 @@ static void test_dropped_cut_heads_then_delete_by_id(void **state)
     free(u.data);
 }
 
+/* ---- A plain PUT cut after half its heads ---- */
+
+/* The head store `store` holds at bkt/key's current position. */
+static int head_on(env_t *e, const char *key, int store, obj_info_t *out)
+{
+    drive_id_t id = {"bkt", key, "", (uint32_t)store};
+    drive_stat_t ds;
+    uint8_t meta[HEAD_MAX];
+    int rc = e->f[store].in.ops->stat(e->f[store].in.ctx, &id, &ds, meta, sizeof(meta));
+    return rc ? rc : obj_meta_decode(meta, ds.meta_len, out);
+}
+
+#define PAST_COMMIT_STALE (11 * 1000000000ll) /* a head older than any commit takes */
+
+/* A 100 KB PUT over `w` killed after its heads on stores 0-2 (of six): *x, its cut head. */
+static void put_cut_in_half(env_t *e, const char *key, const obj_info_t *w, obj_info_t *x)
+{
+    assert_int_not_equal(put_cut(e, key, 0x7), 0);
+    assert_int_equal(head_on(e, key, 0, x), 0);
+    assert_string_not_equal(x->upload_id, w->upload_id);
+    assert_int_equal(heads_naming(e, key, x->upload_id), 3);
+    assert_int_equal(heads_naming(e, key, w->upload_id), 3);
+}
+
+/*
+ * A plain PUT over an erasure-coded version killed after half its heads (3 of 6, the version
+ * it covered keeping 3): neither has k, and nothing ever settled the key. A create-only PUT
+ * then went over the acknowledged version (nothing "stood"), a heal gave up on the key, and
+ * readers met either version by the stores they asked. The cut heads are the writer's undo
+ * left undone: they count for the version they covered, and a heal finishes the undo.
+ */
+static void test_put_cut_after_half_its_heads(void **state)
+{
+    env_t *e = *state;
+    const char *key = "put-cut-in-half";
+    obj_info_t w, x, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    put_cut_in_half(e, key, &w, &x);
+    /* In flight (its writer may still finish it or undo it): what it covered is waited for. */
+    int err;
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1;
+    obj_put_set_cond(wr, &c);
+    assert_int_equal(obj_put_commit(wr, NULL, NULL, 0, &info), ERR_THROTTLED);
+    /* A crash's leftover by now. */
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+    wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, "create", 6), 0);
+    obj_put_set_cond(wr, &c);
+    assert_int_equal(obj_put_commit(wr, NULL, NULL, 0, &info), ERR_PRECOND);
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(heads_naming(e, key, x.upload_id), 0);
+    assert_int_equal(heads_naming(e, key, w.upload_id), N);
+    for (int i = 0; i < N; i++) { /* every reader meets the version acknowledged */
+        assert_int_equal(head_on(e, key, i, &info), 0);
+        assert_string_equal(info.upload_id, w.upload_id);
+    }
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+}
+
+/* The same cut, then a PUT: it replaces the acknowledged version (its blocks dropped), not
+ * nothing. */
+static void test_put_over_a_put_cut_in_half(void **state)
+{
+    env_t *e = *state;
+    const char *key = "put-over-cut-in-half";
+    obj_info_t w, x, y, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    put_cut_in_half(e, key, &w, &x);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    obj_cond_t c = OBJ_COND_NONE;
+    snprintf(c.if_upload, sizeof(c.if_upload), "%s", w.upload_id); /* the version acknowledged */
+    int err;
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, "then", 4), 0);
+    obj_put_set_cond(wr, &c);
+    assert_int_equal(obj_put_commit(wr, NULL, NULL, 0, &y), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, y.upload_id);
+    assert_int_equal(heads_naming(e, key, x.upload_id), 0);
+    assert_int_equal(heads_naming(e, key, w.upload_id), 0);
+}
+
+/* Versioned: the cut commit kept the version it covered as noncurrent first; after the heal and
+ * a later PUT, the key has exactly the two versions acknowledged. */
+static void test_versioned_put_cut_after_half_its_heads(void **state)
+{
+    env_t *e = *state;
+    const char *key = "vput-cut-in-half";
+    obj_info_t w, x, y, info;
+    cut_versioning = OBJ_VERSIONED;
+    put_big(e, key, OBJ_VERSIONED, &w);
+    put_cut_in_half(e, key, &w, &x);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.vid, w.vid);
+    assert_int_equal(versions_of(e, key), 1);
+    put_big(e, key, OBJ_VERSIONED, &y);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(versions_of(e, key), 2);
+    assert_int_equal(versions_naming(e, key, x.upload_id), 0);
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, w.vid, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+    cut_versioning = OBJ_UNVERSIONED;
+}
+
+/* rf_put_head_hook: the first of stores 3-5 to take a head of the PUT stalls until stores 0-2
+ * hold theirs, then a heal runs past COMMIT_STALE_NS; the others wait for it. */
+static env_t *stall_env;
+static const char *stall_key, *stall_before;
+static char stall_upload[33];
+static int stall_state, stall_done, stall_heal_rc;
+
+static void stall_mid_heads(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    if (strcmp(id->key, stall_key) != 0 || id->shard < 3 || obj_meta_decode(meta, ml, &h) != 0 ||
+        strcmp(h.upload_id, stall_before) == 0)
+        return;
+    if (__atomic_fetch_add(&stall_state, 1, __ATOMIC_SEQ_CST) == 0) {
+        memcpy(stall_upload, h.upload_id, sizeof(stall_upload));
+        for (int t = 0; t < 2000 && heads_naming(stall_env, stall_key, stall_upload) < 3; t++)
+            usleep(1000);
+        obj__wall_skew_ns = PAST_COMMIT_STALE;
+        obj_heal_report_t rep = {0};
+        stall_heal_rc = obj_heal(stall_env->set, "bkt", stall_key, &rep);
+        __atomic_store_n(&stall_done, 1, __ATOMIC_SEQ_CST);
+    } else {
+        for (int t = 0; t < 5000 && !__atomic_load_n(&stall_done, __ATOMIC_SEQ_CST); t++)
+            usleep(1000);
+    }
+}
+
+/*
+ * A writer that stalls in the middle of its heads for longer than others wait for one (a
+ * heal of the key, reading half of them, takes them for a crash's leftover and finishes their
+ * undo), then lands the rest: acknowledged, its version stood on half the stores and was lost
+ * to the version it covered. A commit whose heads land that late is in doubt (503).
+ */
+static void test_put_stalled_past_a_heal_of_its_heads(void **state)
+{
+    env_t *e = *state;
+    char key[32];
+    for (int i = 0;; i++) { /* a key whose copies (the stores a read asks first) are 0, 1, 2 */
+        snprintf(key, sizeof(key), "put-stalled-%d", i);
+        if (obj__inline_stores(e->set, "bkt", key) == 0x7) break;
+    }
+    obj_info_t w, x, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    stall_env = e;
+    stall_key = key;
+    stall_before = w.upload_id;
+    stall_state = stall_done = 0;
+    stall_heal_rc = 1;
+    int err;
+    static uint8_t big[100000];
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, big, sizeof(big)), 0);
+    rf_put_head_hook = stall_mid_heads;
+    int rc = obj_put_commit(wr, NULL, NULL, 0, &x);
+    rf_put_head_hook = NULL;
+    int sp = obj_stat_standing(e->set, "bkt", key, &info);
+    obj__wall_skew_ns = 0;
+    print_message("heal=%d put=%d standing=%d (%s)\n", stall_heal_rc, rc, sp,
+                  sp                                          ? "-"
+                  : strcmp(info.upload_id, stall_upload) == 0 ? "the PUT"
+                                                              : "before");
+    assert_int_equal(stall_heal_rc, 0);
+    if (rc == 0) { /* acknowledged: it stands */
+        assert_int_equal(sp, 0);
+        assert_string_equal(info.upload_id, x.upload_id);
+    }
+    assert_int_equal(rc, ERR_UNRECOVERABLE); /* in doubt */
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -7353,6 +7542,11 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_leave_one_version_listed, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dropped_cut_heads_then_delete_by_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_cut_after_half_its_heads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_over_a_put_cut_in_half, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_versioned_put_cut_after_half_its_heads, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_put_stalled_past_a_heal_of_its_heads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
