@@ -282,16 +282,17 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
         }
     }
     /*
-     * Still none, and every store answered with a head (none failing, none empty): a commit
-     * cut short by a crash after so many heads that neither it nor the version it covered
-     * has k (3 and 3 of 4+2; any count between m and k). It was never acknowledged (that
-     * takes the write quorum, and a head goes only to a commit's undo or a drive's loss). Its
-     * heads are its undo left undone: each took the place of a head of the version that
-     * stood, which the undo puts back, so they count for the next older version. Taken for
-     * no version, a create-only PUT went over the acknowledged one and a heal gave up on the
-     * key (obj_heal finishes the undo).
+     * Still none, and no more stores failing or empty than an acknowledged version can lose
+     * and still have k heads (wq - k: none when the write quorum is k): a commit cut short
+     * by a crash after so many heads that neither it nor the version it covered has k (3
+     * and 3 of 4+2; any count between m and k). It was never acknowledged (that takes the
+     * write quorum, and a head goes only to a newer write, a commit's undo or a drive's
+     * loss). Its heads are its undo left undone: each took the place of a head of the
+     * version that stood, which the undo puts back, so they count for the next older
+     * version. Taken for no version, a create-only PUT went over the acknowledged one and a
+     * heal gave up on the key (obj_heal finishes the undo).
      */
-    if (rc && newest && newest + COMMIT_STALE_NS <= read_at && failed == 0 && absent == 0) {
+    if (rc && newest && newest + COMMIT_STALE_NS <= read_at && failed + absent <= s->wq - s->k) {
         int used[OBJ_MAX_SHARDS] = {0}, credit = 0;
         for (;;) {
             int top = -1;

@@ -5553,6 +5553,36 @@ static void test_versioned_put_cut_after_half_its_heads(void **state)
     cut_versioning = OBJ_UNVERSIONED;
 }
 
+/*
+ * The same with one store empty: the version was acknowledged on five stores (store 0 down
+ * meanwhile, not yet healed), and the PUT over it cut after stores 1-3 (its head to store 0
+ * failed). An acknowledged version can lose wq - k heads and still stand: with the write
+ * quorum k+1, one store empty leaves the verdict as sure.
+ */
+static void test_put_cut_in_half_beside_an_empty_store(void **state)
+{
+    env_t *e = *state;
+    const char *key = "put-cut-beside-empty";
+    obj_info_t w, x, info;
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0); /* as a node has it */
+    e->f[0].sick = 2;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    e->f[0].sick = 0;
+    assert_int_equal(heads_naming(e, key, w.upload_id), 5);
+    assert_int_not_equal(put_cut(e, key, 0xe), 0);
+    assert_int_equal(head_on(e, key, 1, &x), 0);
+    assert_int_equal(heads_naming(e, key, x.upload_id), 3);
+    assert_int_equal(head_on(e, key, 0, &info), ERR_NOT_FOUND);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(heads_naming(e, key, x.upload_id), 0);
+    assert_int_equal(heads_naming(e, key, w.upload_id), N); /* store 0 healed too */
+}
+
 /* rf_put_head_hook: the first of stores 3-5 to take a head of the PUT stalls until stores 0-2
  * hold theirs, then a heal runs past COMMIT_STALE_NS; the others wait for it. */
 static env_t *stall_env;
@@ -7547,6 +7577,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_versioned_put_cut_after_half_its_heads, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_put_stalled_past_a_heal_of_its_heads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_cut_in_half_beside_an_empty_store, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
