@@ -191,8 +191,27 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
  * noncurrent one's heads at its own position).
  * `again`: after the heads of a commit cut short above it were dropped (once per heal).
  */
+static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
+                           const char *vid, obj_heal_report_t *rep, int again);
+
+/*
+ * Set while this thread heals: what the heal reads may note the key for the heal again
+ * (current_for_commit on a key split short), and a heal that keeps failing would then run
+ * again at once, for ever, instead of after its backoff.
+ */
+static __thread int healing;
+
 static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
                         const char *vid, obj_heal_report_t *rep, int again)
+{
+    healing++;
+    int rc = heal_version_in(s, rf, bucket, key, vid, rep, again);
+    healing--;
+    return rc;
+}
+
+static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
+                           const char *vid, obj_heal_report_t *rep, int again)
 {
     obj_info_t *info = xmalloc(sizeof(*info));
     char pos[OBJ_VID_LEN + 1] = "";
@@ -457,7 +476,7 @@ static void ent_free(heal_ent_t *e)
 void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
 {
     heal_q_t *q = s->healq;
-    if (!q) return;
+    if (!q || healing) return;
     pthread_mutex_lock(&q->mu);
     if (*ent_slot(q, bucket, key)) {
         pthread_mutex_unlock(&q->mu); /* queued already: one heal covers both writes */

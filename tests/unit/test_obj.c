@@ -5583,6 +5583,39 @@ static void test_put_cut_in_half_beside_an_empty_store(void **state)
     assert_int_equal(heads_naming(e, key, w.upload_id), N); /* store 0 healed too */
 }
 
+/*
+ * The heal queue on a key split short whose undo keeps failing (the cut heads' stores fail
+ * their writes):
+ * the heal's own read of what stands noted the key again, and a heal noted again meanwhile
+ * ran again at once, without its backoff: a loop on one core for as long as the store
+ * failed. Now it is tried again later, as any heal that fails.
+ */
+static void test_heal_of_a_split_key_failing_backs_off(void **state)
+{
+    env_t *e = *state;
+    const char *key = "put-cut-heal-loop";
+    obj_info_t w, x, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    put_cut_in_half(e, key, &w, &x);
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    for (int i = 0; i < 3; i++)
+        e->f[i].fail_write = 1;
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0); /* noted */
+    obj_heal_stats_t st = {0};
+    for (int t = 0; t < 500 && st.retries == 0; t++) {
+        usleep(10000);
+        obj_heal_stats(e->set, &st);
+    }
+    for (int i = 0; i < 3; i++)
+        e->f[i].fail_write = 0;
+    obj__wall_skew_ns = 0;
+    print_message("queued %llu, retries %llu\n", (unsigned long long)st.queued,
+                  (unsigned long long)st.retries);
+    assert_int_equal(st.retries, 1);
+    assert_true(st.queued <= 2);
+}
+
 /* rf_put_head_hook: the first of stores 3-5 to take a head of the PUT stalls until stores 0-2
  * hold theirs, then a heal runs past COMMIT_STALE_NS; the others wait for it. */
 static env_t *stall_env;
@@ -7578,6 +7611,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_put_stalled_past_a_heal_of_its_heads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_cut_in_half_beside_an_empty_store, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heal_of_a_split_key_failing_backs_off, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
