@@ -294,6 +294,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
      */
     if (rc && newest && newest + COMMIT_STALE_NS <= read_at && failed + absent <= s->wq - s->k) {
         int used[OBJ_MAX_SHARDS] = {0}, credit = 0;
+        uint32_t above = 0; /* the stores holding the heads credited so far */
         for (;;) {
             int top = -1;
             for (int i = 0; i < n; i++)
@@ -302,13 +303,22 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
             if (top < 0) break;
             const obj_info_t *t = &h[top].info;
             int count = 0;
+            uint32_t mine = 0;
             for (int i = 0; i < n; i++)
                 if (h[i].ok && !used[i] && h[i].info.stamp_ns == t->stamp_ns &&
                     !strcmp(h[i].info.upload_id, t->upload_id)) {
                     count++;
                     used[i] = 1;
+                    mine |= 1u << stores[i];
                 }
-            if (!t->sparse && count + credit >= s->k) {
+            /* A small version's heads are on its copies only: the heads credited to it are
+             * those that took the place of its copies (passed by, over a delete's tombstones
+             * its copies and the cut's went to the tombstone: an acknowledged PUT lost;
+             * review 31). */
+            int stood =
+                t->sparse ? count + __builtin_popcount(above & t->inl) >= __builtin_popcount(t->inl)
+                          : count + credit >= s->k;
+            if (stood) {
                 log_warn("event=commit_cut_leftover key=%s upload=%s heads=%d above=%d: a "
                          "commit cut short above the version that stands",
                          key, t->upload_id, count, credit);
@@ -318,6 +328,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
                 break;
             }
             credit += count;
+            above |= mine;
         }
     }
     free(h);
@@ -872,7 +883,9 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
                 break;
             }
         }
-        if (stands && !superseded && obj__landed_late(key, info)) {
+        /* Superseded too: the newer version may have covered what a heal put back over this
+         * one's heads, not this one (review 31). */
+        if (stands && obj__landed_late(key, info)) {
             /* In doubt, and nothing it covered dropped: it may be undone yet. */
             stands = 0;
             drop_old = 0;

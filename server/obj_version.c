@@ -548,6 +548,8 @@ static void promoted_rewrite(obj_set_t *s, const char *bucket, const char *key, 
 #define PROMOTE_RACED 1 /* a newer version came meanwhile: nothing promoted, look again */
 #define PROMOTE_GONE                                                                               \
     2 /* promoted, but the successor was deleted meanwhile: *promoted must go too */
+#define PROMOTE_GONE_LATE                                                                          \
+    3 /* as PROMOTE_GONE, and the promotion landed late: the delete stays in doubt */
 
 static int promote_locked(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *v,
                           int lone, obj_info_t **stale, int *nstale, obj_info_t *promoted)
@@ -622,6 +624,13 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     }
     if (obj__landed_late(key, &next)) {
         rc = ERR_UNRECOVERABLE; /* in doubt: nothing retired, v's blocks kept */
+        /* But a successor deleted meanwhile must not stay current (its blocks dropped by a
+         * delete that read v current before this promotion landed): promoted past all the
+         * same (review 31). */
+        if (p->found && !successor_stays(s, bucket, key, &next)) {
+            obj_info_copy(promoted, &next);
+            rc = PROMOTE_GONE_LATE;
+        }
         goto out;
     }
     if (p->found && obj__promoted_hook) obj__promoted_hook(obj__promoted_hook_arg, key);
@@ -694,6 +703,10 @@ static int promote_past(obj_set_t *s, const char *bucket, const char *key, const
         int nstale = 0;
         rc = promote_locked(s, bucket, key, &cur, 0, &stale, &nstale, &next);
         drop_stale(s, bucket, key, stale, nstale, &g);
+        if (rc == PROMOTE_GONE_LATE) {
+            (void)promote_past(s, bucket, key, &next);
+            return ERR_UNRECOVERABLE;
+        }
         if (rc == PROMOTE_GONE) {
             obj_info_copy(&g, &next); /* a third delete took that one: on */
             attempt = -1;
@@ -889,14 +902,15 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
         rc = in_way || !same
                  ? PROMOTE_RACED
                  : promote_locked(s, bucket, key, &v, c && c->lone, &more, &nmore, &next);
-        if (rc == PROMOTE_GONE) {
+        if (rc == PROMOTE_GONE || rc == PROMOTE_GONE_LATE) {
             /* v went; its successor must not stay current in its place. Failing that, a
              * reader finds the successor (its delete's own check may still take it). */
+            int late = rc == PROMOTE_GONE_LATE;
             int prc = promote_past(s, bucket, key, &next);
             if (prc)
                 log_warn("event=promote_past_failed key=%s version=%s err=%s", key, next.vid,
                          err_name(prc));
-            rc = 0;
+            rc = late ? ERR_UNRECOVERABLE : 0; /* late: in doubt, v's blocks kept */
         }
         if (rc == ERR_NOT_FOUND) rc = ERR_UNRECOVERABLE; /* v is there: never "no such version" */
         if (rc != PROMOTE_RACED) break;

@@ -5686,6 +5686,238 @@ static void test_put_stalled_past_a_heal_of_its_heads(void **state)
     assert_int_equal(rc, ERR_UNRECOVERABLE); /* in doubt */
 }
 
+/* ---- A second read of the split-key rule: small versions, late promotions and commits ---- */
+
+/* A small PUT of `body` whose heads land on the stores of `on` only, then a kill. */
+static int vput_cut(env_t *e, const char *key, const char *body, obj_versioning_t v, uint32_t on)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, body, strlen(body)), 0);
+    obj_put_set_versioning(w, v);
+    cut_heads_on(e, on);
+    obj_info_t info;
+    int rc = obj_put_commit(w, NULL, NULL, 0, &info);
+    cut_heads_clear(e);
+    return rc;
+}
+
+/* A key whose copies (a small version's stores) are 0, 1, 2. */
+static void key_on_012(env_t *e, const char *prefix, char *key, size_t cap)
+{
+    for (int i = 0;; i++) {
+        snprintf(key, cap, "%s-%d", prefix, i);
+        if (obj__inline_stores(e->set, "bkt", key) == 0x7) break;
+    }
+}
+
+/*
+ * A small (sparse) version written over a delete's tombstones (within their minute: the
+ * stores that are not its copies keep them), then a small PUT over it cut after two of its
+ * three copies. Every store answers with a head, nothing stands: the credit walk passes the
+ * sparse version by (it never "stands" there) and hands its heads and the cut's to the
+ * tombstone, which "stands" on 3 + 3. The key reads as deleted for every commit, and the heal
+ * puts the tombstone over the cut heads, then over the acknowledged version's last copy.
+ */
+static void test_sparse_put_over_tombstones_then_cut(void **state)
+{
+    env_t *e = *state;
+    char key[48];
+    key_on_012(e, "sparse-over-tomb", key, sizeof(key));
+    obj_info_t v1, v2, info;
+    vput(e, key, "first", OBJ_UNVERSIONED, &v1);
+    assert_int_equal(obj_delete(e->set, "bkt", key), 0);
+    vput(e, key, "second", OBJ_UNVERSIONED, &v2); /* acknowledged */
+    assert_true(v2.sparse);
+    assert_int_equal(heads_naming(e, key, v2.upload_id), 3);
+    assert_int_equal(heads_naming(e, key, v1.upload_id), 3); /* the tombstones */
+    assert_int_not_equal(vput_cut(e, key, "third", OBJ_UNVERSIONED, 0x3), 0);
+    assert_int_equal(heads_naming(e, key, v2.upload_id), 1);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    int sp = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("standing=%d (%s)\n", sp, sp ? "-" : info.upload_id);
+    /* Heals, as the queue would run them (it comes back to a key): then a read. */
+    for (int i = 0; i < 3; i++) {
+        obj_heal_report_t rep = {0};
+        int hrc = obj_heal(e->set, "bkt", key, &rep);
+        print_message("heal %d: %d, heads of v2 %d\n", i, hrc, heads_naming(e, key, v2.upload_id));
+    }
+    obj__wall_skew_ns = 0;
+    /* The version acknowledged (or the cut one, carried through): never nothing. */
+    int rc = obj_stat(e->set, "bkt", key, &info);
+    assert_int_equal(rc, 0);
+    /* A create-only PUT is refused: the key holds a version. */
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    int err;
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1;
+    obj_put_set_cond(wr, &c);
+    rc = obj_put_commit(wr, NULL, NULL, 0, &info);
+    obj__wall_skew_ns = 0;
+    assert_int_not_equal(rc, 0);
+}
+
+/* rf_put_head_hook: the first head of the promotion (a copy of v1, at the current position)
+ * waits while a delete of v1 by id runs through another node, then the clock moves past half
+ * of COMMIT_STALE_NS; the promotion's other heads wait for that. */
+static obj_set_t *pl_other;
+static const char *pl_key, *pl_upload, *pl_vid;
+static int pl_state, pl_done, pl_del_rc;
+static __thread int pl_inside;
+
+static void promote_late_hook(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    if (pl_inside || strcmp(id->key, pl_key) != 0 || obj_meta_decode(meta, ml, &h) != 0 ||
+        strcmp(h.upload_id, pl_upload) != 0 || h.deleted)
+        return;
+    if (__atomic_fetch_add(&pl_state, 1, __ATOMIC_SEQ_CST) == 0) {
+        pl_inside = 1;
+        pl_del_rc = obj_delete_version(pl_other, "bkt", pl_key, pl_vid, NULL, NULL);
+        pl_inside = 0;
+        obj__wall_skew_ns = 6 * 1000000000ll; /* the promotion's heads land 6 s after its stamp */
+        __atomic_store_n(&pl_done, 1, __ATOMIC_SEQ_CST);
+    } else {
+        for (int t = 0; t < 5000 && !__atomic_load_n(&pl_done, __ATOMIC_SEQ_CST); t++)
+            usleep(1000);
+    }
+}
+
+/*
+ * A delete by id of the current version v2 promotes v1; a delete of v1 by id through another
+ * node runs between the promotion's walk and its heads, and sees v2 still current (v1's blocks
+ * dropped, 204). The promotion then lands late (past COMMIT_STALE_NS / 2): answered "in doubt"
+ * before its check that its successor stays (successor_stays), it leaves the deleted v1 current,
+ * its blocks gone: a listed version nobody can read, after an acknowledged delete.
+ */
+static void test_late_promotion_of_a_version_deleted_meanwhile(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-promotion";
+    obj_info_t v1, v2, info;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    put_big(e, key, OBJ_VERSIONED, &v2);
+    pl_other = other_gateway(e);
+    pl_key = key;
+    pl_upload = v1.upload_id;
+    pl_vid = v1.vid;
+    pl_state = pl_done = 0;
+    pl_del_rc = 1;
+    rf_put_head_hook = promote_late_hook;
+    int rc = obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL);
+    rf_put_head_hook = NULL;
+    obj__wall_skew_ns = 0;
+    print_message("delete v2=%d, delete v1 (other node)=%d, hook=%d\n", rc, pl_del_rc, pl_state);
+    assert_true(pl_state > 0);
+    assert_int_equal(pl_del_rc, 0); /* acknowledged */
+    int src = obj_stat(e->set, "bkt", key, &info);
+    print_message("current: %d %s\n", src, src ? "-" : info.upload_id);
+    /* v1 was deleted (204): it is current nowhere. */
+    assert_false(src == 0 && strcmp(info.upload_id, v1.upload_id) == 0);
+    assert_int_equal(versions_naming(e, key, v1.upload_id), 0);
+    obj_set_free(pl_other);
+}
+
+/*
+ * rf_put_head_hook for a PUT (versioned, write quorum 5) whose heads stall twice: on store 3,
+ * until stores 0-2 hold its head, then a heal past COMMIT_STALE_NS takes those three for a cut
+ * commit's and finishes their undo; on store 4, until store 3 holds it, then a PUT through
+ * another node covers the key. Store 5 waits for both.
+ */
+static obj_set_t *ss_other;
+static char ss_upload[33];
+static int ss_state, ss_heal_done, ss_put_done, ss_heal_rc, ss_put_rc;
+static obj_info_t ss_n;
+
+static void superseded_stalls(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    if (strcmp(id->key, stall_key) != 0 || id->shard < 3 || obj_meta_decode(meta, ml, &h) != 0 ||
+        strcmp(h.upload_id, stall_before) == 0)
+        return;
+    if (ss_upload[0] && strcmp(h.upload_id, ss_upload) != 0) return; /* the other node's PUT */
+    if (id->shard == 3) {
+        memcpy(ss_upload, h.upload_id, sizeof(ss_upload));
+        for (int t = 0; t < 2000 && heads_naming(stall_env, stall_key, ss_upload) < 3; t++)
+            usleep(1000);
+        obj__wall_skew_ns = PAST_COMMIT_STALE;
+        obj_heal_report_t rep = {0};
+        ss_heal_rc = obj_heal(stall_env->set, "bkt", stall_key, &rep);
+        __atomic_store_n(&ss_heal_done, 1, __ATOMIC_SEQ_CST);
+    } else if (id->shard == 4) {
+        for (int t = 0; t < 5000 && !__atomic_load_n(&ss_heal_done, __ATOMIC_SEQ_CST); t++)
+            usleep(1000);
+        for (int t = 0; t < 2000 && heads_naming(stall_env, stall_key, ss_upload) < 1; t++)
+            usleep(1000);
+        static uint8_t other_big[100000];
+        int err;
+        obj_writer_t *w = obj_put_begin(ss_other, "bkt", stall_key, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, other_big, sizeof(other_big)), 0);
+        obj_put_set_versioning(w, OBJ_VERSIONED);
+        ss_put_rc = obj_put_commit(w, NULL, NULL, 0, &ss_n);
+        __atomic_store_n(&ss_put_done, 1, __ATOMIC_SEQ_CST);
+    } else {
+        for (int t = 0; t < 5000 && !__atomic_load_n(&ss_put_done, __ATOMIC_SEQ_CST); t++)
+            usleep(1000);
+    }
+}
+
+/*
+ * A versioned PUT whose heads land late (past COMMIT_STALE_NS / 2): a heal undid the three it
+ * had landed, a PUT through another node then covered the version that stood again (kept it as
+ * noncurrent) and the stalled PUT's own fourth head. The stalled PUT counted 4 heads (k: it
+ * "stands"), was refused on the rest, found the newer version standing and took itself for
+ * covered by it (`superseded`): acknowledged, with no version of it anywhere. The check for a
+ * late commit is skipped on that path.
+ */
+static void test_late_put_taken_for_superseded(void **state)
+{
+    env_t *e = *state;
+    char key[48];
+    key_on_012(e, "late-superseded", key, sizeof(key));
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0); /* a cluster's default */
+    obj_info_t w, x;
+    put_big(e, key, OBJ_VERSIONED, &w);
+    ss_other = other_gateway(e);
+    assert_int_equal(obj_set_write_quorum(ss_other, K + 1), 0);
+    stall_env = e;
+    stall_key = key;
+    stall_before = w.upload_id;
+    ss_upload[0] = 0;
+    ss_state = ss_heal_done = ss_put_done = 0;
+    ss_heal_rc = ss_put_rc = 1;
+    int err;
+    static uint8_t big[100000];
+    fill(big, sizeof(big), 77);
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, big, sizeof(big)), 0);
+    obj_put_set_versioning(wr, OBJ_VERSIONED);
+    rf_put_head_hook = superseded_stalls;
+    int rc = obj_put_commit(wr, NULL, NULL, 0, &x);
+    rf_put_head_hook = NULL;
+    obj__wall_skew_ns = 0;
+    print_message("heal=%d other put=%d stalled put=%d; versions naming it %d, versions %d\n",
+                  ss_heal_rc, ss_put_rc, rc, versions_naming(e, key, ss_upload),
+                  versions_of(e, key));
+    assert_int_equal(ss_put_rc, 0);
+    const char *names[3][2] = {
+        {"before", w.upload_id}, {"other node", ss_n.upload_id}, {"stalled", ss_upload}};
+    for (int i = 0; i < 3; i++)
+        print_message("  %s: %d version(s)\n", names[i][0], versions_naming(e, key, names[i][1]));
+    if (rc == 0) { /* acknowledged: it is one of the key's versions */
+        obj_info_t info;
+        assert_int_equal(obj_stat_version(e->set, "bkt", key, x.vid, &info), 0);
+        assert_int_equal(versions_naming(e, key, x.upload_id), 1);
+    }
+    obj_set_free(ss_other);
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -7613,6 +7845,10 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_put_cut_in_half_beside_an_empty_store, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_of_a_split_key_failing_backs_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sparse_put_over_tombstones_then_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_put_taken_for_superseded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_promotion_of_a_version_deleted_meanwhile, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
