@@ -313,11 +313,16 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
                 }
             /* A small version's heads are on its copies only: the heads credited to it are
              * those that took the place of its copies (passed by, over a delete's tombstones
-             * its copies and the cut's went to the tombstone: an acknowledged PUT lost;
-             * review 31). */
+             * its copies and the cut's went to the tombstone: an acknowledged PUT lost). */
             int stood =
                 t->sparse ? count + __builtin_popcount(above & t->inl) >= __builtin_popcount(t->inl)
                           : count + credit >= s->k;
+            /* A small version none of whose copies holds its head: its bytes went with them (the
+             * cut landed on every copy; a versioned one is kept at its own position). Credited,
+             * it stood with nothing to read, and the heal's undo then dropped the only bytes
+             * the key had. */
+            if (stood && t->inl && t->size && !t->deleted && !t->vid[0] && !(mine & t->inl))
+                stood = 0;
             if (stood) {
                 log_warn("event=commit_cut_leftover key=%s upload=%s heads=%d above=%d: a "
                          "commit cut short above the version that stands",
@@ -530,17 +535,32 @@ int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const
     /* Nothing stands: what the cut covered goes back where its heads went, as the commit's own
      * undo would have put it (a small version's copy, bytes and all). */
     if (rc == ERR_NOT_FOUND && covered_version(s, bucket, key, upload, best) == 0) rc = 0;
+    void *bytes = NULL;
     if (rc == 0 && strcmp(best->upload_id, upload) == 0) {
         rc = ERR_BUSY; /* it stands now: not cut short */
+    } else if (rc == 0 && !best->deleted && best->inl && best->size &&
+               obj__inline_load(s, bucket, key, best, bytes = xmalloc(best->size)) != 0) {
+        /*
+         * The small version to put back cannot be read now (its last copy failing): its cut
+         * heads stay, and count for it, until it can. Removed without it (undo_heads' fallback
+         * for a version replaced meanwhile), they left it short of standing, and a create-only
+         * PUT went over it.
+         */
+        log_warn("event=cut_heads_kept key=%s upload=%s: the version they covered cannot be "
+                 "read to put back",
+                 key, upload);
+        rc = ERR_UNRECOVERABLE;
     } else if (rc == 0 || rc == ERR_NOT_FOUND) {
         /* As a commit that falls short is undone: the version it covered put back where its
          * heads went (only there: a newer head stays), else the heads removed. */
         obj_info_clear(cut);
         snprintf(cut->upload_id, sizeof(cut->upload_id), "%s", upload);
-        rc =
-            undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, NULL, 0) ? ERR_UNRECOVERABLE : 0;
+        rc = undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, rc == 0 ? bytes : NULL, 0)
+                 ? ERR_UNRECOVERABLE
+                 : 0;
         if (!rc) log_info("event=cut_heads_dropped key=%s upload=%s", key, upload);
     }
+    free(bytes);
     free(cut);
     free(best);
     return rc;
@@ -692,6 +712,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
      * lost between them.
      */
     shard_cond_t bound = {.mode = SHARD_IF_AT_MOST};
+    int tidied = 0; /* leftovers above what stands whose undo this commit finished */
     for (int attempt = 0;; attempt++) {
         shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
         drop_old = 0;
@@ -722,6 +743,23 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
                 break;
             }
             continue;
+        }
+        /*
+         * A leftover above what stands (a crash's, or an undo that failed): its undo finished
+         * first. Covered instead, and this commit then cut short too, the credit handed this
+         * commit's heads (which took the place of what stands) to the leftover, never
+         * acknowledged: it "stood", and the version acknowledged was lost. Not a
+         * head of what stands (a rewrite or a tombstone of it: ERR_BUSY, covered as before).
+         */
+        if (in_way && had_old && tidied < 3) {
+            char up[sizeof(anywhere.upload)];
+            memcpy(up, anywhere.upload, sizeof(up));
+            tidied++;
+            if (obj__drop_cut_heads(s, bucket, key, up) == 0) {
+                log_info("event=commit_leftover_undone key=%s upload=%s", key, up);
+                attempt--;
+                continue;
+            }
         }
         if (in_way) bound = anywhere;
         /*
@@ -884,7 +922,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
             }
         }
         /* Superseded too: the newer version may have covered what a heal put back over this
-         * one's heads, not this one (review 31). */
+         * one's heads, not this one. */
         if (stands && obj__landed_late(key, info)) {
             /* In doubt, and nothing it covered dropped: it may be undone yet. */
             stands = 0;

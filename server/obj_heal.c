@@ -223,6 +223,27 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
     obj_reader_t *r = vid ? obj_open_version(s, bucket, key, vid, info, &err)
                           : obj_open(s, bucket, key, info, &err);
     if (!r) {
+        /*
+         * A delete marker cut short above the version that stands (a versioned DELETE killed
+         * after half its heads): commits take that version for current, readers asking the
+         * marker's stores find the key deleted. Its undo finished here too, as a PUT's is
+         *. (A tombstone carries its version's upload id: not told apart by it.)
+         */
+        if (err == ERR_NOT_FOUND && !vid && !again && obj__newest_head(s, bucket, key, info) == 0 &&
+            info->deleted && info->marker) {
+            obj_info_t *st = xmalloc(sizeof(*st));
+            int in_way = 0, src = obj__standing(s, bucket, key, st, &in_way);
+            int cut = src == 0 && !in_way && obj__newer(info, st) &&
+                      strcmp(info->upload_id, st->upload_id) != 0;
+            char upload[sizeof(info->upload_id)];
+            memcpy(upload, info->upload_id, sizeof(upload));
+            free(st);
+            free(info);
+            if (!cut) return 0;
+            int drc = obj__drop_cut_heads(s, bucket, key, upload);
+            if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
+            return heal_version(s, rf, bucket, key, NULL, rep, 1);
+        }
         free(info);
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted (or a delete marker): nothing to heal */
     }

@@ -626,7 +626,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         rc = ERR_UNRECOVERABLE; /* in doubt: nothing retired, v's blocks kept */
         /* But a successor deleted meanwhile must not stay current (its blocks dropped by a
          * delete that read v current before this promotion landed): promoted past all the
-         * same (review 31). */
+         * same. */
         if (p->found && !successor_stays(s, bucket, key, &next)) {
             obj_info_copy(promoted, &next);
             rc = PROMOTE_GONE_LATE;

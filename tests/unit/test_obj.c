@@ -5918,6 +5918,198 @@ static void test_late_put_taken_for_superseded(void **state)
     obj_set_free(ss_other);
 }
 
+/* ---- Second cuts, small versions under a cut, delete markers cut short ---- */
+
+/*
+ * Two writers killed in turn on one key (a node in a crash loop, the client retrying): a PUT
+ * over W cut after stores 0-2, then, once that is a leftover, a second PUT cut after stores 3
+ * and 4. The second commit read W as current (the credit) and its heads took W's place, not
+ * the first cut's; its undo would have put W back. The credit walk hands them to the first
+ * cut instead (2 + 3 >= k): a version never acknowledged "stands", W (acknowledged, its last
+ * head on store 5) is lost, and the heal writes the first cut over every store.
+ */
+/* rf_put_head_hook: the kill comes with the PUT's own first head (not before: what the commit
+ * writes first, an undo of what it found, lands), then its heads land on arm_mask only. */
+static env_t *arm_env;
+static uint32_t arm_mask;
+static const char *arm_not[2];
+static int arm_done;
+
+static void arm_cut_at_own_heads(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t h;
+    (void)id;
+    if (arm_done || obj_meta_decode(meta, ml, &h) != 0 || !strcmp(h.upload_id, arm_not[0]) ||
+        !strcmp(h.upload_id, arm_not[1]))
+        return;
+    arm_done = 1;
+    cut_heads_on(arm_env, arm_mask);
+}
+
+static void test_second_cut_over_a_key_split_short(void **state)
+{
+    env_t *e = *state;
+    const char *key = "put-cut-twice";
+    obj_info_t w, x, y, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    put_cut_in_half(e, key, &w, &x);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    arm_env = e;
+    arm_mask = 0x18;
+    arm_not[0] = w.upload_id;
+    arm_not[1] = x.upload_id;
+    arm_done = 0;
+    rf_put_head_hook = arm_cut_at_own_heads;
+    int err;
+    static uint8_t big[100000];
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, big, sizeof(big)), 0);
+    int prc = obj_put_commit(wr, NULL, NULL, 0, &info);
+    rf_put_head_hook = NULL;
+    cut_heads_clear(e);
+    assert_int_not_equal(prc, 0);
+    assert_int_equal(head_on(e, key, 3, &y), 0);
+    assert_string_not_equal(y.upload_id, x.upload_id);
+    assert_int_equal(heads_naming(e, key, y.upload_id), 2);
+    obj__wall_skew_ns = 2 * PAST_COMMIT_STALE;
+    int sp = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("standing=%d: %s\n", sp,
+                  sp                                     ? "-"
+                  : !strcmp(info.upload_id, w.upload_id) ? "W (acknowledged)"
+                  : !strcmp(info.upload_id, x.upload_id) ? "X (first cut)"
+                                                         : "other");
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    obj__wall_skew_ns = 0;
+    print_message("heal=%d\n", hrc);
+    print_message("after heal: W on %d, X on %d, Y on %d\n", heads_naming(e, key, w.upload_id),
+                  heads_naming(e, key, x.upload_id), heads_naming(e, key, y.upload_id));
+    /* Never the first cut: it was never acknowledged. */
+    assert_true(sp != 0 || strcmp(info.upload_id, x.upload_id) != 0);
+    assert_int_equal(heads_naming(e, key, x.upload_id), 0);
+}
+
+/*
+ * A small version over an erasure-coded one has a head on every store and its bytes on its m+1
+ * copies (0-2 here). A 100 KB PUT over it killed after its heads on exactly those stores: the
+ * small version's bytes are gone from every store, its three byte-less heads remain. The
+ * credit made it stand, and the heal's undo, finding no bytes to put back, removed the cut
+ * heads: the key is listed, and no read of it can succeed, for good (before, readers found the
+ * cut version, the only bytes the key has).
+ */
+static void test_cut_over_every_copy_of_a_small_version(void **state)
+{
+    env_t *e = *state;
+    char key[48];
+    key_on_012(e, "cut-over-copies", key, sizeof(key));
+    obj_info_t w0, v1, x, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w0);
+    vput(e, key, "small", OBJ_UNVERSIONED, &v1);
+    assert_int_equal(v1.sparse, 0);
+    assert_int_equal(v1.inl, 0x7);
+    put_cut_in_half(e, key, &v1, &x);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    int sp = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("standing=%d%s\n", sp,
+                  sp == 0 && !strcmp(info.upload_id, v1.upload_id)
+                      ? " (the small version, its bytes gone)"
+                      : "");
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    obj__wall_skew_ns = 0;
+    print_message("heal=%d; small on %d, cut on %d\n", hrc, heads_naming(e, key, v1.upload_id),
+                  heads_naming(e, key, x.upload_id));
+    /* Whatever a reader meets can be read. */
+    int err = 0;
+    obj_reader_t *r = obj_open(e->set, "bkt", key, &info, &err);
+    print_message("open=%d\n", r ? 0 : err);
+    assert_non_null(r);
+    obj_close(r);
+    assert_true(heads_naming(e, key, x.upload_id) > 0); /* the only bytes left stay */
+}
+
+/*
+ * The same small version, the PUT cut on stores 0, 1 and 3: one copy of the small version is
+ * left (store 2). The heal finishes the undo; the read of that copy fails at that moment (an
+ * I/O error, a bit flipped on the way). The undo then removed the cut heads instead of putting
+ * the version back: the acknowledged version has three heads, stands no more, and a
+ * create-only PUT goes over it. A commit's own undo read the bytes before writing (old_bytes);
+ * the heal's must not remove what it cannot put back.
+ */
+static void test_cut_undo_with_the_last_copy_failing(void **state)
+{
+    env_t *e = *state;
+    char key[48];
+    key_on_012(e, "cut-undo-copy-fails", key, sizeof(key));
+    obj_info_t w0, v1, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w0);
+    vput(e, key, "small", OBJ_UNVERSIONED, &v1);
+    assert_int_equal(v1.sparse, 0);
+    assert_int_not_equal(put_cut(e, key, 0xb), 0);
+    assert_int_equal(heads_naming(e, key, v1.upload_id), 3);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, v1.upload_id);
+    e->f[2].corrupt_read = 1;
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    e->f[2].corrupt_read = 0;
+    print_message("heal=%d; small on %d\n", hrc, heads_naming(e, key, v1.upload_id));
+    int err;
+    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(wr);
+    assert_int_equal(obj_put_write(wr, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1;
+    obj_put_set_cond(wr, &c);
+    int crc = obj_put_commit(wr, NULL, NULL, 0, &info);
+    print_message("create-only PUT=%d\n", crc);
+    assert_int_equal(crc, ERR_PRECOND);
+    /* The copy readable again, the heal finishes the undo. */
+    hrc = obj_heal(e->set, "bkt", key, &rep);
+    obj__wall_skew_ns = 0;
+    assert_int_equal(hrc, 0);
+    assert_int_equal(heads_naming(e, key, v1.upload_id), N);
+    char body[64];
+    vread(e, key, NULL, body, sizeof(body));
+    assert_string_equal(body, "small");
+}
+
+/*
+ * A versioned DELETE (a delete marker) over W cut after stores 0-2: the credit makes W current
+ * for every commit, and the key is noted for the heal, but the heal opens the newest head, the
+ * marker, answers "nothing to heal", and never finishes its undo: readers asking stores 0-2
+ * find the key deleted, the others find W, for as long as nobody writes the key.
+ */
+static void test_marker_cut_after_half_its_heads(void **state)
+{
+    env_t *e = *state;
+    char key[48];
+    key_on_012(e, "marker-cut", key, sizeof(key));
+    obj_info_t w, dm, info;
+    put_big(e, key, OBJ_VERSIONED, &w);
+    cut_heads_on(e, 0x7);
+    int rc = obj_delete_current(e->set, "bkt", key, NULL, OBJ_VERSIONED, &dm);
+    cut_heads_clear(e);
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(head_on(e, key, 0, &dm), 0);
+    assert_true(dm.deleted && dm.marker);
+    assert_int_equal(heads_naming(e, key, dm.upload_id), 3);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    int st = obj_stat(e->set, "bkt", key, &info);
+    obj__wall_skew_ns = 0;
+    print_message("heal=%d; marker on %d, W on %d; stat=%d\n", hrc,
+                  heads_naming(e, key, dm.upload_id), heads_naming(e, key, w.upload_id), st);
+    assert_int_equal(heads_naming(e, key, dm.upload_id), 0);
+    assert_int_equal(st, 0);
+    assert_int_equal(versions_of(e, key), 1);
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -7848,6 +8040,11 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sparse_put_over_tombstones_then_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_put_taken_for_superseded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_cut_over_a_key_split_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_over_every_copy_of_a_small_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_cut_undo_with_the_last_copy_failing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_marker_cut_after_half_its_heads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_promotion_of_a_version_deleted_meanwhile, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
