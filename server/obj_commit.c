@@ -341,7 +341,8 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     return rc;
 }
 
-int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
+int obj__standing_under(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                        int *in_way, int *leftover)
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     uint64_t read_at = obj__wall_ns();
@@ -349,9 +350,28 @@ int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t 
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
+    *leftover = 0;
     /* One short for longer than any commit takes: a crash's leftover, never acknowledged. */
-    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= read_at) *in_way = 0;
+    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= read_at) *in_way = 0, *leftover = 1;
     return rc;
+}
+
+int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way)
+{
+    int leftover;
+    return obj__standing_under(s, bucket, key, best, in_way, &leftover);
+}
+
+int obj__newest_anywhere(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out)
+{
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), top = -1;
+    obj__read_heads(s, bucket, key, "", stores, n, h);
+    for (int j = 0; j < n; j++)
+        if (h[j].ok && (top < 0 || obj__newer(&h[j].info, &h[top].info))) top = j;
+    if (top >= 0) obj_info_copy(out, &h[top].info);
+    free(h);
+    return top >= 0 ? 0 : ERR_NOT_FOUND;
 }
 
 int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key)

@@ -262,27 +262,35 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
          * one store be healed over an acknowledged marker: a probe).
          */
         obj_info_t *st = xmalloc(sizeof(*st));
-        int in_way = 0;
-        int src = obj__standing(s, bucket, key, st, &in_way);
+        int in_way = 0, above = 0;
+        int src = obj__standing_under(s, bucket, key, st, &in_way, &above);
         int other = src == 0 &&
                     (st->stamp_ns != info->stamp_ns || strcmp(st->upload_id, info->upload_id) != 0);
         /*
-         * Above what stands and in nobody's way (older than any commit takes): a plain
-         * write cut short by a crash (obj_commit.c, current_for_commit). Its undo finished,
-         * the version that stands is healed. A multipart one is a Complete's, carried
-         * through or undone by its upload (a retry, an Abort, the reaper).
+         * A head above what stands and in nobody's way (older than any commit takes), found
+         * by this read or only on stores it did not ask: a plain write cut short by a crash
+         * (obj_commit.c, current_for_commit). Its undo finished, the version that stands is
+         * healed. A multipart one is a Complete's, carried through or undone by its upload (a
+         * retry, an Abort, the reaper); a rewrite or tombstone of what stands is not undone
+         * by upload id.
          */
-        int leftover = other && !in_way && obj__newer(info, st) && !info->multipart;
+        obj_info_t *top = xmalloc(sizeof(*top));
+        int leftover = src == 0 && above && !in_way && !again &&
+                       obj__newest_anywhere(s, bucket, key, top) == 0 && obj__newer(top, st) &&
+                       !top->multipart && strcmp(top->upload_id, st->upload_id) != 0 &&
+                       !(top->deleted && !top->marker);
         free(st);
-        if (leftover && !again) {
+        if (leftover) {
             char upload[sizeof(info->upload_id)];
-            memcpy(upload, info->upload_id, sizeof(upload));
+            memcpy(upload, top->upload_id, sizeof(upload));
+            free(top);
             obj_close(r);
             free(info);
             int drc = obj__drop_cut_heads(s, bucket, key, upload);
             if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
             return heal_version(s, rf, bucket, key, NULL, rep, 1);
         }
+        free(top);
         if (other || src == ERR_UNRECOVERABLE) {
             obj_close(r);
             free(info);

@@ -673,6 +673,12 @@ uint64_t obj__now_after(const obj_info_t *cur);
  * (none), ERR_UNRECOVERABLE (failing stores leave it open).
  */
 int obj__standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best, int *in_way);
+/* The same; *leftover: a newer head that does not stand and is older than any commit takes
+ * (a crash's leftover, never acknowledged), which *in_way does not count. */
+int obj__standing_under(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                        int *in_way, int *leftover);
+/* The newest head at bucket/key's current position on any store, standing or not. */
+int obj__newest_anywhere(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out);
 /*
  * Whether the commit of upload at bucket/key (a Complete's, by its upload id) was cut short
  * by a kill in the middle of its heads: 1 when a head of it lies above the version that

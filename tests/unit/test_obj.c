@@ -5991,6 +5991,74 @@ static void test_second_cut_over_a_key_split_short(void **state)
 }
 
 /*
+ * Two cut PUTs in a row through different gateways (a cluster probe): B cut after 2 heads (A,
+ * acknowledged, stands on 4), then C (covering A, B a leftover by then) cut after its heads on
+ * `cmask`. Nothing had k, and the credit handed C's heads to B (2 + 2): B "stood", the heal wrote
+ * it over every store and A was lost. C's commit now finishes B's undo before its heads (the
+ * kill comes with C's own heads: a store failing B's undo and a kill at once are left).
+ */
+static void two_cuts_in_a_row(env_t *e, const char *key, uint32_t cmask, obj_versioning_t v)
+{
+    obj_info_t a, info;
+    cut_versioning = v;
+    put_big(e, key, v, &a);
+    assert_int_not_equal(put_cut(e, key, 0x3), 0); /* B on stores 0,1 */
+    obj_info_t b;
+    assert_int_equal(head_on(e, key, 0, &b), 0);
+    print_message("A=%s B=%s headsA=%d headsB=%d\n", a.upload_id, b.upload_id,
+                  heads_naming(e, key, a.upload_id), heads_naming(e, key, b.upload_id));
+    obj__wall_skew_ns = PAST_COMMIT_STALE; /* B a crash's leftover: C goes on */
+    int src = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("before C: standing=%d %s\n", src, src ? "-" : info.upload_id);
+    src = obj_stat(e->set, "bkt", key, &info);
+    print_message("before C: stat=%d %s\n", src, src ? "-" : info.upload_id);
+    arm_env = e; /* C */
+    arm_mask = cmask;
+    arm_not[0] = a.upload_id;
+    arm_not[1] = b.upload_id;
+    arm_done = 0;
+    rf_put_head_hook = arm_cut_at_own_heads;
+    int rc = put_cut(e, key, 0x3f); /* (armed again at its own first head) */
+    rf_put_head_hook = NULL;
+    cut_heads_clear(e);
+    assert_int_not_equal(rc, 0);
+    obj__wall_skew_ns = 2 * PAST_COMMIT_STALE;
+    print_message("after C: headsA=%d headsB=%d\n", heads_naming(e, key, a.upload_id),
+                  heads_naming(e, key, b.upload_id));
+    src = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("standing=%d %s (A=%s B=%s)\n", src, src ? "-" : info.upload_id, a.upload_id,
+                  b.upload_id);
+    int st = obj_stat(e->set, "bkt", key, &info);
+    print_message("stat=%d %s\n", st, st ? "-" : info.upload_id);
+    obj_heal_report_t rep = {0};
+    int hr = obj_heal(e->set, "bkt", key, &rep);
+    st = obj_stat(e->set, "bkt", key, &info);
+    print_message("heal=%d then stat=%d %s headsA=%d headsB=%d\n", hr, st,
+                  st ? "-" : info.upload_id, heads_naming(e, key, a.upload_id),
+                  heads_naming(e, key, b.upload_id));
+    obj__wall_skew_ns = 0;
+    cut_versioning = OBJ_UNVERSIONED;
+    assert_int_equal(src, 0);
+    assert_string_equal(info.upload_id, a.upload_id); /* the acknowledged version */
+    assert_int_equal(hr, 0);
+    assert_int_equal(heads_naming(e, key, a.upload_id), N); /* every cut undone */
+}
+static void test_two_cuts_in_a_row_on_two_stores(void **state)
+{
+    two_cuts_in_a_row(*state, "two-cuts-a", 0xC, OBJ_UNVERSIONED);
+}
+
+static void test_two_cuts_in_a_row_on_three_stores(void **state)
+{
+    two_cuts_in_a_row(*state, "two-cuts-b", 0xE, OBJ_UNVERSIONED);
+}
+
+static void test_two_cuts_in_a_row_versioned(void **state)
+{
+    two_cuts_in_a_row(*state, "two-cuts-c", 0xC, OBJ_VERSIONED);
+}
+
+/*
  * A small version over an erasure-coded one has a head on every store and its bytes on its m+1
  * copies (0-2 here). A 100 KB PUT over it killed after its heads on exactly those stores: the
  * small version's bytes are gone from every store, its three byte-less heads remain. The
@@ -8038,6 +8106,9 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_of_a_split_key_failing_backs_off, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_on_two_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_on_three_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_versioned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sparse_put_over_tombstones_then_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_put_taken_for_superseded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_cut_over_a_key_split_short, setup, teardown),
