@@ -85,8 +85,11 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
  * mid-commit may). Returns those stores (0: the undo is whole).
  */
 static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
-                           const obj_info_t *old, const void *old_bytes, uint32_t never)
+                           const obj_info_t *old, const void *old_bytes, uint32_t never,
+                           uint64_t at)
 {
+    /* at: only heads of nv stamped so (0: any). A leftover's undo by another writer than its
+     * own: a retry of the same upload (a Complete resumed) writes fresh heads of it. */
     uint32_t left = 0; /* stores where the new head may still stand */
     uint32_t took = 0;
     int first_err = 0, stores[OBJ_MAX_SHARDS];
@@ -96,7 +99,9 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
     int n = obj__stores_in(s, UINT32_MAX & ~never, stores);
     obj__read_heads(s, bucket, key, "", stores, n, h);
     for (int j = 0; j < n; j++)
-        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) took |= 1u << stores[j];
+        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0 &&
+            (!at || h[j].info.stamp_ns == at))
+            took |= 1u << stores[j];
     /*
      * Each store that took the new head gets back what it had: the old
      * head where the old version had one (all stores, or a sparse one's
@@ -116,7 +121,7 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
         }
     }
     if (back) {
-        shard_cond_t mine = {.mode = SHARD_IF_UPLOAD};
+        shard_cond_t mine = {.mode = SHARD_IF_UPLOAD, .stamp = at};
         memcpy(mine.upload, nv->upload_id, sizeof(mine.upload));
         uint32_t failed = 0;
         int refused = 0;
@@ -130,7 +135,8 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
     obj__read_heads(s, bucket, key, "", stores, n, h);
     for (int j = 0; j < n; j++) {
         drive_id_t id = {bucket, key, "", (uint32_t)stores[j]};
-        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0) {
+        if (h[j].ok && strcmp(h[j].info.upload_id, nv->upload_id) == 0 &&
+            (!at || h[j].info.stamp_ns == at)) {
             int rc = obj__undo_del(s, stores[j], &id, &h[j].info);
             if (rc == ERR_PRECOND || rc == ERR_NOT_FOUND) continue; /* covered meanwhile */
             if (rc && !first_err) first_err = rc;
@@ -550,6 +556,12 @@ static int covered_version(obj_set_t *s, const char *bucket, const char *key, co
 
 int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const char *upload)
 {
+    return obj__drop_cut_heads_at(s, bucket, key, upload, 0);
+}
+
+int obj__drop_cut_heads_at(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                           uint64_t at)
+{
     obj_info_t *best = xmalloc(sizeof(*best)), *cut = xmalloc(sizeof(*cut));
     int rc = standing_past_a_cut(s, bucket, key, best);
     /* Nothing stands: what the cut covered goes back where its heads went, as the commit's own
@@ -575,7 +587,7 @@ int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const
          * heads went (only there: a newer head stays), else the heads removed. */
         obj_info_clear(cut);
         snprintf(cut->upload_id, sizeof(cut->upload_id), "%s", upload);
-        rc = undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, rc == 0 ? bytes : NULL, 0)
+        rc = undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, rc == 0 ? bytes : NULL, 0, at)
                  ? ERR_UNRECOVERABLE
                  : 0;
         if (!rc) log_info("event=cut_heads_dropped key=%s upload=%s", key, upload);
@@ -771,11 +783,15 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
          * acknowledged: it "stood", and the version acknowledged was lost. Not a
          * head of what stands (a rewrite or a tombstone of it: ERR_BUSY, covered as before).
          */
-        if (in_way && had_old && tidied < 3) {
+        /* Not a pool mover's switch: its tombstones carry the moved version's own (old) stamp,
+         * so one in flight through another node already reads as a leftover. */
+        if (in_way && had_old && tidied < 3 && strcmp(anywhere.upload, OBJ_MOVED_UPLOAD) != 0) {
             char up[sizeof(anywhere.upload)];
             memcpy(up, anywhere.upload, sizeof(up));
             tidied++;
-            if (obj__drop_cut_heads(s, bucket, key, up) == 0) {
+            /* Those heads only, at the stamp read: a Complete resumed meanwhile (its upload id,
+             * through another node) writes fresh heads of it, which must stay. */
+            if (obj__drop_cut_heads_at(s, bucket, key, up, anywhere.stamp) == 0) {
                 log_info("event=commit_leftover_undone key=%s upload=%s", key, up);
                 attempt--;
                 continue;
@@ -967,7 +983,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
             break;
         }
         if (heads > 0)
-            ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead);
+            ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead, 0);
         if (ghost && !refused) {
             /*
              * Failing stores kept heads of this version: a reader may find it.
@@ -994,8 +1010,8 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
          * show a refused write to readers (a racing CreateBucket's owner).
          * Once more, now that the stores have had a moment.
          */
-        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes,
-                         dead); /* logs what stays */
+        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead,
+                         0); /* logs what stays */
     }
     pthread_mutex_unlock(lk);
     free(old_bytes);

@@ -237,10 +237,11 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
                       strcmp(info->upload_id, st->upload_id) != 0;
             char upload[sizeof(info->upload_id)];
             memcpy(upload, info->upload_id, sizeof(upload));
+            uint64_t at = info->stamp_ns;
             free(st);
             free(info);
             if (!cut) return 0;
-            int drc = obj__drop_cut_heads(s, bucket, key, upload);
+            int drc = obj__drop_cut_heads_at(s, bucket, key, upload, at);
             if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
             return heal_version(s, rf, bucket, key, NULL, rep, 1);
         }
@@ -283,10 +284,11 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
         if (leftover) {
             char upload[sizeof(info->upload_id)];
             memcpy(upload, top->upload_id, sizeof(upload));
+            uint64_t at = top->stamp_ns;
             free(top);
             obj_close(r);
             free(info);
-            int drc = obj__drop_cut_heads(s, bucket, key, upload);
+            int drc = obj__drop_cut_heads_at(s, bucket, key, upload, at);
             if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
             return heal_version(s, rf, bucket, key, NULL, rep, 1);
         }

@@ -716,6 +716,10 @@ int obj__landed_late(const char *key, const obj_info_t *info);
  * stands now; or the stores' error (some of its heads may stay).
  */
 int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const char *upload);
+/* The same, only its heads stamped `at` (0: any): a leftover undone by a writer other than
+ * its upload's own closer, which a retry of the upload may be writing over meanwhile. */
+int obj__drop_cut_heads_at(obj_set_t *s, const char *bucket, const char *key, const char *upload,
+                           uint64_t at);
 /*
  * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
  * they hold a head newer than *bound (the version the delete read), another

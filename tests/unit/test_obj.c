@@ -6059,6 +6059,90 @@ static void test_two_cuts_in_a_row_versioned(void **state)
 }
 
 /*
+ * A Complete U cut after its heads on stores 0-2 over A (its record still
+ * closing), both past every bound. A plain PUT through another node finds U a leftover above
+ * A and finishes its undo (obj__drop_cut_heads, by upload id). Between that undo's read and
+ * its writes, the client's retry of the Complete (this node) resumes U: its commit writes U
+ * on every store at a fresh stamp and answers 200. The undo's writes, under SHARD_IF_UPLOAD of
+ * U with no stamp, take the fresh heads for the cut's and put A back over three of them: U,
+ * acknowledged, stands on three stores, and once stale the credit hands them to A. The heal
+ * keeps off multipart leftovers for this very reason (a retry reuses the upload id).
+ */
+static env_t *race_env;
+static const char *race_key;
+static const char *race_a; /* the version the undo puts back */
+static cut_upload_t *race_u;
+static int race_rc = -1;
+static void complete_retry_mid_undo(const drive_id_t *id, const void *meta, size_t ml)
+{
+    obj_info_t o;
+    if (strcmp(id->bucket, "bkt") != 0 || strcmp(id->key, race_key) != 0 ||
+        obj_meta_decode(meta, ml, &o) != 0 || strcmp(o.upload_id, race_a) != 0)
+        return;
+    rf_put_head_hook = NULL; /* once: the undo's first write of A */
+    int why = 0;
+    race_rc = cut_complete(race_env, race_key, race_u, 2, 0, &why);
+}
+
+static void test_put_tidy_undoes_a_complete_resumed_meanwhile(void **state)
+{
+    env_t *e = *state;
+    const char *key = "tidy-vs-resume";
+    obj_info_t a, info;
+    cut_versioning = OBJ_UNVERSIONED;
+    put_big(e, key, OBJ_UNVERSIONED, &a);
+    cut_upload_t u;
+    cut_upload_new(e, key, 3131, &u);
+    cut_complete_on(e, key, 0x7, &u);
+    obj__wall_skew_ns = CUT_STALE; /* the cut a leftover, its closer surely gone */
+    obj_set_t *other = other_gateway(e);
+    race_env = e;
+    race_key = key;
+    race_a = a.upload_id;
+    race_u = &u;
+    race_rc = -1;
+    rf_put_head_hook = complete_retry_mid_undo;
+    int err;
+    obj_writer_t *w = obj_put_begin(other, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1; /* create-only: refused (A, then U, stand) */
+    obj_put_set_cond(w, &c);
+    int prc = obj_put_commit(w, NULL, NULL, 0, &info);
+    rf_put_head_hook = NULL;
+    obj_set_free(other);
+    print_message("put=%d complete=%d headsU=%d headsA=%d\n", prc, race_rc,
+                  heads_naming(e, key, u.upload), heads_naming(e, key, a.upload_id));
+    assert_int_equal(race_rc, 0); /* the Complete answered 200 */
+    assert_int_not_equal(prc, 0);
+    /* Later (past any commit's age): the object is U, as the Complete answered. */
+    obj__wall_skew_ns = CUT_STALE + PAST_COMMIT_STALE;
+    obj_heal_report_t rep = {0};
+    int hr = obj_heal(e->set, "bkt", key, &rep);
+    int src = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("heal=%d standing=%d %s (U=%s A=%s) headsU=%d\n", hr, src,
+                  src ? "-" : info.upload_id, u.upload, a.upload_id,
+                  heads_naming(e, key, u.upload));
+    /* A create-only PUT: refused, whatever stands; here its tidy undid U's last heads. */
+    w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "create", 6), 0);
+    obj_put_set_cond(w, &c);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &info), ERR_PRECOND);
+    int st = obj_stat(e->set, "bkt", key, &info);
+    obj__wall_skew_ns = 0;
+    print_message("then stat=%d %s headsU=%d\n", st, st ? "-" : info.upload_id,
+                  heads_naming(e, key, u.upload));
+    assert_int_equal(src, 0);
+    assert_int_equal(st, 0);
+    assert_string_equal(info.upload_id, u.upload);
+    assert_int_equal(heads_naming(e, key, u.upload), N);
+    assert_cut_object(e, key, &u);
+    free(u.data);
+}
+
+/*
  * A small version over an erasure-coded one has a head on every store and its bytes on its m+1
  * copies (0-2 here). A 100 KB PUT over it killed after its heads on exactly those stores: the
  * small version's bytes are gone from every store, its three byte-less heads remain. The
@@ -8109,6 +8193,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_on_two_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_on_three_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_cuts_in_a_row_versioned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_tidy_undoes_a_complete_resumed_meanwhile, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sparse_put_over_tombstones_then_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_put_taken_for_superseded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_cut_over_a_key_split_short, setup, teardown),
