@@ -84,9 +84,8 @@ int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v)
  * fails here may keep a head of a version whose PUT was refused (as a crash
  * mid-commit may). Returns those stores (0: the undo is whole).
  */
-static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
-                           const obj_info_t *old, const void *old_bytes, uint32_t never,
-                           uint64_t at)
+uint32_t obj__undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
+                         const obj_info_t *old, const void *old_bytes, uint32_t never, uint64_t at)
 {
     /* at: only heads of nv stamped so (0: any). A leftover's undo by another writer than its
      * own: a retry of the same upload (a Complete resumed) writes fresh heads of it. */
@@ -152,8 +151,6 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
     return left;
 }
 
-#define COMMIT_STALE_NS (10ull * 1000000000) /* a head short of standing this long: a crash's */
-
 /*
  * What a commit replaces, read from every store: *best, the newest version
  * that stands (heads on k stores, or on every copy of a sparse one; a
@@ -164,8 +161,8 @@ static uint32_t undo_heads(obj_set_t *s, const char *bucket, const char *key, co
  * ERR_NOT_FOUND (no version stands and more than m stores hold no head),
  * ERR_UNRECOVERABLE (failing stores leave it open).
  */
-static int current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
-                              shard_cond_t *anywhere, uint32_t skip, uint32_t *gave, int margin)
+int obj__current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                            shard_cond_t *anywhere, uint32_t skip, uint32_t *gave, int margin)
 {
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], have[OBJ_MAX_SHARDS] = {0}, failed = 0, absent = 0;
@@ -258,7 +255,7 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
     uint64_t newest = 0;
     for (int i = 0; i < n; i++)
         if (h[i].ok && h[i].info.stamp_ns > newest) newest = h[i].info.stamp_ns;
-    if (rc && newest && newest + COMMIT_STALE_NS <= read_at) {
+    if (rc && newest && newest + OBJ__COMMIT_STALE_NS <= read_at) {
         int used[OBJ_MAX_SHARDS] = {0};
         for (;;) {
             int top = -1;
@@ -298,7 +295,8 @@ static int current_for_commit(obj_set_t *s, const char *bucket, const char *key,
      * version. Taken for no version, a create-only PUT went over the acknowledged one and a
      * heal gave up on the key (obj_heal finishes the undo).
      */
-    if (rc && newest && newest + COMMIT_STALE_NS <= read_at && failed + absent <= s->wq - s->k) {
+    if (rc && newest && newest + OBJ__COMMIT_STALE_NS <= read_at &&
+        failed + absent <= s->wq - s->k) {
         int used[OBJ_MAX_SHARDS] = {0}, credit = 0;
         uint32_t above = 0; /* the stores holding the heads credited so far */
         for (;;) {
@@ -352,13 +350,13 @@ int obj__standing_under(obj_set_t *s, const char *bucket, const char *key, obj_i
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     uint64_t read_at = obj__wall_ns();
-    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
+    int rc = obj__current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
     uint64_t st = rc == 0 ? best->stamp_ns : 0;
     const char *up = rc == 0 ? best->upload_id : "";
     *in_way = anywhere.stamp > st || (anywhere.stamp == st && strcmp(anywhere.upload, up) > 0);
     *leftover = 0;
     /* One short for longer than any commit takes: a crash's leftover, never acknowledged. */
-    if (*in_way && anywhere.stamp + COMMIT_STALE_NS <= read_at) *in_way = 0, *leftover = 1;
+    if (*in_way && anywhere.stamp + OBJ__COMMIT_STALE_NS <= read_at) *in_way = 0, *leftover = 1;
     return rc;
 }
 
@@ -378,224 +376,6 @@ int obj__newest_anywhere(obj_set_t *s, const char *bucket, const char *key, obj_
     if (top >= 0) obj_info_copy(out, &h[top].info);
     free(h);
     return top >= 0 ? 0 : ERR_NOT_FOUND;
-}
-
-int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key)
-{
-    uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
-    if ((obj__unhealthy(s) | obj__refilling(s)) & all) return 0;
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), ok = 1;
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n; j++)
-        if (!h[j].ok && h[j].rc != ERR_NOT_FOUND) ok = 0;
-    free(h);
-    return ok;
-}
-
-/* current_for_commit for a commit of upload cut short: ERR_NOT_FOUND when nothing stands. */
-static int standing_past_a_cut(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best)
-{
-    shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
-    int rc = current_for_commit(s, bucket, key, best, &anywhere, 0, NULL, 0);
-    if (rc == ERR_UNRECOVERABLE && obj__every_store_answered(s, bucket, key)) rc = ERR_NOT_FOUND;
-    return rc;
-}
-
-/* Whether a version of upload lies at its own position (pos of mtime): 1, 0, or an error. */
-static int kept_at_position(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                            uint64_t mtime_ns)
-{
-    char pos[OBJ_VID_LEN + 1];
-    obj_info_t *v = xmalloc(sizeof(*v));
-    obj__vid_of(pos, mtime_ns);
-    int vr = obj__newest_at(s, bucket, key, pos, v);
-    int out = vr == 0 ? strcmp(v->upload_id, upload) == 0 : vr == ERR_NOT_FOUND ? 0 : vr;
-    free(v);
-    return out;
-}
-
-int obj__cut_short(obj_set_t *s, const char *bucket, const char *key, const char *upload)
-{
-    obj_info_t *best = xmalloc(sizeof(*best));
-    int rc = standing_past_a_cut(s, bucket, key, best);
-    if (rc && rc != ERR_NOT_FOUND) {
-        free(best);
-        return rc;
-    }
-    int stands = rc == 0, is_mine = stands && strcmp(best->upload_id, upload) == 0 &&
-                                    !(best->deleted && !best->marker); /* not its tombstone */
-    /* Every store's current head, as the standing version was decided from. */
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    int own = 0, up = -1, below = -1, fresh_other = 0, failed = 0, out;
-    uint64_t now = obj__wall_ns();
-    for (int j = 0; j < n; j++) {
-        if (!h[j].ok) {
-            failed += h[j].rc != ERR_NOT_FOUND;
-            continue;
-        }
-        const obj_info_t *o = &h[j].info;
-        int above = !stands || obj__newer(o, best), tomb = o->deleted && !o->marker;
-        if (strcmp(o->upload_id, upload) == 0 && !tomb) {
-            /* Its own heads, at any stamp (a rewrite of its tags cut short splits them). */
-            if (is_mine && strcmp(o->vid, best->vid) == 0) own++;
-            int *top = above ? &up : &below;
-            if (*top < 0 || obj__newer(o, &h[*top].info)) *top = j;
-        } else if (above && o->stamp_ns + COMMIT_STALE_NS > now) {
-            fresh_other = 1;
-        }
-    }
-    if (is_mine) {
-        /* It stands on k heads of its own; by the failing stores' credit alone (they may hold
-         * nothing of it), that cannot be told. */
-        out = own >= s->k ? 0 : ERR_UNRECOVERABLE;
-    } else if (up < 0 && below >= 0 && best->vid[0]) {
-        /*
-         * Only heads of it below a version that stands: completed, then replaced, when it
-         * stood; in a versioned bucket the version that replaced it kept it at its own
-         * position. None there: it never stood (its stores missed the later write), and a
-         * 200 would name a version nobody finds.
-         */
-        out = kept_at_position(s, bucket, key, upload, h[below].info.mtime_ns);
-        out = out < 0 ? out : out ? 0 : 1;
-    } else if (up < 0) {
-        /* No head of it above what stands: completed, then replaced (unversioned: nothing
-         * tells a head its stores missed the later write over apart). A store that failed
-         * its read may hold one above: cannot tell. */
-        out = failed ? ERR_UNRECOVERABLE : 0;
-    } else if (fresh_other || h[up].info.stamp_ns + COMMIT_STALE_NS > now) {
-        /* Another writer's head in flight above what stands, or its own (a closer that
-         * outlived its bounds, or a resumer through another node, still writing): wait. */
-        out = ERR_THROTTLED;
-    } else {
-        /*
-         * A head of it above what stands is its commit cut short, or a copy of a version of
-         * it that stood, kept as noncurrent, then promoted back by a delete of the version
-         * above it (that promotion cut short): such a copy has its version's mtime, and the
-         * version is still at its own position.
-         */
-        out = kept_at_position(s, bucket, key, upload, h[up].info.mtime_ns);
-        out = out < 0 ? out : out ? 0 : 1;
-    }
-    free(h);
-    free(best);
-    return out;
-}
-
-static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                        obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
-                        int *first_err, int keep);
-
-int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                      const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info, int *first_err)
-{
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), up = -1;
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n; j++)
-        if (h[j].ok && strcmp(h[j].info.upload_id, upload) == 0 &&
-            !(h[j].info.deleted && !h[j].info.marker) &&
-            (up < 0 || obj__newer(&h[j].info, &h[up].info)))
-            up = j;
-    int heads = -1, src = ERR_NOT_FOUND;
-    obj_info_t *best = xmalloc(sizeof(*best));
-    if (up >= 0) src = standing_past_a_cut(s, bucket, key, best);
-    if (up < 0 || (src == 0 && !obj__newer(&h[up].info, best))) {
-        /* Nothing of it left, or only below a version that stands (its stores missed that
-         * later write): a commit of its own. */
-        *first_err = ERR_NOT_FOUND;
-    } else if (src && src != ERR_NOT_FOUND) {
-        *first_err = src;
-    } else {
-        /* A commit like any other (the key's lock, what stands kept or dropped, the condition,
-         * every bound), its identity kept. */
-        obj_info_copy(info, &h[up].info);
-        heads = commit_heads(s, bucket, key, cond, v, info, NULL, 0, first_err, 1);
-        log_info("event=commit_rolled_forward key=%s upload=%s heads=%d", key, upload, heads);
-        if (heads == -1 && *first_err == ERR_NOT_FOUND) *first_err = ERR_UNRECOVERABLE;
-        /* Short and undone: but not where the undo could not reach (a store away), and the cut
-         * heads there still name the manifest, which must stay (a fourth review). */
-        if (heads >= 0 && !obj__enough(s, info, heads)) {
-            if (!*first_err) *first_err = ERR_UNRECOVERABLE;
-            heads = OBJ__COMMIT_IN_DOUBT;
-        }
-    }
-    free(best);
-    free(h);
-    return heads;
-}
-
-/*
- * The version a commit of upload cut short covered, when none stands now (it lost heads to
- * the cut: a small one's copy, or as many heads as the cut left): of the other versions at
- * the current position, the one with the most heads, the newer on a tie. 0 or ERR_NOT_FOUND.
- */
-static int covered_version(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                           obj_info_t *out)
-{
-    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
-    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores), top = -1, most = 0;
-    obj__read_heads(s, bucket, key, "", stores, n, h);
-    for (int j = 0; j < n; j++) {
-        if (!h[j].ok || strcmp(h[j].info.upload_id, upload) == 0) continue;
-        int c = 0;
-        for (int i = 0; i < n; i++)
-            c += h[i].ok && h[i].info.stamp_ns == h[j].info.stamp_ns &&
-                 strcmp(h[i].info.upload_id, h[j].info.upload_id) == 0;
-        if (c > most || (c == most && obj__newer(&h[j].info, &h[top].info))) {
-            top = j;
-            most = c;
-        }
-    }
-    if (top >= 0) obj_info_copy(out, &h[top].info);
-    free(h);
-    return top >= 0 ? 0 : ERR_NOT_FOUND;
-}
-
-int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const char *upload)
-{
-    return obj__drop_cut_heads_at(s, bucket, key, upload, 0);
-}
-
-int obj__drop_cut_heads_at(obj_set_t *s, const char *bucket, const char *key, const char *upload,
-                           uint64_t at)
-{
-    obj_info_t *best = xmalloc(sizeof(*best)), *cut = xmalloc(sizeof(*cut));
-    int rc = standing_past_a_cut(s, bucket, key, best);
-    /* Nothing stands: what the cut covered goes back where its heads went, as the commit's own
-     * undo would have put it (a small version's copy, bytes and all). */
-    if (rc == ERR_NOT_FOUND && covered_version(s, bucket, key, upload, best) == 0) rc = 0;
-    void *bytes = NULL;
-    if (rc == 0 && strcmp(best->upload_id, upload) == 0) {
-        rc = ERR_BUSY; /* it stands now: not cut short */
-    } else if (rc == 0 && !best->deleted && best->inl && best->size &&
-               obj__inline_load(s, bucket, key, best, bytes = xmalloc(best->size)) != 0) {
-        /*
-         * The small version to put back cannot be read now (its last copy failing): its cut
-         * heads stay, and count for it, until it can. Removed without it (undo_heads' fallback
-         * for a version replaced meanwhile), they left it short of standing, and a create-only
-         * PUT went over it.
-         */
-        log_warn("event=cut_heads_kept key=%s upload=%s: the version they covered cannot be "
-                 "read to put back",
-                 key, upload);
-        rc = ERR_UNRECOVERABLE;
-    } else if (rc == 0 || rc == ERR_NOT_FOUND) {
-        /* As a commit that falls short is undone: the version it covered put back where its
-         * heads went (only there: a newer head stays), else the heads removed. */
-        obj_info_clear(cut);
-        snprintf(cut->upload_id, sizeof(cut->upload_id), "%s", upload);
-        rc = undo_heads(s, bucket, key, cut, rc == 0 ? best : NULL, rc == 0 ? bytes : NULL, 0, at)
-                 ? ERR_UNRECOVERABLE
-                 : 0;
-        if (!rc) log_info("event=cut_heads_dropped key=%s upload=%s", key, upload);
-    }
-    free(bytes);
-    free(cut);
-    free(best);
-    return rc;
 }
 
 #define COMMIT_TRIES 10
@@ -647,7 +427,7 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
         if (!way || obj__newer(v, way)) way = v;
     }
     if (rc == 0 && way) {
-        if (way->stamp_ns + COMMIT_STALE_NS <= obj__wall_ns()) {
+        if (way->stamp_ns + OBJ__COMMIT_STALE_NS <= obj__wall_ns()) {
             /* Short of standing for longer than any commit takes: a crash's leftover, never
              * acknowledged. The delete removes it with the rest. */
             log_info("event=delete_covers_leftover key=%s upload=%s", key, way->upload_id);
@@ -671,13 +451,17 @@ static int standing_head(obj_set_t *set, const char *bucket, const char *key, ob
 {
     shard_cond_t anywhere = {.mode = SHARD_IF_AT_MOST};
     uint32_t gave = 0;
-    return current_for_commit(set, bucket, key, info, &anywhere, 0, &gave, set->m);
+    return obj__current_for_commit(set, bucket, key, info, &anywhere, 0, &gave, set->m);
 }
 
 int obj_stat_standing(obj_set_t *s, const char *bucket, const char *key, obj_info_t *info)
 {
     return obj__stat_routed(s, bucket, key, info, standing_head);
 }
+
+static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                        obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                        int *first_err, int keep);
 
 int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
                       obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
@@ -686,9 +470,16 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
     return commit_heads(s, bucket, key, cond, v, info, data, dead, first_err, 0);
 }
 
+int obj__commit_heads_keep(obj_set_t *s, const char *bucket, const char *key,
+                           const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info,
+                           int *first_err)
+{
+    return commit_heads(s, bucket, key, cond, v, info, NULL, 0, first_err, 1);
+}
+
 /*
  * Whether a commit's heads landed so late that others may have read some of them as a
- * crash's leftover (COMMIT_STALE_NS by its stamp, on their clocks: half of it is the margin
+ * crash's leftover (OBJ__COMMIT_STALE_NS by its stamp, on their clocks: half of it is the margin
  * for clocks that differ) and acted on it: a heal finishing the undo of a key split short
  * (current_for_commit), a write covering them without keeping them. Such a reader's read
  * began after that age, so a commit whose heads were all down by half of it was seen whole;
@@ -698,7 +489,7 @@ int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const o
 int obj__landed_late(const char *key, const obj_info_t *info)
 {
     uint64_t now = obj__wall_ns();
-    if (now < info->stamp_ns + COMMIT_STALE_NS / 2) return 0;
+    if (now < info->stamp_ns + OBJ__COMMIT_STALE_NS / 2) return 0;
     log_warn("event=commit_late key=%s upload=%s after_ms=%llu: its heads may have been taken "
              "for a crash's leftover",
              key, info->upload_id, (unsigned long long)((now - info->stamp_ns) / 1000000));
@@ -754,22 +545,22 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
         heads = -1;
         uint32_t gave = 0;
         uint64_t read_at = obj__wall_ns();
-        had_old = current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s), &gave,
-                                     s->n - s->wq) == 0;
+        had_old = obj__current_for_commit(s, bucket, key, &old, &anywhere, dead & obj__slow(s),
+                                          &gave, s->n - s->wq) == 0;
         dead |= gave; /* given up on: not written either (healed once committed) */
         /*
          * Replace the version that stands and nothing newer. A newer head
          * that does not stand is another writer's commit in flight: it
          * stands soon (then this commit covers it, keeping or dropping it as
          * it should) or is undone, so wait for it. One that stays short for
-         * longer than any commit takes (COMMIT_STALE_NS by its stamp) was
+         * longer than any commit takes (OBJ__COMMIT_STALE_NS by its stamp) was
          * left by a crash, never acknowledged: it is covered.
          */
         bound.stamp = had_old ? old.stamp_ns : 0;
         memcpy(bound.upload, had_old ? old.upload_id : "", had_old ? sizeof(bound.upload) : 1);
         int in_way = anywhere.stamp > bound.stamp ||
                      (anywhere.stamp == bound.stamp && strcmp(anywhere.upload, bound.upload) > 0);
-        if (in_way && anywhere.stamp + COMMIT_STALE_NS > read_at) {
+        if (in_way && anywhere.stamp + OBJ__COMMIT_STALE_NS > read_at) {
             if (!backoff(key, attempt, 0, 0)) {
                 *first_err = ERR_THROTTLED;
                 break;
@@ -951,7 +742,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
              */
             obj_info_t now;
             shard_cond_t any = {.mode = SHARD_IF_AT_MOST};
-            if (refused && current_for_commit(s, bucket, key, &now, &any, 0, NULL, 0) == 0 &&
+            if (refused && obj__current_for_commit(s, bucket, key, &now, &any, 0, NULL, 0) == 0 &&
                 obj__newer(&now, info)) {
                 superseded = 1;
                 break;
@@ -983,7 +774,8 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
             break;
         }
         if (heads > 0)
-            ghost = undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead, 0);
+            ghost =
+                obj__undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead, 0);
         if (ghost && !refused) {
             /*
              * Failing stores kept heads of this version: a reader may find it.
@@ -1010,8 +802,8 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
          * show a refused write to readers (a racing CreateBucket's owner).
          * Once more, now that the stores have had a moment.
          */
-        (void)undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead,
-                         0); /* logs what stays */
+        (void)obj__undo_heads(s, bucket, key, info, had_old ? &old : NULL, old_bytes, dead,
+                              0); /* logs what stays */
     }
     pthread_mutex_unlock(lk);
     free(old_bytes);

@@ -17,6 +17,7 @@
  *   obj_commit.c  the commit of a version's heads (the stores decide between
  *               gateways: read what stands, write under a condition, undo
  *               and retry on a refusal) and the conditions it checks
+ *   obj_cut.c   commits cut short by a kill: told apart, carried through, undone
  *   obj_put.c   the writer: streamed encode, double-buffered stripe writes,
  *               the commit
  *   obj_get.c   the reader: block source, read-ahead, multipart manifests
@@ -650,22 +651,14 @@ void obj__drop_version(obj_set_t *s, const char *bucket, const char *key, const 
 
 /* ---- obj_commit.c ---- */
 
+/* A head short of standing this long (by its stamp) is a crash's leftover, never acknowledged:
+ * no commit takes longer (obj__landed_late answers one that does "in doubt"). */
+#define OBJ__COMMIT_STALE_NS (10ull * 1000000000)
+
 /* c's if_upload / if_stamp against v (delete markers too; NULL: none): 0 or ERR_PRECOND. */
 int obj__cond_identity(const obj_cond_t *c, const obj_info_t *v);
 /* A wall-clock time later than cur's mtime and stamp (cur may be NULL). */
 uint64_t obj__now_after(const obj_info_t *cur);
-/*
- * The commit point of a new version (or delete marker): under the key's
- * lock, check cond, stamp info with an mtime after the newest head's, give
- * it a version id (v), keep the version it covers as noncurrent (v) and
- * write its heads on the stores not in dead (with data: an inline object's
- * bytes, NULL otherwise). Once the commit stands, the
- * version it replaced (unversioned, or the null one) is dropped. Returns
- * the heads written (-1: nothing written; OBJ__COMMIT_IN_DOUBT: failed, but
- * failing stores kept heads of it that the undo could not take back, so its
- * blocks must stay: the heal queue completes it); *first_err gets the first
- * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
- */
 /*
  * The current head that stands, read from every store as a commit reads
  * it (tombstones and delete markers included); *in_way: a newer head that
@@ -679,6 +672,62 @@ int obj__standing_under(obj_set_t *s, const char *bucket, const char *key, obj_i
                         int *in_way, int *leftover);
 /* The newest head at bucket/key's current position on any store, standing or not. */
 int obj__newest_anywhere(obj_set_t *s, const char *bucket, const char *key, obj_info_t *out);
+/*
+ * What a commit replaces, read from every store (obj_commit.c): *best, the version that stands,
+ * and *anywhere, the newest head any store holds. skip, gave, margin: a writer's hedging. 0,
+ * ERR_NOT_FOUND, ERR_UNRECOVERABLE.
+ */
+int obj__current_for_commit(obj_set_t *s, const char *bucket, const char *key, obj_info_t *best,
+                            shard_cond_t *anywhere, uint32_t skip, uint32_t *gave, int margin);
+/*
+ * A commit of nv that fell short undone: where a store holds nv's head (at stamp `at`, 0: any),
+ * old's put back (bytes from old_bytes, else read), or the head removed. The stores where it
+ * may stay (0: whole).
+ */
+uint32_t obj__undo_heads(obj_set_t *s, const char *bucket, const char *key, const obj_info_t *nv,
+                         const obj_info_t *old, const void *old_bytes, uint32_t never, uint64_t at);
+/* obj__commit_heads of a version cut short, carried through: its version id and mtime kept
+ * while they are newer than what it covers (obj__roll_forward). */
+int obj__commit_heads_keep(obj_set_t *s, const char *bucket, const char *key,
+                           const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info,
+                           int *first_err);
+
+/*
+ * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
+ * they hold a head newer than *bound (the version the delete read), another
+ * writer's after the read. Reads every store's head: 1 when a version newer
+ * than *bound stands (the delete linearizes before it: done), 0 to go round
+ * again (the refusing head was undone, or, in the way longer than any commit
+ * takes, is a crash's leftover: *bound now covers it; else after a back-off),
+ * or ERR_THROTTLED when the commit's tries are spent (attempt counts them).
+ */
+int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
+                       int attempt);
+/*
+ * Whether the heads of info (a commit's, a promotion's, a delete's tombstones) landed so late
+ * that others may have read some of them as a crash's leftover and acted on it: such a write
+ * is answered "in doubt" (503), nothing it covered dropped (obj_commit.c).
+ */
+int obj__landed_late(const char *key, const obj_info_t *info);
+/*
+ * The commit point of a new version (or delete marker): under the key's
+ * lock, check cond, stamp info with an mtime after the newest head's, give
+ * it a version id (v), keep the version it covers as noncurrent (v) and
+ * write its heads on the stores not in dead (with data: an inline object's
+ * bytes, NULL otherwise). Once the commit stands, the
+ * version it replaced (unversioned, or the null one) is dropped. Returns
+ * the heads written (-1: nothing written; OBJ__COMMIT_IN_DOUBT: failed, but
+ * failing stores kept heads of it that the undo could not take back, so its
+ * blocks must stay: the heal queue completes it); *first_err gets the first
+ * failure (ERR_PRECOND, ERR_NOT_FOUND: cond).
+ */
+#define OBJ__COMMIT_IN_DOUBT (-2) /* failed, but heads of it stayed: keep its blocks */
+int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
+                      obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
+                      int *first_err);
+
+/* ---- obj_cut.c ---- */
+
 /*
  * Whether the commit of upload at bucket/key (a Complete's, by its upload id) was cut short
  * by a kill in the middle of its heads: 1 when a head of it lies above the version that
@@ -705,12 +754,6 @@ int obj__every_store_answered(obj_set_t *s, const char *bucket, const char *key)
 int obj__roll_forward(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       const obj_cond_t *cond, obj_versioning_t v, obj_info_t *info, int *first_err);
 /*
- * Whether the heads of info (a commit's, a promotion's, a delete's tombstones) landed so late
- * that others may have read some of them as a crash's leftover and acted on it: such a write
- * is answered "in doubt" (503), nothing it covered dropped (obj_commit.c).
- */
-int obj__landed_late(const char *key, const obj_info_t *info);
-/*
  * A commit of upload cut short, undone as a commit that falls short is (the version that
  * stands put back where its heads went, or they go). 0; ERR_BUSY when a version of upload
  * stands now; or the stores' error (some of its heads may stay).
@@ -720,21 +763,6 @@ int obj__drop_cut_heads(obj_set_t *s, const char *bucket, const char *key, const
  * its upload's own closer, which a retry of the upload may be writing over meanwhile. */
 int obj__drop_cut_heads_at(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                            uint64_t at);
-/*
- * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
- * they hold a head newer than *bound (the version the delete read), another
- * writer's after the read. Reads every store's head: 1 when a version newer
- * than *bound stands (the delete linearizes before it: done), 0 to go round
- * again (the refusing head was undone, or, in the way longer than any commit
- * takes, is a crash's leftover: *bound now covers it; else after a back-off),
- * or ERR_THROTTLED when the commit's tries are spent (attempt counts them).
- */
-int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
-                       int attempt);
-#define OBJ__COMMIT_IN_DOUBT (-2) /* failed, but heads of it stayed: keep its blocks */
-int obj__commit_heads(obj_set_t *s, const char *bucket, const char *key, const obj_cond_t *cond,
-                      obj_versioning_t v, obj_info_t *info, const void *data, uint32_t dead,
-                      int *first_err);
 
 /* ---- obj_version.c ---- (under the key's lock, unless said) */
 
@@ -827,7 +855,7 @@ int obj__upload_named(obj_set_t *s, const char *bucket, const char *key, const c
 /*
  * A closing record this old has no live closer: a closer writes no head once its close is
  * older than OBJ__CLOSE_FENCE_NS, and a commit of heads begun before that ends well within the
- * rest (its wait for another writer's head in flight, COMMIT_STALE_NS, and a store's deadline,
+ * rest (its wait for another writer's head in flight, OBJ__COMMIT_STALE_NS, and a store's deadline,
  * 10 s each).
  */
 #define OBJ__CLOSE_STALE_NS (45ull * 1000000000)
@@ -862,7 +890,7 @@ int obj__upload_state(obj_set_t *s, const char *bucket, const char *key, const c
  * After a close that lost its condition: whether the upload still reads as open or closing.
  * A close cut short by a kill leaves its head on some stores only: newer than the record that
  * stands, it fails the next close's condition until a commit covers it as a crash's
- * (COMMIT_STALE_NS), and a resume that loses its takeover to the reaper's reopening finds it
+ * (OBJ__COMMIT_STALE_NS), and a resume that loses its takeover to the reaper's reopening finds it
  * open. Not gone, so not NoSuchUpload (final to a client): 503, and the client comes back.
  */
 int obj__upload_still_there(obj_set_t *s, const char *bucket, const char *key, const char *upload);

@@ -139,7 +139,7 @@ static int promoted_meanwhile(obj_set_t *s, const char *bucket, const char *key,
     return p;
 }
 
-#define REWRITE_STALE_NS (10ull * 1000000000) /* as a commit's COMMIT_STALE_NS */
+#define REWRITE_STALE_NS (10ull * 1000000000) /* as a commit's OBJ__COMMIT_STALE_NS */
 
 /*
  * After a refused rewrite of v at pos: the newest head there that is another rewrite of v
