@@ -178,6 +178,7 @@ int obj__upload_close(obj_set_t *s, const char *upload_id, const obj_info_t *rec
     closed->deleted = closed->marker = 1;
     int rc = obj__new_upload_id(closed->upload_id), first_err = 0;
     if (rc) return rc;
+    int doubt = 0; /* a try answered in doubt: its close may stand (a late one: it stays) */
     for (int tries = 0;; tries++) {
         first_err = 0;
         if (body) {
@@ -206,7 +207,15 @@ int obj__upload_close(obj_set_t *s, const char *upload_id, const obj_info_t *rec
             log_info("event=upload_record_heal upload=%s: read, but it does not stand", upload_id);
             if (obj_heal(s, MPU_UPLOADS, upload_id, &rep) == 0) continue;
         }
+        /*
+         * The condition fails on the record a try in doubt left (its own close, landed late or
+         * on failing stores, healed into place): not another closer's. Answered NoSuchUpload,
+         * an Abort of an open upload was told the upload it closed itself never was; in doubt.
+         */
+        if ((first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) && doubt)
+            return ERR_UNRECOVERABLE;
         if (first_err == ERR_PRECOND || first_err == ERR_NOT_FOUND) return ERR_NOT_FOUND;
+        if (first_err == ERR_UNRECOVERABLE) doubt = 1;
         if (tries == 0 && (first_err == ERR_THROTTLED || first_err == ERR_UNRECOVERABLE)) {
             obj_heal_report_t rep = {0};
             if (obj_heal(s, MPU_UPLOADS, upload_id, &rep) == 0) continue;

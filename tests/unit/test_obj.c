@@ -8052,6 +8052,199 @@ static void test_carried_through_complete_short_keeps_its_manifest(void **state)
     free(u.data);
 }
 
+/* ---- Writes that land late: what their callers answer and keep ---- */
+
+/* rf_put_head_hook: the late_at-th head of late_bkt/late_key put at its current position (any
+ * writer) finds the clock 6 s on: the write's heads land past OBJ__COMMIT_STALE_NS / 2. */
+static const char *late_bkt, *late_key;
+static int late_at, late_seen;
+
+static void land_late(const drive_id_t *id, const void *meta, size_t ml)
+{
+    (void)meta;
+    (void)ml;
+    if (!late_key || strcmp(id->bucket, late_bkt) != 0 || strcmp(id->key, late_key) != 0) return;
+    if (__atomic_add_fetch(&late_seen, 1, __ATOMIC_SEQ_CST) == late_at)
+        obj__wall_skew_ns = 6 * 1000000000ll;
+}
+
+static void late_arm(const char *bkt, const char *key, int at)
+{
+    late_bkt = bkt;
+    late_key = key;
+    late_at = at;
+    late_seen = 0;
+    rf_put_head_hook = land_late;
+}
+
+static void late_disarm(void)
+{
+    rf_put_head_hook = NULL;
+    late_key = NULL;
+    obj__wall_skew_ns = 0;
+}
+
+/*
+ * An Abort of an open upload whose close (the record's delete marker) lands late: the commit
+ * answers in doubt, obj__upload_close heals the record (the marker stands) and tries the close
+ * again, conditioned on the open record's stamp: it fails on the Abort's own marker, and the
+ * Abort answers NoSuchUpload (404) for the upload it aborted itself, its parts left to the
+ * reaper. In doubt is 503 (the retry then finds the upload gone: 404, as S3 answers an Abort
+ * sent again), or the close took effect: 204.
+ */
+static void test_late_abort_close_is_not_no_such_upload(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-abort";
+    cut_upload_t u;
+    cut_upload_new(e, key, 901, &u);
+    assert_int_equal(part_keys(e, u.upload), 2);
+    late_arm(MPU_UPLOADS, u.upload, 2);
+    int rc = obj_mpu_abort(e->set, "bkt", key, u.upload);
+    int seen = late_seen;
+    late_disarm();
+    print_message("abort=%d (%s), heads seen %d, parts left %d\n", rc, err_name(rc), seen,
+                  part_keys(e, u.upload));
+    assert_true(seen >= 2);
+    assert_int_not_equal(rc, ERR_NOT_FOUND); /* its own close: never NoSuchUpload */
+    free(u.data);
+}
+
+/*
+ * A Complete whose object commit lands late: in doubt (503), and the manifest, the parts and
+ * the closing record stay; the same Complete sent again answers 200 with the object.
+ */
+static void test_late_complete_commit_then_retry(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-complete";
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t info, done;
+    cut_upload_new(e, key, 902, &u);
+    late_arm("bkt", key, 3);
+    int rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, OBJ_UNVERSIONED,
+                              &done, &why);
+    late_disarm();
+    print_message("complete=%d (%s) why=%d parts=%d\n", rc, err_name(rc), why,
+                  part_keys(e, u.upload));
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    assert_int_equal(part_keys(e, u.upload), 2);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, u.upload, &info), 0);
+    rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, OBJ_UNVERSIONED, &done,
+                          &why);
+    print_message("retry=%d (%s) why=%d\n", rc, err_name(rc), why);
+    assert_int_equal(rc, 0);
+    assert_cut_object(e, key, &u);
+    free(u.data);
+}
+
+/*
+ * A Complete whose close (the closing record) lands late: obj__upload_close heals the record and
+ * tries again, conditioned on the open record: that fails on its own closing record. The
+ * Complete must not answer NoSuchUpload; sent again once the closer is surely gone, it resumes.
+ */
+static void test_late_complete_close_then_retry(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-complete-close";
+    cut_upload_t u;
+    int why = 0;
+    obj_info_t done;
+    cut_upload_new(e, key, 903, &u);
+    late_arm(MPU_UPLOADS, u.upload, 2);
+    int rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, OBJ_UNVERSIONED,
+                              &done, &why);
+    late_disarm();
+    print_message("complete=%d (%s) why=%d parts=%d\n", rc, err_name(rc), why,
+                  part_keys(e, u.upload));
+    assert_int_not_equal(why, OBJ_MPU_NO_UPLOAD);
+    assert_int_equal(part_keys(e, u.upload), 2);
+    if (rc != 0) {
+        obj__wall_skew_ns = CUT_STALE;
+        rc = obj_mpu_complete(e->set, "bkt", key, u.upload, u.parts, 2, 1, NULL, OBJ_UNVERSIONED,
+                              &done, &why);
+        obj__wall_skew_ns = 0;
+        print_message("retry=%d (%s) why=%d\n", rc, err_name(rc), why);
+        assert_int_equal(rc, 0);
+    }
+    assert_cut_object(e, key, &u);
+    free(u.data);
+}
+
+/* A delete marker that lands late: in doubt; the version it covers stays, noncurrent. */
+static void test_late_delete_marker_keeps_the_version(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-marker";
+    obj_info_t v1, info, m;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    late_arm("bkt", key, 3);
+    int rc = obj_delete_current(e->set, "bkt", key, NULL, OBJ_VERSIONED, &m);
+    late_disarm();
+    print_message("marker=%d (%s), versions %d\n", rc, err_name(rc), versions_of(e, key));
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, v1.vid, &info), 0);
+    int err;
+    obj_reader_t *r = obj_open_version(e->set, "bkt", key, v1.vid, &info, &err);
+    assert_non_null(r);
+    static uint8_t got[100000];
+    assert_int_equal(obj_read(r, 0, got, sizeof(got)), 0);
+    obj_close(r);
+}
+
+/* An unversioned delete whose tombstones land late: in doubt, the version's blocks kept; a
+ * retry finds nothing (204). */
+static void test_late_unversioned_delete_then_retry(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-delete";
+    obj_info_t v1, info;
+    put_big(e, key, OBJ_UNVERSIONED, &v1);
+    late_arm("bkt", key, 3);
+    int rc = obj_delete(e->set, "bkt", key);
+    late_disarm();
+    int blocks = 0;
+    for (int i = 0; i < N; i++)
+        blocks += has_block(e, key, v1.upload_id, 0, i);
+    print_message("delete=%d (%s), blocks of v1 left %d\n", rc, err_name(rc), blocks);
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    assert_int_equal(blocks, N);
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_delete(e->set, "bkt", key), ERR_NOT_FOUND);
+}
+
+/* A delete by id of the current version whose promotion lands late: in doubt, and the deleted
+ * version's blocks stay while a head may name it; the retry is answered. */
+static void test_late_promotion_then_retry(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-promo";
+    obj_info_t v1, v2, info;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    put_big(e, key, OBJ_VERSIONED, &v2);
+    late_arm("bkt", key, 3);
+    int rc = obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL);
+    late_disarm();
+    int blocks = 0;
+    for (int i = 0; i < N; i++)
+        blocks += has_block(e, key, v2.upload_id, 0, i);
+    int src = obj_stat(e->set, "bkt", key, &info);
+    print_message("delete v2=%d (%s), v2 blocks %d, current %d %s, v2 versions %d\n", rc,
+                  err_name(rc), blocks, src, src ? "-" : info.vid,
+                  versions_naming(e, key, v2.upload_id));
+    assert_int_equal(rc, ERR_UNRECOVERABLE);
+    assert_int_equal(blocks, N);
+    rc = obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL);
+    src = obj_stat(e->set, "bkt", key, &info);
+    print_message("retry=%d (%s), current %d %s, versions %d\n", rc, err_name(rc), src,
+                  src ? "-" : info.vid, versions_of(e, key));
+    assert_true(rc == 0 || rc == ERR_NOT_FOUND);
+    assert_int_equal(src, 0);
+    assert_string_equal(info.upload_id, v1.upload_id);
+    assert_int_equal(versions_naming(e, key, v2.upload_id), 0);
+}
+
 int main(int argc, char **argv)
 {
     log_level = getenv("WL_TEST_LOG") ? LOG_LVL_INFO : LOG_LVL_ERROR;
@@ -8226,6 +8419,13 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_carried_through_complete_short_keeps_its_manifest,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_abort_close_is_not_no_such_upload, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_late_complete_commit_then_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_complete_close_then_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_delete_marker_keeps_the_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_unversioned_delete_then_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_promotion_then_retry, setup, teardown),
     };
     /* "test_obj [remote] NAME": only the tests whose name matches NAME (a glob). */
     if (argc > 1 + remote) cmocka_set_test_filter(argv[1 + remote]);
