@@ -210,6 +210,16 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
     return rc;
 }
 
+/* A commit cut short (cut: its newest head) above the version that stands: its undo finished
+ * (those heads only, at their stamp), then the key healed once more. */
+static int heal_past_leftover(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
+                              const obj_info_t *cut, obj_heal_report_t *rep)
+{
+    int rc = obj__drop_cut_heads_at(s, bucket, key, cut->upload_id, cut->stamp_ns);
+    if (rc) return rc == ERR_BUSY ? ERR_THROTTLED : rc;
+    return heal_version(s, rf, bucket, key, NULL, rep, 1);
+}
+
 static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
                            const char *vid, obj_heal_report_t *rep, int again)
 {
@@ -226,8 +236,8 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
         /*
          * A delete marker cut short above the version that stands (a versioned DELETE killed
          * after half its heads): commits take that version for current, readers asking the
-         * marker's stores find the key deleted. Its undo finished here too, as a PUT's is
-         *. (A tombstone carries its version's upload id: not told apart by it.)
+         * marker's stores find the key deleted. Its undo finished here too, as a PUT's is.
+         * (A tombstone carries its version's upload id: not told apart by it.)
          */
         if (err == ERR_NOT_FOUND && !vid && !again && obj__newest_head(s, bucket, key, info) == 0 &&
             info->deleted && info->marker) {
@@ -235,15 +245,10 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
             int in_way = 0, src = obj__standing(s, bucket, key, st, &in_way);
             int cut = src == 0 && !in_way && obj__newer(info, st) &&
                       strcmp(info->upload_id, st->upload_id) != 0;
-            char upload[sizeof(info->upload_id)];
-            memcpy(upload, info->upload_id, sizeof(upload));
-            uint64_t at = info->stamp_ns;
             free(st);
+            int rc = cut ? heal_past_leftover(s, rf, bucket, key, info, rep) : 0;
             free(info);
-            if (!cut) return 0;
-            int drc = obj__drop_cut_heads_at(s, bucket, key, upload, at);
-            if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
-            return heal_version(s, rf, bucket, key, NULL, rep, 1);
+            return rc;
         }
         free(info);
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted (or a delete marker): nothing to heal */
@@ -282,15 +287,11 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
                        !(top->deleted && !top->marker);
         free(st);
         if (leftover) {
-            char upload[sizeof(info->upload_id)];
-            memcpy(upload, top->upload_id, sizeof(upload));
-            uint64_t at = top->stamp_ns;
-            free(top);
             obj_close(r);
             free(info);
-            int drc = obj__drop_cut_heads_at(s, bucket, key, upload, at);
-            if (drc) return drc == ERR_BUSY ? ERR_THROTTLED : drc;
-            return heal_version(s, rf, bucket, key, NULL, rep, 1);
+            int rc = heal_past_leftover(s, rf, bucket, key, top, rep);
+            free(top);
+            return rc;
         }
         free(top);
         if (other || src == ERR_UNRECOVERABLE) {

@@ -5013,6 +5013,36 @@ static void cut_heads_clear(env_t *e)
         e->f[i].cut_heads = e->f[i].fail_write = e->f[i].fail_read = 0;
 }
 
+/* A key whose copies (a small version's stores) are 0, 1, 2. */
+static void key_on_012(env_t *e, const char *prefix, char *key, size_t cap)
+{
+    for (int i = 0;; i++) {
+        snprintf(key, cap, "%s-%d", prefix, i);
+        if (obj__inline_stores(e->set, "bkt", key) == 0x7) break;
+    }
+}
+
+/* A create-only PUT (If-None-Match: *) of a small body through set: its commit's answer. */
+static int put_create_only(obj_set_t *set, const char *key)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "create", 6), 0);
+    obj_cond_t c = OBJ_COND_NONE;
+    c.none_match = 1;
+    obj_put_set_cond(w, &c);
+    obj_info_t info;
+    return obj_put_commit(w, NULL, NULL, 0, &info);
+}
+
+/* A hook's bounded wait (5 s at most) for another thread's flag. */
+static void wait_flag(int *flag)
+{
+    for (int t = 0; t < 5000 && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); t++)
+        usleep(1000);
+}
+
 /* A PUT of 100 KB (erasure-coded: a head on every store) whose heads are cut as above. */
 static int put_cut(env_t *e, const char *key, uint32_t on)
 {
@@ -5360,15 +5390,8 @@ static void test_dropped_cut_heads_put_back_a_small_version(void **state)
     vread(e, key, NULL, body, sizeof(body));
     assert_string_equal(body, "before");
     /* A create-only PUT. */
-    int err;
-    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(w);
-    assert_int_equal(obj_put_write(w, "create", 6), 0);
-    obj_cond_t c = OBJ_COND_NONE;
-    c.none_match = 1;
-    obj_put_set_cond(w, &c);
     obj__wall_skew_ns = CUT_STALE; /* V1 old, as it would be */
-    int crc = obj_put_commit(w, NULL, NULL, 0, &info);
+    int crc = put_create_only(e->set, key);
     obj__wall_skew_ns = 0;
     assert_int_equal(crc, ERR_PRECOND);
     free(u.data);
@@ -5473,23 +5496,12 @@ static void test_put_cut_after_half_its_heads(void **state)
     put_big(e, key, OBJ_UNVERSIONED, &w);
     put_cut_in_half(e, key, &w, &x);
     /* In flight (its writer may still finish it or undo it): what it covered is waited for. */
-    int err;
-    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(wr);
-    assert_int_equal(obj_put_write(wr, "create", 6), 0);
-    obj_cond_t c = OBJ_COND_NONE;
-    c.none_match = 1;
-    obj_put_set_cond(wr, &c);
-    assert_int_equal(obj_put_commit(wr, NULL, NULL, 0, &info), ERR_THROTTLED);
+    assert_int_equal(put_create_only(e->set, key), ERR_THROTTLED);
     /* A crash's leftover by now. */
     obj__wall_skew_ns = PAST_COMMIT_STALE;
     assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
     assert_string_equal(info.upload_id, w.upload_id);
-    wr = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(wr);
-    assert_int_equal(obj_put_write(wr, "create", 6), 0);
-    obj_put_set_cond(wr, &c);
-    assert_int_equal(obj_put_commit(wr, NULL, NULL, 0, &info), ERR_PRECOND);
+    assert_int_equal(put_create_only(e->set, key), ERR_PRECOND);
     obj_heal_report_t rep = {0};
     assert_int_equal(obj_heal(e->set, "bkt", key, &rep), 0);
     obj__wall_skew_ns = 0;
@@ -5638,8 +5650,7 @@ static void stall_mid_heads(const drive_id_t *id, const void *meta, size_t ml)
         stall_heal_rc = obj_heal(stall_env->set, "bkt", stall_key, &rep);
         __atomic_store_n(&stall_done, 1, __ATOMIC_SEQ_CST);
     } else {
-        for (int t = 0; t < 5000 && !__atomic_load_n(&stall_done, __ATOMIC_SEQ_CST); t++)
-            usleep(1000);
+        wait_flag(&stall_done);
     }
 }
 
@@ -5652,11 +5663,8 @@ static void stall_mid_heads(const drive_id_t *id, const void *meta, size_t ml)
 static void test_put_stalled_past_a_heal_of_its_heads(void **state)
 {
     env_t *e = *state;
-    char key[32];
-    for (int i = 0;; i++) { /* a key whose copies (the stores a read asks first) are 0, 1, 2 */
-        snprintf(key, sizeof(key), "put-stalled-%d", i);
-        if (obj__inline_stores(e->set, "bkt", key) == 0x7) break;
-    }
+    char key[48];
+    key_on_012(e, "put-stalled", key, sizeof(key)); /* the stores a read asks first */
     obj_info_t w, x, info;
     put_big(e, key, OBJ_UNVERSIONED, &w);
     stall_env = e;
@@ -5703,15 +5711,6 @@ static int vput_cut(env_t *e, const char *key, const char *body, obj_versioning_
     return rc;
 }
 
-/* A key whose copies (a small version's stores) are 0, 1, 2. */
-static void key_on_012(env_t *e, const char *prefix, char *key, size_t cap)
-{
-    for (int i = 0;; i++) {
-        snprintf(key, cap, "%s-%d", prefix, i);
-        if (obj__inline_stores(e->set, "bkt", key) == 0x7) break;
-    }
-}
-
 /*
  * A small (sparse) version written over a delete's tombstones (within their minute: the
  * stores that are not its copies keep them), then a small PUT over it cut after two of its
@@ -5749,14 +5748,7 @@ static void test_sparse_put_over_tombstones_then_cut(void **state)
     assert_int_equal(rc, 0);
     /* A create-only PUT is refused: the key holds a version. */
     obj__wall_skew_ns = PAST_COMMIT_STALE;
-    int err;
-    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(wr);
-    assert_int_equal(obj_put_write(wr, "create", 6), 0);
-    obj_cond_t c = OBJ_COND_NONE;
-    c.none_match = 1;
-    obj_put_set_cond(wr, &c);
-    rc = obj_put_commit(wr, NULL, NULL, 0, &info);
+    rc = put_create_only(e->set, key);
     obj__wall_skew_ns = 0;
     assert_int_not_equal(rc, 0);
 }
@@ -5782,8 +5774,7 @@ static void promote_late_hook(const drive_id_t *id, const void *meta, size_t ml)
         obj__wall_skew_ns = 6 * 1000000000ll; /* the promotion's heads land 6 s after its stamp */
         __atomic_store_n(&pl_done, 1, __ATOMIC_SEQ_CST);
     } else {
-        for (int t = 0; t < 5000 && !__atomic_load_n(&pl_done, __ATOMIC_SEQ_CST); t++)
-            usleep(1000);
+        wait_flag(&pl_done);
     }
 }
 
@@ -5849,8 +5840,7 @@ static void superseded_stalls(const drive_id_t *id, const void *meta, size_t ml)
         ss_heal_rc = obj_heal(stall_env->set, "bkt", stall_key, &rep);
         __atomic_store_n(&ss_heal_done, 1, __ATOMIC_SEQ_CST);
     } else if (id->shard == 4) {
-        for (int t = 0; t < 5000 && !__atomic_load_n(&ss_heal_done, __ATOMIC_SEQ_CST); t++)
-            usleep(1000);
+        wait_flag(&ss_heal_done);
         for (int t = 0; t < 2000 && heads_naming(stall_env, stall_key, ss_upload) < 1; t++)
             usleep(1000);
         static uint8_t other_big[100000];
@@ -5862,8 +5852,7 @@ static void superseded_stalls(const drive_id_t *id, const void *meta, size_t ml)
         ss_put_rc = obj_put_commit(w, NULL, NULL, 0, &ss_n);
         __atomic_store_n(&ss_put_done, 1, __ATOMIC_SEQ_CST);
     } else {
-        for (int t = 0; t < 5000 && !__atomic_load_n(&ss_put_done, __ATOMIC_SEQ_CST); t++)
-            usleep(1000);
+        wait_flag(&ss_put_done);
     }
 }
 
@@ -6102,14 +6091,7 @@ static void test_put_tidy_undoes_a_complete_resumed_meanwhile(void **state)
     race_u = &u;
     race_rc = -1;
     rf_put_head_hook = complete_retry_mid_undo;
-    int err;
-    obj_writer_t *w = obj_put_begin(other, "bkt", key, &err);
-    assert_non_null(w);
-    assert_int_equal(obj_put_write(w, "create", 6), 0);
-    obj_cond_t c = OBJ_COND_NONE;
-    c.none_match = 1; /* create-only: refused (A, then U, stand) */
-    obj_put_set_cond(w, &c);
-    int prc = obj_put_commit(w, NULL, NULL, 0, &info);
+    int prc = put_create_only(other, key); /* refused (A, then U, stand) */
     rf_put_head_hook = NULL;
     obj_set_free(other);
     print_message("put=%d complete=%d headsU=%d headsA=%d\n", prc, race_rc,
@@ -6125,11 +6107,7 @@ static void test_put_tidy_undoes_a_complete_resumed_meanwhile(void **state)
                   src ? "-" : info.upload_id, u.upload, a.upload_id,
                   heads_naming(e, key, u.upload));
     /* A create-only PUT: refused, whatever stands; here its tidy undid U's last heads. */
-    w = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(w);
-    assert_int_equal(obj_put_write(w, "create", 6), 0);
-    obj_put_set_cond(w, &c);
-    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &info), ERR_PRECOND);
+    assert_int_equal(put_create_only(e->set, key), ERR_PRECOND);
     int st = obj_stat(e->set, "bkt", key, &info);
     obj__wall_skew_ns = 0;
     print_message("then stat=%d %s headsU=%d\n", st, st ? "-" : info.upload_id,
@@ -6208,14 +6186,7 @@ static void test_cut_undo_with_the_last_copy_failing(void **state)
     int hrc = obj_heal(e->set, "bkt", key, &rep);
     e->f[2].corrupt_read = 0;
     print_message("heal=%d; small on %d\n", hrc, heads_naming(e, key, v1.upload_id));
-    int err;
-    obj_writer_t *wr = obj_put_begin(e->set, "bkt", key, &err);
-    assert_non_null(wr);
-    assert_int_equal(obj_put_write(wr, "create", 6), 0);
-    obj_cond_t c = OBJ_COND_NONE;
-    c.none_match = 1;
-    obj_put_set_cond(wr, &c);
-    int crc = obj_put_commit(wr, NULL, NULL, 0, &info);
+    int crc = put_create_only(e->set, key);
     print_message("create-only PUT=%d\n", crc);
     assert_int_equal(crc, ERR_PRECOND);
     /* The copy readable again, the heal finishes the undo. */
