@@ -30,6 +30,7 @@ static void conn_unref(conn_t *c)
         s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
+    if (c->refused) s->nrefused--;
     http_head_free(&c->head);
     free(c->pend);
     free(c);
@@ -90,8 +91,12 @@ static int body_cut_short(conn_t *c);
 
 static void start_reading(conn_t *c);
 
-#define LINGER_MS    5000
-#define LINGER_BYTES (64u << 20)
+#define LINGER_MS           5000
+#define LINGER_BYTES        (64u << 20)
+/* A refusal at the connection limit lingers less, and only so many at once (below). */
+#define REFUSE_LINGER_MS    2000
+#define REFUSE_LINGER_BYTES (1u << 20)
+#define REFUSE_LINGER_MAX   64
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
@@ -102,7 +107,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 static void conn_linger(conn_t *c)
 {
     c->lingering = 1;
-    c->linger_until = http__now_ms(c->s) + LINGER_MS;
+    c->linger_until = http__now_ms(c->s) + (c->refused ? REFUSE_LINGER_MS : LINGER_MS);
     c->pend_off = c->pend_len = 0;
     if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
         conn_close(c);
@@ -706,7 +711,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
     if (c->lingering) {
         c->pend_off = c->pend_len = 0; /* dropped */
         c->linger_bytes += (uint64_t)n;
-        if (c->linger_bytes > LINGER_BYTES) conn_close(c);
+        if (c->linger_bytes > (c->refused ? REFUSE_LINGER_BYTES : LINGER_BYTES)) conn_close(c);
         return;
     }
     c->last_activity = http__now_ms(c->s);
@@ -877,6 +882,42 @@ static int evict_idle(http_server_t *s, conn_t *fresh)
     return 1;
 }
 
+/*
+ * A newcomer at the limit with no room to make: 503 SlowDown, which S3 clients retry after a
+ * pause. Its request is likely on the way, and a close with unread bytes in the socket sends
+ * a reset, which can destroy the answer before the client reads it (it then saw a reset, not
+ * a 503): so the write side is shut and what comes is read and dropped for a while, as after
+ * an early error. Refusals linger outside the limit (they must not keep the next newcomer
+ * out once a slot is free), bounded in number, time and bytes: past REFUSE_LINGER_MAX a
+ * refusal closes at once, as before.
+ */
+static void refuse(conn_t *c)
+{
+    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown"
+                               "</Code><Message>Too many connections; reduce your request rate."
+                               "</Message></Error>";
+    char resp[512];
+    int n = snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
+                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+                     sizeof(body) - 1, body);
+    http_server_t *s = c->s;
+    log_info("event=conn_refused conns=%d lingering_refusals=%d", s->nconns, s->nrefused);
+    if (s->nrefused >= REFUSE_LINGER_MAX) {
+        respond_raw_and_close(c, resp);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
+    if (uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n) {
+        conn_close(c);
+        return;
+    }
+    c->refused = 1;
+    s->nrefused++;
+    uv_timer_start(&c->timer, on_timer, 1000, 1000);
+    conn_linger(c);
+}
+
 void http__on_connection(uv_stream_t *l, int status)
 {
     http_server_t *s = l->data;
@@ -896,9 +937,8 @@ void http__on_connection(uv_stream_t *l, int status)
         conn_close(c);
         return;
     }
-    if (s->nconns > s->cfg.max_conns && !evict_idle(s, c)) {
-        respond_raw_and_close(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: "
-                                 "0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n");
+    if (s->nconns - s->nrefused > s->cfg.max_conns && !evict_idle(s, c)) {
+        refuse(c);
         return;
     }
     struct sockaddr_storage ss;

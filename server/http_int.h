@@ -147,6 +147,7 @@ struct conn {
      * our FIN with a reset that destroys the response before it is read.
      */
     int lingering;
+    int refused;     /* answered 503 at the connection limit (lingers; not counted in it) */
     int bad_version; /* the request is not HTTP/1.x: answered 505 */
     /*
      * The client shut its write side (EOF) while a request was in: a body
@@ -179,6 +180,7 @@ struct http_server {
     pthread_mutex_t mu;
     struct http_req *events;
     int stopping, stop_requested, nconns, port;
+    int nrefused; /* of nconns: refused at the limit, lingering until their client reads */
     conn_t *conns;
 };
 
