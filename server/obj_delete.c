@@ -3,8 +3,8 @@
  * obj_int.h): the version read retired by a tombstone head on every store,
  * under the condition of that version, dropped a minute later (or kept
  * where a store that holds the version could not take it); undone where
- * the delete could not stand (delete markers and deletes by version id:
- * obj_version.c).
+ * the delete could not stand (delete markers: obj_version.c; deletes by
+ * version id: obj_promote.c).
  */
 #include "server/obj_int.h"
 

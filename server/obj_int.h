@@ -22,8 +22,10 @@
  *               the commit
  *   obj_get.c   the reader: block source, read-ahead, multipart manifests
  *               and reads across parts
- *   obj_version.c  versioning: noncurrent versions, delete markers, finding,
- *               deleting and promoting versions (the layout is described there)
+ *   obj_version.c  versioning: noncurrent versions, delete markers, finding
+ *               versions (the layout is described there)
+ *   obj_promote.c  deleting a version by id, and promoting the next one when
+ *               it was current
  *   obj_mpu.c   multipart uploads: create, parts, abort, listings
  *   obj_mpu_complete.c  Complete, and the end of one a kill cut short
  *   obj_mpu_record.c  an upload's record (open, closing, aborting) and the
@@ -786,6 +788,14 @@ int obj__collect_nulls(obj_set_t *s, const char *bucket, const char *key, obj_in
  * ERR_*. Copies of the current version and stale null versions included.
  */
 int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_info_t **out);
+/*
+ * A walk of one key's noncurrent versions and delete markers, newest first (retired ones
+ * skipped), from one store's walk (another when it fails, up to m): fn says 1 to stop.
+ * 1 when fn stopped it, 0 at the end, or an ERR_*.
+ */
+typedef int (*obj_noncurrent_fn)(void *arg, const obj_info_t *v);
+int obj__each_noncurrent(obj_set_t *s, const char *bucket, const char *key, obj_noncurrent_fn fn,
+                         void *arg);
 /*
  * Remove a noncurrent version's head (its space is the caller's to drop): a tombstone at its
  * position on every store. 0 when the tombstones stand (obj__enough), else the stores' error

@@ -2,7 +2,7 @@
  * obj_rewrite.c: versioned rewrites of heads (room of the object layer; map
  * in obj_int.h): in-place metadata rewrites of a version (PutObjectTagging,
  * PutObjectAcl, a bucket record's settings) and the undo a refused head
- * write needs, which promotions (obj_version.c) and key moves (obj_move.c)
+ * write needs, which promotions (obj_promote.c) and key moves (obj_move.c)
  * share.
  *
  * A rewrite writes the version's heads again, newer by stamp, under
@@ -13,7 +13,7 @@
  * was refused, never undone (fill_rewrite). A
  * noncurrent version promoted meanwhile (a delete of the version above it,
  * through another node) is rewritten at the current position too:
- * promoted_meanwhile here and promoted_rewrite in obj_version.c each read
+ * promoted_meanwhile here and promoted_rewrite in obj_promote.c each read
  * the other's write, so one of the two carries the new metadata over.
  */
 #include "server/obj_int.h"
