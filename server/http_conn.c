@@ -15,10 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/ioctl.h>
-#include <linux/sockios.h>
-
-static void conn_close(conn_t *c);
 
 static void conn_unref(conn_t *c)
 {
@@ -91,12 +87,8 @@ static int body_cut_short(conn_t *c);
 
 static void start_reading(conn_t *c);
 
-#define LINGER_MS           5000
-#define LINGER_BYTES        (64u << 20)
-/* A refusal at the connection limit lingers less, and only so many at once (below). */
-#define REFUSE_LINGER_MS    2000
-#define REFUSE_LINGER_BYTES (1u << 20)
-#define REFUSE_LINGER_MAX   64
+#define LINGER_MS    5000
+#define LINGER_BYTES (64u << 20)
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
@@ -104,13 +96,14 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     (void)status;
 }
 
-static void conn_linger(conn_t *c)
+void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes)
 {
     c->lingering = 1;
-    c->linger_until = http__now_ms(c->s) + (c->refused ? REFUSE_LINGER_MS : LINGER_MS);
+    c->linger_until = http__now_ms(c->s) + ms;
+    c->linger_max = max_bytes;
     c->pend_off = c->pend_len = 0;
     if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
-        conn_close(c);
+        http__conn_close(c);
         return;
     }
     start_reading(c);
@@ -149,9 +142,9 @@ static void req_finish(conn_t *c, http_req_t *r)
     if (close_after) {
         /* A client still sending a body it will never get to finish: answer, then linger. */
         if (!r_gone && !c->s->stopping && !body_done && !c->peer_eof)
-            conn_linger(c);
+            http__conn_linger(c, LINGER_MS, LINGER_BYTES);
         else
-            conn_close(c);
+            http__conn_close(c);
         return;
     }
     llhttp_resume(&c->parser);
@@ -162,7 +155,7 @@ static void req_finish(conn_t *c, http_req_t *r)
      * is cut short there (its handler answers that at once, not after --io-timeout). */
     if (c->peer_eof && !c->closing) {
         if (!c->req)
-            conn_close(c);
+            http__conn_close(c);
         else
             (void)body_cut_short(c);
     }
@@ -188,105 +181,6 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, si
         pthread_mutex_unlock(&s->mu);
         free(o);
     }
-}
-
-/* How long r has been stalled on its client (0: not stalled; s->mu held). */
-static uint64_t stalled_for(const http_req_t *r, uint64_t now)
-{
-    uint64_t since;
-    if (r->waiting)
-        since = r->wait_ms > r->progress_ms ? r->wait_ms : r->progress_ms;
-    else if (r->handler_done && r->out_pending)
-        since = r->progress_ms; /* answered, and the client does not take it */
-    else
-        return 0;
-    return now > since ? now - since : 1;
-}
-
-typedef struct {
-    conn_t *c;
-    const char *who;
-    int stalled_now;
-    uint64_t stalled, moved, age;
-    double recent;
-} held_t;
-
-/* a moved fewer bytes lately than b (ties, such as none at all: a stalled longer). */
-static int slower(const held_t *a, const held_t *b)
-{
-    return a->recent != b->recent ? a->recent < b->recent : a->stalled > b->stalled;
-}
-
-static int by_principal(const void *a, const void *b)
-{
-    return strcmp(((const held_t *)a)->who, ((const held_t *)b)->who);
-}
-
-/*
- * Every worker the slow-client allowance has is taken and work waits: close a
- * stalled connection, so that its worker serves others. The principal that
- * holds the most workers (its handlers running, stalled or not) gives up its
- * slowest stalled request: the fewest body and response bytes moved lately
- * (http__recent_bytes; ties, such as none at all: the longest stall). Nothing is closed now while a
- * worker is idle or still starting its request (whose principal is not known yet), or when none of
- * the top holder's requests is stalled: the pool asks again once one of them stalls, and one that
- * ends frees its worker. Longest-stalled of all let a burst of fresh stalls (stalled for
- * milliseconds, or still starting) evict an honest upload whose client had paused for 100 ms
- * (hostile probe); and the longest stall within a principal let such a burst signed with one shared
- * key still evict the honest upload signed with it (re-probe).
- */
-static void evict_stalled(http_server_t *s)
-{
-    size_t n = 0, cap = 64;
-    held_t *h = xmalloc(cap * sizeof(*h));
-    uint64_t now = http__mono_ms();
-    pool_stats_t ps;
-    pthread_mutex_lock(&s->mu);
-    pool_stats(s->workers, &ps); /* (s->mu, then the pool's: stall_begin's order) */
-    for (conn_t *c = s->conns; c; c = c->next) {
-        http_req_t *r = c->req;
-        if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
-            continue;
-        if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
-        h[n++] = (held_t){c,
-                          r->principal,
-                          r->waiting > 0,
-                          r->waiting ? stalled_for(r, now) : 0,
-                          r->moved,
-                          now > r->start_ms ? now - r->start_ms : 0,
-                          http__recent_bytes(r, now)};
-    }
-    /* Workers about to take queued requests, or starting one (whose principal is not known
-     * yet): they stall (the pool asks again) or end (freeing their worker). */
-    if (ps.idle > 0 || (int)n < ps.threads) n = 0;
-    /* Principals are read while s->mu is held (http_req_set_principal writes under it). */
-    qsort(h, n, sizeof(*h), by_principal);
-    /* The most workers any principal holds, then the slowest stalled request of those holding as
-     * many. */
-    size_t most = 0;
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
-            ;
-        if (j - i > most) most = j - i;
-    }
-    held_t *best = NULL;
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && strcmp(h[j].who, h[i].who) == 0; j++)
-            ;
-        for (size_t x = i; x < j && j - i == most; x++)
-            if (h[x].stalled_now && (!best || slower(&h[x], best))) best = &h[x];
-    }
-    conn_t *worst = best ? best->c : NULL;
-    uint64_t worst_for = best ? best->stalled : 0, worst_moved = best ? best->moved : 0;
-    uint64_t worst_age = best ? best->age : 0;
-    pthread_mutex_unlock(&s->mu);
-    free(h);
-    if (!worst) return;
-    log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu moved=%llu age_ms=%llu "
-             "principal_holds=%zu req=%s",
-             worst->peer, (unsigned long long)worst_for, (unsigned long long)worst_moved,
-             (unsigned long long)worst_age, most, worst->req->id);
-    conn_close(worst);
 }
 
 void http_req_set_principal(http_req_t *r, const char *who)
@@ -361,12 +255,12 @@ void http__handle_events(uv_async_t *a)
         if (done) req_finish(c, r);
     }
     free(list);
-    if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) evict_stalled(s);
+    if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) http__evict_stalled(s);
     if (s->stop_requested && !s->stopping) {
         s->stopping = 1;
         uv_close((uv_handle_t *)&s->listener, NULL);
         for (conn_t *c = s->conns; c; c = c->next)
-            if (!c->req && !c->closing) conn_close(c);
+            if (!c->req && !c->closing) http__conn_close(c);
     }
     if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
         uv_close((uv_handle_t *)&s->async, NULL);
@@ -519,13 +413,13 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
-static void respond_raw_and_close(conn_t *c, const char *resp)
+void http__respond_raw_and_close(conn_t *c, const char *resp)
 {
     static uv_write_t dummy;
     uv_buf_t b = uv_buf_init((char *)resp, (unsigned)strlen(resp));
     (void)dummy;
     uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-    conn_close(c);
+    http__conn_close(c);
 }
 
 /* Whether the request being received has a full inbound buffer (reading must wait). */
@@ -583,7 +477,7 @@ static void parse_pass(conn_t *c)
                      reason            ? reason
                      : c->head.too_big ? "header too large"
                                        : "none given");
-            respond_raw_and_close(
+            http__respond_raw_and_close(
                 c,
                 c->head.too_big ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
                                   "0\r\nConnection: close\r\n\r\n"
@@ -705,13 +599,13 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         return;
     }
     if (n < 0) {
-        conn_close(c);
+        http__conn_close(c);
         return;
     }
     if (c->lingering) {
         c->pend_off = c->pend_len = 0; /* dropped */
         c->linger_bytes += (uint64_t)n;
-        if (c->linger_bytes > (c->refused ? REFUSE_LINGER_BYTES : LINGER_BYTES)) conn_close(c);
+        if (c->linger_bytes > c->linger_max) http__conn_close(c);
         return;
     }
     c->last_activity = http__now_ms(c->s);
@@ -741,87 +635,7 @@ static void start_reading(conn_t *c)
     if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0) c->reading = 1;
 }
 
-/*
- * Response bytes of r the client has taken: handed to libuv, less what libuv
- * still holds and what the socket has not had acknowledged (SIOCOUTQ). A
- * write completes only once all of its chunk (a 4 MiB stripe) is in the
- * socket, so a client reading steadily but slower than a chunk per io_ms
- * looked stalled and was closed (third probe: 150 KB/s); this sees its
- * progress at every tick. 0 when it cannot tell.
- */
-static size_t response_delivered(conn_t *c, const http_req_t *r)
-{
-    uv_os_fd_t fd;
-    int unacked = 0;
-    if (!r->handed || uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
-        ioctl(fd, SIOCOUTQ, &unacked) != 0 || unacked < 0)
-        return 0;
-    size_t held = c->tcp.write_queue_size + (size_t)unacked;
-    return r->handed > held ? r->handed - held : 0;
-}
-
-/*
- * How long a request may wait on its client without a byte moving: io_ms, and
- * STOP_STALL_MS once the server is stopping. A drain finishes the requests
- * that are moving; one whose client went quiet held a stop (SIGTERM, a
- * service manager's stop with its own timeout) for the whole io_ms, 30 s by
- * default (a probe saw it). A client that pauses longer than this during a
- * stop is cut off as a stop would cut it anyway, and retries.
- */
-#define STOP_STALL_MS 1000
-
-static uint64_t stall_limit_ms(const http_server_t *s)
-{
-    return s->stopping && s->cfg.io_ms > STOP_STALL_MS ? STOP_STALL_MS : s->cfg.io_ms;
-}
-
-static void on_timer(uv_timer_t *t)
-{
-    conn_t *c = t->data;
-    uint64_t now = http__now_ms(c->s);
-    if (c->lingering && !c->closing && now > c->linger_until) conn_close(c);
-    if (c->req && !c->closing) {
-        /* No byte moved for io_ms while the request waits on its client: close. */
-        uint64_t mono = http__mono_ms();
-        size_t delivered = response_delivered(c, c->req);
-        pthread_mutex_lock(&c->s->mu);
-        http_req_t *r = c->req;
-        if (delivered > r->delivered) {
-            r->delivered = delivered;
-            r->progress_ms = mono; /* the client reads: not stalled, however large the chunk */
-        }
-        uint64_t f = stalled_for(r, mono), limit = stall_limit_ms(c->s);
-        /* A body that stopped coming before any answer: the worker answers (S3's 400
-         * RequestTimeout, which clients retry), with the limit again for it to go out. */
-        int tell = f > limit && r->body_waiting && !r->responded && !r->body_timed_out;
-        if (tell) {
-            r->body_timed_out = 1;
-            r->close_after = 1;
-            r->progress_ms = mono;
-            pthread_cond_broadcast(&r->cv);
-        }
-        pthread_mutex_unlock(&c->s->mu);
-        if (tell) {
-            log_info("event=request_body_timeout peer=%s stalled_ms=%llu req=%s", c->peer,
-                     (unsigned long long)f, r->id);
-            return;
-        }
-        if (f > limit) {
-            log_info("event=stalled_client_closed peer=%s stalled_ms=%llu req=%s", c->peer,
-                     (unsigned long long)f, c->req->id);
-            conn_close(c);
-        }
-        return;
-    }
-    if (c->closing || c->req || c->lingering) return;
-    int receiving = c->pend_len > c->pend_off || llhttp_get_errno(&c->parser) != HPE_OK ||
-                    c->msg_begin > c->last_done;
-    if ((receiving && now - c->msg_begin > c->s->cfg.header_ms) ||
-        (!receiving && now - c->last_activity > c->s->cfg.idle_ms))
-        conn_close(c);
-}
-
-static void conn_close(conn_t *c)
+void http__conn_close(conn_t *c)
 {
     if (c->closing) return;
     c->closing = 1;
@@ -850,74 +664,6 @@ static void settings_init(void)
     settings.on_message_complete = on_message_complete;
 }
 
-/*
- * At the connection limit, a connection that holds a slot for nothing makes room for the new
- * one: 1 when one was closed. That is one idle between requests (none of a request received:
- * a keep-alive connection a client pools, or one that never sent a byte), or one whose
- * request head has been coming for HEAD_SLOW_MS or more (a client sends a head at once);
- * the one waiting longest goes. Refusing the newcomer instead let 1,024 sockets that never
- * send a byte, or 60 that each sent half a head, shut every client out for the header
- * timeout, again and again (probes). A request whose head came whole is never closed for
- * another.
- */
-#define HEAD_SLOW_MS 1000
-
-static int evict_idle(http_server_t *s, conn_t *fresh)
-{
-    conn_t *victim = NULL;
-    uint64_t now = http__now_ms(s), since = 0;
-    for (conn_t *c = s->conns; c; c = c->next) {
-        if (c == fresh || c->closing || c->req || c->lingering) continue;
-        uint64_t t = c->begun ? c->msg_begin : c->last_activity;
-        if (c->begun ? now - c->msg_begin < HEAD_SLOW_MS : c->pend_len != c->pend_off) continue;
-        if (!victim || t < since) {
-            victim = c;
-            since = t;
-        }
-    }
-    if (!victim) return 0;
-    log_info("event=idle_conn_evicted peer=%s waiting_ms=%llu head_begun=%d", victim->peer,
-             (unsigned long long)(now - since), victim->begun);
-    conn_close(victim);
-    return 1;
-}
-
-/*
- * A newcomer at the limit with no room to make: 503 SlowDown, which S3 clients retry after a
- * pause. Its request is likely on the way, and a close with unread bytes in the socket sends
- * a reset, which can destroy the answer before the client reads it (it then saw a reset, not
- * a 503): so the write side is shut and what comes is read and dropped for a while, as after
- * an early error. Refusals linger outside the limit (they must not keep the next newcomer
- * out once a slot is free), bounded in number, time and bytes: past REFUSE_LINGER_MAX a
- * refusal closes at once, as before.
- */
-static void refuse(conn_t *c)
-{
-    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown"
-                               "</Code><Message>Too many connections; reduce your request rate."
-                               "</Message></Error>";
-    char resp[512];
-    int n = snprintf(resp, sizeof(resp),
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
-                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
-                     sizeof(body) - 1, body);
-    http_server_t *s = c->s;
-    log_info("event=conn_refused conns=%d lingering_refusals=%d", s->nconns, s->nrefused);
-    if (s->nrefused >= REFUSE_LINGER_MAX) {
-        respond_raw_and_close(c, resp);
-        return;
-    }
-    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
-    if (uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n) {
-        conn_close(c);
-        return;
-    }
-    c->refused = 1;
-    s->nrefused++;
-    uv_timer_start(&c->timer, on_timer, 1000, 1000);
-    conn_linger(c);
-}
-
 void http__on_connection(uv_stream_t *l, int status)
 {
     http_server_t *s = l->data;
@@ -934,11 +680,11 @@ void http__on_connection(uv_stream_t *l, int status)
     s->conns = c;
     s->nconns++;
     if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 || s->stopping) {
-        conn_close(c);
+        http__conn_close(c);
         return;
     }
-    if (s->nconns - s->nrefused > s->cfg.max_conns && !evict_idle(s, c)) {
-        refuse(c);
+    if (s->nconns - s->nrefused > s->cfg.max_conns && !http__evict_idle(s, c)) {
+        http__refuse(c);
         return;
     }
     struct sockaddr_storage ss;
@@ -961,6 +707,6 @@ void http__on_connection(uv_stream_t *l, int status)
     c->head.owner = c;
     c->parser.data = &c->head;
     c->last_activity = c->msg_begin = http__now_ms(s);
-    uv_timer_start(&c->timer, on_timer, 1000, 1000);
+    uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
     start_reading(c);
 }

@@ -3,7 +3,9 @@
  * is http.h; behind it:
  *
  *   http_server.c  listener, loop, stop, drain
- *   http_conn.c    the loop side: connections, parsing, writes, timers
+ *   http_conn.c    the loop side: connections, parsing, writes, events
+ *   http_guard.c   the loop's guards: timeouts, stalled and idle eviction,
+ *                  refusal at the connection limit
  *   http_req.c     the worker side: what handlers call
  *   http_head.c    request heads (llhttp callbacks, no I/O)
  *
@@ -157,7 +159,7 @@ struct conn {
      */
     int peer_eof;
     int begun; /* a byte of a request came since the last one was answered (llhttp's begin) */
-    uint64_t linger_until, linger_bytes;
+    uint64_t linger_until, linger_bytes, linger_max; /* a lingering close ends at either */
     uv_shutdown_t shutdown;
     uint64_t last_activity, msg_begin, last_done;
     char peer[64];
@@ -210,5 +212,21 @@ void http__on_saturated(void *arg);
 /* ---- http_conn.c (loop side) ---- */
 void http__on_connection(uv_stream_t *l, int status);
 void http__handle_events(uv_async_t *a);
+/* Close c (its request's worker is told: client_gone). */
+void http__conn_close(conn_t *c);
+/* Write resp (whatever of it the socket takes now), then close. */
+void http__respond_raw_and_close(conn_t *c, const char *resp);
+/* Shut c's write side, then read and drop what comes for up to ms or max_bytes, then close. */
+void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes);
+
+/* ---- http_guard.c (loop side) ---- */
+/* The per-connection timer (every second): timeouts, the end of a lingering close. */
+void http__on_timer(uv_timer_t *t);
+/* Every worker is held and work waits: close the stalled request that costs the most. */
+void http__evict_stalled(http_server_t *s);
+/* At the connection limit: close a connection that holds a slot for nothing (1), or 0. */
+int http__evict_idle(http_server_t *s, conn_t *fresh);
+/* At the connection limit with no room made: answer 503 SlowDown, linger, close. */
+void http__refuse(conn_t *c);
 
 #endif

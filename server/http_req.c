@@ -33,7 +33,7 @@ static void stall_end(http_req_t *r)
  * Bytes moved lately: each byte counts for less as it ages (half of it after
  * RECENT_HALF_MS), so a steady stream keeps a level and a stall decays to
  * nothing whatever came before it. What eviction compares within the
- * principal it picks (http_conn.c, evict_stalled). s->mu held.
+ * principal it picks (http_guard.c, http__evict_stalled). s->mu held.
  */
 #define RECENT_HALF_MS 700.0
 
