@@ -299,6 +299,14 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
             free(info);
             return other ? ERR_THROTTLED : src;
         }
+        /* A version a delete by id retired, made current by a promotion that landed after the
+         * delete looked (its blocks dropped): promoted past, nothing of it to heal. */
+        int past = obj__heal_retired_current(s, bucket, key, info);
+        if (past) {
+            obj_close(r);
+            free(info);
+            return past < 0 ? past : 0;
+        }
     }
     rep->objects++;
     obj__reader_ask_all(r);

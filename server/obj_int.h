@@ -794,6 +794,7 @@ int obj__noncurrent_all(obj_set_t *s, const char *bucket, const char *key, obj_i
  * 1 when fn stopped it, 0 at the end, or an ERR_*.
  */
 typedef int (*obj_noncurrent_fn)(void *arg, const obj_info_t *v);
+
 int obj__each_noncurrent(obj_set_t *s, const char *bucket, const char *key, obj_noncurrent_fn fn,
                          void *arg);
 /*
@@ -809,6 +810,17 @@ int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_inf
  */
 int obj__locate(obj_set_t *s, const char *bucket, const char *key, const char *vid, obj_info_t *out,
                 char *pos);
+
+/* ---- obj_promote.c ---- */
+
+/*
+ * The heal's check of the current version cur (as opened): when a delete by id retired it
+ * (its tombstone at its own position) and a promotion made it current after that delete
+ * looked, it is promoted past (under the key's lock). 1 when it was, 0 when cur is not such
+ * a version, or an ERR_*.
+ */
+int obj__heal_retired_current(obj_set_t *s, const char *bucket, const char *key,
+                              const obj_info_t *cur);
 
 /* ---- obj_put.c ---- */
 

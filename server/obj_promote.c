@@ -88,7 +88,12 @@ static int successor_stays(obj_set_t *s, const char *bucket, const char *key, co
     obj__vid_of(pos, v->mtime_ns);
     int rc = obj__newest_at(s, bucket, key, pos, &h);
     if (rc == ERR_NOT_FOUND) return 0; /* retired on every store: the records went */
-    if (rc) return 1;                  /* cannot tell: the delete's own check decides */
+    if (rc) {
+        /* Cannot tell: the delete's own check decides, unless it ran before this promotion
+         * landed. The heal looks again (obj__heal_retired_current). */
+        obj__heal_note(s, bucket, key);
+        return 1;
+    }
     return !(h.deleted && !h.marker && strcmp(h.upload_id, v->upload_id) == 0);
 }
 
@@ -535,9 +540,11 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
              * reader finds the successor (its delete's own check may still take it). */
             int late = rc == PROMOTE_GONE_LATE;
             int prc = promote_past(s, bucket, key, &next);
-            if (prc)
+            if (prc) {
                 log_warn("event=promote_past_failed key=%s version=%s err=%s", key, next.vid,
                          err_name(prc));
+                obj__heal_note(s, bucket, key); /* obj__heal_retired_current */
+            }
             rc = late ? ERR_UNRECOVERABLE : 0; /* late: in doubt, v's blocks kept */
         }
         if (rc == ERR_NOT_FOUND) rc = ERR_UNRECOVERABLE; /* v is there: never "no such version" */
@@ -588,4 +595,33 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
     if (rc) return rc;
     if (gone) obj_info_copy(gone, &v);
     return 0;
+}
+
+/*
+ * A version a delete by id retired that is current all the same: a promotion of it landed
+ * after that delete read the version above still current (its blocks dropped, 204), and the
+ * promotion's own check could not read its position or its promote_past failed (stores
+ * failing). Readers find a current version whose blocks are gone. The heal, told by either,
+ * finds the version's tombstone at its own position (a commit stamps a version with its
+ * mtime; only promotions and rewrites stamp it later, so other heads cost no read) and
+ * promotes past it, as the delete would have.
+ */
+int obj__heal_retired_current(obj_set_t *s, const char *bucket, const char *key,
+                              const obj_info_t *cur)
+{
+    if ((cur->deleted && !cur->marker) || cur->stamp_ns <= cur->mtime_ns) return 0;
+    char pos[OBJ_VID_LEN + 1];
+    obj_info_t *h = xmalloc(sizeof(*h));
+    obj__vid_of(pos, cur->mtime_ns);
+    int retired = obj__newest_at(s, bucket, key, pos, h) == 0 && h->deleted && !h->marker &&
+                  strcmp(h->upload_id, cur->upload_id) == 0;
+    free(h);
+    if (!retired) return 0;
+    log_warn("event=retired_version_current key=%s version=%s", key,
+             cur->vid[0] ? cur->vid : "null");
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    int rc = promote_past(s, bucket, key, cur);
+    pthread_mutex_unlock(lk);
+    return rc ? rc : 1;
 }

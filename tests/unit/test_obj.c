@@ -5813,6 +5813,67 @@ static void test_late_promotion_of_a_version_deleted_meanwhile(void **state)
     obj_set_free(pl_other);
 }
 
+/* obj__promote_hook: between the promotion's walk and its heads, the successor (v1) is
+ * deleted by id through another node, which reads v2 still current. */
+static obj_set_t *rc_other;
+static const char *rc_vid;
+static int rc_del_rc;
+static void delete_successor_meanwhile(void *arg, const char *key)
+{
+    (void)arg;
+    rc_del_rc = obj_delete_version(rc_other, "bkt", key, rc_vid, NULL, NULL);
+}
+
+/* obj__promoted_hook: once the promotion stands, every store fails its reads for a while. */
+static void reads_fail_after_promotion(void *arg, const char *key)
+{
+    env_t *e = arg;
+    (void)key;
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_read = 1;
+}
+
+/*
+ * A delete by id of the current version v2 promotes v1, while a delete of v1 by id through
+ * another node runs between the promotion's walk and its heads: that delete reads v2 still
+ * current, retires v1 and drops its blocks (204). The promotion's own check that v1 stays
+ * (successor_stays) then cannot read (stores failing): it answered 204 and left v1 current,
+ * its blocks gone, for good: every reader failed, the heal failed on its blocks. The check
+ * that cannot tell notes the key, and the heal promotes past a version retired at its own
+ * position.
+ */
+static void test_promotion_of_a_version_deleted_meanwhile_unchecked(void **state)
+{
+    env_t *e = *state;
+    const char *key = "promote-unchecked";
+    obj_info_t v1, v2, info;
+    put_big(e, key, OBJ_VERSIONED, &v1);
+    put_big(e, key, OBJ_VERSIONED, &v2);
+    rc_other = other_gateway(e);
+    rc_vid = v1.vid;
+    rc_del_rc = 1;
+    obj__promote_hook = delete_successor_meanwhile;
+    obj__promoted_hook = reads_fail_after_promotion;
+    obj__promoted_hook_arg = e;
+    int rc = obj_delete_version(e->set, "bkt", key, v2.vid, NULL, NULL);
+    obj__promote_hook = NULL;
+    obj__promoted_hook = NULL;
+    for (int i = 0; i < N; i++)
+        e->f[i].fail_read = 0;
+    int src = obj_stat(e->set, "bkt", key, &info);
+    print_message("delete v2=%d, delete v1 (other node)=%d; current: %d %s\n", rc, rc_del_rc, src,
+                  src ? "-" : info.upload_id);
+    assert_int_equal(rc_del_rc, 0); /* acknowledged */
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    src = obj_stat(e->set, "bkt", key, &info);
+    print_message("heal %d; current: %d %s\n", hrc, src, src ? "-" : info.upload_id);
+    /* v1 was deleted (204): it is current nowhere, and nothing names it. */
+    assert_false(src == 0 && strcmp(info.upload_id, v1.upload_id) == 0);
+    assert_int_equal(versions_naming(e, key, v1.upload_id), 0);
+    obj_set_free(rc_other);
+}
+
 /*
  * rf_put_head_hook for a PUT (versioned, write quorum 5) whose heads stall twice: on store 3,
  * until stores 0-2 hold its head, then a heal past COMMIT_STALE_NS takes those three for a cut
@@ -8368,6 +8429,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_marker_cut_after_half_its_heads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_promotion_of_a_version_deleted_meanwhile, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_promotion_of_a_version_deleted_meanwhile_unchecked,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_cut_short_second_review, setup, teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
                                         teardown),
