@@ -80,6 +80,8 @@ void http__evict_stalled(http_server_t *s)
         http_req_t *r = c->req;
         if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
             continue;
+        /* Told already (below): its worker is on its way out; not taken twice. */
+        if (r->body_timed_out && r->close_after) continue;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
         h[n++] = (held_t){c,
                           r->principal,
@@ -112,14 +114,32 @@ void http__evict_stalled(http_server_t *s)
     conn_t *worst = best ? best->c : NULL;
     uint64_t worst_for = best ? best->stalled : 0, worst_moved = best ? best->moved : 0;
     uint64_t worst_age = best ? best->age : 0;
+    /*
+     * A request waiting for body bytes with nothing answered yet is told, as the io timeout
+     * tells one (its worker's body read fails: S3's 400 RequestTimeout, which clients retry),
+     * and its connection lingers after the answer. Closed unanswered, its client saw a reset
+     * or an EOF and no reason (a probe: 286 uploads so closed under --max-stalled 2, 26 of
+     * them sending at full speed). One whose response is under way can only be closed.
+     */
+    int told = 0;
+    if (worst) {
+        http_req_t *r = worst->req;
+        if (r->body_waiting && !r->responded && !r->body_timed_out) {
+            r->body_timed_out = 1;
+            r->close_after = 1;
+            r->progress_ms = now;
+            pthread_cond_broadcast(&r->cv);
+            told = 1;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
     free(h);
     if (!worst) return;
     log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu moved=%llu age_ms=%llu "
-             "principal_holds=%zu req=%s",
+             "principal_holds=%zu answered=%d req=%s",
              worst->peer, (unsigned long long)worst_for, (unsigned long long)worst_moved,
-             (unsigned long long)worst_age, most, worst->req->id);
-    http__conn_close(worst);
+             (unsigned long long)worst_age, most, told, worst->req->id);
+    if (!told) http__conn_close(worst);
 }
 
 /*

@@ -412,6 +412,14 @@ def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_ke
                 # one more so that this GET is served.
                 st, got, _ = signed_request(s.port, "GET", "/flood/small")
                 assert st == 200 and got == b"small!"
+                # The flood's evicted uploads are answered (400 RequestTimeout, which clients
+                # retry), not cut off without a word.
+                import select
+                ready, _, _ = select.select(flood, [], [], 30)
+                assert ready
+                for w in ready:
+                    est, eresp = read_response(w)
+                    assert est == 400 and b"<Code>RequestTimeout</Code>" in eresp, (est, eresp)
                 honest.sendall(body[100000:])
                 st, resp = read_response(honest)
                 assert st == 200, resp
