@@ -252,3 +252,44 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
     obj__drop_version(s, bucket, key, &old);
     return 0;
 }
+
+/*
+ * Rolled forward, not undone: readers that asked the stores holding the tombstones answered
+ * "no such key", and a version put back under them would come back after they had (the
+ * reason a failed delete leaves its tombstones, above). Under the key's lock, against what
+ * stands now: the delete's own bound (the version, anything older, or its own tombstone), so
+ * a store that took a newer version meanwhile refuses and keeps it.
+ */
+int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
+                           const obj_info_t *tomb)
+{
+    obj_info_t *old = xmalloc(sizeof(*old));
+    pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
+    pthread_mutex_lock(lk);
+    int in_way = 0, rc = obj__standing(s, bucket, key, old, &in_way);
+    if (rc || in_way || strcmp(old->upload_id, tomb->upload_id) != 0 || old->deleted ||
+        !obj__newer(tomb, old)) {
+        pthread_mutex_unlock(lk);
+        free(old);
+        return rc && rc != ERR_NOT_FOUND ? rc : ERR_BUSY;
+    }
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = old->stamp_ns};
+    memcpy(bound.upload, old->upload_id, sizeof(bound.upload));
+    memcpy(bound.self, old->upload_id, sizeof(bound.self));
+    uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1, failed = 0;
+    int refused = 0, first_err = 0;
+    int written = obj__heads_to(s, bucket, key, "", tomb, NULL, all & ~obj__unhealthy(s), &bound,
+                                &failed, &refused, &first_err);
+    pthread_mutex_unlock(lk);
+    if (refused || !obj__enough(s, tomb, written)) {
+        /* A newer version on some store, or too few took it: the key is looked at again. */
+        free(old);
+        return refused ? ERR_BUSY : first_err ? first_err : ERR_UNRECOVERABLE;
+    }
+    log_info("event=cut_delete_finished key=%s upload=%s tombstones=%d", key, tomb->upload_id,
+             written);
+    obj__tombstone_drop_note(s, bucket, key, tomb, all);
+    obj__drop_version(s, bucket, key, old);
+    free(old);
+    return 0;
+}

@@ -211,11 +211,14 @@ static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, cons
 }
 
 /* A commit cut short (cut: its newest head) above the version that stands: its undo finished
- * (those heads only, at their stamp), then the key healed once more. */
+ * (those heads only, at their stamp); or an unversioned delete's tombstones over it: the
+ * delete finished. Then the key healed once more. */
 static int heal_past_leftover(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
                               const obj_info_t *cut, obj_heal_report_t *rep)
 {
-    int rc = obj__drop_cut_heads_at(s, bucket, key, cut->upload_id, cut->stamp_ns);
+    int rc = cut->deleted && !cut->marker
+                 ? obj__finish_cut_delete(s, bucket, key, cut)
+                 : obj__drop_cut_heads_at(s, bucket, key, cut->upload_id, cut->stamp_ns);
     if (rc) return rc == ERR_BUSY ? ERR_THROTTLED : rc;
     return heal_version(s, rf, bucket, key, NULL, rep, 1);
 }
@@ -237,14 +240,16 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
          * A delete marker cut short above the version that stands (a versioned DELETE killed
          * after half its heads): commits take that version for current, readers asking the
          * marker's stores find the key deleted. Its undo finished here too, as a PUT's is.
-         * (A tombstone carries its version's upload id: not told apart by it.)
+         * An unversioned DELETE cut short (its tombstones, which carry the version's own
+         * upload id, on fewer stores than it needs) is finished instead.
          */
         if (err == ERR_NOT_FOUND && !vid && !again && obj__newest_head(s, bucket, key, info) == 0 &&
-            info->deleted && info->marker) {
+            info->deleted) {
             obj_info_t *st = xmalloc(sizeof(*st));
             int in_way = 0, src = obj__standing(s, bucket, key, st, &in_way);
+            int same = strcmp(info->upload_id, st->upload_id) == 0;
             int cut = src == 0 && !in_way && obj__newer(info, st) &&
-                      strcmp(info->upload_id, st->upload_id) != 0;
+                      (info->marker ? !same : same && !st->deleted);
             free(st);
             int rc = cut ? heal_past_leftover(s, rf, bucket, key, info, rep) : 0;
             free(info);
@@ -283,8 +288,10 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
         obj_info_t *top = xmalloc(sizeof(*top));
         int leftover = src == 0 && above && !in_way && !again &&
                        obj__newest_anywhere(s, bucket, key, top) == 0 && obj__newer(top, st) &&
-                       !top->multipart && strcmp(top->upload_id, st->upload_id) != 0 &&
-                       !(top->deleted && !top->marker);
+                       !top->multipart &&
+                       (top->deleted && !top->marker
+                            ? strcmp(top->upload_id, st->upload_id) == 0 && !st->deleted
+                            : strcmp(top->upload_id, st->upload_id) != 0);
         free(st);
         if (leftover) {
             obj_close(r);

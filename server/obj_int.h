@@ -706,6 +706,16 @@ int obj__commit_heads_keep(obj_set_t *s, const char *bucket, const char *key,
 int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
                        int attempt);
 /*
+ * An unversioned DELETE cut short (a crash): its tombstones (tomb, one of them) on fewer stores
+ * than it needs, over the version they retire, which stands (they count for it, as a cut
+ * commit's heads do). Finished, as the delete would have: the tombstone on every store that
+ * still holds that version, then the version's blocks dropped and the tombstones a minute
+ * later. 0; ERR_BUSY when that version no longer stands under them (covered, or in flight);
+ * or the stores' error.
+ */
+int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
+                           const obj_info_t *tomb);
+/*
  * Whether the heads of info (a commit's, a promotion's, a delete's tombstones) landed so late
  * that others may have read some of them as a crash's leftover and acted on it: such a write
  * is answered "in doubt" (503), nothing it covered dropped (obj_commit.c).

@@ -6294,6 +6294,66 @@ static void test_marker_cut_after_half_its_heads(void **state)
     assert_int_equal(versions_of(e, key), 1);
 }
 
+/* How many stores hold a tombstone (a retired version's head) at key's current position. */
+static int tombstones_on(env_t *e, const char *key)
+{
+    int n = 0;
+    obj_info_t h;
+    for (int i = 0; i < N; i++)
+        n += head_on(e, key, i, &h) == 0 && h.deleted && !h.marker;
+    return n;
+}
+
+/*
+ * An unversioned DELETE killed after its tombstones on stores 0-2 (of six, write quorum 5):
+ * never acknowledged, and the version it read stands (the tombstones count for it, as a cut
+ * commit's heads do). Readers asking stores 0-2 (a GET) found the key deleted, readers asking
+ * others (a listing) found it, for as long as nobody wrote the key: the heal left the
+ * tombstones alone. It finishes the delete now (readers have answered "no such key": the
+ * version is not put back under them), and the version's blocks go.
+ */
+static void delete_cut_on(env_t *e, uint32_t on)
+{
+    char key[48];
+    key_on_012(e, on == 0x7 ? "delete-cut" : "delete-cut-unseen", key, sizeof(key));
+    obj_info_t w, info;
+    put_big(e, key, OBJ_UNVERSIONED, &w);
+    cut_heads_on(e, on);
+    int rc = obj_delete(e->set, "bkt", key);
+    cut_heads_clear(e);
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(tombstones_on(e, key), 3);
+    obj__wall_skew_ns = PAST_COMMIT_STALE;
+    assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.upload_id, w.upload_id);
+    /* A GET asks stores 0-2: it finds the tombstones there, or the version. */
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), on == 0x7 ? ERR_NOT_FOUND : 0);
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->set, "bkt", key, &rep);
+    int st = obj_stat(e->set, "bkt", key, &info);
+    int sst = obj_stat_standing(e->set, "bkt", key, &info);
+    print_message("heal=%d; tombstones on %d; stat=%d standing=%d\n", hrc, tombstones_on(e, key),
+                  st, sst);
+    assert_int_equal(tombstones_on(e, key), N);
+    assert_int_equal(st, ERR_NOT_FOUND);
+    assert_int_equal(sst, ERR_NOT_FOUND);
+    /* Nothing stands: a create-only PUT goes through. */
+    assert_int_equal(put_create_only(e->set, key), 0);
+    obj__wall_skew_ns = 0;
+}
+
+static void test_unversioned_delete_cut_after_half_its_tombstones(void **state)
+{
+    delete_cut_on(*state, 0x7);
+}
+
+/* The same, the tombstones on stores 3-5: the heal's read of the key finds the version, and
+ * the tombstones only on the stores it did not ask. */
+static void test_unversioned_delete_cut_where_readers_miss_it(void **state)
+{
+    delete_cut_on(*state, 0x38);
+}
+
 /* obj__part_commit_hook: a Complete through another node, cut after its close, lands in the
  * gap between a part's check that its upload is open and its heads; once. */
 typedef struct {
@@ -8427,6 +8487,10 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cut_undo_with_the_last_copy_failing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_marker_cut_after_half_its_heads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unversioned_delete_cut_after_half_its_tombstones,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unversioned_delete_cut_where_readers_miss_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_late_promotion_of_a_version_deleted_meanwhile, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_promotion_of_a_version_deleted_meanwhile_unchecked,
