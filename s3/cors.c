@@ -17,7 +17,8 @@ typedef struct {
     XML_Parser p;
     cors_config_t *c;
     int depth, bad, bad_method, field, in_rule;
-    int stored; /* a configuration stored before: only what keeps responses safe is checked */
+    int too_wild; /* an origin or header with more than one wildcard (S3: InvalidRequest) */
+    int stored;   /* a configuration stored before: only what keeps responses safe is checked */
     char text[TEXT_MAX + 1];
     size_t tl;
 } parse_t;
@@ -156,6 +157,9 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         cors_rule_t *r = &s->c->rules[s->c->n - 1];
         s->text[s->tl] = 0;
         if (!value_ok(s->field, s->text, s->stored)) {
+            const char *star = strchr(s->text, '*');
+            s->too_wild =
+                (s->field == F_ORIGIN || s->field == F_HEADER) && star && strchr(star + 1, '*');
             fail(s);
             s->depth--;
             return;
@@ -212,7 +216,7 @@ static int parse(const char *body, size_t len, int stored, cors_config_t *out)
     XML_ParserFree(s.p);
     if (!ok || s.bad_method) {
         cors_free(out);
-        return ok ? ERR_RANGE : ERR_INVAL;
+        return ok ? ERR_RANGE : s.too_wild ? ERR_TOO_LARGE : ERR_INVAL;
     }
     return 0;
 }

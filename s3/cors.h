@@ -31,8 +31,9 @@ typedef struct {
 
 /*
  * Parse a CORSConfiguration. 0; ERR_INVAL (malformed, a rule without an
- * origin or a method, more than CORS_MAX_RULES rules), or ERR_RANGE (a
- * method S3 does not allow in CORS).
+ * origin or a method, more than CORS_MAX_RULES rules), ERR_RANGE (a
+ * method S3 does not allow in CORS), or ERR_TOO_LARGE (an AllowedOrigin or
+ * AllowedHeader with more than one wildcard).
  */
 int cors_parse(const char *body, size_t len, cors_config_t *out)
     __attribute__((warn_unused_result));

@@ -370,9 +370,20 @@ static int is_unserved(const char *name, const void *arg)
            NULL;
 }
 
+static int is_unserved_but_own_ctl(const char *name, const void *arg)
+{
+    return strcmp(name, "ownershipControls") != 0 && is_unserved(name, arg);
+}
+
 static int unserved(ctx_t *x)
 {
-    if (query_name(x->query, is_unserved, NULL)) {
+    int own_ctl;
+    free(s3_qparam(x->query, "ownershipControls", &own_ctl));
+    /* GetBucketOwnershipControls is served (s3_bucket.c); it cannot be changed here. */
+    int get_own_ctl = own_ctl && !x->key[0] && !strcmp(x->info->method, "GET");
+    int other = query_name(x->query, is_unserved, NULL) &&
+                !(get_own_ctl && query_name(x->query, is_unserved_but_own_ctl, NULL) == 0);
+    if (get_own_ctl || other) {
         /* Whose bucket it is, and whether there is one, is said first, as S3 says it: a
          * stranger learns no more from ?policy than from any other request. */
         obj_info_t bi;
@@ -385,12 +396,24 @@ static int unserved(ctx_t *x)
             s3_err(x, S3E_ACCESS_DENIED);
             return 1;
         }
-        s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
-        return 1;
+        if (other) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
+            return 1;
+        }
     }
     for (int i = 0; i < x->info->nheaders; i++) {
         const char *h = x->info->headers[i].name;
         const char *v = x->info->headers[i].value;
+        if (!strncasecmp(h, "x-amz-object-lock-", 18) && x->key[0]) {
+            /* An object's lock asks for its bucket's Object Lock configuration, which no
+             * bucket here has: S3's answer to the same in such a bucket (not stored unlocked). */
+            obj_info_t bi;
+            if (x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi))
+                s3_err(x, S3E_NO_SUCH_BUCKET);
+            else
+                s3_err_msg(x, S3E_INVALID_REQUEST, "Bucket is missing Object Lock Configuration");
+            return 1;
+        }
         if (!strncasecmp(h, "x-amz-server-side-encryption", 28) ||
             !strncasecmp(h, "x-amz-copy-source-server-side-encryption", 40) ||
             !strncasecmp(h, "x-amz-object-lock-", 18) ||
@@ -400,11 +423,10 @@ static int unserved(ctx_t *x)
                        "Server-side encryption and object lock are not served.");
             return 1;
         }
-        /* A bucket's objects are its owner's (S3's BucketOwnerEnforced, its default):
-         * ObjectWriter ownership would be a promise not kept. */
-        if (!strcasecmp(h, "x-amz-object-ownership") && strcasecmp(v, "BucketOwnerEnforced") &&
-            strcasecmp(v, "BucketOwnerPreferred")) {
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "Objects here are their bucket owner's.");
+        /* The three settings S3 has (s3_acl.c: who owns what a writer writes). */
+        if (!strcasecmp(h, "x-amz-object-ownership") && strcmp(v, "BucketOwnerEnforced") &&
+            strcmp(v, "BucketOwnerPreferred") && strcmp(v, "ObjectWriter")) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid x-amz-object-ownership header");
             return 1;
         }
     }

@@ -1,14 +1,20 @@
 /*
  * s3_acl: ACLs on buckets and objects: canned ones (private, public-read,
  * public-read-write, authenticated-read, bucket-owner-read and
- * bucket-owner-full-control; the last two are private here, where a bucket's
- * objects are its owner's) and lists of grants to users and groups (s3/acl.h
- * parses and stores them), from x-amz-acl / x-amz-grant-* headers or an
- * AccessControlPolicy body; Get/Put *Acl.
+ * bucket-owner-full-control: the last two grant the bucket's owner READ or
+ * FULL_CONTROL of an object another user wrote and owns) and lists of grants
+ * to users and groups (s3/acl.h parses and stores them), from x-amz-acl /
+ * x-amz-grant-* headers or an AccessControlPolicy body; Get/Put *Acl.
  *
- * Who is not the bucket's owner (anonymous or another user) is served by
- * s3_foreign.c, which asks s3_acl_perms what the ACLs give; the owner's
- * requests never look at an ACL.
+ * Who owns an object: its writer, when that is a signed-in user other than
+ * the bucket's owner (S3's ObjectWriter ownership, OWNER_META); under
+ * BucketOwnerPreferred the bucket's owner when the writer gave it full
+ * control; under BucketOwnerEnforced (ACLs disabled), and for anonymous
+ * writers, always the bucket's owner. Who is not the bucket's owner
+ * (anonymous or another user) is served by s3_foreign.c, which asks
+ * s3_acl_perms what the ACLs give (an object's owner has them all); the
+ * bucket owner's requests never look at an ACL, whoever owns the object
+ * (more than S3 gives it: there it must be granted READ on another's).
  */
 
 #include "server/s3_int.h"
@@ -17,6 +23,9 @@ typedef struct {
     const char *name, *value;
     const char *requester; /* not the bucket's owner: its WRITE_ACP is checked at the commit */
     int foreign;
+    /* An object's ACL from a body: the Owner it names (else NULL), which must be the
+     * object's owner, read at the commit (bucket_owner: the bucket's). */
+    const char *body_owner, *bucket_owner;
 } acl_set_t;
 
 int s3_canned_acl_check(ctx_t *x, const char *acl, int bucket)
@@ -45,7 +54,11 @@ static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
     acl_set_t *a = arg;
     /* Under the key's lock, on the very record rewritten: a grant revoked, or a version
      * written, since the request was let in (its body may have taken minutes) counts. */
-    if (a->foreign && !(s3_acl_perms(s3_umeta_get(cur, a->name), a->requester) & S3_PERM_WRITE_ACP))
+    if (a->body_owner && strcmp(a->body_owner, s3_object_owner(cur, a->bucket_owner)) != 0)
+        return ERR_DENIED; /* no one changes owners through an ACL */
+    int own = a->requester && !strcmp(s3_umeta_get(cur, OWNER_META), a->requester);
+    if (a->foreign && !own &&
+        !(s3_acl_perms(s3_umeta_get(cur, a->name), a->requester) & S3_PERM_WRITE_ACP))
         return ERR_DENIED;
     buf_t um = {0};
     s3_umeta_with(cur, a->name, a->value, &um);
@@ -168,7 +181,7 @@ out:
 void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name, const char *owner)
 {
     int rc, given, whole = strcmp(bucket, BUCKETS) == 0;
-    char *val = xmalloc(S3_ACL_STORED_MAX);
+    char *val = xmalloc(S3_ACL_STORED_MAX), *body_owner = NULL;
     s3_acl_t *a = NULL;
     if (s3_acl_from_headers(x, whole, val, &given) != 0) goto out;
     const char *cl = s3_hdr(x->info, "content-length");
@@ -194,16 +207,19 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
             s3_err(x, S3E_MALFORMED_ACL); /* an Owner is required, as S3 */
             goto out;
         }
-        if (strcmp(oid, owner) != 0) {
-            s3_err(x, S3E_ACCESS_DENIED); /* no one changes owners through an ACL */
+        /* No one changes owners through an ACL: a bucket's checked here, an object's (its
+         * writer's, or the bucket owner's) where it is read, at the commit (acl_set). */
+        if (whole && strcmp(oid, owner) != 0) {
+            s3_err(x, S3E_ACCESS_DENIED);
             goto out;
         }
+        if (!whole) body_owner = xstrdup(oid);
         /* ACLs disabled: only the owner's full control, written out (s3_acl_from_headers). */
         obj_info_t *bi = xmalloc(sizeof(*bi));
         int off = s3_bucket_exists(x, x->bucket, bi) && s3_bucket_acls_disabled(bi);
         free(bi);
         if (off && !(a->n == 1 && a->g[0].type == S3_GRANTEE_USER && a->g[0].perm == S3_PERM_FULL &&
-                     !strcmp(a->g[0].id, owner))) {
+                     !strcmp(a->g[0].id, oid))) {
             s3_err(x, S3E_ACL_NOT_SUPPORTED);
             goto out;
         }
@@ -221,7 +237,8 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
     else
         pthread_rwlock_rdlock(lk);
     int foreign = x->anonymous || strcmp(owner, x->auth.access_key) != 0;
-    acl_set_t set = {name, val, x->anonymous ? NULL : x->auth.access_key, foreign};
+    acl_set_t set = {name,    val,        x->anonymous ? NULL : x->auth.access_key,
+                     foreign, body_owner, owner};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -246,6 +263,7 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 out:
+    free(body_owner);
     free(a);
     free(val);
 }
@@ -269,9 +287,16 @@ static void grant_xml(buf_t *b, const char *type, const char *id, const char *gr
     buf_printf(b, "</Grantee><Permission>%s</Permission></Grant>", perm);
 }
 
+const char *s3_object_owner(const obj_info_t *oi, const char *bucket_owner)
+{
+    const char *w = s3_umeta_get(oi, OWNER_META);
+    return w[0] ? w : bucket_owner;
+}
+
 /* GetBucketAcl / GetObjectAcl: a grant list as stored, in its order; a canned ACL as the
- * groups' grants it makes and the owner's full control. */
-void s3_respond_acl(ctx_t *x, const char *owner, const char *stored)
+ * groups' grants it makes and the owner's full control, then, for bucket-owner-read and
+ * bucket-owner-full-control on an object someone else owns, the bucket owner's grant. */
+void s3_respond_acl(ctx_t *x, const char *owner, const char *bucket_owner, const char *stored)
 {
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
@@ -308,13 +333,17 @@ void s3_respond_acl(ctx_t *x, const char *owner, const char *stored)
         if (group && !strcmp(stored, "public-read-write"))
             grant_xml(&b, "Group", NULL, group, "WRITE");
         grant_xml(&b, "CanonicalUser", owner, NULL, "FULL_CONTROL");
+        int bo_read = !strcmp(stored, "bucket-owner-read");
+        if ((bo_read || !strcmp(stored, "bucket-owner-full-control")) &&
+            strcmp(owner, bucket_owner))
+            grant_xml(&b, "CanonicalUser", bucket_owner, NULL, bo_read ? "READ" : "FULL_CONTROL");
     }
     buf_printf(&b, "</AccessControlList></AccessControlPolicy>");
     s3_respond_xml(x, 200, &b);
 }
 
-/* GetObjectAcl of the request's object (x->vid: that version), owned by the bucket's owner. */
-void s3_get_object_acl(ctx_t *x, const char *owner)
+/* GetObjectAcl of the request's object (x->vid: that version), by the bucket's owner. */
+void s3_get_object_acl(ctx_t *x, const char *bucket_owner)
 {
     obj_info_t oi;
     int rc = obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi);
@@ -324,5 +353,6 @@ void s3_get_object_acl(ctx_t *x, const char *owner)
     else if (rc)
         s3_engine_error(x, rc);
     else
-        s3_respond_acl(x, owner, s3_umeta_get(&oi, ACL_META));
+        s3_respond_acl(x, s3_object_owner(&oi, bucket_owner), bucket_owner,
+                       s3_umeta_get(&oi, ACL_META));
 }

@@ -126,7 +126,7 @@ static void entry_open(batch_t *b, slot_t *s)
         goto out;
     }
     /* Another user's (or anonymous) read: the version opened must grant READ itself. */
-    if (b->foreign && !s3_foreign_may_read(x, s3_umeta_get(info, ACL_META))) {
+    if (b->foreign && !s3_foreign_may_read_object(x, info)) {
         obj_close(s->rd);
         s->rd = NULL;
         slot_fail(s, S3E_ACCESS_DENIED);

@@ -327,18 +327,14 @@ void s3_list_buckets(ctx_t *x)
     lb_t l = {&b, x->auth.access_key, 10000, 0, 0, NULL};
     char after[96] = "";
     if (tok && tok[0]) {
-        unsigned char raw[96];
-        size_t tl = strlen(tok);
-        int n = tl < 128 && tl % 4 == 0 ? EVP_DecodeBlock(raw, (const unsigned char *)tok, (int)tl)
-                                        : -1;
-        while (n > 0 && tl && tok[--tl] == '=')
-            n--;
-        if (n <= 0 || n >= (int)sizeof(after) || memchr(raw, 0, (size_t)n)) {
+        char *name = s3_token_decode(tok);
+        if (!name || strlen(name) >= sizeof(after)) {
+            free(name);
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
             goto out;
         }
-        memcpy(after, raw, (size_t)n);
-        after[n] = 0;
+        snprintf(after, sizeof(after), "%s", name);
+        free(name);
     }
     if (maxb && num_parse_int(maxb, 1, 10000, &l.max) != 0) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "max-buckets must be an integer from 1 to 10000.");
@@ -364,9 +360,7 @@ void s3_list_buckets(ctx_t *x)
     }
     buf_printf(&b, "</Buckets>");
     if (l.truncated && l.last) {
-        size_t n = strlen(l.last);
-        char *enc = xmalloc(4 * ((n + 2) / 3) + 1);
-        EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)l.last, (int)n);
+        char *enc = s3_token_encode(l.last);
         buf_printf(&b, "<ContinuationToken>%s</ContinuationToken>", enc);
         free(enc);
     }
@@ -498,7 +492,7 @@ static void create_bucket(ctx_t *x)
      * set later (AccessControlListNotSupported, s3_acl.c).
      */
     const char *own = s3_hdr(x->info, "x-amz-object-ownership");
-    int enforced = own && !strcasecmp(own, "BucketOwnerEnforced");
+    int enforced = own && !strcmp(own, "BucketOwnerEnforced");
     if (enforced && given && strcmp(acl, "private") != 0 &&
         strcmp(acl, "bucket-owner-full-control") != 0) {
         s3_err(x, S3E_INVALID_BUCKET_ACL_OWNERSHIP);
@@ -533,7 +527,7 @@ again:
     buf_t rec = {0};
     buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
                given && !enforced ? acl : "private", 0, 0, id, 0);
-    if (enforced) buf_printf(&rec, "ownership%cBucketOwnerEnforced%c", 0, 0);
+    if (own) buf_printf(&rec, "ownership%c%s%c", 0, own, 0); /* (s3.c checked it) */
     obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
     /*
      * Created only if no bucket of that name exists when the record commits:
@@ -687,14 +681,31 @@ void s3_bucket_op(ctx_t *x)
             s3_list_uploads(x);
             return;
         }
+        v = s3_qparam(x->query, "ownershipControls", &present);
+        free(v);
+        if (present) {
+            obj_info_t bi;
+            if (s3_bucket_exists(x, x->bucket, &bi)) {
+                /* A bucket created without the setting: its writers own what they write. */
+                const char *o = s3_umeta_get(&bi, "ownership");
+                buf_t b = {0};
+                buf_printf(&b,
+                           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OwnershipControls "
+                           "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Rule>"
+                           "<ObjectOwnership>%s</ObjectOwnership></Rule></OwnershipControls>",
+                           o[0] ? o : "ObjectWriter");
+                s3_respond_xml(x, 200, &b);
+            }
+            return;
+        }
         v = s3_qparam(x->query, "acl", &present);
         free(v);
         if (present) {
             obj_info_t bi;
-            if (s3_bucket_exists(x, x->bucket, &bi))
-                s3_respond_acl(x,
-                               s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key,
-                               s3_umeta_get(&bi, "acl"));
+            if (s3_bucket_exists(x, x->bucket, &bi)) {
+                const char *o = s3_bucket_owner(&bi)[0] ? s3_bucket_owner(&bi) : x->auth.access_key;
+                s3_respond_acl(x, o, o, s3_umeta_get(&bi, "acl"));
+            }
             return;
         }
         v = s3_qparam(x->query, "location", &present);

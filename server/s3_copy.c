@@ -82,7 +82,7 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     free(sbi);
     obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
     free(path);
-    if (rd && foreign && !s3_foreign_may_read(x, s3_umeta_get(si, ACL_META))) {
+    if (rd && foreign && !s3_foreign_may_read_object(x, si)) {
         obj_close(rd);
         free(vid);
         s3_err(x, S3E_ACCESS_DENIED);
@@ -246,6 +246,7 @@ void s3_copy_object(ctx_t *x)
         }
         s3_umeta_with(&si, ACL_META, given ? acl : "private", &um);
         free(acl);
+        s3_pairs_set(&um, OWNER_META, NULL); /* the copy is its copier's (the bucket owner) */
         s3_pairs_set(&um, REDIRECT_META, redirect && redirect[0] ? redirect : NULL);
         if (!copy_tags) { /* x-amz-tagging's tags, or none */
             const char *tagging = s3_hdr(x->info, "x-amz-tagging");

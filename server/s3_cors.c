@@ -91,9 +91,12 @@ void s3_cors_op(ctx_t *x)
         if (!body) return;
         cors_config_t c;
         rc = cors_parse(body, len, &c);
-        if (rc == ERR_RANGE) {
+        if (rc == ERR_RANGE || rc == ERR_TOO_LARGE) {
             free(body);
-            s3_err_msg(x, S3E_INVALID_REQUEST, "Found unsupported HTTP method in CORS config.");
+            s3_err_msg(x, S3E_INVALID_REQUEST,
+                       rc == ERR_RANGE ? "Found unsupported HTTP method in CORS config."
+                                       : "AllowedOrigin or AllowedHeader can not have more than "
+                                         "one wildcard.");
             return;
         }
         if (rc) {

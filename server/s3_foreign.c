@@ -16,8 +16,11 @@
  * FULL_CONTROL is all four. Everything else (copies, ListParts, upload
  * listings, tags, versions, configurations) stays the owner's. That a bucket is not
  * there is said to anyone (as S3 does), that a key is not only to whoever
- * may list the bucket. Objects belong to the bucket's owner, whoever wrote
- * them; a writer's x-amz-acl / x-amz-grant-* set the new object's ACL.
+ * may list the bucket. A signed-in writer owns what it writes (S3's
+ * ObjectWriter ownership; not under BucketOwnerEnforced, nor under
+ * BucketOwnerPreferred when it gives the bucket owner full control: s3_acl.c)
+ * and has every permission on it; its x-amz-acl / x-amz-grant-* set the new
+ * object's ACL.
  * A copy into one's own bucket may take another's object as its source
  * where that object grants READ, as a GET of it would (s3_copy.c).
  */
@@ -43,13 +46,24 @@ int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
     return granted(x, stored_acl, S3_PERM_READ);
 }
 
+/* Whether x's requester wrote (and owns) the object version oi. */
+static int owns(const ctx_t *x, const obj_info_t *oi)
+{
+    return !x->anonymous && !strcmp(s3_umeta_get(oi, OWNER_META), x->auth.access_key);
+}
+
+int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi)
+{
+    return owns(x, oi) || s3_foreign_may_read(x, s3_umeta_get(oi, ACL_META));
+}
+
 /* A bucket-level request (HeadBucket, ListObjects, Get/PutBucketAcl). */
 static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
 {
     const char *m = x->info->method, *stored = s3_umeta_get(bi, "acl");
     const char *owner = s3_bucket_owner(bi);
     if (acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ_ACP))
-        s3_respond_acl(x, owner, stored);
+        s3_respond_acl(x, owner, owner, stored);
     else if (acl && !strcmp(m, "PUT") && granted(x, stored, S3_PERM_WRITE_ACP))
         s3_put_acl(x, BUCKETS, x->bucket, "acl", owner);
     else if (!acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ))
@@ -139,13 +153,14 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         return;
     }
     const char *oacl = rc == 0 ? s3_umeta_get(&oi, ACL_META) : "";
+    int mine = rc == 0 && owns(x, &oi);
     if (rc != 0) {
         s3_err(x, S3E_ACCESS_DENIED);
-    } else if (acl && get && granted(x, oacl, S3_PERM_READ_ACP)) {
-        s3_respond_acl(x, owner, oacl);
-    } else if (acl && !get && granted(x, oacl, S3_PERM_WRITE_ACP)) {
+    } else if (acl && get && (mine || granted(x, oacl, S3_PERM_READ_ACP))) {
+        s3_respond_acl(x, s3_object_owner(&oi, owner), owner, oacl);
+    } else if (acl && !get && (mine || granted(x, oacl, S3_PERM_WRITE_ACP))) {
         s3_put_acl(x, x->ibucket, x->key, ACL_META, owner);
-    } else if (!acl && s3_foreign_may_read(x, oacl)) {
+    } else if (!acl && (mine || s3_foreign_may_read(x, oacl))) {
         if (s3_has_response_overrides(x))
             s3_err_msg(x, S3E_INVALID_REQUEST,
                        "Request specific response headers cannot be used for anonymous "
@@ -190,6 +205,8 @@ void s3_anonymous_op(ctx_t *x)
         return;
     }
     s3_bucket_iname(x->bucket, &bi, x->ibucket);
+    if (!x->anonymous && !s3_bucket_acls_disabled(&bi))
+        x->writer_owns = !strcmp(s3_umeta_get(&bi, "ownership"), "BucketOwnerPreferred") ? 2 : 1;
     int acl = has_param(x, "acl");
     if (x->key[0])
         foreign_object(x, &bi, acl);

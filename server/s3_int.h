@@ -87,6 +87,10 @@ typedef struct {
     int anonymous;     /* no credentials: only public-read objects and buckets */
     int public_view;   /* answered as anyone may see it (s3_anonymous_op): no tag counts */
     int foreign_read;  /* not the owner's: the version opened must itself grant READ */
+    /* A signed-in writer into someone else's bucket owns what it writes (S3's ObjectWriter
+     * ownership): 1; 2 unless it gives the bucket owner full control (BucketOwnerPreferred);
+     * 0 the bucket's owner owns it (the owner's own request, anonymous, BucketOwnerEnforced). */
+    int writer_owns;
     /* The request's bucket record, read once (routing, access, CORS, listing owner all ask):
      * 0 not read yet, 1 read, -1 absent. Decisions under a bucket lock read it afresh. */
     int bucket_seen;
@@ -132,7 +136,10 @@ typedef struct {
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
 #define REDIRECT_META    "\001h:website-redirect" /* x-amz-website-redirect-location */
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
-#define S3_USER_META_MAX 2048      /* x-amz-meta-* names and values, as S3 */
+/* The object's owner, when its writer is not the bucket's owner (x->writer_owns); absent: the
+ * bucket owner's. */
+#define OWNER_META       "\001own"
+#define S3_USER_META_MAX 2048 /* x-amz-meta-* names and values, as S3 */
 
 /* ---- s3.c ---- */
 /* x's query names a sub-resource of S3's outside allowed (NULL-terminated; NULL: none):
@@ -260,10 +267,13 @@ int s3_acl_from_headers(ctx_t *x, int bucket, char *out, int *given);
 /* PutBucketAcl (bucket BUCKETS, key the bucket's name, name "acl") / PutObjectAcl (the
  * incarnation's iname, the key, ACL_META); owner: the bucket's, whom a body must name. */
 void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name, const char *owner);
-/* GetBucketAcl / GetObjectAcl answer for a stored ACL ("": private). */
-void s3_respond_acl(ctx_t *x, const char *owner, const char *stored);
-/* GetObjectAcl of x's key (x->vid, x->ibucket set). */
-void s3_get_object_acl(ctx_t *x, const char *owner);
+/* GetBucketAcl / GetObjectAcl answer for a stored ACL ("": private); owner: the bucket's or
+ * the object's, bucket_owner: the bucket's (a bucket-owner-* canned ACL grants it). */
+void s3_respond_acl(ctx_t *x, const char *owner, const char *bucket_owner, const char *stored);
+/* GetObjectAcl of x's key (x->vid, x->ibucket set); bucket_owner: the bucket's. */
+void s3_get_object_acl(ctx_t *x, const char *bucket_owner);
+/* An object's owner: its writer's (OWNER_META), else the bucket's (bucket_owner). */
+const char *s3_object_owner(const obj_info_t *oi, const char *bucket_owner);
 
 /* ---- s3_foreign.c ---- */
 /* A request by anyone but the bucket's owner: what the ACLs grant, else 403. */
@@ -271,9 +281,15 @@ void s3_anonymous_op(ctx_t *x);
 /* Whether the ACL stored (an object's ACL_META, a bucket's "acl") lets x's requester (another
  * user, or anonymous) read: GET an object version, list a bucket. */
 int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
+/* The same for an object version: its owner (a writer into the bucket) may, or its ACL. */
+int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi);
 
 /* ---- s3_list.c ---- */
 void s3_list_objects(ctx_t *x);
+/* A continuation token naming where a listing goes on (malloc'd), and the name one names
+ * (malloc'd; NULL when it is not one of ours). */
+char *s3_token_encode(const char *last);
+char *s3_token_decode(const char *tok);
 void s3_list_versions(ctx_t *x);
 
 /* ---- s3_object.c ---- */

@@ -6,6 +6,8 @@
 
 #include "server/s3_int.h"
 
+#include "common/crc.h"
+
 typedef struct {
     ctx_t *x;
     buf_t *b;
@@ -111,10 +113,11 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     put_u64(l->b, info->size);
     put_s(l->b, "</Size>");
     if (l->owner) {
+        const char *o = s3_object_owner(info, l->owner);
         put_s(l->b, "<Owner><ID>");
-        buf_xml(l->b, l->owner);
+        buf_xml(l->b, o);
         put_s(l->b, "</ID><DisplayName>");
-        buf_xml(l->b, l->owner);
+        buf_xml(l->b, o);
         put_s(l->b, "</DisplayName></Owner>");
     }
     put_s(l->b, "<StorageClass>STANDARD</StorageClass></Contents>");
@@ -123,34 +126,54 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     return 0;
 }
 
-/* Continuation tokens: the last key or prefix returned, base64 (opaque, any bytes). */
-static char *token_encode(const char *last)
+/*
+ * Continuation tokens: base64 of the last key or prefix returned, a NUL and the crc32c of the
+ * key (4 bytes, big-endian). Opaque to clients, as S3's; the crc makes one that is not ours
+ * (base64 of anything) an InvalidArgument, as S3 answers, instead of a listing from wherever
+ * it decodes to (a conformance sweep). The NUL makes a build from before the crc refuse these
+ * tokens (400), never list from a wrong key, when a cluster's nodes are upgraded in turn.
+ */
+#define TOKEN_TAIL 5
+
+char *s3_token_encode(const char *last)
 {
     size_t n = strlen(last);
-    char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)last, (int)n);
+    uint8_t *raw = xmalloc(n + TOKEN_TAIL);
+    memcpy(raw, last, n);
+    uint32_t crc = crc32c(0, last, n);
+    raw[n] = 0;
+    for (int i = 0; i < 4; i++)
+        raw[n + 1 + (size_t)i] = (uint8_t)(crc >> (24 - 8 * i));
+    char *out = xmalloc(4 * ((n + TOKEN_TAIL + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, raw, (int)(n + TOKEN_TAIL));
+    free(raw);
     return out;
 }
 
 /* NULL when the token is not one of ours. */
-static char *token_decode(const char *tok)
+char *s3_token_decode(const char *tok)
 {
     size_t n = strlen(tok);
-    if (n == 0 || n % 4 || n > 4 * ((MAX_KEY_LEN + 2) / 3)) return NULL;
-    char *out = xmalloc(n / 4 * 3 + 1);
-    int l = EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)tok, (int)n);
-    if (l < 0) {
-        free(out);
-        return NULL;
-    }
+    if (n == 0 || n % 4 || n > 4 * ((MAX_KEY_LEN + TOKEN_TAIL + 2) / 3)) return NULL;
+    uint8_t *raw = xmalloc(n / 4 * 3 + 1);
+    int l = EVP_DecodeBlock(raw, (const unsigned char *)tok, (int)n);
     while (l > 0 && n && tok[--n] == '=') /* DecodeBlock counts the padding as zeros */
         l--;
-    out[l] = 0;
-    if ((size_t)l != strlen(out) || !s3_key_ok(out, (size_t)l)) {
-        free(out);
-        return NULL;
+    char *key = NULL;
+    if (l >= TOKEN_TAIL) {
+        size_t kl = (size_t)l - TOKEN_TAIL;
+        uint32_t crc = 0;
+        for (int i = 0; i < 4; i++)
+            crc = crc << 8 | raw[kl + 1 + (size_t)i];
+        if (raw[kl] == 0 && memchr(raw, 0, kl) == NULL && crc == crc32c(0, raw, kl) &&
+            s3_key_ok((const char *)raw, kl)) {
+            key = xmalloc(kl + 1);
+            memcpy(key, raw, kl);
+            key[kl] = 0;
+        }
     }
-    return out;
+    free(raw);
+    return key;
 }
 
 void s3_list_objects(ctx_t *x)
@@ -204,7 +227,7 @@ void s3_list_objects(ctx_t *x)
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "Listing parameters must be valid UTF-8.");
             goto out;
         }
-    if (is_v2 && token && !(from_token = token_decode(token))) {
+    if (is_v2 && token && !(from_token = s3_token_decode(token))) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
         goto out;
     }
@@ -260,7 +283,7 @@ void s3_list_objects(ctx_t *x)
             buf_printf(&b, "</StartAfter>");
         }
         if (l.truncated && l.last) {
-            char *t = token_encode(l.last);
+            char *t = s3_token_encode(l.last);
             buf_printf(&b, "<NextContinuationToken>%s</NextContinuationToken>", t);
             free(t);
         }
@@ -345,10 +368,11 @@ static int list_version_cb(void *arg, const char *key, const obj_info_t *info, i
     if (!info->deleted)
         buf_printf(v->b, "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size>", info->etag,
                    (unsigned long long)info->size);
+    const char *o = s3_object_owner(info, v->owner);
     buf_printf(v->b, "<Owner><ID>");
-    buf_xml(v->b, v->owner);
+    buf_xml(v->b, o);
     buf_printf(v->b, "</ID><DisplayName>");
-    buf_xml(v->b, v->owner);
+    buf_xml(v->b, o);
     buf_printf(v->b, "</DisplayName></Owner>");
     if (!info->deleted) buf_printf(v->b, "<StorageClass>STANDARD</StorageClass>");
     buf_printf(v->b, "</%s>", el);

@@ -174,7 +174,8 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         s3_err(x, S3E_METADATA_TOO_LARGE);
         return -1;
     }
-    /* The ACL asked for (a writer's too: the object is the bucket owner's, with this ACL). */
+    /* The ACL asked for; and who owns the object: a signed-in writer into another's bucket,
+     * as the bucket's ownership setting says (x->writer_owns, s3_acl.c). */
     char *acl = xmalloc(S3_ACL_STORED_MAX);
     int given;
     if (s3_acl_from_headers(x, 0, acl, &given) != 0) {
@@ -182,6 +183,9 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         return -1;
     }
     if (given && strcmp(acl, "private") != 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
+    if (x->writer_owns == 1 ||
+        (x->writer_owns == 2 && !(given && !strcmp(acl, "bucket-owner-full-control"))))
+        buf_printf(um, "%s%c%s%c", OWNER_META, 0, x->auth.access_key, 0);
     free(acl);
     /* x-amz-tagging: the object's tags, checked and kept in canonical form. */
     const char *tagging = s3_hdr(x->info, "x-amz-tagging");
@@ -593,7 +597,7 @@ void s3_get_object(ctx_t *x, int head)
     }
     /* Another user's (or anonymous) read was let in on the version it looked at: the one
      * opened (pinned now) may be newer, and must grant READ itself. */
-    if (x->foreign_read && !s3_foreign_may_read(x, s3_umeta_get(&info, ACL_META))) {
+    if (x->foreign_read && !s3_foreign_may_read_object(x, &info)) {
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;

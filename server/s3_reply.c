@@ -48,7 +48,25 @@ void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra)
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code><Message>",
                ei->code);
     buf_xml(&b, msg);
-    buf_printf(&b, "</Message>%s<Resource>", extra ? extra : "");
+    buf_printf(&b, "</Message>");
+    if (extra) {
+        buf_printf(&b, "%s", extra);
+    } else if (e == S3E_NO_SUCH_BUCKET && x->bucket[0]) {
+        /* What S3 names beside these codes (clients and suites read them). */
+        buf_printf(&b, "<BucketName>");
+        buf_xml(&b, x->bucket);
+        buf_printf(&b, "</BucketName>");
+    } else if ((e == S3E_NO_SUCH_KEY || e == S3E_NO_SUCH_VERSION) && x->key[0]) {
+        buf_printf(&b, "<Key>");
+        buf_xml(&b, x->key);
+        buf_printf(&b, "</Key>");
+        if (e == S3E_NO_SUCH_VERSION && x->vid) {
+            buf_printf(&b, "<VersionId>");
+            buf_xml(&b, x->vid);
+            buf_printf(&b, "</VersionId>");
+        }
+    }
+    buf_printf(&b, "<Resource>");
     buf_xml(&b, x->info->target);
     buf_printf(&b, "</Resource><RequestId>%s</RequestId><HostId>%s</HostId></Error>", x->id,
                x->host_id);

@@ -6,6 +6,7 @@ user, e-mail grantee, LogDelivery, no or another Owner, too many grants, canned 
 grant headers); revoking all; the AllUsers and AuthenticatedUsers groups, anonymous
 requests included. The owner's access never depends on the ACL."""
 import hashlib
+import os
 import urllib.error
 import urllib.request
 
@@ -623,3 +624,105 @@ def test_bucket_owner_enforced_disables_acls(server):
 
 def test_newest_botocore():
     run_under_newest_botocore("test_s3_acl_grants.py")
+
+
+def sha(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def test_a_writer_owns_what_it_writes_into_anothers_bucket(server):
+    """S3's ObjectWriter ownership, the setting of a bucket created without one: a signed-in
+    writer into another's bucket owns the object, may read it and its ACL, and sets its ACL;
+    bucket-owner-read / bucket-owner-full-control grant the bucket's owner READ / FULL_CONTROL.
+    Objects written by another user used to be the bucket owner's: the writer could not read
+    back (403) what it had just written, nor its ACL, and the ACL shown named the bucket owner
+    alone (a conformance sweep: s3-tests' bucketownerread / bucketownerfullcontrol). Under
+    BucketOwnerPreferred the bucket's owner owns what it is given full control of; under
+    BucketOwnerEnforced all. The bucket's owner keeps its access to every object."""
+    c = s3_client(server.endpoint)
+    alt = s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="writers", GrantWrite=ID2, GrantFullControl='id="%s"' % AK)
+    assert c.get_bucket_ownership_controls(Bucket="writers")["OwnershipControls"]["Rules"] == [
+        {"ObjectOwnership": "ObjectWriter"}]
+    bodies = {}
+    for key, acl in (("bor", "bucket-owner-read"), ("bofc", "bucket-owner-full-control"),
+                     ("plain", None)):
+        bodies[key] = os.urandom(5000)
+        kw = {"ACL": acl} if acl else {}
+        alt.put_object(Bucket="writers", Key=key, Body=bodies[key], **kw)
+    c.put_object(Bucket="writers", Key="mine", Body=b"the owner's")
+    # The writer reads back what it wrote, and its ACL.
+    for key, body in bodies.items():
+        assert sha(alt.get_object(Bucket="writers", Key=key)["Body"].read()) == sha(body)
+        alt.head_object(Bucket="writers", Key=key)
+        assert sha(c.get_object(Bucket="writers", Key=key)["Body"].read()) == sha(body)
+    acl = alt.get_object_acl(Bucket="writers", Key="bor")
+    assert acl["Owner"]["ID"] == AK2
+    assert grants_of(acl) == [(AK2, "FULL_CONTROL"), (AK, "READ")]
+    acl = c.get_object_acl(Bucket="writers", Key="bofc")
+    assert acl["Owner"]["ID"] == AK2
+    assert grants_of(acl) == [(AK2, "FULL_CONTROL"), (AK, "FULL_CONTROL")]
+    assert grants_of(alt.get_object_acl(Bucket="writers", Key="plain")) == [(AK2, "FULL_CONTROL")]
+    # Not another's object: alt has no READ on the bucket owner's.
+    assert code(alt.get_object, Bucket="writers", Key="mine") == "AccessDenied"
+    # The owner in listings is each object's.
+    owners = {o["Key"]: o["Owner"]["ID"] for o in c.list_objects(Bucket="writers")["Contents"]}
+    assert owners == {"bor": AK2, "bofc": AK2, "plain": AK2, "mine": AK}
+    owners = {o["Key"]: o["Owner"]["ID"]
+              for o in c.list_object_versions(Bucket="writers")["Versions"]}
+    assert owners["plain"] == AK2 and owners["mine"] == AK
+    # The writer sets its object's ACL; a body must name it as the Owner, not the bucket's.
+    alt.put_object_acl(Bucket="writers", Key="plain", ACL="public-read")
+    assert grants_of(alt.get_object_acl(Bucket="writers", Key="plain")) == [
+        (ALL, "READ"), (AK2, "FULL_CONTROL")]
+    policy = {"Owner": {"ID": AK2}, "Grants": [
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "FULL_CONTROL"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK}, "Permission": "READ"}]}
+    alt.put_object_acl(Bucket="writers", Key="plain", AccessControlPolicy=policy)
+    c.put_object_acl(Bucket="writers", Key="plain", AccessControlPolicy=policy)
+    policy["Owner"]["ID"] = AK
+    assert code(alt.put_object_acl, Bucket="writers", Key="plain",
+                AccessControlPolicy=policy) == "AccessDenied"
+    assert c.get_object_acl(Bucket="writers", Key="plain")["Owner"]["ID"] == AK2
+    # A multipart upload's object is its writer's too.
+    up = alt.create_multipart_upload(Bucket="writers", Key="mpu")["UploadId"]
+    part = os.urandom(6 << 20)
+    e1 = alt.upload_part(Bucket="writers", Key="mpu", UploadId=up, PartNumber=1,
+                         Body=part)["ETag"]
+    alt.complete_multipart_upload(Bucket="writers", Key="mpu", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}]})
+    assert sha(alt.get_object(Bucket="writers", Key="mpu")["Body"].read()) == sha(part)
+    assert alt.get_object_acl(Bucket="writers", Key="mpu")["Owner"]["ID"] == AK2
+    # The bucket's owner writes the key again: its own now; a copy is its copier's.
+    c.put_object(Bucket="writers", Key="bor", Body=b"replaced")
+    assert c.get_object_acl(Bucket="writers", Key="bor")["Owner"]["ID"] == AK
+    assert code(alt.get_object, Bucket="writers", Key="bor") == "AccessDenied"
+    c.copy_object(Bucket="writers", Key="copy", CopySource={"Bucket": "writers", "Key": "bofc"})
+    assert c.get_object_acl(Bucket="writers", Key="copy")["Owner"]["ID"] == AK
+
+    # BucketOwnerPreferred: what the writer gives full control of is the bucket owner's.
+    c.create_bucket(Bucket="preferred", ObjectOwnership="BucketOwnerPreferred",
+                    GrantWrite=ID2, GrantFullControl='id="%s"' % AK)
+    assert c.get_bucket_ownership_controls(Bucket="preferred")["OwnershipControls"][
+        "Rules"] == [{"ObjectOwnership": "BucketOwnerPreferred"}]
+    alt.put_object(Bucket="preferred", Key="given", Body=b"g", ACL="bucket-owner-full-control")
+    alt.put_object(Bucket="preferred", Key="kept", Body=b"k")
+    assert c.get_object_acl(Bucket="preferred", Key="given")["Owner"]["ID"] == AK
+    assert code(alt.get_object, Bucket="preferred", Key="given") == "AccessDenied"
+    assert alt.get_object(Bucket="preferred", Key="kept")["Body"].read() == b"k"
+    assert c.get_object_acl(Bucket="preferred", Key="kept")["Owner"]["ID"] == AK2
+    # BucketOwnerEnforced: everything is the bucket owner's.
+    c.create_bucket(Bucket="enforced", ObjectOwnership="BucketOwnerEnforced")
+    c.put_bucket_acl(Bucket="enforced", AccessControlPolicy={
+        "Owner": {"ID": AK}, "Grants": [
+            {"Grantee": {"Type": "CanonicalUser", "ID": AK}, "Permission": "FULL_CONTROL"}]})
+    # (ACLs disabled: WRITE cannot be granted; the writer's request is refused.)
+    assert code(alt.put_object, Bucket="enforced", Key="k", Body=b"x") == "AccessDenied"
+    assert c.get_bucket_ownership_controls(Bucket="enforced")["OwnershipControls"][
+        "Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+    # Ownership controls are set at creation only; another user learns nothing of them.
+    assert code(alt.get_bucket_ownership_controls, Bucket="writers") == "AccessDenied"
+    assert code(c.put_bucket_ownership_controls, Bucket="writers", OwnershipControls={
+        "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}) == "NotImplemented"
+    assert code(c.create_bucket, Bucket="bad-ownership",
+                ObjectOwnership="Nobody") == "InvalidArgument"

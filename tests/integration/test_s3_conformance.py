@@ -448,3 +448,24 @@ def test_delete_objects_control_character_keys(server):
 def test_with_newest_botocore(server):
     """The same tests under the newest botocore (DeleteObjects with x-amz-checksum-*)."""
     run_under_newest_botocore("test_s3_conformance.py")
+
+
+def test_not_found_errors_name_what_was_not_found(server):
+    """S3's NoSuchKey names the Key, NoSuchBucket the BucketName, NoSuchVersion the Key and
+    VersionId, beside Code and Message (a conformance sweep found them missing)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="named")
+    c.put_bucket_versioning(Bucket="named", VersioningConfiguration={"Status": "Enabled"})
+    c.put_object(Bucket="named", Key="here", Body=b"x")
+    st, body, _ = signed_request(server.port, "GET", "/named/not%20here")
+    e = ET.fromstring(body)
+    assert st == 404 and e.findtext("Code") == "NoSuchKey" and e.findtext("Key") == "not here"
+    st, body, _ = signed_request(server.port, "GET", "/no-such-bucket-named/k")
+    e = ET.fromstring(body)
+    assert st == 404 and e.findtext("Code") == "NoSuchBucket"
+    assert e.findtext("BucketName") == "no-such-bucket-named"
+    vid = "0" * len(c.list_object_versions(Bucket="named")["Versions"][0]["VersionId"])
+    st, body, _ = signed_request(server.port, "GET", "/named/here?versionId=" + vid)
+    e = ET.fromstring(body)
+    assert st == 404 and e.findtext("Code") == "NoSuchVersion", body
+    assert e.findtext("Key") == "here" and e.findtext("VersionId") == vid

@@ -3,6 +3,7 @@ warmlaked: Put*Acl (canned and XML), UploadPartCopy, virtual-host style,
 503 SlowDown when the drives' write budget is spent, 507 when they are
 full, the connection limit, header size and header/idle timeouts. Content
 is checked by hash; no partial object may ever be visible."""
+import base64
 import hashlib
 import json
 import os
@@ -579,8 +580,9 @@ def test_list_buckets_paginated(server):
     st, body, _ = signed_request(server.port, "GET", "/?prefix=lb-0")
     assert re.findall(rb"<Name>(.*?)</Name>", body) == [n.encode() for n in names[:7]]
     assert len(c.list_buckets()["Buckets"]) == len(names)
-    for bad in ("/?max-buckets=0", "/?continuation-token=%21%21"):
-        assert signed_request(server.port, "GET", bad)[0] == 400
+    for bad in ("/?max-buckets=0", "/?continuation-token=%21%21",
+                "/?continuation-token=" + urllib.parse.quote(base64.b64encode(b"lb-03"), safe="")):
+        assert signed_request(server.port, "GET", bad)[0] == 400, bad
 
 
 def test_session_token_not_issued_here_is_refused(server):
