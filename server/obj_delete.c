@@ -289,6 +289,11 @@ int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
     log_info("event=cut_delete_finished key=%s upload=%s tombstones=%d", key, tomb->upload_id,
              written);
     obj__tombstone_drop_note(s, bucket, key, tomb, all);
+    /* In a draining pool, the copies of the version a move cut short made in the active
+     * pools go too, as a whole delete's do (obj_delete_if): left, the copy was the key's
+     * newest head anywhere, the deleted object back (a review). */
+    if (s->parent && obj_set_pools(s->parent) > 1)
+        obj__forget_copies(s->parent, s, bucket, key, old);
     obj__drop_version(s, bucket, key, old);
     free(old);
     return 0;

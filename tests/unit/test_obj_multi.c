@@ -1155,6 +1155,64 @@ static void test_delete_in_a_draining_pool(void **state)
     assert_true(held_by_pool1(e, "dk"));
 }
 
+/* obj__move_between: the mover is killed between its copies and its switch. */
+static int killed_before_the_switch(void *arg, const char *key)
+{
+    (void)key;
+    ++*(int *)arg;
+    return 1;
+}
+
+/*
+ * A review: an unversioned DELETE cut short (its tombstones on three stores of six) in a
+ * draining pool, whose key a move cut short had already copied to the active pool. The
+ * heal finishes the delete where it was cut (obj__finish_cut_delete); the copy the move
+ * made must go too, as a whole delete's does (obj_delete_if), or, once the tombstones are
+ * dropped, the copy is the key's only head: the deleted object back.
+ */
+static void test_cut_delete_finished_in_a_draining_pool(void **state)
+{
+    env_t *e = *state;
+    obj_info_t v, info;
+    put_v(e->multi, "cd", 5000, 9, OBJ_UNVERSIONED, &v);
+    add_pool(e, 1);
+    assert_int_equal(obj_set_pool_state(e->multi, 0, 1, 1), 0); /* pool 0 drains */
+    int copies = 0;
+    obj__move_between = killed_before_the_switch;
+    obj__move_between_arg = &copies;
+    obj_move_report_t mr = {0};
+    int mrc = obj_move_key(e->multi, 0, "bkt", "cd", &mr);
+    obj__move_between = NULL;
+    print_message("move: %d, copies %d, pool 1 holds it: %d\n", mrc, copies,
+                  held_by_pool1(e, "cd"));
+    assert_true(held_by_pool1(e, "cd"));
+    /* The DELETE, cut after its tombstones on stores 0-2 of the key's set in pool 0. */
+    obj_set_t *src = e->multi->sub[obj__in_pool(e->multi, 0, "bkt", "cd")];
+    assert_int_equal(obj_stat(src, "bkt", "cd", &info), 0);
+    obj_info_t tomb;
+    obj_info_copy(&tomb, &info);
+    tomb.deleted = 1;
+    tomb.marker = 0;
+    tomb.umeta_len = 0;
+    tomb.mtime_ns = tomb.stamp_ns = obj__now_after(&info);
+    shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = info.stamp_ns};
+    memcpy(bound.upload, info.upload_id, sizeof(bound.upload));
+    memcpy(bound.self, info.upload_id, sizeof(bound.self));
+    uint32_t failed = 0;
+    int refused = 0, first_err = 0;
+    assert_int_equal(obj__heads_to(src, "bkt", "cd", "", &tomb, NULL, 0x7, &bound, &failed,
+                                   &refused, &first_err),
+                     3);
+    obj__wall_skew_ns = 11 * 1000000000ll; /* older than any delete takes */
+    obj_heal_report_t rep = {0};
+    int hrc = obj_heal(e->multi, "bkt", "cd", &rep);
+    obj__wall_skew_ns = 0;
+    int st = obj_stat(e->multi, "bkt", "cd", &info);
+    print_message("heal %d; stat %d; pool 1 holds it: %d\n", hrc, st, held_by_pool1(e, "cd"));
+    assert_int_equal(st, ERR_NOT_FOUND);
+    assert_false(held_by_pool1(e, "cd"));
+}
+
 /*
  * A head read routed to a draining pool just before its key's switch lands
  * there reads the key where it went: the current version, not the move's
@@ -1232,6 +1290,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drain_cut_between_parts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_in_a_draining_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cut_delete_finished_in_a_draining_pool, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_read_routed_before_switch, setup, teardown),
         cmocka_unit_test(test_refuses_mixed_sets),
     };
