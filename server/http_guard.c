@@ -80,12 +80,13 @@ void http__evict_stalled(http_server_t *s)
         http_req_t *r = c->req;
         if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
             continue;
-        /* Told already (below): its worker is on its way out; not taken twice. */
-        if (r->body_timed_out && r->close_after) continue;
+        /* Told already (below): its worker is on its way out; counted as held (else the
+         * count falls short of the threads and nothing is evicted), never taken twice. */
+        int told = r->body_timed_out && r->close_after;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
         h[n++] = (held_t){c,
                           r->principal,
-                          r->waiting > 0,
+                          r->waiting > 0 && !told,
                           r->waiting ? stalled_for(r, now) : 0,
                           r->moved,
                           now > r->start_ms ? now - r->start_ms : 0,
