@@ -685,15 +685,19 @@ void s3_bucket_op(ctx_t *x)
         free(v);
         if (present) {
             obj_info_t bi;
-            if (s3_bucket_exists(x, x->bucket, &bi)) {
-                /* A bucket created without the setting: its writers own what they write. */
-                const char *o = s3_umeta_get(&bi, "ownership");
+            const char *o =
+                s3_bucket_exists(x, x->bucket, &bi) ? s3_umeta_get(&bi, "ownership") : "";
+            if (!o[0]) {
+                /* A bucket created without the setting (its writers own what they write, as
+                 * ObjectWriter says): S3's answer for a bucket with no controls set. */
+                s3_err(x, S3E_NO_OWNERSHIP_CONTROLS);
+            } else {
                 buf_t b = {0};
                 buf_printf(&b,
                            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OwnershipControls "
                            "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Rule>"
                            "<ObjectOwnership>%s</ObjectOwnership></Rule></OwnershipControls>",
-                           o[0] ? o : "ObjectWriter");
+                           o);
                 s3_respond_xml(x, 200, &b);
             }
             return;

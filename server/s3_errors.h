@@ -88,6 +88,8 @@
       "You must provide the Content-Length HTTP header.")                                          \
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
     X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
+    X(NO_OWNERSHIP_CONTROLS, "OwnershipControlsNotFoundError", 404,                                \
+      "The bucket ownership controls were not found")                                              \
     X(NO_SUCH_KEY, "NoSuchKey", 404, "The specified key does not exist.")                          \
     X(NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404,                                      \
       "The lifecycle configuration does not exist")                                                \
