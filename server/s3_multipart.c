@@ -315,7 +315,7 @@ static int list_part_cb(void *arg, int part, const obj_info_t *info)
     return 0;
 }
 
-static void upload_owner_xml(ctx_t *x, buf_t *b);
+static void upload_owner_xml(ctx_t *x, buf_t *b, const char *writer);
 
 void s3_list_parts(ctx_t *x, const char *upload)
 {
@@ -354,10 +354,10 @@ void s3_list_parts(ctx_t *x, const char *upload)
                "<NextPartNumberMarker>%d</NextPartNumberMarker><MaxParts>%d</MaxParts>"
                "<IsTruncated>%s</IsTruncated><StorageClass>STANDARD</StorageClass>",
                upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
-    upload_owner_xml(x, &b);
     obj_info_t rec;
-    if (obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec) == 0)
-        s3_mpu_cks_upload_xml(&b, &rec);
+    int has_rec = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec) == 0;
+    upload_owner_xml(x, &b, has_rec ? s3_umeta_get(&rec, OWNER_META) : "");
+    if (has_rec) s3_mpu_cks_upload_xml(&b, &rec);
     if (parts.len) buf_printf(&b, "%.*s", (int)parts.len, parts.p);
     buf_printf(&b, "</ListPartsResult>");
     free(parts.p);
@@ -370,6 +370,7 @@ typedef struct {
     char upload[33];
     uint64_t mtime_ns;
     char cks[112]; /* <ChecksumAlgorithm> and <ChecksumType> of the upload, "" if none */
+    char owner[S3_ACL_ID_MAX + 1]; /* its writer, when not the bucket's owner ("") */
 } up_t;
 
 /*
@@ -462,6 +463,7 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
     buf_t ck = {0};
     s3_mpu_cks_upload_xml(&ck, info);
     snprintf(u->v[u->n].cks, sizeof(u->v[u->n].cks), "%s", ck.p ? ck.p : "");
+    snprintf(u->v[u->n].owner, sizeof(u->v[u->n].owner), "%s", s3_umeta_get(info, OWNER_META));
     free(ck.p);
     u->n++;
     return 0;
@@ -475,11 +477,14 @@ static int up_cmp(const void *a, const void *b)
     return c ? c : strcmp(x->upload, y->upload);
 }
 
-/* <Initiator> and <Owner> of an upload: the bucket owner's (only the owner starts uploads). */
-static void upload_owner_xml(ctx_t *x, buf_t *b)
+/* <Initiator> and <Owner> of an upload: its writer (its record's OWNER_META: another user
+ * with WRITE on the bucket, who will own the object), else the bucket's owner. */
+static void upload_owner_xml(ctx_t *x, buf_t *b, const char *writer)
 {
     obj_info_t bi;
-    const char *o = s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0]
+    const char *w = writer;
+    const char *o = w[0] ? w
+                    : s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0]
                         ? s3_bucket_owner(&bi)
                         : x->auth.access_key;
     for (int i = 0; i < 2; i++) {
@@ -573,7 +578,7 @@ void s3_list_uploads(ctx_t *x)
         buf_printf(&items, "<Upload><Key>");
         text(&items, v->key);
         buf_printf(&items, "</Key><UploadId>%s</UploadId>", v->upload);
-        upload_owner_xml(x, &items);
+        upload_owner_xml(x, &items, v->owner);
         buf_printf(&items,
                    "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>%s</Upload>", t,
                    v->cks);

@@ -694,6 +694,12 @@ def test_a_writer_owns_what_it_writes_into_anothers_bucket(server):
     part = os.urandom(6 << 20)
     e1 = alt.upload_part(Bucket="writers", Key="mpu", UploadId=up, PartNumber=1,
                          Body=part)["ETag"]
+    # The bucket's owner lists it as the writer's.
+    mine = [u for u in c.list_multipart_uploads(Bucket="writers")["Uploads"]
+            if u["UploadId"] == up]
+    assert mine[0]["Initiator"]["ID"] == AK2 and mine[0]["Owner"]["ID"] == AK2
+    lp = c.list_parts(Bucket="writers", Key="mpu", UploadId=up)
+    assert lp["Initiator"]["ID"] == AK2 and lp["Owner"]["ID"] == AK2
     alt.complete_multipart_upload(Bucket="writers", Key="mpu", UploadId=up, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": e1}]})
     assert sha(alt.get_object(Bucket="writers", Key="mpu")["Body"].read()) == sha(part)
