@@ -576,6 +576,9 @@ extern void *obj__heal_recheck_hook_arg;
  */
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    const obj_info_t *orig, const obj_info_t *nv);
+/* The same, an inline orig's bytes read before nv was written (NULL: read now). */
+void obj__put_back_bytes(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                         const obj_info_t *orig, const void *orig_bytes, const obj_info_t *nv);
 
 /* ---- obj_heal.c ---- */
 

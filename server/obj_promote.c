@@ -189,6 +189,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
 {
     obj_info_t next;
     int first_err = 0;
+    void *vbytes = NULL;
     successor_t pk = {.out = &next,
                       .cur = v,
                       .dups = xcalloc(MAX_DUPS, sizeof(obj_info_t)),
@@ -228,6 +229,23 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
      * v goes back where the promotion landed, and the caller looks again.
      */
     next.sparse = 0;
+    /*
+     * A small v's bytes, read before the promotion replaces its copies: landing short of its
+     * quorum, the promotion is taken back with them. Read from the copies only for the
+     * put-back, after the promotion had replaced some, with another copy failing (a node
+     * killed, not yet seen as down), they were gone: v's heads went where the promotion had
+     * landed, the delete answered 503, its retry 204 (v looked gone), and once the node was
+     * back v was read again from its one copy (a cluster probe). Unreadable now: nothing is
+     * written (gone from every copy: deleted meanwhile through another node, look again).
+     */
+    if (!v->deleted && v->inl && v->size) {
+        vbytes = xmalloc(v->size);
+        int lrc = obj__inline_load(s, bucket, key, v, vbytes);
+        if (lrc) {
+            rc = lrc == ERR_NOT_FOUND ? PROMOTE_RACED : ERR_UNRECOVERABLE;
+            goto out;
+        }
+    }
     shard_cond_t bound = {.mode = SHARD_IF_AT_MOST, .stamp = v->stamp_ns};
     memcpy(bound.upload, v->upload_id, sizeof(bound.upload));
     memcpy(bound.self, next.upload_id, sizeof(bound.self));
@@ -242,7 +260,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         goto out;
     }
     if (refused) {
-        obj__put_back(s, bucket, key, "", v, &next);
+        obj__put_back_bytes(s, bucket, key, "", v, vbytes, &next);
         rc = PROMOTE_RACED;
         goto out;
     }
@@ -251,7 +269,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
          * version stood on the stores that took it (newest there) while v stayed current on
          * the others, its blocks kept and its copies not retired, for a delete answered
          * with an error (a probe killing a node saw such a v listed again later). */
-        obj__put_back(s, bucket, key, "", v, &next);
+        obj__put_back_bytes(s, bucket, key, "", v, vbytes, &next);
         rc = first_err ? first_err : ERR_UNRECOVERABLE;
         goto out;
     }
@@ -287,6 +305,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
         rc = PROMOTE_GONE;
     }
 out:
+    free(vbytes);
     free(p->dups);
     free(p->stale);
     return rc;

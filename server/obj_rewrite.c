@@ -30,6 +30,12 @@
 void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                    const obj_info_t *orig, const obj_info_t *nv)
 {
+    obj__put_back_bytes(s, bucket, key, pos, orig, NULL, nv);
+}
+
+void obj__put_back_bytes(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                         const obj_info_t *orig, const void *orig_bytes, const obj_info_t *nv)
+{
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX & ~obj__unhealthy(s), stores);
     uint32_t took = 0;
@@ -54,7 +60,7 @@ void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char
      */
     uint32_t back = orig->sparse ? took & orig->inl : took, gone = took & ~back;
     void *bytes = NULL;
-    if (back && orig->inl && orig->size) {
+    if (back && orig->inl && orig->size && !orig_bytes) {
         bytes = xmalloc(orig->size);
         if (obj__inline_load(s, bucket, key, orig, bytes) != 0 &&
             (strcmp(nv->upload_id, orig->upload_id) != 0 || /* a rewrite: the same bytes */
@@ -76,8 +82,8 @@ void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char
     uint32_t failed = 0;
     int refused = 0, first_err = 0;
     if (back)
-        (void)obj__heads_to(s, bucket, key, pos, orig, bytes, back, &mine, &failed, &refused,
-                            &first_err);
+        (void)obj__heads_to(s, bucket, key, pos, orig, orig_bytes ? orig_bytes : bytes, back, &mine,
+                            &failed, &refused, &first_err);
     free(bytes);
     /* Where nv's head still stands (looked at again: a newer one may have come), it goes. */
     n = obj__stores_in(s, gone, stores);
