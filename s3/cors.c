@@ -69,18 +69,22 @@ static size_t utf8_chars(const char *v)
     return n;
 }
 
+/* More than one '*' (S3 allows one in an origin or a header: x-*-* would match none). */
+static int two_wildcards(const char *v)
+{
+    const char *star = strchr(v, '*');
+    return star && strchr(star + 1, '*');
+}
+
 static int value_ok(int field, const char *v, int stored)
 {
     switch (field) {
-    case F_HEADER: { /* one wildcard at most, as for origins (S3): x-*-* would match none */
-        const char *star = strchr(v, '*');
-        return token_ok(v, 1) && (stored || !(star && strchr(star + 1, '*')));
-    }
+    case F_HEADER:
+        return token_ok(v, 1) && (stored || !two_wildcards(v));
     case F_EXPOSE:
         return token_ok(v, 0);
     case F_ORIGIN: {
-        const char *star = strchr(v, '*');
-        if (!*v || (star && strchr(star + 1, '*'))) return 0;
+        if (!*v || two_wildcards(v)) return 0;
         for (; *v; v++)
             if ((unsigned char)*v <= 0x20 || (unsigned char)*v >= 0x7f) return 0;
         return 1;
@@ -157,9 +161,7 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
         cors_rule_t *r = &s->c->rules[s->c->n - 1];
         s->text[s->tl] = 0;
         if (!value_ok(s->field, s->text, s->stored)) {
-            const char *star = strchr(s->text, '*');
-            s->too_wild =
-                (s->field == F_ORIGIN || s->field == F_HEADER) && star && strchr(star + 1, '*');
+            s->too_wild = (s->field == F_ORIGIN || s->field == F_HEADER) && two_wildcards(s->text);
             fail(s);
             s->depth--;
             return;
