@@ -354,12 +354,12 @@ static void object_op(ctx_t *x)
  * data encrypted or locked. Sorted (bsearch).
  */
 static const char *const unserved_subresources[] = {
-    "accelerate",     "analytics",    "encryption",        "intelligent-tiering",
-    "inventory",      "legal-hold",   "logging",           "metadataTable",
-    "metrics",        "notification", "object-lock",       "ownershipControls",
-    "policy",         "policyStatus", "publicAccessBlock", "replication",
-    "requestPayment", "restore",      "retention",         "select",
-    "session",        "torrent",      "website",
+    "accelerate",   "analytics",         "encryption",  "intelligent-tiering",
+    "inventory",    "legal-hold",        "logging",     "metadataTable",
+    "metrics",      "notification",      "object-lock", "policy",
+    "policyStatus", "publicAccessBlock", "replication", "requestPayment",
+    "restore",      "retention",         "select",      "session",
+    "torrent",      "website",
 };
 
 static int is_unserved(const char *name, const void *arg)
@@ -370,19 +370,13 @@ static int is_unserved(const char *name, const void *arg)
            NULL;
 }
 
-static int is_unserved_but_own_ctl(const char *name, const void *arg)
-{
-    return strcmp(name, "ownershipControls") != 0 && is_unserved(name, arg);
-}
-
 static int unserved(ctx_t *x)
 {
+    /* GetBucketOwnershipControls is served (s3_bucket.c); ownership cannot be changed here. */
     int own_ctl;
     free(s3_qparam(x->query, "ownershipControls", &own_ctl));
-    /* GetBucketOwnershipControls is served (s3_bucket.c); it cannot be changed here. */
     int get_own_ctl = own_ctl && !x->key[0] && !strcmp(x->info->method, "GET");
-    int other = query_name(x->query, is_unserved, NULL) &&
-                !(get_own_ctl && query_name(x->query, is_unserved_but_own_ctl, NULL) == 0);
+    int other = query_name(x->query, is_unserved, NULL) || (own_ctl && !get_own_ctl);
     if (get_own_ctl || other) {
         /* Whose bucket it is, and whether there is one, is said first, as S3 says it: a
          * stranger learns no more from ?policy than from any other request. */

@@ -327,7 +327,7 @@ void s3_list_buckets(ctx_t *x)
     lb_t l = {&b, x->auth.access_key, 10000, 0, 0, NULL};
     char after[96] = "";
     if (tok && tok[0]) {
-        char *name = s3_token_decode(tok);
+        char *name = s3_token_decode(tok, x->auth.access_key);
         if (!name || strlen(name) >= sizeof(after)) {
             free(name);
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
@@ -360,7 +360,7 @@ void s3_list_buckets(ctx_t *x)
     }
     buf_printf(&b, "</Buckets>");
     if (l.truncated && l.last) {
-        char *enc = s3_token_encode(l.last);
+        char *enc = s3_token_encode(l.last, x->auth.access_key);
         buf_printf(&b, "<ContinuationToken>%s</ContinuationToken>", enc);
         free(enc);
     }

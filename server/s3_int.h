@@ -287,9 +287,10 @@ int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi);
 /* ---- s3_list.c ---- */
 void s3_list_objects(ctx_t *x);
 /* A continuation token naming where a listing goes on (malloc'd), and the name one names
- * (malloc'd; NULL when it is not one of ours). */
-char *s3_token_encode(const char *last);
-char *s3_token_decode(const char *tok);
+ * (malloc'd; NULL when it is not one of ours, or another listing's: scope names the
+ * listing). */
+char *s3_token_encode(const char *last, const char *scope);
+char *s3_token_decode(const char *tok, const char *scope);
 void s3_list_versions(ctx_t *x);
 
 /* ---- s3_object.c ---- */

@@ -135,12 +135,19 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
  */
 #define TOKEN_TAIL 5
 
-char *s3_token_encode(const char *last)
+/* The crc of a token: its key's, then the listing's scope (bucket, prefix): a token is good
+ * only for the listing that gave it (S3 refuses one from another). */
+static uint32_t token_crc(const void *key, size_t n, const char *scope)
+{
+    return crc32c(crc32c(0, key, n), scope, strlen(scope) + 1);
+}
+
+char *s3_token_encode(const char *last, const char *scope)
 {
     size_t n = strlen(last);
     uint8_t *raw = xmalloc(n + TOKEN_TAIL);
     memcpy(raw, last, n);
-    uint32_t crc = crc32c(0, last, n);
+    uint32_t crc = token_crc(last, n, scope);
     raw[n] = 0;
     for (int i = 0; i < 4; i++)
         raw[n + 1 + (size_t)i] = (uint8_t)(crc >> (24 - 8 * i));
@@ -151,7 +158,7 @@ char *s3_token_encode(const char *last)
 }
 
 /* NULL when the token is not one of ours. */
-char *s3_token_decode(const char *tok)
+char *s3_token_decode(const char *tok, const char *scope)
 {
     size_t n = strlen(tok);
     if (n == 0 || n % 4 || n > 4 * ((MAX_KEY_LEN + TOKEN_TAIL + 2) / 3)) return NULL;
@@ -165,7 +172,7 @@ char *s3_token_decode(const char *tok)
         uint32_t crc = 0;
         for (int i = 0; i < 4; i++)
             crc = crc << 8 | raw[kl + 1 + (size_t)i];
-        if (raw[kl] == 0 && memchr(raw, 0, kl) == NULL && crc == crc32c(0, raw, kl) &&
+        if (raw[kl] == 0 && memchr(raw, 0, kl) == NULL && crc == token_crc(raw, kl, scope) &&
             s3_key_ok((const char *)raw, kl)) {
             key = xmalloc(kl + 1);
             memcpy(key, raw, kl);
@@ -181,6 +188,7 @@ void s3_list_objects(ctx_t *x)
     int p1, p2, p3, p4, p5, p6, p7, p8;
     char *v2 = s3_qparam(x->query, "list-type", &p1);
     char *prefix = s3_qparam(x->query, "prefix", &p2);
+    buf_t scope = {0}; /* (freed at out) */
     char *delim = s3_qparam(x->query, "delimiter", &p3);
     char *maxk = s3_qparam(x->query, "max-keys", &p4);
     char *token = s3_qparam(x->query, "continuation-token", &p5);
@@ -227,7 +235,9 @@ void s3_list_objects(ctx_t *x)
             s3_err_msg(x, S3E_INVALID_ARGUMENT, "Listing parameters must be valid UTF-8.");
             goto out;
         }
-    if (is_v2 && token && !(from_token = s3_token_decode(token))) {
+    /* A token names its listing: the bucket and the prefix (bucket names hold no '/'). */
+    buf_printf(&scope, "%s/%s", x->bucket, prefix ? prefix : "");
+    if (is_v2 && token && !(from_token = s3_token_decode(token, scope.p))) {
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
         goto out;
     }
@@ -283,7 +293,7 @@ void s3_list_objects(ctx_t *x)
             buf_printf(&b, "</StartAfter>");
         }
         if (l.truncated && l.last) {
-            char *t = s3_token_encode(l.last);
+            char *t = s3_token_encode(l.last, scope.p);
             buf_printf(&b, "<NextContinuationToken>%s</NextContinuationToken>", t);
             free(t);
         }
@@ -313,6 +323,7 @@ out:
     free(l.last);
     free(from_token);
     free(v2);
+    free(scope.p);
     free(prefix);
     free(delim);
     free(maxk);

@@ -692,6 +692,13 @@ def test_delimiter_pagination_ends(server):
     st, body, _ = signed_request(server.port, "GET",
                                  "/pgn?list-type=2&continuation-token=" + forged)
     assert st == 400 and b"<Code>InvalidArgument</Code>" in body, body
+    # A token is its own listing's: not another prefix's, nor another bucket's.
+    tok = c.list_objects_v2(Bucket="pgn", Prefix="boo/", MaxKeys=1)["NextContinuationToken"]
+    for other in ("/pgn?list-type=2&prefix=cquux%2F&continuation-token=",
+                  "/pgn?list-type=2&continuation-token="):
+        st, body, _ = signed_request(server.port, "GET",
+                                     other + urllib.parse.quote(tok, safe=""))
+        assert st == 400 and b"<Code>InvalidArgument</Code>" in body, (other, body)
 
 
 # ---- 7. integers are parsed strictly ----
