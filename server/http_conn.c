@@ -318,13 +318,7 @@ static int on_headers_complete(llhttp_t *p)
     r->expect_continue = v.expect_continue && p->http_minor >= 1; /* (1.0: ignored, 10.1.1) */
     r->info.headers = r->headers;
     r->info.nheaders = v.nheaders;
-    /* Loop thread only. The salt, random per process: two nodes started together gave
-     * their requests the same ids (a cluster probe), ambiguous in logs and error bodies. */
-    static uint64_t counter, salt;
-    if (!salt && getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
-        salt = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL);
-    snprintf(r->id, sizeof(r->id), "%016llX",
-             (unsigned long long)((++counter ^ ((uint64_t)time(NULL) << 24)) + salt));
+    http__new_request_id(r->id);
     r->info.id = r->id;
     r->keep_alive = llhttp_should_keep_alive(p);
     r->http10 = p->http_minor == 0;
@@ -413,13 +407,15 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
-void http__respond_raw_and_close(conn_t *c, const char *resp)
+void http__new_request_id(char id[17])
 {
-    static uv_write_t dummy;
-    uv_buf_t b = uv_buf_init((char *)resp, (unsigned)strlen(resp));
-    (void)dummy;
-    uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-    http__conn_close(c);
+    /* Loop thread only. The salt, random per process: two nodes started together gave
+     * their requests the same ids (a cluster probe), ambiguous in logs and error bodies. */
+    static uint64_t counter, salt;
+    if (!salt && getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
+        salt = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL);
+    snprintf(id, 17, "%016llX",
+             (unsigned long long)((++counter ^ ((uint64_t)time(NULL) << 24)) + salt));
 }
 
 /* Whether the request being received has a full inbound buffer (reading must wait). */
@@ -477,14 +473,22 @@ static void parse_pass(conn_t *c)
                      reason            ? reason
                      : c->head.too_big ? "header too large"
                                        : "none given");
-            http__respond_raw_and_close(
-                c,
-                c->head.too_big ? "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: "
-                                  "0\r\nConnection: close\r\n\r\n"
-                : c->bad_version ? "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: "
-                                   "0\r\nConnection: close\r\n\r\n"
-                                 : "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: "
-                                   "close\r\n\r\n");
+            if (c->head.too_big) {
+                /* S3's answer (not HTTP's 431): 400 with the limit in the body. */
+                char extra[64];
+                snprintf(extra, sizeof(extra), "<MaxSizeAllowed>%zu</MaxSizeAllowed>", c->head.max);
+                http__answer_early(c, "400 Bad Request", "RequestHeaderSectionTooLarge",
+                                   "Your request header section exceeds the maximum allowed size.",
+                                   extra, LINGER_MS, LINGER_BYTES);
+            } else if (c->bad_version) {
+                http__answer_early(c, "505 HTTP Version Not Supported", "HttpVersionNotSupported",
+                                   "The HTTP version specified is not supported.", "", LINGER_MS,
+                                   LINGER_BYTES);
+            } else {
+                http__answer_early(c, "400 Bad Request", "BadRequest",
+                                   "The request is not well-formed HTTP/1.1.", "", LINGER_MS,
+                                   LINGER_BYTES);
+            }
             return;
         }
     }

@@ -256,37 +256,55 @@ int http__evict_idle(http_server_t *s, conn_t *fresh)
 }
 
 /*
+ * An answer from the loop itself, before any handler (a refusal, a request that is not
+ * HTTP): S3's XML error with a request id, as every other error carries one, then a
+ * lingering close. The request is likely on its way still, and a close with unread bytes in
+ * the socket sends a reset, which can destroy the answer before the client reads it (it then
+ * saw a reset, not the error): so the write side is shut and what comes is read and dropped
+ * for ms, up to max_bytes. Returns 0 when it lingers; else the connection is closed.
+ */
+int http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
+                       const char *extra_xml, uint64_t ms, uint64_t max_bytes)
+{
+    char id[17], body[512], resp[1024];
+    http__new_request_id(id);
+    int blen = snprintf(body, sizeof(body),
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                        "<Message>%s</Message>%s<RequestId>%s</RequestId></Error>",
+                        code, message, extra_xml, id);
+    int n = snprintf(resp, sizeof(resp),
+                     "HTTP/1.1 %s\r\nx-amz-request-id: %s\r\nContent-Type: application/xml\r\n"
+                     "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s",
+                     status, id, blen, strncmp(status, "503", 3) == 0 ? "Retry-After: 1\r\n" : "",
+                     body);
+    log_info("event=answered_early peer=%s status=\"%s\" code=%s req=%s", c->peer, status, code,
+             id);
+    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
+    if (!ms || uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n) {
+        if (!ms) uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        http__conn_close(c);
+        return -1;
+    }
+    http__conn_linger(c, ms, max_bytes);
+    return c->closing ? -1 : 0;
+}
+
+/*
  * A newcomer at the limit with no room to make: 503 SlowDown, which S3 clients retry after a
- * pause. Its request is likely on the way, and a close with unread bytes in the socket sends
- * a reset, which can destroy the answer before the client reads it (it then saw a reset, not
- * a 503): so the write side is shut and what comes is read and dropped for a while, as after
- * an early error. Refusals linger outside the limit (they must not keep the next newcomer
- * out once a slot is free), bounded in number, time and bytes: past REFUSE_LINGER_MAX a
- * refusal closes at once, as before.
+ * pause, with a lingering close (http__answer_early). Refusals linger outside the limit (they
+ * must not keep the next newcomer out once a slot is free), bounded in number, time and
+ * bytes: past REFUSE_LINGER_MAX a refusal closes at once, as before.
  */
 void http__refuse(conn_t *c)
 {
-    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown"
-                               "</Code><Message>Too many connections; reduce your request rate."
-                               "</Message></Error>";
-    char resp[512];
-    int n = snprintf(resp, sizeof(resp),
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
-                     "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
-                     sizeof(body) - 1, body);
     http_server_t *s = c->s;
     log_info("event=conn_refused conns=%d lingering_refusals=%d", s->nconns, s->nrefused);
-    if (s->nrefused >= REFUSE_LINGER_MAX) {
-        http__respond_raw_and_close(c, resp);
+    int linger = s->nrefused < REFUSE_LINGER_MAX;
+    if (http__answer_early(c, "503 Service Unavailable", "SlowDown",
+                           "Too many connections; reduce your request rate.", "",
+                           linger ? REFUSE_LINGER_MS : 0, REFUSE_LINGER_BYTES) != 0)
         return;
-    }
-    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
-    if (uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n) {
-        http__conn_close(c);
-        return;
-    }
     c->refused = 1;
     s->nrefused++;
     uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
-    http__conn_linger(c, REFUSE_LINGER_MS, REFUSE_LINGER_BYTES);
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 typedef struct {
-    size_t max; /* request line + headers, bytes; over it the head is refused (431) */
+    size_t max; /* request line + headers, bytes; over it: 400 RequestHeaderSectionTooLarge */
     char *buf;  /* URL and header names/values, NUL-separated */
     size_t len, cap;
     size_t url_off, name_off[HTTP_MAX_HEADERS], value_off[HTTP_MAX_HEADERS];
@@ -42,7 +42,7 @@ void http_head_free(http_head_t *h);
  * parser's data must point at the http_head_t. The caller adds its own
  * message begin/headers complete/body/complete callbacks (on_message_begin
  * must call http_head_reset). A head over its limit stops the parse with
- * HPE_USER and too_big set (answer 431).
+ * HPE_USER and too_big set (answer 400 RequestHeaderSectionTooLarge).
  */
 void http_head_callbacks(llhttp_settings_t *s);
 

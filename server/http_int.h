@@ -215,7 +215,10 @@ void http__handle_events(uv_async_t *a);
 /* Close c (its request's worker is told: client_gone). */
 void http__conn_close(conn_t *c);
 /* Write resp (whatever of it the socket takes now), then close. */
-void http__respond_raw_and_close(conn_t *c, const char *resp);
+/* A new request id (16 hex digits; loop thread only). */
+void http__new_request_id(char id[17]);
+int http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
+                       const char *extra_xml, uint64_t ms, uint64_t max_bytes);
 /* Shut c's write side, then read and drop what comes for up to ms or max_bytes, then close. */
 void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes);
 

@@ -84,7 +84,7 @@ static const opt_def_t options[] = {
     {"region", "NAME", "server", "region", OPT_NAME, 0, 1, 63, "us-east-1", C(region, STR),
      "the region buckets report (GetBucketLocation)"},
     {"max-header", "SIZE", "server", "max_header", OPT_SIZE, 0, 1024, 1 << 20, "16K",
-     C(max_header, uint64_t), "request line + headers limit (over: 431)"},
+     C(max_header, uint64_t), "request line + headers limit (over: 400)"},
     {"header-timeout", "SEC", "server", "header_timeout", OPT_INT, 0, 1, DAY_S, "30",
      C(header_timeout_s, int64_t), "a request's headers must arrive within"},
     {"idle-timeout", "SEC", "server", "idle_timeout", OPT_INT, 0, 1, DAY_S, "60",

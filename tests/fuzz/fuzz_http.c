@@ -78,7 +78,7 @@ static llhttp_errno_t parse(const uint8_t *data, size_t size, size_t step, run_t
     llhttp_t p;
     llhttp_init(&p, HTTP_REQUEST, &s);
     memset(r, 0, sizeof(*r));
-    r->head.max = 2048; /* small, so the 431 path is reached */
+    r->head.max = 2048; /* small, so the too-large path is reached */
     r->head.owner = r;
     p.data = &r->head;
     llhttp_errno_t e = HPE_OK;
@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /*
      * Both fail or neither, after the same messages. Which error a broken
      * message gets may differ (a header value over the limit is seen before
-     * a bad byte further on only when it arrives in pieces): 400 vs 431.
+     * a bad byte further on only when it arrives in pieces): 400 vs RequestHeaderSectionTooLarge.
      */
     if ((a == HPE_OK) != (b == HPE_OK) || whole.messages != pieces.messages ||
         whole.heads != pieces.heads || whole.digest != pieces.digest)

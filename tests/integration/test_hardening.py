@@ -818,6 +818,8 @@ def test_a_refusal_at_the_limit_is_an_s3_error_the_client_can_read(datadir):
             assert st == 503, got
             err = ET.fromstring(got)
             assert err.find("Code").text == "SlowDown"
+            # Every S3 error names its request (a bare refusal named none).
+            assert len(err.find("RequestId").text) == 16
             late.append(sk)  # left open: the refusals linger
         # One slot frees: the next newcomer is served though eight refusals still linger.
         busy[0].sendall(b"hello")
@@ -844,6 +846,46 @@ def test_a_refusal_at_the_limit_is_an_s3_error_the_client_can_read(datadir):
         for sk in busy + late:
             sk.close()
         s.stop()
+
+
+def test_requests_that_are_not_http_get_an_s3_error_they_can_read(server):
+    """A head over --max-header (16 KiB) was answered a bare 431 and closed at once; S3
+    answers 400 RequestHeaderSectionTooLarge with the limit and the request's id. A body
+    sent behind the head must not reset the answer away: the close lingers. A request that
+    is not HTTP at all is 400 with an XML body and an id too."""
+    path = "/any/key"
+    h = sign(server.port, "PUT", path, {"Content-Length": str(1 << 20),
+                                        "x-amz-meta-big": "v" * 20000})
+    sk = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    try:
+        sk.sendall(request_head("PUT", path, h))
+        try:
+            sk.sendall(os.urandom(1 << 20))  # the body follows, unread
+        except OSError:
+            pass
+        st, got = read_response(sk)
+        assert st == 400, got
+        err = ET.fromstring(got)
+        assert err.find("Code").text == "RequestHeaderSectionTooLarge"
+        assert err.find("MaxSizeAllowed").text == "16384"
+        assert len(err.find("RequestId").text) == 16
+        assert sk.recv(100) == b""  # then closed
+    finally:
+        sk.close()
+    for junk in (b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+                 b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40):
+        sk = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+        try:
+            sk.sendall(junk)
+            st, got = read_response(sk)
+            assert st == 400, (junk, got)
+            err = ET.fromstring(got)
+            assert err.find("Code").text == "BadRequest"
+            assert len(err.find("RequestId").text) == 16
+        finally:
+            sk.close()
+    st, _, _ = signed_request(server.port, "GET", "/")  # and the node serves on
+    assert st == 200
 
 
 def test_a_stop_does_not_wait_the_io_timeout_for_stalled_clients(datadir):
