@@ -450,9 +450,17 @@ static int sdk_checksum_missing(ctx_t *x)
 /*
  * A request by a signed-in user of a bucket someone else owns that the ACLs
  * may grant (s3_foreign.c): GET, HEAD, PUT, DELETE and POST (a multipart
- * upload's) of an object, GET and HEAD of the bucket, PUT ?acl. The rest (a PUT of the bucket
- * itself is CreateBucket: BucketAlreadyExists) goes the owner's way and is refused there.
+ * upload's) of an object, GET and HEAD of the bucket, PUT ?acl, POST ?delete. The rest (a PUT of
+ * the bucket itself is CreateBucket: BucketAlreadyExists) goes the owner's way and is refused
+ * there.
  */
+static int has_delete(ctx_t *x)
+{
+    int present;
+    free(s3_qparam(x->query, "delete", &present));
+    return present;
+}
+
 static int foreign_read(ctx_t *x)
 {
     obj_info_t bi;
@@ -463,7 +471,7 @@ static int foreign_read(ctx_t *x)
     if (!x->bucket[0] ||
         (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
          (strcmp(m, "PUT") || (!x->key[0] && !present)) && (strcmp(m, "DELETE") || !x->key[0]) &&
-         (strcmp(m, "POST") || !x->key[0])) ||
+         (strcmp(m, "POST") || (!x->key[0] && !has_delete(x)))) ||
         !s3_bucket_exists(x, x->bucket, &bi))
         return 0;
     const char *owner = s3_bucket_owner(&bi);

@@ -3,7 +3,7 @@
  * source (x-amz-copy-source, the caller's right to read it, its
  * x-amz-copy-source-if-* conditions) and streaming a range of it into a
  * writer. Metadata and tags: copied or replaced by their directives; the
- * ACL never copied.
+ * ACL and the owner never copied (the copy is its copier's, s3_foreign.c).
  */
 #include "server/s3_int.h"
 
@@ -245,8 +245,9 @@ void s3_copy_object(ctx_t *x)
             return;
         }
         s3_umeta_with(&si, ACL_META, given ? acl : "private", &um);
+        /* The copy is its copier's: the bucket owner's, or a writer's that keeps it. */
+        s3_pairs_set(&um, OWNER_META, s3_writer_keeps(x, given, acl) ? x->auth.access_key : NULL);
         free(acl);
-        s3_pairs_set(&um, OWNER_META, NULL); /* the copy is its copier's (the bucket owner) */
         s3_pairs_set(&um, REDIRECT_META, redirect && redirect[0] ? redirect : NULL);
         if (!copy_tags) { /* x-amz-tagging's tags, or none */
             const char *tagging = s3_hdr(x->info, "x-amz-tagging");

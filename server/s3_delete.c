@@ -125,12 +125,15 @@ void s3_delete_objects(ctx_t *x)
         }
         if (!rc && strlen(keys[i]) > MAX_KEY_LEN) rc = ERR_INVAL;
         const char *vid = dc->version_id[0] ? dc->version_id : NULL;
+        /* Another user's (bucket WRITE: s3:DeleteObject) deletes current versions only; a
+         * version by id is s3:DeleteObjectVersion, the owner's. */
+        int denied = !rc && vid && x->public_view;
         obj_info_t gone;
-        if (!rc) rc = s3_delete_one(x, keys[i], vid, conditional ? &c : NULL, &gone);
+        if (!rc && !denied) rc = s3_delete_one(x, keys[i], vid, conditional ? &c : NULL, &gone);
         /* As DeleteObject: a condition on a key with no current version is NoSuchKey. */
         int no_current = rc == ERR_NOT_FOUND && conditional && !vid;
         if (rc == ERR_NOT_FOUND && conditional) rc = ERR_PRECOND;
-        if (rc == 0 || rc == ERR_NOT_FOUND) {
+        if ((rc == 0 || rc == ERR_NOT_FOUND) && !denied) {
             if (!quiet) {
                 buf_printf(&b, "<Deleted><Key>");
                 buf_xml(&b, keys[i]);
@@ -157,7 +160,8 @@ void s3_delete_objects(ctx_t *x)
                 buf_xml(&b, vid);
                 buf_printf(&b, "</VersionId>");
             }
-            s3_err_t e = rc == ERR_INVAL                          ? S3E_INVALID_ARGUMENT
+            s3_err_t e = denied                                   ? S3E_ACCESS_DENIED
+                         : rc == ERR_INVAL                        ? S3E_INVALID_ARGUMENT
                          : no_current                             ? S3E_NO_SUCH_KEY
                          : rc == ERR_PRECOND                      ? S3E_PRECONDITION_FAILED
                          : rc == ERR_THROTTLED || rc == ERR_AGAIN ? S3E_SLOW_DOWN

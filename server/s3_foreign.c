@@ -1,26 +1,30 @@
 /*
  * s3_foreign: requests by anyone but the bucket's owner (anonymous, or
  * another signed-in user), served as far as the ACLs grant (s3_acl_perms)
- * and refused (403 AccessDenied) beyond:
+ * and refused (403 AccessDenied) beyond, after S3's mapping of ACL
+ * permissions to actions:
  *
- *   bucket READ       ListObjects (V1, V2), HeadBucket
- *   bucket WRITE      PutObject, DeleteObject (the current version: no
- *                     ?versionId), as S3's WRITE: create, overwrite, delete;
- *                     and a multipart upload's create, parts, Complete and
- *                     Abort (S3's WRITE is s3:PutObject, which they need:
- *                     a large upload by a grantee is multipart)
+ *   bucket READ       ListObjects (V1, V2), ListObjectVersions, HeadBucket,
+ *                     ListMultipartUploads
+ *   bucket WRITE      s3:PutObject and s3:DeleteObject: PutObject, CopyObject
+ *                     (its source as a GET of it), POST form uploads
+ *                     (s3_post.c), DeleteObject and DeleteObjects of current
+ *                     versions (no versionId); a multipart upload's create,
+ *                     parts (UploadPartCopy too), Complete
  *   bucket READ_ACP   GetBucketAcl        bucket WRITE_ACP  PutBucketAcl
  *   object READ       GetObject, HeadObject
  *   object READ_ACP   GetObjectAcl        object WRITE_ACP  PutObjectAcl
  *
- * FULL_CONTROL is all four. Everything else (copies, ListParts, upload
- * listings, tags, versions, configurations) stays the owner's. That a bucket is not
- * there is said to anyone (as S3 does), that a key is not only to whoever
- * may list the bucket. A signed-in writer owns what it writes (S3's
- * ObjectWriter ownership; not under BucketOwnerEnforced, nor under
- * BucketOwnerPreferred when it gives the bucket owner full control: s3_acl.c)
- * and has every permission on it; its x-amz-acl / x-amz-grant-* set the new
- * object's ACL.
+ * FULL_CONTROL is all four. An upload's Abort and ListParts are its
+ * initiator's (and the bucket owner's), whatever the grants: S3's defaults
+ * for s3:AbortMultipartUpload and s3:ListMultipartUploadParts, which no ACL
+ * grants. Everything else (tags, versions, configurations) stays the
+ * owner's. That a bucket is not there is said to anyone (as S3 does), that
+ * a key is not only to whoever may list the bucket. A signed-in writer owns
+ * what it writes (S3's ObjectWriter ownership; not under BucketOwnerEnforced,
+ * nor under BucketOwnerPreferred when it gives the bucket owner full
+ * control: s3_acl.c) and has every permission on it; its x-amz-acl /
+ * x-amz-grant-* set the new object's ACL.
  * A copy into one's own bucket may take another's object as its source
  * where that object grants READ, as a GET of it would (s3_copy.c).
  */
@@ -57,11 +61,43 @@ int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi)
     return owns(x, oi) || s3_foreign_may_read(x, s3_umeta_get(oi, ACL_META));
 }
 
-/* A bucket-level request (HeadBucket, ListObjects, Get/PutBucketAcl). */
+int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi)
+{
+    if (!granted(x, s3_umeta_get(bi, "acl"), S3_PERM_WRITE)) return 0;
+    if (!x->anonymous && !s3_bucket_acls_disabled(bi))
+        x->writer_owns = !strcmp(s3_umeta_get(bi, "ownership"), "BucketOwnerPreferred") ? 2 : 1;
+    return 1;
+}
+
+int s3_initiated(const ctx_t *x, const obj_info_t *rec)
+{
+    const char *ini = s3_umeta_get(rec, INITIATOR_META);
+    if (!ini[0]) ini = s3_umeta_get(rec, OWNER_META); /* an upload from before INITIATOR_META */
+    if (x->anonymous) return !strcmp(ini, ANON_INITIATOR);
+    return ini[0] && !strcmp(ini, x->auth.access_key);
+}
+
+/* A bucket-level request (HeadBucket, ListObjects, ListMultipartUploads, DeleteObjects,
+ * Get/PutBucketAcl). */
 static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
 {
     const char *m = x->info->method, *stored = s3_umeta_get(bi, "acl");
     const char *owner = s3_bucket_owner(bi);
+    int uploads = has_param(x, "uploads"), del = has_param(x, "delete");
+    int versions = has_param(x, "versions");
+    if (uploads || del || versions) {
+        if (uploads + del + versions > 1 || acl)
+            s3_err(x, S3E_ACCESS_DENIED);
+        else if (uploads && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ))
+            s3_list_uploads(x);
+        else if (versions && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ))
+            s3_list_versions(x);
+        else if (del && !strcmp(m, "POST") && s3_foreign_may_write(x, bi))
+            s3_delete_objects(x); /* each version named by id refused there */
+        else
+            s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
     if (acl && !strcmp(m, "GET") && granted(x, stored, S3_PERM_READ_ACP))
         s3_respond_acl(x, owner, owner, stored);
     else if (acl && !strcmp(m, "PUT") && granted(x, stored, S3_PERM_WRITE_ACP))
@@ -74,12 +110,29 @@ static void foreign_bucket(ctx_t *x, const obj_info_t *bi, int acl)
         s3_err(x, S3E_ACCESS_DENIED);
 }
 
+/* Abort (DELETE) or ListParts (GET) of an upload: its initiator's. */
+static void initiators_only(ctx_t *x, const char *upload)
+{
+    obj_info_t rec;
+    int rc = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec);
+    if (rc == ERR_NOT_FOUND)
+        s3_err(x, S3E_NO_SUCH_UPLOAD);
+    else if (rc)
+        s3_engine_error(x, rc);
+    else if (!s3_initiated(x, &rec))
+        s3_err(x, S3E_ACCESS_DENIED);
+    else if (x->info->method[0] == 'D')
+        s3_mpu_abort(x, upload);
+    else
+        s3_list_parts(x, upload);
+}
+
 /*
- * A multipart upload into the bucket by a WRITE grantee: create, a part (not
- * a copy), Complete, Abort. The upload id, 128 random bits, names the upload
- * to whoever was given it; ListParts stays the owner's.
+ * A multipart upload into the bucket: create, a part, Complete by a WRITE grantee (the
+ * upload id, 128 random bits, names the upload to whoever was given it); Abort and ListParts
+ * by its initiator only.
  */
-static void foreign_upload(ctx_t *x, const char *bacl)
+static void foreign_upload(ctx_t *x, const obj_info_t *bi)
 {
     const char *m = x->info->method;
     int has_upload, has_part;
@@ -87,7 +140,8 @@ static void foreign_upload(ctx_t *x, const char *bacl)
     char *part = s3_qparam(x->query, "partNumber", &has_part);
     int uploads = has_param(x, "uploads");
     const char *sc = s3_hdr(x->info, "x-amz-storage-class");
-    if (!granted(x, bacl, S3_PERM_WRITE) || s3_hdr(x->info, "x-amz-copy-source"))
+    int initiators = has_upload && !uploads && (!strcmp(m, "DELETE") || !strcmp(m, "GET"));
+    if (!initiators && !s3_foreign_may_write(x, bi))
         s3_err(x, S3E_ACCESS_DENIED);
     else if (strlen(x->key) > MAX_KEY_LEN)
         s3_err(x, S3E_KEY_TOO_LONG);
@@ -95,14 +149,14 @@ static void foreign_upload(ctx_t *x, const char *bacl)
         s3_err(x, S3E_INVALID_STORAGE_CLASS);
     else if (has_upload && (!upload || strlen(upload) != 32))
         s3_err(x, S3E_NO_SUCH_UPLOAD);
+    else if (initiators)
+        initiators_only(x, upload);
     else if (!strcmp(m, "POST") && uploads && !has_upload)
         s3_mpu_create(x);
     else if (!strcmp(m, "POST") && has_upload)
         s3_mpu_complete(x, upload);
     else if (!strcmp(m, "PUT") && has_upload && has_part && part)
         s3_mpu_upload_part(x, upload, part);
-    else if (!strcmp(m, "DELETE") && has_upload)
-        s3_mpu_abort(x, upload);
     else
         s3_err(x, S3E_ACCESS_DENIED);
     free(upload);
@@ -116,16 +170,21 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
     const char *owner = s3_bucket_owner(bi);
     int get = !strcmp(m, "GET"), head = !strcmp(m, "HEAD");
     if (!acl && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
-        foreign_upload(x, bacl);
+        foreign_upload(x, bi);
         return;
     }
-    /* Bucket WRITE: a plain PUT (no copy, no part) or DELETE of the current version. */
+    /* Bucket WRITE: a PUT or a copy (no part), or a DELETE of the current version. */
     if (!acl && (!strcmp(m, "PUT") || !strcmp(m, "DELETE"))) {
+        const char *sc = s3_hdr(x->info, "x-amz-storage-class");
         if (has_param(x, "partNumber") || has_param(x, "versionId") ||
-            s3_hdr(x->info, "x-amz-copy-source") || !granted(x, bacl, S3_PERM_WRITE)) {
+            !s3_foreign_may_write(x, bi)) {
             s3_err(x, S3E_ACCESS_DENIED);
         } else if (strlen(x->key) > MAX_KEY_LEN) {
             s3_err(x, S3E_KEY_TOO_LONG);
+        } else if (m[0] == 'P' && sc && strcmp(sc, "STANDARD") != 0) {
+            s3_err(x, S3E_INVALID_STORAGE_CLASS); /* as the owner's PUT (was stored) */
+        } else if (m[0] == 'P' && s3_hdr(x->info, "x-amz-copy-source")) {
+            s3_copy_object(x); /* its source checked as a GET of it (s3_copy.c) */
         } else if (m[0] == 'P') {
             s3_put_object(x);
         } else {
@@ -180,17 +239,16 @@ void s3_anonymous_op(ctx_t *x)
     const char *m = x->info->method;
     /* Sub-resources other than ?acl (tags, uploads, versions, configurations) are the
      * owner's, whatever the ACLs say. */
-    static const char *const owners[] = {"tagging",    "versions", "location",
-                                         "attributes", "cors",     "versioning",
-                                         "lifecycle",  "delete",   NULL};
+    static const char *const owners[] = {"tagging",    "location",  "attributes", "cors",
+                                         "versioning", "lifecycle", NULL};
     for (const char *const *q = owners; *q; q++)
         if (has_param(x, *q)) {
             s3_err(x, S3E_ACCESS_DENIED);
             return;
         }
-    /* Upload listings (GET ?uploads of the bucket) too; an object's upload is WRITE's
-     * (foreign_upload). */
-    if (!x->key[0] && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
+    /* DeleteObjects (POST ?delete) and version listings are the bucket's. */
+    if ((x->key[0] && (has_param(x, "delete") || has_param(x, "versions"))) ||
+        (!x->key[0] && has_param(x, "uploadId"))) {
         s3_err(x, S3E_ACCESS_DENIED);
         return;
     }
@@ -205,8 +263,6 @@ void s3_anonymous_op(ctx_t *x)
         return;
     }
     s3_bucket_iname(x->bucket, &bi, x->ibucket);
-    if (!x->anonymous && !s3_bucket_acls_disabled(&bi))
-        x->writer_owns = !strcmp(s3_umeta_get(&bi, "ownership"), "BucketOwnerPreferred") ? 2 : 1;
     int acl = has_param(x, "acl");
     if (x->key[0])
         foreign_object(x, &bi, acl);

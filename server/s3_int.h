@@ -139,6 +139,11 @@ typedef struct {
 /* The object's owner, when its writer is not the bucket's owner (x->writer_owns); absent: the
  * bucket owner's. */
 #define OWNER_META       "\001own"
+/* An upload's initiator, when not the bucket's owner: its access key, or ANON_INITIATOR
+ * (S3 lets only the initiator and the bucket owner abort an upload or list its parts). The
+ * upload's, not the object's: Complete drops it. */
+#define INITIATOR_META   "\001ini"
+#define ANON_INITIATOR   "\001anonymous"
 #define S3_USER_META_MAX 2048 /* x-amz-meta-* names and values, as S3 */
 
 /* ---- s3.c ---- */
@@ -272,6 +277,9 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
 void s3_respond_acl(ctx_t *x, const char *owner, const char *bucket_owner, const char *stored);
 /* GetObjectAcl of x's key (x->vid, x->ibucket set); bucket_owner: the bucket's. */
 void s3_get_object_acl(ctx_t *x, const char *bucket_owner);
+/* Whether a write by x's requester, asking for ACL acl (acl_given: it did ask), makes the
+ * object its writer's (OWNER_META; x->writer_owns, s3_acl.c). */
+int s3_writer_keeps(const ctx_t *x, int acl_given, const char *acl);
 /* An object's owner: its writer's (OWNER_META), else the bucket's (bucket_owner). */
 const char *s3_object_owner(const obj_info_t *oi, const char *bucket_owner);
 
@@ -283,6 +291,11 @@ void s3_anonymous_op(ctx_t *x);
 int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
 /* The same for an object version: its owner (a writer into the bucket) may, or its ACL. */
 int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi);
+/* Whether x's requester (not the bucket's owner) may write into the bucket bi (its WRITE
+ * grant); when it may, x->writer_owns is set as the bucket's ownership setting says. */
+int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi);
+/* Whether x's requester is the initiator of the upload whose record is rec. */
+int s3_initiated(const ctx_t *x, const obj_info_t *rec);
 
 /* ---- s3_list.c ---- */
 void s3_list_objects(ctx_t *x);

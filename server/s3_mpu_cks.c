@@ -213,30 +213,35 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
                  c->mp_size, (unsigned long long)c->total);
         return -1;
     }
-    if (!c->algo) return 0;
     char v[80];
-    if (c->full) {
-        uint8_t d[8];
-        cks_crc_to_digest(c->algo, c->crc, d);
-        cks_encode(d, cks_digest_len(c->algo), v, sizeof(v));
-    } else {
-        cks_final(&c->comp, v, sizeof(v));
-        size_t l = strlen(v);
-        snprintf(v + l, sizeof(v) - l, "-%d", c->n);
-    }
-    if (c->expect[0] && strcmp(c->expect, v) != 0) {
-        c->refused = 1;
-        c->err = S3E_BAD_DIGEST;
-        snprintf(c->msg, sizeof(c->msg),
-                 "The %s you specified did not match the calculated checksum.", cks_name(c->algo));
-        return -1;
+    if (c->algo) {
+        if (c->full) {
+            uint8_t d[8];
+            cks_crc_to_digest(c->algo, c->crc, d);
+            cks_encode(d, cks_digest_len(c->algo), v, sizeof(v));
+        } else {
+            cks_final(&c->comp, v, sizeof(v));
+            size_t l = strlen(v);
+            snprintf(v + l, sizeof(v) - l, "-%d", c->n);
+        }
+        if (c->expect[0] && strcmp(c->expect, v) != 0) {
+            c->refused = 1;
+            c->err = S3E_BAD_DIGEST;
+            snprintf(c->msg, sizeof(c->msg),
+                     "The %s you specified did not match the calculated checksum.",
+                     cks_name(c->algo));
+            return -1;
+        }
     }
     buf_t um = {xmalloc(*umeta_len + 1), *umeta_len, *umeta_len + 1};
     memcpy(um.p, umeta, *umeta_len);
-    char kept[128];
-    snprintf(kept, sizeof(kept), "%s:%s", cks_name(c->algo), v);
-    s3_pairs_set(&um, CKA_META, NULL); /* the upload's, not the object's */
-    s3_pairs_set(&um, CKS_META, kept);
+    s3_pairs_set(&um, INITIATOR_META, NULL); /* the upload's, not the object's */
+    if (c->algo) {
+        char kept[128];
+        snprintf(kept, sizeof(kept), "%s:%s", cks_name(c->algo), v);
+        s3_pairs_set(&um, CKA_META, NULL); /* the upload's too */
+        s3_pairs_set(&um, CKS_META, kept);
+    }
     int rc = um.len > cap ? -1 : 0;
     if (!rc) {
         memcpy(umeta, um.p, um.len);

@@ -13,6 +13,14 @@ void s3_mpu_create(ctx_t *x)
         free(um.p);
         return;
     }
+    /* Who may abort it and list its parts, besides the bucket's owner (s3_foreign.c). */
+    if (x->public_view)
+        s3_pairs_set(&um, INITIATOR_META, x->anonymous ? ANON_INITIATOR : x->auth.access_key);
+    if (um.len > sizeof(((obj_info_t *)0)->umeta)) {
+        free(um.p);
+        s3_err(x, S3E_METADATA_TOO_LARGE);
+        return;
+    }
     pthread_rwlock_t *lk = s3_bucket_lock(x->bucket);
     pthread_rwlock_rdlock(lk);
     int rc = !s3_bucket_current(x, x->bucket, x->ibucket)
@@ -315,7 +323,7 @@ static int list_part_cb(void *arg, int part, const obj_info_t *info)
     return 0;
 }
 
-static void upload_owner_xml(ctx_t *x, buf_t *b, const char *writer);
+static void upload_owner_xml(ctx_t *x, buf_t *b, const char *initiator, const char *writer);
 
 void s3_list_parts(ctx_t *x, const char *upload)
 {
@@ -356,7 +364,8 @@ void s3_list_parts(ctx_t *x, const char *upload)
                upload, l.marker, l.last, l.max, l.truncated ? "true" : "false");
     obj_info_t rec;
     int has_rec = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec) == 0;
-    upload_owner_xml(x, &b, has_rec ? s3_umeta_get(&rec, OWNER_META) : "");
+    upload_owner_xml(x, &b, has_rec ? s3_umeta_get(&rec, INITIATOR_META) : "",
+                     has_rec ? s3_umeta_get(&rec, OWNER_META) : "");
     if (has_rec) s3_mpu_cks_upload_xml(&b, &rec);
     if (parts.len) buf_printf(&b, "%.*s", (int)parts.len, parts.p);
     buf_printf(&b, "</ListPartsResult>");
@@ -370,7 +379,8 @@ typedef struct {
     char upload[33];
     uint64_t mtime_ns;
     char cks[112]; /* <ChecksumAlgorithm> and <ChecksumType> of the upload, "" if none */
-    char owner[S3_ACL_ID_MAX + 1]; /* its writer, when not the bucket's owner ("") */
+    char owner[S3_ACL_ID_MAX + 1];     /* its writer, when not the bucket's owner ("") */
+    char initiator[S3_ACL_ID_MAX + 1]; /* its initiator, when not the bucket's owner ("") */
 } up_t;
 
 /*
@@ -464,6 +474,8 @@ static int list_upload_cb(void *arg, const char *key, const char *upload, const 
     s3_mpu_cks_upload_xml(&ck, info);
     snprintf(u->v[u->n].cks, sizeof(u->v[u->n].cks), "%s", ck.p ? ck.p : "");
     snprintf(u->v[u->n].owner, sizeof(u->v[u->n].owner), "%s", s3_umeta_get(info, OWNER_META));
+    snprintf(u->v[u->n].initiator, sizeof(u->v[u->n].initiator), "%s",
+             s3_umeta_get(info, INITIATOR_META));
     free(ck.p);
     u->n++;
     return 0;
@@ -477,22 +489,27 @@ static int up_cmp(const void *a, const void *b)
     return c ? c : strcmp(x->upload, y->upload);
 }
 
-/* <Initiator> and <Owner> of an upload: its writer (its record's OWNER_META: another user
- * with WRITE on the bucket, who will own the object), else the bucket's owner. */
-static void upload_owner_xml(ctx_t *x, buf_t *b, const char *writer)
+/* <Initiator> and <Owner> of an upload: its initiator (INITIATOR_META: another user, or
+ * anonymous) and its writer (OWNER_META: another user with WRITE on the bucket, who will own
+ * the object); each absent: the bucket's owner (an upload from before INITIATOR_META: its
+ * writer initiated it). */
+static void upload_owner_xml(ctx_t *x, buf_t *b, const char *initiator, const char *writer)
 {
     obj_info_t bi;
-    const char *w = writer;
-    const char *o = w[0] ? w
-                    : s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0]
-                        ? s3_bucket_owner(&bi)
-                        : x->auth.access_key;
-    for (int i = 0; i < 2; i++) {
-        buf_printf(b, "<%s><ID>", i ? "Owner" : "Initiator");
-        buf_xml(b, o);
+    const char *bo = s3_bucket_exists(x, x->bucket, &bi) && s3_bucket_owner(&bi)[0]
+                         ? s3_bucket_owner(&bi)
+                         : x->auth.access_key;
+    const char *o = writer[0] ? writer : bo;
+    const char *i = !initiator[0]                        ? o
+                    : !strcmp(initiator, ANON_INITIATOR) ? "anonymous"
+                                                         : initiator;
+    for (int k = 0; k < 2; k++) {
+        const char *who = k ? o : i;
+        buf_printf(b, "<%s><ID>", k ? "Owner" : "Initiator");
+        buf_xml(b, who);
         buf_printf(b, "</ID><DisplayName>");
-        buf_xml(b, o);
-        buf_printf(b, "</DisplayName></%s>", i ? "Owner" : "Initiator");
+        buf_xml(b, who);
+        buf_printf(b, "</DisplayName></%s>", k ? "Owner" : "Initiator");
     }
 }
 
@@ -578,7 +595,7 @@ void s3_list_uploads(ctx_t *x)
         buf_printf(&items, "<Upload><Key>");
         text(&items, v->key);
         buf_printf(&items, "</Key><UploadId>%s</UploadId>", v->upload);
-        upload_owner_xml(x, &items, v->owner);
+        upload_owner_xml(x, &items, v->initiator, v->owner);
         buf_printf(&items,
                    "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>%s</Upload>", t,
                    v->cks);

@@ -156,6 +156,12 @@ int s3_redirect_header(ctx_t *x, const char **v)
     return 0;
 }
 
+int s3_writer_keeps(const ctx_t *x, int acl_given, const char *acl)
+{
+    return x->writer_owns == 1 ||
+           (x->writer_owns == 2 && !(acl_given && !strcmp(acl, "bucket-owner-full-control")));
+}
+
 int s3_build_umeta(ctx_t *x, buf_t *um)
 {
     size_t user = 0; /* bytes of names (after x-amz-meta-) and values, not their separators */
@@ -183,8 +189,7 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
         return -1;
     }
     if (given && strcmp(acl, "private") != 0) buf_printf(um, "%s%c%s%c", ACL_META, 0, acl, 0);
-    if (x->writer_owns == 1 ||
-        (x->writer_owns == 2 && !(given && !strcmp(acl, "bucket-owner-full-control"))))
+    if (s3_writer_keeps(x, given, acl))
         buf_printf(um, "%s%c%s%c", OWNER_META, 0, x->auth.access_key, 0);
     free(acl);
     /* x-amz-tagging: the object's tags, checked and kept in canonical form. */

@@ -646,8 +646,19 @@ void s3_post_object(ctx_t *x)
     } else {
         if (check_signature(&fm) != 0) goto out;
         http_req_set_principal(x->r, x->auth.access_key); /* its stalls are the signer's */
-        /* The signer must own the bucket (who may write into it). */
-        if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) goto out;
+        /* The signer must own the bucket, or have its WRITE (and then owns the object as
+         * the bucket's ownership setting says). */
+        obj_info_t bi;
+        if (!s3_bucket_exists(x, x->bucket, &bi)) {
+            s3_err(x, S3E_NO_SUCH_BUCKET);
+            goto out;
+        }
+        const char *owner = s3_bucket_owner(&bi);
+        if (owner[0] && strcmp(owner, x->auth.access_key) != 0 && !s3_foreign_may_write(x, &bi)) {
+            s3_err(x, S3E_ACCESS_DENIED);
+            goto out;
+        }
+        s3_bucket_iname(x->bucket, &bi, x->ibucket);
         if (check_policy(&fm, field(&fm, "policy"), &min, &max) != 0) goto out;
     }
     free(x->key);

@@ -86,14 +86,16 @@ def bucket_ops(c, alt, b):
 MPU_PARTS = [bytes(range(256)) * (5 << 12), b"tail"]  # 5 MiB and a last part
 
 
-def whole_upload(alt, b):
+def whole_upload(alt, b, initiator=AK2):
     """A multipart upload of key "m" by alt: create, two parts, Complete. A WRITE grantee's
     large upload is multipart (aws s3 cp does it past 8 MiB), so WRITE covers it, as S3's
-    s3:PutObject does; the upload's parts stay the owner's to list."""
+    s3:PutObject does; its initiator may list its parts (S3's default for
+    s3:ListMultipartUploadParts: the bucket owner and the initiator)."""
     up = alt.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
     tags = [alt.upload_part(Bucket=b, Key="m", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]
             for i, p in enumerate(MPU_PARTS)]
-    assert code(alt.list_parts, Bucket=b, Key="m", UploadId=up) == "AccessDenied"
+    lp = alt.list_parts(Bucket=b, Key="m", UploadId=up)
+    assert [p["ETag"] for p in lp["Parts"]] == tags and lp["Initiator"]["ID"] == initiator
     gone = alt.create_multipart_upload(Bucket=b, Key="m")["UploadId"]
     alt.abort_multipart_upload(Bucket=b, Key="m", UploadId=gone)
     alt.complete_multipart_upload(Bucket=b, Key="m", UploadId=up, MultipartUpload={
@@ -108,11 +110,12 @@ DENIED_BUCKET = {"list": "AccessDenied", "list2": "AccessDenied", "head": "403",
 
 
 @pytest.mark.parametrize("perm,allowed", [
-    ("READ", {"list", "list2", "head"}),
+    ("READ", {"list", "list2", "head", "versions"}),
     ("WRITE", {"put", "delete", "mpu"}),
     ("READ_ACP", {"get_acl"}),
     ("WRITE_ACP", {"put_acl"}),
-    ("FULL_CONTROL", {"list", "list2", "head", "put", "delete", "get_acl", "put_acl", "mpu"}),
+    ("FULL_CONTROL", {"list", "list2", "head", "put", "delete", "get_acl", "put_acl", "mpu",
+                      "versions"}),
     ("NONE", set()),
 ])
 def test_bucket_permission(server, perm, allowed):
@@ -127,7 +130,8 @@ def test_bucket_permission(server, perm, allowed):
     got = bucket_ops(c, alt, b)
     want = {k: ("ok" if k in allowed else v) for k, v in DENIED_BUCKET.items()}
     if {"list", "delete"} <= allowed:
-        want["get_obj"] = "NoSuchKey"  # alt deleted it, and may list the bucket
+        # alt deleted it, and may list the bucket (a copy's source is read as a GET)
+        want["get_obj"] = want["copy"] = "NoSuchKey"
     assert got == want
     # The owner's access is as it was, whatever alt did.
     assert c.list_objects(Bucket=b)["ResponseMetadata"]["HTTPStatusCode"] == 200
@@ -431,7 +435,7 @@ def test_canned_acls_still_work(server):
     assert code(alt.put_object, Bucket="cn-b", Key="n", Body=b"n") == "AccessDenied"
     c.put_bucket_acl(Bucket="cn-b", ACL="public-read-write")
     assert anon(server, "PUT", "/cn-b/anon", b"a")[0] == 200
-    whole_upload(anon_client(server.endpoint), "cn-b")  # anonymous, as large as any PUT
+    whole_upload(anon_client(server.endpoint), "cn-b", "anonymous")  # as large as any PUT
     got = c.get_object(Bucket="cn-b", Key="m")["Body"].read()
     assert hashlib.sha256(got).digest() == hashlib.sha256(b"".join(MPU_PARTS)).digest()
     assert grants_of(c.get_bucket_acl(Bucket="cn-b")) == [
@@ -476,11 +480,15 @@ def test_groups_and_anonymous(server):
     assert code(a.get_object_acl, Bucket="grp", Key="o") == "AccessDenied"
     assert code(a.put_object_acl, Bucket="grp", Key="o", ACL="private") == "ok"
     assert code(a.get_object, Bucket="grp", Key="o") == "AccessDenied"
-    # Copies into the bucket, tags and the bucket itself stay the owner's, whatever WRITE
-    # says; a multipart upload is WRITE's (whole_upload), its listings the owner's.
+    # Tags and the bucket itself stay the owner's, whatever WRITE says; a multipart upload
+    # is WRITE's (whole_upload), its listing READ's, its abort its initiator's; a copy needs
+    # the source's READ besides.
     c.put_bucket_acl(Bucket="grp", GrantFullControl='uri="%s"' % ALL)
     up = a.create_multipart_upload(Bucket="grp", Key="m")["UploadId"]
-    assert code(a.list_multipart_uploads, Bucket="grp") == "AccessDenied"
+    ups = a.list_multipart_uploads(Bucket="grp")["Uploads"]
+    assert [(u["UploadId"], u["Initiator"]["ID"], u["Owner"]["ID"]) for u in ups] == [
+        (up, "anonymous", AK)]
+    assert code(alt.abort_multipart_upload, Bucket="grp", Key="m", UploadId=up) == "AccessDenied"
     a.abort_multipart_upload(Bucket="grp", Key="m", UploadId=up)
     assert code(alt.copy_object, Bucket="grp", Key="cp",
                 CopySource={"Bucket": "grp", "Key": "o"}) == "AccessDenied"
@@ -737,3 +745,109 @@ def test_a_writer_owns_what_it_writes_into_anothers_bucket(server):
         "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}) == "NotImplemented"
     assert code(c.create_bucket, Bucket="bad-ownership",
                 ObjectOwnership="Nobody") == "InvalidArgument"
+
+
+def test_grantees_write_as_s3_maps_write_and_uploads_are_their_initiators(server):
+    """S3 maps bucket WRITE to s3:PutObject and s3:DeleteObject, and READ to listing objects,
+    versions and uploads. A WRITE grantee's CopyObject (its source read as a GET of it),
+    UploadPartCopy, POST form upload and DeleteObjects (current versions only) were refused,
+    and another grantee who knew an upload's id could abort it. Now: an upload's Abort and
+    ListParts are its initiator's and the bucket owner's (S3's defaults, which no ACL grants);
+    parts and Complete are WRITE's. The initiator is the upload's, not the object's: it is
+    not in the completed object's metadata."""
+    from test_s3_post import form_post
+    c, alt, a = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2), \
+        anon_client(server.endpoint)
+    c.create_bucket(Bucket="wg-b")
+    c.put_bucket_acl(Bucket="wg-b", AccessControlPolicy={"Owner": {"ID": AK}, "Grants": [
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK}, "Permission": "FULL_CONTROL"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "WRITE"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "READ"},
+        {"Grantee": {"Type": "Group", "URI": ALL}, "Permission": "WRITE"}]})
+    part = os.urandom(5 << 20)
+    # alt's upload: another writer (anonymous) may add a part, not abort it nor list it.
+    up = alt.create_multipart_upload(Bucket="wg-b", Key="big")["UploadId"]
+    e1 = alt.upload_part(Bucket="wg-b", Key="big", UploadId=up, PartNumber=1, Body=part)["ETag"]
+    e2 = a.upload_part(Bucket="wg-b", Key="big", UploadId=up, PartNumber=2, Body=b"tail")["ETag"]
+    assert code(a.abort_multipart_upload, Bucket="wg-b", Key="big", UploadId=up) == "AccessDenied"
+    assert code(a.list_parts, Bucket="wg-b", Key="big", UploadId=up) == "AccessDenied"
+    lp = alt.list_parts(Bucket="wg-b", Key="big", UploadId=up)
+    assert [p["PartNumber"] for p in lp["Parts"]] == [1, 2] and lp["Initiator"]["ID"] == AK2
+    # An anonymous upload: anonymous may abort it, alt may not; the owner may abort anyone's.
+    aup = a.create_multipart_upload(Bucket="wg-b", Key="anon")["UploadId"]
+    oup = alt.create_multipart_upload(Bucket="wg-b", Key="other")["UploadId"]
+    ups = {u["UploadId"]: (u["Initiator"]["ID"], u["Owner"]["ID"])
+           for u in alt.list_multipart_uploads(Bucket="wg-b")["Uploads"]}  # READ lists them
+    assert ups == {up: (AK2, AK2), aup: ("anonymous", AK), oup: (AK2, AK2)}
+    assert code(alt.abort_multipart_upload, Bucket="wg-b", Key="anon",
+                UploadId=aup) == "AccessDenied"
+    a.abort_multipart_upload(Bucket="wg-b", Key="anon", UploadId=aup)
+    c.abort_multipart_upload(Bucket="wg-b", Key="other", UploadId=oup)
+    assert code(alt.list_parts, Bucket="wg-b", Key="other", UploadId=oup) == "NoSuchUpload"
+    alt.complete_multipart_upload(Bucket="wg-b", Key="big", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    got = alt.get_object(Bucket="wg-b", Key="big")
+    assert sha(got["Body"].read()) == sha(part + b"tail") and got["Metadata"] == {}
+    assert c.get_object_acl(Bucket="wg-b", Key="big")["Owner"]["ID"] == AK2
+    # CopyObject: from what alt may read (its own object, a public-read one), not from the
+    # owner's private one; the copy is alt's.
+    c.put_object(Bucket="wg-b", Key="private", Body=b"p")
+    pub = os.urandom(3000)
+    c.put_object(Bucket="wg-b", Key="public", Body=pub, ACL="public-read")
+    assert code(alt.copy_object, Bucket="wg-b", Key="cp0",
+                CopySource={"Bucket": "wg-b", "Key": "private"}) == "AccessDenied"
+    alt.copy_object(Bucket="wg-b", Key="cp1", CopySource={"Bucket": "wg-b", "Key": "public"})
+    alt.copy_object(Bucket="wg-b", Key="cp2", CopySource={"Bucket": "wg-b", "Key": "big"},
+                    MetadataDirective="REPLACE", Metadata={"m": "v"})
+    assert sha(alt.get_object(Bucket="wg-b", Key="cp1")["Body"].read()) == sha(pub)
+    assert sha(alt.get_object(Bucket="wg-b", Key="cp2")["Body"].read()) == sha(part + b"tail")
+    assert c.get_object_acl(Bucket="wg-b", Key="cp1")["Owner"]["ID"] == AK2
+    assert c.get_object_acl(Bucket="wg-b", Key="cp2")["Owner"]["ID"] == AK2
+    assert code(alt.head_object, Bucket="wg-b", Key="cp0") == "404"
+    # UploadPartCopy, the same way.
+    pc = alt.create_multipart_upload(Bucket="wg-b", Key="pc")["UploadId"]
+    assert code(alt.upload_part_copy, Bucket="wg-b", Key="pc", UploadId=pc, PartNumber=1,
+                CopySource={"Bucket": "wg-b", "Key": "private"}) == "AccessDenied"
+    ec = alt.upload_part_copy(Bucket="wg-b", Key="pc", UploadId=pc, PartNumber=1,
+                              CopySource={"Bucket": "wg-b", "Key": "public"})
+    alt.complete_multipart_upload(Bucket="wg-b", Key="pc", UploadId=pc, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": ec["CopyPartResult"]["ETag"]}]})
+    assert sha(c.get_object(Bucket="wg-b", Key="pc")["Body"].read()) == sha(pub)
+    # Another storage class is refused, as on the owner's PUT (it was stored as STANDARD).
+    assert code(alt.put_object, Bucket="wg-b", Key="cold", Body=b"c",
+                StorageClass="GLACIER") == "InvalidStorageClass"
+    # A POST form signed by alt.
+    post = presigner_for(server, AK2, SK2).generate_presigned_post("wg-b", "form/${filename}")
+    data = os.urandom(10000)
+    st, body, _ = form_post(server, "wg-b", post["fields"], "f.bin", data)
+    assert st == 204, body
+    assert sha(c.get_object(Bucket="wg-b", Key="form/f.bin")["Body"].read()) == sha(data)
+    assert c.get_object_acl(Bucket="wg-b", Key="form/f.bin")["Owner"]["ID"] == AK2
+    # DeleteObjects: current versions; a version by id is the owner's.
+    res = alt.delete_objects(Bucket="wg-b", Delete={"Objects": [
+        {"Key": "cp1"}, {"Key": "private"}, {"Key": "public", "VersionId": "null"}]})
+    assert sorted(d["Key"] for d in res["Deleted"]) == ["cp1", "private"]
+    assert [(e["Key"], e["Code"]) for e in res["Errors"]] == [("public", "AccessDenied")]
+    assert code(c.head_object, Bucket="wg-b", Key="cp1") == "404"
+    assert code(c.head_object, Bucket="wg-b", Key="private") == "404"
+    assert sha(c.get_object(Bucket="wg-b", Key="public")["Body"].read()) == sha(pub)
+    # Versions are READ's to list.
+    keys = {v["Key"] for v in alt.list_object_versions(Bucket="wg-b")["Versions"]}
+    assert keys == {"big", "cp2", "form/f.bin", "pc", "public"}
+    # Without the grants, none of it.
+    c.put_bucket_acl(Bucket="wg-b", ACL="private")
+    for fn, kw in ((alt.list_multipart_uploads, {}), (alt.list_object_versions, {}),
+                   (alt.delete_objects, {"Delete": {"Objects": [{"Key": "public"}]}}),
+                   (alt.copy_object, {"Key": "cp3",
+                                      "CopySource": {"Bucket": "wg-b", "Key": "public"}})):
+        assert code(fn, Bucket="wg-b", **kw) == "AccessDenied", fn
+    st, body, _ = form_post(server, "wg-b", post["fields"], "g.bin", data)
+    assert st == 403, body
+
+
+def presigner_for(server, ak, sk):
+    import boto3
+    from botocore.config import Config
+    return boto3.session.Session().client(
+        "s3", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=ak,
+        aws_secret_access_key=sk, config=Config(s3={"addressing_style": "path"}))
