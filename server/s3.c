@@ -210,12 +210,6 @@ static void node_stats(ctx_t *x)
     free(b.p);
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    const char *const *bb = b;
-    return strcmp(a, *bb);
-}
-
 /*
  * S3's sub-resources warmlake serves (sorted). A request naming one that its
  * route does not handle is refused, never taken for the plain operation:
@@ -227,28 +221,11 @@ static const char *const served_subresources[] = {
     "partNumber", "tagging",    "uploadId",  "uploads", "versionId", "versioning", "versions",
 };
 
-/* 1 when one of the query's parameter names is one match(name, arg) takes. */
-static int query_name(const char *q, int (*match)(const char *name, const void *arg),
-                      const void *arg)
-{
-    char name[32]; /* every sub-resource name fits; a longer parameter is none of them */
-    for (; *q;) {
-        size_t len = strcspn(q, "=&");
-        if (len > 0 && len < sizeof(name)) {
-            memcpy(name, q, len);
-            name[len] = 0;
-            if (match(name, arg)) return 1;
-        }
-        q += strcspn(q, "&");
-        if (*q) q++;
-    }
-    return 0;
-}
-
 static int is_served(const char *name)
 {
     size_t n = sizeof(served_subresources) / sizeof(served_subresources[0]);
-    return bsearch(name, served_subresources, n, sizeof(served_subresources[0]), cmp_name) != NULL;
+    return bsearch(name, served_subresources, n, sizeof(served_subresources[0]), s3_cmp_name) !=
+           NULL;
 }
 
 /* match: a served sub-resource outside the allowed list (arg). */
@@ -262,7 +239,7 @@ static int stray(const char *name, const void *arg)
 
 int s3_stray_subresource(ctx_t *x, const char *const *allowed)
 {
-    if (!query_name(x->query, stray, allowed)) return 0;
+    if (!s3_query_name(x->query, stray, allowed)) return 0;
     s3_err_msg(x, S3E_METHOD_NOT_ALLOWED,
                "The specified method is not allowed against this resource.");
     return 1;
@@ -344,87 +321,6 @@ static void object_op(ctx_t *x)
     }
     free(upload);
     free(part);
-}
-
-/*
- * Sub-resources and settings S3 has and warmlake does not serve: refused
- * (501), never ignored. Ignored, `DELETE /b?policy` would delete the bucket
- * and `PUT /b/k?retention` overwrite the object with the XML body; an
- * SSE or object-lock header would be dropped while the client believes its
- * data encrypted or locked. Sorted (bsearch).
- */
-static const char *const unserved_subresources[] = {
-    "accelerate",   "analytics",         "encryption",  "intelligent-tiering",
-    "inventory",    "legal-hold",        "logging",     "metadataTable",
-    "metrics",      "notification",      "object-lock", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment",
-    "restore",      "retention",         "select",      "session",
-    "torrent",      "website",
-};
-
-static int is_unserved(const char *name, const void *arg)
-{
-    size_t n = sizeof(unserved_subresources) / sizeof(unserved_subresources[0]);
-    (void)arg;
-    return bsearch(name, unserved_subresources, n, sizeof(unserved_subresources[0]), cmp_name) !=
-           NULL;
-}
-
-static int unserved(ctx_t *x)
-{
-    /* GetBucketOwnershipControls is served (s3_bucket.c); ownership cannot be changed here. */
-    int own_ctl;
-    free(s3_qparam(x->query, "ownershipControls", &own_ctl));
-    int get_own_ctl = own_ctl && !x->key[0] && !strcmp(x->info->method, "GET");
-    int other = query_name(x->query, is_unserved, NULL) || (own_ctl && !get_own_ctl);
-    if (get_own_ctl || other) {
-        /* Whose bucket it is, and whether there is one, is said first, as S3 says it: a
-         * stranger learns no more from ?policy than from any other request. */
-        obj_info_t bi;
-        if (x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi)) {
-            s3_err(x, S3E_NO_SUCH_BUCKET);
-            return 1;
-        }
-        const char *owner = x->bucket[0] ? s3_bucket_owner(&bi) : "";
-        if (x->anonymous || (owner[0] && strcmp(owner, x->auth.access_key) != 0)) {
-            s3_err(x, S3E_ACCESS_DENIED);
-            return 1;
-        }
-        if (other) {
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
-            return 1;
-        }
-    }
-    for (int i = 0; i < x->info->nheaders; i++) {
-        const char *h = x->info->headers[i].name;
-        const char *v = x->info->headers[i].value;
-        if (!strncasecmp(h, "x-amz-object-lock-", 18) && x->key[0]) {
-            /* An object's lock asks for its bucket's Object Lock configuration, which no
-             * bucket here has: S3's answer to the same in such a bucket (not stored unlocked). */
-            obj_info_t bi;
-            if (x->bucket[0] && !s3_bucket_exists(x, x->bucket, &bi))
-                s3_err(x, S3E_NO_SUCH_BUCKET);
-            else
-                s3_err_msg(x, S3E_INVALID_REQUEST, "Bucket is missing Object Lock Configuration");
-            return 1;
-        }
-        if (!strncasecmp(h, "x-amz-server-side-encryption", 28) ||
-            !strncasecmp(h, "x-amz-copy-source-server-side-encryption", 40) ||
-            !strncasecmp(h, "x-amz-object-lock-", 18) ||
-            (!strncasecmp(h, "x-amz-grant-", 12) && !s3_grant_header(h)) ||
-            (!strcasecmp(h, "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "true"))) {
-            s3_err_msg(x, S3E_NOT_IMPLEMENTED,
-                       "Server-side encryption and object lock are not served.");
-            return 1;
-        }
-        /* The three settings S3 has (s3_acl.c: who owns what a writer writes). */
-        if (!strcasecmp(h, "x-amz-object-ownership") && strcmp(v, "BucketOwnerEnforced") &&
-            strcmp(v, "BucketOwnerPreferred") && strcmp(v, "ObjectWriter")) {
-            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid x-amz-object-ownership header");
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /*
@@ -637,14 +533,14 @@ void s3_handle(void *arg, http_req_t *r, const struct http_req_info *info)
     const char *ct = s3_hdr(info, "content-type");
     if (!strcmp(info->method, "POST") && x.bucket[0] && !x.key[0] && ct &&
         !strncasecmp(ct, "multipart/form-data", 19)) {
-        if (!unserved(&x)) s3_post_object(&x);
+        if (!s3_unserved(&x)) s3_post_object(&x);
         goto out;
     }
     if (s3_authenticate(&x) != 0) goto out;
     if (!x.anonymous) http_req_set_principal(r, x.auth.access_key);
     log_debug("event=request id=%s method=%s bucket=%s key=%s peer=%s", x.id, info->method,
               x.bucket, x.key, info->peer);
-    if (unserved(&x) || sdk_checksum_missing(&x) || expected_owner_ok(&x) != 0) goto out;
+    if (s3_unserved(&x) || sdk_checksum_missing(&x) || expected_owner_ok(&x) != 0) goto out;
     int batch_get;
     free(s3_qparam(x.query, "batch-get", &batch_get));
     if (batch_get && x.bucket[0] && !x.key[0]) {

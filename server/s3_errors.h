@@ -87,6 +87,7 @@
     X(MISSING_CONTENT_LENGTH, "MissingContentLength", 411,                                         \
       "You must provide the Content-Length HTTP header.")                                          \
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
+    X(NO_SUCH_BUCKET_POLICY, "NoSuchBucketPolicy", 404, "The bucket policy does not exist")        \
     X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
     X(NO_OWNERSHIP_CONTROLS, "OwnershipControlsNotFoundError", 404,                                \
       "The bucket ownership controls were not found")                                              \
@@ -98,6 +99,16 @@
       "multipart upload might have been aborted or completed.")                                    \
     X(NO_SUCH_TAG_SET, "NoSuchTagSet", 404, "The TagSet does not exist")                           \
     X(NO_SUCH_VERSION, "NoSuchVersion", 404, "The specified version does not exist.")              \
+    X(NO_SUCH_WEBSITE_CONFIGURATION, "NoSuchWebsiteConfiguration", 404,                            \
+      "The specified bucket does not have a website configuration")                                \
+    X(NO_SSE_CONFIGURATION, "ServerSideEncryptionConfigurationNotFoundError", 404,                 \
+      "The server side encryption configuration was not found")                                    \
+    X(NO_OBJECT_LOCK_CONFIGURATION, "ObjectLockConfigurationNotFoundError", 404,                   \
+      "Object Lock configuration does not exist for this bucket")                                  \
+    X(NO_PUBLIC_ACCESS_BLOCK, "NoSuchPublicAccessBlockConfiguration", 404,                         \
+      "The public access block configuration was not found")                                       \
+    X(NO_REPLICATION_CONFIGURATION, "ReplicationConfigurationNotFoundError", 404,                  \
+      "The replication configuration was not found")                                               \
     X(NOT_IMPLEMENTED, "NotImplemented", 501,                                                      \
       "A header you provided implies functionality that is not implemented.")                      \
     X(PRECONDITION_FAILED, "PreconditionFailed", 412,                                              \

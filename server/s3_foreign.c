@@ -18,8 +18,9 @@
  * FULL_CONTROL is all four. An upload's Abort and ListParts are its
  * initiator's (and the bucket owner's), whatever the grants: S3's defaults
  * for s3:AbortMultipartUpload and s3:ListMultipartUploadParts, which no ACL
- * grants. Everything else (tags, versions, configurations) stays the
- * owner's. That a bucket is not there is said to anyone (as S3 does), that
+ * grants. An object's tags and attributes are its owner's (the bucket's, or
+ * the writer's below). Everything else (versions by id, configurations)
+ * stays the bucket owner's. That a bucket is not there is said to anyone (as S3 does), that
  * a key is not only to whoever may list the bucket. A signed-in writer owns
  * what it writes (S3's ObjectWriter ownership; not under BucketOwnerEnforced,
  * nor under BucketOwnerPreferred when it gives the bucket owner full
@@ -50,15 +51,14 @@ int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
     return granted(x, stored_acl, S3_PERM_READ);
 }
 
-/* Whether x's requester wrote (and owns) the object version oi. */
-static int owns(const ctx_t *x, const obj_info_t *oi)
+int s3_foreign_owns(const ctx_t *x, const obj_info_t *oi)
 {
     return !x->anonymous && !strcmp(s3_umeta_get(oi, OWNER_META), x->auth.access_key);
 }
 
 int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi)
 {
-    return owns(x, oi) || s3_foreign_may_read(x, s3_umeta_get(oi, ACL_META));
+    return s3_foreign_owns(x, oi) || s3_foreign_may_read(x, s3_umeta_get(oi, ACL_META));
 }
 
 int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi)
@@ -163,12 +163,45 @@ static void foreign_upload(ctx_t *x, const obj_info_t *bi)
     free(part);
 }
 
+/*
+ * An object version's tags, or its attributes: its writer's (S3's object owner), as its
+ * other permissions are; no ACL grants them. The tagging op checks again at its commit (the
+ * version may be replaced meanwhile).
+ */
+static void writers_only(ctx_t *x, const char *bacl, int tagging)
+{
+    if (s3_version_param(x) != 0) return;
+    obj_info_t oi;
+    int rc = strlen(x->key) <= MAX_KEY_LEN
+                 ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
+                 : ERR_NOT_FOUND;
+    if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
+    if (rc == ERR_NOT_FOUND && s3_foreign_may_read(x, bacl))
+        s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
+    else if (rc && rc != ERR_NOT_FOUND)
+        s3_engine_error(x, rc);
+    else if (rc || !s3_foreign_owns(x, &oi))
+        s3_err(x, S3E_ACCESS_DENIED);
+    else if (tagging)
+        s3_tagging_op(x, 0);
+    else
+        s3_get_object_attributes(x);
+}
+
 /* An object-level request. */
 static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
 {
     const char *m = x->info->method, *bacl = s3_umeta_get(bi, "acl");
     const char *owner = s3_bucket_owner(bi);
     int get = !strcmp(m, "GET"), head = !strcmp(m, "HEAD");
+    int tagging = has_param(x, "tagging"), attributes = has_param(x, "attributes");
+    if (tagging || attributes) {
+        if (acl || x->anonymous || (attributes && (!get || tagging)))
+            s3_err(x, S3E_ACCESS_DENIED);
+        else
+            writers_only(x, bacl, tagging);
+        return;
+    }
     if (!acl && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
         foreign_upload(x, bi);
         return;
@@ -212,7 +245,7 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         return;
     }
     const char *oacl = rc == 0 ? s3_umeta_get(&oi, ACL_META) : "";
-    int mine = rc == 0 && owns(x, &oi);
+    int mine = rc == 0 && s3_foreign_owns(x, &oi);
     if (rc != 0) {
         s3_err(x, S3E_ACCESS_DENIED);
     } else if (acl && get && (mine || granted(x, oacl, S3_PERM_READ_ACP))) {
@@ -242,7 +275,8 @@ void s3_anonymous_op(ctx_t *x)
     static const char *const owners[] = {"tagging",    "location",  "attributes", "cors",
                                          "versioning", "lifecycle", NULL};
     for (const char *const *q = owners; *q; q++)
-        if (has_param(x, *q)) {
+        if (has_param(x, *q) &&
+            !(x->key[0] && (!strcmp(*q, "tagging") || !strcmp(*q, "attributes")))) {
             s3_err(x, S3E_ACCESS_DENIED);
             return;
         }

@@ -21,6 +21,7 @@
  *   s3_post.c       browser form uploads (POST Object, signed policies)
  *   s3_batch.c      batch GET (POST ?batch-get, warmlake's: docs/batch-get.md)
  *   s3_reply.c      XML responses, S3 errors (table: s3_errors.h)
+ *   s3_unserved.c   what S3 has and warmlake does not serve: refused, or never configured
  *   s3_util.c       buffers, escaping, decoding, dates, user metadata
  *
  * One ctx_t per request, on the worker thread that runs it. Handlers answer
@@ -151,7 +152,15 @@ typedef struct {
  * 1 with 405 sent. */
 int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 
+/* ---- s3_unserved.c ---- */
+/* A sub-resource or setting S3 has and warmlake does not serve: 1 with the answer sent. */
+int s3_unserved(ctx_t *x);
+
 /* ---- s3_util.c ---- */
+/* strcmp of a name and *(const char **)b: bsearch over sorted name tables. */
+int s3_cmp_name(const void *a, const void *b);
+/* 1 when one of the query's parameter names is one match(name, arg) takes. */
+int s3_query_name(const char *q, int (*match)(const char *name, const void *arg), const void *arg);
 /* An If-Match / If-None-Match value names etag: "*", or one of its comma-separated tags,
  * quoted or not (S3 takes both); a weak one (W/) only when weak_ok (If-None-Match: RFC 9110
  * 13.1.2; If-Match compares strongly). */
@@ -291,6 +300,8 @@ void s3_anonymous_op(ctx_t *x);
 int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
 /* The same for an object version: its owner (a writer into the bucket) may, or its ACL. */
 int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi);
+/* Whether x's requester wrote (and owns: OWNER_META) the object version oi. */
+int s3_foreign_owns(const ctx_t *x, const obj_info_t *oi);
 /* Whether x's requester (not the bucket's owner) may write into the bucket bi (its WRITE
  * grant); when it may, x->writer_owns is set as the bucket's ownership setting says. */
 int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi);

@@ -775,6 +775,11 @@ void s3_get_object_attributes(ctx_t *x)
         if (!s3_version_missing(x, err, &info)) s3_engine_error(x, err);
         return;
     }
+    if (x->public_view && !s3_foreign_owns(x, &info)) { /* replaced since (s3_foreign.c) */
+        obj_close(rd);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
     s3_version_headers(x, &info);
     buf_t b = {0};
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetObjectAttributesResponse "

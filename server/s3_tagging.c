@@ -182,11 +182,15 @@ void s3_pairs_set(buf_t *um, const char *name, const char *value)
 typedef struct {
     const char *name, *value;
     char vid[OBJ_VID_LEN + 4]; /* the version rewritten ("": the null one) */
+    const ctx_t *writer;       /* another user's request: the version must be its own */
 } entry_t;
 
 static int entry_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
 {
     entry_t *e = arg;
+    /* Under the key's lock, on the very record rewritten (a version written since the
+     * request was let in is not the writer's to tag). */
+    if (e->writer && !s3_foreign_owns(e->writer, cur)) return ERR_DENIED;
     snprintf(e->vid, sizeof(e->vid), "%s", cur->vid);
     buf_t um = {xmalloc(cur->umeta_len + 1), cur->umeta_len, cur->umeta_len + 1};
     memcpy(um.p, cur->umeta, cur->umeta_len);
@@ -213,7 +217,7 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    entry_t e = {name, value, ""};
+    entry_t e = {name, value, "", x->public_view ? x : NULL};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -307,6 +311,10 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
             if (bucket_level || !s3_version_missing(x, rc, &info)) s3_engine_error(x, rc);
             return;
         }
+        if (x->public_view && !s3_foreign_owns(x, &info)) { /* replaced since (writers_only) */
+            s3_err(x, S3E_ACCESS_DENIED);
+            return;
+        }
         if (!bucket_level) s3_version_headers(x, &info);
         const char *canon = s3_umeta_get(&info, name);
         if (bucket_level && !canon[0]) {
@@ -322,6 +330,8 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
         free(canon.p);
         if (rc == ERR_MARKER_VERSION)
             s3_err(x, S3E_METHOD_NOT_ALLOWED);
+        else if (rc == ERR_DENIED)
+            s3_err(x, S3E_ACCESS_DENIED);
         else if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
             s3_err(x, S3E_NO_SUCH_VERSION);
         else if (rc == ERR_TOO_LARGE)
@@ -333,6 +343,8 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
     } else if (strcmp(m, "DELETE") == 0) {
         if ((rc = set_entry(x, bucket_level, name, NULL)) == ERR_MARKER_VERSION)
             s3_err(x, S3E_METHOD_NOT_ALLOWED);
+        else if (rc == ERR_DENIED)
+            s3_err(x, S3E_ACCESS_DENIED);
         else if (rc == ERR_NOT_FOUND && x->vid && !bucket_level)
             s3_err(x, S3E_NO_SUCH_VERSION);
         else if (rc)

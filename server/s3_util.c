@@ -309,3 +309,25 @@ int s3_etag_matches(const char *hdr, const char *etag, int weak_ok)
     }
     return 0;
 }
+
+int s3_cmp_name(const void *a, const void *b)
+{
+    const char *const *bb = b;
+    return strcmp(a, *bb);
+}
+
+int s3_query_name(const char *q, int (*match)(const char *name, const void *arg), const void *arg)
+{
+    char name[32]; /* every sub-resource name fits; a longer parameter is none of them */
+    for (; *q;) {
+        size_t len = strcspn(q, "=&");
+        if (len > 0 && len < sizeof(name)) {
+            memcpy(name, q, len);
+            name[len] = 0;
+            if (match(name, arg)) return 1;
+        }
+        q += strcspn(q, "&");
+        if (*q) q++;
+    }
+    return 0;
+}

@@ -1237,7 +1237,8 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     c.put_object(Bucket="unserved", Key="k", Body=b"precious")
     for method, path in (("DELETE", "/empty-one?policy"), ("DELETE", "/empty-one?encryption"),
                          ("DELETE", "/empty-one?website"), ("PUT", "/empty-one?policy"),
-                         ("GET", "/empty-one?publicAccessBlock"),
+                         ("GET", "/empty-one?analytics"),
+                         ("GET", "/empty-one?policy&website"),
                          ("DELETE", "/empty-one?ownershipControls"),
                          ("PUT", "/unserved/k?retention"), ("PUT", "/unserved/k?legal-hold"),
                          ("DELETE", "/unserved/k?retention"), ("POST", "/unserved/k?restore"),
@@ -1284,6 +1285,48 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     with pytest.raises(ClientError) as e:
         alt.delete_bucket_encryption(Bucket="unserved")
     assert e.value.response["Error"]["Code"] == "AccessDenied"
+
+
+def test_reads_of_settings_never_configured_answer_as_s3_does(server):
+    """A GET of a setting warmlake does not serve was 501, and tools that read every setting
+    of a bucket (Terraform's provider) stopped there. Nothing here ever configures them, so
+    the answer is S3's for a bucket without one: NoSuchBucketPolicy, an empty logging status,
+    BucketOwner pays, and so on. Changing them stays refused, and so does anyone else's
+    read."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="settings")
+    c.put_object(Bucket="settings", Key="k", Body=b"v")
+    missing = (
+        (c.get_bucket_policy, "NoSuchBucketPolicy"),
+        (c.get_bucket_policy_status, "NoSuchBucketPolicy"),
+        (c.get_bucket_website, "NoSuchWebsiteConfiguration"),
+        (c.get_bucket_encryption, "ServerSideEncryptionConfigurationNotFoundError"),
+        (c.get_bucket_replication, "ReplicationConfigurationNotFoundError"),
+        (c.get_object_lock_configuration, "ObjectLockConfigurationNotFoundError"),
+        (c.get_public_access_block, "NoSuchPublicAccessBlockConfiguration"))
+    for fn, want in missing:
+        with pytest.raises(ClientError) as e:
+            fn(Bucket="settings")
+        assert e.value.response["Error"]["Code"] == want, fn
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    assert "LoggingEnabled" not in c.get_bucket_logging(Bucket="settings")
+    n = c.get_bucket_notification_configuration(Bucket="settings")
+    assert not any(k.endswith("Configurations") for k in n)
+    assert c.get_bucket_request_payment(Bucket="settings")["Payer"] == "BucketOwner"
+    assert "Status" not in c.get_bucket_accelerate_configuration(Bucket="settings")
+    for fn in (c.get_object_retention, c.get_object_legal_hold):
+        with pytest.raises(ClientError) as e:
+            fn(Bucket="settings", Key="k")
+        assert e.value.response["Error"]["Code"] == "InvalidRequest", fn
+    # Setting them is refused; another user learns nothing.
+    with pytest.raises(ClientError) as e:
+        c.put_bucket_policy(Bucket="settings", Policy="{}")
+    assert e.value.response["Error"]["Code"] == "NotImplemented"
+    alt = s3_client(server.endpoint, AK2, SK2)
+    with pytest.raises(ClientError) as e:
+        alt.get_bucket_policy(Bucket="settings")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    assert c.get_object(Bucket="settings", Key="k")["Body"].read() == b"v"
 
 
 def test_served_subresources_on_the_wrong_method_are_refused(server):

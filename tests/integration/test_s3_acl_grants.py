@@ -851,3 +851,36 @@ def presigner_for(server, ak, sk):
     return boto3.session.Session().client(
         "s3", endpoint_url=server.endpoint, region_name="us-east-1", aws_access_key_id=ak,
         aws_secret_access_key=sk, config=Config(s3={"addressing_style": "path"}))
+
+
+def test_a_writer_tags_its_own_object_and_reads_its_attributes(server):
+    """An object's tags and attributes are its owner's: the writer that owns its object in
+    another's bucket tags it and reads its attributes (it was refused, the bucket owner's
+    alone); nobody else's object, whatever the ACLs grant, and not a version the bucket owner
+    wrote over it since."""
+    c, alt = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2)
+    c.create_bucket(Bucket="tagw", GrantWrite=ID2, GrantRead=ID2,
+                    GrantFullControl='id="%s"' % AK)
+    alt.put_object(Bucket="tagw", Key="mine", Body=b"12345")
+    c.put_object(Bucket="tagw", Key="theirs", Body=b"t", GrantFullControl=ID2)
+    tags = {"TagSet": [{"Key": "team", "Value": "alt"}]}
+    alt.put_object_tagging(Bucket="tagw", Key="mine", Tagging=tags)
+    assert alt.get_object_tagging(Bucket="tagw", Key="mine")["TagSet"] == tags["TagSet"]
+    assert c.get_object_tagging(Bucket="tagw", Key="mine")["TagSet"] == tags["TagSet"]
+    at = alt.get_object_attributes(Bucket="tagw", Key="mine", ObjectAttributes=["ObjectSize"])
+    assert at["ObjectSize"] == 5
+    alt.delete_object_tagging(Bucket="tagw", Key="mine")
+    assert c.get_object_tagging(Bucket="tagw", Key="mine")["TagSet"] == []
+    # Another's object: not even FULL_CONTROL by ACL grants tags (S3: no ACL maps to them).
+    assert code(alt.put_object_tagging, Bucket="tagw", Key="theirs",
+                Tagging=tags) == "AccessDenied"
+    assert code(alt.get_object_tagging, Bucket="tagw", Key="theirs") == "AccessDenied"
+    assert code(alt.get_object_attributes, Bucket="tagw", Key="theirs",
+                ObjectAttributes=["ObjectSize"]) == "AccessDenied"
+    assert code(alt.get_object_tagging, Bucket="tagw", Key="nothing") == "NoSuchKey"
+    # The bucket's tags stay the owner's; so does the key once the owner writes it again.
+    assert code(alt.get_bucket_tagging, Bucket="tagw") == "AccessDenied"
+    c.put_object(Bucket="tagw", Key="mine", Body=b"over")
+    assert code(alt.put_object_tagging, Bucket="tagw", Key="mine",
+                Tagging=tags) == "AccessDenied"
+    assert c.get_object_tagging(Bucket="tagw", Key="mine")["TagSet"] == []
