@@ -73,6 +73,7 @@ int s3_initiated(const ctx_t *x, const obj_info_t *rec)
 {
     const char *ini = s3_umeta_get(rec, INITIATOR_META);
     if (!ini[0]) ini = s3_umeta_get(rec, OWNER_META); /* an upload from before INITIATOR_META */
+    if (!x->public_view) return !ini[0];              /* the bucket's owner */
     if (x->anonymous) return !strcmp(ini, ANON_INITIATOR);
     return ini[0] && !strcmp(ini, x->auth.access_key);
 }

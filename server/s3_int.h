@@ -305,7 +305,8 @@ int s3_foreign_owns(const ctx_t *x, const obj_info_t *oi);
 /* Whether x's requester (not the bucket's owner) may write into the bucket bi (its WRITE
  * grant); when it may, x->writer_owns is set as the bucket's ownership setting says. */
 int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi);
-/* Whether x's requester is the initiator of the upload whose record is rec. */
+/* Whether x's requester initiated the upload whose record is rec: only it uploads parts and
+ * completes (S3); the bucket's owner initiated those whose record names no initiator. */
 int s3_initiated(const ctx_t *x, const obj_info_t *rec);
 
 /* ---- s3_list.c ---- */
@@ -439,6 +440,7 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
 int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
+    const ctx_t *x;          /* the request: its requester must be the upload's initiator */
     const s3_xml_part_t *xp; /* the parts as listed */
     int algo, full;          /* the upload's (the begin hook reads them) */
     int expect_algo;         /* x-amz-checksum-ALGO of the whole object: its algorithm, and */

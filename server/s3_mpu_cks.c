@@ -260,6 +260,13 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
 static int cks_begin(void *arg, const obj_info_t *rec)
 {
     s3_mpu_cks_t *c = arg;
+    /* Only the upload's initiator completes it (S3), decided on the record under its lock. */
+    if (!s3_initiated(c->x, rec)) {
+        c->refused = 1;
+        c->err = S3E_ACCESS_DENIED;
+        c->msg[0] = 0;
+        return -1;
+    }
     c->algo = upload_algo(rec, &c->full);
     const char *msg = NULL;
     if (c->expect_algo && c->expect_algo != c->algo)
@@ -286,6 +293,7 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
                               obj_mpu_hooks_t *hooks)
 {
     memset(c, 0, sizeof(*c));
+    c->x = x;
     c->xp = xp;
     c->mp_size = -1;
     hooks->begin = cks_begin;

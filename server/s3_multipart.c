@@ -121,6 +121,12 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
             s3_engine_error(x, err);
         return;
     }
+    if (!s3_initiated(x, &rec)) { /* S3: only the initiator uploads parts */
+        obj_put_abort(w);
+        obj_close(rd);
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
     if (s3_mpu_cks_part_begin(x, &rec) != 0) {
         obj_put_abort(w);
         obj_close(rd);
@@ -171,6 +177,11 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_err(x, S3E_NO_SUCH_UPLOAD);
         else
             s3_engine_error(x, err);
+        return;
+    }
+    if (!s3_initiated(x, &rec)) { /* S3: only the initiator uploads parts */
+        obj_put_abort(w);
+        s3_err(x, S3E_ACCESS_DENIED);
         return;
     }
     if (s3_mpu_cks_part_begin(x, &rec) != 0) { /* before a byte of the body is stored */

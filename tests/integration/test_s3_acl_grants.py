@@ -753,8 +753,8 @@ def test_grantees_write_as_s3_maps_write_and_uploads_are_their_initiators(server
     UploadPartCopy, POST form upload and DeleteObjects (current versions only) were refused,
     and another grantee who knew an upload's id could abort it. Now: an upload's Abort and
     ListParts are its initiator's and the bucket owner's (S3's defaults, which no ACL grants);
-    parts and Complete are WRITE's. The initiator is the upload's, not the object's: it is
-    not in the completed object's metadata."""
+    parts and Complete its initiator's alone. The initiator is the upload's, not the object's:
+    it is not in the completed object's metadata."""
     from test_s3_post import form_post
     c, alt, a = s3_client(server.endpoint), s3_client(server.endpoint, AK2, SK2), \
         anon_client(server.endpoint)
@@ -765,12 +765,25 @@ def test_grantees_write_as_s3_maps_write_and_uploads_are_their_initiators(server
         {"Grantee": {"Type": "CanonicalUser", "ID": AK2}, "Permission": "READ"},
         {"Grantee": {"Type": "Group", "URI": ALL}, "Permission": "WRITE"}]})
     part = os.urandom(5 << 20)
-    # alt's upload: another writer (anonymous) may add a part, not abort it nor list it.
+    # alt's upload: nobody else (anonymous, though it may write; the bucket's owner) adds a
+    # part to it or completes it (a reviewer: a READ grantee lists upload ids, and a WRITE
+    # grantee then completed the owner's upload with its own bytes, the owner's object), nor
+    # aborts it or lists its parts but the bucket's owner.
     up = alt.create_multipart_upload(Bucket="wg-b", Key="big")["UploadId"]
     e1 = alt.upload_part(Bucket="wg-b", Key="big", UploadId=up, PartNumber=1, Body=part)["ETag"]
-    e2 = a.upload_part(Bucket="wg-b", Key="big", UploadId=up, PartNumber=2, Body=b"tail")["ETag"]
+    for who in (a, c):
+        assert code(who.upload_part, Bucket="wg-b", Key="big", UploadId=up, PartNumber=2,
+                    Body=b"EVIL") == "AccessDenied"
+        assert code(who.upload_part_copy, Bucket="wg-b", Key="big", UploadId=up, PartNumber=2,
+                    CopySource={"Bucket": "wg-b", "Key": "big"}) in ("AccessDenied",
+                                                                       "NoSuchKey")
+        assert code(who.complete_multipart_upload, Bucket="wg-b", Key="big", UploadId=up,
+                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}]}) == "AccessDenied"
+    e2 = alt.upload_part(Bucket="wg-b", Key="big", UploadId=up, PartNumber=2, Body=b"tail")["ETag"]
     assert code(a.abort_multipart_upload, Bucket="wg-b", Key="big", UploadId=up) == "AccessDenied"
     assert code(a.list_parts, Bucket="wg-b", Key="big", UploadId=up) == "AccessDenied"
+    assert [p["ETag"] for p in c.list_parts(Bucket="wg-b", Key="big", UploadId=up)["Parts"]] == [
+        e1, e2]
     lp = alt.list_parts(Bucket="wg-b", Key="big", UploadId=up)
     assert [p["PartNumber"] for p in lp["Parts"]] == [1, 2] and lp["Initiator"]["ID"] == AK2
     # An anonymous upload: anonymous may abort it, alt may not; the owner may abort anyone's.
