@@ -668,7 +668,8 @@ int sigv4_parse_query(const char *q, size_t n, sigv4_auth_t *a)
     if (!(v = qget(q, n, "X-Amz-Expires", &vl)) || qdecode(buf, sizeof(buf), v, vl))
         return ERR_INVAL;
     uint64_t exp;
-    if (num_parse_u64(buf, 1, 604800, &exp) != 0) return ERR_INVAL; /* S3: at most 7 days */
+    /* S3: at most 7 days; 0 is well-formed and expired at once (the caller's 403). */
+    if (num_parse_u64(buf, 0, 604800, &exp) != 0) return ERR_INVAL;
     a->expires = (long)exp;
     a->presigned = 1;
     return 0;

@@ -479,15 +479,13 @@ static void parse_pass(conn_t *c)
                 snprintf(extra, sizeof(extra), "<MaxSizeAllowed>%zu</MaxSizeAllowed>", c->head.max);
                 http__answer_early(c, "400 Bad Request", "RequestHeaderSectionTooLarge",
                                    "Your request header section exceeds the maximum allowed size.",
-                                   extra, LINGER_MS, LINGER_BYTES);
+                                   extra);
             } else if (c->bad_version) {
                 http__answer_early(c, "505 HTTP Version Not Supported", "HttpVersionNotSupported",
-                                   "The HTTP version specified is not supported.", "", LINGER_MS,
-                                   LINGER_BYTES);
+                                   "The HTTP version specified is not supported.", "");
             } else {
                 http__answer_early(c, "400 Bad Request", "BadRequest",
-                                   "The request is not well-formed HTTP/1.1.", "", LINGER_MS,
-                                   LINGER_BYTES);
+                                   "The request is not well-formed HTTP/1.1.", "");
             }
             return;
         }

@@ -17,11 +17,12 @@
 #include <sys/ioctl.h>
 #include <linux/sockios.h>
 
-/* A refusal at the connection limit lingers less than an early error's close, and only so
- * many at once (http__refuse). */
-#define REFUSE_LINGER_MS    2000
-#define REFUSE_LINGER_BYTES (1u << 20)
-#define REFUSE_LINGER_MAX   64
+/* An answer from the loop itself (a refusal at the connection limit, a request that is not
+ * HTTP) lingers less than a handler's error does, and only so many at once
+ * (http__answer_early). */
+#define EARLY_LINGER_MS    2000
+#define EARLY_LINGER_BYTES (1u << 20)
+#define EARLY_LINGER_MAX   64
 
 /* How long r has been stalled on its client (0: not stalled; s->mu held). */
 static uint64_t stalled_for(const http_req_t *r, uint64_t now)
@@ -261,11 +262,15 @@ int http__evict_idle(http_server_t *s, conn_t *fresh)
  * lingering close. The request is likely on its way still, and a close with unread bytes in
  * the socket sends a reset, which can destroy the answer before the client reads it (it then
  * saw a reset, not the error): so the write side is shut and what comes is read and dropped
- * for ms, up to max_bytes. Returns 0 when it lingers; else the connection is closed.
+ * for a while. These lingerers are kept outside the connection limit (one garbage packet per
+ * connection held a slot for the linger's time, and a lingering connection is not idle to
+ * evict), bounded in number, time and bytes: past EARLY_LINGER_MAX of them one closes at
+ * once.
  */
-int http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
-                       const char *extra_xml, uint64_t ms, uint64_t max_bytes)
+void http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
+                        const char *extra_xml)
 {
+    http_server_t *s = c->s;
     char id[17], body[512], resp[1024];
     http__new_request_id(id);
     int blen = snprintf(body, sizeof(body),
@@ -277,34 +282,31 @@ int http__answer_early(conn_t *c, const char *status, const char *code, const ch
                      "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s",
                      status, id, blen, strncmp(status, "503", 3) == 0 ? "Retry-After: 1\r\n" : "",
                      body);
-    log_info("event=answered_early peer=%s status=\"%s\" code=%s req=%s", c->peer, status, code,
-             id);
-    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
-    if (!ms || uv_try_write((uv_stream_t *)&c->tcp, &b, 1) != n) {
-        if (!ms) uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
-        http__conn_close(c);
-        return -1;
-    }
-    http__conn_linger(c, ms, max_bytes);
-    return c->closing ? -1 : 0;
-}
-
-/*
- * A newcomer at the limit with no room to make: 503 SlowDown, which S3 clients retry after a
- * pause, with a lingering close (http__answer_early). Refusals linger outside the limit (they
- * must not keep the next newcomer out once a slot is free), bounded in number, time and
- * bytes: past REFUSE_LINGER_MAX a refusal closes at once, as before.
- */
-void http__refuse(conn_t *c)
-{
-    http_server_t *s = c->s;
-    log_info("event=conn_refused conns=%d lingering_refusals=%d", s->nconns, s->nrefused);
-    int linger = s->nrefused < REFUSE_LINGER_MAX;
-    if (http__answer_early(c, "503 Service Unavailable", "SlowDown",
-                           "Too many connections; reduce your request rate.", "",
-                           linger ? REFUSE_LINGER_MS : 0, REFUSE_LINGER_BYTES) != 0)
+    if (blen < 0 || (size_t)blen >= sizeof(body) || n < 0 || (size_t)n >= sizeof(resp)) {
+        http__conn_close(c); /* cannot happen with the callers' texts; never a cut answer */
         return;
+    }
+    log_info("event=answered_early peer=%s status=\"%s\" code=%s req=%s lingering=%d", c->peer,
+             status, code, id, s->nrefused);
+    uv_buf_t b = uv_buf_init(resp, (unsigned)n);
+    int sent = uv_try_write((uv_stream_t *)&c->tcp, &b, 1) == n;
+    if (!sent || s->nrefused >= EARLY_LINGER_MAX) {
+        http__conn_close(c);
+        return;
+    }
+    http__conn_linger(c, EARLY_LINGER_MS, EARLY_LINGER_BYTES);
+    if (c->closing) return;
     c->refused = 1;
     s->nrefused++;
     uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
+}
+
+/* A newcomer at the limit with no room to make: 503 SlowDown, which S3 clients retry after a
+ * pause. */
+void http__refuse(conn_t *c)
+{
+    http_server_t *s = c->s;
+    log_info("event=conn_refused conns=%d lingering=%d", s->nconns, s->nrefused);
+    http__answer_early(c, "503 Service Unavailable", "SlowDown",
+                       "Too many connections; reduce your request rate.", "");
 }

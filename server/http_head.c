@@ -99,6 +99,27 @@ static int kept_apart(const char *name)
            strcasecmp(name, "transfer-encoding") == 0;
 }
 
+/*
+ * A target in absolute-form ("http://host/path?query"), which a server must accept (RFC 9112
+ * 3.2.2), is served as its origin-form ("/path?query") when its authority is the Host
+ * header's: what a client signed (SigV4 signs the path and the Host) and which bucket a
+ * virtual host names then agree. One whose authority differs, or that has no path, is left
+ * as it came (refused as a bad target).
+ */
+static void origin_form(http_head_view_t *v)
+{
+    const char *t = v->target;
+    size_t skip = !strncasecmp(t, "http://", 7) ? 7 : !strncasecmp(t, "https://", 8) ? 8 : 0;
+    if (!skip) return;
+    const char *auth = t + skip, *path = strchr(auth, '/');
+    if (!path || memchr(auth, '?', (size_t)(path - auth))) return;
+    const char *host = NULL;
+    for (int i = 0; i < v->nheaders; i++)
+        if (!strcasecmp(v->headers[i].name, "host")) host = v->headers[i].value;
+    size_t al = (size_t)(path - auth);
+    if (host && strlen(host) == al && !strncasecmp(host, auth, al)) v->target = path;
+}
+
 void http_head_view(const http_head_t *h, http_head_view_t *v)
 {
     /*
@@ -149,6 +170,7 @@ void http_head_view(const http_head_t *h, http_head_view_t *v)
         if (strcasecmp(out->name, "expect") == 0 && strcasecmp(out->value, "100-continue") == 0)
             v->expect_continue = 1;
     }
+    origin_form(v);
 }
 
 #define DATA_CB(name, fn)                                                                          \

@@ -149,7 +149,8 @@ struct conn {
      * our FIN with a reset that destroys the response before it is read.
      */
     int lingering;
-    int refused;     /* answered 503 at the connection limit (lingers; not counted in it) */
+    int refused; /* answered by the loop itself (http__answer_early): lingers, not counted in the
+                    limit */
     int bad_version; /* the request is not HTTP/1.x: answered 505 */
     /*
      * The client shut its write side (EOF) while a request was in: a body
@@ -182,7 +183,7 @@ struct http_server {
     pthread_mutex_t mu;
     struct http_req *events;
     int stopping, stop_requested, nconns, port;
-    int nrefused; /* of nconns: refused at the limit, lingering until their client reads */
+    int nrefused; /* of nconns: answered early, lingering (outside the limit) */
     conn_t *conns;
 };
 
@@ -217,8 +218,10 @@ void http__conn_close(conn_t *c);
 /* Write resp (whatever of it the socket takes now), then close. */
 /* A new request id (16 hex digits; loop thread only). */
 void http__new_request_id(char id[17]);
-int http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
-                       const char *extra_xml, uint64_t ms, uint64_t max_bytes);
+/* An S3 error answered by the loop itself, then a bounded lingering close, outside the
+ * connection limit (http_guard.c). */
+void http__answer_early(conn_t *c, const char *status, const char *code, const char *message,
+                        const char *extra_xml);
 /* Shut c's write side, then read and drop what comes for up to ms or max_bytes, then close. */
 void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes);
 

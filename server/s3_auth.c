@@ -131,7 +131,7 @@ int s3_authenticate(ctx_t *x)
         return -1;
     }
     if (x->auth.presigned) {
-        if (now > t + x->auth.expires) {
+        if (x->auth.expires == 0 || now > t + x->auth.expires) {
             s3_err_msg(x, S3E_ACCESS_DENIED, "Request has expired");
             return -1;
         }

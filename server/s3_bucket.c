@@ -286,6 +286,7 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
 typedef struct {
     buf_t *b;
     const char *owner;
+    const char *region; /* said of each bucket: the request had a parameter (S3's rule) */
     int max, count, truncated;
     char *last;
 } lb_t;
@@ -304,7 +305,9 @@ static int list_bucket_cb(void *arg, const char *key, const obj_info_t *info)
     s3_iso8601(info->mtime_ns, t);
     buf_printf(b, "<Bucket><Name>");
     buf_xml(b, key);
-    buf_printf(b, "</Name><CreationDate>%s</CreationDate></Bucket>", t);
+    buf_printf(b, "</Name><CreationDate>%s</CreationDate>", t);
+    if (l->region) buf_printf(b, "<BucketRegion>%s</BucketRegion>", l->region);
+    buf_printf(b, "</Bucket>");
     l->count++;
     free(l->last);
     l->last = xstrdup(key);
@@ -324,7 +327,8 @@ void s3_list_buckets(ctx_t *x)
     char *tok = s3_qparam(x->query, "continuation-token", &p2);
     char *prefix = s3_qparam(x->query, "prefix", &p3);
     buf_t b = {0};
-    lb_t l = {&b, x->auth.access_key, 10000, 0, 0, NULL};
+    lb_t l = {&b,  x->auth.access_key, p1 || p2 || p3 || p4 ? x->cfg->region : NULL, 10000, 0, 0,
+              NULL};
     char after[96] = "";
     if (tok && tok[0]) {
         char *name = s3_token_decode(tok, x->auth.access_key);

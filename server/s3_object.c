@@ -85,6 +85,27 @@ static char *override_text(ctx_t *x, const char *name)
     return t;
 }
 
+/*
+ * A user metadata value as S3 returns it: as stored when it is US-ASCII, else encoded as
+ * RFC 2047 says ("=?UTF-8?B?...?=", mail-safe). Sent raw, UTF-8 in a header reads as
+ * mojibake in SDKs (Latin-1 by RFC 9110) and strict HTTP stacks refuse the response.
+ */
+static void mail_safe(buf_t *hb, const char *val)
+{
+    size_t n = strlen(val);
+    int ascii = 1;
+    for (size_t i = 0; i < n && ascii; i++)
+        ascii = (unsigned char)val[i] < 0x80;
+    if (ascii) {
+        buf_printf(hb, "%s", val);
+        return;
+    }
+    char *b64 = xmalloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)val, (int)n);
+    buf_printf(hb, "=?UTF-8?B?%s?=", b64);
+    free(b64);
+}
+
 /* Content-Type and the kept standard headers of info, or what the request's response-*
  * parameters put instead. */
 static void std_headers(ctx_t *x, const obj_info_t *info, buf_t *hb)
@@ -639,8 +660,11 @@ void s3_get_object(ctx_t *x, int head)
     if (ntags && !x->public_view) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
-        if (name[0] != '\001') /* internal (ACL, checksum, standard headers) entries */
-            buf_printf(&hb, "x-amz-meta-%s: %s\r\n", name, val);
+        if (name[0] != '\001') { /* internal (ACL, checksum, standard headers) entries */
+            buf_printf(&hb, "x-amz-meta-%s: ", name);
+            mail_safe(&hb, val);
+            buf_printf(&hb, "\r\n");
+        }
         p = (size_t)(val - info.umeta) + strlen(val) + 1;
     }
     if ((inm && s3_etag_matches(inm, info.etag, 1)) || (!inm && ims != (time_t)-1 && mt <= ims)) {

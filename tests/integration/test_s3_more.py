@@ -581,7 +581,11 @@ def test_list_buckets_paginated(server):
     assert got == sorted(names)
     st, body, _ = signed_request(server.port, "GET", "/?prefix=lb-0")
     assert re.findall(rb"<Name>(.*?)</Name>", body) == [n.encode() for n in names[:7]]
+    # With a parameter, each bucket says its region (S3's rule); without, none does.
+    assert re.findall(rb"<BucketRegion>(.*?)</BucketRegion>", body) == [b"us-east-1"] * 7
     assert len(c.list_buckets()["Buckets"]) == len(names)
+    st, body, _ = signed_request(server.port, "GET", "/")
+    assert b"<BucketRegion>" not in body
     for bad in ("/?max-buckets=0", "/?continuation-token=%21%21",
                 "/?continuation-token=" + urllib.parse.quote(base64.b64encode(b"lb-03"), safe="")):
         assert signed_request(server.port, "GET", bad)[0] == 400, bad

@@ -405,7 +405,7 @@ static void test_coverage(void **state)
     assert_string_equal(miss, "x-amz-date");
 }
 
-/* X-Amz-Expires is strictly 1..604800 digits. */
+/* X-Amz-Expires is strictly 0..604800 digits (0: expired at once, the caller's 403). */
 static void test_presigned_expires(void **state)
 {
     (void)state;
@@ -414,8 +414,8 @@ static void test_presigned_expires(void **state)
                        "X-Amz-SignedHeaders=host&X-Amz-Signature="
                        "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404&"
                        "X-Amz-Expires=";
-    const char *bad[] = {"0", "604801", "%2B5", "%205", "5x", "", "99999999999999999999999"};
-    const char *good[] = {"1", "604800", "0060"};
+    const char *bad[] = {"604801", "%2B5", "%205", "5x", "", "99999999999999999999999", "-1"};
+    const char *good[] = {"0", "1", "604800", "0060"};
     char q[512];
     sigv4_auth_t a;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
