@@ -269,6 +269,16 @@ int s3_acl_decode(const char *stored, s3_acl_t *acl)
     return 0;
 }
 
+int s3_acl_perms_of_object(const char *stored, const char *requester, const char *bucket_owner)
+{
+    /* The two canned ACLs that name the bucket's owner without naming it (stored as given). */
+    if (requester && bucket_owner && bucket_owner[0] && !strcmp(requester, bucket_owner)) {
+        if (!strcmp(stored, "bucket-owner-read")) return S3_PERM_READ;
+        if (!strcmp(stored, "bucket-owner-full-control")) return S3_PERM_FULL;
+    }
+    return s3_acl_perms(stored, requester);
+}
+
 int s3_acl_perms(const char *stored, const char *requester)
 {
     if (!s3_acl_is_grants(stored)) {

@@ -104,6 +104,9 @@ int s3_acl_decode(const char *stored, s3_acl_t *acl) __attribute__((warn_unused_
  * unknown or corrupt value gives nothing.
  */
 int s3_acl_perms(const char *stored, const char *requester);
+/* The same for an object's ACL in a bucket bucket_owner owns: bucket-owner-read and
+ * bucket-owner-full-control give that owner READ and FULL_CONTROL. */
+int s3_acl_perms_of_object(const char *stored, const char *requester, const char *bucket_owner);
 
 /* S3's name of one permission ("READ", ..., "FULL_CONTROL"), or NULL. */
 const char *s3_acl_perm_name(int perm);

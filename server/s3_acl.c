@@ -56,9 +56,13 @@ static int acl_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
      * written, since the request was let in (its body may have taken minutes) counts. */
     if (a->body_owner && strcmp(a->body_owner, s3_object_owner(cur, a->bucket_owner)) != 0)
         return ERR_DENIED; /* no one changes owners through an ACL */
-    int own = a->requester && !strcmp(s3_umeta_get(cur, OWNER_META), a->requester);
-    if (a->foreign && !own &&
-        !(s3_acl_perms(s3_umeta_get(cur, a->name), a->requester) & S3_PERM_WRITE_ACP))
+    /* Its owner may (a writer's object: the writer, not the bucket's owner); others as the
+     * ACL grants WRITE_ACP. */
+    const char *writer = s3_umeta_get(cur, OWNER_META);
+    int own = a->requester && (writer[0] ? !strcmp(writer, a->requester) : !a->foreign);
+    if (!own &&
+        !(s3_acl_perms_of_object(s3_umeta_get(cur, a->name), a->requester, a->bucket_owner) &
+          S3_PERM_WRITE_ACP))
         return ERR_DENIED;
     buf_t um = {0};
     s3_umeta_with(cur, a->name, a->value, &um);
@@ -342,7 +346,8 @@ void s3_respond_acl(ctx_t *x, const char *owner, const char *bucket_owner, const
     s3_respond_xml(x, 200, &b);
 }
 
-/* GetObjectAcl of the request's object (x->vid: that version), by the bucket's owner. */
+/* GetObjectAcl of the request's object (x->vid: that version), by the bucket's owner: a
+ * writer's object as its ACL grants READ_ACP. */
 void s3_get_object_acl(ctx_t *x, const char *bucket_owner)
 {
     obj_info_t oi;
@@ -352,6 +357,8 @@ void s3_get_object_acl(ctx_t *x, const char *bucket_owner)
         ;
     else if (rc)
         s3_engine_error(x, rc);
+    else if (!(s3_object_perms(x, &oi, bucket_owner) & S3_PERM_READ_ACP))
+        s3_err(x, S3E_ACCESS_DENIED);
     else
         s3_respond_acl(x, s3_object_owner(&oi, bucket_owner), bucket_owner,
                        s3_umeta_get(&oi, ACL_META));

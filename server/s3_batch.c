@@ -76,8 +76,9 @@ struct batch {
     ctx_t *x;
     const s3_xml_batch_entry_t *e;
     int n;
-    int foreign;     /* the caller is not the bucket's owner: each object's ACL decides */
-    int bucket_read; /* foreign: the bucket's ACL lets the caller list it (404 vs 403) */
+    int foreign;       /* the caller is not the bucket's owner: each object's ACL decides */
+    int bucket_read;   /* foreign: the bucket's ACL lets the caller list it (404 vs 403) */
+    const char *owner; /* the bucket's (in x's bucket record, read before the fetchers start) */
     /* Under mu: */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* a slot is done */
@@ -125,8 +126,9 @@ static void entry_open(batch_t *b, slot_t *s)
             slot_fail(s, vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
         goto out;
     }
-    /* Another user's (or anonymous) read: the version opened must grant READ itself. */
-    if (b->foreign && !s3_foreign_may_read_object(x, info)) {
+    /* The version opened must grant READ itself (another user's, or anonymous, read; the
+     * bucket owner's of a writer's object). */
+    if (!s3_may_read_object(x, info, b->owner)) {
         obj_close(s->rd);
         s->rd = NULL;
         slot_fail(s, S3E_ACCESS_DENIED);
@@ -448,6 +450,7 @@ void s3_batch_get(ctx_t *x)
     b->n = n;
     b->foreign = foreign;
     b->bucket_read = bucket_read;
+    b->owner = owner;
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     latch_init(&b->latch);

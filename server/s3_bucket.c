@@ -75,6 +75,11 @@ const char *s3_bucket_owner(const obj_info_t *info)
     return s3_umeta_get(info, "owner");
 }
 
+const char *s3_request_bucket_owner(ctx_t *x)
+{
+    return s3_bucket_exists(x, x->bucket, NULL) ? s3_bucket_owner(&x->bucket_rec) : "";
+}
+
 int s3_bucket_acls_disabled(const obj_info_t *info)
 {
     return strcmp(s3_umeta_get(info, "ownership"), "BucketOwnerEnforced") == 0;

@@ -79,10 +79,13 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
         s3_err(x, S3E_ACCESS_DENIED);
         return NULL;
     }
-    free(sbi);
     obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
     free(path);
-    if (rd && foreign && !s3_foreign_may_read_object(x, si)) {
+    /* As a GET of it: the requester's own object, or its READ (a writer's object is not even
+     * the bucket owner's to copy ungranted). */
+    int may_read = rd && s3_may_read_object(x, si, sowner);
+    free(sbi); /* (sowner is in it) */
+    if (rd && !may_read) {
         obj_close(rd);
         free(vid);
         s3_err(x, S3E_ACCESS_DENIED);

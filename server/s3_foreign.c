@@ -20,14 +20,15 @@
  * for s3:AbortMultipartUpload and s3:ListMultipartUploadParts, which no ACL
  * grants. An object's tags and attributes are its owner's (the bucket's, or
  * the writer's below). Everything else (versions by id, configurations)
- * stays the bucket owner's. That a bucket is not there is said to anyone (as S3 does), that
- * a key is not only to whoever may list the bucket. A signed-in writer owns
- * what it writes (S3's ObjectWriter ownership; not under BucketOwnerEnforced,
- * nor under BucketOwnerPreferred when it gives the bucket owner full
- * control: s3_acl.c) and has every permission on it; its x-amz-acl /
- * x-amz-grant-* set the new object's ACL.
- * A copy into one's own bucket may take another's object as its source
- * where that object grants READ, as a GET of it would (s3_copy.c).
+ * stays the bucket owner's. The bucket's owner, in turn, reads a writer's
+ * object, or its ACL, only as that object's ACL grants (S3's ObjectWriter;
+ * s3_object_mine); it may still overwrite or delete it. That a bucket is not there is said to
+ * anyone (as S3 does), that a key is not only to whoever may list the bucket. A signed-in writer
+ * owns what it writes (S3's ObjectWriter ownership; not under BucketOwnerEnforced, nor under
+ * BucketOwnerPreferred when it gives the bucket owner full control: s3_acl.c) and has every
+ * permission on it; its x-amz-acl / x-amz-grant-* set the new object's ACL. A copy into one's own
+ * bucket may take another's object as its source where that object grants READ, as a GET of it
+ * would (s3_copy.c).
  */
 
 #include "server/s3_int.h"
@@ -51,14 +52,23 @@ int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
     return granted(x, stored_acl, S3_PERM_READ);
 }
 
-int s3_foreign_owns(const ctx_t *x, const obj_info_t *oi)
+int s3_object_mine(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner)
 {
-    return !x->anonymous && !strcmp(s3_umeta_get(oi, OWNER_META), x->auth.access_key);
+    if (x->anonymous) return 0;
+    const char *o = s3_object_owner(oi, bucket_owner);
+    return !o[0] || !strcmp(o, x->auth.access_key); /* "": a bucket from before owners */
 }
 
-int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi)
+int s3_object_perms(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner)
 {
-    return s3_foreign_owns(x, oi) || s3_foreign_may_read(x, s3_umeta_get(oi, ACL_META));
+    if (s3_object_mine(x, oi, bucket_owner)) return S3_PERM_FULL;
+    return s3_acl_perms_of_object(s3_umeta_get(oi, ACL_META),
+                                  x->anonymous ? NULL : x->auth.access_key, bucket_owner);
+}
+
+int s3_may_read_object(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner)
+{
+    return (s3_object_perms(x, oi, bucket_owner) & S3_PERM_READ) != 0;
 }
 
 int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi)
@@ -169,7 +179,7 @@ static void foreign_upload(ctx_t *x, const obj_info_t *bi)
  * other permissions are; no ACL grants them. The tagging op checks again at its commit (the
  * version may be replaced meanwhile).
  */
-static void writers_only(ctx_t *x, const char *bacl, int tagging)
+static void writers_only(ctx_t *x, const char *bacl, const char *owner, int tagging)
 {
     if (s3_version_param(x) != 0) return;
     obj_info_t oi;
@@ -181,7 +191,7 @@ static void writers_only(ctx_t *x, const char *bacl, int tagging)
         s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
     else if (rc && rc != ERR_NOT_FOUND)
         s3_engine_error(x, rc);
-    else if (rc || !s3_foreign_owns(x, &oi))
+    else if (rc || !s3_object_mine(x, &oi, owner))
         s3_err(x, S3E_ACCESS_DENIED);
     else if (tagging)
         s3_tagging_op(x, 0);
@@ -200,7 +210,7 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         if (acl || x->anonymous || (attributes && (!get || tagging)))
             s3_err(x, S3E_ACCESS_DENIED);
         else
-            writers_only(x, bacl, tagging);
+            writers_only(x, bacl, owner, tagging);
         return;
     }
     if (!acl && (has_param(x, "uploads") || has_param(x, "uploadId"))) {
@@ -246,7 +256,7 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         return;
     }
     const char *oacl = rc == 0 ? s3_umeta_get(&oi, ACL_META) : "";
-    int mine = rc == 0 && s3_foreign_owns(x, &oi);
+    int mine = rc == 0 && s3_object_mine(x, &oi, owner);
     if (rc != 0) {
         s3_err(x, S3E_ACCESS_DENIED);
     } else if (acl && get && (mine || granted(x, oacl, S3_PERM_READ_ACP))) {
@@ -259,7 +269,6 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
                        "Request specific response headers cannot be used for anonymous "
                        "GET requests.");
         else {
-            x->foreign_read = 1; /* checked again on the version actually opened */
             s3_get_object(x, head);
         }
     } else {

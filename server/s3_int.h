@@ -87,7 +87,6 @@ typedef struct {
     char host_id[132]; /* base64 of "<cfg->host_id>/<id>" (x-amz-id-2, HostId) */
     int anonymous;     /* no credentials: only public-read objects and buckets */
     int public_view;   /* answered as anyone may see it (s3_anonymous_op): no tag counts */
-    int foreign_read;  /* not the owner's: the version opened must itself grant READ */
     /* A signed-in writer into someone else's bucket owns what it writes (S3's ObjectWriter
      * ownership): 1; 2 unless it gives the bucket owner full control (BucketOwnerPreferred);
      * 0 the bucket's owner owns it (the owner's own request, anonymous, BucketOwnerEnforced). */
@@ -240,6 +239,8 @@ char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len);
 /* ---- s3_bucket.c ---- */
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info);
 const char *s3_bucket_owner(const obj_info_t *info);
+/* The owner of the request's bucket ("": none, or no such bucket); read once per request. */
+const char *s3_request_bucket_owner(ctx_t *x);
 /* The bucket was created with x-amz-object-ownership: BucketOwnerEnforced: ACLs are disabled. */
 int s3_bucket_acls_disabled(const obj_info_t *info);
 void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX]);
@@ -298,10 +299,15 @@ void s3_anonymous_op(ctx_t *x);
 /* Whether the ACL stored (an object's ACL_META, a bucket's "acl") lets x's requester (another
  * user, or anonymous) read: GET an object version, list a bucket. */
 int s3_foreign_may_read(const ctx_t *x, const char *stored_acl);
-/* The same for an object version: its owner (a writer into the bucket) may, or its ACL. */
-int s3_foreign_may_read_object(const ctx_t *x, const obj_info_t *oi);
-/* Whether x's requester wrote (and owns: OWNER_META) the object version oi. */
-int s3_foreign_owns(const ctx_t *x, const obj_info_t *oi);
+/* Whether x's requester owns the object version oi (its writer's, OWNER_META, else the
+ * bucket's: bucket_owner): the owner has every permission on it. */
+int s3_object_mine(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner);
+/* What x's requester may do with the object version oi (S3_PERM_*): everything with its own,
+ * else what its ACL grants (the bucket's owner too: a writer's object is not the bucket
+ * owner's to read ungranted; bucket-owner-read / -full-control grant it). */
+int s3_object_perms(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner);
+/* s3_object_perms has READ. */
+int s3_may_read_object(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner);
 /* Whether x's requester (not the bucket's owner) may write into the bucket bi (its WRITE
  * grant); when it may, x->writer_owns is set as the bucket's ownership setting says. */
 int s3_foreign_may_write(ctx_t *x, const obj_info_t *bi);
@@ -451,6 +457,7 @@ typedef struct {
     cks_t comp;              /* COMPOSITE: over the parts' digests */
     uint64_t crc;            /* FULL_OBJECT: the parts' CRCs combined so far */
     int n;                   /* parts folded in */
+    int began;               /* the begin hook ran (else the Complete was one done already) */
     int refused;             /* a hook refused the Complete, with err (msg "": the table's) */
     s3_err_t err;
     char msg[256];

@@ -260,6 +260,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
 static int cks_begin(void *arg, const obj_info_t *rec)
 {
     s3_mpu_cks_t *c = arg;
+    c->began = 1;
     /* Only the upload's initiator completes it (S3), decided on the record under its lock. */
     if (!s3_initiated(c->x, rec)) {
         c->refused = 1;

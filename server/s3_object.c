@@ -621,9 +621,10 @@ void s3_get_object(ctx_t *x, int head)
             s3_engine_error(x, err);
         return;
     }
-    /* Another user's (or anonymous) read was let in on the version it looked at: the one
-     * opened (pinned now) may be newer, and must grant READ itself. */
-    if (x->foreign_read && !s3_foreign_may_read_object(x, &info)) {
+    /* The version opened (pinned now) must grant READ itself: another user's (or anonymous)
+     * read was let in on the version it looked at, which may be older; and a writer's object
+     * is not the bucket owner's to read ungranted (S3's ObjectWriter). */
+    if (!s3_may_read_object(x, &info, s3_request_bucket_owner(x))) {
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;
@@ -799,7 +800,7 @@ void s3_get_object_attributes(ctx_t *x)
         if (!s3_version_missing(x, err, &info)) s3_engine_error(x, err);
         return;
     }
-    if (x->public_view && !s3_foreign_owns(x, &info)) { /* replaced since (s3_foreign.c) */
+    if (!s3_object_mine(x, &info, s3_request_bucket_owner(x))) { /* the object owner's */
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;

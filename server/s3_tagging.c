@@ -182,7 +182,7 @@ void s3_pairs_set(buf_t *um, const char *name, const char *value)
 typedef struct {
     const char *name, *value;
     char vid[OBJ_VID_LEN + 4]; /* the version rewritten ("": the null one) */
-    const ctx_t *writer;       /* another user's request: the version must be its own */
+    ctx_t *x; /* an object's tags: the request's, whose requester must own the version */
 } entry_t;
 
 static int entry_set(void *arg, const obj_info_t *cur, char *out, size_t *out_len)
@@ -190,7 +190,7 @@ static int entry_set(void *arg, const obj_info_t *cur, char *out, size_t *out_le
     entry_t *e = arg;
     /* Under the key's lock, on the very record rewritten (a version written since the
      * request was let in is not the writer's to tag). */
-    if (e->writer && !s3_foreign_owns(e->writer, cur)) return ERR_DENIED;
+    if (e->x && !s3_object_mine(e->x, cur, s3_request_bucket_owner(e->x))) return ERR_DENIED;
     snprintf(e->vid, sizeof(e->vid), "%s", cur->vid);
     buf_t um = {xmalloc(cur->umeta_len + 1), cur->umeta_len, cur->umeta_len + 1};
     memcpy(um.p, cur->umeta, cur->umeta_len);
@@ -217,7 +217,7 @@ static int set_entry(ctx_t *x, int whole_bucket, const char *name, const char *v
         pthread_rwlock_wrlock(lk);
     else
         pthread_rwlock_rdlock(lk);
-    entry_t e = {name, value, "", x->public_view ? x : NULL};
+    entry_t e = {name, value, "", whole_bucket ? NULL : x};
     int marker = 0;
     if (!s3_bucket_current(x, x->bucket, x->ibucket))
         rc = S3_ERR_NO_BUCKET;
@@ -311,7 +311,7 @@ void s3_tagging_op(ctx_t *x, int bucket_level)
             if (bucket_level || !s3_version_missing(x, rc, &info)) s3_engine_error(x, rc);
             return;
         }
-        if (x->public_view && !s3_foreign_owns(x, &info)) { /* replaced since (writers_only) */
+        if (!bucket_level && !s3_object_mine(x, &info, s3_request_bucket_owner(x))) {
             s3_err(x, S3E_ACCESS_DENIED);
             return;
         }

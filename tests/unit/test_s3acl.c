@@ -293,6 +293,13 @@ static void test_perms(void **state)
     assert_int_equal(s3_acl_perms("authenticated-read", "AK2"), S3_PERM_READ);
     assert_int_equal(s3_acl_perms("bucket-owner-full-control", "AK2"), 0);
     assert_int_equal(s3_acl_perms("no-such-acl", "AK2"), 0);
+    /* An object's bucket-owner-* ACLs: the bucket's owner, and nobody else. */
+    assert_int_equal(s3_acl_perms_of_object("bucket-owner-read", "AK", "AK"), S3_PERM_READ);
+    assert_int_equal(s3_acl_perms_of_object("bucket-owner-full-control", "AK", "AK"), S3_PERM_FULL);
+    assert_int_equal(s3_acl_perms_of_object("bucket-owner-full-control", "AK2", "AK"), 0);
+    assert_int_equal(s3_acl_perms_of_object("bucket-owner-read", NULL, "AK"), 0);
+    assert_int_equal(s3_acl_perms_of_object("bucket-owner-read", "AK", ""), 0);
+    assert_int_equal(s3_acl_perms_of_object("public-read", NULL, "AK"), S3_PERM_READ);
     /* Grants: the requester's own, the groups' it belongs to; nobody else's. */
     const char *g = "+ruAK2,auAK3,cU,wA";
     assert_int_equal(s3_acl_perms(g, "AK2"), S3_PERM_READ | S3_PERM_WRITE_ACP | S3_PERM_WRITE);
