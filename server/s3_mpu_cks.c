@@ -244,7 +244,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
     }
     int rc = um.len > cap ? -1 : 0;
     if (!rc) {
-        memcpy(umeta, um.p, um.len);
+        if (um.len) memcpy(umeta, um.p, um.len); /* (um.p may be NULL once emptied) */
         *umeta_len = um.len;
     } else {
         c->refused = 1;
