@@ -78,7 +78,7 @@ struct batch {
     int n;
     int foreign;       /* the caller is not the bucket's owner: each object's ACL decides */
     int bucket_read;   /* foreign: the bucket's ACL lets the caller list it (404 vs 403) */
-    const char *owner; /* the bucket's (in x's bucket record, read before the fetchers start) */
+    const char *owner; /* the bucket's (in the record s3_batch_get read, kept until the end) */
     /* Under mu: */
     pthread_mutex_t mu;
     pthread_cond_t cv; /* a slot is done */

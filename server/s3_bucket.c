@@ -77,7 +77,7 @@ const char *s3_bucket_owner(const obj_info_t *info)
 
 const char *s3_request_bucket_owner(ctx_t *x)
 {
-    return s3_bucket_exists(x, x->bucket, NULL) ? s3_bucket_owner(&x->bucket_rec) : "";
+    return s3_bucket_exists(x, x->bucket, NULL) ? s3_bucket_owner(&x->bucket_rec) : NULL;
 }
 
 int s3_bucket_acls_disabled(const obj_info_t *info)

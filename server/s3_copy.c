@@ -250,6 +250,7 @@ void s3_copy_object(ctx_t *x)
         s3_umeta_with(&si, ACL_META, given ? acl : "private", &um);
         /* The copy is its copier's: the bucket owner's, or a writer's that keeps it. */
         s3_pairs_set(&um, OWNER_META, s3_writer_keeps(x, given, acl) ? x->auth.access_key : NULL);
+        s3_pairs_set(&um, INITIATOR_META, NULL); /* the source's upload's, not the copy's */
         free(acl);
         s3_pairs_set(&um, REDIRECT_META, redirect && redirect[0] ? redirect : NULL);
         if (!copy_tags) { /* x-amz-tagging's tags, or none */

@@ -54,7 +54,7 @@ int s3_foreign_may_read(const ctx_t *x, const char *stored_acl)
 
 int s3_object_mine(const ctx_t *x, const obj_info_t *oi, const char *bucket_owner)
 {
-    if (x->anonymous) return 0;
+    if (x->anonymous || !bucket_owner) return 0;
     const char *o = s3_object_owner(oi, bucket_owner);
     return !o[0] || !strcmp(o, x->auth.access_key); /* "": a bucket from before owners */
 }
@@ -175,11 +175,11 @@ static void foreign_upload(ctx_t *x, const obj_info_t *bi)
 }
 
 /*
- * An object version's tags, or its attributes: its writer's (S3's object owner), as its
- * other permissions are; no ACL grants them. The tagging op checks again at its commit (the
- * version may be replaced meanwhile).
+ * An object version's tags: its owner's (no ACL grants them); its attributes: whoever may
+ * read it (S3's READ). The operations check again on the version they meet (replaced
+ * meanwhile: the tag commit, the attributes' open).
  */
-static void writers_only(ctx_t *x, const char *bacl, const char *owner, int tagging)
+static void object_owners(ctx_t *x, const char *bacl, const char *owner, int tagging)
 {
     if (s3_version_param(x) != 0) return;
     obj_info_t oi;
@@ -191,7 +191,7 @@ static void writers_only(ctx_t *x, const char *bacl, const char *owner, int tagg
         s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
     else if (rc && rc != ERR_NOT_FOUND)
         s3_engine_error(x, rc);
-    else if (rc || !s3_object_mine(x, &oi, owner))
+    else if (rc || !(tagging ? s3_object_mine(x, &oi, owner) : s3_may_read_object(x, &oi, owner)))
         s3_err(x, S3E_ACCESS_DENIED);
     else if (tagging)
         s3_tagging_op(x, 0);
@@ -207,10 +207,10 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
     int get = !strcmp(m, "GET"), head = !strcmp(m, "HEAD");
     int tagging = has_param(x, "tagging"), attributes = has_param(x, "attributes");
     if (tagging || attributes) {
-        if (acl || x->anonymous || (attributes && (!get || tagging)))
+        if (acl || (x->anonymous && tagging) || (attributes && (!get || tagging)))
             s3_err(x, S3E_ACCESS_DENIED);
         else
-            writers_only(x, bacl, owner, tagging);
+            object_owners(x, bacl, owner, tagging);
         return;
     }
     if (!acl && (has_param(x, "uploads") || has_param(x, "uploadId"))) {

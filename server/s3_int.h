@@ -140,8 +140,9 @@ typedef struct {
  * bucket owner's. */
 #define OWNER_META       "\001own"
 /* An upload's initiator, when not the bucket's owner: its access key, or ANON_INITIATOR
- * (S3 lets only the initiator and the bucket owner abort an upload or list its parts). The
- * upload's, not the object's: Complete drops it. */
+ * (S3 lets only the initiator upload parts and complete, and only it and the bucket owner
+ * abort an upload or list its parts). Kept in the object the upload makes (a Complete sent
+ * again is answered to its initiator alone), never copied from it (s3_copy.c). */
 #define INITIATOR_META   "\001ini"
 #define ANON_INITIATOR   "\001anonymous"
 #define S3_USER_META_MAX 2048 /* x-amz-meta-* names and values, as S3 */
@@ -239,7 +240,8 @@ char *s3_read_digested_body(ctx_t *x, size_t cap, size_t *len);
 /* ---- s3_bucket.c ---- */
 int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info);
 const char *s3_bucket_owner(const obj_info_t *info);
-/* The owner of the request's bucket ("": none, or no such bucket); read once per request. */
+/* The owner of the request's bucket ("": a bucket from before owners; NULL: no such bucket,
+ * which owns nothing); read once per request. */
 const char *s3_request_bucket_owner(ctx_t *x);
 /* The bucket was created with x-amz-object-ownership: BucketOwnerEnforced: ACLs are disabled. */
 int s3_bucket_acls_disabled(const obj_info_t *info);

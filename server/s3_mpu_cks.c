@@ -235,11 +235,10 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
     }
     buf_t um = {xmalloc(*umeta_len + 1), *umeta_len, *umeta_len + 1};
     memcpy(um.p, umeta, *umeta_len);
-    s3_pairs_set(&um, INITIATOR_META, NULL); /* the upload's, not the object's */
     if (c->algo) {
         char kept[128];
         snprintf(kept, sizeof(kept), "%s:%s", cks_name(c->algo), v);
-        s3_pairs_set(&um, CKA_META, NULL); /* the upload's too */
+        s3_pairs_set(&um, CKA_META, NULL); /* the upload's, not the object's */
         s3_pairs_set(&um, CKS_META, kept);
     }
     int rc = um.len > cap ? -1 : 0;

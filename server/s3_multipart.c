@@ -254,14 +254,11 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     if (rc && s3_mpu_cks_complete_error(x, &ck)) return;
     /*
      * A Complete done already (a retry) is answered from the object it made, without the
-     * begin hook that checks the initiator (the record may be gone): the object's owner
-     * stands in, so another writer who knows the upload's id and parts learns nothing (a
-     * cluster probe). Anonymous uploads make the bucket owner's objects: an anonymous retry
-     * is answered when the object has no other writer.
+     * begin hook that checks the initiator (the record may be gone): the object keeps its
+     * upload's initiator, so another writer who knows the upload's id and parts learns
+     * nothing (a cluster probe), and the initiator's own retry is answered.
      */
-    if (rc == 0 && !ck.began &&
-        !(x->anonymous ? !s3_umeta_get(&info, OWNER_META)[0]
-                       : s3_object_mine(x, &info, s3_request_bucket_owner(x)))) {
+    if (rc == 0 && !ck.began && !s3_initiated(x, &info)) {
         s3_err(x, S3E_ACCESS_DENIED);
         return;
     }

@@ -658,7 +658,9 @@ void s3_get_object(ctx_t *x, int head)
     std_headers(x, &info, &hb);
     if (!x->vid) s3_lifecycle_expiration(x, &info, &hb); /* current versions expire */
     int ntags = s3_tag_count(s3_umeta_get(&info, TAG_META));
-    if (ntags && !x->public_view) buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
+    /* The tags are the object owner's to know (no ACL grants them, not even their number). */
+    if (ntags && s3_object_mine(x, &info, s3_request_bucket_owner(x)))
+        buf_printf(&hb, "x-amz-tagging-count: %d\r\n", ntags);
     for (size_t p = 0; p < info.umeta_len;) {
         const char *name = info.umeta + p, *val = name + strlen(name) + 1;
         if (name[0] != '\001') { /* internal (ACL, checksum, standard headers) entries */
@@ -800,7 +802,7 @@ void s3_get_object_attributes(ctx_t *x)
         if (!s3_version_missing(x, err, &info)) s3_engine_error(x, err);
         return;
     }
-    if (!s3_object_mine(x, &info, s3_request_bucket_owner(x))) { /* the object owner's */
+    if (!s3_may_read_object(x, &info, s3_request_bucket_owner(x))) { /* S3: READ's */
         obj_close(rd);
         s3_err(x, S3E_ACCESS_DENIED);
         return;

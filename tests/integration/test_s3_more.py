@@ -532,6 +532,12 @@ def test_public_read_write_bucket_takes_anyones_put(server):
     assert hashlib.md5(got).hexdigest() == hashlib.md5(data).hexdigest()
     other = s3_client(server.endpoint, AK2, SK2)
     other.put_object(Bucket="pubw", Key="other", Body=b"other-data")
+    # The other user's object is its own (S3's ObjectWriter): the bucket's owner reads it
+    # when given READ, as bucket-owner-read gives.
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        c.get_object(Bucket="pubw", Key="other")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    other.put_object(Bucket="pubw", Key="other", Body=b"other-data", ACL="bucket-owner-read")
     assert c.get_object(Bucket="pubw", Key="other")["Body"].read() == b"other-data"
     assert other.head_bucket(Bucket="pubw")["ResponseMetadata"]["HTTPStatusCode"] == 200
     with pytest.raises(botocore.exceptions.ClientError) as e:
