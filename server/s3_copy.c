@@ -84,6 +84,7 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     /* As a GET of it: the requester's own object, or its READ (a writer's object is not even
      * the bucket owner's to copy ungranted). */
     int may_read = rd && s3_may_read_object(x, si, sowner);
+    x->copy_source_mine = rd && s3_object_mine(x, si, sowner);
     free(sbi); /* (sowner is in it) */
     if (rd && !may_read) {
         obj_close(rd);
@@ -237,6 +238,17 @@ void s3_copy_object(ctx_t *x)
         return;
     }
     int copy_tags = !tdir || strcasecmp(tdir, "COPY") == 0;
+    /* The source's tags are its owner's to read (no ACL grants them): copied by anyone else
+     * they would be read through the copy (a hostile pass). S3 asks s3:GetObjectTagging of
+     * the source for a copy that takes its tags. */
+    if (copy_tags && s3_umeta_get(&si, TAG_META)[0] && !x->copy_source_mine) {
+        obj_close(rd);
+        free(um.p);
+        s3_err_msg(x, S3E_ACCESS_DENIED,
+                   "Copying the source's tags needs its owner's permission; "
+                   "x-amz-tagging-directive: REPLACE copies without them.");
+        return;
+    }
     if (!replace) {
         /* The source's metadata, but never its ACL: the copy gets the headers' ACL, or
          * private. */

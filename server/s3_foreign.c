@@ -280,6 +280,18 @@ void s3_anonymous_op(ctx_t *x)
 {
     x->public_view = 1;
     const char *m = x->info->method;
+    /* Whether there is a bucket is said first, whatever the sub-resource (an anonymous
+     * ?lifecycle of a missing bucket was AccessDenied, its ?policy NoSuchBucket). */
+    obj_info_t bi;
+    if (!x->bucket[0]) {
+        s3_err(x, S3E_ACCESS_DENIED);
+        return;
+    }
+    if (!s3_bucket_exists(x, x->bucket, &bi)) {
+        /* As S3 answers anyone reading; writes learn nothing. */
+        s3_err(x, !strcmp(m, "GET") || !strcmp(m, "HEAD") ? S3E_NO_SUCH_BUCKET : S3E_ACCESS_DENIED);
+        return;
+    }
     /* Sub-resources other than ?acl (tags, uploads, versions, configurations) are the
      * owner's, whatever the ACLs say. */
     static const char *const owners[] = {"tagging",    "location",  "attributes", "cors",
@@ -294,16 +306,6 @@ void s3_anonymous_op(ctx_t *x)
     if ((x->key[0] && (has_param(x, "delete") || has_param(x, "versions"))) ||
         (!x->key[0] && has_param(x, "uploadId"))) {
         s3_err(x, S3E_ACCESS_DENIED);
-        return;
-    }
-    obj_info_t bi;
-    if (!x->bucket[0]) {
-        s3_err(x, S3E_ACCESS_DENIED);
-        return;
-    }
-    if (!s3_bucket_exists(x, x->bucket, &bi)) {
-        /* As S3 answers anyone reading; writes learn nothing. */
-        s3_err(x, !strcmp(m, "GET") || !strcmp(m, "HEAD") ? S3E_NO_SUCH_BUCKET : S3E_ACCESS_DENIED);
         return;
     }
     s3_bucket_iname(x->bucket, &bi, x->ibucket);

@@ -84,9 +84,10 @@ typedef struct {
     http_req_t *r;
     const struct http_req_info *info;
     char id[33];
-    char host_id[132]; /* base64 of "<cfg->host_id>/<id>" (x-amz-id-2, HostId) */
-    int anonymous;     /* no credentials: only public-read objects and buckets */
-    int public_view;   /* answered as anyone may see it (s3_anonymous_op): no tag counts */
+    char host_id[132];    /* base64 of "<cfg->host_id>/<id>" (x-amz-id-2, HostId) */
+    int anonymous;        /* no credentials: only public-read objects and buckets */
+    int public_view;      /* answered as anyone may see it (s3_anonymous_op): no tag counts */
+    int copy_source_mine; /* the copy's source is the requester's own (s3_open_copy_source) */
     /* A signed-in writer into someone else's bucket owns what it writes (S3's ObjectWriter
      * ownership): 1; 2 unless it gives the bucket owner full control (BucketOwnerPreferred);
      * 0 the bucket's owner owns it (the owner's own request, anonymous, BucketOwnerEnforced). */

@@ -949,6 +949,22 @@ def test_a_writer_tags_its_own_object_and_reads_its_attributes(server):
     assert c.head_object(Bucket="tagw", Key="theirs")["ResponseMetadata"]["HTTPHeaders"][
         "x-amz-tagging-count"] == "1"
     assert code(alt.get_object_tagging, Bucket="tagw", Key="nothing") == "NoSuchKey"
+    # Nor through a copy: a READ grantee's copy of a tagged object would carry the tags it
+    # may not read (a hostile pass); without them (REPLACE) it copies.
+    c.put_object(Bucket="tagw", Key="tagged", Body=b"t", Tagging="secret=1", GrantRead=ID2)
+    alt.create_bucket(Bucket="tagw-alt")
+    assert code(alt.copy_object, Bucket="tagw-alt", Key="cp",
+                CopySource={"Bucket": "tagw", "Key": "tagged"}) == "AccessDenied"
+    alt.copy_object(Bucket="tagw-alt", Key="cp", CopySource={"Bucket": "tagw", "Key": "tagged"},
+                    TaggingDirective="REPLACE")
+    assert alt.get_object_tagging(Bucket="tagw-alt", Key="cp")["TagSet"] == []
+    c.copy_object(Bucket="tagw", Key="own-cp", CopySource={"Bucket": "tagw", "Key": "tagged"})
+    assert c.get_object_tagging(Bucket="tagw", Key="own-cp")["TagSet"] == [
+        {"Key": "secret", "Value": "1"}]
+    # Whether a bucket is there is said first, whatever the sub-resource asked.
+    for q in ("lifecycle", "cors", "versioning", "policy"):
+        st, body = anon(server, "GET", "/no-such-tagw?" + q)
+        assert st == 404 and b"NoSuchBucket" in body, (q, st, body)
     # The bucket's tags stay the owner's; so does the key once the owner writes it again.
     assert code(alt.get_bucket_tagging, Bucket="tagw") == "AccessDenied"
     c.put_object(Bucket="tagw", Key="mine", Body=b"over")
