@@ -175,23 +175,37 @@ static void foreign_upload(ctx_t *x, const obj_info_t *bi)
 }
 
 /*
+ * The version another user's request names: 0 with *oi; else -1 with the answer sent. One
+ * that is not there is said so (NoSuchKey, NoSuchVersion) only to whoever may list the
+ * bucket; to anyone else it is AccessDenied, as a private object is.
+ */
+static int foreign_version(ctx_t *x, const char *bacl, obj_info_t *oi)
+{
+    if (s3_version_param(x) != 0) return -1;
+    int rc = strlen(x->key) <= MAX_KEY_LEN
+                 ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, oi)
+                 : ERR_NOT_FOUND;
+    if (rc == 0 && oi->deleted) rc = ERR_NOT_FOUND;
+    if (rc == 0) return 0;
+    if (rc != ERR_NOT_FOUND)
+        s3_engine_error(x, rc);
+    else if (s3_foreign_may_read(x, bacl))
+        s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
+    else
+        s3_err(x, S3E_ACCESS_DENIED);
+    return -1;
+}
+
+/*
  * An object version's tags: its owner's (no ACL grants them); its attributes: whoever may
  * read it (S3's READ). The operations check again on the version they meet (replaced
  * meanwhile: the tag commit, the attributes' open).
  */
 static void object_owners(ctx_t *x, const char *bacl, const char *owner, int tagging)
 {
-    if (s3_version_param(x) != 0) return;
     obj_info_t oi;
-    int rc = strlen(x->key) <= MAX_KEY_LEN
-                 ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
-                 : ERR_NOT_FOUND;
-    if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
-    if (rc == ERR_NOT_FOUND && s3_foreign_may_read(x, bacl))
-        s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
-    else if (rc && rc != ERR_NOT_FOUND)
-        s3_engine_error(x, rc);
-    else if (rc || !(tagging ? s3_object_mine(x, &oi, owner) : s3_may_read_object(x, &oi, owner)))
+    if (foreign_version(x, bacl, &oi) != 0) return;
+    if (!(tagging ? s3_object_mine(x, &oi, owner) : s3_may_read_object(x, &oi, owner)))
         s3_err(x, S3E_ACCESS_DENIED);
     else if (tagging)
         s3_tagging_op(x, 0);
@@ -241,25 +255,11 @@ static void foreign_object(ctx_t *x, const obj_info_t *bi, int acl)
         return;
     }
     /* The version asked for must be granted itself. */
-    if (s3_version_param(x) != 0) return;
     obj_info_t oi;
-    int rc = strlen(x->key) <= MAX_KEY_LEN
-                 ? obj_stat_version(x->cfg->set, x->ibucket, x->key, x->vid, &oi)
-                 : ERR_NOT_FOUND;
-    if (rc == 0 && oi.deleted) rc = ERR_NOT_FOUND;
-    if (rc == ERR_NOT_FOUND && s3_foreign_may_read(x, bacl)) {
-        s3_err(x, x->vid ? S3E_NO_SUCH_VERSION : S3E_NO_SUCH_KEY);
-        return;
-    }
-    if (rc != 0 && rc != ERR_NOT_FOUND) {
-        s3_engine_error(x, rc);
-        return;
-    }
-    const char *oacl = rc == 0 ? s3_umeta_get(&oi, ACL_META) : "";
-    int mine = rc == 0 && s3_object_mine(x, &oi, owner);
-    if (rc != 0) {
-        s3_err(x, S3E_ACCESS_DENIED);
-    } else if (acl && get && (mine || granted(x, oacl, S3_PERM_READ_ACP))) {
+    if (foreign_version(x, bacl, &oi) != 0) return;
+    const char *oacl = s3_umeta_get(&oi, ACL_META);
+    int mine = s3_object_mine(x, &oi, owner);
+    if (acl && get && (mine || granted(x, oacl, S3_PERM_READ_ACP))) {
         s3_respond_acl(x, s3_object_owner(&oi, owner), owner, oacl);
     } else if (acl && !get && (mine || granted(x, oacl, S3_PERM_WRITE_ACP))) {
         s3_put_acl(x, x->ibucket, x->key, ACL_META, owner);
