@@ -203,15 +203,35 @@ int etcd_put(etcd_t *e, const char *key, const void *val, size_t len, int64_t le
     return rc;
 }
 
-int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev)
+/* The compare of a range [prefix, prefix+1): nothing in it written after rev. */
+static json_t *range_unchanged_since(const char *prefix, int64_t rev)
 {
+    size_t pl = strlen(prefix);
+    char *end = xstrdup(prefix), r[24];
+    end[pl - 1]++;
+    char *k = b64(prefix, pl), *e = b64(end, pl);
+    free(end);
+    snprintf(r, sizeof(r), "%lld", (long long)rev + 1);
+    json_t *cmp = json_pack("{s:s,s:s,s:s,s:s,s:s}", "key", k, "range_end", e, "target", "MOD",
+                            "result", "LESS", "mod_revision", r);
+    free(k);
+    free(e);
+    return cmp;
+}
+
+int etcd_put_if_quiet(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev,
+                      const char *prefix, int64_t prefix_rev)
+{
+    if (prefix && (!prefix[0] || (uint8_t)prefix[strlen(prefix) - 1] == 0xff)) return ERR_INVAL;
     char *k = b64(key, strlen(key)), *v = b64(val, len), r[24];
     snprintf(r, sizeof(r), "%lld", (long long)rev);
     json_t *cmp = rev ? json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "MOD", "result", "EQUAL",
                                   "mod_revision", r)
                       : json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "CREATE", "result",
                                   "EQUAL", "create_revision", "0");
-    json_t *body = json_pack("{s:[o],s:[{s:{s:s,s:s}}]}", "compare", cmp, "success", "request_put",
+    json_t *cmps = json_pack("[o]", cmp);
+    if (prefix) json_array_append_new(cmps, range_unchanged_since(prefix, prefix_rev));
+    json_t *body = json_pack("{s:o,s:[{s:{s:s,s:s}}]}", "compare", cmps, "success", "request_put",
                              "key", k, "value", v);
     free(k);
     free(v);
@@ -221,6 +241,11 @@ int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t
     rc = json_is_true(json_object_get(out, "succeeded")) ? 0 : ERR_PRECOND;
     json_decref(out);
     return rc;
+}
+
+int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev)
+{
+    return etcd_put_if_quiet(e, key, val, len, rev, NULL, 0);
 }
 
 int etcd_delete(etcd_t *e, const char *key)
@@ -235,6 +260,11 @@ int etcd_delete(etcd_t *e, const char *key)
 
 int etcd_list(etcd_t *e, const char *prefix, etcd_kv_fn fn, void *arg)
 {
+    return etcd_list_at(e, prefix, fn, arg, NULL);
+}
+
+int etcd_list_at(etcd_t *e, const char *prefix, etcd_kv_fn fn, void *arg, int64_t *rev)
+{
     size_t pl = strlen(prefix);
     if (!pl || (uint8_t)prefix[pl - 1] == 0xff) return ERR_INVAL;
     char *end = xstrdup(prefix);
@@ -246,6 +276,7 @@ int etcd_list(etcd_t *e, const char *prefix, etcd_kv_fn fn, void *arg)
     free(k);
     free(r);
     if (rc) return rc;
+    if (rev) *rev = num(json_object_get(json_object_get(out, "header"), "revision"));
     json_t *kvs = json_object_get(out, "kvs"), *kv;
     size_t i;
     json_array_foreach(kvs, i, kv)

@@ -40,12 +40,22 @@ int etcd_put(etcd_t *e, const char *key, const void *val, size_t len, int64_t le
  */
 int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev)
     __attribute__((warn_unused_result));
+/*
+ * As etcd_put_if, and only if no key starting with prefix was written after
+ * revision prefix_rev (etcd_list_at's): a value decided from what a listing
+ * read is stored only while that listing still holds. prefix NULL: none.
+ */
+int etcd_put_if_quiet(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev,
+                      const char *prefix, int64_t prefix_rev) __attribute__((warn_unused_result));
 /* Delete key. 0 (also when absent) or ERR_IO. */
 int etcd_delete(etcd_t *e, const char *key) __attribute__((warn_unused_result));
 
 /* Every key starting with prefix, in key order: fn per key (non-zero stops and is returned). */
 typedef int (*etcd_kv_fn)(void *arg, const char *key, const char *val, size_t len);
 int etcd_list(etcd_t *e, const char *prefix, etcd_kv_fn fn, void *arg)
+    __attribute__((warn_unused_result));
+/* As etcd_list, and *rev: the store's revision the listing was read at. */
+int etcd_list_at(etcd_t *e, const char *prefix, etcd_kv_fn fn, void *arg, int64_t *rev)
     __attribute__((warn_unused_result));
 
 /* A lease of ttl_s seconds: 0 with *id, or ERR_IO. */

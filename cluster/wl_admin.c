@@ -15,8 +15,10 @@
  *     pool weight --id P --weight W
  *     pool weigh                 every pool's weight from its free space (the
  *                                nodes asked; needs the cluster secret)
- *     status [--json]            nodes (registered = alive), sets and their health,
- *                                and with the cluster secret each drive's space and
+ *     status [--json]            nodes (registered = alive) and their builds, sets and
+ *                                their health, the features in use and those waiting
+ *                                for nodes to be upgraded (cluster/features.h), and
+ *                                with the cluster secret each drive's space and
  *                                endurance (asked over the node protocol)
  *
  * URLS default to $WARMLAKE_ETCD, else http://127.0.0.1:2379; the prefix to
@@ -33,6 +35,7 @@
 #include "cluster/wl_admin_int.h"
 
 #include "cluster/etcd.h"
+#include "cluster/features.h"
 #include "cluster/map.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -135,6 +138,21 @@ static int cluster_init(const char *path)
         return 2;
     }
     if (rc == 0) printf("wl-admin: map stored at %s\n", key);
+    if (rc == 0) {
+        /* A new cluster uses every feature of this build at once (cluster/features.h); a
+         * value left there by an earlier cluster stays: in use never shrinks. */
+        char fk[300], v[64];
+        snprintf(fk, sizeof(fk), "%s/features_in_use", prefix);
+        int n = snprintf(v, sizeof(v), "{\"in_use\":%u}", (unsigned)WL_FEATURES_BUILT);
+        int frc = etcd_put_if(etcd, fk, v, (size_t)n, 0);
+        if (frc && frc != ERR_PRECOND) {
+            fprintf(stderr,
+                    "wl-admin: cannot store %s: the nodes put features in use "
+                    "once every one of them has said it reads them\n",
+                    fk);
+            rc = frc;
+        }
+    }
     return rc == 0 ? 0 : rc == 2 ? 2 : 1;
 }
 
@@ -493,6 +511,25 @@ static int status(int as_json)
     regs_t r = {json_object()};
     snprintf(key, sizeof(key), "%s/nodes/", prefix);
     int reach = etcd_list(etcd, key, collect_reg, &r) == 0;
+    /* What each node's build reads, and what the cluster uses (cluster/features.h). */
+    regs_t fr = {json_object()};
+    snprintf(key, sizeof(key), "%s/features/", prefix);
+    reach &= etcd_list(etcd, key, collect_reg, &fr) == 0;
+    uint32_t in_use = 0;
+    {
+        char *val;
+        size_t len;
+        snprintf(key, sizeof(key), "%s/features_in_use", prefix);
+        int frc = etcd_get(etcd, key, &val, &len, NULL);
+        if (frc == 0) {
+            json_t *o = json_loadb(val, len, 0, NULL), *v = o ? json_object_get(o, "in_use") : NULL;
+            in_use = json_is_integer(v) ? (uint32_t)json_integer_value(v) : UINT32_MAX;
+            json_decref(o);
+            free(val);
+        } else if (frc != ERR_NOT_FOUND) {
+            reach = 0;
+        }
+    }
     /* Drive counters over the node protocol, when this shell holds the cluster secret. */
     proto_net_t *net = admin_net(&m, 3000);
     json_t *out = json_pack("{s:s,s:I,s:[],s:[],s:[]}", "cluster", m.cluster, "epoch",
@@ -530,6 +567,17 @@ static int status(int as_json)
         }
         json_t *nj = json_pack("{s:s,s:s,s:s,s:b,s:o}", "id", n->id, "s3", n->s3, "proto", n->proto,
                                "alive", reg != NULL, "drives", drives);
+        /* Its build and features as it last said (a node away: what it ran; none: never said,
+         * a build from before features, or a node never started). */
+        json_t *fj = json_object_get(fr.regs, n->id);
+        json_t *fv = fj ? json_object_get(fj, "features") : NULL,
+               *bv = fj ? json_object_get(fj, "build") : NULL;
+        uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
+        char names[256];
+        wl_features_names(nf, names, sizeof(names));
+        json_object_set_new(nj, "build",
+                            json_string(json_is_string(bv) ? json_string_value(bv) : "unknown"));
+        json_object_set_new(nj, "features", json_string(names));
         json_t *state = p && reg ? node_state(p) : NULL;
         if (state) {
             json_t *v;
@@ -565,6 +613,24 @@ static int status(int as_json)
                                         down, "health", health));
     }
     proto_net_stop(net);
+    /* The features some node reads that are not in use yet, and the nodes they wait for. */
+    char names[256];
+    wl_features_names(in_use, names, sizeof(names));
+    json_object_set_new(out, "features_in_use", json_string(names));
+    json_t *waiting = json_object();
+    for (int i = 0; i < m.nnodes; i++) {
+        json_t *fj = json_object_get(fr.regs, m.nodes[i].id);
+        json_t *fv = fj ? json_object_get(fj, "features") : NULL;
+        uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
+        for (uint32_t bit = 1; bit && bit <= WL_FEATURES_BUILT; bit <<= 1) {
+            if (!(WL_FEATURES_BUILT & bit) || (in_use & bit) || (nf & bit)) continue;
+            wl_features_names(bit, names, sizeof(names));
+            json_t *list = json_object_get(waiting, names);
+            if (!list) json_object_set_new(waiting, names, list = json_array());
+            json_array_append_new(list, json_string(m.nodes[i].id));
+        }
+    }
+    json_object_set_new(out, "features_waiting", waiting);
     if (as_json) {
         char *t = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
@@ -572,15 +638,28 @@ static int status(int as_json)
     } else {
         printf("cluster %s, epoch %llu%s\n", m.cluster, (unsigned long long)m.epoch,
                reach ? "" : " (registrations unreadable)");
+        printf("  features in use: %s\n",
+               json_string_value(json_object_get(out, "features_in_use")));
+        const char *fname;
+        json_t *who;
+        json_object_foreach(waiting, fname, who)
+        {
+            printf("  feature %s waits for:", fname);
+            size_t q;
+            json_t *id;
+            json_array_foreach(who, q, id) printf(" %s", json_string_value(id));
+            printf(" (their builds do not read it: upgrade them)\n");
+        }
         json_t *n;
         size_t i;
         json_array_foreach(json_object_get(out, "nodes"), i, n)
         {
-            printf("  node %-12s %-6s s3 %s  proto %s\n",
+            printf("  node %-12s %-6s s3 %s  proto %s  %s\n",
                    json_string_value(json_object_get(n, "id")),
                    json_is_true(json_object_get(n, "alive")) ? "up" : "DOWN",
                    json_string_value(json_object_get(n, "s3")),
-                   json_string_value(json_object_get(n, "proto")));
+                   json_string_value(json_object_get(n, "proto")),
+                   json_string_value(json_object_get(n, "build")));
             json_t *d;
             size_t j;
             json_array_foreach(json_object_get(n, "drives"), j, d)
@@ -659,6 +738,7 @@ static int status(int as_json)
     }
     json_decref(out);
     json_decref(r.regs);
+    json_decref(fr.regs);
     free(alive);
     cmap_free(&m);
     return reach ? 0 : 1;

@@ -4,6 +4,7 @@
 #include "server/member.h"
 
 #include "cluster/etcd.h"
+#include "cluster/features.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -28,6 +29,10 @@ struct member {
     cmap_t map; /* as loaded: the layout this node serves */
     int me;
     _Atomic int fenced;
+    /* What this build reads (cluster/features.h), and what the cluster uses of it. */
+    uint32_t features;
+    _Atomic uint32_t in_use;
+    int feature_fenced;     /* said once */
     _Atomic uint64_t epoch; /* the newest map epoch applied */
     etcd_t *etcd;
     int64_t map_rev; /* the map's etcd mod revision when loaded */
@@ -94,6 +99,153 @@ static int is_member(void *arg, const char *node)
     return yes;
 }
 
+/* ---- features (cluster/features.h) ---- */
+
+/*
+ * What this build reads. WARMLAKE_FEATURES_CLAIM (a mask) lowers it, so
+ * that a test can run a node as a build without some feature would be.
+ */
+static uint32_t own_features(void)
+{
+    const char *claim = getenv("WARMLAKE_FEATURES_CLAIM");
+    uint32_t f = WL_FEATURES_BUILT;
+    if (claim && *claim) f &= (uint32_t)strtoul(claim, NULL, 0);
+    return f;
+}
+
+/* The features in use as etcd holds them: 0 with *mask and *rev (0, 0 when never set), or
+ * ERR_IO. */
+static int read_in_use(member_t *m, uint32_t *mask, int64_t *rev)
+{
+    char key[300], *val = NULL;
+    size_t len;
+    snprintf(key, sizeof(key), "%s/features_in_use", m->prefix);
+    *mask = 0;
+    *rev = 0;
+    int rc = etcd_get(m->etcd, key, &val, &len, rev);
+    if (rc == ERR_NOT_FOUND) return 0;
+    if (rc) return rc;
+    json_t *o = json_loadb(val, len, 0, NULL);
+    free(val);
+    json_t *v = o ? json_object_get(o, "in_use") : NULL;
+    /* Unreadable: taken as everything, so that no build is trusted with it. */
+    *mask = json_is_integer(v) ? (uint32_t)json_integer_value(v) : UINT32_MAX;
+    json_decref(o);
+    return 0;
+}
+
+/*
+ * Before serving: say what this build reads (PREFIX/features/ID), then read
+ * what the cluster uses, in that order (features.h: a node going back to an
+ * older build is never counted with what it no longer reads). 0, 1 (etcd
+ * unreachable) or 2 (this build lacks a feature in use), with bad set.
+ */
+static int features_join(member_t *m, char *bad, size_t cap)
+{
+    char key[300];
+    snprintf(key, sizeof(key), "%s/features/%s", m->prefix, m->cfg.node);
+    json_t *o =
+        json_pack("{s:I,s:s}", "features", (json_int_t)m->features, "build", wl_build_name());
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    int rc = etcd_put(m->etcd, key, text, strlen(text), 0);
+    free(text);
+    uint32_t in_use = 0;
+    int64_t rev;
+    if (!rc) rc = read_in_use(m, &in_use, &rev);
+    if (rc) {
+        snprintf(bad, cap, "etcd %s: cannot record this build's features", m->cfg.etcd);
+        return 1;
+    }
+    if (in_use & ~m->features) {
+        char names[256];
+        wl_features_names(in_use & ~m->features, names, sizeof(names));
+        snprintf(bad, cap,
+                 "this build (%s) lacks features the cluster uses (%s): data written with them "
+                 "could be misread; run a build that has them",
+                 wl_build_name(), names);
+        return 2;
+    }
+    atomic_store(&m->in_use, in_use);
+    return 0;
+}
+
+typedef struct {
+    char (*ids)[CMAP_MAX_ID + 1]; /* the members of the map, as set_members left them */
+    uint32_t *of;                 /* per member: its features, 0 unknown */
+    int n;
+} feats_t;
+
+static int collect_features(void *arg, const char *key, const char *val, size_t len)
+{
+    feats_t *f = arg;
+    const char *id = strrchr(key, '/');
+    if (!id) return 0;
+    json_t *o = json_loadb(val, len, 0, NULL);
+    json_t *v = o ? json_object_get(o, "features") : NULL;
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->ids[i], id + 1) == 0 && json_is_integer(v))
+            f->of[i] = (uint32_t)json_integer_value(v);
+    json_decref(o);
+    return 0;
+}
+
+/*
+ * Each keeper round: a feature in use that this build lacks fences it (a
+ * race with a downgrade that features_join's order cannot close alone: the
+ * raise below read the old entry); features every member of the map reads
+ * are put in use, unless an entry changed since they were read.
+ */
+static void features_round(member_t *m)
+{
+    uint32_t in_use;
+    int64_t in_rev, list_rev = 0;
+    if (read_in_use(m, &in_use, &in_rev) != 0) return; /* etcd away: nothing changes */
+    atomic_store(&m->in_use, in_use);
+    if (in_use & ~m->features) {
+        if (!m->feature_fenced) {
+            char names[256];
+            wl_features_names(in_use & ~m->features, names, sizeof(names));
+            log_error("event=member_fenced node=%s why=\"the cluster uses features this build "
+                      "lacks: %s\": no S3 data served; run a build that has them",
+                      m->cfg.node, names);
+        }
+        m->feature_fenced = 1;
+        atomic_store(&m->fenced, 1);
+        return;
+    }
+    char prefix[300], key[300];
+    snprintf(prefix, sizeof(prefix), "%s/features/", m->prefix);
+    feats_t f = {0};
+    pthread_mutex_lock(&m->mu); /* the members (set_members), copied: etcd is not called under mu */
+    f.n = m->nids;
+    f.ids = xcalloc((size_t)f.n + 1, sizeof(*f.ids));
+    memcpy(f.ids, m->ids, sizeof(*f.ids) * (size_t)f.n);
+    pthread_mutex_unlock(&m->mu);
+    f.of = xcalloc((size_t)f.n + 1, sizeof(uint32_t));
+    int rc = etcd_list_at(m->etcd, prefix, collect_features, &f, &list_rev);
+    uint32_t common = m->features;
+    for (int i = 0; i < f.n; i++)
+        common &= f.of[i];
+    free(f.ids);
+    free(f.of);
+    if (rc || !(common & ~in_use)) return;
+    uint32_t now = in_use | common;
+    json_t *o = json_pack("{s:I}", "in_use", (json_int_t)now);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    snprintf(key, sizeof(key), "%s/features_in_use", m->prefix);
+    rc = etcd_put_if_quiet(m->etcd, key, text, strlen(text), in_rev, prefix, list_rev);
+    free(text);
+    if (rc == 0) {
+        char names[256];
+        wl_features_names(now & ~in_use, names, sizeof(names));
+        log_info("event=member_features_in_use node=%s added=%s in_use=0x%x", m->cfg.node, names,
+                 now);
+        atomic_store(&m->in_use, now);
+    }
+}
+
 static int load_etcd(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
 {
     char key[300];
@@ -144,6 +296,8 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
     member_t *m = xcalloc(1, sizeof(*m));
     m->cfg = *c;
     m->me = -1;
+    m->features = own_features();
+    atomic_store(&m->in_use, m->features); /* a map from a file: every feature (features.h) */
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->pools_mu, NULL);
     pthread_cond_init(&m->cv, NULL);
@@ -158,6 +312,7 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
             rc = 2;
         } else {
             rc = load_etcd(m, wait_stop, bad, cap);
+            if (!rc) rc = features_join(m, bad, cap);
         }
     } else {
         char err[300];
@@ -208,6 +363,11 @@ struct proto_net *member_net(const member_t *m)
     return m->net;
 }
 
+const _Atomic uint32_t *member_features_in_use(const member_t *m)
+{
+    return &m->in_use;
+}
+
 const _Atomic int *member_fenced(const member_t *m)
 {
     return &m->fenced;
@@ -253,10 +413,11 @@ static int put_registration(member_t *m)
     json_t *ra = json_array();
     for (int i = 0; i < 32; i++)
         if ((refill >> i) & 1) json_array_append_new(ra, json_integer(i));
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o}", "id", n->id, "s3", n->s3, "proto",
-                          n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(),
-                          "epoch", (json_int_t)atomic_load(&m->epoch), "started",
-                          (json_int_t)m->started, "refilling", ra);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:I}", "id", n->id, "s3", n->s3, "proto",
+                  n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(), "epoch",
+                  (json_int_t)atomic_load(&m->epoch), "started", (json_int_t)m->started,
+                  "refilling", ra, "build", wl_build_name(), "features", (json_int_t)m->features);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     int rc = etcd_put(m->etcd, key, text, strlen(text), m->lease);
@@ -387,6 +548,7 @@ static void *keep_alive(void *arg)
         if (!rc && down) log_info("event=member_etcd_back node=%s", m->cfg.node);
         down = rc != 0;
         check_leases(m);
+        if (!down) features_round(m);
         pthread_mutex_lock(&m->mu);
     }
     pthread_mutex_unlock(&m->mu);

@@ -8,6 +8,9 @@
  *   PREFIX/map          the cluster map (cluster/map.h), edited by wl-admin
  *   PREFIX/nodes/ID     this node's registration, alive while its lease is
  *                       (TTL 10 s, renewed every 3 s)
+ *   PREFIX/features/ID  what this node's build reads, and the features in
+ *   PREFIX/features_in_use  use (cluster/features.h: a build that lacks one
+ *                       refuses to start, or is fenced)
  *
  * A new map epoch is applied without a restart when it keeps the sets
  * served as they are (nodes added, pools added or their weights and states
@@ -51,6 +54,8 @@ const cmap_t *member_map(const member_t *m);
 int member_self(const member_t *m); /* this node's index in the map */
 /* 1 once a map change fenced this node: answer no S3 request with data. */
 const _Atomic int *member_fenced(const member_t *m);
+/* The features the cluster uses (cluster/features.h), kept current while the node runs. */
+const _Atomic uint32_t *member_features_in_use(const member_t *m);
 /* The node's protocol endpoint (its counters: /_warmlake/stats); NULL before member_join. */
 struct proto_net *member_net(const member_t *m);
 /* What this node answers wl-admin's NODE_STATS with, and runs for its HEAL_NOW

@@ -158,6 +158,7 @@ obj_set_t *node_cluster_set_new(node_cluster_t *cl, const node_conf_t *c, int *r
     }
     obj_set_inline_max(set, (uint32_t)c->inline_max);
     obj_set_hedge_ms(set, (uint32_t)c->hedge_ms);
+    if (cl->member) obj_set_features(set, member_features_in_use(cl->member));
     int wq = c->write_quorum ? (int)c->write_quorum : m > 0 ? k + 1 : k;
     if (obj_set_write_quorum(set, wq) != 0) {
         fprintf(stderr, "warmlaked: --write-quorum %d is outside k..k+m (%d..%d)\n", wq, k, k + m);

@@ -185,6 +185,12 @@ void obj_set_inline_max(obj_set_t *s, uint32_t bytes);
 #define OBJ_HEDGE_DEFAULT_MS 50
 #define OBJ_SLOW_MS          2000
 void obj_set_hedge_ms(obj_set_t *s, uint32_t ms);
+/*
+ * The cluster's features in use (cluster/features.h; member_features_in_use),
+ * read by the writers of gated formats; NULL (the default): every feature of
+ * this build. Before the set is used; kept by pools added later.
+ */
+void obj_set_features(obj_set_t *s, const _Atomic uint32_t *in_use);
 /* Reads given up on (hedged) since the set started, over all its sets. */
 uint64_t obj_set_hedged(const obj_set_t *s);
 /* Writes given up on (a block or head call still out once the quorum had the round). */

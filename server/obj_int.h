@@ -82,6 +82,7 @@ struct obj_set {
     uint32_t block;
     uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
     uint32_t hedge_ms;   /* obj_set_hedge_ms; 0: reads wait for every block they asked */
+    const _Atomic uint32_t *features; /* obj_set_features: in use; NULL: all of this build's */
     /* Per store: read around until this time (ms, CLOCK_MONOTONIC): a read was given up on. */
     _Atomic uint64_t slow_until[OBJ_MAX_SHARDS];
     _Atomic uint64_t hedged;        /* reads given up on */
@@ -114,6 +115,9 @@ struct obj_set {
     } pools[OBJ_MAX_POOLS];
     pthread_mutex_t pools_mu; /* obj_set_add_pool's */
 };
+
+/* Whether the cluster uses feature (cluster/features.h), so that its format may be written. */
+int obj__feature(const obj_set_t *s, uint32_t feature);
 
 /*
  * Whether head a is newer than head b in the one order every reader and writer goes by:

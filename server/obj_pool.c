@@ -69,6 +69,7 @@ int obj_set_add_pool(obj_set_t *s, obj_set_t **sets, int nsets, uint32_t weight,
         x->bufs_shared = 1;
         obj_set_inline_max(x, s0->inline_max);
         obj_set_hedge_ms(x, s0->hedge_ms);
+        obj_set_features(x, s0->features);
         x->wq = s0->wq;
         /* A queue that cannot start is logged by it; the heal scanner covers what it misses. */
         int hrc = s0->healq ? obj_set_heal_start(x) : 0;

@@ -87,6 +87,18 @@ void obj_set_hedge_ms(obj_set_t *s, uint32_t ms)
     s->hedge_ms = ms;
 }
 
+void obj_set_features(obj_set_t *s, const _Atomic uint32_t *in_use)
+{
+    for (int j = 0; j < s->nsub; j++)
+        obj_set_features(s->sub[j], in_use);
+    s->features = in_use;
+}
+
+int obj__feature(const obj_set_t *s, uint32_t feature)
+{
+    return !s->features || (atomic_load(s->features) & feature) == feature;
+}
+
 uint64_t obj_set_hedged(const obj_set_t *s)
 {
     uint64_t n = atomic_load(&((obj_set_t *)s)->hedged);

@@ -32,6 +32,7 @@
  */
 #include "server/obj_int.h"
 
+#include "cluster/features.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -92,9 +93,12 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
      * (current again for a moment: promoted by a delete of the version above it, racing).
      * Either way there is nothing to keep: refused counts as kept. Written over that
      * tombstone, the deleted version came back, its blocks gone (a probe: a PUT, a marker
-     * and deletes by id at once, 10 rounds in 30).
+     * and deletes by id at once, 10 rounds in 30). Until every node reads the mode (a
+     * rolling upgrade: an older build refuses it as corrupt, and the archive would fail
+     * there), newer wins alone, as before it.
      */
-    shard_cond_t newer = {.mode = SHARD_IF_KEPT, .stamp = stamp_ns};
+    shard_cond_t newer = {.mode = obj__feature(s, WL_FEAT_IF_KEPT) ? SHARD_IF_KEPT : SHARD_IF_NEWER,
+                          .stamp = stamp_ns};
     memcpy(newer.upload, cur->upload_id, sizeof(newer.upload));
     int refused = 0;
     int w = obj__write_at_cond(s, bucket, key, pos, &a, NULL, 0, &newer, &refused, &first_err);

@@ -1582,3 +1582,103 @@ def test_node_add_pins_an_automatic_map(datadir, etcd):
             assert md5(n.s3().get_object(Bucket="pin", Key="k")["Body"].read()) == md5(data)
     finally:
         stop_all(nodes)
+
+
+def etcd_kv(url, op, key, value=None):
+    """A put or delete through etcd's JSON gateway: what an operator's etcdctl would do."""
+    import base64
+    import urllib.request
+    body = {"key": base64.b64encode(key.encode()).decode()}
+    if value is not None:
+        body["value"] = base64.b64encode(value.encode()).decode()
+    req = urllib.request.Request(url + "/v3/kv/" + op, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def test_features_wait_for_every_node_and_never_go_back(datadir, etcd):
+    """A rolling upgrade (cluster/features.h): a feature is used once every node of the
+    map reads it, and never again by less. A node run as a build without one
+    (WARMLAKE_FEATURES_CLAIM lowers what it says it reads) holds it back while it is in
+    the map; data keeps flowing; once upgraded, the feature is put in use, and a build
+    without it then refuses to start, or is fenced if it meets it while running."""
+    path, doc = write_map(datadir, ["n1", "n2", "n3"], sets=[
+        {"ec": "4+2", "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    all_on = "if-kept,part-tags,closing-records,initiators,token-crc"
+    old, old_on = "0x1e", "part-tags,closing-records,initiators,token-crc"  # all but if-kept
+
+    def status():
+        return json.loads(admin(etcd, "status", "--json").stdout)
+
+    def as_old(n):
+        n.env = lambda: dict(Node.env(n), WARMLAKE_FEATURES_CLAIM=old)
+        return n
+
+    def refused_to_start(n):
+        r = subprocess.run(n.args(), env=n.env(), capture_output=True, timeout=60)
+        assert r.returncode == 2, r.stderr
+        assert "lacks features the cluster uses (if-kept)" in r.stderr.decode(), r.stderr
+
+    # A new cluster uses every feature of the build that made it.
+    assert status()["features_in_use"] == all_on
+    refused_to_start(as_old(EtcdNode(datadir, "n3", etcd)))
+    # A cluster from before the features were recorded: none in use yet.
+    etcd_kv(etcd, "deleterange", "/warmlake/features_in_use")
+    nodes = [EtcdNode(datadir, "n1", etcd), EtcdNode(datadir, "n2", etcd),
+             as_old(EtcdNode(datadir, "n3", etcd))]
+    start_all(nodes)
+    try:
+        wait_for(lambda: status()["features_in_use"] == old_on, "what all three read in use")
+        st = status()
+        assert st["features_waiting"] == {"if-kept": ["n3"]}, st
+        assert [n["features"] for n in st["nodes"]] == [all_on, all_on, old_on], st
+        assert all(n["build"].startswith("warmlake ") for n in st["nodes"]), st
+        text = admin(etcd, "status").stdout
+        assert "feature if-kept waits for: n3" in text, text
+        # Data flows meanwhile: versions archived (the gated write) through every node.
+        c = nodes[2].s3()
+        c.create_bucket(Bucket="upg")
+        c.put_bucket_versioning(Bucket="upg", VersioningConfiguration={"Status": "Enabled"})
+        bodies = {}
+        for i, n in enumerate(nodes * 2):
+            data = body(1000 + 70000 * i, i)
+            vid = n.s3().put_object(Bucket="upg", Key="k", Body=data)["VersionId"]
+            bodies[vid] = md5(data)
+        for n in nodes:
+            for vid, h in bodies.items():
+                got = n.s3().get_object(Bucket="upg", Key="k", VersionId=vid)["Body"].read()
+                assert md5(got) == h
+        # n3 upgraded: every node reads if-kept now, and it is put in use.
+        nodes[2].stop()
+        nodes[2] = EtcdNode(datadir, "n3", etcd)
+        start_all([nodes[2]])
+        wait_for(lambda: status()["features_in_use"] == all_on, "if-kept in use")
+        assert status()["features_waiting"] == {}
+        assert any("event=member_features_in_use" in n.read_log() and "added=if-kept" in
+                   n.read_log() for n in nodes)
+        # Going back is refused: the data written since may need the feature.
+        nodes[2].stop()
+        refused_to_start(as_old(EtcdNode(datadir, "n3", etcd)))
+        nodes[2] = EtcdNode(datadir, "n3", etcd)
+        start_all([nodes[2]])
+        for vid, h in bodies.items():
+            got = nodes[2].s3().get_object(Bucket="upg", Key="k", VersionId=vid)["Body"].read()
+            assert md5(got) == h
+        # A node that finds a feature in use it lacks while it runs (a raise that read its
+        # entry before it went back) is fenced: 503, never an answer from data it misreads.
+        nodes[2].stop()
+        etcd_kv(etcd, "deleterange", "/warmlake/features_in_use")
+        nodes[2] = as_old(EtcdNode(datadir, "n3", etcd))
+        start_all([nodes[2]])
+        etcd_kv(etcd, "put", "/warmlake/features_in_use", json.dumps({"in_use": 31}))
+        wait_for(lambda: "event=member_fenced node=n3" in nodes[2].read_log(), "n3's fence")
+        assert "features this build lacks: if-kept" in nodes[2].read_log()
+        with pytest.raises(ClientError) as e:
+            nodes[2].s3().get_object(Bucket="upg", Key="k")
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert md5(nodes[0].s3().get_object(Bucket="upg", Key="k")["Body"].read()) == \
+            list(bodies.values())[-1]
+    finally:
+        stop_all(nodes)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "cluster/features.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "common/le.h"
@@ -53,9 +54,10 @@ typedef struct {
     int hold_blocks;            /* put_async of a block (no metadata): held until release */
     struct held_put *held;      /* ... those held, newest first */
     int n_held;
-    int fail_head; /* conditional head puts fail (blocks still land) */
-    int old_node;  /* conditional deletes answered as a node of an older build does */
-    int refilling; /* a replaced drive, not refilled yet (shard_ops_t.refilling) */
+    int fail_head;  /* conditional head puts fail (blocks still land) */
+    int old_node;   /* conditional deletes answered as a node of an older build does */
+    int no_if_kept; /* SHARD_IF_KEPT refused as corrupt, as a build without it does */
+    int refilling;  /* a replaced drive, not refilled yet (shard_ops_t.refilling) */
     /* With cut_heads: this many more heads at a current position land, then every write
      * fails (the node is killed in the middle of a commit: not even its undo lands). */
     int cut_heads, heads_left;
@@ -271,6 +273,7 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
         return rc;
     }
     if (f->fail_tomb && is_tomb(meta, ml)) return ERR_IO;
+    if (f->no_if_kept && cond && cond->mode == SHARD_IF_KEPT) return ERR_CORRUPT;
     return f->fail_write || f->fail_head
                ? ERR_IO
                : f->in.ops->put_head(f->in.ctx, id, data, len, meta, ml, cond, done, arg);
@@ -1422,6 +1425,72 @@ static void test_delete_through_older_nodes(void **state)
     }
     put(e, "oldn", data, 10, NULL);
     expect(e, "oldn", data, 10);
+    free(data);
+}
+
+/* Versioned PUT of len bytes of data (an erasure-coded one: heads on every store). */
+static void vput_bytes(env_t *e, const char *key, const uint8_t *data, size_t len, obj_info_t *out,
+                       int want)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, data, len), 0);
+    obj_put_set_versioning(w, OBJ_VERSIONED);
+    int rc = obj_put_commit(w, NULL, NULL, 0, out);
+    assert_true(want ? rc == 0 : rc != 0);
+}
+
+/* The stores holding a head of key at version v's own position (its archive). */
+static int archived_on(env_t *e, const char *key, const obj_info_t *v)
+{
+    int n = 0;
+    for (int i = 0; i < N; i++) {
+        char pos[OBJ_VID_LEN + 1];
+        obj__vid_of(pos, v->mtime_ns);
+        drive_id_t id = {"bkt", key, pos, (uint32_t)i};
+        uint8_t meta[HEAD_MAX];
+        drive_stat_t ds;
+        n += e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &ds, meta, sizeof(meta)) == 0;
+    }
+    return n;
+}
+
+/*
+ * A rolling upgrade: two of six stores are on nodes of a build without SHARD_IF_KEPT, which
+ * refuse the mode as corrupt. Until the cluster uses the feature (cluster/features.h), an
+ * overwrite archives the version it covers under SHARD_IF_NEWER and every store keeps it;
+ * in use, the archive is refused there, short of the write quorum: every versioned
+ * overwrite failed while older nodes held two stores of a set.
+ */
+static void test_archive_waits_for_its_feature(void **state)
+{
+    env_t *e = *state;
+    size_t big = K * B + 9;
+    uint8_t *data = malloc(big);
+    _Atomic uint32_t in_use = WL_FEATURES_BUILT & ~WL_FEAT_IF_KEPT;
+    obj_set_features(e->set, &in_use);
+    assert_int_equal(obj_set_write_quorum(e->set, K + 1), 0); /* a node's default */
+    obj_info_t v1, v2, v3;
+    fill(data, big, 45);
+    vput_bytes(e, "feat", data, big, &v1, 1);
+    for (int i = 0; i < 2; i++)
+        e->f[i].no_if_kept = 1;
+    data[0] ^= 1;
+    vput_bytes(e, "feat", data, big, &v2, 1);
+    assert_int_equal(archived_on(e, "feat", &v1), N);
+    /* Every node reads it now (here: the stores still refuse, to show what it changes). */
+    atomic_store(&in_use, WL_FEATURES_BUILT);
+    data[1] ^= 1;
+    vput_bytes(e, "feat", data, big, &v3, 0);
+    assert_int_equal(archived_on(e, "feat", &v2), N - 2);
+    for (int i = 0; i < 2; i++)
+        e->f[i].no_if_kept = 0;
+    obj_set_features(e->set, NULL);
+    assert_int_equal(obj_set_write_quorum(e->set, K), 0);
+    obj_info_t info;
+    assert_int_equal(obj_stat_version(e->set, "bkt", "feat", v1.vid, &info), 0);
+    assert_int_equal(obj_stat_version(e->set, "bkt", "feat", v2.vid, &info), 0);
     free(data);
 }
 
@@ -8426,6 +8495,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_archive_waits_for_its_feature, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),

@@ -1,0 +1,41 @@
+/*
+ * features: the names of the features a build reads (contract in features.h).
+ */
+#include "cluster/features.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    uint32_t bit;
+    const char *name;
+} names[] = {
+    {WL_FEAT_IF_KEPT, "if-kept"},
+    {WL_FEAT_PART_TAGS, "part-tags"},
+    {WL_FEAT_CLOSING_RECORDS, "closing-records"},
+    {WL_FEAT_INITIATORS, "initiators"},
+    {WL_FEAT_TOKEN_CRC, "token-crc"},
+};
+
+const char *wl_build_name(void)
+{
+    return "warmlake " WL_VERSION " (" WL_COMMIT ")";
+}
+
+void wl_features_names(uint32_t mask, char *out, size_t cap)
+{
+    size_t at = 0;
+    if (!cap) return;
+    out[0] = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (!(mask & names[i].bit)) continue;
+        int n = snprintf(out + at, cap - at, "%s%s", at ? "," : "", names[i].name);
+        if (n < 0 || (size_t)n >= cap - at) return;
+        at += (size_t)n;
+        mask &= ~names[i].bit;
+    }
+    if (mask)
+        snprintf(out + at, cap - at, "%s0x%x", at ? "," : "", mask); /* a newer build's */
+    else if (!at)
+        snprintf(out, cap, "none");
+}
