@@ -203,40 +203,52 @@ int etcd_put(etcd_t *e, const char *key, const void *val, size_t len, int64_t le
     return rc;
 }
 
-/* The compare of a range [prefix, prefix+1): nothing in it written after rev. */
-static json_t *range_unchanged_since(const char *prefix, int64_t rev)
+/* A compare of a transaction (etcd_txn's). */
+static json_t *compare(const etcd_cmp_t *c)
 {
-    size_t pl = strlen(prefix);
-    char *end = xstrdup(prefix), r[24];
-    end[pl - 1]++;
-    char *k = b64(prefix, pl), *e = b64(end, pl);
-    free(end);
-    snprintf(r, sizeof(r), "%lld", (long long)rev + 1);
-    json_t *cmp = json_pack("{s:s,s:s,s:s,s:s,s:s}", "key", k, "range_end", e, "target", "MOD",
-                            "result", "LESS", "mod_revision", r);
+    char r[24];
+    char *k = b64(c->key, strlen(c->key));
+    json_t *cmp;
+    if (c->prefix) {
+        /* Nothing in [key, key+1) written after rev (etcd 3.3's range compares). */
+        size_t pl = strlen(c->key);
+        char *end = xstrdup(c->key);
+        end[pl - 1]++;
+        char *e = b64(end, pl);
+        free(end);
+        snprintf(r, sizeof(r), "%lld", (long long)c->rev + 1);
+        cmp = json_pack("{s:s,s:s,s:s,s:s,s:s}", "key", k, "range_end", e, "target", "MOD",
+                        "result", "LESS", "mod_revision", r);
+        free(e);
+    } else if (c->rev) {
+        snprintf(r, sizeof(r), "%lld", (long long)c->rev);
+        cmp = json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "MOD", "result", "EQUAL",
+                        "mod_revision", r);
+    } else {
+        cmp = json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "CREATE", "result", "EQUAL",
+                        "create_revision", "0");
+    }
     free(k);
-    free(e);
     return cmp;
 }
 
-int etcd_put_if_quiet(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev,
-                      const char *prefix, int64_t prefix_rev)
+int etcd_txn(etcd_t *e, const etcd_cmp_t *cmps, int ncmp, const etcd_kv_t *puts, int nput)
 {
-    if (prefix && (!prefix[0] || (uint8_t)prefix[strlen(prefix) - 1] == 0xff)) return ERR_INVAL;
-    char *k = b64(key, strlen(key)), *v = b64(val, len), r[24];
-    snprintf(r, sizeof(r), "%lld", (long long)rev);
-    json_t *cmp = rev ? json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "MOD", "result", "EQUAL",
-                                  "mod_revision", r)
-                      : json_pack("{s:s,s:s,s:s,s:s}", "key", k, "target", "CREATE", "result",
-                                  "EQUAL", "create_revision", "0");
-    json_t *cmps = json_pack("[o]", cmp);
-    if (prefix) json_array_append_new(cmps, range_unchanged_since(prefix, prefix_rev));
-    json_t *body = json_pack("{s:o,s:[{s:{s:s,s:s}}]}", "compare", cmps, "success", "request_put",
-                             "key", k, "value", v);
-    free(k);
-    free(v);
+    for (int i = 0; i < ncmp; i++)
+        if (cmps[i].prefix &&
+            (!cmps[i].key[0] || (uint8_t)cmps[i].key[strlen(cmps[i].key) - 1] == 0xff))
+            return ERR_INVAL;
+    json_t *cj = json_array(), *pj = json_array();
+    for (int i = 0; i < ncmp; i++)
+        json_array_append_new(cj, compare(&cmps[i]));
+    for (int i = 0; i < nput; i++) {
+        char *k = b64(puts[i].key, strlen(puts[i].key)), *v = b64(puts[i].val, puts[i].len);
+        json_array_append_new(pj, json_pack("{s:{s:s,s:s}}", "request_put", "key", k, "value", v));
+        free(k);
+        free(v);
+    }
     json_t *out;
-    int rc = call(e, "/v3/kv/txn", body, &out);
+    int rc = call(e, "/v3/kv/txn", json_pack("{s:o,s:o}", "compare", cj, "success", pj), &out);
     if (rc) return rc;
     rc = json_is_true(json_object_get(out, "succeeded")) ? 0 : ERR_PRECOND;
     json_decref(out);
@@ -245,7 +257,9 @@ int etcd_put_if_quiet(etcd_t *e, const char *key, const void *val, size_t len, i
 
 int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev)
 {
-    return etcd_put_if_quiet(e, key, val, len, rev, NULL, 0);
+    etcd_cmp_t c = {key, rev, 0};
+    etcd_kv_t p = {key, val, len};
+    return etcd_txn(e, &c, 1, &p, 1);
 }
 
 int etcd_delete(etcd_t *e, const char *key)

@@ -41,12 +41,24 @@ int etcd_put(etcd_t *e, const char *key, const void *val, size_t len, int64_t le
 int etcd_put_if(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev)
     __attribute__((warn_unused_result));
 /*
- * As etcd_put_if, and only if no key starting with prefix was written after
- * revision prefix_rev (etcd_list_at's): a value decided from what a listing
- * read is stored only while that listing still holds. prefix NULL: none.
+ * A transaction: every put, only if every compare holds. A compare is on
+ * key's mod revision (rev; 0: the key does not exist) or, with prefix set,
+ * on every key starting with key: none written after rev (etcd_list_at's
+ * revision: a value decided from a listing is stored only while the listing
+ * still holds). 0, ERR_PRECOND (a compare failed), ERR_IO.
  */
-int etcd_put_if_quiet(etcd_t *e, const char *key, const void *val, size_t len, int64_t rev,
-                      const char *prefix, int64_t prefix_rev) __attribute__((warn_unused_result));
+typedef struct {
+    const char *key;
+    int64_t rev;
+    int prefix;
+} etcd_cmp_t;
+typedef struct {
+    const char *key;
+    const void *val;
+    size_t len;
+} etcd_kv_t;
+int etcd_txn(etcd_t *e, const etcd_cmp_t *cmps, int ncmp, const etcd_kv_t *puts, int nput)
+    __attribute__((warn_unused_result));
 /* Delete key. 0 (also when absent) or ERR_IO. */
 int etcd_delete(etcd_t *e, const char *key) __attribute__((warn_unused_result));
 

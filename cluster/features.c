@@ -17,6 +17,19 @@ static const struct {
     {WL_FEAT_TOKEN_CRC, "token-crc"},
 };
 
+int wl_features_voter(const cmap_t *map, int node)
+{
+    int in_sets = 0, in_service = 0;
+    for (int p = 0; p < map->npools; p++)
+        for (int j = map->pools[p].first; j < map->pools[p].first + map->pools[p].nsets; j++)
+            for (int i = 0; i < map->sets[j].k + map->sets[j].m; i++)
+                if (map->sets[j].d[i].node == node) {
+                    in_sets = 1;
+                    in_service |= map->pools[p].draining != CMAP_POOL_REMOVED;
+                }
+    return !in_sets || in_service; /* a node in no set is a gateway: it writes */
+}
+
 const char *wl_build_name(void)
 {
     return "warmlake " WL_VERSION " (" WL_COMMIT ")";

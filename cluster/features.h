@@ -10,13 +10,14 @@
  *   PREFIX/features_in_use {"in_use": MASK}: the features the cluster uses
  *
  * The rules (member.c keeps them; wl-admin shows them):
- * - A feature is put in use once every node of the map says it reads it; any
- *   node raises in_use, by a compare-and-swap that fails if a node's entry
- *   changed since it read them all (a node going back to an older build
- *   lowers its entry first, then reads in_use).
+ * - A feature is put in use once every node of the map (wl_features_voter)
+ *   says it reads it; any node raises in_use, by a transaction that fails if
+ *   the map or any node's entry changed since it read them (a node going back
+ *   to an older build lowers its entry first, then reads in_use).
  * - in_use never shrinks. A node whose build lacks a feature in use refuses
- *   to start, and a node that finds one while it runs is fenced: data that
- *   only newer builds read must never meet an older one (a downgrade).
+ *   to start, and a node that finds one while it runs (it was out of the
+ *   map's vote: a removed pool's) is fenced, to S3 clients and to its peers:
+ *   data that only newer builds read must never meet an older one.
  * - `wl-admin cluster init` puts every feature of its build in use: a new
  *   cluster starts with them all. A cluster from before these keys starts
  *   with none, and gains each once its nodes say so.
@@ -28,6 +29,8 @@
  */
 #ifndef WL_FEATURES_H
 #define WL_FEATURES_H
+
+#include "cluster/map.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +56,14 @@ enum {
 
 /* This build's name for status lines: "warmlake VERSION (COMMIT)". */
 const char *wl_build_name(void);
+
+/*
+ * Whether node (an index into map's nodes) has a say in which features are in
+ * use: every node but those whose drives serve only pools removed from
+ * service (their nodes may be stopped for good; run again, one that lacks a
+ * feature in use is fenced like any other).
+ */
+int wl_features_voter(const cmap_t *map, int node);
 
 /* The features of mask by name, comma-separated ("none" for 0), into out. */
 void wl_features_names(uint32_t mask, char *out, size_t cap);

@@ -131,28 +131,39 @@ static int cluster_init(const char *path)
     }
     int rc = check(text, len);
     map_key(key, sizeof(key));
-    if (!rc) rc = etcd_put_if(etcd, key, text, len, 0);
+    /*
+     * The map and the features in use at once (one transaction): a node waiting for the map
+     * never sees it without them. A new cluster uses every feature of this build
+     * (cluster/features.h), and what a value left by an earlier cluster there says (in use
+     * never shrinks).
+     */
+    char fk[300], v[64], *old = NULL;
+    size_t olen;
+    snprintf(fk, sizeof(fk), "%s/features_in_use", prefix);
+    uint32_t in_use = WL_FEATURES_BUILT;
+    int64_t frev = 0;
+    int grc = rc ? 0 : etcd_get(etcd, fk, &old, &olen, &frev);
+    if (grc == 0 && old) {
+        json_t *o = json_loadb(old, olen, 0, NULL), *iv = o ? json_object_get(o, "in_use") : NULL;
+        in_use |= json_is_integer(iv) ? (uint32_t)json_integer_value(iv) : UINT32_MAX;
+        json_decref(o);
+        free(old);
+    } else if (grc && grc != ERR_NOT_FOUND) {
+        rc = grc;
+    }
+    int vl = snprintf(v, sizeof(v), "{\"in_use\":%u}", (unsigned)in_use);
+    etcd_cmp_t cmps[] = {{key, 0, 0}, {fk, frev, 0}};
+    etcd_kv_t puts[] = {{key, text, len}, {fk, v, (size_t)vl}};
+    if (!rc) rc = etcd_txn(etcd, cmps, 2, puts, 2);
     free(text);
     if (rc == ERR_PRECOND) {
-        fprintf(stderr, "wl-admin: %s already holds a map (wl-admin map set replaces it)\n", key);
+        fprintf(stderr,
+                "wl-admin: %s already holds a map (wl-admin map set replaces it), or "
+                "%s changed meanwhile\n",
+                key, fk);
         return 2;
     }
     if (rc == 0) printf("wl-admin: map stored at %s\n", key);
-    if (rc == 0) {
-        /* A new cluster uses every feature of this build at once (cluster/features.h); a
-         * value left there by an earlier cluster stays: in use never shrinks. */
-        char fk[300], v[64];
-        snprintf(fk, sizeof(fk), "%s/features_in_use", prefix);
-        int n = snprintf(v, sizeof(v), "{\"in_use\":%u}", (unsigned)WL_FEATURES_BUILT);
-        int frc = etcd_put_if(etcd, fk, v, (size_t)n, 0);
-        if (frc && frc != ERR_PRECOND) {
-            fprintf(stderr,
-                    "wl-admin: cannot store %s: the nodes put features in use "
-                    "once every one of them has said it reads them\n",
-                    fk);
-            rc = frc;
-        }
-    }
     return rc == 0 ? 0 : rc == 2 ? 2 : 1;
 }
 
@@ -574,6 +585,12 @@ static int status(int as_json)
                *bv = fj ? json_object_get(fj, "build") : NULL;
         uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
         char names[256];
+        if (in_use & ~nf && fj) {
+            /* In use, and this node's build lacks it: fenced, or refused at its start. */
+            wl_features_names(in_use & ~nf, names, sizeof(names));
+            json_object_set_new(nj, "lacks", json_string(names));
+        }
+        json_object_set_new(nj, "voter", json_boolean(wl_features_voter(&m, i)));
         wl_features_names(nf, names, sizeof(names));
         json_object_set_new(nj, "build",
                             json_string(json_is_string(bv) ? json_string_value(bv) : "unknown"));
@@ -619,6 +636,7 @@ static int status(int as_json)
     json_object_set_new(out, "features_in_use", json_string(names));
     json_t *waiting = json_object();
     for (int i = 0; i < m.nnodes; i++) {
+        if (!wl_features_voter(&m, i)) continue; /* a removed pool's: no say */
         json_t *fj = json_object_get(fr.regs, m.nodes[i].id);
         json_t *fv = fj ? json_object_get(fj, "features") : NULL;
         uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
@@ -660,6 +678,9 @@ static int status(int as_json)
                    json_string_value(json_object_get(n, "s3")),
                    json_string_value(json_object_get(n, "proto")),
                    json_string_value(json_object_get(n, "build")));
+            if (json_object_get(n, "lacks"))
+                printf("    LACKS features in use: %s (fenced or refused: upgrade it)\n",
+                       json_string_value(json_object_get(n, "lacks")));
             json_t *d;
             size_t j;
             json_array_foreach(json_object_get(n, "drives"), j, d)
@@ -797,6 +818,16 @@ int main(int argc, char **argv)
         rc = edit(admin__add_node, &e);
     } else if (strcmp(cmd, "node") == 0 && strcmp(sub, "remove") == 0 && e.id) {
         rc = edit(admin__remove_node, &e);
+        if (rc == 0) {
+            /* What its build read goes with it: an id added again counts once it says. */
+            char fk[400];
+            snprintf(fk, sizeof(fk), "%s/features/%s", prefix, e.id);
+            if (etcd_delete(etcd, fk) != 0)
+                fprintf(stderr,
+                        "wl-admin: could not delete %s (harmless: a node of that id "
+                        "added again writes its own)\n",
+                        fk);
+        }
     } else if (strcmp(cmd, "pool") == 0 && strcmp(sub, "add") == 0 && e.id &&
                arg(argc, argv, i, "--nodes")) {
         pool_edit_t pe = {

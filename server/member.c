@@ -87,11 +87,13 @@ static void set_members(member_t *m, const cmap_t *map)
     m->nids = map->nnodes;
 }
 
-/* peer_serve's gate: a node of the newest map applied. */
+/* peer_serve's gate: a node of the newest map applied, unless this build lacks a feature in
+ * use (features_fence: what peers write could be misread here). */
 static int is_member(void *arg, const char *node)
 {
     member_t *m = arg;
     int yes = 0;
+    if (atomic_load(&m->feature_fenced)) return 0;
     pthread_mutex_lock(&m->mu);
     for (int i = 0; i < m->nids && !yes; i++)
         yes = strcmp(m->ids[i], node) == 0;
@@ -136,11 +138,12 @@ static int read_in_use(member_t *m, uint32_t *mask, int64_t *rev)
 
 /*
  * Before serving: say what this build reads (PREFIX/features/ID), then read
- * what the cluster uses, in that order (features.h: a node going back to an
- * older build is never counted with what it no longer reads). 0, 1 (etcd
- * unreachable) or 2 (this build lacks a feature in use), with bad set.
+ * what the cluster uses, in that order (features.h: a raise that read this
+ * node's entry before it went back to an older build fails its compare). 0,
+ * 1 (stopped while etcd was away) or 2 (this build lacks a feature in
+ * use), with bad set.
  */
-static int features_join(member_t *m, char *bad, size_t cap)
+static int features_join(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
 {
     char key[300];
     snprintf(key, sizeof(key), "%s/features/%s", m->prefix, m->cfg.node);
@@ -148,13 +151,21 @@ static int features_join(member_t *m, char *bad, size_t cap)
         json_pack("{s:I,s:s}", "features", (json_int_t)m->features, "build", wl_build_name());
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
-    int rc = etcd_put(m->etcd, key, text, strlen(text), 0);
-    free(text);
     uint32_t in_use = 0;
     int64_t rev;
-    if (!rc) rc = read_in_use(m, &in_use, &rev);
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = etcd_put(m->etcd, key, text, strlen(text), 0);
+        if (!rc) rc = read_in_use(m, &in_use, &rev);
+        if (!rc || *wait_stop) break;
+        if (tries % 5 == 0)
+            fprintf(stderr, "warmlaked: waiting for etcd %s to record this build's features\n",
+                    m->cfg.etcd);
+        usleep(1000 * 1000);
+    }
+    free(text);
     if (rc) {
-        snprintf(bad, cap, "etcd %s: cannot record this build's features", m->cfg.etcd);
+        snprintf(bad, cap, "stopped while waiting for etcd %s", m->cfg.etcd);
         return 1;
     }
     if (in_use & ~m->features) {
@@ -171,71 +182,80 @@ static int features_join(member_t *m, char *bad, size_t cap)
 }
 
 typedef struct {
-    char (*ids)[CMAP_MAX_ID + 1]; /* the members of the map, as set_members left them */
-    uint32_t *of;                 /* per member: its features, 0 unknown */
-    int n;
+    const cmap_t *map;
+    uint32_t *of; /* per node of the map: its features, 0 unknown */
 } feats_t;
 
 static int collect_features(void *arg, const char *key, const char *val, size_t len)
 {
     feats_t *f = arg;
     const char *id = strrchr(key, '/');
-    if (!id) return 0;
+    int i = id ? cmap_node_index(f->map, id + 1) : -1;
+    if (i < 0) return 0;
     json_t *o = json_loadb(val, len, 0, NULL);
     json_t *v = o ? json_object_get(o, "features") : NULL;
-    for (int i = 0; i < f->n; i++)
-        if (strcmp(f->ids[i], id + 1) == 0 && json_is_integer(v))
-            f->of[i] = (uint32_t)json_integer_value(v);
+    if (json_is_integer(v)) f->of[i] = (uint32_t)json_integer_value(v);
     json_decref(o);
     return 0;
 }
 
+/* Fenced for good: a feature in use that this build lacks. Said once. */
+static void features_fence(member_t *m, uint32_t lacking)
+{
+    if (!atomic_exchange(&m->feature_fenced, 1)) {
+        char names[256];
+        wl_features_names(lacking, names, sizeof(names));
+        log_error("event=member_fenced node=%s why=\"the cluster uses features this build "
+                  "lacks: %s\": no S3 data served, no peer served; run a build that has them",
+                  m->cfg.node, names);
+    }
+    atomic_store(&m->fenced, 1);
+}
+
 /*
- * Each keeper round: a feature in use that this build lacks fences it (a
- * race with a downgrade that features_join's order cannot close alone: the
- * raise below read the old entry); features every member of the map reads
- * are put in use, unless an entry changed since they were read.
+ * Each keeper round: a feature in use that this build lacks fences it (it
+ * had no say: a removed pool's node); features every voter of the map as
+ * etcd holds it reads are put in use, unless the map, any node's entry or
+ * in_use changed since they were read. The member list this node applied is
+ * not used: a node fenced by a map, or whose watch lags, has an old one.
  */
 static void features_round(member_t *m)
 {
     uint32_t in_use;
-    int64_t in_rev, list_rev = 0;
+    int64_t in_rev, list_rev = 0, map_rev = 0;
     if (read_in_use(m, &in_use, &in_rev) != 0) return; /* etcd away: nothing changes */
     atomic_store(&m->in_use, in_use);
     if (in_use & ~m->features) {
-        if (!m->feature_fenced) {
-            char names[256];
-            wl_features_names(in_use & ~m->features, names, sizeof(names));
-            log_error("event=member_fenced node=%s why=\"the cluster uses features this build "
-                      "lacks: %s\": no S3 data served; run a build that has them",
-                      m->cfg.node, names);
-        }
-        m->feature_fenced = 1;
-        atomic_store(&m->fenced, 1);
+        features_fence(m, in_use & ~m->features);
         return;
     }
-    char prefix[300], key[300];
+    /* Nothing this build could add (the steady state): no more calls this round. */
+    if (atomic_load(&m->fenced) || !(m->features & ~in_use)) return;
+    char prefix[300], key[300], mapkey[300], *val = NULL, err[300];
+    size_t len;
+    snprintf(mapkey, sizeof(mapkey), "%s/map", m->prefix);
+    if (etcd_get(m->etcd, mapkey, &val, &len, &map_rev) != 0) return;
+    cmap_t map;
+    int rc = cmap_parse(val, len, &map, err, sizeof(err));
+    free(val);
+    if (rc) return;
     snprintf(prefix, sizeof(prefix), "%s/features/", m->prefix);
-    feats_t f = {0};
-    pthread_mutex_lock(&m->mu); /* the members (set_members), copied: etcd is not called under mu */
-    f.n = m->nids;
-    f.ids = xcalloc((size_t)f.n + 1, sizeof(*f.ids));
-    memcpy(f.ids, m->ids, sizeof(*f.ids) * (size_t)f.n);
-    pthread_mutex_unlock(&m->mu);
-    f.of = xcalloc((size_t)f.n + 1, sizeof(uint32_t));
-    int rc = etcd_list_at(m->etcd, prefix, collect_features, &f, &list_rev);
+    feats_t f = {&map, xcalloc((size_t)map.nnodes + 1, sizeof(uint32_t))};
+    rc = etcd_list_at(m->etcd, prefix, collect_features, &f, &list_rev);
     uint32_t common = m->features;
-    for (int i = 0; i < f.n; i++)
-        common &= f.of[i];
-    free(f.ids);
+    for (int i = 0; i < map.nnodes; i++)
+        if (wl_features_voter(&map, i)) common &= f.of[i];
     free(f.of);
+    cmap_free(&map);
     if (rc || !(common & ~in_use)) return;
     uint32_t now = in_use | common;
     json_t *o = json_pack("{s:I}", "in_use", (json_int_t)now);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     snprintf(key, sizeof(key), "%s/features_in_use", m->prefix);
-    rc = etcd_put_if_quiet(m->etcd, key, text, strlen(text), in_rev, prefix, list_rev);
+    etcd_cmp_t cmps[] = {{key, in_rev, 0}, {prefix, list_rev, 1}, {mapkey, map_rev, 0}};
+    etcd_kv_t put = {key, text, strlen(text)};
+    rc = etcd_txn(m->etcd, cmps, 3, &put, 1);
     free(text);
     if (rc == 0) {
         char names[256];
@@ -312,7 +332,7 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
             rc = 2;
         } else {
             rc = load_etcd(m, wait_stop, bad, cap);
-            if (!rc) rc = features_join(m, bad, cap);
+            if (!rc) rc = features_join(m, wait_stop, bad, cap);
         }
     } else {
         char err[300];

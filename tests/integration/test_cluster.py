@@ -1675,10 +1675,52 @@ def test_features_wait_for_every_node_and_never_go_back(datadir, etcd):
         etcd_kv(etcd, "put", "/warmlake/features_in_use", json.dumps({"in_use": 31}))
         wait_for(lambda: "event=member_fenced node=n3" in nodes[2].read_log(), "n3's fence")
         assert "features this build lacks: if-kept" in nodes[2].read_log()
+        assert status()["nodes"][2]["lacks"] == "if-kept"
+        assert "LACKS features in use: if-kept" in admin(etcd, "status").stdout
         with pytest.raises(ClientError) as e:
             nodes[2].s3().get_object(Bucket="upg", Key="k")
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
         assert md5(nodes[0].s3().get_object(Bucket="upg", Key="k")["Body"].read()) == \
             list(bodies.values())[-1]
+    finally:
+        stop_all(nodes)
+
+
+def test_features_raised_only_by_the_current_map(datadir, etcd):
+    """A node fenced because it left the map keeps the member list it had; its keeper
+    still runs: it must not put in use a feature that a node of the map as etcd holds it
+    lacks (a review's repro: it did, and the older node it let in was fenced for good)."""
+    path, doc = write_map(datadir, ["n1", "n2", "n3", "n4", "n6"], sets=[
+        {"ec": "4+2", "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    etcd_kv(etcd, "deleterange", "/warmlake/features_in_use")  # a cluster from before the keys
+    old_on = "part-tags,closing-records,initiators,token-crc"
+
+    def status():
+        return json.loads(admin(etcd, "status", "--json").stdout)
+
+    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3", "n4")])
+    try:
+        assert status()["features_in_use"] == "none"  # n6 never started: holds all back
+        r = admin(etcd, "node", "remove", "--id", "n4")
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: "left the map" in nodes[3].read_log(), "n4 fenced")
+        p5 = free_ports(2)
+        r = admin(etcd, "node", "add", "--id", "n5", "--s3", "127.0.0.1:%d" % p5[0],
+                  "--proto", "127.0.0.1:%d" % p5[1], "--drives", "1")
+        assert r.returncode == 0, r.stderr
+        n5 = EtcdNode(datadir, "n5", etcd)
+        n5.env = lambda: dict(Node.env(n5), WARMLAKE_FEATURES_CLAIM="0x1e")
+        nodes += start_all([n5, EtcdNode(datadir, "n6", etcd)])
+        wait_for(lambda: status()["features_in_use"] != "none", "features in use")
+        # A few keeper rounds of every node (n4's too; a round is a third of the lease, 3.3 s):
+        # none raises if-kept, which n5, in the map, lacks. (Slower rounds could only let a
+        # wrong raise go unseen here, never fail the test.)
+        for _ in range(3):
+            time.sleep(3.5)
+            st = status()
+            assert st["features_in_use"] == old_on, st
+        assert st["features_waiting"] == {"if-kept": ["n5"]}, st
+        assert "event=member_fenced node=n5" not in n5.read_log()
     finally:
         stop_all(nodes)
