@@ -204,8 +204,8 @@ void s3_err_detail(ctx_t *x, s3_err_t e, const char *msg, const char *extra);
  * only named (a batch GET's entry). */
 void s3_engine_error(ctx_t *x, int rc);
 s3_err_t s3_engine_err_of(int rc);
-/* 200 with an ETag and the kept checksum header (PutObject, UploadPart). */
-void s3_respond_etag(ctx_t *x, const char *etag, const char *cks);
+/* 200 with an ETag and the kept checksum header (PutObject: whole, with its type; UploadPart). */
+void s3_respond_etag(ctx_t *x, const char *etag, const char *cks, int whole);
 /* CopyObjectResult / CopyPartResult. */
 void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *info);
 

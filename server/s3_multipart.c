@@ -202,7 +202,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
             s3_engine_error(x, err);
         return;
     }
-    s3_respond_etag(x, info.etag, cks);
+    s3_respond_etag(x, info.etag, cks, 0);
 }
 
 void s3_mpu_complete(ctx_t *x, const char *upload)

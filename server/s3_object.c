@@ -492,7 +492,7 @@ void s3_put_object(ctx_t *x)
         return;
     }
     s3_written_headers(x, &info);
-    s3_respond_etag(x, info.etag, cks);
+    s3_respond_etag(x, info.etag, cks, 1);
 }
 
 /*

@@ -154,11 +154,13 @@ void s3_respond_copy_result(ctx_t *x, const char *element, const obj_info_t *inf
     s3_respond_xml(x, 200, &b);
 }
 
-/* 200 with the new object's (or part's) ETag and the checksum kept for it ("algo:value"). */
-void s3_respond_etag(ctx_t *x, const char *etag, const char *cks)
+/* 200 with the new object's (or part's) ETag and the checksum kept for it ("algo:value"); a
+ * whole object's is FULL_OBJECT, said as S3 says it for PutObject (a part's has no type). */
+void s3_respond_etag(ctx_t *x, const char *etag, const char *cks, int whole)
 {
-    char h[512], ch[160];
+    char h[560], ch[160];
     s3_cks_header(cks, ch, sizeof(ch));
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s", x->id, etag, ch);
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nETag: \"%s\"\r\n%s%s", x->id, etag, ch,
+             whole && ch[0] ? "x-amz-checksum-type: FULL_OBJECT\r\n" : "");
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 }

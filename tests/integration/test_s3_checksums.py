@@ -25,6 +25,8 @@ def test_checksum_headers_debian_boto3(server):
     data = os.urandom(300_000)
     for algo in ("CRC32", "SHA1", "SHA256"):
         r = c.put_object(Bucket="cksum", Key=algo, Body=data, ChecksumAlgorithm=algo)
+        # PutObject's checksum is always over the whole object, and S3 says so.
+        assert r["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-type"] == "FULL_OBJECT"
         h = c.head_object(Bucket="cksum", Key=algo, ChecksumMode="ENABLED")
         assert h["Checksum" + algo] == r["Checksum" + algo]
         got = c.get_object(Bucket="cksum", Key=algo, ChecksumMode="ENABLED")

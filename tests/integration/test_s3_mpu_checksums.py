@@ -81,13 +81,17 @@ def put_part(c, bucket, key, uid, n, body, algo, value=None):
     value = value or b64(digest(algo, body))
     member = "Checksum" + algo
     if member in c.meta.service_model.operation_model("UploadPart").input_shape.members:
-        return c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body,
-                             **{member: value})
-    undo = with_headers(c, "UploadPart", {"x-amz-checksum-" + algo.lower(): value})
-    try:
-        return c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body)
-    finally:
-        undo()
+        r = c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body,
+                          **{member: value})
+    else:
+        undo = with_headers(c, "UploadPart", {"x-amz-checksum-" + algo.lower(): value})
+        try:
+            r = c.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=n, Body=body)
+        finally:
+            undo()
+    # A part's checksum has no type (UploadPart's answer has none; PutObject's does).
+    assert "x-amz-checksum-type" not in r["ResponseMetadata"]["HTTPHeaders"]
+    return r
 
 
 def parts_of(data, size):
