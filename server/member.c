@@ -32,8 +32,8 @@ struct member {
     /* What this build reads (cluster/features.h), and what the cluster uses of it. */
     uint32_t features;
     _Atomic uint32_t in_use;
-    int feature_fenced;     /* said once */
-    _Atomic uint64_t epoch; /* the newest map epoch applied */
+    _Atomic int feature_fenced; /* features_fence: neither S3 clients nor peers served */
+    _Atomic uint64_t epoch;     /* the newest map epoch applied */
     etcd_t *etcd;
     int64_t map_rev; /* the map's etcd mod revision when loaded */
     int64_t lease;

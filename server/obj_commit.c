@@ -333,7 +333,7 @@ int obj__current_for_commit(obj_set_t *s, const char *bucket, const char *key, o
                          key, t->upload_id, count, credit);
                 obj_info_copy(best, t);
                 rc = 0;
-                obj__heal_note(s, bucket, key); /* the undo finished */
+                obj__heal_note(s, bucket, key, NULL); /* the undo finished */
                 break;
             }
             credit += count;
@@ -811,7 +811,7 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
     if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
         heads == OBJ__COMMIT_IN_DOUBT)
-        obj__heal_note(s, bucket, key);
+        obj__heal_note(s, bucket, key, info->vid); /* (noncurrent by then: healed by its id) */
     if (stands) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
         for (int i = 0; i < nnul; i++) {

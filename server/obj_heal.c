@@ -422,8 +422,16 @@ int obj_heal_via(obj_refill_t *rf, obj_set_t *s, const char *bucket, const char 
 
 #define HQ_BUCKETS 65536
 
+/* Versions noted by id for one key, at most: past it, every noncurrent version is healed. */
+#define HEAL_VIDS_MAX 32
+
 typedef struct heal_ent {
     char *bucket, *key;
+    /* Versions noted by id besides the current one (obj__heal_note's vid): a version
+     * written short that is noncurrent by the time the queue reaches it, or the archive of
+     * one that a write covered short of some stores. all: more than HEAL_VIDS_MAX. */
+    char *vids[HEAL_VIDS_MAX];
+    int nvids, all;
     int tries;
     uint64_t not_before_ns;
     struct heal_ent *next;  /* FIFO */
@@ -515,18 +523,34 @@ static void ent_push(heal_q_t *q, heal_ent_t *e)
 
 static void ent_free(heal_ent_t *e)
 {
+    for (int i = 0; i < e->nvids; i++)
+        free(e->vids[i]);
     free(e->bucket);
     free(e->key);
     free(e);
 }
 
-void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
+/* Under mu: vid (NULL or "": the current version only) among e's versions. */
+static void ent_add_vid(heal_ent_t *e, const char *vid)
+{
+    if (!vid || !vid[0] || e->all) return;
+    for (int i = 0; i < e->nvids; i++)
+        if (strcmp(e->vids[i], vid) == 0) return;
+    if (e->nvids == HEAL_VIDS_MAX)
+        e->all = 1;
+    else
+        e->vids[e->nvids++] = xstrdup(vid);
+}
+
+void obj__heal_note(obj_set_t *s, const char *bucket, const char *key, const char *vid)
 {
     heal_q_t *q = s->healq;
     if (!q || healing) return;
     pthread_mutex_lock(&q->mu);
-    if (*ent_slot(q, bucket, key)) {
-        pthread_mutex_unlock(&q->mu); /* queued already: one heal covers both writes */
+    heal_ent_t *queued = *ent_slot(q, bucket, key);
+    if (queued) {
+        ent_add_vid(queued, vid); /* queued already: one heal covers both writes */
+        pthread_mutex_unlock(&q->mu);
         return;
     }
     if (q->st.pending >= OBJ_HEAL_QUEUE_MAX) {
@@ -539,6 +563,7 @@ void obj__heal_note(obj_set_t *s, const char *bucket, const char *key)
     heal_ent_t *e = xcalloc(1, sizeof(*e));
     e->bucket = xstrdup(bucket);
     e->key = xstrdup(key);
+    ent_add_vid(e, vid);
     ent_push(q, e);
     q->st.queued++;
     pthread_cond_signal(&q->cv);
@@ -664,6 +689,65 @@ static void wait_ns(heal_q_t *q, uint64_t ns)
     pthread_cond_timedwait(&q->cv, &q->mu, &ts);
 }
 
+typedef struct {
+    char **vids;
+    int n, cap;
+} vids_t;
+
+static int collect_vid(void *arg, const obj_info_t *v)
+{
+    vids_t *c = arg;
+    if (v->marker) return 0; /* heads only, healed by the scanner's pass */
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->vids = xrealloc(c->vids, sizeof(*c->vids) * (size_t)c->cap);
+    }
+    c->vids[c->n++] = xstrdup(v->vid[0] ? v->vid : "null");
+    return 0;
+}
+
+/* One noted version by id, unless it is the current one (healed as such just before). */
+static int heal_noted(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                      obj_heal_report_t *rep)
+{
+    obj_info_t *info = xmalloc(sizeof(*info));
+    char pos[OBJ_VID_LEN + 1] = "";
+    int rc = obj__locate(s, bucket, key, vid, info, pos);
+    free(info);
+    if (rc) return rc == ERR_NOT_FOUND ? 0 : rc; /* deleted since: nothing to heal */
+    return pos[0] ? heal_version(s, NULL, bucket, key, vid, rep, 0) : 0;
+}
+
+/*
+ * A queue entry: the key's current version, then each version noted by id that is not
+ * current now. A write acknowledged while a store was away, then covered by another before
+ * the queue came to it, was healed as the key's current version only: the covered one stayed
+ * short of that store for good (until the scanner's weekly pass), and one more store lost
+ * made it unreadable (a cluster probe: 36 of 65 such versions).
+ */
+static int heal_entry(obj_set_t *s, heal_ent_t *e, obj_heal_report_t *rep)
+{
+    int rc = obj_heal(s, e->bucket, e->key, rep);
+    vids_t all = {0};
+    obj_set_t *at = obj__route(s, e->bucket, e->key);
+    if (e->all) {
+        healing++;
+        int wr = obj__each_noncurrent(at, e->bucket, e->key, collect_vid, &all);
+        healing--;
+        if (wr < 0 && !rc) rc = wr;
+    }
+    char **vids = e->all ? all.vids : e->vids;
+    int n = e->all ? all.n : e->nvids;
+    for (int i = 0; i < n; i++) {
+        int r = heal_noted(at, e->bucket, e->key, vids[i], rep);
+        if (r && !rc) rc = r;
+    }
+    for (int i = 0; i < all.n; i++)
+        free(all.vids[i]);
+    free(all.vids);
+    return rc;
+}
+
 static void *heal_main(void *arg)
 {
     heal_q_t *q = arg;
@@ -717,7 +801,7 @@ static void *heal_main(void *arg)
         pthread_mutex_unlock(&q->mu); /* still counted pending until its heal is done */
 
         obj_heal_report_t rep = {0};
-        int rc = obj_heal(s, e->bucket, e->key, &rep);
+        int rc = heal_entry(s, e, &rep);
 
         pthread_mutex_lock(&q->mu);
         q->st.pending--;

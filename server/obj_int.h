@@ -612,8 +612,18 @@ void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, cons
  */
 void obj__tombstone_drop_note(obj_set_t *s, const char *bucket, const char *key,
                               const obj_info_t *t, uint32_t mask);
-/* A write of bucket/key was acknowledged short of some stores: heal it soon (no-op unstarted). */
-void obj__heal_note(obj_set_t *s, const char *bucket, const char *key);
+/* A version's id as requests name it: "null" for the null version. */
+static inline const char *obj__vid_or_null(const obj_info_t *v)
+{
+    return v->vid[0] ? v->vid : "null";
+}
+
+/*
+ * A write of bucket/key was acknowledged short of some stores: heal it soon (no-op
+ * unstarted). vid (NULL or "": none) names the version written, besides the key's current
+ * one: healed by id if it is noncurrent by then ("null" for a null version).
+ */
+void obj__heal_note(obj_set_t *s, const char *bucket, const char *key, const char *vid);
 /* Stop the heal thread and free the queue (obj_set_free). */
 void obj__heal_stop(obj_set_t *s);
 

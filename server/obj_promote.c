@@ -91,7 +91,7 @@ static int successor_stays(obj_set_t *s, const char *bucket, const char *key, co
     if (rc) {
         /* Cannot tell: the delete's own check decides, unless it ran before this promotion
          * landed. The heal looks again (obj__heal_retired_current). */
-        obj__heal_note(s, bucket, key);
+        obj__heal_note(s, bucket, key, NULL);
         return 1;
     }
     return !(h.deleted && !h.marker && strcmp(h.upload_id, v->upload_id) == 0);
@@ -562,7 +562,7 @@ static int delete_version(obj_set_t *s, const char *bucket, const char *key, con
             if (prc) {
                 log_warn("event=promote_past_failed key=%s version=%s err=%s", key, next.vid,
                          err_name(prc));
-                obj__heal_note(s, bucket, key); /* obj__heal_retired_current */
+                obj__heal_note(s, bucket, key, NULL); /* obj__heal_retired_current */
             }
             rc = late ? ERR_UNRECOVERABLE : 0; /* late: in doubt, v's blocks kept */
         }

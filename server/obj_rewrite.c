@@ -330,7 +330,7 @@ out:
      */
     if (rc) {
         log_warn("event=rewrite_in_doubt key=%s: stands short, left for the heal", key);
-        obj__heal_note(s, bucket, key);
+        obj__heal_note(s, bucket, key, NULL);
     }
     return rc;
 }
@@ -442,7 +442,7 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
              * Queued now, so that a retry soon finds the copy back (with the scanner off,
              * nothing else would heal it and such rewrites answered 503 for good). */
             if (attempt == 0 && info->sparse && (info->inl & absent & obj__refilling(s)))
-                obj__heal_note(s, bucket, key);
+                obj__heal_note(s, bucket, key, pos[0] ? obj__vid_or_null(info) : NULL);
             if (attempt + 1 >= 10) {
                 rc = ERR_THROTTLED;
                 break;
@@ -490,7 +490,8 @@ static int update_umeta(obj_set_t *s, const char *bucket, const char *key, const
             if (info->sparse ? !obj__enough(s, info, heads) : heads < need) {
                 rc = first_err == ERR_THROTTLED || first_err == ERR_NOSPC ? first_err
                                                                           : ERR_UNRECOVERABLE;
-                if (heads > 0) obj__heal_note(s, bucket, key);
+                if (heads > 0)
+                    obj__heal_note(s, bucket, key, pos[0] ? obj__vid_or_null(info) : NULL);
             } else if (pos[0] && attempt + 1 < 10 &&
                        (stale_over(s, bucket, key, pos, info, &floor) ||
                         promoted_meanwhile(s, bucket, key, info)))

@@ -111,6 +111,10 @@ int obj__archive(obj_set_t *s, const char *bucket, const char *key, const obj_in
      * read finds the archive there itself (obj_rewrite.c, stale_over).
      */
     if (!obj__enough(s, &a, w + refused)) return first_err ? first_err : ERR_UNRECOVERABLE;
+    /* Kept short of some stores (away): the heal puts it back there by its id, noncurrent
+     * now (a refusal holds a copy of it already). */
+    if (w + refused < (a.sparse ? __builtin_popcount(a.inl) : s->n))
+        obj__heal_note(s, bucket, key, obj__vid_or_null(cur));
     uint64_t top = 0;
     for (int again = 0; again < 4 && (refused || obj_umeta_ns(cur) < cur->stamp_ns) &&
                         newer_metadata_at(s, bucket, key, pos, &a, &top);
