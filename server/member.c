@@ -56,7 +56,11 @@ struct member {
     drive_t **dv;
     shard_store_t *st;
     uint32_t reg_refill; /* own drives marked refilling, as last registered */
-    time_t started;      /* the first registration's time (kept when it is rewritten) */
+    /* Until then (monotonic ms), a peer's registration found gone does not make it away:
+     * etcd came back after expiring every lease, and the others register again at their
+     * own next round (keeper thread only). */
+    uint64_t away_grace_until;
+    time_t started; /* the first registration's time (kept when it is rewritten) */
     /* The map whose layout is served (the watch thread's): m->map and the pools added since. */
     cmap_t applied;
     cmap_t pending;           /* a newer map whose pools wait for member_on_pools (has_pending) */
@@ -67,6 +71,13 @@ struct member {
     shard_store_t *xst[CMAP_MAX_POOLS];
     int nxst[CMAP_MAX_POOLS], nx;
 };
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
 
 /* This node's drives marked refilling (drive_refilling), as a mask. */
 static uint32_t own_refilling(member_t *m)
@@ -515,6 +526,9 @@ static void mark_refilling(member_t *m, const regs_t *r)
  */
 static void check_leases(member_t *m)
 {
+    /* (Within away_grace_until a registration found gone changes nothing: after an etcd
+     * outage longer than the lease, every node's was gone at once, and every node wrote
+     * around all the others, refusing every PUT, until each had registered again.) */
     char key[300];
     regs_t r = {0};
     snprintf(key, sizeof(key), "%s/nodes/", m->prefix);
@@ -526,7 +540,8 @@ static void check_leases(member_t *m)
             found = strcmp(r.ids[j], proto_peer_node(m->peers[i])) == 0;
         if (found) m->registered[i] = 1;
         /* Gone once seen: a node still starting (not registered yet) is not away. */
-        proto_peer_set_away(m->peers[i], ok && !found && m->registered[i]);
+        int grace = now_ms() < m->away_grace_until;
+        if (found || !grace) proto_peer_set_away(m->peers[i], ok && !found && m->registered[i]);
     }
     if (ok) mark_refilling(m, &r);
     pthread_mutex_unlock(&m->pools_mu);
@@ -554,6 +569,9 @@ static void *keep_alive(void *arg)
         pthread_mutex_unlock(&m->mu);
         int rc = etcd_lease_keepalive(m->etcd, m->lease);
         if (rc == ERR_NOT_FOUND) {
+            /* Expired while etcd was away from this node (or it from everyone): the others'
+             * leases likely went too, and they register again within a round of theirs. */
+            m->away_grace_until = now_ms() + 1000ull * (uint64_t)lease_ttl(m);
             log_warn("event=member_lease_lost node=%s: registering again", m->cfg.node);
             int64_t id;
             rc = etcd_lease_grant(m->etcd, lease_ttl(m), &id);
@@ -565,7 +583,11 @@ static void *keep_alive(void *arg)
         /* A drive refilled (or marked) since the registration was written: say so. */
         if (rc == 0 && own_refilling(m) != m->reg_refill) rc = put_registration(m);
         if (rc && !down) log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
-        if (!rc && down) log_info("event=member_etcd_back node=%s", m->cfg.node);
+        if (!rc && down) {
+            /* etcd back: leases it expired meanwhile are being taken again (as above). */
+            m->away_grace_until = now_ms() + 1000ull * (uint64_t)lease_ttl(m);
+            log_info("event=member_etcd_back node=%s", m->cfg.node);
+        }
         down = rc != 0;
         check_leases(m);
         if (!down) features_round(m);

@@ -1081,9 +1081,15 @@ def etcd(datadir):
     else:
         p.kill()
         pytest.fail("etcd did not start")
+    url = EtcdUrl(url)
+    url.proc = p  # (for a test that stops it)
     yield url
     p.terminate()
     p.wait(timeout=30)
+
+
+class EtcdUrl(str):
+    """etcd's client URL, with its process."""
 
 
 def admin(url, *args, env=None):
@@ -1735,3 +1741,126 @@ def test_features_raised_only_by_the_current_map(datadir, etcd):
         assert "event=member_fenced node=n5" not in n5.read_log()
     finally:
         stop_all(nodes)
+
+
+class CutProxy:
+    """A TCP proxy on loopback to a port, that can be cut (every connection closed, new
+    ones refused) and mended: etcd unreachable from the nodes behind it, as a network
+    partition makes it, while it runs on (and expires their leases)."""
+
+    def __init__(self, port):
+        import threading
+        self.port, self.to, self.open, self.conns = free_ports(1)[0], port, True, []
+        self.lock = threading.Lock()
+        self.stop = False
+        self.ls = socket.socket()
+        self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.ls.bind(("127.0.0.1", self.port))
+        self.ls.listen(64)
+        self.ls.settimeout(0.2)
+        self.t = threading.Thread(target=self.accept, daemon=True)
+        self.t.start()
+
+    def accept(self):
+        import threading
+        while not self.stop:
+            try:
+                a, _ = self.ls.accept()
+            except OSError:
+                continue
+            if not self.open:
+                a.close()
+                continue
+            try:
+                b = socket.create_connection(("127.0.0.1", self.to), timeout=2)
+            except OSError:
+                a.close()
+                continue
+            with self.lock:
+                self.conns += [a, b]
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self.pump, args=(x, y), daemon=True).start()
+
+    def pump(self, x, y):
+        try:
+            while True:
+                d = x.recv(65536)
+                if not d:
+                    break
+                y.sendall(d)
+        except OSError:
+            pass
+        for z in (x, y):
+            try:
+                z.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        self.open = False
+        with self.lock:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.conns = []
+
+    def mend(self):
+        self.open = True
+
+    def close(self):
+        self.stop = True
+        self.cut()
+        self.t.join(timeout=5)
+        self.ls.close()
+
+
+def test_etcd_back_after_the_leases_went(datadir, etcd):
+    """etcd away from the nodes for longer than the leases (a partition): writes go on, on
+    the last map, while etcd expires every node's lease. Each node registers again at
+    its own next round; until then the others found its registration gone, took it as away
+    and wrote around all of it: every PUT refused, cluster-wide, for a round (a probe: 162
+    503s). A registration found gone right after this node's own lease went, or etcd came
+    back, makes no peer away for a lease's time."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    proxy = CutProxy(int(etcd.rsplit(":", 1)[1]))
+    nodes = [EtcdNode(datadir, n, "http://127.0.0.1:%d" % proxy.port) for n in ("n1", "n2", "n3")]
+    for n, ttl in zip(nodes, ("3", "6", "9")):  # rounds of 1, 2 and 3 s: out of step
+        n.extra += ["--lease-ttl", ttl]
+    start_all(nodes)
+    try:
+        c = nodes[0].s3()
+        c.create_bucket(Bucket="away")
+        # A round of every node's keeper first (3 s at most): a peer is taken as away only
+        # once seen registered. (Slower rounds could only hide the fault, not fail the test.)
+        time.sleep(4)
+        proxy.cut()
+        try:
+            for i in range(3):  # on the last map, etcd away
+                c.put_object(Bucket="away", Key="during%d" % i, Body=body(3000, i))
+            # Past every lease (9 s at most), which etcd expires meanwhile.
+            wait_for(lambda: not json.loads(admin(etcd, "status", "--json").stdout)["nodes"][2][
+                "alive"], "etcd to expire the leases", timeout=30)
+        finally:
+            proxy.mend()
+        wait_for(lambda: all("event=member_lease_lost" in n.read_log() for n in nodes),
+                 "every node to find its lease gone")
+        # Every node registers again within a round; no PUT meanwhile or after is refused
+        # for want of stores (default write quorum: five of six, so one peer away is enough).
+        refused = 0
+        deadline = time.time() + 6
+        i = 0
+        while time.time() < deadline and i < 600:
+            try:
+                nodes[i % 3].s3().put_object(Bucket="away", Key="after%d" % i,
+                                             Body=body(3000, i))
+            except ClientError:
+                refused += 1
+            i += 1
+        assert refused == 0, refused
+        assert not any("event=proto_peer_away" in n.read_log() for n in nodes)
+    finally:
+        stop_all(nodes)
+        proxy.close()
