@@ -6,7 +6,8 @@
 #                                         [--subnet 10.213.X] [-- WARMLAKED ARGS]
 #   deploy/netns-cluster.sh [--dir DIR] hosts N [--subnet 10.213.X]
 #   deploy/netns-cluster.sh [--dir DIR] down | status
-#   deploy/netns-cluster.sh [--dir DIR] kill NODE | partition NODE | heal NODE
+#   deploy/netns-cluster.sh [--dir DIR] kill NODE|etcd | start NODE|etcd
+#   deploy/netns-cluster.sh [--dir DIR] partition NODE | heal NODE
 #   deploy/netns-cluster.sh [--dir DIR] slow NODE MS | throttle NODE RATE
 #
 # NODE is n1..nN (or 1..N). DIR (default ./netns-cluster) holds the state:
@@ -27,7 +28,8 @@
 # every veth with them, the root end included. X: the first 10.213.X.0/24
 # no address or route of the machine uses (or --subnet 10.213.X).
 #
-# Faults: kill (SIGKILL by the pid file), partition (the node's port on the
+# Faults: kill (SIGKILL by the pid file), start (a node or etcd that is not running, again,
+# on its data, with the arguments up gave it, waiting until it is ready), partition (the node's port on the
 # bridge set down: its packets go nowhere, as with a cable pulled; its TCP
 # connections are not reset), heal (port up, qdiscs removed), slow (netem
 # delay on the node's interface; fails, exit 3, where the kernel has no
@@ -54,7 +56,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=./netns-cluster
-usage() { sed -n '2,10p' "$0" >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 die() { echo "netns-cluster: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -238,6 +240,34 @@ pick_subnet() {
   die "no free 10.213.X.0/24"
 }
 
+launch_node() { # ID ETCD_URL CAPACITY [WARMLAKED ARGS]: in its namespace, in the background
+  local id=$1 url=$2 cap=$3
+  shift 3
+  ip netns exec "$(ns_of "$id")" setsid "$WARMLAKED" --etcd "$url" --node "$id" \
+    --data "$DIR/$id" --drive-capacity "$cap" "$@" </dev/null >>"$DIR/$id.log" 2>&1 &
+  echo $! >"$DIR/$id.pid"
+}
+
+launch_etcd() { # URL: on its data directory, in its namespace, in the background
+  ip netns exec "$(ns_of etcd)" setsid "$(command -v etcd)" --name default --data-dir "$DIR/etcd" \
+    --listen-client-urls "$1" --advertise-client-urls "$1" \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster default=http://127.0.0.1:2380 </dev/null >>"$DIR/etcd.log" 2>&1 &
+  echo $! >"$DIR/etcd.pid"
+}
+
+wait_etcd() { # URL: until it answers (30 s), or fail
+  local i rc
+  for ((i = 0; i < 150; i++)); do
+    rc=0; timeout 5 "$ADMIN" --etcd "$1" cluster show >/dev/null 2>&1 || rc=$?
+    [ "$rc" = 2 ] || [ "$rc" = 0 ] && return 0 # answers (no map yet, or the map)
+    [ -d "/proc/$(cat "$DIR/etcd.pid")" ] || { tail -20 "$DIR/etcd.log" >&2; die "etcd exited"; }
+    sleep 0.2
+  done
+  tail -20 "$DIR/etcd.log" >&2
+  die "etcd did not answer on $1 in 30 s"
+}
+
 up() {
   [ $# -ge 1 ] || usage
   N=$1; shift
@@ -255,8 +285,7 @@ up() {
   done
   [ -x "$WARMLAKED" ] || die "no $WARMLAKED: set WL_BUILD"
   [ -x "$ADMIN" ] || die "no $ADMIN: set WL_BUILD"
-  local ETCD
-  ETCD=$(command -v etcd) || die "no etcd: deploy/install-deps.sh installs etcd-server"
+  command -v etcd >/dev/null || die "no etcd: deploy/install-deps.sh installs etcd-server"
   mkdir -p "$DIR"
   DIR=$(cd "$DIR" && pwd)
   begin up "$N"
@@ -272,21 +301,11 @@ up() {
 
   # etcd: a fresh data directory each run (the map is put there below).
   local url="http://$NET.2:2379"
-  rm -rf "$DIR/etcd"
-  ip netns exec "$(ns_of etcd)" setsid "$ETCD" --name default --data-dir "$DIR/etcd" \
-    --listen-client-urls "$url" --advertise-client-urls "$url" \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster default=http://127.0.0.1:2380 </dev/null >"$DIR/etcd.log" 2>&1 &
-  echo $! >"$DIR/etcd.pid"
+  rm -rf "$DIR/etcd" "$DIR/etcd.log"
+  launch_etcd "$url"
   echo "$url" >"$DIR/etcd.url"
-  local ok='' rc
-  for ((i = 0; i < 150; i++)); do
-    rc=0; timeout 5 "$ADMIN" --etcd "$url" cluster show >/dev/null 2>&1 || rc=$?
-    [ "$rc" = 2 ] && { ok=1; break; } # answers: no map yet
-    [ -d "/proc/$(cat "$DIR/etcd.pid")" ] || { tail -20 "$DIR/etcd.log" >&2; die "etcd exited"; }
-    sleep 0.2
-  done
-  [ -n "$ok" ] || { tail -20 "$DIR/etcd.log" >&2; die "etcd did not answer on $url in 30 s"; }
+  wait_etcd "$url"
+  local rc
 
   {
     printf '{"cluster": "netns-%s", "epoch": 1, "ec": "%s", "nodes": [\n' "$RID" "$EC"
@@ -299,11 +318,12 @@ up() {
   timeout 30 "$ADMIN" --etcd "$url" cluster init --map "$DIR/map.json" >"$DIR/init.log" 2>&1 ||
     { cat "$DIR/init.log" >&2; die "wl-admin cluster init failed"; }
 
+  # What start gives a node again: its capacity, then up's WARMLAKED ARGS, one a line.
+  printf '%s\n' "$CAP" "$@" >"$DIR/node-args"
   for ((i = 1; i <= N; i++)); do
     mkdir -p "$DIR/n$i"
-    ip netns exec "$(ns_of "n$i")" setsid "$WARMLAKED" --etcd "$url" --node "n$i" \
-      --data "$DIR/n$i" --drive-capacity "$CAP" "$@" </dev/null >"$DIR/n$i.log" 2>&1 &
-    echo $! >"$DIR/n$i.pid"
+    : >"$DIR/n$i.log" # (start appends: a ready line is looked for past the old ones)
+    launch_node "n$i" "$url" "$CAP" "$@"
   done
   local deadline=$((SECONDS + 60))
   for ((i = 1; i <= N; i++)); do
@@ -487,12 +507,49 @@ ns_programs() { # NS: "sshd x1, warmlaked x1": what runs in NS, by binary
 kill_node() {
   load
   local id pid
-  id=$(node_id "${1:?NODE}")
-  pid=$(our_pid "$id" "$WARMLAKED" "$(ns_of "$id")")
+  if [ "${1:?NODE or etcd}" = etcd ]; then
+    id=etcd
+    pid=$(our_pid etcd "$(command -v etcd)" "$(ns_of etcd)")
+  else
+    id=$(node_id "$1")
+    pid=$(our_pid "$id" "$WARMLAKED" "$(ns_of "$id")")
+  fi
   [ -n "$pid" ] || die "$id is not running"
   kill -KILL "$pid"
   wait_gone "$pid" 10 || die "$id (pid $pid) survived SIGKILL for 10 s"
   echo "killed $id (pid $pid)"
+}
+
+start() { # NODE or etcd: not running now; again on its data, as up started it
+  load
+  local what=${1:?NODE or etcd} pid url
+  url=$(cat "$DIR/etcd.url")
+  if [ "$what" = etcd ]; then
+    pid=$(our_pid etcd "$(command -v etcd)" "$(ns_of etcd)")
+    [ -z "$pid" ] || die "etcd is running (pid $pid)"
+    launch_etcd "$url"
+    wait_etcd "$url"
+    echo "started etcd (pid $(cat "$DIR/etcd.pid"))"
+    return
+  fi
+  local id
+  id=$(node_id "$what")
+  pid=$(our_pid "$id" "$WARMLAKED" "$(ns_of "$id")")
+  [ -z "$pid" ] || die "$id is running (pid $pid)"
+  local -a args
+  mapfile -t args <"$DIR/node-args"
+  wl_load_credentials "$DIR/credentials" # (as up gave them: the same users, the same secret)
+  WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/secret")
+  export WARMLAKE_CLUSTER_SECRET
+  local mark # (the log is appended to: its ready line is looked for past the old ones)
+  mark=$(stat -c %s "$DIR/$id.log" 2>/dev/null || echo 0)
+  launch_node "$id" "$url" "${args[@]}"
+  local rc=0 deadline=$((SECONDS + 60))
+  wl_wait_ready "$DIR/$id.log" "$(cat "$DIR/$id.pid")" "$deadline" "$mark" || rc=$?
+  [ "$rc" = 0 ] || tail -20 "$DIR/$id.log" >&2
+  [ "$rc" != 1 ] || die "node $id exited"
+  [ "$rc" != 2 ] || die "node $id not ready in 60 s"
+  echo "started $id (pid $(cat "$DIR/$id.pid"))"
 }
 
 partition() {
@@ -547,6 +604,7 @@ case $CMD in
   down) down ;;
   status) status ;;
   kill) kill_node "$@" ;;
+  start) start "$@" ;;
   partition) partition "$@" ;;
   heal) heal "$@" ;;
   slow) slow "$@" ;;

@@ -234,6 +234,21 @@ def test_kill_during_puts(cluster):
             assert e.response["ResponseMetadata"]["HTTPStatusCode"] >= 500, e.response
             failed += 1
     assert failed > 0  # the set n3 and n4 hold four shards of cannot be read
+    # Both started again on their data (netns-cluster.sh start): everything acknowledged reads
+    # back through each of them.
+    cluster.ctl("start", "n3")
+    cluster.ctl("start", "n4")
+    assert "is running" in cluster.ctl("start", "n4", check=False).stderr
+    for n in ("n3", "n4"):
+        check_all(cluster.s3(n), "stream", acked, n)
+    # etcd killed: data flows on the last map; started again on its data, the map is there.
+    cluster.ctl("kill", "etcd")
+    c1.put_object(Bucket="stream", Key="no-etcd", Body=body(5000, 7))
+    acked["no-etcd"] = md5(body(5000, 7))
+    cluster.ctl("start", "etcd")
+    wait_for(lambda: all_alive(cluster), "every node registered again")
+    for n in NODES:
+        check_all(cluster.s3(n), "stream", acked, n)
 
 
 def test_partition_then_heal(cluster):
