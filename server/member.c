@@ -559,6 +559,7 @@ static void *keep_alive(void *arg)
 {
     member_t *m = arg;
     int down = 0;
+    uint64_t down_since = 0;
     pthread_mutex_lock(&m->mu);
     while (!m->stopping) {
         struct timespec until;
@@ -582,10 +583,14 @@ static void *keep_alive(void *arg)
         }
         /* A drive refilled (or marked) since the registration was written: say so. */
         if (rc == 0 && own_refilling(m) != m->reg_refill) rc = put_registration(m);
-        if (rc && !down) log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
+        if (rc && !down) {
+            log_warn("event=member_etcd_unreachable node=%s", m->cfg.node);
+            down_since = now_ms();
+        }
         if (!rc && down) {
             /* etcd back: leases it expired meanwhile are being taken again (as above). */
-            m->away_grace_until = now_ms() + 1000ull * (uint64_t)lease_ttl(m);
+            if (now_ms() - down_since >= 1000ull * (uint64_t)lease_ttl(m))
+                m->away_grace_until = now_ms() + 1000ull * (uint64_t)lease_ttl(m);
             log_info("event=member_etcd_back node=%s", m->cfg.node);
         }
         down = rc != 0;

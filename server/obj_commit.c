@@ -811,7 +811,8 @@ static int commit_heads(obj_set_t *s, const char *bucket, const char *key, const
     /* Acknowledged short of some stores: the missing heads and blocks are put back soon. */
     if ((heads >= 0 && obj__enough(s, info, heads) && !info->sparse && heads < s->n) ||
         heads == OBJ__COMMIT_IN_DOUBT)
-        obj__heal_note(s, bucket, key, info->vid); /* (noncurrent by then: healed by its id) */
+        obj__heal_note(s, bucket, key,
+                       obj__vid_or_null(info)); /* (noncurrent by then: healed by its id) */
     if (stands) {
         if (drop_old) obj__drop_version(s, bucket, key, &old);
         for (int i = 0; i < nnul; i++) {

@@ -189,7 +189,8 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
  * Heal one version: vid NULL for the current one (its heads at the current
  * position), else that version wherever it lives (obj__locate: a
  * noncurrent one's heads at its own position).
- * `again`: after the heads of a commit cut short above it were dropped (once per heal).
+ * `again`: after the heads of a commit cut short above it were dropped (once per heal);
+ * with vid, HEAL_NONCURRENT: nothing when that version is the current one.
  */
 static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
                            const char *vid, obj_heal_report_t *rep, int again);
@@ -200,6 +201,9 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
  * again at once, for ever, instead of after its backoff.
  */
 static __thread int healing;
+
+/* heal_version's `again`: a version by id only while it is noncurrent (the queue's notes). */
+#define HEAL_NONCURRENT 2
 
 static int heal_version(obj_set_t *s, obj_refill_t *rf, const char *bucket, const char *key,
                         const char *vid, obj_heal_report_t *rep, int again)
@@ -232,6 +236,10 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
     if (vid && (err = obj__locate(s, bucket, key, vid, info, pos)) != 0) {
         free(info);
         return err == ERR_NOT_FOUND ? 0 : err; /* deleted meanwhile */
+    }
+    if (vid && !pos[0] && (again & HEAL_NONCURRENT)) {
+        free(info);
+        return 0; /* current: healed by the current version's heal, with its checks */
     }
     obj_reader_t *r = vid ? obj_open_version(s, bucket, key, vid, info, &err)
                           : obj_open(s, bucket, key, info, &err);
@@ -706,16 +714,13 @@ static int collect_vid(void *arg, const obj_info_t *v)
     return 0;
 }
 
-/* One noted version by id, unless it is the current one (healed as such just before). */
+/* One noted version by id, unless it is the current one (healed as such just before; made
+ * current since by a promotion, it is left to the next note or pass: healed by id at the
+ * current position it would skip the checks the current version's heal makes). */
 static int heal_noted(obj_set_t *s, const char *bucket, const char *key, const char *vid,
                       obj_heal_report_t *rep)
 {
-    obj_info_t *info = xmalloc(sizeof(*info));
-    char pos[OBJ_VID_LEN + 1] = "";
-    int rc = obj__locate(s, bucket, key, vid, info, pos);
-    free(info);
-    if (rc) return rc == ERR_NOT_FOUND ? 0 : rc; /* deleted since: nothing to heal */
-    return pos[0] ? heal_version(s, NULL, bucket, key, vid, rep, 0) : 0;
+    return heal_version(s, NULL, bucket, key, vid, rep, HEAL_NONCURRENT);
 }
 
 /*
@@ -812,7 +817,14 @@ static void *heal_main(void *arg)
             ent_free(e);
             continue;
         }
-        if (++e->tries >= OBJ_HEAL_TRIES || *ent_slot(q, e->bucket, e->key)) {
+        heal_ent_t *again = *ent_slot(q, e->bucket, e->key);
+        if (again && e->tries + 1 < OBJ_HEAL_TRIES) {
+            /* noted again meanwhile: that one stays, and heals this one's versions too */
+            if (e->all) again->all = 1;
+            for (int i = 0; i < e->nvids; i++)
+                ent_add_vid(again, e->vids[i]);
+        }
+        if (++e->tries >= OBJ_HEAL_TRIES || again) {
             /* Given up (the bucket heal finds it), or noted again meanwhile (that one stays). */
             if (e->tries >= OBJ_HEAL_TRIES) {
                 q->st.dropped++;

@@ -1864,3 +1864,41 @@ def test_etcd_back_after_the_leases_went(datadir, etcd):
     finally:
         stop_all(nodes)
         proxy.close()
+
+
+def test_flaky_etcd_does_not_hide_a_frozen_peer(datadir, etcd):
+    """Short etcd blips (each well within the lease: nobody's lease goes) must not hide a
+    peer whose lease is gone for good: each "etcd back" restarted the away grace, so with a
+    blip every couple of rounds the grace never ran out and n3 (frozen, lease gone) was
+    never taken as away by n1 -- its calls then wait out the peer deadline."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    proxy = CutProxy(int(etcd.rsplit(":", 1)[1]))
+    n1 = EtcdNode(datadir, "n1", "http://127.0.0.1:%d" % proxy.port)
+    n2, n3 = EtcdNode(datadir, "n2", etcd), EtcdNode(datadir, "n3", etcd)
+    nodes = [n1, n2, n3]
+    n1.extra += ["--lease-ttl", "3"]  # rounds of 1 s, a grace of 3 s
+    n3.extra += ["--lease-ttl", "3"]
+    start_all(nodes)
+    try:
+        time.sleep(4)  # every node seen registered once
+        os.kill(n3.proc.pid, signal.SIGSTOP)  # its lease goes for good in 3 s
+        deadline = time.time() + 25
+        while time.time() < deadline and "event=proto_peer_away peer=n3" not in n1.read_log():
+            down = n1.read_log().count("event=member_etcd_unreachable")
+            back = n1.read_log().count("event=member_etcd_back")
+            proxy.cut()  # a blip of about a round: n1's lease (3 s) stays
+            wait_for(lambda: n1.read_log().count("event=member_etcd_unreachable") > down,
+                     "n1 to miss etcd", timeout=5)
+            proxy.mend()
+            wait_for(lambda: n1.read_log().count("event=member_etcd_back") > back,
+                     "n1 to reach etcd", timeout=5)
+            time.sleep(1.5)  # a round or so with etcd answering, n3's registration gone
+        # (A blip that a loaded machine stretched past n1's lease grants a grace of its own,
+        # which ends too: n3 is still taken as away within the deadline.)
+        assert "event=proto_peer_away peer=n3" in n1.read_log()
+    finally:
+        if n3.proc:
+            os.kill(n3.proc.pid, signal.SIGCONT)
+        stop_all(nodes)
+        proxy.close()

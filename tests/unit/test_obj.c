@@ -2154,6 +2154,181 @@ static void test_heal_queue_heals_covered_versions(void **state)
     free(d3);
 }
 
+/* obj__heal_write_hook: another client's write of the key, short of store 2 (it went away
+ * again), while the queue heals the key's entry: noted again, in a new entry. */
+typedef struct {
+    env_t *e;
+    const uint8_t *data;
+    size_t len;
+    int calls, rc;
+    _Atomic int done;
+    obj_info_t v;
+} write_meanwhile_t;
+
+static void *write_meanwhile_thread(void *arg)
+{
+    write_meanwhile_t *w = arg;
+    int err;
+    obj_writer_t *wr = obj_put_begin(w->e->set, "bkt", "rv", &err);
+    if (!wr) {
+        w->rc = err;
+        return NULL;
+    }
+    w->rc = obj_put_write(wr, w->data, w->len);
+    obj_put_set_versioning(wr, OBJ_VERSIONED);
+    if (!w->rc) w->rc = obj_put_commit(wr, NULL, NULL, 0, &w->v);
+    return NULL;
+}
+
+static void write_before_the_heal_writes(void *arg, const char *key)
+{
+    write_meanwhile_t *w = arg;
+    if (strcmp(key, "rv") != 0 || w->calls++) return;
+    w->e->f[2].fail_write = 1;
+    w->e->f[2].sick = 1; /* away again: this heal fails there */
+    pthread_t t;         /* (not the heal thread: its own notes are ignored) */
+    pthread_create(&t, NULL, write_meanwhile_thread, w);
+    pthread_join(t, NULL);
+    w->done = 1;
+}
+
+/*
+ * An entry whose heal failed while the key was noted again meanwhile was dropped ("that one
+ * stays"): fine when an entry meant the current version only, but the versions noted by id
+ * in the dropped entry went with it, and the new entry names only what was noted since.
+ */
+static void test_heal_queue_keeps_noted_versions_of_a_failed_try(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *d1 = malloc(big), *d2 = malloc(big), *d3 = malloc(big);
+    fill(d1, big, 81);
+    fill(d2, big, 82);
+    fill(d3, big, 83);
+    e->f[2].fail_write = 1;
+    e->f[2].sick = 1;
+    obj_info_t v1, v2;
+    vput_bytes(e, "rv", d1, big, &v1, 1);
+    vput_bytes(e, "rv", d2, big, &v2, 1); /* v1 archived short of store 2: noted by id */
+    write_meanwhile_t w = {.e = e, .data = d3, .len = big};
+    obj__heal_write_hook = write_before_the_heal_writes;
+    obj__heal_write_hook_arg = &w;
+    e->f[2].fail_write = 0;
+    e->f[2].sick = 0; /* the queue takes the entry; the hook makes store 2 go again */
+    obj_heal_stats_t st;
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, &st);
+        /* The write's entry queued, the first entry's try over (pending: the write's alone) */
+        if (w.done && st.queued >= 2 && st.pending == 1) break;
+        usleep(50000);
+    }
+    obj__heal_write_hook = NULL;
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(st.pending, 1);
+    e->f[2].fail_write = 0;
+    e->f[2].sick = 0;
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, &st);
+        if (st.pending == 0) break;
+        usleep(50000);
+    }
+    assert_int_equal(st.pending, 0);
+    /* v1 noted by id, its entry's try failed: still healed (here it was not). */
+    assert_int_equal(archived_on(e, "rv", &v1), N);
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    expect_version(e, "rv", v1.vid, d1, big);
+    expect_version(e, "rv", v2.vid, d2, big);
+    expect_version(e, "rv", w.v.vid, d3, big);
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    free(d1);
+    free(d2);
+    free(d3);
+}
+
+/* obj__heal_write_hook: holds the queue on another key's heal until told to go on. */
+typedef struct {
+    const char *key;
+    _Atomic int in, go;
+} hold_heal_t;
+
+static void hold_the_heal(void *arg, const char *key)
+{
+    hold_heal_t *h = arg;
+    if (strcmp(key, h->key) != 0 || h->in) return;
+    h->in = 1;
+    for (int i = 0; i < 1200 && !h->go; i++)
+        usleep(10000);
+}
+
+static void put_with(env_t *e, const char *key, const uint8_t *data, size_t len, obj_versioning_t v,
+                     obj_info_t *out)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, data, len), 0);
+    obj_put_set_versioning(w, v);
+    assert_int_equal(obj_put_commit(w, NULL, NULL, 0, out), 0);
+}
+
+/*
+ * A version acknowledged short of store 2, then covered once store 2 was back (a new version
+ * archives it whole: no archive note) before the queue came to it (busy with another key).
+ */
+static void covered_after_the_store_came_back(env_t *e, obj_versioning_t first)
+{
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *d0 = malloc(big), *d1 = malloc(big), *d2 = malloc(big);
+    fill(d0, big, 91);
+    fill(d1, big, 92);
+    fill(d2, big, 93);
+    e->f[2].fail_write = 1;
+    e->f[2].sick = 1;
+    obj_info_t v0, v1, v2;
+    put_with(e, "hn/first", d0, big, OBJ_UNVERSIONED, &v0); /* queued first: holds the queue */
+    put_with(e, "hn/key", d1, big, first, &v1);             /* short of store 2 */
+    hold_heal_t h = {.key = "hn/first"};
+    obj__heal_write_hook = hold_the_heal;
+    obj__heal_write_hook_arg = &h;
+    e->f[2].fail_write = 0;
+    e->f[2].sick = 0;
+    for (int i = 0; i < 600 && !h.in; i++)
+        usleep(10000);
+    assert_true(h.in);
+    put_with(e, "hn/key", d2, big, OBJ_VERSIONED, &v2); /* archives v1 whole: nothing short */
+    h.go = 1;
+    obj_heal_stats_t st;
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, &st);
+        if (st.pending == 0) break;
+        usleep(50000);
+    }
+    obj__heal_write_hook = NULL;
+    assert_int_equal(st.pending, 0);
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    expect_version(e, "hn/key", v2.vid, d2, big);
+    expect_version(e, "hn/key", v1.vid[0] ? v1.vid : "null", d1, big); /* store 2 healed */
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    free(d0);
+    free(d1);
+    free(d2);
+}
+
+/* The commit's own note (obj_commit.c, commit_heads): the only one that names v1 here. */
+static void test_heal_queue_heals_a_version_covered_later(void **state)
+{
+    covered_after_the_store_came_back(*state, OBJ_VERSIONED);
+}
+
+/* The same for a null version (a Suspended bucket's write): the commit noted info->vid,
+ * "" for it, so the entry named the current version only and the null one stayed short. */
+static void test_heal_queue_heals_a_covered_null_version(void **state)
+{
+    covered_after_the_store_came_back(*state, OBJ_SUSPENDED);
+}
+
 static void test_heal_queue(void **state)
 {
     env_t *e = *state;
@@ -8556,6 +8731,12 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_archive_waits_for_its_feature, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue_heals_covered_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_queue_heals_a_version_covered_later, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heal_queue_heals_a_covered_null_version, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_heal_queue_keeps_noted_versions_of_a_failed_try, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_delete_by_id_waits_out_a_head_in_flight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_leaves_a_standing_marker, setup, teardown),
