@@ -30,6 +30,20 @@ int wl_features_voter(const cmap_t *map, int node)
     return !in_sets || in_service; /* a node in no set is a gateway: it writes */
 }
 
+uint32_t wl_features_in_use_decode(const char *val, size_t len)
+{
+    json_t *o = json_loadb(val, len, 0, NULL), *v = o ? json_object_get(o, "in_use") : NULL;
+    uint32_t mask = json_is_integer(v) ? (uint32_t)json_integer_value(v) : UINT32_MAX;
+    json_decref(o);
+    return mask;
+}
+
+uint32_t wl_features_of_entry(const json_t *entry)
+{
+    json_t *v = entry ? json_object_get(entry, "features") : NULL;
+    return json_is_integer(v) ? (uint32_t)json_integer_value(v) : 0;
+}
+
 const char *wl_build_name(void)
 {
     return "warmlake " WL_VERSION " (" WL_COMMIT ")";

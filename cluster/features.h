@@ -32,6 +32,7 @@
 
 #include "cluster/map.h"
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,13 @@ const char *wl_build_name(void);
  * feature in use is fenced like any other).
  */
 int wl_features_voter(const cmap_t *map, int node);
+
+/* What a PREFIX/features_in_use value says is in use: UINT32_MAX when it is unreadable
+ * (no build is trusted with it). */
+uint32_t wl_features_in_use_decode(const char *val, size_t len);
+/* What a node's PREFIX/features/ID entry (parsed; NULL: none) says its build reads; 0 when
+ * it says nothing (a build from before features, or a node never started). */
+uint32_t wl_features_of_entry(const json_t *entry);
 
 /* The features of mask by name, comma-separated ("none" for 0), into out. */
 void wl_features_names(uint32_t mask, char *out, size_t cap);

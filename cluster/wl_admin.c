@@ -144,9 +144,7 @@ static int cluster_init(const char *path)
     int64_t frev = 0;
     int grc = rc ? 0 : etcd_get(etcd, fk, &old, &olen, &frev);
     if (grc == 0 && old) {
-        json_t *o = json_loadb(old, olen, 0, NULL), *iv = o ? json_object_get(o, "in_use") : NULL;
-        in_use |= json_is_integer(iv) ? (uint32_t)json_integer_value(iv) : UINT32_MAX;
-        json_decref(o);
+        in_use |= wl_features_in_use_decode(old, olen);
         free(old);
     } else if (grc && grc != ERR_NOT_FOUND) {
         rc = grc;
@@ -533,9 +531,7 @@ static int status(int as_json)
         snprintf(key, sizeof(key), "%s/features_in_use", prefix);
         int frc = etcd_get(etcd, key, &val, &len, NULL);
         if (frc == 0) {
-            json_t *o = json_loadb(val, len, 0, NULL), *v = o ? json_object_get(o, "in_use") : NULL;
-            in_use = json_is_integer(v) ? (uint32_t)json_integer_value(v) : UINT32_MAX;
-            json_decref(o);
+            in_use = wl_features_in_use_decode(val, len);
             free(val);
         } else if (frc != ERR_NOT_FOUND) {
             reach = 0;
@@ -581,9 +577,8 @@ static int status(int as_json)
         /* Its build and features as it last said (a node away: what it ran; none: never said,
          * a build from before features, or a node never started). */
         json_t *fj = json_object_get(fr.regs, n->id);
-        json_t *fv = fj ? json_object_get(fj, "features") : NULL,
-               *bv = fj ? json_object_get(fj, "build") : NULL;
-        uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
+        json_t *bv = fj ? json_object_get(fj, "build") : NULL;
+        uint32_t nf = wl_features_of_entry(fj);
         char names[256];
         if (in_use & ~nf && fj) {
             /* In use, and this node's build lacks it: fenced, or refused at its start. */
@@ -637,9 +632,7 @@ static int status(int as_json)
     json_t *waiting = json_object();
     for (int i = 0; i < m.nnodes; i++) {
         if (!wl_features_voter(&m, i)) continue; /* a removed pool's: no say */
-        json_t *fj = json_object_get(fr.regs, m.nodes[i].id);
-        json_t *fv = fj ? json_object_get(fj, "features") : NULL;
-        uint32_t nf = json_is_integer(fv) ? (uint32_t)json_integer_value(fv) : 0;
+        uint32_t nf = wl_features_of_entry(json_object_get(fr.regs, m.nodes[i].id));
         for (uint32_t bit = 1; bit && bit <= WL_FEATURES_BUILT; bit <<= 1) {
             if (!(WL_FEATURES_BUILT & bit) || (in_use & bit) || (nf & bit)) continue;
             wl_features_names(bit, names, sizeof(names));

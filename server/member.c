@@ -138,12 +138,8 @@ static int read_in_use(member_t *m, uint32_t *mask, int64_t *rev)
     int rc = etcd_get(m->etcd, key, &val, &len, rev);
     if (rc == ERR_NOT_FOUND) return 0;
     if (rc) return rc;
-    json_t *o = json_loadb(val, len, 0, NULL);
+    *mask = wl_features_in_use_decode(val, len);
     free(val);
-    json_t *v = o ? json_object_get(o, "in_use") : NULL;
-    /* Unreadable: taken as everything, so that no build is trusted with it. */
-    *mask = json_is_integer(v) ? (uint32_t)json_integer_value(v) : UINT32_MAX;
-    json_decref(o);
     return 0;
 }
 
@@ -204,8 +200,7 @@ static int collect_features(void *arg, const char *key, const char *val, size_t 
     int i = id ? cmap_node_index(f->map, id + 1) : -1;
     if (i < 0) return 0;
     json_t *o = json_loadb(val, len, 0, NULL);
-    json_t *v = o ? json_object_get(o, "features") : NULL;
-    if (json_is_integer(v)) f->of[i] = (uint32_t)json_integer_value(v);
+    f->of[i] = wl_features_of_entry(o);
     json_decref(o);
     return 0;
 }

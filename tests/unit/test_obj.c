@@ -2095,6 +2095,31 @@ static void test_block_drop_does_not_wait_behind_tombstones(void **state)
     assert_int_equal(st.drops_pending, 1); /* the tombstone's, not due */
 }
 
+/* len bytes of pattern seed, malloc'd. */
+static uint8_t *filled(size_t len, int seed)
+{
+    uint8_t *p = malloc(len);
+    fill(p, len, seed);
+    return p;
+}
+
+/* Store i away (failing its writes, health suspect: the heal queue waits for it), or back. */
+static void store_away(env_t *e, int i, int away)
+{
+    e->f[i].fail_write = away;
+    e->f[i].sick = away;
+}
+
+/* Until the heal queue has nothing pending (at most 30 s); *st its counters then. */
+static void heal_queue_drained(env_t *e, obj_heal_stats_t *st)
+{
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, st);
+        if (st->pending == 0) break;
+        usleep(50000);
+    }
+}
+
 /* Version vid of key reads back as data (len bytes). */
 static void expect_version(env_t *e, const char *key, const char *vid, const uint8_t *data,
                            size_t len)
@@ -2122,24 +2147,15 @@ static void test_heal_queue_heals_covered_versions(void **state)
     env_t *e = *state;
     assert_int_equal(obj_set_heal_start(e->set), 0);
     size_t big = 2 * K * B + 5;
-    uint8_t *d1 = malloc(big), *d2 = malloc(big), *d3 = malloc(big);
-    fill(d1, big, 71);
-    fill(d2, big, 72);
-    fill(d3, big, 73);
-    e->f[2].fail_write = 1;
-    e->f[2].sick = 1; /* away: the queue waits for it */
+    uint8_t *d1 = filled(big, 71), *d2 = filled(big, 72), *d3 = filled(big, 73);
+    store_away(e, 2, 1); /* the queue waits for it */
     obj_info_t v1, v2, v3;
     vput_bytes(e, "cv", d1, big, &v1, 1);
     vput_bytes(e, "cv", d2, big, &v2, 1); /* covers v1, short of store 2 too */
     vput_bytes(e, "cv", d3, big, &v3, 1);
-    e->f[2].fail_write = 0;
-    e->f[2].sick = 0;
+    store_away(e, 2, 0);
     obj_heal_stats_t st;
-    for (int i = 0; i < 600; i++) {
-        obj_heal_stats(e->set, &st);
-        if (st.pending == 0 && st.healed >= 1) break;
-        usleep(50000);
-    }
+    heal_queue_drained(e, &st);
     assert_int_equal(st.pending, 0);
     assert_int_equal(archived_on(e, "cv", &v1), N);
     assert_int_equal(archived_on(e, "cv", &v2), N);
@@ -2202,20 +2218,15 @@ static void test_heal_queue_keeps_noted_versions_of_a_failed_try(void **state)
     env_t *e = *state;
     assert_int_equal(obj_set_heal_start(e->set), 0);
     size_t big = 2 * K * B + 5;
-    uint8_t *d1 = malloc(big), *d2 = malloc(big), *d3 = malloc(big);
-    fill(d1, big, 81);
-    fill(d2, big, 82);
-    fill(d3, big, 83);
-    e->f[2].fail_write = 1;
-    e->f[2].sick = 1;
+    uint8_t *d1 = filled(big, 81), *d2 = filled(big, 82), *d3 = filled(big, 83);
+    store_away(e, 2, 1);
     obj_info_t v1, v2;
     vput_bytes(e, "rv", d1, big, &v1, 1);
     vput_bytes(e, "rv", d2, big, &v2, 1); /* v1 archived short of store 2: noted by id */
     write_meanwhile_t w = {.e = e, .data = d3, .len = big};
     obj__heal_write_hook = write_before_the_heal_writes;
     obj__heal_write_hook_arg = &w;
-    e->f[2].fail_write = 0;
-    e->f[2].sick = 0; /* the queue takes the entry; the hook makes store 2 go again */
+    store_away(e, 2, 0); /* the queue takes the entry; the hook makes store 2 go again */
     obj_heal_stats_t st;
     for (int i = 0; i < 600; i++) {
         obj_heal_stats(e->set, &st);
@@ -2226,13 +2237,8 @@ static void test_heal_queue_keeps_noted_versions_of_a_failed_try(void **state)
     obj__heal_write_hook = NULL;
     assert_int_equal(w.rc, 0);
     assert_int_equal(st.pending, 1);
-    e->f[2].fail_write = 0;
-    e->f[2].sick = 0;
-    for (int i = 0; i < 600; i++) {
-        obj_heal_stats(e->set, &st);
-        if (st.pending == 0) break;
-        usleep(50000);
-    }
+    store_away(e, 2, 0);
+    heal_queue_drained(e, &st);
     assert_int_equal(st.pending, 0);
     /* v1 noted by id, its entry's try failed: still healed (here it was not). */
     assert_int_equal(archived_on(e, "rv", &v1), N);
@@ -2280,31 +2286,22 @@ static void covered_after_the_store_came_back(env_t *e, obj_versioning_t first)
 {
     assert_int_equal(obj_set_heal_start(e->set), 0);
     size_t big = 2 * K * B + 5;
-    uint8_t *d0 = malloc(big), *d1 = malloc(big), *d2 = malloc(big);
-    fill(d0, big, 91);
-    fill(d1, big, 92);
-    fill(d2, big, 93);
-    e->f[2].fail_write = 1;
-    e->f[2].sick = 1;
+    uint8_t *d0 = filled(big, 91), *d1 = filled(big, 92), *d2 = filled(big, 93);
+    store_away(e, 2, 1);
     obj_info_t v0, v1, v2;
     put_with(e, "hn/first", d0, big, OBJ_UNVERSIONED, &v0); /* queued first: holds the queue */
     put_with(e, "hn/key", d1, big, first, &v1);             /* short of store 2 */
     hold_heal_t h = {.key = "hn/first"};
     obj__heal_write_hook = hold_the_heal;
     obj__heal_write_hook_arg = &h;
-    e->f[2].fail_write = 0;
-    e->f[2].sick = 0;
+    store_away(e, 2, 0);
     for (int i = 0; i < 600 && !h.in; i++)
         usleep(10000);
     assert_true(h.in);
     put_with(e, "hn/key", d2, big, OBJ_VERSIONED, &v2); /* archives v1 whole: nothing short */
     h.go = 1;
     obj_heal_stats_t st;
-    for (int i = 0; i < 600; i++) {
-        obj_heal_stats(e->set, &st);
-        if (st.pending == 0) break;
-        usleep(50000);
-    }
+    heal_queue_drained(e, &st);
     obj__heal_write_hook = NULL;
     assert_int_equal(st.pending, 0);
     e->f[0].fail_read = e->f[1].fail_read = 1;
