@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "server/member_features.h"
 #include "server/peer.h"
 
 #include <errno.h>
@@ -29,11 +30,8 @@ struct member {
     cmap_t map; /* as loaded: the layout this node serves */
     int me;
     _Atomic int fenced;
-    /* What this build reads (cluster/features.h), and what the cluster uses of it. */
-    uint32_t features;
-    _Atomic uint32_t in_use;
-    _Atomic int feature_fenced; /* features_fence: neither S3 clients nor peers served */
-    _Atomic uint64_t epoch;     /* the newest map epoch applied */
+    member_features_t feat; /* what this build reads, and what the cluster uses of it */
+    _Atomic uint64_t epoch; /* the newest map epoch applied */
     etcd_t *etcd;
     int64_t map_rev; /* the map's etcd mod revision when loaded */
     int64_t lease;
@@ -104,172 +102,12 @@ static int is_member(void *arg, const char *node)
 {
     member_t *m = arg;
     int yes = 0;
-    if (atomic_load(&m->feature_fenced)) return 0;
+    if (atomic_load(&m->feat.fenced)) return 0;
     pthread_mutex_lock(&m->mu);
     for (int i = 0; i < m->nids && !yes; i++)
         yes = strcmp(m->ids[i], node) == 0;
     pthread_mutex_unlock(&m->mu);
     return yes;
-}
-
-/* ---- features (cluster/features.h) ---- */
-
-/*
- * What this build reads. WARMLAKE_FEATURES_CLAIM (a mask) lowers it, so
- * that a test can run a node as a build without some feature would be.
- */
-static uint32_t own_features(void)
-{
-    const char *claim = getenv("WARMLAKE_FEATURES_CLAIM");
-    uint32_t f = WL_FEATURES_BUILT;
-    if (claim && *claim) f &= (uint32_t)strtoul(claim, NULL, 0);
-    return f;
-}
-
-/* The features in use as etcd holds them: 0 with *mask and *rev (0, 0 when never set), or
- * ERR_IO. */
-static int read_in_use(member_t *m, uint32_t *mask, int64_t *rev)
-{
-    char key[300], *val = NULL;
-    size_t len;
-    snprintf(key, sizeof(key), "%s/features_in_use", m->prefix);
-    *mask = 0;
-    *rev = 0;
-    int rc = etcd_get(m->etcd, key, &val, &len, rev);
-    if (rc == ERR_NOT_FOUND) return 0;
-    if (rc) return rc;
-    *mask = wl_features_in_use_decode(val, len);
-    free(val);
-    return 0;
-}
-
-/*
- * Before serving: say what this build reads (PREFIX/features/ID), then read
- * what the cluster uses, in that order (features.h: a raise that read this
- * node's entry before it went back to an older build fails its compare). 0,
- * 1 (stopped while etcd was away) or 2 (this build lacks a feature in
- * use), with bad set.
- */
-static int features_join(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
-{
-    char key[300];
-    snprintf(key, sizeof(key), "%s/features/%s", m->prefix, m->cfg.node);
-    json_t *o =
-        json_pack("{s:I,s:s}", "features", (json_int_t)m->features, "build", wl_build_name());
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    uint32_t in_use = 0;
-    int64_t rev;
-    int rc;
-    for (int tries = 0;; tries++) {
-        rc = etcd_put(m->etcd, key, text, strlen(text), 0);
-        if (!rc) rc = read_in_use(m, &in_use, &rev);
-        if (!rc || *wait_stop) break;
-        if (tries % 5 == 0)
-            fprintf(stderr, "warmlaked: waiting for etcd %s to record this build's features\n",
-                    m->cfg.etcd);
-        usleep(1000 * 1000);
-    }
-    free(text);
-    if (rc) {
-        snprintf(bad, cap, "stopped while waiting for etcd %s", m->cfg.etcd);
-        return 1;
-    }
-    if (in_use & ~m->features) {
-        char names[256];
-        wl_features_names(in_use & ~m->features, names, sizeof(names));
-        snprintf(bad, cap,
-                 "this build (%s) lacks features the cluster uses (%s): data written with them "
-                 "could be misread; run a build that has them",
-                 wl_build_name(), names);
-        return 2;
-    }
-    atomic_store(&m->in_use, in_use);
-    return 0;
-}
-
-typedef struct {
-    const cmap_t *map;
-    uint32_t *of; /* per node of the map: its features, 0 unknown */
-} feats_t;
-
-static int collect_features(void *arg, const char *key, const char *val, size_t len)
-{
-    feats_t *f = arg;
-    const char *id = strrchr(key, '/');
-    int i = id ? cmap_node_index(f->map, id + 1) : -1;
-    if (i < 0) return 0;
-    json_t *o = json_loadb(val, len, 0, NULL);
-    f->of[i] = wl_features_of_entry(o);
-    json_decref(o);
-    return 0;
-}
-
-/* Fenced for good: a feature in use that this build lacks. Said once. */
-static void features_fence(member_t *m, uint32_t lacking)
-{
-    if (!atomic_exchange(&m->feature_fenced, 1)) {
-        char names[256];
-        wl_features_names(lacking, names, sizeof(names));
-        log_error("event=member_fenced node=%s why=\"the cluster uses features this build "
-                  "lacks: %s\": no S3 data served, no peer served; run a build that has them",
-                  m->cfg.node, names);
-    }
-    atomic_store(&m->fenced, 1);
-}
-
-/*
- * Each keeper round: a feature in use that this build lacks fences it (it
- * had no say: a removed pool's node); features every voter of the map as
- * etcd holds it reads are put in use, unless the map, any node's entry or
- * in_use changed since they were read. The member list this node applied is
- * not used: a node fenced by a map, or whose watch lags, has an old one.
- */
-static void features_round(member_t *m)
-{
-    uint32_t in_use;
-    int64_t in_rev, list_rev = 0, map_rev = 0;
-    if (read_in_use(m, &in_use, &in_rev) != 0) return; /* etcd away: nothing changes */
-    atomic_store(&m->in_use, in_use);
-    if (in_use & ~m->features) {
-        features_fence(m, in_use & ~m->features);
-        return;
-    }
-    /* Nothing this build could add (the steady state): no more calls this round. */
-    if (atomic_load(&m->fenced) || !(m->features & ~in_use)) return;
-    char prefix[300], key[300], mapkey[300], *val = NULL, err[300];
-    size_t len;
-    snprintf(mapkey, sizeof(mapkey), "%s/map", m->prefix);
-    if (etcd_get(m->etcd, mapkey, &val, &len, &map_rev) != 0) return;
-    cmap_t map;
-    int rc = cmap_parse(val, len, &map, err, sizeof(err));
-    free(val);
-    if (rc) return;
-    snprintf(prefix, sizeof(prefix), "%s/features/", m->prefix);
-    feats_t f = {&map, xcalloc((size_t)map.nnodes + 1, sizeof(uint32_t))};
-    rc = etcd_list_at(m->etcd, prefix, collect_features, &f, &list_rev);
-    uint32_t common = m->features;
-    for (int i = 0; i < map.nnodes; i++)
-        if (wl_features_voter(&map, i)) common &= f.of[i];
-    free(f.of);
-    cmap_free(&map);
-    if (rc || !(common & ~in_use)) return;
-    uint32_t now = in_use | common;
-    json_t *o = json_pack("{s:I}", "in_use", (json_int_t)now);
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    snprintf(key, sizeof(key), "%s/features_in_use", m->prefix);
-    etcd_cmp_t cmps[] = {{key, in_rev, 0}, {prefix, list_rev, 1}, {mapkey, map_rev, 0}};
-    etcd_kv_t put = {key, text, strlen(text)};
-    rc = etcd_txn(m->etcd, cmps, 3, &put, 1);
-    free(text);
-    if (rc == 0) {
-        char names[256];
-        wl_features_names(now & ~in_use, names, sizeof(names));
-        log_info("event=member_features_in_use node=%s added=%s in_use=0x%x", m->cfg.node, names,
-                 now);
-        atomic_store(&m->in_use, now);
-    }
 }
 
 static int load_etcd(member_t *m, const volatile int *wait_stop, char *bad, size_t cap)
@@ -322,8 +160,7 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
     member_t *m = xcalloc(1, sizeof(*m));
     m->cfg = *c;
     m->me = -1;
-    m->features = own_features();
-    atomic_store(&m->in_use, m->features); /* a map from a file: every feature (features.h) */
+    features_init(&m->feat);
     pthread_mutex_init(&m->mu, NULL);
     pthread_mutex_init(&m->pools_mu, NULL);
     pthread_cond_init(&m->cv, NULL);
@@ -337,8 +174,13 @@ int member_load(const member_cfg_t *c, const volatile int *wait_stop, member_t *
             snprintf(bad, cap, "--etcd %s: want http://HOST:PORT[,http://HOST:PORT...]", c->etcd);
             rc = 2;
         } else {
+            m->feat.etcd = m->etcd;
+            m->feat.prefix = m->prefix;
+            m->feat.node = c->node;
+            m->feat.etcd_url = c->etcd;
+            m->feat.node_fenced = &m->fenced;
             rc = load_etcd(m, wait_stop, bad, cap);
-            if (!rc) rc = features_join(m, wait_stop, bad, cap);
+            if (!rc) rc = features_join(&m->feat, wait_stop, bad, cap);
         }
     } else {
         char err[300];
@@ -391,7 +233,7 @@ struct proto_net *member_net(const member_t *m)
 
 const _Atomic uint32_t *member_features_in_use(const member_t *m)
 {
-    return &m->in_use;
+    return &m->feat.in_use;
 }
 
 const _Atomic int *member_fenced(const member_t *m)
@@ -439,11 +281,11 @@ static int put_registration(member_t *m)
     json_t *ra = json_array();
     for (int i = 0; i < 32; i++)
         if ((refill >> i) & 1) json_array_append_new(ra, json_integer(i));
-    json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:I}", "id", n->id, "s3", n->s3, "proto",
-                  n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid", (int)getpid(), "epoch",
-                  (json_int_t)atomic_load(&m->epoch), "started", (json_int_t)m->started,
-                  "refilling", ra, "build", wl_build_name(), "features", (json_int_t)m->features);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:I}", "id", n->id, "s3", n->s3,
+                          "proto", n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid",
+                          (int)getpid(), "epoch", (json_int_t)atomic_load(&m->epoch), "started",
+                          (json_int_t)m->started, "refilling", ra, "build", wl_build_name(),
+                          "features", (json_int_t)m->feat.features);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     int rc = etcd_put(m->etcd, key, text, strlen(text), m->lease);
@@ -590,7 +432,7 @@ static void *keep_alive(void *arg)
         }
         down = rc != 0;
         check_leases(m);
-        if (!down) features_round(m);
+        if (!down) features_round(&m->feat);
         pthread_mutex_lock(&m->mu);
     }
     pthread_mutex_unlock(&m->mu);

@@ -30,7 +30,9 @@
  *   obj_mpu_complete.c  Complete, and the end of one a kill cut short
  *   obj_mpu_record.c  an upload's record (open, closing, aborting) and the
  *               conditional writes that close and reopen it
- *   obj_heal.c  healing one object (heads, blocks), the heal queue
+ *   obj_heal.c  healing one object (heads, blocks)
+ *   obj_heal_queue.c  the heal queue and its thread: keys written short,
+ *               dropped versions' blocks, retired heads
  *   obj_refill.c  a refill's pipeline: rebuilt blocks written without
  *               waiting, a bounded window of them, heads once they are durable
  *   obj_list.c  listing a bucket's objects and their versions: the ordered
@@ -99,7 +101,7 @@ struct obj_set {
     struct pin *pins;     /* versions being read (obj_pin.c) */
     uint64_t drop_epoch;  /* versions dropped at once (unpinned); under pin_mu */
     bufpool_t *bufs;      /* stripe-sized buffers of PUTs and GETs */
-    struct heal_q *healq; /* the heal queue and its thread (obj_heal.c); NULL: not started */
+    struct heal_q *healq; /* the heal queue and its thread (obj_heal_queue.c); NULL: not started */
     int bufs_shared;      /* bufs is another set's (obj_set_multi) */
     /* Several sets as one (obj_multi.c): nsub > 0, and nothing above but k, m, n, block. */
     _Atomic int nsub; /* grows when a pool is added (obj_pool.c); sub has OBJ_MAX_SETS */
@@ -584,7 +586,7 @@ void obj__put_back(obj_set_t *s, const char *bucket, const char *key, const char
 void obj__put_back_bytes(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                          const obj_info_t *orig, const void *orig_bytes, const obj_info_t *nv);
 
-/* ---- obj_heal.c ---- */
+/* ---- obj_heal_queue.c ---- */
 
 /*
  * The blocks of a dropped version (blocks bucket bb, key, upload, stripes) that stores of
@@ -626,6 +628,19 @@ static inline const char *obj__vid_or_null(const obj_info_t *v)
 void obj__heal_note(obj_set_t *s, const char *bucket, const char *key, const char *vid);
 /* Stop the heal thread and free the queue (obj_set_free). */
 void obj__heal_stop(obj_set_t *s);
+
+/* ---- obj_heal.c, for the queue ---- */
+
+/* Whether the calling thread is healing: what a heal reads may note its key again, and a
+ * heal that keeps failing would then run again at once instead of after its backoff. */
+int obj__healing(void);
+/*
+ * A queue entry's heal: bucket/key's current version, then each of the noted version ids
+ * (all_noncurrent: every noncurrent version instead) by id while it is noncurrent. 0, or the
+ * first error; rep adds up every version's.
+ */
+int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const *noted, int nnoted,
+                  int all_noncurrent, obj_heal_report_t *rep);
 
 /* ---- obj_get.c, for the healer ---- */
 
