@@ -72,6 +72,28 @@ static int pick_successor(void *arg, const obj_info_t *v)
 }
 
 /*
+ * The null version v goes, and the walk stopped at its successor: the null
+ * versions below that one are stale too (v replaced them), noted with those
+ * the walk passed. A Suspended write that landed late retires none (it may be
+ * undone yet): the null version it replaced stayed below the versioned one,
+ * and came back as the key's null version once v was deleted by id, bytes
+ * the client had replaced and then deleted. Best effort: one not noted (a
+ * failed walk, more than MAX_DUPS) stays, as before.
+ */
+static void more_stale_nulls(obj_set_t *s, const char *bucket, const char *key, successor_t *p)
+{
+    obj_info_t *nuls = NULL;
+    int n = obj__collect_nulls(s, bucket, key, &nuls);
+    for (int i = 0; i < n; i++) {
+        int seen = same_version(&nuls[i], p->cur); /* v's own noncurrent copy: a dup */
+        for (int j = 0; j < p->nstale && !seen; j++)
+            seen = same_version(&nuls[i], &p->stale[j]) && nuls[i].stamp_ns == p->stale[j].stamp_ns;
+        if (!seen && p->nstale < MAX_DUPS) obj_info_copy(&p->stale[p->nstale++], &nuls[i]);
+    }
+    free(nuls);
+}
+
+/*
  * Whether noncurrent version v still has its noncurrent head (not retired).
  * A promotion copies its successor to the current position and then asks
  * this; a delete of a noncurrent version retires it and then asks whether
@@ -199,6 +221,7 @@ static int promote_locked(obj_set_t *s, const char *bucket, const char *key, con
     *stale = NULL;
     *nstale = 0;
     int rc = obj__each_noncurrent(s, bucket, key, pick_successor, p);
+    if (rc >= 0 && p->found && !v->vid[0]) more_stale_nulls(s, bucket, key, p);
     if (rc >= 0 && p->found && obj__promote_hook) obj__promote_hook(obj__promote_hook_arg, key);
     uint64_t now = obj__now_after(v);
     if (rc < 0) goto out;

@@ -1009,6 +1009,63 @@ static void test_late_promotion_then_retry(void **state)
     assert_int_equal(versions_naming(e, key, v2.upload_id), 0);
 }
 
+/*
+ * A Suspended write whose heads land late (in doubt) over a key whose null version N is
+ * noncurrent below a versioned one: it retires no null version (it may be undone yet), so N
+ * stays below. Listed, the key has one null version; deleted by id ("null"), the null version
+ * must be gone: N came back as the key's null version, bytes the client had replaced and then
+ * deleted.
+ */
+static int nulls_cb(void *arg, const char *key, const obj_info_t *info, int latest)
+{
+    (void)key;
+    (void)latest;
+    if (!info->vid[0]) (*(int *)arg)++;
+    return 0;
+}
+
+static int nulls_listed(env_t *e, const char *key)
+{
+    int n = 0;
+    assert_int_equal(obj_list_versions(e->set, "bkt", key, NULL, NULL, nulls_cb, &n), 0);
+    return n;
+}
+
+static void test_late_suspended_put_then_delete_of_the_null_version(void **state)
+{
+    env_t *e = *state;
+    const char *key = "late-suspended";
+    obj_info_t n0, v1, c, info;
+    vput(e, key, "null zero", OBJ_UNVERSIONED, &n0);
+    vput(e, key, "version one", OBJ_VERSIONED, &v1);
+    late_arm("bkt", key, 3);
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", key, &err);
+    assert_non_null(w);
+    assert_int_equal(obj_put_write(w, "late null", 9), 0);
+    obj_put_set_versioning(w, OBJ_SUSPENDED);
+    int rc = obj_put_commit(w, NULL, NULL, 0, &c);
+    late_disarm();
+    char got[64];
+    vread(e, key, "null", got, sizeof(got));
+    print_message("put=%d (%s), nulls listed %d, null reads '%s'\n", rc, err_name(rc),
+                  nulls_listed(e, key), got);
+    assert_int_equal(rc, ERR_UNRECOVERABLE); /* in doubt */
+    assert_int_equal(nulls_listed(e, key), 1);
+    assert_string_equal(got, "late null"); /* it stands */
+    assert_int_equal(obj_delete_version(e->set, "bkt", key, "null", NULL, NULL), 0);
+    vread(e, key, "null", got, sizeof(got));
+    print_message("after the delete: nulls listed %d, null reads '%s'\n", nulls_listed(e, key),
+                  got);
+    assert_int_equal(nulls_listed(e, key), 0);
+    assert_string_equal(got, "");
+    assert_int_equal(obj_stat_version(e->set, "bkt", key, "null", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, "bkt", key, &info), 0);
+    assert_string_equal(info.vid, v1.vid); /* the versioned one is current */
+    vread(e, key, v1.vid, got, sizeof(got));
+    assert_string_equal(got, "version one");
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1049,6 +1106,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_late_delete_marker_keeps_the_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_unversioned_delete_then_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_promotion_then_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_suspended_put_then_delete_of_the_null_version,
+                                        setup, teardown),
     };
     obj_fixture_args(argc, argv);
     return cmocka_run_group_tests(tests, NULL, NULL);
