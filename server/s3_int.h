@@ -152,6 +152,12 @@ typedef struct {
 /* x's query names a sub-resource of S3's outside allowed (NULL-terminated; NULL: none):
  * 1 with 405 sent. */
 int s3_stray_subresource(ctx_t *x, const char *const *allowed);
+/*
+ * x's query names anything but a presigned URL's parameters: 1 with 501 sent. CreateBucket
+ * and DeleteBucket take no parameter, and a sub-resource of a newer S3 API than this one
+ * knows must not fall through to them (DELETE ?metadataConfiguration deleted the bucket).
+ */
+int s3_unknown_param(ctx_t *x);
 
 /* ---- s3_unserved.c ---- */
 /* A sub-resource or setting S3 has and warmlake does not serve: 1 with the answer sent. */
@@ -270,6 +276,8 @@ int s3_bucket_stays(ctx_t *x);
 /* Commit w into x's bucket if it (this incarnation) still exists; else S3_ERR_NO_BUCKET. */
 int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
                         obj_info_t *info);
+/* A Content-MD5 value as hex: 0, or -1 when it is not base64 of exactly 16 bytes. */
+int s3_content_md5_hex(const char *v, char hex[33]);
 void s3_list_buckets(ctx_t *x);
 void s3_bucket_op(ctx_t *x);
 
@@ -471,6 +479,9 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
 /* When a hook refused the Complete: its error sent, 1; else 0. */
 int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);
 void s3_mpu_cks_complete_end(s3_mpu_cks_t *c);
+/* A listed object's or version's checksum: its algorithm and type (ListObjects, V2,
+ * ListObjectVersions), nothing when it has none. */
+void s3_cks_list_xml(buf_t *b, const obj_info_t *info);
 /* The object's <ChecksumALGO> and <ChecksumType> (CompleteMultipartUploadResult). */
 void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info);
 /* The algorithm of a kept "algo:value" when the value is composite ("-N"), else CKS_NONE. */

@@ -109,7 +109,9 @@ static int list_obj_cb(void *arg, const char *key, const obj_info_t *info)
     put_s(l->b, t);
     put_s(l->b, "</LastModified><ETag>&quot;");
     put_s(l->b, info->etag);
-    put_s(l->b, "&quot;</ETag><Size>");
+    put_s(l->b, "&quot;</ETag>");
+    s3_cks_list_xml(l->b, info);
+    put_s(l->b, "<Size>");
     put_u64(l->b, info->size);
     put_s(l->b, "</Size>");
     if (l->owner) {
@@ -376,9 +378,11 @@ static int list_version_cb(void *arg, const char *key, const obj_info_t *info, i
                "</Key><VersionId>%s</VersionId><IsLatest>%s</IsLatest><LastModified>%s"
                "</LastModified>",
                vid, latest ? "true" : "false", t);
-    if (!info->deleted)
-        buf_printf(v->b, "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size>", info->etag,
-                   (unsigned long long)info->size);
+    if (!info->deleted) {
+        buf_printf(v->b, "<ETag>&quot;%s&quot;</ETag>", info->etag);
+        s3_cks_list_xml(v->b, info);
+        buf_printf(v->b, "<Size>%llu</Size>", (unsigned long long)info->size);
+    }
     const char *o = s3_object_owner(info, v->owner);
     buf_printf(v->b, "<Owner><ID>");
     buf_xml(v->b, o);

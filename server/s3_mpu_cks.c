@@ -269,14 +269,18 @@ static int cks_begin(void *arg, const obj_info_t *rec)
     }
     c->algo = upload_algo(rec, &c->full);
     const char *msg = NULL;
-    if (c->expect_algo && c->expect_algo != c->algo)
+    s3_err_t err = S3E_INVALID_REQUEST;
+    if (c->expect_algo && c->expect_algo != c->algo) {
         msg = c->algo ? "The checksum header names another algorithm than the upload's."
                       : "The upload was created without a checksum algorithm.";
-    else if (c->type[0] && (!c->algo || strcasecmp(c->type, c->full ? "FULL_OBJECT" : "COMPOSITE")))
+    } else if (c->type[0] &&
+               (!c->algo || strcasecmp(c->type, c->full ? "FULL_OBJECT" : "COMPOSITE"))) {
         msg = "The x-amz-checksum-type header does not match the upload's checksum type.";
+        if (c->algo) err = S3E_BAD_DIGEST; /* as S3 documents a type other than the upload's */
+    }
     if (msg) {
         c->refused = 1;
-        c->err = S3E_INVALID_REQUEST;
+        c->err = err;
         snprintf(c->msg, sizeof(c->msg), "%s", msg);
         return -1;
     }
@@ -359,6 +363,15 @@ static void object_cks_xml(buf_t *b, const char *kept, int strip)
 void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info)
 {
     object_cks_xml(b, s3_umeta_get(info, CKS_META), 0);
+}
+
+void s3_cks_list_xml(buf_t *b, const obj_info_t *info)
+{
+    const char *kept = s3_umeta_get(info, CKS_META), *v;
+    int algo = kept_split(kept, &v);
+    if (algo)
+        buf_printf(b, "<ChecksumAlgorithm>%s</ChecksumAlgorithm><ChecksumType>%s</ChecksumType>",
+                   upper_name(algo), strchr(v, '-') ? "COMPOSITE" : "FULL_OBJECT");
 }
 
 /* ---- ListParts, GetObjectAttributes ---- */

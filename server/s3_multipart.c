@@ -299,10 +299,43 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     s3_respond_xml(x, 200, &b);
 }
 
+/*
+ * x-amz-if-match-initiated-time: the upload goes only if it was initiated
+ * then (to the second); another time is 412, and an upload that is not
+ * there is 204, as S3 documents the header. 1 when answered.
+ */
+static int abort_precondition(ctx_t *x, const char *upload, const char *h)
+{
+    const char *want = s3_hdr(x->info, "x-amz-if-match-initiated-time");
+    if (!want) return 0;
+    time_t t = s3_parse_http_date(want);
+    if (t == (time_t)-1) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid x-amz-if-match-initiated-time header.");
+        return 1;
+    }
+    obj_info_t rec;
+    int rc = obj_mpu_upload_stat(x->cfg->set, x->ibucket, x->key, upload, &rec);
+    if (rc == ERR_NOT_FOUND) {
+        (void)http_respond(x->r, 204, h, 0);
+        return 1;
+    }
+    if (rc) {
+        s3_engine_error(x, rc);
+        return 1;
+    }
+    if ((uint64_t)t != rec.mtime_ns / 1000000000ull) {
+        s3_err(x, S3E_PRECONDITION_FAILED);
+        return 1;
+    }
+    return 0;
+}
+
 void s3_mpu_abort(ctx_t *x, const char *upload)
 {
-    int rc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
     char h[128];
+    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
+    if (abort_precondition(x, upload, h)) return;
+    int rc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
     if (rc == ERR_NOT_FOUND) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
         return;
@@ -311,7 +344,6 @@ void s3_mpu_abort(ctx_t *x, const char *upload)
         s3_engine_error(x, rc);
         return;
     }
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     (void)http_respond(x->r, 204, h, 0);
 }
 

@@ -245,7 +245,6 @@ int s3_build_umeta(ctx_t *x, buf_t *um)
  * Stream the request body into w and check Content-MD5. On failure the
  * error response is sent, w is aborted, and -1 returned.
  */
-static int content_md5_hex(const char *v, char hex[33]);
 
 /* The body refused over its checksum of kind algo (fmt names it with %s): w aborted, -1. */
 static int cks_refused(ctx_t *x, obj_writer_t *w, s3_err_t e, const char *fmt, int algo)
@@ -266,7 +265,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     int algo = CKS_NONE;
     cks_out[0] = 0;
     /* A malformed Content-MD5 is refused before the body is read. */
-    if (cmd5 && content_md5_hex(cmd5, cmd5_hex) != 0) {
+    if (cmd5 && s3_content_md5_hex(cmd5, cmd5_hex) != 0) {
         obj_put_abort(w);
         s3_err(x, S3E_INVALID_DIGEST);
         return -1;
@@ -396,8 +395,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     return 0;
 }
 
-/* A Content-MD5 value as hex: 0, or -1 when it is not base64 of exactly 16 bytes. */
-static int content_md5_hex(const char *v, char hex[33])
+int s3_content_md5_hex(const char *v, char hex[33])
 {
     uint8_t md[24];
     /* 16 bytes are 24 base64 characters, the last two "==" padding. */
@@ -816,7 +814,11 @@ void s3_get_object_attributes(ctx_t *x)
     const int *nums;
     const uint64_t *sizes;
     int nparts = obj_read_parts(rd, &nums, &sizes);
-    if ((mask & 4) && nparts) {
+    /* Without an additional checksum S3 lists no part of a general purpose bucket's object:
+     * their count only. */
+    if ((mask & 4) && nparts && !s3_umeta_get(&info, CKS_META)[0]) {
+        buf_printf(&b, "<ObjectParts><PartsCount>%d</PartsCount></ObjectParts>", nparts);
+    } else if ((mask & 4) && nparts) {
         int shown = 0, last = marker, i = 0;
         buf_t parts = {0};
         for (; i < nparts; i++) {

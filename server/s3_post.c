@@ -522,8 +522,51 @@ static int form_umeta(form_t *fm, buf_t *um)
     return rc;
 }
 
-/* Stream the file part (the buffer starts at its first byte) into w; its size in *size. */
-static int stream_file(form_t *fm, obj_writer_t *w, uint64_t max, uint64_t *size)
+/*
+ * The integrity fields of the form, as PutObject's headers: Content-MD5 and
+ * at most one x-amz-checksum-ALGO (of an algorithm served). Ignored, a wrong
+ * value stored the file unchecked (a sweep). 0 with *algo (CKS_NONE: none)
+ * and md5_hex ("" none), or -1 with the error sent.
+ */
+static int integrity_fields(form_t *fm, int *algo, const char **expect, char md5_hex[33])
+{
+    ctx_t *x = fm->x;
+    const char *cmd5 = field(fm, "content-md5");
+    md5_hex[0] = 0;
+    *algo = CKS_NONE;
+    *expect = NULL;
+    if (cmd5 && s3_content_md5_hex(cmd5, md5_hex) != 0) {
+        s3_err(x, S3E_INVALID_DIGEST);
+        return -1;
+    }
+    for (int i = 0; i < fm->nf; i++) {
+        const char *n = fm->f[i].name;
+        if (strncasecmp(n, "x-amz-checksum-", 15) != 0 || !strcasecmp(n + 15, "algorithm"))
+            continue;
+        int a = cks_algo(n);
+        const char *why = NULL;
+        uint8_t dig[64];
+        if (!a)
+            why = "Checksum algorithm provided is unsupported. Please try again with any of the "
+                  "valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]";
+        else if (*algo)
+            why = "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
+                  "allowed.";
+        else if (cks_decode(a, fm->f[i].value, dig) != 0)
+            why = "The checksum field's value is invalid.";
+        if (why) {
+            s3_err_msg(x, S3E_INVALID_REQUEST, why);
+            return -1;
+        }
+        *algo = a;
+        *expect = fm->f[i].value;
+    }
+    return 0;
+}
+
+/* Stream the file part (the buffer starts at its first byte) into w; its size in *size, and
+ * ck (when it has an algorithm) takes its bytes. */
+static int stream_file(form_t *fm, obj_writer_t *w, uint64_t max, uint64_t *size, cks_t *ck)
 {
     *size = 0;
     for (;;) {
@@ -532,6 +575,7 @@ static int stream_file(form_t *fm, obj_writer_t *w, uint64_t max, uint64_t *size
         size_t take = end ? (size_t)(end - fm->buf) : fm->len >= fm->dl ? fm->len - fm->dl + 1 : 0;
         if (take) {
             if (*size + take > max) return ERR_TOO_LARGE;
+            if (ck->algo) cks_update(ck, fm->buf, take);
             int rc = obj_put_write(w, fm->buf, take);
             if (rc) return rc;
             *size += take;
@@ -669,14 +713,26 @@ void s3_post_object(ctx_t *x)
         goto out;
     }
     if (form_umeta(&fm, &um) != 0) goto out;
+    int algo;
+    const char *expect;
+    char md5_hex[33];
+    if (integrity_fields(&fm, &algo, &expect, md5_hex) != 0) goto out;
     int err;
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, key, &err);
     if (!w) {
         s3_engine_error(x, err);
         goto out;
     }
-    err = stream_file(&fm, w, max, &size);
+    cks_t ck = {0};
+    if (algo && cks_init(&ck, algo) != 0) {
+        obj_put_abort(w);
+        s3_engine_error(x, ERR_NOMEM);
+        goto out;
+    }
+    err = stream_file(&fm, w, max, &size, &ck);
     if (!err && size < min) err = ERR_RANGE;
+    char got[64] = "";
+    if (algo) cks_final(&ck, got, sizeof(got));
     if (err) {
         obj_put_abort(w);
         if (err == ERR_TOO_LARGE)
@@ -689,6 +745,13 @@ void s3_post_object(ctx_t *x)
             s3_engine_error(x, err);
         goto out;
     }
+    /* Every digest given must match before anything becomes visible. */
+    if ((expect && strcmp(expect, got) != 0) || (md5_hex[0] && strcmp(md5_hex, obj_put_etag(w)))) {
+        obj_put_abort(w);
+        s3_err(x, S3E_BAD_DIGEST);
+        goto out;
+    }
+    if (algo) buf_printf(&um, "%s%c%s:%s%c", CKS_META, 0, cks_name(algo), got, 0);
     const char *ctype = field(&fm, "content-type");
     if (!ctype && fm.file_ctype[0]) ctype = fm.file_ctype;
     obj_info_t info;

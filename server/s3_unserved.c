@@ -15,12 +15,33 @@
 
 /* Sorted (bsearch). */
 static const char *const unserved_subresources[] = {
-    "accelerate",   "analytics",         "encryption",  "intelligent-tiering",
-    "inventory",    "legal-hold",        "logging",     "metadataTable",
-    "metrics",      "notification",      "object-lock", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment",
-    "restore",      "retention",         "select",      "session",
-    "torrent",      "website",
+    "abac",
+    "accelerate",
+    "analytics",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "legal-hold",
+    "logging",
+    "metadataConfiguration",
+    "metadataInventoryTable",
+    "metadataJournalTable",
+    "metadataTable",
+    "metrics",
+    "notification",
+    "object-lock",
+    "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "renameObject",
+    "replication",
+    "requestPayment",
+    "restore",
+    "retention",
+    "select",
+    "session",
+    "torrent",
+    "website",
 };
 
 static int is_unserved(const char *name, const void *arg)
@@ -148,6 +169,13 @@ int s3_unserved(ctx_t *x)
             (!strcasecmp(h, "x-amz-bucket-object-lock-enabled") && !strcasecmp(v, "true"))) {
             s3_err_msg(x, S3E_NOT_IMPLEMENTED,
                        "Server-side encryption and object lock are not served.");
+            return 1;
+        }
+        /* An append (S3 Express One Zone's): taken as a PUT, it replaced the object with
+         * the appended bytes alone (a sweep). */
+        if (!strcasecmp(h, "x-amz-write-offset-bytes")) {
+            s3_err_msg(x, S3E_NOT_IMPLEMENTED,
+                       "A header you provided implies functionality that is not implemented");
             return 1;
         }
         /* The three settings S3 has (s3_acl.c: who owns what a writer writes). */

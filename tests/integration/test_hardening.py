@@ -1308,6 +1308,54 @@ def test_unserved_subresources_and_settings_are_refused_not_ignored(server):
     assert e.value.response["Error"]["Code"] == "AccessDenied"
 
 
+def test_newer_apis_sub_resources_never_fall_through(server):
+    """Sub-resources of S3 APIs newer than this server's table fell through to the plain
+    operation (a sweep with botocore 1.43's model): DELETE ?metadataConfiguration deleted the
+    bucket, PUT ?renameObject replaced the destination with an empty object, and an append
+    (x-amz-write-offset-bytes) replaced the object with the appended bytes. Each is refused
+    now, and CreateBucket and DeleteBucket refuse any parameter they do not take, so that the
+    next new sub-resource cannot reach them either."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="newer-apis")
+    c.put_object(Bucket="newer-apis", Key="k", Body=b"precious")
+    c.put_object(Bucket="newer-apis", Key="src", Body=b"source")
+    c.create_bucket(Bucket="newer-empty")
+    for method, path, headers in (
+            ("DELETE", "/newer-empty?metadataConfiguration", {}),
+            ("GET", "/newer-empty?metadataConfiguration", {}),
+            ("POST", "/newer-empty?metadataConfiguration", {}),
+            ("PUT", "/newer-empty?metadataInventoryTable", {}),
+            ("PUT", "/newer-empty?metadataJournalTable", {}),
+            ("GET", "/newer-empty?abac", {}), ("PUT", "/newer-empty?abac", {}),
+            ("DELETE", "/newer-empty?someFutureApi", {}),
+            ("DELETE", "/newer-empty?some-future-api=1", {}),
+            ("PUT", "/newer-bucket?someFutureApi", {}),
+            ("PUT", "/newer-apis/k?renameObject", {"x-amz-rename-source": "newer-apis/src"})):
+        st, body, _ = signed_request(server.port, method, path, b"<x/>", headers)
+        assert st == 501 and code_of(body) == "NotImplemented", (method, path, st, body)
+    c.head_bucket(Bucket="newer-empty")
+    with pytest.raises(ClientError):
+        c.head_bucket(Bucket="newer-bucket")
+    assert c.get_object(Bucket="newer-apis", Key="k")["Body"].read() == b"precious"
+    st, body, _ = signed_request(server.port, "PUT", "/newer-apis/k", b"world",
+                                 {"x-amz-write-offset-bytes": "8"})
+    assert st == 501 and code_of(body) == "NotImplemented", body
+    # A partial PUT (RFC 9110: 400) is no whole one either.
+    st, body, _ = signed_request(server.port, "PUT", "/newer-apis/k", b"wor",
+                                 {"Content-Range": "bytes 2-4/10"})
+    assert st == 400 and code_of(body) == "InvalidRequest", body
+    assert c.get_object(Bucket="newer-apis", Key="k")["Body"].read() == b"precious"
+    # The plain operations, and a presigned DeleteBucket, still work.
+    st, _, _ = signed_request(server.port, "PUT", "/newer-bucket?x-id=CreateBucket")
+    assert st == 200
+    url = presigner(server).generate_presigned_url(
+        "delete_bucket", Params={"Bucket": "newer-bucket"}, ExpiresIn=60)
+    req = urllib.request.Request(url, method="DELETE")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        assert r.status == 204
+    c.delete_bucket(Bucket="newer-empty")
+
+
 def test_reads_of_settings_never_configured_answer_as_s3_does(server):
     """A GET of a setting warmlake does not serve was 501, and tools that read every setting
     of a bucket (Terraform's provider) stopped there. Nothing here ever configures them, so

@@ -37,6 +37,42 @@ def test_checksum_headers_debian_boto3(server):
     assert "ChecksumCRC32" not in c.head_object(Bucket="cksum", Key="CRC32")
 
 
+def test_checksums_not_served_are_refused_and_listings_name_them(server):
+    """S3 has added checksum algorithms (SHA512, MD5, XXHASH64, XXHASH3, XXHASH128) this
+    server does not compute: a header of one was ignored and the bytes stored unchecked (a
+    sweep), now it is refused and nothing is stored. And listings name each object's checksum
+    algorithm and type, as S3's do (they named none)."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="cks-new")
+    data = b"checksummed bytes"
+    for name in ("sha512", "md5", "xxhash64", "xxhash3", "xxhash128", "foo"):
+        hdrs = {"x-amz-checksum-" + name: "AAAA", "x-amz-sdk-checksum-algorithm": name.upper()}
+        st, body, _ = signed_request(server.port, "PUT", "/cks-new/" + name, data, hdrs)
+        assert st == 400 and b"<Code>InvalidRequest</Code>" in body, (name, st, body)
+        assert b"unsupported" in body, body
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="cks-new", Key=name)
+    uid = c.create_multipart_upload(Bucket="cks-new", Key="mp")["UploadId"]
+    st, body, _ = signed_request(server.port, "PUT",
+                                 "/cks-new/mp?partNumber=1&uploadId=" + uid, data,
+                                 {"x-amz-checksum-sha512": "AAAA"})
+    assert st == 400, body
+    assert c.list_parts(Bucket="cks-new", Key="mp", UploadId=uid).get("Parts", []) == []
+    c.abort_multipart_upload(Bucket="cks-new", Key="mp", UploadId=uid)
+    # Listings: the algorithm and type of each object's checksum, none for an object without.
+    c.put_object(Bucket="cks-new", Key="with", Body=data, ChecksumAlgorithm="SHA256")
+    st, _, _ = signed_request(server.port, "PUT", "/cks-new/without", data)
+    assert st == 200
+    for listed in (c.list_objects_v2(Bucket="cks-new")["Contents"],
+                   c.list_objects(Bucket="cks-new")["Contents"],
+                   c.list_object_versions(Bucket="cks-new")["Versions"]):
+        by_key = {o["Key"]: o for o in listed}
+        assert by_key["with"]["ChecksumAlgorithm"] == ["SHA256"], by_key["with"]
+        assert "ChecksumAlgorithm" not in by_key["without"], by_key["without"]
+    st, body, _ = signed_request(server.port, "GET", "/cks-new?list-type=2")
+    assert b"<ChecksumType>FULL_OBJECT</ChecksumType>" in body, body
+
+
 def raw_put(server, key, body, headers, payload_hash):
     return signed_request(server.port, "PUT", "/cksum/" + key, body, headers, payload_hash)
 

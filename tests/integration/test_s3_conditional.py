@@ -258,3 +258,39 @@ def test_empty_if_match_matches_nothing(server):
     st, body, _ = signed_request(server.port, "POST", "/cond?delete", xml, headers={"Content-MD5": md5})
     assert st == 400 and b"MalformedXML" in body
     assert c.get_object(Bucket="cond", Key="e")["Body"].read() == b"keep"
+
+
+def test_abort_if_match_initiated_time(server):
+    """AbortMultipartUpload with x-amz-if-match-initiated-time: the upload goes only if it
+    was initiated at that time (412 otherwise, and it stays); an upload that is not there is
+    204, as S3 documents the header. The header was ignored: a failed precondition aborted
+    the upload (a sweep)."""
+    import datetime
+    import email.utils
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="abort-cond")
+    uid = c.create_multipart_upload(Bucket="abort-cond", Key="k")["UploadId"]
+    init = [u for u in c.list_multipart_uploads(Bucket="abort-cond")["Uploads"]
+            if u["UploadId"] == uid][0]["Initiated"].astimezone(datetime.timezone.utc)
+    path = "/abort-cond/k?uploadId=" + uid
+    for bad in ("Mon, 01 Jan 2001 00:00:00 GMT",
+                email.utils.format_datetime(init.replace(year=init.year - 1), usegmt=True)):
+        st, body, _ = signed_request(server.port, "DELETE", path, b"",
+                                     {"x-amz-if-match-initiated-time": bad})
+        assert st == 412, (bad, st, body)
+    st, body, _ = signed_request(server.port, "DELETE", path, b"",
+                                 {"x-amz-if-match-initiated-time": "yesterday"})
+    assert st == 400, body
+    assert [u["UploadId"] for u in c.list_multipart_uploads(Bucket="abort-cond")["Uploads"]] \
+        == [uid]
+    good = email.utils.format_datetime(init, usegmt=True)
+    st, body, _ = signed_request(server.port, "DELETE", path, b"",
+                                 {"x-amz-if-match-initiated-time": good})
+    assert st == 204, body
+    assert not c.list_multipart_uploads(Bucket="abort-cond").get("Uploads")
+    st, body, _ = signed_request(server.port, "DELETE", path, b"",
+                                 {"x-amz-if-match-initiated-time": good})
+    assert st == 204, body
+    with pytest.raises(ClientError) as e:
+        c.abort_multipart_upload(Bucket="abort-cond", Key="k", UploadId=uid)
+    assert code(e) == "NoSuchUpload"

@@ -296,11 +296,26 @@ def test_get_object_attributes(server):
         parts.append({"PartNumber": i, "ETag": e["ETag"]})
     c.complete_multipart_upload(Bucket="attr", Key="mp", UploadId=up,
                                 MultipartUpload={"Parts": parts})
+    # Without an additional checksum, S3 lists no part of a general purpose bucket's
+    # object: their count only.
+    r = c.get_object_attributes(Bucket="attr", Key="mp", ObjectAttributes=["ObjectParts"],
+                                MaxParts=2)
+    assert r["ObjectParts"]["TotalPartsCount"] == 3 and "Parts" not in r["ObjectParts"]
+    assert not r["ObjectParts"].get("IsTruncated")
+    up = c.create_multipart_upload(Bucket="attr", Key="mp", ChecksumAlgorithm="CRC32")["UploadId"]
+    parts = []
+    for i, n in enumerate(sizes, 1):
+        e = c.upload_part(Bucket="attr", Key="mp", UploadId=up, PartNumber=i, Body=os.urandom(n),
+                          ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": i, "ETag": e["ETag"], "ChecksumCRC32": e["ChecksumCRC32"]})
+    c.complete_multipart_upload(Bucket="attr", Key="mp", UploadId=up,
+                                MultipartUpload={"Parts": parts})
     r = c.get_object_attributes(Bucket="attr", Key="mp", ObjectAttributes=["ObjectParts"],
                                 MaxParts=2)
     op = r["ObjectParts"]
     assert op["TotalPartsCount"] == 3 and op["IsTruncated"]
     assert [p["Size"] for p in op["Parts"]] == sizes[:2]
+    assert [p["ChecksumCRC32"] for p in op["Parts"]] == [p["ChecksumCRC32"] for p in parts[:2]]
     r = c.get_object_attributes(Bucket="attr", Key="mp", ObjectAttributes=["ObjectParts"],
                                 PartNumberMarker=op["NextPartNumberMarker"])
     assert [p["Size"] for p in r["ObjectParts"]["Parts"]] == sizes[2:]

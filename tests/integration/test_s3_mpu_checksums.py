@@ -283,6 +283,11 @@ def test_checksum_refusals(server):
         complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256",
                  extra={"x-amz-checksum-crc32": "AAAAAA=="})
     assert err_code(e) == ("InvalidRequest", 400)
+    # A checksum type other than the upload's: BadDigest, as S3 documents it.
+    with pytest.raises(ClientError) as e:
+        complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256",
+                 extra={"x-amz-checksum-type": "FULL_OBJECT"})
+    assert err_code(e) == ("BadDigest", 400)
     r = complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256")
     assert r["ChecksumSHA256"] == b64(digest("SHA256", base64.b64decode(v1) +
                                              base64.b64decode(v2))) + "-2"

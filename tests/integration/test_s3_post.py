@@ -152,6 +152,47 @@ def test_post_field_sent_twice_is_refused(server):
     assert c.head_object(Bucket="post", Key="dup/a")["Metadata"] == {"role": "viewer"}
 
 
+def test_post_integrity_fields_are_checked(server):
+    """A form's Content-MD5 and x-amz-checksum-ALGO fields were ignored: a wrong value stored
+    the file unchecked (a sweep). They are checked as PutObject's headers are: a wrong one is
+    BadDigest and nothing is stored; a right checksum is kept and read back."""
+    import base64
+    import zlib
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="post-digest")
+    p = presigner(server)
+    data = os.urandom(100_000)
+    md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+    crc = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+    wrong_crc = base64.b64encode((zlib.crc32(data) ^ 1).to_bytes(4, "big")).decode()
+    wrong_md5 = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+
+    def post(key, fields):
+        form = p.generate_presigned_post("post-digest", key, Fields=fields,
+                                         Conditions=[{k: v} for k, v in fields.items()],
+                                         ExpiresIn=300)
+        return form_post(server, "post-digest", form["fields"], "f", data)
+
+    for key, fields, want in (
+            ("bad-md5", {"Content-MD5": wrong_md5}, "BadDigest"),
+            ("bad-crc", {"x-amz-checksum-crc32": wrong_crc}, "BadDigest"),
+            ("malformed-md5", {"Content-MD5": "not base64"}, "InvalidDigest"),
+            ("sha512", {"x-amz-checksum-sha512": crc}, "InvalidRequest"),
+            ("two", {"x-amz-checksum-crc32": crc,
+                     "x-amz-checksum-sha256": base64.b64encode(
+                         hashlib.sha256(data).digest()).decode()}, "InvalidRequest")):
+        st, body, _ = post(key, fields)
+        assert st == 400 and code_of(body) == want, (key, st, body)
+        with pytest.raises(ClientError):
+            c.head_object(Bucket="post-digest", Key=key)
+    st, body, _ = post("good", {"Content-MD5": md5, "x-amz-checksum-crc32": crc})
+    assert st == 204, body
+    h = c.head_object(Bucket="post-digest", Key="good", ChecksumMode="ENABLED")
+    assert h["ChecksumCRC32"] == crc
+    got = c.get_object(Bucket="post-digest", Key="good")["Body"].read()
+    assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+
+
 def test_post_malformed(server):
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="post")
