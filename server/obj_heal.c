@@ -464,7 +464,8 @@ static int heal_noted(obj_set_t *s, const char *bucket, const char *key, const c
  * made it unreadable (a cluster probe: 36 of 65 such versions).
  */
 int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const *noted, int nnoted,
-                  int all_noncurrent, obj_heal_report_t *rep)
+                  int all_noncurrent, obj_heal_report_t *rep,
+                  void (*failed)(void *arg, const char *vid), void *arg)
 {
     int rc = obj_heal(s, bucket, key, rep);
     vids_t all = {0};
@@ -474,12 +475,15 @@ int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const
         int wr = obj__each_noncurrent(at, bucket, key, collect_vid, &all);
         healing--;
         if (wr < 0 && !rc) rc = wr;
+        if (wr < 0) failed(arg, NULL);
     }
     char *const *vids = all_noncurrent ? all.vids : noted;
     int n = all_noncurrent ? all.n : nnoted;
     for (int i = 0; i < n; i++) {
+        uint32_t before = rep->failed;
         int r = heal_noted(at, bucket, key, vids[i], rep);
         if (r && !rc) rc = r;
+        if (r || rep->failed != before) failed(arg, vids[i]);
     }
     for (int i = 0; i < all.n; i++)
         free(all.vids[i]);

@@ -299,6 +299,16 @@ static void wait_ns(heal_q_t *q, uint64_t ns)
     pthread_cond_timedwait(&q->cv, &q->mu, &ts);
 }
 
+/* obj__heal_key's failed: a version the retry heals (NULL: every noncurrent one). */
+static void note_failed(void *arg, const char *vid)
+{
+    heal_ent_t *f = arg;
+    if (!vid)
+        f->all = 1;
+    else
+        ent_add_vid(f, vid);
+}
+
 static void *heal_main(void *arg)
 {
     heal_q_t *q = arg;
@@ -352,7 +362,19 @@ static void *heal_main(void *arg)
         pthread_mutex_unlock(&q->mu); /* still counted pending until its heal is done */
 
         obj_heal_report_t rep = {0};
-        int rc = obj__heal_key(s, e->bucket, e->key, e->vids, e->nvids, e->all, &rep);
+        heal_ent_t failed = {0};
+        int rc = obj__heal_key(s, e->bucket, e->key, e->vids, e->nvids, e->all, &rep, note_failed,
+                               &failed);
+        /*
+         * Tried again: the current version (always) and the noted versions that failed, not
+         * every one again. Past HEAL_VIDS_MAX every noncurrent version was walked, each
+         * stripe read, on this thread and at each retry (a review).
+         */
+        for (int i = 0; i < e->nvids; i++)
+            free(e->vids[i]);
+        memcpy(e->vids, failed.vids, sizeof(e->vids));
+        e->nvids = failed.nvids;
+        e->all = failed.all;
 
         pthread_mutex_lock(&q->mu);
         q->st.pending--;

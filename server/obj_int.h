@@ -637,10 +637,12 @@ int obj__healing(void);
 /*
  * A queue entry's heal: bucket/key's current version, then each of the noted version ids
  * (all_noncurrent: every noncurrent version instead) by id while it is noncurrent. 0, or the
- * first error; rep adds up every version's.
+ * first error; rep adds up every version's. failed(arg, vid) for each noted version whose
+ * heal failed, (arg, NULL) when the noncurrent versions could not be walked.
  */
 int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const *noted, int nnoted,
-                  int all_noncurrent, obj_heal_report_t *rep);
+                  int all_noncurrent, obj_heal_report_t *rep,
+                  void (*failed)(void *arg, const char *vid), void *arg);
 
 /* ---- obj_get.c, for the healer ---- */
 
