@@ -252,11 +252,14 @@ static int signing_param(const char *name, size_t len)
            (len == 4 && memcmp(name, "x-id", 4) == 0);
 }
 
-int s3_unknown_param(ctx_t *x)
+int s3_unknown_param(ctx_t *x, const char *const *allowed)
 {
     for (const char *q = x->query ? x->query : ""; *q;) {
         size_t len = strcspn(q, "=&");
-        if (len && !signing_param(q, len)) {
+        int ok = !len || signing_param(q, len);
+        for (const char *const *a = allowed; a && *a && !ok; a++)
+            ok = strlen(*a) == len && memcmp(*a, q, len) == 0;
+        if (!ok) {
             s3_err_msg(x, S3E_NOT_IMPLEMENTED, "This sub-resource is not served.");
             return 1;
         }
@@ -335,6 +338,9 @@ static void object_op(ctx_t *x)
                                            ? (const char *const[]){"versionId", NULL}
                                            : NULL)) {
         ; /* answered */
+    } else if ((strcmp(m, "PUT") == 0 || strcmp(m, "DELETE") == 0) &&
+               s3_unknown_param(x, m[0] == 'D' ? (const char *const[]){"versionId", NULL} : NULL)) {
+        ; /* a newer API's sub-resource: not a PutObject, CopyObject or DeleteObject */
     } else if (strcmp(m, "PUT") == 0 && s3_hdr(x->info, "x-amz-copy-source")) {
         s3_copy_object(x);
     } else if (strcmp(m, "PUT") == 0) {
@@ -350,11 +356,6 @@ static void object_op(ctx_t *x)
     free(part);
 }
 
-/*
- * x-amz-sdk-checksum-algorithm says which checksum the SDK sent, in a header
- * or a trailer: without either the body would go unchecked while its client
- * believes it checked. S3 refuses that (400 InvalidRequest); 1 when refused.
- */
 /*
  * A checksum header of an algorithm not served (S3 has added SHA512, MD5 and
  * the XXHASHes): refused, 1 with 400 sent. Ignored, the bytes were stored
@@ -378,6 +379,11 @@ static int unsupported_checksum(ctx_t *x)
     return 0;
 }
 
+/*
+ * x-amz-sdk-checksum-algorithm says which checksum the SDK sent, in a header
+ * or a trailer: without either the body would go unchecked while its client
+ * believes it checked. S3 refuses that (400 InvalidRequest); 1 when refused.
+ */
 static int sdk_checksum_missing(ctx_t *x)
 {
     char name[40];

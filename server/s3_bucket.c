@@ -650,7 +650,7 @@ void s3_bucket_op(ctx_t *x)
     char *acl_q = s3_qparam(x->query, "acl", &present);
     free(acl_q);
     if (strcmp(m, "PUT") == 0 && !present) {
-        if (!s3_stray_subresource(x, NULL) && !s3_unknown_param(x)) create_bucket(x);
+        if (!s3_stray_subresource(x, NULL) && !s3_unknown_param(x, NULL)) create_bucket(x);
         return;
     }
     if (s3_bucket_access(x, x->bucket, x->ibucket) != 0) return;
@@ -669,7 +669,7 @@ void s3_bucket_op(ctx_t *x)
     } else if (strcmp(m, "HEAD") == 0) {
         s3_head_bucket_ok(x);
     } else if (strcmp(m, "DELETE") == 0) {
-        if (!s3_stray_subresource(x, NULL) && !s3_unknown_param(x))
+        if (!s3_stray_subresource(x, NULL) && !s3_unknown_param(x, NULL))
             delete_bucket(x); /* DELETE ?acl is no DeleteBucket */
     } else if (strcmp(m, "POST") == 0) {
         char *v = s3_qparam(x->query, "delete", &present);

@@ -153,11 +153,13 @@ typedef struct {
  * 1 with 405 sent. */
 int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 /*
- * x's query names anything but a presigned URL's parameters: 1 with 501 sent. CreateBucket
- * and DeleteBucket take no parameter, and a sub-resource of a newer S3 API than this one
- * knows must not fall through to them (DELETE ?metadataConfiguration deleted the bucket).
+ * x's query names anything but a presigned URL's parameters and allowed (NULL-terminated;
+ * NULL: none): 1 with 501 sent. The operations that write or delete by default (CreateBucket,
+ * DeleteBucket, PutObject, CopyObject, DeleteObject) take none but these, and a sub-resource
+ * of a newer S3 API than this one knows must not fall through to them (DELETE
+ * ?metadataConfiguration deleted the bucket, PUT ?renameObject emptied the object).
  */
-int s3_unknown_param(ctx_t *x);
+int s3_unknown_param(ctx_t *x, const char *const *allowed);
 
 /* ---- s3_unserved.c ---- */
 /* A sub-resource or setting S3 has and warmlake does not serve: 1 with the answer sent. */

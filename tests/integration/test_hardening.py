@@ -1330,6 +1330,9 @@ def test_newer_apis_sub_resources_never_fall_through(server):
             ("DELETE", "/newer-empty?someFutureApi", {}),
             ("DELETE", "/newer-empty?some-future-api=1", {}),
             ("PUT", "/newer-bucket?someFutureApi", {}),
+            ("PUT", "/newer-apis/k?someFutureApi", {}),
+            ("PUT", "/newer-apis/k?someFutureApi", {"x-amz-copy-source": "/newer-apis/src"}),
+            ("DELETE", "/newer-apis/k?someFutureApi", {}),
             ("PUT", "/newer-apis/k?renameObject", {"x-amz-rename-source": "newer-apis/src"})):
         st, body, _ = signed_request(server.port, method, path, b"<x/>", headers)
         assert st == 501 and code_of(body) == "NotImplemented", (method, path, st, body)
@@ -1345,7 +1348,11 @@ def test_newer_apis_sub_resources_never_fall_through(server):
                                  {"Content-Range": "bytes 2-4/10"})
     assert st == 400 and code_of(body) == "InvalidRequest", body
     assert c.get_object(Bucket="newer-apis", Key="k")["Body"].read() == b"precious"
-    # The plain operations, and a presigned DeleteBucket, still work.
+    # The plain operations, and presigned ones, still work.
+    st, _, _ = signed_request(server.port, "PUT", "/newer-apis/tmp?x-id=PutObject", b"t")
+    assert st == 200
+    st, _, _ = signed_request(server.port, "DELETE", "/newer-apis/tmp?versionId=null")
+    assert st == 204
     st, _, _ = signed_request(server.port, "PUT", "/newer-bucket?x-id=CreateBucket")
     assert st == 200
     url = presigner(server).generate_presigned_url(
