@@ -467,7 +467,15 @@ int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const
                   int all_noncurrent, obj_heal_report_t *rep,
                   void (*failed)(void *arg, const char *vid), void *arg)
 {
+    uint32_t before = rep->failed;
     int rc = obj_heal(s, bucket, key, rep);
+    /*
+     * The current version's heal failed: every noted version is tried again, those healed by
+     * id now too. A noted version that was current now was passed over as healed with it; a
+     * write covering it before the retry (on every store: no note) left it short for good (a
+     * review).
+     */
+    int current_failed = rc != 0 || rep->failed != before;
     vids_t all = {0};
     obj_set_t *at = obj__route(s, bucket, key);
     if (all_noncurrent) {
@@ -475,15 +483,15 @@ int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const
         int wr = obj__each_noncurrent(at, bucket, key, collect_vid, &all);
         healing--;
         if (wr < 0 && !rc) rc = wr;
-        if (wr < 0) failed(arg, NULL);
+        if (wr < 0 || current_failed) failed(arg, NULL);
     }
     char *const *vids = all_noncurrent ? all.vids : noted;
     int n = all_noncurrent ? all.n : nnoted;
     for (int i = 0; i < n; i++) {
-        uint32_t before = rep->failed;
+        before = rep->failed;
         int r = heal_noted(at, bucket, key, vids[i], rep);
         if (r && !rc) rc = r;
-        if (r || rep->failed != before) failed(arg, vids[i]);
+        if (r || rep->failed != before || current_failed) failed(arg, vids[i]);
     }
     for (int i = 0; i < all.n; i++)
         free(all.vids[i]);

@@ -245,7 +245,12 @@ int s3_stray_subresource(ctx_t *x, const char *const *allowed)
     return 1;
 }
 
-/* A presigned URL's parameters (X-Amz-*), and the operation name newer SDKs add (x-id). */
+/*
+ * A presigned URL's parameters (X-Amz-*), and the operation name newer SDKs add (x-id). The
+ * x-amz-* ones besides the signature's are headers an SDK hoisted into the query; they are
+ * passed over, not taken as headers, as S3 does: the JS SDK v3 signs the CRC32 of an empty
+ * body into every presigned PUT, and taken as a header it would refuse every upload.
+ */
 static int signing_param(const char *name, size_t len)
 {
     return (len > 6 && strncasecmp(name, "X-Amz-", 6) == 0) ||

@@ -336,6 +336,10 @@ void s3_mpu_abort(ctx_t *x, const char *upload)
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\n", x->id);
     if (abort_precondition(x, upload, h)) return;
     int rc = obj_mpu_abort(x->cfg->set, x->ibucket, x->key, upload);
+    if (rc == ERR_NOT_FOUND && s3_hdr(x->info, "x-amz-if-match-initiated-time")) {
+        (void)http_respond(x->r, 204, h, 0); /* gone since its check: as if not there then */
+        return;
+    }
     if (rc == ERR_NOT_FOUND) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
         return;

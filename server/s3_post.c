@@ -541,7 +541,8 @@ static int integrity_fields(form_t *fm, int *algo, const char **expect, char md5
     }
     for (int i = 0; i < fm->nf; i++) {
         const char *n = fm->f[i].name;
-        if (strncasecmp(n, "x-amz-checksum-", 15) != 0 || !strcasecmp(n + 15, "algorithm"))
+        if (strncasecmp(n, "x-amz-checksum-", 15) != 0 || !strcasecmp(n + 15, "algorithm") ||
+            !strcasecmp(n + 15, "type") || !strcasecmp(n + 15, "mode"))
             continue;
         int a = cks_algo(n);
         const char *why = NULL;

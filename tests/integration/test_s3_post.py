@@ -185,7 +185,8 @@ def test_post_integrity_fields_are_checked(server):
         assert st == 400 and code_of(body) == want, (key, st, body)
         with pytest.raises(ClientError):
             c.head_object(Bucket="post-digest", Key=key)
-    st, body, _ = post("good", {"Content-MD5": md5, "x-amz-checksum-crc32": crc})
+    st, body, _ = post("good", {"Content-MD5": md5, "x-amz-checksum-crc32": crc,
+                                "x-amz-checksum-type": "FULL_OBJECT"})
     assert st == 204, body
     h = c.head_object(Bucket="post-digest", Key="good", ChecksumMode="ENABLED")
     assert h["ChecksumCRC32"] == crc

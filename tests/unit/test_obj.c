@@ -1720,6 +1720,56 @@ static void test_heal_queue_keeps_noted_versions_of_a_failed_try(void **state)
     free(d3);
 }
 
+/* obj__heal_write_hook: the first heal write of key "fv" finds store 2 away again. */
+static int fail_heal_calls;
+static void fail_the_first_heal(void *arg, const char *key)
+{
+    env_t *e = arg;
+    if (strcmp(key, "fv") != 0 || fail_heal_calls++) return;
+    e->f[2].fail_write = 1;
+    e->f[2].sick = 1;
+}
+
+/*
+ * A version written short notes its own id; the queue's first try finds it current and heals
+ * it as such, and that heal fails. The retry kept only the noted ids whose own heal failed:
+ * none. Covered by a write acknowledged on every store before the retry (no note), the
+ * version was never healed by id again (a review).
+ */
+static void test_heal_queue_retry_keeps_version_current_at_the_failed_try(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *d1 = filled(big, 91), *d2 = filled(big, 92);
+    store_away(e, 2, 1);
+    obj_info_t v1, v2;
+    vput_bytes(e, "fv", d1, big, &v1, 1); /* short of store 2: noted with v1's id */
+    fail_heal_calls = 0;
+    obj__heal_write_hook = fail_the_first_heal;
+    obj__heal_write_hook_arg = e;
+    store_away(e, 2, 0); /* the queue takes the entry; its heal fails on store 2 */
+    obj_heal_stats_t st = {0};
+    for (int i = 0; i < 600 && !(fail_heal_calls && st.retries >= 1); i++) {
+        obj_heal_stats(e->set, &st);
+        usleep(20000);
+    }
+    obj__heal_write_hook = NULL;
+    assert_int_equal(st.retries, 1);
+    store_away(e, 2, 0);                  /* back: the retry is 2 s away */
+    vput_bytes(e, "fv", d2, big, &v2, 1); /* every store: no note; v1 archived */
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    e->f[0].fail_read = e->f[1].fail_read = 1;
+    expect_version(e, "fv", v2.vid, d2, big);
+    fprintf(stderr, "v2 whole with stores 0,1 failing; now v1 (retries=%llu healed=%llu)\n",
+            (unsigned long long)st.retries, (unsigned long long)st.healed);
+    expect_version(e, "fv", v1.vid, d1, big);
+    e->f[0].fail_read = e->f[1].fail_read = 0;
+    free(d1);
+    free(d2);
+}
+
 /* obj__heal_write_hook: holds the queue on another key's heal until told to go on. */
 typedef struct {
     const char *key;
@@ -2401,6 +2451,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_heal_queue_keeps_noted_versions_of_a_failed_try, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_heal_queue_retry_keeps_version_current_at_the_failed_try, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
