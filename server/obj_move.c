@@ -122,11 +122,36 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
 }
 
 /*
+ * The copy of info at pos made whole on every store of dst, heads and blocks (a heal of that
+ * version: missing ones written, rotten ones rebuilt). The source's copy, which the move
+ * drops, was whole; a copy acknowledged at the write quorum and never noted for the heal
+ * queue stayed short until the scanner's weekly pass, and a drive lost meanwhile took
+ * objects with it (a cluster probe: 9 of 60 at a write quorum of k). No client waits on a
+ * move: a copy that cannot be made whole now (a target store away) keeps the key where it
+ * is, and the next pass tries again.
+ */
+static int make_whole(obj_set_t *dst, const char *bucket, const char *key, const char *pos,
+                      const obj_info_t *info)
+{
+    obj_heal_report_t rep = {0};
+    int rc = pos[0] ? obj_heal_version(dst, bucket, key, info->vid[0] ? info->vid : "null", &rep)
+                    : obj_heal(dst, bucket, key, &rep);
+    if (rc == 0 && rep.failed) rc = ERR_UNRECOVERABLE;
+    if (rc)
+        log_warn("event=move_copy_short key=%s err=%s: the key stays for the next pass", key,
+                 err_name(rc));
+    return rc;
+}
+
+/*
  * A head of info at pos on dst (every store: no sparse heads in a copy), over
- * what over (NULL: a newer head stays) or anything older.
+ * what over (NULL: a newer head stays) or anything older; then the copy made
+ * whole where a store missed a head or a block, or (verify) where an
+ * earlier pass may have left it short.
  */
 static int put_heads(obj_set_t *dst, const char *bucket, const char *key, const char *pos,
-                     obj_info_t *info, const void *data, uint32_t dead, const obj_info_t *over)
+                     obj_info_t *info, const void *data, uint32_t dead, const obj_info_t *over,
+                     int verify)
 {
     int refused = 0, first_err = 0;
     info->sparse = 0;
@@ -141,6 +166,9 @@ static int put_heads(obj_set_t *dst, const char *bucket, const char *key, const 
         obj__write_at_cond(dst, bucket, key, pos, info, data, dead, cond, &refused, &first_err);
     if (refused) return ERR_BUSY; /* a newer head there (a write meanwhile) */
     if (!obj__enough(dst, info, heads)) return first_err ? first_err : ERR_UNRECOVERABLE;
+    if (info->deleted) /* a delete marker or a tombstone: heads alone, which a heal passes by */
+        return heads < dst->n ? ERR_UNRECOVERABLE : 0;
+    if (heads < dst->n || dead || verify) return make_whole(dst, bucket, key, pos, info);
     return 0;
 }
 
@@ -153,13 +181,13 @@ static int copy_internal(obj_set_t *src, obj_set_t *dst, const char *bucket, con
     if (rc == 0 && obj__newest_head(dst, bucket, key, have) == 0 && same_identity(have, v) &&
         !have->deleted) {
         /* There already (its bytes were durable before any head): the heads again, in case a
-         * crash left them on fewer stores than a quorum. */
-        rc = put_heads(dst, bucket, key, "", have, NULL, 0, NULL);
+         * crash left them on fewer stores than a quorum, and the copy made whole. */
+        rc = put_heads(dst, bucket, key, "", have, NULL, 0, NULL, 1);
     } else if (rc == 0) {
         obj_writer_t *w = NULL;
         const void *small = NULL;
         if ((rc = copy_bytes(src, dst, bucket, key, NULL, v, have, &small, &w, bytes)) == 0) {
-            rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w), NULL);
+            rc = put_heads(dst, bucket, key, "", have, small, obj__put_dead(w), NULL, 0);
             obj__put_release(w); /* (on failure its blocks stay: see copy_bytes) */
         }
     }
@@ -180,14 +208,15 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
     int rc = 0;
     if (obj__newest_at(dst, bucket, key, pos, info) == 0 && same_identity(info, v) &&
         info->deleted == v->deleted) {
-        /* There already (found on one store at least): its heads again, to a quorum. */
-        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
+        /* There already (found on one store at least): its heads again, to a quorum, and the
+         * copy made whole. */
+        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over, 1);
         free(info);
         return rc;
     }
     if (v->deleted) {
         obj_info_copy(info, v); /* a delete marker: a head alone */
-        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
+        rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over, 0);
     } else if (v->multipart) {
         int *parts = NULL;
         uint64_t *sizes = NULL;
@@ -207,14 +236,14 @@ static int copy_version(obj_set_t *src, obj_set_t *dst, const char *bucket, cons
         free(sizes);
         free(tags);
         obj_info_copy(info, v);
-        if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over);
+        if (!rc) rc = put_heads(dst, bucket, key, pos, info, NULL, 0, over, 0);
     } else {
         obj_writer_t *w = NULL;
         const void *small = NULL;
         const char *vid = pos[0] ? (v->vid[0] ? v->vid : "null") : NULL;
         rc = copy_bytes(src, dst, bucket, key, vid, v, info, &small, &w, &rep->bytes);
         if (!rc) {
-            rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w), over);
+            rc = put_heads(dst, bucket, key, pos, info, small, obj__put_dead(w), over, 0);
             obj__put_release(w); /* (on failure its blocks stay: see copy_bytes) */
         }
     }
@@ -303,7 +332,7 @@ static void follow_source(obj_set_t *src, obj_set_t *dst, const char *bucket, co
                 d->umeta_len = h->umeta_len;
                 d->stamp_ns = h->stamp_ns;
                 d->umeta_ns = h->umeta_ns;
-                (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL);
+                (void)put_heads(dst, bucket, key, pos, d, NULL, 0, NULL, 0);
             }
             free(d);
         }
