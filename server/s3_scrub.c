@@ -218,11 +218,18 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
 
 /* ---- the scanner ---- */
 
+/* A pass over a replaced drive that did not refill it whole is tried again this soon, then
+ * twice as late each time, up to REFILL_RETRY_MAX_S (never later than the interval). */
+#define REFILL_RETRY_S     60
+#define REFILL_RETRY_MAX_S 3600
+
 struct s3_scrub {
     const s3_cfg_t *cfg;
     long interval_s;
-    double rate;        /* object bytes per second */
-    obj_reaper_t *reap; /* this thread's alone */
+    double refill_retry_s; /* REFILL_RETRY_S; WARMLAKE_REFILL_RETRY_S for tests */
+    int refill_fails;      /* refill passes in a row that left a failure (the thread's) */
+    double rate;           /* object bytes per second */
+    obj_reaper_t *reap;    /* this thread's alone */
     bgwork_t w;
     s3_scrub_stats_t st; /* under w's lock */
 };
@@ -287,7 +294,8 @@ static uint64_t reap_now(void)
     return (uint64_t)bgwork_now();
 }
 
-static void scrub_pass(s3_scrub_t *sc)
+/* One pass: what failed in it (objects, and buckets not walked to their end). */
+static unsigned scrub_pass(s3_scrub_t *sc)
 {
     const s3_cfg_t *cfg = sc->cfg;
     int rc;
@@ -377,15 +385,31 @@ static void scrub_pass(s3_scrub_t *sc)
              rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,
              rep.failed, (unsigned long long)rr.groups_seen, (unsigned long long)rr.groups_reaped,
              (unsigned long long)rr.parts_reaped, (unsigned long long)rr.bytes_reaped);
+    return done ? rep.failed + (unsigned)incomplete : 0;
 }
 
-/* The first pass one interval after the start, then one interval after each began, or at once
- * when kicked (s3_scrub_kick). */
+/*
+ * The first pass one interval after the start, then one interval after each began, or at once
+ * when kicked (s3_scrub_kick). A pass that left a replaced drive short (a heal failed: a store
+ * away, an object past repair) is tried again within minutes: the drive stayed marked
+ * refilling, read last, until the next interval, a week by default (a cluster probe).
+ */
 static double scrub_step(void *arg)
 {
     s3_scrub_t *sc = arg;
     double next = bgwork_now() + (double)sc->interval_s;
-    scrub_pass(sc);
+    int refill = refilling(sc->cfg);
+    unsigned failed = scrub_pass(sc);
+    if (refill && failed && refilling(sc->cfg)) {
+        int shift = sc->refill_fails < 6 ? sc->refill_fails : 6;
+        double wait = sc->refill_retry_s * (double)(1 << shift);
+        if (wait > REFILL_RETRY_MAX_S) wait = REFILL_RETRY_MAX_S;
+        sc->refill_fails++;
+        if (bgwork_now() + wait < next) next = bgwork_now() + wait;
+        log_warn("event=refill_pass_short failed=%u retry_s=%.0f", failed, next - bgwork_now());
+    } else {
+        sc->refill_fails = 0;
+    }
     return next;
 }
 
@@ -408,6 +432,8 @@ s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate)
     s3_scrub_t *sc = xcalloc(1, sizeof(*sc));
     sc->cfg = cfg;
     sc->interval_s = interval_s;
+    const char *retry = getenv("WARMLAKE_REFILL_RETRY_S");
+    sc->refill_retry_s = retry && atof(retry) > 0 ? atof(retry) : REFILL_RETRY_S;
     sc->rate = rate ? (double)rate : 64e6;
     sc->reap = obj_reaper_new(cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0);
     if (bgwork_start(&sc->w, "wl-scrub", (double)interval_s, scrub_step, sc) != 0) {

@@ -249,6 +249,32 @@ def test_replaced_drive_is_listed_last(datadir):
     srv.stop()
 
 
+def test_refill_pass_that_falls_short_is_tried_again_soon(datadir):
+    """A scanner pass over a replaced drive that leaves failures (here objects past repair:
+    three of six drives replaced) kept the drive marked refilling, read last, until the next
+    interval, a week by default (a cluster probe). It is tried again within minutes, twice as
+    late each time (WARMLAKE_REFILL_RETRY_S shortens the first wait for this test)."""
+    class Retrying(Server):
+        def env(self):
+            return dict(super().env(), WARMLAKE_REFILL_RETRY_S="1")
+
+    srv = Retrying(datadir, extra=["--scrub-interval", "0"]).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="short")
+    for i in range(4):
+        c.put_object(Bucket="short", Key="o%d" % i, Body=os.urandom(300000))
+    srv.stop()
+    for d in (0, 1, 2):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+    srv.extra = ["--scrub-interval", "604800", "--scrub-rate", "512M"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 3, "passes tried again", timeout=90)
+    st = stats(srv)
+    assert st["scrub"]["failed"] > 0, st["scrub"]
+    assert [d["refilling"] for d in st["drives"]][:3] == [1, 1, 1], st["drives"]
+    srv.stop()
+
+
 def test_heal_rewrites_a_rotten_inline_copy(datadir):
     """A small object's copies are its data: bytes rotten in one copy are found by a heal
     and the copy rewritten, so that the other copies can go later. Its head's metadata
