@@ -493,9 +493,7 @@ static int digest_check(ctx_t *x, const char *body, size_t len)
         }
     }
     if (n > 1) {
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
-                   "allowed.");
+        s3_err_msg(x, S3E_INVALID_REQUEST, S3_CKS_MULTIPLE);
         return -1;
     }
     if (!algo) return 0;

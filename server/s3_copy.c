@@ -176,6 +176,7 @@ int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uin
 
 void s3_copy_object(ctx_t *x)
 {
+    if (s3_unknown_param(x, NULL)) return;
     const char *dir = s3_hdr(x->info, "x-amz-metadata-directive");
     int replace = dir && strcasecmp(dir, "REPLACE") == 0, err, same;
     if (dir && !replace && strcasecmp(dir, "COPY") != 0) {
@@ -186,7 +187,7 @@ void s3_copy_object(ctx_t *x)
     const char *an = s3_hdr(x->info, "x-amz-checksum-algorithm");
     int want = an ? cks_algo(an) : CKS_NONE;
     if (an && (!want || strncasecmp(an, "x-amz-", 6) == 0)) {
-        s3_err_msg(x, S3E_INVALID_REQUEST, "Checksum algorithm provided is unsupported.");
+        s3_err_msg(x, S3E_INVALID_REQUEST, S3_CKS_UNSUPPORTED);
         return;
     }
     obj_info_t si;

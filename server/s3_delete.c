@@ -47,6 +47,7 @@ int s3_delete_one(ctx_t *x, const char *key, const char *vid, const obj_cond_t *
  */
 void s3_delete_object(ctx_t *x)
 {
+    if (s3_unknown_param(x, (const char *const[]){"versionId", NULL})) return;
     obj_cond_t c = OBJ_COND_NONE;
     const char *im = s3_hdr(x->info, "if-match");
     const char *lm = s3_hdr(x->info, "x-amz-if-match-last-modified-time");

@@ -155,9 +155,10 @@ int s3_stray_subresource(ctx_t *x, const char *const *allowed);
 /*
  * x's query names anything but a presigned URL's parameters and allowed (NULL-terminated;
  * NULL: none): 1 with 501 sent. The operations that write or delete by default (CreateBucket,
- * DeleteBucket, PutObject, CopyObject, DeleteObject) take none but these, and a sub-resource
- * of a newer S3 API than this one knows must not fall through to them (DELETE
- * ?metadataConfiguration deleted the bucket, PUT ?renameObject emptied the object).
+ * DeleteBucket, PutObject, CopyObject, DeleteObject) ask it first, whoever sends them (the
+ * owner, or a writer a bucket's ACL lets in): a sub-resource of a newer S3 API than this one
+ * knows must not fall through to them (DELETE ?metadataConfiguration deleted the bucket, PUT
+ * ?renameObject emptied the object).
  */
 int s3_unknown_param(ctx_t *x, const char *const *allowed);
 
@@ -278,6 +279,18 @@ int s3_bucket_stays(ctx_t *x);
 /* Commit w into x's bucket if it (this incarnation) still exists; else S3_ERR_NO_BUCKET. */
 int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char *um, size_t ul,
                         obj_info_t *info);
+/* S3's words for two checksums in one request, and for an algorithm it does not take. */
+#define S3_CKS_MULTIPLE                                                                            \
+    "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
+#define S3_CKS_UNSUPPORTED                                                                         \
+    "Checksum algorithm provided is unsupported. Please try again with any of the valid types: "   \
+    "[CRC32, CRC32C, CRC64NVME, SHA1, SHA256]"
+/*
+ * A header (or form field) name as a checksum value: its algorithm (CKS_*), 0 when it is none
+ * (not x-amz-checksum-*, or its -algorithm, -type or -mode), -1 when it names an algorithm
+ * not served (SHA512, MD5, the XXHASHes...: refused, never stored unchecked).
+ */
+int s3_cks_value_name(const char *name);
 /* A Content-MD5 value as hex: 0, or -1 when it is not base64 of exactly 16 bytes. */
 int s3_content_md5_hex(const char *v, char hex[33]);
 void s3_list_buckets(ctx_t *x);

@@ -29,7 +29,7 @@ int s3_mpu_cks_create(ctx_t *x, buf_t *um, char hdr[160])
     if (!an && !tn) return 0;
     int algo = an ? cks_algo(an) : CKS_NONE;
     if (an && (!algo || strncasecmp(an, "x-amz-", 6) == 0)) {
-        s3_err_msg(x, S3E_INVALID_REQUEST, "Checksum algorithm provided is unsupported.");
+        s3_err_msg(x, S3E_INVALID_REQUEST, S3_CKS_UNSUPPORTED);
         return -1;
     }
     if (!an) { /* a type needs its algorithm */
@@ -320,9 +320,7 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
         const char *val = s3_hdr(x->info, hname);
         if (!val) continue;
         if (c->expect_algo) {
-            s3_err_msg(x, S3E_INVALID_REQUEST,
-                       "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
-                       "allowed.");
+            s3_err_msg(x, S3E_INVALID_REQUEST, S3_CKS_MULTIPLE);
             return -1;
         }
         c->expect_algo = a;

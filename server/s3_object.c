@@ -285,9 +285,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     if (nalgo && trailer && strncasecmp(trailer, "x-amz-checksum-", 15) == 0) nalgo++;
     if (nalgo > 1) { /* each must hold, or none is checked twice: S3 refuses the request */
         obj_put_abort(w);
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
-                   "allowed.");
+        s3_err_msg(x, S3E_INVALID_REQUEST, S3_CKS_MULTIPLE);
         return -1;
     }
     /* What the request says of its checksum must be one thing, and well formed (S3 refuses
@@ -395,6 +393,16 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     return 0;
 }
 
+int s3_cks_value_name(const char *name)
+{
+    static const char *const words[] = {"algorithm", "mode", "type"};
+    if (strncasecmp(name, "x-amz-checksum-", 15) != 0) return 0;
+    for (size_t j = 0; j < sizeof(words) / sizeof(words[0]); j++)
+        if (strcasecmp(name + 15, words[j]) == 0) return 0;
+    int a = cks_algo(name);
+    return a ? a : -1;
+}
+
 int s3_content_md5_hex(const char *v, char hex[33])
 {
     uint8_t md[24];
@@ -452,6 +460,7 @@ int s3_write_cond(ctx_t *x, obj_cond_t *c)
 
 void s3_put_object(ctx_t *x)
 {
+    if (s3_unknown_param(x, NULL)) return;
     int err;
     buf_t um = {0};
     obj_cond_t cond;

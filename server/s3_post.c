@@ -540,19 +540,14 @@ static int integrity_fields(form_t *fm, int *algo, const char **expect, char md5
         return -1;
     }
     for (int i = 0; i < fm->nf; i++) {
-        const char *n = fm->f[i].name;
-        if (strncasecmp(n, "x-amz-checksum-", 15) != 0 || !strcasecmp(n + 15, "algorithm") ||
-            !strcasecmp(n + 15, "type") || !strcasecmp(n + 15, "mode"))
-            continue;
-        int a = cks_algo(n);
+        int a = s3_cks_value_name(fm->f[i].name);
         const char *why = NULL;
         uint8_t dig[64];
-        if (!a)
-            why = "Checksum algorithm provided is unsupported. Please try again with any of the "
-                  "valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]";
+        if (!a) continue;
+        if (a < 0)
+            why = S3_CKS_UNSUPPORTED;
         else if (*algo)
-            why = "Expecting a single x-amz-checksum- header. Multiple checksum Types are not "
-                  "allowed.";
+            why = S3_CKS_MULTIPLE;
         else if (cks_decode(a, fm->f[i].value, dig) != 0)
             why = "The checksum field's value is invalid.";
         if (why) {

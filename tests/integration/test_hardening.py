@@ -1347,6 +1347,20 @@ def test_newer_apis_sub_resources_never_fall_through(server):
     st, body, _ = signed_request(server.port, "PUT", "/newer-apis/k", b"wor",
                                  {"Content-Range": "bytes 2-4/10"})
     assert st == 400 and code_of(body) == "InvalidRequest", body
+    # The same through a bucket whose ACL lets anyone write: the guards are the operations'
+    # own, not the owner's path alone.
+    c.create_bucket(Bucket="newer-open", ACL="public-read-write")
+    c.put_object(Bucket="newer-open", Key="k", Body=b"precious")
+    for method, path, headers, want in (
+            ("PUT", "/newer-open/k?someFutureApi", {}, 501),
+            ("DELETE", "/newer-open/k?someFutureApi", {}, 501),
+            ("PUT", "/newer-open/k", {"Content-Range": "bytes 2-4/10"}, 400)):
+        req = urllib.request.Request(server.endpoint + path, data=b"wor" if method == "PUT"
+                                     else None, method=method, headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        assert e.value.code == want, (method, path, e.value.code)
+    assert c.get_object(Bucket="newer-open", Key="k")["Body"].read() == b"precious"
     assert c.get_object(Bucket="newer-apis", Key="k")["Body"].read() == b"precious"
     # The plain operations, and presigned ones, still work.
     st, _, _ = signed_request(server.port, "PUT", "/newer-apis/tmp?x-id=PutObject", b"t")
