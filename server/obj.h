@@ -157,6 +157,7 @@ int obj_set_mover_here(const obj_set_t *s, int j);
  */
 typedef struct {
     uint64_t versions, bytes; /* versions (markers included) and object bytes copied */
+    int waiting; /* ERR_BUSY before anything was done: a store of the target set is not up */
 } obj_move_report_t;
 int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
                  obj_move_report_t *rep) __attribute__((warn_unused_result));

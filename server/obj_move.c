@@ -137,9 +137,9 @@ static int make_whole(obj_set_t *dst, const char *bucket, const char *key, const
     int rc = pos[0] ? obj_heal_version(dst, bucket, key, info->vid[0] ? info->vid : "null", &rep)
                     : obj_heal(dst, bucket, key, &rep);
     if (rc == 0 && rep.failed) rc = ERR_UNRECOVERABLE;
-    if (rc)
-        log_warn("event=move_copy_short key=%s err=%s: the key stays for the next pass", key,
-                 err_name(rc));
+    if (rc) /* (the drain's pass says how many stayed, and why) */
+        log_debug("event=move_copy_short key=%s err=%s: the key stays for the next pass", key,
+                  err_name(rc));
     return rc;
 }
 
@@ -437,6 +437,13 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     if (to == from) return ERR_INVAL; /* every pool draining: nowhere to go */
     obj_set_t *src = s->sub[obj__in_pool(s, from, bucket, key)];
     obj_set_t *dst = s->sub[obj__in_pool(s, to, bucket, key)];
+    /* A copy to a set with a store away could not be made whole (make_whole): the key waits,
+     * and nothing is written that would only be taken back. */
+    for (int i = 0; i < dst->n; i++)
+        if (obj_set_health(dst, i) != SHARD_UP) {
+            rep->waiting = 1;
+            return ERR_BUSY;
+        }
     obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL,
                *dnc = NULL, *dprev = xmalloc(sizeof(*dprev));
     int nnc = 0, ndnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;
@@ -638,7 +645,7 @@ out:
     for (int i = 0; i < drops.n; i++)
         obj__drop_version(drops.d[i].set, bucket, key, &drops.d[i].v);
     free(drops.d);
-    if (rc && rc != ERR_BUSY) log_warn("event=move_failed key=%s err=%s", key, err_name(rc));
+    if (rc && rc != ERR_BUSY) log_debug("event=move_failed key=%s err=%s", key, err_name(rc));
     free(nc);
     free(dnc);
     free(cur);

@@ -107,13 +107,14 @@ typedef struct s3_drain s3_drain_t;
 typedef struct {
     int draining;          /* this node moves sets of a draining pool */
     int running;           /* a pass is under way */
-    int waiting;           /* a store of a set to move is not up: that set waits */
+    int waiting;           /* the last pass left keys: a store of their set, or of the set
+                              they go to, was not up (nothing is copied then) */
     uint64_t passes;       /* passes finished */
     uint64_t keys;         /* keys moved, over every pass */
     uint64_t versions;     /* versions and delete markers copied */
     uint64_t bytes;        /* object bytes copied */
     uint64_t busy;         /* keys left for a later pass: written meanwhile, or throttled */
-    uint64_t failed;       /* keys a move failed for (logged) */
+    uint64_t failed;       /* keys a move failed for (logged once a pass) */
     uint64_t left;         /* the last pass: keys it could not move */
     uint64_t uploads_left; /* the last pass: uploads in progress in the sets (they stay) */
     int done;              /* the last pass found nothing to move in this node's sets */

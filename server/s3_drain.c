@@ -15,7 +15,10 @@
  * every write anyway (a throttled move waits and tries again later). The
  * buckets' records and configurations (internal buckets) move the same way,
  * after the objects. A
- * pass waits while a store of the node's sets is not up. The pool is
+ * set waits while one of its stores is not up, and a key while a store of
+ * the set it goes to is not: nothing is copied that could not be made whole
+ * (obj_move_key). Passes that move nothing come less often (2 s doubling to
+ * 30 s), and say in one line how many keys failed. The pool is
  * drained, as far as this node's sets go, when a whole pass found no
  * version and no upload in progress in them (uploads finish or expire in
  * the pool that took them; their object moves with the next pass).
@@ -24,16 +27,18 @@
 #include "server/bgwork.h"
 #include "server/s3_int.h"
 
-#define DRAIN_PAGE    256 /* keys moved between two walks of a set */
-#define DRAIN_THREADS 4   /* keys of a page moved at once */
-#define DRAIN_IDLE    5.0 /* seconds between looks for a draining pool */
-#define DRAIN_RETRY   2.0 /* seconds before a pass that left keys behind runs again */
+#define DRAIN_PAGE    256  /* keys moved between two walks of a set */
+#define DRAIN_THREADS 4    /* keys of a page moved at once */
+#define DRAIN_IDLE    5.0  /* seconds between looks for a draining pool */
+#define DRAIN_RETRY   2.0  /* seconds before a pass that left keys behind runs again */
+#define DRAIN_WAIT    30.0 /* at most, after passes that moved nothing (doubling from RETRY) */
 
 struct s3_drain {
     const s3_cfg_t *cfg;
     double rate; /* object bytes a second, at most */
     bgwork_t w;
     s3_drain_stats_t st; /* under w's lock */
+    double retry;        /* seconds to the next pass after one that left keys */
 };
 
 static int stopping(s3_drain_t *d)
@@ -79,21 +84,36 @@ static int count_upload(void *arg, const char *key, const char *upload_id, const
 
 typedef struct {
     s3_drain_t *d;
-    bgwork_pace_t r; /* under d's lock */
+    bgwork_pace_t r;                /* under d's lock, as the rest */
+    uint64_t moved, waited, failed; /* this pass's keys */
+    char first_failed[256];         /* the first key a move failed for, and why */
+    int first_err;
 } pacer_t;
 
-/* After each key: count it, keep under the rate. 1: stop. */
-static int pace(pacer_t *p, const obj_move_report_t *r, int rc)
+/*
+ * After each key: count it, keep under the rate. 1: stop. A key whose move failed is said
+ * once a pass, with how many did (the first of them by name), not once a key a pass: a
+ * target store away for an hour would otherwise log every key of the pool every few seconds.
+ */
+static int pace(pacer_t *p, const char *key, const obj_move_report_t *r, int rc)
 {
     s3_drain_t *d = p->d;
     bgwork_lock(&d->w);
     d->st.bytes += r->bytes;
     d->st.versions += r->versions;
     if (rc == 0 && r->versions) d->st.keys++;
-    if (rc == ERR_BUSY || rc == ERR_THROTTLED)
+    if (rc == 0) p->moved++;
+    if (r->waiting)
+        p->waited++;
+    else if (rc == ERR_BUSY || rc == ERR_THROTTLED)
         d->st.busy++;
-    else if (rc)
+    else if (rc) {
         d->st.failed++;
+        if (p->failed++ == 0) {
+            snprintf(p->first_failed, sizeof(p->first_failed), "%s", key);
+            p->first_err = rc;
+        }
+    }
     d->st.mb_s = bgwork_pace_count(&p->r, r->bytes);
     int stop = bgwork_pace_hold(&d->w, &p->r);
     /* The budget said no: give the drives a moment before the next key. */
@@ -126,9 +146,9 @@ static void *move_some(void *arg)
         int mr = obj_move_key(m->d->cfg->set, m->pool, m->iname, m->pg->keys[i], &r);
         /* Once more at once: a write that refused the switch may have left what only a
          * fresh look moves (a version deleted by id leaves no version to list the key by). */
-        if (mr == ERR_BUSY)
+        if (mr == ERR_BUSY && !r.waiting)
             mr = obj_move_key(m->d->cfg->set, m->pool, m->iname, m->pg->keys[i], &r);
-        int stop = pace(m->p, &r, mr);
+        int stop = pace(m->p, m->pg->keys[i], &r, mr);
         pthread_mutex_lock(&m->mu);
         m->left += mr != 0;
         m->stop |= stop;
@@ -208,9 +228,7 @@ static int drain_pass(s3_drain_t *d)
             }
             if (!set_up(set)) {
                 /* A move would only fail against the store away: later. */
-                bgwork_lock(&d->w);
-                d->st.waiting = 1;
-                bgwork_unlock(&d->w);
+                p.waited++;
                 left++;
                 continue;
             }
@@ -241,13 +259,22 @@ static int drain_pass(s3_drain_t *d)
         /* Drained: a whole pass found nothing to move (the pass that moved the last keys
          * found them, and a write may have reached the pool since). */
         d->st.done = found == 0 && left == 0 && uploads == 0;
+        d->st.waiting = p.waited > 0;
+        /* Passes that move nothing (a store away, a failing drive) come less often. */
+        d->retry = p.moved ? DRAIN_RETRY : d->retry * 2 > DRAIN_WAIT ? DRAIN_WAIT : d->retry * 2;
     }
-    d->st.running = d->st.waiting = 0;
+    d->st.running = 0;
     bgwork_unlock(&d->w);
     if (any)
-        log_info("event=drain_pass keys_left=%llu uploads_left=%llu bytes=%llu seconds=%.1f",
+        log_info("event=drain_pass keys_left=%llu uploads_left=%llu bytes=%llu seconds=%.1f "
+                 "moved=%llu waiting=%llu failed=%llu",
                  (unsigned long long)left, (unsigned long long)uploads,
-                 (unsigned long long)p.r.bytes, bgwork_now() - p.r.t0);
+                 (unsigned long long)p.r.bytes, bgwork_now() - p.r.t0, (unsigned long long)p.moved,
+                 (unsigned long long)p.waited, (unsigned long long)p.failed);
+    if (p.failed)
+        log_warn("event=drain_keys_failed count=%llu first_key=%s err=%s: they stay for the "
+                 "next pass",
+                 (unsigned long long)p.failed, p.first_failed, err_name(p.first_err));
     return any;
 }
 
@@ -259,8 +286,9 @@ static double drain_step(void *arg)
     int any = drain_pass(d);
     bgwork_lock(&d->w);
     int again = any && !d->st.done;
+    double retry = d->retry;
     bgwork_unlock(&d->w);
-    return bgwork_now() + (again ? DRAIN_RETRY : DRAIN_IDLE);
+    return bgwork_now() + (again ? retry : DRAIN_IDLE);
 }
 
 s3_drain_t *s3_drain_start(const s3_cfg_t *cfg, uint64_t rate)
@@ -268,6 +296,7 @@ s3_drain_t *s3_drain_start(const s3_cfg_t *cfg, uint64_t rate)
     s3_drain_t *d = xcalloc(1, sizeof(*d));
     d->cfg = cfg;
     d->rate = rate ? (double)rate : 64e6;
+    d->retry = DRAIN_RETRY;
     if (bgwork_start(&d->w, "wl-drain", 0, drain_step, d) != 0) {
         log_error("event=drain_not_started");
         free(d);

@@ -1572,6 +1572,58 @@ def test_pool_drained(datadir, etcd):
         stop_all(nodes)
 
 
+def test_drain_into_a_full_pool_keeps_its_keys_and_its_log_short(datadir, etcd):
+    """A drain into a pool too small for it: the keys that do not fit stay in the draining
+    pool, whole (every one reads back by hash through every node), and the mover says so in
+    one line a pass (how many failed, the first by name), not a line a key a pass (every key
+    of the pool every two seconds: a log flood for as long as the target is full)."""
+    path, _ = write_map(datadir, ["n1", "n2", "n3"], drives=1, sets=[
+        {"ec": "2+1", "drives": ["n1/0", "n2/0", "n3/0"]}])
+    assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
+    nodes = start_all([EtcdNode(datadir, n, etcd) for n in ("n1", "n2", "n3")])
+    try:
+        c1 = nodes[0].s3()
+        c1.create_bucket(Bucket="full")
+        want = {}
+        for i in range(40):
+            data = body((1 << 20) + i, 300 + i)
+            c1.put_object(Bucket="full", Key="k-%02d" % i, Body=data)
+            want["k-%02d" % i] = md5(data)
+        ports = free_ports(6)
+        for j, n in enumerate(("n4", "n5", "n6")):
+            r = admin(etcd, "node", "add", "--id", n, "--s3", "127.0.0.1:%d" % ports[2 * j],
+                      "--proto", "127.0.0.1:%d" % ports[2 * j + 1], "--drives", "1")
+            assert r.returncode == 0, r.stderr
+        small = [EtcdNode(datadir, n, etcd) for n in ("n4", "n5", "n6")]
+        for n in small:  # room for about a third of what p0 holds
+            n.extra += ["--drive-capacity", "16M", "--segment-size", "2M"]
+        nodes += start_all(small)
+        r = admin(etcd, "pool", "add", "--id", "p1", "--nodes", "n4,n5,n6", "--ec", "2+1")
+        assert r.returncode == 0, r.stderr
+        for n in nodes:
+            wait_for(lambda: "event=member_pool_added pool=p1" in n.read_log(),
+                     n.id + " to add pool p1")
+        r = admin(etcd, "pool", "drain", "--id", "p0")
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: drain_state(etcd, "n1").get("passes", 0) >= 3, "three passes", 180)
+        st = drain_state(etcd, "n1")
+        assert st["failed"] > 0 and st["left"] > 0 and st["done"] == 0, st
+        log = nodes[0].read_log()
+        passes = sum("event=drain_pass" in ln for ln in log.splitlines())
+        said = [ln for ln in log.splitlines() if "event=drain_keys_failed" in ln]
+        assert 1 <= len(said) <= passes + 1, (passes, said[-3:])
+        assert "first_key=k-" in said[0], said[0]
+        assert "move_failed" not in log and "move_copy_short" not in log
+        for n in nodes:
+            cl = n.s3()
+            for k, h in want.items():
+                assert md5(cl.get_object(Bucket="full", Key=k)["Body"].read()) == h, (n.id, k)
+            keys = [o["Key"] for o in cl.list_objects_v2(Bucket="full")["Contents"]]
+            assert keys == sorted(want), n.id
+    finally:
+        stop_all(nodes)
+
+
 def test_node_add_pins_an_automatic_map(datadir, etcd):
     """`node add` on a map whose set is automatic (every drive) writes the layout out
     first, drive by drive, as pool p0: the running nodes keep their set (no fence) and the
