@@ -1,6 +1,7 @@
 #include "common/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -48,6 +49,21 @@ void log_write(int level, const char *fmt, ...)
     /* One write per line so concurrent threads do not interleave. */
     line[n++] = '\n';
     fwrite(line, 1, (size_t)n, stderr);
+}
+
+int log_limit_pass(log_limit_t *l, int level)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    long was = atomic_load(&l->sec);
+    if (was != ts.tv_sec && atomic_compare_exchange_strong(&l->sec, &was, ts.tv_sec)) {
+        atomic_store(&l->n, 0);
+        unsigned long d = atomic_exchange(&l->dropped, 0);
+        if (d) log_write(level, "event=log_suppressed lines=%lu: more like the next", d);
+    }
+    if (atomic_fetch_add(&l->n, 1) < LOG_BURST) return 1;
+    atomic_fetch_add(&l->dropped, 1);
+    return 0;
 }
 
 int log_level_parse(const char *s)

@@ -60,6 +60,7 @@ typedef struct proto_inbound {
     uint8_t *reply;                /* proto_reply_buf's */
     size_t reply_cap, reply_len;
     int status;
+    size_t charge; /* net's: the bytes the serve budget counts for it until its reply is written */
 } proto_inbound_t;
 
 typedef struct {
@@ -72,14 +73,29 @@ typedef struct {
     int conns_per_peer;  /* connections per peer; 0 = 2 */
     uint32_t timeout_ms; /* a call's deadline; 0 = 10000 */
     uint32_t retry_ms;   /* a down peer is retried 50 ms on, doubling up to this; 0 = 1000 */
-    size_t serve_budget; /* request bytes being served before reading pauses; 0 = 256 MiB */
-    int max_inflight;    /* calls in flight per peer (more wait); 0 = 256 */
+    /*
+     * Bytes of requests being served (with their replies, and frames being
+     * read) before reading pauses; 0 = 256 MiB. One connection's requests
+     * pause it at a quarter of that, so a peer that stops reading its
+     * replies holds no more and pauses nobody else; one whose write queue
+     * does not shrink for timeout_ms is closed.
+     */
+    size_t serve_budget;
+    int max_inflight; /* calls in flight per peer (more wait); 0 = 256 */
     /*
      * A request arrived (loop thread; must not block). The handler answers
      * it with proto_reply_buf + proto_reply, from any thread, exactly once.
      */
     void (*handle)(void *arg, proto_inbound_t *in);
     void *arg;
+    /*
+     * Optional (loop thread): the most bytes the handler's reply to q may
+     * take (what it will ask of proto_reply_buf). Charged to the serve
+     * budget when the request is admitted, before any handler allocates it:
+     * requests admitted while replies cannot be written otherwise each
+     * allocate a reply the budget never saw.
+     */
+    size_t (*reply_bound)(void *arg, const proto_req_t *q);
 } proto_net_cfg_t;
 
 /*

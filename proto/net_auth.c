@@ -93,11 +93,23 @@ void net__client_hello(proto_conn_t *c)
     send_ctl(c, buf, PROTO_HELLO, 0, 0, 0, w.len);
 }
 
+/* s for a log line, in place: what is not a letter, digit, '.', '-' or '_' becomes '?' (a
+ * quote or a space in a peer's cluster id would forge fields of the line). */
+static const char *printable(char *s)
+{
+    for (char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-' || *p == '_'))
+            *p = '?';
+    return s;
+}
+
 static void refuse(proto_conn_t *c, unsigned type, uint64_t id, const char *why)
 {
     atomic_fetch_add(&c->net->st.refused, 1);
-    log_warn("event=proto_peer_refused peer=%s why=\"%s\"", c->peer_node[0] ? c->peer_node : "?",
-             why);
+    /* Not authenticated: the node id is only what it claims (a member's, maybe). */
+    log_limited(LOG_LVL_WARN, "event=proto_peer_refused claimed=%s why=\"%s\"",
+                c->peer_node[0] ? c->peer_node : "?", why);
     c->state = C_CLOSING; /* nothing more is read; closed once the refusal is written */
     uv_read_stop((uv_stream_t *)&c->tcp);
     send_frame(c, xmalloc(PROTO_HDR), type, PROTO_F_RESP, id, ERR_DENIED, 0, 1);
@@ -128,7 +140,8 @@ void net__server_handshake(proto_conn_t *c, const proto_hdr_t *h, const uint8_t 
         else if (q->version != PROTO_VERSION)
             snprintf(why, sizeof(why), "protocol version %u, not %u", q->version, PROTO_VERSION);
         else if (strcmp(q->cluster, n->cluster) != 0)
-            snprintf(why, sizeof(why), "cluster id %.255s, not %.100s", q->cluster, n->cluster);
+            snprintf(why, sizeof(why), "cluster id %.255s, not %.100s", printable(q->cluster),
+                     n->cluster);
         else if (q->epoch < epoch)
             snprintf(why, sizeof(why), "map epoch %llu older than ours (%llu)",
                      (unsigned long long)q->epoch, (unsigned long long)epoch);

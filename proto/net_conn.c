@@ -67,15 +67,17 @@ void net__drain_stage(proto_conn_t *c)
         if (rc == ERR_AGAIN) break;
         if (rc) {
             atomic_fetch_add(&c->net->st.bad_frames, 1);
-            log_warn("event=proto_bad_frame peer=%s", c->peer_node[0] ? c->peer_node : "?");
+            log_limited(LOG_LVL_WARN, "event=proto_bad_frame peer=%s",
+                        c->peer_node[0] ? c->peer_node : "?");
             net__conn_close(c, ERR_CORRUPT);
             return;
         }
         if (c->state != C_READY && h.len > HANDSHAKE_MAX) {
             /* Before the handshake nobody gets to make this node hold a large frame. */
             atomic_fetch_add(&c->net->st.bad_frames, 1);
-            log_warn("event=proto_bad_frame peer=? why=\"%u-byte frame before the handshake\"",
-                     h.len);
+            log_limited(LOG_LVL_WARN,
+                        "event=proto_bad_frame peer=? why=\"%u-byte frame before the handshake\"",
+                        h.len);
             net__conn_close(c, ERR_CORRUPT);
             return;
         }
@@ -86,7 +88,9 @@ void net__drain_stage(proto_conn_t *c)
             continue;
         }
         if (total > STAGE) {
-            c->progress_ms = net__now_ms(c->net);
+            /* A request's frame is served memory from its first byte: it waits for room. */
+            if (!c->peer && !net__admit_frame(c, total)) break;
+            c->progress_ms = c->frame_ms = net__now_ms(c->net);
             c->frame = xmalloc(total);
             c->frame_need = total;
             c->frame_len = c->stage_len - at;
@@ -105,8 +109,8 @@ void net__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     proto_conn_t *c = s->data;
     if (nread < 0) {
         if (nread != UV_EOF)
-            log_info("event=proto_conn_lost peer=%s err=%s", c->peer_node[0] ? c->peer_node : "?",
-                     uv_strerror((int)nread));
+            log_limited(LOG_LVL_INFO, "event=proto_conn_lost peer=%s err=%s",
+                        c->peer_node[0] ? c->peer_node : "?", uv_strerror((int)nread));
         net__conn_close(c, ERR_IO);
         return;
     }
@@ -116,6 +120,7 @@ void net__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (c->frame_len < c->frame_need) return;
         uint8_t *f = c->frame;
         c->frame = NULL;
+        if (!c->peer) net__frame_done(c); /* charged again as the request it is */
         proto_hdr_t h;
         if (proto_hdr_decode(f, c->frame_need, &h) != 0) { /* decoded once already */
             free(f);
@@ -135,8 +140,8 @@ static void handle_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, 
     atomic_fetch_add(&c->net->st.frames_in, 1);
     if (!proto_frame_ok(frame, frame + PROTO_HDR, h->len)) {
         atomic_fetch_add(&c->net->st.bad_frames, 1);
-        log_warn("event=proto_bad_crc peer=%s type=%s", c->peer_node[0] ? c->peer_node : "?",
-                 proto_type_name(h->type));
+        log_limited(LOG_LVL_WARN, "event=proto_bad_crc peer=%s type=%s",
+                    c->peer_node[0] ? c->peer_node : "?", proto_type_name(h->type));
         if (owned) free(frame);
         net__conn_close(c, ERR_CORRUPT);
         return;
@@ -171,6 +176,7 @@ void net__conn_unref(proto_conn_t *c)
             break;
         }
     free(c->stage);
+    if (c->frame && !c->peer) net__frame_done(c);
     free(c->frame);
     free(c);
     maybe_finish(n);
@@ -227,7 +233,7 @@ static void on_accept(uv_stream_t *server, int status)
     proto_conn_t *c = xcalloc(1, sizeof(*c));
     c->net = n;
     c->state = C_HELLO;
-    c->since_ms = net__now_ms(n);
+    c->since_ms = c->drained_ms = net__now_ms(n);
     c->stage = xmalloc(STAGE);
     c->refs = 1;
     uv_tcp_init(&n->loop, &c->tcp);
@@ -253,13 +259,17 @@ static void on_tick(uv_timer_t *t)
         next = c->next;
         if (c->state == C_CLOSING) continue;
         if (c->state != C_READY && now - c->since_ms > n->cfg.timeout_ms) {
-            log_warn("event=proto_handshake_timeout peer=%s", c->peer_node[0] ? c->peer_node : "?");
+            log_limited(LOG_LVL_WARN, "event=proto_handshake_timeout peer=%s",
+                        c->peer_node[0] ? c->peer_node : "?");
             net__conn_close(c, ERR_IO);
             continue;
         }
-        if (c->frame && now - c->progress_ms > n->cfg.timeout_ms) {
-            /* A frame that stopped arriving holds its whole allocation: the peer is stuck. */
-            log_warn("event=proto_frame_stalled peer=%s", c->peer_node[0] ? c->peer_node : "?");
+        /* A frame that stopped arriving holds its whole allocation: the peer is stuck. So is
+         * one arriving a byte now and then: a frame has a deadline and a second a MiB. */
+        if (c->frame && (now - c->progress_ms > n->cfg.timeout_ms ||
+                         now - c->frame_ms > n->cfg.timeout_ms + (c->frame_need >> 20) * 1000)) {
+            log_limited(LOG_LVL_WARN, "event=proto_frame_stalled peer=%s bytes=%zu of=%zu",
+                        c->peer_node[0] ? c->peer_node : "?", c->frame_len, c->frame_need);
             net__conn_close(c, ERR_IO);
             continue;
         }
@@ -271,7 +281,15 @@ static void on_tick(uv_timer_t *t)
         size_t wq =
             c->state == C_READY ? uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) : 0;
         if (wq < c->wq_bytes) c->wrote_ms = now;
+        if (!wq || wq < c->wq_bytes) c->drained_ms = now;
         c->wq_bytes = wq;
+        if (!c->peer && wq && now - c->drained_ms > n->cfg.timeout_ms) {
+            /* A peer that does not read its replies: they hold the serve budget until written. */
+            log_limited(LOG_LVL_WARN, "event=proto_reader_stalled peer=%s queued=%zu: closing",
+                        c->peer_node, wq);
+            net__conn_close(c, ERR_IO);
+            continue;
+        }
         int live = (c->frame && now - c->progress_ms < n->cfg.timeout_ms) ||
                    (wq && now - c->wrote_ms < n->cfg.timeout_ms);
         int stuck = 0;
@@ -497,5 +515,5 @@ void proto_net_stats(proto_net_t *n, proto_net_stats_t *st)
     st->bad_frames = atomic_load(&n->st.bad_frames);
     st->refused = atomic_load(&n->st.refused);
     st->paused_reads = atomic_load(&n->st.paused_reads);
-    st->serving_bytes = 0;
+    st->serving_bytes = atomic_load(&n->st.serving);
 }

@@ -100,8 +100,12 @@ struct proto_conn {
     int paused;   /* server: reading stopped (serve budget, or too many requests in flight) */
     int inflight; /* server: requests received whose replies are not yet written */
     uint64_t progress_ms; /* when the frame being read in place last grew */
+    uint64_t frame_ms;    /* when it began */
     size_t wq_bytes;      /* the write queue's size at the last tick */
     uint64_t wrote_ms;    /* when the write queue last shrank (bytes leaving) */
+    uint64_t drained_ms;  /* server: when its write queue was last empty or shrank */
+    size_t serving;       /* server: the bytes its requests, replies and frame hold (of net's) */
+    size_t frame_charge;  /* server: the part of it that is the frame being read in place */
     struct proto_conn *next;
 };
 
@@ -153,7 +157,7 @@ struct proto_net {
     _Atomic uint64_t next_id;
     struct {
         _Atomic uint64_t calls, call_errors, timeouts, probes, probe_timeouts, frames_in,
-            frames_out, bad_frames, refused, paused_reads;
+            frames_out, bad_frames, refused, paused_reads, serving; /* (serving: a copy) */
     } st;
 };
 
@@ -198,6 +202,11 @@ void net__cancel(net_cancel_t *cl);
 
 /* net_serve.c */
 void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int owned);
+/* Server: whether a frame of total bytes may be read in place now (charged if so); else c is
+ * paused until the budget has room. */
+int net__admit_frame(proto_conn_t *c, size_t total);
+/* Server: the charge of the frame read in place taken back (read whole, or c closing). */
+void net__frame_done(proto_conn_t *c);
 void net__resume_paused(proto_net_t *n);
 void net__send_reply(proto_net_t *n, proto_inbound_t *in);
 

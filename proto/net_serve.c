@@ -1,10 +1,18 @@
 /*
  * net_serve.c: serving the frames peers send: a request copied (or kept, when
  * read in place) into its own allocation and handed to the handler; the
- * serve budget (reading a connection stops while the requests being served
- * hold more than serve_budget bytes, or the connection has too many), reads
- * resumed as replies are written; replies queued by any thread and sent by
- * the loop. Design, file map and thread map: net_int.h.
+ * serve budget, reads resumed as replies are written; replies queued by any
+ * thread and sent by the loop. Design, file map and thread map: net_int.h.
+ *
+ * The budget counts what serving holds: a request's bytes and its reply's
+ * (the most the handler may ask for, charged when the request is admitted:
+ * cfg.reply_bound), and a large frame while it is read in place (admitted
+ * only when there is room). A connection stops reading while its own share
+ * is over a quarter of the budget or it has CONN_INFLIGHT requests, so a
+ * peer that stops reading its replies holds that much and pauses only
+ * itself (the tick closes it once its write queue has not shrunk for a
+ * deadline); while the whole budget is spent, any connection that delivers
+ * a request pauses too: the last bound on memory, whoever holds it.
  */
 #include "proto/net_int.h"
 
@@ -17,6 +25,61 @@
 #define CONN_INFLIGHT 256 /* requests a connection may have being served before reading pauses */
 
 /* ---- serving ---- */
+
+static size_t conn_budget(const proto_net_t *n)
+{
+    return n->cfg.serve_budget / 4;
+}
+
+static void charge(proto_conn_t *c, size_t bytes)
+{
+    c->serving += bytes;
+    c->net->serving += bytes;
+    atomic_store(&c->net->st.serving, c->net->serving);
+}
+
+static void uncharge(proto_conn_t *c, size_t bytes)
+{
+    c->serving -= bytes;
+    c->net->serving -= bytes;
+    atomic_store(&c->net->st.serving, c->net->serving);
+}
+
+static void pause_reads(proto_conn_t *c)
+{
+    if (c->paused) return;
+    c->paused = 1;
+    atomic_fetch_add(&c->net->st.paused_reads, 1);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+/* Whether c may go on reading: its share, its requests, and the budget as a whole. */
+static int room(const proto_conn_t *c)
+{
+    const proto_net_t *n = c->net;
+    return c->serving <= conn_budget(n) && c->inflight < CONN_INFLIGHT &&
+           n->serving <= n->cfg.serve_budget;
+}
+
+int net__admit_frame(proto_conn_t *c, size_t total)
+{
+    proto_net_t *n = c->net;
+    /* (Over the budget only with company: alone, a frame of the largest size always goes.) */
+    if ((c->serving && c->serving + total > conn_budget(n)) ||
+        (n->serving && n->serving + total > n->cfg.serve_budget)) {
+        pause_reads(c);
+        return 0;
+    }
+    charge(c, total);
+    c->frame_charge = total;
+    return 1;
+}
+
+void net__frame_done(proto_conn_t *c)
+{
+    uncharge(c, c->frame_charge);
+    c->frame_charge = 0;
+}
 
 void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int owned)
 {
@@ -43,13 +106,11 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
     c->refs++;
     c->inflight++;
     n->inbounds++;
-    n->serving += PROTO_HDR + (size_t)h->len;
-    if ((n->serving > n->cfg.serve_budget || c->inflight >= CONN_INFLIGHT) && !c->paused) {
-        c->paused = 1;
-        atomic_fetch_add(&n->st.paused_reads, 1);
-        uv_read_stop((uv_stream_t *)&c->tcp);
-    }
     int rc = proto_req_decode(h->type, in->payload, h->len, &in->req);
+    in->charge = PROTO_HDR + (size_t)h->len +
+                 (rc == 0 && n->cfg.reply_bound ? n->cfg.reply_bound(n->cfg.arg, &in->req) : 0);
+    charge(c, in->charge);
+    if (!room(c)) pause_reads(c);
     if (rc) {
         proto_reply(in, rc == ERR_INVAL ? ERR_INVAL : ERR_CORRUPT, 0);
         return;
@@ -60,7 +121,7 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
 void net__resume_paused(proto_net_t *n)
 {
     for (proto_conn_t *c = n->conns; c && n->serving <= n->cfg.serve_budget; c = c->next) {
-        if (!c->paused || c->state == C_CLOSING || c->inflight >= CONN_INFLIGHT) continue;
+        if (!c->paused || c->state == C_CLOSING || !room(c)) continue;
         c->paused = 0;
         net__drain_stage(c);
         if (c->state != C_CLOSING && !c->paused)
@@ -76,12 +137,11 @@ static void reply_written(uv_write_t *req, int status)
     proto_net_t *n = c->net;
     /* Memory a request holds is counted until its reply is on the wire, not just queued:
        a peer that stops reading its replies pauses itself. */
-    n->serving -= PROTO_HDR + (size_t)in->hdr.len + in->reply_cap;
+    uncharge(c, in->charge);
     n->inbounds--;
     c->inflight--;
     free(w->buf);
     free(w);
-    free((uint8_t *)in->payload - PROTO_HDR);
     free(in);
     if (!n->closed) net__resume_paused(n);
     net__conn_unref(c);
@@ -91,9 +151,28 @@ static void reply_written(uv_write_t *req, int status)
 void net__send_reply(proto_net_t *n, proto_inbound_t *in)
 {
     proto_conn_t *c = in->conn;
-    n->serving += in->reply_cap; /* the reply's memory, until it is written */
-    uint8_t *buf = in->reply ? in->reply : xmalloc(PROTO_HDR);
     size_t len = in->reply_len; /* an error may carry a payload too (GET's ERR_RANGE) */
+    /*
+     * From here until it is written the request holds its reply only: the handler is done
+     * with the request's bytes, and a reply buffer much larger than its reply (a GET of a
+     * small record, or of none, sized for the largest) is cut to size. What it holds is
+     * charged instead of the bound (a peer not reading tiny replies holds tiny amounts).
+     */
+    free((uint8_t *)in->payload - PROTO_HDR);
+    in->payload = NULL;
+    if (in->reply && in->reply_cap > len + (64u << 10)) {
+        in->reply = xrealloc(in->reply, PROTO_HDR + len);
+        in->reply_cap = len;
+    }
+    size_t held = PROTO_HDR + in->reply_cap;
+    if (held > in->charge) {
+        charge(c, held - in->charge);
+    } else {
+        uncharge(c, in->charge - held);
+        if (!n->closed) net__resume_paused(n);
+    }
+    in->charge = held;
+    uint8_t *buf = in->reply ? in->reply : xmalloc(PROTO_HDR);
     proto_hdr_t h = {.type = in->hdr.type,
                      .flags = PROTO_F_RESP,
                      .id = in->hdr.id,

@@ -659,6 +659,7 @@ int member_join(member_t *m, drive_t **dv, shard_store_t *st)
     pc.epoch = m->map.epoch;
     pc.timeout_ms = m->cfg.peer_timeout_ms;
     pc.handle = peer_serve_handle;
+    pc.reply_bound = peer_serve_reply_bound;
     pc.arg = m->serving;
     int rc = m->serving ? proto_net_start(&pc, &m->net) : ERR_NOMEM;
     memset(secret, 0, sizeof(secret));

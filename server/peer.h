@@ -48,6 +48,8 @@ typedef struct peer_serve peer_serve_t;
  */
 peer_serve_t *peer_serve_new(drive_t **drives, int n, int threads);
 void peer_serve_handle(void *arg, proto_inbound_t *in);
+/* The most bytes its reply to q takes (proto_net_cfg_t.reply_bound); arg as for handle. */
+size_t peer_serve_reply_bound(void *arg, const proto_req_t *q);
 /*
  * What a NODE_STATS request answers: fn(arg) returns the node's state as
  * JSON text (malloc'd; the server frees it), on a pool thread; and what a

@@ -26,6 +26,55 @@
 #define PAGE_BYTES (1u << 20) /* a SCAN page stops growing past this */
 #define PAGE_MAX   10000      /* ... or this many entries */
 
+#define SCAN_REPLY (PAGE_BYTES + REC_MAX_META + REC_MAX_KEY + REC_MAX_VERSION + 256)
+
+/*
+ * The reply buffers the handlers below ask for, by request: peer_serve_reply_bound charges
+ * the same to the serve budget when a request arrives (0: refused without one).
+ */
+static size_t read_reply(const proto_req_t *q)
+{
+    return q->len > PROTO_MAX_PAYLOAD - 4 ? 0 : 4 + (size_t)q->len;
+}
+
+static size_t split_reply(const proto_req_t *q)
+{
+    size_t total = (size_t)q->len + q->tail_len;
+    return total > PROTO_MAX_PAYLOAD - 8 ? 0 : 8 + total;
+}
+
+static uint32_t get_meta_cap(const proto_req_t *q)
+{
+    return q->meta_cap < REC_MAX_META ? q->meta_cap : REC_MAX_META;
+}
+
+static uint32_t get_cap(const proto_req_t *q)
+{
+    uint32_t most = PROTO_MAX_PAYLOAD - STAT_LEN - 8 - get_meta_cap(q);
+    return q->cap < most ? q->cap : most;
+}
+
+size_t peer_serve_reply_bound(void *arg, const proto_req_t *q)
+{
+    (void)arg;
+    switch (q->type) {
+    case PROTO_READ:
+        return read_reply(q);
+    case PROTO_READ_SPLIT:
+        return split_reply(q);
+    case PROTO_GET:
+        return STAT_LEN + 8 + (size_t)get_cap(q) + get_meta_cap(q);
+    case PROTO_STAT:
+        return STAT_LEN + 4 + (size_t)get_meta_cap(q);
+    case PROTO_SCAN:
+        return SCAN_REPLY;
+    case PROTO_STATS:
+        return 4 + 8 * PROTO_STATS_N;
+    default:
+        return 0; /* none, or of a size known once made (NODE_STATS: charged when sent) */
+    }
+}
+
 /* The wire's condition modes are the stores' (a new mode goes in both). */
 _Static_assert(PROTO_COND_MAX == SHARD_IF_REWRITE, "proto/wire.h PROTO_COND_MAX: shard.h's modes");
 
@@ -117,7 +166,7 @@ static void serve_scan(drive_t *d, proto_inbound_t *in)
 {
     const proto_req_t *q = &in->req;
     /* Room for a full page plus one more entry of the largest size. */
-    size_t cap = PAGE_BYTES + REC_MAX_META + REC_MAX_KEY + REC_MAX_VERSION + 256;
+    size_t cap = SCAN_REPLY;
     page_t pg = {.limit = q->limit ? q->limit : 1, .with_meta = q->with_meta};
     if (pg.limit > PAGE_MAX) pg.limit = PAGE_MAX;
     pg.last_key = xmalloc(REC_MAX_KEY + 1);
@@ -152,8 +201,8 @@ static void serve(pool_job_t *j)
     if (sv->gate && !sv->gate(sv->gate_arg, in->peer) && !admin_type(q->type)) {
         /* It holds the secret but is not in the map (removed, or never added): its handshake
          * proves who it is, not that it may touch these drives. */
-        log_warn("event=peer_not_member peer=%s type=%s: refused", in->peer,
-                 proto_type_name(q->type));
+        log_limited(LOG_LVL_WARN, "event=peer_not_member peer=%s type=%s: refused", in->peer,
+                    proto_type_name(q->type));
         proto_reply(in, ERR_DENIED, 0);
         return;
     }
@@ -175,13 +224,13 @@ static void serve(pool_job_t *j)
         pthread_mutex_lock(&sv->stats_mu);
         int rc = sv->heal_now ? sv->heal_now(sv->node_stats_arg) : ERR_NOT_FOUND;
         pthread_mutex_unlock(&sv->stats_mu);
-        log_info("event=heal_now_asked peer=%s rc=%s", in->peer, err_name(rc));
+        log_limited(LOG_LVL_INFO, "event=heal_now_asked peer=%s rc=%s", in->peer, err_name(rc));
         proto_reply(in, rc, 0);
         return;
     }
     if (q->drive >= (uint32_t)sv->n) {
-        log_warn("event=peer_bad_drive peer=%s type=%s drive=%u", in->peer,
-                 proto_type_name(q->type), q->drive);
+        log_limited(LOG_LVL_WARN, "event=peer_bad_drive peer=%s type=%s drive=%u", in->peer,
+                    proto_type_name(q->type), q->drive);
         proto_reply(in, ERR_INVAL, 0);
         return;
     }
@@ -207,11 +256,11 @@ static void serve(pool_job_t *j)
         if (rc) proto_reply(in, rc, 0);
         return;
     case PROTO_READ: {
-        if (q->len > PROTO_MAX_PAYLOAD - 4) {
+        if (!read_reply(q)) {
             proto_reply(in, ERR_TOO_LARGE, 0);
             return;
         }
-        uint8_t *b = proto_reply_buf(in, 4 + (size_t)q->len);
+        uint8_t *b = proto_reply_buf(in, read_reply(q));
         le_put32(b, q->len);
         rc = drive_read(d, &id, q->off, b + 4, q->len);
         proto_reply(in, rc, rc ? 0 : 4 + (size_t)q->len);
@@ -219,11 +268,11 @@ static void serve(pool_job_t *j)
     }
     case PROTO_READ_SPLIT: {
         size_t total = (size_t)q->len + q->tail_len;
-        if (total > PROTO_MAX_PAYLOAD - 8) {
+        if (!split_reply(q)) {
             proto_reply(in, ERR_TOO_LARGE, 0);
             return;
         }
-        uint8_t *b = proto_reply_buf(in, 8 + total);
+        uint8_t *b = proto_reply_buf(in, split_reply(q));
         uint32_t crc = 0;
         le_put32(b + 4, (uint32_t)total);
         rc = drive_read_split(d, &id, 0, b + 8, q->len, b + 8 + q->len, q->tail_len, &crc);
@@ -232,10 +281,7 @@ static void serve(pool_job_t *j)
         return;
     }
     case PROTO_GET: {
-        uint32_t meta_cap = q->meta_cap < REC_MAX_META ? q->meta_cap : REC_MAX_META;
-        uint32_t cap = q->cap;
-        if (cap > PROTO_MAX_PAYLOAD - STAT_LEN - 8 - meta_cap)
-            cap = PROTO_MAX_PAYLOAD - STAT_LEN - 8 - meta_cap;
+        uint32_t meta_cap = get_meta_cap(q), cap = get_cap(q);
         /* stat, blob data, blob meta: the data read in place, the (small) meta moved after it */
         uint8_t *b = proto_reply_buf(in, STAT_LEN + 8 + (size_t)cap + meta_cap);
         uint8_t *data = b + STAT_LEN + 4, *meta = data + cap + 4;
@@ -255,7 +301,7 @@ static void serve(pool_job_t *j)
         return;
     }
     case PROTO_STAT: {
-        uint32_t meta_cap = q->meta_cap < REC_MAX_META ? q->meta_cap : REC_MAX_META;
+        uint32_t meta_cap = get_meta_cap(q);
         uint8_t *b = proto_reply_buf(in, STAT_LEN + 4 + (size_t)meta_cap);
         rc = drive_stat(d, &id, &st, meta_cap ? b + STAT_LEN + 4 : NULL, meta_cap);
         if (rc) {

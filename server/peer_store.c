@@ -11,6 +11,7 @@
 #include "server/peer.h"
 
 #include "common/err.h"
+#include "common/log.h"
 #include "common/mem.h"
 
 #include <stdatomic.h>
@@ -379,14 +380,30 @@ static int page_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
     return 0;
 }
 
-/* Walk one SCAN page: fn per entry; *more and the last entry's key and version for the next. */
-static int walk_page(const page_t *pg, const char *bucket, drive_scan_fn fn, drive_list_fn lfn,
-                     void *arg, int *more, char *last_key, char *last_ver)
+/* (key, version) against (k, v), in the index's order (key 0 version 0 shard: bytewise). */
+static int id_cmp(const proto_id_t *id, const char *k, const char *v)
+{
+    int c = strcmp(id->key, k);
+    return c ? c : strcmp(id->version, v);
+}
+
+/*
+ * Walk one SCAN page: fn per entry; *more and the last entry's key and version for the next.
+ * A page is what the peer says; it is taken only as a store's index walk could have made it:
+ * entries in the index's order, the first past where the page was asked to start (first:
+ * none asked), each under the prefix, and a page saying there is more holds at least one.
+ * Else ERR_CORRUPT: a peer that repeats an entry, or sends empty pages with more to come,
+ * would keep the walk (a listing, the scanner) asking forever.
+ */
+static int walk_page(const page_t *pg, const char *bucket, const char *prefix, int first,
+                     drive_scan_fn fn, drive_list_fn lfn, void *arg, int *more, char *last_key,
+                     char *last_ver)
 {
     proto_r_t r;
     proto_r_init(&r, pg->p, pg->len);
     uint32_t n = proto_r_u32(&r);
     proto_id_t *id = xmalloc(sizeof(*id));
+    size_t pl = prefix ? strlen(prefix) : 0;
     int rc = 0;
     for (uint32_t i = 0; i < n && !r.err; i++) {
         proto_stat_t ps;
@@ -397,6 +414,12 @@ static int walk_page(const page_t *pg, const char *bucket, drive_scan_fn fn, dri
         proto_r_stat(&r, &ps);
         const uint8_t *meta = proto_r_blob(&r, &ml);
         if (r.err || (fn && ml != ps.meta_len)) break;
+        int c = id_cmp(id, last_key, last_ver);
+        if ((pl && strncmp(id->key, prefix, pl) != 0) || c < 0 || (c == 0 && i == 0 && !first)) {
+            log_warn("event=peer_scan_out_of_order bucket=%s: the peer's page is refused", bucket);
+            rc = ERR_CORRUPT;
+            break;
+        }
         drive_id_t did = {bucket, id->key, id->version, id->shard};
         drive_stat_t st;
         stat_out(&st, &ps);
@@ -407,7 +430,7 @@ static int walk_page(const page_t *pg, const char *bucket, drive_scan_fn fn, dri
     }
     if (!rc) {
         *more = proto_r_u8(&r);
-        if (proto_r_end(&r)) rc = ERR_CORRUPT;
+        if (proto_r_end(&r) || (*more && n == 0)) rc = ERR_CORRUPT;
     }
     free(id);
     return rc;
@@ -416,11 +439,11 @@ static int walk_page(const page_t *pg, const char *bucket, drive_scan_fn fn, dri
 static int scan_all(remote_t *r, const char *bucket, const char *prefix, const drive_from_t *from,
                     drive_scan_fn fn, drive_list_fn lfn, void *arg)
 {
-    char *last_key = xmalloc(PROTO_MAX_KEY + 1);
-    char *last_ver = xmalloc(PROTO_MAX_NAME + 1);
+    char *last_key = xcalloc(1, PROTO_MAX_KEY + 1); /* "": before every entry */
+    char *last_ver = xcalloc(1, PROTO_MAX_NAME + 1);
     uint8_t *f = xmalloc(FIELDS_MAX + 2 * PROTO_MAX_KEY + 300);
     drive_from_t at = from ? *from : (drive_from_t){DRIVE_FROM_START, NULL, NULL};
-    int rc, more = 1;
+    int rc, more = 1, first = 1;
     do {
         proto_w_t w;
         proto_w_init(&w, f, FIELDS_MAX + 2 * PROTO_MAX_KEY + 300);
@@ -436,7 +459,8 @@ static int scan_all(remote_t *r, const char *bucket, const char *prefix, const d
         proto_call_t c = {.type = PROTO_SCAN, .on_resp = page_resp, .arg = &pg};
         rc = run(r, &c, &w);
         if (rc) break;
-        rc = walk_page(&pg, bucket, fn, lfn, arg, &more, last_key, last_ver);
+        rc = walk_page(&pg, bucket, prefix, first, fn, lfn, arg, &more, last_key, last_ver);
+        first = 0;
         free(pg.p);
         /* A page ends between (key, version) pairs: go on past the last one. */
         at = (drive_from_t){DRIVE_PAST_VERSION, last_key, last_ver};

@@ -15,9 +15,12 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "proto/net.h"
+#include "server/peer.h"
 #include "proto/wire.h"
 
 #include <arpa/inet.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +209,13 @@ static void echo_handle(void *arg, proto_inbound_t *in)
         pthread_mutex_unlock(&e->mu);
         return;
     }
+    if (in->req.type == PROTO_READ && in->req.len) {
+        /* len bytes (a block's read): zeros. */
+        uint8_t *b = proto_reply_buf(in, in->req.len);
+        memset(b, 0, in->req.len);
+        proto_reply(in, 0, in->req.len);
+        return;
+    }
     if (in->req.type == PROTO_READ) {
         /* The id's key, reversed, as the payload: tells apart answers that crossed. */
         size_t n = strlen(in->req.id.key);
@@ -228,6 +238,12 @@ static void echo_handle(void *arg, proto_inbound_t *in)
 
 static const char *serve_on = "127.0.0.1:0"; /* where serve listens */
 
+static size_t echo_bound(void *arg, const proto_req_t *q)
+{
+    (void)arg;
+    return q->type == PROTO_READ ? (q->len ? q->len : strlen(q->id.key)) : 0;
+}
+
 static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, const char *sec,
                           uint64_t epoch, size_t budget)
 {
@@ -238,6 +254,7 @@ static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, cons
                          .secret_len = strlen(sec),
                          .epoch = epoch,
                          .handle = echo_handle,
+                         .reply_bound = echo_bound,
                          .arg = e,
                          .serve_budget = budget,
                          .timeout_ms = 400,
@@ -375,6 +392,194 @@ static void test_calls_and_budget(void **state)
     proto_net_stop(cl);
     proto_net_stop(srv);
     pthread_mutex_destroy(&e.mu);
+}
+
+/* ---- a peer that holds the secret and does not read ---- */
+
+static int raw_connect(int port, int rcvbuf)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void read_full(int fd, uint8_t *b, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, b + got, n - got);
+        assert_true(r > 0);
+        got += (size_t)r;
+    }
+}
+
+/* HELLO and AUTH by hand (the net's own client always reads its answers): a connected fd. */
+static int raw_handshake(int port, const char *cluster, const char *sec, int rcvbuf)
+{
+    int fd = raw_connect(port, rcvbuf);
+    uint8_t f[PROTO_HDR + 512], cn[PROTO_NONCE] = {1, 2, 3}, sn[PROTO_NONCE];
+    proto_w_t w;
+    proto_w_init(&w, f + PROTO_HDR, sizeof(f) - PROTO_HDR);
+    proto_w_u16(&w, PROTO_VERSION);
+    proto_w_str(&w, cluster);
+    proto_w_str(&w, "raw");
+    proto_w_u64(&w, 1);
+    proto_w_bytes(&w, cn, PROTO_NONCE);
+    proto_hdr_t h = {.type = PROTO_HELLO, .id = 1, .len = (uint32_t)w.len};
+    proto_hdr_seal(f, &h, f + PROTO_HDR);
+    assert_int_equal(write(fd, f, PROTO_HDR + w.len), (ssize_t)(PROTO_HDR + w.len));
+    read_full(fd, f, PROTO_HDR);
+    assert_int_equal(proto_hdr_decode(f, PROTO_HDR, &h), 0);
+    assert_int_equal(h.status, 0);
+    read_full(fd, f + PROTO_HDR, h.len);
+    proto_r_t r;
+    char node[PROTO_MAX_NAME + 1];
+    proto_r_init(&r, f + PROTO_HDR, h.len);
+    proto_r_str(&r, node, sizeof(node));
+    (void)proto_r_u64(&r);
+    memcpy(sn, proto_r_bytes(&r, PROTO_NONCE), PROTO_NONCE);
+    /* The client's mac: "wlp1 client", the cluster id, the server's nonce, the client's. */
+    uint8_t msg[64 + PROTO_MAX_NAME], mac[PROTO_MAC];
+    size_t cl = strlen(cluster);
+    memcpy(msg, "wlp1 client", 11);
+    memcpy(msg + 11, cluster, cl);
+    memcpy(msg + 11 + cl, sn, PROTO_NONCE);
+    memcpy(msg + 11 + cl + PROTO_NONCE, cn, PROTO_NONCE);
+    unsigned ml = PROTO_MAC;
+    assert_non_null(
+        HMAC(EVP_sha256(), sec, (int)strlen(sec), msg, 11 + cl + 2 * PROTO_NONCE, mac, &ml));
+    h = (proto_hdr_t){.type = PROTO_AUTH, .id = 2, .len = PROTO_MAC};
+    proto_hdr_seal(f, &h, mac);
+    memcpy(f + PROTO_HDR, mac, PROTO_MAC);
+    assert_int_equal(write(fd, f, PROTO_HDR + PROTO_MAC), (ssize_t)(PROTO_HDR + PROTO_MAC));
+    read_full(fd, f, PROTO_HDR);
+    assert_int_equal(proto_hdr_decode(f, PROTO_HDR, &h), 0);
+    assert_int_equal(h.status, 0);
+    return fd;
+}
+
+/*
+ * A peer with the secret asks for more than the budget in block reads and never reads a
+ * reply: it holds at most its own share (a quarter of the budget, and one reply), nobody
+ * else is paused (a peer's calls go on), and once its replies have not moved for a
+ * deadline the server closes it and holds nothing. Before: every reply was allocated and
+ * kept, the whole budget spent, and every connection that delivered a request paused.
+ */
+static void test_a_peer_that_stops_reading_pauses_only_itself(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    size_t budget = 4u << 20, block = 256u << 10;
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 1, budget);
+    proto_net_t *cl = client("c1", secret, 1);
+    proto_peer_t *p = peer_of(cl, srv, "s1");
+    assert_int_equal(ping(p), 0);
+    int fd = raw_handshake(proto_net_port(srv), "c1", secret, 4096);
+    for (uint64_t i = 0; i < 64; i++) { /* 16 MiB of replies asked for */
+        uint8_t f[PROTO_HDR + 128];
+        proto_w_t w;
+        proto_w_init(&w, f + PROTO_HDR, sizeof(f) - PROTO_HDR);
+        proto_w_u32(&w, 0);
+        proto_w_id(&w, "b", "blk", "", 0);
+        proto_w_u64(&w, 0);
+        proto_w_u32(&w, (uint32_t)block);
+        proto_hdr_t h = {.type = PROTO_READ, .id = 10 + i, .len = (uint32_t)w.len};
+        proto_hdr_seal(f, &h, f + PROTO_HDR);
+        assert_int_equal(write(fd, f, PROTO_HDR + w.len), (ssize_t)(PROTO_HDR + w.len));
+    }
+    proto_net_stats_t st;
+    size_t most = 0;
+    for (int i = 0; i < 20; i++) { /* the others' calls go on meanwhile */
+        assert_int_equal(ping(p), 0);
+        proto_net_stats(srv, &st);
+        if (st.serving_bytes > most) most = st.serving_bytes;
+        usleep(10000);
+    }
+    assert_true(most >= block);                         /* the raw peer holds replies ... */
+    assert_true(most <= budget / 4 + 2 * (block + 64)); /* ... its share and one more */
+    /* Its replies do not move: closed, and what they held goes. */
+    for (int i = 0; i < 300; i++) {
+        proto_net_stats(srv, &st);
+        if (!st.serving_bytes) break;
+        usleep(10000);
+    }
+    assert_int_equal(st.serving_bytes, 0);
+    assert_int_equal(ping(p), 0);
+    close(fd);
+    proto_net_stop(cl);
+    proto_net_stop(srv);
+    pthread_mutex_destroy(&e.mu);
+}
+
+/* ---- a member's server that lies in its SCAN pages ---- */
+
+static int scan_mode; /* 0: empty pages saying there is more; 1: the same entry again and again */
+
+static void liar_handle(void *arg, proto_inbound_t *in)
+{
+    (void)arg;
+    if (in->req.type != PROTO_SCAN) {
+        proto_reply(in, in->req.type == PROTO_PING ? 0 : ERR_INVAL, 0);
+        return;
+    }
+    uint8_t *b = proto_reply_buf(in, 256);
+    proto_w_t w;
+    proto_w_init(&w, b, 256);
+    proto_w_u32(&w, scan_mode ? 1 : 0);
+    if (scan_mode) {
+        proto_w_str(&w, "k");
+        proto_w_str(&w, "v");
+        proto_w_u32(&w, 0);
+        proto_stat_t st = {.len = 1};
+        proto_w_stat(&w, &st);
+        proto_w_blob(&w, NULL, 0);
+    }
+    proto_w_u8(&w, 1); /* more */
+    proto_reply(in, 0, w.len);
+}
+
+static int count_entry(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    (void)id;
+    (void)st;
+    (void)meta;
+    return ++*(int *)arg > 1000000; /* (a walk that never ends stops here, failing the test) */
+}
+
+/*
+ * A remote store's scan takes a page only as an index walk could have made it: pages that
+ * say there is more but hold nothing, or that give the last entry again, are ERR_CORRUPT,
+ * not a walk asking forever (and, for the empty page, the next page asked from an unset
+ * key: read past its buffer).
+ */
+static void test_remote_scan_refuses_pages_that_do_not_advance(void **state)
+{
+    (void)state;
+    proto_net_cfg_t sc = {.listen = "127.0.0.1:0",
+                          .cluster = "c1",
+                          .node = "s1",
+                          .secret = secret,
+                          .secret_len = strlen(secret),
+                          .epoch = 1,
+                          .handle = liar_handle,
+                          .timeout_ms = 400,
+                          .retry_ms = 100};
+    proto_net_t *srv;
+    assert_int_equal(proto_net_start(&sc, &srv), 0);
+    proto_net_t *cl = client("c1", secret, 1);
+    proto_peer_t *p = peer_of(cl, srv, "s1");
+    shard_store_t st = peer_store_new(p, 0);
+    for (scan_mode = 0; scan_mode < 2; scan_mode++) {
+        int n = 0;
+        assert_int_equal(st.ops->scan(st.ctx, "b", NULL, NULL, count_entry, &n), ERR_CORRUPT);
+        assert_true(n <= 1);
+    }
+    peer_store_free(&st);
+    proto_net_stop(cl);
+    proto_net_stop(srv);
 }
 
 static void test_handshake_refusals(void **state)
@@ -686,10 +891,15 @@ int main(void)
 {
     log_level = LOG_LVL_ERROR;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header_round_trip),     cmocka_unit_test(test_request_codec),
-        cmocka_unit_test(test_calls_and_budget),      cmocka_unit_test(test_handshake_refusals),
-        cmocka_unit_test(test_garbage_and_down_peer), cmocka_unit_test(test_cluster_map),
+        cmocka_unit_test(test_header_round_trip),
+        cmocka_unit_test(test_request_codec),
+        cmocka_unit_test(test_calls_and_budget),
+        cmocka_unit_test(test_handshake_refusals),
+        cmocka_unit_test(test_garbage_and_down_peer),
+        cmocka_unit_test(test_cluster_map),
         cmocka_unit_test(test_cluster_map_pools),
+        cmocka_unit_test(test_a_peer_that_stops_reading_pauses_only_itself),
+        cmocka_unit_test(test_remote_scan_refuses_pages_that_do_not_advance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
