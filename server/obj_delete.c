@@ -230,7 +230,9 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
          * quorum, as for any head), and it stays for good (a review: dropped after the
          * minute, the head that store kept was the version again, read whole and healed).
          */
-        if (!obj__enough(s, &marker, written)) return ERR_UNRECOVERABLE;
+        if (!obj__enough(s, &marker, written))
+            return first_err == ERR_NOSPC || first_err == ERR_THROTTLED ? first_err
+                                                                        : ERR_UNRECOVERABLE;
     } else if (written < s->k) {
         /*
          * Every store that held it took the tombstone (a small one's copies), but too few

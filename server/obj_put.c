@@ -384,6 +384,7 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
     }
     if (heads < 0 || !obj__enough(s, &info, heads)) {
         /* A condition that does not hold, or not enough heads to be found reliably: undo. */
+        if (heads >= 0 && !first_err) first_err = w->cause; /* stores that failed earlier */
         if (heads >= 0)
             log_error("event=commit_failed key=%s heads=%d err=%s", w->key, heads,
                       err_name(first_err));

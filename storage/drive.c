@@ -467,6 +467,12 @@ static int open_index(drive_t *d)
 {
     int rc = idx_open(d->idx_path, &d->idx);
     if (rc == 0) return 0;
+    /* Its file system full: the index is whole, only no room to open it (a set-aside copy and
+     * a rebuild would need more room still, and each try set another copy aside). */
+    if (rc == ERR_NOSPC) {
+        log_error("event=index_no_space path=%s: free space on its file system", d->idx_path);
+        return rc;
+    }
     /* Unreadable index: rebuild from the segments. */
     return index_set_aside(d, "corrupt");
 }

@@ -55,8 +55,10 @@ static int rerr(const char *op, char *err)
 {
     if (!err) return 0;
     log_error("event=rocksdb_error op=%s err=\"%s\"", op, err);
+    /* A full file system is not a broken index: said as such (nothing is set aside for it). */
+    int rc = strstr(err, "No space left") ? ERR_NOSPC : ERR_IO;
     rocksdb_free(err);
-    return ERR_IO;
+    return rc;
 }
 
 /*
@@ -108,8 +110,17 @@ int idx_open(const char *path, idx_t **out)
     rocksdb_options_set_max_open_files(x->opts, 256);
     rocksdb_options_set_max_background_jobs(x->opts, 2);
     rocksdb_options_enable_statistics(x->opts);
-    rocksdb_options_set_info_log_level(x->opts, 3 /* error */);
+    /*
+     * RocksDB's own LOG file is in the index's directory: once a write to it failed (its file
+     * system full), Debian's librocksdb (built with assertions) aborts the process at the
+     * next line it logs there (a fill probe: the recovery thread logging that the space came
+     * back). Only the header it writes at open goes there; errors reach our log through the
+     * calls that return them. Its MANIFEST is preallocated 64 KiB at a time, not 4 MiB, so
+     * an open needs little room on a full file system.
+     */
+    rocksdb_options_set_info_log_level(x->opts, 5 /* header only */);
     rocksdb_options_set_keep_log_file_num(x->opts, 2);
+    rocksdb_options_set_manifest_preallocation_size(x->opts, 64u << 10);
     /*
      * Every byte the index puts on the drive is a flush or a compaction
      * output written with O_DIRECT in writable_file_max_buffer_size chunks at

@@ -148,3 +148,37 @@ def test_full_drives_answer_507(datadir, need_shim):
         check_all(s3_client(s.endpoint), acked)
     finally:
         s.stop()
+
+
+def test_index_file_system_full_at_open_keeps_the_index(datadir, need_shim):
+    """A drive whose index cannot be opened for want of space (RocksDB writes a new MANIFEST
+    and OPTIONS file at every open) is not taken for a corrupt one: the index stays where it
+    is (no copy set aside, nothing rebuilt, no further space taken), the node says why and
+    does not serve; once there is room it starts on that same index and every object reads
+    back. Before: the index was set aside as corrupt at each try (a fill probe: 4 MiB each,
+    on a file system already full) and rebuilt from the segments."""
+    s = Server(datadir).start()
+    c = s3_client(s.endpoint)
+    c.create_bucket(Bucket="flt")
+    acked, errors = put_many(c, 12, [1000, 300_000], "i")
+    assert not errors
+    s.stop()
+    env = dict(os.environ, WL_FAULT="write:drive0/index/:0:ENOSPC", LD_PRELOAD=SHIM)
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
+    full = Server(datadir)
+    full.env = lambda: dict(Server.env(full), **{k: env[k] for k in (
+        "WL_FAULT", "LD_PRELOAD", "ASAN_OPTIONS")})
+    full.launch()
+    assert full.proc.wait(timeout=60) != 0
+    full.proc.stdout.close()
+    full.reap()
+    log = full.read_log()
+    assert "event=index_no_space" in log, log[-2000:]
+    assert "index_set_aside" not in log
+    assert not [d for d in os.listdir(os.path.join(datadir, "drive0")) if "corrupt" in d]
+    s = Server(datadir).start()
+    try:
+        c = s3_client(s.endpoint)
+        check_all(c, acked)
+    finally:
+        s.stop()

@@ -4,7 +4,7 @@
  * clients) go through a drive's I/O errors.
  *
  *   WL_FAULT="RULE[,RULE...]"   RULE = OP:PATH_PART:AFTER:WHAT
- *     OP         pwrite or fdatasync
+ *     OP         pwrite, write or fdatasync
  *     PATH_PART  the call's file path (from /proc/self/fd) must contain it
  *     AFTER      that many matching calls succeed first; every later one fails
  *     WHAT       EIO, ENOSPC (the call fails with that errno) or short
@@ -92,6 +92,19 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
     return do_pwrite("pwrite64", fd, buf, len, off);
+}
+
+/* (write: what RocksDB's MANIFEST, OPTIONS and LOG files are written with.) */
+ssize_t write(int fd, const void *buf, size_t len)
+{
+    ssize_t (*real)(int, const void *, size_t) =
+        (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    rule_t *x = fd > 2 ? fault_for("write", fd) : NULL;
+    if (x) {
+        errno = err_of(x);
+        return -1;
+    }
+    return real(fd, buf, len);
 }
 
 int fdatasync(int fd)
