@@ -192,6 +192,7 @@ struct drive {
  * emptied; compaction may take any.
  */
 int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out);
+/* (reserve 2: a tombstone's, which may also take the file system's spare, drive_seg.c) */
 /*
  * Open segment file id and check its superblock. ERR_NOT_FOUND when the file
  * never became a segment (superblock not durable, nothing appended: discard

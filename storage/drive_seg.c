@@ -30,6 +30,20 @@
  * freed space is not given back (no discard) while a file waits, at most
  * segment_pool segments a drive, and it counts as used when compaction
  * needs a fresh file (the pool gives one back first).
+ *
+ * The spare. The file system can be full before the drive's slots are (the
+ * index beside the segments, a capacity set above the device's, other files
+ * on it); then no write could make a segment, not even a delete's tombstone
+ * or compaction's copy, and a full drive never got its space back (a fill
+ * probe: after a restart at full disk most DELETEs failed and compaction
+ * failed NOSPC for good). So one segment's worth of space is held in
+ * segments/spare, a plain file nothing reads: what frees space (compaction's
+ * segment, and one a tombstone starts) gives it back when the file system
+ * says no, and a plain user segment is not made while the spare cannot be
+ * made again first. Not metadata-only records: a gateway's heads are such,
+ * a new object's as well as a delete's, and a fill took the spare with the
+ * heads of its last PUTs. It costs one segment of file-system space a
+ * drive; where fallocate is not supported there is none.
  */
 #include "storage/drive_int.h"
 
@@ -263,6 +277,40 @@ fail:
     return rc;
 }
 
+static void spare_path(const drive_t *d, char *p, size_t n)
+{
+    snprintf(p, n, "%s/spare", d->seg_dir);
+}
+
+/* 1 when the spare is there (made now if it was not; a file system without fallocate: 1). */
+static int spare_ready(drive_t *d)
+{
+    char p[4200];
+    spare_path(d, p, sizeof(p));
+    if (access(p, F_OK) == 0) return 1;
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return errno == EEXIST; /* (another writer made it meanwhile) */
+    int rc = drive_io.fallocate(fd, 0, 0, (off_t)d->seg_size), e = errno;
+    close(fd);
+    if (rc == 0) return 1;
+    unlink(p);
+    if (e == EOPNOTSUPP) return 1;
+    log_limited(LOG_LVL_WARN,
+                "event=segment_spare_missing path=%s err=%s: plain writes wait for room", p,
+                strerror(e));
+    return 0;
+}
+
+/* The spare's space given back for a write that frees space: 1 when there was one. */
+static int spare_use(drive_t *d)
+{
+    char p[4200];
+    spare_path(d, p, sizeof(p));
+    if (unlink(p) != 0) return 0;
+    log_warn("event=segment_spare_used path=%s: the file system is full", p);
+    return 1;
+}
+
 static seg_t *seg_new(uint32_t id, uint8_t kind, int fd)
 {
     seg_t *s = xcalloc(1, sizeof(*s));
@@ -307,6 +355,8 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     uint8_t *sb = NULL;
     ssize_t n;
 
+    /* A plain user segment only once the spare is there (what frees space comes first). */
+    if (kind == SEG_USER && !reserve && !d->failed && !spare_ready(d)) return ERR_NOSPC;
     pthread_mutex_lock(&d->lock);
     /* A read-only drive writes nothing, not even a new segment's superblock. */
     if (d->failed) {
@@ -392,7 +442,11 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
         char *ev = d->npool ? d->pool[--d->npool] : NULL;
         if (ev) d->pool_files--;
         pthread_mutex_unlock(&d->lock);
-        if (!ev) break;
+        if (!ev) {
+            /* ... then, for what frees space, the spare. */
+            if ((kind == SEG_GC || reserve == 2) && spare_use(d)) continue;
+            break;
+        }
         log_warn("event=segment_pool_evicted path=%s reason=no_space", ev);
         unlink(ev);
         free(ev);

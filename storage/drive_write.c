@@ -397,7 +397,7 @@ static void commit_user(drive_t *d, req_t *list)
          * can still be emptied. They are tiny; payload-bearing puts are not let in.
          */
         int rc = drive__writer_room(d, w, hlen + pad_max + r->len,
-                                    r->type == REC_TOMBSTONE || r->len == 0);
+                                    r->type == REC_TOMBSTONE ? 2 : r->len == 0);
         if (rc) {
             r->rc = rc;
             continue;

@@ -1457,6 +1457,72 @@ static void test_io_errors(void **state)
     free(dir);
 }
 
+/*
+ * A file system that is full (the segments' own count says there is room: the index, or a
+ * capacity set above the device's, took the rest). Its fallocate says ENOSPC while the
+ * drive's spare holds the last segment's worth; with the spare gone that space is there.
+ */
+static const char *full_dir; /* the drive whose file system is full (NULL: none) */
+static int had_spare;        /* its spare was there when it filled up */
+
+static int full_fallocate(int fd, int mode, off_t off, off_t len)
+{
+    char p[600];
+    if (full_dir) {
+        snprintf(p, sizeof(p), "%s/segments/spare", full_dir);
+        if (!had_spare || access(p, F_OK) == 0) {
+            errno = ENOSPC;
+            return -1;
+        }
+        full_dir = NULL; /* the spare's space, given back: taken by this call */
+    }
+    return real_fallocate(fd, mode, off, len);
+}
+
+/*
+ * At a full file system a delete still goes through (its tombstone needs a new segment: the
+ * one open when the drive closed is sealed at open), while a plain write is refused and does
+ * not take the space deletes need. Before: the delete failed NOSPC as the write did (a fill
+ * probe: most DELETEs 503 after a restart at full disk, and the space never came back).
+ */
+static void test_full_file_system_still_takes_deletes(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 16 * MiB);
+    drive_t *d;
+    assert_int_equal(drive_open(&c, &d), 0);
+    for (int i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100000), 0);
+    }
+    drive_close(d);
+    real_fallocate = drive_io.fallocate;
+    drive_io.fallocate = full_fallocate;
+    full_dir = dir;
+    char p[600];
+    snprintf(p, sizeof(p), "%s/segments/spare", dir);
+    had_spare = access(p, F_OK) == 0;
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "new", 9, 1000), ERR_NOSPC);
+    drive_id_t k0 = {"bkt", "k0", "", 0};
+    assert_int_equal(drive_delete(d, &k0), 0);
+    assert_int_equal(check_seeded(d, "k0", 0, 100000), ERR_NOT_FOUND);
+    assert_int_equal(check_seeded(d, "k1", 1, 100000), 0);
+    drive_close(d);
+    drive_io.fallocate = real_fallocate;
+    full_dir = NULL;
+    /* Room again: the spare is made again first, then plain writes go. */
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "new", 9, 1000), 0);
+    assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(check_seeded(d, "k0", 0, 100000), ERR_NOT_FOUND);
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- group commit ---- */
 
 typedef struct {
@@ -2014,6 +2080,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_segment_pool_after_index_loss),
         cmocka_unit_test(test_segment_pool_old_bytes_never_records),
         cmocka_unit_test(test_io_errors),
+        cmocka_unit_test(test_full_file_system_still_takes_deletes),
         cmocka_unit_test(test_budget_day),
         cmocka_unit_test(test_compaction_model),
         cmocka_unit_test(test_written_bytes),
