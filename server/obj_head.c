@@ -235,6 +235,19 @@ static int first_get(void *ctx, unsigned i)
 }
 
 /*
+ * Whether a lookup that heard no copy of the key's small version (a sparse one's heads are on
+ * its m+1 copies alone) must ask them before its verdict: when the other stores said nothing
+ * (absent) or a tombstone. Neither settles anything about a sparse version: a small PUT over
+ * an unversioned DELETE's tombstones writes its heads on the copies only, and the other stores
+ * keep the older tombstone (for a minute, or for good) while the PUT is current. A live head
+ * there is a version no sparse one replaced (a commit over it is whole-heads).
+ */
+static int copies_needed(int found, int heard, const obj_info_t *best)
+{
+    return !heard && (!found || (best->deleted && !best->marker));
+}
+
+/*
  * obj__newest_at; with ibuf (cap bytes), the first store is asked for its
  * record's payload too (drive_get: the same lookup, and one read), and
  * *ibytes says whether ibuf holds the bytes of the newest head's inline
@@ -263,14 +276,16 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     /*
      * A small object's heads are on its m+1 copies alone (sparse): "absent" from the other
-     * stores settles nothing about it. Those come first only when every copy is slow or not
-     * up (asked last); then the copies are asked too, all at once, before "not found": a
+     * stores settles nothing about it, nor does a tombstone there (copies_needed). Those
+     * come first only when every copy is slow or not up (asked last); then the copies are
+     * asked too, all at once, before "not found" (or a tombstone's verdict): a
      * gateway whose loop had stalled (every remote store slow for a moment) answered
      * NoSuchKey for a small object every listing showed.
      */
     uint32_t copies = obj__inline_stores(s, bucket, key);
     int heard = 0; /* a copy answered: found, or absent */
-    for (int next = 0; next < no && (found + absent <= s->m || (!found && !heard));) {
+    for (int next = 0;
+         next < no && (found + absent <= s->m || copies_needed(found, heard, best));) {
         int from = next, want = s->m + 1 - found - absent;
         if (want < 1) {
             /*
@@ -348,6 +363,9 @@ static int newest_at(obj_set_t *s, const char *bucket, const char *key, const ch
      * that is there).
      */
     if (!found && (absent <= s->m || !heard)) return ERR_UNRECOVERABLE;
+    /* Only tombstones, from stores that cannot hold the small version, and no copy to ask:
+     * open too ("not found" would hide a PUT that replaced the deleted version). */
+    if (found && copies_needed(found, heard, best)) return ERR_UNRECOVERABLE;
     if (rc == 0 && ibytes && iup[0] && best->inl && ((best->inl >> ifrom) & 1) && !best->deleted &&
         strcmp(best->upload_id, iup) == 0 && ilen == best->size) {
         /* A copy that rots is left to obj__inline_load: it tries the copies in turn and logs

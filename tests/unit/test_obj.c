@@ -986,6 +986,46 @@ static void test_lookup_asks_slow_copies_before_not_found(void **state)
     assert_int_equal(obj_stat(e->set, "bkt", "slowcopies-none", &got), ERR_NOT_FOUND);
 }
 
+/*
+ * An unversioned DELETE leaves its tombstone on every store (for a minute), and a small PUT
+ * after it writes its heads on its m+1 copies alone, over the tombstone there: the other
+ * stores keep the older tombstone. With every copy marked slow, a head lookup asked those
+ * stores first and took their m+1 tombstones for the verdict: GET answered NoSuchKey for
+ * the PUT every listing showed, and a DELETE through that gateway answered 204 and left it
+ * (a 4-node probe, PUT racing DELETE through other nodes under load: 3 rounds in 200). A
+ * tombstone from a store that cannot hold the sparse version settles nothing about it, as
+ * an "absent" does not: the copies are asked too.
+ */
+static void test_lookup_asks_slow_copies_past_older_tombstones(void **state)
+{
+    env_t *e = *state;
+    uint8_t small[100];
+    fill(small, sizeof(small), 47);
+    obj_info_t v0, v, got;
+    put(e, "slowtomb", small, sizeof(small), &v0);
+    assert_true(v0.sparse);
+    assert_int_equal(obj_delete(e->set, "bkt", "slowtomb"), 0);
+    small[0] ^= 1;
+    put(e, "slowtomb", small, sizeof(small), &v);
+    assert_true(v.sparse); /* its copies only; the others keep the tombstone */
+    int others = 0;
+    for (int i = 0; i < N; i++)
+        if (!((v.inl >> i) & 1)) others += has_head(e, i, "slowtomb");
+    assert_int_equal(others, N - __builtin_popcount(v.inl));
+    for (int i = 0; i < N; i++)
+        if ((v.inl >> i) & 1) obj__mark_slow(e->set, (unsigned)i);
+    assert_int_equal(obj_stat(e->set, "bkt", "slowtomb", &got), 0);
+    assert_string_equal(got.upload_id, v.upload_id);
+    expect(e, "slowtomb", small, sizeof(small));
+    /* A DELETE through this gateway deletes it (it read "not found" and left it). */
+    for (int i = 0; i < N; i++)
+        if ((v.inl >> i) & 1) obj__mark_slow(e->set, (unsigned)i);
+    assert_int_equal(obj_delete(e->set, "bkt", "slowtomb"), 0);
+    for (int i = 0; i < N; i++)
+        atomic_store(&e->set->slow_until[i], 0);
+    assert_int_equal(obj_stat(e->set, "bkt", "slowtomb", &got), ERR_NOT_FOUND);
+}
+
 /* obj__delete_read_hook: another node's PUT (an erasure-coded object: heads on every store)
  * commits between the delete's read and its removal round, once. */
 typedef struct {
@@ -2441,6 +2481,8 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_drop_queue_full_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_past_older_tombstones, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_archive_waits_for_its_feature, setup, teardown),
