@@ -224,8 +224,8 @@ static int write_at(obj_set_t *s, const char *bucket, const char *key, const cha
                             refused, first_err);
         if (heads == __builtin_popcount(info->inl) || *first_err == ERR_TOO_LARGE || *refused)
             goto out;
-        log_warn("event=sparse_heads_short key=%s heads=%d err=%s", key, heads,
-                 err_name(*first_err));
+        log_limited(LOG_LVL_WARN, "event=sparse_heads_short key=%s heads=%d err=%s", key, heads,
+                    err_name(*first_err));
     }
     if (info->sparse || (info->inl & (dead | failed))) {
         /*

@@ -348,7 +348,7 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
         int rc =
             obj__refill_object(rf, s, r, bucket, key, pos, info, missing, held, read_ns, &c, rep);
         obj_close(r);
-        if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
+        if (rc) log_limited(LOG_LVL_WARN, "event=heal_failed key=%s err=%s", key, err_name(rc));
         free(info);
         return rc;
     }
@@ -400,7 +400,7 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
         rc = heal_blocks(s, r, bucket, key, info, rep);
     }
     obj_close(r);
-    if (rc) log_warn("event=heal_failed key=%s err=%s", key, err_name(rc));
+    if (rc) log_limited(LOG_LVL_WARN, "event=heal_failed key=%s err=%s", key, err_name(rc));
     free(info);
     return rc;
 }

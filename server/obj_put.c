@@ -99,7 +99,8 @@ static int slot_wait(obj_writer_t *w, int slot)
         }
         /* Up to m stores may fail; the object is still whole on the rest. */
         if (!(w->dead & (1u << i)))
-            log_warn("event=shard_write_failed shard=%d key=%s err=%s", i, w->key, err_name(j->rc));
+            log_limited(LOG_LVL_WARN, "event=shard_write_failed shard=%d key=%s err=%s", i, w->key,
+                        err_name(j->rc));
         w->dead |= 1u << i;
         if (j->rc == ERR_THROTTLED || (j->rc == ERR_NOSPC && w->cause != ERR_THROTTLED))
             w->cause = j->rc;

@@ -483,8 +483,8 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     *out = seg_created(d, id, kind, fd, 0, 0); /* fresh: version 1, no seed */
     return 0;
 fail:
-    log_error("event=segment_create_failed path=%s seg=%u op=%s err=%s errno=%d%s", path, id, what,
-              err_name(rc), e, rc == ERR_IO && !e ? " short_write=1" : "");
+    log_limited(LOG_LVL_ERROR, "event=segment_create_failed path=%s seg=%u op=%s err=%s errno=%d%s",
+                path, id, what, err_name(rc), e, rc == ERR_IO && !e ? " short_write=1" : "");
     if (fd >= 0) {
         close(fd);
         unlink(path);
