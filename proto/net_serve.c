@@ -154,13 +154,13 @@ void net__send_reply(proto_net_t *n, proto_inbound_t *in)
     size_t len = in->reply_len; /* an error may carry a payload too (GET's ERR_RANGE) */
     /*
      * From here until it is written the request holds its reply only: the handler is done
-     * with the request's bytes, and a reply buffer much larger than its reply (a GET of a
-     * small record, or of none, sized for the largest) is cut to size. What it holds is
+     * with the request's bytes, and a reply buffer over a MiB larger than its reply (a GET
+     * sized for the largest record, of a small one or none) is cut to size. What it holds is
      * charged instead of the bound (a peer not reading tiny replies holds tiny amounts).
      */
     free((uint8_t *)in->payload - PROTO_HDR);
     in->payload = NULL;
-    if (in->reply && in->reply_cap > len + (64u << 10)) {
+    if (in->reply && in->reply_cap > len + (1u << 20)) { /* (not a small GET's: no realloc) */
         in->reply = xrealloc(in->reply, PROTO_HDR + len);
         in->reply_cap = len;
     }
