@@ -402,6 +402,15 @@ static int pool_remove(const char *id)
 }
 
 /* Drive d's counters, asked of peer p (ds->capacity 0: it did not answer). */
+/* Whether a node's registration (NULL: none) says its drive d did not open at its start. */
+static int reg_failed(json_t *reg, int d)
+{
+    json_t *fa = reg ? json_object_get(reg, "failed") : NULL;
+    for (size_t i = 0; json_is_array(fa) && i < json_array_size(fa); i++)
+        if (json_integer_value(json_array_get(fa, i)) == d) return 1;
+    return 0;
+}
+
 static void remote_stats(proto_peer_t *p, int d, drive_stats_t *ds)
 {
     memset(ds, 0, sizeof(*ds));
@@ -559,7 +568,9 @@ static int status(int as_json)
         proto_peer_t *p = net ? proto_net_peer(net, n->id, n->proto) : NULL;
         for (int d = 0; d < n->drives; d++) {
             json_t *dj = json_pack("{s:i}", "drive", d);
-            if (p && reg) {
+            if (reg_failed(reg, d)) {
+                json_object_set_new(dj, "failed", json_true());
+            } else if (p && reg) {
                 drive_stats_t ds;
                 remote_stats(p, d, &ds);
                 if (ds.capacity)
@@ -608,7 +619,9 @@ static int status(int as_json)
             char name[CMAP_MAX_ID + 16];
             snprintf(name, sizeof(name), "%s/%d", m.nodes[set->d[i].node].id, set->d[i].drive);
             json_array_append_new(dr, json_string(name));
-            down += !alive[set->d[i].node];
+            down +=
+                !alive[set->d[i].node] ||
+                reg_failed(json_object_get(r.regs, m.nodes[set->d[i].node].id), set->d[i].drive);
         }
         int removed = 0;
         for (int p = 0; p < m.npools; p++)
@@ -678,6 +691,10 @@ static int status(int as_json)
             size_t j;
             json_array_foreach(json_object_get(n, "drives"), j, d)
             {
+                if (json_is_true(json_object_get(d, "failed")))
+                    printf("    drive %lld: FAILED: did not open at the node's start (its log "
+                           "says why); mend it and restart the node, or replace it\n",
+                           (long long)json_integer_value(json_object_get(d, "drive")));
                 if (!json_object_get(d, "capacity")) continue;
                 double years = json_real_value(json_object_get(d, "projected_years"));
                 char life[64] = "no DWPD budget set";

@@ -86,6 +86,15 @@ static uint32_t own_refilling(member_t *m)
     return mask;
 }
 
+/* This node's drives that did not open at its start (node_drives.c), as a mask. */
+static uint32_t own_failed(member_t *m)
+{
+    uint32_t mask = 0;
+    for (int i = 0; m->dv && i < m->map.nodes[m->me].drives && i < 32; i++)
+        if (!m->dv[i]) mask |= 1u << i;
+    return mask;
+}
+
 /* Under mu: the members of map to take requests from. */
 static void set_members(member_t *m, const cmap_t *map)
 {
@@ -281,11 +290,16 @@ static int put_registration(member_t *m)
     json_t *ra = json_array();
     for (int i = 0; i < 32; i++)
         if ((refill >> i) & 1) json_array_append_new(ra, json_integer(i));
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o,s:s,s:I}", "id", n->id, "s3", n->s3,
+    /* Its drives that did not open: other nodes call them only when they cannot do without. */
+    uint32_t failed = own_failed(m);
+    json_t *fa = json_array();
+    for (int i = 0; i < 32; i++)
+        if ((failed >> i) & 1) json_array_append_new(fa, json_integer(i));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:o,s:o,s:s,s:I}", "id", n->id, "s3", n->s3,
                           "proto", n->proto, "data", m->cfg.data ? m->cfg.data : "", "pid",
                           (int)getpid(), "epoch", (json_int_t)atomic_load(&m->epoch), "started",
-                          (json_int_t)m->started, "refilling", ra, "build", wl_build_name(),
-                          "features", (json_int_t)m->feat.features);
+                          (json_int_t)m->started, "refilling", ra, "failed", fa, "build",
+                          wl_build_name(), "features", (json_int_t)m->feat.features);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     int rc = etcd_put(m->etcd, key, text, strlen(text), m->lease);
@@ -297,8 +311,21 @@ static int put_registration(member_t *m)
 typedef struct {
     char (*ids)[CMAP_MAX_ID + 1];
     uint32_t *refill; /* each one's drives being refilled */
+    uint32_t *failed; /* each one's drives that did not open */
     int n, cap;
 } regs_t;
+
+/* A registration's list of drive numbers under name, as a mask. */
+static uint32_t drive_mask(json_t *o, const char *name)
+{
+    uint32_t mask = 0;
+    json_t *ra = o ? json_object_get(o, name) : NULL;
+    for (size_t i = 0; json_is_array(ra) && i < json_array_size(ra); i++) {
+        json_int_t d = json_integer_value(json_array_get(ra, i));
+        if (d >= 0 && d < 32) mask |= 1u << d;
+    }
+    return mask;
+}
 
 static int collect_reg(void *arg, const char *key, const char *val, size_t len)
 {
@@ -309,22 +336,18 @@ static int collect_reg(void *arg, const char *key, const char *val, size_t len)
         r->cap = r->cap ? 2 * r->cap : 16;
         r->ids = xrealloc(r->ids, sizeof(*r->ids) * (size_t)r->cap);
         r->refill = xrealloc(r->refill, sizeof(*r->refill) * (size_t)r->cap);
+        r->failed = xrealloc(r->failed, sizeof(*r->failed) * (size_t)r->cap);
     }
-    uint32_t mask = 0;
     json_t *o = json_loadb(val, len, 0, NULL);
-    json_t *ra = o ? json_object_get(o, "refilling") : NULL;
-    for (size_t i = 0; json_is_array(ra) && i < json_array_size(ra); i++) {
-        json_int_t d = json_integer_value(json_array_get(ra, i));
-        if (d >= 0 && d < 32) mask |= 1u << d;
-    }
+    r->refill[r->n] = drive_mask(o, "refilling");
+    r->failed[r->n] = drive_mask(o, "failed");
     json_decref(o);
-    r->refill[r->n] = mask;
     snprintf(r->ids[r->n++], sizeof(r->ids[0]), "%s", id + 1);
     return 0;
 }
 
 /* The stores st of sets [first, first + n) of map: those of other nodes' drives being
- * refilled, as their registrations say, are read last. */
+ * refilled, as their registrations say, are read last; those that did not open are down. */
 static void mark_sets(const cmap_t *map, int me, int first, int n, shard_store_t *st,
                       const regs_t *r)
 {
@@ -333,10 +356,14 @@ static void mark_sets(const cmap_t *map, int me, int first, int n, shard_store_t
         for (int i = 0; i < set->k + set->m; i++, at++) {
             if (set->d[i].node == me) continue;
             const char *id = map->nodes[set->d[i].node].id;
-            int on = 0;
+            int on = 0, failed = 0;
             for (int q = 0; q < r->n; q++)
-                if (strcmp(r->ids[q], id) == 0) on = (r->refill[q] >> set->d[i].drive) & 1;
+                if (strcmp(r->ids[q], id) == 0) {
+                    on = (r->refill[q] >> set->d[i].drive) & 1;
+                    failed = (r->failed[q] >> set->d[i].drive) & 1;
+                }
             peer_store_set_refilling(&st[at], on);
+            peer_store_set_failed(&st[at], failed);
         }
     }
 }
@@ -384,6 +411,7 @@ static void check_leases(member_t *m)
     pthread_mutex_unlock(&m->pools_mu);
     free(r.ids);
     free(r.refill);
+    free(r.failed);
 }
 
 static int lease_ttl(const member_t *m)

@@ -83,6 +83,54 @@ void node_drives_refilled(void *arg, unsigned failed)
 }
 
 /*
+ * Drives that missed writes. A drive served as failed (it did not open) is
+ * left out of every write while the node runs; mended and opened at a later
+ * start, it lacks what was written meanwhile, and the heal queue that noted
+ * it is gone with the process. DATA/missed lists such drives (a number a
+ * line), written before the node serves without them; a listed drive that
+ * opens is marked refilling (read last, refilled by the scanner at once,
+ * unmarked after a whole pass), then taken off the list. The mark goes into
+ * the drive only once it opens: a failed drive may take no write at all.
+ */
+static void missed_read(const char *data, int n, int *missed)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/missed", data);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    int i;
+    while (fscanf(f, "%d", &i) == 1)
+        if (i >= 0 && i < n) missed[i] = 1;
+    fclose(f);
+}
+
+/* DATA/missed as missed says, durable (file, then its name); 0 or an errno. */
+static int missed_write(const char *data, int n, const int *missed)
+{
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof(path), "%s/missed", data);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= missed[i];
+    if (!any) return unlink(path) != 0 && errno != ENOENT ? errno : 0;
+    FILE *o = fopen(tmp, "w");
+    if (!o) return errno;
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (missed[i] && fprintf(o, "%d\n", i) < 0) bad = 1;
+    if (fflush(o) != 0 || fsync(fileno(o)) != 0) bad = 1;
+    if (fclose(o) != 0) bad = 1;
+    int e = bad ? (errno ? errno : EIO) : 0;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) return e;
+    int dfd = open(data, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) e = errno;
+    if (dfd >= 0) close(dfd);
+    return e;
+}
+
+/*
  * Where keys live depends on the sets (obj_set_multi: how many, and in a
  * cluster which drives each holds), so a data directory keeps the layout it
  * was made with: DATA/layout records it on the first start ("sets 2 ec
@@ -193,12 +241,11 @@ static void *drive_opener(void *arg)
 }
 
 /* Opens n drives side by side, each on a thread of its own (a thread that cannot start
- * opens its drive in place). 0, or the first failure's code once every open has ended; the
- * drives that did open stay in dv for the caller's cleanup. */
-static int open_drives(const drive_cfg_t *cfg, int n, drive_t **dv)
+ * opens its drive in place); rc[i] is drive i's outcome once every open has ended. */
+static void open_drives(const drive_cfg_t *cfg, int n, drive_t **dv, int *rc)
 {
     drive_opener_t op[OBJ_MAX_SHARDS];
-    int started[OBJ_MAX_SHARDS] = {0}, rc = 0;
+    int started[OBJ_MAX_SHARDS] = {0};
     for (int i = 0; i < n; i++) {
         op[i] = (drive_opener_t){.cfg = &cfg[i], .out = &dv[i]};
         started[i] = pthread_create(&op[i].tid, NULL, drive_opener, &op[i]) == 0;
@@ -206,13 +253,69 @@ static int open_drives(const drive_cfg_t *cfg, int n, drive_t **dv)
     }
     for (int i = 0; i < n; i++) {
         if (started[i]) pthread_join(op[i].tid, NULL);
-        if (op[i].rc && !rc) {
-            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", cfg[i].path,
-                    err_str(op[i].rc));
-            rc = op[i].rc;
+        rc[i] = op[i].rc;
+    }
+}
+
+/*
+ * Drives that did not open. A node of many drives is not stopped by one of
+ * them: a drive whose superblock, index or file system is bad is served as
+ * failed (shard_store_local(NULL): its calls fail, its health is down), as a
+ * node that is away is, and the sets it belongs to run on their other
+ * drives. What no drive can mend is still fatal: another process holding a
+ * drive (two daemons on one data directory) and memory. So is more than m
+ * failed drives in one set (this node's drives of it, in a cluster): the
+ * set could not be read, and what stands in the drives may be a setting
+ * that is wrong for all of them. 0, or the error that stops the start
+ * (printed).
+ */
+static int judge_failed(node_drives_t *d, const int *rc, const cmap_t *map, int me, int k, int m)
+{
+    int fatal = 0;
+    for (int i = 0; i < d->n; i++) {
+        d->err[i] = rc[i];
+        if (!rc[i]) continue;
+        d->failed++;
+        if (rc[i] == ERR_BUSY || rc[i] == ERR_NOMEM) fatal = rc[i];
+    }
+    if (!d->failed) return 0;
+    if (fatal) {
+        for (int i = 0; i < d->n; i++)
+            if (rc[i] == fatal)
+                fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i],
+                        err_str(fatal));
+        return fatal;
+    }
+    /* Each set's failed drives on this node (a single node: set j holds drives j(k+m)...). */
+    int nsets = map ? map->nsets : d->n / (k + m);
+    for (int j = 0; j < nsets; j++) {
+        int width = map ? map->sets[j].k + map->sets[j].m : k + m;
+        int most = map ? map->sets[j].m : m, down = 0, first = -1;
+        for (int s = 0; s < width; s++) {
+            int drive = map ? (map->sets[j].d[s].node == me ? map->sets[j].d[s].drive : -1)
+                            : j * (k + m) + s;
+            if (drive < 0 || drive >= d->n || !rc[drive]) continue;
+            down++;
+            if (first < 0) first = drive;
+        }
+        if (down > most) {
+            for (int i = 0; i < d->n; i++)
+                if (rc[i])
+                    fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i],
+                            err_str(rc[i]));
+            fprintf(stderr,
+                    "warmlaked: %d drives of set %d did not open, and a set may do without %d "
+                    "at most: not starting\n",
+                    down, j, most);
+            return rc[first];
         }
     }
-    return rc;
+    for (int i = 0; i < d->n; i++)
+        if (rc[i])
+            log_error("event=drive_failed path=%s err=%s: serving without it (its sets run "
+                      "degraded); mend it and restart, or empty its directory to have it refilled",
+                      d->path[i], err_name(rc[i]));
+    return 0;
 }
 
 int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cmap_t *map, int nsets,
@@ -275,8 +378,30 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
         c.segment_pool = conf->segment_pool ? (int)conf->segment_pool : -1;
         dcfg[i] = c;
     }
-    if ((rc = open_drives(dcfg, n, d->dv)) != 0) return rc;
+    int orc[OBJ_MAX_SHARDS];
+    open_drives(dcfg, n, d->dv, orc);
+    if ((rc = judge_failed(d, orc, map, map ? cmap_node_index(map, conf->node) : -1, k, m)) != 0)
+        return rc;
+    /* The list of drives that missed writes: the failed ones on, the ones back marked and off. */
+    int missed[OBJ_MAX_SHARDS] = {0}, changed = 0;
+    missed_read(conf->data, n, missed);
     for (int i = 0; i < n; i++) {
+        if (!d->dv[i] && !missed[i]) changed = missed[i] = 1;
+        if (d->dv[i] && missed[i]) {
+            log_warn("event=drive_back path=%s: it missed the writes made while it was failed; "
+                     "refilled by the heal scanner, read last until then",
+                     d->path[i]);
+            refill_mark(d->path[i]);
+            missed[i] = 0;
+            changed = 1;
+        }
+    }
+    if (changed && (rc = missed_write(conf->data, n, missed)) != 0)
+        log_error("event=missed_list_failed path=%s/missed err=%s: a failed drive back at a later "
+                  "start waits for the scanner's interval to get what it missed",
+                  conf->data, strerror(rc));
+    for (int i = 0; i < n; i++) {
+        if (!d->dv[i]) continue;
         if (refill_marked(d->path[i])) drive_set_refilling(d->dv[i], 1);
         d->refilling += drive_refilling(d->dv[i]);
     }

@@ -20,6 +20,8 @@ typedef struct {
     char path[OBJ_MAX_SHARDS][4096]; /* drive i's directory */
     int n;                           /* drives of the node */
     int refilling;                   /* marked replaced, not refilled yet, at the open */
+    int err[OBJ_MAX_SHARDS];         /* drive i's open: 0, or why it failed */
+    int failed;                      /* drives that did not open (served as failed) */
 } node_drives_t;
 
 /*
@@ -27,9 +29,13 @@ typedef struct {
  * a cluster member's layout, its pools, sets and which drive holds each
  * shard), with c's drive settings, into d (zeroed, as a static is; too
  * large for a stack). DATA/layout is checked and written first, then the
- * replaced drives marked, then all opened at once. Returns 0, or 1 or 2
- * with the reason printed on stderr, or the ERR_* of a drive that did not
- * open (printed); node_drives_close(d) in every case. Blocks (disk).
+ * replaced drives marked, then all opened at once. A drive that does not
+ * open leaves dv[i] NULL (d->err[i] says why, logged as drive_failed) as
+ * long as no set has more than m such drives on this node and none failed
+ * for a reason no drive can mend (ERR_BUSY: another process holds it;
+ * ERR_NOMEM). Returns 0, or 1 or 2 with the reason printed on stderr, or the
+ * ERR_* of a drive that stops the start (printed); node_drives_close(d) in
+ * every case. Blocks (disk).
  */
 int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cmap_t *map, int nsets,
                      int k, int m) __attribute__((warn_unused_result));

@@ -24,6 +24,12 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
  * readers take it last (shard_ops_t.refilling). A local store: no effect.
  */
 void peer_store_set_refilling(shard_store_t *s, int on);
+/*
+ * The remote drive did not open at its node's start (its registration says
+ * so): its health is down whatever the way to the node is doing. A local
+ * store: no effect.
+ */
+void peer_store_set_failed(shard_store_t *s, int on);
 void peer_store_free(shard_store_t *st);
 
 /* drive_stats_t's fields in the order a STATS response carries them (integers, then doubles). */

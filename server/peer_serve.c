@@ -235,6 +235,12 @@ static void serve(pool_job_t *j)
         return;
     }
     drive_t *d = sv->drives[q->drive];
+    if (!d) {
+        /* It did not open at this node's start (node_drives.c): failed, as its registration
+         * tells the peers, which then call it only when they cannot do without it. */
+        proto_reply(in, ERR_IO, 0);
+        return;
+    }
     drive_id_t id = id_of(q);
     drive_stat_t st = {0};
     proto_w_t w;

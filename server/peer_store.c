@@ -25,6 +25,7 @@ typedef struct {
     proto_peer_t *peer;
     uint32_t drive;
     _Atomic int refilling; /* peer_store_set_refilling */
+    _Atomic int failed;    /* peer_store_set_failed */
 } remote_t;
 
 /* The fields every per-record request starts with. */
@@ -516,6 +517,7 @@ static void r_stats(void *ctx, drive_stats_t *st)
 
 static int r_health(void *ctx)
 {
+    if (atomic_load(&((remote_t *)ctx)->failed)) return SHARD_DOWN;
     switch (proto_peer_health(((remote_t *)ctx)->peer)) {
     case PROTO_PEER_UP:
         return SHARD_UP;
@@ -555,6 +557,7 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)
     r->peer = peer;
     r->drive = drive;
     atomic_init(&r->refilling, 0);
+    atomic_init(&r->failed, 0);
     return (shard_store_t){&remote_ops, r};
 }
 
@@ -567,4 +570,9 @@ void peer_store_free(shard_store_t *st)
 void peer_store_set_refilling(shard_store_t *s, int on)
 {
     if (s->ops == &remote_ops) atomic_store(&((remote_t *)s->ctx)->refilling, on ? 1 : 0);
+}
+
+void peer_store_set_failed(shard_store_t *s, int on)
+{
+    if (s->ops == &remote_ops) atomic_store(&((remote_t *)s->ctx)->failed, on ? 1 : 0);
 }

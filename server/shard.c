@@ -344,12 +344,96 @@ static const shard_ops_t local_ops = {
     .refilling = l_refilling,
 };
 
+/*
+ * A drive that did not open: every call fails at once and its health is
+ * down, so readers take it last and writers leave it out (and note what
+ * they left short for the heal queue), as for a node that is away.
+ */
+static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
+                 size_t meta_len)
+{
+    (void)ctx, (void)id, (void)data, (void)len, (void)meta, (void)meta_len;
+    return ERR_IO;
+}
+
+static int f_read(void *ctx, const drive_id_t *id, uint64_t off, void *buf, size_t len)
+{
+    (void)ctx, (void)id, (void)off, (void)buf, (void)len;
+    return ERR_IO;
+}
+
+static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
+{
+    (void)ctx, (void)id, (void)st, (void)meta, (void)cap;
+    return ERR_IO;
+}
+
+static int f_del(void *ctx, const drive_id_t *id)
+{
+    (void)ctx, (void)id;
+    return ERR_IO;
+}
+
+static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
+{
+    (void)ctx, (void)id, (void)cond;
+    return ERR_IO;
+}
+
+static int f_list(void *ctx, const char *bucket, const char *prefix, const char *after,
+                  drive_list_fn fn, void *arg)
+{
+    (void)ctx, (void)bucket, (void)prefix, (void)after, (void)fn, (void)arg;
+    return ERR_IO;
+}
+
+static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                       const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    (void)ctx, (void)id, (void)data, (void)len, (void)meta, (void)meta_len, (void)done, (void)arg;
+    return ERR_IO;
+}
+
+static int f_scan(void *ctx, const char *bucket, const char *prefix, const drive_from_t *from,
+                  drive_scan_fn fn, void *arg)
+{
+    (void)ctx, (void)bucket, (void)prefix, (void)from, (void)fn, (void)arg;
+    return ERR_IO;
+}
+
+static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                      const void *meta, size_t meta_len, const shard_cond_t *cond,
+                      drive_done_fn done, void *arg)
+{
+    (void)cond;
+    return f_put_async(ctx, id, data, len, meta, meta_len, done, arg);
+}
+
+static int f_health(void *ctx)
+{
+    (void)ctx;
+    return SHARD_DOWN;
+}
+
+static const shard_ops_t failed_ops = {
+    .put = f_put,
+    .read = f_read,
+    .stat = f_stat,
+    .del = f_del,
+    .del_head = f_del_head,
+    .list = f_list,
+    .put_async = f_put_async,
+    .scan = f_scan,
+    .put_head = f_put_head,
+    .health = f_health,
+};
+
 int shard_store_is_local(const shard_store_t *st)
 {
-    return st->ops == &local_ops;
+    return st->ops == &local_ops || st->ops == &failed_ops;
 }
 
 shard_store_t shard_store_local(drive_t *d)
 {
-    return (shard_store_t){&local_ops, d};
+    return d ? (shard_store_t){&local_ops, d} : (shard_store_t){&failed_ops, NULL};
 }

@@ -175,9 +175,13 @@ typedef struct {
 struct proto_cancel *shard_hedge_token(void);
 void shard_set_hedge_token(struct proto_cancel *t);
 
-/* A store backed by a local drive (borrowed; the caller closes it). */
+/*
+ * A store backed by a local drive (borrowed; the caller closes it). NULL, a
+ * drive that did not open: a store whose calls all fail (ERR_IO) at once,
+ * its health SHARD_DOWN for good.
+ */
 shard_store_t shard_store_local(drive_t *d);
-/* Whether st is one (shard_store_local). */
+/* Whether st is one (shard_store_local: a drive of this node, opened or not). */
 int shard_store_is_local(const shard_store_t *st);
 
 /*

@@ -7,6 +7,8 @@ after a restart without faults every acknowledged object reads back whole."""
 import hashlib
 import json
 import os
+import shutil
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -154,9 +156,9 @@ def test_index_file_system_full_at_open_keeps_the_index(datadir, need_shim):
     """A drive whose index cannot be opened for want of space (RocksDB writes a new MANIFEST
     and OPTIONS file at every open) is not taken for a corrupt one: the index stays where it
     is (no copy set aside, nothing rebuilt, no further space taken), the node says why and
-    does not serve; once there is room it starts on that same index and every object reads
-    back. Before: the index was set aside as corrupt at each try (a fill probe: 4 MiB each,
-    on a file system already full) and rebuilt from the segments."""
+    serves without that drive; once there is room it starts on that same index and every
+    object reads back. Before: the index was set aside as corrupt at each try (a fill probe:
+    4 MiB each, on a file system already full) and rebuilt from the segments."""
     s = Server(datadir).start()
     c = s3_client(s.endpoint)
     c.create_bucket(Bucket="flt")
@@ -168,17 +170,134 @@ def test_index_file_system_full_at_open_keeps_the_index(datadir, need_shim):
     full = Server(datadir)
     full.env = lambda: dict(Server.env(full), **{k: env[k] for k in (
         "WL_FAULT", "LD_PRELOAD", "ASAN_OPTIONS")})
-    full.launch()
-    assert full.proc.wait(timeout=60) != 0
-    full.proc.stdout.close()
-    full.reap()
-    log = full.read_log()
-    assert "event=index_no_space" in log, log[-2000:]
-    assert "index_set_aside" not in log
+    full.start()
+    try:
+        log = full.read_log()
+        assert "event=index_no_space" in log, log[-2000:]
+        assert "event=drive_failed path=%s/drive0 err=NOSPC" % datadir in log
+        check_all(s3_client(full.endpoint), acked)
+    finally:
+        full.stop()
+    assert "index_set_aside" not in full.read_log()
     assert not [d for d in os.listdir(os.path.join(datadir, "drive0")) if "corrupt" in d]
     s = Server(datadir).start()
     try:
         c = s3_client(s.endpoint)
         check_all(c, acked)
+    finally:
+        s.stop()
+
+
+def flip_drive_file(datadir, d):
+    """A bit flipped in drive d's geometry file (DRIVE): its open is refused."""
+    path = os.path.join(datadir, "drive%d" % d, "DRIVE")
+    with open(path, "rb") as f:
+        good = f.read()
+    at = good.index(b"segment_size=") + len(b"segment_size=")
+    with open(path, "wb") as f:
+        f.write(good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:])
+    return path, good
+
+
+def wait_refilled(s, timeout=120):
+    """Until no drive is marked refilling (the scanner's pass after a start made them whole)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not any(d.get("refilling") for d in drive_stats(s)):
+            return
+        time.sleep(0.5)
+    raise AssertionError("still refilling: %s" % drive_stats(s))
+
+
+def test_a_drive_that_does_not_open_is_served_as_failed(datadir):
+    """One drive of 4+2 that cannot be opened (a bit flipped in its geometry file) no longer
+    stops the node: it serves every object, takes new ones on the other five drives and says
+    which drive failed. Mended, the drive is marked refilling at the next start and gets
+    what it missed: with two other drives wiped after that, every object still reads back
+    (an object written while it was failed would be one block short without its refill).
+    Before: the node did not start ("cannot open drive"), though 4+2 may lose two."""
+    s = Server(datadir).start()
+    c = s3_client(s.endpoint)
+    c.create_bucket(Bucket="flt")
+    sizes = [0, 1000, 300_000, 2 << 20]
+    acked, errors = put_many(c, 12, sizes, "a")
+    assert not errors
+    s.stop()
+    path, good = flip_drive_file(datadir, 2)
+    s = Server(datadir).start()
+    try:
+        log = s.read_log()
+        assert "event=drive_failed path=%s/drive2" % datadir in log, log[-2000:]
+        st = {d["index"]: d for d in drive_stats(s)}
+        assert st[2]["health"] == "down" and all(st[i]["health"] == "up" for i in (0, 1, 3, 4, 5))
+        c = s3_client(s.endpoint, retry=False)
+        check_all(c, acked)
+        more, errors = put_many(c, 12, sizes, "b")
+        assert not errors
+        acked.update(more)
+        c.delete_object(Bucket="flt", Key="a-000")
+        del acked["a-000"]
+        listed = [o["Key"] for o in c.list_objects_v2(Bucket="flt")["Contents"]]
+        assert listed == sorted(acked)
+        check_all(c, acked)
+        with open(os.path.join(datadir, "missed")) as f:
+            assert f.read().split() == ["2"]
+    finally:
+        s.stop()
+    with open(path, "wb") as f:
+        f.write(good)
+    s = Server(datadir).start()
+    try:
+        assert "event=drive_back path=%s/drive2" % datadir in s.read_log()
+        assert not os.path.exists(os.path.join(datadir, "missed"))
+        wait_refilled(s)
+        check_all(s3_client(s.endpoint), acked)
+    finally:
+        s.stop()
+    for d in (0, 1):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    s = Server(datadir).start()
+    try:
+        c = s3_client(s.endpoint)
+        check_all(c, acked)
+        assert sorted(o["Key"] for o in c.list_objects_v2(Bucket="flt")["Contents"]) == \
+            sorted(acked)
+    finally:
+        s.stop()
+
+
+def test_more_drives_that_do_not_open_than_parity_stop_the_start(datadir):
+    """Three drives of 4+2 that cannot be opened: the set could not be read, so the node does
+    not start, and says which drives and why; mended, it starts and every object reads back.
+    Another process holding the data directory stops a start too, even for one drive."""
+    s = Server(datadir).start()
+    c = s3_client(s.endpoint)
+    c.create_bucket(Bucket="flt")
+    acked, errors = put_many(c, 6, [1000, 300_000], "c")
+    assert not errors
+    s.stop()
+    flipped = [flip_drive_file(datadir, d) for d in (1, 3, 4)]
+    bad = Server(datadir).launch()
+    assert bad.proc.wait(timeout=60) != 0
+    bad.proc.stdout.close()
+    bad.reap()
+    log = bad.read_log()
+    assert "3 drives of set 0 did not open, and a set may do without 2 at most" in log, log[-2000:]
+    for d in (1, 3, 4):
+        assert "cannot open drive %s/drive%d" % (datadir, d) in log
+    assert not os.path.exists(os.path.join(datadir, "missed"))
+    for path, good in flipped:
+        with open(path, "wb") as f:
+            f.write(good)
+    s = Server(datadir).start()
+    try:
+        check_all(s3_client(s.endpoint), acked)
+        second = Server(datadir).launch()
+        assert second.proc.wait(timeout=60) != 0
+        second.proc.stdout.close()
+        second.proc = None
+        assert "another process has this drive open" in second.read_log()
+        check_all(s3_client(s.endpoint), acked)
     finally:
         s.stop()
