@@ -245,7 +245,13 @@ static int put_held(drive_t *d, const drive_id_t *id, const void *data, size_t l
     }
     held_t *h = xmalloc(sizeof(*h));
     *h = (held_t){s, done, arg};
-    if ((rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h)) != 0) {
+    /* A version's retirement frees space: it may take what a full drive keeps for deletes
+     * (without it an unversioned DELETE at a full file system failed 507, a fill probe). */
+    if (!len && is_tombstone(meta, meta_len, NULL))
+        rc = drive_put_async_frees(d, id, meta, meta_len, held_done, h);
+    else
+        rc = drive_put_async(d, id, data, len, meta, meta_len, held_done, h);
+    if (rc != 0) {
         stripe_give(s);
         free(h);
     }

@@ -767,6 +767,15 @@ int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t l
     return rc ? rc : submit_copy(d, &r, done, arg);
 }
 
+int drive_put_async_frees(drive_t *d, const drive_id_t *id, const void *meta, size_t meta_len,
+                          drive_done_fn done, void *arg)
+{
+    req_t r;
+    int rc = put_req(d, &r, id, NULL, 0, meta, meta_len);
+    r.frees = 1;
+    return rc ? rc : submit_copy(d, &r, done, arg);
+}
+
 int drive_delete_async(drive_t *d, const drive_id_t *id, drive_done_fn done, void *arg)
 {
     req_t r;

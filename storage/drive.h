@@ -197,6 +197,15 @@ int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t l
     __attribute__((warn_unused_result));
 
 /*
+ * drive_put_async of a metadata-only record whose write lets space go (the
+ * gateway's tombstone head: the version it retires is dropped after it):
+ * like a tombstone it may take the space kept for deletes, the file
+ * system's spare included, so that a full drive still takes deletes.
+ */
+int drive_put_async_frees(drive_t *d, const drive_id_t *id, const void *meta, size_t meta_len,
+                          drive_done_fn done, void *arg) __attribute__((warn_unused_result));
+
+/*
  * drive_delete without waiting; as drive_put_async. ERR_NOT_FOUND (nothing
  * to delete: looked up before returning) is returned at once, done not called.
  */

@@ -95,6 +95,7 @@ typedef struct req {
     int done;
     drive_done_fn done_fn;
     void *done_arg;
+    uint8_t frees; /* drive_put_async_frees: it may take the space kept for deletes */
     struct req *next;
 } req_t;
 

@@ -395,9 +395,12 @@ static void commit_user(drive_t *d, req_t *list)
          * The reserve takes what frees space: tombstones, and metadata-only
          * records (the gateway's delete markers are such), so a full drive
          * can still be emptied. They are tiny; payload-bearing puts are not let in.
+         * The file system's spare goes only to what lets space go: tombstones, and
+         * puts said to free it (the gateway's retirement of a version), not to
+         * every metadata-only record (a new empty object's head, tags).
          */
         int rc = drive__writer_room(d, w, hlen + pad_max + r->len,
-                                    r->type == REC_TOMBSTONE ? 2 : r->len == 0);
+                                    r->type == REC_TOMBSTONE || r->frees ? 2 : r->len == 0);
         if (rc) {
             r->rc = rc;
             continue;

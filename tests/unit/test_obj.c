@@ -996,6 +996,86 @@ static void test_lookup_asks_slow_copies_before_not_found(void **state)
  * tombstone from a store that cannot hold the sparse version settles nothing about it, as
  * an "absent" does not: the copies are asked too.
  */
+/*
+ * Every drive's file system full (test_delete_at_full_file_systems): fallocate says ENOSPC
+ * while a drive's spare (DRIVE/segments/spare) is there; the spare's space, once given
+ * back, is taken by that drive's next fallocate alone.
+ */
+static const char *full_root;
+static int full_taken[N];
+static int (*real_fallocate)(int, int, off_t, off_t);
+
+static int full_fallocate(int fd, int mode, off_t off, off_t len)
+{
+    char link[64], path[512] = "";
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    size_t rl = strlen(full_root);
+    if (n > 0 && (path[n] = 0, strncmp(path, full_root, rl) == 0) && path[rl] == '/' &&
+        path[rl + 1] == 'd' && path[rl + 2] >= '0' && path[rl + 2] < '0' + N) {
+        int i = path[rl + 2] - '0';
+        char spare[512];
+        snprintf(spare, sizeof(spare), "%s/d%d/segments/spare", full_root, i);
+        if (access(spare, F_OK) == 0 || full_taken[i]) {
+            errno = ENOSPC;
+            return -1;
+        }
+        full_taken[i] = 1;
+    }
+    return real_fallocate(fd, mode, off, len);
+}
+
+/*
+ * An unversioned DELETE when every drive's file system is full: its tombstone heads, which
+ * retire the version and let its blocks go, take the space a drive keeps for what frees
+ * space (the spare), as the drive's own tombstones do. Before, they were put as any
+ * metadata-only record, found no room for a new segment, and the DELETE failed (507; a fill
+ * probe: 192 of 242), so a full node could not be emptied through S3.
+ */
+static void test_delete_at_full_file_systems(void **state)
+{
+    env_t *e = *state;
+    if (remote) skip(); /* the drives are reopened in place */
+    size_t n = 300000;
+    uint8_t *data = malloc(n);
+    fill(data, n, 61);
+    obj_info_t v;
+    put(e, "full", data, n, &v);
+    put(e, "kept", data, 1000, &v);
+    /* Reopened: each drive's next write needs a new segment. */
+    for (int i = 0; i < N; i++) {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/d%d", e->dir, i);
+        drive_cfg_t c = {0};
+        c.path = p;
+        c.iu = 4096;
+        c.segment_size = 8u << 20;
+        c.capacity = 256u << 20;
+        drive_close(e->f[i].d);
+        assert_int_equal(drive_open(&c, &e->f[i].d), 0);
+        e->f[i].in = shard_store_local(e->f[i].d);
+    }
+    full_root = e->dir;
+    memset(full_taken, 0, sizeof(full_taken));
+    real_fallocate = drive_io.fallocate;
+    drive_io.fallocate = full_fallocate;
+    int err;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", "new", &err);
+    assert_non_null(w);
+    int rc = obj_put_write(w, data, n);
+    if (rc == 0)
+        rc = obj_put_commit(w, "application/x-test", NULL, 0, &v);
+    else
+        obj_put_abort(w);
+    assert_int_equal(rc, ERR_NOSPC);
+    assert_int_equal(obj_delete(e->set, "bkt", "full"), 0);
+    drive_io.fallocate = real_fallocate;
+    obj_info_t got;
+    assert_int_equal(obj_stat(e->set, "bkt", "full", &got), ERR_NOT_FOUND);
+    expect(e, "kept", data, 1000);
+    free(data);
+}
+
 static void test_lookup_asks_slow_copies_past_older_tombstones(void **state)
 {
     env_t *e = *state;
@@ -2482,6 +2562,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_drop_queue_full_is_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_delete_at_full_file_systems, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_past_older_tombstones, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
