@@ -258,7 +258,7 @@ int drive_compact(drive_t *d, int max_victims, int force)
     pthread_mutex_lock(&d->gc_lock);
     /* Only segments that exist now: GC segments this call fills are not its victims. */
     pthread_mutex_lock(&d->lock);
-    below_id = d->next_seg_id;
+    below_id = d->gc_below = d->next_seg_id;
     failed = d->failed;
     pthread_mutex_unlock(&d->lock);
     /* A read-only drive writes nothing, index and unlinks included. */
@@ -267,6 +267,9 @@ int drive_compact(drive_t *d, int max_victims, int force)
         if (rc <= 0) break;
         released += rc;
     }
+    pthread_mutex_lock(&d->lock);
+    d->gc_below = 0;
+    pthread_mutex_unlock(&d->lock);
     pthread_mutex_unlock(&d->gc_lock);
     return released;
 }

@@ -139,6 +139,9 @@ struct drive {
     seg_t **segs; /* sorted by id */
     uint32_t nsegs, cap_segs, creating;
     uint32_t next_seg_id;
+    /* A compaction's below_id while one runs, else 0: ids under it are its victims' alone
+     * (a segment whose create failed gives its id back only at or above it). */
+    uint32_t gc_below;
     uint64_t next_seq;
     int failed;  /* sticky: a write or flush failed, the drive is read-only */
     int lock_fd; /* <path>/LOCK, flock'ed while open: one process per drive */

@@ -396,6 +396,7 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
         d->pool_files--;
     }
     pthread_mutex_unlock(&d->lock);
+    int named = reuse != NULL; /* a pooled file may take the id's name before a failure */
     if (evict) {
         unlink(evict);
         free(evict);
@@ -487,12 +488,20 @@ fail:
                 path, id, what, err_name(rc), e, rc == ERR_IO && !e ? " short_write=1" : "");
     if (fd >= 0) {
         close(fd);
-        unlink(path);
+        named = unlink(path) != 0;
     }
     free(sb);
     free(path);
     pthread_mutex_lock(&d->lock);
     d->creating--;
+    /*
+     * Its id back when nothing took a later one, and no compaction running took it for an
+     * id of a segment that was there before it began: on a full file system every write
+     * tried made a segment that failed, and ids (32 bits, never reused) went by thousands
+     * a second. Not while a file may bear its name (a pooled one renamed, an unlink that
+     * failed): the next create would find it there.
+     */
+    if (!named && d->next_seg_id == id + 1 && id >= d->gc_below) d->next_seg_id = id;
     pthread_mutex_unlock(&d->lock);
     if (rc == ERR_IO && (fd >= 0 || device_failed)) drive__readonly(d, what, id, e);
     return rc;

@@ -1485,6 +1485,25 @@ static int full_fallocate(int fd, int mode, off_t off, off_t len)
  * not take the space deletes need. Before: the delete failed NOSPC as the write did (a fill
  * probe: most DELETEs 503 after a restart at full disk, and the space never came back).
  */
+/* The highest segment id among dir's segment files. */
+static uint32_t max_seg_id(const char *dir)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/segments", dir);
+    DIR *dd = opendir(p);
+    assert_non_null(dd);
+    uint32_t most = 0;
+    struct dirent *de;
+    while ((de = readdir(dd))) {
+        unsigned id;
+        char tail[8];
+        if (sscanf(de->d_name, "%8x.%3s", &id, tail) == 2 && strcmp(tail, "seg") == 0 && id > most)
+            most = id;
+    }
+    closedir(dd);
+    return most;
+}
+
 /* drive_put_async_frees, waited for. */
 typedef struct {
     pthread_mutex_t mu;
@@ -1534,7 +1553,9 @@ static void test_full_file_system_still_takes_deletes(void **state)
     snprintf(p, sizeof(p), "%s/segments/spare", dir);
     had_spare = access(p, F_OK) == 0;
     assert_int_equal(drive_open(&c, &d), 0);
-    assert_int_equal(put_seeded(d, "new", 9, 1000), ERR_NOSPC);
+    uint32_t ids_before = max_seg_id(dir);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(put_seeded(d, "new", 9, 1000), ERR_NOSPC);
     /* A metadata-only record that frees nothing (a new empty object's head) waits too; the
      * gateway's tombstone head, which lets a version go, takes the spare as a delete does
      * (before, an unversioned DELETE at a full file system failed: a fill probe). */
@@ -1556,6 +1577,9 @@ static void test_full_file_system_still_takes_deletes(void **state)
     assert_int_equal(drive_open(&c, &d), 0);
     assert_int_equal(put_seeded(d, "new", 9, 1000), 0);
     assert_int_equal(access(p, F_OK), 0);
+    /* The segments that could not be made gave their ids back (the spare's tombstone
+     * segment and the new one took two): 50 writes tried at a full file system took 50. */
+    assert_true(max_seg_id(dir) <= ids_before + 2);
     assert_int_equal(check_seeded(d, "k0", 0, 100000), ERR_NOT_FOUND);
     drive_close(d);
     tl_rm_rf(dir);
