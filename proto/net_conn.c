@@ -175,6 +175,7 @@ void net__conn_unref(proto_conn_t *c)
             *pp = c->next;
             break;
         }
+    n->npaused -= c->paused;
     free(c->stage);
     if (c->frame && !c->peer) net__frame_done(c);
     free(c->frame);

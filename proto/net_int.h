@@ -151,6 +151,7 @@ struct proto_net {
     proto_peer_t *peers;                     /* under mu (the list; peers live until stop) */
     proto_conn_t *conns;                     /* loop */
     size_t serving;                          /* loop: bytes of requests being served */
+    int npaused;                             /* loop: connections whose reads are paused */
     int inbounds;                            /* loop: requests handed out, not yet replied */
     int closed;                              /* loop: shutting down */
     _Atomic uint64_t epoch;

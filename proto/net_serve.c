@@ -49,6 +49,7 @@ static void pause_reads(proto_conn_t *c)
 {
     if (c->paused) return;
     c->paused = 1;
+    c->net->npaused++;
     atomic_fetch_add(&c->net->st.paused_reads, 1);
     uv_read_stop((uv_stream_t *)&c->tcp);
 }
@@ -120,9 +121,12 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
 
 void net__resume_paused(proto_net_t *n)
 {
-    for (proto_conn_t *c = n->conns; c && n->serving <= n->cfg.serve_budget; c = c->next) {
+    /* (Run after every reply and every wake: none paused, the usual case, costs no walk.) */
+    for (proto_conn_t *c = n->conns; c && n->npaused && n->serving <= n->cfg.serve_budget;
+         c = c->next) {
         if (!c->paused || c->state == C_CLOSING || !room(c)) continue;
         c->paused = 0;
+        n->npaused--;
         net__drain_stage(c);
         if (c->state != C_CLOSING && !c->paused)
             uv_read_start((uv_stream_t *)&c->tcp, net__on_alloc, net__on_read);

@@ -217,6 +217,8 @@ int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st);
 int obj_set_refilling(const obj_set_t *s, int i);
 /* How the way to store i is doing (shard_health_t: up, suspect, down); no I/O. */
 int obj_set_health(const obj_set_t *s, int i);
+/* 1 when every store of s is up (what background work that must reach them all waits for). */
+int obj_set_all_up(const obj_set_t *s);
 /*
  * The set's pool of stripe-sized buffers (PUT slots, GET pieces): page-
  * aligned, so drives read blocks into them directly. Up to OBJ_BUF_KEEP

@@ -439,11 +439,10 @@ int obj_move_key(obj_set_t *s, int from, const char *bucket, const char *key,
     obj_set_t *dst = s->sub[obj__in_pool(s, to, bucket, key)];
     /* A copy to a set with a store away could not be made whole (make_whole): the key waits,
      * and nothing is written that would only be taken back. */
-    for (int i = 0; i < dst->n; i++)
-        if (obj_set_health(dst, i) != SHARD_UP) {
-            rep->waiting = 1;
-            return ERR_BUSY;
-        }
+    if (!obj_set_all_up(dst)) {
+        rep->waiting = 1;
+        return ERR_BUSY;
+    }
     obj_info_t *cur = xmalloc(sizeof(*cur)), *dcur = xmalloc(sizeof(*dcur)), *nc = NULL,
                *dnc = NULL, *dprev = xmalloc(sizeof(*dprev));
     int nnc = 0, ndnc = 0, in_way = 0, dst_in_way = 0, has_cur, rc;

@@ -150,6 +150,13 @@ int obj_set_health(const obj_set_t *s, int i)
     return s->st[i].ops->health(s->st[i].ctx);
 }
 
+int obj_set_all_up(const obj_set_t *s)
+{
+    for (int i = 0; i < obj_set_width(s); i++)
+        if (obj_set_health(s, i) != SHARD_UP) return 0;
+    return 1;
+}
+
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
 {
     if (s->nsub) {

@@ -46,13 +46,6 @@ static int stopping(s3_drain_t *d)
     return bgwork_stopping(&d->w);
 }
 
-static int set_up(const obj_set_t *set)
-{
-    for (int i = 0; i < obj_set_width(set); i++)
-        if (obj_set_health(set, i) != SHARD_UP) return 0;
-    return 1;
-}
-
 /* Distinct keys of a listing page (a key's versions come together). */
 typedef struct {
     char *keys[DRAIN_PAGE];
@@ -226,7 +219,7 @@ static int drain_pass(s3_drain_t *d)
                 d->st.mb_s = 0;
                 bgwork_unlock(&d->w);
             }
-            if (!set_up(set)) {
+            if (!obj_set_all_up(set)) {
                 /* A move would only fail against the store away: later. */
                 p.waited++;
                 left++;

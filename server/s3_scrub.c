@@ -234,13 +234,6 @@ struct s3_scrub {
     s3_scrub_stats_t st; /* under w's lock */
 };
 
-static int all_up(const obj_set_t *s)
-{
-    for (int i = 0; i < obj_set_width(s); i++)
-        if (obj_set_health(s, i) != SHARD_UP) return 0;
-    return 1;
-}
-
 typedef struct {
     s3_scrub_t *sc;
     bgwork_pace_t r; /* under sc's lock */
@@ -261,7 +254,7 @@ static int pace(void *arg, uint64_t bytes)
         sc->st.eta_s = 0;
     /* Ahead of the rate: sleep it off (in naps, so that stop is heard). */
     int stop = bgwork_pace_hold(&sc->w, &p->r);
-    while (!stop && !all_up(sc->cfg->set)) {
+    while (!stop && !obj_set_all_up(sc->cfg->set)) {
         sc->st.waiting = 1;
         stop = bgwork_nap(&sc->w, 1);
     }
