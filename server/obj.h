@@ -220,6 +220,12 @@ int obj_set_health(const obj_set_t *s, int i);
 /* 1 when every store of s is up (what background work that must reach them all waits for). */
 int obj_set_all_up(const obj_set_t *s);
 /*
+ * 1 when no store of s is away for a while: each is up or failed for good
+ * (SHARD_FAILED). What healers wait for: they go on without a failed drive,
+ * which is refilled once it is back.
+ */
+int obj_set_none_away(const obj_set_t *s);
+/*
  * The set's pool of stripe-sized buffers (PUT slots, GET pieces): page-
  * aligned, so drives read blocks into them directly. Up to OBJ_BUF_KEEP
  * bytes stay mapped between requests.

@@ -145,7 +145,8 @@ int obj__heal_recheck(obj_set_t *s, const char *bucket, const char *key, const c
         if (rc == 0)
             undone++;
         else if (rc != ERR_NOT_FOUND && rc != ERR_PRECOND)
-            log_warn("event=heal_undo_failed shard=%d key=%s err=%s", i, key, err_name(rc));
+            log_limited(LOG_LVL_WARN, "event=heal_undo_failed shard=%d key=%s err=%s", i, key,
+                        err_name(rc));
     }
     log_info("event=heal_taken_back key=%s upload=%s heads=%d: the version went, or a store "
              "that held it could not say, while it healed",
@@ -162,10 +163,12 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
     obj__blk_bucket(bb, bucket);
     uint64_t stripes = ers_stripe_count(&info->layout);
     uint8_t *rec = xmalloc(info->layout.block_size + 4);
+    uint32_t gone = obj__failed(s); /* (healed around: refilled once back, node_drives.c) */
     int rc = 0;
     for (uint64_t st = 0; st < stripes && !rc; st++) {
         uint32_t rebuilt = 0;
         rc = ers_verify_stripe(d, st, obj__block_source, r, &rebuilt);
+        rebuilt &= ~gone;
         rep->blocks_checked += (uint32_t)s->n;
         for (int i = 0; i < s->n && !rc; i++) {
             if (!((rebuilt >> i) & 1)) continue;

@@ -5,11 +5,11 @@
  * Writes acknowledged short of some stores note their keys here: a FIFO of
  * keys (a hash finds one already queued, which then takes the new note's
  * version id too), drained by one thread that heals each through
- * obj__heal_key (obj_heal.c), waits while any store is not up (healing then
- * would only fail against it) and puts a key that still fails back at the
- * tail, later. The same thread runs the drops: the blocks of a dropped
- * version that some stores kept, and retired head records and tombstones a
- * minute after their note.
+ * obj__heal_key (obj_heal.c), waits while any store is away (healing then
+ * would only fail against it; a drive failed for good is healed around) and
+ * puts a key that still fails back at the tail, later. The same thread runs
+ * the drops: the blocks of a dropped version that some stores kept, and
+ * retired head records and tombstones a minute after their note.
  */
 #include "server/obj_int.h"
 
@@ -321,8 +321,9 @@ static void *heal_main(void *arg)
             pthread_cond_wait(&q->cv, &q->mu);
             continue;
         }
-        if (obj__unhealthy(s)) {
-            /* A store is away: healing now would fail against it. Look again in a while. */
+        if (obj__unhealthy(s) & ~obj__failed(s)) {
+            /* A store is away: healing now would fail against it. Look again in a while. (A
+             * drive failed for good is not waited for: healed around, refilled once back.) */
             wait_ns(q, 500000000ull);
             continue;
         }
@@ -396,8 +397,8 @@ static void *heal_main(void *arg)
             /* Given up (the bucket heal finds it), or noted again meanwhile (that one stays). */
             if (e->tries >= OBJ_HEAL_TRIES) {
                 q->st.dropped++;
-                log_warn("event=heal_gave_up key=%s tries=%d err=%s failed=%u", e->key, e->tries,
-                         err_name(rc), rep.failed);
+                log_limited(LOG_LVL_WARN, "event=heal_gave_up key=%s tries=%d err=%s failed=%u",
+                            e->key, e->tries, err_name(rc), rep.failed);
             }
             ent_free(e);
             continue;

@@ -319,6 +319,8 @@ int obj__busy(obj_set_t *s);
 uint32_t obj__unhealthy(const obj_set_t *s);
 /* The stores that are down (their node's lease gone, or silent): no write reaches them. */
 uint32_t obj__down(const obj_set_t *s);
+/* The stores failed for good (SHARD_FAILED: a drive that did not open): healed around. */
+uint32_t obj__failed(const obj_set_t *s);
 /* The stores replaced and not yet refilled (shard_ops_t.refilling), as a mask. */
 uint32_t obj__refilling(const obj_set_t *s);
 /*

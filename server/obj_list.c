@@ -535,7 +535,9 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions, int wi
     m->s = s;
     m->bucket = bucket;
     m->versions = versions;
-    m->nsrc = wide ? s->n : list_stores(s);
+    /* (Wide: every store but those failed for good, which a healer's walk goes on without.) */
+    int failed = __builtin_popcount(obj__failed(s));
+    m->nsrc = !wide ? list_stores(s) : failed < s->n - s->m ? s->n - failed : s->n - s->m;
     m->settled = xmalloc(sizeof(obj_info_t));
     m->cp_max = CP_MAX;
     for (int i = 0; i < m->nsrc; i++) {

@@ -315,7 +315,7 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
      * does not write (a stripe moved k+m-1 blocks per block written, now k+1). The blocks
      * left unread are the scrub's, at its own pace, after the refill.
      */
-    uint32_t target = obj__refilling(s);
+    uint32_t target = obj__refilling(s), gone = obj__failed(s);
     int rc = 0;
     for (uint64_t st = 0; st < stripes && !rc; st++) {
         uint32_t rebuilt = 0;
@@ -326,6 +326,7 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
             rc = ers_verify_stripe(d, st, obj__block_source, r, &rebuilt);
             rep->blocks_checked += (uint32_t)s->n;
         }
+        rebuilt &= ~gone; /* (a drive failed for good: healed around, refilled once back) */
         if (rc || !rebuilt) continue;
         size_t need = 0;
         for (int i = 0; i < s->n; i++)

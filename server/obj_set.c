@@ -157,6 +157,15 @@ int obj_set_all_up(const obj_set_t *s)
     return 1;
 }
 
+int obj_set_none_away(const obj_set_t *s)
+{
+    for (int i = 0; i < obj_set_width(s); i++) {
+        int h = obj_set_health(s, i);
+        if (h != SHARD_UP && h != SHARD_FAILED) return 0;
+    }
+    return 1;
+}
+
 int obj_set_stats(obj_set_t *s, int i, drive_stats_t *st)
 {
     if (s->nsub) {
@@ -329,7 +338,16 @@ uint32_t obj__down(const obj_set_t *s)
 {
     uint32_t mask = 0;
     for (int i = 0; i < s->n; i++)
-        if (s->st[i].ops->health && s->st[i].ops->health(s->st[i].ctx) == SHARD_DOWN)
+        if (s->st[i].ops->health && s->st[i].ops->health(s->st[i].ctx) >= SHARD_DOWN)
+            mask |= 1u << i;
+    return mask;
+}
+
+uint32_t obj__failed(const obj_set_t *s)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->st[i].ops->health && s->st[i].ops->health(s->st[i].ctx) == SHARD_FAILED)
             mask |= 1u << i;
     return mask;
 }

@@ -26,7 +26,7 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
 void peer_store_set_refilling(shard_store_t *s, int on);
 /*
  * The remote drive did not open at its node's start (its registration says
- * so): its health is down whatever the way to the node is doing. A local
+ * so): its health is SHARD_FAILED whatever the way to the node is doing. A local
  * store: no effect.
  */
 void peer_store_set_failed(shard_store_t *s, int on);

@@ -517,7 +517,7 @@ static void r_stats(void *ctx, drive_stats_t *st)
 
 static int r_health(void *ctx)
 {
-    if (atomic_load(&((remote_t *)ctx)->failed)) return SHARD_DOWN;
+    if (atomic_load(&((remote_t *)ctx)->failed)) return SHARD_FAILED;
     switch (proto_peer_health(((remote_t *)ctx)->peer)) {
     case PROTO_PEER_UP:
         return SHARD_UP;

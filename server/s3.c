@@ -126,7 +126,7 @@ static void node_stats(ctx_t *x)
     drive_stats_t t = {0};
     int n = obj_set_width(x->cfg->set);
     buf_printf(&b, "{\"drives\":[");
-    static const char *const health[] = {"up", "suspect", "down"};
+    static const char *const health[] = {"up", "suspect", "down", "failed"};
     int first = 1;
     for (int i = 0; i < n; i++) {
         drive_stats_t st;
@@ -134,7 +134,9 @@ static void node_stats(ctx_t *x)
         if (h != SHARD_UP) {
             /* Its node does not answer now: say so rather than wait for it. */
             buf_printf(&b, "%s{\"index\":%d,\"health\":\"%s\"}", first ? "" : ",", i,
-                       health[h == SHARD_SUSPECT ? 1 : 2]);
+                       health[h == SHARD_SUSPECT  ? 1
+                              : h == SHARD_FAILED ? 3
+                                                  : 2]);
             first = 0;
             continue;
         }

@@ -170,8 +170,10 @@ static void act_all(walk_t *w, ctx_t *x)
         if (rc == 0)
             w->counts[t->act]++;
         else if (rc != ERR_PRECOND && rc != ERR_NOT_FOUND)
-            log_warn("event=lifecycle_action_failed bucket=%s key=%s action=%d err=%s", x->bucket,
-                     t->key, (int)t->act, err_name(rc));
+            /* (per key: a full or failing set fails them all, thousands a second) */
+            log_limited(LOG_LVL_WARN,
+                        "event=lifecycle_action_failed bucket=%s key=%s action=%d err=%s",
+                        x->bucket, t->key, (int)t->act, err_name(rc));
         free(t->key);
     }
     w->nacts = 0;

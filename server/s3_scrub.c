@@ -14,9 +14,11 @@
  * The scanner is a thread that runs a pass over every bucket each interval
  * (--scrub-interval; 0: never). It is paced: the object bytes it verifies
  * per second stay under --scrub-rate, so that a pass reads the drives at a
- * bounded share of their bandwidth, and it waits while any store is not up
- * (a heal then only fails against it; the heal queue covers recent writes,
- * the scanner covers rot and what a restart or a full queue lost). Its
+ * bounded share of their bandwidth, and it waits while any store is away (a
+ * heal then only fails against it; the heal queue covers recent writes, the
+ * scanner covers rot and what a restart or a full queue lost). A drive
+ * failed for good (SHARD_FAILED) is healed around instead, and refilled
+ * once it is back (node_drives.c). Its
  * progress (objects and bytes this pass, MB/s, an ETA from the drives' live
  * bytes) is in /_warmlake/stats.
  *
@@ -254,7 +256,7 @@ static int pace(void *arg, uint64_t bytes)
         sc->st.eta_s = 0;
     /* Ahead of the rate: sleep it off (in naps, so that stop is heard). */
     int stop = bgwork_pace_hold(&sc->w, &p->r);
-    while (!stop && !obj_set_all_up(sc->cfg->set)) {
+    while (!stop && !obj_set_none_away(sc->cfg->set)) {
         sc->st.waiting = 1;
         stop = bgwork_nap(&sc->w, 1);
     }

@@ -352,8 +352,8 @@ static const shard_ops_t local_ops = {
 
 /*
  * A drive that did not open: every call fails at once and its health is
- * down, so readers take it last and writers leave it out (and note what
- * they left short for the heal queue), as for a node that is away.
+ * failed, so readers take it last and writers leave it out, as for a node
+ * that is away, and healers go on without it.
  */
 static int f_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
                  size_t meta_len)
@@ -418,7 +418,7 @@ static int f_put_head(void *ctx, const drive_id_t *id, const void *data, size_t 
 static int f_health(void *ctx)
 {
     (void)ctx;
-    return SHARD_DOWN;
+    return SHARD_FAILED;
 }
 
 static const shard_ops_t failed_ops = {

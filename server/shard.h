@@ -153,7 +153,15 @@ typedef struct {
 typedef enum {
     SHARD_UP = 0,
     SHARD_SUSPECT = 1, /* a call timed out, none answered since */
-    SHARD_DOWN = 2     /* no connection (reconnects are being tried) */
+    SHARD_DOWN = 2,    /* no connection (reconnects are being tried) */
+    /*
+     * Down for good while this node runs: a drive that did not open at its
+     * node's start. Read and written around as a store that is down; work
+     * that would wait for a store to come back (the heal queue, the
+     * scanner) goes on without it instead, and the drive is refilled when
+     * it is back (node_drives.c: DATA/missed).
+     */
+    SHARD_FAILED = 3
 } shard_health_t;
 
 typedef struct {
@@ -178,7 +186,7 @@ void shard_set_hedge_token(struct proto_cancel *t);
 /*
  * A store backed by a local drive (borrowed; the caller closes it). NULL, a
  * drive that did not open: a store whose calls all fail (ERR_IO) at once,
- * its health SHARD_DOWN for good.
+ * its health SHARD_FAILED.
  */
 shard_store_t shard_store_local(drive_t *d);
 /* Whether st is one (shard_store_local: a drive of this node, opened or not). */

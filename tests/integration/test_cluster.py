@@ -1306,8 +1306,8 @@ def test_a_failed_drive_is_down_for_every_node(datadir, etcd):
         at = st["sets"][0]["drives"].index("n2/1")
 
         def down_everywhere():
-            return all(node_stats(n)["drives"][at]["health"] == "down" for n in nodes)
-        wait_for(down_everywhere, "every node taking n2/1 as down")
+            return all(node_stats(n)["drives"][at]["health"] == "failed" for n in nodes)
+        wait_for(down_everywhere, "every node taking n2/1 as failed")
         c3 = n3.s3()
         for i, size in enumerate([0, 800, 100000, 3 * 1048576 + 5]):
             data = body(size, 500 + i)

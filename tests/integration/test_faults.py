@@ -211,8 +211,8 @@ def wait_refilled(s, timeout=120):
 
 def test_a_drive_that_does_not_open_is_served_as_failed(datadir):
     """One drive of 4+2 that cannot be opened (a bit flipped in its geometry file) no longer
-    stops the node: it serves every object, takes new ones on the other five drives and says
-    which drive failed. Mended, the drive is marked refilling at the next start and gets
+    stops the node: it serves every object, takes new ones on the other five drives, says
+    which drive failed and heals without it. Mended, the drive is marked refilling at the next start and gets
     what it missed: with two other drives wiped after that, every object still reads back
     (an object written while it was failed would be one block short without its refill).
     Before: the node did not start ("cannot open drive"), though 4+2 may lose two."""
@@ -229,7 +229,7 @@ def test_a_drive_that_does_not_open_is_served_as_failed(datadir):
         log = s.read_log()
         assert "event=drive_failed path=%s/drive2" % datadir in log, log[-2000:]
         st = {d["index"]: d for d in drive_stats(s)}
-        assert st[2]["health"] == "down" and all(st[i]["health"] == "up" for i in (0, 1, 3, 4, 5))
+        assert st[2]["health"] == "failed" and all(st[i]["health"] == "up" for i in (0, 1, 3, 4, 5))
         c = s3_client(s.endpoint, retry=False)
         check_all(c, acked)
         more, errors = put_many(c, 12, sizes, "b")
@@ -242,6 +242,11 @@ def test_a_drive_that_does_not_open_is_served_as_failed(datadir):
         check_all(c, acked)
         with open(os.path.join(datadir, "missed")) as f:
             assert f.read().split() == ["2"]
+        # Healing goes on without it: a bucket heal walks every other drive, whole.
+        code, text, _ = signed_request(s.port, "POST", "/_warmlake/heal?bucket=flt")
+        assert code == 200, text
+        rep = json.loads(text)
+        assert rep["failed"] == 0 and rep["objects"] >= len(acked), rep
     finally:
         s.stop()
     with open(path, "wb") as f:

@@ -96,7 +96,7 @@ static int f_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, 
 static int f_health(void *ctx)
 {
     int sick = ((faulty_t *)ctx)->sick;
-    return sick == 2 ? SHARD_DOWN : sick ? SHARD_SUSPECT : SHARD_UP;
+    return sick == 3 ? SHARD_FAILED : sick == 2 ? SHARD_DOWN : sick ? SHARD_SUSPECT : SHARD_UP;
 }
 static int f_refilling(void *ctx)
 {

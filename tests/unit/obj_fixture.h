@@ -49,12 +49,12 @@ typedef struct {
     long scanned;  /* entries its listings went by */
     long n_scan;   /* listing calls (fetches of a chunk) */
     long n_stat, n_get, n_read; /* calls (test_inline_one_lookup) */
-    int sick;                   /* health says suspect (the store itself still answers); 2: down */
-    long n_split;               /* read_split calls */
-    long n_put;                 /* writes of any kind (put, put_async, put_head) */
-    long n_del;                 /* deletes */
-    int hold_blocks;            /* put_async of a block (no metadata): held until release */
-    struct held_put *held;      /* ... those held, newest first */
+    int sick;        /* health says suspect (the store itself still answers); 2: down; 3: failed */
+    long n_split;    /* read_split calls */
+    long n_put;      /* writes of any kind (put, put_async, put_head) */
+    long n_del;      /* deletes */
+    int hold_blocks; /* put_async of a block (no metadata): held until release */
+    struct held_put *held; /* ... those held, newest first */
     int n_held;
     int fail_head;  /* conditional head puts fail (blocks still land) */
     int old_node;   /* conditional deletes answered as a node of an older build does */

@@ -1725,6 +1725,44 @@ static void expect_version(env_t *e, const char *key, const char *vid, const uin
 }
 
 /*
+ * A drive failed for good (it did not open: SHARD_FAILED) is healed around, not waited for:
+ * a write short of another store too is healed onto that store once it is back, and a
+ * healer's walk over every store goes on without the failed one. Before, the heal queue
+ * waited while any store was not up and the walk failed, so with one failed drive nothing
+ * in its set was healed again until the drive was replaced.
+ */
+static void test_heal_goes_on_without_a_failed_store(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_write_quorum(e->set, K), 0);
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    e->f[5].fail_read = e->f[5].fail_write = 1;
+    e->f[5].sick = 3;
+    e->f[1].fail_write = 1; /* a write to it fails; its health says up */
+    uint8_t *data = filled(300000, 71);
+    obj_info_t v;
+    put(e, "short", data, 300000, &v);
+    assert_false(live_head(e, 1, "short"));
+    e->f[1].fail_write = 0;
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_int_equal(st.healed, 1);
+    assert_true(live_head(e, 1, "short"));
+    assert_true(has_block(e, "short", v.upload_id, 0, 1));
+    char listed[256] = "";
+    assert_true(obj_list_versions_all(e->set, "bkt", NULL, NULL, NULL, vlist_cb, listed) >= 0);
+    assert_non_null(strstr(listed, "short:"));
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal(e->set, "bkt", "short", &rep), 0);
+    assert_int_equal(rep.failed, 0);
+    e->f[5].fail_read = e->f[5].fail_write = 0;
+    e->f[5].sick = 0;
+    expect(e, "short", data, 300000);
+    free(data);
+}
+
+/*
  * A version written while a store was away and covered by the next before the queue came to
  * it: the queue healed the key's current version only, so the covered one stayed short of
  * that store, and two more stores lost made it unreadable (a cluster probe: 36 of 65 such
@@ -2563,6 +2601,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_before_not_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_at_full_file_systems, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heal_goes_on_without_a_failed_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_past_older_tombstones, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
