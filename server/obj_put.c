@@ -202,8 +202,8 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
      */
     if ((*err = dead_verdict(w)) != 0 &&
         (!s->inline_max || (obj__inline_stores(s, bucket, key) & w->dead))) {
-        log_warn("event=put_refused key=%s up=%d quorum=%d: too few stores up", key,
-                 s->n - __builtin_popcount(w->dead), s->wq);
+        log_limited(LOG_LVL_WARN, "event=put_refused key=%s up=%d quorum=%d: too few stores up",
+                    key, s->n - __builtin_popcount(w->dead), s->wq);
         goto fail;
     }
     *err = 0;
