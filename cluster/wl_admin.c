@@ -401,7 +401,6 @@ static int pool_remove(const char *id)
     return edit(admin__set_pool, &pe);
 }
 
-/* Drive d's counters, asked of peer p (ds->capacity 0: it did not answer). */
 /* Whether a node's registration (NULL: none) says its drive d did not open at its start. */
 static int reg_failed(json_t *reg, int d)
 {
@@ -411,6 +410,7 @@ static int reg_failed(json_t *reg, int d)
     return 0;
 }
 
+/* Drive d's counters, asked of peer p (ds->capacity 0: it did not answer). */
 static void remote_stats(proto_peer_t *p, int d, drive_stats_t *ds)
 {
     memset(ds, 0, sizeof(*ds));

@@ -132,6 +132,12 @@ proto_health_t proto_peer_health(const proto_peer_t *p);
  */
 void proto_peer_set_away(proto_peer_t *p, int away);
 const char *proto_peer_node(const proto_peer_t *p);
+/*
+ * How many times a connection to the peer was made ready after every one
+ * had been lost: a restart of its node is one (so may a cut network be).
+ * What the control plane said of the node before it can be stale after.
+ */
+uint64_t proto_peer_comebacks(const proto_peer_t *p);
 
 /*
  * A call: one request and its response. The caller fills type, the

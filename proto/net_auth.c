@@ -203,7 +203,8 @@ void net__client_handshake(proto_conn_t *c, const proto_hdr_t *h, const uint8_t 
     if (h->type == PROTO_AUTH) {
         c->state = C_READY;
         p->fails = 0;
-        atomic_store(&p->health, PROTO_PEER_UP);
+        if (atomic_exchange(&p->health, PROTO_PEER_UP) == PROTO_PEER_DOWN)
+            atomic_fetch_add(&p->comebacks, 1);
         log_info("event=proto_peer_up peer=%s addr=%s", p->node, p->addr);
         net__peer_pump(p);
         return;

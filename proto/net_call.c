@@ -370,6 +370,11 @@ const char *proto_peer_node(const proto_peer_t *p)
     return p->node;
 }
 
+uint64_t proto_peer_comebacks(const proto_peer_t *p)
+{
+    return atomic_load(&((proto_peer_t *)p)->comebacks);
+}
+
 /* Header and crc of c on the caller's thread: the loop only writes buffers. */
 static int call_prepare(proto_peer_t *p, proto_call_t *c)
 {

@@ -122,6 +122,8 @@ struct proto_peer {
     int fails;            /* connections lost or refused in a row: the backoff doubles */
     _Atomic int health;
     _Atomic int away; /* the control plane says the node is gone (proto_peer_set_away) */
+    _Atomic uint64_t
+        comebacks; /* connections made ready after it was down (proto_peer_comebacks) */
     /*
      * Readers avoid a suspect peer, so its own calls may never come to say
      * it answers again: the loop pings it (one PING in flight at most).

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,21 +40,43 @@ static int drive_is_fresh(const char *path)
     return stat(p, &sb) != 0 && errno == ENOENT;
 }
 
-/* DRIVE/refilling, durable (the file and its name) before the drive's engine writes a byte. */
-static void refill_mark(const char *path)
+/* DRIVE/refilling, durable (the file and its name) before the drive's engine writes a byte.
+ * 0, or -1 (logged). */
+static int refill_mark(const char *path)
 {
     char p[4200];
+    int bad = 0;
     snprintf(p, sizeof(p), "%s/refilling", path);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
         log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
+        bad = 1;
+    }
     int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0 || fsync(fd) != 0)
+    if (fd < 0 || fsync(fd) != 0) {
         log_error("event=refill_mark_failed path=%s err=%s", p, strerror(errno));
+        bad = 1;
+    }
     if (fd >= 0) close(fd);
     int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) != 0)
+    if (dfd < 0 || fsync(dfd) != 0) {
         log_error("event=refill_mark_failed path=%s err=%s", path, strerror(errno));
+        bad = 1;
+    }
     if (dfd >= 0) close(dfd);
+    return bad ? -1 : 0;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag;
+    if (f->level == 0) return 0; /* the drive's directory itself stays (a mount point, say) */
+    return remove(p) != 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Everything in a drive's directory removed, the directory kept. 0 or -1 (errno). */
+static int empty_drive_dir(const char *path)
+{
+    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
 }
 
 static int refill_marked(const char *path)
@@ -279,6 +302,14 @@ static int judge_failed(node_drives_t *d, const int *rc, const cmap_t *map, int 
         if (rc[i] == ERR_BUSY || rc[i] == ERR_NOMEM) fatal = rc[i];
     }
     if (!d->failed) return 0;
+    if (!fatal && d->failed == d->n) {
+        /* None opened: a setting wrong for them all, or the node's storage gone, not m
+         * drives' bad luck (a review: a cluster member of two drives started with none). */
+        for (int i = 0; i < d->n; i++)
+            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i], err_str(rc[i]));
+        fprintf(stderr, "warmlaked: no drive of this node opened: not starting\n");
+        return rc[0];
+    }
     if (fatal) {
         for (int i = 0; i < d->n; i++)
             if (rc[i] == fatal)
@@ -315,6 +346,80 @@ static int judge_failed(node_drives_t *d, const int *rc, const cmap_t *map, int 
             log_error("event=drive_failed path=%s err=%s: serving without it (its sets run "
                       "degraded); mend it and restart, or empty its directory to have it refilled",
                       d->path[i], err_name(rc[i]));
+    return 0;
+}
+
+/* Whether drive i of this node is not whole: it did not open, or it is marked refilling. */
+static int drive_short(const node_drives_t *d, int i)
+{
+    return !d->dv[i] || refill_marked(d->path[i]) || drive_refilling(d->dv[i]);
+}
+
+/*
+ * Whether every set holding drive i can do without it: fewer than m other drives of each
+ * are short on this node (what other nodes' drives are doing is not known at the start).
+ */
+static int sets_spare(const node_drives_t *d, int i, const cmap_t *map, int me, int k, int m)
+{
+    int nsets = map ? map->nsets : d->n / (k + m);
+    for (int j = 0; j < nsets; j++) {
+        int width = map ? map->sets[j].k + map->sets[j].m : k + m;
+        int most = map ? map->sets[j].m : m, in = 0, other = 0;
+        for (int s = 0; s < width; s++) {
+            int drive = map ? (map->sets[j].d[s].node == me ? map->sets[j].d[s].drive : -1)
+                            : j * (k + m) + s;
+            if (drive < 0 || drive >= d->n) continue;
+            if (drive == i)
+                in = 1;
+            else
+                other += drive_short(d, drive);
+        }
+        if (in && other >= most) return 0;
+    }
+    return 1;
+}
+
+/*
+ * A drive that was served as failed opens again: it holds what it held then, and misses
+ * every write and delete made since. The deletes are why it is emptied: a head it kept of a
+ * version deleted meanwhile stands against tombstones that a refill of another drive does
+ * not carry (they stay where they were written), so with two other drives replaced later
+ * the deleted version was listed and read again (a review: 4+2, forty deletes). Emptied, it
+ * is a replaced drive: marked, read last, refilled from the others by the scanner at once.
+ * That is safe while its sets can spare it (each still has k whole drives without it); when
+ * one cannot, it is kept and refilled in place (marked the same), and said so. 0 when the
+ * drive is marked (DATA/missed may drop it), -1 when not.
+ */
+static int drive_back(node_drives_t *d, int i, const drive_cfg_t *cfg, const cmap_t *map, int me,
+                      int k, int m)
+{
+    if (!sets_spare(d, i, map, me, k, m)) {
+        log_warn("event=drive_back path=%s emptied=0: it missed the writes and deletes made "
+                 "while it was failed, and its sets cannot do without it now: refilled in place, "
+                 "read last until then; a version deleted meanwhile may come back if more of "
+                 "its set is lost before the scanner's pass ends",
+                 d->path[i]);
+        return refill_mark(d->path[i]);
+    }
+    drive_close(d->dv[i]);
+    d->dv[i] = NULL;
+    int rc = empty_drive_dir(d->path[i]) != 0 ? err_from_errno(errno) : 0;
+    if (!rc && refill_mark(d->path[i]) != 0) rc = ERR_IO;
+    if (!rc) rc = drive_open(cfg, &d->dv[i]);
+    if (rc) {
+        /* Served as failed again (DATA/missed keeps it); its sets spare it, as just judged. */
+        log_error("event=drive_failed path=%s err=%s: emptying a drive back from failed did not "
+                  "go through; serving without it",
+                  d->path[i], err_name(rc));
+        d->dv[i] = NULL;
+        d->err[i] = rc;
+        d->failed++;
+        return -1;
+    }
+    log_warn("event=drive_back path=%s emptied=1: it missed the writes and deletes made while "
+             "it was failed; emptied and refilled by the heal scanner as a replaced drive, "
+             "read last until then",
+             d->path[i]);
     return 0;
 }
 
@@ -382,16 +487,15 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
     open_drives(dcfg, n, d->dv, orc);
     if ((rc = judge_failed(d, orc, map, map ? cmap_node_index(map, conf->node) : -1, k, m)) != 0)
         return rc;
-    /* The list of drives that missed writes: the failed ones on, the ones back marked and off. */
-    int missed[OBJ_MAX_SHARDS] = {0}, changed = 0;
+    /* The list of drives that missed writes: the failed ones on, the ones back refilled and
+     * off (kept on while that cannot be made durable). */
+    int missed[OBJ_MAX_SHARDS] = {0}, changed = 0, me = map ? cmap_node_index(map, conf->node) : -1;
     missed_read(conf->data, n, missed);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (!d->dv[i] && !missed[i]) changed = missed[i] = 1;
-        if (d->dv[i] && missed[i]) {
-            log_warn("event=drive_back path=%s: it missed the writes made while it was failed; "
-                     "refilled by the heal scanner, read last until then",
-                     d->path[i]);
-            refill_mark(d->path[i]);
+    for (int i = 0; i < n; i++) {
+        if (!d->dv[i] || !missed[i]) continue;
+        if (drive_back(d, i, &dcfg[i], map, me, k, m) == 0) {
             missed[i] = 0;
             changed = 1;
         }
@@ -402,7 +506,7 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
                   conf->data, strerror(rc));
     for (int i = 0; i < n; i++) {
         if (!d->dv[i]) continue;
-        if (refill_marked(d->path[i])) drive_set_refilling(d->dv[i], 1);
+        if (refill_marked(d->path[i]) || missed[i]) drive_set_refilling(d->dv[i], 1);
         d->refilling += drive_refilling(d->dv[i]);
     }
     return 0;

@@ -535,9 +535,12 @@ static merge_t *merge_new(obj_set_t *s, const char *bucket, int versions, int wi
     m->s = s;
     m->bucket = bucket;
     m->versions = versions;
-    /* (Wide: every store but those failed for good, which a healer's walk goes on without.) */
-    int failed = __builtin_popcount(obj__failed(s));
+    /* (Wide: every store but those failed for good, which a healer's walk goes on without:
+     * never taken, not even in a failing store's place, where they would only fail too.) */
+    uint32_t gone = wide ? obj__failed(s) : 0;
+    int failed = __builtin_popcount(gone);
     m->nsrc = !wide ? list_stores(s) : failed < s->n - s->m ? s->n - failed : s->n - s->m;
+    if (failed < s->n - s->m) m->taken = gone;
     m->settled = xmalloc(sizeof(obj_info_t));
     m->cp_max = CP_MAX;
     for (int i = 0; i < m->nsrc; i++) {

@@ -25,7 +25,8 @@ typedef struct {
     proto_peer_t *peer;
     uint32_t drive;
     _Atomic int refilling; /* peer_store_set_refilling */
-    _Atomic int failed;    /* peer_store_set_failed */
+    /* peer_store_set_failed: 1 + the peer's comebacks when it was set, 0: not failed */
+    _Atomic uint64_t failed;
 } remote_t;
 
 /* The fields every per-record request starts with. */
@@ -517,7 +518,16 @@ static void r_stats(void *ctx, drive_stats_t *st)
 
 static int r_health(void *ctx)
 {
-    if (atomic_load(&((remote_t *)ctx)->failed)) return SHARD_FAILED;
+    remote_t *r = ctx;
+    /*
+     * Failed as its node's registration said, until that node comes back from down (a
+     * restart): then the drive may well serve (mended), and taken as failed until the next
+     * read of the registrations, the deletes made meanwhile went around it and left its
+     * heads of the deleted versions standing (a review: listed again once two other drives
+     * were replaced). Up then, a drive still failed answers ERR_IO until marked again.
+     */
+    uint64_t f = atomic_load(&r->failed);
+    if (f && f - 1 == proto_peer_comebacks(r->peer)) return SHARD_FAILED;
     switch (proto_peer_health(((remote_t *)ctx)->peer)) {
     case PROTO_PEER_UP:
         return SHARD_UP;
@@ -557,7 +567,7 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive)
     r->peer = peer;
     r->drive = drive;
     atomic_init(&r->refilling, 0);
-    atomic_init(&r->failed, 0);
+    atomic_init(&r->failed, (uint64_t)0);
     return (shard_store_t){&remote_ops, r};
 }
 
@@ -574,5 +584,7 @@ void peer_store_set_refilling(shard_store_t *s, int on)
 
 void peer_store_set_failed(shard_store_t *s, int on)
 {
-    if (s->ops == &remote_ops) atomic_store(&((remote_t *)s->ctx)->failed, on ? 1 : 0);
+    if (s->ops != &remote_ops) return;
+    remote_t *r = s->ctx;
+    atomic_store(&r->failed, on ? 1 + proto_peer_comebacks(r->peer) : 0);
 }
