@@ -15,7 +15,8 @@
 #   ready (bounded: WL_UP_TIMEOUT seconds, default 90), prints the endpoints
 #   and the `aws` environment. On an existing DIR it starts whatever is not
 #   running, on the same data, ports and map (N, --drives and --ec then must
-#   agree with the map or be left out).
+#   agree with the map or be left out), and with the WARMLAKED ARGS of the
+#   last up that gave some (kept in DIR/args; `--` alone clears them).
 # status: each process alive or dead (by its pid file), then `wl-admin status`.
 # down: SIGTERM to every process up started (by pid, checked against its
 #   command line), a bounded wait (WL_DOWN_TIMEOUT, default 30 s), then
@@ -38,7 +39,7 @@ CMD=${1:-}
 [ -n "$CMD" ] || usage
 shift
 N='' D='' EC='' DIR=./local-cluster WIPE=0
-EXTRA=()
+EXTRA=() HAVE_EXTRA=0
 if [ "$CMD" = up ]; then
   [[ ${1:-} =~ ^[0-9]+$ ]] || die "up wants a node count: up N [--drives D] [--ec K+M] [--dir DIR]"
   N=$1
@@ -50,7 +51,7 @@ while [ $# -gt 0 ]; do
     --ec) [ $# -ge 2 ] || usage; EC=$2; shift 2 ;;
     --dir) [ $# -ge 2 ] || usage; DIR=$2; shift 2 ;;
     --wipe) WIPE=1; shift ;;
-    --) shift; EXTRA=("$@"); break ;;
+    --) shift; EXTRA=("$@"); HAVE_EXTRA=1; break ;;
     -h | --help) usage ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
@@ -265,6 +266,14 @@ while :; do
 done
 if [ "$rc" = 2 ]; then
   "$ADMIN" --etcd "$URL" cluster init --map "$DIR/map.json" >/dev/null || die "wl-admin cluster init failed"
+fi
+
+# The daemons' own arguments: as given, kept for the next up; else the last ones given (a node
+# restarted without them came back with other settings, its drives' capacity among them).
+if [ "$HAVE_EXTRA" = 1 ]; then
+  if [ ${#EXTRA[@]} -gt 0 ]; then printf '%s\0' "${EXTRA[@]}" >"$DIR/args"; else rm -f "$DIR/args"; fi
+elif [ -f "$DIR/args" ]; then
+  mapfile -d '' -t EXTRA <"$DIR/args"
 fi
 
 wl_load_credentials "$DIR/credentials"

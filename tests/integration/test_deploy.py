@@ -109,7 +109,7 @@ def parse_up(out):
 
 def test_local_cluster_up_status_down_up(cluster_dir):
     d = cluster_dir
-    r = lc("up", "3", "--drives", "2", "--dir", d)
+    r = lc("up", "3", "--drives", "2", "--dir", d, "--", "--scrub-interval", "86400")
     assert r.returncode == 0, r.stdout + r.stderr
     eps, env = parse_up(r.stdout)
     assert sorted(eps) == ["n1", "n2", "n3"]
@@ -160,6 +160,11 @@ def test_local_cluster_up_status_down_up(cluster_dir):
     assert parse_up(r.stdout) == (eps, env)
     second = pids(d)
     assert sorted(second) == ["etcd", "n1", "n2", "n3"]
+    # With the daemons' arguments of the first up (a node restarted without them came back
+    # with other settings: a soak probe's lost its drive capacity).
+    for n in ("n1", "n2", "n3"):
+        with open("/proc/%d/cmdline" % second[n], "rb") as f:
+            assert b"\0--scrub-interval\x0086400\0" in f.read(), n
     c2 = s3_client(eps["n2"], ak, sk)
     for k, v in objs.items():
         assert sha(c2.get_object(Bucket="lake", Key=k)["Body"].read()) == sha(v), k
