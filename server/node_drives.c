@@ -280,6 +280,36 @@ static void open_drives(const drive_cfg_t *cfg, int n, drive_t **dv, int *rc)
     }
 }
 
+/* How this node's drives form sets: a cluster's map (me: this node), else nsets sets of k+m
+ * drives in a row (set j: drives j(k+m)...). */
+typedef struct {
+    const cmap_t *map;
+    int me, k, m, n, nsets;
+} sets_t;
+
+/* Set j's drives on this node (their numbers in out; how many), *most those it may lose. */
+static int set_drives(const sets_t *ly, int j, int out[OBJ_MAX_SHARDS], int *most)
+{
+    const cmap_set_t *set = ly->map ? &ly->map->sets[j] : NULL;
+    int width = set ? set->k + set->m : ly->k + ly->m, nd = 0;
+    *most = set ? set->m : ly->m;
+    for (int s = 0; s < width; s++) {
+        int drive = !set                       ? j * (ly->k + ly->m) + s
+                    : set->d[s].node == ly->me ? set->d[s].drive
+                                               : -1;
+        if (drive >= 0 && drive < ly->n) out[nd++] = drive;
+    }
+    return nd;
+}
+
+/* "cannot open drive" on stderr for each drive whose open failed (with `only`, if not 0). */
+static void print_failed(const node_drives_t *d, const int *rc, int only)
+{
+    for (int i = 0; i < d->n; i++)
+        if (rc[i] && (!only || rc[i] == only))
+            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i], err_str(rc[i]));
+}
+
 /*
  * Drives that did not open. A node of many drives is not stopped by one of
  * them: a drive whose superblock, index or file system is bad is served as
@@ -292,7 +322,7 @@ static void open_drives(const drive_cfg_t *cfg, int n, drive_t **dv, int *rc)
  * that is wrong for all of them. 0, or the error that stops the start
  * (printed).
  */
-static int judge_failed(node_drives_t *d, const int *rc, const cmap_t *map, int me, int k, int m)
+static int judge_failed(node_drives_t *d, const int *rc, const sets_t *ly)
 {
     int fatal = 0;
     for (int i = 0; i < d->n; i++) {
@@ -305,35 +335,24 @@ static int judge_failed(node_drives_t *d, const int *rc, const cmap_t *map, int 
     if (!fatal && d->failed == d->n) {
         /* None opened: a setting wrong for them all, or the node's storage gone, not m
          * drives' bad luck (a review: a cluster member of two drives started with none). */
-        for (int i = 0; i < d->n; i++)
-            fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i], err_str(rc[i]));
+        print_failed(d, rc, 0);
         fprintf(stderr, "warmlaked: no drive of this node opened: not starting\n");
         return rc[0];
     }
     if (fatal) {
-        for (int i = 0; i < d->n; i++)
-            if (rc[i] == fatal)
-                fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i],
-                        err_str(fatal));
+        print_failed(d, rc, fatal);
         return fatal;
     }
-    /* Each set's failed drives on this node (a single node: set j holds drives j(k+m)...). */
-    int nsets = map ? map->nsets : d->n / (k + m);
-    for (int j = 0; j < nsets; j++) {
-        int width = map ? map->sets[j].k + map->sets[j].m : k + m;
-        int most = map ? map->sets[j].m : m, down = 0, first = -1;
-        for (int s = 0; s < width; s++) {
-            int drive = map ? (map->sets[j].d[s].node == me ? map->sets[j].d[s].drive : -1)
-                            : j * (k + m) + s;
-            if (drive < 0 || drive >= d->n || !rc[drive]) continue;
+    for (int j = 0; j < ly->nsets; j++) {
+        int drives[OBJ_MAX_SHARDS], most, down = 0, first = -1;
+        int nd = set_drives(ly, j, drives, &most);
+        for (int s = 0; s < nd; s++) {
+            if (!rc[drives[s]]) continue;
             down++;
-            if (first < 0) first = drive;
+            if (first < 0) first = drives[s];
         }
         if (down > most) {
-            for (int i = 0; i < d->n; i++)
-                if (rc[i])
-                    fprintf(stderr, "warmlaked: cannot open drive %s: %s\n", d->path[i],
-                            err_str(rc[i]));
+            print_failed(d, rc, 0);
             fprintf(stderr,
                     "warmlaked: %d drives of set %d did not open, and a set may do without %d "
                     "at most: not starting\n",
@@ -359,20 +378,16 @@ static int drive_short(const node_drives_t *d, int i)
  * Whether every set holding drive i can do without it: fewer than m other drives of each
  * are short on this node (what other nodes' drives are doing is not known at the start).
  */
-static int sets_spare(const node_drives_t *d, int i, const cmap_t *map, int me, int k, int m)
+static int sets_spare(const node_drives_t *d, int i, const sets_t *ly)
 {
-    int nsets = map ? map->nsets : d->n / (k + m);
-    for (int j = 0; j < nsets; j++) {
-        int width = map ? map->sets[j].k + map->sets[j].m : k + m;
-        int most = map ? map->sets[j].m : m, in = 0, other = 0;
-        for (int s = 0; s < width; s++) {
-            int drive = map ? (map->sets[j].d[s].node == me ? map->sets[j].d[s].drive : -1)
-                            : j * (k + m) + s;
-            if (drive < 0 || drive >= d->n) continue;
-            if (drive == i)
+    for (int j = 0; j < ly->nsets; j++) {
+        int drives[OBJ_MAX_SHARDS], most, in = 0, other = 0;
+        int nd = set_drives(ly, j, drives, &most);
+        for (int s = 0; s < nd; s++) {
+            if (drives[s] == i)
                 in = 1;
             else
-                other += drive_short(d, drive);
+                other += drive_short(d, drives[s]);
         }
         if (in && other >= most) return 0;
     }
@@ -390,10 +405,9 @@ static int sets_spare(const node_drives_t *d, int i, const cmap_t *map, int me, 
  * one cannot, it is kept and refilled in place (marked the same), and said so. 0 when the
  * drive is marked (DATA/missed may drop it), -1 when not.
  */
-static int drive_back(node_drives_t *d, int i, const drive_cfg_t *cfg, const cmap_t *map, int me,
-                      int k, int m)
+static int drive_back(node_drives_t *d, int i, const drive_cfg_t *cfg, const sets_t *ly)
 {
-    if (!sets_spare(d, i, map, me, k, m)) {
+    if (!sets_spare(d, i, ly)) {
         log_warn("event=drive_back path=%s emptied=0: it missed the writes and deletes made "
                  "while it was failed, and its sets cannot do without it now: refilled in place, "
                  "read last until then; a version deleted meanwhile may come back if more of "
@@ -485,17 +499,18 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
     }
     int orc[OBJ_MAX_SHARDS];
     open_drives(dcfg, n, d->dv, orc);
-    if ((rc = judge_failed(d, orc, map, map ? cmap_node_index(map, conf->node) : -1, k, m)) != 0)
-        return rc;
+    sets_t ly = {
+        map, map ? cmap_node_index(map, conf->node) : -1, k, m, n, map ? map->nsets : n / (k + m)};
+    if ((rc = judge_failed(d, orc, &ly)) != 0) return rc;
     /* The list of drives that missed writes: the failed ones on, the ones back refilled and
      * off (kept on while that cannot be made durable). */
-    int missed[OBJ_MAX_SHARDS] = {0}, changed = 0, me = map ? cmap_node_index(map, conf->node) : -1;
+    int missed[OBJ_MAX_SHARDS] = {0}, changed = 0;
     missed_read(conf->data, n, missed);
     for (int i = 0; i < n; i++)
         if (!d->dv[i] && !missed[i]) changed = missed[i] = 1;
     for (int i = 0; i < n; i++) {
         if (!d->dv[i] || !missed[i]) continue;
-        if (drive_back(d, i, &dcfg[i], map, me, k, m) == 0) {
+        if (drive_back(d, i, &dcfg[i], &ly) == 0) {
             missed[i] = 0;
             changed = 1;
         }

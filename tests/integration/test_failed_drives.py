@@ -13,7 +13,8 @@ import time
 from conftest import Server, s3_client, signed_request, write_map
 import test_cluster
 from test_cluster import EtcdNode, admin, node_stats, start_all, stop_all, wait_for
-from test_faults import check_all, drive_stats, flip_drive_file, put_many, wait_refilled
+from test_faults import (check_all, drive_stats, flip_drive_file, put_many, replace_drives,
+                         wait_refilled)
 
 etcd = test_cluster.etcd  # the fixture
 
@@ -53,9 +54,7 @@ def test_deletes_while_a_drive_failed_stay_deleted(datadir):
         assert listed(s3_client(s.endpoint)) == sorted(acked)
     finally:
         s.stop()
-    for d in (0, 1):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    replace_drives(datadir, 0, 1)
     s = Server(datadir).start()
     try:
         c = s3_client(s.endpoint)
@@ -96,9 +95,7 @@ def test_deletes_while_a_drive_failed_stay_deleted_after_two_drives_lost(datadir
         assert listed(s3_client(s.endpoint)) == []
     finally:
         s.stop()
-    for d in (0, 1):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    replace_drives(datadir, 0, 1)
     s = Server(datadir).start()
     try:
         wait_refilled(s)
@@ -195,9 +192,7 @@ def test_failed_and_refilling_in_one_set(datadir):
         wait_refilled(s)
     finally:
         s.stop()
-    for d in (3, 4):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    replace_drives(datadir, 3, 4)
     s = Server(datadir).start()
     try:
         c = s3_client(s.endpoint)
@@ -267,9 +262,7 @@ def test_versions_deleted_by_id_while_a_drive_failed_stay_deleted(datadir):
         wait_refilled(s)
     finally:
         s.stop()
-    for d in (0, 1):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    replace_drives(datadir, 0, 1)
     s = Server(datadir).start()
     try:
         wait_refilled(s)

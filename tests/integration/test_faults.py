@@ -199,6 +199,13 @@ def flip_drive_file(datadir, d):
     return path, good
 
 
+def replace_drives(datadir, *drives):
+    """Drives lost and replaced by empty ones (the node stopped): refilled at its next start."""
+    for d in drives:
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+        os.mkdir(os.path.join(datadir, "drive%d" % d))
+
+
 def wait_refilled(s, timeout=120):
     """Until no drive is marked refilling (the scanner's pass after a start made them whole)."""
     deadline = time.time() + timeout
@@ -259,9 +266,7 @@ def test_a_drive_that_does_not_open_is_served_as_failed(datadir):
         check_all(s3_client(s.endpoint), acked)
     finally:
         s.stop()
-    for d in (0, 1):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-        os.mkdir(os.path.join(datadir, "drive%d" % d))
+    replace_drives(datadir, 0, 1)
     s = Server(datadir).start()
     try:
         c = s3_client(s.endpoint)

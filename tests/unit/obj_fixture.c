@@ -307,6 +307,19 @@ static void go_remote(env_t *e)
         e->f[i].in = peer_store_new(p, (uint32_t)i);
 }
 
+void open_drive(env_t *e, int i)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/d%d", e->dir, i);
+    drive_cfg_t c = {0};
+    c.path = p;
+    c.iu = 4096;
+    c.segment_size = 8u << 20;
+    c.capacity = 256u << 20;
+    assert_int_equal(drive_open(&c, &e->f[i].d), 0);
+    e->f[i].in = shard_store_local(e->f[i].d);
+}
+
 int setup(void **state)
 {
     env_t *e = calloc(1, sizeof(*e));
@@ -314,15 +327,7 @@ int setup(void **state)
     assert_non_null(mkdtemp(e->dir));
     shard_store_t st[N];
     for (int i = 0; i < N; i++) {
-        char p[256];
-        snprintf(p, sizeof(p), "%s/d%d", e->dir, i);
-        drive_cfg_t c = {0};
-        c.path = p;
-        c.iu = 4096;
-        c.segment_size = 8u << 20;
-        c.capacity = 256u << 20;
-        assert_int_equal(drive_open(&c, &e->f[i].d), 0);
-        e->f[i].in = shard_store_local(e->f[i].d);
+        open_drive(e, i);
         st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
     }
     if (remote) go_remote(e);

@@ -124,6 +124,8 @@ void release_held(peer_serve_t *sv);
 
 /* cmocka's setup and teardown: a fresh set over six fresh drives in a temp dir, and gone. */
 int setup(void **state);
+/* Drive i of e opened (again, after a drive_close in a test), its local store behind f[i]. */
+void open_drive(env_t *e, int i);
 int teardown(void **state);
 
 /* n pseudo-random bytes from seed. */

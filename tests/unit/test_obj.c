@@ -1044,16 +1044,8 @@ static void test_delete_at_full_file_systems(void **state)
     put(e, "kept", data, 1000, &v);
     /* Reopened: each drive's next write needs a new segment. */
     for (int i = 0; i < N; i++) {
-        char p[256];
-        snprintf(p, sizeof(p), "%s/d%d", e->dir, i);
-        drive_cfg_t c = {0};
-        c.path = p;
-        c.iu = 4096;
-        c.segment_size = 8u << 20;
-        c.capacity = 256u << 20;
         drive_close(e->f[i].d);
-        assert_int_equal(drive_open(&c, &e->f[i].d), 0);
-        e->f[i].in = shard_store_local(e->f[i].d);
+        open_drive(e, i);
     }
     full_root = e->dir;
     memset(full_taken, 0, sizeof(full_taken));
