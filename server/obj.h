@@ -386,9 +386,15 @@ typedef struct {
 } obj_heal_report_t;
 int obj_heal(obj_set_t *s, const char *bucket, const char *key, obj_heal_report_t *rep)
     __attribute__((warn_unused_result));
-/* The same for one version (vid as for obj_stat_version: a noncurrent one too). A delete
- * marker, or no such version: 0, nothing done. */
+/* The same for one version (vid as for obj_stat_version: a noncurrent one too). No such
+ * version: 0, nothing done. A deleted head that stands (a delete marker, or the tombstone of
+ * a delete, by id too) is put where a store lacks it or holds an older head, as any head. */
 int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const char *vid,
+                     obj_heal_report_t *rep) __attribute__((warn_unused_result));
+/* A position obj_list_retired gave, healed in that set s: its tombstone put where a store
+ * that missed the delete still holds an older head (or whatever heads the position's newest
+ * version lacks, when it is a version again). */
+int obj_heal_retired(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                      obj_heal_report_t *rep) __attribute__((warn_unused_result));
 /* The same for an upload in progress: its record and every part uploaded so far.
  * ERR_NOT_FOUND: no such upload. */
@@ -523,6 +529,16 @@ int obj_list_versions_delim(obj_set_t *s, const char *bucket, const char *prefix
 int obj_list_versions_all(obj_set_t *s, const char *bucket, const char *prefix, const char *after,
                           const char *after_vid, obj_version_fn fn, void *arg)
     __attribute__((warn_unused_result));
+/*
+ * For healers too: each position (key, and pos: "" for the current one, else a version's)
+ * whose newest head over every store is a tombstone (an unversioned delete's, or a delete
+ * by version id's), in order, after (after, after_pos) when after is given. Listings pass
+ * such positions by; a store that missed the delete may still hold the version there, and
+ * obj_heal_retired puts the tombstone on it. s one set (obj_set_sub). Returns as obj_list.
+ */
+typedef int (*obj_retired_fn)(void *arg, const char *key, const char *pos, const obj_info_t *tomb);
+int obj_list_retired(obj_set_t *s, const char *bucket, const char *after, const char *after_pos,
+                     obj_retired_fn fn, void *arg) __attribute__((warn_unused_result));
 
 /* ---- multipart uploads ----
  * An upload is a record in an internal bucket; each part is stored as an

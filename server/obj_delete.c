@@ -233,6 +233,9 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
         if (!obj__enough(s, &marker, written))
             return first_err == ERR_NOSPC || first_err == ERR_THROTTLED ? first_err
                                                                         : ERR_UNRECOVERABLE;
+        /* ... until the heal queue puts it on that store too, once back (obj_heal.c,
+         * heal_deleted): then they go as any delete's do. */
+        obj__heal_note(s, bucket, key, NULL);
     } else if (written < s->k) {
         /*
          * Every store that held it took the tombstone (a small one's copies), but too few
@@ -280,8 +283,9 @@ int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
     memcpy(bound.self, old->upload_id, sizeof(bound.self));
     uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1, failed = 0;
     int refused = 0, first_err = 0;
-    int written = obj__heads_to(s, bucket, key, "", tomb, NULL, all & ~obj__unhealthy(s), &bound,
-                                &failed, &refused, &first_err);
+    uint32_t away = obj__unhealthy(s);
+    int written = obj__heads_to(s, bucket, key, "", tomb, NULL, all & ~away, &bound, &failed,
+                                &refused, &first_err);
     pthread_mutex_unlock(lk);
     if (refused || !obj__enough(s, tomb, written)) {
         /* A newer version on some store, or too few took it: the key is looked at again. */
@@ -290,7 +294,13 @@ int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
     }
     log_info("event=cut_delete_finished key=%s upload=%s tombstones=%d", key, tomb->upload_id,
              written);
-    obj__tombstone_drop_note(s, bucket, key, tomb, all);
+    /* A store that may hold the version and did not take the tombstone keeps its head: the
+     * tombstones stay until the heal puts one there too (as delete_if's, above); dropped a
+     * minute on, that store's head was the version again. */
+    if (written == s->n)
+        obj__tombstone_drop_note(s, bucket, key, tomb, all);
+    else
+        obj__heal_note(s, bucket, key, NULL);
     /* In a draining pool, the copies of the version a move cut short made in the active
      * pools go too, as a whole delete's do (obj_delete_if): left, the copy was the key's
      * newest head anywhere, the deleted object back (a review). */

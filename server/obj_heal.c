@@ -30,6 +30,18 @@
 #include <string.h>
 #include <time.h>
 
+/*
+ * Whether head o is info's: a head of the same version (it, or a rewrite of its metadata);
+ * for a deleted head (a delete marker, or a tombstone, which carries the upload id of the
+ * version it retires), one of the same kind and upload id.
+ */
+static int same_head(const obj_info_t *o, const obj_info_t *info)
+{
+    if (info->deleted)
+        return o->deleted && o->marker == info->marker && !strcmp(o->upload_id, info->upload_id);
+    return !o->deleted && !strcmp(o->upload_id, info->upload_id);
+}
+
 /* The stores that should hold info's head at pos and hold none, or an older one; *held:
  * those that hold one of the version (it, or a rewrite of it). */
 static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key, const char *pos,
@@ -46,7 +58,7 @@ static uint32_t heads_missing(obj_set_t *s, const char *bucket, const char *key,
         }
         if (!h[j].ok) continue; /* a failing store: nothing to do there now */
         const obj_info_t *o = &h[j].info;
-        if (!o->deleted && strcmp(o->upload_id, info->upload_id) == 0) *held |= 1u << stores[j];
+        if (same_head(o, info)) *held |= 1u << stores[j];
         if (obj__newer(info, o)) missing |= 1u << stores[j];
     }
     free(h);
@@ -87,7 +99,7 @@ static int version_gone(obj_set_t *s, const char *bucket, const char *key, const
             gone = GONE; /* nothing there */
         else if (!h[j].ok)
             gone = UNSURE;
-        else if (h[j].info.deleted || strcmp(h[j].info.upload_id, info->upload_id))
+        else if (!same_head(&h[j].info, info))
             gone = GONE;
     }
     free(h);
@@ -188,6 +200,88 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
 }
 
 /*
+ * A deleted head that stands at pos, put where a store missed it: an
+ * unversioned DELETE's tombstone (or a retirement's, at a noncurrent
+ * position: a delete by version id) or a delete marker. A store away during
+ * the delete kept the head it held; the others' tombstones outranked it for
+ * readers, but a refill carried no tombstone, so two more drives lost and
+ * a reader asking m+1 stores could find the deleted version again on that
+ * one store (a review: deleted keys listed again, some read back 200; a
+ * marker the same, and a version deleted by id). Now the store gets the
+ * deleted head too, under "nothing newer" (a version written since is kept).
+ *
+ * A delete marker is a version: it goes to every store that lacks it. A
+ * tombstone goes where a store holds an older head; while a store may still
+ * hold the version (it cannot answer, or the write there failed), also where
+ * a store holds nothing, so that readers asking any m+1 stores meet one
+ * (a replaced drive, refilled: the tombstones stay on the write quorum).
+ * Once every store answered with the tombstone or nothing, the tombstones
+ * go a minute on, that very head only, as a whole delete's do: they
+ * stayed "for good" only because a store kept the version. A failed drive
+ * is left out (emptied or refilled once back, node_drives.c). Written heads
+ * are checked as a heal's are: gone from a store that held the deleted
+ * head (a delete by id of the marker, racing), they are taken back.
+ */
+static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                        const obj_info_t *info, obj_heal_report_t *rep)
+{
+    uint64_t read_ns = mono_ns();
+    int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
+    obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
+    obj__read_heads(s, bucket, key, pos, stores, n, h);
+    uint32_t held = 0, older = 0, live = 0, absent = 0, unsure = 0;
+    for (int j = 0; j < n; j++) {
+        uint32_t b = 1u << stores[j];
+        if (h[j].rc == ERR_NOT_FOUND)
+            absent |= b;
+        else if (!h[j].ok)
+            unsure |= b;
+        else if (same_head(&h[j].info, info))
+            held |= b;
+        else if (obj__newer(info, &h[j].info))
+            older |= b, live |= h[j].info.deleted ? 0 : b;
+        /* (a newer head: a version written since, kept) */
+    }
+    free(h);
+    if (!held) return 0; /* gone meanwhile (dropped, or covered): nothing stands to heal */
+    uint32_t failed_for_good = obj__failed(s);
+    uint32_t missing = older | (info->marker || live || unsure ? absent : 0);
+    missing &= ~failed_for_good;
+    /* A store that could not answer may hold an older head: again later (the queue's retry,
+     * the next pass), as for a write that fails. */
+    rep->failed += (uint32_t)__builtin_popcount(unsure & ~failed_for_good);
+    uint32_t failed = 0;
+    int refused = 0;
+    if (missing) {
+        rep->objects++;
+        if (obj__heal_still_there(s, bucket, key, pos, info, held, &read_ns) != 1)
+            return ERR_THROTTLED; /* again later: gone meanwhile, or a store could not say */
+        if (obj__heal_write_hook) obj__heal_write_hook(obj__heal_write_hook_arg, key);
+        shard_cond_t c = {.mode = SHARD_IF_AT_MOST, .stamp = info->stamp_ns};
+        memcpy(c.upload, info->upload_id, sizeof(c.upload));
+        memcpy(c.self, info->upload_id, sizeof(c.self));
+        int first_err = 0;
+        int w = obj__heads_to(s, bucket, key, pos, info, NULL, missing, &c, &failed, &refused,
+                              &first_err);
+        rep->failed += (uint32_t)__builtin_popcount(failed);
+        if (w > 0 && obj__heal_recheck(s, bucket, key, pos, info, held, missing & ~failed))
+            return ERR_THROTTLED;
+        rep->heads_fixed += (uint32_t)(w > 0 ? w : 0);
+        log_info("event=heal_deleted key=%s pos=%s upload=%s kind=%s heads=%d older=%d", key,
+                 pos[0] ? pos : "current", info->upload_id, info->marker ? "marker" : "tombstone",
+                 w, __builtin_popcount(older));
+    }
+    if (info->marker) return 0;
+    /* Every store answered, none keeps an older live head: the tombstones may go. Young ones
+     * (a delete's own, noted by it) are left to their note. */
+    int whole = !unsure && !failed && !refused && !(live & ~missing);
+    if (whole && (missing || obj__wall_ns() > info->stamp_ns + 2 * obj__head_drop_delay_ns))
+        obj__tombstone_drop_at(s, bucket, key, pos, info,
+                               s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
+    return 0;
+}
+
+/*
  * Heal one version: vid NULL for the current one (its heads at the current
  * position), else that version wherever it lives (obj__locate: a
  * noncurrent one's heads at its own position).
@@ -236,8 +330,19 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
     char pos[OBJ_VID_LEN + 1] = "";
     int err = 0;
     if (vid && (err = obj__locate(s, bucket, key, vid, info, pos)) != 0) {
+        /* Deleted by id (or meanwhile): its retirement put where a store missed it. */
+        int rc = err != ERR_NOT_FOUND ? err
+                 : !obj_vid_valid(vid) || obj__newest_at(s, bucket, key, vid, info) != 0 ||
+                         !info->deleted || info->marker
+                     ? 0
+                     : heal_deleted(s, bucket, key, vid, info, rep);
         free(info);
-        return err == ERR_NOT_FOUND ? 0 : err; /* deleted meanwhile */
+        return rc;
+    }
+    if (vid && pos[0] && info->deleted) {
+        int rc = heal_deleted(s, bucket, key, pos, info, rep); /* a delete marker, noncurrent */
+        free(info);
+        return rc;
     }
     if (vid && !pos[0] && (again & HEAL_NONCURRENT)) {
         free(info);
@@ -253,15 +358,19 @@ static int heal_version_in(obj_set_t *s, obj_refill_t *rf, const char *bucket, c
          * An unversioned DELETE cut short (its tombstones, which carry the version's own
          * upload id, on fewer stores than it needs) is finished instead.
          */
-        if (err == ERR_NOT_FOUND && !vid && !again && obj__newest_head(s, bucket, key, info) == 0 &&
+        if (err == ERR_NOT_FOUND && !vid && obj__newest_head(s, bucket, key, info) == 0 &&
             info->deleted) {
             obj_info_t *st = xmalloc(sizeof(*st));
             int in_way = 0, src = obj__standing(s, bucket, key, st, &in_way);
             int same = strcmp(info->upload_id, st->upload_id) == 0;
-            int cut = src == 0 && !in_way && obj__newer(info, st) &&
+            int cut = !again && src == 0 && !in_way && obj__newer(info, st) &&
                       (info->marker ? !same : same && !st->deleted);
+            /* Or that deleted head stands: put where a store missed it. */
+            int stands = src == 0 && !in_way && same_head(st, info);
             free(st);
-            int rc = cut ? heal_past_leftover(s, rf, bucket, key, info, rep) : 0;
+            int rc = cut      ? heal_past_leftover(s, rf, bucket, key, info, rep)
+                     : stands ? heal_deleted(s, bucket, key, "", info, rep)
+                              : 0;
             free(info);
             return rc;
         }
@@ -421,6 +530,13 @@ int obj_heal_version(obj_set_t *s, const char *bucket, const char *key, const ch
     return heal_version(s, NULL, bucket, key, vid, rep, 0);
 }
 
+int obj_heal_retired(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                     obj_heal_report_t *rep)
+{
+    return heal_version(s, NULL, bucket, key, pos[0] ? pos : NULL, rep,
+                        pos[0] ? HEAL_NONCURRENT : 0);
+}
+
 int obj_heal_via(obj_refill_t *rf, obj_set_t *s, const char *bucket, const char *key,
                  const char *vid, obj_heal_report_t *rep)
 {
@@ -441,7 +557,6 @@ typedef struct {
 static int collect_vid(void *arg, const obj_info_t *v)
 {
     vids_t *c = arg;
-    if (v->marker) return 0; /* heads only, healed by the scanner's pass */
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 16;
         c->vids = xrealloc(c->vids, sizeof(*c->vids) * (size_t)c->cap);

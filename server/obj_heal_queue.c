@@ -221,12 +221,18 @@ void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, cons
 void obj__tombstone_drop_note(obj_set_t *s, const char *bucket, const char *key,
                               const obj_info_t *t, uint32_t mask)
 {
+    obj__tombstone_drop_at(s, bucket, key, "", t, mask);
+}
+
+void obj__tombstone_drop_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                            const obj_info_t *t, uint32_t mask)
+{
     heal_q_t *q = s->healq;
     if (!q || !mask) return;
     drop_ent_t *d = xcalloc(1, sizeof(*d));
     d->bb = xstrdup(bucket);
     d->key = xstrdup(key);
-    d->pos = xstrdup("");
+    d->pos = xstrdup(pos);
     d->upload = xstrdup(t->upload_id);
     d->stamp = t->stamp_ns;
     d->mask = mask;

@@ -616,6 +616,9 @@ void obj__head_drop_note(obj_set_t *s, const char *bucket, const char *key, cons
  */
 void obj__tombstone_drop_note(obj_set_t *s, const char *bucket, const char *key,
                               const obj_info_t *t, uint32_t mask);
+/* The same at version position pos (a retirement's tombstone, obj__retire). */
+void obj__tombstone_drop_at(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                            const obj_info_t *t, uint32_t mask);
 /* A version's id as requests name it: "null" for the null version. */
 static inline const char *obj__vid_or_null(const obj_info_t *v)
 {

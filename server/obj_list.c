@@ -614,6 +614,7 @@ int obj_list(obj_set_t *s, const char *bucket, const char *prefix, const char *a
 
 typedef struct {
     obj_version_fn fn;
+    obj_retired_fn rfn; /* a retired walk (obj_list_retired): tombstones alone, to it */
     void *arg;
     const char *prefix, *delim;
     const char *gate_pos;            /* the walk of `after` past a version: positions up to it go */
@@ -633,6 +634,13 @@ static int walk_versions(merge_t *m, vwalk_t *w)
         if (w->fresh || strcmp(w->cur_key, m->key) != 0) {
             snprintf(w->cur_key, sizeof(w->cur_key), "%s", m->key);
             w->has_cur = w->seen_null = w->fresh = 0;
+        }
+        if (w->rfn) { /* the newest head at this position a tombstone: to it */
+            if (!o->deleted || o->marker || (w->gate_pos && strcmp(m->ver, w->gate_pos) <= 0))
+                continue;
+            m->got++;
+            if (w->rfn(w->arg, m->key, m->ver, o)) return 1;
+            continue;
         }
         if (o->deleted && !o->marker) { /* nothing there (a tombstone) */
             merge_passed_over(m, common_prefix(m->key, pl, w->delim));
@@ -739,6 +747,35 @@ int obj_list_versions_all(obj_set_t *s, const char *bucket, const char *prefix, 
                           const char *after_vid, obj_version_fn fn, void *arg)
 {
     return obj__list_versions(s, bucket, prefix, NULL, after, after_vid, 0, 1, fn, arg);
+}
+
+int obj_list_retired(obj_set_t *s, const char *bucket, const char *after, const char *after_pos,
+                     obj_retired_fn fn, void *arg)
+{
+    if (s->nsub) return ERR_INVAL; /* one set at a time (obj_set_sub) */
+    vwalk_t *w = xcalloc(1, sizeof(*w));
+    merge_t *m = merge_new(s, bucket, 1, 1);
+    int rc = 0;
+    w->rfn = fn;
+    w->arg = arg;
+    w->prefix = "";
+    w->fresh = 1;
+    if (after && after[0] && after_pos) {
+        /* The rest of `after`'s positions first (past after_pos; "" the current one). */
+        w->gate_pos = after_pos;
+        merge_after(m, "", NULL, NULL);
+        merge_restart(m, after, after, "", NULL);
+        rc = walk_versions(m, w);
+        w->gate_pos = NULL;
+    }
+    if (rc == 0) {
+        merge_after(m, "", NULL, after);
+        merge_restart(m, NULL, NULL, "", NULL);
+        rc = walk_versions(m, w);
+    }
+    merge_free(m);
+    free(w);
+    return rc;
 }
 
 int obj_list_versions(obj_set_t *s, const char *bucket, const char *prefix, const char *after,

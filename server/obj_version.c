@@ -151,6 +151,10 @@ int obj__retire(obj_set_t *s, const char *bucket, const char *key, const obj_inf
         log_warn("event=retire_incomplete key=%s version=%s heads=%d err=%s", key, pos, w,
                  err_name(first_err));
         return first_err && first_err != ERR_NOT_FOUND ? first_err : ERR_UNRECOVERABLE;
+    } else {
+        /* A store that missed it keeps the version's head: the heal puts the tombstone there
+         * too once it is back (obj_heal.c, heal_deleted), then they go. */
+        obj__heal_note(s, bucket, key, pos);
     }
     return 0;
 }

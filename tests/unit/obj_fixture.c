@@ -444,6 +444,17 @@ int live_head(env_t *e, int i, const char *key)
            obj_meta_decode(meta, st.meta_len, &o) == 0 && !o.deleted;
 }
 
+int head_kind_at(env_t *e, int i, const char *key, const char *pos)
+{
+    drive_id_t id = {"bkt", key, pos, (uint32_t)i};
+    drive_stat_t st;
+    uint8_t meta[HEAD_MAX];
+    obj_info_t o;
+    if (e->f[i].in.ops->stat(e->f[i].in.ctx, &id, &st, meta, sizeof(meta)) != 0) return 0;
+    if (obj_meta_decode(meta, st.meta_len, &o) != 0) return '?';
+    return !o.deleted ? 'L' : o.marker ? 'M' : 'T';
+}
+
 void vput(env_t *e, const char *key, const char *body, obj_versioning_t v, obj_info_t *out)
 {
     int err;

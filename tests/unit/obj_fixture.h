@@ -143,6 +143,9 @@ obj_set_t *other_gateway(env_t *e);
 
 /* Whether store i holds a live head of key at the current position (not a tombstone). */
 int live_head(env_t *e, int i, const char *key);
+/* What store i holds at key's position pos ("": the current one): 0 (nothing), 'L' (a live
+ * head), 'T' (a tombstone), 'M' (a delete marker), '?' (a head that does not decode). */
+int head_kind_at(env_t *e, int i, const char *key, const char *pos);
 
 /* ---- versioning (server/obj_version.c) ---- */
 

@@ -1565,10 +1565,34 @@ static void test_delete_tombstones_refuse_the_version_then_go(void **state)
     free(data);
 }
 
+/* Until the heal queue has nothing pending (at most 30 s); *st its counters then. */
+static void heal_queue_drained(env_t *e, obj_heal_stats_t *st)
+{
+    for (int i = 0; i < 600; i++) {
+        obj_heal_stats(e->set, st);
+        if (st->pending == 0) break;
+        usleep(50000);
+    }
+}
+
+/* Until no store holds anything at key's position pos (at most 10 s): 1, else 0. */
+static int heads_all_gone(env_t *e, const char *key, const char *pos)
+{
+    for (int t = 0; t < 1000; t++) {
+        int any = 0;
+        for (int i = 0; i < N; i++)
+            any |= head_kind_at(e, i, key, pos) != 0;
+        if (!any) return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
 /*
  * A review: a store holding the version (a small one's copy) fails the delete and keeps its
  * head; the tombstones on the others hide it. Dropped after the minute, they left the head
- * it kept as the version: read whole, and healed back onto the other copies. They stay.
+ * it kept as the version: read whole, and healed back onto the other copies. They stay
+ * while it keeps that head; once the heal queue has put the tombstone there too, they go.
  */
 static void test_delete_keeps_tombstones_over_a_store_that_missed_it(void **state)
 {
@@ -1581,9 +1605,8 @@ static void test_delete_keeps_tombstones_over_a_store_that_missed_it(void **stat
     int keeper = __builtin_ctz(info.inl);
     assert_int_equal(obj_set_heal_start(e->set), 0);
     obj__head_drop_delay_ns = 100000000ull; /* 0.1 s */
-    e->f[keeper].fail_write = 1;
+    e->f[keeper].fail_write = 1; /* (the queue's heal fails there too, until it is cleared) */
     assert_int_equal(obj_delete(e->set, "bkt", "fd"), 0);
-    e->f[keeper].fail_write = 0;
     assert_true(live_head(e, keeper, "fd"));
     /* Another key's tombstones, due after these were: once they are gone, these were due. */
     put(e, "fd-other", small, 10, NULL);
@@ -1599,9 +1622,13 @@ static void test_delete_keeps_tombstones_over_a_store_that_missed_it(void **stat
     for (int i = 0; i < N; i++)
         if (i != keeper) assert_true(has_head(e, i, "fd")); /* the tombstones stayed */
     assert_int_equal(obj_stat(e->set, "bkt", "fd", &got), ERR_NOT_FOUND);
-    obj_heal_report_t rep = {0};
-    assert_int_equal(obj_heal(e->set, "bkt", "fd", &rep), 0);
-    assert_int_equal(rep.heads_fixed, 0);
+    assert_true(live_head(e, keeper, "fd"));
+    e->f[keeper].fail_write = 0;
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_false(live_head(e, keeper, "fd"));
+    assert_true(heads_all_gone(e, "fd", ""));
     assert_int_equal(obj_stat(e->set, "bkt", "fd", &got), ERR_NOT_FOUND);
 }
 
@@ -1690,16 +1717,6 @@ static void store_away(env_t *e, int i, int away)
     e->f[i].sick = away;
 }
 
-/* Until the heal queue has nothing pending (at most 30 s); *st its counters then. */
-static void heal_queue_drained(env_t *e, obj_heal_stats_t *st)
-{
-    for (int i = 0; i < 600; i++) {
-        obj_heal_stats(e->set, st);
-        if (st->pending == 0) break;
-        usleep(50000);
-    }
-}
-
 /* Version vid of key reads back as data (len bytes). */
 static void expect_version(env_t *e, const char *key, const char *vid, const uint8_t *data,
                            size_t len)
@@ -1752,6 +1769,138 @@ static void test_heal_goes_on_without_a_failed_store(void **state)
     e->f[5].sick = 0;
     expect(e, "short", data, 300000);
     free(data);
+}
+
+/*
+ * An unversioned delete while a store was down: that store kept its live head, the others'
+ * tombstones stayed for good, and nothing put one there once it was back (a review). Two
+ * more drives lost (their refill carries no tombstone), a reader asking m+1 stores found the
+ * deleted object on that one. Now the heal queue puts the tombstone there, then the
+ * tombstones go as a whole delete's do.
+ */
+static void test_a_delete_short_of_a_store_reaches_it_once_back(void **state)
+{
+    env_t *e = *state;
+    obj__head_drop_delay_ns = 200000000ull; /* 0.2 s */
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    uint8_t *data = filled(300000, 77);
+    put(e, "gone", data, 300000, NULL);
+    e->f[5].fail_read = e->f[5].fail_write = 1;
+    e->f[5].sick = 2; /* down */
+    assert_int_equal(obj_delete(e->set, "bkt", "gone"), 0);
+    assert_int_equal(head_kind_at(e, 5, "gone", ""), 'L');
+    e->f[5].fail_read = e->f[5].fail_write = 0;
+    e->f[5].sick = 0;
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_int_not_equal(head_kind_at(e, 5, "gone", ""), 'L');
+    assert_true(heads_all_gone(e, "gone", ""));
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->set, "bkt", "gone", &info), ERR_NOT_FOUND);
+    free(data);
+}
+
+static int retired_cb(void *arg, const char *key, const char *pos, const obj_info_t *tomb)
+{
+    char *out = arg;
+    assert_true(tomb->deleted && !tomb->marker);
+    sprintf(out + strlen(out), "%s@%s,", key, pos);
+    return 0;
+}
+
+/*
+ * The same delete while store 5 was failed for good: the queue heals around it and forgets
+ * the key. Back (refilled in place: its sets could not spare it), the healer's walk of the
+ * positions whose newest head is a tombstone finds the key (listings pass it by) and puts
+ * the tombstone on store 5.
+ */
+static void test_a_delete_while_a_store_failed_reaches_it_through_the_walk(void **state)
+{
+    env_t *e = *state;
+    obj__head_drop_delay_ns = 200000000ull;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    uint8_t *data = filled(300000, 78);
+    put(e, "gone", data, 300000, NULL);
+    put(e, "kept", data, 300000, NULL);
+    e->f[5].fail_read = e->f[5].fail_write = 1;
+    e->f[5].sick = 3; /* failed */
+    assert_int_equal(obj_delete(e->set, "bkt", "gone"), 0);
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_int_equal(head_kind_at(e, 5, "gone", ""), 'L');
+    e->f[5].fail_read = e->f[5].fail_write = 0;
+    e->f[5].sick = 0;
+    e->f[5].refilling = 1;
+    char walked[256] = "";
+    assert_int_equal(obj_list_retired(e->set, "bkt", NULL, NULL, retired_cb, walked), 0);
+    assert_string_equal(walked, "gone@,");
+    obj_heal_report_t rep = {0};
+    assert_int_equal(obj_heal_retired(e->set, "bkt", "gone", "", &rep), 0);
+    assert_int_equal(head_kind_at(e, 5, "gone", ""), 'T');
+    assert_true(rep.heads_fixed >= 1);
+    assert_true(heads_all_gone(e, "gone", ""));
+    walked[0] = 0;
+    assert_int_equal(obj_list_retired(e->set, "bkt", NULL, NULL, retired_cb, walked), 0);
+    assert_string_equal(walked, "");
+    e->f[5].refilling = 0;
+    expect(e, "kept", data, 300000);
+    free(data);
+}
+
+/* A delete marker written short of a store: put there once it is back (the heal of a key
+ * whose current head is a marker did nothing), the version it covers archived there too. */
+static void test_a_delete_marker_short_of_a_store_reaches_it_once_back(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *data = filled(big, 79);
+    obj_info_t v1, mk;
+    vput_bytes(e, "mk", data, big, &v1, 1);
+    store_away(e, 5, 1);
+    assert_int_equal(obj_delete_current(e->set, "bkt", "mk", NULL, OBJ_VERSIONED, &mk), 0);
+    assert_int_equal(head_kind_at(e, 5, "mk", ""), 'L');
+    store_away(e, 5, 0);
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_int_equal(head_kind_at(e, 5, "mk", ""), 'M');
+    assert_int_equal(live_heads_of(e, "mk", &v1), N);
+    expect_version(e, "mk", v1.vid, data, big);
+    free(data);
+}
+
+/* A version deleted by id while a store was away: its tombstone put there once it is back,
+ * then gone with the others. */
+static void test_a_delete_by_id_short_of_a_store_reaches_it_once_back(void **state)
+{
+    env_t *e = *state;
+    obj__head_drop_delay_ns = 200000000ull;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *d1 = filled(big, 80), *d2 = filled(big, 81);
+    obj_info_t v1, v2;
+    vput_bytes(e, "rt", d1, big, &v1, 1);
+    vput_bytes(e, "rt", d2, big, &v2, 1);
+    assert_int_equal(live_heads_of(e, "rt", &v1), N);
+    store_away(e, 5, 1);
+    assert_int_equal(obj_delete_version(e->set, "bkt", "rt", v1.vid, NULL, NULL), 0);
+    assert_int_equal(live_heads_of(e, "rt", &v1), 1);
+    store_away(e, 5, 0);
+    obj_heal_stats_t st;
+    heal_queue_drained(e, &st);
+    assert_int_equal(st.pending, 0);
+    assert_int_equal(live_heads_of(e, "rt", &v1), 0);
+    char pos[OBJ_VID_LEN + 1];
+    obj__vid_of(pos, v1.mtime_ns);
+    assert_true(heads_all_gone(e, "rt", pos));
+    obj_info_t info;
+    assert_int_equal(obj_stat_version(e->set, "bkt", "rt", v1.vid, &info), ERR_NOT_FOUND);
+    expect_version(e, "rt", v2.vid, d2, big);
+    free(d1);
+    free(d2);
 }
 
 /*
@@ -2594,6 +2743,14 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_at_full_file_systems, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_goes_on_without_a_failed_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_delete_short_of_a_store_reaches_it_once_back, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_delete_while_a_store_failed_reaches_it_through_the_walk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_delete_marker_short_of_a_store_reaches_it_once_back,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_delete_by_id_short_of_a_store_reaches_it_once_back,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_lookup_asks_slow_copies_past_older_tombstones, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_through_older_nodes, setup, teardown),
