@@ -295,12 +295,11 @@ int obj__finish_cut_delete(obj_set_t *s, const char *bucket, const char *key,
     log_info("event=cut_delete_finished key=%s upload=%s tombstones=%d", key, tomb->upload_id,
              written);
     /* A store that may hold the version and did not take the tombstone keeps its head: the
-     * tombstones stay until the heal puts one there too (as delete_if's, above); dropped a
-     * minute on, that store's head was the version again. */
-    if (written == s->n)
-        obj__tombstone_drop_note(s, bucket, key, tomb, all);
-    else
-        obj__heal_note(s, bucket, key, NULL);
+     * tombstones stay until a heal puts one there too (as delete_if's, above); dropped a
+     * minute on, that store's head was the version again. (The heal that called this goes
+     * on to the tombstone, now standing, and counts a store it cannot reach as failed:
+     * the queue tries the key again, the scanner's pass finds it.) */
+    if (written == s->n) obj__tombstone_drop_note(s, bucket, key, tomb, all);
     /* In a draining pool, the copies of the version a move cut short made in the active
      * pools go too, as a whole delete's do (obj_delete_if): left, the copy was the key's
      * newest head anywhere, the deleted object back (a review). */

@@ -225,6 +225,10 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
 static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                         const obj_info_t *info, obj_heal_report_t *rep)
 {
+    /* A key moved off a draining pool: the mark its mover left stays (obj_move.c), never
+     * dropped as a tombstone (a review: the scanner's walk dropped every one, and a commit
+     * routed here before the move then covered nothing in a pool the key had left). */
+    if (obj__moved_mark(info)) return 0;
     uint64_t read_ns = mono_ns();
     int stores[OBJ_MAX_SHARDS], n = obj__stores_in(s, UINT32_MAX, stores);
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);

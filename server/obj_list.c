@@ -636,8 +636,9 @@ static int walk_versions(merge_t *m, vwalk_t *w)
             w->has_cur = w->seen_null = w->fresh = 0;
         }
         if (w->rfn) { /* the newest head at this position a tombstone: to it */
-            if (!o->deleted || o->marker || (w->gate_pos && strcmp(m->ver, w->gate_pos) <= 0))
-                continue;
+            if (!o->deleted || o->marker || obj__moved_mark(o) ||
+                (w->gate_pos && strcmp(m->ver, w->gate_pos) <= 0))
+                continue; /* (a moved key's mark is no delete's: obj_move.c) */
             m->got++;
             if (w->rfn(w->arg, m->key, m->ver, o)) return 1;
             continue;
