@@ -455,6 +455,22 @@ void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_r
 void obj_reaper_sweep(obj_reaper_t *r, uint64_t pass_start_s);
 /* Groups remembered, waiting out their grace. */
 uint64_t obj_reaper_candidates(obj_reaper_t *r);
+/*
+ * Every record left under a deleted bucket's internal name (bucket): heads at every
+ * position (tombstones, a store's stale heads) and block records (a write cut short, a drop
+ * a store missed), on every store of every set but those of removed pools. Only for a name
+ * nothing will write to again (a bucket incarnation deleted longer ago than any write into
+ * it takes): nothing is checked, everything goes. Counts add up in *rep. 0 when every store
+ * was walked to its end (rep->records 0 then: nothing was left), else ERR_UNRECOVERABLE (a
+ * store away or failing: stores_left).
+ */
+typedef struct {
+    uint64_t records, bytes; /* records deleted, and their payload bytes */
+    uint64_t failed;         /* deletes that failed (logged with the walk) */
+    uint64_t stores_left;    /* stores not walked to their end */
+} obj_purge_report_t;
+int obj_purge_bucket(obj_set_t *s, const char *bucket, obj_purge_report_t *rep)
+    __attribute__((warn_unused_result));
 
 /*
  * The heal queue: a write acknowledged with fewer than k+m stores (some

@@ -556,3 +556,124 @@ void obj_reaper_sweep(obj_reaper_t *r, uint64_t pass_start_s)
         }
     pthread_mutex_unlock(&r->mu);
 }
+
+/* ---- a deleted bucket's namespaces ---- */
+
+#define PURGE_PAGE 1024 /* records of one store's walk deleted at a time (whole groups) */
+
+/* A page of one store's records: whole (key, version) groups, ids kept whole (a drive takes
+ * versions longer than an upload id). */
+typedef struct {
+    drive_id_t *id;
+    uint64_t *len;
+    int n, cap, full;
+} purge_page_t;
+
+static int collect_record(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    purge_page_t *p = arg;
+    (void)meta;
+    int same = p->n && strcmp(p->id[p->n - 1].key, id->key) == 0 &&
+               strcmp(p->id[p->n - 1].version, id->version) == 0;
+    if (p->n >= PURGE_PAGE && !same) {
+        p->full = 1;
+        return 1; /* full: the walk resumes past the last group */
+    }
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->id = xrealloc(p->id, (size_t)p->cap * sizeof(*p->id));
+        p->len = xrealloc(p->len, (size_t)p->cap * sizeof(*p->len));
+    }
+    p->id[p->n] = (drive_id_t){NULL, same ? p->id[p->n - 1].key : xstrdup(id->key),
+                               same ? p->id[p->n - 1].version : xstrdup(id->version), id->shard};
+    p->len[p->n++] = st->len;
+    return 0;
+}
+
+static void purge_page_clear(purge_page_t *p)
+{
+    for (int k = 0; k < p->n; k++)
+        if (k == 0 || p->id[k].key != p->id[k - 1].key) {
+            free((char *)p->id[k].key);
+            free((char *)p->id[k].version);
+        }
+    p->n = p->full = 0;
+}
+
+/* Every record of namespace ns on store i deleted: 0 when the walk ran to its end. */
+static int purge_store(obj_set_t *s, int i, const char *ns, obj_purge_report_t *rep)
+{
+    purge_page_t p = {0};
+    drive_from_t from = {.how = DRIVE_FROM_START};
+    char *after_key = NULL, *after_v = NULL;
+    int rc = 0;
+    for (;;) {
+        int wr = s->st[i].ops->scan(s->st[i].ctx, ns, "", &from, collect_record, &p);
+        if (wr < 0 && !p.full) {
+            rc = wr;
+            purge_page_clear(&p);
+            break;
+        }
+        for (int k = 0; k < p.n; k++) {
+            drive_id_t id = p.id[k];
+            id.bucket = ns;
+            int dr = s->st[i].ops->del(s->st[i].ctx, &id);
+            if (dr == 0) {
+                rep->records++;
+                rep->bytes += p.len[k];
+            } else if (dr != ERR_NOT_FOUND) {
+                rep->failed++;
+                if (!rc) rc = dr;
+            }
+        }
+        if (!p.full) {
+            purge_page_clear(&p);
+            break;
+        }
+        /* Past the page's last group (whole in it): one that failed to go is passed by, not
+         * walked again and again. */
+        free(after_key);
+        free(after_v);
+        after_key = xstrdup(p.id[p.n - 1].key);
+        after_v = xstrdup(p.id[p.n - 1].version);
+        from = (drive_from_t){.how = DRIVE_PAST_VERSION, .key = after_key, .version = after_v};
+        purge_page_clear(&p);
+    }
+    free(after_key);
+    free(after_v);
+    free(p.id);
+    free(p.len);
+    return rc;
+}
+
+static void purge_leaf(obj_set_t *s, const char *bucket, obj_purge_report_t *rep)
+{
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, bucket);
+    uint32_t away = obj__unhealthy(s);
+    for (int i = 0; i < s->n; i++) {
+        if ((away >> i) & 1) {
+            rep->stores_left++; /* (a store away, or failed: the next pass) */
+            continue;
+        }
+        int rc = purge_store(s, i, bucket, rep);
+        if (!rc) rc = purge_store(s, i, bb, rep);
+        if (rc) {
+            log_limited(LOG_LVL_WARN, "event=purge_walk_failed bucket=%s store=%d err=%s", bucket,
+                        i, err_name(rc));
+            rep->stores_left++;
+        }
+    }
+}
+
+int obj_purge_bucket(obj_set_t *s, const char *bucket, obj_purge_report_t *rep)
+{
+    int ns = atomic_load(&s->nsub);
+    if (!ns) {
+        purge_leaf(s, bucket, rep);
+    } else {
+        for (int j = 0; j < ns; j++)
+            if (!obj__sub_removed(s, j)) purge_leaf(s->sub[j], bucket, rep);
+    }
+    return rep->stores_left ? ERR_UNRECOVERABLE : 0;
+}

@@ -86,14 +86,17 @@ static void heal_json(const s3_cfg_t *cfg, buf_t *b)
             "\"bytes\":%llu,\"total_est\":%llu,\"mb_s\":%.1f,\"eta_s\":%lld,"
             "\"last_pass_s\":%.1f,\"heads_fixed\":%llu,\"blocks_fixed\":%llu,\"failed\":%llu,"
             "\"reap_candidates\":%llu,\"reaped_groups\":%llu,\"reaped_records\":%llu,"
-            "\"reaped_bytes\":%llu,\"reaped_parts\":%llu,\"settled_uploads\":%llu}",
+            "\"reaped_bytes\":%llu,\"reaped_parts\":%llu,\"settled_uploads\":%llu,"
+            "\"purged_buckets\":%llu,\"purged_records\":%llu,\"purged_bytes\":%llu}",
             (unsigned long long)ss.passes, ss.running, ss.waiting, (unsigned long long)ss.objects,
             (unsigned long long)ss.bytes, (unsigned long long)ss.total_est, ss.mb_s,
             (long long)ss.eta_s, ss.last_pass_s, (unsigned long long)ss.heads_fixed,
             (unsigned long long)ss.blocks_fixed, (unsigned long long)ss.failed,
             (unsigned long long)ss.reap_candidates, (unsigned long long)ss.reaped_groups,
             (unsigned long long)ss.reaped_records, (unsigned long long)ss.reaped_bytes,
-            (unsigned long long)ss.reaped_parts, (unsigned long long)ss.settled_uploads);
+            (unsigned long long)ss.reaped_parts, (unsigned long long)ss.settled_uploads,
+            (unsigned long long)ss.purged_buckets, (unsigned long long)ss.purged_records,
+            (unsigned long long)ss.purged_bytes);
     }
     if (cfg->drain) {
         s3_drain_stats_t ds;

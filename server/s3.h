@@ -90,6 +90,8 @@ typedef struct {
      * their grace now, and those deleted (groups, records, payload bytes; parts). */
     uint64_t reap_candidates, reaped_groups, reaped_records, reaped_bytes, reaped_parts,
         settled_uploads;
+    /* Deleted buckets purged of what they left (s3_gone.c), and those records and bytes. */
+    uint64_t purged_buckets, purged_records, purged_bytes;
 } s3_scrub_stats_t;
 s3_scrub_t *s3_scrub_start(const s3_cfg_t *cfg, long interval_s, uint64_t rate);
 void s3_scrub_stop(s3_scrub_t *sc);

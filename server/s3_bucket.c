@@ -597,6 +597,7 @@ static void delete_bucket(ctx_t *x)
         if (rc >= 0 && !found) rc = obj_delete(x->cfg->set, BUCKETS, x->bucket);
         if (rc >= 0 && !found) s3_cors_forget(x);
         if (rc >= 0 && !found) s3_lifecycle_forget(x);
+        if (rc >= 0 && !found) s3_gone_note(x, x->ibucket);
     }
     pthread_rwlock_unlock(lk);
     s3_uploads_free(&ups);

@@ -5,6 +5,7 @@
  *   s3.c            routing: request id, authentication, naming, dispatch
  *   s3_auth.c       SigV4 (header, presigned), request bodies as signed
  *   s3_bucket.c     buckets: owners, generations, bucket locks, create/delete
+ *   s3_gone.c       deleted buckets: what they left on the drives, purged
  *   s3_acl.c        ACLs: canned and grants (s3/acl), Get/Put *Acl
  *   s3_foreign.c    requests by anyone but the bucket's owner, as the ACLs grant
  *   s3_list.c       ListObjects V1/V2, ListObjectVersions
@@ -68,6 +69,9 @@
 #define LC_OBJECTS                                                                                 \
     "\x02"                                                                                         \
     "lifecycle" /* internal: one object per bucket incarnation, its canonical configuration */
+#define GONE_BUCKETS                                                                               \
+    "\x02"                                                                                         \
+    "gone" /* internal: one empty object per deleted incarnation, until purged (s3_gone.c) */
 #define MAX_KEY_LEN        1024
 /*
  * A bucket's objects, uploads and parts are stored under "NAME\x04ID", ID
@@ -426,6 +430,17 @@ void s3_cors_op(ctx_t *x);        /* GET/PUT/DELETE ?cors of the request's bucke
 void s3_cors_preflight(ctx_t *x); /* OPTIONS */
 void s3_cors_actual(ctx_t *x);    /* CORS headers for a request carrying Origin */
 void s3_cors_forget(ctx_t *x);    /* the deleted bucket's rules go (best effort) */
+
+/* ---- s3_gone.c ---- */
+/* A deleted bucket incarnation's internal name, noted for the scanner's purge (best effort:
+ * logged when it cannot be). */
+void s3_gone_note(ctx_t *x, const char *iname);
+typedef struct {
+    uint64_t buckets;        /* deleted incarnations purged and forgotten */
+    uint64_t records, bytes; /* records they left, deleted (payload bytes) */
+} s3_gone_report_t;
+/* One scanner pass's purge of the incarnations deleted over grace_s ago (0: none). Blocks. */
+void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep);
 
 /* ---- s3_lifecycle.c ---- */
 void s3_lifecycle_op(ctx_t *x);     /* GET/PUT/DELETE ?lifecycle of the request's bucket */

@@ -423,6 +423,9 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, reap_now(), &rr);
         obj_reaper_sweep(sc->reap, now_s);
     }
+    s3_gone_report_t gr = {0};
+    if (!bgwork_stopping(&sc->w))
+        s3_gone_purge(cfg, cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0, &gr);
     double el = bgwork_now() - p.r.t0;
     bgwork_lock(&sc->w);
     sc->st.running = 0;
@@ -436,6 +439,9 @@ static unsigned scrub_pass(s3_scrub_t *sc)
     sc->st.reaped_bytes += rr.bytes_reaped;
     sc->st.reaped_parts += rr.parts_reaped;
     sc->st.settled_uploads += rr.uploads_settled;
+    sc->st.purged_buckets += gr.buckets;
+    sc->st.purged_records += gr.records;
+    sc->st.purged_bytes += gr.bytes;
     int done = !bgwork_stopping(&sc->w);
     if (done) {
         sc->st.passes++;

@@ -1903,6 +1903,79 @@ static void test_a_delete_by_id_short_of_a_store_reaches_it_once_back(void **sta
     free(d2);
 }
 
+/* Records of namespace ns on store i (every position, every shard). */
+static int count_records(void *arg, const drive_id_t *id, const drive_stat_t *st, const void *meta)
+{
+    (void)id;
+    (void)st;
+    (void)meta;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static int records_in(env_t *e, int i, const char *ns)
+{
+    int n = 0;
+    drive_from_t from = {.how = DRIVE_FROM_START};
+    assert_int_equal(e->f[i].in.ops->scan(e->f[i].in.ctx, ns, "", &from, count_records, &n), 0);
+    return n;
+}
+
+/*
+ * A deleted bucket's internal name purged (s3_gone.c): heads at every position, tombstones
+ * and block records, a write's blocks that no head names, on every store; another bucket's
+ * kept. A store away is left (ERR_UNRECOVERABLE, counted), the others purged all the same,
+ * and a second purge with it back finds it.
+ */
+static void test_purge_of_a_deleted_buckets_name(void **state)
+{
+    env_t *e = *state;
+    size_t big = 2 * K * B + 5;
+    uint8_t *data = filled(big, 90);
+    int err;
+    for (int i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "g%d", i);
+        obj_writer_t *w = obj_put_begin(e->set, "gone", key, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, data, i == 0 ? 100 : big), 0);
+        obj_put_set_versioning(w, i == 2 ? OBJ_VERSIONED : OBJ_UNVERSIONED);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, NULL), 0);
+    }
+    assert_int_equal(obj_delete(e->set, "gone", "g1"), 0);          /* its tombstones */
+    obj_writer_t *cut = obj_put_begin(e->set, "gone", "cut", &err); /* blocks, no head */
+    assert_non_null(cut);
+    assert_int_equal(obj_put_write(cut, data, big), 0);
+    put(e, "kept", data, big, NULL);
+    int kept_before[N];
+    for (int i = 0; i < N; i++) {
+        assert_true(records_in(e, i, "gone") > 0);
+        kept_before[i] = records_in(e, i, "bkt") + records_in(e, i, "bkt\x01");
+    }
+    store_away(e, 4, 1);
+    obj_purge_report_t rep = {0};
+    assert_int_equal(obj_purge_bucket(e->set, "gone", &rep), ERR_UNRECOVERABLE);
+    assert_int_equal(rep.stores_left, 1);
+    assert_true(rep.records > 0 && rep.bytes > 2 * big / K);
+    for (int i = 0; i < N; i++)
+        if (i != 4) assert_int_equal(records_in(e, i, "gone") + records_in(e, i, "gone\x01"), 0);
+    assert_true(records_in(e, 4, "gone") > 0);
+    store_away(e, 4, 0);
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_purge_bucket(e->set, "gone", &rep), 0);
+    assert_true(rep.records > 0);
+    memset(&rep, 0, sizeof(rep));
+    assert_int_equal(obj_purge_bucket(e->set, "gone", &rep), 0);
+    assert_int_equal(rep.records, 0); /* nothing left: the note may go */
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(records_in(e, i, "gone") + records_in(e, i, "gone\x01"), 0);
+        assert_int_equal(records_in(e, i, "bkt") + records_in(e, i, "bkt\x01"), kept_before[i]);
+    }
+    expect(e, "kept", data, big);
+    obj_put_abort(cut);
+    free(data);
+}
+
 /*
  * A version written while a store was away and covered by the next before the queue came to
  * it: the queue healed the key's current version only, so the covered one stayed short of
@@ -2745,6 +2818,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_heal_goes_on_without_a_failed_store, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_delete_short_of_a_store_reaches_it_once_back, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_purge_of_a_deleted_buckets_name, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_a_delete_while_a_store_failed_reaches_it_through_the_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_delete_marker_short_of_a_store_reaches_it_once_back,

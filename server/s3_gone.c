@@ -1,0 +1,100 @@
+/*
+ * s3_gone: what a deleted bucket leaves on the drives (the bucket room's
+ * afterlife; map in s3_int.h).
+ *
+ * DeleteBucket takes a bucket that every store's listing proves empty, yet
+ * its internal name ("NAME\x04ID": objects, block records) may still hold
+ * records no listing shows: the tombstones of its last deletes (dropped a
+ * minute on by the heal thread of the node that deleted, in memory: a
+ * restart keeps them), the head a store kept through a delete it missed,
+ * the blocks of a write cut short by a crash or of a drop a store missed.
+ * For a live bucket the heal and the reaper see to those; both walk the
+ * live buckets only, so a deleted one's stayed for good (a soak probe: 13-20
+ * MiB per drive after every bucket was emptied and deleted).
+ *
+ * So a successful DeleteBucket notes the incarnation's internal name in
+ * GONE_BUCKETS (an empty object: its time is the delete's). Each scanner
+ * pass then purges every name noted longer ago than the reaper's grace:
+ * every record under it, on every store (obj_purge_bucket). Nothing can be
+ * written there any more once the grace has passed (a new bucket of that
+ * name is another incarnation; a write racing the delete is undone, and its
+ * blocks stream no longer than the grace the reaper already relies on). A
+ * name is forgotten by the first pass that walked every store and found
+ * nothing left: until then a store that was away, or a late record, gets
+ * another pass. A reaper grace of 0 (reap nothing) purges nothing.
+ */
+#include "server/s3_int.h"
+
+void s3_gone_note(ctx_t *x, const char *iname)
+{
+    int err;
+    obj_writer_t *w = obj_put_begin(x->cfg->set, GONE_BUCKETS, iname, &err);
+    if (w) err = obj_put_commit(w, NULL, NULL, 0, NULL);
+    if (err)
+        log_warn("event=gone_bucket_note_failed bucket=%s err=%s: what it left stays", x->bucket,
+                 err_name(err));
+}
+
+typedef struct {
+    char **names;
+    uint64_t *at_ns;
+    int n, cap;
+} gone_list_t;
+
+static int collect_gone(void *arg, const char *key, const obj_info_t *info)
+{
+    gone_list_t *g = arg;
+    if (!info) return 0;
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 16;
+        g->names = xrealloc(g->names, (size_t)g->cap * sizeof(*g->names));
+        g->at_ns = xrealloc(g->at_ns, (size_t)g->cap * sizeof(*g->at_ns));
+    }
+    g->names[g->n] = xstrdup(key);
+    g->at_ns[g->n++] = info->mtime_ns;
+    return g->n >= 4096; /* enough for one pass: the rest the next */
+}
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep)
+{
+    if (!grace_s) return;
+    gone_list_t g = {0};
+    int rc = obj_list(cfg->set, GONE_BUCKETS, NULL, NULL, collect_gone, &g);
+    if (rc < 0) log_warn("event=gone_buckets_list_failed err=%s", err_name(rc));
+    uint64_t now = wall_ns();
+    for (int i = 0; i < g.n; i++) {
+        if (g.at_ns[i] + grace_s * 1000000000ull > now) continue; /* writes may land yet */
+        obj_heal_report_t hr = {0};
+        if (obj_heal(cfg->set, GONE_BUCKETS, g.names[i], &hr) != 0) /* (its note, whole) */
+            log_limited(LOG_LVL_WARN, "event=gone_bucket_heal_failed bucket=%s", g.names[i]);
+        obj_purge_report_t pr = {0};
+        int pc = obj_purge_bucket(cfg->set, g.names[i], &pr);
+        rep->records += pr.records;
+        rep->bytes += pr.bytes;
+        if (pr.records)
+            log_info("event=gone_bucket_purged bucket=%s records=%llu bytes=%llu failed=%llu "
+                     "stores_left=%llu",
+                     g.names[i], (unsigned long long)pr.records, (unsigned long long)pr.bytes,
+                     (unsigned long long)pr.failed, (unsigned long long)pr.stores_left);
+        if (pc == 0 && pr.records == 0 && pr.failed == 0) {
+            /* Walked everywhere, nothing left: forgotten. */
+            int dr = obj_delete(cfg->set, GONE_BUCKETS, g.names[i]);
+            if (dr == 0)
+                rep->buckets++;
+            else if (dr != ERR_NOT_FOUND)
+                log_warn("event=gone_bucket_forget_failed bucket=%s err=%s", g.names[i],
+                         err_name(dr));
+        }
+    }
+    for (int i = 0; i < g.n; i++)
+        free(g.names[i]);
+    free(g.names);
+    free(g.at_ns);
+}
