@@ -62,6 +62,30 @@ static uint64_t wall_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Whether a bucket of incarnation iname exists: 1, 0, or -1 when that cannot be told (the
+ * next pass asks again). Every bucket made since generations has a name of its own ("NAME
+ * \x04ID"), but one made before them is stored under its bare name, as a bucket of that name
+ * made by a build before generations would be again: such a name is never purged while a
+ * bucket stands on it.
+ */
+static int is_live(const s3_cfg_t *cfg, const char *iname)
+{
+    char name[INAME_MAX];
+    snprintf(name, sizeof(name), "%s", iname);
+    char *cut = strchr(name, '\x04');
+    if (cut) *cut = 0;
+    obj_info_t *bi = xmalloc(sizeof(*bi));
+    int rc = obj_stat(cfg->set, BUCKETS, name, bi), live = rc == ERR_NOT_FOUND ? 0 : -1;
+    if (rc == 0) {
+        char now[INAME_MAX];
+        s3_bucket_iname(name, bi, now);
+        live = strcmp(now, iname) == 0;
+    }
+    free(bi);
+    return live;
+}
+
 void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep)
 {
     if (!grace_s) return;
@@ -71,6 +95,17 @@ void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep)
     uint64_t now = wall_ns();
     for (int i = 0; i < g.n; i++) {
         if (g.at_ns[i] + grace_s * 1000000000ull > now) continue; /* writes may land yet */
+        int live = is_live(cfg, g.names[i]);
+        if (live) {
+            if (live > 0) { /* never purged: forgotten */
+                log_error("event=gone_bucket_alive bucket=%s: a bucket of that incarnation "
+                          "exists; its note goes, nothing is purged",
+                          g.names[i]);
+                if (obj_delete(cfg->set, GONE_BUCKETS, g.names[i]) != 0)
+                    log_warn("event=gone_bucket_forget_failed bucket=%s", g.names[i]);
+            }
+            continue;
+        }
         obj_heal_report_t hr = {0};
         if (obj_heal(cfg->set, GONE_BUCKETS, g.names[i], &hr) != 0) /* (its note, whole) */
             log_limited(LOG_LVL_WARN, "event=gone_bucket_heal_failed bucket=%s", g.names[i]);
