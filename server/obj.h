@@ -452,6 +452,8 @@ void obj_reaper_free(obj_reaper_t *r);
 int obj_reap_bucket(obj_set_t *s, obj_reaper_t *r, const char *bucket, uint64_t now_s,
                     obj_reap_report_t *rep);
 void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep);
+/* The object layer's internal buckets (uploads, parts, manifests): i from 0, NULL past them. */
+const char *obj_internal_bucket(int i);
 void obj_reaper_sweep(obj_reaper_t *r, uint64_t pass_start_s);
 /* Groups remembered, waiting out their grace. */
 uint64_t obj_reaper_candidates(obj_reaper_t *r);

@@ -420,6 +420,9 @@ static void *heal_main(void *arg)
 
 int obj_set_heal_start(obj_set_t *s)
 {
+    /* Tests: a shorter delay before tombstones go (what a restart in it leaves). */
+    const char *delay = getenv("WARMLAKE_HEAD_DROP_DELAY_S");
+    if (delay && atof(delay) > 0) obj__head_drop_delay_ns = (uint64_t)(atof(delay) * 1e9);
     for (int j = 0; j < s->nsub; j++) {
         int rc = obj_set_heal_start(s->sub[j]);
         if (rc) return rc;

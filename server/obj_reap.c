@@ -531,6 +531,12 @@ static void reap_multipart(obj_set_t *s, obj_reaper_t *r, const char *bucket, ui
     reap_parts(s, r, now_s, rep);
 }
 
+const char *obj_internal_bucket(int i)
+{
+    static const char *const names[] = {MPU_UPLOADS, MPU_PARTS, MPU_MANIFEST};
+    return i >= 0 && i < (int)(sizeof(names) / sizeof(names[0])) ? names[i] : NULL;
+}
+
 void obj_reap_internal(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_report_t *rep)
 {
     each_leaf(s, reap_multipart, r, NULL, now_s, rep);
@@ -610,9 +616,9 @@ static int purge_store(obj_set_t *s, int i, const char *ns, obj_purge_report_t *
     for (;;) {
         int wr = s->st[i].ops->scan(s->st[i].ctx, ns, "", &from, collect_record, &p);
         if (wr < 0 && !p.full) {
-            rc = wr;
-            purge_page_clear(&p);
-            break;
+            rc = wr; /* (what the walk gave before it failed goes all the same: a record
+                      * that does not decode must not hold back the others for good) */
+            p.full = 0;
         }
         for (int k = 0; k < p.n; k++) {
             drive_id_t id = p.id[k];

@@ -27,6 +27,9 @@
 
 void s3_gone_note(ctx_t *x, const char *iname)
 {
+    /* A bucket made before generations lives under its bare name, which a bucket of that
+     * name made again by a build of that time would reuse: never purged (a review). */
+    if (!strchr(iname, '\x04')) return;
     int err;
     obj_writer_t *w = obj_put_begin(x->cfg->set, GONE_BUCKETS, iname, &err);
     if (w) err = obj_put_commit(w, NULL, NULL, 0, NULL);
@@ -35,24 +38,26 @@ void s3_gone_note(ctx_t *x, const char *iname)
                  err_name(err));
 }
 
+#define GONE_PER_PASS 1024 /* notes a pass takes; the next goes on after them */
+
 typedef struct {
     char **names;
-    uint64_t *at_ns;
-    int n, cap;
+    uint64_t now_ns, grace_ns;
+    int n, cap, capped;
 } gone_list_t;
 
 static int collect_gone(void *arg, const char *key, const obj_info_t *info)
 {
     gone_list_t *g = arg;
-    if (!info) return 0;
+    /* Notes still in their grace are passed by, not counted: a window of young ones must
+     * not hold back those due after them (a review: 4096 fresh notes did). */
+    if (!info || info->mtime_ns + g->grace_ns > g->now_ns) return 0;
     if (g->n == g->cap) {
         g->cap = g->cap ? 2 * g->cap : 16;
         g->names = xrealloc(g->names, (size_t)g->cap * sizeof(*g->names));
-        g->at_ns = xrealloc(g->at_ns, (size_t)g->cap * sizeof(*g->at_ns));
     }
-    g->names[g->n] = xstrdup(key);
-    g->at_ns[g->n++] = info->mtime_ns;
-    return g->n >= 4096; /* enough for one pass: the rest the next */
+    g->names[g->n++] = xstrdup(key);
+    return g->capped = g->n >= GONE_PER_PASS;
 }
 
 static uint64_t wall_ns(void)
@@ -64,10 +69,8 @@ static uint64_t wall_ns(void)
 
 /*
  * Whether a bucket of incarnation iname exists: 1, 0, or -1 when that cannot be told (the
- * next pass asks again). Every bucket made since generations has a name of its own ("NAME
- * \x04ID"), but one made before them is stored under its bare name, as a bucket of that name
- * made by a build before generations would be again: such a name is never purged while a
- * bucket stands on it.
+ * next pass asks again). An incarnation's name ("NAME\x04ID", ID 64 random bits) is never
+ * made again: this is a last guard, not the rule.
  */
 static int is_live(const s3_cfg_t *cfg, const char *iname)
 {
@@ -86,15 +89,18 @@ static int is_live(const s3_cfg_t *cfg, const char *iname)
     return live;
 }
 
-void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep)
+void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, char **cursor, int (*stop)(void *arg),
+                   void *stop_arg, s3_gone_report_t *rep)
 {
     if (!grace_s) return;
-    gone_list_t g = {0};
-    int rc = obj_list(cfg->set, GONE_BUCKETS, NULL, NULL, collect_gone, &g);
+    gone_list_t g = {.now_ns = wall_ns(), .grace_ns = grace_s * 1000000000ull};
+    int rc = obj_list(cfg->set, GONE_BUCKETS, NULL, *cursor, collect_gone, &g);
     if (rc < 0) log_warn("event=gone_buckets_list_failed err=%s", err_name(rc));
-    uint64_t now = wall_ns();
-    for (int i = 0; i < g.n; i++) {
-        if (g.at_ns[i] + grace_s * 1000000000ull > now) continue; /* writes may land yet */
+    /* A note that cannot go yet (a store away) must not hold back the rest either: the next
+     * pass goes on after the last one taken, and from the start once the list ended. */
+    free(*cursor);
+    *cursor = g.capped ? xstrdup(g.names[g.n - 1]) : NULL;
+    for (int i = 0; i < g.n && !(stop && stop(stop_arg)); i++) {
         int live = is_live(cfg, g.names[i]);
         if (live) {
             if (live > 0) { /* never purged: forgotten */
@@ -131,5 +137,4 @@ void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep)
     for (int i = 0; i < g.n; i++)
         free(g.names[i]);
     free(g.names);
-    free(g.at_ns);
 }

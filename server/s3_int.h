@@ -439,8 +439,11 @@ typedef struct {
     uint64_t buckets;        /* deleted incarnations purged and forgotten */
     uint64_t records, bytes; /* records they left, deleted (payload bytes) */
 } s3_gone_report_t;
-/* One scanner pass's purge of the incarnations deleted over grace_s ago (0: none). Blocks. */
-void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, s3_gone_report_t *rep);
+/* One scanner pass's purge of the incarnations deleted over grace_s ago (0: none), a
+ * bounded number of them: *cursor (the caller's, NULL at first; freed and set) says where the
+ * next pass goes on. stop (may be NULL): asked between incarnations. Blocks. */
+void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, char **cursor, int (*stop)(void *arg),
+                   void *stop_arg, s3_gone_report_t *rep);
 
 /* ---- s3_lifecycle.c ---- */
 void s3_lifecycle_op(ctx_t *x);     /* GET/PUT/DELETE ?lifecycle of the request's bucket */

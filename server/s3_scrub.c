@@ -301,6 +301,7 @@ struct s3_scrub {
     int refill_fails;      /* refill passes in a row that left a failure (the thread's) */
     double rate;           /* object bytes per second */
     obj_reaper_t *reap;    /* this thread's alone */
+    char *gone_cursor;     /* where the next pass's purge goes on (s3_gone_purge) */
     bgwork_t w;
     s3_scrub_stats_t st; /* under w's lock */
 };
@@ -356,6 +357,11 @@ static uint64_t estimate_total(const s3_cfg_t *cfg)
 static uint64_t reap_now(void)
 {
     return (uint64_t)bgwork_now();
+}
+
+static int scrub_stopping(void *arg)
+{
+    return bgwork_stopping(&((s3_scrub_t *)arg)->w);
 }
 
 /* One pass: what failed in it (objects, and buckets not walked to their end). */
@@ -422,10 +428,23 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         (void)obj_reap_bucket(cfg->set, sc->reap, CORS_OBJECTS, reap_now(), &rr);
         (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, reap_now(), &rr);
         obj_reaper_sweep(sc->reap, now_s);
+        /*
+         * Their tombstones too (a deleted bucket's record, an upload closed, a part replaced,
+         * a forgotten note): each goes a minute after its delete by the heal thread of the
+         * node that made it, and a restart in that minute kept them for good (a review). Old
+         * enough and on every store, the walk's heal drops them (heal_deleted).
+         */
+        const char *internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
+        for (int i = 0; i < 4 + 3 && !bgwork_stopping(&sc->w); i++) {
+            const char *name = i < 4 ? internal[i] : obj_internal_bucket(i - 4);
+            int hr = heal_retired(cfg, name, &rep, pace, &p);
+            if (hr) log_limited(LOG_LVL_WARN, "event=scrub_internal_failed err=%s", err_name(hr));
+        }
     }
     s3_gone_report_t gr = {0};
     if (!bgwork_stopping(&sc->w))
-        s3_gone_purge(cfg, cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0, &gr);
+        s3_gone_purge(cfg, cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0,
+                      &sc->gone_cursor, scrub_stopping, sc, &gr);
     double el = bgwork_now() - p.r.t0;
     bgwork_lock(&sc->w);
     sc->st.running = 0;
@@ -520,6 +539,7 @@ void s3_scrub_stop(s3_scrub_t *sc)
     if (!sc) return;
     bgwork_stop(&sc->w);
     obj_reaper_free(sc->reap);
+    free(sc->gone_cursor);
     free(sc);
 }
 

@@ -467,6 +467,69 @@ def test_a_deleted_buckets_leftovers_are_purged(datadir):
     srv.stop()
 
 
+def live_records(datadir, drives=6):
+    """{(bucket, key, version)}: what a stopped node's drives hold, from `wl-drive dump` (the
+    newest record of each id that is data, not a drive's delete)."""
+    from conftest import BUILD
+    import subprocess
+    newest = {}
+    for d in range(drives):
+        out = subprocess.run([os.path.join(BUILD, "storage", "wl-drive"), "dump",
+                              os.path.join(datadir, "drive%d" % d)],
+                             capture_output=True, check=True, timeout=60).stdout
+        for line in out.split(b"\n"):
+            f = dict(x.split(b"=", 1) for x in line.split(b" ") if b"=" in x)
+            if b"seq" not in f:
+                continue
+            i = (d, f[b"bucket"], f[b"key"], f[b"version"], f[b"shard"])
+            if int(f[b"seq"]) > newest.get(i, (0, b""))[0]:
+                newest[i] = (int(f[b"seq"]), f[b"type"])
+    return {(i[1], i[2], i[3]) for i, (seq, kind) in newest.items() if kind == b"data"}
+
+
+def test_nothing_of_a_deleted_bucket_stays_after_a_kill(datadir, monkeypatch):
+    """A bucket's objects deleted, the bucket deleted, the node killed (SIGKILL) at once: the
+    tombstones of those deletes and of the bucket's record go a minute on, by the heal thread
+    of the node that made them, so the kill kept them for good, with the blocks of a PUT cut
+    short. Now the purge takes everything under the bucket's name, and the scanner's walk of
+    the internal buckets drops the old tombstones of its record and of the purge's own note
+    (a review). Afterwards no record of the bucket is left on any drive."""
+    monkeypatch.setenv("WARMLAKE_HEAD_DROP_DELAY_S", "1")
+    srv = Server(datadir).start()
+    c = s3_client(srv.endpoint)
+
+    def live():
+        return sum(d["live_bytes"] for d in stats(srv)["drives"])
+    c.create_bucket(Bucket="keep")
+    c.put_object(Bucket="keep", Key="k", Body=b"kept")
+    c.create_bucket(Bucket="gone")
+    for i, size in enumerate([0, 1000, 300000]):
+        c.put_object(Bucket="gone", Key="o%d" % i, Body=os.urandom(size))
+    put_cut_by_kill9(srv, "gone", "cut", live)
+    srv.start()
+    c = s3_client(srv.endpoint)
+    for i in range(3):
+        c.delete_object(Bucket="gone", Key="o%d" % i)
+    c.delete_bucket(Bucket="gone")
+    srv.kill9()  # the tombstones' drops, due in a second, go with it
+    left = [r for r in live_records(datadir) if r[0].startswith(b"gone\x04") or r[1] == b"gone"]
+    assert left, "nothing left to purge: the test cannot fail"
+    srv.extra = ["--scrub-interval", "1", "--reap-grace", "2"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["purged_buckets"] >= 1, "the purge", 120)
+    # Old enough (twice the drop delay) and on every store: the next passes drop them.
+    time.sleep(4)
+    passes = stats(srv)["scrub"]["passes"]
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= passes + 2, "two more passes", 60)
+    srv.stop()
+    left = [r for r in live_records(datadir)
+            if r[0].startswith(b"gone\x04") or r[1].startswith(b"gone")]
+    assert not left, left
+    srv.start()
+    assert s3_client(srv.endpoint).get_object(Bucket="keep", Key="k")["Body"].read() == b"kept"
+    srv.stop()
+
+
 def test_bucket_settings_change_while_a_replaced_drive_is_refilled(datadir):
     """Bucket settings change while a replaced drive is refilled: the scanner heals every
     bucket's record first in a pass (before it walks any bucket's objects), and settings
