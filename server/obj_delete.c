@@ -230,9 +230,14 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
          * quorum, as for any head), and it stays for good (a review: dropped after the
          * minute, the head that store kept was the version again, read whole and healed).
          */
-        if (!obj__enough(s, &marker, written))
+        if (!obj__enough(s, &marker, written)) {
+            /* In doubt (the tombstones stay where they landed): once the stores are back, a
+             * heal that finds them standing rolls the delete forward, the version's data
+             * with it (obj_heal.c, heal_deleted); one that does not leaves the version. */
+            if (written >= s->k) obj__heal_note(s, bucket, key, NULL);
             return first_err == ERR_NOSPC || first_err == ERR_THROTTLED ? first_err
                                                                         : ERR_UNRECOVERABLE;
+        }
         /* ... until the heal queue puts it on that store too, once back (obj_heal.c,
          * heal_deleted): then they go as any delete's do. */
         obj__heal_note(s, bucket, key, NULL);

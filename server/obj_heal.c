@@ -222,6 +222,11 @@ static int heal_blocks(obj_set_t *s, obj_reader_t *r, const char *bucket, const 
  * are checked as a heal's are: gone from a store that held the deleted
  * head (a delete by id of the marker, racing), they are taken back.
  */
+static int heal_deleted_write(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                              const obj_info_t *info, obj_heal_report_t *rep, uint64_t read_ns,
+                              uint32_t held, uint32_t older, uint32_t live, uint32_t absent,
+                              uint32_t unsure, int *whole);
+
 static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const char *pos,
                         const obj_info_t *info, obj_heal_report_t *rep)
 {
@@ -234,20 +239,53 @@ static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const
     obj__head_t *h = xmalloc(sizeof(*h) * (size_t)s->n);
     obj__read_heads(s, bucket, key, pos, stores, n, h);
     uint32_t held = 0, older = 0, live = 0, absent = 0, unsure = 0;
+    obj_info_t *retired = NULL; /* a head of the version a tombstone retires, still there */
     for (int j = 0; j < n; j++) {
         uint32_t b = 1u << stores[j];
-        if (h[j].rc == ERR_NOT_FOUND)
+        if (h[j].rc == ERR_NOT_FOUND) {
             absent |= b;
-        else if (!h[j].ok)
+        } else if (!h[j].ok) {
             unsure |= b;
-        else if (same_head(&h[j].info, info))
+        } else if (same_head(&h[j].info, info)) {
             held |= b;
-        else if (obj__newer(info, &h[j].info))
+        } else if (obj__newer(info, &h[j].info)) {
             older |= b, live |= h[j].info.deleted ? 0 : b;
+            if (!info->marker && !h[j].info.deleted && !retired &&
+                !strcmp(h[j].info.upload_id, info->upload_id)) {
+                retired = xmalloc(sizeof(*retired));
+                obj_info_copy(retired, &h[j].info);
+            }
+        }
         /* (a newer head: a version written since, kept) */
     }
     free(h);
-    if (!held) return 0; /* gone meanwhile (dropped, or covered): nothing stands to heal */
+    if (!held) {
+        free(retired);
+        return 0; /* gone meanwhile (dropped, or covered): nothing stands to heal */
+    }
+    int whole = 0;
+    int rc = heal_deleted_write(s, bucket, key, pos, info, rep, read_ns, held, older, live, absent,
+                                unsure, &whole);
+    /*
+     * The version it retires, still held by a store: a delete that missed its write quorum
+     * (a node down) answered 503 and kept the version's blocks and parts, its outcome open;
+     * the tombstone standing now, the delete is rolled forward and that version's data goes
+     * (before, nothing dropped it: a multipart object's parts stayed for good, 50-70 MB a run
+     * of a 3-node probe). Only once no store keeps a head of it (every store answered, each
+     * took the tombstone): a reader meeting one must find it whole (a null version's retire
+     * that fell short keeps its blocks for that, obj_commit.c). Dropped twice (a delete that
+     * did drop it): nothing found the second time.
+     */
+    if (retired && rc == 0 && whole) obj__drop_version(s, bucket, key, retired);
+    free(retired);
+    return rc;
+}
+
+static int heal_deleted_write(obj_set_t *s, const char *bucket, const char *key, const char *pos,
+                              const obj_info_t *info, obj_heal_report_t *rep, uint64_t read_ns,
+                              uint32_t held, uint32_t older, uint32_t live, uint32_t absent,
+                              uint32_t unsure, int *whole)
+{
     uint32_t failed_for_good = obj__failed(s);
     uint32_t missing = older | (info->marker || live || unsure ? absent : 0);
     missing &= ~failed_for_good;
@@ -275,13 +313,28 @@ static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const
                  pos[0] ? pos : "current", info->upload_id, info->marker ? "marker" : "tombstone",
                  w, __builtin_popcount(older));
     }
+    *whole = !unsure && !failed && !refused && !(live & ~missing);
     if (info->marker) return 0;
     /* Every store answered, none keeps an older live head: the tombstones may go. Young ones
-     * (a delete's own, noted by it) are left to their note. */
-    int whole = !unsure && !failed && !refused && !(live & ~missing);
-    if (whole && (missing || obj__wall_ns() > info->stamp_ns + 2 * obj__head_drop_delay_ns))
-        obj__tombstone_drop_at(s, bucket, key, pos, info,
-                               s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
+     * (a delete's own, noted by it) are left to their note; those just written, a minute on,
+     * as a delete's; an old one at once (what its minute was for is long past), that very head
+     * only: noted, it was noted again by every pass of every node until it fell due (a
+     * probe: each wipe tombstone about six times). */
+    uint32_t all = s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1;
+    if (*whole && missing) {
+        obj__tombstone_drop_at(s, bucket, key, pos, info, all);
+    } else if (*whole && obj__wall_ns() > info->stamp_ns + 2 * obj__head_drop_delay_ns) {
+        shard_cond_t that = {.mode = SHARD_IF_UPLOAD, .stamp = info->stamp_ns};
+        memcpy(that.upload, info->upload_id, sizeof(that.upload));
+        for (int i = 0; i < s->n; i++) {
+            if (!((held >> i) & 1)) continue;
+            drive_id_t id = {bucket, key, pos, (uint32_t)i};
+            int dr = obj__del_head(s, i, &id, &that);
+            if (dr && dr != ERR_NOT_FOUND && dr != ERR_PRECOND)
+                log_limited(LOG_LVL_WARN, "event=tombstone_drop_failed shard=%d key=%s err=%s", i,
+                            key, err_name(dr));
+        }
+    }
     return 0;
 }
 

@@ -73,9 +73,11 @@
 #define OBJ_MPU_MAX_PARTS 10000 /* part numbers 1..10000 (S3's limit) */
 
 /* Internal buckets of multipart uploads ("\x03" keeps them apart from S3 names). */
-#define MPU_UPLOADS  "\x03mpu" /* one object per upload: body "bucket\nkey" */
-#define MPU_PARTS    "\x03mpp" /* one object per part: "<upload>/<part, 5 digits>" */
-#define MPU_MANIFEST "\x03mpm" /* per completed upload: "part size etag [note]" lines */
+#define MPU_UPLOADS         "\x03mpu" /* one object per upload: body "bucket\nkey" */
+#define MPU_PARTS           "\x03mpp" /* one object per part: "<upload>/<part, 5 digits>" */
+#define MPU_MANIFEST        "\x03mpm" /* per completed upload: "part size etag [note]" lines */
+/* The manifest's user metadata: this name, its value "bucket\nkey" of the object completed. */
+#define OBJ__MANIFEST_OWNER "wl-object"
 
 struct obj_set {
     shard_store_t st[OBJ_MAX_SHARDS];

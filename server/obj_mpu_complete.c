@@ -494,7 +494,13 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
     if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 1))
         rc = ERR_IO;
     else if (!rc) {
-        rc = obj__put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, NULL, 0, &mf);
+        /* The object it completes, in the manifest's metadata: the reaper tells by it a
+         * manifest whose object went without its parts (obj_reap.c, OBJ__MANIFEST_OWNER). */
+        size_t ol = sizeof(OBJ__MANIFEST_OWNER) + strlen(bucket) + 1 + strlen(key) + 1;
+        char *owner = xmalloc(ol);
+        snprintf(owner, ol, "%s%c%s\n%s", OBJ__MANIFEST_OWNER, 0, bucket, key);
+        rc = obj__put_small(s, MPU_MANIFEST, upload_id, manifest, len, NULL, owner, ol, &mf);
+        free(owner);
         if (rc) obj__upload_reopen(s, bucket, key, upload_id, &orig, &closed);
         if (!rc && obj__complete_cut_hook && obj__complete_cut_hook(upload_id, 2)) rc = ERR_IO;
     }

@@ -383,6 +383,57 @@ typedef struct {
 #define KEEP_ALL   0 /* open, or it cannot be told */
 #define KEEP_NAMED 1 /* closed, completed: what the manifest names */
 #define KEEP_NONE  2 /* closed, no manifest: aborted */
+#define KEEP_GONE  3 /* closed, a manifest whose object no head names any more: its drop lost */
+
+/*
+ * A completed upload whose object went (replaced, deleted) without its parts and manifest: a
+ * DELETE short of its quorum (a node down) keeps the version's drop "in doubt", and the heal
+ * or a later write that rolls it forward drops nothing (a 3-node probe: 5-7 objects, 50-70 MB
+ * a run, for good); a deferred drop a kill lost. 1 when the manifest names its object and no
+ * head of that key, at any position, names the upload; else 0 (kept: any doubt).
+ */
+/* 1 when no head of key names upload in s, nor in any pool's set of key (a move copies the
+ * manifest and the parts to the target pool before the object's heads: a move cut short
+ * leaves them there, named by the source pool's heads); 0 when one does or it cannot be told. */
+static int object_unnamed(obj_set_t *s, const char *bucket, const char *key, const char *upload)
+{
+    if (obj__upload_named(s, bucket, key, upload) != 0) return 0;
+    obj_set_t *top = s->parent;
+    int np = top ? atomic_load(&top->npool) : 0;
+    for (int p = 0; p < np; p++) {
+        if (atomic_load(&top->pools[p].draining) == OBJ_POOL_REMOVED) continue;
+        obj_set_t *set = top->sub[obj__in_pool(top, p, bucket, key)];
+        if (set != s && obj__upload_named(set, bucket, key, upload) != 0) return 0;
+    }
+    return 1;
+}
+
+static int object_gone(obj_set_t *s, const char *upload)
+{
+    obj_info_t *mi = xmalloc(sizeof(*mi));
+    int gone = 0;
+    if (obj_stat(s, MPU_MANIFEST, upload, mi) == 0 && !mi->deleted) {
+        const char *p = mi->umeta, *end = mi->umeta + mi->umeta_len;
+        while (p < end) {
+            const char *name = p, *val = name + strnlen(name, (size_t)(end - name)) + 1;
+            if (val >= end) break;
+            size_t vl = strnlen(val, (size_t)(end - val));
+            if (strcmp(name, OBJ__MANIFEST_OWNER) == 0) {
+                const char *nl = memchr(val, '\n', vl);
+                if (nl && nl - val <= SHARD_MAX_BUCKET) {
+                    char bucket[SHARD_MAX_BUCKET + 1];
+                    memcpy(bucket, val, (size_t)(nl - val));
+                    bucket[nl - val] = 0;
+                    gone = object_unnamed(s, bucket, nl + 1, upload);
+                }
+                break;
+            }
+            p = val + vl + 1;
+        }
+    }
+    free(mi);
+    return gone;
+}
 
 static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
 {
@@ -402,7 +453,7 @@ static void keeps_of(obj_set_t *s, const char *upload_id, keeps_t *k)
     rc = obj__read_manifest_all(s, upload, -1, &k->n, &k->nums, &sizes, &k->tags, NULL, NULL);
     free(sizes);
     if (rc == 0)
-        k->verdict = KEEP_NAMED;
+        k->verdict = object_gone(s, upload) ? KEEP_GONE : KEEP_NAMED;
     else if (rc == ERR_NOT_FOUND)
         k->verdict = KEEP_NONE;
 }
@@ -454,7 +505,11 @@ static void reap_parts(obj_set_t *s, obj_reaper_t *r, uint64_t now_s, obj_reap_r
             obj__drop_object(s, MPU_PARTS, key); /* what a store misses, the heal queue retries */
             log_info("event=reaped_part key=%s bytes=%llu why=%s", key,
                      (unsigned long long)p->size[i],
-                     k.verdict == KEEP_NAMED ? "not_in_its_manifest" : "upload_closed_unnamed");
+                     k.verdict == KEEP_NAMED  ? "not_in_its_manifest"
+                     : k.verdict == KEEP_GONE ? "object_gone"
+                                              : "upload_closed_unnamed");
+            /* Its manifest too (the upload's other parts: no manifest then, KEEP_NONE). */
+            if (k.verdict == KEEP_GONE) obj__drop_object(s, MPU_MANIFEST, k.upload);
             rep->parts_reaped++;
             rep->bytes_reaped += p->size[i];
         }

@@ -1816,6 +1816,69 @@ static void test_part_uploaded_again_stands_for_the_first(void **state)
 }
 
 /*
+ * A completed object whose heads went without its drop (a DELETE short of its quorum, rolled
+ * forward later, drops nothing): its manifest still names its parts, and before, the reaper
+ * kept them for good. The manifest names its object: no head of it names the upload any
+ * more, so after the grace the parts and the manifest go. One that stands keeps them.
+ */
+static void test_completed_parts_of_a_gone_object_are_reaped(void **state)
+{
+    env_t *e = *state;
+    size_t psz = 60000;
+    uint8_t *a = malloc(psz);
+    fill(a, psz, 70);
+    char up[2][33];
+    const char *keys[2] = {"lost", "kept"};
+    for (int j = 0; j < 2; j++) {
+        assert_int_equal(obj_mpu_create(e->set, "bkt", keys[j], NULL, NULL, 0, up[j]), 0);
+        int err;
+        obj_info_t pi;
+        obj_writer_t *w = obj_mpu_part_begin(e->set, "bkt", keys[j], up[j], 1, &err);
+        assert_non_null(w);
+        assert_int_equal(obj_put_write(w, a, psz), 0);
+        assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &pi), 0);
+        obj_mpu_part_t parts[1] = {{1, ""}};
+        snprintf(parts[0].etag, sizeof(parts[0].etag), "%.32s", pi.etag);
+        obj_info_t done;
+        int why = 0;
+        assert_int_equal(obj_mpu_complete(e->set, "bkt", keys[j], up[j], parts, 1, 1, NULL,
+                                          OBJ_UNVERSIONED, &done, &why),
+                         0);
+        assert_int_equal(part_keys(e, up[j]), 1);
+    }
+    /* "lost": its heads gone from every store, nothing dropped (as a lost drop leaves it). */
+    for (int i = 0; i < e->set->n; i++) {
+        drive_id_t id = {"bkt", "lost", "", (uint32_t)i};
+        assert_int_equal(e->set->st[i].ops->del(e->set->st[i].ctx, &id), 0);
+    }
+    obj_info_t info;
+    assert_int_equal(obj_stat(e->set, "bkt", "lost", &info), ERR_NOT_FOUND);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, up[0], &info), 0);
+    obj_reaper_t *rp = obj_reaper_new(100);
+    assert_int_equal(reap_internal_pass(e, rp, 1000).parts_reaped, 0); /* a candidate */
+    assert_int_equal(part_keys(e, up[0]), 1);
+    obj_reap_report_t rr = reap_internal_pass(e, rp, 1100);
+    assert_int_equal(rr.parts_reaped, 1);
+    assert_int_equal(rr.bytes_reaped, psz);
+    assert_int_equal(part_keys(e, up[0]), 0);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, up[0], &info), ERR_NOT_FOUND);
+    /* "kept" stands: its part and manifest stay, and it reads whole. */
+    assert_int_equal(reap_internal_pass(e, rp, 9000).parts_reaped, 0);
+    assert_int_equal(part_keys(e, up[1]), 1);
+    assert_int_equal(obj_stat(e->set, MPU_MANIFEST, up[1], &info), 0);
+    int err;
+    uint8_t *got = malloc(psz);
+    obj_reader_t *r = obj_open(e->set, "bkt", "kept", &info, &err);
+    assert_non_null(r);
+    assert_int_equal(obj_read(r, 0, got, psz), 0);
+    assert_memory_equal(got, a, psz);
+    obj_close(r);
+    obj_reaper_free(rp);
+    free(a);
+    free(got);
+}
+
+/*
  * A part uploaded first through a node whose clock runs ahead, then again through one
  * whose clock is right: the second is the part (later than the first on any clock), so
  * ListParts shows it and a Complete with its ETag takes it.
@@ -1912,6 +1975,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_delete_by_id_short_of_a_quorum_is_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_part_landing_after_its_abort_is_reaped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_completed_parts_of_a_gone_object_are_reaped, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_part_uploaded_again_stands_for_the_first, setup,
                                         teardown),
