@@ -273,10 +273,14 @@ static int heal_deleted(obj_set_t *s, const char *bucket, const char *key, const
      * (before, nothing dropped it: a multipart object's parts stayed for good, 50-70 MB a run
      * of a 3-node probe). Only once no store keeps a head of it (every store answered, each
      * took the tombstone): a reader meeting one must find it whole (a null version's retire
-     * that fell short keeps its blocks for that, obj_commit.c). Dropped twice (a delete that
-     * did drop it): nothing found the second time.
+     * that fell short keeps its blocks for that, obj_commit.c), and none at any other position
+     * either: a null version's copy retired at its noncurrent position may be the very version
+     * current again at the key's own (a commit's undo put it back; a review: dropped there, it
+     * stayed listed and unreadable for good). Dropped twice (a delete that did drop it):
+     * nothing found the second time.
      */
-    if (retired && rc == 0 && whole) obj__drop_version(s, bucket, key, retired);
+    if (retired && rc == 0 && whole && obj__upload_named(s, bucket, key, retired->upload_id) == 0)
+        obj__drop_version(s, bucket, key, retired);
     free(retired);
     return rc;
 }
