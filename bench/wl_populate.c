@@ -55,8 +55,9 @@ static void *worker(void *arg)
             snprintf(key, sizeof(key), g.format, g.start + i);
             obj_info_copy(o, &g.proto);
             if (o->inl) o->inl = obj__inline_stores(g.set, g.iname, key); /* the key's own */
-            if (obj__write_at_data(g.set, g.iname, key, "", o, g.bytes, 0, &fe) <
-                obj_set_width(g.set)) {
+            /* Every store's head, or a small object's copies' (sparse: its m+1 alone). */
+            int want = o->sparse ? __builtin_popcount(o->inl) : obj_set_width(g.set);
+            if (obj__write_at_data(g.set, g.iname, key, "", o, g.bytes, 0, &fe) < want) {
                 fprintf(stderr, "wl-populate: %s: %s\n", key, err_str(fe));
                 __atomic_store_n(&g.failed, 1, __ATOMIC_RELAXED);
                 free(o);
