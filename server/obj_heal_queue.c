@@ -360,7 +360,11 @@ static void *heal_main(void *arg)
             continue;
         }
         if (e->not_before_ns > now) {
-            wait_ns(q, e->not_before_ns - now);
+            /* Until the heal backing off is due, or a delayed drop first (it waited up to a
+             * heal's 64 s backoff past its own time: a probe). */
+            uint64_t until = e->not_before_ns;
+            if (d && d->not_before_ns < until) until = d->not_before_ns;
+            wait_ns(q, until - now);
             continue;
         }
         q->head = e->next;
