@@ -282,6 +282,12 @@ static int state_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* An integer member of o, in MiB. */
+static double mib(json_t *o, const char *name)
+{
+    return (double)json_integer_value(json_object_get(o, name)) / (1 << 20);
+}
+
 /* The node's heal queue and heal scanner (NULL: not reachable, or too old to say). */
 static json_t *node_state(proto_peer_t *p)
 {
@@ -607,6 +613,7 @@ static int status(int as_json)
             if ((v = json_object_get(state, "heal"))) json_object_set(nj, "heal_queue", v);
             if ((v = json_object_get(state, "scrub"))) json_object_set(nj, "heal_scanner", v);
             if ((v = json_object_get(state, "drain"))) json_object_set(nj, "drain", v);
+            if ((v = json_object_get(state, "memory"))) json_object_set(nj, "memory", v);
             json_decref(state);
         }
         json_array_append_new(json_object_get(out, "nodes"), nj);
@@ -733,6 +740,16 @@ static int status(int as_json)
                        json_real_value(json_object_get(sc, "last_pass_s")),
                        (long long)json_integer_value(json_object_get(sc, "heads_fixed")),
                        (long long)json_integer_value(json_object_get(sc, "blocks_fixed")));
+            }
+            json_t *mem = json_object_get(n, "memory");
+            if (mem) {
+                printf("    memory: %.0f MiB resident, malloc %.0f of %.0f MiB in use; index "
+                       "cache %.0f of %.0f MiB, memtables %.0f MiB; commit buffers %.0f MiB, "
+                       "stripe buffers %.0f MiB\n",
+                       mib(mem, "rss"), mib(mem, "malloc_in_use"), mib(mem, "malloc_held"),
+                       mib(mem, "index_cache"), mib(mem, "index_cache_capacity"),
+                       mib(mem, "index_memtables"), mib(mem, "writer_buffers"),
+                       mib(mem, "stripe_buffers_kept") + mib(mem, "stripe_buffers_out"));
             }
             json_t *dr = json_object_get(n, "drain");
             if (dr && json_integer_value(json_object_get(dr, "draining")))

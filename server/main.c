@@ -23,6 +23,7 @@
 #include "server/node_cluster.h"
 #include "server/node_conf.h"
 #include "server/node_drives.h"
+#include "server/node_memory.h"
 #include "server/s3.h"
 #include "s3/sigv4.h"
 
@@ -54,6 +55,7 @@ static void s3_stop(s3_cfg_t *s3, node_cluster_t *cl)
 
 int main(int argc, char **argv)
 {
+    node_memory_setup();
     static node_conf_t conf;
     int r = node_conf_load(&conf, argc, argv);
     if (r != 0) {
@@ -133,6 +135,8 @@ int main(int argc, char **argv)
     s3.host_id = conf.node; /* (NULL alone: "warmlake") */
     s3.scrub_done = node_drives_refilled;
     s3.scrub_done_arg = &drives;
+    s3.memory = node_drives_memory;
+    s3.memory_arg = &drives;
     s3_scrub_t *scrub = s3_scrub_start(&s3, (long)conf.scrub_interval_s, conf.scrub_rate);
     s3.scrub = scrub;
     if (drives.refilling && scrub) s3_scrub_kick(scrub); /* a replaced drive: refill it now */

@@ -61,6 +61,10 @@ static const opt_def_t options[] = {
      "files of segments that compaction released, kept per drive to be written again\n"
      "(an extent written before needs no journal commit at its next fdatasync; the\n"
      "space of a kept file is not discarded meanwhile); 0: none"},
+    {"index-cache", "SIZE", "drives", "index_cache", OPT_SIZE, OPT_ZERO_OK, 1 << 20, 1ll << 40, "0",
+     C(index_cache, uint64_t),
+     "block cache of the drives' indexes, shared by all of the node's drives (a busy\n"
+     "drive may use what an idle one does not); 0: 32M for each drive"},
     {"block", "SIZE", "erasure", "block", OPT_SIZE, 0, 64, ERS_MAX_BLOCK, "1M", C(block, uint64_t),
      "erasure block size, a multiple of 64"},
     {"inline-max", "SIZE", "erasure", "inline_max", OPT_SIZE, OPT_ZERO_OK, 1, OBJ_INLINE_LIMIT,

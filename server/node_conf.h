@@ -39,7 +39,7 @@ typedef struct {
     int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s, reap_grace_s;
     int64_t segment_pool;
     uint64_t scrub_rate, drain_rate;
-    uint64_t capacity, segment, block, iu, max_header, inline_max;
+    uint64_t capacity, segment, block, iu, max_header, inline_max, index_cache;
     double dwpd;
     node_drive_conf_t drive[OBJ_MAX_SHARDS];    /* [drive.N] */
     node_user_conf_t user[NODE_CONF_MAX_USERS]; /* [user.NAME] */

@@ -9,6 +9,8 @@
  */
 #include "server/node_drives.h"
 
+#include "storage/idx.h"
+
 #include "common/err.h"
 #include "common/log.h"
 
@@ -473,6 +475,7 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
      * past its index, which takes seconds on a big drive; twenty drives one after another
      * made a restart twenty times as long. */
     drive_cfg_t dcfg[OBJ_MAX_SHARDS];
+    d->cache = idx_cache_new(conf->index_cache ? conf->index_cache : (size_t)n * IDX_OWN_CACHE);
     for (int i = 0; i < n; i++) {
         const node_drive_conf_t *dc = &conf->drive[i];
         if (!dc->path) {
@@ -495,6 +498,7 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
         c.compaction = 1;
         c.commit_gather_us = (uint32_t)conf->commit_gather_us;
         c.segment_pool = conf->segment_pool ? (int)conf->segment_pool : -1;
+        c.index_cache = d->cache;
         dcfg[i] = c;
     }
     int orc[OBJ_MAX_SHARDS];
@@ -539,4 +543,25 @@ void node_drives_close(node_drives_t *d)
 {
     for (int i = 0; i < d->n; i++)
         if (d->dv[i]) drive_close(d->dv[i]);
+    idx_cache_free(d->cache);
+    d->cache = NULL;
+}
+
+void node_drives_memory(void *arg, node_memory_t *m)
+{
+    node_drives_t *d = arg;
+    for (int i = 0; i < d->n; i++) {
+        if (!d->dv[i]) continue;
+        drive_mem_t dm;
+        drive_mem(d->dv[i], &dm);
+        m->index_memtables += dm.index_memtables;
+        m->index_readers += dm.index_readers;
+        m->index_cache += dm.index_cache;
+        m->drive_buffers += dm.buffers_kept + dm.buffers_out;
+        m->writer_buffers += dm.writer_buffers;
+    }
+    if (d->cache) {
+        m->index_cache += idx_cache_usage(d->cache);
+        m->index_cache_capacity = idx_cache_capacity(d->cache);
+    }
 }

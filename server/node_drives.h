@@ -12,6 +12,7 @@
 
 #include "cluster/map.h"
 #include "server/node_conf.h"
+#include "server/node_memory.h"
 #include "server/obj.h"
 #include "storage/drive.h"
 
@@ -22,6 +23,7 @@ typedef struct {
     int refilling;                   /* marked replaced, not refilled yet, at the open */
     int err[OBJ_MAX_SHARDS];         /* drive i's open: 0, or why it failed */
     int failed;                      /* drives that did not open (served as failed) */
+    struct idx_cache *cache;         /* the block cache their indexes share */
 } node_drives_t;
 
 /*
@@ -54,7 +56,10 @@ void node_drives_refilled(void *arg, unsigned failed);
 int node_drives_layout_record(const char *data, const cmap_t *map)
     __attribute__((warn_unused_result));
 
-/* Closes the drives that opened. */
+/* Closes the drives that opened, then frees their cache. */
 void node_drives_close(node_drives_t *d);
+
+/* s3_cfg_t.memory, arg the node_drives_t: the drives' share of the node's memory. */
+void node_drives_memory(void *arg, node_memory_t *m);
 
 #endif

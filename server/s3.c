@@ -114,11 +114,35 @@ static void heal_json(const s3_cfg_t *cfg, buf_t *b)
     }
 }
 
+/* The node's memory by owner (server/node_memory.h): what grows with use, and its bounds. */
+static void memory_json(const s3_cfg_t *cfg, buf_t *b)
+{
+    node_memory_t m = {0};
+    node_memory_process(&m);
+    if (cfg->memory) cfg->memory(cfg->memory_arg, &m);
+    bufpool_stats_t bs;
+    bufpool_stats(obj_set_buffers(cfg->set), &bs);
+    m.stripe_buffers_kept = bs.kept_bytes;
+    m.stripe_buffers_out = bs.out_bytes;
+    buf_printf(b,
+               ",\"memory\":{\"rss\":%llu,\"malloc_in_use\":%llu,\"malloc_held\":%llu,"
+               "\"index_memtables\":%llu,\"index_readers\":%llu,\"index_cache\":%llu,"
+               "\"index_cache_capacity\":%llu,\"drive_buffers\":%llu,\"writer_buffers\":%llu,"
+               "\"stripe_buffers_kept\":%llu,\"stripe_buffers_out\":%llu}",
+               (unsigned long long)m.rss, (unsigned long long)m.malloc_in_use,
+               (unsigned long long)m.malloc_held, (unsigned long long)m.index_memtables,
+               (unsigned long long)m.index_readers, (unsigned long long)m.index_cache,
+               (unsigned long long)m.index_cache_capacity, (unsigned long long)m.drive_buffers,
+               (unsigned long long)m.writer_buffers, (unsigned long long)m.stripe_buffers_kept,
+               (unsigned long long)m.stripe_buffers_out);
+}
+
 char *s3_node_state(void *cfg)
 {
     buf_t b = {0};
     buf_printf(&b, "{\"format\":1");
     heal_json(cfg, &b);
+    memory_json(cfg, &b);
     buf_printf(&b, "}");
     return b.p;
 }
@@ -184,6 +208,7 @@ static void node_stats(ctx_t *x)
                (unsigned long long)t.capacity, (unsigned long long)t.throttled,
                t.user_bytes ? (double)t.host_bytes / (double)t.user_bytes : 0.0);
     heal_json(x->cfg, &b);
+    memory_json(x->cfg, &b);
     if (x->cfg->net) {
         proto_net_stats_t ps;
         proto_net_stats(x->cfg->net, &ps);

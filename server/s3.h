@@ -13,6 +13,7 @@
 #define WL_S3_H
 
 #include "server/http.h"
+#include "server/node_memory.h"
 #include "server/obj.h"
 
 #include <stdatomic.h>
@@ -54,6 +55,10 @@ typedef struct {
     /* What names this node in every response's x-amz-id-2 and an error's HostId (with the
      * request id: which node answered which request); NULL: "warmlake". */
     const char *host_id;
+    /* Fills the drives' share of the node's memory report (index_*, drive_buffers); NULL:
+     * the report has the process's and the object layer's figures only. */
+    void (*memory)(void *arg, node_memory_t *m);
+    void *memory_arg;
 } s3_cfg_t;
 
 /*

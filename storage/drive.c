@@ -442,7 +442,7 @@ static int index_set_aside(drive_t *d, const char *reason)
     log_error("event=index_set_aside path=%s moved_to=%s reason=%s action=rebuild", d->idx_path,
               aside, reason);
     if (rename(d->idx_path, aside) != 0) return err_from_errno(errno);
-    return idx_open(d->idx_path, &d->idx);
+    return idx_open_shared(d->idx_path, d->cfg.index_cache, &d->idx);
 }
 
 /*
@@ -465,7 +465,7 @@ static int lock_drive(drive_t *d)
 
 static int open_index(drive_t *d)
 {
-    int rc = idx_open(d->idx_path, &d->idx);
+    int rc = idx_open_shared(d->idx_path, d->cfg.index_cache, &d->idx);
     if (rc == 0) return 0;
     /* Its file system full: the index is whole, only no room to open it (a set-aside copy and
      * a rebuild would need more room still, and each try set another copy aside). */
@@ -851,6 +851,21 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->budget_rate = d->budget.rate;
     st->index_disk_bytes = idx_disk_bytes(d->idx);
     st->index_mem_bytes = idx_mem_bytes(d->idx);
+}
+
+void drive_mem(drive_t *d, drive_mem_t *m)
+{
+    idx_mem_t im;
+    bufpool_stats_t bs;
+    idx_mem(d->idx, &im);
+    bufpool_stats(d->bounce, &bs);
+    m->index_memtables = im.memtables;
+    m->index_readers = im.readers;
+    m->index_cache = im.cache;
+    m->buffers_kept = bs.kept_bytes;
+    m->buffers_out = bs.out_bytes;
+    m->writer_buffers = __atomic_load_n(&d->uw.cap, __ATOMIC_RELAXED) +
+                        __atomic_load_n(&d->gw.cap, __ATOMIC_RELAXED);
 }
 
 int drive__index_flush(drive_t *d)

@@ -84,6 +84,12 @@ typedef struct {
      * nothing next to the data it covers.
      */
     uint64_t index_flush_bytes;
+
+    /*
+     * The block cache the drive's index shares with the node's other drives
+     * (storage/idx.h); NULL: a cache of its own (IDX_OWN_CACHE bytes).
+     */
+    struct idx_cache *index_cache;
 } drive_cfg_t;
 
 /* Identity of a shard on the drive: NUL-terminated strings without NUL inside. */
@@ -129,7 +135,7 @@ typedef struct {
     double projected_years;     /* rated life left at the current write rate */
     uint64_t lifetime_host_bytes;
     uint64_t index_disk_bytes; /* RocksDB SST files */
-    uint64_t index_mem_bytes;  /* memtables + table readers + block cache */
+    uint64_t index_mem_bytes;  /* memtables + table readers (+ its block cache, unless shared) */
     int readonly;              /* a write or flush failed: writes refused until reopened */
     int refilling;             /* drive_set_refilling: replaced, not yet refilled */
 
@@ -306,6 +312,15 @@ int drive_index_compact(drive_t *d) __attribute__((warn_unused_result));
 void drive_compaction_pause(drive_t *d, int paused);
 
 void drive_stats(drive_t *d, drive_stats_t *st);
+
+/* Memory a drive holds that grows with use, in bytes (the node's memory report). */
+typedef struct {
+    uint64_t index_memtables, index_readers; /* idx_mem_t's */
+    uint64_t index_cache;                    /* its own block cache's contents; 0 when shared */
+    uint64_t buffers_kept, buffers_out;      /* direct-read bounce buffers */
+    uint64_t writer_buffers;                 /* its group commits' buffers (user, compaction) */
+} drive_mem_t;
+void drive_mem(drive_t *d, drive_mem_t *m);
 
 /*
  * The engine's accounting against its index (wl-drive check): for every

@@ -115,7 +115,20 @@ typedef struct {
     pend_t *pend;
     size_t npend, cap_pend;
     idx_batch_t *batch;
+    size_t peak;    /* the largest commit since the last look at the buffer's size */
+    uint32_t since; /* commits since then */
 } writer_t;
+
+/*
+ * A writer's buffer grows with the commits it carries, up to max_batch (32 MiB),
+ * and is kept: every commit is copied into it. After a burst of large writes it
+ * would stay that large for good, on every drive of the node (6 drives kept 167
+ * MiB after 8 MiB PUTs). Every WRITER_SHRINK_COMMITS commits the writer looks:
+ * when none of them filled a quarter of the buffer, it lets the buffer go, and the
+ * next commit takes one twice its size. Steady traffic keeps its buffer.
+ */
+#define WRITER_SHRINK_COMMITS 256
+#define WRITER_KEEP           (1u << 20) /* never given back below this */
 
 struct drive {
     drive_cfg_t cfg;

@@ -73,12 +73,27 @@ static void writer_reserve(drive_t *d, writer_t *w, size_t more)
         if (w->fill) memcpy(nb, w->buf, w->fill);
         free(w->buf);
         w->buf = nb;
-        w->cap = cap;
+        __atomic_store_n(&w->cap, cap, __ATOMIC_RELAXED); /* drive_mem reads it unlocked */
     }
     if (w->npend == w->cap_pend) {
         w->cap_pend = w->cap_pend ? w->cap_pend * 2 : 256;
         w->pend = xrealloc(w->pend, w->cap_pend * sizeof(*w->pend));
     }
+}
+
+/* After a commit of len bytes: the buffer goes when a long run of commits used a quarter of it
+ * at most (WRITER_SHRINK_COMMITS). Empty then, so nothing is copied. */
+static void writer_shrink(writer_t *w, size_t len)
+{
+    if (len > w->peak) w->peak = len;
+    if (++w->since < WRITER_SHRINK_COMMITS) return;
+    if (w->cap > WRITER_KEEP && w->peak <= w->cap / 4) {
+        free(w->buf);
+        w->buf = NULL;
+        __atomic_store_n(&w->cap, 0, __ATOMIC_RELAXED);
+    }
+    w->peak = 0;
+    w->since = 0;
 }
 
 /*
@@ -381,6 +396,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         if (w->pend[i].req) w->pend[i].req->rc = rc;
     w->fill = 0;
     w->npend = 0;
+    writer_shrink(w, wlen);
     return rc;
 }
 

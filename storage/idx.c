@@ -22,7 +22,7 @@ struct idx {
     rocksdb_readoptions_t *ro;
     rocksdb_writeoptions_t *wo;
     rocksdb_flushoptions_t *fo_wait, *fo_nowait;
-    rocksdb_cache_t *cache;
+    rocksdb_cache_t *cache; /* its own block cache; NULL when it shares one */
     rocksdb_block_based_table_options_t *bbto;
     rocksdb_filterpolicy_t *bloom; /* owned by bbto once set */
     char *path;
@@ -82,7 +82,42 @@ static int direct_io_works(const char *dir)
     return 1;
 }
 
+struct idx_cache {
+    rocksdb_cache_t *lru;
+    size_t capacity;
+};
+
+idx_cache_t *idx_cache_new(size_t bytes)
+{
+    idx_cache_t *c = xcalloc(1, sizeof(*c));
+    c->lru = rocksdb_cache_create_lru(bytes);
+    c->capacity = bytes;
+    return c;
+}
+
+void idx_cache_free(idx_cache_t *c)
+{
+    if (!c) return;
+    rocksdb_cache_destroy(c->lru);
+    free(c);
+}
+
+size_t idx_cache_usage(idx_cache_t *c)
+{
+    return rocksdb_cache_get_usage(c->lru);
+}
+
+size_t idx_cache_capacity(idx_cache_t *c)
+{
+    return c->capacity;
+}
+
 int idx_open(const char *path, idx_t **out)
+{
+    return idx_open_shared(path, NULL, out);
+}
+
+int idx_open_shared(const char *path, idx_cache_t *shared, idx_t **out)
 {
     idx_t *x = xcalloc(1, sizeof(*x));
     char *err = NULL;
@@ -137,7 +172,7 @@ int idx_open(const char *path, idx_t **out)
         log_warn("event=index_no_direct_io path=%s", path);
     }
     rocksdb_options_set_writable_file_max_buffer_size(x->opts, IDX_WRITE_CHUNK);
-    x->cache = rocksdb_cache_create_lru(32u << 20);
+    if (!shared) x->cache = rocksdb_cache_create_lru(IDX_OWN_CACHE);
     x->bbto = rocksdb_block_based_options_create();
     /*
      * 16 KiB blocks, not RocksDB's 4 KiB: a listing walks the index block
@@ -148,7 +183,8 @@ int idx_open(const char *path, idx_t **out)
      * lookup still reads one block, found through the bloom filter.
      */
     rocksdb_block_based_options_set_block_size(x->bbto, IDX_BLOCK);
-    rocksdb_block_based_options_set_block_cache(x->bbto, x->cache);
+    /* The options hold their own reference to the cache: a shared one outlives no index. */
+    rocksdb_block_based_options_set_block_cache(x->bbto, shared ? shared->lru : x->cache);
     x->bloom = rocksdb_filterpolicy_create_bloom(10);
     rocksdb_block_based_options_set_filter_policy(x->bbto, x->bloom);
     rocksdb_options_set_block_based_table_factory(x->opts, x->bbto);
@@ -187,7 +223,7 @@ void idx_close(idx_t *x)
     rocksdb_flushoptions_destroy(x->fo_nowait);
     rocksdb_options_destroy(x->opts);
     rocksdb_block_based_options_destroy(x->bbto); /* also frees the filter policy */
-    rocksdb_cache_destroy(x->cache);
+    if (x->cache) rocksdb_cache_destroy(x->cache);
     pthread_mutex_destroy(&x->stats_lock);
     free(x->path);
     free(x);
@@ -437,10 +473,19 @@ uint64_t idx_disk_bytes(idx_t *x)
     return prop(x, "rocksdb.total-sst-files-size");
 }
 
+void idx_mem(idx_t *x, idx_mem_t *m)
+{
+    /* size-all-mem-tables, not cur-size-: flushed memtables kept for iterators still hold. */
+    m->memtables = prop(x, "rocksdb.size-all-mem-tables");
+    m->readers = prop(x, "rocksdb.estimate-table-readers-mem");
+    m->cache = x->cache ? rocksdb_cache_get_usage(x->cache) : 0;
+}
+
 uint64_t idx_mem_bytes(idx_t *x)
 {
-    return prop(x, "rocksdb.cur-size-all-mem-tables") +
-           prop(x, "rocksdb.estimate-table-readers-mem") + rocksdb_cache_get_usage(x->cache);
+    idx_mem_t m;
+    idx_mem(x, &m);
+    return m.memtables + m.readers + m.cache;
 }
 
 int idx_flush(idx_t *x)

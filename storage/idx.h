@@ -26,9 +26,25 @@
 typedef struct idx idx_t;
 typedef struct idx_batch idx_batch_t;
 typedef struct idx_iter idx_iter_t;
+typedef struct idx_cache idx_cache_t;
 
 /* Open or create the index at path. ERR_IO (logged) when RocksDB refuses it. */
 int idx_open(const char *path, idx_t **out) __attribute__((warn_unused_result));
+
+/*
+ * A block cache that several indexes share (a node's drives): its capacity
+ * bounds what they keep all together, and a busy drive may use what an idle
+ * one does not. idx_open_shared takes one (NULL: the index gets a cache of
+ * IDX_OWN_CACHE bytes of its own, as idx_open gives). Free it after every
+ * index that uses it has closed.
+ */
+#define IDX_OWN_CACHE (32u << 20)
+idx_cache_t *idx_cache_new(size_t bytes);
+void idx_cache_free(idx_cache_t *c);
+size_t idx_cache_usage(idx_cache_t *c);
+size_t idx_cache_capacity(idx_cache_t *c);
+int idx_open_shared(const char *path, idx_cache_t *cache, idx_t **out)
+    __attribute__((warn_unused_result));
 void idx_close(idx_t *x);
 
 /*
@@ -93,8 +109,16 @@ void idx_iter_free(idx_iter_t *it);
 uint64_t idx_bytes_written(idx_t *x);
 /* Times idx_bytes_written read RocksDB's statistics (for tests). */
 uint64_t idx_stats_reads(idx_t *x);
-/* SST + WAL bytes on disk, and memory held (memtables + table readers + cache). */
+/* SST + WAL bytes on disk. */
 uint64_t idx_disk_bytes(idx_t *x);
+/* Memory the index holds, in bytes. */
+typedef struct {
+    uint64_t memtables; /* active and immutable memtables (flushed ones RocksDB still holds) */
+    uint64_t readers;   /* open table files' index and filter blocks outside the cache */
+    uint64_t cache;     /* its own block cache's contents; 0 when it shares one */
+} idx_mem_t;
+void idx_mem(idx_t *x, idx_mem_t *m);
+/* The sum of idx_mem's parts. */
 uint64_t idx_mem_bytes(idx_t *x);
 /* Flush memtables to SST files and wait: every batch written before the call is durable. */
 int idx_flush(idx_t *x) __attribute__((warn_unused_result));

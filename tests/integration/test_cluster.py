@@ -1275,6 +1275,10 @@ def test_map_in_etcd(datadir, etcd):
         # Each node's heal queue and scanner, asked over the node protocol.
         assert all(n["heal_queue"]["pending"] == 0 and n["heal_scanner"]["passes"] == 0
                    for n in st["nodes"]), st
+        # ... and its memory: two drives each, their indexes sharing one cache.
+        assert all(n["memory"]["rss"] > 0 and n["memory"]["index_cache_capacity"] == 64 << 20
+                   for n in st["nodes"]), st
+        assert admin(etcd, "status").stdout.count("MiB resident") == 3
         c = nodes[0].s3()
         c.create_bucket(Bucket="lake")
         data = body(3000000, 7)

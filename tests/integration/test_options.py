@@ -11,7 +11,7 @@ import pytest
 from conftest import AK, SK, WARMLAKED, Server
 
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
-         "block", "inline-max", "commit-gather", "segment-pool", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
+         "block", "inline-max", "commit-gather", "segment-pool", "index-cache", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
          "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms", "lease-ttl", "drain-rate",
          "write-quorum", "scrub-interval", "scrub-rate", "reap-grace", "config", "help"]
@@ -21,7 +21,7 @@ INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] ma
             "[server] io_timeout", "[server] lifecycle_day_seconds", "[erasure] k", "[erasure] m", "[erasure] block",
             "[erasure] inline_max",
             "[drives] count", "[drives] capacity", "[drives] segment_size", "[drives] iu",
-            "[drives] dwpd", "[drives] commit_gather_us", "[drives] segment_pool", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
+            "[drives] dwpd", "[drives] commit_gather_us", "[drives] segment_pool", "[drives] index_cache", "[drive.N] path", "[drive.N] capacity", "[drive.N] iu",
             "[drive.N] dwpd", "[user.NAME] access_key", "[user.NAME] secret_key",
             "[cluster] map", "[cluster] etcd", "[cluster] etcd_prefix", "[cluster] node",
             "[cluster] secret_file", "[cluster] peer_timeout_ms", "[cluster] lease_ttl", "[cluster] drain_rate", "[erasure] write_quorum",

@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "storage/drive.h"
+#include "storage/drive_int.h"
 #include "storage/idx.h"
 #include "testlib.h"
 #include "storage/rec.h"
@@ -89,6 +90,50 @@ static int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st)
     (void)st;
     (*(int *)arg)++;
     return 0;
+}
+
+/*
+ * A writer's buffer grown by one large commit is given back once a long run of
+ * small commits used a quarter of it at most; the shared index cache and the
+ * memory report (drive_mem) see it. Without the shrink the buffer stays at the
+ * large commit's size for good.
+ */
+static void test_writer_buffer_shrinks_after_a_burst(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 16 * MiB, 128 * MiB);
+    idx_cache_t *cache = idx_cache_new(8 * MiB);
+    c.index_cache = cache;
+    drive_t *d;
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_mem_t m;
+    assert_int_equal(put_seeded(d, "big", 1, 6 * MiB), 0);
+    drive_mem(d, &m);
+    assert_true(m.writer_buffers >= 6 * MiB);
+    assert_int_equal(m.index_cache, 0); /* shared: counted by the node, not the drive */
+    char key[32];
+    for (int i = 0; i < 2 * WRITER_SHRINK_COMMITS; i++) {
+        snprintf(key, sizeof(key), "small%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 100), 0);
+    }
+    drive_mem(d, &m);
+    assert_true(m.writer_buffers < 1 * MiB);
+    assert_true(m.index_memtables > 0);
+    /* Still writes and reads, large and small, with the buffer taken again. */
+    assert_int_equal(put_seeded(d, "big2", 2, 3 * MiB), 0);
+    assert_int_equal(check_seeded(d, "big", 1, 6 * MiB), 0);
+    assert_int_equal(check_seeded(d, "big2", 2, 3 * MiB), 0);
+    assert_int_equal(check_seeded(d, "small7", 7, 100), 0);
+    drive_close(d);
+    /* The index read through the shared cache; it is still open for other drives. */
+    assert_true(idx_cache_usage(cache) <= idx_cache_capacity(cache));
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(check_seeded(d, "small300", 300, 100), 0);
+    drive_close(d);
+    idx_cache_free(cache);
+    tl_rm_rf(dir);
+    free(dir);
 }
 
 static void test_basic(void **state)
@@ -2152,6 +2197,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_kill9_unflushed_index),
         cmocka_unit_test(test_replay_accounting_survives_a_second_crash),
         cmocka_unit_test(test_one_opener),
+        cmocka_unit_test(test_writer_buffer_shrinks_after_a_burst),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
