@@ -2,6 +2,13 @@
 
 #include <time.h>
 
+uint64_t clock_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t real_now(wl_clock_t *c)
 {
     struct timespec ts;

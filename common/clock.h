@@ -16,6 +16,10 @@ struct wl_clock {
     void (*sleep_ns)(wl_clock_t *c, uint64_t ns);
 };
 
+/* Wall-clock time (CLOCK_REALTIME), ns since the epoch: for times stored or compared across
+ * processes and nodes, never for durations within one process. */
+uint64_t clock_wall_ns(void);
+
 /* The real monotonic clock (CLOCK_MONOTONIC, nanosleep). Static storage. */
 wl_clock_t *clock_real(void);
 

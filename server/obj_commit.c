@@ -13,6 +13,7 @@
  */
 #include "server/obj_int.h"
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/mem.h"
@@ -28,9 +29,7 @@ int64_t obj__wall_skew_ns;
 
 uint64_t obj__wall_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (uint64_t)obj__wall_skew_ns;
+    return clock_wall_ns() + (uint64_t)obj__wall_skew_ns;
 }
 
 /* c's identity conditions against v (a delete marker too): 0 or ERR_PRECOND. */

@@ -6,6 +6,8 @@
 
 #include "server/s3_int.h"
 
+#include "common/clock.h"
+
 #include "s3/xmltree.h"
 
 #include <time.h>
@@ -168,19 +170,12 @@ int s3_bucket_access(ctx_t *x, const char *name, char iname[INAME_MAX])
 #define DELETING_META  "deleting"
 #define DELETE_MARK_NS (10ull * 1000000000)
 
-static uint64_t wall_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A live mark on a bucket record (not one a dead DeleteBucket left). */
 static int marked_deleting(const obj_info_t *bi)
 {
     const char *d = s3_umeta_get(bi, DELETING_META);
     if (!d[0]) return 0;
-    uint64_t t = strtoull(d, NULL, 10), now = wall_now_ns();
+    uint64_t t = strtoull(d, NULL, 10), now = clock_wall_ns();
     return t + DELETE_MARK_NS > now;
 }
 
@@ -578,7 +573,7 @@ static void delete_bucket(ctx_t *x)
     s3_uploads_t ups = {0};
     if (s3_bucket_current(x, x->bucket, x->ibucket)) {
         /* Marked before it is listed: commits through other nodes wait for the outcome. */
-        uint64_t t0 = wall_now_ns();
+        uint64_t t0 = clock_wall_ns();
         char mark[24];
         snprintf(mark, sizeof(mark), "%llu", (unsigned long long)t0);
         rc = obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, set_mark, mark);
@@ -590,7 +585,7 @@ static void delete_bucket(ctx_t *x)
             rc = obj_mpu_list_uploads_any(x->cfg->set, x->ibucket, s3_uploads_collect, &ups);
         if (rc >= 0 && !found) rc = abort_uploads(x, x->ibucket, &ups);
         /* Too slow: a commit waiting on the mark may have taken it for a dead one's. */
-        if (rc >= 0 && !found && wall_now_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
+        if (rc >= 0 && !found && clock_wall_ns() - t0 > DELETE_MARK_NS / 2) rc = ERR_THROTTLED;
         if (rc != S3_ERR_NO_BUCKET && (rc < 0 || found) &&
             obj_update_umeta(x->cfg->set, BUCKETS, x->bucket, set_mark, NULL) != 0)
             log_warn("event=delete_bucket_unmark_failed bucket=%s", x->bucket); /* expires */

@@ -25,6 +25,8 @@
  */
 #include "server/s3_int.h"
 
+#include "common/clock.h"
+
 void s3_gone_note(ctx_t *x, const char *iname)
 {
     /* A bucket made before generations lives under its bare name, which a bucket of that
@@ -60,13 +62,6 @@ static int collect_gone(void *arg, const char *key, const obj_info_t *info)
     return g->capped = g->n >= GONE_PER_PASS;
 }
 
-static uint64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Whether a bucket of incarnation iname exists: 1, 0, or -1 when that cannot be told (the
  * next pass asks again). An incarnation's name ("NAME\x04ID", ID 64 random bits) is never
@@ -93,7 +88,7 @@ void s3_gone_purge(const s3_cfg_t *cfg, uint64_t grace_s, char **cursor, int (*s
                    void *stop_arg, s3_gone_report_t *rep)
 {
     if (!grace_s) return;
-    gone_list_t g = {.now_ns = wall_ns(), .grace_ns = grace_s * 1000000000ull};
+    gone_list_t g = {.now_ns = clock_wall_ns(), .grace_ns = grace_s * 1000000000ull};
     int rc = obj_list(cfg->set, GONE_BUCKETS, NULL, *cursor, collect_gone, &g);
     if (rc < 0) log_warn("event=gone_buckets_list_failed err=%s", err_name(rc));
     /* A note that cannot go yet (a store away) must not hold back the rest either: the next

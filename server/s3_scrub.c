@@ -434,9 +434,12 @@ static unsigned scrub_pass(s3_scrub_t *sc)
          * node that made it, and a restart in that minute kept them for good (a review). Old
          * enough and on every store, the walk's heal drops them (heal_deleted).
          */
-        const char *internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
-        for (int i = 0; i < 4 + 3 && !bgwork_stopping(&sc->w); i++) {
-            const char *name = i < 4 ? internal[i] : obj_internal_bucket(i - 4);
+        const char *const s3_internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
+        const int ns3 = (int)(sizeof(s3_internal) / sizeof(s3_internal[0]));
+        const char *name;
+        for (int i = 0; !bgwork_stopping(&sc->w) &&
+                        (name = i < ns3 ? s3_internal[i] : obj_internal_bucket(i - ns3)) != NULL;
+             i++) {
             int hr = heal_retired(cfg, name, &rep, pace, &p);
             if (hr) log_limited(LOG_LVL_WARN, "event=scrub_internal_failed err=%s", err_name(hr));
         }
