@@ -426,6 +426,20 @@ print("ROW\trelocated_by_compaction\t%.1f\tMB\t-" % ((b["relocated_bytes"] - a["
 idx = sum(d["index_bytes"] for d in jb["drives"]) - sum(d["index_bytes"] for d in ja["drives"])
 print("ROW\tindex_bytes_over_run\t%.3f\tMB\t-" % (idx / 1e6))
 print("ROW\tindex_share_of_host_bytes\t%.6f\tfrac\t-" % (idx / host if host else 0))
+# The node's memory after the suite's rows (server/node_memory.h): what it holds, and how much
+# of that its bounded owners explain (the index cache and memtables, the commit, bounce and
+# stripe buffers); the rest is code, thread stacks, connections and malloc's free memory.
+m = jb.get("memory")
+if m:
+    mib = 1 << 20
+    owned = (m["index_cache"] + m["index_memtables"] + m["index_readers"] + m["writer_buffers"] +
+             m["drive_buffers"] + m["stripe_buffers_kept"] + m["stripe_buffers_out"])
+    print("ROW\tnode_rss_after_rows\t%.1f\tMiB\t-" % (m["rss"] / mib))
+    print("ROW\tnode_malloc_held_after_rows\t%.1f\tMiB\t-" % (m["malloc_held"] / mib))
+    print("ROW\tnode_malloc_in_use_share\t%.3f\tfrac\t-" %
+          (m["malloc_in_use"] / m["malloc_held"] if m["malloc_held"] else 0))
+    print("ROW\tnode_rss_explained_by_bounded_owners\t%.3f\tfrac\t-" %
+          (owned / m["rss"] if m["rss"] else 0))
 PY
 
   # One STREAM-sized object up and down over one connection, on a fresh

@@ -7,7 +7,10 @@
  * version id too), drained by one thread that heals each through
  * obj__heal_key (obj_heal.c), waits while any store is away (healing then
  * would only fail against it; a drive failed for good is healed around) and
- * puts a key that still fails back at the tail, later. The same thread runs
+ * puts a key that still fails into a heap of retries, ordered by when each
+ * is due (2 s to 64 s of backoff). Fresh notes and due retries are taken by
+ * turns; a retry that is not due yet holds no fresh note back (in one FIFO,
+ * every note behind it waited up to its 64 s). The same thread runs
  * the drops: the blocks of a dropped version that some stores kept, and
  * retired head records and tombstones a minute after their note.
  */
@@ -92,8 +95,11 @@ typedef struct heal_q {
     pthread_cond_t cv;
     pthread_t thread;
     int stop;
-    heal_ent_t *head, *tail;
-    heal_ent_t **hash; /* HQ_BUCKETS chains */
+    heal_ent_t *head, *tail; /* fresh notes, due at once, in the order noted */
+    heal_ent_t **retry;      /* keys that failed: a min-heap on not_before_ns */
+    size_t nretry, cap_retry;
+    int retry_turn;    /* the last heal was a fresh note's: a due retry's turn */
+    heal_ent_t **hash; /* HQ_BUCKETS chains: every entry, fresh or retried */
     obj_heal_stats_t st;
 } heal_q_t;
 
@@ -116,7 +122,16 @@ static heal_ent_t **ent_slot(heal_q_t *q, const char *bucket, const char *key)
     return pp;
 }
 
-/* Under mu: append e at the tail (and into the hash). */
+/* Under mu: e into the hash, counted pending. */
+static void ent_hash_in(heal_q_t *q, heal_ent_t *e)
+{
+    heal_ent_t **slot = ent_slot(q, e->bucket, e->key);
+    e->hnext = NULL;
+    *slot = e;
+    q->st.pending++;
+}
+
+/* Under mu: append e at the fresh notes' tail (and into the hash). */
 static void ent_push(heal_q_t *q, heal_ent_t *e)
 {
     e->next = NULL;
@@ -125,10 +140,45 @@ static void ent_push(heal_q_t *q, heal_ent_t *e)
     else
         q->head = e;
     q->tail = e;
-    heal_ent_t **slot = ent_slot(q, e->bucket, e->key);
-    e->hnext = NULL;
-    *slot = e;
-    q->st.pending++;
+    ent_hash_in(q, e);
+}
+
+static int retry_before(const heal_ent_t *a, const heal_ent_t *b)
+{
+    return a->not_before_ns < b->not_before_ns;
+}
+
+/* Under mu: e (its not_before_ns set) into the retries' heap (and into the hash). */
+static void retry_push(heal_q_t *q, heal_ent_t *e)
+{
+    if (q->nretry == q->cap_retry) {
+        q->cap_retry = q->cap_retry ? 2 * q->cap_retry : 64;
+        q->retry = xrealloc(q->retry, q->cap_retry * sizeof(*q->retry));
+    }
+    size_t i = q->nretry++;
+    while (i > 0 && retry_before(e, q->retry[(i - 1) / 2])) {
+        q->retry[i] = q->retry[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->retry[i] = e;
+    ent_hash_in(q, e);
+}
+
+/* Under mu: the retry due first, out of the heap (nretry > 0; still in the hash). */
+static heal_ent_t *retry_pop(heal_q_t *q)
+{
+    heal_ent_t *top = q->retry[0], *last = q->retry[--q->nretry];
+    size_t i = 0, n = q->nretry;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && retry_before(q->retry[c + 1], q->retry[c])) c++;
+        if (!retry_before(q->retry[c], last)) break;
+        q->retry[i] = q->retry[c];
+        i = c;
+    }
+    if (n) q->retry[i] = last;
+    return top;
 }
 
 static void ent_free(heal_ent_t *e)
@@ -322,8 +372,9 @@ static void *heal_main(void *arg)
     pthread_mutex_lock(&q->mu);
     while (!q->stop) {
         heal_ent_t *e = q->head;
+        heal_ent_t *r = q->nretry ? q->retry[0] : NULL;
         uint64_t now = mono_ns();
-        if (!e && !q->at_once.head && !q->delayed.head) {
+        if (!e && !r && !q->at_once.head && !q->delayed.head) {
             pthread_cond_wait(&q->cv, &q->mu);
             continue;
         }
@@ -340,8 +391,12 @@ static void *heal_main(void *arg)
             f = &q->at_once;
         q->turn = f == &q->at_once;
         drop_ent_t *d = f->head;
-        if (d && d->not_before_ns > now && !e) {
-            wait_ns(q, d->not_before_ns - now);
+        int retry_due = r && r->not_before_ns <= now;
+        if (d && d->not_before_ns > now && !e && !retry_due) {
+            /* Until the drop, or a retry, falls due. */
+            uint64_t until = d->not_before_ns;
+            if (r && r->not_before_ns < until) until = r->not_before_ns;
+            wait_ns(q, until - now);
             continue;
         }
         if (d && d->not_before_ns <= now) {
@@ -359,16 +414,23 @@ static void *heal_main(void *arg)
             }
             continue;
         }
-        if (e->not_before_ns > now) {
-            /* Until the heal backing off is due, or a delayed drop first (it waited up to a
-             * heal's 64 s backoff past its own time: a probe). */
-            uint64_t until = e->not_before_ns;
+        if (!e && !retry_due) {
+            /* Only retries backing off: until the first is due, or a delayed drop first (it
+             * waited up to a heal's 64 s backoff past its own time: a probe). */
+            uint64_t until = r->not_before_ns;
             if (d && d->not_before_ns < until) until = d->not_before_ns;
             wait_ns(q, until - now);
             continue;
         }
-        q->head = e->next;
-        if (!q->head) q->tail = NULL;
+        /* A fresh note and a due retry: by turns (neither kind holds the other back). */
+        if (retry_due && (!e || q->retry_turn)) {
+            e = retry_pop(q);
+            q->retry_turn = 0;
+        } else {
+            q->head = e->next;
+            if (!q->head) q->tail = NULL;
+            q->retry_turn = retry_due;
+        }
         *ent_slot(q, e->bucket, e->key) = e->hnext;
         pthread_mutex_unlock(&q->mu); /* still counted pending until its heal is done */
 
@@ -416,7 +478,7 @@ static void *heal_main(void *arg)
         q->st.retries++;
         int shift = e->tries < 6 ? e->tries : 6;
         e->not_before_ns = mono_ns() + (1000000000ull << shift); /* 2 s .. 64 s */
-        ent_push(q, e);
+        retry_push(q, e);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
@@ -466,6 +528,9 @@ void obj__heal_stop(obj_set_t *s)
         next = e->next;
         ent_free(e);
     }
+    for (size_t i = 0; i < q->nretry; i++)
+        ent_free(q->retry[i]);
+    free(q->retry);
     drop_fifo_t *fifos[2] = {&q->at_once, &q->delayed};
     for (int i = 0; i < 2; i++)
         for (drop_ent_t *d = fifos[i]->head, *next; d; d = next) {

@@ -1734,6 +1734,51 @@ static void expect_version(env_t *e, const char *key, const char *vid, const uin
 }
 
 /*
+ * A key whose heal keeps failing backs off (2 s, 4 s, 8 s, ...). In one FIFO it held every
+ * note queued behind it until its next try: a write short of a store waited for the heal of
+ * another key up to 64 s. Retries now wait in a heap of their own, and a fresh note is healed
+ * before a retry that is not due (the stuck key's tries stay where they were).
+ */
+static void test_a_fresh_note_waits_for_no_retry(void **state)
+{
+    env_t *e = *state;
+    assert_int_equal(obj_set_heal_start(e->set), 0);
+    size_t big = 2 * K * B + 5;
+    uint8_t *data = filled(big, 81), *fresh = filled(300000, 82);
+    obj_info_t stuck, v;
+    store_away(e, 5, 1);
+    put(e, "stuck", data, big, &stuck); /* short of store 5: noted */
+    /* Its first stripe lost on three stores: no heal can rebuild it. */
+    char bb[SHARD_MAX_BUCKET + 2];
+    obj__blk_bucket(bb, "bkt");
+    for (int i = 0; i < 3; i++) {
+        drive_id_t id = {bb, "stuck", stuck.upload_id, (uint32_t)i};
+        assert_int_equal(drive_delete(e->f[i].d, &id), 0);
+    }
+    store_away(e, 5, 0);
+    obj_heal_stats_t st = {0};
+    for (int i = 0; i < 1200 && st.retries < 3; i++) { /* its next try 8 s away */
+        obj_heal_stats(e->set, &st);
+        usleep(20000);
+    }
+    assert_int_equal(st.retries, 3);
+    uint64_t healed = st.healed;
+    store_away(e, 4, 1);
+    put(e, "fresh", fresh, 300000, &v); /* short of store 4: noted */
+    assert_false(live_head(e, 4, "fresh"));
+    store_away(e, 4, 0);
+    for (int i = 0; i < 1500 && st.healed == healed; i++) {
+        obj_heal_stats(e->set, &st);
+        usleep(20000);
+    }
+    assert_int_equal(st.healed, healed + 1);
+    assert_int_equal(st.retries, 3); /* before the stuck key's next try */
+    assert_true(live_head(e, 4, "fresh"));
+    free(data);
+    free(fresh);
+}
+
+/*
  * A drive failed for good (it did not open: SHARD_FAILED) is healed around, not waited for:
  * a write short of another store too is healed onto that store once it is back, and a
  * healer's walk over every store goes on without the failed one. Before, the heal queue
@@ -2856,6 +2901,7 @@ int main(int argc, char **argv)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_delete_at_full_file_systems, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_goes_on_without_a_failed_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_fresh_note_waits_for_no_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_delete_short_of_a_store_reaches_it_once_back, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_purge_of_a_deleted_buckets_name, setup, teardown),
