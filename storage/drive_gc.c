@@ -270,6 +270,9 @@ int drive_compact(drive_t *d, int max_victims, int force)
     pthread_mutex_lock(&d->lock);
     d->gc_below = 0;
     pthread_mutex_unlock(&d->lock);
+    /* Compaction comes in bursts: once a call finds nothing to do, its buffer (grown to a
+     * whole batch, 32 MiB) goes until the next burst. Empty: every victim's copies flushed. */
+    if (!released && d->gw.buf && !d->gw.fill) drive__writer_release(&d->gw);
     pthread_mutex_unlock(&d->gc_lock);
     return released;
 }

@@ -263,6 +263,8 @@ void drive__meta_put(drive_t *d, idx_batch_t *b);                     /* under l
 /* drive_write.c */
 void drive__writer_init(writer_t *w, uint8_t kind);
 void drive__writer_free(writer_t *w);
+/* Give an empty writer's buffer back (the next record takes a new one). */
+void drive__writer_release(writer_t *w);
 /* Make room for rec_len bytes (flushing, sealing, opening a segment). */
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);

@@ -81,6 +81,15 @@ static void writer_reserve(drive_t *d, writer_t *w, size_t more)
     }
 }
 
+void drive__writer_release(writer_t *w)
+{
+    free(w->buf);
+    w->buf = NULL;
+    __atomic_store_n(&w->cap, 0, __ATOMIC_RELAXED); /* drive_mem reads it unlocked */
+    w->peak = 0;
+    w->since = 0;
+}
+
 /* After a commit of len bytes: the buffer goes when a long run of commits used a quarter of it
  * at most (WRITER_SHRINK_COMMITS). Empty then, so nothing is copied. */
 static void writer_shrink(writer_t *w, size_t len)
@@ -88,9 +97,8 @@ static void writer_shrink(writer_t *w, size_t len)
     if (len > w->peak) w->peak = len;
     if (++w->since < WRITER_SHRINK_COMMITS) return;
     if (w->cap > WRITER_KEEP && w->peak <= w->cap / 4) {
-        free(w->buf);
-        w->buf = NULL;
-        __atomic_store_n(&w->cap, 0, __ATOMIC_RELAXED);
+        drive__writer_release(w);
+        return;
     }
     w->peak = 0;
     w->since = 0;

@@ -136,6 +136,44 @@ static void test_writer_buffer_shrinks_after_a_burst(void **state)
     free(dir);
 }
 
+/*
+ * Compaction's buffer grows to what it relocates and goes once a compaction call finds
+ * nothing to do: compaction comes in bursts, and between them the buffer stayed (32 MiB a
+ * drive) for good.
+ */
+static void test_compaction_buffer_goes_when_idle(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 16 * MiB, 128 * MiB);
+    drive_t *d;
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "big", 1, 6 * MiB), 0);
+    char key[32];
+    for (int i = 0; i < 12; i++) { /* 12 MiB more: the first segment is sealed, half dead */
+        snprintf(key, sizeof(key), "fill%d", i);
+        assert_int_equal(put_seeded(d, key, (uint64_t)i, 1 * MiB), 0);
+    }
+    for (int i = 0; i < 9; i++) {
+        snprintf(key, sizeof(key), "fill%d", i);
+        drive_id_t id = {"bkt", key, "", 0};
+        assert_int_equal(drive_delete(d, &id), 0);
+    }
+    drive_mem_t before, during, after;
+    drive_mem(d, &before);
+    assert_true(drive_compact(d, 1, 1) >= 1); /* "big" relocated through the buffer */
+    drive_mem(d, &during);
+    assert_true(during.writer_buffers >= before.writer_buffers + 6 * MiB);
+    assert_int_equal(drive_compact(d, 0, 0), 0); /* nothing worth it now */
+    drive_mem(d, &after);
+    assert_true(after.writer_buffers + 6 * MiB <= during.writer_buffers);
+    assert_int_equal(check_seeded(d, "big", 1, 6 * MiB), 0);
+    assert_int_equal(check_seeded(d, "fill11", 11, 1 * MiB), 0);
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 static void test_basic(void **state)
 {
     (void)state;
@@ -2198,6 +2236,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_replay_accounting_survives_a_second_crash),
         cmocka_unit_test(test_one_opener),
         cmocka_unit_test(test_writer_buffer_shrinks_after_a_burst),
+        cmocka_unit_test(test_compaction_buffer_goes_when_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
