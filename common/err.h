@@ -29,7 +29,8 @@
     X(PRECOND, -16, "a precondition of the request does not hold")                                 \
     X(BUSY, -17, "in use by another process")                                                      \
     X(CANCELED, -18, "given up: no longer needed")                                                 \
-    X(TIMEOUT, -19, "timed out")
+    X(TIMEOUT, -19, "timed out")                                                                   \
+    X(DRIVE_FAILED, -20, "the drive did not open at its node's start")
 
 enum {
 #define ERR_ENUM(name, val, msg) ERR_##name = (val),

@@ -26,8 +26,10 @@ shard_store_t peer_store_new(proto_peer_t *peer, uint32_t drive);
 void peer_store_set_refilling(shard_store_t *s, int on);
 /*
  * The remote drive did not open at its node's start (its registration says
- * so): its health is SHARD_FAILED whatever the way to the node is doing. A local
- * store: no effect.
+ * so): its health is SHARD_FAILED whatever the way to the node is doing, until
+ * that node comes back from down (a restart). A local store: no effect. A
+ * remote store also sets it itself when a call is answered ERR_DRIVE_FAILED
+ * (a cluster whose map is a file has no registrations).
  */
 void peer_store_set_failed(shard_store_t *s, int on);
 void peer_store_free(shard_store_t *st);

@@ -237,8 +237,10 @@ static void serve(pool_job_t *j)
     drive_t *d = sv->drives[q->drive];
     if (!d) {
         /* It did not open at this node's start (node_drives.c): failed, as its registration
-         * tells the peers, which then call it only when they cannot do without it. */
-        proto_reply(in, ERR_IO, 0);
+         * tells the peers, which then call it only when they cannot do without it. Said as
+         * such, so that the peers of a cluster without etcd learn it from the answer. (A
+         * build from before session 39 takes it for an I/O error, as it took the ERR_IO.) */
+        proto_reply(in, ERR_DRIVE_FAILED, 0);
         return;
     }
     drive_id_t id = id_of(q);

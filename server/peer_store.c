@@ -36,14 +36,26 @@ static void w_head(proto_w_t *w, const remote_t *r, const drive_id_t *id)
     proto_w_id(w, id->bucket, id->key, id->version, id->shard);
 }
 
-static int run(const remote_t *r, proto_call_t *c, const proto_w_t *w)
+static int run(remote_t *r, proto_call_t *c, const proto_w_t *w)
 {
     if (w->err) return ERR_INVAL; /* a name longer than the wire takes */
     c->fields = w->p;
     c->fields_len = w->len;
     /* A hedged read's or write's: it may be given up on (shard_hedge_token). */
     proto_cancel_t *tok = shard_hedge_token();
-    return tok ? proto_call_cancelable(r->peer, c, tok) : proto_call(r->peer, c);
+    int rc = tok ? proto_call_cancelable(r->peer, c, tok) : proto_call(r->peer, c);
+    if (rc == ERR_DRIVE_FAILED) {
+        /*
+         * The drive did not open at its node's start: failed until that node comes back
+         * (peer_store_set_failed's mark, which a registration in etcd also sets). A cluster
+         * whose map is a file has no registrations: its nodes learn it here, at the first
+         * call, and then heal around the drive instead of waiting for it. To the caller, an
+         * I/O error as before.
+         */
+        atomic_store(&r->failed, 1 + proto_peer_comebacks(r->peer));
+        return ERR_IO;
+    }
+    return rc;
 }
 
 static int r_put(void *ctx, const drive_id_t *id, const void *data, size_t len, const void *meta,
@@ -79,7 +91,9 @@ static void put_done(proto_call_t *c, int rc)
     drive_done_fn done = a->done;
     void *arg = a->arg;
     free(a);
-    done(arg, rc);
+    /* A failed drive's answer teaches the synchronous calls (run) alone: this one may end
+     * after its store is gone. */
+    done(arg, rc == ERR_DRIVE_FAILED ? ERR_IO : rc);
 }
 
 /* A head's condition over the wire: it is checked by the drive's node (shard_put_head_local). */
@@ -265,7 +279,7 @@ static void stat_done(proto_call_t *c, int rc)
     drive_done_fn done = a->done;
     void *arg = a->arg;
     free(a);
-    done(arg, rc);
+    done(arg, rc == ERR_DRIVE_FAILED ? ERR_IO : rc);
 }
 
 static int r_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta,

@@ -1477,6 +1477,59 @@ def test_a_failed_drive_is_down_for_every_node(datadir, etcd):
         stop_all(nodes)
 
 
+def test_a_failed_drive_is_failed_for_every_node_of_a_static_map(datadir):
+    """A cluster whose map is a file has no registrations to say that a drive did not open:
+    its node now answers calls to it ERR_DRIVE_FAILED, and a peer takes the store as failed
+    from the first answer (healed around, not waited for), until that node comes back.
+    Before, the other nodes took it as up for good, their heals failing against it. Mended and
+    restarted, the drive is up again everywhere, and what was written meanwhile reads back."""
+    path, doc = write_map(datadir, ["n1", "n2", "n3"], sets=[
+        {"ec": "4+2", "drives": ["n1/0", "n2/0", "n3/0", "n1/1", "n2/1", "n3/1"]}])
+    nodes = start_all([Node(datadir, n, path) for n in ("n1", "n2", "n3")])
+    n1, n2, n3 = nodes
+    try:
+        c = n1.s3()
+        c.create_bucket(Bucket="dead")
+        want = {}
+        n2.stop()
+        geo = os.path.join(n2.data, "drive1", "DRIVE")
+        with open(geo, "rb") as f:
+            good = f.read()
+        at = good.index(b"segment_size=") + len(b"segment_size=")
+        with open(geo, "wb") as f:
+            f.write(good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:])
+        n2.start()
+        assert "event=drive_failed path=%s/drive1" % n2.data in n2.read_log()
+        at = doc["sets"][0]["drives"].index("n2/1")
+        for i, size in enumerate([0, 800, 100000, 3 * 1048576 + 5]):
+            data = body(size, 600 + i)
+            nodes[i % 3].s3().put_object(Bucket="dead", Key="b%d" % i, Body=data)
+            want["b%d" % i] = md5(data)
+        for n in nodes:  # every node reads every object: each calls n2/1 at least once
+            cn = n.s3()
+            for k, h in want.items():
+                assert md5(cn.get_object(Bucket="dead", Key=k)["Body"].read()) == h, (n.id, k)
+
+        def failed_everywhere():
+            return all(node_stats(n)["drives"][at]["health"] == "failed" for n in nodes)
+        wait_for(failed_everywhere, "every node taking n2/1 as failed", timeout=30)
+        n2.stop()
+        with open(geo, "wb") as f:
+            f.write(good)
+        n2.start()
+        assert "event=drive_back path=%s/drive1" % n2.data in n2.read_log()
+
+        def up_everywhere():
+            return all(node_stats(n)["drives"][at]["health"] == "up" for n in nodes)
+        wait_for(up_everywhere, "n2/1 up again on every node", timeout=60)
+        for n in nodes:
+            cn = n.s3()
+            for k, h in want.items():
+                assert md5(cn.get_object(Bucket="dead", Key=k)["Body"].read()) == h, (n.id, k)
+    finally:
+        stop_all(nodes)
+
+
 def test_lease_gone_is_read_and_written_around(datadir, etcd):
     """A node frozen (SIGSTOP) keeps its connections but loses its etcd lease: the others
     take it as down from its lease alone (the call deadline is a minute, and no call of
