@@ -305,6 +305,7 @@ static void *bg_main(void *arg)
         if (d->bg_paused) continue;
         pthread_mutex_unlock(&d->bg_lock);
         drive__charge_index(d);
+        drive__writer_idle(d);
         (void)drive_compact(d, 4, 0); /* a few at a time, then look at stop/pause again */
         pthread_mutex_lock(&d->bg_lock);
     }

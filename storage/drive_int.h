@@ -128,6 +128,9 @@ typedef struct {
  * next commit takes one twice its size. Steady traffic keeps its buffer.
  */
 #define WRITER_SHRINK_COMMITS 256
+/* A drive that has committed nothing for this long gives its buffer back too (drive__writer_idle):
+ * a burst followed by silence left it at the burst's size for good. */
+#define WRITER_IDLE_NS        (10 * NS_PER_SEC)
 #define WRITER_KEEP           (1u << 20) /* never given back below this */
 
 struct drive {
@@ -168,10 +171,11 @@ struct drive {
     size_t q_bytes;           /* their record bytes (headers included) */
     pthread_cond_t q_more;    /* a leader gathering (commit_gather_us): a request came */
     int gathering;
-    uint32_t last_recs;    /* records of the last group commit */
-    uint64_t flush_ns_avg; /* how long a group commit takes (moving average) */
-    int closing;           /* drive_close: submissions refused, the commit thread drains and ends */
-    int ct_running;        /* the commit thread was started */
+    uint32_t last_recs;      /* records of the last group commit */
+    uint64_t flush_ns_avg;   /* how long a group commit takes (moving average) */
+    uint64_t last_commit_ns; /* when the last group commit ended (q_lock) */
+    int closing;    /* drive_close: submissions refused, the commit thread drains and ends */
+    int ct_running; /* the commit thread was started */
     pthread_t ct_thread;
     writer_t uw;
 
@@ -265,6 +269,9 @@ void drive__writer_init(writer_t *w, uint8_t kind);
 void drive__writer_free(writer_t *w);
 /* Give an empty writer's buffer back (the next record takes a new one). */
 void drive__writer_release(writer_t *w);
+/* The compaction thread's tick: the user writer's buffer goes after WRITER_IDLE_NS without a
+ * commit (taken under q_lock while nobody leads: no commit can touch it meanwhile). */
+void drive__writer_idle(drive_t *d);
 /* Make room for rec_len bytes (flushing, sealing, opening a segment). */
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);

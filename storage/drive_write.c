@@ -558,6 +558,7 @@ static void lead(drive_t *d, req_t *mine)
         req_t *sync = run_callbacks(head);
         pthread_mutex_lock(&d->q_lock);
         d->flush_ns_avg = d->flush_ns_avg ? (d->flush_ns_avg * 7 + took) / 8 : took;
+        d->last_commit_ns = t0 + took;
         for (req_t *x = sync, *nx; x; x = nx) {
             nx = x->next;
             x->done = 1; /* x belongs to its caller again once q_lock is released */
@@ -570,6 +571,16 @@ static void lead(drive_t *d, req_t *mine)
         if (d->q_async || d->closing) pthread_cond_signal(&d->ct_cond);
         return;
     }
+}
+
+void drive__writer_idle(drive_t *d)
+{
+    pthread_mutex_lock(&d->q_lock);
+    uint64_t now = d->clock->now_ns(d->clock);
+    if (!d->leader && !d->q_head && d->uw.buf && !d->uw.fill &&
+        now - d->last_commit_ns >= WRITER_IDLE_NS)
+        drive__writer_release(&d->uw);
+    pthread_mutex_unlock(&d->q_lock);
 }
 
 int drive__submit(drive_t *d, req_t *r)

@@ -136,6 +136,39 @@ static void test_writer_buffer_shrinks_after_a_burst(void **state)
     free(dir);
 }
 
+/* A drive that commits nothing for WRITER_IDLE_NS gives its commit buffer back (the
+ * compaction thread's tick calls drive__writer_idle): a burst followed by silence kept it. */
+static void test_writer_buffer_goes_when_the_drive_is_idle(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    wl_sim_clock_t clk;
+    clock_sim_init(&clk, 1000 * NS_PER_SEC);
+    drive_cfg_t c = cfg_for(dir, 4096, 16 * MiB, 128 * MiB);
+    c.clock = &clk.base;
+    drive_t *d;
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "big", 1, 6 * MiB), 0);
+    drive_mem_t m;
+    drive__writer_idle(d); /* just committed: kept */
+    drive_mem(d, &m);
+    assert_true(m.writer_buffers >= 6 * MiB);
+    clock_sim_advance(&clk, WRITER_IDLE_NS / 2);
+    drive__writer_idle(d);
+    drive_mem(d, &m);
+    assert_true(m.writer_buffers >= 6 * MiB);
+    clock_sim_advance(&clk, WRITER_IDLE_NS / 2);
+    drive__writer_idle(d);
+    drive_mem(d, &m);
+    assert_int_equal(m.writer_buffers, 0);
+    assert_int_equal(put_seeded(d, "small", 2, 100), 0);
+    assert_int_equal(check_seeded(d, "big", 1, 6 * MiB), 0);
+    assert_int_equal(check_seeded(d, "small", 2, 100), 0);
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /*
  * Compaction's buffer grows to what it relocates and goes once a compaction call finds
  * nothing to do: compaction comes in bursts, and between them the buffer stayed (32 MiB a
@@ -2237,6 +2270,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_opener),
         cmocka_unit_test(test_writer_buffer_shrinks_after_a_burst),
         cmocka_unit_test(test_compaction_buffer_goes_when_idle),
+        cmocka_unit_test(test_writer_buffer_goes_when_the_drive_is_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
