@@ -47,6 +47,7 @@ typedef struct heal_ent {
     int nvids, all;
     int tries;
     uint64_t not_before_ns;
+    size_t at;              /* its place in the retries' heap, while there (not_before_ns) */
     struct heal_ent *next;  /* FIFO */
     struct heal_ent *hnext; /* hash chain */
 } heal_ent_t;
@@ -148,6 +149,18 @@ static int retry_before(const heal_ent_t *a, const heal_ent_t *b)
     return a->not_before_ns < b->not_before_ns;
 }
 
+/* Under mu: e to its place in the heap, from slot i toward the top. */
+static void retry_up(heal_q_t *q, heal_ent_t *e, size_t i)
+{
+    while (i > 0 && retry_before(e, q->retry[(i - 1) / 2])) {
+        q->retry[i] = q->retry[(i - 1) / 2];
+        q->retry[i]->at = i;
+        i = (i - 1) / 2;
+    }
+    q->retry[i] = e;
+    e->at = i;
+}
+
 /* Under mu: e (its not_before_ns set) into the retries' heap (and into the hash). */
 static void retry_push(heal_q_t *q, heal_ent_t *e)
 {
@@ -155,12 +168,7 @@ static void retry_push(heal_q_t *q, heal_ent_t *e)
         q->cap_retry = q->cap_retry ? 2 * q->cap_retry : 64;
         q->retry = xrealloc(q->retry, q->cap_retry * sizeof(*q->retry));
     }
-    size_t i = q->nretry++;
-    while (i > 0 && retry_before(e, q->retry[(i - 1) / 2])) {
-        q->retry[i] = q->retry[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    q->retry[i] = e;
+    retry_up(q, e, q->nretry++);
     ent_hash_in(q, e);
 }
 
@@ -175,9 +183,14 @@ static heal_ent_t *retry_pop(heal_q_t *q)
         if (c + 1 < n && retry_before(q->retry[c + 1], q->retry[c])) c++;
         if (!retry_before(q->retry[c], last)) break;
         q->retry[i] = q->retry[c];
+        q->retry[i]->at = i;
         i = c;
     }
-    if (n) q->retry[i] = last;
+    if (n) {
+        q->retry[i] = last;
+        last->at = i;
+    }
+    top->not_before_ns = 0;
     return top;
 }
 
@@ -210,6 +223,14 @@ void obj__heal_note(obj_set_t *s, const char *bucket, const char *key, const cha
     heal_ent_t *queued = *ent_slot(q, bucket, key);
     if (queued) {
         ent_add_vid(queued, vid); /* queued already: one heal covers both writes */
+        if (queued->not_before_ns) {
+            /* Backing off after failed heals: a new write short of a store is healed now,
+             * with tries of its own, not after the old backoff (a review). */
+            queued->not_before_ns = 0;
+            queued->tries = 0;
+            retry_up(q, queued, queued->at);
+            pthread_cond_signal(&q->cv);
+        }
         pthread_mutex_unlock(&q->mu);
         return;
     }

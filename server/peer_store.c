@@ -43,6 +43,9 @@ static int run(remote_t *r, proto_call_t *c, const proto_w_t *w)
     c->fields_len = w->len;
     /* A hedged read's or write's: it may be given up on (shard_hedge_token). */
     proto_cancel_t *tok = shard_hedge_token();
+    /* Read before the call: a restart of the peer during it (the drive mended) moves it on,
+     * and the mark, stamped with the older count, lapses (a review). */
+    uint64_t comebacks = proto_peer_comebacks(r->peer);
     int rc = tok ? proto_call_cancelable(r->peer, c, tok) : proto_call(r->peer, c);
     if (rc == ERR_DRIVE_FAILED) {
         /*
@@ -52,7 +55,7 @@ static int run(remote_t *r, proto_call_t *c, const proto_w_t *w)
          * call, and then heal around the drive instead of waiting for it. To the caller, an
          * I/O error as before.
          */
-        atomic_store(&r->failed, 1 + proto_peer_comebacks(r->peer));
+        atomic_store(&r->failed, 1 + comebacks);
         return ERR_IO;
     }
     return rc;

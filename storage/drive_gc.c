@@ -262,8 +262,10 @@ int drive_compact(drive_t *d, int max_victims, int force)
     failed = d->failed;
     pthread_mutex_unlock(&d->lock);
     /* A read-only drive writes nothing, index and unlinks included. */
+    int none = failed; /* no victim to take (not: one put off by the budget) */
     for (int i = 0; !failed && (max_victims == 0 || i < max_victims); i++) {
         int rc = compact_one(d, force, below_id);
+        none = rc == 0;
         if (rc <= 0) break;
         released += rc;
     }
@@ -272,7 +274,7 @@ int drive_compact(drive_t *d, int max_victims, int force)
     pthread_mutex_unlock(&d->lock);
     /* Compaction comes in bursts: once a call finds nothing to do, its buffer (grown to a
      * whole batch, 32 MiB) goes until the next burst. Empty: every victim's copies flushed. */
-    if (!released && d->gw.buf && !d->gw.fill) drive__writer_release(&d->gw);
+    if (!released && none && d->gw.buf && !d->gw.fill) drive__writer_release(&d->gw);
     pthread_mutex_unlock(&d->gc_lock);
     return released;
 }
