@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-LOWER_BETTER = {"s", "ms", "us", "x", "B/obj", "B", "MiB"}
+LOWER_BETTER = {"s", "ms", "us", "x", "B/obj", "B", "MiB", "MiB/min"}
 
 
 def main():

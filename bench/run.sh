@@ -4,13 +4,15 @@
 # and SUITE.md. Every row is printed next to a ceiling measured in the same
 # run on the same machine.
 #
-# Suites: storage erasure s3 cluster sets reader heal drain (cluster: not in the default set; it
+# Suites: storage erasure s3 cluster sets reader heal drain memory (cluster: not in the default set; it
 #         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
 #         sets: likewise, one node of one set against one node of two sets;
 #         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
 #         bench/reader.py; heal: not in the default set; a replaced drive refilled by
 #         the heal scanner against fio's sequential write, bench/heal.sh; drain: not in
-#         the default set; a pool's objects moved to another, bench/drain.sh)
+#         the default set; a pool's objects moved to another, bench/drain.sh; memory: not in
+#         the default set; a node's memory over a long mixed load against its bounds,
+#         bench/memory.sh)
 #   --quick                 smaller sizes and shorter runs (CI smoke use)
 #   --full                  s3: the rows that take long (10^7-key listing, cost growth to 10^6
 #                           objects)
@@ -72,8 +74,11 @@ for s in "${suites[@]}"; do
     drain)
       bash bench/drain.sh "$BUILD" | tee "$RESULTS/drain.md"
       ;;
+    memory)
+      bash bench/memory.sh "$BUILD" | python3 bench/report.py memory "$RESULTS"
+      ;;
     *)
-      echo "unknown suite: $s (have: storage erasure s3 cluster sets reader heal drain)" >&2
+      echo "unknown suite: $s (have: storage erasure s3 cluster sets reader heal drain memory)" >&2
       exit 2
       ;;
   esac
