@@ -88,6 +88,14 @@ void drive__writer_release(writer_t *w)
     __atomic_store_n(&w->cap, 0, __ATOMIC_RELAXED); /* drive_mem reads it unlocked */
     w->peak = 0;
     w->since = 0;
+    /* The index batch and the list of pending records keep the capacity of the largest
+     * commit too (heaptrack: a compaction's batch of 12 MiB of index entries, kept). Both are
+     * empty here: a writer is released only with nothing packed. */
+    free(w->pend);
+    w->pend = NULL;
+    w->cap_pend = 0;
+    idx_batch_free(w->batch);
+    w->batch = w->kind == SEG_GC ? idx_batch_new_plain() : idx_batch_new();
 }
 
 /* After a commit of len bytes: the buffer goes when a long run of commits used a quarter of it
