@@ -1412,6 +1412,27 @@ def test_replaced_drive_is_listed_last_by_every_node(datadir, etcd):
         stop_all(nodes)
 
 
+def break_drive_geometry(node, drive):
+    """The node stopped, a bit of drive's geometry file flipped (the drive then does not open),
+    the node started again: (the file's path, its good bytes) for mend_drive_geometry."""
+    node.stop()
+    geo = os.path.join(node.data, "drive%d" % drive, "DRIVE")
+    with open(geo, "rb") as f:
+        good = f.read()
+    at = good.index(b"segment_size=") + len(b"segment_size=")
+    with open(geo, "wb") as f:
+        f.write(good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:])
+    node.start()
+    return geo, good
+
+
+def mend_drive_geometry(node, geo, good):
+    node.stop()
+    with open(geo, "wb") as f:
+        f.write(good)
+    node.start()
+
+
 def test_a_failed_drive_is_down_for_every_node(datadir, etcd):
     """A member one of whose drives does not open (a bit flipped in its geometry file)
     starts without it and says so in its registration ("failed"): every node takes that
@@ -1431,14 +1452,7 @@ def test_a_failed_drive_is_down_for_every_node(datadir, etcd):
             data = body(size, 400 + i)
             c.put_object(Bucket="dead", Key="a%d" % i, Body=data)
             want["a%d" % i] = md5(data)
-        n2.stop()
-        geo = os.path.join(n2.data, "drive1", "DRIVE")
-        with open(geo, "rb") as f:
-            good = f.read()
-        at = good.index(b"segment_size=") + len(b"segment_size=")
-        with open(geo, "wb") as f:
-            f.write(good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:])
-        n2.start()
+        geo, good = break_drive_geometry(n2, 1)
         assert "event=drive_failed path=%s/drive1" % n2.data in n2.read_log()
         st = json.loads(admin(etcd, "status", "--json").stdout)
         assert st["nodes"][1]["drives"][1].get("failed") is True, st["nodes"][1]
@@ -1458,10 +1472,7 @@ def test_a_failed_drive_is_down_for_every_node(datadir, etcd):
             cn = n.s3()
             for k, h in want.items():
                 assert md5(cn.get_object(Bucket="dead", Key=k)["Body"].read()) == h, (n.id, k)
-        n2.stop()
-        with open(geo, "wb") as f:
-            f.write(good)
-        n2.start()
+        mend_drive_geometry(n2, geo, good)
         assert "event=drive_back path=%s/drive1" % n2.data in n2.read_log()
 
         def refilled():
@@ -1491,14 +1502,7 @@ def test_a_failed_drive_is_failed_for_every_node_of_a_static_map(datadir):
         c = n1.s3()
         c.create_bucket(Bucket="dead")
         want = {}
-        n2.stop()
-        geo = os.path.join(n2.data, "drive1", "DRIVE")
-        with open(geo, "rb") as f:
-            good = f.read()
-        at = good.index(b"segment_size=") + len(b"segment_size=")
-        with open(geo, "wb") as f:
-            f.write(good[:at] + bytes([good[at] ^ 0x01]) + good[at + 1:])
-        n2.start()
+        geo, good = break_drive_geometry(n2, 1)
         assert "event=drive_failed path=%s/drive1" % n2.data in n2.read_log()
         at = doc["sets"][0]["drives"].index("n2/1")
         for i, size in enumerate([0, 800, 100000, 3 * 1048576 + 5]):
@@ -1513,10 +1517,7 @@ def test_a_failed_drive_is_failed_for_every_node_of_a_static_map(datadir):
         def failed_everywhere():
             return all(node_stats(n)["drives"][at]["health"] == "failed" for n in nodes)
         wait_for(failed_everywhere, "every node taking n2/1 as failed", timeout=30)
-        n2.stop()
-        with open(geo, "wb") as f:
-            f.write(good)
-        n2.start()
+        mend_drive_geometry(n2, geo, good)
         assert "event=drive_back path=%s/drive1" % n2.data in n2.read_log()
 
         def up_everywhere():
