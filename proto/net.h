@@ -128,7 +128,9 @@ proto_health_t proto_peer_health(const proto_peer_t *p);
  * What the control plane says (the node's etcd lease is gone, or back): while
  * away, the peer's health is down whatever its connections say, so readers
  * and writers go around it at once instead of each waiting out a deadline.
- * Calls made to it anyway go as before.
+ * Calls made to it anyway go as before. A comeback after it was said (a
+ * connection to the peer made ready again) ends it: a restarted node is back
+ * at once; the control plane says it again if the node is still gone.
  */
 void proto_peer_set_away(proto_peer_t *p, int away);
 const char *proto_peer_node(const proto_peer_t *p);

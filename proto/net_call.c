@@ -307,8 +307,7 @@ void net__enqueue(proto_net_t *n, proto_call_t *call, uint64_t now)
     /* A suspect peer (a call of it timed out) gets a short deadline until it answers; so does
      * one the control plane says is gone (asked only when the others cannot settle a read). */
     uint32_t limit = n->cfg.timeout_ms;
-    if ((atomic_load(&p->health) == PROTO_PEER_SUSPECT || atomic_load(&p->away)) &&
-        limit > SUSPECT_MS)
+    if ((atomic_load(&p->health) == PROTO_PEER_SUSPECT || net__peer_away(p)) && limit > SUSPECT_MS)
         limit = SUSPECT_MS;
     call->deadline_ms = now + limit;
     if (p->pending_tail)
@@ -348,16 +347,28 @@ proto_peer_t *proto_net_peer(proto_net_t *n, const char *node, const char *addr)
     return p;
 }
 
+/*
+ * Away as the control plane last said, unless the peer came back since: a
+ * restarted node is back for this one when a connection to it is made ready,
+ * not at the next lease check (which says it again if it is still gone).
+ */
+int net__peer_away(proto_peer_t *p)
+{
+    uint64_t a = atomic_load(&p->away);
+    return a && a - 1 == atomic_load(&p->comebacks);
+}
+
 proto_health_t proto_peer_health(const proto_peer_t *p)
 {
     proto_peer_t *q = (proto_peer_t *)p;
-    if (atomic_load(&q->away)) return PROTO_PEER_DOWN;
+    if (net__peer_away(q)) return PROTO_PEER_DOWN;
     return (proto_health_t)atomic_load(&q->health);
 }
 
 void proto_peer_set_away(proto_peer_t *p, int away)
 {
-    if (atomic_exchange(&p->away, away ? 1 : 0) == (away ? 1 : 0)) return;
+    uint64_t was = atomic_exchange(&p->away, away ? 1 + atomic_load(&p->comebacks) : 0);
+    if (!was == !away) return;
     if (away)
         log_warn("event=proto_peer_away peer=%s: its lease is gone; read and written around",
                  p->node);

@@ -121,7 +121,9 @@ struct proto_peer {
     uint64_t retry_at_ms; /* down: no reconnect before */
     int fails;            /* connections lost or refused in a row: the backoff doubles */
     _Atomic int health;
-    _Atomic int away; /* the control plane says the node is gone (proto_peer_set_away) */
+    /* The control plane says the node is gone (proto_peer_set_away): 1 + comebacks when it
+     * said so, 0: not away. A comeback since makes it stale. */
+    _Atomic uint64_t away;
     _Atomic uint64_t
         comebacks; /* connections made ready after it was down (proto_peer_comebacks) */
     /*
@@ -198,6 +200,7 @@ void net__on_response(proto_conn_t *c, const proto_hdr_t *h, const uint8_t *payl
 proto_conn_t *net__pick_conn(proto_peer_t *p);
 void net__fail_pending(proto_peer_t *p, int rc);
 void net__peer_connect(proto_peer_t *p);
+int net__peer_away(proto_peer_t *p);
 void net__peer_pump(proto_peer_t *p);
 void net__probe(proto_net_t *n, proto_peer_t *p, uint64_t now);
 void net__enqueue(proto_net_t *n, proto_call_t *call, uint64_t now);

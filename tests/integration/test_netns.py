@@ -79,6 +79,24 @@ class Cluster:
             config=Config(s3={"addressing_style": "path"}, connect_timeout=5, read_timeout=60,
                           retries={"total_max_attempts": 2 if retries else 1}))
 
+    def stats(self, node):
+        """The node's /_warmlake/stats (signed as the S3 clients sign)."""
+        import urllib.request
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        url = self.endpoint(node) + "/_warmlake/stats"
+        req = AWSRequest(method="GET", url=url, data=b"")
+        S3SigV4Auth(Credentials(self.env["AWS_ACCESS_KEY_ID"], self.env["AWS_SECRET_ACCESS_KEY"]),
+                    "s3", "us-east-1").add_auth(req)
+        r = urllib.request.Request(url, headers=dict(req.headers.items()), method="GET")
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def sees_all_up(self, node):
+        """Every store of the node's sets is up as the node sees them (in touch, not away)."""
+        return all(d["health"] == "up" for d in self.stats(node)["drives"])
+
     def status(self):
         """wl-admin status --json, from the map in the cluster's etcd."""
         with open(os.path.join(self.dir, "secret")) as f:
@@ -222,6 +240,7 @@ def test_kill_during_puts(cluster):
     assert not t.is_alive()
     st = cluster.ctl("status").stdout
     assert "n4" in st and "dead" in st, st
+    assert not cluster.sees_all_up("n1")
     for n in ("n1", "n2", "n3"):
         check_all(cluster.s3(n), "stream", acked, n)
     cluster.ctl("kill", "n3")
@@ -242,6 +261,8 @@ def test_kill_during_puts(cluster):
     for n in ("n3", "n4"):
         check_all(cluster.s3(n), "stream", acked, n)
     # etcd killed: data flows on the last map; started again on its data, the map is there.
+    # (Once n1 is back in touch with n3 and n4: they were away, and a PUT short of them fails.)
+    wait_for(lambda: cluster.sees_all_up("n1"), "n1 to see every store up again")
     cluster.ctl("kill", "etcd")
     c1.put_object(Bucket="stream", Key="no-etcd", Body=body(5000, 7))
     acked["no-etcd"] = md5(body(5000, 7))

@@ -702,15 +702,26 @@ static void test_garbage_and_down_peer(void **state)
     proto_peer_t *nobody = proto_net_peer(cl, "s2", "127.0.0.1:1");
     assert_int_equal(ping(nobody), ERR_IO);
     assert_int_equal(proto_peer_health(nobody), PROTO_PEER_DOWN);
+    /* The control plane says it is gone (its lease went while it was down). */
+    uint64_t comebacks = proto_peer_comebacks(p);
+    proto_peer_set_away(p, 1);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_DOWN);
     /* It comes back where it was: the peer is up again with no call made to find out
-     * (readers avoid a down peer's stores: nothing else would). */
+     * (readers avoid a down peer's stores: nothing else would), and what the control
+     * plane said before is stale: a restarted node does not wait for the next lease check. */
     serve_on = at;
     srv = serve(&e, "c1", "s1", secret, 1, 0);
     serve_on = "127.0.0.1:0";
     for (int i = 0; i < 400 && proto_peer_health(p) != PROTO_PEER_UP; i++)
         usleep(25000);
     assert_int_equal(proto_peer_health(p), PROTO_PEER_UP);
+    assert_int_equal(proto_peer_comebacks(p), comebacks + 1);
     assert_int_equal(ping(p), 0);
+    /* Said again after the comeback (still not registered): away again, until said back. */
+    proto_peer_set_away(p, 1);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_DOWN);
+    proto_peer_set_away(p, 0);
+    assert_int_equal(proto_peer_health(p), PROTO_PEER_UP);
     proto_net_stop(srv);
     proto_net_stop(cl);
     pthread_mutex_destroy(&e.mu);
