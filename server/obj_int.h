@@ -86,6 +86,8 @@ struct obj_set {
     uint32_t block;
     uint32_t inline_max; /* objects up to this size are stored inline (obj_set_inline_max) */
     uint32_t hedge_ms;   /* obj_set_hedge_ms; 0: reads wait for every block they asked */
+    /* Stores behind the network (their ops have stat_async): only their reads can be hedged. */
+    uint32_t remote;
     const _Atomic uint32_t *features; /* obj_set_features: in use; NULL: all of this build's */
     /* Per store: read around until this time (ms, CLOCK_MONOTONIC): a read was given up on. */
     _Atomic uint64_t slow_until[OBJ_MAX_SHARDS];

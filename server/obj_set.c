@@ -40,6 +40,8 @@ obj_set_t *obj_set_new(const shard_store_t *stores, int k, int m, uint32_t block
     s->block = block;
     s->inline_max = OBJ_INLINE_DEFAULT;
     memcpy(s->st, stores, sizeof(*stores) * (size_t)s->n);
+    for (int i = 0; i < s->n; i++)
+        if (s->st[i].ops->stat_async) s->remote |= 1u << i;
     pthread_mutex_init(&s->pin_mu, NULL);
     for (int i = 0; i < KEY_LOCKS; i++) {
         pthread_mutex_init(&s->key_locks[i], NULL);
