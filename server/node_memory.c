@@ -6,8 +6,15 @@
 
 void node_memory_setup(void)
 {
-    /* Setting it also turns glibc's moving of the trim threshold off (it stays 128 KiB). */
     mallopt(M_MMAP_THRESHOLD, NODE_MALLOC_MMAP);
+    /*
+     * Setting the mmap threshold also stops glibc moving the trim threshold, which stayed at
+     * 128 KiB: each listing page's buffers, freed at the top of an arena, were given back and
+     * faulted in again by the next page (5% of a node's CPU in page faults, listing at 8
+     * clients). Twice the mmap threshold is glibc's own rule: at most 4 MiB free kept at the
+     * top of each arena (measured: 800K -> 865K keys/s listed, 15% less node CPU).
+     */
+    mallopt(M_TRIM_THRESHOLD, 2 * NODE_MALLOC_MMAP);
 }
 
 void node_memory_process(node_memory_t *m)

@@ -57,6 +57,29 @@ static void test_large_frees_go_back(void **state)
     assert_true(free_after < free_before + (1u << 20));
 }
 
+/*
+ * A block under the mmap threshold freed at the top of the heap stays held
+ * for the next one (up to the trim threshold): with glibc's 128 KiB, which
+ * the mmap setting alone left, it went back to the system at once and the
+ * next block of its size was faulted in again, page by page.
+ */
+static void test_a_freed_top_block_is_kept(void **state)
+{
+    (void)state;
+#ifdef SANITIZED
+    skip();
+#endif
+    node_memory_setup();
+    malloc_trim(0); /* start from a trimmed heap */
+    void *a = malloc(1u << 20);
+    touch(a, 1u << 20);
+    node_memory_t in_use = {0}, freed = {0};
+    node_memory_process(&in_use);
+    free(a);
+    node_memory_process(&freed);
+    assert_true(freed.malloc_held + (64u << 10) >= in_use.malloc_held);
+}
+
 static void test_process_figures(void **state)
 {
     (void)state;
@@ -79,6 +102,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_large_frees_go_back),
+        cmocka_unit_test(test_a_freed_top_block_is_kept),
         cmocka_unit_test(test_process_figures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
