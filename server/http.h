@@ -50,6 +50,7 @@ typedef void (*http_handler_fn)(void *arg, http_req_t *r, const struct http_req_
 typedef struct {
     const char *listen; /* "127.0.0.1:9000" or "[::1]:9000" */
     int workers;        /* handler threads; default 32 */
+    int loops;          /* event loop threads, each with connections of its own; default 1 */
     int max_conns;      /* refuse beyond this; default 1024 */
     size_t max_header;  /* bytes of request line + headers; default 16 KiB */
     uint64_t idle_ms;   /* close idle keep-alive connections; default 60 s */

@@ -15,23 +15,40 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
+
+/*
+ * A stopping loop with no connection left lets its wake-up go (unref: its
+ * uv_run then returns). The handle itself stays open until http_server_free:
+ * a worker or another loop may still send to it (http__on_saturated runs
+ * with s->mu held, so it cannot ask under s->mu whether a loop is still there).
+ */
+static void loop_maybe_end(http_loop_t *l)
+{
+    if (!l->stopping || l->conns || __atomic_load_n(&l->ended, __ATOMIC_ACQUIRE)) return;
+    __atomic_store_n(&l->ended, 1, __ATOMIC_RELEASE);
+    uv_unref((uv_handle_t *)&l->async);
+}
 
 static void conn_unref(conn_t *c)
 {
     if (--c->refs > 0) return;
     http_server_t *s = c->s;
+    http_loop_t *l = c->l;
     if (c->prev)
         c->prev->next = c->next;
     else
-        s->conns = c->next;
+        l->conns = c->next;
     if (c->next) c->next->prev = c->prev;
-    s->nconns--;
-    if (c->refused) s->nrefused--;
+    if (!c->handed) {
+        __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&l->load, 1, __ATOMIC_RELAXED);
+    }
+    if (c->refused) __atomic_sub_fetch(&s->nrefused, 1, __ATOMIC_RELAXED);
     http_head_free(&c->head);
     free(c->pend);
     free(c);
-    if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
-        uv_close((uv_handle_t *)&s->async, NULL);
+    loop_maybe_end(l);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -99,7 +116,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes)
 {
     c->lingering = 1;
-    c->linger_until = http__now_ms(c->s) + ms;
+    c->linger_until = http__now_ms(c->l) + ms;
     c->linger_max = max_bytes;
     c->pend_off = c->pend_len = 0;
     if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0) {
@@ -112,23 +129,30 @@ void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes)
 /* The request is answered: next one, or close. */
 static void req_finish(conn_t *c, http_req_t *r)
 {
-    /* The worker may have posted it again meanwhile: it must not be seen after the free. */
-    pthread_mutex_lock(&c->s->mu);
+    /* The worker may have posted it again meanwhile: it must not be seen after the free; nor
+     * by another loop's eviction (s->reqs). */
+    http_server_t *s = c->s;
+    pthread_mutex_lock(&s->mu);
     if (r->in_events) {
-        http_req_t **pp = &c->s->events;
+        http_req_t **pp = &c->l->events;
         while (*pp && *pp != r)
             pp = &(*pp)->ev_next;
         if (*pp) *pp = r->ev_next;
         r->in_events = 0;
     }
-    pthread_mutex_unlock(&c->s->mu);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->reqs = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&s->mu);
     log_debug("event=finished req=%s method=%s target=%.80s peer=%s close=%d", r->id,
               r->info.method, r->info.target, r->info.peer, r->close_after || r->client_gone);
-    int close_after = r->close_after || r->client_gone || c->s->stopping;
+    int close_after = r->close_after || r->client_gone || c->l->stopping;
     int r_gone = r->client_gone, body_done = r->body_complete && !r->linger_after;
     c->req = NULL;
     c->begun = 0;
-    c->last_done = http__now_ms(c->s);
+    c->last_done = http__now_ms(c->l);
     req_free(r);
     /*
      * The request's reference goes last: when the connection is closing its
@@ -141,7 +165,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     conn_unref(c); /* the tcp and timer handles still hold c */
     if (close_after) {
         /* A client still sending a body it will never get to finish: answer, then linger. */
-        if (!r_gone && !c->s->stopping && !body_done && !c->peer_eof)
+        if (!r_gone && !c->l->stopping && !body_done && !c->peer_eof)
             http__conn_linger(c, LINGER_MS, LINGER_BYTES);
         else
             http__conn_close(c);
@@ -149,7 +173,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     }
     llhttp_resume(&c->parser);
     c->paused = 0;
-    c->last_activity = http__now_ms(c->s);
+    c->last_activity = http__now_ms(c->l);
     parse_more(c);
     /* After the client's EOF: all it sent is answered (close), or the next request's body
      * is cut short there (its handler answers that at once, not after --io-timeout). */
@@ -190,9 +214,12 @@ void http_req_set_principal(http_req_t *r, const char *who)
     pthread_mutex_unlock(&r->s->mu);
 }
 
+static void conn_adopt(http_loop_t *l, uv_os_sock_t fd, int hops);
+
 void http__handle_events(uv_async_t *a)
 {
-    http_server_t *s = a->data;
+    http_loop_t *l = a->data;
+    http_server_t *s = l->s;
     /*
      * Take the pending requests out as an array: once in_events is cleared a
      * worker may post a request again, which rewrites its ev_next link.
@@ -200,14 +227,21 @@ void http__handle_events(uv_async_t *a)
     size_t n = 0, cap = 16;
     http_req_t **list = xmalloc(cap * sizeof(*list));
     pthread_mutex_lock(&s->mu);
-    for (http_req_t *r = s->events; r; r = r->ev_next) {
+    for (http_req_t *r = l->events; r; r = r->ev_next) {
         if (n == cap) list = xrealloc(list, (cap *= 2) * sizeof(*list));
         list[n++] = r;
     }
     for (size_t i = 0; i < n; i++)
         list[i]->in_events = 0;
-    s->events = NULL;
+    l->events = NULL;
+    handoff_t *handed = l->handoffs;
+    l->handoffs = NULL;
     pthread_mutex_unlock(&s->mu);
+    for (handoff_t *h = handed, *hn; h; h = hn) {
+        hn = h->next;
+        conn_adopt(l, h->fd, h->hops);
+        free(h);
+    }
 
     for (size_t i = 0; i < n; i++) {
         http_req_t *r = list[i];
@@ -217,8 +251,14 @@ void http__handle_events(uv_async_t *a)
         chunks = r->out_head;
         r->out_head = r->out_tail = NULL;
         int want_continue = r->want_continue, room = r->in_len - r->in_off < LOW_WATER;
-        int gone = r->client_gone;
+        int gone = r->client_gone, evict = r->evict_asked;
+        r->evict_asked = 0;
         pthread_mutex_unlock(&s->mu);
+        /* Another loop's eviction chose it (http__evict_stalled): closed here, its loop. */
+        if (evict && !c->closing) {
+            http__conn_close(c);
+            gone = 1;
+        }
 
         /* (not to a client that has shut its side: no body can come) */
         if (!c->closing && want_continue && !c->continue_sent && !c->peer_eof) {
@@ -255,15 +295,20 @@ void http__handle_events(uv_async_t *a)
         if (done) req_finish(c, r);
     }
     free(list);
-    if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) http__evict_stalled(s);
-    if (s->stop_requested && !s->stopping) {
-        s->stopping = 1;
-        uv_close((uv_handle_t *)&s->listener, NULL);
-        for (conn_t *c = s->conns; c; c = c->next)
-            if (!c->req && !c->closing) http__conn_close(c);
-    }
-    if (s->stopping && !s->conns && !uv_is_closing((uv_handle_t *)&s->async))
-        uv_close((uv_handle_t *)&s->async, NULL);
+    if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) http__evict_stalled(l);
+    if (__atomic_load_n(&s->stop_requested, __ATOMIC_ACQUIRE) && !l->stopping) http__loop_stop(l);
+    loop_maybe_end(l);
+}
+
+void http__loop_stop(http_loop_t *l)
+{
+    l->stopping = 1;
+    __atomic_store_n(&l->s->stopping, 1, __ATOMIC_RELEASE);
+    if (l->listening) uv_close((uv_handle_t *)&l->listener, NULL);
+    l->listening = 0;
+    for (conn_t *c = l->conns; c; c = c->next)
+        if (!c->req && !c->closing) http__conn_close(c);
+    loop_maybe_end(l);
 }
 
 /* ---- parsing ---- */
@@ -280,7 +325,7 @@ static int on_message_begin(llhttp_t *p)
     http_head_reset(&c->head);
     c->continue_sent = 0;
     c->begun = 1;
-    c->msg_begin = http__now_ms(c->s);
+    c->msg_begin = http__now_ms(c->l);
     return 0;
 }
 
@@ -331,6 +376,11 @@ static int on_headers_complete(llhttp_t *p)
         r->body_complete = 1;
     c->req = r;
     c->refs++;
+    pthread_mutex_lock(&s->mu); /* seen by every loop's eviction from now on */
+    r->next = s->reqs;
+    if (s->reqs) s->reqs->prev = r;
+    s->reqs = r;
+    pthread_mutex_unlock(&s->mu);
     r->progress_ms = r->start_ms = http__mono_ms();
     r->job.run = http__run_handler;
     /* Handed to a worker once this read's bytes are parsed (submit_pending). */
@@ -407,15 +457,23 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
+static uint64_t salt;
+static pthread_once_t salt_once = PTHREAD_ONCE_INIT;
+
+static void salt_init(void)
+{
+    if (getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
+        salt = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL);
+}
+
 void http__new_request_id(char id[17])
 {
-    /* Loop thread only. The salt, random per process: two nodes started together gave
-     * their requests the same ids (a cluster probe), ambiguous in logs and error bodies. */
-    static uint64_t counter, salt;
-    if (!salt && getrandom(&salt, sizeof(salt), 0) != (ssize_t)sizeof(salt))
-        salt = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL);
-    snprintf(id, 17, "%016llX",
-             (unsigned long long)((++counter ^ ((uint64_t)time(NULL) << 24)) + salt));
+    /* Any loop. The salt, random per process: two nodes started together gave their
+     * requests the same ids (a cluster probe), ambiguous in logs and error bodies. */
+    static uint64_t counter;
+    pthread_once(&salt_once, salt_init);
+    uint64_t n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(id, 17, "%016llX", (unsigned long long)((n ^ ((uint64_t)time(NULL) << 24)) + salt));
 }
 
 /* Whether the request being received has a full inbound buffer (reading must wait). */
@@ -610,7 +668,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         if (c->linger_bytes > c->linger_max) http__conn_close(c);
         return;
     }
-    c->last_activity = http__now_ms(c->s);
+    c->last_activity = http__now_ms(c->l);
     if (c->direct) {
         /* Body bytes in place: the parser sees them where they are (on_body keeps them). */
         char *at = c->direct;
@@ -666,27 +724,95 @@ static void settings_init(void)
     settings.on_message_complete = on_message_complete;
 }
 
-void http__on_connection(uv_stream_t *l, int status)
+/* A connection on loop l, counted (not yet accepted or opened). */
+static conn_t *conn_new(http_loop_t *l)
 {
-    http_server_t *s = l->data;
-    if (status < 0) return;
+    http_server_t *s = l->s;
     conn_t *c = xcalloc(1, sizeof(*c));
     c->s = s;
+    c->l = l;
     c->head.max = s->cfg.max_header;
     c->refs = 2; /* tcp + timer handles */
-    uv_tcp_init(&s->loop, &c->tcp);
-    uv_timer_init(&s->loop, &c->timer);
+    uv_tcp_init(&l->loop, &c->tcp);
+    uv_timer_init(&l->loop, &c->timer);
     c->tcp.data = c->timer.data = c;
-    c->next = s->conns;
-    if (s->conns) s->conns->prev = c;
-    s->conns = c;
-    s->nconns++;
-    if (uv_accept(l, (uv_stream_t *)&c->tcp) != 0 || s->stopping) {
-        http__conn_close(c);
-        return;
+    c->next = l->conns;
+    if (l->conns) l->conns->prev = c;
+    l->conns = c;
+    __atomic_add_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
+    return c;
+}
+
+/*
+ * At the limit with no idle connection of this loop to close for it: the
+ * next loop looks at its own (1: handed). A socket of its own for the next
+ * loop (a dup: this loop's handle closes the one it has), queued under s->mu.
+ */
+static int hand_to(conn_t *c, http_loop_t *next, int hops)
+{
+    http_server_t *s = c->s;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return 0;
+    int dupfd = dup(fd);
+    if (dupfd < 0) return 0;
+    handoff_t *h = xmalloc(sizeof(*h));
+    *h = (handoff_t){NULL, dupfd, hops + 1};
+    if (__atomic_load_n(&next->ended, __ATOMIC_ACQUIRE)) {
+        close(dupfd);
+        free(h);
+        return 0;
     }
-    if (s->nconns - s->nrefused > s->cfg.max_conns && !http__evict_idle(s, c)) {
-        http__refuse(c);
+    pthread_mutex_lock(&s->mu); /* (one that ends meanwhile: closed by http_server_free) */
+    h->next = next->handoffs;
+    next->handoffs = h;
+    pthread_mutex_unlock(&s->mu);
+    uv_async_send(&next->async);
+    c->handed = 1; /* counted again by the loop that takes it */
+    __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&c->l->load, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&next->load, 1, __ATOMIC_RELAXED); /* (before it is taken: balance) */
+    http__conn_close(c);
+    return 1;
+}
+
+static int hand_on(conn_t *c, int hops)
+{
+    http_server_t *s = c->s;
+    if (hops + 1 >= s->nloops) return 0;
+    return hand_to(c, &s->loops[(c->l->index + 1) % s->nloops], hops);
+}
+
+/*
+ * The loop that wakes first accepts every connection waiting (libuv accepts
+ * until none is left): 8 clients connecting at once all went to one loop,
+ * which ran at 100% while the other idled. A newcomer goes to the loop with
+ * the fewest connections (1: handed there).
+ */
+static int balance(conn_t *c)
+{
+    http_server_t *s = c->s;
+    http_loop_t *best = c->l;
+    int least = __atomic_load_n(&c->l->load, __ATOMIC_RELAXED) - 1; /* c aside */
+    for (int i = 0; i < s->nloops; i++) {
+        http_loop_t *l = &s->loops[i];
+        int n = __atomic_load_n(&l->load, __ATOMIC_RELAXED);
+        if (l != c->l && n < least && !__atomic_load_n(&l->ended, __ATOMIC_ACQUIRE)) {
+            best = l;
+            least = n;
+        }
+    }
+    return best != c->l && hand_to(c, best, 0);
+}
+
+/* A connection accepted (or handed over): the limit, then reading. */
+static void conn_start(conn_t *c, int hops)
+{
+    http_server_t *s = c->s;
+    if (__atomic_load_n(&s->nconns, __ATOMIC_RELAXED) -
+                __atomic_load_n(&s->nrefused, __ATOMIC_RELAXED) >
+            s->cfg.max_conns &&
+        !http__evict_idle(c->l, c)) {
+        if (!hand_on(c, hops)) http__refuse(c);
         return;
     }
     struct sockaddr_storage ss;
@@ -708,7 +834,37 @@ void http__on_connection(uv_stream_t *l, int status)
     llhttp_init(&c->parser, HTTP_REQUEST, &settings);
     c->head.owner = c;
     c->parser.data = &c->head;
-    c->last_activity = c->msg_begin = http__now_ms(s);
+    c->last_activity = c->msg_begin = http__now_ms(c->l);
     uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
     start_reading(c);
+}
+
+void http__on_connection(uv_stream_t *lst, int status)
+{
+    http_loop_t *l = lst->data;
+    if (status < 0) return;
+    conn_t *c = conn_new(l);
+    __atomic_add_fetch(&l->load, 1, __ATOMIC_RELAXED);
+    if (uv_accept(lst, (uv_stream_t *)&c->tcp) != 0 || l->stopping) {
+        http__conn_close(c);
+        return;
+    }
+    if (l->s->nloops > 1 && balance(c)) return;
+    conn_start(c, 0);
+}
+
+/* A socket another loop accepted and handed on (hand_on). */
+static void conn_adopt(http_loop_t *l, uv_os_sock_t fd, int hops)
+{
+    conn_t *c = conn_new(l);
+    if (uv_tcp_open(&c->tcp, fd) != 0) {
+        close(fd);
+        http__conn_close(c);
+        return;
+    }
+    if (l->stopping) {
+        http__conn_close(c);
+        return;
+    }
+    conn_start(c, hops);
 }

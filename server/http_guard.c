@@ -39,6 +39,7 @@ static uint64_t stalled_for(const http_req_t *r, uint64_t now)
 
 typedef struct {
     conn_t *c;
+    http_req_t *r; /* c's request (c->req is its loop's to read) */
     const char *who;
     int stalled_now;
     uint64_t stalled, moved, age;
@@ -69,23 +70,28 @@ static int by_principal(const void *a, const void *b)
  * (hostile probe); and the longest stall within a principal let such a burst signed with one shared
  * key still evict the honest upload signed with it (re-probe).
  */
-void http__evict_stalled(http_server_t *s)
+void http__evict_stalled(http_loop_t *l)
 {
+    http_server_t *s = l->s;
     size_t n = 0, cap = 64;
     held_t *h = xmalloc(cap * sizeof(*h));
     uint64_t now = http__mono_ms();
     pool_stats_t ps;
     pthread_mutex_lock(&s->mu);
     pool_stats(s->workers, &ps); /* (s->mu, then the pool's: stall_begin's order) */
-    for (conn_t *c = s->conns; c; c = c->next) {
-        http_req_t *r = c->req;
-        if (!r || c->closing || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) || r->handler_done)
+    /* The requests of every loop (s->reqs, under s->mu); a closed connection's has client_gone
+     * (set under s->mu by http__conn_close). */
+    for (http_req_t *r = s->reqs; r; r = r->next) {
+        conn_t *c = r->c;
+        if (r->client_gone || r->evict_asked || !__atomic_load_n(&r->running, __ATOMIC_ACQUIRE) ||
+            r->handler_done)
             continue;
         /* Told already (below): its worker is on its way out; counted as held (else the
          * count falls short of the threads and nothing is evicted), never taken twice. */
         int told = r->body_timed_out && r->close_after;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
         h[n++] = (held_t){c,
+                          r,
                           r->principal,
                           r->waiting > 0 && !told,
                           r->waiting ? stalled_for(r, now) : 0,
@@ -123,15 +129,24 @@ void http__evict_stalled(http_server_t *s)
      * or an EOF and no reason (a probe: 286 uploads so closed under --max-stalled 2, 26 of
      * them sending at full speed). One whose response is under way can only be closed.
      */
-    int told = 0;
+    int told = 0, here = 0;
+    char peer[64] = "", id[17] = "";
     if (worst) {
-        http_req_t *r = worst->req;
+        http_req_t *r = best->r;
+        snprintf(peer, sizeof(peer), "%s", worst->peer);
+        snprintf(id, sizeof(id), "%s", r->id);
         if (r->body_waiting && !r->responded && !r->body_timed_out) {
             r->body_timed_out = 1;
             r->close_after = 1;
             r->progress_ms = now;
             pthread_cond_broadcast(&r->cv);
             told = 1;
+        } else if (worst->l == l) {
+            here = 1; /* closed below, once s->mu is free */
+        } else {
+            /* Another loop's: that loop closes it (http__handle_events). */
+            r->evict_asked = 1;
+            http__post(r);
         }
     }
     pthread_mutex_unlock(&s->mu);
@@ -139,9 +154,9 @@ void http__evict_stalled(http_server_t *s)
     if (!worst) return;
     log_warn("event=stalled_client_evicted peer=%s stalled_ms=%llu moved=%llu age_ms=%llu "
              "principal_holds=%zu answered=%d req=%s",
-             worst->peer, (unsigned long long)worst_for, (unsigned long long)worst_moved,
-             (unsigned long long)worst_age, most, told, worst->req->id);
-    if (!told) http__conn_close(worst);
+             peer, (unsigned long long)worst_for, (unsigned long long)worst_moved,
+             (unsigned long long)worst_age, most, told, id);
+    if (here) http__conn_close(worst);
 }
 
 /*
@@ -175,13 +190,15 @@ static size_t response_delivered(conn_t *c, const http_req_t *r)
 
 static uint64_t stall_limit_ms(const http_server_t *s)
 {
-    return s->stopping && s->cfg.io_ms > STOP_STALL_MS ? STOP_STALL_MS : s->cfg.io_ms;
+    return __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE) && s->cfg.io_ms > STOP_STALL_MS
+               ? STOP_STALL_MS
+               : s->cfg.io_ms;
 }
 
 void http__on_timer(uv_timer_t *t)
 {
     conn_t *c = t->data;
-    uint64_t now = http__now_ms(c->s);
+    uint64_t now = http__now_ms(c->l);
     if (c->lingering && !c->closing && now > c->linger_until) http__conn_close(c);
     if (c->req && !c->closing) {
         /* No byte moved for io_ms while the request waits on its client: close. */
@@ -236,11 +253,11 @@ void http__on_timer(uv_timer_t *t)
  */
 #define HEAD_SLOW_MS 1000
 
-int http__evict_idle(http_server_t *s, conn_t *fresh)
+int http__evict_idle(http_loop_t *l, conn_t *fresh)
 {
     conn_t *victim = NULL;
-    uint64_t now = http__now_ms(s), since = 0;
-    for (conn_t *c = s->conns; c; c = c->next) {
+    uint64_t now = http__now_ms(l), since = 0;
+    for (conn_t *c = l->conns; c; c = c->next) {
         if (c == fresh || c->closing || c->req || c->lingering) continue;
         uint64_t t = c->begun ? c->msg_begin : c->last_activity;
         if (c->begun ? now - c->msg_begin < HEAD_SLOW_MS : c->pend_len != c->pend_off) continue;
@@ -286,18 +303,19 @@ void http__answer_early(conn_t *c, const char *status, const char *code, const c
         http__conn_close(c); /* cannot happen with the callers' texts; never a cut answer */
         return;
     }
+    int lingering = __atomic_load_n(&s->nrefused, __ATOMIC_RELAXED);
     log_info("event=answered_early peer=%s status=\"%s\" code=%s req=%s lingering=%d", c->peer,
-             status, code, id, s->nrefused);
+             status, code, id, lingering);
     uv_buf_t b = uv_buf_init(resp, (unsigned)n);
     int sent = uv_try_write((uv_stream_t *)&c->tcp, &b, 1) == n;
-    if (!sent || s->nrefused >= EARLY_LINGER_MAX) {
+    if (!sent || lingering >= EARLY_LINGER_MAX) {
         http__conn_close(c);
         return;
     }
     http__conn_linger(c, EARLY_LINGER_MS, EARLY_LINGER_BYTES);
     if (c->closing) return;
     c->refused = 1;
-    s->nrefused++;
+    __atomic_add_fetch(&s->nrefused, 1, __ATOMIC_RELAXED);
     uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
 }
 
@@ -306,7 +324,9 @@ void http__answer_early(conn_t *c, const char *status, const char *code, const c
 void http__refuse(conn_t *c)
 {
     http_server_t *s = c->s;
-    log_info("event=conn_refused conns=%d lingering=%d", s->nconns, s->nrefused);
+    log_info("event=conn_refused conns=%d lingering=%d",
+             __atomic_load_n(&s->nconns, __ATOMIC_RELAXED),
+             __atomic_load_n(&s->nrefused, __ATOMIC_RELAXED));
     http__answer_early(c, "503 Service Unavailable", "SlowDown",
                        "Too many connections; reduce your request rate.", "");
 }

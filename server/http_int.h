@@ -9,11 +9,20 @@
  *   http_req.c     the worker side: what handlers call
  *   http_head.c    request heads (llhttp callbacks, no I/O)
  *
- * Threads. One loop thread owns every socket, every conn_t and the parser;
- * handlers run on the "wl-http" job pool (common/pool). They meet in the
- * http_req_t, whose shared fields are guarded by s->mu; a worker wakes the
- * loop with http__post (the request joins s->events, uv_async_send), the
- * loop wakes a worker with r->cv.
+ * Threads. Each of the server's loops (cfg.loops, http_loop_t) owns the
+ * sockets, conn_t and parsers of the connections it accepted; every loop
+ * listens on the same socket and the one that wakes first accepts. One loop
+ * wrote every response: it ran at 100% of a core with the node's other core
+ * half idle (8 clients of 4 KiB or 1 MiB GETs, or of listings). Handlers run
+ * on the "wl-http" job pool (common/pool), shared by the loops. They meet in
+ * the http_req_t, whose shared fields are guarded by s->mu (one for the
+ * server); a worker wakes the request's loop with http__post (the request
+ * joins its loop's events, uv_async_send), the loop wakes a worker with r->cv.
+ * The guards that weigh connections against each other work across loops:
+ * the stalled-request eviction walks s->reqs (every request, under s->mu)
+ * and has the chosen one's loop close it; a newcomer at the connection limit
+ * whose loop has no idle connection to close for it is handed to the next
+ * loop, and refused only once every loop had none.
  *
  * Lifetime of a connection and its requests:
  *
@@ -111,6 +120,8 @@ struct http_req {
     int http10;       /* an HTTP/1.0 request: a body of unknown length ends with the connection */
     int in_events;
     struct http_req *ev_next;
+    struct http_req *next, *prev; /* s->reqs (s->mu) */
+    int evict_asked;              /* another loop chose it: its own loop closes it (s->mu) */
     /*
      * Stalls: waiting > 0 while the worker is blocked on the client (body
      * bytes to arrive, response bytes to be taken), since wait_ms; progress_ms
@@ -130,10 +141,13 @@ struct http_req {
     http_after_t *after; /* worker side until handler_done, then the loop's */
 };
 
+typedef struct http_loop http_loop_t;
+
 struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     http_server_t *s;
+    http_loop_t *l; /* the loop that owns it */
     llhttp_t parser;
     http_head_t head;           /* the request head being received */
     struct http_req *req;       /* being received or handled */
@@ -164,14 +178,38 @@ struct conn {
     uv_shutdown_t shutdown;
     uint64_t last_activity, msg_begin, last_done;
     char peer[64];
+    int handed; /* given to another loop (http__handoff): no longer counted here */
     struct conn *next, *prev;
+};
+
+/* A socket accepted by one loop, handed to another at the connection limit. */
+typedef struct handoff {
+    struct handoff *next;
+    uv_os_sock_t fd;
+    int hops; /* loops that had no idle connection to close for it */
+} handoff_t;
+
+struct http_loop {
+    http_server_t *s;
+    int index;
+    uv_loop_t loop;
+    uv_tcp_t listener; /* the server's listening socket (a dup of it past loop 0) */
+    uv_async_t async;
+    int listening;
+    int stopping;
+    int ended;               /* stopped with no connection left: its async let go (atomic) */
+    int load;                /* its connections, and those handed to it not yet taken (atomic) */
+    struct http_req *events; /* posted by workers (s->mu) */
+    handoff_t *handoffs;     /* sockets handed to this loop (s->mu) */
+    conn_t *conns;           /* its connections (its thread only) */
+    pthread_t thread;
+    int started;
 };
 
 struct http_server {
     http_cfg_t cfg;
-    uv_loop_t loop;
-    uv_tcp_t listener;
-    uv_async_t async;
+    http_loop_t *loops;
+    int nloops;
     /*
      * Handlers run on a job pool (common/pool). A worker blocked on its
      * client does not count against cfg.workers: the pool starts threads for
@@ -181,16 +219,16 @@ struct http_server {
     pool_t *workers;
     int evict; /* atomic */
     pthread_mutex_t mu;
-    struct http_req *events;
-    int stopping, stop_requested, nconns, port;
-    int nrefused; /* of nconns: answered early, lingering (outside the limit) */
-    conn_t *conns;
+    struct http_req *reqs;              /* every request not yet finished (s->mu) */
+    int stopping, stop_requested, port; /* (atomic) */
+    int nconns;                         /* of all loops (atomic) */
+    int nrefused; /* of nconns: answered early, lingering (outside the limit; atomic) */
 };
 
-/* The loop's clock (loop thread only). */
-static inline uint64_t http__now_ms(http_server_t *s)
+/* A loop's clock (its thread only). */
+static inline uint64_t http__now_ms(http_loop_t *l)
 {
-    return uv_now(&s->loop);
+    return uv_now(&l->loop);
 }
 
 /* A clock both the loop and the workers read (uv_now is the loop's only). */
@@ -213,6 +251,8 @@ void http__on_saturated(void *arg);
 /* ---- http_conn.c (loop side) ---- */
 void http__on_connection(uv_stream_t *l, int status);
 void http__handle_events(uv_async_t *a);
+/* A loop's end of the stop: its listener and idle connections closed, then its wake-up. */
+void http__loop_stop(http_loop_t *l);
 /* Close c (its request's worker is told: client_gone). */
 void http__conn_close(conn_t *c);
 /* Write resp (whatever of it the socket takes now), then close. */
@@ -228,10 +268,12 @@ void http__conn_linger(conn_t *c, uint64_t ms, uint64_t max_bytes);
 /* ---- http_guard.c (loop side) ---- */
 /* The per-connection timer (every second): timeouts, the end of a lingering close. */
 void http__on_timer(uv_timer_t *t);
-/* Every worker is held and work waits: close the stalled request that costs the most. */
-void http__evict_stalled(http_server_t *s);
-/* At the connection limit: close a connection that holds a slot for nothing (1), or 0. */
-int http__evict_idle(http_server_t *s, conn_t *fresh);
+/* Every worker is held and work waits: close the stalled request that costs the most (of any
+ * loop; l: the loop that looks). */
+void http__evict_stalled(http_loop_t *l);
+/* At the connection limit: close a connection of fresh's loop that holds a slot for nothing
+ * (1), or 0. */
+int http__evict_idle(http_loop_t *l, conn_t *fresh);
 /* At the connection limit with no room made: answer 503 SlowDown, linger, close. */
 void http__refuse(conn_t *c);
 

@@ -53,12 +53,13 @@ void http__moved(http_req_t *r, size_t n, uint64_t now)
 /* Under s->mu: make the loop look at this request. */
 void http__post(http_req_t *r)
 {
+    http_loop_t *l = r->c->l;
     if (!r->in_events) {
         r->in_events = 1;
-        r->ev_next = r->s->events;
-        r->s->events = r;
+        r->ev_next = l->events;
+        l->events = r;
     }
-    uv_async_send(&r->s->async);
+    uv_async_send(&l->async);
 }
 
 long http_body_read(http_req_t *r, void *buf, size_t cap)
@@ -246,7 +247,8 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
      * the next request (a signed PUT inside one ran: hostile probe). */
     if (!r->body_complete || status == 411) r->close_after = 1;
     if (status == 411) r->linger_after = 1; /* its body is likely still coming: lingering close */
-    int keep = r->keep_alive && !r->close_after && !r->s->stopping;
+    int keep =
+        r->keep_alive && !r->close_after && !__atomic_load_n(&r->s->stopping, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&r->s->mu);
     int n = snprintf(head, cap, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: warmlake\r\n%s%s", status,
                      reason(status), date, headers ? headers : "", r->extra ? r->extra : "");
@@ -414,7 +416,13 @@ void http__on_saturated(void *arg)
 {
     http_server_t *s = arg;
     __atomic_store_n(&s->evict, 1, __ATOMIC_RELEASE);
-    uv_async_send(&s->async);
+    /* Any loop looks across them all (http__evict_stalled): the first still running (s->mu
+     * may be held here: stall_begin). */
+    for (int i = 0; i < s->nloops; i++)
+        if (!__atomic_load_n(&s->loops[i].ended, __ATOMIC_ACQUIRE) || i == s->nloops - 1) {
+            uv_async_send(&s->loops[i].async);
+            break;
+        }
 }
 
 void http_add_headers(http_req_t *r, const char *lines)

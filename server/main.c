@@ -146,6 +146,11 @@ int main(int argc, char **argv)
     http_cfg_t hc = {0};
     hc.listen = conf.listen;
     hc.workers = (int)conf.workers;
+    hc.loops = (int)conf.http_loops;
+    if (!hc.loops) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        hc.loops = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+    }
     hc.max_conns = (int)conf.max_conns;
     hc.max_header = (size_t)conf.max_header;
     hc.header_ms = (uint64_t)conf.header_timeout_s * 1000;

@@ -35,6 +35,7 @@ typedef struct {
     const char *listen, *data, *domain, *region;
     const char *cluster_map, *node, *cluster_secret_file, *etcd, *etcd_prefix;
     int64_t drives, k, m, workers, max_conns, max_stalled, log_level;
+    int64_t http_loops; /* 0: one per CPU core, at most 4 */
     int64_t header_timeout_s, idle_timeout_s, io_timeout_s, lifecycle_day_s, commit_gather_us;
     int64_t peer_timeout_ms, hedge_ms, write_quorum, scrub_interval_s, lease_ttl_s, reap_grace_s;
     int64_t segment_pool;

@@ -11,11 +11,11 @@ import pytest
 from conftest import AK, SK, WARMLAKED, Server
 
 FLAGS = ["listen", "data", "drives", "ec", "drive-capacity", "segment-size", "iu", "dwpd",
-         "block", "inline-max", "commit-gather", "segment-pool", "index-cache", "workers", "max-conns", "max-stalled", "log-level", "domain", "region",
+         "block", "inline-max", "commit-gather", "segment-pool", "index-cache", "workers", "http-loops", "max-conns", "max-stalled", "log-level", "domain", "region",
          "max-header", "header-timeout", "idle-timeout", "io-timeout", "lifecycle-day-seconds",
          "cluster", "etcd", "etcd-prefix", "node", "cluster-secret-file", "peer-timeout-ms", "hedge-ms", "lease-ttl", "drain-rate",
          "write-quorum", "scrub-interval", "scrub-rate", "reap-grace", "config", "help"]
-INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] max_conns",
+INI_KEYS = ["[server] listen", "[server] data", "[server] workers", "[server] http_loops", "[server] max_conns",
             "[server] max_stalled", "[server] log_level", "[server] domain", "[server] region",
             "[server] max_header", "[server] header_timeout", "[server] idle_timeout",
             "[server] io_timeout", "[server] lifecycle_day_seconds", "[erasure] k", "[erasure] m", "[erasure] block",
