@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -26,8 +27,19 @@
 static void loop_maybe_end(http_loop_t *l)
 {
     if (!l->stopping || l->conns || __atomic_load_n(&l->ended, __ATOMIC_ACQUIRE)) return;
+    http_server_t *s = l->s;
+    /* Under s->mu: hand_to queues only to a loop not ended, as it sees it under s->mu. */
+    pthread_mutex_lock(&s->mu);
     __atomic_store_n(&l->ended, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&s->mu);
     uv_unref((uv_handle_t *)&l->async);
+    /* An eviction asked of this loop as it ended goes to one still running. */
+    if (__atomic_load_n(&s->evict, __ATOMIC_ACQUIRE))
+        for (int i = 0; i < s->nloops; i++)
+            if (!__atomic_load_n(&s->loops[i].ended, __ATOMIC_ACQUIRE)) {
+                uv_async_send(&s->loops[i].async);
+                break;
+            }
 }
 
 static void conn_unref(conn_t *c)
@@ -296,14 +308,16 @@ void http__handle_events(uv_async_t *a)
     }
     free(list);
     if (__atomic_exchange_n(&s->evict, 0, __ATOMIC_ACQ_REL)) http__evict_stalled(l);
-    if (__atomic_load_n(&s->stop_requested, __ATOMIC_ACQUIRE) && !l->stopping) http__loop_stop(l);
+    if (__atomic_load_n(&s->stop_requested, __ATOMIC_ACQUIRE) && !l->stopping) {
+        __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+        http__loop_stop(l);
+    }
     loop_maybe_end(l);
 }
 
 void http__loop_stop(http_loop_t *l)
 {
     l->stopping = 1;
-    __atomic_store_n(&l->s->stopping, 1, __ATOMIC_RELEASE);
     if (l->listening) uv_close((uv_handle_t *)&l->listener, NULL);
     l->listening = 0;
     for (conn_t *c = l->conns; c; c = c->next)
@@ -753,33 +767,41 @@ static int hand_to(conn_t *c, http_loop_t *next, int hops)
     http_server_t *s = c->s;
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0) return 0;
-    int dupfd = dup(fd);
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (dupfd < 0) return 0;
     handoff_t *h = xmalloc(sizeof(*h));
     *h = (handoff_t){NULL, dupfd, hops + 1};
-    if (__atomic_load_n(&next->ended, __ATOMIC_ACQUIRE)) {
+    pthread_mutex_lock(&s->mu);
+    int open = !__atomic_load_n(&next->ended, __ATOMIC_ACQUIRE);
+    if (open) {
+        /* Counted there from now on, before that loop can take it and weigh the limit. */
+        c->handed = 1;
+        __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&c->l->load, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&next->load, 1, __ATOMIC_RELAXED);
+        h->next = next->handoffs;
+        next->handoffs = h;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!open) {
         close(dupfd);
         free(h);
         return 0;
     }
-    pthread_mutex_lock(&s->mu); /* (one that ends meanwhile: closed by http_server_free) */
-    h->next = next->handoffs;
-    next->handoffs = h;
-    pthread_mutex_unlock(&s->mu);
     uv_async_send(&next->async);
-    c->handed = 1; /* counted again by the loop that takes it */
-    __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
-    __atomic_sub_fetch(&c->l->load, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&next->load, 1, __ATOMIC_RELAXED); /* (before it is taken: balance) */
     http__conn_close(c);
     return 1;
 }
 
+/* The next loop still running after c's, unless every loop has had the newcomer (hops). */
 static int hand_on(conn_t *c, int hops)
 {
     http_server_t *s = c->s;
-    if (hops + 1 >= s->nloops) return 0;
-    return hand_to(c, &s->loops[(c->l->index + 1) % s->nloops], hops);
+    for (int i = 1; hops + i < s->nloops; i++) {
+        http_loop_t *next = &s->loops[(c->l->index + i) % s->nloops];
+        if (!__atomic_load_n(&next->ended, __ATOMIC_ACQUIRE)) return hand_to(c, next, hops + i - 1);
+    }
+    return 0;
 }
 
 /*
@@ -801,7 +823,9 @@ static int balance(conn_t *c)
             least = n;
         }
     }
-    return best != c->l && hand_to(c, best, 0);
+    /* (hops -1: the loop it goes to is the first to weigh the limit for it, and every loop
+     * after it, this one included, may still) */
+    return best != c->l && hand_to(c, best, -1);
 }
 
 /* A connection accepted (or handed over): the limit, then reading. */

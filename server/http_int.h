@@ -37,7 +37,8 @@
  *                │    handler_done = 1 (s->mu) <────────────────────┘ (never
  *                │                                                    touches r
  *     req_finish: handler_done, nothing queued, nothing in flight     again)
- *                │  (nwrites == 0), r off s->events: r freed, refs - 1
+ *                │  (nwrites == 0), r off its loop's events and s->reqs: r freed,
+ *                │  refs - 1
  *                │  then the next pipelined request, or close
  *                │
  *   conn_close: closing = 1, r->client_gone = 1 (wakes the worker: its

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ int http_server_new(const http_cfg_t *cfg, http_server_t **out)
             uv_loop_init(&l->loop);
             uv_tcp_init(&l->loop, &l->listener);
             l->listener.data = l;
-            int fd = dup(lfd), opened = 0;
+            int fd = fcntl(lfd, F_DUPFD_CLOEXEC, 0), opened = 0;
             if (fd < 0 || (rc = uv_tcp_open(&l->listener, fd)) != 0 || !(opened = 1) ||
                 (rc = uv_listen((uv_stream_t *)&l->listener, 511, http__on_connection)) != 0) {
                 /* The loops made so far serve. */
@@ -164,6 +165,8 @@ void http_server_free(http_server_t *s)
             close(h->fd);
             free(h);
         }
+        if (l->listening) uv_close((uv_handle_t *)&l->listener, NULL); /* never run */
+        l->listening = 0;
         if (!uv_is_closing((uv_handle_t *)&l->async)) uv_close((uv_handle_t *)&l->async, NULL);
         uv_run(&l->loop, UV_RUN_NOWAIT); /* its close callback */
         uv_loop_close(&l->loop);

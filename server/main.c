@@ -185,8 +185,10 @@ int main(int argc, char **argv)
         s3_lifecycle_stop(lc);
         if (rc) fprintf(stderr, "warmlaked: server stopped: %s\n", err_str(rc));
     }
-    http_server_free(server);
-    server = NULL;
+    /* Out of the signal handler's reach first: a late signal must not send to freed loops. */
+    http_server_t *done = server;
+    __atomic_store_n(&server, NULL, __ATOMIC_SEQ_CST);
+    http_server_free(done);
     s3_stop(&s3, &cl);
     log_info("event=shutdown");
 out:
