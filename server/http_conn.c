@@ -832,13 +832,6 @@ static int balance(conn_t *c)
 static void conn_start(conn_t *c, int hops)
 {
     http_server_t *s = c->s;
-    if (__atomic_load_n(&s->nconns, __ATOMIC_RELAXED) -
-                __atomic_load_n(&s->nrefused, __ATOMIC_RELAXED) >
-            s->cfg.max_conns &&
-        !http__evict_idle(c->l, c)) {
-        if (!hand_on(c, hops)) http__refuse(c);
-        return;
-    }
     struct sockaddr_storage ss;
     int len = sizeof(ss);
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
@@ -851,7 +844,14 @@ static void conn_start(conn_t *c, int hops)
             uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
-        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port);
+        snprintf(c->peer, sizeof(c->peer), "%s:%d", ip, port); /* (a refusal logs it too) */
+    }
+    if (__atomic_load_n(&s->nconns, __ATOMIC_RELAXED) -
+                __atomic_load_n(&s->nrefused, __ATOMIC_RELAXED) >
+            s->cfg.max_conns &&
+        !http__evict_idle(c->l, c)) {
+        if (!hand_on(c, hops)) http__refuse(c);
+        return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
     pthread_once(&settings_once, settings_init);

@@ -444,6 +444,45 @@ static void test_limit_across_loops(void **state)
     http_server_free(s2);
 }
 
+/*
+ * A burst of new connections at the limit, each with its request sent at
+ * once: every client gets an answer (200, or 503 SlowDown), never a close
+ * with no answer. One whose request was still in its socket, unread, looked
+ * as if it had never sent a byte, and was closed as idle for a newcomer
+ * (probe: 2 of 40 a burst).
+ */
+static void test_burst_at_the_limit_is_answered(void **state)
+{
+    (void)state;
+    http_cfg_t cfg = {
+        .listen = "127.0.0.1:0", .workers = 2, .loops = 2, .max_conns = 4, .handler = handler};
+    http_server_t *s2;
+    pthread_t t2;
+    assert_int_equal(http_server_new(&cfg, &s2), 0);
+    assert_int_equal(pthread_create(&t2, NULL, run_loop, s2), 0);
+    struct timeval tv = {.tv_sec = 10};
+    enum { N = 40 };
+    int unanswered = 0;
+    for (int round = 0; round < 3; round++) {
+        int fd[N];
+        for (int i = 0; i < N; i++) {
+            fd[i] = dial_to(s2);
+            assert_int_equal(setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+            send_get(fd[i], "/small");
+        }
+        for (int i = 0; i < N; i++) {
+            int st = status_of(fd[i]);
+            if (st != 200 && st != 503) unanswered++;
+            close(fd[i]);
+        }
+        usleep(200000); /* the refused ones' lingering ends with their close */
+    }
+    assert_int_equal(unanswered, 0);
+    http_server_stop(s2);
+    pthread_join(t2, NULL);
+    http_server_free(s2);
+}
+
 int main(void)
 {
     /* As warmlaked does (server/main.c): a write to a client that left is an error, not a
@@ -460,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_value_whitespace_trimmed),
         cmocka_unit_test(test_repeated_fields_joined),
         cmocka_unit_test(test_limit_across_loops),
+        cmocka_unit_test(test_burst_at_the_limit_is_answered),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
