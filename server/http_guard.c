@@ -74,6 +74,7 @@ void http__evict_stalled(http_loop_t *l)
 {
     http_server_t *s = l->s;
     size_t n = 0, cap = 64;
+    int leaving = 0;
     held_t *h = xmalloc(cap * sizeof(*h));
     uint64_t now = http__mono_ms();
     pool_stats_t ps;
@@ -89,6 +90,11 @@ void http__evict_stalled(http_loop_t *l)
         /* Told already (below): its worker is on its way out; counted as held (else the
          * count falls short of the threads and nothing is evicted), never taken twice. */
         int told = r->body_timed_out && r->close_after;
+        /* Told, and its worker not yet done with it (still to wake from its body read, or
+         * answering): a worker is on its way back. Another eviction now takes one too many:
+         * with a flood's running uploads all told, the honest upload of the same principal
+         * was the only one stalled, and was closed (ASan run, two loops). */
+        if (told && (!r->waiting || r->body_waiting)) leaving = 1;
         if (n == cap) h = xrealloc(h, (cap *= 2) * sizeof(*h));
         h[n++] = (held_t){c,
                           r,
@@ -101,7 +107,7 @@ void http__evict_stalled(http_loop_t *l)
     }
     /* Workers about to take queued requests, or starting one (whose principal is not known
      * yet): they stall (the pool asks again) or end (freeing their worker). */
-    if (ps.idle > 0 || (int)n < ps.threads) n = 0;
+    if (ps.idle > 0 || (int)n < ps.threads || leaving) n = 0;
     /* Principals are read while s->mu is held (http_req_set_principal writes under it). */
     qsort(h, n, sizeof(*h), by_principal);
     /* The most workers any principal holds, then the slowest stalled request of those holding as
