@@ -383,6 +383,36 @@ static int status_of(int fd)
     return got > 12 ? atoi(buf + 9) : 0;
 }
 
+/* A server of its own for a test (the shared one has no connection limit), run on t. */
+static http_server_t *start_own(int loops, int workers, int max_conns, pthread_t *t)
+{
+    http_cfg_t cfg = {.listen = "127.0.0.1:0",
+                      .workers = workers,
+                      .loops = loops,
+                      .max_conns = max_conns,
+                      .handler = handler};
+    http_server_t *s;
+    assert_int_equal(http_server_new(&cfg, &s), 0);
+    assert_int_equal(pthread_create(t, NULL, run_loop, s), 0);
+    return s;
+}
+
+static void stop_own(http_server_t *s, pthread_t t)
+{
+    http_server_stop(s);
+    pthread_join(t, NULL);
+    http_server_free(s);
+}
+
+/* A connection to s whose reads give up after 10 s (a test fails rather than hangs). */
+static int dial_timed(http_server_t *s)
+{
+    struct timeval tv = {.tv_sec = 10};
+    int fd = dial_to(s);
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    return fd;
+}
+
 /*
  * At the connection limit, a newcomer takes the slot of an idle connection
  * whichever loop holds it: the limit is the server's, not a loop's. Two
@@ -395,14 +425,9 @@ static int status_of(int fd)
 static void test_limit_across_loops(void **state)
 {
     (void)state;
-    http_cfg_t cfg = {
-        .listen = "127.0.0.1:0", .workers = 4, .loops = 2, .max_conns = 2, .handler = handler};
-    http_server_t *s2;
     pthread_t t2;
-    assert_int_equal(http_server_new(&cfg, &s2), 0);
-    assert_int_equal(pthread_create(&t2, NULL, run_loop, s2), 0);
-    struct timeval tv = {.tv_sec = 10};
-    int busy = dial_to(s2);
+    http_server_t *s2 = start_own(2, 4, 2, &t2);
+    int busy = dial_timed(s2);
     send_get(busy, "/hold");
     pthread_mutex_lock(&hold_mu);
     while (!holding)
@@ -413,8 +438,7 @@ static void test_limit_across_loops(void **state)
          * last round's connections may not be closed yet: then it is the one refused. */
         int idle = -1;
         for (int tries = 0; tries < 200 && idle < 0; tries++) {
-            idle = dial_to(s2);
-            assert_int_equal(setsockopt(idle, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+            idle = dial_timed(s2);
             send_get(idle, "/small");
             if (status_of(idle) != 200) {
                 close(idle);
@@ -423,8 +447,7 @@ static void test_limit_across_loops(void **state)
             }
         }
         assert_true(idle >= 0);
-        int fresh = dial_to(s2);
-        assert_int_equal(setsockopt(fresh, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        int fresh = dial_timed(s2);
         send_get(fresh, "/small");
         assert_int_equal(status_of(fresh), 200);
         char b;
@@ -436,12 +459,9 @@ static void test_limit_across_loops(void **state)
     hold_released = 1;
     pthread_cond_broadcast(&hold_cv);
     pthread_mutex_unlock(&hold_mu);
-    assert_true(setsockopt(busy, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0);
     assert_int_equal(status_of(busy), 200);
     close(busy);
-    http_server_stop(s2);
-    pthread_join(t2, NULL);
-    http_server_free(s2);
+    stop_own(s2, t2);
 }
 
 /*
@@ -454,20 +474,14 @@ static void test_limit_across_loops(void **state)
 static void test_burst_at_the_limit_is_answered(void **state)
 {
     (void)state;
-    http_cfg_t cfg = {
-        .listen = "127.0.0.1:0", .workers = 2, .loops = 2, .max_conns = 4, .handler = handler};
-    http_server_t *s2;
     pthread_t t2;
-    assert_int_equal(http_server_new(&cfg, &s2), 0);
-    assert_int_equal(pthread_create(&t2, NULL, run_loop, s2), 0);
-    struct timeval tv = {.tv_sec = 10};
+    http_server_t *s2 = start_own(2, 2, 4, &t2);
     enum { N = 40 };
     int unanswered = 0;
     for (int round = 0; round < 3; round++) {
         int fd[N];
         for (int i = 0; i < N; i++) {
-            fd[i] = dial_to(s2);
-            assert_int_equal(setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+            fd[i] = dial_timed(s2);
             send_get(fd[i], "/small");
         }
         for (int i = 0; i < N; i++) {
@@ -478,9 +492,7 @@ static void test_burst_at_the_limit_is_answered(void **state)
         usleep(200000); /* the refused ones' lingering ends with their close */
     }
     assert_int_equal(unanswered, 0);
-    http_server_stop(s2);
-    pthread_join(t2, NULL);
-    http_server_free(s2);
+    stop_own(s2, t2);
 }
 
 int main(void)
