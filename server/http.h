@@ -93,6 +93,12 @@ int http_write(http_req_t *r, const void *data, size_t len);
  * responses. 0, or ERR_CLOSED when the client is gone.
  */
 int http_write_borrowed(http_req_t *r, const void *data, size_t len);
+/*
+ * http_respond with a known length, then http_write_borrowed(first, len),
+ * queued together so that the head and the first piece leave in one write.
+ */
+int http_respond_lent(http_req_t *r, int status, const char *headers, int64_t content_length,
+                      const void *first, size_t len);
 /* Wait until at most at_most borrowed writes are still pending (0: all out, buffers free). */
 int http_wait_borrowed(http_req_t *r, int at_most);
 /* The same for at most ms milliseconds: 0, ERR_CLOSED, or ERR_AGAIN when more than at_most

@@ -85,17 +85,27 @@ static void req_free(http_req_t *r)
 
 static void req_finish(conn_t *c, http_req_t *r);
 
+/*
+ * A write's end: the chunks it carried (o and the ones linked after it, a
+ * batch that start_write handed to libuv as one writev) are out or lost.
+ */
 static void on_write(uv_write_t *w, int status)
 {
     out_chunk_t *o = w->data;
     http_req_t *r = o->req;
     conn_t *c = r->c;
+    size_t len = 0;
+    int ext = 0;
+    for (out_chunk_t *b = o; b; b = b->next) {
+        len += b->len;
+        ext += b->ext != NULL;
+    }
     pthread_mutex_lock(&r->s->mu);
-    r->out_pending -= o->len;
+    r->out_pending -= len;
     r->nwrites--;
     r->progress_ms = http__mono_ms();
-    http__moved(r, o->len, r->progress_ms);
-    if (o->ext) r->borrowed--;
+    http__moved(r, len, r->progress_ms);
+    r->borrowed -= ext;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
     /*
@@ -107,7 +117,10 @@ static void on_write(uv_write_t *w, int status)
                r->out_pending == 0 && r->nwrites == 0;
     if (!done) http__post(r); /* completion may now be possible */
     pthread_mutex_unlock(&r->s->mu);
-    free(o);
+    for (out_chunk_t *b = o, *bn; b; b = bn) {
+        bn = b->next;
+        free(b);
+    }
     if (done) req_finish(c, r);
 }
 
@@ -197,25 +210,50 @@ static void req_finish(conn_t *c, http_req_t *r)
     }
 }
 
-/* Hand one chunk to libuv; on_write (or the failure path here) accounts for it. */
-static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, char *data, size_t len)
+/* The bytes of one chunk (the 100 Continue's have len 0: static, not counted in out_pending). */
+static uv_buf_t chunk_buf(const out_chunk_t *o, const char *data, size_t len)
+{
+    return uv_buf_init((char *)(data ? data : o->ext ? o->ext : o->data), (unsigned)len);
+}
+
+/*
+ * Hand a batch of chunks (o, linked by next, at most WRITE_BATCH) to libuv as
+ * one write: a response's head and its first piece leave in one writev, one
+ * segment with TCP_NODELAY, so the client wakes once for both. on_write (or
+ * the failure path here) accounts for them.
+ */
+#define WRITE_BATCH 16
+static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *data, size_t dlen)
 {
     http_server_t *s = c->s;
-    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    uv_buf_t b[WRITE_BATCH];
+    unsigned n = 0;
+    size_t len = 0;
+    int ext = 0;
+    for (out_chunk_t *k = o; k; k = k->next) {
+        size_t kl = k == o && data ? dlen : k->len;
+        b[n++] = chunk_buf(k, k == o ? data : NULL, kl);
+        len += k->len;
+        ext += k->ext != NULL;
+    }
     o->wr.data = o;
-    r->handed += len;
+    for (unsigned i = 0; i < n; i++)
+        r->handed += b[i].len;
     pthread_mutex_lock(&s->mu);
     r->nwrites++;
     pthread_mutex_unlock(&s->mu);
-    if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, &b, 1, on_write) < 0) {
+    if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, b, n, on_write) < 0) {
         pthread_mutex_lock(&s->mu);
         r->nwrites--;
-        r->out_pending -= o->len;
-        if (o->ext) r->borrowed--;
+        r->out_pending -= len;
+        r->borrowed -= ext;
         r->client_gone = 1;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&s->mu);
-        free(o);
+        for (out_chunk_t *k = o, *kn; k; k = kn) {
+            kn = k->next;
+            free(k);
+        }
     }
 }
 
@@ -279,12 +317,14 @@ void http__handle_events(uv_async_t *a)
             o->len = 0; /* static bytes, not counted in out_pending */
             o->ext = NULL;
             o->req = r;
+            o->next = NULL;
             c->continue_sent = 1;
             start_write(c, r, o, cont, sizeof(cont) - 1);
         }
-        for (out_chunk_t *o = chunks, *on; o; o = on) {
-            on = o->next;
+        while (chunks) {
+            out_chunk_t *o = chunks;
             if (c->closing || gone) {
+                chunks = o->next;
                 pthread_mutex_lock(&s->mu);
                 r->out_pending -= o->len;
                 if (o->ext) r->borrowed--;
@@ -293,7 +333,13 @@ void http__handle_events(uv_async_t *a)
                 free(o);
                 continue;
             }
-            start_write(c, r, o, o->ext ? (char *)o->ext : o->data, o->len);
+            /* Up to WRITE_BATCH chunks in one write; the batch's links end at its last. */
+            out_chunk_t *last = o;
+            for (int k = 1; k < WRITE_BATCH && last->next; k++)
+                last = last->next;
+            chunks = last->next;
+            last->next = NULL;
+            start_write(c, r, o, NULL, 0);
         }
         if (!c->closing && room && !c->reading && !r->body_complete && !c->paused) start_reading(c);
         /*

@@ -214,7 +214,7 @@ static const char *reason(int status)
  * one write on the socket.
  */
 static int respond(http_req_t *r, int status, const char *headers, int64_t content_length,
-                   const void *body)
+                   const void *body, const void *lend, size_t lend_len)
 {
     char date[64];
     time_t t = time(NULL);
@@ -267,14 +267,34 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
         pthread_mutex_unlock(&r->s->mu);
     }
     if (blen) memcpy(head + n, body, blen);
-    int rc = queue_out(r, head, (size_t)n + blen);
+    /*
+     * Nothing is queued before the head (a 100 Continue is not counted), so no high-water
+     * wait. A lent first piece is queued under the same lock: the loop takes both in one
+     * turn and writes them as one (a head on its own is a segment and a client wake).
+     */
+    int rc = 0;
+    pthread_mutex_lock(&r->s->mu);
+    if (r->client_gone) {
+        rc = ERR_CLOSED;
+    } else {
+        memcpy(enqueue(r, NULL, (size_t)n + blen)->data, head, (size_t)n + blen);
+        if (lend_len) enqueue(r, lend, lend_len);
+    }
+    pthread_mutex_unlock(&r->s->mu);
     free(head);
     return rc;
 }
 
 int http_respond(http_req_t *r, int status, const char *headers, int64_t content_length)
 {
-    return respond(r, status, headers, content_length, NULL);
+    return respond(r, status, headers, content_length, NULL, NULL, 0);
+}
+
+int http_respond_lent(http_req_t *r, int status, const char *headers, int64_t content_length,
+                      const void *first, size_t len)
+{
+    if (content_length < 0 || (uint64_t)len > (uint64_t)content_length) return ERR_INVAL;
+    return respond(r, status, headers, content_length, NULL, first, len);
 }
 
 int http_write(http_req_t *r, const void *data, size_t len)
@@ -362,7 +382,7 @@ int http_wait_borrowed_for(http_req_t *r, int at_most, unsigned ms)
 
 int http_respond_full(http_req_t *r, int status, const char *headers, const void *body, size_t len)
 {
-    return respond(r, status, headers, (int64_t)len, len ? body : NULL);
+    return respond(r, status, headers, (int64_t)len, len ? body : NULL, NULL, 0);
 }
 
 void http_free_after(http_req_t *r, void (*fn)(void *arg, void *p), void *arg, void *p)

@@ -575,9 +575,11 @@ static void get_stream(ctx_t *x, obj_reader_t *rd, bufpool_t *pool, uint8_t *buf
                        uint64_t len, size_t unit)
 {
     size_t bsz = len < unit ? (size_t)len : unit, step = s3_next_piece(off, len, unit);
-    int cur = 0, paced = 0, err;
+    int cur = 0, paced = 0, err, first = 1;
     for (;;) {
-        if (http_write_borrowed(x->r, bufs[cur], step) != 0) return;
+        /* (the first piece was lent with the head) */
+        if (!first && http_write_borrowed(x->r, bufs[cur], step) != 0) return;
+        first = 0;
         off += step;
         len -= step;
         if (!len) return;
@@ -752,9 +754,10 @@ void s3_get_object(ctx_t *x, int head)
         bufpool_put(pool, bufs[0]);
         return;
     }
-    int rc = http_respond(x->r, status, hb.p, (int64_t)len);
+    int rc = head || !step ? http_respond(x->r, status, hb.p, (int64_t)len)
+                           : http_respond_lent(x->r, status, hb.p, (int64_t)len, bufs[0], step);
     free(hb.p);
-    if (rc == 0 && !head) get_stream(x, rd, pool, bufs, off, len, unit);
+    if (rc == 0 && !head && step) get_stream(x, rd, pool, bufs, off, len, unit);
     obj_close(rd); /* no read-ahead may still write into the buffers */
     /*
      * Nothing lent may be freed before it is out, but the worker need not
