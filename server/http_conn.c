@@ -178,6 +178,7 @@ static void req_finish(conn_t *c, http_req_t *r)
     c->req = NULL;
     c->begun = 0;
     c->last_done = http__now_ms(c->l);
+    c->served = 1;
     req_free(r);
     /*
      * The request's reference goes last: when the connection is closing its

@@ -250,9 +250,11 @@ void http__on_timer(uv_timer_t *t)
 /*
  * At the connection limit, a connection that holds a slot for nothing makes room for the new
  * one: 1 when one was closed. That is one idle between requests (none of a request received:
- * a keep-alive connection a client pools, or one that never sent a byte), or one whose
- * request head has been coming for HEAD_SLOW_MS or more (a client sends a head at once);
- * the one waiting longest goes. Refusing the newcomer instead let 1,024 sockets that never
+ * a keep-alive connection a client pools, or one that has not sent a byte for HEAD_SLOW_MS
+ * since it came), or one whose request head has been coming for HEAD_SLOW_MS or more (a
+ * client sends a head at once); the one waiting longest goes. A connection younger than that
+ * which sent nothing yet is not idle: its client is likely between connect and send (a burst
+ * of new clients at the limit closed some of them unanswered, their requests in flight). Refusing the newcomer instead let 1,024 sockets that never
  * send a byte, or 60 that each sent half a head, shut every client out for the header
  * timeout, again and again (probes). A request whose head came whole is never closed for
  * another.
@@ -281,6 +283,7 @@ int http__evict_idle(http_loop_t *l, conn_t *fresh)
         if (c == fresh || c->closing || c->req || c->lingering) continue;
         uint64_t t = c->begun ? c->msg_begin : c->last_activity;
         if (c->begun ? now - c->msg_begin < HEAD_SLOW_MS : c->pend_len != c->pend_off) continue;
+        if (!c->served && !c->begun && now - c->last_activity < HEAD_SLOW_MS) continue;
         if ((!victim || t < since) && !c->begun && bytes_waiting(c)) continue;
         if (!victim || t < since) {
             victim = c;
@@ -329,14 +332,20 @@ void http__answer_early(conn_t *c, const char *status, const char *code, const c
              status, code, id, lingering);
     uv_buf_t b = uv_buf_init(resp, (unsigned)n);
     int sent = uv_try_write((uv_stream_t *)&c->tcp, &b, 1) == n;
-    if (!sent || lingering >= EARLY_LINGER_MAX) {
+    /* The slot is taken before it is weighed: loops on other threads refuse at once too, and a
+     * look then an add let each of them past the cap. */
+    int slot = sent && __atomic_add_fetch(&s->nrefused, 1, __ATOMIC_RELAXED) <= EARLY_LINGER_MAX;
+    if (!slot) {
+        if (sent) __atomic_sub_fetch(&s->nrefused, 1, __ATOMIC_RELAXED);
         http__conn_close(c);
         return;
     }
     http__conn_linger(c, EARLY_LINGER_MS, EARLY_LINGER_BYTES);
-    if (c->closing) return;
-    c->refused = 1;
-    __atomic_add_fetch(&s->nrefused, 1, __ATOMIC_RELAXED);
+    if (c->closing) {
+        __atomic_sub_fetch(&s->nrefused, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    c->refused = 1; /* its slot is given back when it is freed */
     uv_timer_start(&c->timer, http__on_timer, 1000, 1000);
 }
 

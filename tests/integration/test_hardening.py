@@ -1202,6 +1202,9 @@ def test_idle_connections_make_room_at_the_limit(datadir):
             got += chunk
         for _ in range(40):
             idle.append(socket.create_connection(("127.0.0.1", s.port), timeout=30))
+        # A connection that has sent nothing for a second is idle (a younger one's client is
+        # likely between connect and send, and is not closed for a newcomer).
+        time.sleep(1.5)
         for _ in range(20):
             st, body, _ = signed_request(s.port, "GET", "/room/o")
             assert st == 200 and body == b"room for me"

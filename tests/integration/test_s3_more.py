@@ -282,8 +282,12 @@ def test_connection_limit_and_timeouts(datadir):
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="lim")
         held = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(3)]
+        for h in held:  # each a client's pooled connection: one request answered, then idle
+            h.settimeout(30)
+            h.sendall(b"GET /lim HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert h.recv(4096).startswith(b"HTTP/1.1 ")
         # At the limit, a connection idle between requests makes room for a newcomer (or the
-        # header timeout frees one first): the newcomer is served.
+        # idle timeout frees one first): the newcomer is served.
         extra = socket.create_connection(("127.0.0.1", s.port))
         extra.settimeout(30)
         extra.sendall(b"GET /lim HTTP/1.1\r\nHost: x\r\n\r\n")
