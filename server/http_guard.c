@@ -254,10 +254,10 @@ void http__on_timer(uv_timer_t *t)
  * since it came), or one whose request head has been coming for HEAD_SLOW_MS or more (a
  * client sends a head at once); the one waiting longest goes. A connection younger than that
  * which sent nothing yet is not idle: its client is likely between connect and send (a burst
- * of new clients at the limit closed some of them unanswered, their requests in flight). Refusing the newcomer instead let 1,024 sockets that never
- * send a byte, or 60 that each sent half a head, shut every client out for the header
- * timeout, again and again (probes). A request whose head came whole is never closed for
- * another.
+ * of new clients at the limit closed some of them unanswered, their requests in flight). Refusing
+ * the newcomer instead let 1,024 sockets that never send a byte, or 60 that each sent half a head,
+ * shut every client out for the header timeout, again and again (probes). A request whose head came
+ * whole is never closed for another.
  */
 #define HEAD_SLOW_MS 1000
 
