@@ -1,7 +1,8 @@
 /*
  * drive_int.h: internals shared by the drive engine's files.
  *
- *   drive.c        open (replay, rebuild), close, the write entry points, stats
+ *   drive.c        index entries, the write entry points, stats
+ *   drive_open.c   open (replay, rebuild), close, the offline rebuild and dump
  *   drive_read.c   stat, reads (ranges, whole records), scans and listings
  *   drive_seg.c    segment files: create, load, refs, scan, the I/O table,
  *                  IU detection
