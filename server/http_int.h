@@ -174,7 +174,7 @@ struct conn {
      * before the EOF. Then the connection closes (no lingering, no reading).
      */
     int peer_eof;
-    int begun; /* a byte of a request came since the last one was answered (llhttp's begin) */
+    int begun;  /* a byte of a request came since the last one was answered (llhttp's begin) */
     int served; /* a request of it was answered (idle now: a client's pooled connection) */
     uint64_t linger_until, linger_bytes, linger_max; /* a lingering close ends at either */
     uv_shutdown_t shutdown;

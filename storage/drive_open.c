@@ -40,7 +40,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 /* ---- open, replay ---- */
 
 typedef struct {
@@ -623,4 +622,3 @@ int drive_dump(drive_t *d, drive_dump_fn fn, void *arg)
     pthread_mutex_unlock(&d->gc_lock);
     return rc;
 }
-
