@@ -201,6 +201,14 @@ int s3_authenticate(ctx_t *x)
         s3_err(x, S3E_SIGNATURE_MISMATCH);
         return -1;
     }
+    /*
+     * A presigned request's canonical form says UNSIGNED-PAYLOAD, but a body hash the client
+     * sent as x-amz-content-sha256 is still what it declares the body to be: checked, as with
+     * header auth (a mismatching body was stored: hostile probe).
+     */
+    const char *declared = x->auth.presigned ? s3_hdr(in, "x-amz-content-sha256") : NULL;
+    if (declared && strlen(declared) == 64 && strspn(declared, "0123456789abcdef") == 64)
+        x->payload = declared;
     return 0;
 }
 

@@ -7,6 +7,29 @@
  */
 #include "server/s3_int.h"
 
+/* An error about the copy source: it names the source's bucket or key, not the request's. */
+static void source_err(ctx_t *x, s3_err_t e, const char *bucket, const char *key, const char *vid)
+{
+    buf_t b = {0};
+    if (bucket) {
+        buf_printf(&b, "<BucketName>");
+        buf_xml(&b, bucket);
+        buf_printf(&b, "</BucketName>");
+    }
+    if (key) {
+        buf_printf(&b, "<Key>");
+        buf_xml(&b, key);
+        buf_printf(&b, "</Key>");
+    }
+    if (vid) {
+        buf_printf(&b, "<VersionId>");
+        buf_xml(&b, vid);
+        buf_printf(&b, "</VersionId>");
+    }
+    s3_err_detail(x, e, NULL, b.p ? b.p : "");
+    free(b.p);
+}
+
 /*
  * Open the object named by x-amz-copy-source ("/bucket/key" or "bucket/key",
  * URL-encoded, optionally ?versionId=ID) after checking the caller may read
@@ -62,9 +85,9 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     obj_info_t *sbi = xmalloc(sizeof(*sbi));
     if (!s3_bucket_exists(x, sbucket, sbi)) {
         free(sbi);
+        source_err(x, S3E_NO_SUCH_BUCKET, sbucket, NULL, NULL);
         free(path);
         free(vid);
-        s3_err(x, S3E_NO_SUCH_BUCKET);
         return NULL;
     }
     const char *sowner = s3_bucket_owner(sbi);
@@ -80,7 +103,6 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
         return NULL;
     }
     obj_reader_t *rd = obj_open_version(x->cfg->set, siname, skey, vid, si, &err);
-    free(path);
     /* As a GET of it: the requester's own object, or its READ (a writer's object is not even
      * the bucket owner's to copy ungranted). */
     int may_read = rd && s3_may_read_object(x, si, sowner);
@@ -88,11 +110,13 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
     free(sbi); /* (sowner is in it) */
     if (rd && !may_read) {
         obj_close(rd);
+        free(path);
         free(vid);
         s3_err(x, S3E_ACCESS_DENIED);
         return NULL;
     }
     if (!rd && err == ERR_NOT_FOUND && !may_list) {
+        free(path);
         free(vid);
         s3_err(x, S3E_ACCESS_DENIED);
         return NULL;
@@ -103,12 +127,14 @@ obj_reader_t *s3_open_copy_source(ctx_t *x, obj_info_t *si, int *same)
                        "The source of a copy request may not "
                        "specifically refer to a delete marker by version id.");
         else if (err == ERR_NOT_FOUND && vid)
-            s3_err(x, S3E_NO_SUCH_VERSION);
+            source_err(x, S3E_NO_SUCH_VERSION, NULL, skey, vid);
         else if (err == ERR_NOT_FOUND)
-            s3_err(x, S3E_NO_SUCH_KEY);
+            source_err(x, S3E_NO_SUCH_KEY, NULL, skey, NULL);
         else
             s3_engine_error(x, err);
-    } else if (si->vid[0] || vid) {
+    }
+    free(path);
+    if (rd && (si->vid[0] || vid)) {
         char h[96];
         snprintf(h, sizeof(h), "x-amz-copy-source-version-id: %s\r\n",
                  si->vid[0] ? si->vid : "null");
