@@ -19,7 +19,11 @@
 # ceiling for the refill's (ceiling_refill_shared_disk). On a real node each
 # drive is its own device and only the first ceiling applies.
 #
-# Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes).
+# SOURCES=ram puts the five drives that survive on tmpfs (/dev/shm, buffered I/O) and only
+# the replaced drive on the disk: the reads no longer share the disk with the write, as on a
+# node whose drives are devices of their own, and the first ceiling is the one that applies.
+#
+# Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes), SOURCES (disk|ram).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 cd "$(dirname "$0")/.."
@@ -29,14 +33,24 @@ TOTAL=${TOTAL:-$((1 << 30))}
 SIZE=${SIZE:-$((4 << 20))}
 [ "${QUICK:-0}" = 1 ] && TOTAL=$((256 << 20))
 N=$((TOTAL / SIZE))
+SOURCES=${SOURCES:-disk}
+SHM=
 PID=
 cleanup() {
   if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
   rm -rf "$DIR"
+  [ -z "$SHM" ] || rm -rf "$SHM"
 }
 trap cleanup EXIT
 rm -rf "$DIR"
 mkdir -p "$DIR/data"
+if [ "$SOURCES" = ram ]; then
+  SHM=$(mktemp -d /dev/shm/wl-heal.XXXXXX)
+  for i in 0 1 3 4 5; do
+    mkdir "$SHM/drive$i"
+    ln -s "$SHM/drive$i" "$DIR/data/drive$i"
+  done
+fi
 export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
 
 start() { # start ARGS...: the node, its S3 port in $PORT
@@ -60,11 +74,12 @@ read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" --size="
   --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 --end_fsync=1)
 rm -f "$DIR/fio.dat"
 # The shared-disk ceiling: k = 4 readers (files laid out first) and one writer at once.
-fio --output-format=json --directory="$DIR" --bs=1M --direct=1 --ioengine=libaio --iodepth=4 \
+mix_wr=0 mix_rd=0
+[ "$SOURCES" = ram ] || fio --output-format=json --directory="$DIR" --bs=1M --direct=1 --ioengine=libaio --iodepth=4 \
   --runtime=10 --time_based \
   --name=rd --rw=read --numjobs=4 --size=$((TOTAL / 4)) --group_reporting \
   --name=wr --rw=write --size="$TOTAL" --new_group --end_fsync=1 >"$DIR/fio-mix.json"
-read -r mix_wr mix_rd < <(python3 -c '
+[ "$SOURCES" = ram ] || read -r mix_wr mix_rd < <(python3 -c '
 import json, sys
 j = {x["jobname"]: x for x in json.load(open(sys.argv[1]))["jobs"]}
 print(j["wr"]["write"]["bw_bytes"] / 1e6, j["rd"]["read"]["bw_bytes"] / 1e6)' "$DIR/fio-mix.json")
@@ -99,7 +114,10 @@ print("heal refill: drive 2 rebuilt, %.0f MB in %.1f s: %.1f MB/s written to it 
 print("ceiling fio sequential 1 MiB direct write: %.1f MB/s; ratio %.3f (target 0.5)" % (
       fio, mb / fio if fio else 0))
 wr, rd = float(sys.argv[2]), float(sys.argv[3])
-print("ceiling_refill_shared_disk (fio: 1 writer beside 4 readers on the same disk): "
-      "writer %.1f MB/s (readers %.1f MB/s); ratio %.3f" % (wr, rd, mb / wr if wr else 0))
-' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log"
+if sys.argv[5] == "disk":
+    print("ceiling_refill_shared_disk (fio: 1 writer beside 4 readers on the same disk): "
+          "writer %.1f MB/s (readers %.1f MB/s); ratio %.3f" % (wr, rd, mb / wr if wr else 0))
+else:
+    print("sources: the five other drives on tmpfs; only drive 2 is on the disk")
+' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log" "$SOURCES"
 stop
