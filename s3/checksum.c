@@ -52,9 +52,9 @@ static uint64_t crc64nvme_update(uint64_t crc, const uint8_t *p, size_t len)
 {
     const uint64_t(*t)[256] = crc64nvme_table;
     for (; len >= 8; len -= 8, p += 8) {
-        crc ^= (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-               (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
-               (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+        crc ^= (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+               (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+               (uint64_t)p[7] << 56;
         crc = t[7][crc & 0xff] ^ t[6][(crc >> 8) & 0xff] ^ t[5][(crc >> 16) & 0xff] ^
               t[4][(crc >> 24) & 0xff] ^ t[3][(crc >> 32) & 0xff] ^ t[2][(crc >> 40) & 0xff] ^
               t[1][(crc >> 48) & 0xff] ^ t[0][crc >> 56];
