@@ -29,7 +29,8 @@ const char *cks_name(int algo)
  * CRC-64/NVME (reflected, polynomial 0x9A6C9329AC4BC9B5, init and xorout
  * all ones). ISA-L as packaged (2.30) has the ECMA, ISO and Jones CRC-64s but
  * not this one. Sliced by 8: eight tables, eight bytes a step (346 MB/s a
- * byte at a time, which capped a PUT that asked for it; 1.1 GB/s now).
+ * byte at a time, which capped a PUT that asked for it; 1.1 GB/s sliced), for
+ * short pieces and CPUs without PCLMULQDQ; longer ones fold (below).
  * Table t[j][i] is the CRC register of byte i followed by j zero bytes.
  */
 static uint64_t crc64nvme_table[8][256];
@@ -48,7 +49,7 @@ static void crc64nvme_init_table(void)
         }
 }
 
-static uint64_t crc64nvme_update(uint64_t crc, const uint8_t *p, size_t len)
+static uint64_t crc64nvme_sliced(uint64_t crc, const uint8_t *p, size_t len)
 {
     const uint64_t(*t)[256] = crc64nvme_table;
     for (; len >= 8; len -= 8, p += 8) {
@@ -62,6 +63,65 @@ static uint64_t crc64nvme_update(uint64_t crc, const uint8_t *p, size_t len)
     for (; len; len--, p++)
         crc = t[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
     return crc;
+}
+
+#if defined(__x86_64__)
+/*
+ * Folding with carry-less multiplies (PCLMULQDQ), four 16-byte lanes 64
+ * bytes apart, then one lane; the 16 bytes left are a message congruent to
+ * all that came before, which the tables finish (register 0), with the tail.
+ * A lane [lo, hi] (lo: the first 8 bytes, the higher degrees in the
+ * reflected order) moved d bytes on is lo * x^(8d+63) + hi * x^(8d-1) mod P,
+ * the constants bit-reflected as the register is; the exponents were found,
+ * and are checked, against the bitwise definition (test_checksum.c). About
+ * 10x the tables' rate: cheap beside the MD5 a PUT pays anyway.
+ */
+#include <immintrin.h>
+
+#define K(d_lo, d_hi) _mm_set_epi64x((long long)(d_hi), (long long)(d_lo))
+__attribute__((target("pclmul,sse2"))) static inline __m128i fold(__m128i x, __m128i k)
+{
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+__attribute__((target("pclmul,sse2"))) static uint64_t crc64nvme_clmul(uint64_t crc,
+                                                                       const uint8_t *p, size_t len)
+{
+    const __m128i k64 = K(0x0c32cdb31e18a84aull, 0x62242240ace5045aull), /* x^575, x^511 */
+        k48 = K(0xbdd7ac0ee1a4a0f0ull, 0xa3ffdc1fe8e82a8bull),           /* x^447, x^383 */
+        k32 = K(0xb0bc2e589204f500ull, 0xe1e0bb9d45d7a44cull),           /* x^319, x^255 */
+        k16 = K(0xeadc41fd2ba3d420ull, 0x21e9761e252621acull);           /* x^191, x^127 */
+    /* (len >= 64) */
+    __m128i x0 = _mm_loadu_si128((const __m128i *)p), x1 = _mm_loadu_si128((const __m128i *)p + 1),
+            x2 = _mm_loadu_si128((const __m128i *)p + 2),
+            x3 = _mm_loadu_si128((const __m128i *)p + 3);
+    x0 = _mm_xor_si128(x0, _mm_cvtsi64_si128((long long)crc)); /* the register joins the message */
+    for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
+        x0 = _mm_xor_si128(fold(x0, k64), _mm_loadu_si128((const __m128i *)p));
+        x1 = _mm_xor_si128(fold(x1, k64), _mm_loadu_si128((const __m128i *)p + 1));
+        x2 = _mm_xor_si128(fold(x2, k64), _mm_loadu_si128((const __m128i *)p + 2));
+        x3 = _mm_xor_si128(fold(x3, k64), _mm_loadu_si128((const __m128i *)p + 3));
+    }
+    __m128i x = _mm_xor_si128(_mm_xor_si128(x3, fold(x0, k48)),
+                              _mm_xor_si128(fold(x1, k32), fold(x2, k16)));
+    for (; len >= 16; p += 16, len -= 16)
+        x = _mm_xor_si128(fold(x, k16), _mm_loadu_si128((const __m128i *)p));
+    uint8_t rest[16];
+    _mm_storeu_si128((__m128i *)rest, x);
+    return crc64nvme_sliced(crc64nvme_sliced(0, rest, 16), p, len);
+}
+#undef K
+#endif
+
+static uint64_t crc64nvme_update(uint64_t crc, const uint8_t *p, size_t len)
+{
+#if defined(__x86_64__)
+    static int clmul = -1;
+    if (clmul < 0)
+        __atomic_store_n(&clmul, __builtin_cpu_supports("pclmul") != 0, __ATOMIC_RELAXED);
+    if (len >= 64 && __atomic_load_n(&clmul, __ATOMIC_RELAXED)) return crc64nvme_clmul(crc, p, len);
+#endif
+    return crc64nvme_sliced(crc, p, len);
 }
 
 int cks_init(cks_t *c, int algo)

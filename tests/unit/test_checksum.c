@@ -58,9 +58,10 @@ static void test_crc64nvme_slices(void **state)
         x = x * 1103515245u + 12345u;
         buf[i] = (uint8_t)(x >> 16);
     }
-    /* Every start alignment, lengths around the 8-byte steps, updates split anywhere. */
+    /* Every start alignment, lengths around the 8-byte steps and across the 64- and 16-byte
+     * folds, updates split anywhere. */
     for (size_t start = 0; start < 8; start++)
-        for (size_t n = 0; n < 300; n += (n < 40 ? 1 : 37)) {
+        for (size_t n = 0; n < 1100; n += (n < 40 ? 1 : 37)) {
             uint64_t want = crc64nvme_bitwise(buf + start, n);
             assert_true(direct(CKS_CRC64NVME, buf + start, n) == want);
             for (size_t cut = 0; cut <= n; cut += 3) {
