@@ -283,6 +283,9 @@ int obj_put_commit(obj_writer_t *w, const char *content_type, const char *umeta,
                    obj_info_t *out) __attribute__((warn_unused_result));
 /* Hex MD5 of everything written so far; ends the writes (for Content-MD5 checks). */
 const char *obj_put_etag(obj_writer_t *w);
+/* After the last obj_put_write: 1 when the object will be stored inline (its bytes in its
+ * heads), 0 when erasure-coded. */
+int obj_put_inline(const obj_writer_t *w);
 /* The bucket and key w writes (valid until w is committed or aborted). */
 const char *obj_put_bucket(const obj_writer_t *w);
 const char *obj_put_key(const obj_writer_t *w);
@@ -336,6 +339,9 @@ uint32_t obj_read_missing(const obj_reader_t *r);
 /* A multipart object's parts (numbers and sizes, in order; valid until obj_close): their
  * count, 0 for an object made by one PUT. */
 int obj_read_parts(const obj_reader_t *r, const int **numbers, const uint64_t **sizes);
+/* An inline object's bytes (its info's size of them, read and checked at the open); NULL for
+ * an erasure-coded one. */
+const uint8_t *obj_read_inline(const obj_reader_t *r);
 /* The note the Complete's hooks kept with part index i (0-based) of a multipart object, or ""
  * (valid until obj_close). */
 const char *obj_read_part_note(const obj_reader_t *r, int i);

@@ -583,6 +583,11 @@ ers_decoder_t *obj__reader_decoder(obj_reader_t *r)
     return r->dec;
 }
 
+const uint8_t *obj_read_inline(const obj_reader_t *r)
+{
+    return r->inl;
+}
+
 const uint8_t *obj__reader_inline(const obj_reader_t *r)
 {
     return r->inl;

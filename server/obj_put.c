@@ -251,6 +251,11 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     return w->err = ers_encoder_write(w->enc, data, len);
 }
 
+int obj_put_inline(const obj_writer_t *w)
+{
+    return !w->err && !w->enc;
+}
+
 const char *obj_put_bucket(const obj_writer_t *w)
 {
     return w->bucket;

@@ -325,6 +325,9 @@ void s3_copy_object(ctx_t *x)
     const char *scks = s3_umeta_get(&si, CKS_META);
     char cks[128] = "";
     x->cks_default = want ? want : s3_cks_composite_algo(scks);
+    /* A source without one: the copy gets S3's default (kept, inline or not: the copy result
+     * names it from the record). */
+    if (!x->cks_default && !scks[0]) x->cks_default = S3_CKS_DEFAULT;
     if (!x->cks_default) s3_pairs_set(&um, CKS_META, scks[0] ? scks : NULL);
     if (w) err = s3_copy_range(x, rd, w, 0, si.size, cks);
     if (cks[0]) s3_pairs_set(&um, CKS_META, cks);

@@ -138,6 +138,16 @@ typedef struct {
  * its record's "acl" entry. */
 #define ACL_META         "\001acl"
 #define CKS_META         "\001cks" /* "algo:base64" of a verified x-amz-checksum-* */
+/*
+ * The checksum S3 gives an object written without one (PutObject, a POST upload, the copy of
+ * a source that has none), as AWS does since December 2024: CRC-64/NVME of the whole object,
+ * returned with the ETag and to x-amz-checksum-mode. An erasure-coded object keeps it in
+ * CKS_META; an inline one does not (three copies of 28 bytes took 1-byte objects past the
+ * 1 KiB a tiny object may cost): its bytes come with its head, and it is computed from them
+ * when asked for (s3_cks_of). A multipart upload created without an algorithm stays without
+ * one (its parts may carry any the client picked), as do objects erasure-coded before this.
+ */
+#define S3_CKS_DEFAULT CKS_CRC64NVME
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
 #define REDIRECT_META    "\001h:website-redirect" /* x-amz-website-redirect-location */
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
@@ -515,6 +525,13 @@ void s3_mpu_cks_complete_end(s3_mpu_cks_t *c);
 /* A listed object's or version's checksum: its algorithm and type (ListObjects, V2,
  * ListObjectVersions), nothing when it has none. */
 void s3_cks_list_xml(buf_t *b, const obj_info_t *info);
+/* The algorithm of the checksum a request sends with its body (a value header or a trailer
+ * named), CKS_NONE for none: what s3_stream_body checks before x->cks_default. */
+int s3_cks_request_algo(ctx_t *x);
+/* An object's checksum, "algo:value": the one kept, or an inline object's default
+ * (S3_CKS_DEFAULT of its bytes, from rd) into buf; "" for none. */
+#define S3_CKS_MAX 128
+const char *s3_cks_of(const obj_info_t *info, obj_reader_t *rd, char buf[S3_CKS_MAX]);
 /* The object's <ChecksumALGO> and <ChecksumType> (CompleteMultipartUploadResult). */
 void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info);
 /* The algorithm of a kept "algo:value" when the value is composite ("-N"), else CKS_NONE. */
@@ -522,7 +539,7 @@ int s3_cks_composite_algo(const char *kept);
 /* A part's <ChecksumALGO> from a kept "algo:value" (nothing for ""). */
 void s3_mpu_cks_part_xml(buf_t *b, const char *kept);
 /* GetObjectAttributes' <Checksum> (nothing when the object has none). */
-void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info);
+void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info, obj_reader_t *rd);
 /* GET/HEAD with x-amz-checksum-mode: ENABLED: x-amz-checksum-ALGO and -type of the object, or
  * (part_idx >= 0, a multipart object) of that part. */
 void s3_cks_get_headers(ctx_t *x, const obj_info_t *info, obj_reader_t *rd, int part_idx,

@@ -118,7 +118,7 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec)
 
 /* The algorithm a request's body checksum is in (header or trailer), as s3_stream_body picks
  * it; CKS_NONE for none or one it will refuse. */
-static int request_algo(ctx_t *x)
+int s3_cks_request_algo(ctx_t *x)
 {
     char hname[40];
     for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
@@ -130,7 +130,7 @@ static int request_algo(ctx_t *x)
 
 int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)
 {
-    int full, algo = upload_algo(rec, &full), sent = request_algo(x);
+    int full, algo = upload_algo(rec, &full), sent = s3_cks_request_algo(x);
     if (algo && sent && sent != algo) {
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -363,10 +363,30 @@ void s3_mpu_cks_object_xml(buf_t *b, const obj_info_t *info)
     object_cks_xml(b, s3_umeta_get(info, CKS_META), 0);
 }
 
+/* An inline object written without a checksum: S3's default, computed from its bytes. */
+static int default_cks_virtual(const obj_info_t *info)
+{
+    return info->inl && !info->multipart && !info->deleted && !s3_umeta_get(info, CKS_META)[0];
+}
+
+const char *s3_cks_of(const obj_info_t *info, obj_reader_t *rd, char buf[S3_CKS_MAX])
+{
+    const uint8_t *bytes = rd ? obj_read_inline(rd) : NULL;
+    if (!default_cks_virtual(info) || (!bytes && info->size)) return s3_umeta_get(info, CKS_META);
+    cks_t c;
+    char v[64];
+    if (cks_init(&c, S3_CKS_DEFAULT) != 0) return "";
+    cks_update(&c, bytes, (size_t)info->size);
+    cks_final(&c, v, sizeof(v));
+    snprintf(buf, S3_CKS_MAX, "%s:%s", cks_name(S3_CKS_DEFAULT), v);
+    return buf;
+}
+
 void s3_cks_list_xml(buf_t *b, const obj_info_t *info)
 {
     const char *kept = s3_umeta_get(info, CKS_META), *v;
     int algo = kept_split(kept, &v);
+    if (!algo && default_cks_virtual(info)) algo = S3_CKS_DEFAULT; /* (v "": full) */
     if (algo)
         buf_printf(b, "<ChecksumAlgorithm>%s</ChecksumAlgorithm><ChecksumType>%s</ChecksumType>",
                    upper_name(algo), strchr(v, '-') ? "COMPOSITE" : "FULL_OBJECT");
@@ -381,11 +401,12 @@ void s3_mpu_cks_part_xml(buf_t *b, const char *kept)
     if (algo) buf_printf(b, "<Checksum%s>%s</Checksum%s>", upper_name(algo), v, upper_name(algo));
 }
 
-void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info)
+void s3_mpu_cks_attributes_xml(buf_t *b, const obj_info_t *info, obj_reader_t *rd)
 {
     /* GetObjectAttributes names a composite checksum without its part count (HEAD keeps it). */
     buf_t in = {0};
-    object_cks_xml(&in, s3_umeta_get(info, CKS_META), 1);
+    char dflt[S3_CKS_MAX];
+    object_cks_xml(&in, s3_cks_of(info, rd, dflt), 1);
     if (in.len) buf_printf(b, "<Checksum>%s</Checksum>", in.p);
     free(in.p);
 }
@@ -404,7 +425,8 @@ void s3_cks_get_headers(ctx_t *x, const obj_info_t *info, obj_reader_t *rd, int 
         return;
     }
     if (part_idx < 0 && s3_hdr(x->info, "range")) return; /* no checksum covers a range */
-    const char *kept = s3_umeta_get(info, CKS_META);
+    char dflt[S3_CKS_MAX];
+    const char *kept = s3_cks_of(info, rd, dflt);
     s3_cks_header(kept, ch, sizeof(ch));
     if (!ch[0]) return;
     buf_printf(hb, "%sx-amz-checksum-type: %s\r\n", ch,

@@ -478,11 +478,13 @@ void s3_put_object(ctx_t *x)
     }
     obj_put_set_cond(w, &cond);
     char cks[128];
+    int named = s3_cks_request_algo(x);
+    x->cks_default = S3_CKS_DEFAULT; /* when the request sends none */
     if (s3_stream_body(x, w, cks) != 0) {
         free(um.p);
         return;
     }
-    if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
+    if (cks[0] && (named || !obj_put_inline(w))) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
     obj_info_t info;
     err = um.len > sizeof(info.umeta)
               ? ERR_TOO_LARGE
@@ -822,7 +824,7 @@ void s3_get_object_attributes(ctx_t *x)
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<GetObjectAttributesResponse "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     if (mask & 1) buf_printf(&b, "<ETag>%s</ETag>", info.etag);
-    if (mask & 2) s3_mpu_cks_attributes_xml(&b, &info);
+    if (mask & 2) s3_mpu_cks_attributes_xml(&b, &info, rd);
     const int *nums;
     const uint64_t *sizes;
     int nparts = obj_read_parts(rd, &nums, &sizes);

@@ -713,6 +713,8 @@ void s3_post_object(ctx_t *x)
     const char *expect;
     char md5_hex[33];
     if (integrity_fields(&fm, &algo, &expect, md5_hex) != 0) goto out;
+    int named = algo;
+    if (!algo) algo = S3_CKS_DEFAULT; /* none sent: S3's default (s3_int.h) */
     int err;
     obj_writer_t *w = obj_put_begin(x->cfg->set, x->ibucket, key, &err);
     if (!w) {
@@ -747,7 +749,8 @@ void s3_post_object(ctx_t *x)
         s3_err(x, S3E_BAD_DIGEST);
         goto out;
     }
-    if (algo) buf_printf(&um, "%s%c%s:%s%c", CKS_META, 0, cks_name(algo), got, 0);
+    if (named || !obj_put_inline(w))
+        buf_printf(&um, "%s%c%s:%s%c", CKS_META, 0, cks_name(algo), got, 0);
     const char *ctype = field(&fm, "content-type");
     if (!ctype && fm.file_ctype[0]) ctype = fm.file_ctype;
     obj_info_t info;

@@ -68,9 +68,74 @@ def test_checksums_not_served_are_refused_and_listings_name_them(server):
                    c.list_object_versions(Bucket="cks-new")["Versions"]):
         by_key = {o["Key"]: o for o in listed}
         assert by_key["with"]["ChecksumAlgorithm"] == ["SHA256"], by_key["with"]
-        assert "ChecksumAlgorithm" not in by_key["without"], by_key["without"]
+        # Written without one: S3's default (test_default_crc64nvme).
+        assert by_key["without"]["ChecksumAlgorithm"] == ["CRC64NVME"], by_key["without"]
     st, body, _ = signed_request(server.port, "GET", "/cks-new?list-type=2")
     assert b"<ChecksumType>FULL_OBJECT</ChecksumType>" in body, body
+
+
+def crc64nvme(data):
+    """CRC-64/NVME from its definition, a byte at a time (table-driven)."""
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x9A6C9329AC4BC9B5 if c & 1 else c >> 1
+        table.append(c)
+    c = 0xFFFFFFFFFFFFFFFF
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
+    return base64.b64encode((c ^ 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big")).decode()
+
+
+def test_default_crc64nvme(server):
+    """An object written without a checksum gets S3's default (AWS since December 2024):
+    CRC-64/NVME of the whole object, in PutObject's answer, to HEAD and GET with checksum
+    mode, in GetObjectAttributes and in listings; inline (kept nowhere, computed from the
+    bytes) and erasure-coded (kept) alike, and the copy of such an object too. None covers
+    a range; an explicit algorithm is the only one."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="ckdef")
+    for size in (0, 1, 1000, 64 << 10, (64 << 10) + 1, 300_000, (1 << 20) + 3):
+        data = os.urandom(size)
+        key = "d%d" % size
+        st, _, h = signed_request(server.port, "PUT", "/ckdef/" + key, data)
+        want = crc64nvme(data)
+        assert st == 200 and h.get("x-amz-checksum-crc64nvme") == want, (size, h)
+        assert h.get("x-amz-checksum-type") == "FULL_OBJECT"
+        for method in ("HEAD", "GET"):
+            st, body, h = signed_request(server.port, method, "/ckdef/" + key,
+                                         headers={"x-amz-checksum-mode": "ENABLED"})
+            assert st == 200 and h.get("x-amz-checksum-crc64nvme") == want, (size, method, h)
+            assert h.get("x-amz-checksum-type") == "FULL_OBJECT"
+            if method == "GET":
+                assert hashlib.sha256(body).digest() == hashlib.sha256(data).digest()
+        st, _, h = signed_request(server.port, "HEAD", "/ckdef/" + key)
+        assert "x-amz-checksum-crc64nvme" not in h  # not asked for
+        if size > 10:
+            st, _, h = signed_request(server.port, "GET", "/ckdef/" + key,
+                                      headers={"x-amz-checksum-mode": "ENABLED",
+                                               "Range": "bytes=0-9"})
+            assert st == 206 and "x-amz-checksum-crc64nvme" not in h
+        st, body, _ = signed_request(server.port, "GET", "/ckdef/%s?attributes" % key,
+                                     headers={"x-amz-object-attributes": "Checksum"})
+        assert st == 200 and ("<ChecksumCRC64NVME>%s</ChecksumCRC64NVME>" % want).encode() in body
+        # The copy of it has it too.
+        st, body, _ = signed_request(server.port, "PUT", "/ckdef/c" + key,
+                                     headers={"x-amz-copy-source": "/ckdef/" + key})
+        assert st == 200 and ("<ChecksumCRC64NVME>%s</ChecksumCRC64NVME>" % want).encode() in body
+        st, _, h = signed_request(server.port, "HEAD", "/ckdef/c" + key,
+                                  headers={"x-amz-checksum-mode": "ENABLED"})
+        assert h.get("x-amz-checksum-crc64nvme") == want, (size, h)
+    listed = c.list_objects_v2(Bucket="ckdef")["Contents"]
+    assert all(o.get("ChecksumAlgorithm") == ["CRC64NVME"] for o in listed), listed
+    # An algorithm asked for is the object's only one.
+    data = os.urandom(5000)
+    c.put_object(Bucket="ckdef", Key="crc32", Body=data, ChecksumAlgorithm="CRC32")
+    st, _, h = signed_request(server.port, "HEAD", "/ckdef/crc32",
+                              headers={"x-amz-checksum-mode": "ENABLED"})
+    assert h.get("x-amz-checksum-crc32") == crc32_b64(data)
+    assert "x-amz-checksum-crc64nvme" not in h
 
 
 def raw_put(server, key, body, headers, payload_hash):
