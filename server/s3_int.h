@@ -147,7 +147,7 @@ typedef struct {
  * when asked for (s3_cks_of). A multipart upload created without an algorithm stays without
  * one (its parts may carry any the client picked), as do objects erasure-coded before this.
  */
-#define S3_CKS_DEFAULT CKS_CRC64NVME
+#define S3_CKS_DEFAULT   CKS_CRC64NVME
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
 #define REDIRECT_META    "\001h:website-redirect" /* x-amz-website-redirect-location */
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
