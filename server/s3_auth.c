@@ -16,9 +16,18 @@ const char *s3_secret_of(ctx_t *x, const char *ak)
 
 static time_t parse_amz_date(const char *s)
 {
-    struct tm tm = {0};
-    if (!s || strlen(s) != 16 || !strptime(s, "%Y%m%dT%H%M%SZ", &tm)) return (time_t)-1;
-    return timegm(&tm);
+    struct tm tm = {0}, back;
+    char *end;
+    if (!s || strlen(s) != 16 || !(end = strptime(s, "%Y%m%dT%H%M%SZ", &tm)) || *end)
+        return (time_t)-1;
+    /* A date that is not one (February 30th, which timegm rolls over to March 2nd: a probe)
+     * is none. (timegm normalizes its argument: the fields are compared with a copy.) */
+    struct tm said = tm;
+    time_t t = timegm(&tm);
+    if (!gmtime_r(&t, &back) || back.tm_mday != said.tm_mday || back.tm_mon != said.tm_mon ||
+        back.tm_hour != said.tm_hour || back.tm_min != said.tm_min || back.tm_sec != said.tm_sec)
+        return (time_t)-1;
+    return t;
 }
 
 /*

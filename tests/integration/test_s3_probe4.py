@@ -72,3 +72,20 @@ def test_a_copy_sources_errors_name_the_source(server):
         except ClientError as e:
             assert e.response["Error"]["Code"] == code
             assert e.response["Error"].get(field) == want, e.response["Error"]
+
+
+def test_a_date_that_is_no_date_is_refused(server):
+    """X-Amz-Date 20260230T...: strptime took February 30th and timegm rolled it over to
+    March 2nd, a date the client never wrote. It is no valid date (403, S3's message for one),
+    not a date whose skew or expiry is then weighed."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="pdate")
+    url = presigner(server).generate_presigned_url(
+        "get_object", Params={"Bucket": "pdate", "Key": "k"}, ExpiresIn=604800)
+    path = url.split(str(server.port), 1)[1]
+    import re
+    bad = re.sub(r"X-Amz-Date=\d{8}T", "X-Amz-Date=20260230T", path)
+    assert bad != path
+    st, out = send(server.port, "GET", bad, None, {})
+    assert st == 403, out
+    assert b"requires a valid Date" in out, out
