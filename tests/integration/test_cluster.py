@@ -2139,7 +2139,10 @@ def test_etcd_back_after_the_leases_went(datadir, etcd):
     assert admin(etcd, "cluster", "init", "--map", path).returncode == 0
     proxy = CutProxy(int(etcd.rsplit(":", 1)[1]))
     nodes = [EtcdNode(datadir, n, "http://127.0.0.1:%d" % proxy.port) for n in ("n1", "n2", "n3")]
-    for n, ttl in zip(nodes, ("3", "6", "9")):  # rounds of 1, 2 and 3 s: out of step
+    # Rounds of 2, 2.3 and 3 s: out of step. Each node's grace after etcd is back is its own
+    # lease, 6 s at least: longer than the slowest peer's round and its registration's write
+    # (with a 3 s lease beside a 3 s round, a loaded etcd could make n3 late for n1's grace).
+    for n, ttl in zip(nodes, ("6", "7", "9")):
         n.extra += ["--lease-ttl", ttl]
     start_all(nodes)
     try:
@@ -2195,16 +2198,16 @@ def test_flaky_etcd_does_not_hide_a_frozen_peer(datadir, etcd):
     try:
         time.sleep(4)  # every node seen registered once
         os.kill(n3.proc.pid, signal.SIGSTOP)  # its lease goes for good in 3 s
-        deadline = time.time() + 25
+        deadline = time.time() + 60
         while time.time() < deadline and "event=proto_peer_away peer=n3" not in n1.read_log():
             down = n1.read_log().count("event=member_etcd_unreachable")
             back = n1.read_log().count("event=member_etcd_back")
             proxy.cut()  # a blip of about a round: n1's lease (3 s) stays
             wait_for(lambda: n1.read_log().count("event=member_etcd_unreachable") > down,
-                     "n1 to miss etcd", timeout=5)
+                     "n1 to miss etcd", timeout=30)
             proxy.mend()
             wait_for(lambda: n1.read_log().count("event=member_etcd_back") > back,
-                     "n1 to reach etcd", timeout=5)
+                     "n1 to reach etcd", timeout=30)
             time.sleep(1.5)  # a round or so with etcd answering, n3's registration gone
         # (A blip that a loaded machine stretched past n1's lease grants a grace of its own,
         # which ends too: n3 is still taken as away within the deadline.)

@@ -353,7 +353,13 @@ def test_a_stale_failed_mark_does_not_hide_a_mended_drive(datadir, etcd):
             except Exception:
                 pass
         seen.append(node_stats(n1)["drives"][at]["health"])
-        time.sleep(12)  # n1 reads the registration; n2's refill pass ends
+        # n1 reads the registration (every 10 s), its heal queue drains, n2's refill pass
+        # ends: waited for, not slept (12 s was not always enough on a loaded machine).
+        time.sleep(10)
+        wait_for(lambda: node_stats(n1)["drives"][at]["health"] == "up"
+                 and node_stats(n1)["heal"]["pending"] == 0
+                 and not any(d.get("refilling") for d in node_stats(n2)["drives"]),
+                 "n1 sees n2/1 up, its heals done, n2 refilled", timeout=120)
         # Two stores lost, those beside n2/1 in the set (n1/1, n3/1): a loss 4+2 takes.
         for n in (n1, n3):
             n.stop()

@@ -145,12 +145,14 @@ def test_plain_gets_against_nginx(tmp):
     try:
         ep = "http://127.0.0.1:%d" % port
         import time
-        for _ in range(100):
+        import urllib.request
+        deadline = time.monotonic() + 60  # nginx up, however slowly the machine starts it
+        while True:
             try:
-                import urllib.request
-                urllib.request.urlopen(ep + "/wl/p/000000000000", timeout=1).read()
+                urllib.request.urlopen(ep + "/wl/p/000000000000", timeout=5).read()
                 break
             except Exception:
+                assert time.monotonic() < deadline and proc.poll() is None, "nginx is not up"
                 time.sleep(0.05)
         args = ["get", "--plain", "--bucket", "wl", "--prefix", "p/", "--objects", "30",
                 "--size", "4KiB:50,1MiB:50", "--clients", "4"]

@@ -739,7 +739,8 @@ int put_create_only(obj_set_t *set, const char *key)
 
 void wait_flag(int *flag)
 {
-    for (int t = 0; t < 5000 && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); t++)
+    /* A minute: a loaded machine under ASan may be slow; the flag always comes. */
+    for (int t = 0; t < 60000 && !__atomic_load_n(flag, __ATOMIC_SEQ_CST); t++)
         usleep(1000);
 }
 

@@ -742,7 +742,7 @@ static void test_heal_of_a_split_key_failing_backs_off(void **state)
     obj__wall_skew_ns = PAST_COMMIT_STALE;
     assert_int_equal(obj_stat_standing(e->set, "bkt", key, &info), 0); /* noted */
     obj_heal_stats_t st = {0};
-    for (int t = 0; t < 500 && st.retries == 0; t++) {
+    for (int t = 0; t < 6000 && st.retries == 0; t++) {
         usleep(10000);
         obj_heal_stats(e->set, &st);
     }
@@ -765,7 +765,7 @@ static void stall_mid_heads(const drive_id_t *id, const void *meta, size_t ml)
         return;
     if (__atomic_fetch_add(&stall_state, 1, __ATOMIC_SEQ_CST) == 0) {
         memcpy(stall_upload, h.upload_id, sizeof(stall_upload));
-        for (int t = 0; t < 2000 && heads_naming(stall_env, stall_key, stall_upload) < 3; t++)
+        for (int t = 0; t < 60000 && heads_naming(stall_env, stall_key, stall_upload) < 3; t++)
             usleep(1000);
         obj__wall_skew_ns = PAST_COMMIT_STALE;
         obj_heal_report_t rep = {0};

@@ -264,18 +264,28 @@ static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, cons
     return n;
 }
 
-static proto_net_t *client(const char *cluster, const char *sec, uint64_t epoch)
+/*
+ * A client whose calls have deadline_ms each: long where a call must succeed (a loaded
+ * machine under ASan took more than 400 ms for some), short where a deadline is the test.
+ */
+static proto_net_t *client_within(const char *cluster, const char *sec, uint64_t epoch,
+                                  unsigned deadline_ms)
 {
     proto_net_cfg_t c = {.cluster = cluster,
                          .node = "gw",
                          .secret = sec,
                          .secret_len = strlen(sec),
                          .epoch = epoch,
-                         .timeout_ms = 400,
+                         .timeout_ms = deadline_ms,
                          .retry_ms = 100};
     proto_net_t *n;
     assert_int_equal(proto_net_start(&c, &n), 0);
     return n;
+}
+
+static proto_net_t *client(const char *cluster, const char *sec, uint64_t epoch)
+{
+    return client_within(cluster, sec, epoch, 10000);
 }
 
 static proto_peer_t *peer_of(proto_net_t *cl, proto_net_t *srv, const char *node)
@@ -359,7 +369,11 @@ static void test_calls_and_budget(void **state)
     proto_net_stats(srv, &st);
     assert_true(st.paused_reads > 0);
     assert_int_equal(st.bad_frames, 0);
-    /* A request the server never answers fails at its deadline; the peer is suspect. */
+    /* A request the server never answers fails at its deadline; the peer is suspect (a
+     * client of its own, with a short deadline). */
+    proto_net_t *quick = client_within("c1", secret, 1, 400);
+    p = peer_of(quick, srv, "s1");
+    assert_int_equal(ping(p), 0);
     uint8_t f[64];
     proto_w_t wr;
     proto_w_init(&wr, f, sizeof(f));
@@ -372,7 +386,7 @@ static void test_calls_and_budget(void **state)
     pthread_mutex_unlock(&e.mu);
     assert_int_equal(proto_call(p, &c), ERR_IO);
     assert_int_equal(proto_peer_health(p), PROTO_PEER_SUSPECT);
-    proto_net_stats(cl, &st);
+    proto_net_stats(quick, &st);
     assert_true(st.timeouts >= 1);
     /*
      * It answers again (late answers are dropped; the connection goes on).
@@ -389,6 +403,7 @@ static void test_calls_and_budget(void **state)
         usleep(25000);
     assert_int_equal(proto_peer_health(p), PROTO_PEER_UP);
     assert_int_equal(ping(p), 0);
+    proto_net_stop(quick);
     proto_net_stop(cl);
     proto_net_stop(srv);
     pthread_mutex_destroy(&e.mu);
