@@ -155,6 +155,8 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
     marker.deleted = 1;
     pthread_mutex_t *lk = obj__key_lock(s, bucket, key);
     pthread_mutex_lock(lk);
+    int reread = 0;
+again:
     if ((rc = obj_stat(s, bucket, key, &old)) != 0 || (rc = obj_cond_check(c, &old)) != 0) {
         pthread_mutex_unlock(lk);
         return rc;
@@ -198,6 +200,27 @@ static int delete_if(obj_set_t *s, const char *bucket, const char *key, const ob
             log_warn("event=delete_in_doubt key=%s: writers through other nodes stay in flight",
                      key);
             return settled;
+        }
+        if (settled == 2) {
+            /*
+             * The version that stands was written on the condition that the one read here
+             * was current (If-Match): this delete cannot come before it (it answered 204 and
+             * the write 200: a compare-and-swap and a delete of the same ETag both won, a
+             * cluster probe). It comes after: its tombstones go, and the key is read and the
+             * condition judged again (412, or that version deleted).
+             */
+            tombstones_go(s, bucket, key, &marker);
+            obj__tombstone_drop_note(s, bucket, key, &marker,
+                                     s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
+            log_info("event=delete_after_conditional_write key=%s upload=%s", key,
+                     old.upload_id);
+            if (++reread > 3) {
+                pthread_mutex_unlock(lk);
+                return ERR_THROTTLED;
+            }
+            obj_info_clear(&marker);
+            marker.deleted = 1;
+            goto again;
         }
         if (settled) {
             /* A newer version stands: this delete came before it, which replaced (and drops)

@@ -738,13 +738,25 @@ int obj__commit_heads_keep(obj_set_t *s, const char *bucket, const char *key,
                            int *first_err);
 
 /*
+ * The internal metadata entry of a version written on a condition that named
+ * the version it replaces (If-Match): that version's upload id. A write that
+ * depended on a version cannot be ordered after that version's delete (its
+ * condition would have failed), so an unversioned DELETE racing it through
+ * another node orders itself after it instead (obj__delete_settle: 2).
+ */
+#define OBJ_AFTER_META "\001aft"
+
+/*
  * An unversioned delete's round (obj_delete.c delete_if) that stores refused:
  * they hold a head newer than *bound (the version the delete read), another
  * writer's after the read. Reads every store's head: 1 when a version newer
- * than *bound stands (the delete linearizes before it: done), 0 to go round
- * again (the refusing head was undone, or, in the way longer than any commit
- * takes, is a crash's leftover: *bound now covers it; else after a back-off),
- * or ERR_THROTTLED when the commit's tries are spent (attempt counts them).
+ * than *bound stands (the delete linearizes before it: done); 2 when that
+ * version was written on the condition that the one read was current
+ * (OBJ_AFTER_META: an If-Match write), so that the delete must come after it
+ * (read and judged again); 0 to go round again (the refusing head was undone,
+ * or, in the way longer than any commit takes, is a crash's leftover: *bound
+ * now covers it; else after a back-off), or ERR_THROTTLED when the commit's
+ * tries are spent (attempt counts them).
  */
 int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
                        int attempt);
