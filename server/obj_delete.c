@@ -212,8 +212,7 @@ again:
             tombstones_go(s, bucket, key, &marker);
             obj__tombstone_drop_note(s, bucket, key, &marker,
                                      s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
-            log_info("event=delete_after_conditional_write key=%s upload=%s", key,
-                     old.upload_id);
+            log_info("event=delete_after_conditional_write key=%s upload=%s", key, old.upload_id);
             if (++reread > 3) {
                 pthread_mutex_unlock(lk);
                 return ERR_THROTTLED;
