@@ -64,6 +64,14 @@ typedef struct {
 
 #define OBJ_VID_LEN 16
 
+/*
+ * Walk the "name\0value\0" pairs of info's metadata: from *pos, the next
+ * pair's name and value; 0 at the end (or at a truncated pair).
+ */
+int obj_umeta_next(const obj_info_t *info, size_t *pos, const char **name, const char **value);
+/* The value of a pair of info's metadata, "" when absent. */
+const char *obj_umeta_get(const obj_info_t *info, const char *name);
+
 /* When o's metadata was decided (o->umeta_ns, or its stamp: written with it). */
 static inline uint64_t obj_umeta_ns(const obj_info_t *o)
 {

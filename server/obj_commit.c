@@ -394,46 +394,30 @@ static int backoff(const char *key, int attempt, int heads, int refused)
     return 1;
 }
 
-/* The value of an internal metadata entry of a head ("" for none). */
-static const char *umeta_value(const obj_info_t *h, const char *name)
-{
-    size_t nl = strlen(name) + 1;
-    for (size_t p = 0; p + nl <= h->umeta_len;) {
-        const char *n = h->umeta + p, *v = memchr(n, 0, h->umeta_len - p);
-        if (!v) break;
-        v++;
-        const char *end = memchr(v, 0, h->umeta_len - (size_t)(v - h->umeta));
-        if (!end) break;
-        if ((size_t)(v - n) == nl && memcmp(n, name, nl) == 0) return v;
-        p = (size_t)(end - h->umeta) + 1;
-    }
-    return "";
-}
-
-/* Set (value) or remove (NULL) an internal entry of info's metadata; -1 when it does not fit. */
+/* Set (value, never "") or remove (NULL) an entry of info's metadata; -1 when it does not fit. */
 static int umeta_put(obj_info_t *info, const char *name, const char *value)
 {
-    size_t nl = strlen(name) + 1, out = 0;
-    for (size_t p = 0; p < info->umeta_len;) {
-        const char *n = info->umeta + p, *v = memchr(n, 0, info->umeta_len - p);
-        const char *end =
-            v ? memchr(v + 1, 0, info->umeta_len - (size_t)(v + 1 - info->umeta)) : NULL;
-        if (!end) break; /* (a malformed tail: dropped) */
-        size_t len = (size_t)(end - n) + 1;
-        if (!((size_t)(v + 1 - n) == nl && memcmp(n, name, nl) == 0)) {
-            memmove(info->umeta + out, n, len);
-            out += len;
-        }
-        p += len;
+    if (!value && !obj_umeta_get(info, name)[0]) return 0; /* (most commits: nothing to do) */
+    char *out = xmalloc(sizeof(info->umeta));
+    size_t len = 0, nl = strlen(name) + 1, vl = value ? strlen(value) + 1 : 0;
+    const char *n, *v;
+    for (size_t p = 0; obj_umeta_next(info, &p, &n, &v);) {
+        if (strcmp(n, name) == 0) continue;
+        size_t a = strlen(n) + 1, b = strlen(v) + 1;
+        memcpy(out + len, n, a);
+        memcpy(out + len + a, v, b);
+        len += a + b;
     }
-    info->umeta_len = out;
-    if (!value) return 0;
-    size_t vl = strlen(value) + 1;
-    if (out + nl + vl > sizeof(info->umeta)) return -1;
-    memcpy(info->umeta + out, name, nl);
-    memcpy(info->umeta + out + nl, value, vl);
-    info->umeta_len = out + nl + vl;
-    return 0;
+    int rc = value && len + nl + vl > sizeof(info->umeta) ? -1 : 0;
+    if (value && !rc) {
+        memcpy(out + len, name, nl);
+        memcpy(out + len + nl, value, vl);
+        len += nl + vl;
+    }
+    memcpy(info->umeta, out, len);
+    info->umeta_len = len;
+    free(out);
+    return rc;
 }
 
 int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_cond_t *bound,
@@ -463,7 +447,7 @@ int obj__delete_settle(obj_set_t *s, const char *bucket, const char *key, shard_
                      strcmp(h[j].info.upload_id, v->upload_id) == 0;
         if (count >= (v->sparse ? __builtin_popcount(v->inl) : s->k)) {
             /* Written against the version this delete read: the delete comes after it. */
-            rc = strcmp(umeta_value(v, OBJ_AFTER_META), bound->self) == 0 ? 2 : 1;
+            rc = strcmp(obj_umeta_get(v, OBJ_AFTER_META), bound->self) == 0 ? 2 : 1;
             break;
         }
         if (!way || obj__newer(v, way)) way = v;

@@ -386,3 +386,26 @@ void obj_info_copy(obj_info_t *dst, const obj_info_t *src)
     memcpy(dst->umeta, src->umeta, src->umeta_len);
     memcpy(&dst->umeta_len, &src->umeta_len, sizeof(*dst) - offsetof(obj_info_t, umeta_len));
 }
+
+int obj_umeta_next(const obj_info_t *info, size_t *pos, const char **name, const char **value)
+{
+    size_t p = *pos;
+    if (p >= info->umeta_len) return 0;
+    const char *n = info->umeta + p;
+    size_t nl = strnlen(n, info->umeta_len - p);
+    if (p + nl + 1 >= info->umeta_len) return 0;
+    const char *v = n + nl + 1;
+    size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
+    *pos = p + nl + 1 + vl + 1;
+    *name = n;
+    *value = v;
+    return 1;
+}
+
+const char *obj_umeta_get(const obj_info_t *info, const char *name)
+{
+    const char *n, *v;
+    for (size_t p = 0; obj_umeta_next(info, &p, &n, &v);)
+        if (strcmp(n, name) == 0) return v;
+    return "";
+}

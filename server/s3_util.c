@@ -241,30 +241,11 @@ int s3_if_range_holds(const char *hdr, const char *etag, time_t mtime)
     return t != (time_t)-1 && t == mtime;
 }
 
-/*
- * Walk the "name\0value\0" pairs of an object's user metadata: from *pos, the
- * next pair's name and value; 0 at the end (or at a truncated pair).
- */
-static int umeta_next(const obj_info_t *info, size_t *pos, const char **name, const char **value)
-{
-    size_t p = *pos;
-    if (p >= info->umeta_len) return 0;
-    const char *n = info->umeta + p;
-    size_t nl = strnlen(n, info->umeta_len - p);
-    if (p + nl + 1 >= info->umeta_len) return 0;
-    const char *v = n + nl + 1;
-    size_t vl = strnlen(v, info->umeta_len - p - nl - 1);
-    *pos = p + nl + 1 + vl + 1;
-    *name = n;
-    *value = v;
-    return 1;
-}
-
 /* The umeta pairs of info with name set to value (replaced or added) into out. */
 void s3_umeta_with(const obj_info_t *info, const char *name, const char *value, buf_t *out)
 {
     const char *n, *v;
-    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
+    for (size_t p = 0; obj_umeta_next(info, &p, &n, &v);)
         if (strcmp(n, name) != 0) buf_printf(out, "%s%c%s%c", n, 0, v, 0);
     buf_printf(out, "%s%c%s%c", name, 0, value, 0);
 }
@@ -272,10 +253,7 @@ void s3_umeta_with(const obj_info_t *info, const char *name, const char *value, 
 /* Value of a pair in an object's user metadata, or "" when absent. */
 const char *s3_umeta_get(const obj_info_t *info, const char *name)
 {
-    const char *n, *v;
-    for (size_t p = 0; umeta_next(info, &p, &n, &v);)
-        if (strcmp(n, name) == 0) return v;
-    return "";
+    return obj_umeta_get(info, name);
 }
 
 /* The next read of a stream at off with len left: up to the end of the current read unit. */

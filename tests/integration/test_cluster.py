@@ -285,6 +285,18 @@ def race(fns):
     return out
 
 
+def finals_of(clients, bucket, key):
+    """What each node reads of the key: the set of body MD5s and error codes (one when they
+    agree)."""
+    finals = set()
+    for c in clients:
+        try:
+            finals.add(md5(c.get_object(Bucket=bucket, Key=key)["Body"].read()))
+        except ClientError as e:
+            finals.add(e.response["Error"]["Code"])
+    return finals
+
+
 def test_racing_if_match_overwrites_of_a_small_object(cluster):
     """If-Match PUTs of an inline object through different nodes at once: one wins, the
     others get 412, and the key is never lost. Both writers used to overwrite some of the
@@ -302,12 +314,7 @@ def test_racing_if_match_overwrites_of_a_small_object(cluster):
         out = race([lambda j=j: {200: "ok", 412: "PreconditionFailed", 404: "NoSuchKey"}.get(
             signed_request(cluster[j].port, "PUT", "/imrace/" + key, bodies[j],
                            headers={"If-Match": etag})[0], "other") for j in range(2)])
-        finals = set()
-        for c in clients:
-            try:
-                finals.add(md5(c.get_object(Bucket="imrace", Key=key)["Body"].read()))
-            except ClientError as e:
-                finals.add(e.response["Error"]["Code"])
+        finals = finals_of(clients, "imrace", key)
         won = [j for j in range(2) if out[j] == "ok"]
         if len(finals) != 1 or "NoSuchKey" in finals:
             lost.append((key, out, finals))
@@ -2247,12 +2254,7 @@ def test_if_match_put_racing_delete_through_other_nodes(cluster):
         put, dele = race([
             lambda: signed_request(n2.port, "PUT", "/casdel/" + key, new,
                                    headers={"If-Match": etag})[0], delete])
-        finals = set()
-        for c in clients:
-            try:
-                finals.add(md5(c.get_object(Bucket="casdel", Key=key)["Body"].read()))
-            except ClientError as e:
-                finals.add(e.response["Error"]["Code"])
+        finals = finals_of(clients, "casdel", key)
         ok = len(finals) == 1 and put in (200, 404, 412, 503) and dele in (204, 412, 503)
         if 503 in (put, dele):
             pass  # in doubt (a client retries): only that every node says the same
