@@ -3,7 +3,8 @@
  * is http.h; behind it:
  *
  *   http_server.c  listener, loop, stop, drain
- *   http_conn.c    the loop side: connections, parsing, writes, events
+ *   http_conn.c    the loop side: connections, writes, events, a request's finish
+ *   http_parse.c   the loop side: reading and parsing requests, bodies, request ids
  *   http_guard.c   the loop's guards: timeouts, stalled and idle eviction,
  *                  refusal at the connection limit
  *   http_req.c     the worker side: what handlers call
@@ -257,6 +258,16 @@ void http__handle_events(uv_async_t *a);
 void http__loop_stop(http_loop_t *l);
 /* Close c (its request's worker is told: client_gone). */
 void http__conn_close(conn_t *c);
+
+/* http_parse.c */
+/* c's parser set up with the server's callbacks (a new connection). */
+void http__parser_init(conn_t *c);
+/* Parse what c has buffered, as far as its state lets (a request answered: the next). */
+void http__parse_more(conn_t *c);
+/* Read from c's socket again (paused for a body over the high-water mark, or new). */
+void http__start_reading(conn_t *c);
+/* After the client's EOF: a request whose body is cut short is told so (1), else 0. */
+int http__body_cut_short(conn_t *c);
 /* Write resp (whatever of it the socket takes now), then close. */
 /* A new request id (16 hex digits; loop thread only). */
 void http__new_request_id(char id[17]);
