@@ -120,6 +120,10 @@ typedef struct {
     uint64_t decoded; /* aws-chunked: payload bytes delivered so far */
     EVP_MD_CTX *sha;
     int cks_default; /* a checksum s3_stream_body computes and keeps when none is sent */
+    /* A checksum s3_stream_body computes beside the one sent, "algo:value" into cks_also_val
+     * (a part of an upload without an algorithm: S3's default, whatever the part carries). */
+    int cks_also;
+    char cks_also_val[80];
 } ctx_t;
 
 typedef struct {
@@ -144,10 +148,17 @@ typedef struct {
  * returned with the ETag and to x-amz-checksum-mode. An erasure-coded object keeps it in
  * CKS_META; an inline one does not (three copies of 28 bytes took 1-byte objects past the
  * 1 KiB a tiny object may cost): its bytes come with its head, and it is computed from them
- * when asked for (s3_cks_of). A multipart upload created without an algorithm stays without
- * one (its parts may carry any the client picked), as do objects erasure-coded before this.
+ * when asked for (s3_cks_of). A multipart upload created without an algorithm gets it too,
+ * FULL_OBJECT: each part's is computed (beside any the client sent, CKD_META) and Complete
+ * combines them. Objects erasure-coded, and parts uploaded, before this have none.
  */
 #define S3_CKS_DEFAULT   CKS_CRC64NVME
+/* A part's S3_CKS_DEFAULT "algo:value" when its CKS_META holds another algorithm's (an upload
+ * without an algorithm whose client sent, say, CRC32 with the part). */
+#define CKD_META         "\001ckd"
+/* On a multipart object whose CKS_META is S3's default (its upload had no algorithm): "1".
+ * GetObjectAttributes then lists no part, as for an object without a checksum. */
+#define CK0_META         "\001ck0"
 #define TAG_META         "\001tag" /* the object's tags, canonical "k=v&..." (s3_tagging.c) */
 #define REDIRECT_META    "\001h:website-redirect" /* x-amz-website-redirect-location */
 #define CKA_META         "\001cka" /* an upload's "algo:COMPOSITE|FULL_OBJECT" (s3_mpu_cks.c) */
@@ -511,6 +522,8 @@ typedef struct {
     cks_t comp;              /* COMPOSITE: over the parts' digests */
     uint64_t crc;            /* FULL_OBJECT: the parts' CRCs combined so far */
     int n;                   /* parts folded in */
+    int dflt_parts;          /* no algorithm: parts whose S3_CKS_DEFAULT was folded into crc */
+    int dflt_missing;        /* no algorithm: a part without it (uploaded before it was kept) */
     int began;               /* the begin hook ran (else the Complete was one done already) */
     int refused;             /* a hook refused the Complete, with err (msg "": the table's) */
     s3_err_t err;

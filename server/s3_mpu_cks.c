@@ -15,6 +15,12 @@
  *                (cks_crc_combine: no byte is read again).
  * A composite value is told from a full one by its "-N" (base64 has no '-'),
  * so an object needs no entry for the type.
+ *
+ * An upload created without an algorithm gets S3's default as a PUT does: each
+ * part's CRC64NVME is computed (kept in CKS_META, or in CKD_META beside a
+ * checksum the client sent in another algorithm), and Complete combines them
+ * into a FULL_OBJECT value; when a part has none (uploaded by an older build),
+ * the object has none.
  */
 
 #include "server/s3_int.h"
@@ -141,10 +147,36 @@ int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)
         return -1;
     }
     x->cks_default = algo; /* computed (and kept) even when the client sends none */
+    if (!algo) {
+        /* No algorithm: S3's default, FULL_OBJECT, made of each part's (cks_part). A part
+         * that sends another checksum keeps both, the default in CKD_META. */
+        x->cks_default = S3_CKS_DEFAULT;
+        x->cks_also = S3_CKS_DEFAULT;
+    }
     return 0;
 }
 
 /* ---- CompleteMultipartUpload ---- */
+
+/* A part of an upload without an algorithm: its S3_CKS_DEFAULT (kept, or beside the one its
+ * client sent) folded into the object's. The part's own checksum is its note, as with one. */
+static int default_part(s3_mpu_cks_t *c, const obj_info_t *head, const char *kept,
+                        char note[OBJ_MPU_NOTE_MAX])
+{
+    const char *value;
+    int algo = kept_split(kept, &value);
+    if (algo != S3_CKS_DEFAULT) algo = kept_split(s3_umeta_get(head, CKD_META), &value);
+    uint8_t d[8];
+    if (algo != S3_CKS_DEFAULT || cks_decode(algo, value, d) != 0) {
+        c->dflt_missing = 1;
+    } else if (!c->dflt_missing) {
+        uint64_t crc = cks_crc_from_digest(algo, d);
+        c->crc = c->dflt_parts ? cks_crc_combine(algo, c->crc, crc, head->size) : crc;
+        c->dflt_parts++;
+    }
+    if (kept[0]) snprintf(note, OBJ_MPU_NOTE_MAX, "%s", kept);
+    return 0;
+}
 
 static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_NOTE_MAX])
 {
@@ -162,7 +194,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
                  "been uploaded, or the specified checksum may not match the part's checksum.");
         return -1;
     }
-    if (!c->algo) return 0;
+    if (!c->algo) return default_part(c, head, kept, note);
     /* AWS: with checksums, part numbers start at 1 and follow each other. */
     if (xp->part != i + 1) {
         c->refused = 1;
@@ -233,8 +265,19 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
             return -1;
         }
     }
+    if (!c->algo && c->dflt_parts && !c->dflt_missing) {
+        uint8_t d[8];
+        cks_crc_to_digest(S3_CKS_DEFAULT, c->crc, d);
+        cks_encode(d, cks_digest_len(S3_CKS_DEFAULT), v, sizeof(v));
+    }
     buf_t um = {xmalloc(*umeta_len + 1), *umeta_len, *umeta_len + 1};
     memcpy(um.p, umeta, *umeta_len);
+    if (!c->algo && c->dflt_parts && !c->dflt_missing) {
+        char kept[128];
+        snprintf(kept, sizeof(kept), "%s:%s", cks_name(S3_CKS_DEFAULT), v);
+        s3_pairs_set(&um, CKS_META, kept);
+        s3_pairs_set(&um, CK0_META, "1");
+    }
     if (c->algo) {
         char kept[128];
         snprintf(kept, sizeof(kept), "%s:%s", cks_name(c->algo), v);

@@ -193,6 +193,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
     obj_info_t info;
     buf_t um = {0}; /* the part's checksum, for Complete and ListParts */
     if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);
+    if (x->cks_also_val[0]) buf_printf(&um, "%s%c%s%c", CKD_META, 0, x->cks_also_val, 0);
     err = obj_put_commit(w, NULL, um.p, um.len, &info);
     free(um.p);
     if (err != 0) {

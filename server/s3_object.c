@@ -319,8 +319,11 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         }
     }
     if (!algo) algo = x->cks_default; /* a part of an upload with a checksum algorithm */
-    cks_t ck;
-    if (algo && cks_init(&ck, algo) != 0) {
+    cks_t ck, ck2;
+    int also = x->cks_also != algo ? x->cks_also : CKS_NONE;
+    x->cks_also_val[0] = 0;
+    if ((algo && cks_init(&ck, algo) != 0) || (also && cks_init(&ck2, also) != 0)) {
+        if (algo) cks_free(&ck);
         obj_put_abort(w);
         s3_engine_error(x, ERR_NOMEM);
         return -1;
@@ -338,12 +341,18 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
             break;
         }
         if (algo) cks_update(&ck, buf, (size_t)n);
+        if (also) cks_update(&ck2, buf, (size_t)n);
         if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
     }
     bufpool_put(pool, buf);
     free(st.spill);
     char got[64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));
+    if (also) {
+        char v[64];
+        cks_final(&ck2, v, sizeof(v));
+        snprintf(x->cks_also_val, sizeof(x->cks_also_val), "%s:%s", cks_name(also), v);
+    }
     int end = n < 0 || err ? 0 : s3_body_end(x);
     if (n < 0 || err || end != 0 ||
         (!x->chunked && x->info->content_length >= 0 && total != x->info->content_length)) {
@@ -829,8 +838,9 @@ void s3_get_object_attributes(ctx_t *x)
     const uint64_t *sizes;
     int nparts = obj_read_parts(rd, &nums, &sizes);
     /* Without an additional checksum S3 lists no part of a general purpose bucket's object:
-     * their count only. */
-    if ((mask & 4) && nparts && !s3_umeta_get(&info, CKS_META)[0]) {
+     * their count only (S3's default, given to an upload without an algorithm, is none). */
+    if ((mask & 4) && nparts &&
+        (!s3_umeta_get(&info, CKS_META)[0] || s3_umeta_get(&info, CK0_META)[0])) {
         buf_printf(&b, "<ObjectParts><PartsCount>%d</PartsCount></ObjectParts>", nparts);
     } else if ((mask & 4) && nparts) {
         int shown = 0, last = marker, i = 0;

@@ -296,7 +296,8 @@ def test_checksum_refusals(server):
 
 def test_no_algorithm_upload_and_copy_part(server):
     """An upload without an algorithm keeps working whatever checksums its parts carry (the
-    newest botocore sends a CRC32 trailer on every part); the object then has no checksum.
+    newest botocore sends a CRC32 trailer on every part), and its object gets S3's default,
+    a FULL_OBJECT CRC64NVME made of the parts' (computed beside a checksum a part carries).
     UploadPartCopy into an upload with an algorithm gets the copied bytes' checksum."""
     c = s3_client(server.endpoint)
     c.create_bucket(Bucket="mpn")
@@ -304,14 +305,48 @@ def test_no_algorithm_upload_and_copy_part(server):
     uid = c.create_multipart_upload(Bucket="mpn", Key="plain")["UploadId"]
     e1 = c.upload_part(Bucket="mpn", Key="plain", UploadId=uid, PartNumber=1,
                        Body=data[:5 * MIB])["ETag"]
+    # A part sent with a CRC32 of its own, whatever this botocore would send.
     e2 = c.upload_part(Bucket="mpn", Key="plain", UploadId=uid, PartNumber=2,
-                       Body=data[5 * MIB:])["ETag"]
+                       Body=data[5 * MIB:], ChecksumAlgorithm="CRC32")["ETag"]
+    parts = c.list_parts(Bucket="mpn", Key="plain", UploadId=uid)["Parts"]
+    assert parts[1].get("ChecksumCRC32") == b64(digest("CRC32", data[5 * MIB:]))
+    if "ChecksumCRC32" not in parts[0]:  # the newest botocore sent one; the old none
+        assert parts[0].get("ChecksumCRC64NVME", b64(digest("CRC64NVME", data[:5 * MIB]))) == \
+            b64(digest("CRC64NVME", data[:5 * MIB]))
     r = c.complete_multipart_upload(Bucket="mpn", Key="plain", UploadId=uid, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
     assert "ChecksumCRC32" not in r
+    whole = b64(digest("CRC64NVME", data))
     h = hdrs(c.head_object(Bucket="mpn", Key="plain", ChecksumMode="ENABLED"))
-    assert not any(k.startswith("x-amz-checksum") for k in h)
+    assert h.get("x-amz-checksum-crc64nvme") == whole
+    assert h.get("x-amz-checksum-type") == "FULL_OBJECT"
+    assert sorted(k for k in h if k.startswith("x-amz-checksum")) == [
+        "x-amz-checksum-crc64nvme", "x-amz-checksum-type"]
     assert sha(c.get_object(Bucket="mpn", Key="plain")["Body"].read()) == sha(data)
+    # GetObjectAttributes: the default, and the parts' count only (no checksum was chosen).
+    a = attributes(server, "mpn", "plain")
+    assert "<ChecksumCRC64NVME>%s</ChecksumCRC64NVME>" % whole in a
+    assert "<ChecksumType>FULL_OBJECT</ChecksumType>" in a
+    assert "<PartsCount>2</PartsCount>" in a and "<Part>" not in a
+    lst = c.list_objects_v2(Bucket="mpn", Prefix="plain")["Contents"][0]
+    assert lst.get("ChecksumAlgorithm") == ["CRC64NVME"]
+    # The part's own checksum is what GET ?partNumber=2 answers with.
+    h = hdrs(c.head_object(Bucket="mpn", Key="plain", PartNumber=2, ChecksumMode="ENABLED"))
+    assert h.get("x-amz-checksum-crc32") == b64(digest("CRC32", data[5 * MIB:]))
+    # Parts copied into an upload without an algorithm: the default of the bytes copied.
+    c.put_object(Bucket="mpn", Key="src0", Body=data)
+    uid = c.create_multipart_upload(Bucket="mpn", Key="cp0")["UploadId"]
+    r1 = c.upload_part_copy(Bucket="mpn", Key="cp0", UploadId=uid, PartNumber=1,
+                            CopySource={"Bucket": "mpn", "Key": "src0"},
+                            CopySourceRange="bytes=0-%d" % (5 * MIB - 1))
+    e2 = c.upload_part(Bucket="mpn", Key="cp0", UploadId=uid, PartNumber=3,
+                       Body=data[5 * MIB:])["ETag"]
+    c.complete_multipart_upload(Bucket="mpn", Key="cp0", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": r1["CopyPartResult"]["ETag"]},
+                  {"PartNumber": 3, "ETag": e2}]})
+    h = hdrs(c.head_object(Bucket="mpn", Key="cp0", ChecksumMode="ENABLED"))
+    assert h.get("x-amz-checksum-crc64nvme") == whole
+    assert sha(c.get_object(Bucket="mpn", Key="cp0")["Body"].read()) == sha(data)
     # Copied parts.
     c.put_object(Bucket="mpn", Key="src", Body=data)
     uid = c.create_multipart_upload(Bucket="mpn", Key="cp", ChecksumAlgorithm="CRC32")["UploadId"]
