@@ -476,9 +476,27 @@ uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard)
  */
 #define SCRATCH_ALIGN 4096
 
+size_t ers_decoder_buf_len(const ers_decoder_t *d)
+{
+    return (d->l.block_size ? d->l.block_size : 64) + ERS_BUF_SLACK;
+}
+
+bufpool_t *ers_decoder_bufpool(const ers_decoder_t *d)
+{
+    return d->bufs;
+}
+
+uint8_t *ers_decoder_swap_block(ers_decoder_t *d, unsigned shard, uint8_t *fresh)
+{
+    if (!d->bufs || shard >= ERS_MAX_SHARDS || !d->blk[shard] || !fresh) return NULL;
+    uint8_t *full = d->blk[shard];
+    d->blk[shard] = fresh;
+    return full;
+}
+
 static uint8_t *scratch(ers_decoder_t *d, unsigned shard)
 {
-    size_t len = d->l.block_size ? d->l.block_size : 64;
+    size_t len = ers_decoder_buf_len(d);
     if (!d->blk[shard])
         d->blk[shard] = d->bufs ? bufpool_get(d->bufs, len) : xaligned_alloc(SCRATCH_ALIGN, len);
     return d->blk[shard];

@@ -211,5 +211,21 @@ int ers_rebuild_stripe(ers_decoder_t *d, uint64_t stripe, uint32_t want, ers_sou
                        void *arg, uint32_t *rebuilt) __attribute__((warn_unused_result));
 const uint8_t *ers_decoder_block(const ers_decoder_t *d, unsigned shard);
 uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard);
+/*
+ * A decoder's scratch buffers hold a block and ERS_BUF_SLACK bytes more (room for the crc a
+ * record carries after it): ers_decoder_buf_len bytes in all.
+ */
+#define ERS_BUF_SLACK 64
+size_t ers_decoder_buf_len(const ers_decoder_t *d);
+/* The pool set with ers_decoder_set_bufpool, or NULL. */
+bufpool_t *ers_decoder_bufpool(const ers_decoder_t *d);
+/*
+ * The buffer that holds shard's block after a verify or rebuild, handed over in exchange for
+ * `fresh`, which the decoder uses from then on: a healer writes the rebuilt block from it
+ * without copying it. Needs a pool (ers_decoder_set_bufpool): both buffers are the pool's, of
+ * at least ers_decoder_buf_len bytes, and each goes back to it (bufpool_put) from whoever
+ * holds it last. NULL, and fresh is not taken, without a pool or a block there.
+ */
+uint8_t *ers_decoder_swap_block(ers_decoder_t *d, unsigned shard, uint8_t *fresh);
 
 #endif

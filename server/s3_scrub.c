@@ -471,7 +471,7 @@ static unsigned scrub_pass(s3_scrub_t *sc)
     }
     bgwork_unlock(&sc->w);
     if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
-    log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.1f heads_fixed=%u blocks_fixed=%u "
+    log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.3f heads_fixed=%u blocks_fixed=%u "
              "failed=%u unnamed_groups=%llu reaped_groups=%llu reaped_parts=%llu "
              "reaped_bytes=%llu",
              rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,

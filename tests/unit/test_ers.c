@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/bufpool.h"
 #include "common/crc.h"
 #include "common/err.h"
 #include "erasure/ers.h"
@@ -352,6 +353,66 @@ static void test_rebuild_reads_k_and_the_target(void **state)
 }
 
 /*
+ * A rebuilt block's buffer handed over for another (ers_decoder_swap_block): the caller gets
+ * the block, with room for a trailer after it; the decoder goes on with the buffer it was
+ * given, and rebuilds the next stripes right; without a pool nothing is swapped.
+ */
+static void test_swap_rebuilt_block(void **state)
+{
+    const int k = 4, m = 2;
+    const uint32_t B = 4096;
+    const size_t size = (size_t)3 * k * B - 1000;
+    static uint8_t data[3 * 4 * 4096];
+    store_t s;
+    int err;
+    (void)state;
+    rng_state = 23;
+    fill_random(data, size);
+    encode(&s, k, m, B, data, size);
+    bufpool_t *pool = bufpool_new(1u << 20);
+    ers_decoder_t *d = ers_decoder_new(&s.l, &err);
+    assert_non_null(d);
+    ers_decoder_set_bufpool(d, pool);
+    assert_ptr_equal(ers_decoder_bufpool(d), pool);
+    size_t cap = ers_decoder_buf_len(d);
+    assert_true(cap >= B + 4);
+    uint8_t *held[3];
+    s.lost = 1u << 2;
+    for (uint64_t st = 0; st < ers_stripe_count(&s.l); st++) {
+        uint32_t rebuilt = 0, blen = ers_block_len(&s.l, st, 2);
+        uint64_t off = ers_shard_offset(&s.l, st);
+        assert_int_equal(ers_rebuild_stripe(d, st, 1u << 2, source, &s, &rebuilt), 0);
+        assert_int_equal(rebuilt, 1u << 2);
+        uint8_t *fresh = bufpool_get(pool, cap);
+        memset(fresh, 0xee, cap); /* what the decoder reads next must overwrite this */
+        held[st] = ers_decoder_swap_block(d, 2, fresh);
+        assert_non_null(held[st]);
+        assert_ptr_not_equal(held[st], fresh);
+        assert_ptr_equal(ers_decoder_block(d, 2), fresh);
+        assert_memory_equal(held[st], s.stream[2] + off, blen);
+        memset(held[st] + blen, 0x5a, 4); /* a trailer fits (ASan: inside the buffer) */
+    }
+    /* Each swap handed over a different buffer, still holding its own stripe's block. */
+    assert_ptr_not_equal(held[0], held[1]);
+    assert_memory_equal(held[0], s.stream[2], B);
+    for (int i = 0; i < 3; i++)
+        bufpool_put(pool, held[i]);
+    /* Nothing there, or no pool: nothing swapped, fresh not taken. */
+    uint8_t *fresh = bufpool_get(pool, cap);
+    assert_null(ers_decoder_swap_block(d, 5, fresh));
+    ers_decoder_free(d);
+    d = ers_decoder_new(&s.l, &err);
+    uint32_t rebuilt;
+    assert_int_equal(ers_rebuild_stripe(d, 0, 1u << 2, source, &s, &rebuilt), 0);
+    assert_null(ers_decoder_swap_block(d, 2, fresh));
+    assert_memory_equal(ers_decoder_block(d, 2), s.stream[2], B);
+    bufpool_put(pool, fresh);
+    ers_decoder_free(d);
+    bufpool_free(pool);
+    store_free(&s);
+}
+
+/*
  * A lost drive is asked once, then every 16th stripe; the stripes between read
  * parity in the same round as the data, and the bytes are right.
  */
@@ -439,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_bitrot_single_bit),
         cmocka_unit_test(test_lost_shard_not_asked_again),
         cmocka_unit_test(test_rebuild_reads_k_and_the_target),
+        cmocka_unit_test(test_swap_rebuilt_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
