@@ -76,7 +76,7 @@ typedef struct rf_blk {
     int store;
     size_t bytes, cap;
     uint8_t *rec;
-    bufpool_t *pool; /* rec's, or NULL: malloc'd */
+    bufpool_t *pool;     /* rec's, or NULL: malloc'd */
     struct rf_blk *next; /* the spares */
 } rf_blk_t;
 
