@@ -393,7 +393,25 @@ struct ers_decoder {
     ers_hedged_fn hedged;
     void *hedged_arg;
     bufpool_t *bufs; /* where the scratch comes from and goes back to; NULL: malloc */
+    size_t slack;    /* bytes past a block each scratch buffer has (ers_decoder_set_slack) */
 };
+
+static void scratch_release(ers_decoder_t *d, unsigned shard)
+{
+    if (d->bufs)
+        bufpool_put(d->bufs, d->blk[shard]);
+    else
+        free(d->blk[shard]);
+    d->blk[shard] = NULL;
+}
+
+void ers_decoder_set_slack(ers_decoder_t *d, size_t slack)
+{
+    if (slack <= d->slack) return;
+    d->slack = slack;
+    for (unsigned i = 0; i < ERS_MAX_SHARDS; i++)
+        if (d->blk[i]) scratch_release(d, i); /* too short now: taken again at the next read */
+}
 
 void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg)
 {
@@ -437,11 +455,8 @@ ers_decoder_t *ers_decoder_new(const ers_layout_t *l, int *err)
 void ers_decoder_free(ers_decoder_t *d)
 {
     if (!d) return;
-    for (int i = 0; i < ERS_MAX_SHARDS; i++)
-        if (d->bufs)
-            bufpool_put(d->bufs, d->blk[i]);
-        else
-            free(d->blk[i]);
+    for (unsigned i = 0; i < ERS_MAX_SHARDS; i++)
+        if (d->blk[i]) scratch_release(d, i);
     free(d->tables);
     free(d);
 }
@@ -478,7 +493,7 @@ uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard)
 
 size_t ers_decoder_buf_len(const ers_decoder_t *d)
 {
-    return (d->l.block_size ? d->l.block_size : 64) + ERS_BUF_SLACK;
+    return (d->l.block_size ? d->l.block_size : 64) + d->slack;
 }
 
 bufpool_t *ers_decoder_bufpool(const ers_decoder_t *d)

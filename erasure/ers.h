@@ -212,10 +212,12 @@ int ers_rebuild_stripe(ers_decoder_t *d, uint64_t stripe, uint32_t want, ers_sou
 const uint8_t *ers_decoder_block(const ers_decoder_t *d, unsigned shard);
 uint32_t ers_decoder_block_crc(const ers_decoder_t *d, unsigned shard);
 /*
- * A decoder's scratch buffers hold a block and ERS_BUF_SLACK bytes more (room for the crc a
- * record carries after it): ers_decoder_buf_len bytes in all.
+ * A decoder's scratch buffers hold a block and, from ers_decoder_set_slack on, slack bytes
+ * more (room for the crc a record carries after it): ers_decoder_buf_len bytes in all. Set
+ * between stripes: blocks held are let go. (Not by default: a buffer pool rounds to 64 KiB,
+ * so every GET's scratch would grow by that.)
  */
-#define ERS_BUF_SLACK 64
+void ers_decoder_set_slack(ers_decoder_t *d, size_t slack);
 size_t ers_decoder_buf_len(const ers_decoder_t *d);
 /* The pool set with ers_decoder_set_bufpool, or NULL. */
 bufpool_t *ers_decoder_bufpool(const ers_decoder_t *d);

@@ -302,6 +302,7 @@ int obj__refill_object(obj_refill_t *rf, obj_set_t *s, obj_reader_t *r, const ch
                        obj_heal_report_t *rep)
 {
     ers_decoder_t *d = obj__reader_decoder(r);
+    ers_decoder_set_slack(d, 4); /* a rebuilt block's buffer becomes its record: block, crc */
     char bb[SHARD_MAX_BUCKET + 2];
     obj__blk_bucket(bb, bucket);
     rf_obj_t *o = xcalloc(1, sizeof(*o));

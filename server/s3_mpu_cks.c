@@ -159,9 +159,9 @@ int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)
 /* ---- CompleteMultipartUpload ---- */
 
 /* A part of an upload without an algorithm: its S3_CKS_DEFAULT (kept, or beside the one its
- * client sent) folded into the object's. The part's own checksum is its note, as with one. */
-static int default_part(s3_mpu_cks_t *c, const obj_info_t *head, const char *kept,
-                        char note[OBJ_MPU_NOTE_MAX])
+ * client sent) folded into the object's. No note: a Complete cut short by a kill is resumed
+ * only with the very manifest it recorded, which an older build made without notes. */
+static int default_part(s3_mpu_cks_t *c, const obj_info_t *head, const char *kept)
 {
     const char *value;
     int algo = kept_split(kept, &value);
@@ -174,7 +174,6 @@ static int default_part(s3_mpu_cks_t *c, const obj_info_t *head, const char *kep
         c->crc = c->dflt_parts ? cks_crc_combine(algo, c->crc, crc, head->size) : crc;
         c->dflt_parts++;
     }
-    if (kept[0]) snprintf(note, OBJ_MPU_NOTE_MAX, "%s", kept);
     return 0;
 }
 
@@ -194,7 +193,7 @@ static int cks_part(void *arg, int i, const obj_info_t *head, char note[OBJ_MPU_
                  "been uploaded, or the specified checksum may not match the part's checksum.");
         return -1;
     }
-    if (!c->algo) return default_part(c, head, kept, note);
+    if (!c->algo) return default_part(c, head, kept);
     /* AWS: with checksums, part numbers start at 1 and follow each other. */
     if (xp->part != i + 1) {
         c->refused = 1;
@@ -265,18 +264,34 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
             return -1;
         }
     }
-    if (!c->algo && c->dflt_parts && !c->dflt_missing) {
+    int dflt = !c->algo && c->dflt_parts && !c->dflt_missing;
+    if (dflt) {
         uint8_t d[8];
         cks_crc_to_digest(S3_CKS_DEFAULT, c->crc, d);
         cks_encode(d, cks_digest_len(S3_CKS_DEFAULT), v, sizeof(v));
     }
+    /* The default named in the request (S3_CKS_DEFAULT only: cks_begin) is checked too. */
+    if (!c->algo && c->expect[0] && (!dflt || strcmp(c->expect, v) != 0)) {
+        c->refused = 1;
+        c->err = dflt ? S3E_BAD_DIGEST : S3E_INVALID_REQUEST;
+        snprintf(c->msg, sizeof(c->msg), "%s",
+                 dflt ? "The crc64nvme you specified did not match the calculated checksum."
+                      : "The upload was created without a checksum algorithm.");
+        return -1;
+    }
     buf_t um = {xmalloc(*umeta_len + 1), *umeta_len, *umeta_len + 1};
     memcpy(um.p, umeta, *umeta_len);
-    if (!c->algo && c->dflt_parts && !c->dflt_missing) {
+    if (dflt) {
         char kept[128];
         snprintf(kept, sizeof(kept), "%s:%s", cks_name(S3_CKS_DEFAULT), v);
         s3_pairs_set(&um, CKS_META, kept);
         s3_pairs_set(&um, CK0_META, "1");
+        /* The default is S3's, not asked for: an upload whose metadata leaves no room for it
+         * (created at the limit, which counts none) completes without it. */
+        if (um.len > cap) {
+            s3_pairs_set(&um, CKS_META, NULL);
+            s3_pairs_set(&um, CK0_META, NULL);
+        }
     }
     if (c->algo) {
         char kept[128];
@@ -313,11 +328,16 @@ static int cks_begin(void *arg, const obj_info_t *rec)
     c->algo = upload_algo(rec, &c->full);
     const char *msg = NULL;
     s3_err_t err = S3E_INVALID_REQUEST;
-    if (c->expect_algo && c->expect_algo != c->algo) {
+    /* Without an algorithm the object gets S3's default, a FULL_OBJECT CRC64NVME, which a
+     * Complete may name (checked in cks_finish). */
+    int dflt_named = !c->algo && c->expect_algo == S3_CKS_DEFAULT;
+    if (c->expect_algo && c->expect_algo != c->algo && !dflt_named) {
         msg = c->algo ? "The checksum header names another algorithm than the upload's."
                       : "The upload was created without a checksum algorithm.";
+    } else if (c->type[0] && !c->algo && !dflt_named) {
+        msg = "The x-amz-checksum-type header does not match the upload's checksum type.";
     } else if (c->type[0] &&
-               (!c->algo || strcasecmp(c->type, c->full ? "FULL_OBJECT" : "COMPOSITE"))) {
+               strcasecmp(c->type, c->algo && !c->full ? "COMPOSITE" : "FULL_OBJECT")) {
         msg = "The x-amz-checksum-type header does not match the upload's checksum type.";
         if (c->algo) err = S3E_BAD_DIGEST; /* as S3 documents a type other than the upload's */
     }

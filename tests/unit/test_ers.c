@@ -374,6 +374,12 @@ static void test_swap_rebuilt_block(void **state)
     assert_non_null(d);
     ers_decoder_set_bufpool(d, pool);
     assert_ptr_equal(ers_decoder_bufpool(d), pool);
+    assert_int_equal(ers_decoder_buf_len(d), B); /* no slack unless asked */
+    uint32_t rebuilt0;
+    s.lost = 1u << 2;
+    assert_int_equal(ers_rebuild_stripe(d, 0, 1u << 2, source, &s, &rebuilt0), 0);
+    ers_decoder_set_slack(d, 4); /* between stripes: the short buffers are let go */
+    assert_null(ers_decoder_block(d, 2));
     size_t cap = ers_decoder_buf_len(d);
     assert_true(cap >= B + 4);
     uint8_t *held[3];
@@ -402,6 +408,7 @@ static void test_swap_rebuilt_block(void **state)
     assert_null(ers_decoder_swap_block(d, 5, fresh));
     ers_decoder_free(d);
     d = ers_decoder_new(&s.l, &err);
+    ers_decoder_set_slack(d, 4);
     uint32_t rebuilt;
     assert_int_equal(ers_rebuild_stripe(d, 0, 1u << 2, source, &s, &rebuilt), 0);
     assert_null(ers_decoder_swap_block(d, 2, fresh));
