@@ -115,7 +115,9 @@
       "At least one of the preconditions you specified did not hold.")                             \
     X(REQUEST_TIME_TOO_SKEWED, "RequestTimeTooSkewed", 403,                                        \
       "The difference between the request time and the current time is too large.")                \
-    X(SERVICE_UNAVAILABLE, "ServiceUnavailable", 503, "Too many drives are unavailable.")          \
+    X(SERVICE_UNAVAILABLE, "ServiceUnavailable", 503,                                              \
+      "Too many drives are unavailable. A write answered so may still take effect once they "      \
+      "are back: read before writing again.")                                                      \
     X(SIGNATURE_MISMATCH, "SignatureDoesNotMatch", 403,                                            \
       "The request signature we calculated does not match the signature you provided. Check "      \
       "your key and signing method.")                                                              \
