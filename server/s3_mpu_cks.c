@@ -388,6 +388,21 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
         }
         c->expect_algo = a;
         snprintf(c->expect, sizeof(c->expect), "%s", val);
+        /* A value that is no checksum of its kind (empty, not base64, the wrong length; a
+         * composite one's "-N" aside) was not compared: InvalidRequest, as on PutObject. */
+        char *dash = strchr(c->expect, '-');
+        uint8_t d[EVP_MAX_MD_SIZE];
+        if (dash) *dash = 0;
+        int bad = strlen(val) >= sizeof(c->expect) || cks_decode(a, c->expect, d) != 0 ||
+                  (dash && num_parse_int(dash + 1, 1, 10000, &(int){0}) != 0);
+        if (dash) *dash = '-';
+        if (bad) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "Value for x-amz-checksum-%s header is invalid.",
+                     cks_name(a));
+            s3_err_msg(x, S3E_INVALID_REQUEST, msg);
+            return -1;
+        }
     }
     const char *tn = s3_hdr(x->info, "x-amz-checksum-type");
     snprintf(c->type, sizeof(c->type), "%s", tn ? tn : "");

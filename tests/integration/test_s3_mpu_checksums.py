@@ -620,6 +620,13 @@ def test_no_algorithm_default_of_every_kind_of_part(server):
     st, body, _ = complete_xml(server.port, "mpk", "k", uid, e,
                                {"x-amz-checksum-crc32": whole[:8]})
     assert st == 400 and b"<Code>InvalidRequest</Code>" in body, body
+    # A value that is no CRC64NVME (empty, not base64, too long) was never compared: not
+    # BadDigest, and not taken for none (an empty one was). (A hostile probe, session 42.)
+    for v in ("", "garbage", "A" * 300, whole + "-x"):
+        st, body, _ = complete_xml(server.port, "mpk", "k", uid, e,
+                                   {"x-amz-checksum-crc64nvme": v,
+                                    "x-amz-checksum-type": "FULL_OBJECT"})
+        assert st == 400 and b"<Code>InvalidRequest</Code>" in body, (v, body)
     for _ in range(2):  # named, then a retry of the same Complete
         st, body, _ = complete_xml(server.port, "mpk", "k", uid, e,
                                    {"x-amz-checksum-crc64nvme": whole,
