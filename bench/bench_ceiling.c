@@ -2,9 +2,15 @@
  * bench_ceiling: the CPU ceilings of the S3 suite, one core each, in the
  * same run: memcpy, MD5 (every PUT computes the ETag) and raw ISA-L
  * Reed-Solomon encode at the node's k+m. Prints ROW lines for report.py.
+ * MD5 twice: one stream with OpenSSL (what one PUT's ETag can go at), and
+ * eight streams at once through the node's own MD5 (common/md5.h), whose
+ * vector lanes hash concurrent PUTs' bodies together.
  *   bench_ceiling K M [SECONDS]
  */
+#include "common/md5.h"
+
 #include <isa-l/erasure_code.h>
+#include <pthread.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,29 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+enum { MD5_STREAMS = 8 };
+
+typedef struct {
+    const unsigned char *p;
+    size_t len;
+    double secs, t0, bytes;
+} md5_stream_t;
+
+static void *md5_stream(void *arg)
+{
+    md5_stream_t *st = arg;
+    md5_t m;
+    md5_init(&m);
+    while (now() - st->t0 < st->secs) {
+        for (size_t off = 0; off < st->len; off += 1u << 20)
+            md5_update(&m, st->p + off, 1u << 20);
+        st->bytes += (double)st->len;
+    }
+    unsigned char d[16];
+    md5_final(&m, d);
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -51,6 +80,25 @@ int main(int argc, char **argv)
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
     printf("ROW\tceiling_md5\t%.1f\tMB/s\t-\n", bytes / 1e6 / (now() - t0));
+
+    /* Eight streams of 8 MiB each, updated 1 MiB at a time, as eight PUTs' workers do. */
+    pthread_t th[MD5_STREAMS];
+    md5_stream_t ms[MD5_STREAMS];
+    t0 = now();
+    for (int i = 0; i < MD5_STREAMS; i++) {
+        ms[i] = (md5_stream_t){.p = a + (size_t)i * (big / MD5_STREAMS),
+                               .len = big / MD5_STREAMS,
+                               .secs = secs,
+                               .t0 = t0};
+        if (pthread_create(&th[i], NULL, md5_stream, &ms[i]) != 0) return 1;
+    }
+    bytes = 0;
+    for (int i = 0; i < MD5_STREAMS; i++) {
+        pthread_join(th[i], NULL);
+        bytes += ms[i].bytes;
+    }
+    printf("ROW\tceiling_md5_%d_streams\t%.1f\tMB/s\t-\n", MD5_STREAMS, bytes / 1e6 / (now() - t0));
+    printf("# md5: %d lanes\n", md5_lanes());
 
     /* Raw ISA-L encode of 1 MiB blocks: data bytes per second. */
     unsigned char *mat = malloc((size_t)(k + m) * k), *tbl = malloc((size_t)32 * k * m);

@@ -6,10 +6,10 @@
 #include "client/wl_int.h"
 
 #include "common/err.h"
+#include "common/md5.h"
 #include "s3/sigv4.h"
 
 #include <expat.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,37 +96,26 @@ int wl_get(wl_client_t *c, const char *bucket, const char *key, uint64_t off, ui
 
 int wl__md5(const void *buf, s3c_fill_fn fill, void *fill_arg, uint64_t len, char hex[33])
 {
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
-    if (!m) return WL_ENOMEM;
-    int rc = WL_OK;
-    char *tmp = NULL;
-    if (EVP_DigestInit_ex(m, EVP_md5(), NULL) != 1) {
-        rc = WL_ENOMEM;
-        goto out;
-    }
+    /* common/md5: a client's threads hashing at once share vector rounds. */
+    md5_t m;
+    md5_init(&m);
     if (fill) {
-        tmp = malloc(1u << 20);
-        if (!tmp) {
-            rc = WL_ENOMEM;
-            goto out;
-        }
+        char *tmp = malloc(1u << 20);
+        if (!tmp) return WL_ENOMEM;
         for (uint64_t off = 0; off < len;) {
             size_t n = len - off < (1u << 20) ? (size_t)(len - off) : (1u << 20);
             fill(fill_arg, off, tmp, n);
-            EVP_DigestUpdate(m, tmp, n);
+            md5_update(&m, tmp, n);
             off += n;
         }
+        free(tmp);
     } else {
-        EVP_DigestUpdate(m, buf, (size_t)len);
+        md5_update(&m, buf, (size_t)len);
     }
     unsigned char d[16];
-    unsigned int dl = 0;
-    EVP_DigestFinal_ex(m, d, &dl);
+    md5_final(&m, d);
     sigv4_hex(d, 16, hex);
-out:
-    free(tmp);
-    EVP_MD_CTX_free(m);
-    return rc;
+    return WL_OK;
 }
 
 int wl__md5_like(const char *etag)

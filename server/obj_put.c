@@ -19,9 +19,9 @@
 #include "common/err.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/md5.h"
 #include "common/mem.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +33,7 @@ struct obj_writer {
     char *key;
     char upload[33];
     ers_encoder_t *enc;
-    EVP_MD_CTX *md5;
+    md5_t md5; /* the ETag's; long updates share vector rounds with other PUTs' (common/md5.h) */
     /*
      * Two stripe slots. Per slot and shard: block + crc, the record payload
      * (n x (B + 4)).
@@ -209,11 +209,7 @@ obj_writer_t *obj__put_begin(obj_set_t *s, const char *bucket, const char *key,
     *err = 0;
     /* The encoder and stripe slots (tens of MiB) only for what does not fit inline. */
     if (!s->inline_max && (*err = start_encoder(w)) != 0) goto fail;
-    w->md5 = EVP_MD_CTX_new();
-    if (!w->md5 || !EVP_DigestInit_ex(w->md5, EVP_md5(), NULL)) {
-        *err = ERR_NOMEM;
-        goto fail;
-    }
+    md5_init(&w->md5);
     return w;
 fail:
     obj_put_abort(w);
@@ -234,7 +230,7 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     if (w->err) return w->err;
     if (w->etag[0]) return ERR_CLOSED;
     if (!len) return 0;
-    EVP_DigestUpdate(w->md5, data, len);
+    md5_update(&w->md5, data, len);
     if (!w->enc && len <= w->s->inline_max - w->small_len) {
         if (w->small_len + len > w->small_cap) {
             size_t cap = w->small_cap ? w->small_cap : 4096;
@@ -269,10 +265,9 @@ const char *obj_put_key(const obj_writer_t *w)
 const char *obj_put_etag(obj_writer_t *w)
 {
     if (!w->etag[0]) {
-        uint8_t digest[EVP_MAX_MD_SIZE];
-        unsigned int dl = 0;
-        EVP_DigestFinal_ex(w->md5, digest, &dl);
-        for (unsigned i = 0; i < dl && i < 16; i++)
+        uint8_t digest[16];
+        md5_final(&w->md5, digest);
+        for (unsigned i = 0; i < 16; i++)
             snprintf(w->etag + 2 * i, 3, "%02x", digest[i]);
     }
     return w->etag;
@@ -284,7 +279,6 @@ static void writer_free(obj_writer_t *w)
     (void)slot_wait(w, 0);
     (void)slot_wait(w, 1);
     ers_encoder_free(w->enc);
-    EVP_MD_CTX_free(w->md5);
     for (int i = 0; i < 2; i++) {
         bufpool_put(w->s->bufs, w->blk[i]);
         latch_destroy(&w->latch[i]);

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <openssl/evp.h>
 
+#include "common/md5.h"
 #include "proto/net.h"
 
 /*
@@ -209,6 +210,14 @@ static void node_stats(ctx_t *x)
                t.user_bytes ? (double)t.host_bytes / (double)t.user_bytes : 0.0);
     heal_json(x->cfg, &b);
     memory_json(x->cfg, &b);
+    /* The ETag's MD5 (common/md5.h): how wide its vector rounds ran. */
+    md5_stats_t ms;
+    md5_stats(&ms);
+    buf_printf(&b,
+               ",\"md5\":{\"lanes\":%d,\"rounds\":%llu,\"lane_blocks\":%llu,"
+               "\"round_blocks\":%llu,\"scalar_blocks\":%llu}",
+               md5_lanes(), (unsigned long long)ms.rounds, (unsigned long long)ms.lane_blocks,
+               (unsigned long long)ms.round_blocks, (unsigned long long)ms.scalar_blocks);
     if (x->cfg->net) {
         proto_net_stats_t ps;
         proto_net_stats(x->cfg->net, &ps);
