@@ -122,7 +122,8 @@ typedef uint32_t vec16_t __attribute__((vector_size(64)));
 __attribute__((target("avx2"))) static inline void load_x8(vec8_t m[16], const uint8_t *const *p,
                                                            size_t off)
 {
-    for (int half = 0; half < 2; half++) {
+    _Pragma("GCC unroll 2") for (int half = 0; half < 2; half++)
+    {
         __m256i r[8], t[8], u[8];
         for (int l = 0; l < 8; l++)
             r[l] = _mm256_loadu_si256((const __m256i *)(p[l] + off + 32 * half));
@@ -167,21 +168,22 @@ __attribute__((target("avx512f"))) static inline void load_x16(vec16_t m[16],
                                                                const uint8_t *const *p, size_t off)
 {
     __m512i r[16];
-    for (int l = 0; l < 16; l++)
-        r[l] = _mm512_loadu_si512((const void *)(p[l] + off));
-    for (int step = 0; step < 4; step++) {
+    _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++) r[l] =
+        _mm512_loadu_si512((const void *)(p[l] + off));
+    _Pragma("GCC unroll 4") for (int step = 0; step < 4; step++)
+    {
         int b = 8 >> step;
         __m512i lo = _mm512_load_si512((const void *)transpose_idx[step][0]);
         __m512i hi = _mm512_load_si512((const void *)transpose_idx[step][1]);
-        for (int i = 0; i < 16; i++) {
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+        {
             if (i & b) continue;
             __m512i x = r[i], y = r[i + b];
             r[i] = _mm512_permutex2var_epi32(x, lo, y);
             r[i + b] = _mm512_permutex2var_epi32(x, hi, y);
         }
     }
-    for (int j = 0; j < 16; j++)
-        m[j] = (vec16_t)r[j];
+    _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) m[j] = (vec16_t)r[j];
 }
 #define LOAD_X16(m, p, off) load_x16(m, p, off)
 
@@ -207,19 +209,11 @@ static void blocks_x1(uint32_t h[4], const uint8_t *p, size_t nb)
 /* Updates shorter than this are hashed on their own thread: the hand-off would cost more. */
 #define HUB_MIN_BLOCKS   256
 
-typedef struct md5_job {
-    uint32_t *h;
-    const uint8_t *p;
-    size_t left; /* blocks */
-    int done;    /* (hub.mu) */
-    struct md5_job *next;
-} md5_job_t;
-
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    md5_job_t *queue, *queue_last;
-    md5_job_t *lane[LANES_MAX]; /* the combiner's; kept for the next one when it hands over */
+    md5_pending_t *queue, *queue_last;
+    md5_pending_t *lane[LANES_MAX]; /* the combiner's; kept for the next one when it hands over */
     int lanes;
     int combining;
     md5_stats_t stats;
@@ -286,11 +280,11 @@ static void round_run(uint32_t *const h[], const uint8_t *const p[], int nlanes,
 }
 
 /* Called with hub.mu held and hub.combining taken; returns once `mine` is done. */
-static void combine(md5_job_t *mine, int width)
+static void combine(md5_pending_t *mine, int width)
 {
     while (!mine->done) {
         while (hub.lanes < width && hub.queue) {
-            md5_job_t *j = hub.queue;
+            md5_pending_t *j = hub.queue;
             hub.queue = j->next;
             if (!hub.queue) hub.queue_last = NULL;
             hub.lane[hub.lanes++] = j;
@@ -316,7 +310,7 @@ static void combine(md5_job_t *mine, int width)
         }
         int finished = 0, keep = 0;
         for (int l = 0; l < nlanes; l++) {
-            md5_job_t *j = hub.lane[l];
+            md5_pending_t *j = hub.lane[l];
             j->p += n * 64;
             j->left -= n;
             if (j->left) {
@@ -332,19 +326,26 @@ static void combine(md5_job_t *mine, int width)
     }
 }
 
-static void blocks_hub(uint32_t h[4], const uint8_t *p, size_t nb, int width)
+/* Queue a stream's blocks for the hub's rounds. */
+static void hub_post(md5_pending_t *job)
 {
-    md5_job_t job = {.h = h, .p = p, .left = nb};
     pthread_mutex_lock(&hub.mu);
     if (hub.queue_last)
-        hub.queue_last->next = &job;
+        hub.queue_last->next = job;
     else
-        hub.queue = &job;
-    hub.queue_last = &job;
-    while (!job.done) {
+        hub.queue = job;
+    hub.queue_last = job;
+    pthread_mutex_unlock(&hub.mu);
+}
+
+/* Until the job is hashed: combine while nobody else does, else wait. */
+static void hub_wait(md5_pending_t *job, int width)
+{
+    pthread_mutex_lock(&hub.mu);
+    while (!job->done) {
         if (!hub.combining) {
             hub.combining = 1;
-            combine(&job, width);
+            combine(job, width);
             hub.combining = 0;
             /* Others' blocks are left: wake their posters, one of which takes over. */
             if (hub.lanes || hub.queue) pthread_cond_broadcast(&hub.cv);
@@ -366,21 +367,11 @@ void md5_init(md5_t *m)
     m->len = 0;
 }
 
-static void blocks(uint32_t h[4], const uint8_t *p, size_t nb)
-{
-    int width = md5_lanes();
-    if (width > 1 && nb >= HUB_MIN_BLOCKS) {
-        blocks_hub(h, p, nb, width);
-        return;
-    }
-    blocks_x1(h, p, nb);
-    atomic_fetch_add_explicit(&own_thread_blocks, nb, memory_order_relaxed);
-}
-
-void md5_update(md5_t *m, const void *data, size_t len)
+void md5_update_begin(md5_t *m, const void *data, size_t len, md5_pending_t *pend)
 {
     const uint8_t *p = data;
     size_t have = (size_t)(m->len % 64);
+    memset(pend, 0, sizeof(*pend));
     m->len += len;
     if (have) {
         size_t take = 64 - have < len ? 64 - have : len;
@@ -390,9 +381,29 @@ void md5_update(md5_t *m, const void *data, size_t len)
         if (have + take < 64) return;
         blocks_x1(m->h, m->tail, 1);
     }
-    if (len >= 64) blocks(m->h, p, len / 64);
-    p += len / 64 * 64;
-    memcpy(m->tail, p, len % 64);
+    size_t nb = len / 64;
+    int width = md5_lanes();
+    if (width > 1 && nb >= HUB_MIN_BLOCKS) {
+        *pend = (md5_pending_t){.h = m->h, .p = p, .left = nb, .width = width};
+        hub_post(pend);
+    } else if (nb) {
+        blocks_x1(m->h, p, nb);
+        atomic_fetch_add_explicit(&own_thread_blocks, nb, memory_order_relaxed);
+    }
+    /* The tail is bytes, not state: it may be kept while the blocks before it are hashed. */
+    memcpy(m->tail, p + nb * 64, len % 64);
+}
+
+void md5_update_end(md5_pending_t *pend)
+{
+    if (pend->width) hub_wait(pend, pend->width);
+}
+
+void md5_update(md5_t *m, const void *data, size_t len)
+{
+    md5_pending_t pend;
+    md5_update_begin(m, data, len, &pend);
+    md5_update_end(&pend);
 }
 
 void md5_final(md5_t *m, uint8_t digest[16])
@@ -424,5 +435,5 @@ void md5_stats(md5_stats_t *out)
     pthread_mutex_lock(&hub.mu);
     *out = hub.stats;
     pthread_mutex_unlock(&hub.mu);
-    out->scalar_blocks += atomic_load_explicit(&own_thread_blocks, memory_order_relaxed);
+    out->short_blocks = atomic_load_explicit(&own_thread_blocks, memory_order_relaxed);
 }

@@ -41,6 +41,25 @@ void md5_init(md5_t *m);
  */
 void md5_update(md5_t *m, const void *data, size_t len);
 
+/*
+ * md5_update in two halves, so that the caller works on the same bytes (the
+ * encoder) while they wait in the hub for a round, where other streams join
+ * them: begin posts the update; end returns once it is hashed, as
+ * md5_update. Until end, data must stay as it is and m must not be used.
+ * Every begin has its end, on the same thread or another.
+ */
+typedef struct md5_pending {
+    uint32_t *h;      /* the stream's state */
+    const uint8_t *p; /* its blocks not yet hashed */
+    size_t left;      /* how many */
+    int width;        /* the kernel's lanes when posted; 0: nothing posted */
+    int done;         /* (hub) hashed */
+    struct md5_pending *next;
+} md5_pending_t;
+
+void md5_update_begin(md5_t *m, const void *data, size_t len, md5_pending_t *pend);
+void md5_update_end(md5_pending_t *pend);
+
 /* The digest of everything taken. m is spent: md5_init it to reuse it. */
 void md5_final(md5_t *m, uint8_t digest[16]);
 
@@ -52,7 +71,8 @@ typedef struct md5_stats {
     uint64_t rounds;        /* vector rounds */
     uint64_t lane_blocks;   /* 64-byte blocks hashed in vector rounds, all lanes */
     uint64_t round_blocks;  /* blocks a lane per round, summed over rounds */
-    uint64_t scalar_blocks; /* blocks hashed by the scalar kernel (hub and own thread) */
+    uint64_t scalar_blocks; /* blocks of the hub's rounds with one stream (scalar kernel) */
+    uint64_t short_blocks;  /* blocks of updates too short for the hub, on their own thread */
 } md5_stats_t;
 
 void md5_stats(md5_stats_t *out);

@@ -228,7 +228,7 @@ static void test_queued_streams_share_rounds(void **state)
     for (;;) {
         pthread_mutex_lock(&hub.mu);
         int queued = 0;
-        for (md5_job_t *j = hub.queue; j; j = j->next)
+        for (md5_pending_t *j = hub.queue; j; j = j->next)
             queued++;
         if (queued == N) {
             hub.combining = 0;
@@ -257,6 +257,43 @@ static void test_queued_streams_share_rounds(void **state)
     free(data);
 }
 
+/* Updates begun on one thread and ended later share rounds: no other thread, no timing. */
+static void test_begun_updates_share_rounds(void **state)
+{
+    (void)state;
+    int w[3], nw = widths(w);
+    if (nw == 1) skip();
+    md5_force_lanes(w[nw - 1]);
+    enum { N = 4 };
+    size_t len[N] = {300 * 1024 + 7, 1 << 20, 64 * 1024 + 63, 777 * 1024};
+    uint8_t *data = malloc(1 << 20);
+    tl_fill(data, 1 << 20, 9);
+    md5_stats_t before, after;
+    md5_stats(&before);
+    md5_t m[N];
+    md5_pending_t pend[N];
+    for (int i = 0; i < N; i++) {
+        md5_init(&m[i]);
+        md5_update(&m[i], data, (size_t)i + 1); /* the next update starts mid-block */
+        md5_update_begin(&m[i], data + i + 1, len[i] - (size_t)i - 1, &pend[i]);
+    }
+    static const int order[N] = {2, 0, 3, 1};
+    for (int i = 0; i < N; i++)
+        md5_update_end(&pend[order[i]]);
+    for (int i = 0; i < N; i++) {
+        uint8_t got[16], want[16];
+        md5_final(&m[i], got);
+        ref_md5(data, len[i], want);
+        assert_memory_equal(got, want, 16);
+    }
+    md5_stats(&after);
+    /* The shortest (64 KiB) went four lanes wide all along. */
+    assert_true(after.lane_blocks - before.lane_blocks >= 4 * 1000);
+    assert_true(after.rounds > before.rounds);
+    md5_force_lanes(0);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_streams_split_at_random),
         cmocka_unit_test(test_concurrent_streams),
         cmocka_unit_test(test_queued_streams_share_rounds),
+        cmocka_unit_test(test_begun_updates_share_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
