@@ -335,6 +335,7 @@ static void hub_post(md5_pending_t *job)
     else
         hub.queue = job;
     hub.queue_last = job;
+    hub.stats.posts++;
     pthread_mutex_unlock(&hub.mu);
 }
 

@@ -68,6 +68,7 @@ void md5_of(const void *data, size_t len, uint8_t digest[16]);
 
 /* What the hub did since the start: rounds run and lane-blocks hashed in them. */
 typedef struct md5_stats {
+    uint64_t posts;         /* updates posted to the hub */
     uint64_t rounds;        /* vector rounds */
     uint64_t lane_blocks;   /* 64-byte blocks hashed in vector rounds, all lanes */
     uint64_t round_blocks;  /* blocks a lane per round, summed over rounds */

@@ -282,6 +282,16 @@ void obj_put_set_versioning(obj_writer_t *w, obj_versioning_t v);
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     __attribute__((warn_unused_result));
 /*
+ * obj_put_write of a buffer from pool that w takes: w gives it back to the
+ * pool once it is done with it, whatever the outcome (at the latest when w
+ * is committed or aborted). Its MD5 then need not be done when this returns:
+ * it waits for a round of the MD5 hub (common/md5.h) while the caller reads
+ * the next bytes and the commit waits for the blocks, and other PUTs' MD5s
+ * join the round meanwhile.
+ */
+int obj_put_write_pooled(obj_writer_t *w, void *buf, size_t len, bufpool_t *pool)
+    __attribute__((warn_unused_result));
+/*
  * Commit: finish the last stripe, write the heads, delete the version it
  * replaces. content_type and umeta (pairs as in obj_info_t) may be NULL.
  * Frees w whatever the outcome. 0, ERR_UNRECOVERABLE (more than m stores

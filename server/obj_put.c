@@ -34,6 +34,9 @@ struct obj_writer {
     char upload[33];
     ers_encoder_t *enc;
     md5_t md5; /* the ETag's; long updates share vector rounds with other PUTs' (common/md5.h) */
+    md5_pending_t md5_pend; /* the last update, maybe still in the hub (md5_settle) */
+    void *md5_buf;          /* obj_put_write_pooled's buffer it reads, back to md5_pool after */
+    bufpool_t *md5_pool;
     /*
      * Two stripe slots. Per slot and shard: block + crc, the record payload
      * (n x (B + 4)).
@@ -227,6 +230,15 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
 
 static int put_bytes(obj_writer_t *w, const void *data, size_t len);
 
+/* The last update hashed, and its pooled buffer given back: before the MD5 is touched again. */
+static void md5_settle(obj_writer_t *w)
+{
+    md5_update_end(&w->md5_pend);
+    w->md5_pend.width = 0; /* ended: a second end has nothing to wait for */
+    if (w->md5_buf) bufpool_put(w->md5_pool, w->md5_buf);
+    w->md5_buf = NULL;
+}
+
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
 {
     if (w->err) return w->err;
@@ -236,11 +248,26 @@ int obj_put_write(obj_writer_t *w, const void *data, size_t len)
      * The MD5 waits in the hub for a round while the encoder takes the same bytes: other PUTs'
      * MD5s join it there meanwhile, so rounds run wider (common/md5.h).
      */
-    md5_pending_t pend;
-    md5_update_begin(&w->md5, data, len, &pend);
+    md5_settle(w);
+    md5_update_begin(&w->md5, data, len, &w->md5_pend);
     int rc = put_bytes(w, data, len);
-    md5_update_end(&pend);
+    md5_settle(w);
     return rc;
+}
+
+int obj_put_write_pooled(obj_writer_t *w, void *buf, size_t len, bufpool_t *pool)
+{
+    int rc = w->err ? w->err : w->etag[0] ? ERR_CLOSED : 0;
+    if (rc || !len) {
+        bufpool_put(pool, buf);
+        return rc;
+    }
+    /* The MD5 stays in the hub past the return, until the next write, the ETag or the end. */
+    md5_settle(w);
+    md5_update_begin(&w->md5, buf, len, &w->md5_pend);
+    w->md5_buf = buf;
+    w->md5_pool = pool;
+    return put_bytes(w, buf, len);
 }
 
 static int put_bytes(obj_writer_t *w, const void *data, size_t len)
@@ -280,6 +307,7 @@ const char *obj_put_etag(obj_writer_t *w)
 {
     if (!w->etag[0]) {
         uint8_t digest[16];
+        md5_settle(w);
         md5_final(&w->md5, digest);
         for (unsigned i = 0; i < 16; i++)
             snprintf(w->etag + 2 * i, 3, "%02x", digest[i]);
@@ -289,7 +317,8 @@ const char *obj_put_etag(obj_writer_t *w)
 
 static void writer_free(obj_writer_t *w)
 {
-    /* No write may still point into the buffers. */
+    /* No write may still point into the buffers, nor the MD5 hub into a pooled one. */
+    md5_settle(w);
     (void)slot_wait(w, 0);
     (void)slot_wait(w, 1);
     ers_encoder_free(w->enc);

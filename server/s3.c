@@ -214,11 +214,11 @@ static void node_stats(ctx_t *x)
     md5_stats_t ms;
     md5_stats(&ms);
     buf_printf(&b,
-               ",\"md5\":{\"lanes\":%d,\"rounds\":%llu,\"lane_blocks\":%llu,"
+               ",\"md5\":{\"lanes\":%d,\"posts\":%llu,\"rounds\":%llu,\"lane_blocks\":%llu,"
                "\"round_blocks\":%llu,\"scalar_blocks\":%llu,\"short_blocks\":%llu}",
-               md5_lanes(), (unsigned long long)ms.rounds, (unsigned long long)ms.lane_blocks,
-               (unsigned long long)ms.round_blocks, (unsigned long long)ms.scalar_blocks,
-               (unsigned long long)ms.short_blocks);
+               md5_lanes(), (unsigned long long)ms.posts, (unsigned long long)ms.rounds,
+               (unsigned long long)ms.lane_blocks, (unsigned long long)ms.round_blocks,
+               (unsigned long long)ms.scalar_blocks, (unsigned long long)ms.short_blocks);
     if (x->cfg->net) {
         proto_net_stats_t ps;
         proto_net_stats(x->cfg->net, &ps);

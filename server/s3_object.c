@@ -328,13 +328,18 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         s3_engine_error(x, ERR_NOMEM);
         return -1;
     }
+    /*
+     * A buffer for each piece of the body: the writer keeps the last one until its MD5 is
+     * done (obj_put_write_pooled), which is then hashed in the MD5 hub beside other PUTs' while
+     * this reads on.
+     */
     bufpool_t *pool = obj_set_buffers(x->cfg->set);
-    uint8_t *buf = bufpool_get(pool, IO_CHUNK);
+    uint8_t *buf = NULL;
     dec_t st = {0};
     long n;
     int64_t total = 0;
     int err = 0;
-    while ((n = s3_body_read(x, buf, IO_CHUNK, &st)) > 0) {
+    while ((n = s3_body_read(x, buf = bufpool_get(pool, IO_CHUNK), IO_CHUNK, &st)) > 0) {
         total += n;
         if ((uint64_t)total > S3_MAX_PUT_BYTES) { /* chunked: no length said so up front */
             err = ERR_TOO_LARGE;
@@ -342,9 +347,11 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
         }
         if (algo) cks_update(&ck, buf, (size_t)n);
         if (also) cks_update(&ck2, buf, (size_t)n);
-        if ((err = obj_put_write(w, buf, (size_t)n)) != 0) break;
+        err = obj_put_write_pooled(w, buf, (size_t)n, pool); /* buf is w's now */
+        buf = NULL;
+        if (err) break;
     }
-    bufpool_put(pool, buf);
+    if (buf) bufpool_put(pool, buf);
     free(st.spill);
     char got[64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));

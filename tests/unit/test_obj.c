@@ -32,6 +32,62 @@ static void test_round_trip(void **state)
     }
 }
 
+/*
+ * Pooled writes: the writer takes each buffer and gives it back once its MD5 is done, on a commit
+ * and on an abort alike; the ETag is the MD5 of the pieces in order (they end mid-block, so the
+ * next piece's MD5 begins with the last one's tail).
+ */
+static void test_pooled_writes(void **state)
+{
+    env_t *e = *state;
+    bufpool_t *pool = bufpool_new(64u << 20);
+    size_t pieces[] = {100, 300 * 1024 + 7, 1u << 20, 65 * 1024 + 63, 5};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
+        n += pieces[i];
+    uint8_t *data = malloc(n);
+    fill(data, n, 77);
+    for (int abort_it = 0; abort_it < 2; abort_it++) {
+        int err = 0;
+        obj_writer_t *w = obj_put_begin(e->set, "bkt", "pooled", &err);
+        assert_non_null(w);
+        size_t off = 0;
+        for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+            uint8_t *b = bufpool_get(pool, pieces[i]);
+            memcpy(b, data + off, pieces[i]);
+            assert_int_equal(obj_put_write_pooled(w, b, pieces[i], pool), 0);
+            off += pieces[i];
+        }
+        bufpool_stats_t bs;
+        bufpool_stats(pool, &bs);
+        assert_true(bs.out_bytes > 0); /* the last piece is the writer's until its MD5 is done */
+        if (abort_it) {
+            obj_put_abort(w);
+        } else {
+            obj_info_t info;
+            char md5[33];
+            assert_int_equal(obj_put_commit(w, NULL, NULL, 0, &info), 0);
+            md5hex(data, n, md5);
+            assert_string_equal(info.etag, md5);
+            expect(e, "pooled", data, n);
+        }
+        bufpool_stats(pool, &bs);
+        assert_int_equal(bs.out_bytes, 0);
+    }
+    /* A writer that failed gives a pooled buffer back at once. */
+    int err = 0;
+    obj_writer_t *w = obj_put_begin(e->set, "bkt", "pooled2", &err);
+    assert_non_null(w);
+    (void)obj_put_etag(w); /* the writes are over */
+    assert_int_equal(obj_put_write_pooled(w, bufpool_get(pool, 4096), 4096, pool), ERR_CLOSED);
+    bufpool_stats_t bs;
+    bufpool_stats(pool, &bs);
+    assert_int_equal(bs.out_bytes, 0);
+    obj_put_abort(w);
+    free(data);
+    bufpool_free(pool);
+}
+
 static void test_overwrite_drops_old_blocks(void **state)
 {
     env_t *e = *state;
@@ -2927,6 +2983,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(
             test_heal_queue_retry_keeps_version_current_at_the_failed_try, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pooled_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
