@@ -77,7 +77,8 @@ typedef struct ers_encoder ers_encoder_t;
 /*
  * New encoder for k+m with maximum block size `block_size` (multiple of 64,
  * <= ERS_MAX_BLOCK). Returns NULL with *err set on bad parameters.
- * Memory: k*B stripe buffer + m*B parity, allocated here, reused for every stripe.
+ * Memory: k*B stripe buffer + m*B parity, allocated on first use, reused for
+ * every stripe (a placed encoder needs them only to lay a stripe out again).
  */
 ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
                                int *err);
@@ -88,8 +89,27 @@ ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn si
  */
 ers_encoder_t *ers_encoder_new_in(bufpool_t *pool, int k, int m, uint32_t block_size,
                                   ers_sink_fn sink, void *arg, int *err);
-/* Restart for a new object with the same k, m, B and sink. */
+/* Restart for a new object with the same k, m, B and sink (and no placement). */
 void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg);
+
+/*
+ * Placed blocks: the caller's buffers hold each stripe's blocks, so that what
+ * the sink gets is already where the caller wants it (no copy of every block
+ * into the caller's write buffers). place(arg, stripe, blocks) is called
+ * before the first byte of each stripe is taken and fills blocks[0, k+m)
+ * with buffers of at least B bytes each, which must stay the encoder's until
+ * the stripe's blocks have been sunk; the bytes fed are copied into the data
+ * blocks, the parity computed into the others, and the sink gets those same
+ * pointers. A nonzero return aborts, as the sink's.
+ *
+ * size_hint: the object's size when known (else 0). An object of one short
+ * stripe is cut into blocks of a smaller size at the finish (ers_layout_t);
+ * with the size known its bytes go where that size puts them from the start,
+ * else the finish lays them out again through the encoder's own buffer.
+ * Call after new or reset, before any write.
+ */
+typedef int (*ers_place_fn)(void *arg, uint64_t stripe, uint8_t *blocks[]);
+void ers_encoder_place(ers_encoder_t *e, ers_place_fn place, uint64_t size_hint);
 /* Feed object bytes. Full stripes are encoded and sunk as they complete. */
 int ers_encoder_write(ers_encoder_t *e, const void *data, size_t len)
     __attribute__((warn_unused_result));

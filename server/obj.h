@@ -279,6 +279,12 @@ obj_writer_t *obj_put_begin(obj_set_t *s, const char *bucket, const char *key, i
 void obj_put_set_cond(obj_writer_t *w, const obj_cond_t *c);
 /* The bucket's versioning at commit (default OBJ_UNVERSIONED). */
 void obj_put_set_versioning(obj_writer_t *w, obj_versioning_t v);
+/*
+ * The object's size, when its client said it (Content-Length), before the first write: an
+ * object of one short stripe then has its bytes laid out in its blocks as they come, rather
+ * than again at the commit (erasure/ers.h, ers_encoder_place). Any other size is still right.
+ */
+void obj_put_size_hint(obj_writer_t *w, uint64_t size);
 int obj_put_write(obj_writer_t *w, const void *data, size_t len)
     __attribute__((warn_unused_result));
 /*

@@ -33,6 +33,7 @@ struct obj_writer {
     char *key;
     char upload[33];
     ers_encoder_t *enc;
+    uint64_t size_hint; /* obj_put_size_hint: the object's size as its client said it */
     md5_t md5; /* the ETag's; long updates share vector rounds with other PUTs' (common/md5.h) */
     md5_pending_t md5_pend; /* the last update, maybe still in the hub (md5_settle) */
     void *md5_buf;          /* obj_put_write_pooled's buffer it reads, back to md5_pool after */
@@ -133,17 +134,31 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
     return dead_verdict(w);
 }
 
+/*
+ * The encoder lays each stripe's blocks straight into a stripe slot (ers_encoder_place): block
+ * i at blk[slot] + i * (B + 4), the 4 bytes after it for its crc, so that each record's payload
+ * is ready where the encoder leaves it. The slot's previous stripe (two back) must be on its
+ * stores before the slot is filled again.
+ */
+static int place_stripe(void *arg, uint64_t stripe, uint8_t *blocks[])
+{
+    obj_writer_t *w = arg;
+    int slot = (int)(stripe & 1), rc;
+    if ((rc = slot_wait(w, slot)) != 0) return rc;
+    for (int i = 0; i < w->s->n; i++)
+        blocks[i] = w->blk[slot] + (size_t)i * (w->s->block + 4);
+    return 0;
+}
+
 static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
                       uint32_t len, uint32_t crc)
 {
     obj_writer_t *w = arg;
     obj_set_t *s = w->s;
-    int slot = (int)(stripe & 1), rc;
-    /* The slot's previous stripe (two back) must be on its stores before reuse. */
-    if (shard == 0 && (rc = slot_wait(w, slot)) != 0) return rc;
+    int slot = (int)(stripe & 1);
     uint8_t *dst = w->blk[slot] + (size_t)shard * (s->block + 4);
     if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
-    memcpy(dst, block, len);
+    if (block != dst) memcpy(dst, block, len); /* placed: it is there already */
     le_put32(dst + len, crc);
     w->blen[slot][shard] = len;
     /* The encoder hands over shards 0..k+m-1 in order: the last one completes the stripe. */
@@ -158,6 +173,7 @@ static int start_encoder(obj_writer_t *w)
     if (err) return err;
     w->enc = ers_encoder_new_in(s->bufs, s->k, s->m, s->block, block_sink, w, &err);
     if (!w->enc) return err ? err : ERR_NOMEM;
+    ers_encoder_place(w->enc, place_stripe, w->size_hint);
     for (int i = 0; i < 2; i++)
         w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
     if (w->small_len) err = ers_encoder_write(w->enc, w->small, w->small_len);
@@ -286,6 +302,12 @@ static int put_bytes(obj_writer_t *w, const void *data, size_t len)
     }
     if (!w->enc && (w->err = start_encoder(w)) != 0) return w->err;
     return w->err = ers_encoder_write(w->enc, data, len);
+}
+
+void obj_put_size_hint(obj_writer_t *w, uint64_t size)
+{
+    w->size_hint = size;
+    if (w->enc) ers_encoder_place(w->enc, place_stripe, size); /* started at the begin */
 }
 
 int obj_put_inline(const obj_writer_t *w)

@@ -264,6 +264,13 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     char hname[40], cmd5_hex[33] = "";
     int algo = CKS_NONE;
     cks_out[0] = 0;
+    /* The size the client says, for the encoder to lay a short object out as it comes. */
+    uint64_t said;
+    const char *dcl = s3_hdr(x->info, "x-amz-decoded-content-length");
+    if (!x->chunked && x->info->content_length > 0)
+        obj_put_size_hint(w, (uint64_t)x->info->content_length);
+    else if (x->chunked && dcl && num_parse_u64(dcl, 0, UINT64_MAX, &said) == 0)
+        obj_put_size_hint(w, said);
     /* A malformed Content-MD5 is refused before the body is read. */
     if (cmd5 && s3_content_md5_hex(cmd5, cmd5_hex) != 0) {
         obj_put_abort(w);

@@ -78,23 +78,67 @@ static void store_free(store_t *s)
     memset(s, 0, sizeof(*s));
 }
 
+/*
+ * Placed blocks (ers_encoder_place): two sets of k+m buffers taken in turn per
+ * stripe, as a PUT's two stripe slots, filled with stale bytes before each
+ * stripe; the sink must get the placed buffers themselves.
+ */
+typedef struct {
+    store_t *s;
+    int n;
+    uint32_t B;
+    uint8_t *set[2][ERS_MAX_SHARDS];
+    uint64_t next; /* the stripe place() expects next */
+} placed_t;
+
+static int place(void *arg, uint64_t stripe, uint8_t *blocks[])
+{
+    placed_t *pl = arg;
+    assert_int_equal(stripe, pl->next);
+    pl->next++;
+    for (int i = 0; i < pl->n; i++) {
+        blocks[i] = pl->set[stripe & 1][i];
+        memset(blocks[i], 0xa5, pl->B);
+    }
+    return 0;
+}
+
+static int placed_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t *block,
+                       uint32_t len, uint32_t crc)
+{
+    placed_t *pl = arg;
+    assert_ptr_equal(block, pl->set[stripe & 1][shard]);
+    return sink(pl->s, shard, stripe, block, len, crc);
+}
+
 /* Encode `data` in random-sized pieces into a fresh store. */
 static void encode(store_t *s, int k, int m, uint32_t B, const uint8_t *data, size_t size)
 {
     int err;
     /*
-     * Every other encoder takes its buffers from a pool, which hands back
+     * One encoder in three takes its buffers from a pool, which hands back
      * buffers still holding earlier objects' bytes: nothing may leak into
-     * this object's blocks.
+     * this object's blocks. One in three places its blocks in buffers of its
+     * caller, told the object's size, none, or a wrong one.
      */
     static bufpool_t *pool;
     static unsigned calls;
     if (!pool) pool = bufpool_new(64u << 20);
-    int pooled = calls++ % 2;
+    unsigned kind = calls++ % 3;
     memset(s, 0, sizeof(*s));
-    ers_encoder_t *e = pooled ? ers_encoder_new_in(pool, k, m, B, sink, s, &err)
-                              : ers_encoder_new(k, m, B, sink, s, &err);
+    placed_t pl = {.s = s, .n = k + m, .B = B};
+    ers_encoder_t *e = kind == 1   ? ers_encoder_new_in(pool, k, m, B, sink, s, &err)
+                       : kind == 2 ? ers_encoder_new(k, m, B, placed_sink, &pl, &err)
+                                   : ers_encoder_new(k, m, B, sink, s, &err);
     assert_non_null(e);
+    if (kind == 2) {
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < k + m; i++)
+                pl.set[h][i] = malloc(B);
+        static const uint64_t hint_of[4][2] = {{1, 0}, {0, 0}, {1, 2}, {2, 1}}; /* x * a / b */
+        const uint64_t *h = hint_of[(calls / 3) % 4];
+        ers_encoder_place(e, place, h[1] ? size * h[0] / h[1] + 1 : h[0] ? size : 0);
+    }
     size_t pos = 0;
     while (pos < size) {
         size_t n = 1 + rnd() % (3 * (size_t)B);
@@ -104,6 +148,10 @@ static void encode(store_t *s, int k, int m, uint32_t B, const uint8_t *data, si
     }
     assert_int_equal(ers_encoder_finish(e, &s->l), 0);
     ers_encoder_free(e);
+    if (kind == 2)
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < k + m; i++)
+                free(pl.set[h][i]);
     bufpool_stats_t st;
     bufpool_stats(pool, &st);
     assert_int_equal(st.out_bytes, 0); /* all given back */
