@@ -409,6 +409,7 @@ void md5_update_begin(md5_t *m, const void *data, size_t len, md5_pending_t *pen
     const uint8_t *p = data;
     size_t have = (size_t)(m->len % 64);
     memset(pend, 0, sizeof(*pend));
+    if (!len) return; /* data may be NULL then */
     m->len += len;
     if (have) {
         size_t take = 64 - have < len ? 64 - have : len;

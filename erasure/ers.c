@@ -218,7 +218,7 @@ struct ers_encoder {
     const codec_t *codec;
     int k, m;
     uint32_t block; /* configured B */
-    uint8_t *buf;   /* k*B stripe being filled (own buffers; the scratch of a placed relayout) */
+    uint8_t *buf;   /* k*B stripe being filled (own buffers: not when placed) */
     size_t fill;
     uint8_t *parity[ERS_MAX_M];
     bufpool_t *pool;  /* where buf and parity came from (NULL: malloc) */
@@ -356,23 +356,31 @@ static int encode_stripe(ers_encoder_t *e, const uint8_t *data, size_t dlen, uin
 }
 
 /*
- * Lay the placed stripe's fill bytes out again at block size `to` (they are at e->lay): through
- * the own buffer, gathered then scattered. Only when the size hint was wrong, or missing.
+ * Lay the placed stripe's fill bytes out again at block size `to` (they are at e->lay), in
+ * place: only when the size hint was wrong, or missing. Byte o moves from (o / lay, o % lay)
+ * to (o / to, o % to), where the byte it overwrites is o' = (o / to) * lay + o % to: o' >= o
+ * when the blocks shrink, o' <= o when they grow. So the bytes move in runs (each within one
+ * old and one new block) from the last when shrinking, from the first when growing: every byte
+ * overwritten has moved already, and memmove takes a run's overlap with itself.
  */
 static void relayout(ers_encoder_t *e, uint32_t to)
 {
-    own_buffers(e);
-    for (size_t off = 0; off < e->fill;) {
-        size_t j = off / e->lay, in = off % e->lay, n = e->lay - in;
-        if (n > e->fill - off) n = e->fill - off;
-        memcpy(e->buf + off, e->cur[j] + in, n);
-        off += n;
-    }
-    for (size_t off = 0; off < e->fill;) {
-        size_t j = off / to, in = off % to, n = to - in;
-        if (n > e->fill - off) n = e->fill - off;
-        memcpy(e->cur[j] + in, e->buf + off, n);
-        off += n;
+    size_t lay = e->lay, fill = e->fill;
+    if (to < lay) {
+        for (size_t end = fill; end > 0;) {
+            size_t bo = (end - 1) / lay, bn = (end - 1) / to;
+            size_t o = bo * lay > bn * to ? bo * lay : bn * to;
+            memmove(e->cur[bn] + (o - bn * to), e->cur[bo] + (o - bo * lay), end - o);
+            end = o;
+        }
+    } else {
+        for (size_t o = 0; o < fill;) {
+            size_t n = lay - o % lay;
+            if (n > to - o % to) n = to - o % to;
+            if (n > fill - o) n = fill - o;
+            memmove(e->cur[o / to] + o % to, e->cur[o / lay] + o % lay, n);
+            o += n;
+        }
     }
     e->lay = to;
 }

@@ -77,8 +77,8 @@ typedef struct ers_encoder ers_encoder_t;
 /*
  * New encoder for k+m with maximum block size `block_size` (multiple of 64,
  * <= ERS_MAX_BLOCK). Returns NULL with *err set on bad parameters.
- * Memory: k*B stripe buffer + m*B parity, allocated on first use, reused for
- * every stripe (a placed encoder needs them only to lay a stripe out again).
+ * Memory: k*B stripe buffer + m*B parity, allocated on first use (never by a
+ * placed encoder), reused for every stripe.
  */
 ers_encoder_t *ers_encoder_new(int k, int m, uint32_t block_size, ers_sink_fn sink, void *arg,
                                int *err);
@@ -105,7 +105,7 @@ void ers_encoder_reset(ers_encoder_t *e, ers_sink_fn sink, void *arg);
  * size_hint: the object's size when known (else 0). An object of one short
  * stripe is cut into blocks of a smaller size at the finish (ers_layout_t);
  * with the size known its bytes go where that size puts them from the start,
- * else the finish lays them out again through the encoder's own buffer.
+ * else the finish moves them there (in place).
  * Call after new or reset, before any write.
  */
 typedef int (*ers_place_fn)(void *arg, uint64_t stripe, uint8_t *blocks[]);

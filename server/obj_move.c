@@ -94,6 +94,7 @@ static int copy_bytes(obj_set_t *src, obj_set_t *dst, const char *bucket, const 
         return err;
     }
     obj__put_set_upload(w, v->upload_id);
+    obj_put_size_hint(w, v->size);
     uint8_t *buf = xmalloc(MOVE_CHUNK);
     for (uint64_t off = 0; off < v->size && !err;) {
         size_t n = v->size - off < MOVE_CHUNK ? (size_t)(v->size - off) : MOVE_CHUNK;

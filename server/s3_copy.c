@@ -329,6 +329,7 @@ void s3_copy_object(ctx_t *x)
      * names it from the record). */
     if (!x->cks_default && !scks[0]) x->cks_default = S3_CKS_DEFAULT;
     if (!x->cks_default) s3_pairs_set(&um, CKS_META, scks[0] ? scks : NULL);
+    if (w) obj_put_size_hint(w, si.size);
     if (w) err = s3_copy_range(x, rd, w, 0, si.size, cks);
     if (cks[0]) s3_pairs_set(&um, CKS_META, cks);
     obj_close(rd);

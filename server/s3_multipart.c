@@ -134,6 +134,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
     }
     char cks[128];
     buf_t um = {0};
+    obj_put_size_hint(w, len);
     err = s3_copy_range(x, rd, w, off, len, cks);
     obj_close(rd);
     if (cks[0]) buf_printf(&um, "%s%c%s%c", CKS_META, 0, cks, 0);

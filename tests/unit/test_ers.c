@@ -504,6 +504,44 @@ static void test_lost_shard_not_asked_again(void **state)
     store_free(&s);
 }
 
+/* A place() that fails ends the object: that write, every later one and the finish say so. */
+static int place_fails_second(void *arg, uint64_t stripe, uint8_t *blocks[])
+{
+    if (stripe == 1) return ERR_NOSPC;
+    return place(arg, stripe, blocks);
+}
+
+static void test_placed_failure_ends_the_object(void **state)
+{
+    (void)state;
+    int err, k = 4, m = 2;
+    uint32_t B = 4096;
+    store_t s;
+    memset(&s, 0, sizeof(s));
+    placed_t pl = {.s = &s, .n = k + m, .B = B};
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < k + m; i++)
+            pl.set[h][i] = malloc(B);
+    ers_encoder_t *e = ers_encoder_new(k, m, B, placed_sink, &pl, &err);
+    assert_non_null(e);
+    ers_encoder_place(e, place_fails_second, 0);
+    uint8_t *data = malloc(3 * (size_t)k * B);
+    fill_random(data, 3 * (size_t)k * B);
+    assert_int_equal(ers_encoder_write(e, data, (size_t)k * B), 0); /* stripe 0, sunk */
+    assert_int_equal(ers_encoder_write(e, data, 10), ERR_NOSPC);    /* stripe 1 has no place */
+    assert_int_equal(ers_encoder_write(e, data, 10), ERR_NOSPC);
+    ers_layout_t l;
+    assert_int_equal(ers_encoder_finish(e, &l), ERR_NOSPC);
+    for (int i = 0; i < k + m; i++)
+        assert_int_equal(s.len[i], B + 4); /* only stripe 0 reached the sink */
+    ers_encoder_free(e);
+    store_free(&s);
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < k + m; i++)
+            free(pl.set[h][i]);
+    free(data);
+}
+
 static void test_layout_codec(void **state)
 {
     ers_layout_t l = {8, 3, 1 << 20, 123456789}, r;
@@ -556,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_lost_shard_not_asked_again),
         cmocka_unit_test(test_rebuild_reads_k_and_the_target),
         cmocka_unit_test(test_swap_rebuilt_block),
+        cmocka_unit_test(test_placed_failure_ends_the_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

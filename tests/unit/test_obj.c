@@ -47,10 +47,13 @@ static void test_pooled_writes(void **state)
         n += pieces[i];
     uint8_t *data = malloc(n);
     fill(data, n, 77);
-    for (int abort_it = 0; abort_it < 2; abort_it++) {
+    /* Told the size, none, or a wrong one (the encoder lays the bytes out again). */
+    uint64_t hints[] = {n, 0, n / 2, 2 * n, 1};
+    for (int abort_it = 0; abort_it < 6; abort_it++) {
         int err = 0;
         obj_writer_t *w = obj_put_begin(e->set, "bkt", "pooled", &err);
         assert_non_null(w);
+        obj_put_size_hint(w, hints[abort_it % 5]);
         size_t off = 0;
         for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
             uint8_t *b = bufpool_get(pool, pieces[i]);
@@ -61,7 +64,7 @@ static void test_pooled_writes(void **state)
         bufpool_stats_t bs;
         bufpool_stats(pool, &bs);
         assert_true(bs.out_bytes > 0); /* the last piece is the writer's until its MD5 is done */
-        if (abort_it) {
+        if (abort_it == 5) {
             obj_put_abort(w);
         } else {
             obj_info_t info;
