@@ -435,6 +435,7 @@ void md5_update_begin(md5_t *m, const void *data, size_t len, md5_pending_t *pen
 void md5_update_end(md5_pending_t *pend)
 {
     if (pend->width) hub_wait(pend, pend->width);
+    pend->width = 0; /* ended: a second end has nothing to wait for */
 }
 
 void md5_update(md5_t *m, const void *data, size_t len)

@@ -46,7 +46,8 @@ void md5_update(md5_t *m, const void *data, size_t len);
  * encoder) while they wait in the hub for a round, where other streams join
  * them: begin posts the update; end returns once it is hashed, as
  * md5_update. Until end, data must stay as it is and m must not be used.
- * Every begin has its end, on the same thread or another.
+ * Every begin has its end, on the same thread or another; a second end of
+ * the same update returns at once.
  */
 typedef struct md5_pending {
     uint32_t *h;      /* the stream's state */

@@ -250,7 +250,6 @@ static int put_bytes(obj_writer_t *w, const void *data, size_t len);
 static void md5_settle(obj_writer_t *w)
 {
     md5_update_end(&w->md5_pend);
-    w->md5_pend.width = 0; /* ended: a second end has nothing to wait for */
     if (w->md5_buf) bufpool_put(w->md5_pool, w->md5_buf);
     w->md5_buf = NULL;
 }
