@@ -5,6 +5,8 @@
  *
  * A job is a pool_job_t embedded in the caller's own struct (no allocation
  * per job). Jobs submitted together can share a latch the caller waits on.
+ * A job submitted while threads are idle goes straight to the one that went
+ * idle last (warm caches; only it is woken); jobs queue only while none is.
  *
  * Blocking outside the pool. A job that waits on something the pool cannot
  * speed up (an HTTP client that sends or reads slowly) brackets the wait

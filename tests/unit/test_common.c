@@ -314,6 +314,77 @@ static void test_latch_freed_by_its_waiter(void **state)
     pool_free(p);
 }
 
+/*
+ * Idle threads are a stack: a job goes to the thread that went idle last.
+ * One job at a time, each submitted once every thread is idle again, all
+ * run on one thread (a shared condition variable woke them in turn).
+ */
+static pthread_barrier_t all_running;
+
+static void barrier_run(pool_job_t *j)
+{
+    (void)j;
+    pthread_barrier_wait(&all_running);
+}
+
+typedef struct {
+    pool_job_t base;
+    pthread_t ran_on;
+} wjob_t;
+
+static void wjob_run(pool_job_t *j)
+{
+    ((wjob_t *)j)->ran_on = pthread_self();
+}
+
+/* Until every thread is idle: each is then on the stack (none is starting). */
+static void wait_all_idle(pool_t *p)
+{
+    pool_stats_t st;
+    do {
+        pool_stats(p, &st);
+    } while (st.idle != st.threads);
+}
+
+static void test_pool_hands_jobs_to_the_last_idle_thread(void **state)
+{
+    (void)state;
+    int err;
+    pool_cfg_t cfg = {"wl-test", 4, 0, NULL, NULL};
+    pool_t *p = pool_new(&cfg, &err);
+    assert_non_null(p);
+    /* Four jobs that meet: every thread has started and taken one. */
+    pthread_barrier_init(&all_running, NULL, 5);
+    pool_job_t meet[4], *mq[4];
+    latch_t l;
+    latch_init(&l);
+    for (int i = 0; i < 4; i++) {
+        meet[i] = (pool_job_t){.run = barrier_run};
+        mq[i] = &meet[i];
+    }
+    pool_submit(p, mq, 4, &l);
+    pthread_barrier_wait(&all_running);
+    latch_wait(&l);
+    pthread_t first = pthread_self();
+    for (int i = 0; i < 50; i++) {
+        wait_all_idle(p);
+        wjob_t job = {.base.run = wjob_run};
+        pool_job_t *q = &job.base;
+        pool_submit(p, &q, 1, &l);
+        latch_wait(&l);
+        if (i == 0) first = job.ran_on;
+        assert_true(pthread_equal(job.ran_on, first));
+    }
+    /* All four busy at once again: each job runs, on whichever thread. */
+    wait_all_idle(p);
+    pool_submit(p, mq, 4, &l);
+    pthread_barrier_wait(&all_running);
+    latch_wait(&l);
+    latch_destroy(&l);
+    pthread_barrier_destroy(&all_running);
+    pool_free(p);
+}
+
 static void test_pool_spare(void **state)
 {
     (void)state;
@@ -374,11 +445,17 @@ static void test_sim_clock(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc32c_vectors), cmocka_unit_test(test_crc32c_short_and_long_buffers),
-        cmocka_unit_test(test_crc32c_combine), cmocka_unit_test(test_bufpool),
-        cmocka_unit_test(test_err_strings),    cmocka_unit_test(test_sim_clock),
-        cmocka_unit_test(test_num_parse),      cmocka_unit_test(test_pool),
-        cmocka_unit_test(test_pool_spare),     cmocka_unit_test(test_latch_freed_by_its_waiter),
+        cmocka_unit_test(test_crc32c_vectors),
+        cmocka_unit_test(test_crc32c_short_and_long_buffers),
+        cmocka_unit_test(test_crc32c_combine),
+        cmocka_unit_test(test_bufpool),
+        cmocka_unit_test(test_err_strings),
+        cmocka_unit_test(test_sim_clock),
+        cmocka_unit_test(test_num_parse),
+        cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_pool_spare),
+        cmocka_unit_test(test_pool_hands_jobs_to_the_last_idle_thread),
+        cmocka_unit_test(test_latch_freed_by_its_waiter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
