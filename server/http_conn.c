@@ -85,28 +85,43 @@ static void req_free(http_req_t *r)
 static void req_finish(conn_t *c, http_req_t *r);
 
 /*
- * A write's end: the chunks it carried (o and the ones linked after it, a
- * batch that start_write handed to libuv as one writev) are out or lost.
+ * Count the chunks of one write (o and the ones linked after it, a batch
+ * that start_write handed over as one writev) off r: out, or lost when
+ * status < 0 (s->mu held).
  */
-static void on_write(uv_write_t *w, int status)
+static void count_out(http_req_t *r, const out_chunk_t *o, int status)
 {
-    out_chunk_t *o = w->data;
-    http_req_t *r = o->req;
-    conn_t *c = r->c;
     size_t len = 0;
     int ext = 0;
-    for (out_chunk_t *b = o; b; b = b->next) {
+    for (const out_chunk_t *b = o; b; b = b->next) {
         len += b->len;
         ext += b->ext != NULL;
     }
-    pthread_mutex_lock(&r->s->mu);
     r->out_pending -= len;
-    r->nwrites--;
     r->progress_ms = http__mono_ms();
     http__moved(r, len, r->progress_ms);
     r->borrowed -= ext;
     if (status < 0) r->client_gone = 1;
     pthread_cond_broadcast(&r->cv);
+}
+
+static void free_chunks(out_chunk_t *o)
+{
+    for (out_chunk_t *b = o, *bn; b; b = bn) {
+        bn = b->next;
+        free(b);
+    }
+}
+
+/* A write's end: the chunks it carried are out or lost. */
+static void on_write(uv_write_t *w, int status)
+{
+    out_chunk_t *o = w->data;
+    http_req_t *r = o->req;
+    conn_t *c = r->c;
+    pthread_mutex_lock(&r->s->mu);
+    count_out(r, o, status);
+    r->nwrites--;
     /*
      * The last write of a request whose handler is done: finish it here
      * rather than through the event queue, which would cost the loop a
@@ -116,10 +131,7 @@ static void on_write(uv_write_t *w, int status)
                r->out_pending == 0 && r->nwrites == 0;
     if (!done) http__post(r); /* completion may now be possible */
     pthread_mutex_unlock(&r->s->mu);
-    for (out_chunk_t *b = o, *bn; b; b = bn) {
-        bn = b->next;
-        free(b);
-    }
+    free_chunks(o);
     if (done) req_finish(c, r);
 }
 
@@ -215,7 +227,7 @@ static uv_buf_t chunk_buf(const out_chunk_t *o, const char *data, size_t len)
  * Hand a batch of chunks (o, linked by next, at most WRITE_BATCH) to libuv as
  * one write: a response's head and its first piece leave in one writev, one
  * segment with TCP_NODELAY, so the client wakes once for both. on_write (or
- * the failure path here) accounts for them.
+ * this, when the socket took it all at once or refused it) accounts for them.
  */
 #define WRITE_BATCH 16
 static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *data, size_t dlen)
@@ -232,12 +244,37 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *da
         ext += k->ext != NULL;
     }
     o->wr.data = o;
+    size_t bytes = 0;
     for (unsigned i = 0; i < n; i++)
-        r->handed += b[i].len;
+        bytes += b[i].len;
+    r->handed += bytes;
+    /*
+     * Straight into the socket when it takes it all (a small response, the
+     * usual case), counted off here: the caller finishes the request. A
+     * uv_write's end cost the loop an epoll_ctl per response (libuv 1.44:
+     * its drain re-arms the watcher though nothing waited for POLLOUT), and
+     * its callback a turn. What the socket does not take goes by uv_write.
+     */
+    int sent = uv_try_write((uv_stream_t *)&c->tcp, b, n);
+    if (sent > 0 && (size_t)sent == bytes) {
+        pthread_mutex_lock(&s->mu);
+        count_out(r, o, 0);
+        pthread_mutex_unlock(&s->mu);
+        free_chunks(o);
+        return;
+    }
+    unsigned first = 0;
+    for (size_t skip = sent > 0 ? (size_t)sent : 0; skip;) {
+        size_t take = skip < b[first].len ? skip : b[first].len;
+        b[first].base += take;
+        b[first].len -= (unsigned)take;
+        skip -= take;
+        if (!b[first].len) first++;
+    }
     pthread_mutex_lock(&s->mu);
     r->nwrites++;
     pthread_mutex_unlock(&s->mu);
-    if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, b, n, on_write) < 0) {
+    if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, b + first, n - first, on_write) < 0) {
         pthread_mutex_lock(&s->mu);
         r->nwrites--;
         r->out_pending -= len;
@@ -245,10 +282,7 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *da
         r->client_gone = 1;
         pthread_cond_broadcast(&r->cv);
         pthread_mutex_unlock(&s->mu);
-        for (out_chunk_t *k = o, *kn; k; k = kn) {
-            kn = k->next;
-            free(k);
-        }
+        free_chunks(o);
     }
 }
 
