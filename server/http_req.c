@@ -100,24 +100,33 @@ long http_body_read(http_req_t *r, void *buf, size_t cap)
     return n;
 }
 
-/* Append a chunk of len bytes (own copy in data[], or borrowed ext) to r's output (s->mu held). */
-static out_chunk_t *enqueue(http_req_t *r, const void *ext, size_t len)
+/*
+ * A chunk of r's output: len bytes of its own in data[] (filled by the
+ * caller before it is queued, with no lock held: a 1 MiB piece was copied
+ * under the server's lock), or borrowed ext.
+ */
+static out_chunk_t *chunk_new(http_req_t *r, const void *ext, size_t len)
 {
     out_chunk_t *o = xmalloc(sizeof(*o) + (ext ? 0 : len));
     o->next = NULL;
     o->len = len;
     o->req = r;
     o->ext = ext;
+    return o;
+}
+
+/* Append o to r's output (s->mu held). */
+static void enqueue(http_req_t *r, out_chunk_t *o)
+{
     if (r->out_tail)
         r->out_tail->next = o;
     else
         r->out_head = o;
     r->out_tail = o;
     if (!r->out_pending) r->progress_ms = http__mono_ms(); /* the client's turn starts now */
-    r->out_pending += len;
-    if (ext) r->borrowed++;
+    r->out_pending += o->len;
+    if (o->ext) r->borrowed++;
     http__post(r);
-    return o;
 }
 
 /*
@@ -131,6 +140,13 @@ static int queue_framed(http_req_t *r, const char *pre, const void *data, size_t
     http_server_t *s = r->s;
     size_t pl = pre ? strlen(pre) : 0, ql = post ? strlen(post) : 0;
     int rc = 0;
+    out_chunk_t *o = NULL;
+    if (pl + len + ql) {
+        o = chunk_new(r, NULL, pl + len + ql);
+        if (pl) memcpy(o->data, pre, pl);
+        if (len) memcpy(o->data + pl, data, len);
+        if (ql) memcpy(o->data + pl + len, post, ql);
+    }
     pthread_mutex_lock(&s->mu);
     if (r->out_pending > HTTP_HIGH_WATER && !r->client_gone) {
         stall_begin(r);
@@ -138,15 +154,12 @@ static int queue_framed(http_req_t *r, const char *pre, const void *data, size_t
             pthread_cond_wait(&r->cv, &s->mu);
         stall_end(r);
     }
-    if (r->client_gone) {
+    if (r->client_gone)
         rc = ERR_CLOSED;
-    } else if (pl + len + ql) {
-        char *d = enqueue(r, NULL, pl + len + ql)->data; /* the loop runs it only after s->mu */
-        if (pl) memcpy(d, pre, pl);
-        if (len) memcpy(d + pl, data, len);
-        if (ql) memcpy(d + pl + len, post, ql);
-    }
+    else if (o)
+        enqueue(r, o);
     pthread_mutex_unlock(&s->mu);
+    if (rc) free(o);
     return rc;
 }
 
@@ -226,7 +239,8 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
     size_t hl = (headers ? strlen(headers) : 0) + (r->extra ? strlen(r->extra) : 0);
     if (hl >= HEAD_MAX - 256) return ERR_TOO_LARGE;
     size_t blen = body ? (size_t)content_length : 0, cap = hl + 256;
-    char *head = xmalloc(cap + blen);
+    out_chunk_t *o = chunk_new(r, NULL, cap + blen); /* head and body, formatted in place */
+    char *head = o->data;
     pthread_mutex_lock(&r->s->mu);
     r->responded = 1;
     /* HTTP/1.0 has no chunked coding (RFC 9112 6.1): a body of unknown length is delimited by
@@ -272,16 +286,21 @@ static int respond(http_req_t *r, int status, const char *headers, int64_t conte
      * wait. A lent first piece is queued under the same lock: the loop takes both in one
      * turn and writes them as one (a head on its own is a segment and a client wake).
      */
+    o->len = (size_t)n + blen;
+    out_chunk_t *lent = lend_len ? chunk_new(r, lend, lend_len) : NULL;
     int rc = 0;
     pthread_mutex_lock(&r->s->mu);
     if (r->client_gone) {
         rc = ERR_CLOSED;
     } else {
-        memcpy(enqueue(r, NULL, (size_t)n + blen)->data, head, (size_t)n + blen);
-        if (lend_len) enqueue(r, lend, lend_len);
+        enqueue(r, o);
+        if (lent) enqueue(r, lent);
     }
     pthread_mutex_unlock(&r->s->mu);
-    free(head);
+    if (rc) {
+        free(o);
+        free(lent);
+    }
     return rc;
 }
 
@@ -311,12 +330,14 @@ int http_write_borrowed(http_req_t *r, const void *data, size_t len)
     http_server_t *s = r->s;
     if (r->chunked) return ERR_INVAL;
     if (!len) return 0;
+    out_chunk_t *o = chunk_new(r, data, len);
     pthread_mutex_lock(&s->mu);
     if (r->client_gone) {
         pthread_mutex_unlock(&s->mu);
+        free(o);
         return ERR_CLOSED;
     }
-    enqueue(r, data, len);
+    enqueue(r, o);
     pthread_mutex_unlock(&s->mu);
     return 0;
 }

@@ -245,8 +245,9 @@ void s3_list_objects(ctx_t *x)
     }
     l.after = is_v2 ? (from_token ? from_token : start) : marker;
     if (l.after && !*l.after) l.after = NULL;
-    /* Room for a page of usual entries up front: growing by doubling copies it all again. */
-    b.cap = 4096 + (size_t)l.max * (l.owner ? 320 : 200);
+    /* Room for a page of usual entries up front: growing by doubling copies it all again.
+     * (An entry with a short key and its default checksum named takes about 290 bytes.) */
+    b.cap = 4096 + (size_t)l.max * (l.owner ? 440 : 320);
     b.p = xmalloc(b.cap);
     buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
                    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>");

@@ -5,12 +5,29 @@
 
 #include "server/s3_int.h"
 
+static void free_body(void *arg, void *p)
+{
+    (void)arg;
+    free(p);
+}
+
+/* Bodies from this size on are lent to the connection, not copied (a listing page: 250 KB). */
+#define XML_LEND_MIN (16u << 10)
+
 void s3_respond_xml(ctx_t *x, int status, buf_t *body)
 {
     char h[256];
     snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nContent-Type: application/xml\r\n", x->id);
-    (void)http_respond_full(x->r, status, h, body->p, body->len);
-    free(body->p);
+    if (body->len < XML_LEND_MIN) {
+        (void)http_respond_full(x->r, status, h, body->p, body->len);
+        free(body->p);
+    } else if (http_respond_lent(x->r, status, h, (int64_t)body->len, body->p, body->len) == 0) {
+        http_free_after(x->r, free_body, NULL, body->p); /* once the request is finished */
+    } else {
+        free(body->p);
+    }
+    body->p = NULL;
+    body->len = body->cap = 0;
 }
 
 static const s3_err_info_t err_table[S3E_COUNT] = {
