@@ -107,6 +107,15 @@ void latch_wait(latch_t *l)
 void latch_add(latch_t *l, int n)
 {
     pthread_mutex_lock(&l->mu);
+    /*
+     * A last piece that took the count to 0 and has not taken the lock to
+     * open the latch yet: it opens it first. Counted up again under it, the
+     * next piece's end would open it instead; its waiter could return and
+     * free the latch before that first piece touched it (a review: work
+     * submitted one piece at a time on one latch, as a batch GET does).
+     */
+    while (!l->open && atomic_load(&l->left) == 0)
+        pthread_cond_wait(&l->cv, &l->mu);
     if (atomic_fetch_add(&l->left, n) + n > 0) l->open = 0;
     pthread_mutex_unlock(&l->mu);
 }

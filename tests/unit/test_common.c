@@ -266,7 +266,8 @@ static void hold_run(pool_job_t *j)
  * Latches on the heap, freed by their waiter the moment it returns, counted
  * down by several threads at once: a latch_done that touched its latch
  * after the last piece opened it would be a use after free (ASan run).
- * Watched latches (latch_wait_below) count down one piece at a time too.
+ * Watched latches (latch_wait_below) count down one piece at a time too;
+ * and pieces submitted one at a time count it up again after it reached 0.
  */
 typedef struct {
     pool_job_t base;
@@ -296,7 +297,14 @@ static void test_latch_freed_by_its_waiter(void **state)
             jobs[i] = (ljob_t){.base.run = ljob_run, .ran = &ran};
             q[i] = &jobs[i].base;
         }
-        pool_submit(p, q, 4, l);
+        if (round % 3 == 1) {
+            /* One piece at a time, as a batch GET's fetchers go: the count may reach 0 and
+             * rise again while the piece that took it to 0 has yet to open the latch. */
+            for (int i = 0; i < 4; i++)
+                pool_submit(p, &q[i], 1, l);
+        } else {
+            pool_submit(p, q, 4, l);
+        }
         if (watched) {
             int left = 4;
             while (left > 0) {
