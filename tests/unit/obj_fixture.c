@@ -63,10 +63,13 @@ static int f_stat_async(void *ctx, const drive_id_t *id, drive_stat_t *st, void 
     done(arg, f->in.ops->stat(f->in.ctx, id, st, meta, cap));
     return 0;
 }
+void (*rf_del_hook)(const drive_id_t *id);
+
 static int f_del(void *ctx, const drive_id_t *id)
 {
     faulty_t *f = ctx;
     __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
+    if (rf_del_hook) rf_del_hook(id);
     return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
 }
 static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)

@@ -89,6 +89,8 @@ void release_blocks(faulty_t *f, int rc);
 
 /* Called before a conditional head put at a current position (tests set it: a racing write). */
 extern void (*rf_put_head_hook)(const drive_id_t *id, const void *meta, size_t ml);
+/* Called by each store's plain delete (a block's) before it runs (NULL: none). */
+extern void (*rf_del_hook)(const drive_id_t *id);
 
 typedef struct {
     char *dir;

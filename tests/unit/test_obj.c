@@ -110,6 +110,55 @@ static void test_overwrite_drops_old_blocks(void **state)
 }
 
 /*
+ * An overwrite drops the old version's blocks on every store at once: each
+ * store's first delete waits until all six have begun. One store after
+ * another, the first would wait alone (for the deadline: then the test
+ * fails rather than hangs).
+ */
+static pthread_mutex_t drop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t drop_cv = PTHREAD_COND_INITIALIZER;
+static unsigned drop_began, drop_alone;
+
+static void meet_other_drops(const drive_id_t *id)
+{
+    if (strcmp(id->key, "par") != 0) return;
+    pthread_mutex_lock(&drop_mu);
+    if (!(drop_began >> (id->shard & 63) & 1)) {
+        drop_began |= 1u << (id->shard & 63);
+        pthread_cond_broadcast(&drop_cv);
+    }
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    int rc = 0;
+    while (drop_began != (1u << (K + M)) - 1 && rc == 0)
+        rc = pthread_cond_timedwait(&drop_cv, &drop_mu, &dl);
+    if (rc) drop_alone++;
+    pthread_mutex_unlock(&drop_mu);
+}
+
+static void test_overwrite_drops_on_every_store_at_once(void **state)
+{
+    env_t *e = *state;
+    size_t n = K * B; /* one stripe: one block a store */
+    uint8_t *a = malloc(n), *b = malloc(n);
+    fill(a, n, 21);
+    fill(b, n, 22);
+    put(e, "par", a, n, NULL);
+    rf_del_hook = meet_other_drops;
+    put(e, "par", b, n, NULL);
+    rf_del_hook = NULL;
+    assert_int_equal(drop_began, (1u << (K + M)) - 1);
+    assert_int_equal(drop_alone, 0);
+    expect(e, "par", b, n);
+    int blocks = 0;
+    assert_int_equal(drive_list(e->f[0].d, "bkt\x01", "par", NULL, count_cb, &blocks), 0);
+    assert_int_equal(blocks, 1);
+    free(a);
+    free(b);
+}
+
+/*
  * A reader streaming a version keeps its blocks while a PUT replaces it and
  * a DELETE removes the replacement; the blocks go when the reader closes.
  */
@@ -2988,6 +3037,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pooled_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overwrite_drops_old_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_drops_on_every_store_at_once, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_reader_outlives_overwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_one_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_gateways, setup, teardown),
