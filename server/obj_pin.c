@@ -55,6 +55,25 @@ static void run_drop(pool_job_t *j)
     }
 }
 
+/* Deletes of a dropped version's blocks submitted without waiting (del_async): their
+ * callbacks (the stores' commit threads) count them down. */
+typedef struct {
+    latch_t latch;
+    _Atomic uint32_t kept; /* stores where a delete failed */
+    struct drop_at {
+        void *a;
+        int store;
+    } at[OBJ_MAX_SHARDS];
+} drop_async_t;
+
+static void drop_async_done(void *arg, int rc)
+{
+    struct drop_at *at = arg;
+    drop_async_t *a = at->a;
+    if (rc && rc != ERR_NOT_FOUND) atomic_fetch_or(&a->kept, 1u << at->store);
+    latch_done(&a->latch);
+}
+
 void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const char *upload,
                       uint64_t stripes, uint32_t dead)
 {
@@ -67,21 +86,41 @@ void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const c
     dead |= obj__unhealthy(s);
     uint32_t kept = dead & (s->n >= 32 ? UINT32_MAX : (1u << s->n) - 1);
     /*
-     * The stores at once, each a job of its own (the caller runs the last):
-     * a delete is durable before it returns, and one store after another
-     * made an overwrite's PUT wait out k+m commits in a row before its
-     * answer (a 1 MiB PUT at 8 clients: six of its 48 context switches).
-     * One after another on this thread while the pool is saturated, as
-     * obj__parallel does.
+     * Every store at once, and the caller waits for them all: a delete is
+     * durable before it counts, and one store after another made an
+     * overwrite's PUT wait out k+m commits in a row before its answer.
+     * Stores that take deletes without waiting (local drives) get them so:
+     * their commit threads count them down, no thread waits per delete, and
+     * the tombstones share the commits of other writes. The others (remote)
+     * get a job each on the set's pool (the caller runs the last), or one
+     * after another on this thread while the pool is saturated, as
+     * obj__parallel does. Measured, 1 MiB PUTs over 64 keys at 8 clients:
+     * 48 -> 33 context switches per PUT, node CPU -10%, +10% PUTs/s.
      */
     drop_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
+    drop_async_t a = {.kept = 0};
+    latch_init(&a.latch);
     int n = 0;
     for (int i = 0; i < s->n; i++) {
         if (dead & (1u << i)) continue;
-        jobs[n] = (drop_job_t){{.run = run_drop}, s, bb, key, upload, stripes, i, 0};
-        q[n] = &jobs[n].base;
-        n++;
+        const shard_store_t *st = &s->st[i];
+        if (!st->ops->del_async) {
+            jobs[n] = (drop_job_t){{.run = run_drop}, s, bb, key, upload, stripes, i, 0};
+            q[n] = &jobs[n].base;
+            n++;
+            continue;
+        }
+        a.at[i] = (struct drop_at){&a, i};
+        for (uint64_t k = 0; k < stripes; k++) {
+            drive_id_t id = {bb, key, upload, (uint32_t)(k << SHARD_BITS) | (uint32_t)i};
+            latch_add(&a.latch, 1);
+            int rc = st->ops->del_async(st->ctx, &id, drop_async_done, &a.at[i]);
+            if (rc) { /* refused at once: done never runs */
+                if (rc != ERR_NOT_FOUND) kept |= 1u << i;
+                latch_done(&a.latch);
+            }
+        }
     }
     if (n > 1 && !obj__busy(s)) {
         latch_t l;
@@ -96,6 +135,9 @@ void obj__drop_blocks(obj_set_t *s, const char *bucket, const char *key, const c
     }
     for (int i = 0; i < n; i++)
         if (jobs[i].kept) kept |= 1u << jobs[i].store;
+    latch_wait(&a.latch);
+    latch_destroy(&a.latch);
+    kept |= atomic_load(&a.kept);
     if (kept) obj__drop_note(s, bb, key, upload, stripes, kept);
 }
 

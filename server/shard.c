@@ -315,6 +315,13 @@ static int l_del(void *ctx, const drive_id_t *id)
     return shard_delete_local(ctx, id);
 }
 
+/* No stripe lock: a block's id names its version's upload, which no head put or delete
+ * judged under the lock shares (those are heads'). */
+static int l_del_async(void *ctx, const drive_id_t *id, drive_done_fn done, void *arg)
+{
+    return drive_delete_async(ctx, id, done, arg);
+}
+
 int shard_put_head_local(drive_t *d, const drive_id_t *id, const void *data, size_t len,
                          const void *meta, size_t meta_len, const shard_cond_t *cond,
                          drive_done_fn done, void *arg)
@@ -340,6 +347,7 @@ static const shard_ops_t local_ops = {
     .stat = l_stat,
     .del = l_del,
     .del_head = l_del_head,
+    .del_async = l_del_async,
     .list = l_list,
     .read_split = l_read_split,
     .get = l_get,

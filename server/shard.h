@@ -85,6 +85,12 @@ typedef struct {
      * treat that as a failing store (never as an unconditional delete).
      */
     int (*del_head)(void *ctx, const drive_id_t *id, const shard_cond_t *cond);
+    /*
+     * Optional: del without waiting, for records nothing reads (a dropped
+     * version's blocks): done(arg, rc) once durable or failed; or an error at
+     * once (ERR_NOT_FOUND: nothing there) and done never runs.
+     */
+    int (*del_async)(void *ctx, const drive_id_t *id, drive_done_fn done, void *arg);
     int (*list)(void *ctx, const char *bucket, const char *prefix, const char *after,
                 drive_list_fn fn, void *arg);
     /*

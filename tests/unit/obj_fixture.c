@@ -72,6 +72,26 @@ static int f_del(void *ctx, const drive_id_t *id)
     if (rf_del_hook) rf_del_hook(id);
     return f->fail_write ? ERR_IO : f->in.ops->del(f->in.ctx, id);
 }
+int (*rf_del_async_hook)(faulty_t *f, const drive_id_t *id, drive_done_fn done, void *arg);
+
+static int f_del_async(void *ctx, const drive_id_t *id, drive_done_fn done, void *arg)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_del, 1, __ATOMIC_RELAXED);
+    if (f->fail_write) return ERR_IO;
+    if (rf_del_async_hook && rf_del_async_hook(f, id, done, arg)) return 0;
+    return rf_del_async_inner(f, id, done, arg);
+}
+
+int rf_del_async_inner(faulty_t *f, const drive_id_t *id, drive_done_fn done, void *arg)
+{
+    if (f->in.ops->del_async) return f->in.ops->del_async(f->in.ctx, id, done, arg);
+    int rc = f->in.ops->del(f->in.ctx, id); /* a remote store: none of its own */
+    if (rc == ERR_NOT_FOUND) return rc;
+    done(arg, rc);
+    return 0;
+}
+
 static int f_del_head(void *ctx, const drive_id_t *id, const shard_cond_t *cond)
 {
     faulty_t *f = ctx;
@@ -204,6 +224,7 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .read = f_read,
                                        .stat = f_stat,
                                        .del = f_del,
+                                       .del_async = f_del_async,
                                        .del_head = f_del_head,
                                        .list = f_list,
                                        .read_split = f_read_split,

@@ -91,6 +91,10 @@ void release_blocks(faulty_t *f, int rc);
 extern void (*rf_put_head_hook)(const drive_id_t *id, const void *meta, size_t ml);
 /* Called by each store's plain delete (a block's) before it runs (NULL: none). */
 extern void (*rf_del_hook)(const drive_id_t *id);
+/* Called by an odd store's delete without waiting (the even ones have none): 1 when the
+ * hook took it (it then runs it later through rf_del_async_inner), 0 to let it run now. */
+extern int (*rf_del_async_hook)(faulty_t *f, const drive_id_t *id, drive_done_fn done, void *arg);
+int rf_del_async_inner(faulty_t *f, const drive_id_t *id, drive_done_fn done, void *arg);
 
 typedef struct {
     char *dir;

@@ -110,31 +110,71 @@ static void test_overwrite_drops_old_blocks(void **state)
 }
 
 /*
- * An overwrite drops the old version's blocks on every store at once: each
- * store's first delete waits until all six have begun. One store after
- * another, the first would wait alone (for the deadline: then the test
- * fails rather than hangs).
+ * An overwrite drops the old version's blocks on every store at once. The
+ * odd stores take deletes without waiting (the fixture's del_async): each is
+ * held until all six stores' deletes have begun. The even ones delete on a
+ * thread that waits: each waits there until all six have begun. One store
+ * after another, or waiting for each delete before the next, a delete would
+ * wait alone (for a deadline: the test then fails rather than hangs).
  */
 static pthread_mutex_t drop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t drop_cv = PTHREAD_COND_INITIALIZER;
 static unsigned drop_began, drop_alone;
+static struct held_del {
+    faulty_t *f;
+    char bucket[SHARD_MAX_BUCKET + 2], key[8], version[40];
+    uint32_t shard;
+    drive_done_fn done;
+    void *arg;
+} held_dels[K + M];
+static int n_held;
+
+/* A store's delete began (drop_mu held): once all have, the held ones run. */
+static void drop_begins(uint32_t shard)
+{
+    drop_began |= 1u << (shard & 63);
+    if (drop_began != (1u << (K + M)) - 1) return;
+    pthread_cond_broadcast(&drop_cv);
+    for (int i = 0; i < n_held; i++) {
+        struct held_del *h = &held_dels[i];
+        drive_id_t id = {h->bucket, h->key, h->version, h->shard};
+        int rc = rf_del_async_inner(h->f, &id, h->done, h->arg);
+        if (rc) h->done(h->arg, rc == ERR_NOT_FOUND ? 0 : rc);
+    }
+    n_held = 0;
+}
 
 static void meet_other_drops(const drive_id_t *id)
 {
     if (strcmp(id->key, "par") != 0) return;
     pthread_mutex_lock(&drop_mu);
-    if (!(drop_began >> (id->shard & 63) & 1)) {
-        drop_began |= 1u << (id->shard & 63);
-        pthread_cond_broadcast(&drop_cv);
-    }
+    drop_begins(id->shard);
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += 5;
     int rc = 0;
     while (drop_began != (1u << (K + M)) - 1 && rc == 0)
         rc = pthread_cond_timedwait(&drop_cv, &drop_mu, &dl);
-    if (rc) drop_alone++;
+    if (rc) {
+        drop_alone++;
+        drop_began = (1u << (K + M)) - 1 - (1u << (id->shard & 63)); /* let the rest go */
+        drop_begins(id->shard);
+    }
     pthread_mutex_unlock(&drop_mu);
+}
+
+static int hold_until_all_began(faulty_t *f, const drive_id_t *id, drive_done_fn done, void *arg)
+{
+    if (strcmp(id->key, "par") != 0) return 0;
+    pthread_mutex_lock(&drop_mu);
+    struct held_del *h = &held_dels[n_held++];
+    *h = (struct held_del){.f = f, .shard = id->shard, .done = done, .arg = arg};
+    snprintf(h->bucket, sizeof(h->bucket), "%s", id->bucket);
+    snprintf(h->key, sizeof(h->key), "%s", id->key);
+    snprintf(h->version, sizeof(h->version), "%s", id->version);
+    drop_begins(id->shard);
+    pthread_mutex_unlock(&drop_mu);
+    return 1;
 }
 
 static void test_overwrite_drops_on_every_store_at_once(void **state)
@@ -146,8 +186,10 @@ static void test_overwrite_drops_on_every_store_at_once(void **state)
     fill(b, n, 22);
     put(e, "par", a, n, NULL);
     rf_del_hook = meet_other_drops;
+    rf_del_async_hook = hold_until_all_began;
     put(e, "par", b, n, NULL);
     rf_del_hook = NULL;
+    rf_del_async_hook = NULL;
     assert_int_equal(drop_began, (1u << (K + M)) - 1);
     assert_int_equal(drop_alone, 0);
     expect(e, "par", b, n);
