@@ -235,13 +235,9 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *da
     http_server_t *s = c->s;
     uv_buf_t b[WRITE_BATCH];
     unsigned n = 0;
-    size_t len = 0;
-    int ext = 0;
     for (out_chunk_t *k = o; k; k = k->next) {
         size_t kl = k == o && data ? dlen : k->len;
         b[n++] = chunk_buf(k, k == o ? data : NULL, kl);
-        len += k->len;
-        ext += k->ext != NULL;
     }
     o->wr.data = o;
     size_t bytes = 0;
@@ -277,10 +273,7 @@ static void start_write(conn_t *c, http_req_t *r, out_chunk_t *o, const char *da
     if (uv_write(&o->wr, (uv_stream_t *)&c->tcp, b + first, n - first, on_write) < 0) {
         pthread_mutex_lock(&s->mu);
         r->nwrites--;
-        r->out_pending -= len;
-        r->borrowed -= ext;
-        r->client_gone = 1;
-        pthread_cond_broadcast(&r->cv);
+        count_out(r, o, -1); /* lost: the client is gone */
         pthread_mutex_unlock(&s->mu);
         free_chunks(o);
     }

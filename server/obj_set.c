@@ -405,13 +405,13 @@ static void run_par(pool_job_t *j)
     p->fn(p->ctx, p->i);
 }
 
-/* The block reads of a stripe at once. */
+/* fn(ctx, i) for i in [0, n) at once (n <= OBJ_MAX_SHARDS): the block reads of a stripe, the
+ * deletes of a dropped version's blocks. */
 void obj__parallel(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i), void *ctx)
 {
     obj_set_t *s = arg;
     par_job_t jobs[OBJ_MAX_SHARDS];
     pool_job_t *q[OBJ_MAX_SHARDS];
-    /* n <= ERS_MAX_K <= OBJ_MAX_SHARDS: the data blocks of one stripe. */
     if (obj__busy(s)) {
         /* The drives are busy with other streams: more depth would only lengthen queues. */
         for (unsigned i = 0; i < n; i++)
