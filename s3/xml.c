@@ -38,6 +38,7 @@ typedef struct {
     base_t b;
     s3_xml_part_t *parts;
     int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag, 3 a Checksum* */
+    int seen;                          /* the Part's fields so far: 1 << field */
     int field_algo;                    /* the Checksum element's algorithm */
     char text[72];
     size_t tl;
@@ -63,6 +64,7 @@ static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **a
         }
         memset(&c->parts[c->n], 0, sizeof(c->parts[c->n]));
         c->in_part = 1;
+        c->seen = 0;
     } else if (c->depth == 3 && c->in_part) {
         c->field = strcmp(name, "PartNumber") == 0 ? 1 : strcmp(name, "ETag") == 0 ? 2 : 0;
         /* ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256 */
@@ -97,8 +99,10 @@ static void XMLCALL cmu_end(void *ud, const XML_Char *name)
     if (c->depth == 3 && c->field) {
         c->text[c->tl] = 0;
         if (c->field == 1) {
-            /* Strictly digits (surrounding XML white space aside): "+1" or "4294967297" is no
-             * part number; 0 marks it invalid for the caller's range check. */
+            /* An integer, strictly (surrounding XML white space aside): anything else ("1x",
+             * "+1", "") is not one (MalformedXML, as S3's schema check); below 1 is the caller's
+             * (InvalidArgument: -1 for any negative), above 10,000 is 10,001 (no part has it:
+             * InvalidPart). */
             const char *t = c->text;
             size_t n = c->tl;
             while (n && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')) {
@@ -108,15 +112,27 @@ static void XMLCALL cmu_end(void *ud, const XML_Char *name)
             while (n &&
                    (t[n - 1] == ' ' || t[n - 1] == '\t' || t[n - 1] == '\n' || t[n - 1] == '\r'))
                 n--;
+            int neg = n > 1 && t[0] == '-';
             uint64_t v;
-            c->parts[c->n].part = num_parse_u64n(t, n, 1, 10000, &v) == 0 ? (int)v : 0;
+            /* (a 32-bit int, as the schema's: past it is no integer the schema knows) */
+            if (num_parse_u64n(t + neg, n - (size_t)neg, 0, 2147483647u + (unsigned)neg, &v)) {
+                stop(&c->b);
+                return;
+            }
+            c->parts[c->n].part = neg ? (v ? -1 : 0) : v > 10000 ? 10001 : (int)v;
         } else if (c->field == 3) {
             c->parts[c->n].cks_algo = c->field_algo;
             snprintf(c->parts[c->n].cks, sizeof(c->parts[c->n].cks), "%s", c->text);
         } else
             snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
+        c->seen |= 1 << c->field;
         c->field = 0;
     } else if (c->depth == 2 && c->in_part) {
+        /* A Part without its PartNumber or ETag does not fit S3's schema: MalformedXML. */
+        if ((c->seen & 6) != 6) {
+            stop(&c->b);
+            return;
+        }
         c->in_part = 0;
         c->n++;
     }

@@ -615,6 +615,7 @@ enum {
     OBJ_MPU_NO_UPLOAD,
     OBJ_MPU_BAD_PART,
     OBJ_MPU_BAD_ORDER,
+    OBJ_MPU_BAD_NUMBER, /* a part number below 1 */
     OBJ_MPU_TOO_SMALL,
     OBJ_MPU_REFUSED /* the hooks' begin or finish refused it */
 };

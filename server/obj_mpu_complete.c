@@ -324,11 +324,12 @@ static int mpu_complete_locked(obj_set_t *s, const char *bucket, const char *key
         *why = n < 1 || n > OBJ_MPU_MAX_PARTS ? OBJ_MPU_BAD_PART : OBJ_MPU_REFUSED;
         return ERR_INVAL;
     }
-    /* The order first, as S3: a descending list is InvalidPartOrder, whatever the sizes. */
-    for (int i = 1; i < n; i++)
-        if (parts[i].part <= parts[i - 1].part) {
+    /* The numbers and their order first, part by part, as S3: a number below 1 is refused
+     * as such, a descending list is InvalidPartOrder, whatever the sizes. */
+    for (int i = 0; i < n; i++)
+        if (parts[i].part < 1 || (i && parts[i].part <= parts[i - 1].part)) {
             free(closing);
-            *why = OBJ_MPU_BAD_ORDER;
+            *why = parts[i].part < 1 ? OBJ_MPU_BAD_NUMBER : OBJ_MPU_BAD_ORDER;
             return ERR_INVAL;
         }
     /*

@@ -275,6 +275,9 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
         case OBJ_MPU_BAD_ORDER:
             s3_err(x, S3E_INVALID_PART_ORDER);
             break;
+        case OBJ_MPU_BAD_NUMBER:
+            s3_err_msg(x, S3E_INVALID_ARGUMENT, "PartNumber must be >= 1");
+            break;
         case OBJ_MPU_TOO_SMALL:
             s3_err(x, S3E_ENTITY_TOO_SMALL);
             break;
