@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   # build
   build-essential cmake pkg-config git
-  libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev
+  libuv1-dev librocksdb-dev libssl-dev libzstd-dev libisal-dev liburing-dev
   libxxhash-dev libexpat1-dev node-llhttp libinih-dev libjansson-dev libcurl4-openssl-dev
   # tests: unit, sanitizers, fuzzing, integration clients
   libcmocka-dev clang libclang-rt-14-dev clang-format

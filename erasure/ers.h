@@ -142,6 +142,15 @@ typedef struct {
 typedef int (*ers_source_fn)(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
                              ers_crc_t *crc);
 
+/*
+ * Optional (ers_decoder_set_batch): the n blocks of one stripe in one go,
+ * shard[i]'s len[i] bytes into buf[i], crc[i] (zeroed) and rc[i] filled as
+ * ers_source_fn does for one block. 1 when done so; 0 to have them fetched
+ * one by one (the source, through the runner), nothing done.
+ */
+typedef int (*ers_batch_fn)(void *arg, unsigned n, const unsigned *shard, uint64_t stripe,
+                            uint8_t *const *buf, const uint32_t *len, ers_crc_t *crc, int *rc);
+
 typedef struct ers_decoder ers_decoder_t;
 
 typedef struct {
@@ -172,6 +181,8 @@ int ers_decoder_read(ers_decoder_t *d, uint64_t off, uint64_t len, uint8_t *out,
 typedef void (*ers_parallel_fn)(void *arg, unsigned n, void (*fn)(void *ctx, unsigned i),
                                 void *ctx);
 void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg);
+/* A stripe's blocks through fn (with the source's arg) when it takes them; else as above. */
+void ers_decoder_set_batch(ers_decoder_t *d, ers_batch_fn fn);
 
 /*
  * Hedged reads: a runner that may give up on slow fetches. It runs fetches

@@ -26,6 +26,7 @@ struct ers_decoder {
     ers_stats_t stats;
     ers_parallel_fn par;
     void *par_arg;
+    ers_batch_fn batch; /* a stripe's blocks in one go (ers_decoder_set_batch) */
     ers_hedged_fn hedged;
     void *hedged_arg;
     bufpool_t *bufs; /* where the scratch comes from and goes back to; NULL: malloc */
@@ -53,6 +54,11 @@ void ers_decoder_set_parallel(ers_decoder_t *d, ers_parallel_fn run, void *arg)
 {
     d->par = run;
     d->par_arg = arg;
+}
+
+void ers_decoder_set_batch(ers_decoder_t *d, ers_batch_fn fn)
+{
+    d->batch = fn;
 }
 
 void ers_decoder_set_bufpool(ers_decoder_t *d, bufpool_t *p)
@@ -191,6 +197,17 @@ static int batch_fetch_rc(void *ctx, unsigned i)
 
 static void batch_run(batch_t *b)
 {
+    if (b->d->batch && b->n > 1) {
+        ers_crc_t crc[ERS_MAX_SHARDS] = {{0, 0, 0}};
+        if (b->d->batch(b->arg, b->n, b->shard, b->stripe, b->dst, b->len, crc, b->rc)) {
+            for (unsigned i = 0; i < b->n; i++) {
+                if (b->rc[i] == 0 && !crc_matches(&crc[i], b->dst[i], b->len[i]))
+                    b->rc[i] = ERR_CORRUPT;
+                b->crc[i] = crc[i].stored;
+            }
+            return;
+        }
+    }
     if (b->d->par && b->n > 1)
         b->d->par(b->d->par_arg, b->n, batch_fetch, b);
     else

@@ -659,6 +659,8 @@ int obj__heal_key(obj_set_t *s, const char *bucket, const char *key, char *const
 ers_decoder_t *obj__reader_decoder(obj_reader_t *r);
 int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
                       ers_crc_t *crc);
+int obj__block_batch(void *arg, unsigned n, const unsigned *shard, uint64_t stripe,
+                     uint8_t *const *buf, const uint32_t *len, ers_crc_t *crc, int *rc);
 /* An inline object's bytes as the reader holds them (NULL otherwise). */
 const uint8_t *obj__reader_inline(const obj_reader_t *r);
 /* Ask every store for its block, up or not (the healer: it wants each one's answer). */

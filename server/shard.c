@@ -52,6 +52,12 @@ static int l_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
     return drive_read_split(ctx, id, 0, buf, len, tail, tail_len, buf_crc);
 }
 
+static int l_read_begin(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                        size_t tail_len, uint32_t *buf_crc, drive_rd_t **op, drive_rd_io_t *io)
+{
+    return drive_read_begin(ctx, id, 0, buf, len, tail, tail_len, buf_crc, op, io);
+}
+
 static int l_get(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t meta_cap,
                  void *buf, size_t cap)
 {
@@ -350,6 +356,8 @@ static const shard_ops_t local_ops = {
     .del_async = l_del_async,
     .list = l_list,
     .read_split = l_read_split,
+    .read_begin = l_read_begin,
+    .read_end = drive_read_end,
     .get = l_get,
     .stats = l_stats,
     .put_async = l_put_async,

@@ -101,6 +101,14 @@ typedef struct {
     int (*read_split)(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
                       size_t tail_len, uint32_t *buf_crc);
     /*
+     * Optional: read_split in two halves (drive_read_begin and drive_read_end:
+     * the I/O between them is the caller's), so that a stripe's block reads
+     * go to the device in one submission (obj__block_batch).
+     */
+    int (*read_begin)(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                      size_t tail_len, uint32_t *buf_crc, drive_rd_t **op, drive_rd_io_t *io);
+    int (*read_end)(drive_rd_t *op, ssize_t res);
+    /*
      * Optional: metadata and payload of one record together (drive_get):
      * what an object stored inline in its head is read with. Without it,
      * stat + read + stat again.

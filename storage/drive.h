@@ -249,6 +249,29 @@ int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
     __attribute__((warn_unused_result));
 
 /*
+ * drive_read_split in two halves, for a caller that does the I/O itself (all
+ * of a stripe's block reads in one submission, no thread per read): on 0 with
+ * *op set, read io (one preadv of io->cnt iovecs at io->pos, io->len bytes)
+ * and hand its result (bytes read or -errno) to drive_read_end, which
+ * finishes the read (a short one here), verifies it and returns what
+ * drive_read_split would. On 0 with *op NULL, or on an error, the read is
+ * done already (not a whole aligned block, or a test's drive_io in place).
+ * id's strings must stay valid until drive_read_end.
+ */
+typedef struct drive_rd drive_rd_t;
+typedef struct {
+    int fd;
+    const struct iovec *iov;
+    int cnt;
+    uint64_t pos;
+    size_t len;
+} drive_rd_io_t;
+int drive_read_begin(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
+                     void *tail, size_t tail_len, uint32_t *buf_crc, drive_rd_t **op,
+                     drive_rd_io_t *io) __attribute__((warn_unused_result));
+int drive_read_end(drive_rd_t *op, ssize_t res) __attribute__((warn_unused_result));
+
+/*
  * A whole record in one go: its metadata (as drive_stat: up to meta_cap
  * bytes into meta, st->meta_len the full length) and its payload (into buf,
  * which must hold st->len bytes: ERR_RANGE, with *st filled, when cap is

@@ -258,7 +258,25 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
 int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t *dst,
                         uint64_t dst_off, size_t dst_len, uint8_t **buf, uint8_t **head,
                         uint8_t **rest);
+/*
+ * drive__pread_around in two halves, for a read whose I/O someone else does
+ * (drive_read_begin): the plan (one preadv of cnt iovecs at pos, len bytes;
+ * the bounce buffer buf, head and rest as above), then the rest of it after
+ * `done` bytes were read (0 or an ERR_*; buf stays the caller's to put back).
+ */
+typedef struct {
+    struct iovec iov[3];
+    int cnt;
+    uint64_t pos;
+    size_t len;
+    uint8_t *buf, *head, *rest;
+} drive_around_t;
+void drive__around_plan(drive_t *d, uint64_t start, uint64_t end, uint8_t *dst, uint64_t dst_off,
+                        size_t dst_len, drive_around_t *a);
+int drive__around_rest(int fd, drive_around_t *a, size_t done) __attribute__((warn_unused_result));
 void drive__bounce_put(drive_t *d, uint8_t *buf);
+/* Whether a test replaced the engine's reads (drive_io): then every read is the engine's own. */
+int drive__io_hooked(void);
 typedef int (*scan_fn)(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_t off);
 int drive__scan(drive_t *d, seg_t *s, uint64_t from, scan_fn fn, void *arg)
     __attribute__((warn_unused_result));

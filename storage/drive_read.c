@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,9 +45,9 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
 }
 
 /*
- * Read and verify payload [off, off+len+tail_len) of the record described
- * by e: the first len bytes into out, the rest into tail; *out_crc (if
- * asked) the crc32c of out as it ends up.
+ * A payload read of the record described by e: [off, off+len+tail_len), the
+ * first len bytes into out, the rest into tail; *out_crc (if asked) the
+ * crc32c of out as it ends up.
  *
  * Direct when the payload from off starts on a DIO_ALIGN boundary of the
  * segment and out is aligned: the aligned bulk of out is read by the device
@@ -54,82 +55,124 @@ int drive_stat(drive_t *d, const drive_id_t *id, drive_stat_t *st, void *meta, s
  * the combination of crcs this pass computed anyway. Otherwise through a
  * bounce buffer and a copy, and the crc of out is computed over the copy.
  */
-static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, uint64_t off,
-                       uint8_t *out, size_t len0, uint8_t *tail, size_t tail_len, uint32_t *out_crc)
-{
-    size_t len = len0 + tail_len;
-    uint32_t c0 = (uint32_t)(off / REC_CHUNK), c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
-    uint64_t rec = e->off, pay = rec + e->hdr_len;
-    uint64_t pstart = pay + (uint64_t)c0 * REC_CHUNK;
-    uint64_t pend =
-        pay + ((uint64_t)(c1 + 1) * REC_CHUNK < e->payload_len ? (uint64_t)(c1 + 1) * REC_CHUNK
-                                                               : e->payload_len);
-    int near = pstart - (rec + e->hdr_len) <= (16u << 10); /* one read for header and chunks */
-    size_t direct = 0;
-    uint8_t *hbuf = NULL, *pbuf = NULL, *h, *p, *rest = NULL;
-    rec_view_t v;
-    int rc;
+typedef struct {
+    uint64_t off;
+    uint8_t *out, *tail;
+    size_t len0, tail_len;
+    uint32_t *out_crc;
+    /* The plan: chunks c0..c1, read as [pstart, pend) of the segment; `direct` bytes into out. */
+    uint32_t c0, c1;
+    uint64_t pstart, pend;
+    size_t direct;
+    int near; /* one read for the header and the chunks */
+    /* What was read: the header at h, the chunks at p (or out and rest when direct). */
+    uint8_t *hbuf, *pbuf, *h, *p, *rest;
+} extent_t;
 
-    if (off == (uint64_t)c0 * REC_CHUNK && pstart % DIO_ALIGN == 0 &&
-        (uintptr_t)out % DIO_ALIGN == 0)
-        direct = align_down(len0, DIO_ALIGN);
-    if (direct && near) {
-        rc = drive__pread_around(d, s->fd, rec, pend, out, pstart, direct, &hbuf, &h, &rest);
-        if (rc) return rc;
-    } else if (direct) {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0) return rc;
-        rc = drive__pread_around(d, s->fd, pstart, pend, out, pstart, direct, &pbuf, &p, &rest);
-        if (rc) goto out;
-    } else if (near) {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, pend, &hbuf, &h)) != 0) return rc;
-        p = h + (pstart - rec);
-    } else {
-        if ((rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &hbuf, &h)) != 0) return rc;
-        if ((rc = drive__pread_aligned(d, s->fd, pstart, pend, &pbuf, &p)) != 0) goto out;
+static void extent_plan(const ent_t *e, extent_t *x)
+{
+    size_t len = x->len0 + x->tail_len;
+    uint64_t off = x->off, rec = e->off, pay = rec + e->hdr_len;
+    x->c0 = (uint32_t)(off / REC_CHUNK);
+    x->c1 = (uint32_t)((off + len - 1) / REC_CHUNK);
+    x->pstart = pay + (uint64_t)x->c0 * REC_CHUNK;
+    x->pend = pay + ((uint64_t)(x->c1 + 1) * REC_CHUNK < e->payload_len
+                         ? (uint64_t)(x->c1 + 1) * REC_CHUNK
+                         : e->payload_len);
+    x->near = x->pstart - pay <= (16u << 10);
+    x->direct = 0;
+    if (off == (uint64_t)x->c0 * REC_CHUNK && x->pstart % DIO_ALIGN == 0 &&
+        (uintptr_t)x->out % DIO_ALIGN == 0)
+        x->direct = align_down(x->len0, DIO_ALIGN);
+    x->hbuf = x->pbuf = x->h = x->p = x->rest = NULL;
+}
+
+/* The plan's reads, here. */
+static int extent_io(drive_t *d, seg_t *s, const ent_t *e, extent_t *x)
+{
+    uint64_t rec = e->off;
+    if (x->direct && x->near)
+        return drive__pread_around(d, s->fd, rec, x->pend, x->out, x->pstart, x->direct, &x->hbuf,
+                                   &x->h, &x->rest);
+    if (x->direct) {
+        int rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &x->hbuf, &x->h);
+        return rc ? rc
+                  : drive__pread_around(d, s->fd, x->pstart, x->pend, x->out, x->pstart, x->direct,
+                                        &x->pbuf, &x->p, &x->rest);
     }
-    /* The record must be the one the index names, intact. */
-    rc = ERR_CORRUPT;
-    if (rec_parse_header_seeded(h, e->hdr_len, s->seed, &v) != 0 || v.hdr_crc != e->hdr_crc ||
+    if (x->near) {
+        int rc = drive__pread_aligned(d, s->fd, rec, x->pend, &x->hbuf, &x->h);
+        if (!rc) x->p = x->h + (x->pstart - rec);
+        return rc;
+    }
+    int rc = drive__pread_aligned(d, s->fd, rec, rec + e->hdr_len, &x->hbuf, &x->h);
+    return rc ? rc : drive__pread_aligned(d, s->fd, x->pstart, x->pend, &x->pbuf, &x->p);
+}
+
+/* The record read must be the one the index names, intact: then the bytes go where asked. */
+static int extent_check(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, extent_t *x)
+{
+    rec_view_t v;
+    if (rec_parse_header_seeded(x->h, e->hdr_len, s->seed, &v) != 0 || v.hdr_crc != e->hdr_crc ||
         v.seq != e->seq || !rec_id_equal(&v.id, id))
         goto bad;
-    if (direct) {
+    if (x->direct) {
         /* Chunk c covers [x0, x1) of what was read: out below `direct`, rest above. */
         uint32_t crc = 0;
-        for (uint32_t c = c0; c <= c1; c++) {
-            size_t x0 = (size_t)(c - c0) * REC_CHUNK, x1 = (size_t)(pend - pstart);
+        size_t direct = x->direct;
+        for (uint32_t c = x->c0; c <= x->c1; c++) {
+            size_t x0 = (size_t)(c - x->c0) * REC_CHUNK, x1 = (size_t)(x->pend - x->pstart);
             if (x1 > x0 + REC_CHUNK) x1 = x0 + REC_CHUNK;
             uint32_t cc = 0;
             if (x0 < direct) {
                 size_t n = (x1 < direct ? x1 : direct) - x0;
-                cc = crc32c(0, out + x0, n);
-                if (out_crc) crc = crc32c_combine(crc, cc, n);
+                cc = crc32c(0, x->out + x0, n);
+                if (x->out_crc) crc = crc32c_combine(crc, cc, n);
             }
             if (x1 > direct) {
                 size_t from = x0 > direct ? x0 : direct;
-                cc = crc32c(cc, rest + (from - direct), x1 - from);
+                cc = crc32c(cc, x->rest + (from - direct), x1 - from);
             }
             if (cc != rec_chunk_crc(&v, c)) goto bad;
         }
-        memcpy(out + direct, rest, len0 - direct);
-        if (tail_len) memcpy(tail, rest + (len0 - direct), tail_len);
-        if (out_crc) *out_crc = crc32c(crc, out + direct, len0 - direct);
+        memcpy(x->out + direct, x->rest, x->len0 - direct);
+        if (x->tail_len) memcpy(x->tail, x->rest + (x->len0 - direct), x->tail_len);
+        if (x->out_crc) *x->out_crc = crc32c(crc, x->out + direct, x->len0 - direct);
         __atomic_fetch_add(&d->reads_direct, 1, __ATOMIC_RELAXED);
     } else {
-        if (rec_verify_chunks(&v, p, c0, c1) != 0) goto bad;
-        const uint8_t *src = p + (off - (uint64_t)c0 * REC_CHUNK);
-        memcpy(out, src, len0);
-        if (tail_len) memcpy(tail, src + len0, tail_len);
-        if (out_crc) *out_crc = crc32c(0, out, len0);
+        if (rec_verify_chunks(&v, x->p, x->c0, x->c1) != 0) goto bad;
+        const uint8_t *src = x->p + (x->off - (uint64_t)x->c0 * REC_CHUNK);
+        memcpy(x->out, src, x->len0);
+        if (x->tail_len) memcpy(x->tail, src + x->len0, x->tail_len);
+        if (x->out_crc) *x->out_crc = crc32c(0, x->out, x->len0);
         __atomic_fetch_add(&d->reads_copied, 1, __ATOMIC_RELAXED);
     }
-    rc = 0;
-    goto out;
+    return 0;
 bad:
     log_error("event=read_corrupt seg=%u off=%llu seq=%llu", s->id, (unsigned long long)e->off,
               (unsigned long long)e->seq);
-out:
-    drive__bounce_put(d, hbuf);
-    drive__bounce_put(d, pbuf);
+    return ERR_CORRUPT;
+}
+
+static void extent_free(drive_t *d, extent_t *x)
+{
+    drive__bounce_put(d, x->hbuf);
+    drive__bounce_put(d, x->pbuf);
+}
+
+static int read_extent(drive_t *d, seg_t *s, const ent_t *e, const rec_id_t *id, uint64_t off,
+                       uint8_t *out, size_t len0, uint8_t *tail, size_t tail_len, uint32_t *out_crc)
+{
+    extent_t x = {.off = off,
+                  .out = out,
+                  .tail = tail,
+                  .len0 = len0,
+                  .tail_len = tail_len,
+                  .out_crc = out_crc};
+    extent_plan(e, &x);
+    int rc = extent_io(d, s, e, &x);
+    if (!rc) rc = extent_check(d, s, e, id, &x);
+    extent_free(d, &x);
     return rc;
 }
 
@@ -154,6 +197,87 @@ static int record_acquire(drive_t *d, const rec_id_t *rid, ent_t *e, void **vb, 
         *vb = NULL;
     }
     return ERR_IO;
+}
+
+struct drive_rd {
+    drive_t *d;
+    seg_t *s;
+    ent_t e;
+    void *vb;
+    rec_id_t rid;
+    extent_t x;
+    drive_around_t a;
+};
+
+int drive_read_begin(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,
+                     void *tail, size_t tail_len, uint32_t *buf_crc, drive_rd_t **op,
+                     drive_rd_io_t *io)
+{
+    *op = NULL;
+    drive_rd_t *r = xcalloc(1, sizeof(*r));
+    int rc = drive__to_rec_id(id, &r->rid);
+    if (!rc) rc = record_acquire(d, &r->rid, &r->e, &r->vb, &r->s);
+    if (rc) {
+        free(r);
+        return rc;
+    }
+    r->d = d;
+    r->x = (extent_t){.off = off,
+                      .out = buf,
+                      .tail = tail,
+                      .len0 = len,
+                      .tail_len = tail_len,
+                      .out_crc = buf_crc};
+    if (off > r->e.payload_len || len + tail_len > r->e.payload_len - off) {
+        rc = ERR_RANGE;
+    } else if (len + tail_len == 0) {
+        if (buf_crc) *buf_crc = 0;
+    } else {
+        extent_plan(&r->e, &r->x);
+        if (r->x.direct && r->x.near && !drive__io_hooked()) {
+            /* The one preadv of a whole aligned block: the caller's to do. */
+            drive__around_plan(d, r->e.off, r->x.pend, r->x.out, r->x.pstart, r->x.direct, &r->a);
+            io->fd = r->s->fd;
+            io->iov = r->a.iov;
+            io->cnt = r->a.cnt;
+            io->pos = r->a.pos;
+            io->len = r->a.len;
+            *op = r;
+            return 0;
+        }
+        rc = read_extent(d, r->s, &r->e, &r->rid, off, buf, len, tail, tail_len, buf_crc);
+    }
+    drive__seg_release(d, r->s);
+    free(r->vb);
+    free(r);
+    return rc;
+}
+
+int drive_read_end(drive_rd_t *r, ssize_t res)
+{
+    drive_t *d = r->d;
+    int rc;
+    if (res < 0 && res != -EINTR && res != -EAGAIN && res != -ECANCELED) {
+        rc = ERR_IO;
+    } else {
+        /* Short, interrupted, refused for now or never submitted: the rest read here. */
+        rc = (size_t)(res < 0 ? 0 : res) < r->a.len
+                 ? drive__around_rest(r->s->fd, &r->a, (size_t)(res < 0 ? 0 : res))
+                 : 0;
+    }
+    if (!rc) {
+        r->x.hbuf = r->a.buf;
+        r->x.h = r->a.head;
+        r->x.rest = r->a.rest;
+        rc = extent_check(d, r->s, &r->e, &r->rid, &r->x);
+        extent_free(d, &r->x);
+    } else {
+        drive__bounce_put(d, r->a.buf);
+    }
+    drive__seg_release(d, r->s);
+    free(r->vb);
+    free(r);
+    return rc;
 }
 
 int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, size_t len,

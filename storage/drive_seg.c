@@ -684,27 +684,43 @@ int drive__pread_aligned(drive_t *d, int fd, uint64_t start, uint64_t end, uint8
     return 0;
 }
 
-int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t *dst,
-                        uint64_t dst_off, size_t dst_len, uint8_t **buf, uint8_t **head,
-                        uint8_t **rest)
+void drive__around_plan(drive_t *d, uint64_t start, uint64_t end, uint8_t *dst, uint64_t dst_off,
+                        size_t dst_len, drive_around_t *a)
 {
-    uint64_t a = align_down(start, DIO_ALIGN), b = align_up(end, DIO_ALIGN);
-    size_t hsz = (size_t)(dst_off - a), tsz = (size_t)(b - (dst_off + dst_len));
+    uint64_t lo = align_down(start, DIO_ALIGN), hi = align_up(end, DIO_ALIGN);
+    size_t hsz = (size_t)(dst_off - lo), tsz = (size_t)(hi - (dst_off + dst_len));
     uint8_t *p = bounce_get(d, hsz + tsz);
-    struct iovec iov[3];
-    int cnt = 0, first = 0;
-    uint64_t pos = a;
+    a->cnt = 0;
+    if (hsz) a->iov[a->cnt++] = (struct iovec){p, hsz};
+    a->iov[a->cnt++] = (struct iovec){dst, dst_len};
+    if (tsz) a->iov[a->cnt++] = (struct iovec){p + hsz, tsz};
+    a->pos = lo;
+    a->len = (size_t)(hi - lo);
+    a->buf = p;
+    a->head = p + (start - lo);
+    a->rest = p + hsz;
+}
 
-    if (hsz) iov[cnt++] = (struct iovec){p, hsz};
-    iov[cnt++] = (struct iovec){dst, dst_len};
-    if (tsz) iov[cnt++] = (struct iovec){p + hsz, tsz};
+int drive__around_rest(int fd, drive_around_t *a, size_t done)
+{
+    struct iovec iov[3];
+    int first = 0, cnt = a->cnt;
+    memcpy(iov, a->iov, sizeof(iov));
+    uint64_t pos = a->pos;
+    for (size_t left = done; left > 0 && first < cnt;) { /* what was read already */
+        if (left >= iov[first].iov_len) {
+            left -= iov[first++].iov_len;
+        } else {
+            iov[first].iov_base = (uint8_t *)iov[first].iov_base + left;
+            iov[first].iov_len -= left;
+            left = 0;
+        }
+    }
+    pos += done;
     while (first < cnt) {
         ssize_t n = drive_io.preadv(fd, iov + first, cnt - first, (off_t)pos);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            drive__bounce_put(d, p);
-            return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
-        }
+        if (n <= 0) return n < 0 ? ERR_IO : ERR_CORRUPT; /* short file: the extent is not there */
         pos += (uint64_t)n;
         for (size_t left = (size_t)n; left > 0;) {
             if (left >= iov[first].iov_len) {
@@ -716,10 +732,29 @@ int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_
             }
         }
     }
-    *buf = p;
-    *head = p + (start - a);
-    *rest = p + hsz;
     return 0;
+}
+
+int drive__pread_around(drive_t *d, int fd, uint64_t start, uint64_t end, uint8_t *dst,
+                        uint64_t dst_off, size_t dst_len, uint8_t **buf, uint8_t **head,
+                        uint8_t **rest)
+{
+    drive_around_t a;
+    drive__around_plan(d, start, end, dst, dst_off, dst_len, &a);
+    int rc = drive__around_rest(fd, &a, 0);
+    if (rc) {
+        drive__bounce_put(d, a.buf);
+        return rc;
+    }
+    *buf = a.buf;
+    *head = a.head;
+    *rest = a.rest;
+    return 0;
+}
+
+int drive__io_hooked(void)
+{
+    return drive_io.preadv != sys_preadv;
 }
 
 /* Segment accounting: key "s" + id, value codec.h segmeta_t. */

@@ -14,6 +14,7 @@
  *
  *   WL_POWERCUT=PATH_PART   e.g. "/segments/": the drives' segment files
  *
+ * io_uring is refused (io_uring_queue_init), so the node reads through preadv.
  * RocksDB's files are left alone: the index is rebuilt from the segments, and
  * RocksDB's own durability is RocksDB's. Directory entries are not modelled
  * (a file created is there). Only what tests need; not for production builds.
@@ -200,6 +201,28 @@ ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     return do_preadv(fd, iov, cnt, off);
+}
+
+/*
+ * Reads through an io_uring would pass the held writes by (the kernel reads the file): the
+ * node is told it has none, and reads through preadv above (common/uring.c's fallback).
+ */
+struct io_uring;
+struct io_uring_params;
+int io_uring_queue_init(unsigned entries, struct io_uring *ring, unsigned flags)
+{
+    (void)entries;
+    (void)ring;
+    (void)flags;
+    return -ENOSYS;
+}
+
+int io_uring_queue_init_params(unsigned entries, struct io_uring *ring, struct io_uring_params *p)
+{
+    (void)entries;
+    (void)ring;
+    (void)p;
+    return -ENOSYS;
 }
 
 static int flush(int fd, int (*real)(int))

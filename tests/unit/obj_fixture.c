@@ -45,6 +45,48 @@ static int f_read_split(void *ctx, const drive_id_t *id, void *buf, size_t len, 
     }
     return rc;
 }
+/*
+ * The split read in halves (the batch path's, local drives only): the faults as f_read_split's,
+ * a read's corruption once its I/O is done. The op handed out is the fixture's own.
+ */
+typedef struct {
+    faulty_t *f;
+    drive_rd_t *in;
+    uint8_t *buf;
+    size_t len;
+    uint32_t *buf_crc;
+} f_rd_t;
+static void f_rot(faulty_t *f, uint8_t *buf, size_t len, uint32_t *buf_crc)
+{
+    if (!f->corrupt_read || len == 0) return;
+    buf[len / 2] ^= 0x01;
+    *buf_crc = crc32c(0, buf, len); /* what lies in buf now: the gateway must compare */
+}
+static int f_read_begin(void *ctx, const drive_id_t *id, void *buf, size_t len, void *tail,
+                        size_t tail_len, uint32_t *buf_crc, drive_rd_t **op, drive_rd_io_t *io)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_split, 1, __ATOMIC_RELAXED);
+    *op = NULL;
+    if (f->fail_read) return ERR_IO;
+    drive_rd_t *in = NULL;
+    int rc = f->in.ops->read_begin(f->in.ctx, id, buf, len, tail, tail_len, buf_crc, &in, io);
+    if (rc == 0 && !in) f_rot(f, buf, len, buf_crc);
+    if (rc == 0 && in) {
+        f_rd_t *w = malloc(sizeof(*w));
+        *w = (f_rd_t){f, in, buf, len, buf_crc};
+        *op = (drive_rd_t *)w;
+    }
+    return rc;
+}
+static int f_read_end(drive_rd_t *op, ssize_t res)
+{
+    f_rd_t *w = (f_rd_t *)op;
+    int rc = w->f->in.ops->read_end(w->in, res);
+    if (rc == 0) f_rot(w->f, w->buf, w->len, w->buf_crc);
+    free(w);
+    return rc;
+}
 static int f_stat(void *ctx, const drive_id_t *id, drive_stat_t *st, void *meta, size_t cap)
 {
     faulty_t *f = ctx;
@@ -250,6 +292,29 @@ static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
 
 int remote; /* "test_obj remote": the stores are behind proto/ */
 
+/*
+ * Store i's ops: odd ones split reads, even ones only read (the copy path). On local drives
+ * every store also reads in halves, so where io_uring can be had (uring_usable) a stripe's
+ * blocks go through the batch path; the suite runs again without it (unit_obj_threads).
+ */
+static shard_ops_t ops_halves[2];
+static void ops_halves_init(void)
+{
+    ops_halves[0] = faulty_ops_nosplit;
+    ops_halves[1] = faulty_ops;
+    for (int i = 0; i < 2; i++) {
+        ops_halves[i].read_begin = f_read_begin;
+        ops_halves[i].read_end = f_read_end;
+    }
+}
+static const shard_ops_t *ops_for(int i)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (remote) return i % 2 ? &faulty_ops : &faulty_ops_nosplit;
+    pthread_once(&once, ops_halves_init);
+    return &ops_halves[i % 2];
+}
+
 uint32_t client_timeout_ms;
 
 static const char secret[] = "a test cluster secret";
@@ -352,7 +417,7 @@ int setup(void **state)
     shard_store_t st[N];
     for (int i = 0; i < N; i++) {
         open_drive(e, i);
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
+        st[i] = (shard_store_t){ops_for(i), &e->f[i]};
     }
     if (remote) go_remote(e);
     int err;
@@ -447,15 +512,20 @@ int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st)
     return 0;
 }
 
-obj_set_t *other_gateway(env_t *e)
+obj_set_t *gateway_with_blocks(env_t *e, uint32_t block)
 {
     shard_store_t st[N];
     for (int i = 0; i < N; i++)
-        st[i] = (shard_store_t){i % 2 ? &faulty_ops : &faulty_ops_nosplit, &e->f[i]};
+        st[i] = (shard_store_t){ops_for(i), &e->f[i]};
     int err;
-    obj_set_t *other = obj_set_new(st, K, M, B, &err);
+    obj_set_t *other = obj_set_new(st, K, M, block, &err);
     assert_non_null(other);
     return other;
+}
+
+obj_set_t *other_gateway(env_t *e)
+{
+    return gateway_with_blocks(e, B);
 }
 
 int live_head(env_t *e, int i, const char *key)

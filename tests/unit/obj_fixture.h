@@ -146,6 +146,8 @@ int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st);
 
 /* A second set over e's stores, as another node's gateway would have (freed by the caller). */
 obj_set_t *other_gateway(env_t *e);
+/* Another gateway over the same stores whose new objects have blocks of `block` bytes. */
+obj_set_t *gateway_with_blocks(env_t *e, uint32_t block);
 
 /* Whether store i holds a live head of key at the current position (not a tombstone). */
 int live_head(env_t *e, int i, const char *key);

@@ -9,11 +9,14 @@
 #include "common/err.h"
 #include "common/num.h"
 #include "common/pool.h"
+#include "common/uring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_crc32c_vectors(void **state)
 {
@@ -450,6 +453,54 @@ static void test_sim_clock(void **state)
     assert_true(clock_real()->now_ns(clock_real()) > 0);
 }
 
+/*
+ * Reads at once through this thread's ring: each lands where its iovecs say, with its own
+ * result (bytes, 0 past the end, -errno), and a second call on the same ring works too.
+ * Skipped where io_uring cannot be had (the callers then read through pool threads).
+ */
+static void test_uring_reads_at_once(void **state)
+{
+    (void)state;
+    if (!uring_usable()) skip();
+    char path[] = "/tmp/wl-uring-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    const size_t size = 1 << 20;
+    uint8_t *file = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        file[i] = (uint8_t)(i * 7 + (i >> 12));
+    assert_int_equal(pwrite(fd, file, size, 0), (ssize_t)size);
+    enum { N = 6 };
+    uint8_t *buf = calloc(N, 65536);
+    struct iovec iov[N][2];
+    uring_read_t rd[N];
+    for (int i = 0; i < N; i++) {
+        /* Two iovecs each: 1000 bytes, then 20000, from 100000 * i on. */
+        iov[i][0] = (struct iovec){buf + (size_t)i * 65536, 1000};
+        iov[i][1] = (struct iovec){buf + (size_t)i * 65536 + 1000, 20000};
+        rd[i] = (uring_read_t){fd, iov[i], 2, 100000u * (unsigned)i};
+    }
+    rd[4].pos = size + 4096; /* past the end: 0 */
+    rd[5].fd = -1;           /* no file: -EBADF */
+    for (int round = 0; round < 2; round++) {
+        ssize_t res[N];
+        memset(buf, 0, (size_t)N * 65536);
+        assert_int_equal(uring_readv(N, rd, res), 1);
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(res[i], 21000);
+            assert_memory_equal(buf + (size_t)i * 65536, file + 100000 * i, 21000);
+        }
+        assert_int_equal(res[4], 0);
+        assert_int_equal(res[5], -EBADF);
+    }
+    ssize_t one;
+    assert_int_equal(uring_readv(URING_MAX_READS + 1, rd, &one), 0); /* too many: not done */
+    close(fd);
+    free(buf);
+    free(file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_pool_spare),
         cmocka_unit_test(test_pool_hands_jobs_to_the_last_idle_thread),
         cmocka_unit_test(test_latch_freed_by_its_waiter),
+        cmocka_unit_test(test_uring_reads_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

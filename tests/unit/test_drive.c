@@ -764,6 +764,101 @@ static void test_direct_read_corruption(void **state)
     free(dir);
 }
 
+/*
+ * A read in halves (drive_read_begin, the caller's preadv, drive_read_end): what
+ * drive_read_split gives, whatever the caller's I/O did (whole, short, interrupted,
+ * failed, never done), and the record's checks after it (a byte rotten on disk).
+ */
+static void test_read_in_halves(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 4 * MiB, 64 * MiB);
+    drive_t *d;
+    const size_t len = 512 * KiB + 4;
+    uint8_t *buf = NULL, *want = malloc(len), tail[4];
+    drive_id_t id = {"bkt", "x", "", 0};
+    assert_int_equal(posix_memalign((void **)&buf, 4096, len), 0);
+    tl_fill(want, len, 9);
+    assert_int_equal(drive_open(&c, &d), 0);
+    /* x first: its payload at 8192, as in test_direct_read_corruption. */
+    assert_int_equal(put_seeded(d, "x", 9, len), 0);
+    assert_int_equal(put_seeded(d, "small", 3, 1000), 0);
+    /* done: what the caller's read did. 0 all of it, 1 half, 2 EINTR, 3 EIO, 4 never done. */
+    for (int done = 0; done < 5; done++) {
+        drive_rd_t *op;
+        drive_rd_io_t io;
+        uint32_t crc = 0;
+        memset(buf, 0, len);
+        assert_int_equal(drive_read_begin(d, &id, 0, buf, len - 4, tail, 4, &crc, &op, &io), 0);
+        assert_non_null(op);
+        assert_true(io.len >= len - 4 && io.pos % 4096 == 0 && io.cnt >= 1 && io.cnt <= 3);
+        ssize_t res;
+        if (done == 0) {
+            res = preadv(io.fd, io.iov, io.cnt, (off_t)io.pos);
+            assert_int_equal(res, (ssize_t)io.len);
+        } else if (done == 1) {
+            /* The first half of the first iovec that holds it (an iovec boundary or not). */
+            struct iovec half[3];
+            memcpy(half, io.iov, (size_t)io.cnt * sizeof(half[0]));
+            size_t want_n = io.len / 2, got = 0;
+            int k = 0;
+            while (got + half[k].iov_len <= want_n)
+                got += half[k++].iov_len;
+            half[k].iov_len = want_n - got;
+            res = preadv(io.fd, half, k + 1, (off_t)io.pos);
+            assert_int_equal(res, (ssize_t)want_n);
+        } else {
+            res = done == 2 ? -EINTR : done == 3 ? -EIO : -ECANCELED;
+        }
+        int rc = drive_read_end(op, res);
+        if (done == 3) {
+            assert_int_equal(rc, ERR_IO);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_memory_equal(buf, want, len - 4);
+        assert_memory_equal(tail, want + len - 4, 4);
+        assert_int_equal(crc, crc32c(0, want, len - 4));
+    }
+    /* Not a whole aligned block (an unaligned buffer, a small record): done at once. */
+    {
+        drive_rd_t *op = (drive_rd_t *)1;
+        drive_rd_io_t io;
+        uint32_t crc = 0;
+        assert_int_equal(drive_read_begin(d, &id, 0, buf + 1, len - 4, tail, 4, &crc, &op, &io), 0);
+        assert_null(op);
+        assert_memory_equal(buf + 1, want, len - 4);
+        drive_id_t small = {"bkt", "small", "", 0};
+        uint8_t sb[1000];
+        assert_int_equal(drive_read_begin(d, &small, 0, sb, 996, tail, 4, &crc, &op, &io), 0);
+        assert_null(op);
+        drive_id_t none = {"bkt", "none", "", 0};
+        assert_int_equal(drive_read_begin(d, &none, 0, buf, 4096, NULL, 0, &crc, &op, &io),
+                         ERR_NOT_FOUND);
+        assert_int_equal(drive_read_begin(d, &id, 0, buf, len, tail, 4, &crc, &op, &io), ERR_RANGE);
+        assert_null(op);
+    }
+    drive_close(d);
+    /* A byte rotten on disk: the I/O is the caller's, the check still the drive's. */
+    corrupt_file_byte(dir, 8192 + 100 * KiB);
+    assert_int_equal(drive_open(&c, &d), 0);
+    {
+        drive_rd_t *op;
+        drive_rd_io_t io;
+        uint32_t crc;
+        assert_int_equal(drive_read_begin(d, &id, 0, buf, len - 4, tail, 4, &crc, &op, &io), 0);
+        assert_non_null(op);
+        ssize_t res = preadv(io.fd, io.iov, io.cnt, (off_t)io.pos);
+        assert_int_equal(drive_read_end(op, res), ERR_CORRUPT);
+    }
+    drive_close(d);
+    free(want);
+    free(buf);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- crash consistency ---- */
 
 #define CRASH_THREADS 4
@@ -2402,6 +2497,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_corruption_detected),
         cmocka_unit_test(test_direct_reads),
         cmocka_unit_test(test_direct_read_corruption),
+        cmocka_unit_test(test_read_in_halves),
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_group_commit),
         cmocka_unit_test(test_full_drive),

@@ -7,6 +7,8 @@
  */
 #include "obj_fixture.h"
 
+#include "common/uring.h"
+
 static void test_round_trip(void **state)
 {
     env_t *e = *state;
@@ -525,6 +527,56 @@ static void test_heal(void **state)
     assert_int_equal(rep.blocks_fixed, 3);
     free(got);
     free(data);
+}
+
+/*
+ * A stripe's blocks in one submission (obj__block_batch, uring.h): objects with blocks the
+ * drives read in place (256 KiB), read whole and in ranges, healthy, with a block rotten
+ * below the drive's checks, with a store failing, and with both (m = 2): every byte right,
+ * and the reads went through the ring (uring_reads). Local drives only; where io_uring
+ * cannot be had, skipped (unit_obj_threads runs the suite through pool threads).
+ */
+static void test_stripe_reads_in_one_submission(void **state)
+{
+    env_t *e = *state;
+    if (remote || !uring_usable()) skip();
+    obj_set_t *small = e->set;
+    e->set = gateway_with_blocks(e, 256u << 10);
+    const size_t sizes[] = {4 * (256u << 10), 2 * 4 * (256u << 10) + 300 * 1024 + 17, 700001};
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "big%d", i);
+        uint8_t *data = malloc(sizes[i]);
+        fill(data, sizes[i], 40 + (uint32_t)i);
+        put(e, key, data, sizes[i], NULL);
+        for (int fault = 0; fault < 4; fault++) {
+            e->f[1].corrupt_read = fault == 1 || fault == 3;
+            e->f[2].fail_read = fault == 2 || fault == 3;
+            uint64_t before = uring_reads();
+            expect(e, key, data, sizes[i]); /* (unaligned buffers: the drives copy, done at once) */
+            /* Into an aligned buffer (as the gateway's): blocks land in it. Whole, then
+             * from a block boundary on, then from inside a block. */
+            obj_info_t info;
+            int err;
+            obj_reader_t *r = obj_open(e->set, "bkt", key, &info, &err);
+            assert_non_null(r);
+            uint8_t *got = NULL;
+            assert_int_equal(posix_memalign((void **)&got, 4096, sizes[i]), 0);
+            const uint64_t from[] = {0, 256u << 10, 1000};
+            for (int j = 0; j < 3; j++) {
+                memset(got, 0, sizes[i]);
+                assert_int_equal(obj_read(r, from[j], got, sizes[i] - from[j]), 0);
+                assert_memory_equal(got, data + from[j], sizes[i] - from[j]);
+            }
+            obj_close(r);
+            free(got);
+            assert_true(uring_reads() - before >= 4);
+        }
+        e->f[1].corrupt_read = e->f[2].fail_read = 0;
+        free(data);
+    }
+    obj_set_free(e->set);
+    e->set = small;
 }
 
 /* Whether store i holds a head of key at the current position. */
@@ -3016,6 +3068,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_reads_avoid_sick_stores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stripe_reads_in_one_submission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writes_skip_sick_stores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_standing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heal_walk_sees_all_stores, setup, teardown),
