@@ -70,10 +70,7 @@ static void XMLCALL cmu_start(void *ud, const XML_Char *name, const XML_Char **a
         /* ChecksumCRC32, ChecksumCRC32C, ChecksumCRC64NVME, ChecksumSHA1, ChecksumSHA256 */
         c->field_algo = strncmp(name, "Checksum", 8) == 0 ? cks_algo(name + 8) : CKS_NONE;
         if (c->field_algo != CKS_NONE) {
-            if (c->parts[c->n].cks_algo != CKS_NONE) { /* one checksum per part */
-                stop(&c->b);
-                return;
-            }
+            if (c->parts[c->n].cks_algo != CKS_NONE) c->parts[c->n].cks_many = 1; /* the caller's */
             c->field = 3;
         }
         c->tl = 0;

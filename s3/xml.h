@@ -18,10 +18,10 @@ typedef struct {
     char etag[80];
     int cks_algo; /* a ChecksumCRC32 (...) element's algorithm (s3/checksum.h), CKS_NONE if none */
     char cks[72]; /* its value as sent */
+    int cks_many; /* more than one Checksum element */
 } s3_xml_part_t;
 
-/* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed (a part
- * with two Checksum elements included). */
+/* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed. */
 int s3_xml_complete(const char *body, size_t len, s3_xml_part_t **parts, int *n)
     __attribute__((warn_unused_result));
 

@@ -339,10 +339,17 @@ static void object_op(ctx_t *x)
     free(ups);
     ups = s3_qparam(x->query, "tagging", &has_tagging);
     free(ups);
-    int has_attributes;
+    int has_attributes, has_versions;
     ups = s3_qparam(x->query, "attributes", &has_attributes);
     free(ups);
-    if (has_upload && (!upload || strlen(upload) != 32)) {
+    ups = s3_qparam(x->query, "versions", &has_versions);
+    free(ups);
+    if (strcmp(m, "GET") == 0 && !has_upload && (has_uploads || has_versions)) {
+        /* A bucket's listings asked of a key: S3's own words for each. */
+        s3_err_msg(x, S3E_INVALID_REQUEST,
+                   has_uploads ? "Key is not expected for the GET method ?uploads subresource"
+                               : "There is no such thing as the ?versions sub-resource for a key");
+    } else if (has_upload && (!upload || strlen(upload) != 32)) {
         s3_err(x, S3E_NO_SUCH_UPLOAD);
     } else if (strcmp(m, "POST") == 0 && has_uploads) {
         s3_mpu_create(x);

@@ -209,6 +209,12 @@ void s3_copy_object(ctx_t *x)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown metadata directive.");
         return;
     }
+    /* Both directives are checked first, as S3 does (a copy onto itself included). */
+    const char *tdir = s3_hdr(x->info, "x-amz-tagging-directive");
+    if (tdir && strcasecmp(tdir, "COPY") != 0 && strcasecmp(tdir, "REPLACE") != 0) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
+        return;
+    }
     /* The copy's checksum: x-amz-checksum-algorithm's, computed over the bytes copied. */
     const char *an = s3_hdr(x->info, "x-amz-checksum-algorithm");
     int want = an ? cks_algo(an) : CKS_NONE;
@@ -257,13 +263,6 @@ void s3_copy_object(ctx_t *x)
         return;
     }
     /* Tags: the source's (x-amz-tagging-directive COPY, the default) or x-amz-tagging's. */
-    const char *tdir = s3_hdr(x->info, "x-amz-tagging-directive");
-    if (tdir && strcasecmp(tdir, "COPY") != 0 && strcasecmp(tdir, "REPLACE") != 0) {
-        obj_close(rd);
-        free(um.p);
-        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Unknown tagging directive.");
-        return;
-    }
     int copy_tags = !tdir || strcasecmp(tdir, "COPY") == 0;
     /* The source's tags are its owner's to read (no ACL grants them): copied by anyone else
      * they would be read through the copy (a hostile pass). S3 asks s3:GetObjectTagging of

@@ -530,7 +530,7 @@ typedef struct {
     char msg[256];
 } s3_mpu_cks_t;
 /* Set c and hooks up for a Complete (no I/O); -1 with the error sent. End with _end. */
-int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c,
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
                               obj_mpu_hooks_t *hooks);
 /* When a hook refused the Complete: its error sent, 1; else 0. */
 int s3_mpu_cks_complete_error(ctx_t *x, s3_mpu_cks_t *c);

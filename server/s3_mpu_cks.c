@@ -356,7 +356,7 @@ static int cks_begin(void *arg, const obj_info_t *rec)
     return 0;
 }
 
-int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c,
+int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_cks_t *c,
                               obj_mpu_hooks_t *hooks)
 {
     memset(c, 0, sizeof(*c));
@@ -371,10 +371,24 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
     uint64_t v;
     if (mps) {
         if (num_parse_u64(mps, 0, INT64_MAX, &v) != 0) {
-            s3_err_msg(x, S3E_INVALID_ARGUMENT, "Value for x-amz-mp-object-size is invalid.");
+            char msg[160];
+            snprintf(msg, sizeof(msg), "Value for x-amz-mp-object-size header is %s: '%.64s'",
+                     mps[0] == '-' && mps[1] >= '0' && mps[1] <= '9' ? "less than zero" : "invalid",
+                     mps);
+            s3_err_msg(x, S3E_INVALID_REQUEST, msg);
             return -1;
         }
         c->mp_size = (long long)v;
+    }
+    /* A part's checksum that is no value of its kind, or two of them: refused before any
+     * part is looked at (S3: InvalidArgument), not taken for a part that does not match. */
+    for (const s3_xml_part_t *p = xp; p < xp + np; p++) {
+        uint8_t d[EVP_MAX_MD_SIZE];
+        if (p->cks_many || (p->cks_algo && cks_decode(p->cks_algo, p->cks, d) != 0)) {
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "Invalid Base64 or multiple checksums present in request");
+            return -1;
+        }
     }
     /* x-amz-checksum-ALGO of the whole object: checked against what the parts make. */
     char hname[40];
@@ -405,6 +419,10 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, s3_mpu_cks_t *c
         }
     }
     const char *tn = s3_hdr(x->info, "x-amz-checksum-type");
+    if (tn && strcasecmp(tn, "COMPOSITE") != 0 && strcasecmp(tn, "FULL_OBJECT") != 0) {
+        s3_err_msg(x, S3E_INVALID_REQUEST, "Value for x-amz-checksum-type header is invalid.");
+        return -1;
+    }
     snprintf(c->type, sizeof(c->type), "%s", tn ? tn : "");
     return 0;
 }

@@ -230,7 +230,7 @@ void s3_mpu_complete(ctx_t *x, const char *upload)
     obj_cond_t cond;
     s3_mpu_cks_t ck;
     obj_mpu_hooks_t hooks;
-    if (s3_write_cond(x, &cond) != 0 || s3_mpu_cks_complete_begin(x, xp, &ck, &hooks) != 0) {
+    if (s3_write_cond(x, &cond) != 0 || s3_mpu_cks_complete_begin(x, xp, np, &ck, &hooks) != 0) {
         free(parts);
         free(xp);
         return;

@@ -816,9 +816,10 @@ void s3_get_object_attributes(ctx_t *x)
         mask |= bit;
     }
     if (!mask) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT,
-                   "x-amz-object-attributes header specifying the attributes to be retrieved is "
-                   "either missing or empty");
+        s3_err_msg(
+            x, S3E_INVALID_REQUEST,
+            "The x-amz-object-attributes header specifying the attributes to be retrieved is "
+            "either missing or empty");
         return;
     }
     int max_parts = 1000, marker = 0;

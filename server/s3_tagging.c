@@ -127,6 +127,10 @@ static int tagset_parse(const char *q, tagset_t *t)
 {
     for (const char *p = q; p && *p;) {
         const char *e = strchr(p, '&'), *end = e ? e : p + strlen(p);
+        if (end == p) { /* "&&": nothing between (S3 takes "&" for no tags) */
+            p = e ? e + 1 : NULL;
+            continue;
+        }
         const char *eq = memchr(p, '=', (size_t)(end - p));
         const char *ke = eq ? eq : end;
         char *k = s3_pdecode(p, (size_t)(ke - p), 1);
@@ -146,8 +150,19 @@ static int tagset_parse(const char *q, tagset_t *t)
 int s3_tags_from_query(ctx_t *x, const char *q, buf_t *out)
 {
     tagset_t t = {0};
-    if (tagset_parse(q, &t) != 0) {
-        s3_err_msg(x, S3E_INVALID_ARGUMENT, "The x-amz-tagging header is not URL-encoded.");
+    /* Not a query string of distinct, named tags: InvalidArgument, as S3 (InvalidTag is for
+     * tags that are well-formed but break its rules, tagset_canon). */
+    int bad = tagset_parse(q, &t) != 0;
+    for (int i = 0; i < t.n && !bad; i++) {
+        bad = !t.keys[i][0];
+        for (int j = 0; j < i && !bad; j++)
+            bad = strcmp(t.keys[j], t.keys[i]) == 0;
+    }
+    if (bad) {
+        tagset_free(&t);
+        s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                   "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query "
+                   "parameters without tag name duplicates.");
         return -1;
     }
     int rc = tagset_canon(x, &t, OBJECT_TAGS_MAX, out);

@@ -322,7 +322,11 @@ def test_get_object_attributes(server):
     assert not r["ObjectParts"]["IsTruncated"]
     st, body, _ = signed_request(server.port, "GET", "/attr/plain?attributes", headers={
         "x-amz-object-attributes": "ETag,Bogus"})
-    assert st == 400
+    assert st == 400 and ET.fromstring(body).findtext("Code") == "InvalidArgument"
+    # None named (the header missing or empty): InvalidRequest, as S3.
+    for hdrs in ({}, {"x-amz-object-attributes": ""}):
+        st, body, _ = signed_request(server.port, "GET", "/attr/plain?attributes", headers=hdrs)
+        assert st == 400 and ET.fromstring(body).findtext("Code") == "InvalidRequest", hdrs
     with pytest.raises(ClientError) as e:
         c.get_object_attributes(Bucket="attr", Key="missing", ObjectAttributes=["ETag"])
     assert e.value.response["Error"]["Code"] == "NoSuchKey"
@@ -611,3 +615,21 @@ def test_complete_part_list_errors(server):
     assert e.value.response["Error"]["Code"] == "MalformedXML"
     assert complete(" " + part(" 1 ", et)) == (200, None)
     assert c.get_object(Bucket="cmpl", Key="k")["Body"].read() == b"abc"
+
+
+def test_bucket_subresources_asked_of_a_key(server):
+    """A bucket's listings (?uploads, ?versions) asked of a key are S3's InvalidRequest, each
+    with its own words (they were 405); an unknown x-amz-tagging-directive is InvalidArgument
+    before anything else is looked at, a copy onto itself included."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="subr")
+    c.put_object(Bucket="subr", Key="k", Body=b"x")
+    for q, words in (("uploads", b"?uploads subresource"), ("versions", b"?versions sub-resource")):
+        st, out, _ = signed_request(server.port, "GET", "/subr/k?" + q)
+        assert st == 400 and ET.fromstring(out).findtext("Code") == "InvalidRequest", out
+        assert words in out
+    for dst in ("k", "other"):
+        st, out, _ = signed_request(server.port, "PUT", "/subr/" + dst, headers={
+            "x-amz-copy-source": "/subr/k", "x-amz-tagging-directive": "invalid"})
+        assert st == 400 and ET.fromstring(out).findtext("Code") == "InvalidArgument", out
+    assert c.get_object(Bucket="subr", Key="k")["Body"].read() == b"x"

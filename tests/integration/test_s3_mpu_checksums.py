@@ -284,6 +284,22 @@ def test_checksum_refusals(server):
         complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256",
                  extra={"x-amz-checksum-crc32": "AAAAAA=="})
     assert err_code(e) == ("InvalidRequest", 400)
+    # Checked before any part is looked at: a part's checksum that is no value of its kind,
+    # or two of them (InvalidArgument); a checksum type that is neither of S3's, an object
+    # size that is no size (InvalidRequest).
+    for parts in ([{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": "not base64!"},
+                   {"PartNumber": 2, "ETag": e2, "ChecksumSHA256": v2}],
+                  [{"PartNumber": 1, "ETag": e1, "ChecksumSHA256": v1, "ChecksumCRC32": "AAAAAA=="},
+                   {"PartNumber": 2, "ETag": e2, "ChecksumSHA256": v2}]):
+        with pytest.raises(ClientError) as e:
+            c.complete_multipart_upload(Bucket="mpe", Key="k", UploadId=uid,
+                                        MultipartUpload={"Parts": parts})
+        assert err_code(e) == ("InvalidArgument", 400), parts
+    for extra in ({"x-amz-checksum-type": "invalid_type"}, {"x-amz-mp-object-size": "-1"},
+                  {"x-amz-mp-object-size": "abc"}):
+        with pytest.raises(ClientError) as e:
+            complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256", extra=extra)
+        assert err_code(e) == ("InvalidRequest", 400), extra
     # A checksum type other than the upload's: BadDigest, as S3 documents it.
     with pytest.raises(ClientError) as e:
         complete(c, "mpe", "k", uid, [(1, e1, v1), (2, e2, v2)], "SHA256",
