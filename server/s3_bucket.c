@@ -435,7 +435,7 @@ static int abort_uploads(ctx_t *x, const char *ibucket, const s3_uploads_t *u)
  * asked for by sending none; clients that send it fail against S3 too). 0,
  * or -1 with the error sent.
  */
-static int create_config_ok(ctx_t *x)
+static int create_config_ok(ctx_t *x, buf_t *tags)
 {
     if (x->info->content_length == 0 ||
         (x->info->content_length < 0 && !s3_hdr(x->info, "transfer-encoding")))
@@ -448,9 +448,9 @@ static int create_config_ok(ctx_t *x)
         return 0;
     }
     int nomem = 0, n = 0, rc = -1;
-    xml_node_t *root = xmltree_read(body, len, 4, 64, &nomem);
+    xml_node_t *root = xmltree_read(body, len, 4, 256, &nomem);
     free(body);
-    static const char *const kids[] = {"LocationConstraint", NULL};
+    static const char *const kids[] = {"LocationConstraint", "Tags", NULL};
     const xml_node_t *lc = root ? xmltree_kid(root, "LocationConstraint", &n) : NULL;
     if (!root || strcmp(root->name, "CreateBucketConfiguration") != 0 ||
         !xmltree_kids_ok(root, kids, NULL) || (lc && lc->kids)) {
@@ -472,6 +472,9 @@ static int create_config_ok(ctx_t *x)
         s3_err_msg(x, S3E_ILLEGAL_LOCATION, msg);
         goto out;
     }
+    /* Tags the bucket is made with (the newest SDKs send them): its tagging from the start. */
+    const xml_node_t *tn = xmltree_kid(root, "Tags", NULL);
+    if (tn && s3_bucket_tags_from_xml(x, tn, tags) != 0) goto out;
     rc = 0;
 out:
     xmltree_free(root);
@@ -480,12 +483,16 @@ out:
 
 static void create_bucket(ctx_t *x)
 {
-    char h[256];
+    char h[400];
     if (!s3_bucket_name_ok(x->bucket)) {
         s3_err(x, S3E_INVALID_BUCKET_NAME);
         return;
     }
-    if (create_config_ok(x) != 0) return;
+    buf_t tags = {0};
+    if (create_config_ok(x, &tags) != 0) {
+        free(tags.p);
+        return;
+    }
     char *acl = xmalloc(S3_ACL_STORED_MAX);
     int given;
     if (s3_acl_from_headers(x, 1, acl, &given) != 0) goto out;
@@ -521,7 +528,10 @@ again:
         if (mine && !strcmp(x->cfg->region, "us-east-1")) {
             /* S3 in us-east-1, for legacy clients: the owner's create again is 200, the
              * bucket and its objects untouched. */
-            snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+            snprintf(
+                h, sizeof(h),
+                "x-amz-request-id: %s\r\nLocation: /%s\r\nx-amz-bucket-arn: arn:aws:s3:::%s\r\n",
+                x->id, x->bucket, x->bucket);
             (void)http_respond_full(x->r, 200, h, NULL, 0);
         } else {
             s3_err(x, mine ? S3E_BUCKET_OWNED : S3E_BUCKET_EXISTS);
@@ -532,6 +542,7 @@ again:
     buf_printf(&rec, "owner%c%s%cacl%c%s%cid%c%s%c", 0, x->auth.access_key, 0, 0,
                given && !enforced ? acl : "private", 0, 0, id, 0);
     if (own) buf_printf(&rec, "ownership%c%s%c", 0, own, 0); /* (s3.c checked it) */
+    if (tags.len) buf_printf(&rec, "tags%c%s%c", 0, tags.p, 0);
     obj_writer_t *w = obj_put_begin(x->cfg->set, BUCKETS, x->bucket, &err);
     /*
      * Created only if no bucket of that name exists when the record commits:
@@ -552,10 +563,14 @@ again:
         s3_engine_error(x, err);
         goto out;
     }
-    snprintf(h, sizeof(h), "x-amz-request-id: %s\r\nLocation: /%s\r\n", x->id, x->bucket);
+    /* With its ARN, as S3 answers now (CreateBucketOutput.BucketArn). */
+    snprintf(h, sizeof(h),
+             "x-amz-request-id: %s\r\nLocation: /%s\r\nx-amz-bucket-arn: arn:aws:s3:::%s\r\n",
+             x->id, x->bucket, x->bucket);
     (void)http_respond_full(x->r, 200, h, NULL, 0);
 out:
     free(acl);
+    free(tags.p);
 }
 
 /*

@@ -430,6 +430,10 @@ void s3_delete_objects(ctx_t *x);
 /* x-amz-tagging ("k=v&...", URL-encoded) checked into canonical form; -1 with the error sent. */
 int s3_tags_from_query(ctx_t *x, const char *q, buf_t *out);
 int s3_tag_count(const char *canon);
+/* A CreateBucketConfiguration's Tags (Tag: Key, Value) checked into canonical form, the bucket
+ * tags' rules; -1 with the error sent. */
+struct xml_node;
+int s3_bucket_tags_from_xml(ctx_t *x, const struct xml_node *tags, buf_t *out);
 /* The error for s3_xml_tagging's ERR_TOO_LARGE (too many tags) / ERR_RANGE (a key or value
  * too long), max 10 (an object's tags) or 50 (a bucket's): S3 answers more than 10 tags of an
  * object with BadRequest, the rest with InvalidTag. */

@@ -10,6 +10,8 @@
  */
 #include "server/s3_int.h"
 
+#include "s3/xmltree.h"
+
 #define OBJECT_TAGS_MAX 10
 #define BUCKET_TAGS_MAX 50
 
@@ -301,6 +303,26 @@ static int tagset_from_body(ctx_t *x, int max, buf_t *out)
         tagset_add(&t, xstrdup(tags[i].key), xstrdup(tags[i].value));
     free(tags);
     rc = tagset_canon(x, &t, max, out);
+    tagset_free(&t);
+    return rc;
+}
+
+int s3_bucket_tags_from_xml(ctx_t *x, const xml_node_t *tags, buf_t *out)
+{
+    static const char *const tag[] = {"Tag", NULL}, *const kv[] = {"Key", "Value", NULL};
+    tagset_t t = {0};
+    int bad = !xmltree_kids_ok(tags, tag, tag);
+    for (const xml_node_t *k = tags->kids; k && !bad; k = k->next) {
+        const xml_node_t *key = xmltree_kid(k, "Key", NULL), *val = xmltree_kid(k, "Value", NULL);
+        bad = !xmltree_kids_ok(k, kv, NULL) || !key || !val || key->kids || val->kids;
+        if (!bad) tagset_add(&t, xstrdup(xmltree_text(key)), xstrdup(xmltree_text(val)));
+    }
+    if (bad) {
+        tagset_free(&t);
+        s3_err(x, S3E_MALFORMED_XML);
+        return -1;
+    }
+    int rc = tagset_canon(x, &t, BUCKET_TAGS_MAX, out);
     tagset_free(&t);
     return rc;
 }

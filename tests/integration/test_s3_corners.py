@@ -633,3 +633,38 @@ def test_bucket_subresources_asked_of_a_key(server):
             "x-amz-copy-source": "/subr/k", "x-amz-tagging-directive": "invalid"})
         assert st == 400 and ET.fromstring(out).findtext("Code") == "InvalidArgument", out
     assert c.get_object(Bucket="subr", Key="k")["Body"].read() == b"x"
+
+
+def test_create_bucket_with_tags(server):
+    """A CreateBucketConfiguration may carry the bucket's Tags (the newest SDKs send them):
+    they are its tagging from the start, under the bucket tags' rules (InvalidTag: nothing
+    made); a Tag without its Key or Value is MalformedXML. The 200 names the bucket's ARN."""
+    c = s3_client(server.endpoint)
+
+    def create(name, tags_xml):
+        body = ('<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+                "<Tags>%s</Tags></CreateBucketConfiguration>" % tags_xml).encode()
+        st, out, h = signed_request(server.port, "PUT", "/" + name, body)
+        return st, (ET.fromstring(out).findtext("Code") if st != 200 else None), h
+
+    def tag(k, v):
+        return "<Tag><Key>%s</Key><Value>%s</Value></Tag>" % (k, v)
+
+    st, code, h = create("tagged", tag("team", "ml") + tag("cost", "42"))
+    assert (st, code) == (200, None)
+    assert {k.lower(): v for k, v in h.items()}["x-amz-bucket-arn"] == "arn:aws:s3:::tagged"
+    got = {t["Key"]: t["Value"] for t in c.get_bucket_tagging(Bucket="tagged")["TagSet"]}
+    assert got == {"team": "ml", "cost": "42"}
+    bad = [tag("aws:x", "1"), tag("d", "1") + tag("d", "2"), tag("k" * 129, "v"),
+           "".join(tag("k%d" % i, "v") for i in range(51))]
+    for i, tags in enumerate(bad):
+        assert create("badtags%d" % i, tags)[:2] == (400, "InvalidTag"), tags
+    for i, tags in enumerate(("<Tag><Key>k</Key></Tag>", "<Tag><Value>v</Value></Tag>",
+                              "<Oops/>")):
+        assert create("maltags%d" % i, tags)[:2] == (400, "MalformedXML"), tags
+    names = [b["Name"] for b in c.list_buckets()["Buckets"]]
+    assert not [n for n in names if n.startswith(("badtags", "maltags"))]
+    assert create("untagged", "")[:2] == (200, None)
+    with pytest.raises(ClientError) as e:
+        c.get_bucket_tagging(Bucket="untagged")
+    assert e.value.response["Error"]["Code"] == "NoSuchTagSet"
