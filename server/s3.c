@@ -350,7 +350,14 @@ static void object_op(ctx_t *x)
                    has_uploads ? "Key is not expected for the GET method ?uploads subresource"
                                : "There is no such thing as the ?versions sub-resource for a key");
     } else if (has_upload && (!upload || strlen(upload) != 32)) {
-        s3_err(x, S3E_NO_SUCH_UPLOAD);
+        /* The request's own arguments before what it names, as S3: a part number that is
+         * none is refused as such whatever the upload. */
+        int pn;
+        if (strcmp(m, "PUT") == 0 && has_part && (!part || num_parse_int(part, 1, 10000, &pn)))
+            s3_err_msg(x, S3E_INVALID_ARGUMENT,
+                       "Part number must be an integer between 1 and 10000.");
+        else
+            s3_err(x, S3E_NO_SUCH_UPLOAD);
     } else if (strcmp(m, "POST") == 0 && has_uploads) {
         s3_mpu_create(x);
     } else if (strcmp(m, "POST") == 0 && has_upload) {

@@ -633,6 +633,13 @@ def test_bucket_subresources_asked_of_a_key(server):
             "x-amz-copy-source": "/subr/k", "x-amz-tagging-directive": "invalid"})
         assert st == 400 and ET.fromstring(out).findtext("Code") == "InvalidArgument", out
     assert c.get_object(Bucket="subr", Key="k")["Body"].read() == b"x"
+    # A part number that is none is refused as such before the upload it names is looked for.
+    for pn, want in (("-10", "InvalidArgument"), ("0", "InvalidArgument"), ("x", "InvalidArgument"),
+                     ("1", "NoSuchUpload")):
+        for hdrs in ({}, {"x-amz-copy-source": "/subr/k"}):
+            st, out, _ = signed_request(server.port, "PUT",
+                                        "/subr/k?partNumber=%s&uploadId=bogus" % pn, b"x", hdrs)
+            assert ET.fromstring(out).findtext("Code") == want, (pn, hdrs, out)
 
 
 def test_create_bucket_with_tags(server):
