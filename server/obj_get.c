@@ -34,6 +34,11 @@ typedef struct ra_job {
     uint32_t len;
     int rc;
     ers_crc_t crc;
+    /* Through the reader's ring (ra_ring): the read in halves, its I/O the qi-th of the batch. */
+    drive_id_t id;
+    drive_rd_t *op;
+    unsigned qi;
+    uint8_t tail[4];
 } ra_job_t;
 
 struct obj_reader {
@@ -49,6 +54,10 @@ struct obj_reader {
      */
     ra_job_t *ra_jobs;
     latch_t ra_latch;
+    /* Or through a ring of the reader's own (local drives, io_uring): no pool thread at all. */
+    uring_t *ra_ring;
+    ssize_t ra_res[OBJ_MAX_SHARDS];
+    int ra_by_ring; /* the read-ahead in flight went through ra_ring (ra_wait finishes it) */
     uint64_t ra_stripe;
     uint8_t *ra_buf;  /* block j of ra_stripe lands at ra_buf + j * block_size */
     uint32_t ra_mask; /* shards with a read-ahead block of ra_stripe (in flight or done) */
@@ -89,7 +98,62 @@ static void run_ra(pool_job_t *j)
 /* Wait for the read-ahead in flight, if any. */
 static void ra_wait(obj_reader_t *r)
 {
-    if (r->ra_mask) latch_wait(&r->ra_latch);
+    if (r->ra_by_ring) {
+        uring_finish(r->ra_ring);
+        for (unsigned j = 0; j < OBJ_MAX_SHARDS; j++) {
+            ra_job_t *a = &r->ra_jobs[j];
+            if (!(r->ra_mask & (1u << j)) || !a->op) continue;
+            const shard_store_t *st = &r->s->st[j];
+            a->rc = st->ops->read_end(a->op, r->ra_res[a->qi]);
+            a->op = NULL;
+            if (a->rc == 0) a->crc.stored = le_get32(a->tail);
+        }
+        r->ra_by_ring = 0;
+    } else if (r->ra_mask) {
+        latch_wait(&r->ra_latch);
+    }
+}
+
+/*
+ * The read-ahead of stripe's k data blocks through the reader's own ring, when every one of
+ * their stores is a local drive that reads in halves: submitted here, finished by ra_wait
+ * (the next obj_read). 0 when not taken (nothing begun): the pool threads read it.
+ */
+static int ra_by_ring(obj_reader_t *r, uint64_t stripe, uint8_t *buf)
+{
+    obj_set_t *s = r->s;
+    const ers_layout_t *l = &r->info.layout;
+    for (unsigned j = 0; j < l->k; j++)
+        if (!s->st[j].ops->read_begin) return 0;
+    if (!r->ra_ring && !(uring_usable() && (r->ra_ring = uring_new()))) return 0;
+    uring_read_t q[OBJ_MAX_SHARDS];
+    unsigned nq = 0;
+    r->ra_stripe = stripe;
+    r->ra_buf = buf;
+    for (unsigned j = 0; j < l->k; j++) {
+        uint32_t blen = ers_block_len(l, stripe, j);
+        if (!blen) break;
+        const shard_store_t *st = &s->st[j];
+        ra_job_t *a = &r->ra_jobs[j];
+        *a = (ra_job_t){.r = r, .shard = j, .len = blen, .crc = {0, 0, 1}};
+        a->id = (drive_id_t){r->bbucket, r->key, r->info.upload_id,
+                             (uint32_t)(stripe << SHARD_BITS) | j};
+        drive_rd_io_t io;
+        a->rc = st->ops->read_begin(st->ctx, &a->id, buf + (size_t)j * l->block_size, blen, a->tail,
+                                    4, &a->crc.actual, &a->op, &io);
+        if (a->op) {
+            a->qi = nq;
+            q[nq++] = (uring_read_t){io.fd, io.iov, io.cnt, io.pos};
+        } else if (a->rc == 0) { /* read already */
+            a->crc.stored = le_get32(a->tail);
+        }
+        r->ra_mask |= 1u << j;
+    }
+    if (nq) {
+        uring_start(r->ra_ring, nq, q, r->ra_res);
+        r->ra_by_ring = 1;
+    }
+    return 1;
 }
 
 void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
@@ -115,21 +179,22 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     if (!sdata || off % sdata || off >= l->size ||
         len != (l->size - off < sdata ? l->size - off : sdata))
         return;
-    for (unsigned j = 0; j < l->k; j++)
-        if (!s->st[j].ops->read_split) return;
     /* A data store that is not up is read around (obj_read), not ahead. */
     if (obj__busy(s) || ((obj__unhealthy(s) | obj__slow(s)) & ((1u << l->k) - 1))) return;
     /* Nor while a data shard of this object failed or was slow (read around, not ahead). */
     if (ers_decoder_suspects(r->dec) & ((1u << l->k) - 1)) return;
+    if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
+    if (ra_by_ring(r, off / sdata, buf)) return;
+    for (unsigned j = 0; j < l->k; j++)
+        if (!s->st[j].ops->read_split) return;
     pool_job_t *q[OBJ_MAX_SHARDS];
     int n = 0;
-    if (!r->ra_jobs) r->ra_jobs = xcalloc(OBJ_MAX_SHARDS, sizeof(ra_job_t));
     r->ra_stripe = off / sdata;
     r->ra_buf = buf;
     for (unsigned j = 0; j < l->k; j++) {
         uint32_t blen = ers_block_len(l, r->ra_stripe, j);
         if (!blen) break;
-        r->ra_jobs[j] = (ra_job_t){{.run = run_ra}, r, j, blen, 0, {0, 0, 0}};
+        r->ra_jobs[j] = (ra_job_t){.base = {.run = run_ra}, .r = r, .shard = j, .len = blen};
         q[n++] = &r->ra_jobs[j].base;
         r->ra_mask |= 1u << j;
     }
@@ -597,6 +662,7 @@ void obj_close(obj_reader_t *r)
     obj_close(r->cur);
     ra_wait(r); /* no read may still write into the buffers freed below */
     latch_destroy(&r->ra_latch);
+    uring_free(r->ra_ring);
     free(r->ra_jobs);
     if (r->inl)
         free(r->inl);
