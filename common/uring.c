@@ -28,14 +28,17 @@ static __thread uring_t *thread_ring;
 static int ring_init(uring_t *u)
 {
     int rc = io_uring_queue_init(URING_MAX_READS, &u->ring, 0);
+    /* The first ring decides: none, not here at all; one, rings here (a later failure, a
+     * limit reached, is that ring's alone). */
+    int was = 0;
     if (rc < 0) {
-        /* Never worked: not here at all. Worked before (a limit reached): this ring only. */
-        int was = 0;
         if (atomic_compare_exchange_strong(&usable, &was, -1))
             log_info("event=uring_unusable err=%s: block reads go to pool threads", strerror(-rc));
+        else
+            log_limited(LOG_LVL_WARN, "event=uring_ring_failed err=%s", strerror(-rc));
         return rc;
     }
-    atomic_store(&usable, 1);
+    (void)atomic_compare_exchange_strong(&usable, &was, 1);
     return 0;
 }
 
@@ -85,6 +88,7 @@ void uring_free(uring_t *u)
 
 static void thread_ring_free(void *p)
 {
+    thread_ring = NULL; /* (a later destructor of this thread may read again: a new one) */
     uring_free(p);
 }
 
@@ -157,8 +161,11 @@ void uring_finish(uring_t *u)
         if (!u->left) break;
         struct io_uring_cqe *c;
         int w = io_uring_wait_cqe_nr(&u->ring, &c, u->left);
-        if (w < 0 && w != -EINTR && w != -EAGAIN)
-            abort(); /* reads in flight into the caller's buffers, and no way to wait for them */
+        if (w < 0 && w != -EINTR && w != -EAGAIN) {
+            /* Reads in flight into the caller's buffers, and no way to wait for them. */
+            log_error("event=uring_wait_failed err=%s", strerror(-w));
+            abort();
+        }
     }
     if (u->broken) {
         io_uring_queue_exit(&u->ring);
@@ -167,15 +174,28 @@ void uring_finish(uring_t *u)
     }
 }
 
+uring_t *uring_thread(void)
+{
+    static __thread unsigned retry_in; /* calls until a failed ring is tried again */
+    if (thread_ring || atomic_load(&usable) < 0) return thread_ring;
+    if (retry_in) {
+        retry_in--;
+        return NULL;
+    }
+    if (!(thread_ring = uring_new())) {
+        retry_in = 1024;
+        return NULL;
+    }
+    pthread_once(&key_once, key_init);
+    (void)pthread_setspecific(ring_key, thread_ring);
+    return thread_ring;
+}
+
 int uring_readv(unsigned n, const uring_read_t *rd, ssize_t *res)
 {
-    if (n > URING_MAX_READS) return 0;
-    if (!thread_ring) {
-        if (!(thread_ring = uring_new())) return 0;
-        pthread_once(&key_once, key_init);
-        (void)pthread_setspecific(ring_key, thread_ring);
-    }
-    uring_start(thread_ring, n, rd, res);
-    uring_finish(thread_ring);
+    uring_t *u = n <= URING_MAX_READS ? uring_thread() : NULL;
+    if (!u) return 0;
+    uring_start(u, n, rd, res);
+    uring_finish(u);
     return 1;
 }

@@ -16,7 +16,8 @@
  * that outlives a call, such as a GET's read-ahead; whoever holds it uses it
  * from one thread at a time. Where io_uring is not there (an old kernel, a
  * container that forbids it, WARMLAKE_NO_URING=1) no ring is had and the
- * caller reads its usual way: uring_usable says which, once.
+ * caller reads its usual way: uring_usable says which, once; a ring can
+ * still fail later (a limit reached), so callers check the one they take.
  */
 #ifndef WL_URING_H
 #define WL_URING_H
@@ -54,6 +55,12 @@ void uring_free(uring_t *u);
 void uring_start(uring_t *u, unsigned n, const uring_read_t *rd, ssize_t *res);
 /* Wait until every read of the batch started is done (none: at once). */
 void uring_finish(uring_t *u);
+
+/*
+ * This thread's own ring, made on first use (freed when the thread ends);
+ * NULL when none can be had (a failure is tried again 1024 calls later).
+ */
+uring_t *uring_thread(void);
 
 /*
  * uring_start and uring_finish on this thread's own ring: 1 once all are

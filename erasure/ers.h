@@ -27,14 +27,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ERS_MAX_K         16
-#define ERS_MAX_M         4
-#define ERS_MAX_SHARDS    20
-#define ERS_MAX_BLOCK     (64u << 20)
-#define ERS_DEFAULT_BLOCK (1u << 20) /* block size for objects of at least k MiB */
-#define ERS_CRC_SIZE      4
-#define ERS_BLOCK_ALIGN   64
-#define ERS_LAYOUT_SIZE   32 /* bytes of an encoded layout */
+#define ERS_MAX_K          16
+#define ERS_MAX_M          4
+#define ERS_MAX_SHARDS     20
+#define ERS_MAX_BLOCK      (64u << 20)
+#define ERS_DEFAULT_BLOCK  (1u << 20) /* block size for objects of at least k MiB */
+#define ERS_CRC_SIZE       4
+#define ERS_BLOCK_ALIGN    64
+/* A small object's blocks of this size and more are whole 4 KiB pages (the drives keep
+ * payloads this large page-aligned: storage/rec.h REC_ALIGN_MIN). */
+#define ERS_BLOCK_PAGE_MIN (128u << 10)
+#define ERS_LAYOUT_SIZE    32 /* bytes of an encoded layout */
 
 typedef struct {
     uint8_t k, m;

@@ -20,6 +20,7 @@
 #include "common/le.h"
 #include "common/mem.h"
 #include "common/uring.h"
+#include "storage/rec.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -144,7 +145,9 @@ static int ra_by_ring(obj_reader_t *r, uint64_t stripe, uint8_t *buf)
         if (a->op) {
             a->qi = nq;
             q[nq++] = (uring_read_t){io.fd, io.iov, io.cnt, io.pos};
-        } else if (a->rc == 0) { /* read already */
+        } else if (a->rc == ERR_AGAIN) {
+            continue; /* not in place: not read ahead, obj_read reads it in its turn */
+        } else if (a->rc == 0) { /* nothing to read */
             a->crc.stored = le_get32(a->tail);
         }
         r->ra_mask |= 1u << j;
@@ -243,11 +246,30 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
     return 0;
 }
 
+/* The blocks of a batch its drives could not begin (ERR_AGAIN), read the usual way. */
+typedef struct {
+    obj_reader_t *r;
+    uint64_t stripe;
+    unsigned shard[OBJ_MAX_SHARDS];
+    uint8_t *buf[OBJ_MAX_SHARDS];
+    uint32_t len[OBJ_MAX_SHARDS];
+    ers_crc_t *crc[OBJ_MAX_SHARDS];
+    int *rc[OBJ_MAX_SHARDS];
+} batch_rest_t;
+
+static void read_rest(void *ctx, unsigned i)
+{
+    batch_rest_t *b = ctx;
+    *b->rc[i] = obj__block_source(b->r, b->shard[i], b->stripe, b->buf[i], b->len[i], b->crc[i]);
+}
+
 /*
  * A stripe's blocks in one go (ers_batch_fn): when every store asked is a local drive that
- * takes reads in halves, their reads go to the devices in one submission from this thread
+ * reads in halves and every block lands in place (an aligned buffer, a block the drive
+ * keeps aligned), their reads go to the devices in one submission from this thread's ring
  * (uring.h), not to a pool thread each. 0 (nothing done) otherwise: obj__block_source then
- * reads them through the decoder's runner.
+ * reads them through the decoder's runner, in parallel. A block a drive cannot begin after
+ * all (a record written unaligned) is read that way too, while the ring's reads are out.
  */
 int obj__block_batch(void *arg, unsigned n, const unsigned *shard, uint64_t stripe,
                      uint8_t *const *buf, const uint32_t *len, ers_crc_t *crc, int *rc)
@@ -255,20 +277,28 @@ int obj__block_batch(void *arg, unsigned n, const unsigned *shard, uint64_t stri
     obj_reader_t *r = arg;
     obj_set_t *s = r->s;
     int ra[OBJ_MAX_SHARDS];
-    if (n > OBJ_MAX_SHARDS || !uring_usable()) return 0;
+    if (n > OBJ_MAX_SHARDS) return 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned sh = shard[i];
         ra[i] = (r->ra_mask & (1u << sh)) && r->ra_stripe == stripe &&
                 r->ra_jobs[sh].len == len[i] &&
                 buf[i] == r->ra_buf + (size_t)sh * r->info.layout.block_size;
-        if (!((r->skip >> sh) & 1) && !ra[i] && !s->st[sh].ops->read_begin) return 0;
+        if ((r->skip >> sh) & 1 || ra[i]) continue;
+        /* (a drive keeps records of REC_ALIGN_MIN and up aligned: smaller ones, and any
+         * buffer off a 4 KiB boundary, are read through a bounce, better on pool threads) */
+        if (!s->st[sh].ops->read_begin || (uintptr_t)buf[i] % 4096 || len[i] < REC_ALIGN_MIN)
+            return 0;
     }
+    uring_t *u = uring_thread();
+    if (!u) return 0;
     drive_id_t id[OBJ_MAX_SHARDS];
     uint8_t tail[OBJ_MAX_SHARDS][4];
     drive_rd_t *op[OBJ_MAX_SHARDS];
     drive_rd_io_t io[OBJ_MAX_SHARDS];
     uring_read_t q[OBJ_MAX_SHARDS];
     unsigned qi[OBJ_MAX_SHARDS], nq = 0;
+    batch_rest_t rest = {.r = r, .stripe = stripe};
+    unsigned nrest = 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned sh = shard[i];
         const shard_store_t *st = &s->st[sh];
@@ -289,15 +319,21 @@ int obj__block_batch(void *arg, unsigned n, const unsigned *shard, uint64_t stri
         if (op[i]) {
             q[nq] = (uring_read_t){io[i].fd, io[i].iov, io[i].cnt, io[i].pos};
             qi[nq++] = i;
-        } else if (rc[i] == 0) { /* read already */
+        } else if (rc[i] == ERR_AGAIN) {
+            rest.shard[nrest] = sh;
+            rest.buf[nrest] = buf[i];
+            rest.len[nrest] = len[i];
+            rest.crc[nrest] = &crc[i];
+            rest.rc[nrest++] = &rc[i];
+        } else if (rc[i] == 0) { /* nothing to read */
             crc[i].stored = le_get32(tail[i]);
             crc[i].computed = 1;
         }
     }
     ssize_t res[OBJ_MAX_SHARDS];
-    if (nq && !uring_readv(nq, q, res))
-        for (unsigned j = 0; j < nq; j++)
-            res[j] = -ECANCELED; /* no ring after all: each read ends here, one by one */
+    if (nq) uring_start(u, nq, q, res);
+    if (nrest) obj__parallel(s, nrest, read_rest, &rest);
+    if (nq) uring_finish(u);
     for (unsigned j = 0; j < nq; j++) {
         unsigned i = qi[j];
         rc[i] = s->st[shard[i]].ops->read_end(op[i], res[j]);

@@ -253,10 +253,12 @@ int drive_read_split(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
  * of a stripe's block reads in one submission, no thread per read): on 0 with
  * *op set, read io (one preadv of io->cnt iovecs at io->pos, io->len bytes)
  * and hand its result (bytes read or -errno) to drive_read_end, which
- * finishes the read (a short one here), verifies it and returns what
- * drive_read_split would. On 0 with *op NULL, or on an error, the read is
- * done already (not a whole aligned block, or a test's drive_io in place).
- * id's strings must stay valid until drive_read_end.
+ * finishes the read (a short or failed one here), verifies it and returns
+ * what drive_read_split would. On 0 with *op NULL there was nothing to read;
+ * ERR_AGAIN: nothing begun, the read is not one preadv into place (an
+ * unaligned buffer or record, or a test's drive_io in place): read it with
+ * drive_read_split. Other errors are drive_read_split's. id's strings must
+ * stay valid until drive_read_end.
  */
 typedef struct drive_rd drive_rd_t;
 typedef struct {

@@ -245,7 +245,7 @@ int drive_read_begin(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
             *op = r;
             return 0;
         }
-        rc = read_extent(d, r->s, &r->e, &r->rid, off, buf, len, tail, tail_len, buf_crc);
+        rc = ERR_AGAIN; /* not one preadv into place: the caller reads it (drive_read_split) */
     }
     drive__seg_release(d, r->s);
     free(r->vb);
@@ -256,15 +256,13 @@ int drive_read_begin(drive_t *d, const drive_id_t *id, uint64_t off, void *buf, 
 int drive_read_end(drive_rd_t *r, ssize_t res)
 {
     drive_t *d = r->d;
-    int rc;
-    if (res < 0 && res != -EINTR && res != -EAGAIN && res != -ECANCELED) {
-        rc = ERR_IO;
-    } else {
-        /* Short, interrupted, refused for now or never submitted: the rest read here. */
-        rc = (size_t)(res < 0 ? 0 : res) < r->a.len
-                 ? drive__around_rest(r->s->fd, &r->a, (size_t)(res < 0 ? 0 : res))
-                 : 0;
-    }
+    /*
+     * Short, interrupted, refused or failed: the rest read here, from where it stopped (all
+     * of it after an error). A failure the device means fails again here (ERR_IO); one of the
+     * caller's I/O path (io_uring refusing what preadv takes) costs a read, not the block.
+     */
+    size_t done = res > 0 ? (size_t)res : 0;
+    int rc = done < r->a.len ? drive__around_rest(r->s->fd, &r->a, done) : 0;
     if (!rc) {
         r->x.hbuf = r->a.buf;
         r->x.h = r->a.head;

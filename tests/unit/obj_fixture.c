@@ -69,11 +69,13 @@ static int f_read_begin(void *ctx, const drive_id_t *id, void *buf, size_t len, 
     __atomic_fetch_add(&f->n_split, 1, __ATOMIC_RELAXED);
     *op = NULL;
     if (f->fail_read) return ERR_IO;
+    if (f->begin_again) return ERR_AGAIN;
     drive_rd_t *in = NULL;
     int rc = f->in.ops->read_begin(f->in.ctx, id, buf, len, tail, tail_len, buf_crc, &in, io);
     if (rc == 0 && !in) f_rot(f, buf, len, buf_crc);
     if (rc == 0 && in) {
         f_rd_t *w = malloc(sizeof(*w));
+        assert_non_null(w);
         *w = (f_rd_t){f, in, buf, len, buf_crc};
         *op = (drive_rd_t *)w;
     }
