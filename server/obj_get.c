@@ -146,7 +146,7 @@ static int ra_by_ring(obj_reader_t *r, uint64_t stripe, uint8_t *buf)
             a->qi = nq;
             q[nq++] = (uring_read_t){io.fd, io.iov, io.cnt, io.pos};
         } else if (a->rc == ERR_AGAIN) {
-            continue; /* not in place: not read ahead, obj_read reads it in its turn */
+            continue;            /* not in place: not read ahead, obj_read reads it in its turn */
         } else if (a->rc == 0) { /* nothing to read */
             a->crc.stored = le_get32(a->tail);
         }

@@ -56,10 +56,10 @@ typedef struct {
     int hold_blocks; /* put_async of a block (no metadata): held until release */
     struct held_put *held; /* ... those held, newest first */
     int n_held;
-    int fail_head;  /* conditional head puts fail (blocks still land) */
-    int old_node;   /* conditional deletes answered as a node of an older build does */
-    int no_if_kept; /* SHARD_IF_KEPT refused as corrupt, as a build without it does */
-    int refilling;  /* a replaced drive, not refilled yet (shard_ops_t.refilling) */
+    int fail_head;   /* conditional head puts fail (blocks still land) */
+    int old_node;    /* conditional deletes answered as a node of an older build does */
+    int no_if_kept;  /* SHARD_IF_KEPT refused as corrupt, as a build without it does */
+    int refilling;   /* a replaced drive, not refilled yet (shard_ops_t.refilling) */
     int begin_again; /* read_begin answers ERR_AGAIN (a block not in place: read it whole) */
     /* With cut_heads: this many more heads at a current position land, then every write
      * fails (the node is killed in the middle of a commit: not even its undo lands). */
