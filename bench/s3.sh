@@ -301,10 +301,11 @@ row mixed_90get_10put_1MiB_c8 "$(jget "$JS/mixed.json" 'sum(o["mb_per_s"] for o 
 
 # ListObjectsV2 over LIST_KEYS keys (empty objects), 8 clients walking the prefix.
 # The keys are written first (not measured); the measured run also counts the
-# node's CPU time (/proc) and the client's: on this two-core machine the
-# client's XML parsing (one expat pass per page, about 0.85 us a key) takes
-# about 40% of what the node and client use together, so keys/s alone
-# measures the client too; keys per node core is the node's own figure.
+# node's CPU time (/proc) and the client's: on this two-core machine they share
+# the cores, so keys/s alone measures the client too; keys per node core is the
+# node's own figure. The client scans each page for its keys (wl-bench's
+# scan_page, about 0.2 us a key; an expat pass was 1.2 us and 40-45% of the two
+# cores), checked against expat every 64th page.
 wlb list --size 0 --objects $LIST_KEYS --clients 8 --ops 1 --prefix lst/ >/dev/null
 node_cpu() { [ "$LOCAL" = 1 ] && awk '{print $14 + $15}' "/proc/$WL_PID/stat" || echo 0; }
 cpu0=$(node_cpu)

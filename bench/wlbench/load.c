@@ -250,8 +250,8 @@ static int do_delete(client_t *cl, uint64_t n, int64_t *lat)
     return 0;
 }
 
-/* What one pass over a ListObjectsV2 page collects (one expat pass: the client's parsing
- * must cost less than the node's listing, or keys/s measures the client). */
+/* What one pass over a ListObjectsV2 page collects (scan_page: the client's parsing must
+ * cost less than the node's listing, or keys/s measures the client). */
 typedef struct {
     char last[512];
     size_t last_len;
@@ -284,6 +284,39 @@ static void on_list_el(void *arg, int which, const char *text, size_t len)
     k->last[n] = 0;
     k->last_len = n;
     k->n++;
+}
+
+/*
+ * A page scanned for what on_list_el takes, without an XML parser: each <Key>, <IsTruncated>
+ * and <NextContinuationToken>, their text up to the next '<'. expat was 85% of this client's
+ * CPU (1.2 us a key: on a machine whose cores the node shares, keys/s measured the client).
+ * -1 when the page holds what this scan does not read (an entity, a key with markup): the
+ * caller parses it with expat. Every 64th page is parsed by both and must agree (do_list).
+ */
+static int scan_page(const char *b, size_t len, keys_t *k)
+{
+    static const struct {
+        const char *tag;
+        size_t len;
+        int which;
+    } tags[] = {{"<Key>", 5, LIST_KEY},
+                {"<IsTruncated>", 13, LIST_TRUNCATED},
+                {"<NextContinuationToken>", 23, LIST_TOKEN}};
+    const char *p = b, *end = b + len;
+    int n = 0;
+    while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+        int t = p[1] == 'K' ? 0 : p[1] == 'I' ? 1 : p[1] == 'N' ? 2 : -1;
+        if (t < 0 || (size_t)(end - p) < tags[t].len || memcmp(p, tags[t].tag, tags[t].len) != 0) {
+            p++;
+            continue;
+        }
+        const char *text = p + tags[t].len, *stop = memchr(text, '<', (size_t)(end - text));
+        if (!stop || stop[1] != '/' || memchr(text, '&', (size_t)(stop - text))) return -1;
+        on_list_el(k, tags[t].which, text, (size_t)(stop - text));
+        n++;
+        p = stop;
+    }
+    return n;
 }
 
 /* One page of ListObjectsV2; a client walks the prefix page after page, over and over. */
@@ -322,10 +355,28 @@ static int do_list(client_t *cl, list_state_t *ls, int64_t *lat)
                                         [LIST_TRUNCATED] = "IsTruncated",
                                         [LIST_TOKEN] = "NextContinuationToken"};
     ls->token[0] = 0;
-    if (s3c_xml_each_of(r.body, r.body_len, names, 3, on_list_el, &k) < 0) {
-        mismatch(cl, "(listing)", "malformed XML, bytes", r.body_len, 0);
-        ls->pass_keys = 0;
-        return -1;
+    keys_t k0 = k;
+    char token0[sizeof(ls->token)];
+    int scanned = scan_page(r.body, r.body_len, &k);
+    if (scanned >= 0 && ++cl->list_pages % 64 == 0) {
+        /* The scan checked against the XML parser: same keys, same end, same token. */
+        keys_t kx = k0;
+        kx.token = token0;
+        kx.token_cap = sizeof(token0);
+        token0[0] = 0;
+        if (s3c_xml_each_of(r.body, r.body_len, names, 3, on_list_el, &kx) < 0 || kx.n != k.n ||
+            kx.out_of_order != k.out_of_order || strcmp(kx.last, k.last) != 0 ||
+            strcmp(kx.trunc, k.trunc) != 0 || strcmp(token0, ls->token) != 0)
+            mismatch(cl, "(listing)", "page scan and XML parser disagree, bytes", r.body_len, 0);
+    }
+    if (scanned < 0) {
+        k = k0;
+        ls->token[0] = 0;
+        if (s3c_xml_each_of(r.body, r.body_len, names, 3, on_list_el, &k) < 0) {
+            mismatch(cl, "(listing)", "malformed XML, bytes", r.body_len, 0);
+            ls->pass_keys = 0;
+            return -1;
+        }
     }
     uint64_t got = k.n - (ls->pass_keys ? 1 : 0);
     if (k.out_of_order) mismatch(cl, "(listing)", "keys out of order", k.out_of_order, 0);

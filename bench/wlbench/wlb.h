@@ -56,7 +56,7 @@ typedef struct {
     uint64_t rng;
     hist_t lat[OP_N], ttfb;
     uint64_t ops[OP_N], bytes[OP_N], errors[OP_N];
-    uint64_t mismatches, slowdown, absent, list_keys, list_passes;
+    uint64_t mismatches, slowdown, absent, list_keys, list_passes, list_pages;
     errkind_t err[MAX_ERRKINDS];
     int nerr;
     char *scratch; /* multipart ETags, XML */
