@@ -4,12 +4,15 @@
 #include "common/err.h"
 
 #include <isa-l/crc.h>
+#include <xxhash.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static const char *const names[] = {"", "crc32", "crc32c", "crc64nvme", "sha1", "sha256"};
+static const char *const names[] = {"",         "crc32",   "crc32c",   "crc64nvme",
+                                    "sha1",     "sha256",  "sha512",   "md5",
+                                    "xxhash64", "xxhash3", "xxhash128"};
 
 int cks_algo(const char *name)
 {
@@ -135,10 +138,25 @@ int cks_init(cks_t *c, int algo)
             __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
         }
         c->crc = ~0ull;
-    } else if (algo == CKS_SHA1 || algo == CKS_SHA256) {
+    } else if (algo == CKS_SHA1 || algo == CKS_SHA256 || algo == CKS_SHA512 || algo == CKS_MD5) {
+        const EVP_MD *md = algo == CKS_SHA1     ? EVP_sha1()
+                           : algo == CKS_SHA256 ? EVP_sha256()
+                           : algo == CKS_SHA512 ? EVP_sha512()
+                                                : EVP_md5();
         c->md = EVP_MD_CTX_new();
-        if (!c->md ||
-            !EVP_DigestInit_ex(c->md, algo == CKS_SHA1 ? EVP_sha1() : EVP_sha256(), NULL)) {
+        if (!c->md || !EVP_DigestInit_ex(c->md, md, NULL)) {
+            cks_free(c);
+            return ERR_NOMEM;
+        }
+    } else if (algo == CKS_XXHASH64) {
+        if (!(c->xx = XXH64_createState()) || XXH64_reset(c->xx, 0) != XXH_OK) {
+            cks_free(c);
+            return ERR_NOMEM;
+        }
+    } else if (algo == CKS_XXHASH3 || algo == CKS_XXHASH128) {
+        if (!(c->xx = XXH3_createState()) ||
+            (algo == CKS_XXHASH3 ? XXH3_64bits_reset(c->xx) : XXH3_128bits_reset(c->xx)) !=
+                XXH_OK) {
             cks_free(c);
             return ERR_NOMEM;
         }
@@ -163,7 +181,18 @@ void cks_update(cks_t *c, const void *buf, size_t len)
         break;
     case CKS_SHA1:
     case CKS_SHA256:
+    case CKS_SHA512:
+    case CKS_MD5:
         EVP_DigestUpdate(c->md, p, len);
+        break;
+    case CKS_XXHASH64:
+        (void)XXH64_update(c->xx, p, len);
+        break;
+    case CKS_XXHASH3:
+        (void)XXH3_64bits_update(c->xx, p, len);
+        break;
+    case CKS_XXHASH128:
+        (void)XXH3_128bits_update(c->xx, p, len);
         break;
     default:
         break;
@@ -190,8 +219,26 @@ void cks_final(cks_t *c, char *b64, size_t cap)
     }
     case CKS_SHA1:
     case CKS_SHA256:
+    case CKS_SHA512:
+    case CKS_MD5:
         EVP_DigestFinal_ex(c->md, d, &n);
         break;
+    case CKS_XXHASH64:
+    case CKS_XXHASH3: {
+        XXH64_canonical_t cn;
+        XXH64_canonicalFromHash(&cn, c->algo == CKS_XXHASH64 ? XXH64_digest(c->xx)
+                                                             : XXH3_64bits_digest(c->xx));
+        memcpy(d, cn.digest, 8);
+        n = 8;
+        break;
+    }
+    case CKS_XXHASH128: {
+        XXH128_canonical_t cn;
+        XXH128_canonicalFromHash(&cn, XXH3_128bits_digest(c->xx));
+        memcpy(d, cn.digest, 16);
+        n = 16;
+        break;
+    }
     default:
         break;
     }
@@ -205,6 +252,13 @@ void cks_free(cks_t *c)
 {
     EVP_MD_CTX_free(c->md);
     c->md = NULL;
+    if (c->xx) {
+        if (c->algo == CKS_XXHASH64)
+            XXH64_freeState(c->xx);
+        else
+            XXH3_freeState(c->xx);
+    }
+    c->xx = NULL;
 }
 
 size_t cks_digest_len(int algo)
@@ -219,6 +273,14 @@ size_t cks_digest_len(int algo)
         return 20;
     case CKS_SHA256:
         return 32;
+    case CKS_SHA512:
+        return 64;
+    case CKS_MD5:
+    case CKS_XXHASH128:
+        return 16;
+    case CKS_XXHASH64:
+    case CKS_XXHASH3:
+        return 8;
     default:
         return 0;
     }

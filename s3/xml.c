@@ -40,7 +40,7 @@ typedef struct {
     int n, cap, depth, in_part, field; /* field: 1 PartNumber, 2 ETag, 3 a Checksum* */
     int seen;                          /* the Part's fields so far: 1 << field */
     int field_algo;                    /* the Checksum element's algorithm */
-    char text[72];
+    char text[CKS_MAX_B64 + 8];        /* (an ETag, a checksum) */
     size_t tl;
 } cmu_t;
 
@@ -120,8 +120,12 @@ static void XMLCALL cmu_end(void *ud, const XML_Char *name)
         } else if (c->field == 3) {
             c->parts[c->n].cks_algo = c->field_algo;
             snprintf(c->parts[c->n].cks, sizeof(c->parts[c->n].cks), "%s", c->text);
-        } else
-            snprintf(c->parts[c->n].etag, sizeof(c->parts[c->n].etag), "%s", c->text);
+        } else if (c->tl < sizeof(c->parts[c->n].etag)) {
+            memcpy(c->parts[c->n].etag, c->text, c->tl + 1);
+        } else {
+            stop(&c->b); /* longer than any ETag (as before the text grew for SHA-512s) */
+            return;
+        }
         c->seen |= 1 << c->field;
         c->field = 0;
     } else if (c->depth == 2 && c->in_part) {

@@ -7,6 +7,8 @@
 #ifndef WL_S3XML_H
 #define WL_S3XML_H
 
+#include "s3/checksum.h"
+
 #include <stddef.h>
 
 #define S3_XML_MAX_PARTS 10000
@@ -17,8 +19,8 @@ typedef struct {
     int part;
     char etag[80];
     int cks_algo; /* a ChecksumCRC32 (...) element's algorithm (s3/checksum.h), CKS_NONE if none */
-    char cks[72]; /* its value as sent */
-    int cks_many; /* more than one Checksum element */
+    char cks[CKS_MAX_B64 + 8]; /* its value as sent */
+    int cks_many;              /* more than one Checksum element */
 } s3_xml_part_t;
 
 /* CompleteMultipartUpload: on 0, *parts (malloc'd, n >= 1). ERR_INVAL when malformed. */

@@ -431,7 +431,7 @@ static int sdk_checksum_missing(ctx_t *x)
     char name[40];
     if (!s3_hdr(x->info, "x-amz-sdk-checksum-algorithm") || s3_hdr(x->info, "x-amz-trailer"))
         return 0;
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+    for (int a = CKS_CRC32; a < CKS_N; a++) {
         (void)snprintf(name, sizeof(name), "x-amz-checksum-%s", cks_name(a));
         if (s3_hdr(x->info, name)) return 0;
     }

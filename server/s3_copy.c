@@ -193,7 +193,7 @@ int s3_copy_range(ctx_t *x, obj_reader_t *rd, obj_writer_t *w, uint64_t off, uin
     }
     bufpool_put(pool, buf);
     if (have) {
-        char v[64];
+        char v[CKS_MAX_B64];
         cks_final(&ck, v, sizeof(v));
         if (!err) snprintf(cks_out, 128, "%s:%s", cks_name(x->cks_default), v);
     }

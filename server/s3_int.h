@@ -123,7 +123,7 @@ typedef struct {
     /* A checksum s3_stream_body computes beside the one sent, "algo:value" into cks_also_val
      * (a part of an upload without an algorithm: S3's default, whatever the part carries). */
     int cks_also;
-    char cks_also_val[80];
+    char cks_also_val[16 + CKS_MAX_B64];
 } ctx_t;
 
 typedef struct {
@@ -309,11 +309,11 @@ int s3_commit_in_bucket(ctx_t *x, obj_writer_t *w, const char *ctype, const char
     "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed."
 #define S3_CKS_UNSUPPORTED                                                                         \
     "Checksum algorithm provided is unsupported. Please try again with any of the valid types: "   \
-    "[CRC32, CRC32C, CRC64NVME, SHA1, SHA256]"
+    "[CRC32, CRC32C, CRC64NVME, SHA1, SHA256, SHA512, MD5, XXHASH64, XXHASH3, XXHASH128]"
 /*
  * A header (or form field) name as a checksum value: its algorithm (CKS_*), 0 when it is none
  * (not x-amz-checksum-*, or its -algorithm, -type or -mode), -1 when it names an algorithm
- * not served (SHA512, MD5, the XXHASHes...: refused, never stored unchecked).
+ * not served (one S3 may add later: refused, never stored unchecked).
  */
 int s3_cks_value_name(const char *name);
 /* A Content-MD5 value as hex: 0, or -1 when it is not base64 of exactly 16 bytes. */
@@ -515,21 +515,21 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
 int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
-    const ctx_t *x;          /* the request: its requester must be the upload's initiator */
-    const s3_xml_part_t *xp; /* the parts as listed */
-    int algo, full;          /* the upload's (the begin hook reads them) */
-    int expect_algo;         /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
-    char expect[80];         /* its value, "" if none */
-    char type[16];           /* x-amz-checksum-type, "" if none */
-    long long mp_size;       /* x-amz-mp-object-size, -1 if none */
-    uint64_t total;          /* bytes of the parts seen */
-    cks_t comp;              /* COMPOSITE: over the parts' digests */
-    uint64_t crc;            /* FULL_OBJECT: the parts' CRCs combined so far */
-    int n;                   /* parts folded in */
-    int dflt_parts;          /* no algorithm: parts whose S3_CKS_DEFAULT was folded into crc */
-    int dflt_missing;        /* no algorithm: a part without it (uploaded before it was kept) */
-    int began;               /* the begin hook ran (else the Complete was one done already) */
-    int refused;             /* a hook refused the Complete, with err (msg "": the table's) */
+    const ctx_t *x;               /* the request: its requester must be the upload's initiator */
+    const s3_xml_part_t *xp;      /* the parts as listed */
+    int algo, full;               /* the upload's (the begin hook reads them) */
+    int expect_algo;              /* x-amz-checksum-ALGO of the whole object: its algorithm, and */
+    char expect[CKS_MAX_B64 + 8]; /* its value ("-N" too), "" if none */
+    char type[16];                /* x-amz-checksum-type, "" if none */
+    long long mp_size;            /* x-amz-mp-object-size, -1 if none */
+    uint64_t total;               /* bytes of the parts seen */
+    cks_t comp;                   /* COMPOSITE: over the parts' digests */
+    uint64_t crc;                 /* FULL_OBJECT: the parts' CRCs combined so far */
+    int n;                        /* parts folded in */
+    int dflt_parts;               /* no algorithm: parts whose S3_CKS_DEFAULT was folded into crc */
+    int dflt_missing; /* no algorithm: a part without it (uploaded before it was kept) */
+    int began;        /* the begin hook ran (else the Complete was one done already) */
+    int refused;      /* a hook refused the Complete, with err (msg "": the table's) */
     s3_err_t err;
     char msg[256];
 } s3_mpu_cks_t;

@@ -108,8 +108,10 @@ int s3_cks_composite_algo(const char *kept)
 /* "CRC32" for crc32: the element and member names of the API. */
 static const char *upper_name(int algo)
 {
-    static const char *const up[] = {"", "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256"};
-    return algo > 0 && algo <= CKS_SHA256 ? up[algo] : "";
+    static const char *const up[CKS_N] = {"",         "CRC32",   "CRC32C",   "CRC64NVME",
+                                          "SHA1",     "SHA256",  "SHA512",   "MD5",
+                                          "XXHASH64", "XXHASH3", "XXHASH128"};
+    return algo > 0 && algo < CKS_N ? up[algo] : "";
 }
 
 void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec)
@@ -127,7 +129,7 @@ void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec)
 int s3_cks_request_algo(ctx_t *x)
 {
     char hname[40];
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+    for (int a = CKS_CRC32; a < CKS_N; a++) {
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
         if (s3_hdr(x->info, hname)) return a;
     }
@@ -244,7 +246,7 @@ static int cks_finish(void *arg, char *umeta, size_t *umeta_len, size_t cap)
                  c->mp_size, (unsigned long long)c->total);
         return -1;
     }
-    char v[80];
+    char v[CKS_MAX_B64 + 8];
     if (c->algo) {
         if (c->full) {
             uint8_t d[8];
@@ -392,7 +394,7 @@ int s3_mpu_cks_complete_begin(ctx_t *x, const s3_xml_part_t *xp, int np, s3_mpu_
     }
     /* x-amz-checksum-ALGO of the whole object: checked against what the parts make. */
     char hname[40];
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+    for (int a = CKS_CRC32; a < CKS_N; a++) {
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
         const char *val = s3_hdr(x->info, hname);
         if (!val) continue;

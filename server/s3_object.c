@@ -279,7 +279,7 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     }
     /* x-amz-checksum-ALGO as a header, or named by x-amz-trailer to follow the body. */
     int nalgo = 0;
-    for (int a = CKS_CRC32; a <= CKS_SHA256; a++) {
+    for (int a = CKS_CRC32; a < CKS_N; a++) {
         snprintf(hname, sizeof(hname), "x-amz-checksum-%s", cks_name(a));
         const char *v = s3_hdr(x->info, hname);
         if (v && !algo) {
@@ -360,10 +360,10 @@ int s3_stream_body(ctx_t *x, obj_writer_t *w, char cks_out[128])
     }
     if (buf) bufpool_put(pool, buf);
     free(st.spill);
-    char got[64] = "";
+    char got[CKS_MAX_B64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));
     if (also) {
-        char v[64];
+        char v[CKS_MAX_B64];
         cks_final(&ck2, v, sizeof(v));
         snprintf(x->cks_also_val, sizeof(x->cks_also_val), "%s:%s", cks_name(also), v);
     }

@@ -729,7 +729,7 @@ void s3_post_object(ctx_t *x)
     }
     err = stream_file(&fm, w, max, &size, &ck);
     if (!err && size < min) err = ERR_RANGE;
-    char got[64] = "";
+    char got[CKS_MAX_B64] = "";
     if (algo) cks_final(&ck, got, sizeof(got));
     if (err) {
         obj_put_abort(w);

@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int i = 0; i < n; i++)
                 if (strnlen(parts[i].etag, sizeof(parts[i].etag)) == sizeof(parts[i].etag) ||
                     strnlen(parts[i].cks, sizeof(parts[i].cks)) == sizeof(parts[i].cks) ||
-                    parts[i].cks_algo < CKS_NONE || parts[i].cks_algo > CKS_SHA256 ||
+                    parts[i].cks_algo < CKS_NONE || parts[i].cks_algo >= CKS_N ||
                     (parts[i].cks_algo == CKS_NONE && parts[i].cks[0]))
                     abort();
             free(parts);

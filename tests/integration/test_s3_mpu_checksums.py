@@ -406,8 +406,8 @@ def test_copy_results_name_checksums(server):
 
 def test_copy_keeps_or_computes_checksum(server):
     """A copy keeps the source's checksum whatever its metadata directive (the bytes are the
-    same), or gets x-amz-checksum-algorithm's, computed over the bytes copied; an algorithm
-    S3 does not know is refused."""
+    same), or gets x-amz-checksum-algorithm's, computed over the bytes copied (MD5 too, one S3
+    added later); an algorithm S3 does not know is refused."""
     c = s3_client(server.endpoint)
     data = os.urandom(5 * MIB + 7)
     src = copy_source(c, "mpr", data)
@@ -420,15 +420,23 @@ def test_copy_keeps_or_computes_checksum(server):
     c.copy_object(Bucket="mpr", Key="c-sha1", CopySource=src, ChecksumAlgorithm="SHA1")
     h = hdrs(c.head_object(Bucket="mpr", Key="c-sha1", ChecksumMode="ENABLED"))
     assert h.get("x-amz-checksum-sha1") == v1 and "x-amz-checksum-sha256" not in h
+    # One S3 added later (MD5) is computed as the others are; one it does not know is refused.
     undo = with_headers(c, "CopyObject", {"x-amz-checksum-algorithm": "MD5"})
     try:
+        c.copy_object(Bucket="mpr", Key="c-md5", CopySource=src)
+    finally:
+        undo()
+    h = hdrs(c.head_object(Bucket="mpr", Key="c-md5", ChecksumMode="ENABLED"))
+    assert h.get("x-amz-checksum-md5") == b64(hashlib.md5(data).digest()), h
+    undo = with_headers(c, "CopyObject", {"x-amz-checksum-algorithm": "MD4"})
+    try:
         with pytest.raises(ClientError) as e:
-            c.copy_object(Bucket="mpr", Key="c-md5", CopySource=src)
+            c.copy_object(Bucket="mpr", Key="c-md4", CopySource=src)
     finally:
         undo()
     assert err_code(e) == ("InvalidRequest", 400)
     with pytest.raises(ClientError):
-        c.head_object(Bucket="mpr", Key="c-md5")
+        c.head_object(Bucket="mpr", Key="c-md4")
 
 
 def test_transfer_manager(server, tmp_path):

@@ -177,7 +177,9 @@ def test_post_integrity_fields_are_checked(server):
             ("bad-md5", {"Content-MD5": wrong_md5}, "BadDigest"),
             ("bad-crc", {"x-amz-checksum-crc32": wrong_crc}, "BadDigest"),
             ("malformed-md5", {"Content-MD5": "not base64"}, "InvalidDigest"),
-            ("sha512", {"x-amz-checksum-sha512": crc}, "InvalidRequest"),
+            ("sha512", {"x-amz-checksum-sha512": crc}, "InvalidRequest"),  # (no SHA-512 value)
+            ("sha512-bad", {"x-amz-checksum-sha512": base64.b64encode(
+                hashlib.sha512(b"other").digest()).decode()}, "BadDigest"),
             ("two", {"x-amz-checksum-crc32": crc,
                      "x-amz-checksum-sha256": base64.b64encode(
                          hashlib.sha256(data).digest()).decode()}, "InvalidRequest")):
@@ -192,6 +194,12 @@ def test_post_integrity_fields_are_checked(server):
     assert h["ChecksumCRC32"] == crc
     got = c.get_object(Bucket="post-digest", Key="good")["Body"].read()
     assert hashlib.sha256(got).digest() == hashlib.sha256(data).digest()
+    # One S3 added later: checked and kept the same way.
+    sha512 = base64.b64encode(hashlib.sha512(data).digest()).decode()
+    st, body, _ = post("good512", {"x-amz-checksum-sha512": sha512})
+    assert st == 204, body
+    h = c.head_object(Bucket="post-digest", Key="good512", ChecksumMode="ENABLED")
+    assert h["ResponseMetadata"]["HTTPHeaders"]["x-amz-checksum-sha512"] == sha512
 
 
 def test_post_malformed(server):

@@ -37,6 +37,46 @@ static void test_known_values(void **state)
     assert_int_equal(direct(CKS_CRC32, "", 0), 0);
 }
 
+static void expect_b64(int algo, const char *in, const char *want)
+{
+    cks_t c;
+    char b64[CKS_MAX_B64];
+    assert_int_equal(cks_init(&c, algo), 0);
+    /* In two pieces: the state carries across updates. */
+    size_t n = strlen(in);
+    cks_update(&c, in, n / 2);
+    cks_update(&c, in + n / 2, n - n / 2);
+    cks_final(&c, b64, sizeof(b64));
+    assert_string_equal(b64, want);
+    uint8_t d[CKS_MAX_DIGEST];
+    assert_int_equal(cks_decode(algo, b64, d), 0);
+}
+
+/*
+ * The algorithms S3 added later: SHA-512 and MD5 of "abc" (FIPS 180 and RFC 1321), the
+ * xxHashes of nothing (xxHash's own check values), as base64 of the big-endian (canonical)
+ * digest; and by name, as headers and elements spell them.
+ */
+static void test_later_algorithms(void **state)
+{
+    (void)state;
+    expect_b64(
+        CKS_SHA512, "abc",
+        "3a81oZNherrMQXNJriBBMRLm+k6JqX6iCp7u5ktV05ohkpkqJ0/BqDa6PCOj/uu9RU1EI2Q86A4qmslPpUyknw==");
+    expect_b64(CKS_MD5, "abc", "kAFQmDzST7DWlj99KOF/cg==");
+    expect_b64(CKS_XXHASH64, "", "70bbN1HY6Zk=");              /* 0xEF46DB3751D8E999 */
+    expect_b64(CKS_XXHASH3, "", "LQaABTjTlMI=");               /* 0x2D06800538D394C2 */
+    expect_b64(CKS_XXHASH128, "", "maoG0wFHmNhgAcMkRo1Jfw=="); /* 0x99AA06D3...468D497F */
+    assert_int_equal(cks_algo("x-amz-checksum-sha512"), CKS_SHA512);
+    assert_int_equal(cks_algo("MD5"), CKS_MD5);
+    assert_int_equal(cks_algo("XXHASH64"), CKS_XXHASH64);
+    assert_int_equal(cks_algo("xxhash3"), CKS_XXHASH3);
+    assert_int_equal(cks_algo("XXHASH128"), CKS_XXHASH128);
+    assert_int_equal(cks_algo("xxhash32"), CKS_NONE);
+    for (int a = CKS_SHA512; a < CKS_N; a++)
+        assert_false(cks_is_crc(a));
+}
+
 /* CRC-64/NVME one byte at a time, from its definition: what the sliced loop must equal. */
 static uint64_t crc64nvme_bitwise(const uint8_t *p, size_t n)
 {
@@ -94,10 +134,10 @@ static void test_decode(void **state)
     assert_int_equal(cks_decode(CKS_NONE, "", d), -1);
     assert_int_equal(cks_decode(CKS_SHA1, NULL, d), -1);
     /* Round trip of every length. */
-    for (int algo = CKS_CRC32; algo <= CKS_SHA256; algo++) {
-        uint8_t in[32], out[32];
-        char b64[64];
-        for (int i = 0; i < 32; i++)
+    for (int algo = CKS_CRC32; algo < CKS_N; algo++) {
+        uint8_t in[CKS_MAX_DIGEST], out[CKS_MAX_DIGEST];
+        char b64[CKS_MAX_B64];
+        for (int i = 0; i < CKS_MAX_DIGEST; i++)
             in[i] = (uint8_t)(i * 37 + algo);
         cks_encode(in, cks_digest_len(algo), b64, sizeof(b64));
         assert_int_equal(cks_decode(algo, b64, out), 0);
@@ -147,9 +187,8 @@ static void test_combine(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_known_values),
-        cmocka_unit_test(test_crc64nvme_slices),
-        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_known_values),     cmocka_unit_test(test_later_algorithms),
+        cmocka_unit_test(test_crc64nvme_slices), cmocka_unit_test(test_decode),
         cmocka_unit_test(test_combine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
