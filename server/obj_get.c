@@ -204,6 +204,14 @@ void obj_read_ahead(obj_reader_t *r, uint64_t off, void *buf, size_t len)
     if (n) pool_submit(s->pool, q, n, &r->ra_latch);
 }
 
+/* Whether shard's block of stripe was read ahead into this very place (len bytes at buf). */
+static int read_ahead_in(const obj_reader_t *r, unsigned shard, uint64_t stripe, const uint8_t *buf,
+                         uint32_t len)
+{
+    return (r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len &&
+           buf == r->ra_buf + (size_t)shard * r->info.layout.block_size;
+}
+
 int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, uint32_t len,
                       ers_crc_t *crc)
 {
@@ -219,8 +227,7 @@ int obj__block_source(void *arg, unsigned shard, uint64_t stripe, uint8_t *buf, 
     uint8_t c[4];
     int rc;
     if ((r->skip >> shard) & 1) return ERR_IO; /* not up: rebuilt from the others */
-    if ((r->ra_mask & (1u << shard)) && r->ra_stripe == stripe && r->ra_jobs[shard].len == len &&
-        buf == r->ra_buf + (size_t)shard * r->info.layout.block_size) {
+    if (read_ahead_in(r, shard, stripe, buf, len)) {
         /* Read ahead into this very place: obj_read waited for it. */
         *crc = r->ra_jobs[shard].crc;
         return r->ra_jobs[shard].rc;
@@ -280,9 +287,7 @@ int obj__block_batch(void *arg, unsigned n, const unsigned *shard, uint64_t stri
     if (n > OBJ_MAX_SHARDS) return 0;
     for (unsigned i = 0; i < n; i++) {
         unsigned sh = shard[i];
-        ra[i] = (r->ra_mask & (1u << sh)) && r->ra_stripe == stripe &&
-                r->ra_jobs[sh].len == len[i] &&
-                buf[i] == r->ra_buf + (size_t)sh * r->info.layout.block_size;
+        ra[i] = read_ahead_in(r, sh, stripe, buf[i], len[i]);
         if ((r->skip >> sh) & 1 || ra[i]) continue;
         /* (a drive keeps records of REC_ALIGN_MIN and up aligned: smaller ones, and any
          * buffer off a 4 KiB boundary, are read through a bounce, better on pool threads) */

@@ -4,8 +4,8 @@
  *   drive.c        index entries, the write entry points, stats
  *   drive_open.c   open (replay, rebuild), close, the offline rebuild and dump
  *   drive_read.c   stat, reads (ranges, whole records), scans and listings
- *   drive_seg.c    segment files: create, load, refs, scan, the I/O table,
- *                  IU detection
+ *   drive_seg.c    segment files: create, load, refs, the pool, scan, IU detection
+ *   drive_io.c     the I/O table tests replace (drive_io), aligned and in-place reads
  *   drive_write.c  writers (pack, pad, write, flush, index), group commit,
  *                  the switch to read-only after a failed write or flush
  *   drive_gc.c     compaction and the background thread
