@@ -189,10 +189,16 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
     s3_acl_t *a = NULL;
     if (s3_acl_from_headers(x, whole, val, &given) != 0) goto out;
     const char *cl = s3_hdr(x->info, "content-length");
-    if (given && ((cl && strcmp(cl, "0") != 0) || s3_hdr(x->info, "transfer-encoding"))) {
-        /* Which of the two would the client mean? S3 takes one or the other. */
-        s3_err_msg(x, S3E_INVALID_REQUEST,
-                   "Specify an ACL in the request body or in headers, not both.");
+    int body_sent = (cl && strcmp(cl, "0") != 0) || s3_hdr(x->info, "transfer-encoding");
+    if (given && body_sent) {
+        /* Which of the two would the client mean? S3 takes one or the other, and with an ACL
+         * in the headers calls a body content the request does not take. */
+        s3_err(x, S3E_UNEXPECTED_CONTENT);
+        goto out;
+    }
+    if (!given && !body_sent) {
+        /* Neither: S3 names the header that was wanted (x-amz-acl). */
+        s3_err(x, S3E_MISSING_SECURITY_HEADER);
         goto out;
     }
     if (!given) {

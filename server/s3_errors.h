@@ -86,6 +86,8 @@
       "The specified method is not allowed against this resource.")                                \
     X(MISSING_CONTENT_LENGTH, "MissingContentLength", 411,                                         \
       "You must provide the Content-Length HTTP header.")                                          \
+    X(MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400,                                       \
+      "Your request was missing a required header")                                                \
     X(NO_SUCH_BUCKET, "NoSuchBucket", 404, "The specified bucket does not exist.")                 \
     X(NO_SUCH_BUCKET_POLICY, "NoSuchBucketPolicy", 404, "The bucket policy does not exist")        \
     X(NO_SUCH_CORS, "NoSuchCORSConfiguration", 404, "The CORS configuration does not exist")       \
@@ -122,6 +124,7 @@
       "The request signature we calculated does not match the signature you provided. Check "      \
       "your key and signing method.")                                                              \
     X(SLOW_DOWN, "SlowDown", 503, "Please reduce your request rate.")                              \
+    X(UNEXPECTED_CONTENT, "UnexpectedContent", 400, "This request does not support content")       \
     X(UNRESOLVABLE_GRANT, "UnresolvableGrantByEmailAddress", 400,                                  \
       "The e-mail address you provided does not match any account on record.")                     \
     X(SHA256_MISMATCH, "XAmzContentSHA256Mismatch", 400,                                           \

@@ -243,7 +243,12 @@ void s3_list_objects(ctx_t *x)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "The continuation token provided is incorrect");
         goto out;
     }
-    l.after = is_v2 ? (from_token ? from_token : start) : marker;
+    /* Both a token and start-after: the listing goes on after whichever is further (S3's
+     * answer to versitygw's case: a start-after past the token's key skips to it). */
+    if (is_v2)
+        l.after = from_token && (!start || strcmp(from_token, start) >= 0) ? from_token : start;
+    else
+        l.after = marker;
     if (l.after && !*l.after) l.after = NULL;
     /* Room for a page of usual entries up front: growing by doubling copies it all again.
      * (An entry with a short key and its default checksum named takes about 290 bytes.) */

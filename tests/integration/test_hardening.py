@@ -736,6 +736,15 @@ def test_delimiter_pagination_ends(server):
                           ContinuationToken=r["NextContinuationToken"])
     assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["boo/baz/"]
     assert not r["IsTruncated"]
+    # A token and start-after both: the listing goes on after the further of the two.
+    t1 = c.list_objects_v2(Bucket="pgn", MaxKeys=1)["NextContinuationToken"]  # after "asdf"
+    r = c.list_objects_v2(Bucket="pgn", ContinuationToken=t1, StartAfter="boo/baz/xyzzy")
+    assert [o["Key"] for o in r["Contents"]] == ["cquux/bla", "cquux/thud"]
+    assert r["StartAfter"] == "boo/baz/xyzzy"
+    r = c.list_objects_v2(Bucket="pgn", ContinuationToken=t1, StartAfter="a")
+    assert [o["Key"] for o in r["Contents"]] == names[1:3] + ["cquux/bla", "cquux/thud"]
+    r = c.list_objects_v2(Bucket="pgn", ContinuationToken=t1, StartAfter="boo/", Delimiter="/")
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["cquux/"] and "Contents" not in r
     st, body, _ = signed_request(server.port, "GET", "/pgn?list-type=2&continuation-token=%21%21")
     assert st == 400
     # base64 of anything is not a token either: it was taken for a key to start after.

@@ -385,13 +385,19 @@ def test_refusals(server):
     assert st == 200, resp
     assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
     assert anon(server, "GET", "/rf-b/o") == (200, b"o")
-    # Headers and a body together: refused, the ACL as it was.
+    # Headers and a body together: refused as content the request does not take (S3's
+    # UnexpectedContent), the ACL as it was.
     st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", hundred,
                                  {"x-amz-grant-read": ID2})
-    assert st == 400 and b"InvalidRequest" in resp
+    assert st == 400 and b"<Code>UnexpectedContent</Code>" in resp
     st, resp, _ = signed_request(server.port, "PUT", "/rf-b?acl", hundred,
                                  {"x-amz-acl": "private"})
-    assert st == 400 and b"InvalidRequest" in resp
+    assert st == 400 and b"<Code>UnexpectedContent</Code>" in resp
+    assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
+    # Neither headers nor a body: the header S3 wants is missing.
+    for path in ("/rf-b/o?acl", "/rf-b?acl"):
+        st, resp, _ = signed_request(server.port, "PUT", path, b"")
+        assert st == 400 and b"<Code>MissingSecurityHeader</Code>" in resp, (path, resp)
     assert len(c.get_object_acl(Bucket="rf-b", Key="o")["Grants"]) == 100
     # Too many grant headers.
     st, resp, _ = signed_request(server.port, "PUT", "/rf-b/o?acl", b"",
