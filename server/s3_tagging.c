@@ -70,7 +70,7 @@ void s3_err_tags_too_large(ctx_t *x, int rc, int max)
     if (rc == ERR_RANGE)
         s3_err_msg(x, S3E_INVALID_TAG, "A TagKey or TagValue is longer than S3 allows.");
     else if (max == BUCKET_TAGS_MAX)
-        s3_err_msg(x, S3E_INVALID_TAG, "Bucket tags cannot be greater than 50");
+        s3_err_msg(x, S3E_BAD_REQUEST, "Bucket tag count cannot be greater than 50");
     else
         s3_err_msg(x, S3E_BAD_REQUEST, "Object tags cannot be greater than 10");
 }
