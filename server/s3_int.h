@@ -511,8 +511,9 @@ int s3_mpu_cks_create(ctx_t *x, buf_t *um, char hdr[160]);
 /* ChecksumAlgorithm and ChecksumType of an upload record (ListParts, ListMultipartUploads). */
 void s3_mpu_cks_upload_xml(buf_t *b, const obj_info_t *rec);
 /* UploadPart(Copy) into the upload of record rec: its algorithm into x->cks_default, a body
- * checksum in another one refused; -1 with the error sent. No I/O. */
-int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec);
+ * checksum in another one refused, and an UploadPart's body without one (copy 0) into a
+ * COMPOSITE upload; -1 with the error sent. No I/O. */
+int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec, int copy);
 /* A Complete's checksum state: the hooks' argument. */
 typedef struct {
     const ctx_t *x;               /* the request: its requester must be the upload's initiator */

@@ -136,15 +136,20 @@ int s3_cks_request_algo(ctx_t *x)
     return cks_algo(s3_hdr(x->info, "x-amz-trailer"));
 }
 
-int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec)
+int s3_mpu_cks_part_begin(ctx_t *x, const obj_info_t *rec, int copy)
 {
     int full, algo = upload_algo(rec, &full), sent = s3_cks_request_algo(x);
-    if (algo && sent && sent != algo) {
+    /*
+     * A COMPOSITE upload's checksum is made of its parts' own, so S3 wants each part's
+     * from its client ("null" when none came); a FULL_OBJECT one's parts are computed here
+     * when they come without (their CRCs combine). A copied part has no body to check.
+     */
+    if (algo && ((sent && sent != algo) || (!sent && !full && !copy))) {
         char msg[160];
         snprintf(msg, sizeof(msg),
                  "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
                  "Type: %s",
-                 cks_name(algo), cks_name(sent));
+                 cks_name(algo), sent ? cks_name(sent) : "null");
         s3_err_msg(x, S3E_INVALID_REQUEST, msg);
         return -1;
     }

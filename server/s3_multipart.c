@@ -127,7 +127,7 @@ static void mpu_upload_part_copy(ctx_t *x, const char *upload, int part)
         s3_err(x, S3E_ACCESS_DENIED);
         return;
     }
-    if (s3_mpu_cks_part_begin(x, &rec) != 0) {
+    if (s3_mpu_cks_part_begin(x, &rec, 1) != 0) {
         obj_put_abort(w);
         obj_close(rd);
         return;
@@ -185,7 +185,7 @@ void s3_mpu_upload_part(ctx_t *x, const char *upload, const char *partstr)
         s3_err(x, S3E_ACCESS_DENIED);
         return;
     }
-    if (s3_mpu_cks_part_begin(x, &rec) != 0) { /* before a byte of the body is stored */
+    if (s3_mpu_cks_part_begin(x, &rec, 0) != 0) { /* before a byte of the body is stored */
         obj_put_abort(w);
         return;
     }

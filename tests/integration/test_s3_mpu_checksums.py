@@ -266,12 +266,16 @@ def test_checksum_refusals(server):
             c.complete_multipart_upload(Bucket="mpe", Key="k", UploadId=uid,
                                         MultipartUpload={"Parts": parts})
         assert err_code(e) == want, parts
-    # Part numbers must start at 1 and follow each other when checksums are kept.
-    # A part sent with no checksum at all still gets the upload's, computed by the server.
+    # A part sent with no checksum at all into a COMPOSITE upload: S3 wants each part's own
+    # (the object's is made of them), "null" where none came; nothing stored.
     st, body, h = signed_request(server.port, "PUT", "/mpe/k?partNumber=3&uploadId=" + uid, p2)
-    assert st == 200, body
-    assert {k.lower(): v for k, v in h.items()}["x-amz-checksum-sha256"] == v2
-    e3 = h.get("ETag") or h.get("etag")
+    assert st == 400 and b"actual checksum Type: null" in body, body
+    assert [p["PartNumber"] for p in c.list_parts(Bucket="mpe", Key="k", UploadId=uid)["Parts"]] \
+        == [1, 2]
+    # Part numbers must start at 1 and follow each other when checksums are kept.
+    r = put_part(c, "mpe", "k", uid, 3, p2, "SHA256")
+    assert r["ChecksumSHA256"] == v2
+    e3 = r["ETag"]
     ups = c.list_multipart_uploads(Bucket="mpe")["Uploads"]
     assert [u.get("ChecksumAlgorithm", "SHA256") for u in ups] == ["SHA256"]
     with pytest.raises(ClientError) as e:
@@ -309,6 +313,36 @@ def test_checksum_refusals(server):
     assert r["ChecksumSHA256"] == b64(digest("SHA256", base64.b64decode(v1) +
                                              base64.b64decode(v2))) + "-2"
     assert sha(c.get_object(Bucket="mpe", Key="k")["Body"].read()) == sha(data)
+
+
+def test_a_part_without_checksum(server):
+    """A part whose client sent no checksum: a FULL_OBJECT upload computes it (its CRC folds
+    into the object's); a COMPOSITE one refuses it (S3's "actual checksum Type: null"), but
+    takes a copied part, which has no body of its own to check."""
+    c = s3_client(server.endpoint)
+    c.create_bucket(Bucket="nocks")
+    body = os.urandom(1000)
+    c.put_object(Bucket="nocks", Key="src", Body=body)
+    for ctype in ("FULL_OBJECT", "COMPOSITE"):
+        undo = with_headers(c, "CreateMultipartUpload", {"x-amz-checksum-type": ctype})
+        try:
+            uid = c.create_multipart_upload(Bucket="nocks", Key="k",
+                                            ChecksumAlgorithm="CRC32")["UploadId"]
+        finally:
+            undo()
+        st, resp, h = signed_request(server.port, "PUT",
+                                     "/nocks/k?partNumber=1&uploadId=" + uid, body)
+        if ctype == "FULL_OBJECT":
+            assert st == 200, resp
+            h = {k.lower(): v for k, v in h.items()}
+            assert h["x-amz-checksum-crc32"] == b64(digest("CRC32", body))
+        else:
+            assert st == 400 and b"<Code>InvalidRequest</Code>" in resp, resp
+            assert b"expected checksum Type: crc32, actual checksum Type: null" in resp, resp
+        r = c.upload_part_copy(Bucket="nocks", Key="k", UploadId=uid, PartNumber=2,
+                               CopySource={"Bucket": "nocks", "Key": "src"})
+        assert r["CopyPartResult"]["ETag"].strip('"') == hashlib.md5(body).hexdigest()
+        c.abort_multipart_upload(Bucket="nocks", Key="k", UploadId=uid)
 
 
 def test_no_algorithm_upload_and_copy_part(server):
