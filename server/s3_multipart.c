@@ -602,6 +602,16 @@ void s3_list_uploads(ctx_t *x)
         s3_err_msg(x, S3E_INVALID_ARGUMENT, "A listing parameter is not valid.");
         goto out;
     }
+    /*
+     * An upload-id-marker counts only with a key-marker (S3); then one that is no upload id
+     * at all is refused, as S3 and versitygw refuse it. One that is an id but names no
+     * upload is taken: the upload a page ended on may have finished before the next page.
+     */
+    if (u.kmark && u.umark &&
+        (strlen(u.umark) != 32 || strspn(u.umark, "0123456789abcdef") != 32)) {
+        s3_err_msg(x, S3E_INVALID_ARGUMENT, "Invalid uploadId marker");
+        goto out;
+    }
     if (max > 1000) max = 1000;
     u.max = max;
     rc = obj_mpu_list_uploads(x->cfg->set, x->ibucket, list_upload_cb, &u);

@@ -811,10 +811,18 @@ def test_upload_id_marker_is_a_position(server):
     assert [(u["Key"], u["UploadId"]) for u in r["Uploads"]] == [("k", ids[2]), ("k", ids[3]),
                                                                   ("z", z)]
     # Ids that name no upload: before all of k's, and after all of them.
-    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="0")
+    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="0" * 32)
     assert [u["UploadId"] for u in r["Uploads"]] == [ids[0], ids[2], ids[3], z]
-    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="g")
+    r = c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker="f" * 32)
     assert [u["UploadId"] for u in r["Uploads"]] == [z]
+    # A marker that is no upload id at all: refused beside a key-marker (S3, versitygw),
+    # ignored without one, as S3 ignores every upload-id-marker then.
+    for bad in ("g", "invalid_uploadId_marker", ids[0].upper(), ids[0] + "0"):
+        with pytest.raises(ClientError) as e:
+            c.list_multipart_uploads(Bucket="umark", KeyMarker="k", UploadIdMarker=bad)
+        assert e.value.response["Error"]["Code"] == "InvalidArgument", bad
+        r = c.list_multipart_uploads(Bucket="umark", UploadIdMarker=bad)
+        assert [u["UploadId"] for u in r["Uploads"]] == [ids[0], ids[2], ids[3], z]
 
 
 def test_many_uploads_of_one_key_paged(server):
