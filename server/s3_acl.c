@@ -197,7 +197,7 @@ void s3_put_acl(ctx_t *x, const char *bucket, const char *key, const char *name,
         goto out;
     }
     if (!given && !body_sent) {
-        /* Neither: S3 names the header that was wanted (x-amz-acl). */
+        /* Neither: a required header is missing (an x-amz-acl, or a grant's). */
         s3_err(x, S3E_MISSING_SECURITY_HEADER);
         goto out;
     }

@@ -604,7 +604,7 @@ void s3_list_uploads(ctx_t *x)
     }
     /*
      * An upload-id-marker counts only with a key-marker (S3); then one that is no upload id
-     * at all is refused, as S3 and versitygw refuse it. One that is an id but names no
+     * at all is refused, as versitygw's suite expects. One that is an id but names no
      * upload is taken: the upload a page ended on may have finished before the next page.
      */
     if (u.kmark && u.umark &&
