@@ -394,7 +394,16 @@ def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_ke
     costs its sender its own slots. Longest-stalled alone closed first another user's upload
     that had paused a moment before the flood (hostile probe). Within one principal (the
     flood signed with the honest upload's own key) the slowest is closed, by bytes moved per
-    second since it began: longest-stalled closed the honest upload there too (re-probe)."""
+    second since it began: longest-stalled closed the honest upload there too (re-probe).
+
+    Signed with another key, the honest upload pauses while the flood comes: the flood's
+    principal holds the most workers, whatever the timing. Signed with the flood's own key,
+    it goes on sending a little at a time (2,000 bytes each 100 ms), stalling between sends,
+    so its bytes moved lately stay above any flood upload's 4,096 whatever the machine's
+    speed. (It paused there too, once: under ASan on a slow machine the flood took over 3 s
+    to come, and by then the pause had decayed the honest upload's bytes below the flood's,
+    which is the rule working as written. A pause within one key is told from a flood by
+    recency only while the flood comes soon after it.)"""
     s = Server(datadir, extra=["--workers", "2", "--max-stalled", "2"]).start()
     try:
         ak, sk = (AK, SK) if shared_key else (AK2, SK2)
@@ -403,13 +412,23 @@ def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_ke
         c = s3_client(s.endpoint)
         c.create_bucket(Bucket="flood")
         c.put_object(Bucket="flood", Key="small", Body=b"small!")
-        body = os.urandom(200000)
+        head, trickle_max = 100000, 1200000  # at most 60 s of 2,000-byte sends
+        body = os.urandom(head + trickle_max + 100000)
         h = sign(s.port, "PUT", "/honest/k", ak=ak, sk=sk)
         h["Content-Length"] = str(len(body))
         honest = socket.create_connection(("127.0.0.1", s.port), timeout=60)
+        stop, sent = threading.Event(), [head]
+
+        def trickle():
+            while shared_key and not stop.wait(0.1) and sent[0] < head + trickle_max:
+                honest.sendall(body[sent[0]:sent[0] + 2000])
+                sent[0] += 2000
+
+        tr = threading.Thread(target=trickle)
         try:
-            honest.sendall(request_head("PUT", "/honest/k", h) + body[:100000])
-            time.sleep(0.5)  # the honest upload stalls longest (the fix does not depend on it)
+            honest.sendall(request_head("PUT", "/honest/k", h) + body[:head])
+            tr.start()
+            time.sleep(0.5)  # the honest upload began first (the outcome does not depend on it)
             flood = stalled_writers(s, 8, "/flood/w", sent=4096)
             try:
                 # 2 workers + 2 for stalls: the flood's stalls beyond them are evicted, then
@@ -424,13 +443,18 @@ def test_a_stall_flood_evicts_its_sender_not_an_honest_upload(datadir, shared_ke
                 for w in ready:
                     est, eresp = read_response(w)
                     assert est == 400 and b"<Code>RequestTimeout</Code>" in eresp, (est, eresp)
-                honest.sendall(body[100000:])
+                stop.set()
+                tr.join()
+                honest.sendall(body[sent[0]:])
                 st, resp = read_response(honest)
                 assert st == 200, resp
             finally:
                 for w in flood:
                     w.close()
         finally:
+            stop.set()
+            if tr.is_alive():
+                tr.join()
             honest.close()
         got = c2.get_object(Bucket="honest", Key="k")["Body"].read()
         assert hashlib.sha256(got).digest() == hashlib.sha256(body).digest()
