@@ -24,7 +24,8 @@
 # the replaced drive on the disk: the reads no longer share the disk with the write, as on a
 # node whose drives are devices of their own, and the first ceiling is the one that applies.
 #
-# Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes), SOURCES (disk|ram).
+# Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes), SOURCES (disk|ram),
+# STATS_OUT (a file that keeps the node's stats after the pass).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 cd "$(dirname "$0")/.."
@@ -111,9 +112,11 @@ for _ in $(seq 3000); do
   grep -q "event=scrub_pass" "$DIR/log" && break
   sleep 0.2
 done
-stats | python3 -c '
+stats >"$DIR/stats.json"
+[ -z "${STATS_OUT:-}" ] || cp "$DIR/stats.json" "$STATS_OUT"
+python3 -c '
 import json, re, sys
-st = json.load(sys.stdin)
+st = json.load(open(sys.argv[6]))
 sc, d2 = st["scrub"], st["drives"][2]
 # The refilling pass: the first scrub_pass line (stats hold the pass running now).
 m = re.search(r"event=scrub_pass objects=(\d+) bytes=(\d+) seconds=([\d.]+)", open(sys.argv[4]).read())
@@ -126,11 +129,14 @@ print("heal refill: drive 2 rebuilt, %.0f MB in %.1f s: %.1f MB/s written to it 
           vbytes / secs / 1e6 if secs else 0, sc["blocks_fixed"]))
 print("ceiling fio sequential 1 MiB direct write: %.1f MB/s; ratio %.3f (target 0.5)" % (
       fio, mb / fio if fio else 0))
+# Commits of the refilled drive: flushed, and written unsynced (a flush at each round of heads).
+print("drive 2: %d records, %d flushes, %d commits without a flush of their own" % (
+      d2["flush_records"], d2["flushes"], d2.get("unsynced_commits", 0)))
 wr, rd = float(sys.argv[2]), float(sys.argv[3])
 if sys.argv[5] == "disk":
     print("ceiling_refill_shared_disk (fio: 1 writer beside 4 readers on the same disk): "
           "writer %.1f MB/s (readers %.1f MB/s); ratio %.3f" % (wr, rd, mb / wr if wr else 0))
 else:
     print("sources: the five other drives on tmpfs; only drive 2 is on the disk")
-' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log" "$SOURCES"
+' "$fio_mb" "$mix_wr" "$mix_rd" "$DIR/log" "$SOURCES" "$DIR/stats.json"
 stop

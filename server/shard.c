@@ -316,6 +316,18 @@ static int l_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
     return shard_put_async_local(ctx, id, data, len, meta, meta_len, done, arg);
 }
 
+/* No stripe lock: a block, as l_del_async's. */
+static int l_put_unsynced(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                          drive_done_fn done, void *arg)
+{
+    return drive_put_async_unsynced(ctx, id, data, len, NULL, 0, done, arg);
+}
+
+static int l_sync(void *ctx)
+{
+    return drive_sync(ctx);
+}
+
 static int l_del(void *ctx, const drive_id_t *id)
 {
     return shard_delete_local(ctx, id);
@@ -364,6 +376,8 @@ static const shard_ops_t local_ops = {
     .scan = l_scan,
     .put_head = l_put_head,
     .refilling = l_refilling,
+    .put_unsynced = l_put_unsynced,
+    .sync = l_sync,
 };
 
 /*

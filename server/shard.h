@@ -161,6 +161,18 @@ typedef struct {
      * stores' indexes take it last; writers write it as any other.
      */
     int (*refilling)(void *ctx);
+    /*
+     * Optional, together: a block written without a flush of its own
+     * (drive_put_async_unsynced: done once written, neither durable nor
+     * readable yet; no metadata, so never a head), and the flush that makes
+     * every such write whose done has run durable and readable
+     * (drive_sync). What a refill writes between the checkpoints where its
+     * blocks must be durable (before the heads that name them). A store
+     * without them is written with put_async.
+     */
+    int (*put_unsynced)(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                        drive_done_fn done, void *arg);
+    int (*sync)(void *ctx);
 } shard_ops_t;
 
 /* A store's health (shard_ops_t.health). */

@@ -168,6 +168,23 @@ int drive_put_async_frees(drive_t *d, const drive_id_t *id, const void *meta, si
     return rc ? rc : submit_copy(d, &r, done, arg);
 }
 
+int drive_put_async_unsynced(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                             const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+{
+    req_t r;
+    int rc = put_req(d, &r, id, data, len, meta, meta_len);
+    r.unsynced = 1;
+    return rc ? rc : submit_copy(d, &r, done, arg);
+}
+
+int drive_sync(drive_t *d)
+{
+    req_t r;
+    memset(&r, 0, sizeof(r));
+    r.sync = 1;
+    return drive__submit(d, &r);
+}
+
 int drive_delete_async(drive_t *d, const drive_id_t *id, drive_done_fn done, void *arg)
 {
     req_t r;
@@ -215,6 +232,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->relocated_bytes = d->relocated_bytes;
     st->index_bytes = d->index_bytes;
     st->flushes = d->flushes;
+    st->unsynced_commits = d->unsynced_commits;
     st->flush_records = d->flush_records;
     st->flush_bytes = d->flush_bytes;
     st->flush_max_records = d->flush_max_records;

@@ -9,7 +9,9 @@
  *     multiples of the IU, with O_DIRECT where the filesystem allows; a
  *     partial IU at a commit is zero-padded and never written again;
  *   - concurrent appends are group-committed: one write and one fdatasync
- *     carry many records, and each append returns only once durable;
+ *     carry many records, and each append returns only once durable (an
+ *     unsynced append returns once written, and is indexed at the flush
+ *     that makes it durable: drive_sync);
  *   - the index is written after the data is durable; the segments are the
  *     source of truth, so the index can be replayed or rebuilt from them:
  *     it has no write-ahead log of its own, and a kill -9 costs a replay of
@@ -121,8 +123,9 @@ typedef struct {
     uint64_t relocated_bytes; /* records copied by compaction */
     uint64_t index_bytes;     /* RocksDB's own writes (flush, compaction; there is no WAL) */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
-    uint64_t commit_gathers; /* group commits that waited for more records (commit_gather_us) */
-    uint64_t queued;         /* appends waiting for a commit to take them (group commit's queue) */
+    uint64_t commit_gathers;   /* group commits that waited for more records (commit_gather_us) */
+    uint64_t unsynced_commits; /* commits of unsynced writes alone: written without a flush */
+    uint64_t queued; /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t segments_recycled; /* user segments written into a pooled file */
     uint32_t segments_pooled;   /* released files waiting in the pool */
@@ -201,6 +204,29 @@ typedef void (*drive_done_fn)(void *arg, int rc);
 int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t len,
                     const void *meta, size_t meta_len, drive_done_fn done, void *arg)
     __attribute__((warn_unused_result));
+
+/*
+ * drive_put_async for a writer that needs durability only at checkpoints of
+ * its own (a refill's rebuilt blocks, durable before the heads that name
+ * them): done(arg, rc) runs once the record is written, and rc 0 says only
+ * that. It is neither durable nor readable (not indexed) until a flush covers
+ * it: drive_sync, or any durable commit of the drive after it. A commit of
+ * such writes alone skips its fdatasync, so many commits share one flush. A
+ * crash before that flush may take any of them (replay indexes those that
+ * landed whole). Otherwise as drive_put_async.
+ */
+int drive_put_async_unsynced(drive_t *d, const drive_id_t *id, const void *data, size_t len,
+                             const void *meta, size_t meta_len, drive_done_fn done, void *arg)
+    __attribute__((warn_unused_result));
+
+/*
+ * Make every drive_put_async_unsynced write whose callback has run durable
+ * and readable (one fdatasync, then the index); blocks. 0, or the drive's
+ * error when it cannot: ERR_READONLY or ERR_IO (a write or flush failed:
+ * unsynced writes may be lost, none of them is indexed), ERR_CLOSED. Cheap
+ * when there is nothing to flush: one pass through the commit queue.
+ */
+int drive_sync(drive_t *d) __attribute__((warn_unused_result));
 
 /*
  * drive_put_async of a metadata-only record whose write lets space go (the

@@ -96,9 +96,37 @@ typedef struct req {
     int done;
     drive_done_fn done_fn;
     void *done_arg;
-    uint8_t frees; /* drive_put_async_frees: it may take the space kept for deletes */
+    uint8_t frees;    /* drive_put_async_frees: it may take the space kept for deletes */
+    uint8_t unsynced; /* drive_put_async_unsynced: written without a flush of its own */
+    uint8_t sync;     /* drive_sync: no record; the unsynced writes made durable and indexed */
     struct req *next;
 } req_t;
+
+/*
+ * A record written without a flush of its own (drive_put_async_unsynced), not
+ * yet indexed: its header is kept (unsynced_t.hdrs) until a flush makes it
+ * durable (drive__settle, or the drive's next durable commit), and only then
+ * does it go into the index, as a durable commit's records do. So the index
+ * never names a record that is not durable, and what a crash takes was never
+ * said to be durable.
+ */
+typedef struct {
+    uint64_t off;             /* in unsynced_t.seg */
+    uint32_t rec_len;         /* the record, padding before it excluded */
+    uint32_t hdr_at, hdr_len; /* its header, in unsynced_t.hdrs */
+} unsynced_rec_t;
+
+/*
+ * The unsynced records of a drive, all in one segment (the user writer's: a
+ * segment is settled before it is sealed). The leader's, as the writer is.
+ */
+typedef struct {
+    seg_t *seg;
+    unsynced_rec_t *recs;
+    size_t n, cap;
+    uint8_t *hdrs;
+    size_t hdrs_len, hdrs_cap;
+} unsynced_t;
 
 /* One record packed into a writer's buffer, not yet durable. */
 typedef struct {
@@ -179,6 +207,7 @@ struct drive {
     int ct_running; /* the commit thread was started */
     pthread_t ct_thread;
     writer_t uw;
+    unsynced_t unsynced; /* uw's records written without a flush, not yet indexed */
 
     pthread_mutex_t gc_lock;
     writer_t gw;
@@ -193,6 +222,7 @@ struct drive {
     uint64_t reads_direct, reads_copied; /* atomic: readers do not take the lock */
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t commit_gathers;
+    uint64_t unsynced_commits; /* user commits written without a flush of their own */
     uint64_t compactions, segments_released, tombstones_dropped, throttled;
     /* The pool (drive_seg.c), under lock: "<id>.<clear>.free" files ready to be written again, and
      * every such file (ready, and released ones still read). */
@@ -294,6 +324,14 @@ void drive__writer_idle(drive_t *d);
 /* Make room for rec_len bytes (flushing, sealing, opening a segment). */
 int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);
+/*
+ * Make the user writer's unsynced records durable (one fdatasync) and index
+ * them: 0, or the drive's error (read-only: a flush failed, the records stay
+ * unindexed; replay at the next open finds whichever landed). The leader's,
+ * or at close once no one leads.
+ */
+int drive__settle(drive_t *d);
+void drive__unsynced_free(unsynced_t *u);
 /* Queue a synchronous request and wait for it (leading the commit if no one does). */
 int drive__submit(drive_t *d, req_t *r);
 /* Queue an asynchronous request (malloc'd); its done_fn runs once. 0 or ERR_CLOSED. */

@@ -523,6 +523,8 @@ void drive_close(drive_t *d)
 {
     if (!d) return;
     drive__commit_stop(d); /* every queued write committed, every callback run */
+    /* Nobody leads now: unsynced writes made durable and indexed (replay would find them too). */
+    if (d->idx) (void)drive__settle(d);
     drive__bg_stop(d);
     pthread_mutex_lock(&d->gc_lock);
     (void)drive__writer_flush(d, &d->gw);
@@ -547,6 +549,7 @@ void drive_close(drive_t *d)
     free(d->segs);
     drive__seg_pool_free(d);
     drive__writer_free(&d->uw);
+    drive__unsynced_free(&d->unsynced);
     drive__writer_free(&d->gw);
     budget_destroy(&d->budget);
     bufpool_free(d->bounce);

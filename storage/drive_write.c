@@ -23,6 +23,16 @@
  * concurrency) until its own request is done; one that finds a leader sleeps
  * until its request is done or the lead is free.
  *
+ * Unsynced writes (drive_put_async_unsynced: a refill's rebuilt blocks, whose
+ * heads come later) are packed and written the same way, but a commit made
+ * of them alone skips its fdatasync: its callers hear that the bytes are
+ * written, and the records wait outside the index (unsynced_t) until a flush
+ * covers them: drive_sync, the drive's next durable commit (whose fdatasync
+ * of the same segment makes them durable, and which indexes them before its
+ * own), the segment's seal, or the close. So "indexed" still means
+ * "durable", and one flush serves many commits' worth of writes where a
+ * writer needs durability only at its own checkpoints.
+ *
  * Failures: every request of a flush whose write or fdatasync failed gets
  * the error, and the segment takes no more appends. Unless the write failed
  * for want of space, the drive then turns read-only (drive__readonly, one
@@ -139,6 +149,11 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
     }
     if (w->seg && w->seg->tail + align_up(rec_len, d->iu) > d->seg_size) {
         /*
+         * A sealed segment holds no unsynced records: compaction and the
+         * segment's recorded state take the index as the whole truth.
+         */
+        if (w == &d->uw && (rc = drive__settle(d)) != 0) return rc;
+        /*
          * Segment meta is written in the same critical section that snapshots
          * it, so a later write never carries an older snapshot of `live`.
          */
@@ -215,33 +230,105 @@ static void touched_put(drive_t *d, idx_batch_t *b, const touched_t *t)
         drive__seg_meta_put(d, b, t->s[i]);
 }
 
+/* The index update of one user record at off in seg, parsed from hdr (avail bytes of it at
+ * least its header): it replaces what its identity had. Under lock. */
+static void apply_rec(drive_t *d, idx_batch_t *b, touched_t *t, seg_t *seg, const uint8_t *hdr,
+                      size_t avail, uint64_t off, uint32_t rec_len)
+{
+    rec_view_t v;
+    ent_t old;
+    void *oldbuf = NULL;
+    if (rec_parse_header_seeded(hdr, avail, seg->seed, &v) != 0) abort(); /* we encoded it */
+    if (drive__ent_get(d, b, &v.id, &old, &oldbuf) == 0) {
+        seg_t *os = drive__seg_find(d, old.seg);
+        if (os) {
+            os->live -= old.rec_len;
+            if (os != seg) touch(d, b, t, os);
+        }
+    }
+    free(oldbuf);
+    ent_t e = {v.type,        seg->id, off,       rec_len, v.hdr_len,
+               v.payload_len, v.seq,   v.hdr_crc, v.meta,  v.meta_len};
+    drive__ent_put(b, &v.id, &e);
+    seg->live += rec_len;
+    drive__seg_note_seq(seg, v.seq);
+    d->user_bytes += v.payload_len;
+}
+
 /* Index updates of a user flush: each record replaces what its identity had. Under lock. */
 static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 {
     touched_t t = {.n = 0};
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
-        rec_view_t v;
-        ent_t old;
-        void *oldbuf = NULL;
-        if (rec_parse_header_seeded(w->buf + p->buf_off, p->rec_len, seg->seed, &v) != 0)
-            abort(); /* we just encoded it */
-        if (drive__ent_get(d, w->batch, &v.id, &old, &oldbuf) == 0) {
-            seg_t *os = drive__seg_find(d, old.seg);
-            if (os) {
-                os->live -= old.rec_len;
-                if (os != seg) touch(d, w->batch, &t, os);
-            }
-        }
-        free(oldbuf);
-        ent_t e = {v.type,        seg->id, base + p->buf_off, p->rec_len, v.hdr_len,
-                   v.payload_len, v.seq,   v.hdr_crc,         v.meta,     v.meta_len};
-        drive__ent_put(w->batch, &v.id, &e);
-        seg->live += p->rec_len;
-        drive__seg_note_seq(seg, v.seq);
-        d->user_bytes += v.payload_len;
+        apply_rec(d, w->batch, &t, seg, w->buf + p->buf_off, p->rec_len, base + p->buf_off,
+                  p->rec_len);
     }
     touched_put(d, w->batch, &t);
+}
+
+/*
+ * A user flush written without an fdatasync: its records' headers kept, to be
+ * indexed once durable (apply_unsynced). Under lock.
+ */
+static void stash_unsynced(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
+{
+    unsynced_t *u = &d->unsynced;
+    u->seg = seg;
+    for (size_t i = 0; i < w->npend; i++) {
+        pend_t *p = &w->pend[i];
+        rec_view_t v;
+        if (rec_parse_header_seeded(w->buf + p->buf_off, p->rec_len, seg->seed, &v) != 0) abort();
+        if (u->n == u->cap) {
+            u->cap = u->cap ? u->cap * 2 : 64;
+            u->recs = xrealloc(u->recs, u->cap * sizeof(*u->recs));
+        }
+        if (u->hdrs_len + v.hdr_len > u->hdrs_cap) {
+            u->hdrs_cap = u->hdrs_cap ? u->hdrs_cap * 2 : 16384;
+            if (u->hdrs_cap < u->hdrs_len + v.hdr_len) u->hdrs_cap = u->hdrs_len + v.hdr_len;
+            u->hdrs = xrealloc(u->hdrs, u->hdrs_cap);
+        }
+        memcpy(u->hdrs + u->hdrs_len, w->buf + p->buf_off, v.hdr_len);
+        u->recs[u->n++] =
+            (unsynced_rec_t){base + p->buf_off, p->rec_len, (uint32_t)u->hdrs_len, v.hdr_len};
+        u->hdrs_len += v.hdr_len;
+    }
+}
+
+/* The unsynced records, durable now, into b (their segment's state too); none left. Under lock. */
+static size_t apply_unsynced(drive_t *d, idx_batch_t *b)
+{
+    unsynced_t *u = &d->unsynced;
+    size_t n = u->n;
+    if (!n) return 0;
+    touched_t t = {.n = 0};
+    for (size_t i = 0; i < n; i++) {
+        unsynced_rec_t *r = &u->recs[i];
+        apply_rec(d, b, &t, u->seg, u->hdrs + r->hdr_at, r->hdr_len, r->off, r->rec_len);
+    }
+    touch(d, b, &t, u->seg);
+    touched_put(d, b, &t);
+    u->n = 0;
+    u->hdrs_len = 0;
+    u->seg = NULL;
+    return n;
+}
+
+/* The unsynced records given up on: the drive failed (nothing of them is indexed). */
+static void unsynced_drop(drive_t *d)
+{
+    pthread_mutex_lock(&d->lock);
+    d->unsynced.n = 0;
+    d->unsynced.hdrs_len = 0;
+    d->unsynced.seg = NULL;
+    pthread_mutex_unlock(&d->lock);
+}
+
+void drive__unsynced_free(unsynced_t *u)
+{
+    free(u->recs);
+    free(u->hdrs);
+    memset(u, 0, sizeof(*u));
 }
 
 /*
@@ -324,12 +411,35 @@ static void apply_gc(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
     touched_put(d, w->batch, &t);
 }
 
+/* Under lock: what a durable write into the index adds toward its next flush; 1 when one is due. */
+static int index_flush_due(drive_t *d, uint64_t bytes, uint64_t recs)
+{
+    d->idx_unflushed += bytes;
+    d->idx_unflushed_recs += recs;
+    if (d->idx_unflushed < d->cfg.index_flush_bytes && d->idx_unflushed_recs < INDEX_FLUSH_RECORDS)
+        return 0;
+    d->idx_unflushed = d->idx_unflushed_recs = 0;
+    return 1;
+}
+
+/* Whether every record w holds was asked for without a flush (drive_put_async_unsynced). */
+static int all_unsynced(const writer_t *w)
+{
+    if (w->kind != SEG_USER || !w->npend) return 0;
+    for (size_t i = 0; i < w->npend; i++)
+        if (!w->pend[i].req || !w->pend[i].req->unsynced) return 0;
+    return 1;
+}
+
 int drive__writer_flush(drive_t *d, writer_t *w)
 {
     seg_t *seg = w->seg;
     size_t wlen;
     ssize_t n = 0;
     int rc = 0, e = 0, flush_index = 0;
+    /* Unsynced records written and kept out of the index; a durable commit indexes them too. */
+    int unsynced = all_unsynced(w);
+    size_t settled = 0;
 
     if (w->fill == 0) return 0;
     wlen = align_up(w->fill, d->iu);
@@ -352,23 +462,33 @@ int drive__writer_flush(drive_t *d, writer_t *w)
          * The region may be half written: never append to this segment again.
          * Out of space, the drive goes on in other segments; any other failure
          * (an error, a short write) is the device's, and the drive stops writing.
+         * The segment's unsynced records, before the region, are settled first
+         * (out of space) or given up on with the drive.
          */
         log_error("event=segment_write_failed path=%s seg=%u off=%llu len=%zu wrote=%zd errno=%d "
                   "err=%s records=%zu action=%s",
                   d->path, seg->id, (unsigned long long)seg->tail, wlen, n, e, err_name(rc),
                   w->npend, rc == ERR_NOSPC ? "segment_sealed" : "drive_readonly");
-        pthread_mutex_lock(&d->lock);
-        drive__seg_seal(d, seg);
-        pthread_mutex_unlock(&d->lock);
-        w->seg = NULL;
+        if (w->kind == SEG_USER && rc == ERR_NOSPC)
+            (void)drive__settle(d);
+        else if (w->kind == SEG_USER)
+            unsynced_drop(d);
+        if (w->seg) { /* (settle seals it when its flush fails) */
+            pthread_mutex_lock(&d->lock);
+            drive__seg_seal(d, seg);
+            pthread_mutex_unlock(&d->lock);
+            w->seg = NULL;
+        }
         if (rc != ERR_NOSPC) drive__readonly(d, n < 0 ? "write_error" : "short_write", seg->id, e);
     }
-    if (!rc && drive_io.fdatasync(seg->fd) != 0) {
+    if (!rc && !unsynced && drive_io.fdatasync(seg->fd) != 0) {
         /* Never retried: after a failed flush the page state is unknown (fsyncgate). */
         e = errno;
         log_error("event=segment_flush_failed path=%s seg=%u off=%llu len=%zu errno=%d "
-                  "records=%zu action=drive_readonly",
-                  d->path, seg->id, (unsigned long long)seg->tail, wlen, e, w->npend);
+                  "records=%zu unsynced=%zu action=drive_readonly",
+                  d->path, seg->id, (unsigned long long)seg->tail, wlen, e, w->npend,
+                  w->kind == SEG_USER ? d->unsynced.n : 0);
+        if (w->kind == SEG_USER) unsynced_drop(d);
         pthread_mutex_lock(&d->lock);
         drive__seg_seal(d, seg);
         pthread_mutex_unlock(&d->lock);
@@ -376,30 +496,38 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         drive__readonly(d, "fdatasync_failed", seg->id, e);
         rc = ERR_IO;
     }
-    if (!rc) {
+    if (!rc && unsynced) {
+        /* Written, not durable: the records wait outside the index (drive__settle). */
         pthread_mutex_lock(&d->lock);
-        if (w->kind == SEG_USER)
+        stash_unsynced(d, w, seg, seg->tail);
+        d->idx_unflushed += wlen; /* (replay's bound: indexed at the settle) */
+        seg->tail += wlen;
+        d->host_bytes += wlen;
+        d->lifetime_host += wlen;
+        d->padding_bytes += wlen - w->fill;
+        d->unsynced_commits++;
+        pthread_mutex_unlock(&d->lock);
+    } else if (!rc) {
+        pthread_mutex_lock(&d->lock);
+        if (w->kind == SEG_USER) {
+            /* Durable with this flush too (the same segment, earlier): indexed first. */
+            settled = apply_unsynced(d, w->batch);
             apply_user(d, w, seg, seg->tail);
-        else
+        } else {
             apply_gc(d, w, seg, seg->tail);
+        }
         seg->tail += wlen;
         d->host_bytes += wlen;
         d->lifetime_host += wlen;
         d->padding_bytes += wlen - w->fill;
         d->flushes++;
-        d->flush_records += w->npend;
+        d->flush_records += w->npend + settled;
         d->flush_bytes += wlen;
         if (w->npend > d->flush_max_records) d->flush_max_records = w->npend;
         drive__seg_meta_put(d, w->batch, seg);
         drive__meta_put(d, w->batch);
         rc = idx_write(d->idx, w->batch);
-        d->idx_unflushed += wlen;
-        d->idx_unflushed_recs += w->npend;
-        if (d->idx_unflushed >= d->cfg.index_flush_bytes ||
-            d->idx_unflushed_recs >= INDEX_FLUSH_RECORDS) {
-            d->idx_unflushed = d->idx_unflushed_recs = 0;
-            flush_index = 1;
-        }
+        flush_index = index_flush_due(d, wlen, w->npend + settled);
         pthread_mutex_unlock(&d->lock);
         /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
         if (rc) drive__readonly(d, "index_write_failed", seg->id, 0);
@@ -416,11 +544,59 @@ int drive__writer_flush(drive_t *d, writer_t *w)
     return rc;
 }
 
+int drive__settle(drive_t *d)
+{
+    unsynced_t *u = &d->unsynced;
+    pthread_mutex_lock(&d->lock);
+    int rc = d->failed;
+    size_t n = u->n;
+    seg_t *seg = u->seg;
+    pthread_mutex_unlock(&d->lock);
+    if (!n) return rc;
+    if (rc) {
+        unsynced_drop(d);
+        return rc;
+    }
+    if (drive_io.fdatasync(seg->fd) != 0) {
+        int e = errno;
+        log_error("event=segment_flush_failed path=%s seg=%u off=%llu errno=%d unsynced=%zu "
+                  "action=drive_readonly",
+                  d->path, seg->id, (unsigned long long)seg->tail, e, n);
+        unsynced_drop(d);
+        pthread_mutex_lock(&d->lock);
+        drive__seg_seal(d, seg);
+        pthread_mutex_unlock(&d->lock);
+        if (d->uw.seg == seg) d->uw.seg = NULL;
+        drive__readonly(d, "fdatasync_failed", seg->id, e);
+        return ERR_IO;
+    }
+    idx_batch_t *b = idx_batch_new();
+    pthread_mutex_lock(&d->lock);
+    apply_unsynced(d, b);
+    drive__seg_meta_put(d, b, seg);
+    drive__meta_put(d, b);
+    d->flushes++;
+    d->flush_records += n;
+    rc = idx_write(d->idx, b);
+    int flush_index = index_flush_due(d, 0, n);
+    pthread_mutex_unlock(&d->lock);
+    idx_batch_free(b);
+    if (rc) drive__readonly(d, "index_write_failed", seg->id, 0);
+    if (!rc && flush_index && idx_flush_start(d->idx) != 0)
+        drive__readonly(d, "index_flush_failed", seg->id, 0);
+    return rc;
+}
+
 /* Commit a list of user requests (the leader, without q_lock). */
 static void commit_user(drive_t *d, req_t *list)
 {
     writer_t *w = &d->uw;
+    int sync = 0;
     for (req_t *r = list; r; r = r->next) {
+        if (r->sync) { /* drive_sync: once the batch is written (below) */
+            sync = 1;
+            continue;
+        }
         size_t hlen = rec_header_len(&r->id, r->meta_len, r->len);
         size_t pad_max = rec_pad_max(r->len);
         /*
@@ -448,6 +624,10 @@ static void commit_user(drive_t *d, req_t *list)
         w->fill += hlen + r->len;
     }
     (void)drive__writer_flush(d, w); /* sets each pending request's rc */
+    if (!sync) return;
+    int rc = drive__settle(d);
+    for (req_t *r = list; r; r = r->next)
+        if (r->sync) r->rc = rc;
 }
 
 /* What r puts in a commit: its record, header included (padding aside). */

@@ -82,6 +82,42 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
     return rc;
 }
 
+/* An asynchronous write, waited for. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int rc, done;
+} frees_wait_t;
+
+static void frees_done(void *arg, int rc)
+{
+    frees_wait_t *w = arg;
+    pthread_mutex_lock(&w->mu);
+    w->rc = rc;
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* drive_put_async_unsynced of a seeded shard, waited for (written, not durable). */
+static int put_unsynced(drive_t *d, const char *key, uint64_t seed, size_t len)
+{
+    frees_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    uint8_t *buf = malloc(len + 1);
+    tl_fill(buf, len, seed);
+    drive_id_t id = {"bkt", key, "", 0};
+    int rc = drive_put_async_unsynced(d, &id, buf, len, NULL, 0, frees_done, &w);
+    if (!rc) {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done)
+            pthread_cond_wait(&w.cv, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        rc = w.rc;
+    }
+    free(buf);
+    return rc;
+}
+
 /* ---- basic ---- */
 
 static int count_cb(void *arg, const drive_id_t *id, const drive_stat_t *st)
@@ -874,10 +910,42 @@ typedef struct {
     uint64_t seed;
 } crash_arg_t;
 
+/*
+ * The last writer writes unsynced (drive_put_async_unsynced): a few puts of
+ * distinct keys, each waited for (written), then drive_sync, and only then
+ * are they acknowledged. Before the sync each may land or not; after it,
+ * none may be lost.
+ */
+static void checkpoint_writer(crash_arg_t *a)
+{
+    char key[32], line[96];
+    for (uint64_t i = 0;; i++) {
+        uint64_t r = tl_mix(a->seed + i * 7919 + (uint64_t)a->t);
+        int n = 1 + (int)(r % 8), k0 = (int)((r >> 4) % CRASH_KEYS), rc = 0;
+        for (int j = 0; j < n; j++) {
+            uint64_t rj = tl_mix(r + (uint64_t)j);
+            size_t len = (size_t)((rj >> 16) % (96 * KiB)) + 1;
+            snprintf(key, sizeof(key), "t%d/k%02d", a->t, (k0 + j) % CRASH_KEYS);
+            int m = snprintf(line, sizeof(line), "I P %s %llu %zu\n", key,
+                             (unsigned long long)(rj >> 3), len);
+            if (write(a->fd, line, (size_t)m) != m) _exit(3);
+            int prc = put_unsynced(a->d, key, rj >> 3, len);
+            if (!rc) rc = prc;
+        }
+        if (!rc) rc = drive_sync(a->d);
+        for (int j = 0; j < n; j++) {
+            snprintf(key, sizeof(key), "t%d/k%02d", a->t, (k0 + j) % CRASH_KEYS);
+            int m = snprintf(line, sizeof(line), "A %s %d\n", key, rc);
+            if (write(a->fd, line, (size_t)m) != m) _exit(3);
+        }
+    }
+}
+
 static void *crash_writer(void *arg)
 {
     crash_arg_t *a = arg;
     char key[32], line[96];
+    if (a->t == CRASH_THREADS - 1) checkpoint_writer(a);
     for (uint64_t i = 0;; i++) {
         uint64_t r = tl_mix(a->seed + i * 7919 + (uint64_t)a->t);
         int k = (int)(r % CRASH_KEYS);
@@ -1868,22 +1936,6 @@ static uint32_t max_seg_id(const char *dir)
 }
 
 /* drive_put_async_frees, waited for. */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int rc, done;
-} frees_wait_t;
-
-static void frees_done(void *arg, int rc)
-{
-    frees_wait_t *w = arg;
-    pthread_mutex_lock(&w->mu);
-    w->rc = rc;
-    w->done = 1;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
 static int put_frees(drive_t *d, const drive_id_t *id, const char *meta)
 {
     frees_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
@@ -1944,6 +1996,136 @@ static void test_full_file_system_still_takes_deletes(void **state)
      * segment and the new one took two): 50 writes tried at a full file system took 50. */
     assert_true(max_seg_id(dir) <= ids_before + 2);
     assert_int_equal(check_seeded(d, "k0", 0, 100000), ERR_NOT_FOUND);
+    drive_close(d);
+    tl_rm_rf(dir);
+    free(dir);
+}
+
+/* ---- unsynced writes (drive_put_async_unsynced, drive_sync) ---- */
+
+static int syncs_seen; /* fdatasync calls through counting_fdatasync */
+
+static int counting_fdatasync(int fd)
+{
+    __atomic_add_fetch(&syncs_seen, 1, __ATOMIC_RELAXED);
+    return faulty_fdatasync(fd);
+}
+
+/* How many of keys PREFIX0..PREFIX(n-1) (seed = base + i, len bytes) read back exact; any
+ * other answer than exact or ERR_NOT_FOUND fails the test. */
+static int readable(drive_t *d, const char *prefix, int n, uint64_t base, size_t len)
+{
+    int found = 0;
+    char key[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "%s%d", prefix, i);
+        int rc = check_seeded(d, key, base + (uint64_t)i, len);
+        if (rc != ERR_NOT_FOUND) assert_int_equal(rc, 0);
+        found += rc == 0;
+    }
+    return found;
+}
+
+/*
+ * Unsynced writes are written without a flush of their own and are neither
+ * readable nor indexed until a flush covers them: drive_sync, the drive's
+ * next durable commit, the seal of their segment, the close. One fdatasync
+ * serves them all; a flush that fails leaves none of them indexed.
+ */
+static void test_unsynced_writes(void **state)
+{
+    (void)state;
+    char *dir = tl_tmpdir("drive");
+    drive_cfg_t c = cfg_for(dir, 4096, 1 * MiB, 32 * MiB);
+    drive_t *d;
+    drive_stats_t st;
+    const size_t len = 10000;
+    real_fdatasync = drive_io.fdatasync;
+    drive_io.fdatasync = counting_fdatasync;
+    assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "first", 1, len), 0); /* (a segment open: its superblock) */
+
+    /* Twenty commits, each waited for, and no flush: none is readable yet. */
+    int before = syncs_seen;
+    char key[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof(key), "a%d", i);
+        assert_int_equal(put_unsynced(d, key, 100 + (uint64_t)i, len), 0);
+    }
+    assert_int_equal(syncs_seen, before);
+    assert_int_equal(readable(d, "a", 20, 100, len), 0);
+    drive_stats(d, &st);
+    assert_int_equal(st.unsynced_commits, 20);
+
+    /* One flush makes them all durable and readable; a second finds nothing to do. */
+    assert_int_equal(drive_sync(d), 0);
+    assert_int_equal(syncs_seen, before + 1);
+    assert_int_equal(readable(d, "a", 20, 100, len), 20);
+    assert_int_equal(drive_sync(d), 0);
+    assert_int_equal(syncs_seen, before + 1);
+
+    /* The next durable commit covers those before it, with its own one flush. */
+    before = syncs_seen;
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "b%d", i);
+        assert_int_equal(put_unsynced(d, key, 200 + (uint64_t)i, len), 0);
+    }
+    assert_int_equal(put_seeded(d, "durable", 2, len), 0);
+    assert_int_equal(syncs_seen, before + 1);
+    assert_int_equal(readable(d, "b", 10, 200, len), 10);
+    assert_int_equal(check_seeded(d, "durable", 2, len), 0);
+
+    /* An overwrite, unsynced: the old version is what reads see until the flush. */
+    assert_int_equal(put_unsynced(d, "durable", 3, len), 0);
+    assert_int_equal(check_seeded(d, "durable", 2, len), 0);
+    assert_int_equal(drive_sync(d), 0);
+    assert_int_equal(check_seeded(d, "durable", 3, len), 0);
+
+    /* A segment is sealed only once its unsynced records are durable and indexed: 150 writes
+     * of 10 KB fill more than one 1 MiB segment, and the first ones read before any sync. */
+    for (int i = 0; i < 150; i++) {
+        snprintf(key, sizeof(key), "c%d", i);
+        assert_int_equal(put_unsynced(d, key, 300 + (uint64_t)i, len), 0);
+    }
+    int early = readable(d, "c", 150, 300, len);
+    assert_true(early > 0 && early < 150);
+    assert_int_equal(check_seeded(d, "c0", 300, len), 0);
+    assert_int_equal(drive_sync(d), 0);
+    assert_int_equal(readable(d, "c", 150, 300, len), 150);
+
+    /* The close settles what is left: the next open replays nothing and reads them. */
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "d%d", i);
+        assert_int_equal(put_unsynced(d, key, 400 + (uint64_t)i, len), 0);
+    }
+    drive_close(d);
+    assert_int_equal(drive_open(&c, &d), 0);
+    drive_stats(d, &st);
+    assert_int_equal(st.replayed_bytes, 0);
+    assert_int_equal(readable(d, "d", 10, 400, len), 10);
+    assert_int_equal(readable(d, "c", 150, 300, len), 150);
+
+    /* A flush that fails: drive_sync says so, none of the unsynced records is indexed, and the
+     * drive takes no more writes. What was durable before is intact. */
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof(key), "e%d", i);
+        assert_int_equal(put_unsynced(d, key, 500 + (uint64_t)i, len), 0);
+    }
+    fail_next_sync = 1;
+    assert_int_equal(drive_sync(d), ERR_IO);
+    assert_int_equal(readable(d, "e", 10, 500, len), 0);
+    assert_int_equal(drive_sync(d), ERR_READONLY);
+    assert_int_equal(put_unsynced(d, "late", 9, len), ERR_READONLY);
+    assert_int_equal(readable(d, "a", 20, 100, len), 20);
+    drive_close(d);
+    drive_io.fdatasync = real_fdatasync;
+
+    /* Reopened: each of them is there exact or not at all (the failed flush sealed their
+     * segment, whose recorded end the close kept: as a failed durable commit's records, they
+     * are not looked for again). */
+    assert_int_equal(drive_open(&c, &d), 0);
+    (void)readable(d, "e", 10, 500, len);
+    assert_int_equal(readable(d, "a", 20, 100, len), 20);
     drive_close(d);
     tl_rm_rf(dir);
     free(dir);
@@ -2509,6 +2691,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_segment_pool_old_bytes_never_records),
         cmocka_unit_test(test_io_errors),
         cmocka_unit_test(test_full_file_system_still_takes_deletes),
+        cmocka_unit_test(test_unsynced_writes),
         cmocka_unit_test(test_budget_day),
         cmocka_unit_test(test_compaction_model),
         cmocka_unit_test(test_written_bytes),
