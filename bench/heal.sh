@@ -25,7 +25,7 @@
 # node whose drives are devices of their own, and the first ceiling is the one that applies.
 #
 # Environment: BENCH_DIR (scratch dir on the disk), TOTAL, SIZE (bytes), SOURCES (disk|ram),
-# STATS_OUT (a file that keeps the node's stats after the pass).
+# SEGMENT (the node's --segment-size), STATS_OUT (a file that keeps the node's stats after the pass).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 cd "$(dirname "$0")/.."
@@ -36,6 +36,10 @@ SIZE=${SIZE:-$((4 << 20))}
 [ "${QUICK:-0}" = 1 ] && TOTAL=$((256 << 20))
 N=$((TOTAL / SIZE))
 SOURCES=${SOURCES:-disk}
+# The node's segment size: what it takes for drives under 64 GiB. A node's default for larger
+# drives is 256M: SEGMENT=256M refills as on a real one (a segment is sealed, and its unsynced
+# blocks flushed, once per segment).
+SEGMENT=${SEGMENT:-64M}
 SHM=
 SHM_MOUNTED=
 PID=
@@ -68,7 +72,7 @@ export WARMLAKE_ACCESS_KEY=wlbench WARMLAKE_SECRET_KEY=wlbench-secret-key
 
 start() { # start ARGS...: the node, its S3 port in $PORT
   "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/data" --drives 6 --ec 4+2 \
-    --drive-capacity 4G --segment-size 64M "$@" >"$DIR/out" 2>>"$DIR/log" &
+    --drive-capacity 4G --segment-size "$SEGMENT" "$@" >"$DIR/out" 2>>"$DIR/log" &
   PID=$!
   PORT=
   for _ in $(seq 600); do
