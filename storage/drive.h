@@ -224,7 +224,9 @@ int drive_put_async_unsynced(drive_t *d, const drive_id_t *id, const void *data,
  * and readable (one fdatasync, then the index); blocks. 0, or the drive's
  * error when it cannot: ERR_READONLY or ERR_IO (a write or flush failed:
  * unsynced writes may be lost, none of them is indexed), ERR_CLOSED. Cheap
- * when there is nothing to flush: one pass through the commit queue.
+ * when there is nothing to flush: one pass through the commit queue. Never
+ * from a drive_done_fn of the same drive (as drive_put: it would wait for the
+ * commit that runs it).
  */
 int drive_sync(drive_t *d) __attribute__((warn_unused_result));
 

@@ -326,9 +326,9 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);
 /*
  * Make the user writer's unsynced records durable (one fdatasync) and index
- * them: 0, or the drive's error (read-only: a flush failed, the records stay
- * unindexed; replay at the next open finds whichever landed). The leader's,
- * or at close once no one leads.
+ * them: 0, or the drive's error (read-only: a flush failed, and the records
+ * are never indexed: the close records their segment's end past them). The
+ * leader's, or at close once no one leads.
  */
 int drive__settle(drive_t *d);
 void drive__unsynced_free(unsynced_t *u);

@@ -257,6 +257,17 @@ static int load_segments(drive_t *d, int recount)
             uint64_t found = align_up(r.end, d->iu) - s->tail;
             if (recount) d->lifetime_host += found;
             d->replayed_bytes += found;
+            /*
+             * After a kill -9 they may still be in the page cache only (a commit between
+             * its write and its flush, or unsynced writes): durable before the index names
+             * them, as at any commit. Unflushed, a power cut after this open lost blocks
+             * that heads written since name (a review).
+             */
+            if (!rc && drive_io.fdatasync(s->fd) != 0) {
+                log_error("event=replay_flush_failed path=%s seg=%u errno=%d", d->path, s->id,
+                          errno);
+                rc = ERR_IO;
+            }
         }
         if (r.applied > before)
             log_info("event=replayed seg=%u from=%llu records=%llu", s->id,

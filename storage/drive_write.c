@@ -45,6 +45,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,7 @@ static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 static void stash_unsynced(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 {
     unsynced_t *u = &d->unsynced;
+    assert(!u->n || u->seg == seg); /* settled before its segment was sealed */
     u->seg = seg;
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
@@ -630,10 +632,10 @@ static void commit_user(drive_t *d, req_t *list)
         if (r->sync) r->rc = rc;
 }
 
-/* What r puts in a commit: its record, header included (padding aside). */
+/* What r puts in a commit: its record, header included (padding aside); a sync, nothing. */
 static size_t req_bytes(const req_t *r)
 {
-    return rec_header_len(&r->id, r->meta_len, r->len) + r->len;
+    return r->sync ? 0 : rec_header_len(&r->id, r->meta_len, r->len) + r->len;
 }
 
 /* Append r to the queue (q_lock held). */
@@ -698,7 +700,7 @@ static req_t *take_batch(drive_t *d)
         else
             d->q_sync--;
         d->q_bytes -= req_bytes(x);
-        d->last_recs++;
+        d->last_recs += !x->sync;
     }
     return head;
 }

@@ -221,6 +221,26 @@ static int f_put_async(void *ctx, const drive_id_t *id, const void *data, size_t
                          : f->in.ops->put_async(f->in.ctx, id, data, len, meta, ml, done, arg);
 }
 
+/* Unsynced block writes (a refill's): held or failed as put_async's, else through the store's
+ * own put_unsynced (a local drive) or its put_async (a remote one: durable at once). */
+static int f_put_unsynced(void *ctx, const drive_id_t *id, const void *data, size_t len,
+                          drive_done_fn done, void *arg)
+{
+    faulty_t *f = ctx;
+    if (f->hold_blocks || f->fail_write || !f->in.ops->put_unsynced)
+        return f_put_async(ctx, id, data, len, NULL, 0, done, arg);
+    __atomic_fetch_add(&f->n_put, 1, __ATOMIC_RELAXED);
+    return f->in.ops->put_unsynced(f->in.ctx, id, data, len, done, arg);
+}
+
+static int f_sync(void *ctx)
+{
+    faulty_t *f = ctx;
+    __atomic_fetch_add(&f->n_sync, 1, __ATOMIC_RELAXED);
+    if (f->fail_sync) return ERR_IO;
+    return f->in.ops->sync ? f->in.ops->sync(f->in.ctx) : 0;
+}
+
 void release_blocks(faulty_t *f, int rc)
 {
     held_put_t *h = f->held;
@@ -279,7 +299,9 @@ static const shard_ops_t faulty_ops = {.put = f_put,
                                        .put_head = f_put_head,
                                        .health = f_health,
                                        .refilling = f_refilling,
-                                       .stat_async = f_stat_async};
+                                       .stat_async = f_stat_async,
+                                       .put_unsynced = f_put_unsynced,
+                                       .sync = f_sync};
 static const shard_ops_t faulty_ops_nosplit = {.put = f_put,
                                                .read = f_read,
                                                .stat = f_stat,

@@ -65,6 +65,8 @@ typedef struct {
      * fails (the node is killed in the middle of a commit: not even its undo lands). */
     int cut_heads, heads_left;
     int fail_tomb; /* tombstones (a retired version's heads) fail */
+    int fail_sync; /* sync (of unsynced block writes) fails */
+    long n_sync;   /* sync calls */
 } faulty_t;
 
 /* A block write held by its store (hold_blocks): not written, not answered, until released. */

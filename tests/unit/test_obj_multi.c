@@ -847,6 +847,8 @@ static void add_flaky_pool(env_t *e)
             flaky_ops = *st[0].ops;
             flaky_ops.put = flaky_put;
             if (flaky_ops.put_async) flaky_ops.put_async = flaky_put_async;
+            flaky_ops.put_unsynced = NULL; /* (the refill's blocks: through put_async above) */
+            flaky_ops.sync = NULL;
             flaky_drive = e->pd[0];
             st[0].ops = &flaky_ops;
         }
