@@ -1219,12 +1219,18 @@ static void test_delete_by_id_waits_while_nothing_stands(void **state)
          * nothing stands it waits, then answers 503 (ERR_THROTTLED) as a client would see it;
          * asked again once settled (a loaded machine can run the settling thread after all of
          * the delete's waits), it goes through. */
-        int rc, settled;
+        int rc, settled, throttled = 0;
         do {
             settled = __atomic_load_n(&t.done, __ATOMIC_ACQUIRE);
             rc = obj_delete_version(e->set, "bkt", key, j ? v1.vid : v2.vid, NULL, NULL);
+            throttled |= rc == ERR_THROTTLED;
         } while (rc == ERR_THROTTLED && !settled);
         pthread_join(th, NULL);
+        /* The noncurrent one's 503 comes after its retire stood (what promote_past could not
+         * tell is whether a racing delete had made it current: its blocks are kept for
+         * that). Asked again, it is not there: S3 answers that 204 (s3_delete.c). The
+         * current one's 503 comes before anything is written: asked again, it goes. */
+        if (j && throttled && rc == ERR_NOT_FOUND) rc = 0;
         assert_int_equal(rc, 0);
         assert_int_equal(obj_stat_version(e->set, "bkt", key, j ? v1.vid : v2.vid, &got),
                          ERR_NOT_FOUND);
