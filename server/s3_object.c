@@ -723,10 +723,14 @@ void s3_get_object(ctx_t *x, int head)
     const char *range = s3_hdr(x->info, "range");
     if (range && !s3_if_range_holds(s3_hdr(x->info, "if-range"), info.etag, mt)) range = NULL;
     int rr = pn ? 0 : s3_parse_range(range, info.size, &off, &len);
-    if (pn && plen) { /* a part is a range: 206, as S3 (an empty one is just empty) */
+    if (pn) {
+        /* A part is a range: 206, as S3. An empty one (only the last part may be) is just
+         * empty: 200 and no body, as no Content-Range can name it. Served as the whole
+         * object, a client checking the part's checksum failed, and one joining the parts
+         * got the object twice (a probe). */
         off = poff;
         len = plen;
-        rr = 1;
+        rr = plen != 0;
     }
     if (rr < 0) {
         /* As S3: the size in Content-Range (RFC 9110 15.5.17) and in the error. */
