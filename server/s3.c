@@ -180,7 +180,7 @@ static void node_stats(ctx_t *x)
             "\"reads_copied\":%llu,\"readonly\":%d,\"refilling\":%d,\"flushes\":%llu,\"flush_"
             "records\":%llu,"
             "\"flush_max_records\":%llu,\"commit_gathers\":%llu,\"unsynced_commits\":%llu,"
-            "\"segments_released\":%llu,"
+            "\"uncopied_bytes\":%llu,\"segments_released\":%llu,"
             "\"segments_recycled\":%llu,\"segments_pooled\":%u}",
             first ? "" : ",", i, (unsigned long long)st.user_bytes,
             (unsigned long long)st.host_bytes, (unsigned long long)st.relocated_bytes,
@@ -192,8 +192,9 @@ static void node_stats(ctx_t *x)
             (unsigned long long)st.reads_copied, st.readonly, obj_set_refilling(x->cfg->set, i),
             (unsigned long long)st.flushes, (unsigned long long)st.flush_records,
             (unsigned long long)st.flush_max_records, (unsigned long long)st.commit_gathers,
-            (unsigned long long)st.unsynced_commits, (unsigned long long)st.segments_released,
-            (unsigned long long)st.segments_recycled, st.segments_pooled);
+            (unsigned long long)st.unsynced_commits, (unsigned long long)st.uncopied_bytes,
+            (unsigned long long)st.segments_released, (unsigned long long)st.segments_recycled,
+            st.segments_pooled);
         first = 0;
         t.user_bytes += st.user_bytes;
         t.host_bytes += st.host_bytes;

@@ -233,6 +233,7 @@ void drive_stats(drive_t *d, drive_stats_t *st)
     st->index_bytes = d->index_bytes;
     st->flushes = d->flushes;
     st->unsynced_commits = d->unsynced_commits;
+    st->uncopied_bytes = d->uncopied_bytes;
     st->flush_records = d->flush_records;
     st->flush_bytes = d->flush_bytes;
     st->flush_max_records = d->flush_max_records;

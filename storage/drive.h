@@ -125,6 +125,7 @@ typedef struct {
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t commit_gathers;   /* group commits that waited for more records (commit_gather_us) */
     uint64_t unsynced_commits; /* commits of unsynced writes alone: written without a flush */
+    uint64_t uncopied_bytes;   /* payload bytes written from the caller's memory, not copied */
     uint64_t queued; /* appends waiting for a commit to take them (group commit's queue) */
     uint64_t compactions, segments_released, tombstones_dropped;
     uint64_t segments_recycled; /* user segments written into a pooled file */
@@ -193,13 +194,12 @@ int drive_delete(drive_t *d, const drive_id_t *id) __attribute__((warn_unused_re
 typedef void (*drive_done_fn)(void *arg, int rc);
 
 /*
- * drive_put without waiting. Returns 0 when the write is queued: done(arg,
- * rc) then runs exactly once, and data and meta must stay valid until it
- * does (id is copied). Returns ERR_INVAL or ERR_TOO_LARGE (checked at once),
- * or ERR_CLOSED (the drive is closing), and then done is never called.
- * Writes submitted from one thread are committed in submission order.
- * drive_close waits for every write queued before it (their callbacks run
- * before it returns).
+ * drive_put without waiting. Returns 0 when the write is queued: done(arg, rc) then runs exactly
+ * once, and data and meta must stay valid and unchanged until it does (id is copied): a large
+ * payload in a 4 KiB-aligned buffer is written to the drive from there, not copied. Returns
+ * ERR_INVAL or ERR_TOO_LARGE (checked at once), or ERR_CLOSED (the drive is closing), and then
+ * done is never called. Writes submitted from one thread are committed in submission order.
+ * drive_close waits for every write queued before it (their callbacks run before it returns).
  */
 int drive_put_async(drive_t *d, const drive_id_t *id, const void *data, size_t len,
                     const void *meta, size_t meta_len, drive_done_fn done, void *arg)
@@ -424,7 +424,8 @@ uint32_t drive_iu_choose(uint64_t optimal_io_size, uint64_t physical_block_size,
 
 /* ---- test hooks: every engine syscall on segment files goes through here ---- */
 typedef struct {
-    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
+    /* Every write: a commit is pieces of the writer's buffer and of callers' payloads. */
+    ssize_t (*pwritev)(int fd, const struct iovec *iov, int cnt, off_t off);
     ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
     ssize_t (*preadv)(int fd, const struct iovec *iov, int cnt, off_t off);
     int (*fdatasync)(int fd);

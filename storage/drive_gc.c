@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "common/mem.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,12 +89,16 @@ static int gc_record(void *arg, const rec_view_t *v, const uint8_t *raw, uint64_
     writer_t *w = &d->gw;
     size_t pad_max = rec_pad_max(v->payload_len);
     size_t hlen = rec_header_len(&v->id, v->meta_len, v->payload_len);
-    if ((rc = drive__writer_room(d, w, hlen + pad_max + v->payload_len, 1)) != 0) return rc;
+    if ((rc = drive__writer_room(d, w, hlen + pad_max + v->payload_len,
+                                 hlen + pad_max + v->payload_len, 1)) != 0)
+        return rc;
+    /* (Compaction's writer copies every record: all of its commit is in w->buf.) */
+    assert(!w->ext_bytes);
     uint8_t *p = w->buf + w->fill;
     hlen = rec_repad(v, raw, p, rec_pad_for(w->seg->tail + w->fill, hlen, v->payload_len));
     memcpy(p + hlen, raw + v->hdr_len, v->payload_len);
     uint32_t new_len = (uint32_t)(hlen + v->payload_len);
-    w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, new_len, NULL, g->victim->id, off};
+    w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, new_len, NULL, g->victim->id, off, 0};
     w->fill += new_len;
     g->copied += new_len;
     return 0;

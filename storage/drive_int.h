@@ -128,19 +128,44 @@ typedef struct {
     size_t hdrs_len, hdrs_cap;
 } unsynced_t;
 
-/* One record packed into a writer's buffer, not yet durable. */
+/* One record packed into a writer's commit, not yet durable. */
 typedef struct {
-    uint32_t buf_off, rec_len;
-    req_t *req;        /* user append; NULL for a relocation */
-    uint32_t from_seg; /* relocation: where the record came from */
+    uint32_t buf_off, rec_len; /* buf_off: where it starts in the commit (as written) */
+    req_t *req;                /* user append; NULL for a relocation */
+    uint32_t from_seg;         /* relocation: where the record came from */
     uint64_t from_off;
+    uint32_t ext_before; /* caller-held payload bytes before it: its header is at
+                            buf + buf_off - ext_before */
 } pend_t;
+
+/* A payload written from its caller's memory: at off in the commit, len bytes. */
+typedef struct {
+    size_t off, len;
+    const uint8_t *data;
+} ext_t;
+
+/*
+ * A large payload whose caller's buffer is DIO_ALIGN-aligned is not copied:
+ * the commit's pwritev takes its aligned part from the caller (drive_put_async
+ * keeps it valid until done runs). Records of a payload of at least
+ * REC_ALIGN_MIN already start it on a REC_ALIGN boundary (rec_pad_for), so the
+ * pieces of the write between such payloads (headers, small payloads, the
+ * payloads' last partial 4 KiB) are whole aligned runs of buf. At most this
+ * many per commit: a pwritev takes IOV_MAX (1024) pieces.
+ */
+#define WRITER_EXT_MAX 500
 
 typedef struct {
     uint8_t kind;
     seg_t *seg;
-    uint8_t *buf;
-    size_t cap, fill;
+    uint8_t *buf; /* what the commit writes from the writer's own memory */
+    size_t cap;
+    size_t fill;      /* the commit's bytes so far, as they go to the file */
+    size_t ext_bytes; /* of which written from callers' memory (ext), not in buf */
+    ext_t *ext;
+    size_t next, cap_ext;
+    struct iovec *iov; /* the commit's pieces, built at the flush */
+    size_t cap_iov;
     pend_t *pend;
     size_t npend, cap_pend;
     idx_batch_t *batch;
@@ -223,6 +248,7 @@ struct drive {
     uint64_t flushes, flush_records, flush_bytes, flush_max_records;
     uint64_t commit_gathers;
     uint64_t unsynced_commits; /* user commits written without a flush of their own */
+    uint64_t uncopied_bytes;   /* payload bytes written from their callers' memory (ext_t) */
     uint64_t compactions, segments_released, tombstones_dropped, throttled;
     /* The pool (drive_seg.c), under lock: "<id>.<clear>.free" files ready to be written again, and
      * every such file (ready, and released ones still read). */
@@ -273,6 +299,8 @@ void drive__seg_pool_found(drive_t *d, uint32_t id, uint64_t clear);
 int drive__pool_name(const char *name, uint32_t *id, uint64_t *clear);
 void drive__seg_pool_free(drive_t *d); /* at close: the files stay */
 int drive__fsync_dir(const char *dir);
+/* One piece through drive_io.pwritev (drive_io.c). */
+ssize_t drive__pwrite(int fd, const void *buf, size_t n, off_t off);
 /*
  * Aligned read of [start, end) into a bounce buffer from the drive's pool;
  * *at points at start inside it. Give the buffer back with drive__bounce_put.
@@ -321,8 +349,9 @@ void drive__writer_release(writer_t *w);
 /* The compaction thread's tick: the user writer's buffer goes after WRITER_IDLE_NS without a
  * commit (taken under q_lock while nobody leads: no commit can touch it meanwhile). */
 void drive__writer_idle(drive_t *d);
-/* Make room for rec_len bytes (flushing, sealing, opening a segment). */
-int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve);
+/* Make room for a record of rec_len bytes, staged of them in the writer's own buffer (flushing,
+ * sealing, opening a segment). */
+int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, size_t staged, int reserve);
 int drive__writer_flush(drive_t *d, writer_t *w);
 /*
  * Make the user writer's unsynced records durable (one fdatasync) and index

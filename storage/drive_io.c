@@ -2,7 +2,7 @@
  * drive_io.c: the engine's system calls on segment files and its aligned
  * reads (map in drive_int.h).
  *
- * Every pwrite, pread, preadv, fdatasync and fallocate on a segment file goes
+ * Every pwritev, pread, preadv, fdatasync and fallocate on a segment file goes
  * through the drive_io table, which tests replace to inject faults and power
  * cuts. Reads are O_DIRECT: whole DIO_ALIGN units, into a bounce buffer from
  * the drive's pool, or straight into the caller's aligned buffer with only
@@ -20,9 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-static ssize_t sys_pwrite(int fd, const void *buf, size_t n, off_t off)
+static ssize_t sys_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    return pwrite(fd, buf, n, off);
+    return pwritev(fd, iov, cnt, off);
 }
 static ssize_t sys_pread(int fd, void *buf, size_t n, off_t off)
 {
@@ -41,7 +41,13 @@ static int sys_fallocate(int fd, int mode, off_t off, off_t len)
     return fallocate(fd, mode, off, len);
 }
 
-drive_io_t drive_io = {sys_pwrite, sys_pread, sys_preadv, sys_fdatasync, sys_fallocate};
+drive_io_t drive_io = {sys_pwritev, sys_pread, sys_preadv, sys_fdatasync, sys_fallocate};
+
+ssize_t drive__pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    struct iovec iov = {(void *)buf, n};
+    return drive_io.pwritev(fd, &iov, 1, off);
+}
 
 static uint8_t *bounce_get(drive_t *d, size_t len)
 {

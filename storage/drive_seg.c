@@ -219,7 +219,7 @@ static int reuse_file(drive_t *d, char *fp, const char *path, uint32_t id, uint6
     codec_sb_encode(sb, &(seg_sb_t){SEG_USER, id, d->iu, d->seg_size, first_seq, seed});
     *what = "superblock_write";
     ssize_t n;
-    while ((n = drive_io.pwrite(fd, sb, d->iu, 0)) < 0 && errno == EINTR)
+    while ((n = drive__pwrite(fd, sb, d->iu, 0)) < 0 && errno == EINTR)
         ;
     if (n != (ssize_t)d->iu) {
         e = n < 0 ? errno : 0;
@@ -442,7 +442,7 @@ int drive__seg_create(drive_t *d, uint8_t kind, int reserve, seg_t **out)
     memset(sb, 0, d->iu);
     codec_sb_encode(sb, &(seg_sb_t){kind, id, d->iu, d->seg_size, 0, 0}); /* fresh: version 1 */
     what = "superblock_write";
-    while ((n = drive_io.pwrite(fd, sb, d->iu, 0)) < 0 && errno == EINTR)
+    while ((n = drive__pwrite(fd, sb, d->iu, 0)) < 0 && errno == EINTR)
         ;
     if (n != (ssize_t)d->iu) {
         /* Out of space is that; any other failure (a short write too) is the device's. */

@@ -2,8 +2,12 @@
  * drive_write.c: writers and group commit.
  *
  * A writer packs records back to back into an aligned buffer, pads the end
- * to the IU with zeros, and issues ONE pwrite at the segment's IU-aligned
- * tail and ONE fdatasync for the lot: the only flush of a commit. Only then
+ * to the IU with zeros, and issues ONE pwritev at the segment's IU-aligned
+ * tail and ONE fdatasync for the lot: the only flush of a commit. A large
+ * payload in an aligned buffer (a decoder's or the gateway's stripe) is not
+ * copied into the buffer: the pwritev takes it from its caller's memory
+ * (ext_t), which the caller keeps valid until its request is done anyway.
+ * Copying every byte written was a fifth of a refilled drive's commit time. Only then
  * does it update the index (RocksDB's memtable, no WAL: the segments are the
  * truth and what a crash takes from the memtable is replayed from them at
  * open) and complete the callers. Every index_flush_bytes or
@@ -68,20 +72,29 @@ void drive__writer_init(writer_t *w, uint8_t kind)
 void drive__writer_free(writer_t *w)
 {
     free(w->buf);
+    free(w->ext);
+    free(w->iov);
     free(w->pend);
     idx_batch_free(w->batch);
     memset(w, 0, sizeof(*w));
 }
 
+/* The bytes of the commit so far that are in w->buf (the rest are callers' payloads). */
+static size_t staged(const writer_t *w)
+{
+    return w->fill - w->ext_bytes;
+}
+
+/* Room in w->buf for more bytes, and the IU's padding after them when the commit is all there. */
 static void writer_reserve(drive_t *d, writer_t *w, size_t more)
 {
-    size_t need = align_up(w->fill + more, d->iu);
+    size_t need = align_up(staged(w) + more, d->iu);
     if (need > w->cap) {
         /* Grow with demand: an idle drive with one writer should not pin max_batch bytes. */
         size_t cap = align_up(need * 2, d->iu);
         if (cap > d->cfg.max_batch) cap = need > d->cfg.max_batch ? need : d->cfg.max_batch;
         uint8_t *nb = xaligned_alloc(DIO_ALIGN, cap);
-        if (w->fill) memcpy(nb, w->buf, w->fill);
+        if (staged(w)) memcpy(nb, w->buf, staged(w));
         free(w->buf);
         w->buf = nb;
         __atomic_store_n(&w->cap, cap, __ATOMIC_RELAXED); /* drive_mem reads it unlocked */
@@ -105,6 +118,11 @@ void drive__writer_release(writer_t *w)
     free(w->pend);
     w->pend = NULL;
     w->cap_pend = 0;
+    free(w->ext);
+    free(w->iov);
+    w->ext = NULL;
+    w->iov = NULL;
+    w->cap_ext = w->cap_iov = 0;
     idx_batch_free(w->batch);
     w->batch = w->kind == SEG_GC ? idx_batch_new_plain() : idx_batch_new();
 }
@@ -140,7 +158,7 @@ static int flush_for_room(drive_t *d, writer_t *w)
     return rc;
 }
 
-int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
+int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, size_t staged_len, int reserve)
 {
     int rc;
 
@@ -170,7 +188,7 @@ int drive__writer_room(drive_t *d, writer_t *w, size_t rec_len, int reserve)
         drive__bg_kick(d);
     }
     if (!w->seg && (rc = drive__seg_create(d, w->kind, reserve, &w->seg))) return rc;
-    writer_reserve(d, w, rec_len);
+    writer_reserve(d, w, staged_len);
     return 0;
 }
 
@@ -188,14 +206,39 @@ void drive__readonly(drive_t *d, const char *reason, uint32_t seg, int err_no)
 }
 
 /*
- * One pwrite of a whole flush. A short count is a failure like an error: the
+ * The pieces of a commit of len bytes (its padding in w->buf already): runs of
+ * w->buf between the callers' payloads. Every piece starts and ends on a
+ * DIO_ALIGN boundary of the file and of memory (WRITER_EXT_MAX). Returns the count.
+ */
+static int writer_pieces(writer_t *w, size_t len)
+{
+    size_t at = 0, from = 0; /* the commit's offset, and w->buf's, of the next run */
+    int n = 0;
+    if (w->cap_iov < 2 * w->next + 1) {
+        w->cap_iov = 2 * w->next + 1;
+        w->iov = xrealloc(w->iov, w->cap_iov * sizeof(*w->iov));
+    }
+    for (size_t i = 0; i < w->next; i++) {
+        const ext_t *x = &w->ext[i];
+        if (x->off > at) w->iov[n++] = (struct iovec){w->buf + from, x->off - at};
+        from += x->off - at;
+        w->iov[n++] = (struct iovec){(void *)x->data, x->len};
+        at = x->off + x->len;
+    }
+    if (len > at) w->iov[n++] = (struct iovec){w->buf + from, len - at};
+    return n;
+}
+
+/*
+ * One pwritev of a whole flush. A short count is a failure like an error: the
  * device did not take what it was given, and writing the rest would be a
  * write neither a multiple of the IU nor aligned to it. *err_no is errno, or
  * 0 for a short write.
  */
-static int write_all(int fd, const uint8_t *buf, size_t len, uint64_t off, ssize_t *n, int *err_no)
+static int write_all(int fd, writer_t *w, size_t len, uint64_t off, ssize_t *n, int *err_no)
 {
-    while ((*n = drive_io.pwrite(fd, buf, len, (off_t)off)) < 0 && errno == EINTR)
+    int cnt = writer_pieces(w, len);
+    while ((*n = drive_io.pwritev(fd, w->iov, cnt, (off_t)off)) < 0 && errno == EINTR)
         ;
     *err_no = *n < 0 ? errno : 0;
     if (*n == (ssize_t)len) return 0;
@@ -256,14 +299,23 @@ static void apply_rec(drive_t *d, idx_batch_t *b, touched_t *t, seg_t *seg, cons
     d->user_bytes += v.payload_len;
 }
 
+/* The header of p in w->buf, and the bytes of w->buf from it on (at least the header's). */
+static const uint8_t *pend_header(const writer_t *w, const pend_t *p, size_t *avail)
+{
+    size_t at = p->buf_off - p->ext_before;
+    *avail = staged(w) - at < p->rec_len ? staged(w) - at : p->rec_len;
+    return w->buf + at;
+}
+
 /* Index updates of a user flush: each record replaces what its identity had. Under lock. */
 static void apply_user(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
 {
     touched_t t = {.n = 0};
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
-        apply_rec(d, w->batch, &t, seg, w->buf + p->buf_off, p->rec_len, base + p->buf_off,
-                  p->rec_len);
+        size_t avail;
+        const uint8_t *hdr = pend_header(w, p, &avail);
+        apply_rec(d, w->batch, &t, seg, hdr, avail, base + p->buf_off, p->rec_len);
     }
     touched_put(d, w->batch, &t);
 }
@@ -280,7 +332,9 @@ static void stash_unsynced(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
     for (size_t i = 0; i < w->npend; i++) {
         pend_t *p = &w->pend[i];
         rec_view_t v;
-        if (rec_parse_header_seeded(w->buf + p->buf_off, p->rec_len, seg->seed, &v) != 0) abort();
+        size_t avail;
+        const uint8_t *hdr = pend_header(w, p, &avail);
+        if (rec_parse_header_seeded(hdr, avail, seg->seed, &v) != 0) abort();
         if (u->n == u->cap) {
             u->cap = u->cap ? u->cap * 2 : 64;
             u->recs = xrealloc(u->recs, u->cap * sizeof(*u->recs));
@@ -290,7 +344,7 @@ static void stash_unsynced(drive_t *d, writer_t *w, seg_t *seg, uint64_t base)
             if (u->hdrs_cap < u->hdrs_len + v.hdr_len) u->hdrs_cap = u->hdrs_len + v.hdr_len;
             u->hdrs = xrealloc(u->hdrs, u->hdrs_cap);
         }
-        memcpy(u->hdrs + u->hdrs_len, w->buf + p->buf_off, v.hdr_len);
+        memcpy(u->hdrs + u->hdrs_len, hdr, v.hdr_len);
         u->recs[u->n++] =
             (unsynced_rec_t){base + p->buf_off, p->rec_len, (uint32_t)u->hdrs_len, v.hdr_len};
         u->hdrs_len += v.hdr_len;
@@ -445,7 +499,10 @@ int drive__writer_flush(drive_t *d, writer_t *w)
 
     if (w->fill == 0) return 0;
     wlen = align_up(w->fill, d->iu);
-    memset(w->buf + w->fill, 0, wlen - w->fill);
+    /* The padding goes in w->buf, after its last run (callers' payloads before it may have
+     * left less room than a whole IU of it). */
+    if (staged(w) + (wlen - w->fill) > w->cap) writer_reserve(d, w, wlen - w->fill);
+    memset(w->buf + staged(w), 0, wlen - w->fill);
 
     pthread_mutex_lock(&d->lock);
     rc = d->failed;
@@ -459,7 +516,7 @@ int drive__writer_flush(drive_t *d, writer_t *w)
             pthread_mutex_unlock(&d->lock);
         }
     }
-    if (!rc && (rc = write_all(seg->fd, w->buf, wlen, seg->tail, &n, &e)) != 0) {
+    if (!rc && (rc = write_all(seg->fd, w, wlen, seg->tail, &n, &e)) != 0) {
         /*
          * The region may be half written: never append to this segment again.
          * Out of space, the drive goes on in other segments; any other failure
@@ -498,20 +555,14 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         drive__readonly(d, "fdatasync_failed", seg->id, e);
         rc = ERR_IO;
     }
-    if (!rc && unsynced) {
-        /* Written, not durable: the records wait outside the index (drive__settle). */
+    if (!rc) {
         pthread_mutex_lock(&d->lock);
-        stash_unsynced(d, w, seg, seg->tail);
-        d->idx_unflushed += wlen; /* (replay's bound: indexed at the settle) */
-        seg->tail += wlen;
-        d->host_bytes += wlen;
-        d->lifetime_host += wlen;
-        d->padding_bytes += wlen - w->fill;
-        d->unsynced_commits++;
-        pthread_mutex_unlock(&d->lock);
-    } else if (!rc) {
-        pthread_mutex_lock(&d->lock);
-        if (w->kind == SEG_USER) {
+        if (unsynced) {
+            /* Written, not durable: the records wait outside the index (drive__settle). */
+            stash_unsynced(d, w, seg, seg->tail);
+            d->idx_unflushed += wlen; /* (replay's bound: indexed at the settle) */
+            d->unsynced_commits++;
+        } else if (w->kind == SEG_USER) {
             /* Durable with this flush too (the same segment, earlier): indexed first. */
             settled = apply_unsynced(d, w->batch);
             apply_user(d, w, seg, seg->tail);
@@ -522,14 +573,17 @@ int drive__writer_flush(drive_t *d, writer_t *w)
         d->host_bytes += wlen;
         d->lifetime_host += wlen;
         d->padding_bytes += wlen - w->fill;
-        d->flushes++;
-        d->flush_records += w->npend + settled;
-        d->flush_bytes += wlen;
-        if (w->npend > d->flush_max_records) d->flush_max_records = w->npend;
-        drive__seg_meta_put(d, w->batch, seg);
-        drive__meta_put(d, w->batch);
-        rc = idx_write(d->idx, w->batch);
-        flush_index = index_flush_due(d, wlen, w->npend + settled);
+        d->uncopied_bytes += w->ext_bytes;
+        if (!unsynced) {
+            d->flushes++;
+            d->flush_records += w->npend + settled;
+            d->flush_bytes += wlen;
+            if (w->npend > d->flush_max_records) d->flush_max_records = w->npend;
+            drive__seg_meta_put(d, w->batch, seg);
+            drive__meta_put(d, w->batch);
+            rc = idx_write(d->idx, w->batch);
+            flush_index = index_flush_due(d, wlen, w->npend + settled);
+        }
         pthread_mutex_unlock(&d->lock);
         /* Data is durable; replay at the next open indexes it. Stop writing meanwhile. */
         if (rc) drive__readonly(d, "index_write_failed", seg->id, 0);
@@ -540,9 +594,12 @@ int drive__writer_flush(drive_t *d, writer_t *w)
     idx_batch_clear(w->batch);
     for (size_t i = 0; i < w->npend; i++)
         if (w->pend[i].req) w->pend[i].req->rc = rc;
+    size_t buffered = staged(w) + (wlen - w->fill);
     w->fill = 0;
+    w->ext_bytes = 0;
+    w->next = 0;
     w->npend = 0;
-    writer_shrink(w, wlen);
+    writer_shrink(w, buffered);
     return rc;
 }
 
@@ -589,6 +646,31 @@ int drive__settle(drive_t *d)
     return rc;
 }
 
+/* A payload rec_pad_for aligns starts where a piece of a pwritev may (O_DIRECT). */
+_Static_assert(REC_ALIGN % DIO_ALIGN == 0, "record payloads aligned for direct I/O");
+
+/*
+ * Whether r's payload goes to the file from its caller's memory: large enough
+ * that its record starts it on a REC_ALIGN boundary, in an aligned buffer (a
+ * decoder's or the gateway's pool buffer), and a piece left for it.
+ */
+static int uncopied(const writer_t *w, const req_t *r)
+{
+    return r->len >= REC_ALIGN_MIN && (uintptr_t)r->data % DIO_ALIGN == 0 &&
+           w->next < WRITER_EXT_MAX;
+}
+
+/* The aligned part of r's payload, written from the caller's memory at off in the commit. */
+static void ext_push(writer_t *w, size_t off, const req_t *r, size_t len)
+{
+    if (w->next == w->cap_ext) {
+        w->cap_ext = w->cap_ext ? w->cap_ext * 2 : 16;
+        w->ext = xrealloc(w->ext, w->cap_ext * sizeof(*w->ext));
+    }
+    w->ext[w->next++] = (ext_t){off, len, r->data};
+    w->ext_bytes += len;
+}
+
 /* Commit a list of user requests (the leader, without q_lock). */
 static void commit_user(drive_t *d, req_t *list)
 {
@@ -609,7 +691,9 @@ static void commit_user(drive_t *d, req_t *list)
          * puts said to free it (the gateway's retirement of a version), not to
          * every metadata-only record (a new empty object's head, tags).
          */
-        int rc = drive__writer_room(d, w, hlen + pad_max + r->len,
+        /* Copied: the payload's last partial DIO_ALIGN unit, or all of it. */
+        size_t copied = uncopied(w, r) ? r->len % DIO_ALIGN : r->len;
+        int rc = drive__writer_room(d, w, hlen + pad_max + r->len, hlen + pad_max + copied,
                                     r->type == REC_TOMBSTONE || r->frees ? 2 : r->len == 0);
         if (rc) {
             r->rc = rc;
@@ -617,12 +701,18 @@ static void commit_user(drive_t *d, req_t *list)
         }
         /* Sequence numbers are handed out by the leader alone, in write order. */
         uint64_t seq = __atomic_fetch_add(&d->next_seq, 1, __ATOMIC_RELAXED);
-        uint8_t *p = w->buf + w->fill;
+        uint8_t *p = w->buf + staged(w);
+        size_t ext_before = w->ext_bytes;
         hlen = rec_encode_header_seeded(p, w->seg->seed, r->type, &r->id, seq, r->meta, r->meta_len,
                                         r->data, r->len,
                                         rec_pad_for(w->seg->tail + w->fill, hlen, r->len));
-        if (r->len) memcpy(p + hlen, r->data, r->len);
-        w->pend[w->npend++] = (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0};
+        if (copied < r->len) {
+            assert((w->seg->tail + w->fill + hlen) % DIO_ALIGN == 0); /* rec_pad_for */
+            ext_push(w, w->fill + hlen, r, r->len - copied);
+        }
+        if (copied) memcpy(p + hlen, (const uint8_t *)r->data + (r->len - copied), copied);
+        w->pend[w->npend++] =
+            (pend_t){(uint32_t)w->fill, (uint32_t)(hlen + r->len), r, 0, 0, (uint32_t)ext_before};
         w->fill += hlen + r->len;
     }
     (void)drive__writer_flush(d, w); /* sets each pending request's rc */

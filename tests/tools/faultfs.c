@@ -1,10 +1,10 @@
 /*
- * faultfs: an LD_PRELOAD shim that makes chosen pwrite / fdatasync calls of
+ * faultfs: an LD_PRELOAD shim that makes chosen pwrite(v) / fdatasync calls of
  * a real process fail, so integration tests can watch a whole node (and its
  * clients) go through a drive's I/O errors.
  *
  *   WL_FAULT="RULE[,RULE...]"   RULE = OP:PATH_PART:AFTER:WHAT
- *     OP         pwrite, write or fdatasync
+ *     OP         pwrite (pwritev too), write or fdatasync
  *     PATH_PART  the call's file path (from /proc/self/fd) must contain it
  *     AFTER      that many matching calls succeed first; every later one fails
  *     WHAT       EIO, ENOSPC (the call fails with that errno) or short
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAX_RULES 8
@@ -92,6 +93,44 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
     return do_pwrite("pwrite64", fd, buf, len, off);
+}
+
+/* A drive's commit is a pwritev of pieces: the "pwrite" rules apply to it as one write. */
+static ssize_t do_pwritev(const char *sym, int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    ssize_t (*real)(int, const struct iovec *, int, off_t) =
+        (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, sym);
+    rule_t *x = fault_for("pwrite", fd);
+    if (x && strcmp(x->what, "short") == 0) {
+        size_t len = 0;
+        for (int i = 0; i < cnt; i++)
+            len += iov[i].iov_len;
+        /* The first half of the bytes: whole pieces, then part of one. */
+        struct iovec half[cnt > 0 ? cnt : 1];
+        size_t want = len / 2;
+        int n = 0;
+        for (int i = 0; i < cnt && want; i++, n++) {
+            half[n] = iov[i];
+            if (half[n].iov_len > want) half[n].iov_len = want;
+            want -= half[n].iov_len;
+        }
+        if (n) return real(fd, half, n, off);
+    }
+    if (x) {
+        errno = err_of(x);
+        return -1;
+    }
+    return real(fd, iov, cnt, off);
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    return do_pwritev("pwritev", fd, iov, cnt, off);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    return do_pwritev("pwritev64", fd, iov, cnt, off);
 }
 
 /* (write: what RocksDB's MANIFEST, OPTIONS and LOG files are written with.) */

@@ -1,6 +1,6 @@
 /*
  * powercut: an LD_PRELOAD shim that gives a whole node the disk a power cut
- * sees. Writes (pwrite) to files whose path contains WL_POWERCUT are held in
+ * sees. Writes (pwrite, pwritev) to files whose path contains WL_POWERCUT are held in
  * the process's own memory, per file, and put in the file only when the file
  * is flushed (fdatasync or fsync), oldest first, as a disk with a volatile
  * cache would. Reads (pread, preadv) see the held writes over the file. A
@@ -50,6 +50,7 @@ static const char *part;
 static int loaded;
 
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
 static ssize_t (*real_pread)(int, void *, size_t, off_t);
 static int (*real_fdatasync)(int);
 static int (*real_fsync)(int);
@@ -68,6 +69,8 @@ static void load(void)
     pthread_mutex_lock(&mu);
     if (!loaded) {
         real_pwrite = (ssize_t(*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+        real_pwritev =
+            (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev");
         real_pread = (ssize_t(*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
         real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
         real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
@@ -151,6 +154,36 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
 {
     return do_pwrite(fd, buf, n, off);
+}
+
+/* A drive's commit (pieces of its buffer and of callers' payloads): held as one write. */
+static ssize_t do_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    dev_t dev;
+    ino_t ino;
+    if (!held_file(fd, &dev, &ino)) return real_pwritev(fd, iov, cnt, off);
+    size_t n = 0, at = 0;
+    for (int i = 0; i < cnt; i++)
+        n += iov[i].iov_len;
+    uint8_t *buf = NULL;
+    if (posix_memalign((void **)&buf, 4096, n ? n : 1) != 0) abort();
+    for (int i = 0; i < cnt; i++) {
+        memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    ssize_t rc = do_pwrite(fd, buf, n, off);
+    free(buf);
+    return rc;
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    return do_pwritev(fd, iov, cnt, off);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    return do_pwritev(fd, iov, cnt, off);
 }
 
 static ssize_t do_pread(int fd, void *buf, size_t n, off_t off)

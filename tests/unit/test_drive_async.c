@@ -73,12 +73,12 @@ static struct {
 
 static drive_io_t real_io; /* the table as main found it */
 
-static ssize_t g_pwrite(int fd, const void *buf, size_t n, off_t off)
+static ssize_t g_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     pthread_mutex_lock(&G.mu);
     G.last_off = off;
     pthread_mutex_unlock(&G.mu);
-    return real_io.pwrite(fd, buf, n, off);
+    return real_io.pwritev(fd, iov, cnt, off);
 }
 
 static int g_fdatasync(int fd)
@@ -108,7 +108,7 @@ static int g_fdatasync(int fd)
 
 static void gate_install(void)
 {
-    drive_io.pwrite = g_pwrite;
+    drive_io.pwritev = g_pwritev;
     drive_io.fdatasync = g_fdatasync;
     pthread_mutex_lock(&G.mu);
     G.last_off = 0;

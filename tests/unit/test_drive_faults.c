@@ -165,11 +165,21 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t n, off_t off)
     case F_SHORT: {
         /* The device takes the first half (whole 4 KiB blocks) and stops. */
         size_t part = n / 2 / 4096 * 4096;
-        if (part && real_io.pwrite(fd, buf, part, off) != (ssize_t)part) return -1;
+        if (part && tl_pwrite_via(real_io.pwritev, fd, buf, part, off) != (ssize_t)part) return -1;
         return (ssize_t)part;
     }
     }
-    return real_io.pwrite(fd, buf, n, off);
+    return tl_pwrite_via(real_io.pwritev, fd, buf, n, off);
+}
+
+/* A commit's pieces, looked at (and failed) as one write. */
+static ssize_t f_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    size_t n;
+    uint8_t *buf = tl_iov_join(iov, cnt, &n);
+    ssize_t r = f_pwrite(fd, buf, n, off);
+    free(buf);
+    return r;
 }
 
 static int f_fdatasync(int fd)
@@ -202,6 +212,15 @@ static ssize_t f_pwrite_sync(int fd, const void *buf, size_t n, off_t off)
     return r;
 }
 
+static ssize_t f_pwritev_sync(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    size_t n;
+    uint8_t *buf = tl_iov_join(iov, cnt, &n);
+    ssize_t r = f_pwrite_sync(fd, buf, n, off);
+    free(buf);
+    return r;
+}
+
 static void faults_arm(int kind, int nth, int min_records)
 {
     pthread_mutex_lock(&F.lock);
@@ -215,7 +234,7 @@ static void faults_arm(int kind, int nth, int min_records)
     F.last_fd = -1;
     pthread_mutex_unlock(&F.lock);
     real_io = drive_io;
-    drive_io.pwrite = kind == F_SYNC ? f_pwrite_sync : f_pwrite;
+    drive_io.pwritev = kind == F_SYNC ? f_pwritev_sync : f_pwritev;
     drive_io.fdatasync = f_fdatasync;
 }
 

@@ -82,3 +82,26 @@ char *tl_cap_stop(int echo)
     if (echo) fputs(buf, stderr);
     return buf;
 }
+
+uint8_t *tl_iov_join(const struct iovec *iov, int cnt, size_t *n)
+{
+    size_t len = 0;
+    for (int i = 0; i < cnt; i++)
+        len += iov[i].iov_len;
+    uint8_t *buf = NULL;
+    if (posix_memalign((void **)&buf, 4096, len ? len : 1) != 0) abort();
+    size_t at = 0;
+    for (int i = 0; i < cnt; i++) {
+        memcpy(buf + at, iov[i].iov_base, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    *n = len;
+    return buf;
+}
+
+ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t), int fd,
+                      const void *buf, size_t n, off_t off)
+{
+    struct iovec iov = {(void *)buf, n};
+    return pwritev(fd, &iov, 1, off);
+}
