@@ -112,6 +112,17 @@ static int slot_wait(obj_writer_t *w, int slot)
     return dead_verdict(w);
 }
 
+/*
+ * Where block i of a stripe slot starts: each block, with its 4-byte crc after it, on a 4 KiB
+ * boundary, so that the drive writes it from here without copying it (drive_write.c: a
+ * payload in an aligned buffer goes to the file from its caller's memory; at a stride of
+ * B + 4 only block 0 was aligned).
+ */
+static size_t block_at(const obj_set_t *s, int i)
+{
+    return (size_t)i * align_up((size_t)s->block + 4, 4096);
+}
+
 /* Start the k+m block writes of one stripe; they finish in the background. */
 static int flush_stripe(obj_writer_t *w, uint64_t stripe)
 {
@@ -125,7 +136,7 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
         j->st = &s->st[i];
         j->id = (drive_id_t){w->bbucket, w->key, w->upload,
                              (uint32_t)(stripe << SHARD_BITS) | (uint32_t)i};
-        j->data = w->blk[slot] + (size_t)i * (s->block + 4);
+        j->data = w->blk[slot] + block_at(s, i);
         j->len = w->blen[slot][i] + 4;
         j->hedge = s->hedge_ms != 0;
     }
@@ -136,7 +147,7 @@ static int flush_stripe(obj_writer_t *w, uint64_t stripe)
 
 /*
  * The encoder lays each stripe's blocks straight into a stripe slot (ers_encoder_place): block
- * i at blk[slot] + i * (B + 4), the 4 bytes after it for its crc, so that each record's payload
+ * i at blk[slot] + block_at(i), the 4 bytes after it for its crc, so that each record's payload
  * is ready where the encoder leaves it. The slot's previous stripe (two back) must be on its
  * stores before the slot is filled again.
  */
@@ -146,7 +157,7 @@ static int place_stripe(void *arg, uint64_t stripe, uint8_t *blocks[])
     int slot = (int)(stripe & 1), rc;
     if ((rc = slot_wait(w, slot)) != 0) return rc;
     for (int i = 0; i < w->s->n; i++)
-        blocks[i] = w->blk[slot] + (size_t)i * (w->s->block + 4);
+        blocks[i] = w->blk[slot] + block_at(w->s, i);
     return 0;
 }
 
@@ -156,7 +167,7 @@ static int block_sink(void *arg, unsigned shard, uint64_t stripe, const uint8_t 
     obj_writer_t *w = arg;
     obj_set_t *s = w->s;
     int slot = (int)(stripe & 1);
-    uint8_t *dst = w->blk[slot] + (size_t)shard * (s->block + 4);
+    uint8_t *dst = w->blk[slot] + block_at(s, (int)shard);
     if (stripe + 1 > w->stripes) w->stripes = stripe + 1;
     if (block != dst) memcpy(dst, block, len); /* placed: it is there already */
     le_put32(dst + len, crc);
@@ -175,7 +186,7 @@ static int start_encoder(obj_writer_t *w)
     if (!w->enc) return err ? err : ERR_NOMEM;
     ers_encoder_place(w->enc, place_stripe, w->size_hint);
     for (int i = 0; i < 2; i++)
-        w->blk[i] = bufpool_get(s->bufs, (size_t)s->n * (s->block + 4));
+        w->blk[i] = bufpool_get(s->bufs, block_at(s, s->n));
     if (w->small_len) err = ers_encoder_write(w->enc, w->small, w->small_len);
     free(w->small);
     w->small = NULL;
