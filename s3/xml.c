@@ -451,7 +451,9 @@ int s3_xml_tagging(const char *body, size_t len, s3_xml_tag_t **tags, int *n)
     if (!t.b.p) return ERR_NOMEM;
     XML_SetElementHandler(t.b.p, tag_start, tag_end);
     XML_SetCharacterDataHandler(t.b.p, tag_text);
-    if (run(&t.b, body, len) != 0) {
+    /* A Tagging without its TagSet does not validate against S3's schema (MalformedXML); an
+     * empty TagSet is a set of no tags. */
+    if (run(&t.b, body, len) != 0 || !(t.seen & 8)) {
         free(t.tags);
         return t.too ? t.too : ERR_INVAL;
     }

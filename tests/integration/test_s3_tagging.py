@@ -93,6 +93,15 @@ def test_tag_limits(server):
     assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == ok
     st, body, _ = signed_request(server.port, "PUT", "/tags/o?tagging", b"<Tagging><oops>")
     assert st == 400 and b"MalformedXML" in body
+    # A Tagging without its TagSet does not validate (the tags stay); an empty TagSet is no tags.
+    for bad in (b"<Tagging></Tagging>", b"<Tagging/>"):
+        for path in ("/tags/o?tagging", "/tags?tagging"):
+            st, body, _ = signed_request(server.port, "PUT", path, bad)
+            assert st == 400 and b"MalformedXML" in body, (path, bad, body)
+    assert as_dict(c.get_object_tagging(Bucket="tags", Key="o")["TagSet"]) == ok
+    st, _, _ = signed_request(server.port, "PUT", "/tags/o?tagging", b"<Tagging><TagSet/></Tagging>")
+    assert st == 200
+    assert c.get_object_tagging(Bucket="tags", Key="o")["TagSet"] == []
 
 
 def test_tags_through_copy_and_multipart(server):
