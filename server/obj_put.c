@@ -39,8 +39,8 @@ struct obj_writer {
     void *md5_buf;          /* obj_put_write_pooled's buffer it reads, back to md5_pool after */
     bufpool_t *md5_pool;
     /*
-     * Two stripe slots. Per slot and shard: block + crc, the record payload
-     * (n x (B + 4)).
+     * Two stripe slots. Per slot and shard: block + crc, the record payload, each on a 4 KiB
+     * boundary (block_at: n x (B + 4) rounded up to 4 KiB).
      */
     uint8_t *blk[2];
     uint32_t blen[2][OBJ_MAX_SHARDS];

@@ -49,7 +49,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define DIO_ALIGN     4096u      /* O_DIRECT buffer/offset alignment for reads */
+#define DIO_ALIGN     4096u      /* O_DIRECT buffer/offset alignment: reads, and writes' pieces */
 #define BOUNCE_KEEP   (4u << 20) /* per drive: 64 direct-read head/tail buffers */
 #define RESERVE_SLOTS 2          /* segments only compaction may take */
 

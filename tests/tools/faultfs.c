@@ -105,9 +105,10 @@ static ssize_t do_pwritev(const char *sym, int fd, const struct iovec *iov, int 
         size_t len = 0;
         for (int i = 0; i < cnt; i++)
             len += iov[i].iov_len;
-        /* The first half of the bytes: whole pieces, then part of one. */
+        /* The first half of the bytes (whole 4 KiB blocks, as a device takes them under
+         * O_DIRECT): whole pieces, then part of one. */
         struct iovec half[cnt > 0 ? cnt : 1];
-        size_t want = len / 2;
+        size_t want = len / 2 / 4096 * 4096;
         int n = 0;
         for (int i = 0; i < cnt && want; i++, n++) {
             half[n] = iov[i];

@@ -94,37 +94,44 @@ static int check_seeded(drive_t *d, const char *key, uint64_t seed, size_t len)
     return rc;
 }
 
-/* An asynchronous write, waited for. */
+/* Asynchronous writes, waited for: `left` of them, the first error in rc. */
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int rc, done;
-} frees_wait_t;
+    int left, rc;
+} async_wait_t;
 
-static void frees_done(void *arg, int rc)
+#define ASYNC_WAIT(n)                                                                              \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, (n), 0                                \
+    }
+
+static void async_done(void *arg, int rc)
 {
-    frees_wait_t *w = arg;
+    async_wait_t *w = arg;
     pthread_mutex_lock(&w->mu);
-    w->rc = rc;
-    w->done = 1;
-    pthread_cond_signal(&w->cv);
+    if (rc && !w->rc) w->rc = rc;
+    if (--w->left == 0) pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
+}
+
+static int async_wait(async_wait_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->left)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return w->rc;
 }
 
 /* drive_put_async_unsynced of a seeded shard, waited for (written, not durable). */
 static int put_unsynced(drive_t *d, const char *key, uint64_t seed, size_t len)
 {
-    frees_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    async_wait_t w = ASYNC_WAIT(1);
     uint8_t *mem, *buf = seeded_buf(seed, len, &mem);
     drive_id_t id = {"bkt", key, "", 0};
-    int rc = drive_put_async_unsynced(d, &id, buf, len, NULL, 0, frees_done, &w);
-    if (!rc) {
-        pthread_mutex_lock(&w.mu);
-        while (!w.done)
-            pthread_cond_wait(&w.cv, &w.mu);
-        pthread_mutex_unlock(&w.mu);
-        rc = w.rc;
-    }
+    int rc = drive_put_async_unsynced(d, &id, buf, len, NULL, 0, async_done, &w);
+    if (!rc) rc = async_wait(&w);
     free(mem);
     return rc;
 }
@@ -548,7 +555,7 @@ static void iow_check(uint32_t iu, const char *index_dir)
 /* ---- alignment ---- */
 
 static uint32_t trace_iu;
-static uint64_t trace_writes, trace_bad, trace_pieces;
+static uint64_t trace_writes, trace_bad, trace_pieces, trace_most; /* most: pieces of one write */
 static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
 
 /* Every write whole IUs at an IU boundary, and (O_DIRECT) every piece of it whole 4 KiB
@@ -558,6 +565,10 @@ static ssize_t tracing_pwritev(int fd, const struct iovec *iov, int cnt, off_t o
     size_t n = 0;
     __atomic_add_fetch(&trace_writes, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&trace_pieces, (uint64_t)cnt, __ATOMIC_RELAXED);
+    for (uint64_t m = __atomic_load_n(&trace_most, __ATOMIC_RELAXED); (uint64_t)cnt > m;)
+        if (__atomic_compare_exchange_n(&trace_most, &m, (uint64_t)cnt, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            break;
     for (int i = 0; i < cnt; i++) {
         if ((uintptr_t)iov[i].iov_base % 4096 || iov[i].iov_len % 4096)
             __atomic_add_fetch(&trace_bad, 1, __ATOMIC_RELAXED);
@@ -632,23 +643,36 @@ static void alignment_run(uint32_t iu)
 /*
  * Large payloads in aligned buffers go to the file from the callers' memory (drive_write.c,
  * ext_t): one commit of such payloads, with copied ones between them (small, unaligned,
- * unaligned in memory), reads back exact before and after a reopen (replay), and the writer's
- * buffer holds only headers, tails and padding. With an IU above 4 KiB the commit's padding
- * comes after a payload's last partial unit.
+ * unaligned in memory), is one write of aligned pieces; it reads back exact before and after
+ * a reopen (replay), and the writer's buffer holds only headers, tails and padding. With an
+ * IU above 4 KiB the commit's padding comes after a payload's last partial unit.
  */
-typedef struct {
+static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int left, rc;
-} many_wait_t;
+    int armed, held, open;
+    int (*real)(int);
+} UG = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL};
 
-static void many_done(void *arg, int rc)
+/* The armed fdatasync waits until the gate opens: its commit's leader keeps the lead. */
+static int gated_commit_fdatasync(int fd)
 {
-    many_wait_t *w = arg;
-    pthread_mutex_lock(&w->mu);
-    if (rc && !w->rc) w->rc = rc;
-    if (--w->left == 0) pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_lock(&UG.mu);
+    if (UG.armed) {
+        UG.armed = 0;
+        UG.held = 1;
+        pthread_cond_broadcast(&UG.cv);
+        while (!UG.open)
+            pthread_cond_wait(&UG.cv, &UG.mu);
+    }
+    pthread_mutex_unlock(&UG.mu);
+    return UG.real(fd);
+}
+
+static void *lead_put(void *arg)
+{
+    (void)put_seeded(arg, "lead", 2, 100);
+    return NULL;
 }
 
 static void uncopied_run(uint32_t iu)
@@ -664,26 +688,52 @@ static void uncopied_run(uint32_t iu)
     drive_cfg_t c = cfg_for(dir, iu, 64 * MiB, 512 * MiB);
     drive_t *d;
     assert_int_equal(drive_open(&c, &d), 0);
+    assert_int_equal(put_seeded(d, "first", 1, 100), 0); /* (its segment made) */
     uint8_t *mem[N];
     uint64_t want_uncopied = 0;
-    many_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, N, 0};
-    /* Queued while a synchronous put of the drive leads: one commit takes them all. */
+    int uncopied = 0;
+    async_wait_t w = ASYNC_WAIT(N);
+    /* Queued while a synchronous put leads (held in its fdatasync): the commit thread takes
+     * them all in one commit after it. */
+    trace_iu = iu;
+    trace_writes = trace_bad = trace_pieces = trace_most = 0;
+    real_pwritev = drive_io.pwritev;
+    drive_io.pwritev = tracing_pwritev;
+    UG.real = drive_io.fdatasync;
+    UG.armed = 1;
+    UG.held = UG.open = 0;
+    drive_io.fdatasync = gated_commit_fdatasync;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, lead_put, d), 0);
+    pthread_mutex_lock(&UG.mu);
+    while (!UG.held)
+        pthread_cond_wait(&UG.cv, &UG.mu);
+    pthread_mutex_unlock(&UG.mu);
     for (int i = 0; i < N; i++) {
         if (posix_memalign((void **)&mem[i], 4096, recs[i].len + 4096) != 0) abort();
         uint8_t *p = mem[i] + (recs[i].misaligned ? 16 : 0);
         tl_fill(p, recs[i].len, 100 + (uint64_t)i);
-        if (!recs[i].misaligned && recs[i].len >= 128 * KiB)
+        if (!recs[i].misaligned && recs[i].len >= 128 * KiB) {
             want_uncopied += recs[i].len / 4096 * 4096;
+            uncopied++;
+        }
         char key[16];
         snprintf(key, sizeof(key), "u%02d", i);
         drive_id_t id = {"bkt", key, "", 0};
-        assert_int_equal(drive_put_async(d, &id, p, recs[i].len, "m", 1, many_done, &w), 0);
+        assert_int_equal(drive_put_async(d, &id, p, recs[i].len, "m", 1, async_done, &w), 0);
     }
-    pthread_mutex_lock(&w.mu);
-    while (w.left)
-        pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    assert_int_equal(w.rc, 0);
+    pthread_mutex_lock(&UG.mu);
+    UG.open = 1;
+    pthread_cond_broadcast(&UG.cv);
+    pthread_mutex_unlock(&UG.mu);
+    pthread_join(th, NULL);
+    assert_int_equal(async_wait(&w), 0);
+    drive_io.pwritev = real_pwritev;
+    drive_io.fdatasync = UG.real;
+    /* One write: a piece per uncopied payload and a run of the buffer before each (and one
+     * after the last unless it ends on the IU); every piece aligned. */
+    assert_int_equal(trace_bad, 0);
+    assert_true(trace_most >= (uint64_t)(2 * uncopied));
     drive_stats_t st;
     drive_stats(d, &st);
     assert_int_equal(st.uncopied_bytes, want_uncopied);
@@ -1284,11 +1334,7 @@ static ssize_t pc_pwrite(int fd, const void *buf, size_t n, off_t off)
 /* A commit's pieces as one write: held, written back or torn whole. */
 static ssize_t pc_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    size_t n;
-    uint8_t *buf = tl_iov_join(iov, cnt, &n);
-    ssize_t rc = pc_pwrite(fd, buf, n, off);
-    free(buf);
-    return rc;
+    return tl_pwritev_joined(pc_pwrite, fd, iov, cnt, off);
 }
 
 /* What a read sees: the file, then the writes held over it, in order. */
@@ -2078,14 +2124,9 @@ static uint32_t max_seg_id(const char *dir)
 /* drive_put_async_frees, waited for. */
 static int put_frees(drive_t *d, const drive_id_t *id, const char *meta)
 {
-    frees_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
-    int rc = drive_put_async_frees(d, id, meta, strlen(meta), frees_done, &w);
-    if (rc) return rc;
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-        pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    return w.rc;
+    async_wait_t w = ASYNC_WAIT(1);
+    int rc = drive_put_async_frees(d, id, meta, strlen(meta), async_done, &w);
+    return rc ? rc : async_wait(&w);
 }
 
 static void test_full_file_system_still_takes_deletes(void **state)

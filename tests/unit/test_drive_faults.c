@@ -175,11 +175,7 @@ static ssize_t f_pwrite(int fd, const void *buf, size_t n, off_t off)
 /* A commit's pieces, looked at (and failed) as one write. */
 static ssize_t f_pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    size_t n;
-    uint8_t *buf = tl_iov_join(iov, cnt, &n);
-    ssize_t r = f_pwrite(fd, buf, n, off);
-    free(buf);
-    return r;
+    return tl_pwritev_joined(f_pwrite, fd, iov, cnt, off);
 }
 
 static int f_fdatasync(int fd)
@@ -214,11 +210,7 @@ static ssize_t f_pwrite_sync(int fd, const void *buf, size_t n, off_t off)
 
 static ssize_t f_pwritev_sync(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-    size_t n;
-    uint8_t *buf = tl_iov_join(iov, cnt, &n);
-    ssize_t r = f_pwrite_sync(fd, buf, n, off);
-    free(buf);
-    return r;
+    return tl_pwritev_joined(f_pwrite_sync, fd, iov, cnt, off);
 }
 
 static void faults_arm(int kind, int nth, int min_records)

@@ -83,7 +83,8 @@ char *tl_cap_stop(int echo)
     return buf;
 }
 
-uint8_t *tl_iov_join(const struct iovec *iov, int cnt, size_t *n)
+/* The cnt pieces of a pwritev in one buffer (4096-aligned, malloc'd); *n their bytes. */
+static uint8_t *iov_join(const struct iovec *iov, int cnt, size_t *n)
 {
     size_t len = 0;
     for (int i = 0; i < cnt; i++)
@@ -97,6 +98,16 @@ uint8_t *tl_iov_join(const struct iovec *iov, int cnt, size_t *n)
     }
     *n = len;
     return buf;
+}
+
+ssize_t tl_pwritev_joined(ssize_t (*pwrite_fn)(int, const void *, size_t, off_t), int fd,
+                          const struct iovec *iov, int cnt, off_t off)
+{
+    size_t n;
+    uint8_t *buf = iov_join(iov, cnt, &n);
+    ssize_t r = pwrite_fn(fd, buf, n, off);
+    free(buf);
+    return r;
 }
 
 ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t), int fd,

@@ -26,9 +26,9 @@ void tl_fill(uint8_t *p, size_t n, uint64_t seed);
 void tl_cap_start(const char *name);
 /* Stop capturing: what was logged (malloc'd, up to 1 MiB), echoed to stderr if echo. */
 char *tl_cap_stop(int echo);
-/* The cnt pieces of a pwritev in one buffer (4096-aligned, malloc'd: free it); *n their bytes.
- * For drive_io hooks that look at a write whole. */
-uint8_t *tl_iov_join(const struct iovec *iov, int cnt, size_t *n);
+/* A pwritev hook that looks at a write whole: the pieces joined, given to a pwrite-like one. */
+ssize_t tl_pwritev_joined(ssize_t (*pwrite_fn)(int, const void *, size_t, off_t), int fd,
+                          const struct iovec *iov, int cnt, off_t off);
 /* n bytes at buf written through a pwritev (a hook's real one), as one piece. */
 ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t), int fd,
                       const void *buf, size_t n, off_t off);
