@@ -42,6 +42,32 @@ int net__parse_addr(const char *addr, struct sockaddr_storage *sa)
 
 /* ---- reading ---- */
 
+/* The allocation's start is kept in the 8 bytes before the frame. */
+#define FRAME_PAGE 4096u
+
+uint8_t *net__frame_alloc(size_t total, size_t aligned_at)
+{
+    uint8_t *base;
+    size_t pad = sizeof(base);
+    if (aligned_at) {
+        pad = (FRAME_PAGE - aligned_at % FRAME_PAGE) % FRAME_PAGE;
+        if (pad < sizeof(base)) pad += FRAME_PAGE;
+        base = xaligned_alloc(FRAME_PAGE, pad + total);
+    } else {
+        base = xmalloc(pad + total);
+    }
+    memcpy(base + pad - sizeof(base), &base, sizeof(base));
+    return base + pad;
+}
+
+void net__frame_free(uint8_t *frame)
+{
+    if (!frame) return;
+    uint8_t *base;
+    memcpy(&base, frame - sizeof(base), sizeof(base));
+    free(base);
+}
+
 void net__on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     proto_conn_t *c = h->data;
@@ -88,10 +114,18 @@ void net__drain_stage(proto_conn_t *c)
             continue;
         }
         if (total > STAGE) {
+            /* A PUT's data on a page: placed once its fields are staged (while the stage has
+             * room for them; a PUT whose fields do not decode or fit goes anywhere). */
+            size_t data_at = 0;
+            if (h.type == PROTO_PUT && !(h.flags & PROTO_F_RESP)) {
+                data_at =
+                    proto_put_data_at(c->stage + at + PROTO_HDR, c->stage_len - at - PROTO_HDR);
+                if (!data_at && c->stage_len < STAGE) break;
+            }
             /* A request's frame is served memory from its first byte: it waits for room. */
             if (!c->peer && !net__admit_frame(c, total)) break;
             c->progress_ms = c->frame_ms = net__now_ms(c->net);
-            c->frame = xmalloc(total);
+            c->frame = net__frame_alloc(total, data_at ? PROTO_HDR + data_at : 0);
             c->frame_need = total;
             c->frame_len = c->stage_len - at;
             memcpy(c->frame, c->stage + at, c->frame_len);
@@ -123,7 +157,7 @@ void net__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (!c->peer) net__frame_done(c); /* charged again as the request it is */
         proto_hdr_t h;
         if (proto_hdr_decode(f, c->frame_need, &h) != 0) { /* decoded once already */
-            free(f);
+            net__frame_free(f);
             net__conn_close(c, ERR_CORRUPT);
             return;
         }
@@ -142,7 +176,7 @@ static void handle_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, 
         atomic_fetch_add(&c->net->st.bad_frames, 1);
         log_limited(LOG_LVL_WARN, "event=proto_bad_crc peer=%s type=%s",
                     c->peer_node[0] ? c->peer_node : "?", proto_type_name(h->type));
-        if (owned) free(frame);
+        if (owned) net__frame_free(frame);
         net__conn_close(c, ERR_CORRUPT);
         return;
     }
@@ -156,7 +190,7 @@ static void handle_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, 
         net__client_handshake(c, h, frame + PROTO_HDR);
     else
         net__server_handshake(c, h, frame + PROTO_HDR);
-    if (owned) free(frame);
+    if (owned) net__frame_free(frame);
 }
 
 /* Shutting down: once nothing is left, close the async handle and the loop ends. */
@@ -178,7 +212,7 @@ void net__conn_unref(proto_conn_t *c)
     n->npaused -= c->paused;
     free(c->stage);
     if (c->frame && !c->peer) net__frame_done(c);
-    free(c->frame);
+    net__frame_free(c->frame);
     free(c);
     maybe_finish(n);
 }

@@ -213,6 +213,13 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
 int net__admit_frame(proto_conn_t *c, size_t total);
 /* Server: the charge of the frame read in place taken back (read whole, or c closing). */
 void net__frame_done(proto_conn_t *c);
+/*
+ * A frame of total bytes of its own, placed so that its byte at aligned_at starts a page
+ * (0: anywhere): a PUT's data then reaches the drive without a copy (storage/drive_write.c).
+ * Freed with net__frame_free only.
+ */
+uint8_t *net__frame_alloc(size_t total, size_t aligned_at);
+void net__frame_free(uint8_t *frame);
 void net__resume_paused(proto_net_t *n);
 void net__send_reply(proto_net_t *n, proto_inbound_t *in);
 

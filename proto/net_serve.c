@@ -86,12 +86,12 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
 {
     proto_net_t *n = c->net;
     if (h->flags & PROTO_F_RESP || h->type == PROTO_HELLO || h->type == PROTO_AUTH || h->status) {
-        if (owned) free(frame);
+        if (owned) net__frame_free(frame);
         net__conn_close(c, ERR_CORRUPT);
         return;
     }
     if (!owned) {
-        uint8_t *copy = xmalloc(PROTO_HDR + (size_t)h->len);
+        uint8_t *copy = net__frame_alloc(PROTO_HDR + (size_t)h->len, 0);
         memcpy(copy, frame, PROTO_HDR + (size_t)h->len);
         frame = copy;
     }
@@ -162,7 +162,7 @@ void net__send_reply(proto_net_t *n, proto_inbound_t *in)
      * sized for the largest record, of a small one or none) is cut to size. What it holds is
      * charged instead of the bound (a peer not reading tiny replies holds tiny amounts).
      */
-    free((uint8_t *)in->payload - PROTO_HDR);
+    net__frame_free((uint8_t *)in->payload - PROTO_HDR);
     in->payload = NULL;
     if (in->reply && in->reply_cap > len + (1u << 20)) { /* (not a small GET's: no realloc) */
         in->reply = xrealloc(in->reply, PROTO_HDR + len);

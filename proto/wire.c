@@ -378,3 +378,17 @@ int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t
     }
     return proto_r_end(&r);
 }
+
+size_t proto_put_data_at(const void *payload, size_t avail)
+{
+    /* The fields of a PUT, as proto_req_decode reads them, up to the data blob's length. */
+    proto_req_t q;
+    proto_r_t r;
+    proto_r_init(&r, payload, avail);
+    (void)proto_r_u32(&r);
+    proto_r_id(&r, &q.id);
+    r_cond(&r, &q, proto_r_u8(&r));
+    (void)proto_r_blob(&r, &q.meta_len);
+    (void)proto_r_u32(&r);
+    return r.err ? 0 : r.off;
+}

@@ -235,6 +235,13 @@ typedef struct {
  */
 int proto_req_decode(unsigned type, const void *payload, size_t len, proto_req_t *q)
     __attribute__((warn_unused_result));
+/*
+ * Where a PUT's data starts in its payload, read from the first avail bytes of
+ * it (the fields before the data: a frame's start, before the rest arrives);
+ * 0 when they are not all there or do not decode. A receiver places the frame
+ * so that the data lands on a page, and the drive writes it from there.
+ */
+size_t proto_put_data_at(const void *payload, size_t avail) __attribute__((warn_unused_result));
 
 /* The number of counters in a STATS response (proto_stats_put / _get order). */
 #define PROTO_STATS_N 40

@@ -2,7 +2,8 @@
  * Fuzz the node protocol's codec (proto/wire.h): the first 32 bytes as a
  * frame header, the rest as the payload of every request type. Anything
  * must decode inside the input or be refused; a decoded request's pointers
- * stay inside the payload and its names are NUL-free and terminated.
+ * stay inside the payload and its names are NUL-free and terminated; a PUT's
+ * data offset read from a prefix agrees with the whole decode.
  */
 #include "common/err.h"
 #include "proto/wire.h"
@@ -43,6 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (q.meta && (q.meta < payload || q.meta + q.meta_len > payload + len)) abort();
         if (q.data && (q.data < payload || q.data + q.data_len > payload + len)) abort();
     }
+    /* A PUT's data offset, from the payload's prefix: inside it, and where a whole decode puts
+     * the data. */
+    size_t at = proto_put_data_at(payload, len);
+    if (at > len) abort();
+    if (proto_req_decode(PROTO_PUT, payload, len, &q) == 0 && at != (size_t)(q.data - payload))
+        abort();
     free(buf);
     return 0;
 }
