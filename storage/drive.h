@@ -419,6 +419,14 @@ uint32_t drive_detect_iu(const char *path);
  * block size; else the larger of the physical and logical block sizes when
  * that is one; else 4096.
  */
+/*
+ * Whether a file whose direct I/O wants buffers aligned to mem_align and
+ * offsets and lengths to offset_align (statx STATX_DIOALIGN; 0: not told)
+ * takes the engine's: every read and every piece of a write whole 4 KiB
+ * units at 4 KiB boundaries. A device with a larger logical block does not:
+ * its drive runs buffered (with fdatasync) instead of failing every write.
+ */
+int drive_dio_fits(uint32_t mem_align, uint32_t offset_align);
 uint32_t drive_iu_choose(uint64_t optimal_io_size, uint64_t physical_block_size,
                          uint64_t logical_block_size);
 

@@ -79,12 +79,40 @@ int drive__fsync_dir(const char *dir)
     return rc;
 }
 
+int drive_dio_fits(uint32_t mem_align, uint32_t offset_align)
+{
+    if (!offset_align) return 1; /* not told: as every file system this runs on */
+    return mem_align && mem_align <= DIO_ALIGN && DIO_ALIGN % mem_align == 0 &&
+           offset_align <= DIO_ALIGN && DIO_ALIGN % offset_align == 0;
+}
+
+/* fd, opened O_DIRECT, takes DIO_ALIGN-aligned I/O (drive_dio_fits); 1 when not told. */
+static int dio_fits_fd(int fd)
+{
+#ifdef STATX_DIOALIGN
+    struct statx st;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &st) == 0 && (st.stx_mask & STATX_DIOALIGN))
+        return drive_dio_fits(st.stx_dio_mem_align, st.stx_dio_offset_align);
+#else
+    (void)fd;
+#endif
+    return 1;
+}
+
 static int open_seg_fd(drive_t *d, const char *path, int flags)
 {
     int fd = open(path, flags | O_CLOEXEC | (d->direct ? O_DIRECT : 0), 0644);
     if (fd < 0 && d->direct && errno == EINVAL) {
         /* The filesystem refuses O_DIRECT (tmpfs): buffered I/O + fdatasync. */
         log_warn("event=no_direct_io path=%s", path);
+        d->direct = 0;
+        fd = open(path, flags | O_CLOEXEC, 0644);
+    } else if (fd >= 0 && d->direct && !dio_fits_fd(fd)) {
+        /* A device whose logical block is larger than DIO_ALIGN: every direct read and every
+         * commit's pieces would be refused (EINVAL). Buffered, as above. */
+        log_warn("event=no_direct_io path=%s why=\"direct I/O alignment above %u bytes\"", path,
+                 DIO_ALIGN);
+        close(fd);
         d->direct = 0;
         fd = open(path, flags | O_CLOEXEC, 0644);
     }

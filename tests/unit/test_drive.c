@@ -2428,6 +2428,21 @@ static void test_iu_choose(void **state)
     }
 }
 
+/* Direct I/O in whole 4 KiB units fits a device whose logical block is 512 or 4096 bytes, not
+ * one of 8 KiB or 16 KiB (its drive then runs buffered). */
+static void test_dio_fits(void **state)
+{
+    (void)state;
+    assert_true(drive_dio_fits(0, 0));       /* not told */
+    assert_true(drive_dio_fits(512, 512));   /* a 512e device */
+    assert_true(drive_dio_fits(4, 512));     /* newer kernels: dma alignment for memory */
+    assert_true(drive_dio_fits(4096, 4096)); /* 4Kn */
+    assert_false(drive_dio_fits(8192, 8192));
+    assert_false(drive_dio_fits(512, 16384));
+    assert_false(drive_dio_fits(0, 4096)); /* told an offset, no memory alignment: nonsense */
+    assert_false(drive_dio_fits(3000, 512));
+}
+
 /* Read a queue attribute of the device holding dir the way an operator would. */
 static uint64_t sysfs_queue(const struct stat *st, const char *name)
 {
@@ -2902,6 +2917,7 @@ int main(int argc, char **argv)
     if (getenv("WL_TEST_SKIP")) cmocka_set_skip_filter(getenv("WL_TEST_SKIP"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iu_choose),
+        cmocka_unit_test(test_dio_fits),
         cmocka_unit_test(test_detect_iu),
         cmocka_unit_test(test_budget_rating),
         cmocka_unit_test(test_basic),
