@@ -5,7 +5,9 @@
 # run on the same machine.
 #
 # Suites: storage erasure s3 cluster sets reader heal drain memory (cluster: not in the default set; it
-#         compares one node with a 3-node cluster on this machine, bench/cluster.sh;
+#         compares one node with a 3-node cluster on this machine, bench/cluster.sh, then
+#         runs four nodes in network namespaces against one node of the same drives: through
+#         one node and spread, a slow node's p99, nodes down, bench/cluster_netns.sh (root);
 #         sets: likewise, one node of one set against one node of two sets;
 #         reader: not in the default set; warmlake.torch against boto3 and wl-bench,
 #         bench/reader.py; heal: not in the default set; a replaced drive refilled by
@@ -64,6 +66,7 @@ for s in "${suites[@]}"; do
       ;;
     cluster)
       bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/cluster.md"
+      bash bench/cluster_netns.sh "$BUILD" | tee "$RESULTS/cluster_netns.md"
       ;;
     sets)
       B_LAYOUT=sets bash bench/cluster.sh "$BUILD" "${ROUNDS:-2}" | tee "$RESULTS/sets.md"
