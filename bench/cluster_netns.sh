@@ -13,7 +13,10 @@
 #     layout that keeps two shards of a set off any pair of nodes: 4+2 over four nodes puts
 #     two shards of each set on some node, so any two nodes down take three or four shards of
 #     a set. That row runs on a second cluster, EC 2+2 (each set one shard a node), healthy,
-#     one node down and two down.
+#     one node down and two down;
+#   - a drive of n3 replaced by an empty one and refilled by n3's heal scanner from the other
+#     nodes (its rate unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over
+#     the pass, against fio's sequential 1 MiB direct write on the same disk.
 # Every figure is wl-bench's with content verified. Needs root (namespaces) and etcd. Environment: DUR (seconds a run, default 5),
 # BENCH_DIR (scratch dir on the disk). Prints one line a row: name, value, ceiling, ratio.
 set -euo pipefail
@@ -42,7 +45,7 @@ trap cleanup EXIT
 
 ns() { WL_BUILD=$B "$NS" --dir "$DIR/$1" "${@:2}" >>"$DIR/$1.ctl" 2>&1 || { cat "$DIR/$1.ctl" >&2; exit 1; }; }
 up() { # up NAME EC: four nodes of 3 drives; its endpoints in S3_N1..S3_N4, its keys exported
-  ns "$1" up 4 --drives 3 --ec "$2" --capacity 8G -- --segment-size 64M --log-level warn
+  ns "$1" up 4 --drives 3 --ec "$2" --capacity 8G -- --segment-size 64M --scrub-rate 1T
   set -a
   # shellcheck disable=SC1090,SC1091 # written by netns-cluster.sh up
   . "$DIR/$1/credentials"
@@ -175,6 +178,35 @@ row "get_1MiB_c8_p99_ms_$how" "$(fig "$DIR/json/slow.json" get mb_per_s p99)" ms
   "$p99"
 row "get_1MiB_c8_MBps_$how" "$(fig "$DIR/json/slow.json" get mb_per_s)" MB/s healthy_get_1MiB_c8 \
   "${one_row[get_1MiB_c8]}"
+# A drive of n3 replaced by an empty one: `wl-admin drive replace` starts n3's heal scanner,
+# which rebuilds the drive from the other nodes' shards (over the node protocol). The row: the
+# bytes written to it over the pass's time, against fio's sequential 1 MiB direct write of as
+# many bytes on the same disk.
+ADMIN=$B/cluster/wl-admin
+ns c42 kill n3
+rm -rf "$DIR/c42/n3/drive0"
+ns c42 start n3
+WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/c42/secret") "$ADMIN" --etcd "$ETCD" drive replace n3/0 \
+  >>"$DIR/c42.ctl" 2>&1
+# The pass's end is its log line, with its time (no polling of the node: that took CPU from it).
+for _ in $(seq 3000); do
+  grep -q "event=scrub_pass" "$DIR/c42/n3.log" && break
+  sleep 0.2
+done
+secs=$(sed -n 's/.*event=scrub_pass .*seconds=\([0-9.]*\).*/\1/p' "$DIR/c42/n3.log" | head -1)
+[ -n "$secs" ] || { echo "cluster_netns.sh: n3's heal pass did not end" >&2; exit 1; }
+refilled=$("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys
+print(json.load(sys.stdin)["drives"][0]["host_bytes"])')
+# shellcheck source=bench/fio.sh
+source "$ROOT/bench/fio.sh"
+read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" \
+  --size=$(((refilled >> 20) + 64))M --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 \
+  --end_fsync=1)
+rm -f "$DIR/fio.dat"
+row cluster_refill_n3_drive0_MBps "$(python3 -c "import sys
+print(round(int(sys.argv[1]) / 1e6 / float(sys.argv[2]), 1))" "$refilled" "$secs")" MB/s \
+  fio_seq_write_1MiB_direct "$fio_mb"
+echo "(refilled $((refilled >> 20)) MiB in a pass of $secs s)"
 ns c42 kill n4
 row get_1MiB_c8_via_n1_n4_down "$(one down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 \
   --objects 256 --no-prepare --prefix g1m/)" MB/s healthy_get_1MiB_c8 "${one_row[get_1MiB_c8]}"
