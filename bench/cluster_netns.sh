@@ -14,9 +14,10 @@
 #     two shards of each set on some node, so any two nodes down take three or four shards of
 #     a set. That row runs on a second cluster, EC 2+2 (each set one shard a node), healthy,
 #     one node down and two down;
-#   - a drive of n3 replaced by an empty one and refilled by n3's heal scanner from the other
-#     nodes (its rate unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over
-#     the pass, against fio's sequential 1 MiB direct write on the same disk.
+#   - on a third cluster holding REFILL_GB (default 4) GiB of 4 MiB objects, a drive of n3
+#     replaced by an empty one and refilled by n3's heal scanner from the other nodes (its rate
+#     unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over the pass, against
+#     fio's sequential 1 MiB direct write on the same disk.
 # Every figure is wl-bench's with content verified. Needs root (namespaces) and etcd. Environment: DUR (seconds a run, default 5),
 # BENCH_DIR (scratch dir on the disk). Prints one line a row: name, value, ceiling, ratio.
 set -euo pipefail
@@ -36,7 +37,7 @@ cleanup() {
     kill "$SINGLE_PID" 2>/dev/null || true
     wait "$SINGLE_PID" 2>/dev/null || true
   fi
-  for c in c42 c22; do
+  for c in c42 c22 cr; do
     if [ -d "$DIR/$c" ]; then WL_BUILD=$B "$NS" --dir "$DIR/$c" down >/dev/null 2>&1 || true; fi
   done
   rm -rf "$DIR"
@@ -178,35 +179,6 @@ row "get_1MiB_c8_p99_ms_$how" "$(fig "$DIR/json/slow.json" get mb_per_s p99)" ms
   "$p99"
 row "get_1MiB_c8_MBps_$how" "$(fig "$DIR/json/slow.json" get mb_per_s)" MB/s healthy_get_1MiB_c8 \
   "${one_row[get_1MiB_c8]}"
-# A drive of n3 replaced by an empty one: `wl-admin drive replace` starts n3's heal scanner,
-# which rebuilds the drive from the other nodes' shards (over the node protocol). The row: the
-# bytes written to it over the pass's time, against fio's sequential 1 MiB direct write of as
-# many bytes on the same disk.
-ADMIN=$B/cluster/wl-admin
-ns c42 kill n3
-rm -rf "$DIR/c42/n3/drive0"
-ns c42 start n3
-WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/c42/secret") "$ADMIN" --etcd "$ETCD" drive replace n3/0 \
-  >>"$DIR/c42.ctl" 2>&1
-# The pass's end is its log line, with its time (no polling of the node: that took CPU from it).
-for _ in $(seq 3000); do
-  grep -q "event=scrub_pass" "$DIR/c42/n3.log" && break
-  sleep 0.2
-done
-secs=$(sed -n 's/.*event=scrub_pass .*seconds=\([0-9.]*\).*/\1/p' "$DIR/c42/n3.log" | head -1)
-[ -n "$secs" ] || { echo "cluster_netns.sh: n3's heal pass did not end" >&2; exit 1; }
-refilled=$("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys
-print(json.load(sys.stdin)["drives"][0]["host_bytes"])')
-# shellcheck source=bench/fio.sh
-source "$ROOT/bench/fio.sh"
-read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" \
-  --size=$(((refilled >> 20) + 64))M --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 \
-  --end_fsync=1)
-rm -f "$DIR/fio.dat"
-row cluster_refill_n3_drive0_MBps "$(python3 -c "import sys
-print(round(int(sys.argv[1]) / 1e6 / float(sys.argv[2]), 1))" "$refilled" "$secs")" MB/s \
-  fio_seq_write_1MiB_direct "$fio_mb"
-echo "(refilled $((refilled >> 20)) MiB in a pass of $secs s)"
 ns c42 kill n4
 row get_1MiB_c8_via_n1_n4_down "$(one down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 \
   --objects 256 --no-prepare --prefix g1m/)" MB/s healthy_get_1MiB_c8 "${one_row[get_1MiB_c8]}"
@@ -231,3 +203,40 @@ row ec22_get_1MiB_c8_healthy "$h" MB/s - 0
 row ec22_get_1MiB_c8_n4_down "$d1" MB/s ec22_healthy "$h"
 row ec22_get_1MiB_c8_n3_n4_down "$d2" MB/s ec22_healthy "$h"
 ns c22 down
+
+# A drive of n3 replaced by an empty one, on a third cluster that holds only 4 MiB objects
+# (REFILL_GB of them, as bench/heal.sh: a pass over the other rows' objects, 10^5 of them empty,
+# measured per-object costs, not a refill): `wl-admin drive replace` starts n3's heal scanner,
+# which rebuilds the drive from the other nodes' shards (over the node protocol). The row: the
+# bytes written to it over the pass's time, against fio's sequential 1 MiB direct write of as
+# many bytes on the same disk.
+up cr 4+2
+"$WLB" put --endpoint "$S3_N1" --quiet --size 4MiB --clients 4 --objects $((${REFILL_GB:-4} * 256)) \
+  --order seq --ops $((${REFILL_GB:-4} * 256)) --duration 600 --prefix r/ >/dev/null
+ADMIN=$B/cluster/wl-admin
+ns cr kill n3
+rm -rf "$DIR/cr/n3/drive0"
+ns cr start n3
+WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/cr/secret") "$ADMIN" --etcd "$ETCD" drive replace n3/0 \
+  >>"$DIR/cr.ctl" 2>&1
+# The pass's end is its log line, with its time (no polling of the node: that took CPU from it).
+for _ in $(seq 3000); do
+  grep -q "event=scrub_pass" "$DIR/cr/n3.log" && break
+  sleep 0.2
+done
+pass=$(grep -m1 "event=scrub_pass" "$DIR/cr/n3.log" || true)
+secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$pass")
+[ -n "$secs" ] || { echo "cluster_netns.sh: n3's heal pass did not end" >&2; exit 1; }
+refilled=$("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys
+print(json.load(sys.stdin)["drives"][0]["host_bytes"])')
+ns cr down
+# shellcheck source=bench/fio.sh
+source "$ROOT/bench/fio.sh"
+read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" \
+  --size=$(((refilled >> 20) + 64))M --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 \
+  --end_fsync=1)
+rm -f "$DIR/fio.dat"
+row cluster_refill_n3_drive0_MBps "$(python3 -c "import sys
+print(round(int(sys.argv[1]) / 1e6 / float(sys.argv[2]), 1))" "$refilled" "$secs")" MB/s \
+  fio_seq_write_1MiB_direct "$fio_mb"
+echo "(refilled $((refilled >> 20)) MiB; ${pass#*event=})"
