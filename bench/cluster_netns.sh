@@ -16,9 +16,11 @@
 #     one node down and two down;
 #   - on a third cluster holding REFILL_GB (default 4) GiB of 4 MiB objects, a drive of n3
 #     replaced by an empty one and refilled by n3's heal scanner from the other nodes (its rate
-#     unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over the pass, against
-#     fio's sequential 1 MiB direct write on the same disk.
-# Every figure is wl-bench's with content verified. Needs root (namespaces) and etcd. Environment: DUR (seconds a run, default 5),
+#     unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over the pass's
+#     refill (the sets the drive is in, walked first: event=refill_pass), against fio's
+#     sequential 1 MiB direct write on the same disk.
+# Every figure is wl-bench's with content verified. Needs root (namespaces) and etcd.
+# Environment: ROWS=refill (that row alone), DUR (seconds a run, default 5),
 # BENCH_DIR (scratch dir on the disk). Prints one line a row: name, value, ceiling, ratio.
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
@@ -101,115 +103,119 @@ prepare() { # prepare EP: the objects the GET and list rows read
   done
 }
 
-up c42 4+2
-"$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/single" --drives 12 --ec 4+2 \
-  --drive-capacity 8G --segment-size 64M --log-level warn >"$DIR/single.log" 2>&1 &
-SINGLE_PID=$!
-port=""
-for _ in $(seq 600); do
-  port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/single.log")
-  [ -n "$port" ] && break
-  kill -0 "$SINGLE_PID" || { cat "$DIR/single.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$DIR/single.log" >&2; exit 1; }
-SINGLE=http://127.0.0.1:$port
-for EP in "$SINGLE" "$S3_N1"; do
-  prepare
-  "$WLB" list --endpoint "$EP" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
-    --ops 1 >/dev/null
-done
-
 printf '%-44s %10s %-6s %-26s %10s %s\n' row value unit ceiling "" ratio
-declare -A one_row
-for r in "put 4KiB 32 ops_per_s ops/s" "get 4KiB 8 ops_per_s ops/s" "put 1MiB 8 mb_per_s MB/s" \
-  "get 1MiB 8 mb_per_s MB/s" "put 64MiB 4 mb_per_s MB/s" "get 64MiB 4 mb_per_s MB/s"; do
-  read -r wl size c field unit <<<"$r"
-  tag=${wl}_${size}_c$c
-  case $wl/$size in
-  put/*) args=(--size "$size") pre=p$size/ own=1 ;;
-  get/64MiB) args=(--size "$size" --objects 8 --no-prepare) pre=g64/ own=0 ;;
-  get/1MiB) args=(--size "$size" --objects 256 --no-prepare) pre=g1m/ own=0 ;;
-  get/4KiB) args=(--size "$size" --objects 2000 --no-prepare) pre=g4k/ own=0 ;;
-  esac
-  s=$(one "single_$tag" "$SINGLE" "$wl" "$field" "${args[@]}" --clients "$c" --prefix "$pre")
-  n1=$(one "n1_$tag" "$S3_N1" "$wl" "$field" "${args[@]}" --clients "$c" --prefix "$pre")
-  sp=$(spread "spread_$tag" "$wl" "$field" "$c" "$pre" "$own" "${args[@]}")
-  one_row[$tag]=$n1
-  row "${tag}_via_n1" "$n1" "$unit" "single_node_$tag" "$s"
-  row "${tag}_spread_4_nodes" "$sp" "$unit" "single_node_$tag" "$s"
-done
-"$WLB" list --endpoint "$SINGLE" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
-  --no-prepare --duration "$DUR" --json "$DIR/json/single_list.json" >/dev/null
-"$WLB" list --endpoint "$S3_N1" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
-  --no-prepare --duration "$DUR" --json "$DIR/json/n1_list.json" >/dev/null
-lkeys() { python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['list_keys_per_s']))" "$1"; }
-row list_v2_100k_keys_c8_via_n1 "$(lkeys "$DIR/json/n1_list.json")" keys/s single_node_list \
-  "$(lkeys "$DIR/json/single_list.json")"
+# ROWS=refill: the refill row alone (its own cluster; the others take most of the run).
+if [ "${ROWS:-all}" != refill ]; then
+  up c42 4+2
+  "$B/server/warmlaked" --listen 127.0.0.1:0 --data "$DIR/single" --drives 12 --ec 4+2 \
+    --drive-capacity 8G --segment-size 64M --log-level warn >"$DIR/single.log" 2>&1 &
+  SINGLE_PID=$!
+  port=""
+  for _ in $(seq 600); do
+    port=$(sed -n 's/^warmlaked: ready port=\([0-9]*\).*/\1/p' "$DIR/single.log")
+    [ -n "$port" ] && break
+    kill -0 "$SINGLE_PID" || { cat "$DIR/single.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$DIR/single.log" >&2; exit 1; }
+  SINGLE=http://127.0.0.1:$port
+  for EP in "$SINGLE" "$S3_N1"; do
+    prepare
+    "$WLB" list --endpoint "$EP" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
+      --ops 1 >/dev/null
+  done
 
-# Healthy p99 of GET 1 MiB through n1, then with n2 slow: netem's 200 ms delay where the kernel
-# has netem; else n2 stopped for 200 ms of every 250 ms (SIGSTOP/SIGCONT), as slow a peer.
-p99=$(fig "$DIR/json/n1_get_1MiB_c8.json" get mb_per_s p99)
-slow_get() {
-  "$WLB" get --endpoint "$S3_N1" --quiet --duration "$DUR" --size 1MiB --clients 8 --objects 256 \
-    --no-prepare --prefix g1m/ --json "$DIR/json/slow.json" >/dev/null
-}
-if WL_BUILD=$B "$NS" --dir "$DIR/c42" slow n2 200 >>"$DIR/c42.ctl" 2>&1; then
-  slow_get
-  ns c42 heal n2
-  how=n2_netem_200ms
-else
-  n2=$(cat "$DIR/c42/n2.pid")
-  (
-    end=$((SECONDS + DUR + 2))
-    while [ $SECONDS -lt "$end" ]; do
-      kill -STOP "$n2"
-      sleep 0.2
-      kill -CONT "$n2"
-      sleep 0.05
-    done
-  ) &
-  stutter=$!
-  slow_get
-  wait "$stutter"
-  kill -CONT "$n2"
-  how=n2_stopped_200_of_250ms
+  declare -A one_row
+  for r in "put 4KiB 32 ops_per_s ops/s" "get 4KiB 8 ops_per_s ops/s" "put 1MiB 8 mb_per_s MB/s" \
+    "get 1MiB 8 mb_per_s MB/s" "put 64MiB 4 mb_per_s MB/s" "get 64MiB 4 mb_per_s MB/s"; do
+    read -r wl size c field unit <<<"$r"
+    tag=${wl}_${size}_c$c
+    case $wl/$size in
+    put/*) args=(--size "$size") pre=p$size/ own=1 ;;
+    get/64MiB) args=(--size "$size" --objects 8 --no-prepare) pre=g64/ own=0 ;;
+    get/1MiB) args=(--size "$size" --objects 256 --no-prepare) pre=g1m/ own=0 ;;
+    get/4KiB) args=(--size "$size" --objects 2000 --no-prepare) pre=g4k/ own=0 ;;
+    esac
+    s=$(one "single_$tag" "$SINGLE" "$wl" "$field" "${args[@]}" --clients "$c" --prefix "$pre")
+    n1=$(one "n1_$tag" "$S3_N1" "$wl" "$field" "${args[@]}" --clients "$c" --prefix "$pre")
+    sp=$(spread "spread_$tag" "$wl" "$field" "$c" "$pre" "$own" "${args[@]}")
+    one_row[$tag]=$n1
+    row "${tag}_via_n1" "$n1" "$unit" "single_node_$tag" "$s"
+    row "${tag}_spread_4_nodes" "$sp" "$unit" "single_node_$tag" "$s"
+  done
+  "$WLB" list --endpoint "$SINGLE" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
+    --no-prepare --duration "$DUR" --json "$DIR/json/single_list.json" >/dev/null
+  "$WLB" list --endpoint "$S3_N1" --quiet --size 0 --prefix lst/ --objects 100000 --clients 8 \
+    --no-prepare --duration "$DUR" --json "$DIR/json/n1_list.json" >/dev/null
+  lkeys() { python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['list_keys_per_s']))" "$1"; }
+  row list_v2_100k_keys_c8_via_n1 "$(lkeys "$DIR/json/n1_list.json")" keys/s single_node_list \
+    "$(lkeys "$DIR/json/single_list.json")"
+
+  # Healthy p99 of GET 1 MiB through n1, then with n2 slow: netem's 200 ms delay where the kernel
+  # has netem; else n2 stopped for 200 ms of every 250 ms (SIGSTOP/SIGCONT), as slow a peer.
+  p99=$(fig "$DIR/json/n1_get_1MiB_c8.json" get mb_per_s p99)
+  slow_get() {
+    "$WLB" get --endpoint "$S3_N1" --quiet --duration "$DUR" --size 1MiB --clients 8 --objects 256 \
+      --no-prepare --prefix g1m/ --json "$DIR/json/slow.json" >/dev/null
+  }
+  if WL_BUILD=$B "$NS" --dir "$DIR/c42" slow n2 200 >>"$DIR/c42.ctl" 2>&1; then
+    slow_get
+    ns c42 heal n2
+    how=n2_netem_200ms
+  else
+    n2=$(cat "$DIR/c42/n2.pid")
+    (
+      end=$((SECONDS + DUR + 2))
+      while [ $SECONDS -lt "$end" ]; do
+        kill -STOP "$n2"
+        sleep 0.2
+        kill -CONT "$n2"
+        sleep 0.05
+      done
+    ) &
+    stutter=$!
+    slow_get
+    wait "$stutter"
+    kill -CONT "$n2"
+    how=n2_stopped_200_of_250ms
+  fi
+  row "get_1MiB_c8_p99_ms_$how" "$(fig "$DIR/json/slow.json" get mb_per_s p99)" ms healthy_p99_ms \
+    "$p99"
+  row "get_1MiB_c8_MBps_$how" "$(fig "$DIR/json/slow.json" get mb_per_s)" MB/s healthy_get_1MiB_c8 \
+    "${one_row[get_1MiB_c8]}"
+  ns c42 kill n4
+  row get_1MiB_c8_via_n1_n4_down "$(one down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 \
+    --objects 256 --no-prepare --prefix g1m/)" MB/s healthy_get_1MiB_c8 "${one_row[get_1MiB_c8]}"
+  ns c42 down
+  kill "$SINGLE_PID"
+  wait "$SINGLE_PID" 2>/dev/null || true
+  SINGLE_PID=""
+
+  # Two nodes down: EC 2+2, one shard of each set a node.
+  up c22 2+2
+  "$WLB" get --endpoint "$S3_N1" --quiet --size 1MiB --prefix g1m/ --objects 256 --clients 8 \
+    --ops 1 >/dev/null
+  h=$(one c22_healthy "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
+    --prefix g1m/)
+  ns c22 kill n4
+  d1=$(one c22_down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
+    --prefix g1m/)
+  ns c22 kill n3
+  d2=$(one c22_down2 "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
+    --prefix g1m/)
+  row ec22_get_1MiB_c8_healthy "$h" MB/s - 0
+  row ec22_get_1MiB_c8_n4_down "$d1" MB/s ec22_healthy "$h"
+  row ec22_get_1MiB_c8_n3_n4_down "$d2" MB/s ec22_healthy "$h"
+  ns c22 down
 fi
-row "get_1MiB_c8_p99_ms_$how" "$(fig "$DIR/json/slow.json" get mb_per_s p99)" ms healthy_p99_ms \
-  "$p99"
-row "get_1MiB_c8_MBps_$how" "$(fig "$DIR/json/slow.json" get mb_per_s)" MB/s healthy_get_1MiB_c8 \
-  "${one_row[get_1MiB_c8]}"
-ns c42 kill n4
-row get_1MiB_c8_via_n1_n4_down "$(one down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 \
-  --objects 256 --no-prepare --prefix g1m/)" MB/s healthy_get_1MiB_c8 "${one_row[get_1MiB_c8]}"
-ns c42 down
-kill "$SINGLE_PID"
-wait "$SINGLE_PID" 2>/dev/null || true
-SINGLE_PID=""
-
-# Two nodes down: EC 2+2, one shard of each set a node.
-up c22 2+2
-"$WLB" get --endpoint "$S3_N1" --quiet --size 1MiB --prefix g1m/ --objects 256 --clients 8 \
-  --ops 1 >/dev/null
-h=$(one c22_healthy "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
-  --prefix g1m/)
-ns c22 kill n4
-d1=$(one c22_down1 "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
-  --prefix g1m/)
-ns c22 kill n3
-d2=$(one c22_down2 "$S3_N1" get mb_per_s --size 1MiB --clients 8 --objects 256 --no-prepare \
-  --prefix g1m/)
-row ec22_get_1MiB_c8_healthy "$h" MB/s - 0
-row ec22_get_1MiB_c8_n4_down "$d1" MB/s ec22_healthy "$h"
-row ec22_get_1MiB_c8_n3_n4_down "$d2" MB/s ec22_healthy "$h"
-ns c22 down
 
 # A drive of n3 replaced by an empty one, on a third cluster that holds only 4 MiB objects
 # (REFILL_GB of them, as bench/heal.sh: a pass over the other rows' objects, 10^5 of them empty,
 # measured per-object costs, not a refill): `wl-admin drive replace` starts n3's heal scanner,
 # which rebuilds the drive from the other nodes' shards (over the node protocol). The row: the
-# bytes written to it over the pass's time, against fio's sequential 1 MiB direct write of as
-# many bytes on the same disk.
+# bytes written to it over the time to its refill (a pass walks the sets of a refilled drive
+# first and logs event=refill_pass when they are done; a cluster of one set logs only its
+# scrub_pass), against fio's sequential 1 MiB direct write of as many bytes on the same disk.
 up cr 4+2
 "$WLB" put --endpoint "$S3_N1" --quiet --size 4MiB --clients 4 --objects $((${REFILL_GB:-4} * 256)) \
   --order seq --ops $((${REFILL_GB:-4} * 256)) --duration 600 --prefix r/ >/dev/null
@@ -221,10 +227,10 @@ WARMLAKE_CLUSTER_SECRET=$(cat "$DIR/cr/secret") "$ADMIN" --etcd "$ETCD" drive re
   >>"$DIR/cr.ctl" 2>&1
 # The pass's end is its log line, with its time (no polling of the node: that took CPU from it).
 for _ in $(seq 3000); do
-  grep -q "event=scrub_pass" "$DIR/cr/n3.log" && break
+  grep -qE "event=(refill|scrub)_pass" "$DIR/cr/n3.log" && break
   sleep 0.2
 done
-pass=$(grep -m1 "event=scrub_pass" "$DIR/cr/n3.log" || true)
+pass=$(grep -m1 -E "event=(refill|scrub)_pass" "$DIR/cr/n3.log" || true)
 secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$pass")
 [ -n "$secs" ] || { echo "cluster_netns.sh: n3's heal pass did not end" >&2; exit 1; }
 refilled=$("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys

@@ -76,6 +76,51 @@ static int refilling(const s3_cfg_t *cfg)
     return 0;
 }
 
+#define ALL_SETS UINT64_MAX /* a scope's sets: every one, walked as one merged listing */
+
+/* Set j of a pool drained and taken out (its nodes may be gone): nothing walks it. */
+static int set_removed(const s3_cfg_t *cfg, int j)
+{
+    for (int p = 0; p < obj_set_pools(cfg->set); p++) {
+        int first, state, n = obj_set_pool_sets(cfg->set, p, &first, &state);
+        if (j >= first && j < first + n) return state == OBJ_POOL_REMOVED;
+    }
+    return 0;
+}
+
+/* The sets (bit j: set j) that hold a store marked refilling (a replaced drive). */
+static uint64_t refilling_sets(const s3_cfg_t *cfg)
+{
+    int per = obj_set_width(obj_set_sub(cfg->set, 0)), n = obj_set_width(cfg->set);
+    uint64_t sets = 0;
+    for (int i = 0; i < n; i++)
+        if (obj_set_refilling(cfg->set, i) && !set_removed(cfg, i / per)) sets |= 1ull << (i / per);
+    return sets;
+}
+
+/* Every set that a walk goes through. */
+static uint64_t live_sets(const s3_cfg_t *cfg)
+{
+    uint64_t sets = 0;
+    for (int j = 0; j < obj_set_count(cfg->set) && j < 64; j++)
+        if (!set_removed(cfg, j)) sets |= 1ull << j;
+    return sets;
+}
+
+/*
+ * What a walk of a bucket covers. A pass that refills a replaced drive walks
+ * the sets that drive is in first, through the refill pipeline, and the
+ * others after: the drive is whole (and unmarked) once its own sets are
+ * walked, not after every object of the cluster was read too (a 4-node
+ * cluster's refill verified twice the objects it had to, half of them in
+ * the set the drive is not part of: bench/cluster_netns.sh).
+ */
+typedef struct {
+    uint64_t sets; /* bit j: set j's versions and tombstones; ALL_SETS: all of them */
+    int refill;    /* heals go through a refill pipeline (obj_refill_new) */
+    int uploads;   /* the uploads in progress too (every set's: they are few) */
+} scope_t;
+
 /*
  * While a drive is refilled, the blocks rebuilt go to it without a heal
  * waiting for them (obj_refill.c), up to REFILL_WINDOW bytes in flight: the
@@ -173,8 +218,8 @@ static int collect_retired(void *arg, const char *key, const char *pos, const ob
  * tombstone is in the set the delete went to). Most tombstones go a minute after their
  * delete: the walk finds few, and heals only those.
  */
-static int heal_retired(const s3_cfg_t *cfg, const char *iname, obj_heal_report_t *rep,
-                        int (*pace)(void *arg, uint64_t bytes), void *arg)
+static int heal_retired(const s3_cfg_t *cfg, const char *iname, uint64_t sets,
+                        obj_heal_report_t *rep, int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
     retired_page_t pg = {.cap = 1000};
     pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
@@ -184,6 +229,7 @@ static int heal_retired(const s3_cfg_t *cfg, const char *iname, obj_heal_report_
         int first, state, nsets = obj_set_pool_sets(cfg->set, p, &first, &state);
         if (state == OBJ_POOL_REMOVED) continue; /* (its nodes may be gone) */
         for (int j = first; j < first + nsets && !rc && !stop; j++) {
+            if (sets != ALL_SETS && (j >= 64 || !(sets >> j & 1))) continue;
             obj_set_t *set = obj_set_sub(cfg->set, j);
             char *after = NULL, after_pos[OBJ_VID_LEN + 1] = "";
             for (int more = set != NULL; more && !rc && !stop;) {
@@ -214,35 +260,29 @@ static int heal_retired(const s3_cfg_t *cfg, const char *iname, obj_heal_report_
     }
     free(pg.keys);
     free(pg.pos);
-    return rc;
+    return rc ? rc : stop;
 }
 
-int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
-                   int (*pace)(void *arg, uint64_t bytes), void *arg)
+/*
+ * Every version in list's sets (cfg->set: all of them, merged) healed, a listing page at a time:
+ * 0, 1 when pace said stop, or the error that ended the walk. Each heal goes to the key's own
+ * set (obj__route), as a heal call's does.
+ */
+static int heal_versions(const s3_cfg_t *cfg, obj_set_t *list, const char *iname, obj_refill_t *rf,
+                         obj_heal_report_t *rep, int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
-    int rc = obj_heal(cfg->set, BUCKETS, name, rep);
-    /* Its configurations stored apart from its record (CORS rules, lifecycle rules: the
-     * one the record names). */
-    if (!rc) rc = obj_heal(cfg->set, CORS_OBJECTS, iname, rep);
-    obj_info_t bi;
-    int sr = rc ? rc : obj_stat(cfg->set, BUCKETS, name, &bi);
-    if (!sr)
-        rc = s3_lifecycle_heal(cfg->set, iname, &bi, rep);
-    else if (sr != ERR_NOT_FOUND)
-        rc = sr;
     page_keys_t pg = {.cap = 1000};
     pg.keys = xcalloc((size_t)pg.cap, sizeof(char *));
     pg.vids = xcalloc((size_t)pg.cap, sizeof(*pg.vids));
     pg.sizes = xcalloc((size_t)pg.cap, sizeof(uint64_t));
     char *after = NULL, after_vid[20] = "";
-    int stopped = 0, refill = refilling(cfg);
-    obj_refill_t *rf = refill ? obj_refill_new(REFILL_WINDOW) : NULL;
+    int rc = 0, stopped = 0;
     for (int more = 1; more && !rc && !stopped;) {
         pg.n = 0;
         pg.last_vid[0] = 0;
         /* Every store's index (not k): a store emptied by a replaced drive must not hide a
          * version whose other heads are on the rest. */
-        int lr = obj_list_versions_all(cfg->set, iname, "", after, after ? after_vid : NULL,
+        int lr = obj_list_versions_all(list, iname, "", after, after ? after_vid : NULL,
                                        collect_version, &pg);
         if (lr < 0) rc = lr;
         more = lr == 1;
@@ -253,7 +293,7 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
                 .cfg = cfg, .iname = iname, .rf = rf, .pg = &pg, .pace = pace, .pace_arg = arg};
             pthread_mutex_init(&h.mu, NULL);
             pthread_t th[REFILL_THREADS];
-            int nt = 0, want = refill ? REFILL_THREADS : HEAL_THREADS;
+            int nt = 0, want = rf ? REFILL_THREADS : HEAL_THREADS;
             for (; nt < want && nt < pg.n; nt++)
                 if (pthread_create(&th[nt], NULL, heal_some, &h) != 0) break;
             if (nt == 0) heal_some(&h); /* no thread: this one does it */
@@ -274,17 +314,48 @@ int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj
         for (int i = 0; i < pg.n; i++)
             free(pg.keys[i]);
     }
-    /* What the refill wrote, and what it failed to: counted before the pass says it is whole. */
-    obj_refill_drain(rf, rep);
-    obj_refill_free(rf);
     free(after);
     free(pg.last_key);
     free(pg.keys);
     free(pg.vids);
     free(pg.sizes);
-    if (!rc && !stopped) rc = heal_retired(cfg, iname, rep, pace, arg);
-    if (!rc && !stopped) rc = heal_uploads(cfg, iname, rep, pace, arg);
+    return rc ? rc : stopped;
+}
+
+/* Bucket name healed within sc: 0, 1 when pace said stop, or the error that ended the walk. */
+static int heal_bucket_in(const s3_cfg_t *cfg, const char *name, const char *iname,
+                          const scope_t *sc, obj_heal_report_t *rep,
+                          int (*pace)(void *arg, uint64_t bytes), void *arg)
+{
+    int rc = obj_heal(cfg->set, BUCKETS, name, rep);
+    /* Its configurations stored apart from its record (CORS rules, lifecycle rules: the
+     * one the record names). */
+    if (!rc) rc = obj_heal(cfg->set, CORS_OBJECTS, iname, rep);
+    obj_info_t bi;
+    int sr = rc ? rc : obj_stat(cfg->set, BUCKETS, name, &bi);
+    if (!sr)
+        rc = s3_lifecycle_heal(cfg->set, iname, &bi, rep);
+    else if (sr != ERR_NOT_FOUND)
+        rc = sr;
+    obj_refill_t *rf = sc->refill ? obj_refill_new(REFILL_WINDOW) : NULL;
+    if (!rc && sc->sets == ALL_SETS) rc = heal_versions(cfg, cfg->set, iname, rf, rep, pace, arg);
+    for (int j = 0; !rc && sc->sets != ALL_SETS && j < obj_set_count(cfg->set) && j < 64; j++)
+        if (sc->sets >> j & 1)
+            rc = heal_versions(cfg, obj_set_sub(cfg->set, j), iname, rf, rep, pace, arg);
+    /* What the refill wrote, and what it failed to: counted before the pass says it is whole. */
+    obj_refill_drain(rf, rep);
+    obj_refill_free(rf);
+    if (!rc) rc = heal_retired(cfg, iname, sc->sets, rep, pace, arg);
+    if (!rc && sc->uploads) rc = heal_uploads(cfg, iname, rep, pace, arg);
     return rc;
+}
+
+int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
+                   int (*pace)(void *arg, uint64_t bytes), void *arg)
+{
+    scope_t sc = {.sets = ALL_SETS, .refill = refilling(cfg), .uploads = 1};
+    int rc = heal_bucket_in(cfg, name, iname, &sc, rep, pace, arg);
+    return rc == 1 ? 0 : rc;
 }
 
 /* ---- the scanner ---- */
@@ -364,7 +435,59 @@ static int scrub_stopping(void *arg)
     return bgwork_stopping(&((s3_scrub_t *)arg)->w);
 }
 
-/* One pass: what failed in it (objects, and buckets not walked to their end). */
+/*
+ * Every bucket's objects healed within scope (one phase of a pass), each bucket's unnamed
+ * groups reaped after it when rr is set: the buckets not walked to their end.
+ */
+static unsigned heal_buckets(s3_scrub_t *sc, char **names, const scope_t *scope,
+                             obj_heal_report_t *rep, pacer_t *p, obj_reap_report_t *rr)
+{
+    const s3_cfg_t *cfg = sc->cfg;
+    unsigned incomplete = 0;
+    for (int i = 0; names[i] && !bgwork_stopping(&sc->w); i++) {
+        ctx_t x = {0};
+        x.cfg = cfg;
+        snprintf(x.id, sizeof(x.id), "scrub");
+        obj_info_t bi;
+        if (!s3_bucket_exists(&x, names[i], &bi)) continue;
+        char iname[INAME_MAX];
+        s3_bucket_iname(names[i], &bi, iname);
+        int hr = heal_bucket_in(cfg, names[i], iname, scope, rep, pace, p);
+        if (hr < 0) {
+            log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
+            incomplete++;
+        }
+        if (rr && !bgwork_stopping(&sc->w))
+            (void)obj_reap_bucket(cfg->set, sc->reap, iname, reap_now(), rr);
+    }
+    return incomplete;
+}
+
+/*
+ * The tombstones of the internal buckets within sets (a deleted bucket's record, an upload
+ * closed, a part replaced, a forgotten note): each goes a minute after its delete by the heal
+ * thread of the node that made it, and a restart in that minute kept them for good (a
+ * review). Old enough and on every store, the walk's heal drops them (heal_deleted).
+ */
+static void heal_internal_retired(s3_scrub_t *sc, uint64_t sets, obj_heal_report_t *rep, pacer_t *p)
+{
+    const char *const s3_internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
+    const int ns3 = (int)(sizeof(s3_internal) / sizeof(s3_internal[0]));
+    const char *name;
+    for (int i = 0; !bgwork_stopping(&sc->w) &&
+                    (name = i < ns3 ? s3_internal[i] : obj_internal_bucket(i - ns3)) != NULL;
+         i++) {
+        int hr = heal_retired(sc->cfg, name, sets, rep, pace, p);
+        if (hr < 0) log_limited(LOG_LVL_WARN, "event=scrub_internal_failed err=%s", err_name(hr));
+    }
+}
+
+/*
+ * One pass: what failed in it (objects, and buckets not walked to their end), or in a pass
+ * that refilled a drive, what failed in the refill's phase. Such a pass walks the sets of the
+ * drives marked refilling first (scope_t), says so (scrub_done: the drives are unmarked when
+ * nothing failed), then the other sets, with the reaper.
+ */
 static unsigned scrub_pass(s3_scrub_t *sc)
 {
     const s3_cfg_t *cfg = sc->cfg;
@@ -402,24 +525,30 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         r.objects = 0; /* (counted with the bucket) */
         add_report(&rep, &r);
     }
-    for (int i = 0; names[i]; i++) {
+    uint64_t first = refilling_sets(cfg), live = live_sets(cfg);
+    scope_t rest = {.sets = ALL_SETS, .refill = first != 0, .uploads = 1};
+    int split = first && (first & live) != live;
+    unsigned refill_failed = 0;
+    if (split) {
+        scope_t refill = {.sets = first, .refill = 1, .uploads = 1};
+        obj_heal_report_t r = {0};
+        unsigned inc = incomplete + heal_buckets(sc, names, &refill, &r, &p, NULL);
+        heal_internal_retired(sc, first, &r, &p);
+        refill_failed = r.failed + inc;
+        add_report(&rep, &r);
         if (!bgwork_stopping(&sc->w)) {
-            ctx_t x = {0};
-            x.cfg = cfg;
-            snprintf(x.id, sizeof(x.id), "scrub");
-            obj_info_t bi;
-            if (s3_bucket_exists(&x, names[i], &bi)) {
-                char iname[INAME_MAX];
-                s3_bucket_iname(names[i], &bi, iname);
-                int hr = s3_heal_bucket(cfg, names[i], iname, &rep, pace, &p);
-                if (hr)
-                    log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));
-                incomplete += hr != 0;
-                if (!bgwork_stopping(&sc->w))
-                    (void)obj_reap_bucket(cfg->set, sc->reap, iname, reap_now(), &rr);
-            }
+            if (cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, refill_failed);
+            bgwork_lock(&sc->w);
+            uint64_t bytes = sc->st.bytes;
+            bgwork_unlock(&sc->w);
+            log_info("event=refill_pass sets=%#llx objects=%u bytes=%llu seconds=%.3f "
+                     "heads_fixed=%u blocks_fixed=%u failed=%u",
+                     (unsigned long long)first, r.objects, (unsigned long long)bytes,
+                     bgwork_now() - p.r.t0, r.heads_fixed, r.blocks_fixed, refill_failed);
         }
+        rest = (scope_t){.sets = live & ~first, .refill = 0, .uploads = 0};
     }
+    incomplete += heal_buckets(sc, names, &rest, &rep, &p, &rr);
     bgwork_names_free(names);
     if (!bgwork_stopping(&sc->w)) {
         /* The internal buckets: uploads, parts, manifests; bucket records and configurations. */
@@ -428,21 +557,7 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         (void)obj_reap_bucket(cfg->set, sc->reap, CORS_OBJECTS, reap_now(), &rr);
         (void)obj_reap_bucket(cfg->set, sc->reap, LC_OBJECTS, reap_now(), &rr);
         obj_reaper_sweep(sc->reap, now_s);
-        /*
-         * Their tombstones too (a deleted bucket's record, an upload closed, a part replaced,
-         * a forgotten note): each goes a minute after its delete by the heal thread of the
-         * node that made it, and a restart in that minute kept them for good (a review). Old
-         * enough and on every store, the walk's heal drops them (heal_deleted).
-         */
-        const char *const s3_internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
-        const int ns3 = (int)(sizeof(s3_internal) / sizeof(s3_internal[0]));
-        const char *name;
-        for (int i = 0; !bgwork_stopping(&sc->w) &&
-                        (name = i < ns3 ? s3_internal[i] : obj_internal_bucket(i - ns3)) != NULL;
-             i++) {
-            int hr = heal_retired(cfg, name, &rep, pace, &p);
-            if (hr) log_limited(LOG_LVL_WARN, "event=scrub_internal_failed err=%s", err_name(hr));
-        }
+        heal_internal_retired(sc, rest.sets, &rep, &p);
     }
     s3_gone_report_t gr = {0};
     if (!bgwork_stopping(&sc->w))
@@ -470,14 +585,16 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         sc->st.last_pass_s = el;
     }
     bgwork_unlock(&sc->w);
-    if (done && cfg->scrub_done) cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
+    if (done && !split && cfg->scrub_done)
+        cfg->scrub_done(cfg->scrub_done_arg, rep.failed + incomplete);
     log_info("event=scrub_pass objects=%u bytes=%llu seconds=%.3f heads_fixed=%u blocks_fixed=%u "
              "failed=%u unnamed_groups=%llu reaped_groups=%llu reaped_parts=%llu "
              "reaped_bytes=%llu",
              rep.objects, (unsigned long long)p.r.bytes, el, rep.heads_fixed, rep.blocks_fixed,
              rep.failed, (unsigned long long)rr.groups_seen, (unsigned long long)rr.groups_reaped,
              (unsigned long long)rr.parts_reaped, (unsigned long long)rr.bytes_reaped);
-    return done ? rep.failed + (unsigned)incomplete : 0;
+    if (!done) return 0;
+    return split ? refill_failed : rep.failed + incomplete;
 }
 
 /*

@@ -97,6 +97,78 @@ def test_scanner_refills_a_replaced_drive(datadir):
     srv.stop()
 
 
+def test_refill_walks_the_replaced_drives_set_first(datadir):
+    """A node of two 4+2 sets (twelve drives) with a drive of set 0 replaced: the scanner's
+    pass refills it by walking set 0 alone (its log's refill_pass names fewer objects than
+    the whole pass), unmarks it, and only then walks set 1. The refill is whole: with two
+    more drives of set 0 gone, every object of both sets reads back by MD5 (current,
+    noncurrent, multipart, and an upload still open, which then completes)."""
+    srv = Server(datadir, drives=12).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="two")
+    want = {}
+    for i in range(32):
+        data = os.urandom([0, 1000, 200000, 1500000][i % 4] + i)
+        c.put_object(Bucket="two", Key="o%02d" % i, Body=data)
+        want[("two", "o%02d" % i, None)] = md5(data)
+    c.create_bucket(Bucket="kept")
+    c.put_bucket_versioning(Bucket="kept", VersioningConfiguration={"Status": "Enabled"})
+    for i in range(8):
+        for v in range(2):
+            data = os.urandom(70000 * (i % 2) + 300 + v)
+            r = c.put_object(Bucket="kept", Key="v%d" % i, Body=data)
+            want[("kept", "v%d" % i, r["VersionId"])] = md5(data)
+    parts_data = [os.urandom(5 << 20), os.urandom(1 << 20)]
+    uploads = {}
+    for key in ("mp%d" % i for i in range(4)):
+        up = c.create_multipart_upload(Bucket="two", Key=key)["UploadId"]
+        uploads[key] = (up, [{"PartNumber": n + 1, "ETag": c.upload_part(
+            Bucket="two", Key=key, UploadId=up, PartNumber=n + 1, Body=d)["ETag"]}
+            for n, d in enumerate(parts_data)])
+    for key in ("mp0", "mp1"):
+        c.complete_multipart_upload(Bucket="two", Key=key, UploadId=uploads[key][0],
+                                    MultipartUpload={"Parts": uploads[key][1]})
+        want[("two", key, None)] = md5(b"".join(parts_data))
+    srv.stop()
+    shutil.rmtree(os.path.join(datadir, "drive2"))  # set 0's third store
+    srv.extra = ["--scrub-interval", "1", "--scrub-rate", "512M"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 1, "a scanner pass")
+    st = stats(srv)
+    assert st["scrub"]["failed"] == 0, st["scrub"]
+    assert [d["refilling"] for d in st["drives"]] == [0] * 12, st["drives"]
+    log = srv.read_log()
+    refill = [ln for ln in log.splitlines() if "event=refill_pass" in ln]
+    whole = [ln for ln in log.splitlines() if "event=scrub_pass" in ln]
+    assert len(refill) == 1 and whole, log[-3000:]
+
+    def field(line, name):
+        return int(line.split(" %s=" % name)[1].split()[0], 0)
+    assert field(refill[0], "sets") == 1 and field(refill[0], "failed") == 0, refill[0]
+    assert field(refill[0], "blocks_fixed") > 0, refill[0]
+    assert 0 < field(refill[0], "objects") < field(whole[0], "objects"), (refill[0], whole[0])
+    assert log.index("event=refill_pass") < log.index("event=scrub_pass")
+    # Nothing was rebuilt after the drive was unmarked (set 1 lost nothing); the heads the
+    # whole pass fixed beyond the refill's are the bucket records it heals before either.
+    assert field(whole[0], "blocks_fixed") == field(refill[0], "blocks_fixed"), whole[0]
+    assert field(whole[0], "heads_fixed") - field(refill[0], "heads_fixed") <= 2, whole[0]
+    srv.stop()
+    for d in (3, 4):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+    srv.extra = ["--scrub-interval", "0"]
+    srv.start()
+    c = s3_client(srv.endpoint)
+    for (b, k, vid), h in want.items():
+        kw = {"VersionId": vid} if vid else {}
+        assert md5(c.get_object(Bucket=b, Key=k, **kw)["Body"].read()) == h, (b, k, vid)
+    for key in ("mp2", "mp3"):
+        c.complete_multipart_upload(Bucket="two", Key=key, UploadId=uploads[key][0],
+                                    MultipartUpload={"Parts": uploads[key][1]})
+        assert md5(c.get_object(Bucket="two", Key=key)["Body"].read()) == \
+            md5(b"".join(parts_data)), key
+    srv.stop()
+
+
 def test_refill_cut_short_by_kill9_is_resumed(datadir):
     """A refill (the scanner's pass over a replaced drive, its rebuilt blocks written
     without waiting and each object's head once its blocks are durable) cut short by
