@@ -57,8 +57,10 @@ typedef struct proto_inbound {
     char peer[PROTO_MAX_NAME + 1]; /* the authenticated peer's node id */
     proto_conn_t *conn;            /* net's */
     struct proto_inbound *next;    /* net's */
-    uint8_t *reply;                /* proto_reply_buf's */
+    uint8_t *reply;                /* proto_reply_buf's (its frame: PROTO_HDR bytes before) */
     size_t reply_cap, reply_len;
+    size_t known_at, known_len; /* proto_reply_crc's piece of the reply ... */
+    uint32_t known_crc;         /* ... and its crc32c */
     int status;
     size_t charge; /* net's: the bytes the serve budget counts for it until its reply is written */
 } proto_inbound_t;
@@ -222,8 +224,21 @@ void proto_call_async_cancelable(proto_peer_t *p, proto_call_t *c, proto_cancel_
  * for cap 0.
  */
 uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap);
+/*
+ * The same, placed so that payload byte aligned_at starts a page when cap is large (64 KiB
+ * and more): a drive reads a block there directly (storage/drive_read.c), not through a
+ * bounce buffer and a copy.
+ */
+uint8_t *proto_reply_buf_at(proto_inbound_t *in, size_t cap, size_t aligned_at);
 /* Answer in (from any thread) with status and len payload bytes of proto_reply_buf; frees in. */
 void proto_reply(proto_inbound_t *in, int status, size_t len);
+/*
+ * The same, for a reply whose payload bytes [at, at + n) have crc32c crc, computed over those
+ * bytes as they were put there: the frame's crc combines it rather than reading them again
+ * (a shard read's block: its crc is the combination of the chunk crcs its read verified).
+ */
+void proto_reply_crc(proto_inbound_t *in, int status, size_t len, size_t at, size_t n,
+                     uint32_t crc);
 
 /* Counters, for tests and stats. */
 typedef struct {

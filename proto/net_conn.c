@@ -12,6 +12,7 @@
 #include "common/mem.h"
 
 #include <openssl/crypto.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,21 @@ void net__frame_free(uint8_t *frame)
     uint8_t *base;
     memcpy(&base, frame - sizeof(base), sizeof(base));
     free(base);
+}
+
+uint8_t *net__frame_shrink(uint8_t *frame, size_t total)
+{
+    uint8_t *base;
+    memcpy(&base, frame - sizeof(base), sizeof(base));
+    if (frame - base != (ptrdiff_t)sizeof(base)) { /* placed: a page's alignment to keep */
+        uint8_t *cut = net__frame_alloc(total, 0);
+        memcpy(cut, frame, total);
+        free(base);
+        return cut;
+    }
+    base = xrealloc(base, sizeof(base) + total);
+    memcpy(base, &base, sizeof(base));
+    return base + sizeof(base);
 }
 
 void net__on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)

@@ -220,6 +220,8 @@ void net__frame_done(proto_conn_t *c);
  */
 uint8_t *net__frame_alloc(size_t total, size_t aligned_at);
 void net__frame_free(uint8_t *frame);
+/* frame cut to its first total bytes (moved: realloc'd, or copied when it was placed). */
+uint8_t *net__frame_shrink(uint8_t *frame, size_t total);
 void net__resume_paused(proto_net_t *n);
 void net__send_reply(proto_net_t *n, proto_inbound_t *in);
 

@@ -102,6 +102,7 @@ void net__serve_frame(proto_conn_t *c, const proto_hdr_t *h, uint8_t *frame, int
     in->next = NULL;
     in->reply = NULL;
     in->reply_cap = in->reply_len = 0;
+    in->known_at = in->known_len = 0;
     in->status = 0;
     snprintf(in->peer, sizeof(in->peer), "%s", c->peer_node);
     c->refs++;
@@ -144,7 +145,7 @@ static void reply_written(uv_write_t *req, int status)
     uncharge(c, in->charge);
     n->inbounds--;
     c->inflight--;
-    free(w->buf);
+    net__frame_free(w->buf);
     free(w);
     free(in);
     if (!n->closed) net__resume_paused(n);
@@ -165,7 +166,7 @@ void net__send_reply(proto_net_t *n, proto_inbound_t *in)
     net__frame_free((uint8_t *)in->payload - PROTO_HDR);
     in->payload = NULL;
     if (in->reply && in->reply_cap > len + (1u << 20)) { /* (not a small GET's: no realloc) */
-        in->reply = xrealloc(in->reply, PROTO_HDR + len);
+        in->reply = net__frame_shrink(in->reply, PROTO_HDR + len);
         in->reply_cap = len;
     }
     size_t held = PROTO_HDR + in->reply_cap;
@@ -176,13 +177,16 @@ void net__send_reply(proto_net_t *n, proto_inbound_t *in)
         if (!n->closed) net__resume_paused(n);
     }
     in->charge = held;
-    uint8_t *buf = in->reply ? in->reply : xmalloc(PROTO_HDR);
+    uint8_t *buf = in->reply ? in->reply : net__frame_alloc(PROTO_HDR, 0);
     proto_hdr_t h = {.type = in->hdr.type,
                      .flags = PROTO_F_RESP,
                      .id = in->hdr.id,
                      .len = (uint32_t)len,
                      .status = in->status};
-    proto_hdr_seal(buf, &h, buf + PROTO_HDR);
+    if (in->known_len && in->known_at + in->known_len <= len)
+        proto_hdr_seal_known(buf, &h, buf + PROTO_HDR, in->known_at, in->known_len, in->known_crc);
+    else
+        proto_hdr_seal(buf, &h, buf + PROTO_HDR);
     ctl_write_t *w = xmalloc(sizeof(*w));
     w->buf = buf;
     w->in = in;
@@ -197,13 +201,26 @@ void net__send_reply(proto_net_t *n, proto_inbound_t *in)
     atomic_fetch_add(&n->st.frames_out, 1);
 }
 
-uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap)
+uint8_t *proto_reply_buf_at(proto_inbound_t *in, size_t cap, size_t aligned_at)
 {
     if (!cap) return NULL;
-    free(in->reply);
-    in->reply = xmalloc(PROTO_HDR + cap);
+    net__frame_free(in->reply);
+    in->reply = net__frame_alloc(PROTO_HDR + cap, cap >= (64u << 10) ? PROTO_HDR + aligned_at : 0);
     in->reply_cap = cap;
     return in->reply + PROTO_HDR;
+}
+
+uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap)
+{
+    return proto_reply_buf_at(in, cap, 0);
+}
+
+void proto_reply_crc(proto_inbound_t *in, int status, size_t len, size_t at, size_t n, uint32_t crc)
+{
+    in->known_at = at;
+    in->known_len = n;
+    in->known_crc = crc;
+    proto_reply(in, status, len);
 }
 
 void proto_reply(proto_inbound_t *in, int status, size_t len)

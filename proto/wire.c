@@ -61,6 +61,17 @@ void proto_hdr_seal(uint8_t out[PROTO_HDR], const proto_hdr_t *h, const void *pa
     proto_hdr_put_crc(out, crc);
 }
 
+void proto_hdr_seal_known(uint8_t out[PROTO_HDR], const proto_hdr_t *h, const uint8_t *payload,
+                          size_t at, size_t n, uint32_t crc)
+{
+    proto_hdr_encode(out, h);
+    uint32_t c = proto_hdr_crc_start(out);
+    if (at) c = crc32c(c, payload, at);
+    c = crc32c_combine(c, crc, n);
+    if (h->len > at + n) c = crc32c(c, payload + at + n, h->len - at - n);
+    proto_hdr_put_crc(out, c);
+}
+
 int proto_hdr_decode(const uint8_t *p, size_t n, proto_hdr_t *h)
 {
     if (n < PROTO_HDR) return ERR_AGAIN;

@@ -124,6 +124,13 @@ uint32_t proto_hdr_crc_start(const uint8_t hdr[PROTO_HDR]);
 void proto_hdr_put_crc(uint8_t hdr[PROTO_HDR], uint32_t crc);
 /* Encode and seal a header whose payload is one piece (may be NULL when len is 0). */
 void proto_hdr_seal(uint8_t out[PROTO_HDR], const proto_hdr_t *h, const void *payload);
+/*
+ * The same, with payload bytes [at, at + n) of known crc32c (computed as they were written
+ * there: a drive read verifies its chunks and combines their crcs): combined in, not read
+ * again (crc32c_combine). The rest of the payload is read as by proto_hdr_seal.
+ */
+void proto_hdr_seal_known(uint8_t out[PROTO_HDR], const proto_hdr_t *h, const uint8_t *payload,
+                          size_t at, size_t n, uint32_t crc);
 
 /*
  * Decode a header from n bytes: 0, ERR_AGAIN (fewer than PROTO_HDR bytes),

@@ -268,10 +268,13 @@ static void serve(pool_job_t *j)
             proto_reply(in, ERR_TOO_LARGE, 0);
             return;
         }
-        uint8_t *b = proto_reply_buf(in, read_reply(q));
+        /* The block read onto a page (directly, no bounce copy); its crc, which the read
+         * verified chunk by chunk, sealed into the frame's without a second pass. */
+        uint8_t *b = proto_reply_buf_at(in, read_reply(q), 4);
+        uint32_t crc = 0;
         le_put32(b, q->len);
-        rc = drive_read(d, &id, q->off, b + 4, q->len);
-        proto_reply(in, rc, rc ? 0 : 4 + (size_t)q->len);
+        rc = drive_read_split(d, &id, q->off, b + 4, q->len, NULL, 0, &crc);
+        proto_reply_crc(in, rc, rc ? 0 : 4 + (size_t)q->len, 4, q->len, crc);
         return;
     }
     case PROTO_READ_SPLIT: {
@@ -280,18 +283,18 @@ static void serve(pool_job_t *j)
             proto_reply(in, ERR_TOO_LARGE, 0);
             return;
         }
-        uint8_t *b = proto_reply_buf(in, split_reply(q));
+        uint8_t *b = proto_reply_buf_at(in, split_reply(q), 8); /* (as PROTO_READ's) */
         uint32_t crc = 0;
         le_put32(b + 4, (uint32_t)total);
         rc = drive_read_split(d, &id, 0, b + 8, q->len, b + 8 + q->len, q->tail_len, &crc);
         le_put32(b, crc);
-        proto_reply(in, rc, rc ? 0 : 8 + total);
+        proto_reply_crc(in, rc, rc ? 0 : 8 + total, 8, q->len, crc);
         return;
     }
     case PROTO_GET: {
         uint32_t meta_cap = get_meta_cap(q), cap = get_cap(q);
         /* stat, blob data, blob meta: the data read in place, the (small) meta moved after it */
-        uint8_t *b = proto_reply_buf(in, STAT_LEN + 8 + (size_t)cap + meta_cap);
+        uint8_t *b = proto_reply_buf_at(in, STAT_LEN + 8 + (size_t)cap + meta_cap, STAT_LEN + 4);
         uint8_t *data = b + STAT_LEN + 4, *meta = data + cap + 4;
         rc = drive_get(d, &id, &st, meta, meta_cap, data, cap);
         if (rc && rc != ERR_RANGE) {

@@ -215,6 +215,18 @@ static void echo_handle(void *arg, proto_inbound_t *in)
         pthread_mutex_unlock(&e->mu);
         return;
     }
+    if (in->req.type == PROTO_READ && in->req.len && in->req.off) {
+        /* A block's read as a peer answers it (peer_serve.c): the block on a page after its
+         * 4-byte prefix (1 there if it is), its crc given rather than read again; off 2: a
+         * wrong crc given (a bug the receiver must catch). */
+        uint8_t *b = proto_reply_buf_at(in, 4 + (size_t)in->req.len, 4);
+        le_put32(b, (uintptr_t)(b + 4) % 4096 == 0);
+        for (uint32_t i = 0; i < in->req.len; i++)
+            b[4 + i] = (uint8_t)(i * 13 + (i >> 11));
+        uint32_t crc = crc32c(0, b + 4, in->req.len) ^ (in->req.off == 2);
+        proto_reply_crc(in, 0, 4 + (size_t)in->req.len, 4, in->req.len, crc);
+        return;
+    }
     if (in->req.type == PROTO_READ && in->req.len) {
         /* len bytes (a block's read): zeros. */
         uint8_t *b = proto_reply_buf(in, in->req.len);
@@ -255,7 +267,7 @@ static const char *serve_on = "127.0.0.1:0"; /* where serve listens */
 static size_t echo_bound(void *arg, const proto_req_t *q)
 {
     (void)arg;
-    return q->type == PROTO_READ ? (q->len ? q->len : strlen(q->id.key)) : 0;
+    return q->type == PROTO_READ ? (q->len ? 4 + (size_t)q->len : strlen(q->id.key)) : 0;
 }
 
 static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, const char *sec,
@@ -488,6 +500,71 @@ static void test_large_put_data_lands_on_a_page(void **state)
         }
     }
     free(data);
+    proto_net_stop(cl);
+    proto_net_stop(srv);
+    pthread_mutex_destroy(&e.mu);
+}
+
+/*
+ * A block read's reply (proto_reply_buf_at + proto_reply_crc, as peer_serve.c answers
+ * PROTO_READ and PROTO_READ_SPLIT): the block starts a page of the reply, so a drive reads it
+ * in directly, and the frame's crc combines the block's known crc with the rest. The bytes
+ * arrive whole; a known crc that is wrong makes a frame the receiver refuses.
+ */
+typedef struct {
+    uint32_t len, aligned;
+    int whole;
+} block_echo_t;
+
+static int block_resp(proto_call_t *c, int status, const uint8_t *p, size_t len)
+{
+    block_echo_t *r = c->arg;
+    if (status) return status;
+    if (len != 4 + (size_t)r->len) return ERR_CORRUPT;
+    r->aligned = le_get32(p);
+    r->whole = 1;
+    for (uint32_t i = 0; i < r->len && r->whole; i++)
+        r->whole = p[4 + i] == (uint8_t)(i * 13 + (i >> 11));
+    return 0;
+}
+
+static int read_block(proto_peer_t *p, uint64_t how, block_echo_t *r)
+{
+    uint8_t f[256];
+    proto_w_t w;
+    proto_w_init(&w, f, sizeof(f));
+    proto_w_u32(&w, 0);
+    proto_w_id(&w, "b", "k", "", 0);
+    proto_w_u64(&w, how);
+    proto_w_u32(&w, r->len);
+    proto_call_t c = {
+        .type = PROTO_READ, .fields = f, .fields_len = w.len, .on_resp = block_resp, .arg = r};
+    return proto_call(p, &c);
+}
+
+static void test_block_reply_on_a_page_with_its_crc_known(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 1, 256u << 20);
+    proto_net_t *cl = client("c1", secret, 1);
+    proto_peer_t *p = peer_of(cl, srv, "s1");
+    static const uint32_t sizes[] = {1, 4096, 65536, 1048580, (3u << 20) + 5};
+    for (int i = 0; i < 5; i++) {
+        block_echo_t r = {.len = sizes[i]};
+        assert_int_equal(read_block(p, 1, &r), 0);
+        assert_int_equal(r.whole, 1);
+        assert_int_equal(r.aligned, sizes[i] >= 65536 - 4); /* (small replies: anywhere) */
+    }
+    proto_net_stats_t st;
+    proto_net_stats(cl, &st);
+    assert_int_equal(st.bad_frames, 0);
+    block_echo_t r = {.len = 70000};
+    assert_int_not_equal(read_block(p, 2, &r), 0);
+    assert_int_equal(r.whole, 0);
+    proto_net_stats(cl, &st);
+    assert_true(st.bad_frames >= 1);
     proto_net_stop(cl);
     proto_net_stop(srv);
     pthread_mutex_destroy(&e.mu);
@@ -1005,6 +1082,7 @@ int main(void)
         cmocka_unit_test(test_request_codec),
         cmocka_unit_test(test_calls_and_budget),
         cmocka_unit_test(test_large_put_data_lands_on_a_page),
+        cmocka_unit_test(test_block_reply_on_a_page_with_its_crc_known),
         cmocka_unit_test(test_handshake_refusals),
         cmocka_unit_test(test_garbage_and_down_peer),
         cmocka_unit_test(test_cluster_map),
