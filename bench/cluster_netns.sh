@@ -18,7 +18,9 @@
 #     replaced by an empty one and refilled by n3's heal scanner from the other nodes (its rate
 #     unbounded: --scrub-rate 1T, as bench/heal.sh): MB/s written to it over the pass's
 #     refill (the sets the drive is in, walked first: event=refill_pass), against fio's
-#     sequential 1 MiB direct write on the same disk.
+#     sequential 1 MiB direct write on the same disk, and against what the network lets it
+#     write: it reads k blocks a block written, so 1/k of what iperf3 sends into n3 from the
+#     other three nodes at once (the row's second ceiling).
 # Every figure is wl-bench's with content verified. Needs root (namespaces) and etcd.
 # Environment: ROWS=refill (that row alone), DUR (seconds a run, default 5),
 # BENCH_DIR (scratch dir on the disk). Prints one line a row: name, value, ceiling, ratio.
@@ -219,6 +221,44 @@ fi
 up cr 4+2
 "$WLB" put --endpoint "$S3_N1" --quiet --size 4MiB --clients 4 --objects $((${REFILL_GB:-4} * 256)) \
   --order seq --ops $((${REFILL_GB:-4} * 256)) --duration 600 --prefix r/ >/dev/null
+# The network's ceiling: a refill reads k blocks (here from n1, n2 and n4) for each block it
+# writes, so it can write at most 1/k of what the other nodes can send n3 at once (measured
+# here: three iperf3 streams into n3, one from each, summed; on this VM the veths, the bridge
+# and TCP share the same two cores as everything else).
+net_mb=0
+if command -v iperf3 >/dev/null; then
+  nsn() { sed -n "s/.*namespace \(wl[0-9a-f]*-$1\) .*/\1/p" "$DIR/cr.ctl" | head -1; }
+  a3=${S3_N3#http://}
+  a3=${a3%:*}
+  ipids=()
+  for p in 5201 5202 5203; do
+    timeout 30 ip netns exec "$(nsn n3)" iperf3 -s -1 -B "$a3" -p "$p" >/dev/null 2>&1 &
+    ipids+=($!)
+  done
+  for _ in $(seq 100); do
+    [ "$(ip netns exec "$(nsn n3)" ss -ltnH | grep -c ":520[123] ")" = 3 ] && break
+    sleep 0.1
+  done
+  j=0
+  for n in n1 n2 n4; do
+    timeout 30 ip netns exec "$(nsn $n)" iperf3 -c "$a3" -p $((5201 + j)) -t 3 -J \
+      >"$DIR/json/iperf_$n.json" 2>/dev/null &
+    ipids+=($!)
+    j=$((j + 1))
+  done
+  for pid in "${ipids[@]}"; do wait "$pid" || true; done
+  net_mb=$(python3 - "$DIR"/json/iperf_n*.json <<'PY'
+import json, sys
+s = 0.0
+for f in sys.argv[1:]:
+    try:
+        s += json.load(open(f))["end"]["sum_received"]["bits_per_second"] / 8e6
+    except (ValueError, KeyError):
+        pass
+print(round(s, 1))
+PY
+)
+fi
 ADMIN=$B/cluster/wl-admin
 ns cr kill n3
 rm -rf "$DIR/cr/n3/drive0"
@@ -242,7 +282,10 @@ read -r fio_mb _ < <(fio_job write --name=seq --filename="$DIR/fio.dat" \
   --size=$(((refilled >> 20) + 64))M --bs=1M --rw=write --direct=1 --ioengine=libaio --iodepth=4 \
   --end_fsync=1)
 rm -f "$DIR/fio.dat"
-row cluster_refill_n3_drive0_MBps "$(python3 -c "import sys
-print(round(int(sys.argv[1]) / 1e6 / float(sys.argv[2]), 1))" "$refilled" "$secs")" MB/s \
-  fio_seq_write_1MiB_direct "$fio_mb"
+rate=$(python3 -c "import sys
+print(round(int(sys.argv[1]) / 1e6 / float(sys.argv[2]), 1))" "$refilled" "$secs")
+row network_into_n3_from_3_nodes_MBps "$net_mb" MB/s - 0
+row cluster_refill_n3_drive0_MBps "$rate" MB/s fio_seq_write_1MiB_direct "$fio_mb"
+row cluster_refill_n3_drive0_MBps "$rate" MB/s network_into_n3/k=4 "$(python3 -c "import sys
+print(round(float(sys.argv[1]) / 4, 1))" "$net_mb")"
 echo "(refilled $((refilled >> 20)) MiB; ${pass#*event=})"

@@ -26,7 +26,7 @@ PKGS=(
   # and starts it on port 22: `systemctl disable --now ssh` if this machine wants none)
   openssh-server openssh-client
   # bench ceilings
-  fio nginx wrk
+  fio nginx wrk iperf3  # iperf3: the network ceiling of the cluster refill row
 )
 
 missing=()
