@@ -647,28 +647,6 @@ static void alignment_run(uint32_t iu)
  * a reopen (replay), and the writer's buffer holds only headers, tails and padding. With an
  * IU above 4 KiB the commit's padding comes after a payload's last partial unit.
  */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int armed, held, open;
-    int (*real)(int);
-} UG = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL};
-
-/* The armed fdatasync waits until the gate opens: its commit's leader keeps the lead. */
-static int gated_commit_fdatasync(int fd)
-{
-    pthread_mutex_lock(&UG.mu);
-    if (UG.armed) {
-        UG.armed = 0;
-        UG.held = 1;
-        pthread_cond_broadcast(&UG.cv);
-        while (!UG.open)
-            pthread_cond_wait(&UG.cv, &UG.mu);
-    }
-    pthread_mutex_unlock(&UG.mu);
-    return UG.real(fd);
-}
-
 static void *lead_put(void *arg)
 {
     (void)put_seeded(arg, "lead", 2, 100);
@@ -699,16 +677,12 @@ static void uncopied_run(uint32_t iu)
     trace_writes = trace_bad = trace_pieces = trace_most = 0;
     real_pwritev = drive_io.pwritev;
     drive_io.pwritev = tracing_pwritev;
-    UG.real = drive_io.fdatasync;
-    UG.armed = 1;
-    UG.held = UG.open = 0;
-    drive_io.fdatasync = gated_commit_fdatasync;
+    int (*real_sync)(int) = drive_io.fdatasync;
+    tl_gate_arm(real_sync);
+    drive_io.fdatasync = tl_gated_fdatasync;
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, lead_put, d), 0);
-    pthread_mutex_lock(&UG.mu);
-    while (!UG.held)
-        pthread_cond_wait(&UG.cv, &UG.mu);
-    pthread_mutex_unlock(&UG.mu);
+    tl_gate_wait_held();
     for (int i = 0; i < N; i++) {
         if (posix_memalign((void **)&mem[i], 4096, recs[i].len + 4096) != 0) abort();
         uint8_t *p = mem[i] + (recs[i].misaligned ? 16 : 0);
@@ -722,14 +696,11 @@ static void uncopied_run(uint32_t iu)
         drive_id_t id = {"bkt", key, "", 0};
         assert_int_equal(drive_put_async(d, &id, p, recs[i].len, "m", 1, async_done, &w), 0);
     }
-    pthread_mutex_lock(&UG.mu);
-    UG.open = 1;
-    pthread_cond_broadcast(&UG.cv);
-    pthread_mutex_unlock(&UG.mu);
+    tl_gate_open();
     pthread_join(th, NULL);
     assert_int_equal(async_wait(&w), 0);
     drive_io.pwritev = real_pwritev;
-    drive_io.fdatasync = UG.real;
+    drive_io.fdatasync = real_sync;
     /* One write: a piece per uncopied payload and a run of the buffer before each (and one
      * after the last unless it ends on the IU); every piece aligned. */
     assert_int_equal(trace_bad, 0);

@@ -843,31 +843,6 @@ static int count_other_blocks(void *arg, const drive_id_t *id, const drive_stat_
     return 0;
 }
 
-/*
- * A gate on the drives' fdatasync: once armed, the next flush waits at it
- * until released (a write queued or being committed, not yet indexed).
- */
-static struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int armed, held, released;
-} gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0};
-static int (*real_fdatasync)(int);
-
-static int gated_fdatasync(int fd)
-{
-    pthread_mutex_lock(&gate.mu);
-    if (gate.armed) {
-        gate.armed = 0;
-        gate.held = 1;
-        pthread_cond_broadcast(&gate.cv);
-        while (!gate.released)
-            pthread_cond_wait(&gate.cv, &gate.mu);
-    }
-    pthread_mutex_unlock(&gate.mu);
-    return real_fdatasync(fd);
-}
-
 typedef struct {
     const shard_store_t *st;
     drive_id_t id;
@@ -951,17 +926,15 @@ static void test_condition_sees_plain_head_in_flight(void **state)
     head_put_init(&h0, st, &v);
     assert_int_equal(st->ops->put(st->ctx, &h0.id, NULL, 0, h0.meta, h0.ml), 0);
 
-    real_fdatasync = drive_io.fdatasync;
-    drive_io.fdatasync = gated_fdatasync;
-    gate.armed = 1;
-    gate.held = gate.released = 0;
+    /* The drives' next flush held at a gate (testlib): the tombstone queued or being
+     * committed, not yet indexed. */
+    int (*real_fdatasync)(int) = drive_io.fdatasync;
+    tl_gate_arm(real_fdatasync);
+    drive_io.fdatasync = tl_gated_fdatasync;
     head_put_init(&a, st, &tomb);
     pthread_t ta, tb;
     assert_int_equal(pthread_create(&ta, NULL, plain_head_put, &a), 0);
-    pthread_mutex_lock(&gate.mu);
-    while (!gate.held)
-        pthread_cond_wait(&gate.cv, &gate.mu);
-    pthread_mutex_unlock(&gate.mu);
+    tl_gate_wait_held();
 
     head_put_init(&b, st, &arch);
     b.cond = (shard_cond_t){.mode = SHARD_IF_KEPT, .stamp = arch.stamp_ns};
@@ -980,10 +953,7 @@ static void test_condition_sees_plain_head_in_flight(void **state)
     while (!b.submitted && pthread_cond_timedwait(&b.cv, &b.mu, &ts) == 0)
         ;
     pthread_mutex_unlock(&b.mu);
-    pthread_mutex_lock(&gate.mu);
-    gate.released = 1;
-    pthread_cond_broadcast(&gate.cv);
-    pthread_mutex_unlock(&gate.mu);
+    tl_gate_open();
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     pthread_mutex_lock(&b.mu);

@@ -2,6 +2,7 @@
 #include "testlib.h"
 
 #include <ftw.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -115,4 +117,57 @@ ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t),
 {
     struct iovec iov = {(void *)buf, n};
     return pwritev(fd, &iov, 1, off);
+}
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int armed, held, open;
+    int (*real)(int);
+} gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, NULL};
+
+void tl_gate_arm(int (*real_fdatasync)(int))
+{
+    pthread_mutex_lock(&gate.mu);
+    gate.real = real_fdatasync;
+    gate.armed = 1;
+    gate.held = gate.open = 0;
+    pthread_mutex_unlock(&gate.mu);
+}
+
+int tl_gated_fdatasync(int fd)
+{
+    pthread_mutex_lock(&gate.mu);
+    if (gate.armed) {
+        gate.armed = 0;
+        gate.held = 1;
+        pthread_cond_broadcast(&gate.cv);
+        while (!gate.open)
+            pthread_cond_wait(&gate.cv, &gate.mu);
+    }
+    int (*real)(int) = gate.real;
+    pthread_mutex_unlock(&gate.mu);
+    return real(fd);
+}
+
+void tl_gate_wait_held(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 60;
+    int rc = 0;
+    pthread_mutex_lock(&gate.mu);
+    while (!gate.held && rc == 0)
+        rc = pthread_cond_timedwait(&gate.cv, &gate.mu, &ts);
+    int held = gate.held;
+    pthread_mutex_unlock(&gate.mu);
+    if (!held) fail_msg("no flush reached the gate");
+}
+
+void tl_gate_open(void)
+{
+    pthread_mutex_lock(&gate.mu);
+    gate.open = 1;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
 }

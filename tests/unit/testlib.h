@@ -32,5 +32,15 @@ ssize_t tl_pwritev_joined(ssize_t (*pwrite_fn)(int, const void *, size_t, off_t)
 /* n bytes at buf written through a pwritev (a hook's real one), as one piece. */
 ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t), int fd,
                       const void *buf, size_t n, off_t off);
+/*
+ * A one-shot gate for an fdatasync hook (drive_io.fdatasync = tl_gated_fdatasync): armed with
+ * the real one, the next flush waits at the gate until it opens, so its commit's leader keeps
+ * the lead while the test queues what it needs behind it. tl_gate_wait_held waits until a
+ * flush is there (failing the test after a minute). One gate at a time.
+ */
+void tl_gate_arm(int (*real_fdatasync)(int));
+int tl_gated_fdatasync(int fd);
+void tl_gate_wait_held(void);
+void tl_gate_open(void);
 
 #endif
