@@ -181,6 +181,7 @@ void net__on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         if (c->state == C_CLOSING) return;
     } else {
         c->stage_len += (size_t)nread;
+        if (nread) c->progress_ms = net__now_ms(c->net);
     }
     net__drain_stage(c);
 }
@@ -321,6 +322,16 @@ static void on_tick(uv_timer_t *t)
                          now - c->frame_ms > n->cfg.timeout_ms + (c->frame_need >> 20) * 1000)) {
             log_limited(LOG_LVL_WARN, "event=proto_frame_stalled peer=%s bytes=%zu of=%zu",
                         c->peer_node[0] ? c->peer_node : "?", c->frame_len, c->frame_need);
+            net__conn_close(c, ERR_IO);
+            continue;
+        }
+        /* So is a frame cut short in the stage (its header, a PUT's fields): once drained,
+         * what the stage holds is part of a frame, and a connection read from (not paused)
+         * whose part stopped growing has a peer that stopped inside it. */
+        if (!c->frame && c->stage_len && !c->paused && c->state == C_READY &&
+            now - c->progress_ms > n->cfg.timeout_ms) {
+            log_limited(LOG_LVL_WARN, "event=proto_frame_stalled peer=%s bytes=%zu staged",
+                        c->peer_node[0] ? c->peer_node : "?", c->stage_len);
             net__conn_close(c, ERR_IO);
             continue;
         }

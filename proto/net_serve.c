@@ -127,6 +127,7 @@ void net__resume_paused(proto_net_t *n)
          c = c->next) {
         if (!c->paused || c->state == C_CLOSING || !room(c)) continue;
         c->paused = 0;
+        c->progress_ms = net__now_ms(n); /* (a staged part's clock starts again) */
         n->npaused--;
         net__drain_stage(c);
         if (c->state != C_CLOSING && !c->paused)

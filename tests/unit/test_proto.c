@@ -22,6 +22,7 @@
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -636,6 +637,63 @@ static int raw_handshake(int port, const char *cluster, const char *sec, int rcv
     return fd;
 }
 
+/* Whether the server closed fd within ms: the peer sees EOF (or a reset). */
+static int closed_within(int fd, int ms)
+{
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    for (;;) {
+        int r = poll(&pf, 1, ms);
+        if (r <= 0) return 0;
+        uint8_t b[4096];
+        ssize_t n = read(fd, b, sizeof(b));
+        if (n <= 0) return 1;
+    }
+}
+
+/*
+ * A peer with the secret that stops inside a frame it began, before the frame is big enough to
+ * be read in place (its header cut short; a PUT's fields cut short while the server waits for
+ * them to place its data on a page): the server closes the connection after a deadline, as
+ * for a large frame that stopped arriving. Before, a part in the stage had no clock and held
+ * the connection for good. A connection idle between frames stays open.
+ */
+static void test_a_peer_that_stops_inside_a_frame_is_closed(void **state)
+{
+    (void)state;
+    echo_t e = {.nheld = 0};
+    pthread_mutex_init(&e.mu, NULL);
+    proto_net_t *srv = serve(&e, "c1", "s1", secret, 1, 256u << 20);
+    int port = proto_net_port(srv);
+    uint8_t f[PROTO_HDR + 64];
+    /* Half a header. */
+    int fd = raw_handshake(port, "c1", secret, 0);
+    proto_hdr_t h = {.type = PROTO_PING, .id = 3, .len = 0};
+    proto_hdr_seal(f, &h, NULL);
+    assert_int_equal(write(fd, f, PROTO_HDR / 2), PROTO_HDR / 2);
+    assert_true(closed_within(fd, 20000));
+    close(fd);
+    /* A 1 MiB PUT's header and the first bytes of its fields. */
+    fd = raw_handshake(port, "c1", secret, 0);
+    h = (proto_hdr_t){.type = PROTO_PUT, .id = 3, .len = 1u << 20};
+    proto_hdr_encode(f, &h);
+    memset(f + PROTO_HDR, 0, 6);
+    assert_int_equal(write(fd, f, PROTO_HDR + 6), PROTO_HDR + 6);
+    assert_true(closed_within(fd, 20000));
+    close(fd);
+    /* Idle between frames: a ping answered, then nothing for several deadlines (400 ms). */
+    fd = raw_handshake(port, "c1", secret, 0);
+    h = (proto_hdr_t){.type = PROTO_PING, .id = 4, .len = 0};
+    proto_hdr_seal(f, &h, NULL);
+    assert_int_equal(write(fd, f, PROTO_HDR), PROTO_HDR);
+    read_full(fd, f, PROTO_HDR);
+    assert_int_equal(proto_hdr_decode(f, PROTO_HDR, &h), 0);
+    assert_int_equal(h.status, 0);
+    assert_false(closed_within(fd, 1500));
+    close(fd);
+    proto_net_stop(srv);
+    pthread_mutex_destroy(&e.mu);
+}
+
 /*
  * A peer with the secret asks for more than the budget in block reads and never reads a
  * reply: it holds at most its own share (a quarter of the budget, and one reply), nobody
@@ -1088,6 +1146,7 @@ int main(void)
         cmocka_unit_test(test_cluster_map),
         cmocka_unit_test(test_cluster_map_pools),
         cmocka_unit_test(test_a_peer_that_stops_reading_pauses_only_itself),
+        cmocka_unit_test(test_a_peer_that_stops_inside_a_frame_is_closed),
         cmocka_unit_test(test_remote_scan_refuses_pages_that_do_not_advance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
