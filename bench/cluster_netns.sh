@@ -259,6 +259,7 @@ print(round(s, 1))
 PY
 )
 fi
+[ "$net_mb" != 0 ] || echo "cluster_netns.sh: no network ceiling (iperf3 missing or failed)" >&2
 ADMIN=$B/cluster/wl-admin
 ns cr kill n3
 rm -rf "$DIR/cr/n3/drive0"

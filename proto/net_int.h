@@ -99,7 +99,8 @@ struct proto_conn {
     int refs;     /* the handle (until its close callback) + inbounds not yet replied */
     int paused;   /* server: reading stopped (serve budget, or too many requests in flight) */
     int inflight; /* server: requests received whose replies are not yet written */
-    uint64_t progress_ms; /* when the frame being read in place last grew */
+    uint64_t progress_ms; /* when the frame being read (in place, or in the stage) last grew,
+                             or reading resumed */
     uint64_t frame_ms;    /* when it began */
     size_t wq_bytes;      /* the write queue's size at the last tick */
     uint64_t wrote_ms;    /* when the write queue last shrank (bytes leaving) */

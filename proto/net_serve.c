@@ -213,7 +213,11 @@ uint8_t *proto_reply_buf_at(proto_inbound_t *in, size_t cap, size_t aligned_at)
 
 uint8_t *proto_reply_buf(proto_inbound_t *in, size_t cap)
 {
-    return proto_reply_buf_at(in, cap, 0);
+    if (!cap) return NULL;
+    net__frame_free(in->reply);
+    in->reply = net__frame_alloc(PROTO_HDR + cap, 0); /* (placed only when asked: _at) */
+    in->reply_cap = cap;
+    return in->reply + PROTO_HDR;
 }
 
 void proto_reply_crc(proto_inbound_t *in, int status, size_t len, size_t at, size_t n, uint32_t crc)

@@ -43,9 +43,10 @@ int node_drives_open(node_drives_t *d, const node_conf_t *conf, int n, const cma
                      int k, int m) __attribute__((warn_unused_result));
 
 /*
- * s3_cfg_t.scrub_done, arg the node_drives_t: a heal scanner's pass ended
- * with failed objects it could not make whole; with none, every drive
- * marked replaced is refilled (its mark removed, read as any other).
+ * s3_cfg_t.scrub_done, arg the node_drives_t: a heal scanner's walk of the
+ * refilling drives' sets (a whole pass, or its first part) ended with failed
+ * objects it could not make whole; with none, every drive marked replaced
+ * is refilled (its mark removed, read as any other).
  */
 void node_drives_refilled(void *arg, unsigned failed);
 

@@ -39,9 +39,10 @@ typedef struct {
     struct s3_scrub *scrub;
     /* The mover of draining pools, for its progress there too (NULL: none). */
     struct s3_drain *drain;
-    /* A heal scanner's pass ended (not stopped), with `failed` objects it could not make
-     * whole or listings it could not go through: when 0, what was waiting for a whole pass
-     * (a replaced drive's mark) may go. NULL: none. */
+    /* A heal scanner's pass, or the part of a pass that walked the sets of the drives marked
+     * refilling (s3_scrub.c, scope_t), ended (not stopped), with `failed` objects it could not
+     * make whole or listings it could not go through: when 0, what was waiting for that walk
+     * (a replaced drive's mark) may go. Once a pass. NULL: none. */
     void (*scrub_done)(void *arg, unsigned failed);
     void *scrub_done_arg;
     /* Seconds block records no version names stay before the scanner deletes them (the

@@ -25,8 +25,10 @@
  * While a store is marked refilling (a replaced drive), a bucket's heals go
  * through a refill pipeline (obj_refill_new): the blocks they rebuild are
  * written without a heal waiting, heads once the blocks are durable, and
- * the walk drains it before it reports, so the mark only goes with a pass
- * that wrote everything.
+ * the walk drains it before it reports. A pass walks the sets of the
+ * refilling stores first (scope_t) and reports that part to scrub_done, so
+ * the mark goes once everything of those sets was written, before the
+ * other sets are walked.
  */
 #include "server/bgwork.h"
 #include "server/s3_int.h"
@@ -69,13 +71,9 @@ static int collect_version(void *arg, const char *key, const obj_info_t *info, i
  * stripes are read and verified at once. Memory: a stripe's blocks and the
  * decoder's per thread, and the window of blocks in flight.
  */
-static int refilling(const s3_cfg_t *cfg)
-{
-    for (int i = 0; i < obj_set_width(cfg->set); i++)
-        if (obj_set_refilling(cfg->set, i)) return 1;
-    return 0;
-}
 
+/* A set mask (bit j: set j) covers every set there can be. */
+_Static_assert(OBJ_MAX_SETS <= 64, "a set mask is 64 bits");
 #define ALL_SETS UINT64_MAX /* a scope's sets: every one, walked as one merged listing */
 
 /* Set j of a pool drained and taken out (its nodes may be gone): nothing walks it. */
@@ -88,12 +86,13 @@ static int set_removed(const s3_cfg_t *cfg, int j)
     return 0;
 }
 
-/* The sets (bit j: set j) that hold a store marked refilling (a replaced drive). */
+/* The sets (bit j: set j) that hold a store marked refilling (a replaced drive), but those of
+ * a pool taken out: a mark there, with its node gone, would never clear. */
 static uint64_t refilling_sets(const s3_cfg_t *cfg)
 {
     int per = obj_set_width(obj_set_sub(cfg->set, 0)), n = obj_set_width(cfg->set);
     uint64_t sets = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && i / per < 64; i++)
         if (obj_set_refilling(cfg->set, i) && !set_removed(cfg, i / per)) sets |= 1ull << (i / per);
     return sets;
 }
@@ -353,7 +352,7 @@ static int heal_bucket_in(const s3_cfg_t *cfg, const char *name, const char *ina
 int s3_heal_bucket(const s3_cfg_t *cfg, const char *name, const char *iname, obj_heal_report_t *rep,
                    int (*pace)(void *arg, uint64_t bytes), void *arg)
 {
-    scope_t sc = {.sets = ALL_SETS, .refill = refilling(cfg), .uploads = 1};
+    scope_t sc = {.sets = ALL_SETS, .refill = refilling_sets(cfg) != 0, .uploads = 1};
     int rc = heal_bucket_in(cfg, name, iname, &sc, rep, pace, arg);
     return rc == 1 ? 0 : rc;
 }
@@ -467,10 +466,13 @@ static unsigned heal_buckets(s3_scrub_t *sc, char **names, const scope_t *scope,
  * The tombstones of the internal buckets within sets (a deleted bucket's record, an upload
  * closed, a part replaced, a forgotten note): each goes a minute after its delete by the heal
  * thread of the node that made it, and a restart in that minute kept them for good (a
- * review). Old enough and on every store, the walk's heal drops them (heal_deleted).
+ * review). Old enough and on every store, the walk's heal drops them (heal_deleted). The
+ * walks that failed.
  */
-static void heal_internal_retired(s3_scrub_t *sc, uint64_t sets, obj_heal_report_t *rep, pacer_t *p)
+static unsigned heal_internal_retired(s3_scrub_t *sc, uint64_t sets, obj_heal_report_t *rep,
+                                      pacer_t *p)
 {
+    unsigned failed = 0;
     const char *const s3_internal[] = {BUCKETS, GONE_BUCKETS, CORS_OBJECTS, LC_OBJECTS};
     const int ns3 = (int)(sizeof(s3_internal) / sizeof(s3_internal[0]));
     const char *name;
@@ -479,7 +481,9 @@ static void heal_internal_retired(s3_scrub_t *sc, uint64_t sets, obj_heal_report
          i++) {
         int hr = heal_retired(sc->cfg, name, sets, rep, pace, p);
         if (hr < 0) log_limited(LOG_LVL_WARN, "event=scrub_internal_failed err=%s", err_name(hr));
+        failed += hr < 0;
     }
+    return failed;
 }
 
 /*
@@ -533,7 +537,7 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         scope_t refill = {.sets = first, .refill = 1, .uploads = 1};
         obj_heal_report_t r = {0};
         unsigned inc = incomplete + heal_buckets(sc, names, &refill, &r, &p, NULL);
-        heal_internal_retired(sc, first, &r, &p);
+        inc += heal_internal_retired(sc, first, &r, &p);
         refill_failed = r.failed + inc;
         add_report(&rep, &r);
         if (!bgwork_stopping(&sc->w)) {
@@ -547,10 +551,17 @@ static unsigned scrub_pass(s3_scrub_t *sc)
                      bgwork_now() - p.r.t0, r.heads_fixed, r.blocks_fixed, refill_failed);
         }
         rest = (scope_t){.sets = live & ~first, .refill = 0, .uploads = 0};
+        /*
+         * A refill part that fell short ends the pass here, so that it is tried again within
+         * minutes (scrub_step), not after the other sets' walk, which at the scrub rate can
+         * take hours. After six such passes in a row (retries an hour apart) the pass goes on
+         * regardless: a drive that cannot be refilled must not keep the rest from a scrub.
+         */
+        if (refill_failed && sc->refill_fails < 6) rest.sets = 0;
     }
-    incomplete += heal_buckets(sc, names, &rest, &rep, &p, &rr);
+    if (rest.sets) incomplete += heal_buckets(sc, names, &rest, &rep, &p, &rr);
     bgwork_names_free(names);
-    if (!bgwork_stopping(&sc->w)) {
+    if (rest.sets && !bgwork_stopping(&sc->w)) {
         /* The internal buckets: uploads, parts, manifests; bucket records and configurations. */
         obj_reap_internal(cfg->set, sc->reap, reap_now(), &rr);
         (void)obj_reap_bucket(cfg->set, sc->reap, BUCKETS, reap_now(), &rr);
@@ -560,7 +571,7 @@ static unsigned scrub_pass(s3_scrub_t *sc)
         heal_internal_retired(sc, rest.sets, &rep, &p);
     }
     s3_gone_report_t gr = {0};
-    if (!bgwork_stopping(&sc->w))
+    if (rest.sets && !bgwork_stopping(&sc->w))
         s3_gone_purge(cfg, cfg->reap_grace_s > 0 ? (uint64_t)cfg->reap_grace_s : 0,
                       &sc->gone_cursor, scrub_stopping, sc, &gr);
     double el = bgwork_now() - p.r.t0;
@@ -607,9 +618,9 @@ static double scrub_step(void *arg)
 {
     s3_scrub_t *sc = arg;
     double next = bgwork_now() + (double)sc->interval_s;
-    int refill = refilling(sc->cfg);
+    int refill = refilling_sets(sc->cfg) != 0;
     unsigned failed = scrub_pass(sc);
-    if (refill && failed && refilling(sc->cfg)) {
+    if (refill && failed && refilling_sets(sc->cfg)) {
         int shift = sc->refill_fails < 6 ? sc->refill_fails : 6;
         double wait = sc->refill_retry_s * (double)(1 << shift);
         if (wait > REFILL_RETRY_MAX_S) wait = REFILL_RETRY_MAX_S;

@@ -9,7 +9,7 @@
 #      node (Debian's boto3 and the newest botocore) and those ASan does not run
 # Ends with one summary line "tests: N passed, N failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 FUZZ_RUNS=${FUZZ_RUNS:-20000}
@@ -78,18 +78,20 @@ if compgen -G "tests/integration/test_*.py" >/dev/null; then
   # conftest gives each worker its own ports). Much of a test is waiting (leases, scanner
   # passes, nodes starting), so two side by side beat one even under ASan on two cores
   # (session 49: 767 s -> 576 s for the sanitized pass, 421 s -> 315 s for the cluster one).
+  # WL_XDIST=1: one worker a pass (a test that flakes only side by side, or a slower machine).
+  XDIST=${WL_XDIST:-2}
   s3_suites=(tests/integration/test_s3_*.py tests/integration/test_sigv4_clients.py)
   release_only=(tests/integration/test_deploy.py tests/integration/test_netns.py)
   step "integration, Release: S3 suites on one node, deploy, netns (pytest)" \
-    env WL_BUILD="$ROOT/build" /usr/bin/python3 -m pytest -q -n 2 --dist loadfile \
+    env WL_BUILD="$ROOT/build" /usr/bin/python3 -m pytest -q -n "$XDIST" --dist loadfile \
     "${s3_suites[@]}" "${release_only[@]}"
   step "integration under ASan+UBSan (pytest)" \
-    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q -n 2 \
+    env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 /usr/bin/python3 -m pytest -q -n "$XDIST" \
     --dist loadfile tests/integration \
     "${s3_suites[@]/#/--ignore=}" "${release_only[@]/#/--ignore=}"
   step "S3 suites through a 4-node cluster under ASan+UBSan (pytest)" \
     env WL_BUILD="$ROOT/build-asan" WL_SANITIZED=1 WL_CLUSTER=4 \
-    /usr/bin/python3 -m pytest -q -n 2 --dist loadfile "${s3_suites[@]}"
+    /usr/bin/python3 -m pytest -q -n "$XDIST" --dist loadfile "${s3_suites[@]}"
 fi
 
 echo

@@ -347,6 +347,43 @@ def test_refill_pass_that_falls_short_is_tried_again_soon(datadir):
     srv.stop()
 
 
+
+def test_refill_part_that_falls_short_ends_the_pass(datadir):
+    """Two 4+2 sets on one node, three drives of set 0 replaced (its objects past repair):
+    each pass's refill part falls short, so the pass ends there, the drives stay marked, and
+    it is tried again within seconds (WARMLAKE_REFILL_RETRY_S), not after a walk of set 1,
+    which at the scrub rate could take hours. Set 1's objects are never walked by these
+    passes (each pass names only the refill part's objects)."""
+    class Retrying(Server):
+        def env(self):
+            return dict(super().env(), WARMLAKE_REFILL_RETRY_S="1")
+
+    srv = Retrying(datadir, drives=12, extra=["--scrub-interval", "0"]).start()
+    c = s3_client(srv.endpoint)
+    c.create_bucket(Bucket="short")
+    for i in range(16):
+        c.put_object(Bucket="short", Key="o%d" % i, Body=os.urandom(300000))
+    srv.stop()
+    for d in (0, 1, 2):
+        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
+    srv.extra = ["--scrub-interval", "604800", "--scrub-rate", "512M"]
+    srv.start()
+    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 3, "passes tried again", timeout=90)
+    st = stats(srv)
+    assert [d["refilling"] for d in st["drives"]] == [1, 1, 1] + [0] * 9, st["drives"]
+    log = srv.read_log()
+    srv.stop()
+
+    def objects(line):
+        return int(line.split(" objects=")[1].split()[0])
+    refills = [ln for ln in log.splitlines() if "event=refill_pass " in ln]
+    passes = [ln for ln in log.splitlines() if "event=scrub_pass " in ln]
+    assert len(refills) >= 3 and len(passes) >= 3, log[-3000:]
+    for r, p in zip(refills, passes):
+        assert " failed=0" not in r, r
+        assert objects(p) == objects(r) > 0, (r, p)
+    assert "event=refill_pass_short" in log
+
 def test_heal_rewrites_a_rotten_inline_copy(datadir):
     """A small object's copies are its data: bytes rotten in one copy are found by a heal
     and the copy rewritten, so that the other copies can go later. Its head's metadata

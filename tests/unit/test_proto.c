@@ -22,8 +22,8 @@
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
-#include <poll.h>
 #include <openssl/hmac.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,14 +218,17 @@ static void echo_handle(void *arg, proto_inbound_t *in)
     }
     if (in->req.type == PROTO_READ && in->req.len && in->req.off) {
         /* A block's read as a peer answers it (peer_serve.c): the block on a page after its
-         * 4-byte prefix (1 there if it is), its crc given rather than read again; off 2: a
-         * wrong crc given (a bug the receiver must catch). */
-        uint8_t *b = proto_reply_buf_at(in, 4 + (size_t)in->req.len, 4);
+         * 4-byte prefix (1 there if it is), the crc of all but its last 3 bytes given rather
+         * than read again (the seal reads those, as READ_SPLIT's tail); off 2: a wrong crc
+         * given (a bug the receiver must catch); off 3: room 2 MiB larger than the reply (cut
+         * to size before it is sent: a placed frame is copied). */
+        size_t len = in->req.len, known = len > 3 ? len - 3 : len;
+        uint8_t *b = proto_reply_buf_at(in, 4 + len + (in->req.off == 3 ? 2u << 20 : 0), 4);
         le_put32(b, (uintptr_t)(b + 4) % 4096 == 0);
-        for (uint32_t i = 0; i < in->req.len; i++)
+        for (uint32_t i = 0; i < len; i++)
             b[4 + i] = (uint8_t)(i * 13 + (i >> 11));
-        uint32_t crc = crc32c(0, b + 4, in->req.len) ^ (in->req.off == 2);
-        proto_reply_crc(in, 0, 4 + (size_t)in->req.len, 4, in->req.len, crc);
+        uint32_t crc = crc32c(0, b + 4, known) ^ (in->req.off == 2);
+        proto_reply_crc(in, 0, 4 + len, 4, known, crc);
         return;
     }
     if (in->req.type == PROTO_READ && in->req.len) {
@@ -268,7 +271,8 @@ static const char *serve_on = "127.0.0.1:0"; /* where serve listens */
 static size_t echo_bound(void *arg, const proto_req_t *q)
 {
     (void)arg;
-    return q->type == PROTO_READ ? (q->len ? 4 + (size_t)q->len : strlen(q->id.key)) : 0;
+    if (q->type != PROTO_READ) return 0;
+    return q->len ? 4 + (size_t)q->len + (q->off == 3 ? 2u << 20 : 0) : strlen(q->id.key);
 }
 
 static proto_net_t *serve(echo_t *e, const char *cluster, const char *node, const char *sec,
@@ -509,8 +513,9 @@ static void test_large_put_data_lands_on_a_page(void **state)
 /*
  * A block read's reply (proto_reply_buf_at + proto_reply_crc, as peer_serve.c answers
  * PROTO_READ and PROTO_READ_SPLIT): the block starts a page of the reply, so a drive reads it
- * in directly, and the frame's crc combines the block's known crc with the rest. The bytes
- * arrive whole; a known crc that is wrong makes a frame the receiver refuses.
+ * in directly, and the frame's crc combines the block's known crc with the bytes before and
+ * after it. The bytes arrive whole (also from a placed reply cut to size); a known crc that
+ * is wrong makes a frame the receiver refuses.
  */
 typedef struct {
     uint32_t len, aligned;
@@ -558,6 +563,9 @@ static void test_block_reply_on_a_page_with_its_crc_known(void **state)
         assert_int_equal(r.whole, 1);
         assert_int_equal(r.aligned, sizes[i] >= 65536 - 4); /* (small replies: anywhere) */
     }
+    block_echo_t cut = {.len = 1048580};
+    assert_int_equal(read_block(p, 3, &cut), 0);
+    assert_int_equal(cut.whole, 1);
     proto_net_stats_t st;
     proto_net_stats(cl, &st);
     assert_int_equal(st.bad_frames, 0);

@@ -36,7 +36,8 @@ ssize_t tl_pwrite_via(ssize_t (*pwritev)(int, const struct iovec *, int, off_t),
  * A one-shot gate for an fdatasync hook (drive_io.fdatasync = tl_gated_fdatasync): armed with
  * the real one, the next flush waits at the gate until it opens, so its commit's leader keeps
  * the lead while the test queues what it needs behind it. tl_gate_wait_held waits until a
- * flush is there (failing the test after a minute). One gate at a time.
+ * flush is there (failing the test after a minute). One gate at a time, armed again only
+ * once the flush it held has gone on.
  */
 void tl_gate_arm(int (*real_fdatasync)(int));
 int tl_gated_fdatasync(int fd);
