@@ -274,8 +274,9 @@ done
 pass=$(grep -m1 -E "event=(refill|scrub)_pass" "$DIR/cr/n3.log" || true)
 secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$pass")
 [ -n "$secs" ] || { echo "cluster_netns.sh: n3's heal pass did not end" >&2; exit 1; }
-refilled=$("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys
-print(json.load(sys.stdin)["drives"][0]["host_bytes"])')
+read -r refilled calls < <("$WLB" stats --endpoint "$S3_N3" | python3 -c 'import json, sys
+j = json.load(sys.stdin)
+print(j["drives"][0]["host_bytes"], j.get("proto", {}).get("calls", 0))')
 ns cr down
 # shellcheck source=bench/fio.sh
 source "$ROOT/bench/fio.sh"
@@ -289,4 +290,6 @@ row network_into_n3_from_3_nodes_MBps "$net_mb" MB/s - 0
 row cluster_refill_n3_drive0_MBps "$rate" MB/s fio_seq_write_1MiB_direct "$fio_mb"
 row cluster_refill_n3_drive0_MBps "$rate" MB/s network_into_n3/k=4 "$(python3 -c "import sys
 print(round(float(sys.argv[1]) / 4, 1))" "$net_mb")"
-echo "(refilled $((refilled >> 20)) MiB; ${pass#*event=})"
+objs=$(sed -n 's/.* objects=\([0-9]*\).*/\1/p' <<<"$pass")
+echo "(refilled $((refilled >> 20)) MiB; n3's node-protocol calls since its start: $calls," \
+  "$((calls / (objs > 0 ? objs : 1))) an object; ${pass#*event=})"
