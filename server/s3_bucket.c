@@ -71,6 +71,17 @@ int s3_bucket_exists(ctx_t *x, const char *name, obj_info_t *info)
     return x->bucket_seen > 0;
 }
 
+int s3_bucket_walked(const s3_cfg_t *cfg, const char *who, const char *name, char iname[INAME_MAX])
+{
+    ctx_t x = {0};
+    x.cfg = cfg;
+    snprintf(x.id, sizeof(x.id), "%s", who);
+    obj_info_t bi;
+    if (!s3_bucket_exists(&x, name, &bi)) return 0;
+    s3_bucket_iname(name, &bi, iname);
+    return 1;
+}
+
 /* The owner recorded in a bucket record, or "" for none. */
 const char *s3_bucket_owner(const obj_info_t *info)
 {

@@ -226,13 +226,8 @@ static int drain_pass(s3_drain_t *d)
                 continue;
             }
             for (int b = 0; names[b] && !stopping(d); b++) {
-                ctx_t x = {0};
-                x.cfg = cfg;
-                snprintf(x.id, sizeof(x.id), "drain");
-                obj_info_t bi;
-                if (!s3_bucket_exists(&x, names[b], &bi)) continue;
                 char iname[INAME_MAX];
-                s3_bucket_iname(names[b], &bi, iname);
+                if (!s3_bucket_walked(cfg, "drain", names[b], iname)) continue;
                 drain_set_bucket(d, pool, j, iname, &p, &found, &left, &uploads);
             }
             /* The buckets' own records and configurations, once their objects went. */

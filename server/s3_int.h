@@ -281,6 +281,9 @@ const char *s3_request_bucket_owner(ctx_t *x);
 /* The bucket was created with x-amz-object-ownership: BucketOwnerEnforced: ACLs are disabled. */
 int s3_bucket_acls_disabled(const obj_info_t *info);
 void s3_bucket_iname(const char *name, const obj_info_t *bi, char out[INAME_MAX]);
+/* For a background walker (who: its request id in the log): 1 and bucket name's internal name
+ * in iname when the bucket exists, else 0. */
+int s3_bucket_walked(const s3_cfg_t *cfg, const char *who, const char *name, char iname[INAME_MAX]);
 pthread_rwlock_t *s3_bucket_lock(const char *name);
 int s3_bucket_current(ctx_t *x, const char *name, const char *iname);
 /* The caller's bucket: 0 and iname filled (may be NULL); else the error was sent. */

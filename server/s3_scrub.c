@@ -444,13 +444,8 @@ static unsigned heal_buckets(s3_scrub_t *sc, char **names, const scope_t *scope,
     const s3_cfg_t *cfg = sc->cfg;
     unsigned incomplete = 0;
     for (int i = 0; names[i] && !bgwork_stopping(&sc->w); i++) {
-        ctx_t x = {0};
-        x.cfg = cfg;
-        snprintf(x.id, sizeof(x.id), "scrub");
-        obj_info_t bi;
-        if (!s3_bucket_exists(&x, names[i], &bi)) continue;
         char iname[INAME_MAX];
-        s3_bucket_iname(names[i], &bi, iname);
+        if (!s3_bucket_walked(cfg, "scrub", names[i], iname)) continue;
         int hr = heal_bucket_in(cfg, names[i], iname, scope, rep, pace, p);
         if (hr < 0) {
             log_warn("event=scrub_bucket_failed bucket=%s err=%s", names[i], err_name(hr));

@@ -321,19 +321,21 @@ def test_replaced_drive_is_listed_last(datadir):
     srv.stop()
 
 
-def test_refill_pass_that_falls_short_is_tried_again_soon(datadir):
-    """A scanner pass over a replaced drive that leaves failures (here objects past repair:
-    three of six drives replaced) kept the drive marked refilling, read last, until the next
-    interval, a week by default (a cluster probe). It is tried again within minutes, twice as
-    late each time (WARMLAKE_REFILL_RETRY_S shortens the first wait for this test)."""
-    class Retrying(Server):
-        def env(self):
-            return dict(super().env(), WARMLAKE_REFILL_RETRY_S="1")
 
-    srv = Retrying(datadir, extra=["--scrub-interval", "0"]).start()
+class Retrying(Server):
+    """A node whose first refill retry comes a second after a pass fell short."""
+    def env(self):
+        return dict(super().env(), WARMLAKE_REFILL_RETRY_S="1")
+
+
+def refill_falling_short(datadir, drives, objects):
+    """A node of `drives` drives (4+2 sets) with `objects` objects of 300 KB, drives 0-2
+    (three of set 0: its objects past repair) replaced, running until its scanner passed
+    three times: the node, running."""
+    srv = Retrying(datadir, drives=drives, extra=["--scrub-interval", "0"]).start()
     c = s3_client(srv.endpoint)
     c.create_bucket(Bucket="short")
-    for i in range(4):
+    for i in range(objects):
         c.put_object(Bucket="short", Key="o%d" % i, Body=os.urandom(300000))
     srv.stop()
     for d in (0, 1, 2):
@@ -341,6 +343,14 @@ def test_refill_pass_that_falls_short_is_tried_again_soon(datadir):
     srv.extra = ["--scrub-interval", "604800", "--scrub-rate", "512M"]
     srv.start()
     wait_for(lambda: stats(srv)["scrub"]["passes"] >= 3, "passes tried again", timeout=90)
+    return srv
+
+def test_refill_pass_that_falls_short_is_tried_again_soon(datadir):
+    """A scanner pass over a replaced drive that leaves failures (here objects past repair:
+    three of six drives replaced) kept the drive marked refilling, read last, until the next
+    interval, a week by default (a cluster probe). It is tried again within minutes, twice as
+    late each time (WARMLAKE_REFILL_RETRY_S shortens the first wait for this test)."""
+    srv = refill_falling_short(datadir, drives=6, objects=4)
     st = stats(srv)
     assert st["scrub"]["failed"] > 0, st["scrub"]
     assert [d["refilling"] for d in st["drives"]][:3] == [1, 1, 1], st["drives"]
@@ -354,21 +364,7 @@ def test_refill_part_that_falls_short_ends_the_pass(datadir):
     it is tried again within seconds (WARMLAKE_REFILL_RETRY_S), not after a walk of set 1,
     which at the scrub rate could take hours. Set 1's objects are never walked by these
     passes (each pass names only the refill part's objects)."""
-    class Retrying(Server):
-        def env(self):
-            return dict(super().env(), WARMLAKE_REFILL_RETRY_S="1")
-
-    srv = Retrying(datadir, drives=12, extra=["--scrub-interval", "0"]).start()
-    c = s3_client(srv.endpoint)
-    c.create_bucket(Bucket="short")
-    for i in range(16):
-        c.put_object(Bucket="short", Key="o%d" % i, Body=os.urandom(300000))
-    srv.stop()
-    for d in (0, 1, 2):
-        shutil.rmtree(os.path.join(datadir, "drive%d" % d))
-    srv.extra = ["--scrub-interval", "604800", "--scrub-rate", "512M"]
-    srv.start()
-    wait_for(lambda: stats(srv)["scrub"]["passes"] >= 3, "passes tried again", timeout=90)
+    srv = refill_falling_short(datadir, drives=12, objects=16)
     st = stats(srv)
     assert [d["refilling"] for d in st["drives"]] == [1, 1, 1] + [0] * 9, st["drives"]
     log = srv.read_log()
